@@ -1,0 +1,112 @@
+#include "run_event_log.h"
+
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <unistd.h>
+
+namespace scalelab::agent {
+
+namespace {
+std::int64_t nowUnixMs()
+{
+    using namespace std::chrono;
+    return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
+}
+}  // namespace
+
+RunEventLog::RunEventLog(std::filesystem::path file)
+{
+    m_fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+    if (m_fd < 0)
+        m_error = "cannot open " + file.string() + ": " + std::strerror(errno);
+}
+
+RunEventLog::~RunEventLog()
+{
+    if (m_fd >= 0) {
+        ::fdatasync(m_fd);
+        ::close(m_fd);
+    }
+}
+
+std::int64_t RunEventLog::append(v1::RunEvent event, bool durable)
+{
+    std::int64_t seq;
+    {
+        std::lock_guard lock(m_mutex);
+        seq = static_cast<std::int64_t>(m_events.size()) + 1;
+        event.set_seq(seq);
+        event.set_unix_ms(nowUnixMs());
+        if (m_fd >= 0) {
+            std::string bytes;
+            {
+                google::protobuf::io::StringOutputStream stream(&bytes);
+                google::protobuf::io::CodedOutputStream coded(&stream);
+                coded.WriteVarint32(static_cast<std::uint32_t>(event.ByteSizeLong()));
+                event.SerializeWithCachedSizes(&coded);
+            }
+            // One write() per event: a crash leaves at most a torn last record.
+            const char *p = bytes.data();
+            std::size_t left = bytes.size();
+            while (left > 0) {
+                const ssize_t n = ::write(m_fd, p, left);
+                if (n < 0 && errno == EINTR)
+                    continue;
+                if (n < 0)
+                    break;
+                p += n;
+                left -= static_cast<std::size_t>(n);
+            }
+            if (durable)
+                ::fdatasync(m_fd);
+        }
+        m_events.push_back(std::move(event));
+    }
+    m_changed.notify_all();
+    return seq;
+}
+
+void RunEventLog::close()
+{
+    {
+        std::lock_guard lock(m_mutex);
+        m_closed = true;
+        if (m_fd >= 0)
+            ::fdatasync(m_fd);
+    }
+    m_changed.notify_all();
+}
+
+std::int64_t RunEventLog::lastSeq() const
+{
+    std::lock_guard lock(m_mutex);
+    return static_cast<std::int64_t>(m_events.size());
+}
+
+bool RunEventLog::closed() const
+{
+    std::lock_guard lock(m_mutex);
+    return m_closed;
+}
+
+bool RunEventLog::read(std::int64_t fromSeq, std::size_t max, std::chrono::milliseconds timeout,
+                       std::vector<v1::RunEvent> *out)
+{
+    fromSeq = std::max<std::int64_t>(fromSeq, 1);
+    std::unique_lock lock(m_mutex);
+    const auto available = [&] { return static_cast<std::int64_t>(m_events.size()) >= fromSeq; };
+    if (!available() && !m_closed)
+        m_changed.wait_for(lock, timeout, [&] { return available() || m_closed; });
+    if (!available())
+        return !m_closed;
+    const auto begin = static_cast<std::size_t>(fromSeq - 1);
+    const auto end = std::min(m_events.size(), begin + max);
+    out->insert(out->end(), m_events.begin() + begin, m_events.begin() + end);
+    return true;
+}
+
+}  // namespace scalelab::agent

@@ -1,0 +1,52 @@
+// The events of one run attempt: gap-free sequence numbers from 1, appended to
+// runs/<run_id>/<attempt>/events.log (length-delimited RunEvent protobufs) and kept in
+// memory for followers. Thread-safe: one appender (the run's supervisor) and any number
+// of readers. The file is fsync'ed at epoch boundaries and on terminal events, so what
+// a console saw acknowledged survives a power loss.
+#pragma once
+
+#include "scalelab/v1/agent.pb.h"
+
+#include <chrono>
+#include <condition_variable>
+#include <filesystem>
+#include <mutex>
+#include <vector>
+
+namespace scalelab::agent {
+
+class RunEventLog {
+public:
+    // Opens (creating) the log file. Check error() afterwards.
+    explicit RunEventLog(std::filesystem::path file);
+    ~RunEventLog();
+    RunEventLog(const RunEventLog &) = delete;
+    RunEventLog &operator=(const RunEventLog &) = delete;
+
+    const std::string &error() const { return m_error; }
+
+    // Stamps seq and unix_ms, stores and wakes followers. Returns the sequence number.
+    std::int64_t append(v1::RunEvent event, bool durable = false);
+
+    // No more events will come (the run reached a terminal state).
+    void close();
+
+    std::int64_t lastSeq() const;
+    bool closed() const;
+
+    // Copies events with seq >= fromSeq into `out` (at most `max`). Waits up to
+    // `timeout` when there are none yet and the log is open. Returns false when the
+    // log is closed and fromSeq is past its end (the reader is done).
+    bool read(std::int64_t fromSeq, std::size_t max, std::chrono::milliseconds timeout,
+              std::vector<v1::RunEvent> *out);
+
+private:
+    mutable std::mutex m_mutex;
+    std::condition_variable m_changed;
+    std::vector<v1::RunEvent> m_events;  // m_events[i].seq() == i + 1
+    bool m_closed = false;
+    int m_fd = -1;
+    std::string m_error;
+};
+
+}  // namespace scalelab::agent

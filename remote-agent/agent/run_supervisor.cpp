@@ -1,0 +1,444 @@
+#include "run_supervisor.h"
+
+#include <QJsonDocument>
+#include <QJsonObject>
+
+#include <google/protobuf/util/json_util.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <fstream>
+#include <poll.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace scalelab::agent {
+
+namespace {
+
+constexpr std::size_t kMaxLineBytes = 16 * 1024;  // longer output lines are cut
+
+std::int64_t nowUnixMs()
+{
+    using namespace std::chrono;
+    return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
+}
+
+bool isTerminal(v1::RunState s)
+{
+    return s == v1::SUCCEEDED || s == v1::FAILED || s == v1::CANCELLED;
+}
+
+// Splits a byte stream into lines; calls `emit` for each complete one.
+class LineSplitter {
+public:
+    template <typename F>
+    void feed(const char *data, std::size_t n, F &&emit)
+    {
+        for (std::size_t i = 0; i < n; ++i) {
+            if (data[i] == '\n') {
+                emit(m_buffer);
+                m_buffer.clear();
+            } else if (m_buffer.size() < kMaxLineBytes) {
+                m_buffer += data[i];
+            }
+        }
+    }
+    template <typename F>
+    void flush(F &&emit)
+    {
+        if (!m_buffer.empty())
+            emit(m_buffer);
+        m_buffer.clear();
+    }
+
+private:
+    std::string m_buffer;
+};
+
+}  // namespace
+
+RunSupervisor::RunSupervisor(RunLaunch launch) : m_launch(std::move(launch))
+{
+    m_events = std::make_unique<RunEventLog>(m_launch.runDir / "events.log");
+}
+
+RunSupervisor::~RunSupervisor()
+{
+    if (!terminal())
+        stop(std::chrono::milliseconds(2000));
+    for (auto &rank : m_ranks)
+        if (rank->monitor.joinable())
+            rank->monitor.join();
+    m_killTimerArmed = false;
+    if (m_killTimer.joinable())
+        m_killTimer.join();
+}
+
+v1::RunEvent RunSupervisor::makeEvent(int rank) const
+{
+    v1::RunEvent event;
+    event.set_run_id(m_launch.request.run_id());
+    event.set_attempt(m_launch.request.attempt());
+    event.set_rank(rank);
+    return event;
+}
+
+void RunSupervisor::setState(v1::RunState state, const std::string &message)
+{
+    {
+        std::lock_guard lock(m_mutex);
+        m_state = state;
+        m_message = message;
+    }
+    auto event = makeEvent(-1);
+    event.mutable_state()->set_state(state);
+    event.mutable_state()->set_message(message);
+    m_events->append(std::move(event), isTerminal(state));
+}
+
+std::string RunSupervisor::start(ProcessLauncher &launcher)
+{
+    if (!m_events->error().empty()) {
+        setState(v1::FAILED, m_events->error());
+        m_events->close();
+        return m_events->error();
+    }
+    {
+        std::string json;
+        google::protobuf::util::JsonPrintOptions options;
+        options.add_whitespace = true;
+        google::protobuf::util::MessageToJsonString(m_launch.request, &json, options);
+        std::ofstream(m_launch.runDir / "request.json") << json;
+    }
+    m_startedMs = nowUnixMs();
+    setState(v1::STARTING, "starting " + std::to_string(m_launch.request.ranks_size()) +
+                               " rank(s) on this agent");
+
+    const auto &spec = m_launch.request.spec();
+    const std::string threads = std::to_string(m_launch.threadsPerRank);
+    for (int rankNumber : m_launch.request.ranks()) {
+        SpawnRequest request;
+        request.argv = {m_launch.workerBinary,
+                        "train",
+                        "--data-dir", m_launch.datasetDir,
+                        "--batch-size", std::to_string(spec.batch_size()),
+                        "--epochs", std::to_string(spec.epochs()),
+                        "--seed", std::to_string(spec.seed()),
+                        "--threads", threads,
+                        "--rank", std::to_string(rankNumber),
+                        "--world-size", std::to_string(m_launch.request.world_size()),
+                        "--event-fd", "3"};
+        if (spec.learning_rate() > 0)
+            request.argv.insert(request.argv.end(), {"--lr", std::to_string(spec.learning_rate())});
+        if (spec.momentum() > 0)
+            request.argv.insert(request.argv.end(), {"--momentum", std::to_string(spec.momentum())});
+        if (spec.weight_decay() > 0)
+            request.argv.insert(request.argv.end(),
+                                {"--weight-decay", std::to_string(spec.weight_decay())});
+        if (spec.max_train_images() > 0)
+            request.argv.insert(request.argv.end(),
+                                {"--max-train-images", std::to_string(spec.max_train_images())});
+        if (spec.max_test_images() > 0)
+            request.argv.insert(request.argv.end(),
+                                {"--max-test-images", std::to_string(spec.max_test_images())});
+        // Keep OpenMP and OpenBLAS pools at the rank's share of the cores.
+        request.extraEnv = {"OMP_NUM_THREADS=" + threads, "OPENBLAS_NUM_THREADS=" + threads};
+        request.processGroup = m_processGroup;
+        const SpawnedProcess process = launcher.spawn(std::move(request));
+        if (process.pid < 0) {
+            const std::string message = "rank " + std::to_string(rankNumber) + ": " + process.error;
+            stop(std::chrono::milliseconds(0));
+            {
+                std::lock_guard lock(m_mutex);
+                m_workerError = message;
+                if (m_ranks.empty()) {
+                    m_endedMs = nowUnixMs();
+                }
+            }
+            if (m_ranks.empty()) {
+                setState(v1::FAILED, message);
+                m_events->close();
+            }
+            return message;
+        }
+        std::lock_guard lock(m_mutex);
+        if (m_processGroup == 0)
+            m_processGroup = process.pid;
+        auto rank = std::make_unique<Rank>();
+        rank->rank = rankNumber;
+        rank->pid = process.pid;
+        Rank &ref = *rank;
+        m_ranks.push_back(std::move(rank));
+        ref.monitor = std::thread([this, &ref, process] { monitor(ref, process.outputFd, process.eventFd); });
+    }
+    return {};
+}
+
+void RunSupervisor::monitor(Rank &rank, int outputFd, int eventFd)
+{
+    LineSplitter outputLines, eventLines;
+    pollfd fds[2] = {{outputFd, POLLIN, 0}, {eventFd, POLLIN, 0}};
+    int open = 2;
+    char buffer[8192];
+    while (open > 0) {
+        if (::poll(fds, 2, -1) < 0) {
+            if (errno == EINTR)
+                continue;
+            break;
+        }
+        for (int i = 0; i < 2; ++i) {
+            if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR)))
+                continue;
+            const ssize_t n = ::read(fds[i].fd, buffer, sizeof buffer);
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n <= 0) {
+                ::close(fds[i].fd);
+                fds[i].fd = -1;
+                --open;
+                continue;
+            }
+            if (i == 0)
+                outputLines.feed(buffer, static_cast<std::size_t>(n),
+                                 [&](const std::string &l) { handleOutputLine(rank.rank, l); });
+            else
+                eventLines.feed(buffer, static_cast<std::size_t>(n),
+                                [&](const std::string &l) { handleEventLine(rank.rank, l); });
+        }
+    }
+    outputLines.flush([&](const std::string &l) { handleOutputLine(rank.rank, l); });
+    eventLines.flush([&](const std::string &l) { handleEventLine(rank.rank, l); });
+    for (auto &fd : fds)
+        if (fd.fd >= 0)
+            ::close(fd.fd);
+    int status = 0;
+    while (::waitpid(rank.pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    onRankExited(rank, status);
+}
+
+void RunSupervisor::handleOutputLine(int rank, const std::string &line)
+{
+    {
+        std::lock_guard lock(m_mutex);
+        if (!line.empty())
+            m_lastOutputLine = line;
+    }
+    auto event = makeEvent(rank);
+    event.mutable_log()->set_stream("output");
+    event.mutable_log()->set_text(line);
+    m_events->append(std::move(event));
+}
+
+void RunSupervisor::handleEventLine(int rank, const std::string &line)
+{
+    QJsonParseError parseError;
+    const auto doc = QJsonDocument::fromJson(QByteArray::fromStdString(line), &parseError);
+    if (!doc.isObject()) {
+        handleOutputLine(rank, "unparseable worker event: " + line);
+        return;
+    }
+    const QJsonObject o = doc.object();
+    const QString type = o.value(QLatin1String("type")).toString();
+    auto num = [&](const char *key) { return o.value(QLatin1String(key)).toDouble(); };
+    auto event = makeEvent(rank);
+    bool durable = false;
+    if (type == QLatin1String("started")) {
+        bool first = false;
+        {
+            std::lock_guard lock(m_mutex);
+            first = m_state == v1::STARTING;
+        }
+        if (first)
+            setState(v1::RUNNING, "training");
+        auto *s = event.mutable_started();
+        *s->mutable_dataset() = m_launch.dataset;
+        s->mutable_dataset()->set_synthetic(o.value(QLatin1String("synthetic")).toBool());
+        s->mutable_dataset()->set_train_images(static_cast<std::int64_t>(num("train_images")));
+        s->mutable_dataset()->set_test_images(static_cast<std::int64_t>(num("test_images")));
+        s->set_parameters(static_cast<std::int64_t>(num("parameters")));
+        s->set_threads(static_cast<int>(num("threads")));
+        s->set_device(o.value(QLatin1String("device")).toString().toStdString());
+        s->set_steps_per_epoch(static_cast<std::int64_t>(num("steps_per_epoch")));
+    } else if (type == QLatin1String("step")) {
+        auto *s = event.mutable_step();
+        s->set_epoch(static_cast<int>(num("epoch")));
+        s->set_step(static_cast<std::int64_t>(num("step")));
+        // A diverged loss arrives as JSON null; keep it visible as NaN.
+        s->set_loss(o.value(QLatin1String("loss")).isNull() ? std::nan("") : num("loss"));
+        s->set_learning_rate(num("lr"));
+        s->set_images_per_second(num("images_per_second"));
+        s->set_elapsed_seconds(num("elapsed_seconds"));
+    } else if (type == QLatin1String("epoch")) {
+        auto *e = event.mutable_epoch();
+        e->set_epoch(static_cast<int>(num("epoch")));
+        e->set_train_loss(num("train_loss"));
+        e->set_train_accuracy(num("train_accuracy"));
+        e->set_test_loss(num("test_loss"));
+        e->set_test_accuracy(num("test_accuracy"));
+        e->set_epoch_seconds(num("epoch_seconds"));
+        e->set_images_per_second(num("images_per_second"));
+        e->set_elapsed_seconds(num("elapsed_seconds"));
+        durable = true;
+    } else if (type == QLatin1String("finished")) {
+        v1::RunSummary summary;
+        summary.set_final_test_accuracy(num("final_test_accuracy"));
+        summary.set_best_test_accuracy(num("best_test_accuracy"));
+        summary.set_wall_seconds(num("wall_seconds"));
+        summary.set_images_per_second(num("images_per_second"));
+        summary.set_epochs_completed(static_cast<int>(num("epochs_completed")));
+        std::lock_guard lock(m_mutex);
+        if (rank == 0 || !m_finished)
+            m_finished = summary;
+        return;  // reported in the terminal summary, once the process has exited
+    } else if (type == QLatin1String("error")) {
+        const std::string message = o.value(QLatin1String("message")).toString().toStdString();
+        {
+            std::lock_guard lock(m_mutex);
+            if (m_workerError.empty())
+                m_workerError = "rank " + std::to_string(rank) + ": " + message;
+        }
+        event.mutable_log()->set_stream("error");
+        event.mutable_log()->set_text(message);
+    } else {
+        handleOutputLine(rank, "unknown worker event type: " + line);
+        return;
+    }
+    m_events->append(std::move(event), durable);
+}
+
+void RunSupervisor::onRankExited(Rank &rank, int status)
+{
+    bool last = false;
+    bool failedFirst = false;
+    {
+        std::lock_guard lock(m_mutex);
+        rank.exited = true;
+        if (WIFEXITED(status)) {
+            rank.exitCode = WEXITSTATUS(status);
+        } else if (WIFSIGNALED(status)) {
+            rank.signal = WTERMSIG(status);
+        }
+        failedFirst = (rank.exitCode != 0 || rank.signal != 0) && !m_stopRequested;
+        last = ++m_exitedRanks == static_cast<int>(m_ranks.size());
+    }
+    // One rank failing dooms the run: stop the others rather than let them hang in a
+    // collective that will never complete.
+    if (failedFirst && !last)
+        stop(std::chrono::milliseconds(3000));
+    if (last)
+        finish();
+}
+
+void RunSupervisor::finish()
+{
+    v1::RunSummary summary;
+    v1::RunState state;
+    std::string message;
+    {
+        std::lock_guard lock(m_mutex);
+        m_endedMs = nowUnixMs();
+        const Rank *failed = nullptr;
+        for (const auto &r : m_ranks)
+            if (r->exitCode != 0 || r->signal != 0) {
+                failed = r.get();
+                break;
+            }
+        if (m_finished)
+            summary = *m_finished;
+        if (m_stopRequested && (failed || !m_finished)) {
+            state = v1::CANCELLED;
+            message = "stopped on request";
+        } else if (!failed && m_finished) {
+            state = v1::SUCCEEDED;
+            message = "finished";
+        } else {
+            state = v1::FAILED;
+            if (failed && failed->signal != 0) {
+                summary.set_signal(failed->signal);
+                message = "rank " + std::to_string(failed->rank) + " was killed by signal " +
+                          std::to_string(failed->signal) + " (" + strsignal(failed->signal) + ")";
+                if (failed->signal == SIGKILL)
+                    message += "; if nobody killed it, the kernel may have run out of memory "
+                               "(see dmesg)";
+            } else if (failed) {
+                summary.set_exit_code(failed->exitCode);
+                message = "rank " + std::to_string(failed->rank) + " exited with code " +
+                          std::to_string(failed->exitCode);
+            } else {
+                message = "the worker exited without reporting a result";
+            }
+            if (!m_workerError.empty())
+                message += ": " + m_workerError;
+            else if (!m_lastOutputLine.empty())
+                message += "; last output: " + m_lastOutputLine;
+        }
+        summary.set_state(state);
+        summary.set_message(message);
+    }
+    auto event = makeEvent(-1);
+    *event.mutable_summary() = summary;
+    m_events->append(std::move(event));
+    setState(state, message);
+    m_events->close();
+    m_killTimerArmed = false;
+    m_terminalCv.notify_all();
+}
+
+void RunSupervisor::stop(std::chrono::milliseconds grace)
+{
+    pid_t group;
+    {
+        std::lock_guard lock(m_mutex);
+        if (isTerminal(m_state))
+            return;
+        m_stopRequested = true;
+        group = m_processGroup;
+    }
+    if (group <= 0)
+        return;
+    ::kill(-group, SIGTERM);
+    if (m_killTimerArmed.exchange(true))
+        return;  // a kill timer is already running
+    if (m_killTimer.joinable())
+        m_killTimer.join();
+    m_killTimer = std::thread([this, group, grace] {
+        std::unique_lock lock(m_mutex);
+        if (!m_terminalCv.wait_for(lock, grace, [this] { return isTerminal(m_state); }))
+            ::kill(-group, SIGKILL);
+    });
+}
+
+void RunSupervisor::waitFinished()
+{
+    for (auto &rank : m_ranks)
+        if (rank->monitor.joinable())
+            rank->monitor.join();
+}
+
+bool RunSupervisor::terminal() const
+{
+    std::lock_guard lock(m_mutex);
+    return isTerminal(m_state);
+}
+
+v1::RunInfo RunSupervisor::info() const
+{
+    v1::RunInfo info;
+    std::lock_guard lock(m_mutex);
+    info.set_run_id(m_launch.request.run_id());
+    info.set_attempt(m_launch.request.attempt());
+    info.set_state(m_state);
+    *info.mutable_ranks() = m_launch.request.ranks();
+    info.set_world_size(m_launch.request.world_size());
+    *info.mutable_spec() = m_launch.request.spec();
+    info.set_last_seq(m_events->lastSeq());
+    info.set_started_unix_ms(m_startedMs);
+    info.set_ended_unix_ms(m_endedMs);
+    info.set_message(m_message);
+    return info;
+}
+
+}  // namespace scalelab::agent

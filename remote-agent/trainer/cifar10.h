@@ -1,0 +1,61 @@
+// CIFAR-10 binary format: reading, validating and generating synthetic sets.
+//
+// Contract: torch-free and Qt-free, so the agent (inventory) and the tests use it
+// without pulling in libtorch. A split is a list of files of 3073-byte records:
+// 1 label byte (0..9) followed by 3072 pixel bytes (1024 red, 1024 green, 1024 blue,
+// row-major 32x32). Train = data_batch_1..5.bin, test = test_batch.bin.
+// Every function reports problems as a message a person can act on; none throws.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace scalelab::cifar {
+
+inline constexpr int kImageSide = 32;
+inline constexpr int kChannels = 3;
+inline constexpr std::size_t kPixelBytes = kImageSide * kImageSide * kChannels;  // 3072
+inline constexpr std::size_t kRecordBytes = 1 + kPixelBytes;                      // 3073
+inline constexpr int kClasses = 10;
+// Name of the marker file that flags a generated (not real) data set.
+inline constexpr const char *kSyntheticMarker = "SYNTHETIC";
+
+enum class Split { Train, Test };
+
+struct Images {
+    std::vector<std::uint8_t> labels;  // size() images
+    std::vector<std::uint8_t> pixels;  // size() * kPixelBytes, CHW per image
+    std::size_t size() const { return labels.size(); }
+};
+
+struct DatasetSummary {
+    std::string directory;  // the folder holding the .bin files
+    bool synthetic = false;
+    std::int64_t trainImages = 0;
+    std::int64_t testImages = 0;
+};
+
+// The folder that holds the .bin files: `dir` itself, or `dir/cifar-10-batches-bin`
+// (the layout of the official tarball).
+std::string resolveDatasetDirectory(const std::string &dir);
+
+// The files of one split, relative to the resolved directory.
+std::vector<std::string> splitFiles(Split split);
+
+// Checks every file of both splits by size only (cheap) and counts records.
+std::optional<DatasetSummary> inspectDataset(const std::string &dir, std::string *error);
+
+// Reads one split fully and validates labels. `limit` > 0 keeps the first `limit` images.
+std::optional<Images> readSplit(const std::string &dir, Split split, std::size_t limit,
+                                std::string *error);
+
+// Writes a learnable synthetic set in exactly the CIFAR-10 binary layout, plus the
+// SYNTHETIC marker and a batches.meta.txt. Each class is a fixed random low-frequency
+// colour pattern; samples add brightness jitter, a shift and noise.
+bool writeSyntheticDataset(const std::string &dir, std::int64_t trainImages,
+                           std::int64_t testImages, std::uint64_t seed, std::string *error);
+
+}  // namespace scalelab::cifar

@@ -1,0 +1,71 @@
+#include "event_writer.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <unistd.h>
+
+namespace scalelab::trainer {
+
+std::string EventWriter::escape(std::string_view text)
+{
+    std::string out;
+    out.reserve(text.size() + 2);
+    for (char c : text) {
+        switch (c) {
+        case '"': out += "\\\""; break;
+        case '\\': out += "\\\\"; break;
+        case '\n': out += "\\n"; break;
+        case '\r': out += "\\r"; break;
+        case '\t': out += "\\t"; break;
+        default:
+            if (static_cast<unsigned char>(c) < 0x20) {
+                char buf[8];
+                std::snprintf(buf, sizeof buf, "\\u%04x", c);
+                out += buf;
+            } else {
+                out += c;
+            }
+        }
+    }
+    return out;
+}
+
+void EventWriter::emit(std::string_view type, std::initializer_list<Field> fields)
+{
+    std::string line = "{\"type\":\"" + escape(type) + "\"";
+    for (const auto &f : fields) {
+        line += ",\"" + escape(f.key) + "\":";
+        if (const auto *i = std::get_if<std::int64_t>(&f.value)) {
+            line += std::to_string(*i);
+        } else if (const auto *d = std::get_if<double>(&f.value)) {
+            if (std::isfinite(*d)) {
+                char buf[32];
+                std::snprintf(buf, sizeof buf, "%.9g", *d);
+                line += buf;
+            } else {
+                line += "null";  // JSON has no NaN; a diverged loss shows as null
+            }
+        } else if (const auto *b = std::get_if<bool>(&f.value)) {
+            line += *b ? "true" : "false";
+        } else {
+            line += "\"" + escape(std::get<std::string>(f.value)) + "\"";
+        }
+    }
+    line += "}\n";
+    std::lock_guard lock(m_mutex);
+    const char *p = line.data();
+    std::size_t left = line.size();
+    while (left > 0) {
+        const ssize_t n = ::write(m_fd, p, left);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return;  // the reader is gone; the agent classifies our exit
+        }
+        p += n;
+        left -= static_cast<std::size_t>(n);
+    }
+}
+
+}  // namespace scalelab::trainer

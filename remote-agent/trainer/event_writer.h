@@ -1,0 +1,34 @@
+// Writes worker events as JSON lines to a file descriptor (the agent's pipe, or stdout
+// when the worker runs standalone). One write() per event so lines never interleave.
+// Thread-safe. Torch-free and Qt-free.
+#pragma once
+
+#include <initializer_list>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <variant>
+
+namespace scalelab::trainer {
+
+class EventWriter {
+public:
+    using Value = std::variant<std::int64_t, double, bool, std::string>;
+    struct Field {
+        std::string_view key;
+        Value value;
+    };
+
+    explicit EventWriter(int fd) : m_fd(fd) {}
+
+    // {"type": type, key: value, ...}
+    void emit(std::string_view type, std::initializer_list<Field> fields);
+
+    static std::string escape(std::string_view text);
+
+private:
+    int m_fd;
+    std::mutex m_mutex;
+};
+
+}  // namespace scalelab::trainer

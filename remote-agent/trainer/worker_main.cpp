@@ -1,0 +1,207 @@
+// scalelab-worker: one process per rank. libtorch only (no Qt, no gRPC).
+//
+//   scalelab-worker train --data-dir DIR [--batch-size N] [--epochs N] ...
+//   scalelab-worker generate-synthetic --out DIR [--train N] [--test N] [--seed S]
+//   scalelab-worker inspect --data-dir DIR
+//
+// Events go to --event-fd (default 1, stdout) as JSON lines; diagnostics to stderr.
+#include "cifar10.h"
+#include "event_writer.h"
+#include "seed_model.h"
+#include "training.h"
+
+#include <charconv>
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <map>
+#include <string>
+
+using namespace scalelab;
+
+namespace {
+
+const char *kUsage = R"(usage: scalelab-worker COMMAND [options]
+
+Commands:
+  train               train the seed CNN on a CIFAR-10 binary data set (one rank)
+  generate-synthetic  write a SYNTHETIC data set in the CIFAR-10 binary format
+  inspect             check a data set and print its record counts as JSON
+  parameters          print the parameter count of the seed model
+
+train options:
+  --data-dir DIR        folder with data_batch_1..5.bin and test_batch.bin (required)
+  --batch-size N        images per step on this worker (default 64)
+  --epochs N            passes over the training split (default 1)
+  --lr X                learning rate (default 0.05)
+  --momentum X          SGD momentum (default 0.9)
+  --weight-decay X      L2 weight decay (default 5e-4)
+  --seed N              seed for weights and shuffling (default 1)
+  --threads N           intra-op threads, 0 = all cores (default 0)
+  --max-train-images N  use the first N training images, 0 = all (default 0)
+  --max-test-images N   use the first N test images, 0 = all (default 0)
+  --rank N, --world-size N  data-parallel placement (default 0 of 1)
+  --event-fd N          file descriptor for JSON-line events (default 1)
+
+generate-synthetic options:
+  --out DIR  --train N (default 1000)  --test N (default 200)  --seed N (default 1)
+)";
+
+struct Args {
+    std::string command;
+    std::map<std::string, std::string> options;
+    std::string error;
+};
+
+Args parse(int argc, char **argv)
+{
+    Args args;
+    int i = 1;
+    if (i < argc && argv[i][0] != '-')
+        args.command = argv[i++];
+    for (; i < argc; ++i) {
+        std::string key = argv[i];
+        if (key == "--help" || key == "-h") {
+            args.command = "help";
+            return args;
+        }
+        if (key.rfind("--", 0) != 0) {
+            args.error = "unexpected argument '" + key + "'";
+            return args;
+        }
+        if (auto eq = key.find('='); eq != std::string::npos) {
+            args.options[key.substr(2, eq - 2)] = key.substr(eq + 1);
+        } else if (i + 1 < argc) {
+            args.options[key.substr(2)] = argv[++i];
+        } else {
+            args.error = "option " + key + " needs a value";
+            return args;
+        }
+    }
+    return args;
+}
+
+template <typename T>
+bool take(Args &args, const std::string &key, T &out)
+{
+    auto it = args.options.find(key);
+    if (it == args.options.end())
+        return true;
+    const std::string text = it->second;
+    args.options.erase(it);
+    if constexpr (std::is_same_v<T, std::string>) {
+        out = text;
+        return true;
+    } else {
+        const auto *end = text.data() + text.size();
+        auto [ptr, ec] = std::from_chars(text.data(), end, out);
+        if (ec != std::errc() || ptr != end) {
+            args.error = "--" + key + " expects a number, got '" + text + "'";
+            return false;
+        }
+        return true;
+    }
+}
+
+bool leftovers(Args &args)
+{
+    if (!args.error.empty())
+        return true;
+    if (!args.options.empty()) {
+        args.error = "unknown option --" + args.options.begin()->first;
+        return true;
+    }
+    return false;
+}
+
+int usageError(const std::string &message)
+{
+    std::cerr << "scalelab-worker: " << message << "\nRun 'scalelab-worker --help' for usage.\n";
+    return 2;
+}
+
+}  // namespace
+
+int main(int argc, char **argv)
+{
+    Args args = parse(argc, argv);
+    if (!args.error.empty())
+        return usageError(args.error);
+    if (args.command == "help" || args.command.empty()) {
+        std::cout << kUsage;
+        return args.command.empty() ? 2 : 0;
+    }
+
+    if (args.command == "parameters") {
+        std::cout << trainer::seedModelParameterCount() << "\n";
+        return 0;
+    }
+
+    if (args.command == "generate-synthetic") {
+        std::string out;
+        std::int64_t train = 1000, test = 200;
+        std::uint64_t seed = 1;
+        take(args, "out", out) && take(args, "train", train) && take(args, "test", test) &&
+            take(args, "seed", seed);
+        if (leftovers(args))
+            return usageError(args.error);
+        if (out.empty())
+            return usageError("generate-synthetic needs --out DIR");
+        std::string error;
+        if (!cifar::writeSyntheticDataset(out, train, test, seed, &error)) {
+            std::cerr << "scalelab-worker: " << error << "\n";
+            return 1;
+        }
+        std::cout << "wrote SYNTHETIC CIFAR-format data set to " << out << " (" << train
+                  << " train, " << test << " test images)\n";
+        return 0;
+    }
+
+    if (args.command == "inspect") {
+        std::string dir;
+        take(args, "data-dir", dir);
+        if (leftovers(args))
+            return usageError(args.error);
+        std::string error;
+        const auto summary = cifar::inspectDataset(dir, &error);
+        if (!summary) {
+            std::cerr << "scalelab-worker: " << error << "\n";
+            return 1;
+        }
+        std::cout << "{\"directory\":\"" << trainer::EventWriter::escape(summary->directory)
+                  << "\",\"synthetic\":" << (summary->synthetic ? "true" : "false")
+                  << ",\"train_images\":" << summary->trainImages
+                  << ",\"test_images\":" << summary->testImages << "}\n";
+        return 0;
+    }
+
+    if (args.command == "train") {
+        trainer::TrainingConfig config;
+        int eventFd = 1;
+        take(args, "data-dir", config.dataDir) && take(args, "batch-size", config.batchSize) &&
+            take(args, "epochs", config.epochs) && take(args, "lr", config.learningRate) &&
+            take(args, "momentum", config.momentum) &&
+            take(args, "weight-decay", config.weightDecay) && take(args, "seed", config.seed) &&
+            take(args, "threads", config.threads) &&
+            take(args, "max-train-images", config.maxTrainImages) &&
+            take(args, "max-test-images", config.maxTestImages) &&
+            take(args, "rank", config.rank) && take(args, "world-size", config.worldSize) &&
+            take(args, "event-fd", eventFd);
+        if (leftovers(args))
+            return usageError(args.error);
+        if (auto problem = trainer::validate(config); !problem.empty())
+            return usageError(problem);
+        trainer::EventWriter events(eventFd);
+        try {
+            return trainer::runTraining(config, events);
+        } catch (const std::exception &e) {
+            // libtorch reports shape, memory and device problems as c10::Error.
+            std::string what = e.what();
+            events.emit("error", {{"message", what.substr(0, what.find('\n'))}});
+            std::cerr << "scalelab-worker: " << what << "\n";
+            return 1;
+        }
+    }
+
+    return usageError("unknown command '" + args.command + "'");
+}
