@@ -1,0 +1,443 @@
+// scalelab-cli: the console's actions without a display. Tests and benchmarks drive
+// the product through it.
+//
+// Exit codes: 0 success; 1 the run failed or was cancelled; 2 bad input;
+// 3 the agent could not be reached or refused the request.
+#include "agent_client.h"
+#include "local_agent.h"
+#include "run_record.h"
+#include "run_request.h"
+#include "run_watch.h"
+
+#include <QCommandLineParser>
+#include <QCoreApplication>
+#include <QFile>
+#include <QTextStream>
+
+#include <google/protobuf/util/json_util.h>
+
+#include <csignal>
+#include <cstdio>
+#include <memory>
+#include <sys/socket.h>
+#include <unistd.h>
+
+using namespace scalelab;
+using namespace scalelab::core;
+
+namespace {
+
+enum ExitCode { Ok = 0, RunFailed = 1, BadInput = 2, AgentError = 3 };
+
+QTextStream &out()
+{
+    static QTextStream s(stdout);
+    return s;
+}
+
+QTextStream &err()
+{
+    static QTextStream s(stderr);
+    return s;
+}
+
+int badInput(const QString &message)
+{
+    err() << "scalelab-cli: " << message << "\n";
+    err().flush();
+    return BadInput;
+}
+
+QString toJson(const google::protobuf::Message &message)
+{
+    std::string json;
+    google::protobuf::util::JsonPrintOptions options;
+    options.always_print_primitive_fields = true;
+    google::protobuf::util::MessageToJsonString(message, &json, options);
+    return QString::fromStdString(json);
+}
+
+// Where the CLI talks to: a given agent, or a local one it starts and owns.
+struct AgentConnection {
+    std::unique_ptr<LocalAgent> local;
+    std::unique_ptr<AgentClient> client;
+};
+
+void addAgentOptions(QCommandLineParser &parser)
+{
+    parser.addOption({QStringLiteral("agent"),
+                      QStringLiteral("Agent address HOST:PORT. Without it a local agent is started "
+                                     "on 127.0.0.1 and stopped at the end."),
+                      QStringLiteral("host:port")});
+    parser.addOption({QStringLiteral("token-file"),
+                      QStringLiteral("File with the agent's token (or set SCALELAB_TOKEN)."),
+                      QStringLiteral("path")});
+    parser.addOption({QStringLiteral("data-dir"),
+                      QStringLiteral("Data folder for the local agent (ignored with --agent)."),
+                      QStringLiteral("dir")});
+    parser.addOption({QStringLiteral("state-dir"),
+                      QStringLiteral("State folder for the local agent (ignored with --agent)."),
+                      QStringLiteral("dir")});
+}
+
+int connect(const QCommandLineParser &parser, AgentConnection *connection)
+{
+    QString endpoint = parser.value(QStringLiteral("agent"));
+    QString token = QString::fromLocal8Bit(qgetenv("SCALELAB_TOKEN"));
+    if (parser.isSet(QStringLiteral("token-file"))) {
+        QFile f(parser.value(QStringLiteral("token-file")));
+        if (!f.open(QIODevice::ReadOnly))
+            return badInput(QStringLiteral("cannot read token file %1: %2").arg(f.fileName(), f.errorString()));
+        token = QString::fromUtf8(f.readAll()).trimmed();
+    }
+    if (endpoint.isEmpty()) {
+        connection->local = std::make_unique<LocalAgent>();
+        LocalAgentOptions options;
+        options.dataDir = parser.value(QStringLiteral("data-dir"));
+        options.stateDir = parser.value(QStringLiteral("state-dir"));
+        if (!connection->local->start(options)) {
+            err() << "scalelab-cli: " << connection->local->error() << "\n";
+            return connection->local->refusedConfiguration() ? BadInput : AgentError;
+        }
+        endpoint = connection->local->endpoint();
+        token = connection->local->token();
+        err() << "started a local agent at " << endpoint << " (log: " << connection->local->logFile() << ")\n";
+        err().flush();
+    } else if (const QString problem = AgentClient::endpointError(endpoint); !problem.isEmpty()) {
+        return badInput(problem);
+    }
+    connection->client = std::make_unique<AgentClient>(endpoint, token);
+    return Ok;
+}
+
+QString percent(double fraction)
+{
+    return QString::number(fraction * 100.0, 'f', 2) + QLatin1Char('%');
+}
+
+// Follows one run until its terminal event, printing as it goes.
+class RunFollower : public QObject {
+public:
+    RunFollower(AgentClient *client, const QString &runId, const RunRequest &request, bool json)
+        : m_watch(client, runId), m_record(runId), m_request(request), m_json(json)
+    {
+        QObject::connect(&m_watch, &RunWatch::eventsArrived, this, [this] { drain(); });
+        QObject::connect(&m_watch, &RunWatch::finished, this, [this](const QString &error) {
+            drain();
+            m_streamError = error;
+            QCoreApplication::exit(0);
+        });
+    }
+
+    int follow()
+    {
+        m_watch.start(1);
+        QCoreApplication::exec();
+        return report();
+    }
+
+private:
+    void drain()
+    {
+        for (const auto &event : m_watch.takeEvents()) {
+            m_record.apply(event);
+            if (m_json) {
+                out() << toJson(event) << "\n";
+                continue;
+            }
+            printHuman(event);
+        }
+        out().flush();
+    }
+
+    void printHuman(const v1::RunEvent &event)
+    {
+        const QString id = m_record.runId();
+        switch (event.kind_case()) {
+        case v1::RunEvent::kState:
+            out() << id << " " << RunRecord::stateName(event.state().state()) << ": "
+                  << QString::fromStdString(event.state().message()) << "\n";
+            break;
+        case v1::RunEvent::kStarted: {
+            const auto &s = event.started();
+            out() << id << " data set " << QString::fromStdString(s.dataset().name())
+                  << (s.dataset().synthetic() ? QStringLiteral(" [SYNTHETIC DATA]") : QString())
+                  << ": " << s.dataset().train_images() << " train / " << s.dataset().test_images()
+                  << " test images, " << s.parameters() << " parameters, " << s.threads()
+                  << " thread(s) on " << QString::fromStdString(s.device()) << ", "
+                  << s.steps_per_epoch() << " steps per epoch\n";
+            m_stepsPerEpoch = s.steps_per_epoch();
+            break;
+        }
+        case v1::RunEvent::kStep: {
+            const auto &s = event.step();
+            // Every 10th step and each epoch's last: live, but readable.
+            const bool lastOfEpoch = m_stepsPerEpoch > 0 && s.step() % m_stepsPerEpoch == 0;
+            if (s.step() % 10 == 0 || s.step() == 1 || lastOfEpoch)
+                out() << id << " epoch " << s.epoch() << " step " << s.step() << " loss "
+                      << QString::number(s.loss(), 'f', 4) << "  "
+                      << QString::number(s.images_per_second(), 'f', 1) << " img/s\n";
+            break;
+        }
+        case v1::RunEvent::kEpoch: {
+            const auto &e = event.epoch();
+            out() << id << " epoch " << e.epoch() << " done: train loss "
+                  << QString::number(e.train_loss(), 'f', 4) << ", train acc "
+                  << percent(e.train_accuracy()) << ", test loss "
+                  << QString::number(e.test_loss(), 'f', 4) << ", test acc "
+                  << percent(e.test_accuracy()) << ", "
+                  << QString::number(e.epoch_seconds(), 'f', 1) << " s, "
+                  << QString::number(e.images_per_second(), 'f', 1) << " img/s\n";
+            break;
+        }
+        case v1::RunEvent::kLog:
+            if (event.log().stream() == "error")
+                out() << id << " rank " << event.rank() << " error: "
+                      << QString::fromStdString(event.log().text()) << "\n";
+            break;
+        default:
+            break;
+        }
+    }
+
+    int report()
+    {
+        const auto &summary = m_record.summary();
+        if (!m_record.terminal()) {
+            err() << "scalelab-cli: lost the run's event stream: " << m_streamError << "\n";
+            return AgentError;
+        }
+        const double wall = summary ? summary->wall_seconds() : 0;
+        const QString line =
+            QStringLiteral("run %1 %2 workers=%3 batch=%4 epochs=%5 test_accuracy=%6 "
+                           "wall_seconds=%7 images_per_second=%8%9")
+                .arg(m_record.runId(), RunRecord::stateName(m_record.state()))
+                .arg(m_request.workers)
+                .arg(m_request.batchSize)
+                .arg(m_request.epochs)
+                .arg(summary ? percent(summary->final_test_accuracy()) : QStringLiteral("-"))
+                .arg(QString::number(wall, 'f', 2))
+                .arg(summary ? QString::number(summary->images_per_second(), 'f', 1) : QStringLiteral("-"))
+                .arg(m_record.synthetic() ? QStringLiteral(" data=SYNTHETIC") : QString());
+        if (m_json) {
+            v1::RunSummary s = summary.value_or(v1::RunSummary());
+            out() << "{\"final\":" << toJson(s) << ",\"run_id\":\"" << m_record.runId()
+                  << "\",\"workers\":" << m_request.workers << ",\"batch_size\":" << m_request.batchSize
+                  << ",\"epochs\":" << m_request.epochs << ",\"synthetic\":"
+                  << (m_record.synthetic() ? "true" : "false") << ",\"last_seq\":" << m_record.lastSeq()
+                  << ",\"gaps\":" << m_record.gaps() << ",\"duplicates\":" << m_record.duplicates()
+                  << "}\n";
+        } else {
+            if (m_record.state() != v1::SUCCEEDED)
+                out() << m_record.runId() << " " << m_record.stateMessage() << "\n";
+            out() << line << "\n";
+        }
+        out().flush();
+        return m_record.state() == v1::SUCCEEDED ? Ok : RunFailed;
+    }
+
+    RunWatch m_watch;
+    RunRecord m_record;
+    RunRequest m_request;
+    bool m_json;
+    QString m_streamError;
+    qint64 m_stepsPerEpoch = 0;
+};
+
+// Ctrl-C / SIGTERM while following a run: stop the run on the agent, then exit.
+int g_signalPipe[2] = {-1, -1};
+void onSignal(int)
+{
+    const char c = 1;
+    ssize_t ignored = ::write(g_signalPipe[1], &c, 1);
+    (void)ignored;
+}
+
+int runCommand(QStringList arguments)
+{
+    QCommandLineParser parser;
+    parser.setApplicationDescription(QStringLiteral("Start one training run and follow it to the end."));
+    parser.addHelpOption();
+    addAgentOptions(parser);
+    parser.addOptions({
+        {QStringLiteral("dataset"), QStringLiteral("Data set name on the agent (default: cifar-10, "
+                                                   "or 'synthetic' with --synthetic)."), QStringLiteral("name")},
+        {QStringLiteral("synthetic"), QStringLiteral("Create the data set as a SYNTHETIC CIFAR-format set "
+                                                     "if it does not exist.")},
+        {QStringLiteral("synthetic-train"), QStringLiteral("Train images of a created synthetic set."),
+         QStringLiteral("n"), QStringLiteral("2000")},
+        {QStringLiteral("synthetic-test"), QStringLiteral("Test images of a created synthetic set."),
+         QStringLiteral("n"), QStringLiteral("500")},
+        {QStringLiteral("workers"), QStringLiteral("Data-parallel workers (1 = baseline)."), QStringLiteral("n"), QStringLiteral("1")},
+        {QStringLiteral("batch-size"), QStringLiteral("Images per step per worker."), QStringLiteral("n"), QStringLiteral("64")},
+        {QStringLiteral("epochs"), QStringLiteral("Passes over the training split."), QStringLiteral("n"), QStringLiteral("1")},
+        {QStringLiteral("lr"), QStringLiteral("Learning rate (0 = trainer default)."), QStringLiteral("x"), QStringLiteral("0")},
+        {QStringLiteral("threads"), QStringLiteral("Threads per worker (0 = automatic)."), QStringLiteral("n"), QStringLiteral("0")},
+        {QStringLiteral("seed"), QStringLiteral("Seed for weights and shuffling."), QStringLiteral("n"), QStringLiteral("1")},
+        {QStringLiteral("max-train-images"), QStringLiteral("Use only the first N training images."), QStringLiteral("n"), QStringLiteral("0")},
+        {QStringLiteral("max-test-images"), QStringLiteral("Use only the first N test images."), QStringLiteral("n"), QStringLiteral("0")},
+        {QStringLiteral("run-id"), QStringLiteral("Run id (default: generated)."), QStringLiteral("id")},
+        {QStringLiteral("json"), QStringLiteral("Print every event and the summary as JSON lines.")},
+    });
+    if (!parser.parse(arguments))
+        return badInput(parser.errorText() + QStringLiteral("; see 'scalelab-cli run --help'"));
+    if (parser.isSet(QStringLiteral("help"))) {
+        out() << parser.helpText();
+        return Ok;
+    }
+
+    RunRequest request;
+    QStringList problems;
+    auto integer = [&](const char *name, auto *target) {
+        bool ok = false;
+        const qlonglong v = parser.value(QLatin1String(name)).toLongLong(&ok);
+        if (!ok)
+            problems << QStringLiteral("--%1 expects a whole number, got '%2'")
+                            .arg(QLatin1String(name), parser.value(QLatin1String(name)));
+        *target = static_cast<std::remove_pointer_t<decltype(target)>>(v);
+    };
+    const bool synthetic = parser.isSet(QStringLiteral("synthetic"));
+    request.dataset = parser.isSet(QStringLiteral("dataset"))
+                          ? parser.value(QStringLiteral("dataset"))
+                          : (synthetic ? QStringLiteral("synthetic") : QStringLiteral("cifar-10"));
+    integer("workers", &request.workers);
+    integer("batch-size", &request.batchSize);
+    integer("epochs", &request.epochs);
+    integer("threads", &request.threadsPerWorker);
+    integer("seed", &request.seed);
+    integer("max-train-images", &request.maxTrainImages);
+    integer("max-test-images", &request.maxTestImages);
+    int syntheticTrain = 0, syntheticTest = 0;
+    integer("synthetic-train", &syntheticTrain);
+    integer("synthetic-test", &syntheticTest);
+    bool lrOk = false;
+    request.learningRate = parser.value(QStringLiteral("lr")).toDouble(&lrOk);
+    if (!lrOk)
+        problems << QStringLiteral("--lr expects a number");
+    problems << request.problems();
+    if (!problems.isEmpty())
+        return badInput(problems.join(QStringLiteral("\nscalelab-cli: ")));
+
+    AgentConnection agent;
+    if (int rc = connect(parser, &agent); rc != Ok)
+        return rc;
+    if (synthetic) {
+        v1::CreateSyntheticDatasetRequest create;
+        create.set_name(request.dataset.toStdString());
+        create.set_train_images(syntheticTrain);
+        create.set_test_images(syntheticTest);
+        create.set_seed(request.seed);
+        v1::Dataset dataset;
+        const auto result = agent.client->createSyntheticDataset(create, &dataset);
+        if (!result.ok()) {
+            err() << "scalelab-cli: " << result.message << "\n";
+            return result.code == grpc::StatusCode::INVALID_ARGUMENT ? BadInput : AgentError;
+        }
+    }
+
+    const QString runId = parser.isSet(QStringLiteral("run-id")) ? parser.value(QStringLiteral("run-id")) : newRunId();
+    v1::StartWorkersResponse started;
+    const auto result = agent.client->startWorkers(request.toStartWorkers(runId), &started);
+    if (!result.ok()) {
+        err() << "scalelab-cli: " << result.message << "\n";
+        return result.code == grpc::StatusCode::INVALID_ARGUMENT ? BadInput : AgentError;
+    }
+
+    // Stop the run if we are interrupted: nothing keeps training unwatched by accident.
+    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, g_signalPipe) == 0) {
+        std::signal(SIGINT, onSignal);
+        std::signal(SIGTERM, onSignal);
+    }
+    std::thread([client = agent.client.get(), runId] {
+        char c;
+        if (::read(g_signalPipe[0], &c, 1) == 1) {
+            err() << "\nscalelab-cli: interrupted, stopping run " << runId << "\n";
+            err().flush();
+            v1::StopRunResponse ignored;
+            client->stopRun(runId, &ignored);
+        }
+    }).detach();
+
+    RunFollower follower(agent.client.get(), runId, request, parser.isSet(QStringLiteral("json")));
+    return follower.follow();
+}
+
+int describeCommand(QStringList arguments)
+{
+    QCommandLineParser parser;
+    parser.setApplicationDescription(QStringLiteral("Show an agent's inventory: node, data sets, runs."));
+    parser.addHelpOption();
+    addAgentOptions(parser);
+    parser.addOption({QStringLiteral("json"), QStringLiteral("Print the inventory as JSON.")});
+    if (!parser.parse(arguments))
+        return badInput(parser.errorText());
+    if (parser.isSet(QStringLiteral("help"))) {
+        out() << parser.helpText();
+        return Ok;
+    }
+    AgentConnection agent;
+    if (int rc = connect(parser, &agent); rc != Ok)
+        return rc;
+    v1::DescribeResponse inventory;
+    const auto result = agent.client->describe(&inventory);
+    if (!result.ok()) {
+        err() << "scalelab-cli: " << result.message << "\n";
+        return AgentError;
+    }
+    if (parser.isSet(QStringLiteral("json"))) {
+        out() << toJson(inventory) << "\n";
+        return Ok;
+    }
+    out() << "agent " << agent.client->endpoint() << ": " << QString::fromStdString(inventory.hostname())
+          << ", scalelab-agent " << QString::fromStdString(inventory.agent_version()) << ", "
+          << inventory.cpu_cores() << " CPU cores, "
+          << QString::number(double(inventory.memory_bytes()) / (1 << 30), 'f', 1) << " GiB, "
+          << inventory.gpus_size() << " GPU(s)\n";
+    out() << "data sets in " << QString::fromStdString(inventory.data_dir()) << ":\n";
+    if (inventory.datasets().empty())
+        out() << "  none (create one with: scalelab-cli run --synthetic, or extract "
+                 "cifar-10-binary.tar.gz there)\n";
+    for (const auto &d : inventory.datasets())
+        out() << "  " << QString::fromStdString(d.name()) << ": " << d.train_images() << " train / "
+              << d.test_images() << " test images" << (d.synthetic() ? " [SYNTHETIC]" : "") << "\n";
+    out() << "runs: " << inventory.runs_size() << "\n";
+    for (const auto &r : inventory.runs())
+        out() << "  " << QString::fromStdString(r.run_id()) << " attempt " << r.attempt() << " "
+              << RunRecord::stateName(r.state()) << "\n";
+    return Ok;
+}
+
+const char *kUsage = R"(usage: scalelab-cli COMMAND [options]
+
+Commands:
+  run        start one training run (a local agent is started unless --agent is given)
+             and print its live metrics and a summary line
+  describe   show an agent's node, data sets and runs (alias: agents)
+
+Run 'scalelab-cli COMMAND --help' for a command's options.
+Exit codes: 0 success, 1 run failed or cancelled, 2 bad input, 3 agent unreachable or refused.
+)";
+
+}  // namespace
+
+int main(int argc, char **argv)
+{
+    QCoreApplication app(argc, argv);
+    QCoreApplication::setApplicationName(QStringLiteral("scalelab-cli"));
+    QCoreApplication::setApplicationVersion(QStringLiteral(SCALELAB_VERSION));
+    QStringList arguments = QCoreApplication::arguments();
+    if (arguments.size() < 2 || arguments[1] == QLatin1String("--help") || arguments[1] == QLatin1String("-h")) {
+        out() << kUsage;
+        return arguments.size() < 2 ? BadInput : Ok;
+    }
+    if (arguments[1] == QLatin1String("--version")) {
+        out() << "scalelab-cli " << SCALELAB_VERSION << "\n";
+        return Ok;
+    }
+    const QString command = arguments.takeAt(1);
+    if (command == QLatin1String("run"))
+        return runCommand(arguments);
+    if (command == QLatin1String("describe") || command == QLatin1String("agents"))
+        return describeCommand(arguments);
+    return badInput(QStringLiteral("unknown command '%1'; commands: run, describe. See --help.").arg(command));
+}

@@ -1,0 +1,138 @@
+#include "agent_client.h"
+
+#include "grpc/health/v1/health.grpc.pb.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include <chrono>
+
+namespace scalelab::core {
+
+namespace {
+constexpr int kCallTimeoutMs = 10'000;
+constexpr int kMaxMessageBytes = 16 * 1024 * 1024;
+}  // namespace
+
+bool CallResult::unreachable() const
+{
+    return code == grpc::StatusCode::UNAVAILABLE || code == grpc::StatusCode::DEADLINE_EXCEEDED;
+}
+
+CallResult CallResult::fromStatus(const grpc::Status &status, const QString &endpoint)
+{
+    if (status.ok())
+        return {};
+    const QString detail = QString::fromStdString(status.error_message());
+    switch (status.error_code()) {
+    case grpc::StatusCode::UNAVAILABLE:
+        return {status.error_code(),
+                QStringLiteral("cannot reach the agent at %1 (%2). Is scalelab-agent running "
+                               "there, and are the address and port right?")
+                    .arg(endpoint, detail)};
+    case grpc::StatusCode::DEADLINE_EXCEEDED:
+        return {status.error_code(),
+                QStringLiteral("the agent at %1 did not answer in time; it may be overloaded "
+                               "or the network is down")
+                    .arg(endpoint)};
+    default:
+        return {status.error_code(), QStringLiteral("agent %1: %2").arg(endpoint, detail)};
+    }
+}
+
+QString AgentClient::endpointError(const QString &endpoint)
+{
+    const int colon = endpoint.lastIndexOf(QLatin1Char(':'));
+    if (colon <= 0)
+        return QStringLiteral("agent address '%1' is not HOST:PORT (for example 127.0.0.1:7450)")
+            .arg(endpoint);
+    bool ok = false;
+    const int port = endpoint.mid(colon + 1).toInt(&ok);
+    if (!ok || port < 1 || port > 65535)
+        return QStringLiteral("agent address '%1' has no valid port (1-65535)").arg(endpoint);
+    return {};
+}
+
+AgentClient::AgentClient(const QString &endpoint, const QString &token)
+    : m_endpoint(endpoint), m_token(token.toStdString())
+{
+    grpc::ChannelArguments args;
+    args.SetMaxReceiveMessageSize(kMaxMessageBytes);
+    args.SetMaxSendMessageSize(kMaxMessageBytes);
+    args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 30'000);
+    args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 10'000);
+    // Fail fast and retry ourselves: a dead agent should be reported in seconds.
+    args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 500);
+    args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 5'000);
+    m_channel = grpc::CreateCustomChannel(endpoint.toStdString(), grpc::InsecureChannelCredentials(), args);
+    m_stub = v1::Agent::NewStub(m_channel);
+}
+
+void AgentClient::prepare(grpc::ClientContext *context, int timeoutMs) const
+{
+    context->set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(timeoutMs));
+    if (!m_token.empty())
+        context->AddMetadata("authorization", "Bearer " + m_token);
+}
+
+void AgentClient::prepareStreamContext(grpc::ClientContext *context) const
+{
+    if (!m_token.empty())
+        context->AddMetadata("authorization", "Bearer " + m_token);
+}
+
+CallResult AgentClient::describe(v1::DescribeResponse *response, int timeoutMs)
+{
+    grpc::ClientContext context;
+    prepare(&context, timeoutMs);
+    return CallResult::fromStatus(m_stub->Describe(&context, {}, response), m_endpoint);
+}
+
+CallResult AgentClient::startWorkers(const v1::StartWorkersRequest &request,
+                                     v1::StartWorkersResponse *response)
+{
+    grpc::ClientContext context;
+    prepare(&context, kCallTimeoutMs);
+    return CallResult::fromStatus(m_stub->StartWorkers(&context, request, response), m_endpoint);
+}
+
+CallResult AgentClient::stopRun(const QString &runId, v1::StopRunResponse *response)
+{
+    grpc::ClientContext context;
+    prepare(&context, kCallTimeoutMs);
+    v1::StopRunRequest request;
+    request.set_run_id(runId.toStdString());
+    return CallResult::fromStatus(m_stub->StopRun(&context, request, response), m_endpoint);
+}
+
+CallResult AgentClient::listRuns(v1::ListRunsResponse *response)
+{
+    grpc::ClientContext context;
+    prepare(&context, kCallTimeoutMs);
+    return CallResult::fromStatus(m_stub->ListRuns(&context, {}, response), m_endpoint);
+}
+
+CallResult AgentClient::createSyntheticDataset(const v1::CreateSyntheticDatasetRequest &request,
+                                               v1::Dataset *response)
+{
+    grpc::ClientContext context;
+    prepare(&context, 120'000);  // writing a large set takes a while
+    return CallResult::fromStatus(m_stub->CreateSyntheticDataset(&context, request, response),
+                                  m_endpoint);
+}
+
+CallResult AgentClient::checkHealth(int timeoutMs)
+{
+    auto health = grpc::health::v1::Health::NewStub(m_channel);
+    grpc::ClientContext context;
+    prepare(&context, timeoutMs);
+    grpc::health::v1::HealthCheckResponse response;
+    const auto status = health->Check(&context, {}, &response);
+    if (!status.ok())
+        return CallResult::fromStatus(status, m_endpoint);
+    if (response.status() != grpc::health::v1::HealthCheckResponse::SERVING)
+        return {grpc::StatusCode::UNAVAILABLE,
+                QStringLiteral("the agent at %1 is not serving (shutting down?)").arg(m_endpoint)};
+    return {};
+}
+
+}  // namespace scalelab::core

@@ -1,0 +1,49 @@
+// Starts a scalelab-agent on 127.0.0.1 with a fresh token, for a console or CLI that
+// has no agent configured. The agent is our child: it dies with us (PR_SET_PDEATHSIG),
+// and the destructor stops it (SIGTERM, which stops its workers, then SIGKILL).
+#pragma once
+
+#include <QObject>
+#include <QProcess>
+#include <QString>
+
+namespace scalelab::core {
+
+struct LocalAgentOptions {
+    QString agentBinary;   // empty = findAgentBinary()
+    QString dataDir;       // empty = the agent's default
+    QString stateDir;      // empty = the agent's default
+    QString logFile;       // agent log; empty = <stateDir or temp>/local-agent.log
+};
+
+class LocalAgent : public QObject {
+    Q_OBJECT
+public:
+    explicit LocalAgent(QObject *parent = nullptr);
+    ~LocalAgent() override;
+
+    // Starts the agent and waits (up to `timeoutMs`) until it listens. On failure
+    // returns false with the reason in error().
+    bool start(const LocalAgentOptions &options, int timeoutMs = 20'000);
+    void stop();
+
+    QString endpoint() const { return m_endpoint; }
+    QString token() const { return m_token; }
+    QString error() const { return m_error; }
+    QString logFile() const { return m_logFile; }
+    // The agent refused its configuration (exit code 2): bad input, not a crash.
+    bool refusedConfiguration() const { return m_refused; }
+
+    // $SCALELAB_AGENT_BIN, else scalelab-agent next to this program, else on PATH.
+    static QString findAgentBinary();
+
+private:
+    QProcess m_process;
+    QString m_endpoint;
+    QString m_token;
+    QString m_error;
+    QString m_logFile;
+    bool m_refused = false;
+};
+
+}  // namespace scalelab::core

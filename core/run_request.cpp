@@ -1,0 +1,61 @@
+#include "run_request.h"
+
+#include <QDateTime>
+#include <QRandomGenerator>
+#include <QRegularExpression>
+
+namespace scalelab::core {
+
+QStringList RunRequest::problems() const
+{
+    QStringList p;
+    static const QRegularExpression safeName(QStringLiteral("^[A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}$"));
+    if (dataset.isEmpty())
+        p << QStringLiteral("data set: choose one (create a synthetic set if the agent has none)");
+    else if (!safeName.match(dataset).hasMatch())
+        p << QStringLiteral("data set '%1' is not a data set name (a folder name on the agent, no slashes)")
+                 .arg(dataset);
+    if (workers < 1)
+        p << QStringLiteral("workers must be at least 1 (got %1)").arg(workers);
+    if (batchSize < 1)
+        p << QStringLiteral("batch size must be at least 1 (got %1)").arg(batchSize);
+    if (epochs < 1)
+        p << QStringLiteral("epochs must be at least 1 (got %1)").arg(epochs);
+    if (learningRate < 0)
+        p << QStringLiteral("learning rate must not be negative (0 = default)");
+    if (threadsPerWorker < 0)
+        p << QStringLiteral("threads per worker must be 0 (automatic) or more");
+    if (maxTrainImages < 0 || maxTestImages < 0)
+        p << QStringLiteral("image limits must not be negative (0 = the whole split)");
+    return p;
+}
+
+v1::StartWorkersRequest RunRequest::toStartWorkers(const QString &runId) const
+{
+    v1::StartWorkersRequest r;
+    r.set_run_id(runId.toStdString());
+    r.set_attempt(1);
+    r.set_world_size(workers);
+    for (int rank = 0; rank < workers; ++rank)
+        r.add_ranks(rank);
+    auto *spec = r.mutable_spec();
+    spec->set_dataset(dataset.toStdString());
+    spec->set_batch_size(batchSize);
+    spec->set_epochs(epochs);
+    spec->set_learning_rate(learningRate);
+    spec->set_threads_per_worker(threadsPerWorker);
+    spec->set_seed(seed);
+    spec->set_max_train_images(maxTrainImages);
+    spec->set_max_test_images(maxTestImages);
+    spec->set_precision(v1::FP32);
+    return r;
+}
+
+QString newRunId()
+{
+    return QStringLiteral("run-%1-%2")
+        .arg(QDateTime::currentDateTimeUtc().toString(QStringLiteral("yyyyMMdd-HHmmss")))
+        .arg(QRandomGenerator::global()->bounded(0x10000), 4, 16, QLatin1Char('0'));
+}
+
+}  // namespace scalelab::core

@@ -1,0 +1,33 @@
+// What a user asks for when launching one run, validated before anything is sent.
+// The agent validates again (the proto is the contract); this gives earlier, friendlier
+// messages in the form and the CLI.
+#pragma once
+
+#include "scalelab/v1/agent.pb.h"
+
+#include <QString>
+#include <QStringList>
+
+namespace scalelab::core {
+
+struct RunRequest {
+    QString dataset;             // a data set name on the agent
+    int workers = 1;
+    int batchSize = 64;          // per worker
+    int epochs = 1;
+    double learningRate = 0;     // 0 = the trainer's default
+    int threadsPerWorker = 0;    // 0 = automatic
+    quint64 seed = 1;
+    qint64 maxTrainImages = 0;   // 0 = whole split
+    qint64 maxTestImages = 0;
+
+    // Every problem, one sentence each, naming the field. Empty = valid.
+    QStringList problems() const;
+
+    v1::StartWorkersRequest toStartWorkers(const QString &runId) const;
+};
+
+// "run-20261121-224500-3fa2": sortable, unique enough, safe as a folder name.
+QString newRunId();
+
+}  // namespace scalelab::core

@@ -1,0 +1,64 @@
+// The gRPC service of scalelab-agent (proto/scalelab/v1/agent.proto).
+// Contract: every handler validates its request and answers INVALID_ARGUMENT,
+// NOT_FOUND or FAILED_PRECONDITION with a message that names the field. Nothing a
+// client sends can make the agent write outside its state and data folders.
+// Thread-safe: gRPC calls handlers from its own thread pool.
+#pragma once
+
+#include "process_launcher.h"
+#include "run_supervisor.h"
+#include "scalelab/v1/agent.grpc.pb.h"
+
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <mutex>
+
+namespace scalelab::agent {
+
+struct AgentOptions {
+    std::filesystem::path dataDir;
+    std::filesystem::path stateDir;
+    std::string workerBinary;
+    std::string token;                 // empty = no authentication (loopback only)
+    std::chrono::milliseconds heartbeat{2000};
+};
+
+class AgentService final : public v1::Agent::Service {
+public:
+    explicit AgentService(AgentOptions options);
+    ~AgentService() override;
+
+    // Stops every run and waits for its ranks to exit (agent shutdown).
+    void shutdown();
+
+    grpc::Status Describe(grpc::ServerContext *, const v1::DescribeRequest *,
+                          v1::DescribeResponse *) override;
+    grpc::Status StartWorkers(grpc::ServerContext *, const v1::StartWorkersRequest *,
+                              v1::StartWorkersResponse *) override;
+    grpc::Status WatchRun(grpc::ServerContext *, const v1::WatchRunRequest *,
+                          grpc::ServerWriter<v1::RunEvent> *) override;
+    grpc::Status StopRun(grpc::ServerContext *, const v1::StopRunRequest *,
+                         v1::StopRunResponse *) override;
+    grpc::Status ListRuns(grpc::ServerContext *, const v1::ListRunsRequest *,
+                          v1::ListRunsResponse *) override;
+    grpc::Status CreateSyntheticDataset(grpc::ServerContext *,
+                                        const v1::CreateSyntheticDatasetRequest *,
+                                        v1::Dataset *) override;
+
+    // [A-Za-z0-9_.-]{1,64}, not starting with '.': safe as a single path component.
+    static bool isSafeName(const std::string &name);
+
+private:
+    grpc::Status authorize(grpc::ServerContext *context) const;
+    std::vector<v1::Dataset> scanDatasets() const;
+    std::shared_ptr<RunSupervisor> findRun(const std::string &runId) const;
+
+    AgentOptions m_options;
+    ProcessLauncher m_launcher;
+    mutable std::mutex m_mutex;
+    std::map<std::string, std::shared_ptr<RunSupervisor>> m_runs;  // latest attempt per run
+    bool m_shuttingDown = false;
+};
+
+}  // namespace scalelab::agent
