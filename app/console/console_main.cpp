@@ -1,0 +1,68 @@
+// scalelab: the desktop console.
+#include "main_window.h"
+
+#include <QApplication>
+#include <QCommandLineParser>
+#include <QFile>
+#include <QTimer>
+
+#include <cstdio>
+
+int main(int argc, char **argv)
+{
+    QApplication app(argc, argv);
+    QApplication::setApplicationName(QStringLiteral("ScaleLab"));
+    QApplication::setOrganizationName(QStringLiteral("ScaleLab"));
+    QApplication::setApplicationVersion(QStringLiteral(SCALELAB_VERSION));
+    QApplication::setDesktopFileName(QStringLiteral("scalelab"));
+
+    QCommandLineParser parser;
+    parser.setApplicationDescription(QStringLiteral(
+        "ScaleLab console: launch CIFAR-10 training runs on ScaleLab agents and watch them live.\n"
+        "Without --agent it starts a local agent on 127.0.0.1."));
+    parser.addHelpOption();
+    parser.addVersionOption();
+    parser.addOptions({
+        {QStringLiteral("agent"), QStringLiteral("Agent address HOST:PORT."), QStringLiteral("host:port")},
+        {QStringLiteral("token-file"), QStringLiteral("File with the agent's token (or SCALELAB_TOKEN)."), QStringLiteral("path")},
+        {QStringLiteral("data-dir"), QStringLiteral("Data folder for the local agent."), QStringLiteral("dir")},
+        {QStringLiteral("state-dir"), QStringLiteral("State folder for the local agent."), QStringLiteral("dir")},
+        {QStringLiteral("dataset"), QStringLiteral("Data set to select in the form."), QStringLiteral("name")},
+        {QStringLiteral("batch-size"), QStringLiteral("Batch size per worker in the form."), QStringLiteral("n"), QStringLiteral("64")},
+        {QStringLiteral("epochs"), QStringLiteral("Epochs in the form."), QStringLiteral("n"), QStringLiteral("2")},
+        {QStringLiteral("launch"), QStringLiteral("Launch a run with the form's values once connected.")},
+        {QStringLiteral("screenshot"), QStringLiteral("Save a PNG of the window after --screenshot-after-ms and quit (for docs and checks)."), QStringLiteral("png")},
+        {QStringLiteral("screenshot-after-ms"), QStringLiteral("Delay before --screenshot."), QStringLiteral("ms"), QStringLiteral("3000")},
+    });
+    parser.process(app);
+
+    scalelab::app::ConsoleOptions options;
+    options.agentEndpoint = parser.value(QStringLiteral("agent"));
+    options.token = QString::fromLocal8Bit(qgetenv("SCALELAB_TOKEN"));
+    if (parser.isSet(QStringLiteral("token-file"))) {
+        QFile f(parser.value(QStringLiteral("token-file")));
+        if (!f.open(QIODevice::ReadOnly)) {
+            std::fprintf(stderr, "scalelab: cannot read token file %s\n", qPrintable(f.fileName()));
+            return 2;
+        }
+        options.token = QString::fromUtf8(f.readAll()).trimmed();
+    }
+    options.localAgent.dataDir = parser.value(QStringLiteral("data-dir"));
+    options.localAgent.stateDir = parser.value(QStringLiteral("state-dir"));
+
+    options.dataset = parser.value(QStringLiteral("dataset"));
+    options.batchSize = parser.value(QStringLiteral("batch-size")).toInt();
+    options.epochs = parser.value(QStringLiteral("epochs")).toInt();
+    options.launchWhenConnected = parser.isSet(QStringLiteral("launch"));
+
+    scalelab::app::MainWindow window(options);
+    window.show();
+    if (parser.isSet(QStringLiteral("screenshot"))) {
+        const QString path = parser.value(QStringLiteral("screenshot"));
+        QTimer::singleShot(parser.value(QStringLiteral("screenshot-after-ms")).toInt(), &window, [&window, path] {
+            window.grab().save(path);
+            QApplication::quit();
+        });
+    }
+    return app.exec();
+}

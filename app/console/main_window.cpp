@@ -1,0 +1,522 @@
+#include "main_window.h"
+
+#include "downsample.h"
+#include "run_request.h"
+
+#include <QChart>
+#include <QChartView>
+#include <QComboBox>
+#include <QDoubleSpinBox>
+#include <QFormLayout>
+#include <QGroupBox>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QLineEdit>
+#include <QLineSeries>
+#include <QMenuBar>
+#include <QMessageBox>
+#include <QPlainTextEdit>
+#include <QPushButton>
+#include <QScatterSeries>
+#include <QSpinBox>
+#include <QSplitter>
+#include <QStatusBar>
+#include <QThreadPool>
+#include <QValueAxis>
+#include <QVBoxLayout>
+
+#include <cmath>
+
+namespace scalelab::app {
+
+namespace {
+constexpr int kRedrawIntervalMs = 40;  // ~25 fps at most; events arriving faster are coalesced
+const QString kSyntheticName = QStringLiteral("synthetic");
+}  // namespace
+
+MainWindow::MainWindow(ConsoleOptions options, QWidget *parent)
+    : QMainWindow(parent), m_options(std::move(options))
+{
+    buildUi();
+    m_redrawTimer.setSingleShot(true);
+    m_redrawTimer.setInterval(kRedrawIntervalMs);
+    connect(&m_redrawTimer, &QTimer::timeout, this, &MainWindow::redrawCharts);
+    QTimer::singleShot(0, this, &MainWindow::connectToAgent);
+}
+
+MainWindow::~MainWindow()
+{
+    m_watch.reset();
+    QThreadPool::globalInstance()->waitForDone();
+}
+
+template <typename Work, typename Done>
+void MainWindow::inBackground(Work work, Done done)
+{
+    // The client is shared so a call in flight keeps it alive if we reconnect.
+    QThreadPool::globalInstance()->start([this, client = m_client, work, done]() mutable {
+        auto result = work(*client);
+        QMetaObject::invokeMethod(this, [done, result]() mutable { done(result); }, Qt::QueuedConnection);
+    });
+}
+
+void MainWindow::buildUi()
+{
+    setWindowTitle(QStringLiteral("ScaleLab"));
+    auto *fileMenu = menuBar()->addMenu(tr("&File"));
+    fileMenu->addAction(tr("&Quit"), QKeySequence::Quit, this, &QWidget::close);
+    auto *runMenu = menuBar()->addMenu(tr("&Run"));
+    runMenu->addAction(tr("&Launch"), QKeySequence(Qt::CTRL | Qt::Key_Return), this, &MainWindow::launchRun);
+    runMenu->addAction(tr("&Stop"), QKeySequence(Qt::CTRL | Qt::Key_Period), this, &MainWindow::stopRun);
+    auto *helpMenu = menuBar()->addMenu(tr("&Help"));
+    helpMenu->addAction(tr("&About ScaleLab"), this, [this] {
+        QMessageBox::about(this, tr("About ScaleLab"),
+                           tr("ScaleLab %1\nData-parallel training scale-up studies.").arg(QStringLiteral(SCALELAB_VERSION)));
+    });
+
+    // --- left: agent and run form ------------------------------------------------
+    auto *agentBox = new QGroupBox(tr("Agent"));
+    m_agentEdit = new QLineEdit(m_options.agentEndpoint);
+    m_agentEdit->setObjectName(QStringLiteral("agentEdit"));
+    m_agentEdit->setPlaceholderText(tr("local agent (started by the console)"));
+    m_agentEdit->setToolTip(tr("HOST:PORT of a scalelab-agent; leave empty to run one on this computer"));
+    m_connectButton = new QPushButton(tr("Connect"));
+    connect(m_connectButton, &QPushButton::clicked, this, &MainWindow::connectToAgent);
+    m_agentLabel = new QLabel(tr("not connected"));
+    m_agentLabel->setObjectName(QStringLiteral("agentLabel"));
+    m_agentLabel->setWordWrap(true);
+    auto *agentRow = new QHBoxLayout;
+    agentRow->addWidget(m_agentEdit, 1);
+    agentRow->addWidget(m_connectButton);
+    auto *agentLayout = new QVBoxLayout(agentBox);
+    agentLayout->addLayout(agentRow);
+    agentLayout->addWidget(m_agentLabel);
+
+    auto *runBox = new QGroupBox(tr("Baseline run"));
+    m_datasetCombo = new QComboBox;
+    m_datasetCombo->setObjectName(QStringLiteral("datasetCombo"));
+    m_syntheticButton = new QPushButton(tr("New synthetic set"));
+    m_syntheticButton->setToolTip(tr("Generate a SYNTHETIC CIFAR-format data set on the agent (2000 train / 500 test images)"));
+    connect(m_syntheticButton, &QPushButton::clicked, this, &MainWindow::createSyntheticDataset);
+    m_datasetCombo->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+    m_datasetCombo->setMinimumContentsLength(24);
+    m_workersSpin = new QSpinBox;
+    m_workersSpin->setRange(1, 1);
+    m_workersSpin->setToolTip(tr("Distributed runs need the data-parallel engine; this build trains the baseline (1 worker)"));
+    m_batchSpin = new QSpinBox;
+    m_batchSpin->setObjectName(QStringLiteral("batchSpin"));
+    m_batchSpin->setRange(0, 65536);  // 0 is refused with a message, not silently clamped
+    m_batchSpin->setValue(m_options.batchSize);
+    m_epochsSpin = new QSpinBox;
+    m_epochsSpin->setObjectName(QStringLiteral("epochsSpin"));
+    m_epochsSpin->setRange(0, 10000);
+    m_epochsSpin->setValue(m_options.epochs);
+    m_lrSpin = new QDoubleSpinBox;
+    m_lrSpin->setDecimals(4);
+    m_lrSpin->setRange(0, 10);
+    m_lrSpin->setSingleStep(0.01);
+    m_lrSpin->setSpecialValueText(tr("default (0.05)"));
+    m_threadsSpin = new QSpinBox;
+    m_threadsSpin->setRange(0, 1024);
+    m_threadsSpin->setSpecialValueText(tr("automatic"));
+    auto *form = new QFormLayout;
+    form->addRow(tr("Data set"), m_datasetCombo);
+    form->addRow(QString(), m_syntheticButton);
+    form->addRow(tr("Workers"), m_workersSpin);
+    form->addRow(tr("Batch size / worker"), m_batchSpin);
+    form->addRow(tr("Epochs"), m_epochsSpin);
+    form->addRow(tr("Learning rate"), m_lrSpin);
+    form->addRow(tr("Threads / worker"), m_threadsSpin);
+    m_formError = new QLabel;
+    m_formError->setObjectName(QStringLiteral("formError"));
+    m_formError->setWordWrap(true);
+    m_formError->setStyleSheet(QStringLiteral("color: #c62828;"));
+    m_formError->hide();
+    m_launchButton = new QPushButton(tr("Launch"));
+    m_launchButton->setObjectName(QStringLiteral("launchButton"));
+    m_launchButton->setDefault(true);
+    m_launchButton->setEnabled(false);
+    connect(m_launchButton, &QPushButton::clicked, this, &MainWindow::launchRun);
+    m_stopButton = new QPushButton(tr("Stop"));
+    m_stopButton->setEnabled(false);
+    connect(m_stopButton, &QPushButton::clicked, this, &MainWindow::stopRun);
+    auto *buttons = new QHBoxLayout;
+    buttons->addWidget(m_launchButton);
+    buttons->addWidget(m_stopButton);
+    auto *runLayout = new QVBoxLayout(runBox);
+    runLayout->addLayout(form);
+    runLayout->addWidget(m_formError);
+    runLayout->addLayout(buttons);
+
+    m_runLabel = new QLabel(tr("No run yet."));
+    m_runLabel->setObjectName(QStringLiteral("runLabel"));
+    m_runLabel->setWordWrap(true);
+    m_runLabel->setTextInteractionFlags(Qt::TextSelectableByMouse);
+
+    auto *left = new QWidget;
+    auto *leftLayout = new QVBoxLayout(left);
+    leftLayout->addWidget(agentBox);
+    leftLayout->addWidget(runBox);
+    leftLayout->addWidget(m_runLabel);
+    leftLayout->addStretch(1);
+    left->setMinimumWidth(360);
+
+    // --- right: charts and log ---------------------------------------------------
+    m_syntheticBanner = new QLabel(tr("SYNTHETIC DATA — generated images, not CIFAR-10: accuracies say nothing about real data."));
+    m_syntheticBanner->setObjectName(QStringLiteral("syntheticBanner"));
+    m_syntheticBanner->setStyleSheet(QStringLiteral("background: #fff3cd; color: #664d03; padding: 4px; font-weight: bold;"));
+    m_syntheticBanner->hide();
+
+    m_lossSeries = new QLineSeries;
+    m_lossSeries->setObjectName(QStringLiteral("lossSeries"));
+    m_lossSeries->setName(tr("step loss"));
+    m_lossChart = new QChart;
+    m_lossChart->setTitle(tr("Training loss"));
+    m_lossChart->addSeries(m_lossSeries);
+    m_lossX = new QValueAxis;
+    m_lossX->setTitleText(tr("step"));
+    m_lossX->setLabelFormat(QStringLiteral("%d"));
+    m_lossY = new QValueAxis;
+    m_lossY->setTitleText(tr("loss"));
+    m_lossChart->addAxis(m_lossX, Qt::AlignBottom);
+    m_lossChart->addAxis(m_lossY, Qt::AlignLeft);
+    m_lossSeries->attachAxis(m_lossX);
+    m_lossSeries->attachAxis(m_lossY);
+    m_lossChart->legend()->hide();
+    m_lossView = new QChartView(m_lossChart);
+    m_lossView->setObjectName(QStringLiteral("lossView"));
+    m_lossView->setRenderHint(QPainter::Antialiasing);
+
+    m_trainAccuracy = new QLineSeries;
+    m_trainAccuracy->setName(tr("train"));
+    m_trainAccuracy->setPointsVisible(true);
+    m_testAccuracy = new QLineSeries;
+    m_testAccuracy->setObjectName(QStringLiteral("testAccuracySeries"));
+    m_testAccuracy->setName(tr("test"));
+    m_testAccuracy->setPointsVisible(true);
+    m_accuracyChart = new QChart;
+    m_accuracyChart->setTitle(tr("Accuracy per epoch (%)"));
+    m_accuracyChart->addSeries(m_trainAccuracy);
+    m_accuracyChart->addSeries(m_testAccuracy);
+    m_accuracyX = new QValueAxis;
+    m_accuracyX->setTitleText(tr("epoch"));
+    m_accuracyX->setLabelFormat(QStringLiteral("%d"));
+    m_accuracyX->setRange(0, 1);
+    auto *accuracyY = new QValueAxis;
+    accuracyY->setRange(0, 100);
+    accuracyY->setTitleText(tr("accuracy %"));
+    m_accuracyChart->addAxis(m_accuracyX, Qt::AlignBottom);
+    m_accuracyChart->addAxis(accuracyY, Qt::AlignLeft);
+    for (auto *s : {m_trainAccuracy, m_testAccuracy}) {
+        s->attachAxis(m_accuracyX);
+        s->attachAxis(accuracyY);
+    }
+    auto *accuracyView = new QChartView(m_accuracyChart);
+    accuracyView->setRenderHint(QPainter::Antialiasing);
+
+    auto *charts = new QSplitter(Qt::Horizontal);
+    charts->addWidget(m_lossView);
+    charts->addWidget(accuracyView);
+    charts->setSizes({600, 400});
+
+    m_log = new QPlainTextEdit;
+    m_log->setObjectName(QStringLiteral("log"));
+    m_log->setReadOnly(true);
+    m_log->setMaximumBlockCount(5000);
+    m_log->setPlaceholderText(tr("Worker output and run events appear here."));
+
+    auto *rightSplit = new QSplitter(Qt::Vertical);
+    rightSplit->addWidget(charts);
+    rightSplit->addWidget(m_log);
+    rightSplit->setSizes({560, 160});
+    auto *right = new QWidget;
+    auto *rightLayout = new QVBoxLayout(right);
+    rightLayout->setContentsMargins(0, 0, 0, 0);
+    rightLayout->addWidget(m_syntheticBanner);
+    rightLayout->addWidget(rightSplit, 1);
+
+    auto *split = new QSplitter(Qt::Horizontal);
+    split->addWidget(left);
+    split->addWidget(right);
+    split->setStretchFactor(1, 1);
+    setCentralWidget(split);
+    resize(1280, 760);
+}
+
+void MainWindow::setStatus(const QString &text, bool error)
+{
+    statusBar()->showMessage(text);
+    if (error)
+        m_log->appendPlainText(QStringLiteral("error: ") + text);
+}
+
+void MainWindow::connectToAgent()
+{
+    m_connected = false;
+    m_launchButton->setEnabled(false);
+    QString endpoint = m_agentEdit->text().trimmed();
+    QString token = m_options.token;
+    if (endpoint.isEmpty()) {
+        if (!m_localAgent) {
+            setStatus(tr("Starting a local agent…"));
+            m_localAgent = std::make_unique<core::LocalAgent>();
+            if (!m_localAgent->start(m_options.localAgent)) {
+                const QString error = m_localAgent->error();
+                m_localAgent.reset();
+                m_agentLabel->setText(tr("Local agent failed: %1").arg(error));
+                setStatus(error, true);
+                return;
+            }
+        }
+        endpoint = m_localAgent->endpoint();
+        token = m_localAgent->token();
+    } else if (const QString problem = core::AgentClient::endpointError(endpoint); !problem.isEmpty()) {
+        m_agentLabel->setText(problem);
+        setStatus(problem, true);
+        return;
+    }
+    m_client = std::make_shared<core::AgentClient>(endpoint, token);
+    m_agentLabel->setText(tr("Connecting to %1…").arg(endpoint));
+    refreshInventory();
+}
+
+void MainWindow::refreshInventory()
+{
+    struct Result {
+        core::CallResult call;
+        v1::DescribeResponse inventory;
+    };
+    inBackground(
+        [](core::AgentClient &client) {
+            Result r;
+            r.call = client.describe(&r.inventory);
+            return r;
+        },
+        [this](const Result &r) {
+            if (!r.call.ok()) {
+                m_agentLabel->setText(r.call.message);
+                setStatus(r.call.message, true);
+                Q_EMIT connectedChanged(false);
+                return;
+            }
+            applyInventory(r.inventory);
+        });
+}
+
+void MainWindow::applyInventory(const v1::DescribeResponse &inventory)
+{
+    m_connected = true;
+    const QString where = m_localAgent ? tr("local agent") : m_client->endpoint();
+    m_agentLabel->setText(tr("Connected to %1: %2, %3 cores, %4 GiB, %5 GPU(s)")
+                              .arg(where, QString::fromStdString(inventory.hostname()))
+                              .arg(inventory.cpu_cores())
+                              .arg(double(inventory.memory_bytes()) / (1 << 30), 0, 'f', 1)
+                              .arg(inventory.gpus_size()));
+    const QString previous = m_datasetCombo->count() ? m_datasetCombo->currentData().toString() : m_options.dataset;
+    m_datasetCombo->clear();
+    for (const auto &d : inventory.datasets()) {
+        const QString name = QString::fromStdString(d.name());
+        m_datasetCombo->addItem(tr("%1 — %2 train / %3 test%4")
+                                    .arg(name)
+                                    .arg(d.train_images())
+                                    .arg(d.test_images())
+                                    .arg(d.synthetic() ? tr(" [SYNTHETIC]") : QString()),
+                                name);
+    }
+    if (inventory.datasets().empty())
+        m_datasetCombo->setPlaceholderText(tr("no data set: create a synthetic one or add CIFAR-10"));
+    const int index = m_datasetCombo->findData(previous);
+    if (index >= 0)
+        m_datasetCombo->setCurrentIndex(index);
+    m_launchButton->setEnabled(m_watch == nullptr);
+    setStatus(tr("Connected"));
+    Q_EMIT connectedChanged(true);
+    if (std::exchange(m_options.launchWhenConnected, false))
+        launchRun();
+}
+
+void MainWindow::createSyntheticDataset()
+{
+    if (!m_client)
+        return;
+    setStatus(tr("Generating a SYNTHETIC data set on the agent…"));
+    inBackground(
+        [](core::AgentClient &client) {
+            v1::CreateSyntheticDatasetRequest request;
+            request.set_name(kSyntheticName.toStdString());
+            request.set_train_images(2000);
+            request.set_test_images(500);
+            request.set_seed(1);
+            v1::Dataset dataset;
+            return client.createSyntheticDataset(request, &dataset);
+        },
+        [this](const core::CallResult &r) {
+            if (!r.ok()) {
+                setStatus(r.message, true);
+                return;
+            }
+            refreshInventory();
+            QTimer::singleShot(300, this, [this] {
+                const int i = m_datasetCombo->findData(kSyntheticName);
+                if (i >= 0)
+                    m_datasetCombo->setCurrentIndex(i);
+            });
+        });
+}
+
+void MainWindow::launchRun()
+{
+    if (!m_client || m_watch)
+        return;
+    core::RunRequest request;
+    request.dataset = m_datasetCombo->currentData().toString();
+    request.workers = m_workersSpin->value();
+    request.batchSize = m_batchSpin->value();
+    request.epochs = m_epochsSpin->value();
+    request.learningRate = m_lrSpin->value();
+    request.threadsPerWorker = m_threadsSpin->value();
+    if (const QStringList problems = request.problems(); !problems.isEmpty()) {
+        m_formError->setText(problems.join(QLatin1Char('\n')));
+        m_formError->show();
+        return;
+    }
+    m_formError->hide();
+    const QString runId = core::newRunId();
+    m_record = std::make_unique<core::RunRecord>(runId);
+    m_lossSeries->clear();
+    m_trainAccuracy->clear();
+    m_testAccuracy->clear();
+    m_log->clear();
+    m_syntheticBanner->hide();
+    m_runLabel->setText(tr("%1: starting…").arg(runId));
+    setRunning(true);
+    const auto start = request.toStartWorkers(runId);
+    inBackground(
+        [start](core::AgentClient &client) {
+            v1::StartWorkersResponse response;
+            return client.startWorkers(start, &response);
+        },
+        [this, runId](const core::CallResult &r) {
+            if (!r.ok()) {
+                m_formError->setText(r.message);
+                m_formError->show();
+                m_runLabel->setText(tr("%1 was not started.").arg(runId));
+                setRunning(false);
+                return;
+            }
+            m_watch = std::make_unique<core::RunWatch>(m_client.get(), runId);
+            connect(m_watch.get(), &core::RunWatch::eventsArrived, this, &MainWindow::drainEvents);
+            connect(m_watch.get(), &core::RunWatch::finished, this, [this](const QString &error) {
+                drainEvents();
+                redrawCharts();
+                if (!error.isEmpty())
+                    setStatus(tr("Lost the run's event stream: %1").arg(error), true);
+                m_watch.release()->deleteLater();
+                setRunning(false);
+            });
+            m_watch->start(1);
+        });
+}
+
+void MainWindow::stopRun()
+{
+    if (!m_client || !m_record || m_record->terminal())
+        return;
+    const QString runId = m_record->runId();
+    setStatus(tr("Stopping %1…").arg(runId));
+    inBackground(
+        [runId](core::AgentClient &client) {
+            v1::StopRunResponse response;
+            return client.stopRun(runId, &response);
+        },
+        [this](const core::CallResult &r) {
+            if (!r.ok())
+                setStatus(r.message, true);
+        });
+}
+
+void MainWindow::setRunning(bool running)
+{
+    m_launchButton->setEnabled(!running && m_connected);
+    m_stopButton->setEnabled(running);
+}
+
+void MainWindow::drainEvents()
+{
+    if (!m_watch || !m_record)
+        return;
+    for (const auto &event : m_watch->takeEvents()) {
+        m_record->apply(event);
+        if (event.has_log())
+            m_log->appendPlainText(QStringLiteral("[rank %1] %2").arg(event.rank()).arg(QString::fromStdString(event.log().text())));
+        else if (event.has_state())
+            m_log->appendPlainText(QStringLiteral("%1: %2").arg(core::RunRecord::stateName(event.state().state()),
+                                                                 QString::fromStdString(event.state().message())));
+    }
+    m_dirty = true;
+    if (!m_redrawTimer.isActive())
+        m_redrawTimer.start();
+}
+
+void MainWindow::redrawCharts()
+{
+    if (!m_dirty || !m_record)
+        return;
+    m_dirty = false;
+    const auto &r = *m_record;
+    m_syntheticBanner->setVisible(r.synthetic());
+
+    std::vector<QPointF> losses;
+    losses.reserve(r.losses().size());
+    double lo = INFINITY, hi = -INFINITY;
+    for (const auto &p : r.losses()) {
+        if (!std::isfinite(p.loss))
+            continue;
+        losses.emplace_back(double(p.step), p.loss);
+        lo = std::min(lo, p.loss);
+        hi = std::max(hi, p.loss);
+    }
+    const int pixels = std::max(100, int(m_lossChart->plotArea().width()));
+    m_lossSeries->replace(core::minMaxDownsample(losses, pixels));
+    if (!losses.empty()) {
+        m_lossX->setRange(losses.front().x(), std::max(losses.back().x(), losses.front().x() + 1));
+        const double pad = std::max(0.05, (hi - lo) * 0.05);
+        m_lossY->setRange(std::max(0.0, lo - pad), hi + pad);
+    }
+    QList<QPointF> train, test;
+    for (const auto &e : r.epochs()) {
+        train.append(QPointF(e.epoch(), e.train_accuracy() * 100));
+        test.append(QPointF(e.epoch(), e.test_accuracy() * 100));
+    }
+    m_trainAccuracy->replace(train);
+    m_testAccuracy->replace(test);
+    // Whole epochs only: one tick per epoch up to the planned count.
+    const int planned = r.started() ? std::max(1, m_epochsSpin->value()) : 1;
+    const int span = std::max<int>(planned, int(r.epochs().size()));
+    m_accuracyX->setRange(0, span);
+    m_accuracyX->setTickCount(std::min(span, 20) + 1);
+
+    QString text = tr("<b>%1</b> — %2").arg(r.runId(), core::RunRecord::stateName(r.state()));
+    if (r.started())
+        text += tr("<br>%1 train images%2, %3 parameters")
+                    .arg(r.started()->dataset().train_images())
+                    .arg(r.synthetic() ? tr(" (synthetic)") : QString())
+                    .arg(r.started()->parameters());
+    if (!r.losses().empty())
+        text += tr("<br>step %1, loss %2, %3 img/s")
+                    .arg(r.losses().back().step)
+                    .arg(r.losses().back().loss, 0, 'f', 4)
+                    .arg(r.lastImagesPerSecond(), 0, 'f', 1);
+    if (!r.epochs().empty())
+        text += tr("<br>epoch %1: test accuracy %2%")
+                    .arg(r.epochs().back().epoch())
+                    .arg(r.epochs().back().test_accuracy() * 100, 0, 'f', 2);
+    if (r.summary())
+        text += tr("<br>%1 in %2 s, %3 img/s")
+                    .arg(QString::fromStdString(r.summary()->message()))
+                    .arg(r.summary()->wall_seconds(), 0, 'f', 1)
+                    .arg(r.summary()->images_per_second(), 0, 'f', 1);
+    m_runLabel->setText(text);
+}
+
+}  // namespace scalelab::app

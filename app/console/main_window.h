@@ -1,0 +1,108 @@
+// The console's main window: connects to an agent (or starts a local one), launches a
+// run from a small form and plots its live loss and accuracy.
+// Threading: gRPC calls run on the thread pool and report back with queued calls;
+// stream events are drained on the GUI thread and charts redraw on a 40 ms
+// coalescing timer, so the window never waits on the network.
+#pragma once
+
+#include "agent_client.h"
+#include "local_agent.h"
+#include "run_record.h"
+#include "run_watch.h"
+
+#include <QMainWindow>
+#include <QTimer>
+
+#include <memory>
+
+class QChart;
+class QChartView;
+class QComboBox;
+class QDoubleSpinBox;
+class QLabel;
+class QLineEdit;
+class QLineSeries;
+class QPlainTextEdit;
+class QPushButton;
+class QSpinBox;
+class QValueAxis;
+
+namespace scalelab::app {
+
+struct ConsoleOptions {
+    QString agentEndpoint;  // empty = start a local agent
+    QString token;
+    core::LocalAgentOptions localAgent;
+    // Form presets; with launchWhenConnected the run starts as soon as the agent answers.
+    QString dataset;
+    int batchSize = 64;
+    int epochs = 2;
+    bool launchWhenConnected = false;
+};
+
+class MainWindow : public QMainWindow {
+    Q_OBJECT
+public:
+    explicit MainWindow(ConsoleOptions options, QWidget *parent = nullptr);
+    ~MainWindow() override;
+
+    bool isConnected() const { return m_client != nullptr && m_connected; }
+    const core::RunRecord *currentRun() const { return m_record.get(); }
+
+public Q_SLOTS:
+    void connectToAgent();
+    void launchRun();
+    void stopRun();
+    void createSyntheticDataset();
+
+Q_SIGNALS:
+    void connectedChanged(bool connected);
+
+private:
+    void buildUi();
+    void refreshInventory();
+    void applyInventory(const v1::DescribeResponse &inventory);
+    void drainEvents();
+    void redrawCharts();
+    void setStatus(const QString &text, bool error = false);
+    void setRunning(bool running);
+    template <typename Work, typename Done>
+    void inBackground(Work work, Done done);
+
+    ConsoleOptions m_options;
+    std::unique_ptr<core::LocalAgent> m_localAgent;
+    std::shared_ptr<core::AgentClient> m_client;
+    bool m_connected = false;
+    std::unique_ptr<core::RunWatch> m_watch;
+    std::unique_ptr<core::RunRecord> m_record;
+    QTimer m_redrawTimer;
+    bool m_dirty = false;
+
+    QLineEdit *m_agentEdit = nullptr;
+    QPushButton *m_connectButton = nullptr;
+    QLabel *m_agentLabel = nullptr;
+    QComboBox *m_datasetCombo = nullptr;
+    QPushButton *m_syntheticButton = nullptr;
+    QSpinBox *m_workersSpin = nullptr;
+    QSpinBox *m_batchSpin = nullptr;
+    QSpinBox *m_epochsSpin = nullptr;
+    QDoubleSpinBox *m_lrSpin = nullptr;
+    QSpinBox *m_threadsSpin = nullptr;
+    QPushButton *m_launchButton = nullptr;
+    QPushButton *m_stopButton = nullptr;
+    QLabel *m_formError = nullptr;
+    QLabel *m_runLabel = nullptr;
+    QLabel *m_syntheticBanner = nullptr;
+    QChart *m_lossChart = nullptr;
+    QChartView *m_lossView = nullptr;
+    QLineSeries *m_lossSeries = nullptr;
+    QValueAxis *m_lossX = nullptr;
+    QValueAxis *m_lossY = nullptr;
+    QChart *m_accuracyChart = nullptr;
+    QLineSeries *m_trainAccuracy = nullptr;
+    QLineSeries *m_testAccuracy = nullptr;
+    QValueAxis *m_accuracyX = nullptr;
+    QPlainTextEdit *m_log = nullptr;
+};
+
+}  // namespace scalelab::app
