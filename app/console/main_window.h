@@ -48,6 +48,9 @@ public:
 
     bool isConnected() const { return m_client != nullptr && m_connected; }
     const core::RunRecord *currentRun() const { return m_record.get(); }
+    // What the charts draw (for tests and exports).
+    const QLineSeries *lossSeries() const { return m_lossSeries; }
+    const QLineSeries *testAccuracySeries() const { return m_testAccuracy; }
 
 public Q_SLOTS:
     void connectToAgent();

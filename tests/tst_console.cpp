@@ -1,0 +1,93 @@
+// The console under QT_QPA_PLATFORM=offscreen: it starts a local agent, refuses bad
+// form values inline, launches a run and plots its loss as it arrives.
+#include "cifar10.h"
+#include "main_window.h"
+#include "test_support.h"
+
+#include <QApplication>
+#include <QComboBox>
+#include <QLabel>
+#include <QLineSeries>
+#include <QPushButton>
+#include <QSpinBox>
+#include <QTemporaryDir>
+#include <QTest>
+
+using namespace scalelab;
+
+class TestConsole : public QObject {
+    Q_OBJECT
+private:
+    QTemporaryDir m_tmp;
+    std::unique_ptr<app::MainWindow> m_window;
+
+private Q_SLOTS:
+    void initTestCase()
+    {
+        std::string error;
+        QVERIFY2(cifar::writeSyntheticDataset(m_tmp.filePath(QStringLiteral("data/syn")).toStdString(), 200, 50, 1, &error),
+                 error.c_str());
+        app::ConsoleOptions options;
+        options.localAgent.agentBinary = test::binary("scalelab-agent");
+        options.localAgent.dataDir = m_tmp.filePath(QStringLiteral("data"));
+        options.localAgent.stateDir = m_tmp.filePath(QStringLiteral("state"));
+        options.epochs = 1;
+        options.batchSize = 25;
+        m_window = std::make_unique<app::MainWindow>(options);
+        m_window->show();
+        QTRY_VERIFY_WITH_TIMEOUT(m_window->isConnected(), 20000);
+        auto *datasets = m_window->findChild<QComboBox *>(QStringLiteral("datasetCombo"));
+        QTRY_COMPARE(datasets->count(), 1);
+        QCOMPARE(datasets->currentData().toString(), QStringLiteral("syn"));
+        QVERIFY(datasets->currentText().contains(QStringLiteral("SYNTHETIC")));
+    }
+
+    void cleanupTestCase()
+    {
+        m_window.reset();  // stops the local agent and its workers
+        QTRY_VERIFY_WITH_TIMEOUT(test::processesMentioning(m_tmp.path()).isEmpty(), 10000);
+    }
+
+    void badFormValuesAreRefusedInline()
+    {
+        auto *batch = m_window->findChild<QSpinBox *>(QStringLiteral("batchSpin"));
+        auto *error = m_window->findChild<QLabel *>(QStringLiteral("formError"));
+        batch->setValue(0);
+        QTest::mouseClick(m_window->findChild<QPushButton *>(QStringLiteral("launchButton")), Qt::LeftButton);
+        QVERIFY(error->isVisible());
+        QVERIFY2(error->text().contains(QStringLiteral("batch size must be at least 1")), qPrintable(error->text()));
+        QVERIFY(m_window->currentRun() == nullptr);  // nothing was sent
+        batch->setValue(25);
+    }
+
+    void launchedRunDrawsLossAndAccuracy()
+    {
+        auto *launch = m_window->findChild<QPushButton *>(QStringLiteral("launchButton"));
+        QVERIFY(launch->isEnabled());
+        QTest::mouseClick(launch, Qt::LeftButton);
+        const auto *loss = m_window->lossSeries();
+        const auto *accuracy = m_window->testAccuracySeries();
+        QVERIFY(loss && accuracy);
+        QTRY_VERIFY_WITH_TIMEOUT(loss->count() > 0, 60000);
+        QTRY_VERIFY_WITH_TIMEOUT(m_window->currentRun() && m_window->currentRun()->terminal(), 120000);
+        QCOMPARE(m_window->currentRun()->state(), v1::SUCCEEDED);
+        QTRY_COMPARE(loss->count(), 8);  // ceil(200 / 25) steps, all drawn
+        QTRY_COMPARE(accuracy->count(), 1);
+        QVERIFY(m_window->findChild<QLabel *>(QStringLiteral("syntheticBanner"))->isVisible());
+        QCOMPARE(m_window->currentRun()->gaps(), 0);
+        QVERIFY(launch->isEnabled());
+    }
+
+    void windowRendersToAnImage()
+    {
+        const QImage image = m_window->grab().toImage();
+        QVERIFY(!image.isNull());
+        QVERIFY(image.width() > 600 && image.height() > 400);
+        const QString path = qEnvironmentVariable("SCALELAB_TEST_SCREENSHOT");
+        if (!path.isEmpty())
+            QVERIFY(image.save(path));
+    }
+};
+
+QTEST_MAIN(TestConsole)
+#include "tst_console.moc"

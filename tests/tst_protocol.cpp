@@ -1,0 +1,234 @@
+// The agent protocol against a real scalelab-agent process on port 0: messages round
+// trip, health, authentication, the bad-input matrix, idempotent starts, resumable
+// event streams and stopping.
+#include "agent_client.h"
+#include "cifar10.h"
+#include "local_agent.h"
+#include "test_support.h"
+
+#include <QElapsedTimer>
+#include <QTemporaryDir>
+#include <QTest>
+
+#include <google/protobuf/util/json_util.h>
+#include <google/protobuf/util/message_differencer.h>
+#include <grpcpp/grpcpp.h>
+
+using namespace scalelab;
+using namespace scalelab::core;
+
+class TestProtocol : public QObject {
+    Q_OBJECT
+private:
+    QTemporaryDir m_tmp;
+    std::unique_ptr<LocalAgent> m_agent;
+    std::unique_ptr<AgentClient> m_client;
+
+    v1::StartWorkersRequest smallRun(const QString &id, int epochs = 1)
+    {
+        v1::StartWorkersRequest r;
+        r.set_run_id(id.toStdString());
+        r.set_attempt(1);
+        r.set_world_size(1);
+        r.add_ranks(0);
+        auto *spec = r.mutable_spec();
+        spec->set_dataset("syn");
+        spec->set_batch_size(25);
+        spec->set_epochs(epochs);
+        spec->set_threads_per_worker(1);
+        return r;
+    }
+
+    // Reads a run's stream from `from` to its end.
+    std::vector<v1::RunEvent> watch(const QString &id, qint64 from, grpc::Status *status)
+    {
+        grpc::ClientContext context;
+        m_client->prepareStreamContext(&context);
+        context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(120));
+        v1::WatchRunRequest request;
+        request.set_run_id(id.toStdString());
+        request.set_from_seq(from);
+        auto reader = m_client->stub().WatchRun(&context, request);
+        std::vector<v1::RunEvent> events;
+        v1::RunEvent e;
+        while (reader->Read(&e))
+            if (!e.has_heartbeat())
+                events.push_back(e);
+        *status = reader->Finish();
+        return events;
+    }
+
+private Q_SLOTS:
+    void initTestCase()
+    {
+        QVERIFY(m_tmp.isValid());
+        QDir().mkpath(m_tmp.filePath(QStringLiteral("data")));
+        std::string error;
+        QVERIFY2(cifar::writeSyntheticDataset(m_tmp.filePath(QStringLiteral("data/syn")).toStdString(), 50, 20, 3, &error),
+                 error.c_str());
+        m_agent = std::make_unique<LocalAgent>();
+        LocalAgentOptions options;
+        options.agentBinary = test::binary("scalelab-agent");
+        options.dataDir = m_tmp.filePath(QStringLiteral("data"));
+        options.stateDir = m_tmp.filePath(QStringLiteral("state"));
+        QVERIFY2(m_agent->start(options), qPrintable(m_agent->error()));
+        QVERIFY(!m_agent->token().isEmpty());
+        m_client = std::make_unique<AgentClient>(m_agent->endpoint(), m_agent->token());
+    }
+
+    void cleanupTestCase()
+    {
+        m_client.reset();
+        m_agent->stop();
+        QTRY_VERIFY_WITH_TIMEOUT(test::processesMentioning(m_tmp.path()).isEmpty(), 10000);
+    }
+
+    void messagesRoundTrip()
+    {
+        v1::RunEvent event;
+        event.set_seq(42);
+        event.set_run_id("run-a");
+        event.mutable_epoch()->set_epoch(3);
+        event.mutable_epoch()->set_test_accuracy(0.625);
+        v1::RunEvent parsed;
+        QVERIFY(parsed.ParseFromString(event.SerializeAsString()));
+        QVERIFY(google::protobuf::util::MessageDifferencer::Equals(event, parsed));
+        std::string json;
+        QVERIFY(google::protobuf::util::MessageToJsonString(event, &json).ok());
+        v1::RunEvent fromJson;
+        QVERIFY(google::protobuf::util::JsonStringToMessage(json, &fromJson).ok());
+        QVERIFY(google::protobuf::util::MessageDifferencer::Equals(event, fromJson));
+    }
+
+    void healthAndDescribe()
+    {
+        const auto health = m_client->checkHealth();
+        QVERIFY2(health.ok(), qPrintable(health.message));
+        v1::DescribeResponse inventory;
+        const auto r = m_client->describe(&inventory);
+        QVERIFY2(r.ok(), qPrintable(r.message));
+        QVERIFY(inventory.cpu_cores() > 0);
+        QVERIFY(inventory.memory_bytes() > 0);
+        QCOMPARE(QString::fromStdString(inventory.agent_version()), QStringLiteral(SCALELAB_VERSION));
+        QCOMPARE(inventory.datasets_size(), 1);
+        QCOMPARE(inventory.datasets(0).name(), std::string("syn"));
+        QVERIFY(inventory.datasets(0).synthetic());
+        QCOMPARE(inventory.datasets(0).train_images(), 50);
+    }
+
+    void tokenIsRequired()
+    {
+        AgentClient wrong(m_agent->endpoint(), QStringLiteral("not-the-token"));
+        v1::DescribeResponse inventory;
+        QCOMPARE(wrong.describe(&inventory).code, int(grpc::StatusCode::UNAUTHENTICATED));
+        AgentClient none(m_agent->endpoint(), QString());
+        QCOMPARE(none.describe(&inventory).code, int(grpc::StatusCode::UNAUTHENTICATED));
+    }
+
+    void unreachableAgentSaysSo()
+    {
+        AgentClient nobody(QStringLiteral("127.0.0.1:1"), QString());
+        v1::DescribeResponse inventory;
+        const auto r = nobody.describe(&inventory, 3000);
+        QCOMPARE(r.code, int(grpc::StatusCode::UNAVAILABLE));
+        QVERIFY2(r.message.contains(QStringLiteral("cannot reach the agent at 127.0.0.1:1")), qPrintable(r.message));
+        QVERIFY(!AgentClient::endpointError(QStringLiteral("no-port")).isEmpty());
+        QVERIFY(!AgentClient::endpointError(QStringLiteral("host:99999")).isEmpty());
+    }
+
+    void badInputIsRefusedNamingTheField_data()
+    {
+        QTest::addColumn<QString>("field");
+        QTest::addColumn<int>("code");
+        QTest::addColumn<QString>("mention");
+        QTest::newRow("batch 0") << "batch" << int(grpc::StatusCode::INVALID_ARGUMENT) << "spec.batch_size";
+        QTest::newRow("epochs 0") << "epochs" << int(grpc::StatusCode::INVALID_ARGUMENT) << "spec.epochs";
+        QTest::newRow("path-like run id") << "runid" << int(grpc::StatusCode::INVALID_ARGUMENT) << "run_id";
+        QTest::newRow("rank outside world") << "rank" << int(grpc::StatusCode::INVALID_ARGUMENT) << "ranks";
+        QTest::newRow("attempt 0") << "attempt" << int(grpc::StatusCode::INVALID_ARGUMENT) << "attempt";
+        QTest::newRow("unknown data set") << "dataset" << int(grpc::StatusCode::NOT_FOUND) << "spec.dataset";
+        QTest::newRow("path-like data set") << "dataset-path" << int(grpc::StatusCode::INVALID_ARGUMENT) << "spec.dataset";
+        QTest::newRow("GPU on CPU node") << "gpu" << int(grpc::StatusCode::FAILED_PRECONDITION) << "gpus_per_worker";
+    }
+    void badInputIsRefusedNamingTheField()
+    {
+        QFETCH(QString, field);
+        QFETCH(int, code);
+        QFETCH(QString, mention);
+        auto request = smallRun(QStringLiteral("bad-input"));
+        if (field == QLatin1String("batch")) request.mutable_spec()->set_batch_size(0);
+        if (field == QLatin1String("epochs")) request.mutable_spec()->set_epochs(0);
+        if (field == QLatin1String("runid")) request.set_run_id("../x");
+        if (field == QLatin1String("rank")) request.set_ranks(0, 3);
+        if (field == QLatin1String("attempt")) request.set_attempt(0);
+        if (field == QLatin1String("dataset")) request.mutable_spec()->set_dataset("cifar-10");
+        if (field == QLatin1String("dataset-path")) request.mutable_spec()->set_dataset("../../etc");
+        if (field == QLatin1String("gpu")) request.mutable_spec()->set_gpus_per_worker(1);
+        v1::StartWorkersResponse response;
+        const auto r = m_client->startWorkers(request, &response);
+        QCOMPARE(r.code, code);
+        QVERIFY2(r.message.contains(mention), qPrintable(r.message));
+        QVERIFY(!QDir(m_tmp.filePath(QStringLiteral("x"))).exists());
+        QVERIFY(!QDir(m_tmp.filePath(QStringLiteral("state/runs/bad-input"))).exists());
+    }
+
+    void startIsIdempotentAndStreamResumes()
+    {
+        const QString id = QStringLiteral("resume-1");
+        v1::StartWorkersResponse first, again;
+        auto r = m_client->startWorkers(smallRun(id, 2), &first);
+        QVERIFY2(r.ok(), qPrintable(r.message));
+        QVERIFY(!first.already_running());
+        r = m_client->startWorkers(smallRun(id, 2), &again);
+        QVERIFY2(r.ok(), qPrintable(r.message));
+        QVERIFY(again.already_running());
+
+        grpc::Status status;
+        const auto all = watch(id, 1, &status);
+        QVERIFY2(status.ok(), status.error_message().c_str());
+        QVERIFY(all.size() > 5);
+        for (std::size_t i = 0; i < all.size(); ++i)
+            QCOMPARE(all[i].seq(), qint64(i + 1));
+        QVERIFY(all.back().has_state());
+        QCOMPARE(all.back().state().state(), v1::SUCCEEDED);
+        const auto epochs = std::count_if(all.begin(), all.end(), [](const auto &e) { return e.has_epoch(); });
+        QCOMPARE(epochs, 2);
+
+        // A client that saw up to seq k resumes at k + 1: the same events, none twice.
+        const qint64 k = qint64(all.size()) / 2;
+        const auto rest = watch(id, k + 1, &status);
+        QVERIFY(status.ok());
+        QCOMPARE(rest.size(), all.size() - std::size_t(k));
+        for (std::size_t i = 0; i < rest.size(); ++i)
+            QVERIFY(google::protobuf::util::MessageDifferencer::Equals(rest[i], all[std::size_t(k) + i]));
+
+        // The run is on disk under its folder.
+        QVERIFY(QFile::exists(m_tmp.filePath(QStringLiteral("state/runs/resume-1/1/events.log"))));
+        // The worker is gone.
+        QTRY_VERIFY_WITH_TIMEOUT(test::processesMentioning(QStringLiteral("scalelab-worker train --data-dir ") + m_tmp.path()).isEmpty(), 5000);
+    }
+
+    void stopCancelsWithinBound()
+    {
+        const QString id = QStringLiteral("stop-1");
+        v1::StartWorkersResponse started;
+        auto r = m_client->startWorkers(smallRun(id, 1000), &started);
+        QVERIFY2(r.ok(), qPrintable(r.message));
+        QTest::qWait(1500);
+        QElapsedTimer timer;
+        timer.start();
+        v1::StopRunResponse stopped;
+        r = m_client->stopRun(id, &stopped);
+        QVERIFY2(r.ok(), qPrintable(r.message));
+        grpc::Status status;
+        const auto events = watch(id, 1, &status);
+        QVERIFY(status.ok());
+        QVERIFY(timer.elapsed() < 10000);
+        QCOMPARE(events.back().state().state(), v1::CANCELLED);
+        v1::StopRunResponse unknown;
+        QCOMPARE(m_client->stopRun(QStringLiteral("no-such-run"), &unknown).code, int(grpc::StatusCode::NOT_FOUND));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestProtocol)
+#include "tst_protocol.moc"
