@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Installs ScaleLab's build dependencies from Debian (idempotent, non-interactive, as
+# root or through sudo) and builds everything into ./build. Sourced by run.sh/test.sh.
+set -euo pipefail
+
+SCALELAB_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+SCALELAB_BUILD="${SCALELAB_BUILD:-$SCALELAB_ROOT/build}"
+
+SCALELAB_PACKAGES=(
+  cmake ninja-build g++ pkg-config
+  libtorch-dev libgloo-dev libopenblas0-pthread   # without OpenBLAS, torch is ~30x slower
+  qt6-base-dev qt6-charts-dev libqt6opengl6-dev libgl-dev libxkbcommon-dev
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
+)
+
+scalelab_install_dependencies() {
+  local missing=()
+  for p in "${SCALELAB_PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  if [ ${#missing[@]} -eq 0 ]; then
+    echo "setup: all Debian packages present"
+    return 0
+  fi
+  local sudo=()
+  if [ "$(id -u)" -ne 0 ]; then
+    if command -v sudo >/dev/null 2>&1; then
+      sudo=(sudo -n)   # never prompt: CI has no standard input
+      if ! sudo -n true 2>/dev/null; then
+        echo "setup: need root to install: ${missing[*]}" >&2
+        echo "setup: run 'sudo apt-get install ${missing[*]}' once, or run this as root." >&2
+        return 1
+      fi
+    else
+      echo "setup: not root and no sudo; install these Debian packages first: ${missing[*]}" >&2
+      return 1
+    fi
+  fi
+  echo "setup: installing ${missing[*]}"
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+    -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold "${missing[@]}"
+}
+
+scalelab_build() {
+  local jobs
+  jobs="${SCALELAB_JOBS:-$(nproc)}"
+  cmake -S "$SCALELAB_ROOT" -B "$SCALELAB_BUILD" -G Ninja \
+    -DCMAKE_BUILD_TYPE="${SCALELAB_BUILD_TYPE:-RelWithDebInfo}" "$@"
+  cmake --build "$SCALELAB_BUILD" -j "$jobs"
+}
