@@ -11,7 +11,7 @@ namespace scalelab::core {
 namespace {
 constexpr int kCallTimeoutMs = 10'000;
 constexpr int kMaxMessageBytes = 16 * 1024 * 1024;
-}  // namespace
+} // namespace
 
 bool CallResult::unreachable() const
 {
@@ -25,17 +25,17 @@ CallResult CallResult::fromStatus(const grpc::Status &status, const QString &end
     const QString detail = QString::fromStdString(status.error_message());
     switch (status.error_code()) {
     case grpc::StatusCode::UNAVAILABLE:
-        return {status.error_code(),
-                QStringLiteral("cannot reach the agent at %1 (%2). Is scalelab-agent running "
-                               "there, and are the address and port right?")
-                    .arg(endpoint, detail)};
+        return { status.error_code(),
+            QStringLiteral("cannot reach the agent at %1 (%2). Is scalelab-agent running "
+                           "there, and are the address and port right?")
+                .arg(endpoint, detail) };
     case grpc::StatusCode::DEADLINE_EXCEEDED:
-        return {status.error_code(),
-                QStringLiteral("the agent at %1 did not answer in time; it may be overloaded "
-                               "or the network is down")
-                    .arg(endpoint)};
+        return { status.error_code(),
+            QStringLiteral("the agent at %1 did not answer in time; it may be overloaded "
+                           "or the network is down")
+                .arg(endpoint) };
     default:
-        return {status.error_code(), QStringLiteral("agent %1: %2").arg(endpoint, detail)};
+        return { status.error_code(), QStringLiteral("agent %1: %2").arg(endpoint, detail) };
     }
 }
 
@@ -53,7 +53,8 @@ QString AgentClient::endpointError(const QString &endpoint)
 }
 
 AgentClient::AgentClient(const QString &endpoint, const QString &token)
-    : m_endpoint(endpoint), m_token(token.toStdString())
+    : m_endpoint(endpoint)
+    , m_token(token.toStdString())
 {
     grpc::ChannelArguments args;
     args.SetMaxReceiveMessageSize(kMaxMessageBytes);
@@ -87,8 +88,8 @@ CallResult AgentClient::describe(v1::DescribeResponse *response, int timeoutMs)
     return CallResult::fromStatus(m_stub->Describe(&context, {}, response), m_endpoint);
 }
 
-CallResult AgentClient::startWorkers(const v1::StartWorkersRequest &request,
-                                     v1::StartWorkersResponse *response)
+CallResult AgentClient::startWorkers(
+    const v1::StartWorkersRequest &request, v1::StartWorkersResponse *response)
 {
     grpc::ClientContext context;
     prepare(&context, kCallTimeoutMs);
@@ -111,13 +112,12 @@ CallResult AgentClient::listRuns(v1::ListRunsResponse *response)
     return CallResult::fromStatus(m_stub->ListRuns(&context, {}, response), m_endpoint);
 }
 
-CallResult AgentClient::createSyntheticDataset(const v1::CreateSyntheticDatasetRequest &request,
-                                               v1::Dataset *response)
+CallResult AgentClient::createSyntheticDataset(
+    const v1::CreateSyntheticDatasetRequest &request, v1::Dataset *response)
 {
     grpc::ClientContext context;
-    prepare(&context, 120'000);  // writing a large set takes a while
-    return CallResult::fromStatus(m_stub->CreateSyntheticDataset(&context, request, response),
-                                  m_endpoint);
+    prepare(&context, 120'000); // writing a large set takes a while
+    return CallResult::fromStatus(m_stub->CreateSyntheticDataset(&context, request, response), m_endpoint);
 }
 
 CallResult AgentClient::checkHealth(int timeoutMs)
@@ -130,9 +130,9 @@ CallResult AgentClient::checkHealth(int timeoutMs)
     if (!status.ok())
         return CallResult::fromStatus(status, m_endpoint);
     if (response.status() != grpc::health::v1::HealthCheckResponse::SERVING)
-        return {grpc::StatusCode::UNAVAILABLE,
-                QStringLiteral("the agent at %1 is not serving (shutting down?)").arg(m_endpoint)};
+        return { grpc::StatusCode::UNAVAILABLE,
+            QStringLiteral("the agent at %1 is not serving (shutting down?)").arg(m_endpoint) };
     return {};
 }
 
-}  // namespace scalelab::core
+} // namespace scalelab::core

@@ -12,10 +12,10 @@
 namespace scalelab::core {
 
 struct CallResult {
-    int code = 0;     // grpc::StatusCode; 0 = OK
-    QString message;  // empty when ok
+    int code = 0; // grpc::StatusCode; 0 = OK
+    QString message; // empty when ok
     bool ok() const { return code == 0; }
-    bool unreachable() const;  // UNAVAILABLE or DEADLINE_EXCEEDED
+    bool unreachable() const; // UNAVAILABLE or DEADLINE_EXCEEDED
     static CallResult fromStatus(const grpc::Status &status, const QString &endpoint);
 };
 
@@ -33,8 +33,8 @@ public:
     CallResult startWorkers(const v1::StartWorkersRequest &request, v1::StartWorkersResponse *response);
     CallResult stopRun(const QString &runId, v1::StopRunResponse *response);
     CallResult listRuns(v1::ListRunsResponse *response);
-    CallResult createSyntheticDataset(const v1::CreateSyntheticDatasetRequest &request,
-                                      v1::Dataset *response);
+    CallResult createSyntheticDataset(
+        const v1::CreateSyntheticDatasetRequest &request, v1::Dataset *response);
     // grpc.health.v1 Check: SERVING or an error.
     CallResult checkHealth(int timeoutMs = 3000);
 
@@ -51,4 +51,4 @@ private:
     std::unique_ptr<v1::Agent::Stub> m_stub;
 };
 
-}  // namespace scalelab::core
+} // namespace scalelab::core

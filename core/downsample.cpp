@@ -29,9 +29,9 @@ QList<QPointF> minMaxDownsample(const std::vector<QPointF> &points, int buckets)
             ++i;
         }
         if (i == first)
-            continue;  // empty bucket
+            continue; // empty bucket
         const std::size_t last = i - 1;
-        std::size_t keep[4] = {first, std::min(lo, hi), std::max(lo, hi), last};
+        std::size_t keep[4] = { first, std::min(lo, hi), std::max(lo, hi), last };
         std::size_t previous = static_cast<std::size_t>(-1);
         for (std::size_t k : keep) {
             if (k != previous)
@@ -42,4 +42,4 @@ QList<QPointF> minMaxDownsample(const std::vector<QPointF> &points, int buckets)
     return out;
 }
 
-}  // namespace scalelab::core
+} // namespace scalelab::core

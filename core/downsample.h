@@ -12,4 +12,4 @@ namespace scalelab::core {
 
 QList<QPointF> minMaxDownsample(const std::vector<QPointF> &points, int buckets);
 
-}  // namespace scalelab::core
+} // namespace scalelab::core

@@ -14,7 +14,9 @@
 
 namespace scalelab::core {
 
-LocalAgent::LocalAgent(QObject *parent) : QObject(parent) {}
+LocalAgent::LocalAgent(QObject *parent)
+    : QObject(parent)
+{ }
 
 LocalAgent::~LocalAgent()
 {
@@ -44,20 +46,20 @@ bool LocalAgent::start(const LocalAgentOptions &options, int timeoutMs)
     QRandomGenerator::system()->fillRange(words);
     m_token = QString::fromLatin1(QByteArray(reinterpret_cast<const char *>(words), sizeof words).toHex());
 
-    QStringList args = {QStringLiteral("--listen"), QStringLiteral("127.0.0.1"),
-                        QStringLiteral("--port"), QStringLiteral("0")};
+    QStringList args = { QStringLiteral("--listen"), QStringLiteral("127.0.0.1"), QStringLiteral("--port"),
+        QStringLiteral("0") };
     if (!options.dataDir.isEmpty())
         args << QStringLiteral("--data-dir") << options.dataDir;
     if (!options.stateDir.isEmpty())
         args << QStringLiteral("--state-dir") << options.stateDir;
     m_logFile = options.logFile;
     if (m_logFile.isEmpty())
-        m_logFile = (options.stateDir.isEmpty() ? QDir::tempPath() : options.stateDir) +
-                    QStringLiteral("/local-agent.log");
+        m_logFile = (options.stateDir.isEmpty() ? QDir::tempPath() : options.stateDir)
+            + QStringLiteral("/local-agent.log");
     QDir().mkpath(QFileInfo(m_logFile).absolutePath());
 
     QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
-    env.insert(QStringLiteral("SCALELAB_AGENT_TOKEN"), m_token);  // not on the command line
+    env.insert(QStringLiteral("SCALELAB_AGENT_TOKEN"), m_token); // not on the command line
     m_process.setProcessEnvironment(env);
     m_process.setStandardErrorFile(m_logFile, QIODevice::Append);
     m_process.setChildProcessModifier([] {
@@ -72,7 +74,8 @@ bool LocalAgent::start(const LocalAgentOptions &options, int timeoutMs)
     QDeadlineTimer deadline(timeoutMs);
     QByteArray output;
     while (!deadline.hasExpired()) {
-        if (m_process.canReadLine() || m_process.waitForReadyRead(int(qMax<qint64>(1, deadline.remainingTime())))) {
+        if (m_process.canReadLine()
+            || m_process.waitForReadyRead(int(qMax<qint64>(1, deadline.remainingTime())))) {
             while (m_process.canReadLine()) {
                 const QByteArray line = m_process.readLine().trimmed();
                 output += line + '\n';
@@ -93,8 +96,8 @@ bool LocalAgent::start(const LocalAgentOptions &options, int timeoutMs)
         const QByteArray all = log.readAll();
         tail = QString::fromLocal8Bit(all.right(600)).trimmed();
     }
-    m_refused = m_process.state() == QProcess::NotRunning && m_process.exitStatus() == QProcess::NormalExit &&
-                m_process.exitCode() == 2;
+    m_refused = m_process.state() == QProcess::NotRunning && m_process.exitStatus() == QProcess::NormalExit
+        && m_process.exitCode() == 2;
     m_error = QStringLiteral("the local agent did not start: %1")
                   .arg(tail.isEmpty() ? QStringLiteral("no output (see %1)").arg(m_logFile) : tail);
     stop();
@@ -105,11 +108,11 @@ void LocalAgent::stop()
 {
     if (m_process.state() == QProcess::NotRunning)
         return;
-    m_process.terminate();  // the agent stops its runs on SIGTERM
+    m_process.terminate(); // the agent stops its runs on SIGTERM
     if (!m_process.waitForFinished(8000)) {
         m_process.kill();
         m_process.waitForFinished(2000);
     }
 }
 
-}  // namespace scalelab::core
+} // namespace scalelab::core

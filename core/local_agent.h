@@ -10,10 +10,10 @@
 namespace scalelab::core {
 
 struct LocalAgentOptions {
-    QString agentBinary;   // empty = findAgentBinary()
-    QString dataDir;       // empty = the agent's default
-    QString stateDir;      // empty = the agent's default
-    QString logFile;       // agent log; empty = <stateDir or temp>/local-agent.log
+    QString agentBinary; // empty = findAgentBinary()
+    QString dataDir; // empty = the agent's default
+    QString stateDir; // empty = the agent's default
+    QString logFile; // agent log; empty = <stateDir or temp>/local-agent.log
 };
 
 class LocalAgent : public QObject {
@@ -46,4 +46,4 @@ private:
     bool m_refused = false;
 };
 
-}  // namespace scalelab::core
+} // namespace scalelab::core

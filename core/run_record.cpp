@@ -3,7 +3,7 @@
 namespace scalelab::core {
 
 namespace {
-constexpr int kMaxLogLines = 5000;  // older lines stay in the agent's event log
+constexpr int kMaxLogLines = 5000; // older lines stay in the agent's event log
 }
 
 bool RunRecord::terminal() const
@@ -14,13 +14,20 @@ bool RunRecord::terminal() const
 QString RunRecord::stateName(v1::RunState state)
 {
     switch (state) {
-    case v1::PENDING: return QStringLiteral("PENDING");
-    case v1::STARTING: return QStringLiteral("STARTING");
-    case v1::RUNNING: return QStringLiteral("RUNNING");
-    case v1::SUCCEEDED: return QStringLiteral("SUCCEEDED");
-    case v1::FAILED: return QStringLiteral("FAILED");
-    case v1::CANCELLED: return QStringLiteral("CANCELLED");
-    default: return QStringLiteral("UNKNOWN");
+    case v1::PENDING:
+        return QStringLiteral("PENDING");
+    case v1::STARTING:
+        return QStringLiteral("STARTING");
+    case v1::RUNNING:
+        return QStringLiteral("RUNNING");
+    case v1::SUCCEEDED:
+        return QStringLiteral("SUCCEEDED");
+    case v1::FAILED:
+        return QStringLiteral("FAILED");
+    case v1::CANCELLED:
+        return QStringLiteral("CANCELLED");
+    default:
+        return QStringLiteral("UNKNOWN");
     }
 }
 
@@ -45,8 +52,8 @@ bool RunRecord::apply(const v1::RunEvent &event)
         m_started = event.started();
         break;
     case v1::RunEvent::kStep:
-        m_losses.push_back({event.step().step(), event.step().epoch(), event.step().loss(),
-                            event.step().elapsed_seconds()});
+        m_losses.push_back({ event.step().step(), event.step().epoch(), event.step().loss(),
+            event.step().elapsed_seconds() });
         m_lastImagesPerSecond = event.step().images_per_second();
         break;
     case v1::RunEvent::kEpoch:
@@ -56,7 +63,9 @@ bool RunRecord::apply(const v1::RunEvent &event)
         m_summary = event.summary();
         break;
     case v1::RunEvent::kLog:
-        m_logs << QStringLiteral("[rank %1] %2").arg(event.rank()).arg(QString::fromStdString(event.log().text()));
+        m_logs << QStringLiteral("[rank %1] %2")
+                      .arg(event.rank())
+                      .arg(QString::fromStdString(event.log().text()));
         if (m_logs.size() > kMaxLogLines)
             m_logs.removeFirst();
         break;
@@ -66,4 +75,4 @@ bool RunRecord::apply(const v1::RunEvent &event)
     return gapFree;
 }
 
-}  // namespace scalelab::core
+} // namespace scalelab::core

@@ -22,7 +22,9 @@ struct LossPoint {
 
 class RunRecord {
 public:
-    explicit RunRecord(QString runId = {}) : m_runId(std::move(runId)) {}
+    explicit RunRecord(QString runId = {})
+        : m_runId(std::move(runId))
+    { }
 
     // Returns false (and counts it) when the event is a duplicate or leaves a gap.
     bool apply(const v1::RunEvent &event);
@@ -59,4 +61,4 @@ private:
     double m_lastImagesPerSecond = 0;
 };
 
-}  // namespace scalelab::core
+} // namespace scalelab::core

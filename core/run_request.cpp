@@ -58,4 +58,4 @@ QString newRunId()
         .arg(QRandomGenerator::global()->bounded(0x10000), 4, 16, QLatin1Char('0'));
 }
 
-}  // namespace scalelab::core
+} // namespace scalelab::core

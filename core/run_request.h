@@ -11,14 +11,14 @@
 namespace scalelab::core {
 
 struct RunRequest {
-    QString dataset;             // a data set name on the agent
+    QString dataset; // a data set name on the agent
     int workers = 1;
-    int batchSize = 64;          // per worker
+    int batchSize = 64; // per worker
     int epochs = 1;
-    double learningRate = 0;     // 0 = the trainer's default
-    int threadsPerWorker = 0;    // 0 = automatic
+    double learningRate = 0; // 0 = the trainer's default
+    int threadsPerWorker = 0; // 0 = automatic
     quint64 seed = 1;
-    qint64 maxTrainImages = 0;   // 0 = whole split
+    qint64 maxTrainImages = 0; // 0 = whole split
     qint64 maxTestImages = 0;
 
     // Every problem, one sentence each, naming the field. Empty = valid.
@@ -30,4 +30,4 @@ struct RunRequest {
 // "run-20261121-224500-3fa2": sortable, unique enough, safe as a folder name.
 QString newRunId();
 
-}  // namespace scalelab::core
+} // namespace scalelab::core

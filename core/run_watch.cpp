@@ -9,9 +9,10 @@ constexpr int kMaxReconnects = 20;
 }
 
 RunWatch::RunWatch(AgentClient *client, QString runId, QObject *parent)
-    : QObject(parent), m_client(client), m_runId(std::move(runId))
-{
-}
+    : QObject(parent)
+    , m_client(client)
+    , m_runId(std::move(runId))
+{ }
 
 RunWatch::~RunWatch()
 {
@@ -61,7 +62,7 @@ void RunWatch::loop(qint64 fromSeq)
             if (event.has_heartbeat())
                 continue;
             if (event.seq() < next)
-                continue;  // never hand on a duplicate
+                continue; // never hand on a duplicate
             next = event.seq() + 1;
             bool wasEmpty;
             {
@@ -87,7 +88,8 @@ void RunWatch::loop(qint64 fromSeq)
         }
         std::this_thread::sleep_for(std::chrono::milliseconds(250 * std::min(failures, 8)));
     }
-    QMetaObject::invokeMethod(this, [this, error] { Q_EMIT finished(error); }, Qt::QueuedConnection);
+    QMetaObject::invokeMethod(
+        this, [this, error] { Q_EMIT finished(error); }, Qt::QueuedConnection);
 }
 
-}  // namespace scalelab::core
+} // namespace scalelab::core

@@ -15,7 +15,9 @@
 #include <thread>
 #include <vector>
 
-namespace grpc { class ClientContext; }
+namespace grpc {
+class ClientContext;
+}
 
 namespace scalelab::core {
 
@@ -24,7 +26,7 @@ class RunWatch : public QObject {
 public:
     // `client` must outlive this object.
     RunWatch(AgentClient *client, QString runId, QObject *parent = nullptr);
-    ~RunWatch() override;  // cancels the stream and joins the thread
+    ~RunWatch() override; // cancels the stream and joins the thread
 
     void start(qint64 fromSeq = 1);
     void cancel();
@@ -47,7 +49,7 @@ private:
     std::atomic<bool> m_cancelled = false;
     std::mutex m_mutex;
     std::vector<v1::RunEvent> m_pending;
-    grpc::ClientContext *m_context = nullptr;  // guarded by m_mutex
+    grpc::ClientContext *m_context = nullptr; // guarded by m_mutex
 };
 
-}  // namespace scalelab::core
+} // namespace scalelab::core

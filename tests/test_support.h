@@ -37,4 +37,4 @@ inline QString binary(const char *name)
     return QStringLiteral(SCALELAB_BIN_DIR "/") + QLatin1String(name);
 }
 
-}  // namespace scalelab::test
+} // namespace scalelab::test

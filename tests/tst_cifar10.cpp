@@ -111,7 +111,8 @@ private Q_SLOTS:
         std::string error;
         QVERIFY(writeSyntheticDataset(dir("label"), 10, 5, 1, &error));
         {
-            std::fstream f(fs::path(dir("label")) / "test_batch.bin", std::ios::in | std::ios::out | std::ios::binary);
+            std::fstream f(
+                fs::path(dir("label")) / "test_batch.bin", std::ios::in | std::ios::out | std::ios::binary);
             f.seekp(2 * kRecordBytes);
             f.put(char(17));
         }

@@ -25,8 +25,9 @@ private Q_SLOTS:
     void initTestCase()
     {
         std::string error;
-        QVERIFY2(cifar::writeSyntheticDataset(m_tmp.filePath(QStringLiteral("data/syn")).toStdString(), 200, 50, 1, &error),
-                 error.c_str());
+        QVERIFY2(cifar::writeSyntheticDataset(
+                     m_tmp.filePath(QStringLiteral("data/syn")).toStdString(), 200, 50, 1, &error),
+            error.c_str());
         app::ConsoleOptions options;
         options.localAgent.agentBinary = test::binary("scalelab-agent");
         options.localAgent.dataDir = m_tmp.filePath(QStringLiteral("data"));
@@ -44,7 +45,7 @@ private Q_SLOTS:
 
     void cleanupTestCase()
     {
-        m_window.reset();  // stops the local agent and its workers
+        m_window.reset(); // stops the local agent and its workers
         QTRY_VERIFY_WITH_TIMEOUT(test::processesMentioning(m_tmp.path()).isEmpty(), 10000);
     }
 
@@ -55,8 +56,9 @@ private Q_SLOTS:
         batch->setValue(0);
         QTest::mouseClick(m_window->findChild<QPushButton *>(QStringLiteral("launchButton")), Qt::LeftButton);
         QVERIFY(error->isVisible());
-        QVERIFY2(error->text().contains(QStringLiteral("batch size must be at least 1")), qPrintable(error->text()));
-        QVERIFY(m_window->currentRun() == nullptr);  // nothing was sent
+        QVERIFY2(error->text().contains(QStringLiteral("batch size must be at least 1")),
+            qPrintable(error->text()));
+        QVERIFY(m_window->currentRun() == nullptr); // nothing was sent
         batch->setValue(25);
     }
 
@@ -71,7 +73,7 @@ private Q_SLOTS:
         QTRY_VERIFY_WITH_TIMEOUT(loss->count() > 0, 60000);
         QTRY_VERIFY_WITH_TIMEOUT(m_window->currentRun() && m_window->currentRun()->terminal(), 120000);
         QCOMPARE(m_window->currentRun()->state(), v1::SUCCEEDED);
-        QTRY_COMPARE(loss->count(), 8);  // ceil(200 / 25) steps, all drawn
+        QTRY_COMPARE(loss->count(), 8); // ceil(200 / 25) steps, all drawn
         QTRY_COMPARE(accuracy->count(), 1);
         QVERIFY(m_window->findChild<QLabel *>(QStringLiteral("syntheticBanner"))->isVisible());
         QCOMPARE(m_window->currentRun()->gaps(), 0);

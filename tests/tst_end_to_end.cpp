@@ -32,11 +32,11 @@ CliResult runCli(const QStringList &args, const QString &token = {}, int timeout
         cli.kill();
         cli.waitForFinished();
     }
-    return {cli.exitStatus() == QProcess::NormalExit ? cli.exitCode() : -1,
-            QString::fromUtf8(cli.readAllStandardOutput()), QString::fromUtf8(cli.readAllStandardError())};
+    return { cli.exitStatus() == QProcess::NormalExit ? cli.exitCode() : -1,
+        QString::fromUtf8(cli.readAllStandardOutput()), QString::fromUtf8(cli.readAllStandardError()) };
 }
 
-}  // namespace
+} // namespace
 
 class TestEndToEnd : public QObject {
     Q_OBJECT
@@ -62,16 +62,16 @@ private Q_SLOTS:
         options.agentBinary = test::binary("scalelab-agent");
         options.dataDir = m_tmp.filePath(QStringLiteral("data"));
         options.stateDir = m_tmp.filePath(QStringLiteral("state"));
-        QVERIFY2(agent.start(options), qPrintable(agent.error()));  // --port 0, port read back
+        QVERIFY2(agent.start(options), qPrintable(agent.error())); // --port 0, port read back
         QVERIFY(!agent.endpoint().endsWith(QStringLiteral(":0")));
 
-        const auto r = runCli({QStringLiteral("run"), QStringLiteral("--agent"), agent.endpoint(),
-                               QStringLiteral("--synthetic"), QStringLiteral("--synthetic-train"), QStringLiteral("300"),
-                               QStringLiteral("--synthetic-test"), QStringLiteral("100"),
-                               QStringLiteral("--batch-size"), QStringLiteral("32"),
-                               QStringLiteral("--epochs"), QStringLiteral("1"),
-                               QStringLiteral("--run-id"), QStringLiteral("e2e-1"), QStringLiteral("--json")},
-                              agent.token());
+        const auto r = runCli(
+            { QStringLiteral("run"), QStringLiteral("--agent"), agent.endpoint(),
+                QStringLiteral("--synthetic"), QStringLiteral("--synthetic-train"), QStringLiteral("300"),
+                QStringLiteral("--synthetic-test"), QStringLiteral("100"), QStringLiteral("--batch-size"),
+                QStringLiteral("32"), QStringLiteral("--epochs"), QStringLiteral("1"),
+                QStringLiteral("--run-id"), QStringLiteral("e2e-1"), QStringLiteral("--json") },
+            agent.token());
         QVERIFY2(r.exitCode == 0, qPrintable(r.err + r.out));
 
         qint64 expected = 1;
@@ -93,16 +93,20 @@ private Q_SLOTS:
             if (o.contains(QStringLiteral("epoch")))
                 ++epochs;
             if (o.contains(QStringLiteral("state")))
-                lastState = o.value(QStringLiteral("state")).toObject().value(QStringLiteral("state")).toString();
+                lastState
+                    = o.value(QStringLiteral("state")).toObject().value(QStringLiteral("state")).toString();
         }
-        QCOMPARE(steps, 10);  // ceil(300 / 32)
+        QCOMPARE(steps, 10); // ceil(300 / 32)
         QCOMPARE(epochs, 1);
         QCOMPARE(lastState, QStringLiteral("SUCCEEDED"));
         QVERIFY(!final.isEmpty());
         QCOMPARE(final.value(QStringLiteral("gaps")).toInt(), 0);
         QCOMPARE(final.value(QStringLiteral("duplicates")).toInt(), 0);
         QVERIFY(final.value(QStringLiteral("synthetic")).toBool());
-        const double accuracy = final.value(QStringLiteral("final")).toObject().value(QStringLiteral("finalTestAccuracy")).toDouble(-1);
+        const double accuracy = final.value(QStringLiteral("final"))
+                                    .toObject()
+                                    .value(QStringLiteral("finalTestAccuracy"))
+                                    .toDouble(-1);
         QVERIFY(accuracy >= 0 && accuracy <= 1);
 
         // The human-readable form ends with the summary line.
@@ -112,17 +116,17 @@ private Q_SLOTS:
 
     void localAgentModePrintsSummary()
     {
-        const auto r = runCli({QStringLiteral("run"), QStringLiteral("--data-dir"), m_tmp.filePath(QStringLiteral("data")),
-                               QStringLiteral("--state-dir"), m_tmp.filePath(QStringLiteral("state2")),
-                               QStringLiteral("--synthetic"), QStringLiteral("--synthetic-train"), QStringLiteral("300"),
-                               QStringLiteral("--synthetic-test"), QStringLiteral("100"),
-                               QStringLiteral("--batch-size"), QStringLiteral("50"),
-                               QStringLiteral("--max-train-images"), QStringLiteral("100")});
+        const auto r = runCli(
+            { QStringLiteral("run"), QStringLiteral("--data-dir"), m_tmp.filePath(QStringLiteral("data")),
+                QStringLiteral("--state-dir"), m_tmp.filePath(QStringLiteral("state2")),
+                QStringLiteral("--synthetic"), QStringLiteral("--synthetic-train"), QStringLiteral("300"),
+                QStringLiteral("--synthetic-test"), QStringLiteral("100"), QStringLiteral("--batch-size"),
+                QStringLiteral("50"), QStringLiteral("--max-train-images"), QStringLiteral("100") });
         QVERIFY2(r.exitCode == 0, qPrintable(r.err + r.out));
         const QString last = r.out.trimmed().split(QLatin1Char('\n')).last();
         QVERIFY2(last.startsWith(QStringLiteral("run run-")), qPrintable(last));
-        for (const char *field : {"SUCCEEDED", "workers=1", "batch=50", "epochs=1", "test_accuracy=",
-                                  "wall_seconds=", "images_per_second=", "data=SYNTHETIC"})
+        for (const char *field : { "SUCCEEDED", "workers=1", "batch=50", "epochs=1",
+                 "test_accuracy=", "wall_seconds=", "images_per_second=", "data=SYNTHETIC" })
             QVERIFY2(last.contains(QLatin1String(field)), qPrintable(last));
         QVERIFY(r.out.contains(QStringLiteral("[SYNTHETIC DATA]")));
     }
@@ -132,21 +136,29 @@ private Q_SLOTS:
         QTest::addColumn<QStringList>("args");
         QTest::addColumn<int>("exitCode");
         QTest::addColumn<QString>("message");
-        const QStringList agentNowhere = {QStringLiteral("--agent"), QStringLiteral("127.0.0.1:1")};
-        QTest::newRow("batch size 0") << (QStringList{QStringLiteral("run"), QStringLiteral("--batch-size"), QStringLiteral("0")} + agentNowhere)
-                                      << 2 << "batch size must be at least 1";
-        QTest::newRow("epochs 0") << (QStringList{QStringLiteral("run"), QStringLiteral("--epochs"), QStringLiteral("0")} + agentNowhere)
-                                  << 2 << "epochs must be at least 1";
-        QTest::newRow("not a number") << (QStringList{QStringLiteral("run"), QStringLiteral("--epochs"), QStringLiteral("two")} + agentNowhere)
-                                      << 2 << "--epochs expects a whole number";
-        QTest::newRow("unreachable agent") << (QStringList{QStringLiteral("run"), QStringLiteral("--synthetic")} + agentNowhere)
-                                           << 3 << "cannot reach the agent at 127.0.0.1:1";
-        QTest::newRow("bad address") << QStringList{QStringLiteral("run"), QStringLiteral("--agent"), QStringLiteral("nowhere")}
+        const QStringList agentNowhere = { QStringLiteral("--agent"), QStringLiteral("127.0.0.1:1") };
+        QTest::newRow("batch size 0")
+            << (QStringList { QStringLiteral("run"), QStringLiteral("--batch-size"), QStringLiteral("0") }
+                   + agentNowhere)
+            << 2 << "batch size must be at least 1";
+        QTest::newRow("epochs 0") << (QStringList { QStringLiteral("run"), QStringLiteral("--epochs"),
+                                          QStringLiteral("0") }
+            + agentNowhere) << 2 << "epochs must be at least 1";
+        QTest::newRow("not a number")
+            << (QStringList { QStringLiteral("run"), QStringLiteral("--epochs"), QStringLiteral("two") }
+                   + agentNowhere)
+            << 2 << "--epochs expects a whole number";
+        QTest::newRow("unreachable agent")
+            << (QStringList { QStringLiteral("run"), QStringLiteral("--synthetic") } + agentNowhere) << 3
+            << "cannot reach the agent at 127.0.0.1:1";
+        QTest::newRow("bad address") << QStringList { QStringLiteral("run"), QStringLiteral("--agent"),
+            QStringLiteral("nowhere") }
                                      << 2 << "is not HOST:PORT";
-        QTest::newRow("unknown data directory")
-            << QStringList{QStringLiteral("run"), QStringLiteral("--data-dir"), QStringLiteral("/nonexistent/scalelab-data")}
-            << 2 << "data directory '/nonexistent/scalelab-data' does not exist";
-        QTest::newRow("unknown command") << QStringList{QStringLiteral("fly")} << 2 << "unknown command 'fly'";
+        QTest::newRow("unknown data directory") << QStringList {
+            QStringLiteral("run"), QStringLiteral("--data-dir"), QStringLiteral("/nonexistent/scalelab-data")
+        } << 2 << "data directory '/nonexistent/scalelab-data' does not exist";
+        QTest::newRow("unknown command")
+            << QStringList { QStringLiteral("fly") } << 2 << "unknown command 'fly'";
     }
     void badInputIsRefused()
     {
@@ -160,9 +172,11 @@ private Q_SLOTS:
 
     void unknownDatasetNamesWhatExists()
     {
-        const auto r = runCli({QStringLiteral("run"), QStringLiteral("--data-dir"), m_tmp.filePath(QStringLiteral("data")),
-                               QStringLiteral("--state-dir"), m_tmp.filePath(QStringLiteral("state3")),
-                               QStringLiteral("--dataset"), QStringLiteral("cifar-10")}, {}, 30'000);
+        const auto r = runCli(
+            { QStringLiteral("run"), QStringLiteral("--data-dir"), m_tmp.filePath(QStringLiteral("data")),
+                QStringLiteral("--state-dir"), m_tmp.filePath(QStringLiteral("state3")),
+                QStringLiteral("--dataset"), QStringLiteral("cifar-10") },
+            {}, 30'000);
         QCOMPARE(r.exitCode, 3);
         QVERIFY2(r.err.contains(QStringLiteral("spec.dataset 'cifar-10' is not usable")), qPrintable(r.err));
         QVERIFY2(r.err.contains(QStringLiteral("synthetic (synthetic)")), qPrintable(r.err));

@@ -64,8 +64,9 @@ private Q_SLOTS:
         QVERIFY(m_tmp.isValid());
         QDir().mkpath(m_tmp.filePath(QStringLiteral("data")));
         std::string error;
-        QVERIFY2(cifar::writeSyntheticDataset(m_tmp.filePath(QStringLiteral("data/syn")).toStdString(), 50, 20, 3, &error),
-                 error.c_str());
+        QVERIFY2(cifar::writeSyntheticDataset(
+                     m_tmp.filePath(QStringLiteral("data/syn")).toStdString(), 50, 20, 3, &error),
+            error.c_str());
         m_agent = std::make_unique<LocalAgent>();
         LocalAgentOptions options;
         options.agentBinary = test::binary("scalelab-agent");
@@ -131,7 +132,8 @@ private Q_SLOTS:
         v1::DescribeResponse inventory;
         const auto r = nobody.describe(&inventory, 3000);
         QCOMPARE(r.code, int(grpc::StatusCode::UNAVAILABLE));
-        QVERIFY2(r.message.contains(QStringLiteral("cannot reach the agent at 127.0.0.1:1")), qPrintable(r.message));
+        QVERIFY2(r.message.contains(QStringLiteral("cannot reach the agent at 127.0.0.1:1")),
+            qPrintable(r.message));
         QVERIFY(!AgentClient::endpointError(QStringLiteral("no-port")).isEmpty());
         QVERIFY(!AgentClient::endpointError(QStringLiteral("host:99999")).isEmpty());
     }
@@ -147,8 +149,10 @@ private Q_SLOTS:
         QTest::newRow("rank outside world") << "rank" << int(grpc::StatusCode::INVALID_ARGUMENT) << "ranks";
         QTest::newRow("attempt 0") << "attempt" << int(grpc::StatusCode::INVALID_ARGUMENT) << "attempt";
         QTest::newRow("unknown data set") << "dataset" << int(grpc::StatusCode::NOT_FOUND) << "spec.dataset";
-        QTest::newRow("path-like data set") << "dataset-path" << int(grpc::StatusCode::INVALID_ARGUMENT) << "spec.dataset";
-        QTest::newRow("GPU on CPU node") << "gpu" << int(grpc::StatusCode::FAILED_PRECONDITION) << "gpus_per_worker";
+        QTest::newRow("path-like data set")
+            << "dataset-path" << int(grpc::StatusCode::INVALID_ARGUMENT) << "spec.dataset";
+        QTest::newRow("GPU on CPU node")
+            << "gpu" << int(grpc::StatusCode::FAILED_PRECONDITION) << "gpus_per_worker";
     }
     void badInputIsRefusedNamingTheField()
     {
@@ -156,14 +160,22 @@ private Q_SLOTS:
         QFETCH(int, code);
         QFETCH(QString, mention);
         auto request = smallRun(QStringLiteral("bad-input"));
-        if (field == QLatin1String("batch")) request.mutable_spec()->set_batch_size(0);
-        if (field == QLatin1String("epochs")) request.mutable_spec()->set_epochs(0);
-        if (field == QLatin1String("runid")) request.set_run_id("../x");
-        if (field == QLatin1String("rank")) request.set_ranks(0, 3);
-        if (field == QLatin1String("attempt")) request.set_attempt(0);
-        if (field == QLatin1String("dataset")) request.mutable_spec()->set_dataset("cifar-10");
-        if (field == QLatin1String("dataset-path")) request.mutable_spec()->set_dataset("../../etc");
-        if (field == QLatin1String("gpu")) request.mutable_spec()->set_gpus_per_worker(1);
+        if (field == QLatin1String("batch"))
+            request.mutable_spec()->set_batch_size(0);
+        if (field == QLatin1String("epochs"))
+            request.mutable_spec()->set_epochs(0);
+        if (field == QLatin1String("runid"))
+            request.set_run_id("../x");
+        if (field == QLatin1String("rank"))
+            request.set_ranks(0, 3);
+        if (field == QLatin1String("attempt"))
+            request.set_attempt(0);
+        if (field == QLatin1String("dataset"))
+            request.mutable_spec()->set_dataset("cifar-10");
+        if (field == QLatin1String("dataset-path"))
+            request.mutable_spec()->set_dataset("../../etc");
+        if (field == QLatin1String("gpu"))
+            request.mutable_spec()->set_gpus_per_worker(1);
         v1::StartWorkersResponse response;
         const auto r = m_client->startWorkers(request, &response);
         QCOMPARE(r.code, code);
@@ -191,7 +203,8 @@ private Q_SLOTS:
             QCOMPARE(all[i].seq(), qint64(i + 1));
         QVERIFY(all.back().has_state());
         QCOMPARE(all.back().state().state(), v1::SUCCEEDED);
-        const auto epochs = std::count_if(all.begin(), all.end(), [](const auto &e) { return e.has_epoch(); });
+        const auto epochs
+            = std::count_if(all.begin(), all.end(), [](const auto &e) { return e.has_epoch(); });
         QCOMPARE(epochs, 2);
 
         // A client that saw up to seq k resumes at k + 1: the same events, none twice.
@@ -205,7 +218,10 @@ private Q_SLOTS:
         // The run is on disk under its folder.
         QVERIFY(QFile::exists(m_tmp.filePath(QStringLiteral("state/runs/resume-1/1/events.log"))));
         // The worker is gone.
-        QTRY_VERIFY_WITH_TIMEOUT(test::processesMentioning(QStringLiteral("scalelab-worker train --data-dir ") + m_tmp.path()).isEmpty(), 5000);
+        QTRY_VERIFY_WITH_TIMEOUT(
+            test::processesMentioning(QStringLiteral("scalelab-worker train --data-dir ") + m_tmp.path())
+                .isEmpty(),
+            5000);
     }
 
     void stopCancelsWithinBound()
@@ -226,7 +242,8 @@ private Q_SLOTS:
         QVERIFY(timer.elapsed() < 10000);
         QCOMPARE(events.back().state().state(), v1::CANCELLED);
         v1::StopRunResponse unknown;
-        QCOMPARE(m_client->stopRun(QStringLiteral("no-such-run"), &unknown).code, int(grpc::StatusCode::NOT_FOUND));
+        QCOMPARE(m_client->stopRun(QStringLiteral("no-such-run"), &unknown).code,
+            int(grpc::StatusCode::NOT_FOUND));
     }
 };
 

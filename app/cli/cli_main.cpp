@@ -65,19 +65,16 @@ struct AgentConnection {
 
 void addAgentOptions(QCommandLineParser &parser)
 {
-    parser.addOption({QStringLiteral("agent"),
-                      QStringLiteral("Agent address HOST:PORT. Without it a local agent is started "
-                                     "on 127.0.0.1 and stopped at the end."),
-                      QStringLiteral("host:port")});
-    parser.addOption({QStringLiteral("token-file"),
-                      QStringLiteral("File with the agent's token (or set SCALELAB_TOKEN)."),
-                      QStringLiteral("path")});
-    parser.addOption({QStringLiteral("data-dir"),
-                      QStringLiteral("Data folder for the local agent (ignored with --agent)."),
-                      QStringLiteral("dir")});
-    parser.addOption({QStringLiteral("state-dir"),
-                      QStringLiteral("State folder for the local agent (ignored with --agent)."),
-                      QStringLiteral("dir")});
+    parser.addOption({ QStringLiteral("agent"),
+        QStringLiteral("Agent address HOST:PORT. Without it a local agent is started "
+                       "on 127.0.0.1 and stopped at the end."),
+        QStringLiteral("host:port") });
+    parser.addOption({ QStringLiteral("token-file"),
+        QStringLiteral("File with the agent's token (or set SCALELAB_TOKEN)."), QStringLiteral("path") });
+    parser.addOption({ QStringLiteral("data-dir"),
+        QStringLiteral("Data folder for the local agent (ignored with --agent)."), QStringLiteral("dir") });
+    parser.addOption({ QStringLiteral("state-dir"),
+        QStringLiteral("State folder for the local agent (ignored with --agent)."), QStringLiteral("dir") });
 }
 
 int connect(const QCommandLineParser &parser, AgentConnection *connection)
@@ -87,7 +84,8 @@ int connect(const QCommandLineParser &parser, AgentConnection *connection)
     if (parser.isSet(QStringLiteral("token-file"))) {
         QFile f(parser.value(QStringLiteral("token-file")));
         if (!f.open(QIODevice::ReadOnly))
-            return badInput(QStringLiteral("cannot read token file %1: %2").arg(f.fileName(), f.errorString()));
+            return badInput(
+                QStringLiteral("cannot read token file %1: %2").arg(f.fileName(), f.errorString()));
         token = QString::fromUtf8(f.readAll()).trimmed();
     }
     if (endpoint.isEmpty()) {
@@ -101,7 +99,8 @@ int connect(const QCommandLineParser &parser, AgentConnection *connection)
         }
         endpoint = connection->local->endpoint();
         token = connection->local->token();
-        err() << "started a local agent at " << endpoint << " (log: " << connection->local->logFile() << ")\n";
+        err() << "started a local agent at " << endpoint << " (log: " << connection->local->logFile()
+              << ")\n";
         err().flush();
     } else if (const QString problem = AgentClient::endpointError(endpoint); !problem.isEmpty()) {
         return badInput(problem);
@@ -119,7 +118,10 @@ QString percent(double fraction)
 class RunFollower : public QObject {
 public:
     RunFollower(AgentClient *client, const QString &runId, const RunRequest &request, bool json)
-        : m_watch(client, runId), m_record(runId), m_request(request), m_json(json)
+        : m_watch(client, runId)
+        , m_record(runId)
+        , m_request(request)
+        , m_json(json)
     {
         QObject::connect(&m_watch, &RunWatch::eventsArrived, this, [this] { drain(); });
         QObject::connect(&m_watch, &RunWatch::finished, this, [this](const QString &error) {
@@ -161,11 +163,11 @@ private:
         case v1::RunEvent::kStarted: {
             const auto &s = event.started();
             out() << id << " data set " << QString::fromStdString(s.dataset().name())
-                  << (s.dataset().synthetic() ? QStringLiteral(" [SYNTHETIC DATA]") : QString())
-                  << ": " << s.dataset().train_images() << " train / " << s.dataset().test_images()
-                  << " test images, " << s.parameters() << " parameters, " << s.threads()
-                  << " thread(s) on " << QString::fromStdString(s.device()) << ", "
-                  << s.steps_per_epoch() << " steps per epoch\n";
+                  << (s.dataset().synthetic() ? QStringLiteral(" [SYNTHETIC DATA]") : QString()) << ": "
+                  << s.dataset().train_images() << " train / " << s.dataset().test_images()
+                  << " test images, " << s.parameters() << " parameters, " << s.threads() << " thread(s) on "
+                  << QString::fromStdString(s.device()) << ", " << s.steps_per_epoch()
+                  << " steps per epoch\n";
             m_stepsPerEpoch = s.steps_per_epoch();
             break;
         }
@@ -182,18 +184,16 @@ private:
         case v1::RunEvent::kEpoch: {
             const auto &e = event.epoch();
             out() << id << " epoch " << e.epoch() << " done: train loss "
-                  << QString::number(e.train_loss(), 'f', 4) << ", train acc "
-                  << percent(e.train_accuracy()) << ", test loss "
-                  << QString::number(e.test_loss(), 'f', 4) << ", test acc "
-                  << percent(e.test_accuracy()) << ", "
-                  << QString::number(e.epoch_seconds(), 'f', 1) << " s, "
-                  << QString::number(e.images_per_second(), 'f', 1) << " img/s\n";
+                  << QString::number(e.train_loss(), 'f', 4) << ", train acc " << percent(e.train_accuracy())
+                  << ", test loss " << QString::number(e.test_loss(), 'f', 4) << ", test acc "
+                  << percent(e.test_accuracy()) << ", " << QString::number(e.epoch_seconds(), 'f', 1)
+                  << " s, " << QString::number(e.images_per_second(), 'f', 1) << " img/s\n";
             break;
         }
         case v1::RunEvent::kLog:
             if (event.log().stream() == "error")
-                out() << id << " rank " << event.rank() << " error: "
-                      << QString::fromStdString(event.log().text()) << "\n";
+                out() << id << " rank " << event.rank()
+                      << " error: " << QString::fromStdString(event.log().text()) << "\n";
             break;
         default:
             break;
@@ -208,25 +208,25 @@ private:
             return AgentError;
         }
         const double wall = summary ? summary->wall_seconds() : 0;
-        const QString line =
-            QStringLiteral("run %1 %2 workers=%3 batch=%4 epochs=%5 test_accuracy=%6 "
-                           "wall_seconds=%7 images_per_second=%8%9")
-                .arg(m_record.runId(), RunRecord::stateName(m_record.state()))
-                .arg(m_request.workers)
-                .arg(m_request.batchSize)
-                .arg(m_request.epochs)
-                .arg(summary ? percent(summary->final_test_accuracy()) : QStringLiteral("-"))
-                .arg(QString::number(wall, 'f', 2))
-                .arg(summary ? QString::number(summary->images_per_second(), 'f', 1) : QStringLiteral("-"))
-                .arg(m_record.synthetic() ? QStringLiteral(" data=SYNTHETIC") : QString());
+        const QString line
+            = QStringLiteral("run %1 %2 workers=%3 batch=%4 epochs=%5 test_accuracy=%6 "
+                             "wall_seconds=%7 images_per_second=%8%9")
+                  .arg(m_record.runId(), RunRecord::stateName(m_record.state()))
+                  .arg(m_request.workers)
+                  .arg(m_request.batchSize)
+                  .arg(m_request.epochs)
+                  .arg(summary ? percent(summary->final_test_accuracy()) : QStringLiteral("-"))
+                  .arg(QString::number(wall, 'f', 2))
+                  .arg(summary ? QString::number(summary->images_per_second(), 'f', 1) : QStringLiteral("-"))
+                  .arg(m_record.synthetic() ? QStringLiteral(" data=SYNTHETIC") : QString());
         if (m_json) {
             v1::RunSummary s = summary.value_or(v1::RunSummary());
             out() << "{\"final\":" << toJson(s) << ",\"run_id\":\"" << m_record.runId()
                   << "\",\"workers\":" << m_request.workers << ",\"batch_size\":" << m_request.batchSize
-                  << ",\"epochs\":" << m_request.epochs << ",\"synthetic\":"
-                  << (m_record.synthetic() ? "true" : "false") << ",\"last_seq\":" << m_record.lastSeq()
-                  << ",\"gaps\":" << m_record.gaps() << ",\"duplicates\":" << m_record.duplicates()
-                  << "}\n";
+                  << ",\"epochs\":" << m_request.epochs
+                  << ",\"synthetic\":" << (m_record.synthetic() ? "true" : "false")
+                  << ",\"last_seq\":" << m_record.lastSeq() << ",\"gaps\":" << m_record.gaps()
+                  << ",\"duplicates\":" << m_record.duplicates() << "}\n";
         } else {
             if (m_record.state() != v1::SUCCEEDED)
                 out() << m_record.runId() << " " << m_record.stateMessage() << "\n";
@@ -245,7 +245,7 @@ private:
 };
 
 // Ctrl-C / SIGTERM while following a run: stop the run on the agent, then exit.
-int g_signalPipe[2] = {-1, -1};
+int g_signalPipe[2] = { -1, -1 };
 void onSignal(int)
 {
     const char c = 1;
@@ -260,24 +260,35 @@ int runCommand(QStringList arguments)
     parser.addHelpOption();
     addAgentOptions(parser);
     parser.addOptions({
-        {QStringLiteral("dataset"), QStringLiteral("Data set name on the agent (default: cifar-10, "
-                                                   "or 'synthetic' with --synthetic)."), QStringLiteral("name")},
-        {QStringLiteral("synthetic"), QStringLiteral("Create the data set as a SYNTHETIC CIFAR-format set "
-                                                     "if it does not exist.")},
-        {QStringLiteral("synthetic-train"), QStringLiteral("Train images of a created synthetic set."),
-         QStringLiteral("n"), QStringLiteral("2000")},
-        {QStringLiteral("synthetic-test"), QStringLiteral("Test images of a created synthetic set."),
-         QStringLiteral("n"), QStringLiteral("500")},
-        {QStringLiteral("workers"), QStringLiteral("Data-parallel workers (1 = baseline)."), QStringLiteral("n"), QStringLiteral("1")},
-        {QStringLiteral("batch-size"), QStringLiteral("Images per step per worker."), QStringLiteral("n"), QStringLiteral("64")},
-        {QStringLiteral("epochs"), QStringLiteral("Passes over the training split."), QStringLiteral("n"), QStringLiteral("1")},
-        {QStringLiteral("lr"), QStringLiteral("Learning rate (0 = trainer default)."), QStringLiteral("x"), QStringLiteral("0")},
-        {QStringLiteral("threads"), QStringLiteral("Threads per worker (0 = automatic)."), QStringLiteral("n"), QStringLiteral("0")},
-        {QStringLiteral("seed"), QStringLiteral("Seed for weights and shuffling."), QStringLiteral("n"), QStringLiteral("1")},
-        {QStringLiteral("max-train-images"), QStringLiteral("Use only the first N training images."), QStringLiteral("n"), QStringLiteral("0")},
-        {QStringLiteral("max-test-images"), QStringLiteral("Use only the first N test images."), QStringLiteral("n"), QStringLiteral("0")},
-        {QStringLiteral("run-id"), QStringLiteral("Run id (default: generated)."), QStringLiteral("id")},
-        {QStringLiteral("json"), QStringLiteral("Print every event and the summary as JSON lines.")},
+        { QStringLiteral("dataset"),
+            QStringLiteral("Data set name on the agent (default: cifar-10, "
+                           "or 'synthetic' with --synthetic)."),
+            QStringLiteral("name") },
+        { QStringLiteral("synthetic"),
+            QStringLiteral("Create the data set as a SYNTHETIC CIFAR-format set "
+                           "if it does not exist.") },
+        { QStringLiteral("synthetic-train"), QStringLiteral("Train images of a created synthetic set."),
+            QStringLiteral("n"), QStringLiteral("2000") },
+        { QStringLiteral("synthetic-test"), QStringLiteral("Test images of a created synthetic set."),
+            QStringLiteral("n"), QStringLiteral("500") },
+        { QStringLiteral("workers"), QStringLiteral("Data-parallel workers (1 = baseline)."),
+            QStringLiteral("n"), QStringLiteral("1") },
+        { QStringLiteral("batch-size"), QStringLiteral("Images per step per worker."), QStringLiteral("n"),
+            QStringLiteral("64") },
+        { QStringLiteral("epochs"), QStringLiteral("Passes over the training split."), QStringLiteral("n"),
+            QStringLiteral("1") },
+        { QStringLiteral("lr"), QStringLiteral("Learning rate (0 = trainer default)."), QStringLiteral("x"),
+            QStringLiteral("0") },
+        { QStringLiteral("threads"), QStringLiteral("Threads per worker (0 = automatic)."),
+            QStringLiteral("n"), QStringLiteral("0") },
+        { QStringLiteral("seed"), QStringLiteral("Seed for weights and shuffling."), QStringLiteral("n"),
+            QStringLiteral("1") },
+        { QStringLiteral("max-train-images"), QStringLiteral("Use only the first N training images."),
+            QStringLiteral("n"), QStringLiteral("0") },
+        { QStringLiteral("max-test-images"), QStringLiteral("Use only the first N test images."),
+            QStringLiteral("n"), QStringLiteral("0") },
+        { QStringLiteral("run-id"), QStringLiteral("Run id (default: generated)."), QStringLiteral("id") },
+        { QStringLiteral("json"), QStringLiteral("Print every event and the summary as JSON lines.") },
     });
     if (!parser.parse(arguments))
         return badInput(parser.errorText() + QStringLiteral("; see 'scalelab-cli run --help'"));
@@ -298,8 +309,8 @@ int runCommand(QStringList arguments)
     };
     const bool synthetic = parser.isSet(QStringLiteral("synthetic"));
     request.dataset = parser.isSet(QStringLiteral("dataset"))
-                          ? parser.value(QStringLiteral("dataset"))
-                          : (synthetic ? QStringLiteral("synthetic") : QStringLiteral("cifar-10"));
+        ? parser.value(QStringLiteral("dataset"))
+        : (synthetic ? QStringLiteral("synthetic") : QStringLiteral("cifar-10"));
     integer("workers", &request.workers);
     integer("batch-size", &request.batchSize);
     integer("epochs", &request.epochs);
@@ -335,7 +346,8 @@ int runCommand(QStringList arguments)
         }
     }
 
-    const QString runId = parser.isSet(QStringLiteral("run-id")) ? parser.value(QStringLiteral("run-id")) : newRunId();
+    const QString runId
+        = parser.isSet(QStringLiteral("run-id")) ? parser.value(QStringLiteral("run-id")) : newRunId();
     v1::StartWorkersResponse started;
     const auto result = agent.client->startWorkers(request.toStartWorkers(runId), &started);
     if (!result.ok()) {
@@ -368,7 +380,7 @@ int describeCommand(QStringList arguments)
     parser.setApplicationDescription(QStringLiteral("Show an agent's inventory: node, data sets, runs."));
     parser.addHelpOption();
     addAgentOptions(parser);
-    parser.addOption({QStringLiteral("json"), QStringLiteral("Print the inventory as JSON.")});
+    parser.addOption({ QStringLiteral("json"), QStringLiteral("Print the inventory as JSON.") });
     if (!parser.parse(arguments))
         return badInput(parser.errorText());
     if (parser.isSet(QStringLiteral("help"))) {
@@ -418,7 +430,7 @@ Run 'scalelab-cli COMMAND --help' for a command's options.
 Exit codes: 0 success, 1 run failed or cancelled, 2 bad input, 3 agent unreachable or refused.
 )";
 
-}  // namespace
+} // namespace
 
 int main(int argc, char **argv)
 {
@@ -426,7 +438,8 @@ int main(int argc, char **argv)
     QCoreApplication::setApplicationName(QStringLiteral("scalelab-cli"));
     QCoreApplication::setApplicationVersion(QStringLiteral(SCALELAB_VERSION));
     QStringList arguments = QCoreApplication::arguments();
-    if (arguments.size() < 2 || arguments[1] == QLatin1String("--help") || arguments[1] == QLatin1String("-h")) {
+    if (arguments.size() < 2 || arguments[1] == QLatin1String("--help")
+        || arguments[1] == QLatin1String("-h")) {
         out() << kUsage;
         return arguments.size() < 2 ? BadInput : Ok;
     }
@@ -439,5 +452,6 @@ int main(int argc, char **argv)
         return runCommand(arguments);
     if (command == QLatin1String("describe") || command == QLatin1String("agents"))
         return describeCommand(arguments);
-    return badInput(QStringLiteral("unknown command '%1'; commands: run, describe. See --help.").arg(command));
+    return badInput(
+        QStringLiteral("unknown command '%1'; commands: run, describe. See --help.").arg(command));
 }

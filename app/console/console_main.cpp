@@ -23,16 +23,26 @@ int main(int argc, char **argv)
     parser.addHelpOption();
     parser.addVersionOption();
     parser.addOptions({
-        {QStringLiteral("agent"), QStringLiteral("Agent address HOST:PORT."), QStringLiteral("host:port")},
-        {QStringLiteral("token-file"), QStringLiteral("File with the agent's token (or SCALELAB_TOKEN)."), QStringLiteral("path")},
-        {QStringLiteral("data-dir"), QStringLiteral("Data folder for the local agent."), QStringLiteral("dir")},
-        {QStringLiteral("state-dir"), QStringLiteral("State folder for the local agent."), QStringLiteral("dir")},
-        {QStringLiteral("dataset"), QStringLiteral("Data set to select in the form."), QStringLiteral("name")},
-        {QStringLiteral("batch-size"), QStringLiteral("Batch size per worker in the form."), QStringLiteral("n"), QStringLiteral("64")},
-        {QStringLiteral("epochs"), QStringLiteral("Epochs in the form."), QStringLiteral("n"), QStringLiteral("2")},
-        {QStringLiteral("launch"), QStringLiteral("Launch a run with the form's values once connected.")},
-        {QStringLiteral("screenshot"), QStringLiteral("Save a PNG of the window after --screenshot-after-ms and quit (for docs and checks)."), QStringLiteral("png")},
-        {QStringLiteral("screenshot-after-ms"), QStringLiteral("Delay before --screenshot."), QStringLiteral("ms"), QStringLiteral("3000")},
+        { QStringLiteral("agent"), QStringLiteral("Agent address HOST:PORT."), QStringLiteral("host:port") },
+        { QStringLiteral("token-file"), QStringLiteral("File with the agent's token (or SCALELAB_TOKEN)."),
+            QStringLiteral("path") },
+        { QStringLiteral("data-dir"), QStringLiteral("Data folder for the local agent."),
+            QStringLiteral("dir") },
+        { QStringLiteral("state-dir"), QStringLiteral("State folder for the local agent."),
+            QStringLiteral("dir") },
+        { QStringLiteral("dataset"), QStringLiteral("Data set to select in the form."),
+            QStringLiteral("name") },
+        { QStringLiteral("batch-size"), QStringLiteral("Batch size per worker in the form."),
+            QStringLiteral("n"), QStringLiteral("64") },
+        { QStringLiteral("epochs"), QStringLiteral("Epochs in the form."), QStringLiteral("n"),
+            QStringLiteral("2") },
+        { QStringLiteral("launch"), QStringLiteral("Launch a run with the form's values once connected.") },
+        { QStringLiteral("screenshot"),
+            QStringLiteral(
+                "Save a PNG of the window after --screenshot-after-ms and quit (for docs and checks)."),
+            QStringLiteral("png") },
+        { QStringLiteral("screenshot-after-ms"), QStringLiteral("Delay before --screenshot."),
+            QStringLiteral("ms"), QStringLiteral("3000") },
     });
     parser.process(app);
 
@@ -59,10 +69,11 @@ int main(int argc, char **argv)
     window.show();
     if (parser.isSet(QStringLiteral("screenshot"))) {
         const QString path = parser.value(QStringLiteral("screenshot"));
-        QTimer::singleShot(parser.value(QStringLiteral("screenshot-after-ms")).toInt(), &window, [&window, path] {
-            window.grab().save(path);
-            QApplication::quit();
-        });
+        QTimer::singleShot(
+            parser.value(QStringLiteral("screenshot-after-ms")).toInt(), &window, [&window, path] {
+                window.grab().save(path);
+                QApplication::quit();
+            });
     }
     return app.exec();
 }

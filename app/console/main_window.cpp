@@ -22,20 +22,21 @@
 #include <QSplitter>
 #include <QStatusBar>
 #include <QThreadPool>
-#include <QValueAxis>
 #include <QVBoxLayout>
+#include <QValueAxis>
 
 #include <cmath>
 
 namespace scalelab::app {
 
 namespace {
-constexpr int kRedrawIntervalMs = 40;  // ~25 fps at most; events arriving faster are coalesced
+constexpr int kRedrawIntervalMs = 40; // ~25 fps at most; events arriving faster are coalesced
 const QString kSyntheticName = QStringLiteral("synthetic");
-}  // namespace
+} // namespace
 
 MainWindow::MainWindow(ConsoleOptions options, QWidget *parent)
-    : QMainWindow(parent), m_options(std::move(options))
+    : QMainWindow(parent)
+    , m_options(std::move(options))
 {
     buildUi();
     m_redrawTimer.setSingleShot(true);
@@ -50,13 +51,13 @@ MainWindow::~MainWindow()
     QThreadPool::globalInstance()->waitForDone();
 }
 
-template <typename Work, typename Done>
-void MainWindow::inBackground(Work work, Done done)
+template <typename Work, typename Done> void MainWindow::inBackground(Work work, Done done)
 {
     // The client is shared so a call in flight keeps it alive if we reconnect.
     QThreadPool::globalInstance()->start([this, client = m_client, work, done]() mutable {
         auto result = work(*client);
-        QMetaObject::invokeMethod(this, [done, result]() mutable { done(result); }, Qt::QueuedConnection);
+        QMetaObject::invokeMethod(
+            this, [done, result]() mutable { done(result); }, Qt::QueuedConnection);
     });
 }
 
@@ -71,7 +72,8 @@ void MainWindow::buildUi()
     auto *helpMenu = menuBar()->addMenu(tr("&Help"));
     helpMenu->addAction(tr("&About ScaleLab"), this, [this] {
         QMessageBox::about(this, tr("About ScaleLab"),
-                           tr("ScaleLab %1\nData-parallel training scale-up studies.").arg(QStringLiteral(SCALELAB_VERSION)));
+            tr("ScaleLab %1\nData-parallel training scale-up studies.")
+                .arg(QStringLiteral(SCALELAB_VERSION)));
     });
 
     // --- left: agent and run form ------------------------------------------------
@@ -96,16 +98,18 @@ void MainWindow::buildUi()
     m_datasetCombo = new QComboBox;
     m_datasetCombo->setObjectName(QStringLiteral("datasetCombo"));
     m_syntheticButton = new QPushButton(tr("New synthetic set"));
-    m_syntheticButton->setToolTip(tr("Generate a SYNTHETIC CIFAR-format data set on the agent (2000 train / 500 test images)"));
+    m_syntheticButton->setToolTip(
+        tr("Generate a SYNTHETIC CIFAR-format data set on the agent (2000 train / 500 test images)"));
     connect(m_syntheticButton, &QPushButton::clicked, this, &MainWindow::createSyntheticDataset);
     m_datasetCombo->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
     m_datasetCombo->setMinimumContentsLength(24);
     m_workersSpin = new QSpinBox;
     m_workersSpin->setRange(1, 1);
-    m_workersSpin->setToolTip(tr("Distributed runs need the data-parallel engine; this build trains the baseline (1 worker)"));
+    m_workersSpin->setToolTip(
+        tr("Distributed runs need the data-parallel engine; this build trains the baseline (1 worker)"));
     m_batchSpin = new QSpinBox;
     m_batchSpin->setObjectName(QStringLiteral("batchSpin"));
-    m_batchSpin->setRange(0, 65536);  // 0 is refused with a message, not silently clamped
+    m_batchSpin->setRange(0, 65536); // 0 is refused with a message, not silently clamped
     m_batchSpin->setValue(m_options.batchSize);
     m_epochsSpin = new QSpinBox;
     m_epochsSpin->setObjectName(QStringLiteral("epochsSpin"));
@@ -162,9 +166,11 @@ void MainWindow::buildUi()
     left->setMinimumWidth(360);
 
     // --- right: charts and log ---------------------------------------------------
-    m_syntheticBanner = new QLabel(tr("SYNTHETIC DATA — generated images, not CIFAR-10: accuracies say nothing about real data."));
+    m_syntheticBanner = new QLabel(
+        tr("SYNTHETIC DATA — generated images, not CIFAR-10: accuracies say nothing about real data."));
     m_syntheticBanner->setObjectName(QStringLiteral("syntheticBanner"));
-    m_syntheticBanner->setStyleSheet(QStringLiteral("background: #fff3cd; color: #664d03; padding: 4px; font-weight: bold;"));
+    m_syntheticBanner->setStyleSheet(
+        QStringLiteral("background: #fff3cd; color: #664d03; padding: 4px; font-weight: bold;"));
     m_syntheticBanner->hide();
 
     m_lossSeries = new QLineSeries;
@@ -207,7 +213,7 @@ void MainWindow::buildUi()
     accuracyY->setTitleText(tr("accuracy %"));
     m_accuracyChart->addAxis(m_accuracyX, Qt::AlignBottom);
     m_accuracyChart->addAxis(accuracyY, Qt::AlignLeft);
-    for (auto *s : {m_trainAccuracy, m_testAccuracy}) {
+    for (auto *s : { m_trainAccuracy, m_testAccuracy }) {
         s->attachAxis(m_accuracyX);
         s->attachAxis(accuracyY);
     }
@@ -217,7 +223,7 @@ void MainWindow::buildUi()
     auto *charts = new QSplitter(Qt::Horizontal);
     charts->addWidget(m_lossView);
     charts->addWidget(accuracyView);
-    charts->setSizes({600, 400});
+    charts->setSizes({ 600, 400 });
 
     m_log = new QPlainTextEdit;
     m_log->setObjectName(QStringLiteral("log"));
@@ -228,7 +234,7 @@ void MainWindow::buildUi()
     auto *rightSplit = new QSplitter(Qt::Vertical);
     rightSplit->addWidget(charts);
     rightSplit->addWidget(m_log);
-    rightSplit->setSizes({560, 160});
+    rightSplit->setSizes({ 560, 160 });
     auto *right = new QWidget;
     auto *rightLayout = new QVBoxLayout(right);
     rightLayout->setContentsMargins(0, 0, 0, 0);
@@ -312,7 +318,8 @@ void MainWindow::applyInventory(const v1::DescribeResponse &inventory)
                               .arg(inventory.cpu_cores())
                               .arg(double(inventory.memory_bytes()) / (1 << 30), 0, 'f', 1)
                               .arg(inventory.gpus_size()));
-    const QString previous = m_datasetCombo->count() ? m_datasetCombo->currentData().toString() : m_options.dataset;
+    const QString previous
+        = m_datasetCombo->count() ? m_datasetCombo->currentData().toString() : m_options.dataset;
     m_datasetCombo->clear();
     for (const auto &d : inventory.datasets()) {
         const QString name = QString::fromStdString(d.name());
@@ -321,7 +328,7 @@ void MainWindow::applyInventory(const v1::DescribeResponse &inventory)
                                     .arg(d.train_images())
                                     .arg(d.test_images())
                                     .arg(d.synthetic() ? tr(" [SYNTHETIC]") : QString()),
-                                name);
+            name);
     }
     if (inventory.datasets().empty())
         m_datasetCombo->setPlaceholderText(tr("no data set: create a synthetic one or add CIFAR-10"));
@@ -448,10 +455,13 @@ void MainWindow::drainEvents()
     for (const auto &event : m_watch->takeEvents()) {
         m_record->apply(event);
         if (event.has_log())
-            m_log->appendPlainText(QStringLiteral("[rank %1] %2").arg(event.rank()).arg(QString::fromStdString(event.log().text())));
+            m_log->appendPlainText(QStringLiteral("[rank %1] %2")
+                                       .arg(event.rank())
+                                       .arg(QString::fromStdString(event.log().text())));
         else if (event.has_state())
-            m_log->appendPlainText(QStringLiteral("%1: %2").arg(core::RunRecord::stateName(event.state().state()),
-                                                                 QString::fromStdString(event.state().message())));
+            m_log->appendPlainText(
+                QStringLiteral("%1: %2").arg(core::RunRecord::stateName(event.state().state()),
+                    QString::fromStdString(event.state().message())));
     }
     m_dirty = true;
     if (!m_redrawTimer.isActive())
@@ -519,4 +529,4 @@ void MainWindow::redrawCharts()
     m_runLabel->setText(text);
 }
 
-}  // namespace scalelab::app
+} // namespace scalelab::app

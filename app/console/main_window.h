@@ -30,7 +30,7 @@ class QValueAxis;
 namespace scalelab::app {
 
 struct ConsoleOptions {
-    QString agentEndpoint;  // empty = start a local agent
+    QString agentEndpoint; // empty = start a local agent
     QString token;
     core::LocalAgentOptions localAgent;
     // Form presets; with launchWhenConnected the run starts as soon as the agent answers.
@@ -69,8 +69,7 @@ private:
     void redrawCharts();
     void setStatus(const QString &text, bool error = false);
     void setRunning(bool running);
-    template <typename Work, typename Done>
-    void inBackground(Work work, Done done);
+    template <typename Work, typename Done> void inBackground(Work work, Done done);
 
     ConsoleOptions m_options;
     std::unique_ptr<core::LocalAgent> m_localAgent;
@@ -108,4 +107,4 @@ private:
     QPlainTextEdit *m_log = nullptr;
 };
 
-}  // namespace scalelab::app
+} // namespace scalelab::app

@@ -14,12 +14,12 @@ namespace {
 
 grpc::Status invalid(const std::string &message)
 {
-    return {grpc::StatusCode::INVALID_ARGUMENT, message};
+    return { grpc::StatusCode::INVALID_ARGUMENT, message };
 }
 
 grpc::Status precondition(const std::string &message)
 {
-    return {grpc::StatusCode::FAILED_PRECONDITION, message};
+    return { grpc::StatusCode::FAILED_PRECONDITION, message };
 }
 
 int cpuCores()
@@ -40,9 +40,11 @@ bool sameSecret(std::string_view a, std::string_view b)
     return diff == 0;
 }
 
-}  // namespace
+} // namespace
 
-AgentService::AgentService(AgentOptions options) : m_options(std::move(options)) {}
+AgentService::AgentService(AgentOptions options)
+    : m_options(std::move(options))
+{ }
 
 AgentService::~AgentService()
 {
@@ -68,8 +70,8 @@ bool AgentService::isSafeName(const std::string &name)
     if (name.empty() || name.size() > 64 || name.front() == '.')
         return false;
     return std::all_of(name.begin(), name.end(), [](char c) {
-        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-               c == '_' || c == '-' || c == '.';
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_'
+            || c == '-' || c == '.';
     });
 }
 
@@ -80,13 +82,14 @@ grpc::Status AgentService::authorize(grpc::ServerContext *context) const
     const auto &metadata = context->client_metadata();
     const auto it = metadata.find("authorization");
     const std::string expected = "Bearer " + m_options.token;
-    if (it == metadata.end() || !sameSecret(std::string_view(it->second.data(), it->second.size()),
-                                            expected)) {
-        logMessage(LogLevel::Warning, "rejected a call from " + context->peer() +
-                                          (it == metadata.end() ? ": no token" : ": wrong token"));
-        return {grpc::StatusCode::UNAUTHENTICATED,
-                "this agent requires a token: pass the agent's token (authorization: Bearer "
-                "<token>), as printed or configured when the agent started"};
+    if (it == metadata.end()
+        || !sameSecret(std::string_view(it->second.data(), it->second.size()), expected)) {
+        logMessage(LogLevel::Warning,
+            "rejected a call from " + context->peer()
+                + (it == metadata.end() ? ": no token" : ": wrong token"));
+        return { grpc::StatusCode::UNAUTHENTICATED,
+            "this agent requires a token: pass the agent's token (authorization: Bearer "
+            "<token>), as printed or configured when the agent started" };
     }
     return grpc::Status::OK;
 }
@@ -101,7 +104,7 @@ std::vector<v1::Dataset> AgentService::scanDatasets() const
         std::string error;
         const auto summary = cifar::inspectDataset(entry.path().string(), &error);
         if (!summary)
-            continue;  // not a data set (or a broken one; training would say why)
+            continue; // not a data set (or a broken one; training would say why)
         v1::Dataset d;
         d.set_name(entry.path().filename().string());
         d.set_format("cifar10-binary");
@@ -110,8 +113,7 @@ std::vector<v1::Dataset> AgentService::scanDatasets() const
         d.set_test_images(summary->testImages);
         found.push_back(std::move(d));
     }
-    std::sort(found.begin(), found.end(),
-              [](const auto &a, const auto &b) { return a.name() < b.name(); });
+    std::sort(found.begin(), found.end(), [](const auto &a, const auto &b) { return a.name() < b.name(); });
     return found;
 }
 
@@ -122,8 +124,8 @@ std::shared_ptr<RunSupervisor> AgentService::findRun(const std::string &runId) c
     return it == m_runs.end() ? nullptr : it->second;
 }
 
-grpc::Status AgentService::Describe(grpc::ServerContext *context, const v1::DescribeRequest *,
-                                    v1::DescribeResponse *response)
+grpc::Status AgentService::Describe(
+    grpc::ServerContext *context, const v1::DescribeRequest *, v1::DescribeResponse *response)
 {
     if (auto s = authorize(context); !s.ok())
         return s;
@@ -132,8 +134,7 @@ grpc::Status AgentService::Describe(grpc::ServerContext *context, const v1::Desc
     response->set_hostname(host);
     response->set_agent_version(SCALELAB_VERSION);
     response->set_cpu_cores(cpuCores());
-    response->set_memory_bytes(static_cast<std::int64_t>(sysconf(_SC_PHYS_PAGES)) *
-                               sysconf(_SC_PAGE_SIZE));
+    response->set_memory_bytes(static_cast<std::int64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGE_SIZE));
     response->set_data_dir(m_options.dataDir.string());
     for (auto &d : scanDatasets())
         *response->add_datasets() = std::move(d);
@@ -148,36 +149,33 @@ grpc::Status AgentService::Describe(grpc::ServerContext *context, const v1::Desc
     return grpc::Status::OK;
 }
 
-grpc::Status AgentService::StartWorkers(grpc::ServerContext *context,
-                                        const v1::StartWorkersRequest *request,
-                                        v1::StartWorkersResponse *response)
+grpc::Status AgentService::StartWorkers(
+    grpc::ServerContext *context, const v1::StartWorkersRequest *request, v1::StartWorkersResponse *response)
 {
     if (auto s = authorize(context); !s.ok())
         return s;
     // --- validate every field, naming it -------------------------------------
     if (!isSafeName(request->run_id()))
-        return invalid("run_id '" + request->run_id() +
-                       "' is not valid: use 1-64 characters from A-Z a-z 0-9 _ - . "
-                       "not starting with '.'");
+        return invalid("run_id '" + request->run_id()
+            + "' is not valid: use 1-64 characters from A-Z a-z 0-9 _ - . "
+              "not starting with '.'");
     if (request->attempt() < 1)
         return invalid("attempt must be 1 or more (got " + std::to_string(request->attempt()) + ")");
     if (request->world_size() < 1)
-        return invalid("world_size must be 1 or more (got " +
-                       std::to_string(request->world_size()) + ")");
+        return invalid("world_size must be 1 or more (got " + std::to_string(request->world_size()) + ")");
     if (request->ranks().empty())
         return invalid("ranks is empty: name the ranks this agent should start");
     std::set<int> seen;
     for (int r : request->ranks()) {
         if (r < 0 || r >= request->world_size())
-            return invalid("ranks contains " + std::to_string(r) + ", outside [0, world_size=" +
-                           std::to_string(request->world_size()) + ")");
+            return invalid("ranks contains " + std::to_string(r)
+                + ", outside [0, world_size=" + std::to_string(request->world_size()) + ")");
         if (!seen.insert(r).second)
             return invalid("ranks contains " + std::to_string(r) + " twice");
     }
     const auto &spec = request->spec();
     if (spec.batch_size() <= 0)
-        return invalid("spec.batch_size must be at least 1 (got " +
-                       std::to_string(spec.batch_size()) + ")");
+        return invalid("spec.batch_size must be at least 1 (got " + std::to_string(spec.batch_size()) + ")");
     if (spec.epochs() <= 0)
         return invalid("spec.epochs must be at least 1 (got " + std::to_string(spec.epochs()) + ")");
     if (spec.learning_rate() < 0)
@@ -193,46 +191,47 @@ grpc::Status AgentService::StartWorkers(grpc::ServerContext *context,
     if (spec.gpus_per_worker() < 0)
         return invalid("spec.gpus_per_worker must not be negative");
     if (spec.gpus_per_worker() > 0)
-        return precondition("spec.gpus_per_worker is " + std::to_string(spec.gpus_per_worker()) +
-                            " but this node has no GPU; use 0 for CPU training");
+        return precondition("spec.gpus_per_worker is " + std::to_string(spec.gpus_per_worker())
+            + " but this node has no GPU; use 0 for CPU training");
     if (spec.precision() == v1::BF16)
         return precondition("spec.precision BF16 is not supported by this agent's worker yet; "
                             "use FP32");
     if (request->world_size() > 1)
-        return precondition("world_size " + std::to_string(request->world_size()) +
-                            ": this agent's worker build trains one rank only (data-parallel "
-                            "training is not in this build); use world_size 1");
+        return precondition("world_size " + std::to_string(request->world_size())
+            + ": this agent's worker build trains one rank only (data-parallel "
+              "training is not in this build); use world_size 1");
     if (!isSafeName(spec.dataset()))
-        return invalid("spec.dataset '" + spec.dataset() +
-                       "' is not a data set name (a folder name under the agent's data "
-                       "directory, no slashes)");
+        return invalid("spec.dataset '" + spec.dataset()
+            + "' is not a data set name (a folder name under the agent's data "
+              "directory, no slashes)");
     const auto datasets = scanDatasets();
-    const auto dataset = std::find_if(datasets.begin(), datasets.end(),
-                                      [&](const auto &d) { return d.name() == spec.dataset(); });
+    const auto dataset = std::find_if(
+        datasets.begin(), datasets.end(), [&](const auto &d) { return d.name() == spec.dataset(); });
     if (dataset == datasets.end()) {
         std::string names;
         for (const auto &d : datasets)
             names += (names.empty() ? "" : ", ") + d.name() + (d.synthetic() ? " (synthetic)" : "");
         std::string why;
         cifar::inspectDataset((m_options.dataDir / spec.dataset()).string(), &why);
-        return {grpc::StatusCode::NOT_FOUND,
-                "spec.dataset '" + spec.dataset() + "' is not usable on this agent: " + why +
-                    " Data sets here: " + (names.empty() ? "none" : names) +
-                    ". Create a synthetic one with CreateSyntheticDataset or put CIFAR-10 "
-                    "binary files under " + m_options.dataDir.string()};
+        return { grpc::StatusCode::NOT_FOUND,
+            "spec.dataset '" + spec.dataset() + "' is not usable on this agent: " + why
+                + " Data sets here: " + (names.empty() ? "none" : names)
+                + ". Create a synthetic one with CreateSyntheticDataset or put CIFAR-10 "
+                  "binary files under "
+                + m_options.dataDir.string() };
     }
     const int localRanks = request->ranks_size();
     if (spec.threads_per_worker() * localRanks > cpuCores() * 4)
-        return invalid("spec.threads_per_worker " + std::to_string(spec.threads_per_worker()) +
-                       " x " + std::to_string(localRanks) + " ranks oversubscribes this node's " +
-                       std::to_string(cpuCores()) + " cores more than 4 times");
+        return invalid("spec.threads_per_worker " + std::to_string(spec.threads_per_worker()) + " x "
+            + std::to_string(localRanks) + " ranks oversubscribes this node's " + std::to_string(cpuCores())
+            + " cores more than 4 times");
 
     // --- idempotent start -------------------------------------------------------
     std::shared_ptr<RunSupervisor> run;
     {
         std::lock_guard lock(m_mutex);
         if (m_shuttingDown)
-            return {grpc::StatusCode::UNAVAILABLE, "the agent is shutting down"};
+            return { grpc::StatusCode::UNAVAILABLE, "the agent is shutting down" };
         if (auto it = m_runs.find(request->run_id()); it != m_runs.end()) {
             const auto &existing = it->second;
             if (existing->attempt() == request->attempt()) {
@@ -241,47 +240,43 @@ grpc::Status AgentService::StartWorkers(grpc::ServerContext *context,
                 return grpc::Status::OK;
             }
             if (!existing->terminal())
-                return precondition("run " + request->run_id() + " attempt " +
-                                    std::to_string(existing->attempt()) +
-                                    " is still running; stop it before starting attempt " +
-                                    std::to_string(request->attempt()));
+                return precondition("run " + request->run_id() + " attempt "
+                    + std::to_string(existing->attempt())
+                    + " is still running; stop it before starting attempt "
+                    + std::to_string(request->attempt()));
             if (request->attempt() < existing->attempt())
-                return precondition("run " + request->run_id() + " already had attempt " +
-                                    std::to_string(existing->attempt()) +
-                                    "; a new attempt must have a higher number");
+                return precondition("run " + request->run_id() + " already had attempt "
+                    + std::to_string(existing->attempt()) + "; a new attempt must have a higher number");
         }
         RunLaunch launch;
         launch.request = *request;
         launch.dataset = *dataset;
         launch.datasetDir = (m_options.dataDir / dataset->name()).string();
-        launch.runDir = m_options.stateDir / "runs" / request->run_id() /
-                        std::to_string(request->attempt());
+        launch.runDir = m_options.stateDir / "runs" / request->run_id() / std::to_string(request->attempt());
         launch.workerBinary = m_options.workerBinary;
-        launch.threadsPerRank = spec.threads_per_worker() > 0
-                                    ? spec.threads_per_worker()
-                                    : std::max(1, cpuCores() / localRanks);
+        launch.threadsPerRank = spec.threads_per_worker() > 0 ? spec.threads_per_worker()
+                                                              : std::max(1, cpuCores() / localRanks);
         std::error_code ec;
         std::filesystem::create_directories(launch.runDir, ec);
         if (ec)
-            return {grpc::StatusCode::INTERNAL,
-                    "cannot create " + launch.runDir.string() + ": " + ec.message()};
+            return { grpc::StatusCode::INTERNAL,
+                "cannot create " + launch.runDir.string() + ": " + ec.message() };
         run = std::make_shared<RunSupervisor>(std::move(launch));
         m_runs[request->run_id()] = run;
     }
-    logMessage(LogLevel::Info, "starting run " + request->run_id() + " attempt " +
-                                   std::to_string(request->attempt()) + " on data set " +
-                                   spec.dataset());
+    logMessage(LogLevel::Info,
+        "starting run " + request->run_id() + " attempt " + std::to_string(request->attempt())
+            + " on data set " + spec.dataset());
     if (auto error = run->start(m_launcher); !error.empty()) {
         logMessage(LogLevel::Error, "run " + request->run_id() + ": " + error);
-        return {grpc::StatusCode::INTERNAL, "could not start the worker: " + error};
+        return { grpc::StatusCode::INTERNAL, "could not start the worker: " + error };
     }
     *response->mutable_run() = run->info();
     return grpc::Status::OK;
 }
 
-grpc::Status AgentService::WatchRun(grpc::ServerContext *context,
-                                    const v1::WatchRunRequest *request,
-                                    grpc::ServerWriter<v1::RunEvent> *writer)
+grpc::Status AgentService::WatchRun(grpc::ServerContext *context, const v1::WatchRunRequest *request,
+    grpc::ServerWriter<v1::RunEvent> *writer)
 {
     if (auto s = authorize(context); !s.ok())
         return s;
@@ -289,34 +284,34 @@ grpc::Status AgentService::WatchRun(grpc::ServerContext *context,
         return invalid("from_seq must be 0 or more");
     const auto run = findRun(request->run_id());
     if (!run)
-        return {grpc::StatusCode::NOT_FOUND,
-                "run_id '" + request->run_id() + "' is not known to this agent"};
+        return { grpc::StatusCode::NOT_FOUND,
+            "run_id '" + request->run_id() + "' is not known to this agent" };
     std::int64_t next = std::max<std::int64_t>(request->from_seq(), 1);
     std::vector<v1::RunEvent> batch;
     for (;;) {
         if (context->IsCancelled())
-            return {grpc::StatusCode::CANCELLED, "the client went away"};
+            return { grpc::StatusCode::CANCELLED, "the client went away" };
         batch.clear();
         const bool more = run->events().read(next, 256, m_options.heartbeat, &batch);
         if (!more)
-            return grpc::Status::OK;  // terminal event delivered
+            return grpc::Status::OK; // terminal event delivered
         if (batch.empty()) {
             v1::RunEvent heartbeat;
             heartbeat.set_run_id(request->run_id());
             heartbeat.mutable_heartbeat();
             if (!writer->Write(heartbeat))
-                return {grpc::StatusCode::CANCELLED, "the client went away"};
+                return { grpc::StatusCode::CANCELLED, "the client went away" };
             continue;
         }
         for (const auto &event : batch)
             if (!writer->Write(event))
-                return {grpc::StatusCode::CANCELLED, "the client went away"};
+                return { grpc::StatusCode::CANCELLED, "the client went away" };
         next = batch.back().seq() + 1;
     }
 }
 
-grpc::Status AgentService::StopRun(grpc::ServerContext *context, const v1::StopRunRequest *request,
-                                   v1::StopRunResponse *response)
+grpc::Status AgentService::StopRun(
+    grpc::ServerContext *context, const v1::StopRunRequest *request, v1::StopRunResponse *response)
 {
     if (auto s = authorize(context); !s.ok())
         return s;
@@ -324,16 +319,16 @@ grpc::Status AgentService::StopRun(grpc::ServerContext *context, const v1::StopR
         return invalid("grace_ms must be 0 (default) or more");
     const auto run = findRun(request->run_id());
     if (!run)
-        return {grpc::StatusCode::NOT_FOUND,
-                "run_id '" + request->run_id() + "' is not known to this agent"};
+        return { grpc::StatusCode::NOT_FOUND,
+            "run_id '" + request->run_id() + "' is not known to this agent" };
     logMessage(LogLevel::Info, "stopping run " + request->run_id());
     run->stop(std::chrono::milliseconds(request->grace_ms() > 0 ? request->grace_ms() : 5000));
     response->set_state(run->info().state());
     return grpc::Status::OK;
 }
 
-grpc::Status AgentService::ListRuns(grpc::ServerContext *context, const v1::ListRunsRequest *,
-                                    v1::ListRunsResponse *response)
+grpc::Status AgentService::ListRuns(
+    grpc::ServerContext *context, const v1::ListRunsRequest *, v1::ListRunsResponse *response)
 {
     if (auto s = authorize(context); !s.ok())
         return s;
@@ -343,45 +338,43 @@ grpc::Status AgentService::ListRuns(grpc::ServerContext *context, const v1::List
     return grpc::Status::OK;
 }
 
-grpc::Status AgentService::CreateSyntheticDataset(grpc::ServerContext *context,
-                                                  const v1::CreateSyntheticDatasetRequest *request,
-                                                  v1::Dataset *response)
+grpc::Status AgentService::CreateSyntheticDataset(
+    grpc::ServerContext *context, const v1::CreateSyntheticDatasetRequest *request, v1::Dataset *response)
 {
     if (auto s = authorize(context); !s.ok())
         return s;
     if (!isSafeName(request->name()))
-        return invalid("name '" + request->name() +
-                       "' is not valid: use 1-64 characters from A-Z a-z 0-9 _ - . "
-                       "not starting with '.'");
+        return invalid("name '" + request->name()
+            + "' is not valid: use 1-64 characters from A-Z a-z 0-9 _ - . "
+              "not starting with '.'");
     if (request->train_images() < 5 || request->train_images() > 1'000'000)
-        return invalid("train_images must be between 5 and 1000000 (got " +
-                       std::to_string(request->train_images()) + ")");
+        return invalid("train_images must be between 5 and 1000000 (got "
+            + std::to_string(request->train_images()) + ")");
     if (request->test_images() < 1 || request->test_images() > 1'000'000)
-        return invalid("test_images must be between 1 and 1000000 (got " +
-                       std::to_string(request->test_images()) + ")");
-    static std::mutex creating;  // two clients creating the same set must not interleave
+        return invalid(
+            "test_images must be between 1 and 1000000 (got " + std::to_string(request->test_images()) + ")");
+    static std::mutex creating; // two clients creating the same set must not interleave
     std::lock_guard lock(creating);
     const auto dir = m_options.dataDir / request->name();
     std::string error;
     if (std::filesystem::exists(dir)) {
         const auto summary = cifar::inspectDataset(dir.string(), &error);
-        if (summary && summary->synthetic && summary->trainImages == request->train_images() &&
-            summary->testImages == request->test_images()) {
+        if (summary && summary->synthetic && summary->trainImages == request->train_images()
+            && summary->testImages == request->test_images()) {
             response->set_name(request->name());
             response->set_format("cifar10-binary");
             response->set_synthetic(true);
             response->set_train_images(summary->trainImages);
             response->set_test_images(summary->testImages);
-            return grpc::Status::OK;  // already there: idempotent
+            return grpc::Status::OK; // already there: idempotent
         }
-        return {grpc::StatusCode::ALREADY_EXISTS,
-                "name '" + request->name() + "' already exists under " +
-                    m_options.dataDir.string() +
-                    " with different contents; choose another name"};
+        return { grpc::StatusCode::ALREADY_EXISTS,
+            "name '" + request->name() + "' already exists under " + m_options.dataDir.string()
+                + " with different contents; choose another name" };
     }
-    if (!cifar::writeSyntheticDataset(dir.string(), request->train_images(),
-                                      request->test_images(), request->seed(), &error))
-        return {grpc::StatusCode::INTERNAL, error};
+    if (!cifar::writeSyntheticDataset(
+            dir.string(), request->train_images(), request->test_images(), request->seed(), &error))
+        return { grpc::StatusCode::INTERNAL, error };
     logMessage(LogLevel::Info, "created SYNTHETIC data set " + request->name());
     response->set_name(request->name());
     response->set_format("cifar10-binary");
@@ -391,4 +384,4 @@ grpc::Status AgentService::CreateSyntheticDataset(grpc::ServerContext *context,
     return grpc::Status::OK;
 }
 
-}  // namespace scalelab::agent
+} // namespace scalelab::agent

@@ -20,8 +20,8 @@ struct AgentOptions {
     std::filesystem::path dataDir;
     std::filesystem::path stateDir;
     std::string workerBinary;
-    std::string token;                 // empty = no authentication (loopback only)
-    std::chrono::milliseconds heartbeat{2000};
+    std::string token; // empty = no authentication (loopback only)
+    std::chrono::milliseconds heartbeat { 2000 };
 };
 
 class AgentService final : public v1::Agent::Service {
@@ -32,19 +32,17 @@ public:
     // Stops every run and waits for its ranks to exit (agent shutdown).
     void shutdown();
 
-    grpc::Status Describe(grpc::ServerContext *, const v1::DescribeRequest *,
-                          v1::DescribeResponse *) override;
-    grpc::Status StartWorkers(grpc::ServerContext *, const v1::StartWorkersRequest *,
-                              v1::StartWorkersResponse *) override;
-    grpc::Status WatchRun(grpc::ServerContext *, const v1::WatchRunRequest *,
-                          grpc::ServerWriter<v1::RunEvent> *) override;
-    grpc::Status StopRun(grpc::ServerContext *, const v1::StopRunRequest *,
-                         v1::StopRunResponse *) override;
-    grpc::Status ListRuns(grpc::ServerContext *, const v1::ListRunsRequest *,
-                          v1::ListRunsResponse *) override;
-    grpc::Status CreateSyntheticDataset(grpc::ServerContext *,
-                                        const v1::CreateSyntheticDatasetRequest *,
-                                        v1::Dataset *) override;
+    grpc::Status Describe(
+        grpc::ServerContext *, const v1::DescribeRequest *, v1::DescribeResponse *) override;
+    grpc::Status StartWorkers(
+        grpc::ServerContext *, const v1::StartWorkersRequest *, v1::StartWorkersResponse *) override;
+    grpc::Status WatchRun(
+        grpc::ServerContext *, const v1::WatchRunRequest *, grpc::ServerWriter<v1::RunEvent> *) override;
+    grpc::Status StopRun(grpc::ServerContext *, const v1::StopRunRequest *, v1::StopRunResponse *) override;
+    grpc::Status ListRuns(
+        grpc::ServerContext *, const v1::ListRunsRequest *, v1::ListRunsResponse *) override;
+    grpc::Status CreateSyntheticDataset(
+        grpc::ServerContext *, const v1::CreateSyntheticDatasetRequest *, v1::Dataset *) override;
 
     // [A-Za-z0-9_.-]{1,64}, not starting with '.': safe as a single path component.
     static bool isSafeName(const std::string &name);
@@ -57,8 +55,8 @@ private:
     AgentOptions m_options;
     ProcessLauncher m_launcher;
     mutable std::mutex m_mutex;
-    std::map<std::string, std::shared_ptr<RunSupervisor>> m_runs;  // latest attempt per run
+    std::map<std::string, std::shared_ptr<RunSupervisor>> m_runs; // latest attempt per run
     bool m_shuttingDown = false;
 };
 
-}  // namespace scalelab::agent
+} // namespace scalelab::agent

@@ -10,7 +10,7 @@ namespace scalelab::agent {
 namespace {
 std::atomic<LogLevel> g_level = LogLevel::Info;
 std::mutex g_mutex;
-}  // namespace
+} // namespace
 
 void setLogLevel(LogLevel level)
 {
@@ -19,11 +19,16 @@ void setLogLevel(LogLevel level)
 
 bool parseLogLevel(const std::string &text, LogLevel *level)
 {
-    if (text == "debug") *level = LogLevel::Debug;
-    else if (text == "info") *level = LogLevel::Info;
-    else if (text == "warning") *level = LogLevel::Warning;
-    else if (text == "error") *level = LogLevel::Error;
-    else return false;
+    if (text == "debug")
+        *level = LogLevel::Debug;
+    else if (text == "info")
+        *level = LogLevel::Info;
+    else if (text == "warning")
+        *level = LogLevel::Warning;
+    else if (text == "error")
+        *level = LogLevel::Error;
+    else
+        return false;
     return true;
 }
 
@@ -31,10 +36,10 @@ void logMessage(LogLevel level, const std::string &message)
 {
     if (level < g_level)
         return;
-    static const char *names[] = {"debug", "info", "warn", "error"};
+    static const char *names[] = { "debug", "info", "warn", "error" };
     char stamp[32];
     const std::time_t now = std::time(nullptr);
-    std::tm tm{};
+    std::tm tm {};
     gmtime_r(&now, &tm);
     std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", &tm);
     std::lock_guard lock(g_mutex);
@@ -42,4 +47,4 @@ void logMessage(LogLevel level, const std::string &message)
     std::fflush(stderr);
 }
 
-}  // namespace scalelab::agent
+} // namespace scalelab::agent

@@ -11,4 +11,4 @@ void setLogLevel(LogLevel level);
 bool parseLogLevel(const std::string &text, LogLevel *level);
 void logMessage(LogLevel level, const std::string &message);
 
-}  // namespace scalelab::agent
+} // namespace scalelab::agent

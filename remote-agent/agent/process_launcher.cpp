@@ -12,7 +12,9 @@ extern char **environ;
 
 namespace scalelab::agent {
 
-ProcessLauncher::ProcessLauncher() : m_thread([this] { loop(); }) {}
+ProcessLauncher::ProcessLauncher()
+    : m_thread([this] { loop(); })
+{ }
 
 ProcessLauncher::~ProcessLauncher()
 {
@@ -30,8 +32,8 @@ SpawnedProcess ProcessLauncher::spawn(SpawnRequest request)
     {
         std::lock_guard lock(m_mutex);
         if (m_stopping)
-            return {.error = "the agent is shutting down"};
-        Job job{std::move(request), {}};
+            return { .error = "the agent is shutting down" };
+        Job job { std::move(request), {} };
         result = job.done.get_future();
         m_jobs.push(std::move(job));
     }
@@ -45,7 +47,7 @@ void ProcessLauncher::loop()
     for (;;) {
         m_wake.wait(lock, [this] { return m_stopping || !m_jobs.empty(); });
         if (m_jobs.empty())
-            return;  // stopping and nothing left
+            return; // stopping and nothing left
         Job job = std::move(m_jobs.front());
         m_jobs.pop();
         lock.unlock();
@@ -77,27 +79,27 @@ SpawnedProcess ProcessLauncher::forkExec(const SpawnRequest &request)
 
     int output[2], events[2], status[2];
     if (pipe2(output, O_CLOEXEC) != 0)
-        return {.error = std::string("pipe: ") + std::strerror(errno)};
+        return { .error = std::string("pipe: ") + std::strerror(errno) };
     if (pipe2(events, O_CLOEXEC) != 0) {
         close(output[0]), close(output[1]);
-        return {.error = std::string("pipe: ") + std::strerror(errno)};
+        return { .error = std::string("pipe: ") + std::strerror(errno) };
     }
     // Reports exec failure to the parent: closes on successful exec (CLOEXEC).
     if (pipe2(status, O_CLOEXEC) != 0) {
         close(output[0]), close(output[1]), close(events[0]), close(events[1]);
-        return {.error = std::string("pipe: ") + std::strerror(errno)};
+        return { .error = std::string("pipe: ") + std::strerror(errno) };
     }
     const pid_t parent = getpid();
     const pid_t pid = fork();
     if (pid < 0) {
-        for (int fd : {output[0], output[1], events[0], events[1], status[0], status[1]})
+        for (int fd : { output[0], output[1], events[0], events[1], status[0], status[1] })
             close(fd);
-        return {.error = std::string("fork: ") + std::strerror(errno)};
+        return { .error = std::string("fork: ") + std::strerror(errno) };
     }
     if (pid == 0) {
         prctl(PR_SET_PDEATHSIG, SIGKILL);
         if (getppid() != parent)
-            _exit(127);  // the agent died between fork() and prctl()
+            _exit(127); // the agent died between fork() and prctl()
         setpgid(0, request.processGroup);
         // Undo the agent's blocked signals: the worker must die on SIGTERM.
         sigset_t none;
@@ -115,7 +117,7 @@ SpawnedProcess ProcessLauncher::forkExec(const SpawnRequest &request)
         (void)ignored;
         _exit(127);
     }
-    setpgid(pid, request.processGroup ? request.processGroup : pid);  // avoid the race with the child
+    setpgid(pid, request.processGroup ? request.processGroup : pid); // avoid the race with the child
     close(output[1]);
     close(events[1]);
     close(status[1]);
@@ -130,9 +132,9 @@ SpawnedProcess ProcessLauncher::forkExec(const SpawnRequest &request)
         close(events[0]);
         int ignored;
         waitpid(pid, &ignored, 0);
-        return {.error = "cannot start " + request.argv[0] + ": " + std::strerror(childErrno)};
+        return { .error = "cannot start " + request.argv[0] + ": " + std::strerror(childErrno) };
     }
-    return {.pid = pid, .outputFd = output[0], .eventFd = events[0], .error = {}};
+    return { .pid = pid, .outputFd = output[0], .eventFd = events[0], .error = {} };
 }
 
-}  // namespace scalelab::agent
+} // namespace scalelab::agent

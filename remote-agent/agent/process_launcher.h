@@ -20,16 +20,16 @@
 namespace scalelab::agent {
 
 struct SpawnRequest {
-    std::vector<std::string> argv;       // argv[0] is the executable path
-    std::vector<std::string> extraEnv;   // "KEY=VALUE", added to the agent's environment
-    pid_t processGroup = 0;              // 0 = start a new group led by the child
+    std::vector<std::string> argv; // argv[0] is the executable path
+    std::vector<std::string> extraEnv; // "KEY=VALUE", added to the agent's environment
+    pid_t processGroup = 0; // 0 = start a new group led by the child
 };
 
 struct SpawnedProcess {
     pid_t pid = -1;
-    int outputFd = -1;   // read end: the child's stdout and stderr
-    int eventFd = -1;    // read end: the child's fd 3 (JSON-line events)
-    std::string error;   // set when pid == -1
+    int outputFd = -1; // read end: the child's stdout and stderr
+    int eventFd = -1; // read end: the child's fd 3 (JSON-line events)
+    std::string error; // set when pid == -1
 };
 
 class ProcessLauncher {
@@ -56,4 +56,4 @@ private:
     std::thread m_thread;
 };
 
-}  // namespace scalelab::agent
+} // namespace scalelab::agent

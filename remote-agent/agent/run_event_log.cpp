@@ -16,7 +16,7 @@ std::int64_t nowUnixMs()
     using namespace std::chrono;
     return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
 }
-}  // namespace
+} // namespace
 
 RunEventLog::RunEventLog(std::filesystem::path file)
 {
@@ -93,8 +93,8 @@ bool RunEventLog::closed() const
     return m_closed;
 }
 
-bool RunEventLog::read(std::int64_t fromSeq, std::size_t max, std::chrono::milliseconds timeout,
-                       std::vector<v1::RunEvent> *out)
+bool RunEventLog::read(
+    std::int64_t fromSeq, std::size_t max, std::chrono::milliseconds timeout, std::vector<v1::RunEvent> *out)
 {
     fromSeq = std::max<std::int64_t>(fromSeq, 1);
     std::unique_lock lock(m_mutex);
@@ -109,4 +109,4 @@ bool RunEventLog::read(std::int64_t fromSeq, std::size_t max, std::chrono::milli
     return true;
 }
 
-}  // namespace scalelab::agent
+} // namespace scalelab::agent

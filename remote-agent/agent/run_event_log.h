@@ -38,15 +38,15 @@ public:
     // `timeout` when there are none yet and the log is open. Returns false when the
     // log is closed and fromSeq is past its end (the reader is done).
     bool read(std::int64_t fromSeq, std::size_t max, std::chrono::milliseconds timeout,
-              std::vector<v1::RunEvent> *out);
+        std::vector<v1::RunEvent> *out);
 
 private:
     mutable std::mutex m_mutex;
     std::condition_variable m_changed;
-    std::vector<v1::RunEvent> m_events;  // m_events[i].seq() == i + 1
+    std::vector<v1::RunEvent> m_events; // m_events[i].seq() == i + 1
     bool m_closed = false;
     int m_fd = -1;
     std::string m_error;
 };
 
-}  // namespace scalelab::agent
+} // namespace scalelab::agent

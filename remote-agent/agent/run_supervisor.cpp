@@ -17,7 +17,7 @@ namespace scalelab::agent {
 
 namespace {
 
-constexpr std::size_t kMaxLineBytes = 16 * 1024;  // longer output lines are cut
+constexpr std::size_t kMaxLineBytes = 16 * 1024; // longer output lines are cut
 
 std::int64_t nowUnixMs()
 {
@@ -33,8 +33,7 @@ bool isTerminal(v1::RunState s)
 // Splits a byte stream into lines; calls `emit` for each complete one.
 class LineSplitter {
 public:
-    template <typename F>
-    void feed(const char *data, std::size_t n, F &&emit)
+    template <typename F> void feed(const char *data, std::size_t n, F &&emit)
     {
         for (std::size_t i = 0; i < n; ++i) {
             if (data[i] == '\n') {
@@ -45,8 +44,7 @@ public:
             }
         }
     }
-    template <typename F>
-    void flush(F &&emit)
+    template <typename F> void flush(F &&emit)
     {
         if (!m_buffer.empty())
             emit(m_buffer);
@@ -57,9 +55,10 @@ private:
     std::string m_buffer;
 };
 
-}  // namespace
+} // namespace
 
-RunSupervisor::RunSupervisor(RunLaunch launch) : m_launch(std::move(launch))
+RunSupervisor::RunSupervisor(RunLaunch launch)
+    : m_launch(std::move(launch))
 {
     m_events = std::make_unique<RunEventLog>(m_launch.runDir / "events.log");
 }
@@ -113,38 +112,32 @@ std::string RunSupervisor::start(ProcessLauncher &launcher)
         std::ofstream(m_launch.runDir / "request.json") << json;
     }
     m_startedMs = nowUnixMs();
-    setState(v1::STARTING, "starting " + std::to_string(m_launch.request.ranks_size()) +
-                               " rank(s) on this agent");
+    setState(
+        v1::STARTING, "starting " + std::to_string(m_launch.request.ranks_size()) + " rank(s) on this agent");
 
     const auto &spec = m_launch.request.spec();
     const std::string threads = std::to_string(m_launch.threadsPerRank);
     for (int rankNumber : m_launch.request.ranks()) {
         SpawnRequest request;
-        request.argv = {m_launch.workerBinary,
-                        "train",
-                        "--data-dir", m_launch.datasetDir,
-                        "--batch-size", std::to_string(spec.batch_size()),
-                        "--epochs", std::to_string(spec.epochs()),
-                        "--seed", std::to_string(spec.seed()),
-                        "--threads", threads,
-                        "--rank", std::to_string(rankNumber),
-                        "--world-size", std::to_string(m_launch.request.world_size()),
-                        "--event-fd", "3"};
+        request.argv = { m_launch.workerBinary, "train", "--data-dir", m_launch.datasetDir, "--batch-size",
+            std::to_string(spec.batch_size()), "--epochs", std::to_string(spec.epochs()), "--seed",
+            std::to_string(spec.seed()), "--threads", threads, "--rank", std::to_string(rankNumber),
+            "--world-size", std::to_string(m_launch.request.world_size()), "--event-fd", "3" };
         if (spec.learning_rate() > 0)
-            request.argv.insert(request.argv.end(), {"--lr", std::to_string(spec.learning_rate())});
+            request.argv.insert(request.argv.end(), { "--lr", std::to_string(spec.learning_rate()) });
         if (spec.momentum() > 0)
-            request.argv.insert(request.argv.end(), {"--momentum", std::to_string(spec.momentum())});
+            request.argv.insert(request.argv.end(), { "--momentum", std::to_string(spec.momentum()) });
         if (spec.weight_decay() > 0)
-            request.argv.insert(request.argv.end(),
-                                {"--weight-decay", std::to_string(spec.weight_decay())});
+            request.argv.insert(
+                request.argv.end(), { "--weight-decay", std::to_string(spec.weight_decay()) });
         if (spec.max_train_images() > 0)
-            request.argv.insert(request.argv.end(),
-                                {"--max-train-images", std::to_string(spec.max_train_images())});
+            request.argv.insert(
+                request.argv.end(), { "--max-train-images", std::to_string(spec.max_train_images()) });
         if (spec.max_test_images() > 0)
-            request.argv.insert(request.argv.end(),
-                                {"--max-test-images", std::to_string(spec.max_test_images())});
+            request.argv.insert(
+                request.argv.end(), { "--max-test-images", std::to_string(spec.max_test_images()) });
         // Keep OpenMP and OpenBLAS pools at the rank's share of the cores.
-        request.extraEnv = {"OMP_NUM_THREADS=" + threads, "OPENBLAS_NUM_THREADS=" + threads};
+        request.extraEnv = { "OMP_NUM_THREADS=" + threads, "OPENBLAS_NUM_THREADS=" + threads };
         request.processGroup = m_processGroup;
         const SpawnedProcess process = launcher.spawn(std::move(request));
         if (process.pid < 0) {
@@ -179,7 +172,7 @@ std::string RunSupervisor::start(ProcessLauncher &launcher)
 void RunSupervisor::monitor(Rank &rank, int outputFd, int eventFd)
 {
     LineSplitter outputLines, eventLines;
-    pollfd fds[2] = {{outputFd, POLLIN, 0}, {eventFd, POLLIN, 0}};
+    pollfd fds[2] = { { outputFd, POLLIN, 0 }, { eventFd, POLLIN, 0 } };
     int open = 2;
     char buffer[8192];
     while (open > 0) {
@@ -202,10 +195,10 @@ void RunSupervisor::monitor(Rank &rank, int outputFd, int eventFd)
             }
             if (i == 0)
                 outputLines.feed(buffer, static_cast<std::size_t>(n),
-                                 [&](const std::string &l) { handleOutputLine(rank.rank, l); });
+                    [&](const std::string &l) { handleOutputLine(rank.rank, l); });
             else
                 eventLines.feed(buffer, static_cast<std::size_t>(n),
-                                [&](const std::string &l) { handleEventLine(rank.rank, l); });
+                    [&](const std::string &l) { handleEventLine(rank.rank, l); });
         }
     }
     outputLines.flush([&](const std::string &l) { handleOutputLine(rank.rank, l); });
@@ -214,8 +207,7 @@ void RunSupervisor::monitor(Rank &rank, int outputFd, int eventFd)
         if (fd.fd >= 0)
             ::close(fd.fd);
     int status = 0;
-    while (::waitpid(rank.pid, &status, 0) < 0 && errno == EINTR) {
-    }
+    while (::waitpid(rank.pid, &status, 0) < 0 && errno == EINTR) { }
     onRankExited(rank, status);
 }
 
@@ -292,7 +284,7 @@ void RunSupervisor::handleEventLine(int rank, const std::string &line)
         std::lock_guard lock(m_mutex);
         if (rank == 0 || !m_finished)
             m_finished = summary;
-        return;  // reported in the terminal summary, once the process has exited
+        return; // reported in the terminal summary, once the process has exited
     } else if (type == QLatin1String("error")) {
         const std::string message = o.value(QLatin1String("message")).toString().toStdString();
         {
@@ -358,15 +350,15 @@ void RunSupervisor::finish()
             state = v1::FAILED;
             if (failed && failed->signal != 0) {
                 summary.set_signal(failed->signal);
-                message = "rank " + std::to_string(failed->rank) + " was killed by signal " +
-                          std::to_string(failed->signal) + " (" + strsignal(failed->signal) + ")";
+                message = "rank " + std::to_string(failed->rank) + " was killed by signal "
+                    + std::to_string(failed->signal) + " (" + strsignal(failed->signal) + ")";
                 if (failed->signal == SIGKILL)
                     message += "; if nobody killed it, the kernel may have run out of memory "
                                "(see dmesg)";
             } else if (failed) {
                 summary.set_exit_code(failed->exitCode);
-                message = "rank " + std::to_string(failed->rank) + " exited with code " +
-                          std::to_string(failed->exitCode);
+                message = "rank " + std::to_string(failed->rank) + " exited with code "
+                    + std::to_string(failed->exitCode);
             } else {
                 message = "the worker exited without reporting a result";
             }
@@ -401,7 +393,7 @@ void RunSupervisor::stop(std::chrono::milliseconds grace)
         return;
     ::kill(-group, SIGTERM);
     if (m_killTimerArmed.exchange(true))
-        return;  // a kill timer is already running
+        return; // a kill timer is already running
     if (m_killTimer.joinable())
         m_killTimer.join();
     m_killTimer = std::thread([this, group, grace] {
@@ -441,4 +433,4 @@ v1::RunInfo RunSupervisor::info() const
     return info;
 }
 
-}  // namespace scalelab::agent
+} // namespace scalelab::agent

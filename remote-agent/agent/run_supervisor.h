@@ -21,7 +21,7 @@ struct RunLaunch {
     v1::StartWorkersRequest request;
     v1::Dataset dataset;
     std::string datasetDir;
-    std::filesystem::path runDir;     // runs/<run_id>/<attempt>
+    std::filesystem::path runDir; // runs/<run_id>/<attempt>
     std::string workerBinary;
     int threadsPerRank = 1;
 };
@@ -29,7 +29,7 @@ struct RunLaunch {
 class RunSupervisor {
 public:
     explicit RunSupervisor(RunLaunch launch);
-    ~RunSupervisor();  // stops and reaps every rank
+    ~RunSupervisor(); // stops and reaps every rank
     RunSupervisor(const RunSupervisor &) = delete;
     RunSupervisor &operator=(const RunSupervisor &) = delete;
 
@@ -76,8 +76,8 @@ private:
     std::string m_message;
     std::int64_t m_startedMs = 0;
     std::int64_t m_endedMs = 0;
-    std::optional<v1::RunSummary> m_finished;  // from the worker's "finished" event
-    std::string m_workerError;                  // from the worker's "error" event
+    std::optional<v1::RunSummary> m_finished; // from the worker's "finished" event
+    std::string m_workerError; // from the worker's "error" event
     std::string m_lastOutputLine;
     int m_exitedRanks = 0;
     bool m_stopRequested = false;
@@ -86,4 +86,4 @@ private:
     std::condition_variable m_terminalCv;
 };
 
-}  // namespace scalelab::agent
+} // namespace scalelab::agent

@@ -39,17 +39,18 @@ std::optional<std::int64_t> recordCount(const fs::path &path, std::string *error
         return std::nullopt;
     }
     if (bytes == 0 || bytes % kRecordBytes != 0) {
-        setError(error, path.string() + " has " + std::to_string(bytes) +
-                            " bytes, which is not a whole number of 3073-byte records "
-                            "(1 label byte + 3072 pixel bytes): the file is truncated or "
-                            "is not CIFAR-10 binary." +
-                            hint());
+        setError(error,
+            path.string() + " has " + std::to_string(bytes)
+                + " bytes, which is not a whole number of 3073-byte records "
+                  "(1 label byte + 3072 pixel bytes): the file is truncated or "
+                  "is not CIFAR-10 binary."
+                + hint());
         return std::nullopt;
     }
     return static_cast<std::int64_t>(bytes / kRecordBytes);
 }
 
-}  // namespace
+} // namespace
 
 std::string resolveDatasetDirectory(const std::string &dir)
 {
@@ -63,9 +64,9 @@ std::string resolveDatasetDirectory(const std::string &dir)
 std::vector<std::string> splitFiles(Split split)
 {
     if (split == Split::Test)
-        return {"test_batch.bin"};
-    return {"data_batch_1.bin", "data_batch_2.bin", "data_batch_3.bin", "data_batch_4.bin",
-            "data_batch_5.bin"};
+        return { "test_batch.bin" };
+    return { "data_batch_1.bin", "data_batch_2.bin", "data_batch_3.bin", "data_batch_4.bin",
+        "data_batch_5.bin" };
 }
 
 std::optional<DatasetSummary> inspectDataset(const std::string &dir, std::string *error)
@@ -78,7 +79,7 @@ std::optional<DatasetSummary> inspectDataset(const std::string &dir, std::string
     DatasetSummary summary;
     summary.directory = resolveDatasetDirectory(dir);
     summary.synthetic = fs::exists(fs::path(summary.directory) / kSyntheticMarker, ec);
-    for (Split split : {Split::Train, Split::Test}) {
+    for (Split split : { Split::Train, Split::Test }) {
         for (const auto &name : splitFiles(split)) {
             const auto count = recordCount(fs::path(summary.directory) / name, error);
             if (!count)
@@ -89,8 +90,7 @@ std::optional<DatasetSummary> inspectDataset(const std::string &dir, std::string
     return summary;
 }
 
-std::optional<Images> readSplit(const std::string &dir, Split split, std::size_t limit,
-                                std::string *error)
+std::optional<Images> readSplit(const std::string &dir, Split split, std::size_t limit, std::string *error)
 {
     const fs::path root = resolveDatasetDirectory(dir);
     Images images;
@@ -105,15 +105,17 @@ std::optional<Images> readSplit(const std::string &dir, Split split, std::size_t
             if (limit > 0 && images.size() >= limit)
                 return images;
             if (!in.read(reinterpret_cast<char *>(record.data()), kRecordBytes)) {
-                setError(error, path.string() + ": read failed at record " + std::to_string(i) +
-                                    " (file changed while reading?)");
+                setError(error,
+                    path.string() + ": read failed at record " + std::to_string(i)
+                        + " (file changed while reading?)");
                 return std::nullopt;
             }
             if (record[0] >= kClasses) {
-                setError(error, path.string() + ": record " + std::to_string(i) + " has label " +
-                                    std::to_string(record[0]) +
-                                    ", but CIFAR-10 labels are 0..9: the file is corrupt or "
-                                    "not CIFAR-10 (CIFAR-100 binary has 2 label bytes).");
+                setError(error,
+                    path.string() + ": record " + std::to_string(i) + " has label "
+                        + std::to_string(record[0])
+                        + ", but CIFAR-10 labels are 0..9: the file is corrupt or "
+                          "not CIFAR-10 (CIFAR-100 binary has 2 label bytes).");
                 return std::nullopt;
             }
             images.labels.push_back(record[0]);
@@ -123,8 +125,8 @@ std::optional<Images> readSplit(const std::string &dir, Split split, std::size_t
     return images;
 }
 
-bool writeSyntheticDataset(const std::string &dir, std::int64_t trainImages,
-                           std::int64_t testImages, std::uint64_t seed, std::string *error)
+bool writeSyntheticDataset(const std::string &dir, std::int64_t trainImages, std::int64_t testImages,
+    std::uint64_t seed, std::string *error)
 {
     if (trainImages <= 0 || testImages <= 0) {
         setError(error, "a synthetic data set needs at least one train and one test image");
@@ -140,7 +142,7 @@ bool writeSyntheticDataset(const std::string &dir, std::int64_t trainImages,
     // One 4x4 colour grid per class, upsampled to 32x32: a pattern a CNN learns fast
     // but that noise, jitter and shifts keep from being trivially separable.
     constexpr int kGrid = 4;
-    std::array<std::array<float, kGrid * kGrid * kChannels>, kClasses> prototypes{};
+    std::array<std::array<float, kGrid * kGrid * kChannels>, kClasses> prototypes {};
     std::uniform_real_distribution<float> unit(0.15f, 0.85f);
     for (auto &p : prototypes)
         for (auto &v : p)
@@ -163,10 +165,9 @@ bool writeSyntheticDataset(const std::string &dir, std::int64_t trainImages,
                     for (int x = 0; x < kImageSide; ++x) {
                         const int gy = std::clamp((y + dy) * kGrid / kImageSide, 0, kGrid - 1);
                         const int gx = std::clamp((x + dx) * kGrid / kImageSide, 0, kGrid - 1);
-                        const float v = prototypes[c][(gy * kGrid + gx) * kChannels + ch] + b +
-                                        noise(rng);
-                        record[1 + ch * 1024 + y * kImageSide + x] = static_cast<std::uint8_t>(
-                            std::lround(std::clamp(v, 0.0f, 1.0f) * 255.0f));
+                        const float v = prototypes[c][(gy * kGrid + gx) * kChannels + ch] + b + noise(rng);
+                        record[1 + ch * 1024 + y * kImageSide + x]
+                            = static_cast<std::uint8_t>(std::lround(std::clamp(v, 0.0f, 1.0f) * 255.0f));
                     }
             out.write(reinterpret_cast<const char *>(record.data()), kRecordBytes);
         }
@@ -178,8 +179,9 @@ bool writeSyntheticDataset(const std::string &dir, std::int64_t trainImages,
     const auto trainNames = splitFiles(Split::Train);
     const auto files = static_cast<std::int64_t>(trainNames.size());
     if (trainImages < files) {
-        setError(error, "a synthetic set needs at least " + std::to_string(files) +
-                            " train images (one per data_batch file)");
+        setError(error,
+            "a synthetic set needs at least " + std::to_string(files)
+                + " train images (one per data_batch file)");
         return false;
     }
     for (std::int64_t f = 0; f < files; ++f) {
@@ -196,10 +198,9 @@ bool writeSyntheticDataset(const std::string &dir, std::int64_t trainImages,
     std::ofstream(fs::path(dir) / "batches.meta.txt")
         << "airplane\nautomobile\nbird\ncat\ndeer\ndog\nfrog\nhorse\nship\ntruck\n";
     std::ofstream(fs::path(dir) / kSyntheticMarker)
-        << "SYNTHETIC data generated by ScaleLab (seed " << seed << ", " << trainImages
-        << " train / " << testImages
-        << " test images). Not CIFAR-10: accuracies on it say nothing about real data.\n";
+        << "SYNTHETIC data generated by ScaleLab (seed " << seed << ", " << trainImages << " train / "
+        << testImages << " test images). Not CIFAR-10: accuracies on it say nothing about real data.\n";
     return true;
 }
 
-}  // namespace scalelab::cifar
+} // namespace scalelab::cifar

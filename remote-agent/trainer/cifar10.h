@@ -17,8 +17,8 @@ namespace scalelab::cifar {
 
 inline constexpr int kImageSide = 32;
 inline constexpr int kChannels = 3;
-inline constexpr std::size_t kPixelBytes = kImageSide * kImageSide * kChannels;  // 3072
-inline constexpr std::size_t kRecordBytes = 1 + kPixelBytes;                      // 3073
+inline constexpr std::size_t kPixelBytes = kImageSide * kImageSide * kChannels; // 3072
+inline constexpr std::size_t kRecordBytes = 1 + kPixelBytes; // 3073
 inline constexpr int kClasses = 10;
 // Name of the marker file that flags a generated (not real) data set.
 inline constexpr const char *kSyntheticMarker = "SYNTHETIC";
@@ -26,13 +26,13 @@ inline constexpr const char *kSyntheticMarker = "SYNTHETIC";
 enum class Split { Train, Test };
 
 struct Images {
-    std::vector<std::uint8_t> labels;  // size() images
-    std::vector<std::uint8_t> pixels;  // size() * kPixelBytes, CHW per image
+    std::vector<std::uint8_t> labels; // size() images
+    std::vector<std::uint8_t> pixels; // size() * kPixelBytes, CHW per image
     std::size_t size() const { return labels.size(); }
 };
 
 struct DatasetSummary {
-    std::string directory;  // the folder holding the .bin files
+    std::string directory; // the folder holding the .bin files
     bool synthetic = false;
     std::int64_t trainImages = 0;
     std::int64_t testImages = 0;
@@ -49,13 +49,12 @@ std::vector<std::string> splitFiles(Split split);
 std::optional<DatasetSummary> inspectDataset(const std::string &dir, std::string *error);
 
 // Reads one split fully and validates labels. `limit` > 0 keeps the first `limit` images.
-std::optional<Images> readSplit(const std::string &dir, Split split, std::size_t limit,
-                                std::string *error);
+std::optional<Images> readSplit(const std::string &dir, Split split, std::size_t limit, std::string *error);
 
 // Writes a learnable synthetic set in exactly the CIFAR-10 binary layout, plus the
 // SYNTHETIC marker and a batches.meta.txt. Each class is a fixed random low-frequency
 // colour pattern; samples add brightness jitter, a shift and noise.
-bool writeSyntheticDataset(const std::string &dir, std::int64_t trainImages,
-                           std::int64_t testImages, std::uint64_t seed, std::string *error);
+bool writeSyntheticDataset(const std::string &dir, std::int64_t trainImages, std::int64_t testImages,
+    std::uint64_t seed, std::string *error);
 
-}  // namespace scalelab::cifar
+} // namespace scalelab::cifar

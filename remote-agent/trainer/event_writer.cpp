@@ -13,11 +13,21 @@ std::string EventWriter::escape(std::string_view text)
     out.reserve(text.size() + 2);
     for (char c : text) {
         switch (c) {
-        case '"': out += "\\\""; break;
-        case '\\': out += "\\\\"; break;
-        case '\n': out += "\\n"; break;
-        case '\r': out += "\\r"; break;
-        case '\t': out += "\\t"; break;
+        case '"':
+            out += "\\\"";
+            break;
+        case '\\':
+            out += "\\\\";
+            break;
+        case '\n':
+            out += "\\n";
+            break;
+        case '\r':
+            out += "\\r";
+            break;
+        case '\t':
+            out += "\\t";
+            break;
         default:
             if (static_cast<unsigned char>(c) < 0x20) {
                 char buf[8];
@@ -44,7 +54,7 @@ void EventWriter::emit(std::string_view type, std::initializer_list<Field> field
                 std::snprintf(buf, sizeof buf, "%.9g", *d);
                 line += buf;
             } else {
-                line += "null";  // JSON has no NaN; a diverged loss shows as null
+                line += "null"; // JSON has no NaN; a diverged loss shows as null
             }
         } else if (const auto *b = std::get_if<bool>(&f.value)) {
             line += *b ? "true" : "false";
@@ -61,11 +71,11 @@ void EventWriter::emit(std::string_view type, std::initializer_list<Field> field
         if (n < 0) {
             if (errno == EINTR)
                 continue;
-            return;  // the reader is gone; the agent classifies our exit
+            return; // the reader is gone; the agent classifies our exit
         }
         p += n;
         left -= static_cast<std::size_t>(n);
     }
 }
 
-}  // namespace scalelab::trainer
+} // namespace scalelab::trainer

@@ -19,7 +19,9 @@ public:
         Value value;
     };
 
-    explicit EventWriter(int fd) : m_fd(fd) {}
+    explicit EventWriter(int fd)
+        : m_fd(fd)
+    { }
 
     // {"type": type, key: value, ...}
     void emit(std::string_view type, std::initializer_list<Field> fields);
@@ -31,4 +33,4 @@ private:
     std::mutex m_mutex;
 };
 
-}  // namespace scalelab::trainer
+} // namespace scalelab::trainer

@@ -7,16 +7,15 @@ namespace {
 constexpr double kBlockDropout = 0.25;
 constexpr double kDenseDropout = 0.5;
 constexpr std::int64_t kDenseWidth = 512;
-}  // namespace
+} // namespace
 
 ConvBlockImpl::ConvBlockImpl(std::int64_t in, std::int64_t out)
-    : conv1(register_module("conv1", torch::nn::Conv2d(torch::nn::Conv2dOptions(in, out, 3).padding(1)))),
-      conv2(register_module("conv2", torch::nn::Conv2d(torch::nn::Conv2dOptions(out, out, 3).padding(1)))),
-      bn1(register_module("bn1", torch::nn::BatchNorm2d(out))),
-      bn2(register_module("bn2", torch::nn::BatchNorm2d(out))),
-      drop(register_module("drop", torch::nn::Dropout(kBlockDropout)))
-{
-}
+    : conv1(register_module("conv1", torch::nn::Conv2d(torch::nn::Conv2dOptions(in, out, 3).padding(1))))
+    , conv2(register_module("conv2", torch::nn::Conv2d(torch::nn::Conv2dOptions(out, out, 3).padding(1))))
+    , bn1(register_module("bn1", torch::nn::BatchNorm2d(out)))
+    , bn2(register_module("bn2", torch::nn::BatchNorm2d(out)))
+    , drop(register_module("drop", torch::nn::Dropout(kBlockDropout)))
+{ }
 
 torch::Tensor ConvBlockImpl::forward(torch::Tensor x)
 {
@@ -26,14 +25,13 @@ torch::Tensor ConvBlockImpl::forward(torch::Tensor x)
 }
 
 SeedNetImpl::SeedNetImpl()
-    : block1(register_module("block1", ConvBlock(3, 64))),
-      block2(register_module("block2", ConvBlock(64, 128))),
-      block3(register_module("block3", ConvBlock(128, 256))),
-      fc1(register_module("fc1", torch::nn::Linear(256 * 4 * 4, kDenseWidth))),
-      fc2(register_module("fc2", torch::nn::Linear(kDenseWidth, 10))),
-      drop(register_module("drop", torch::nn::Dropout(kDenseDropout)))
-{
-}
+    : block1(register_module("block1", ConvBlock(3, 64)))
+    , block2(register_module("block2", ConvBlock(64, 128)))
+    , block3(register_module("block3", ConvBlock(128, 256)))
+    , fc1(register_module("fc1", torch::nn::Linear(256 * 4 * 4, kDenseWidth)))
+    , fc2(register_module("fc2", torch::nn::Linear(kDenseWidth, 10)))
+    , drop(register_module("drop", torch::nn::Dropout(kDenseDropout)))
+{ }
 
 torch::Tensor SeedNetImpl::forward(torch::Tensor x)
 {
@@ -57,8 +55,8 @@ std::pair<std::int64_t, std::int64_t> seedModelOutputShape(std::int64_t batch)
     torch::NoGradGuard noGrad;
     SeedNet net;
     net->eval();
-    const auto out = net->forward(torch::zeros({batch, 3, 32, 32}));
-    return {out.size(0), out.size(1)};
+    const auto out = net->forward(torch::zeros({ batch, 3, 32, 32 }));
+    return { out.size(0), out.size(1) };
 }
 
-}  // namespace scalelab::trainer
+} // namespace scalelab::trainer

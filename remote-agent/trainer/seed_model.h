@@ -18,4 +18,4 @@ std::int64_t seedModelParameterCount();
 // as {batch, classes}.
 std::pair<std::int64_t, std::int64_t> seedModelOutputShape(std::int64_t batch);
 
-}  // namespace scalelab::trainer
+} // namespace scalelab::trainer

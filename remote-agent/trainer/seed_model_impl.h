@@ -9,9 +9,9 @@ struct ConvBlockImpl : torch::nn::Module {
     ConvBlockImpl(std::int64_t in, std::int64_t out);
     torch::Tensor forward(torch::Tensor x);
 
-    torch::nn::Conv2d conv1{nullptr}, conv2{nullptr};
-    torch::nn::BatchNorm2d bn1{nullptr}, bn2{nullptr};
-    torch::nn::Dropout drop{nullptr};
+    torch::nn::Conv2d conv1 { nullptr }, conv2 { nullptr };
+    torch::nn::BatchNorm2d bn1 { nullptr }, bn2 { nullptr };
+    torch::nn::Dropout drop { nullptr };
 };
 TORCH_MODULE(ConvBlock);
 
@@ -19,10 +19,10 @@ struct SeedNetImpl : torch::nn::Module {
     SeedNetImpl();
     torch::Tensor forward(torch::Tensor x);
 
-    ConvBlock block1{nullptr}, block2{nullptr}, block3{nullptr};
-    torch::nn::Linear fc1{nullptr}, fc2{nullptr};
-    torch::nn::Dropout drop{nullptr};
+    ConvBlock block1 { nullptr }, block2 { nullptr }, block3 { nullptr };
+    torch::nn::Linear fc1 { nullptr }, fc2 { nullptr };
+    torch::nn::Dropout drop { nullptr };
 };
 TORCH_MODULE(SeedNet);
 
-}  // namespace scalelab::trainer
+} // namespace scalelab::trainer

@@ -17,8 +17,8 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 // Per-channel statistics of the CIFAR-10 training set.
-const std::array<float, 3> kMean = {0.4914f, 0.4822f, 0.4465f};
-const std::array<float, 3> kStd = {0.2470f, 0.2435f, 0.2616f};
+const std::array<float, 3> kMean = { 0.4914f, 0.4822f, 0.4465f };
+const std::array<float, 3> kStd = { 0.2470f, 0.2435f, 0.2616f };
 constexpr std::int64_t kEvalBatch = 500;
 
 double secondsSince(Clock::time_point t)
@@ -29,23 +29,23 @@ double secondsSince(Clock::time_point t)
 // Keeps the split as uint8 and converts one batch at a time: 1/4 of the memory of a
 // float copy, and the conversion is cheap next to the convolutions.
 struct SplitTensors {
-    torch::Tensor pixels;  // uint8 [N, 3, 32, 32]
-    torch::Tensor labels;  // int64 [N]
+    torch::Tensor pixels; // uint8 [N, 3, 32, 32]
+    torch::Tensor labels; // int64 [N]
     std::int64_t size() const { return labels.size(0); }
 };
 
 SplitTensors toTensors(cifar::Images &&images)
 {
     const auto n = static_cast<std::int64_t>(images.size());
-    auto pixels = torch::from_blob(images.pixels.data(), {n, 3, 32, 32}, torch::kUInt8).clone();
-    auto labels = torch::from_blob(images.labels.data(), {n}, torch::kUInt8).to(torch::kLong);
-    return {pixels, labels};
+    auto pixels = torch::from_blob(images.pixels.data(), { n, 3, 32, 32 }, torch::kUInt8).clone();
+    auto labels = torch::from_blob(images.labels.data(), { n }, torch::kUInt8).to(torch::kLong);
+    return { pixels, labels };
 }
 
 torch::Tensor normalise(const torch::Tensor &pixels)
 {
-    static const auto mean = torch::tensor({kMean[0], kMean[1], kMean[2]}).view({1, 3, 1, 1});
-    static const auto std = torch::tensor({kStd[0], kStd[1], kStd[2]}).view({1, 3, 1, 1});
+    static const auto mean = torch::tensor({ kMean[0], kMean[1], kMean[2] }).view({ 1, 3, 1, 1 });
+    static const auto std = torch::tensor({ kStd[0], kStd[1], kStd[2] }).view({ 1, 3, 1, 1 });
     return (pixels.to(torch::kFloat).div_(255.0f) - mean) / std;
 }
 
@@ -66,16 +66,16 @@ EvalResult evaluate(SeedNet &net, const SplitTensors &split)
         const auto y = split.labels.slice(0, begin, end);
         const auto out = net->forward(x);
         lossSum += torch::nn::functional::cross_entropy(
-                       out, y, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
+            out, y, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
                        .item<double>();
         correct += out.argmax(1).eq(y).sum().item<std::int64_t>();
     }
     net->train();
     const auto n = static_cast<double>(std::max<std::int64_t>(split.size(), 1));
-    return {lossSum / n, static_cast<double>(correct) / n};
+    return { lossSum / n, static_cast<double>(correct) / n };
 }
 
-}  // namespace
+} // namespace
 
 std::string validate(const TrainingConfig &c)
 {
@@ -104,15 +104,15 @@ std::string validate(const TrainingConfig &c)
 int runTraining(const TrainingConfig &config, EventWriter &events)
 {
     const auto fail = [&](const std::string &message) {
-        events.emit("error", {{"message", message}});
+        events.emit("error", { { "message", message } });
         return 1;
     };
     if (auto problem = validate(config); !problem.empty())
         return fail(problem);
 
     const int threads = config.threads > 0
-                            ? config.threads
-                            : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+        ? config.threads
+        : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     torch::set_num_threads(threads);
     torch::manual_seed(config.seed);
 
@@ -120,12 +120,12 @@ int runTraining(const TrainingConfig &config, EventWriter &events)
     const auto summary = cifar::inspectDataset(config.dataDir, &error);
     if (!summary)
         return fail(error);
-    auto trainImages = cifar::readSplit(config.dataDir, cifar::Split::Train,
-                                        static_cast<std::size_t>(config.maxTrainImages), &error);
+    auto trainImages = cifar::readSplit(
+        config.dataDir, cifar::Split::Train, static_cast<std::size_t>(config.maxTrainImages), &error);
     if (!trainImages)
         return fail(error);
-    auto testImages = cifar::readSplit(config.dataDir, cifar::Split::Test,
-                                       static_cast<std::size_t>(config.maxTestImages), &error);
+    auto testImages = cifar::readSplit(
+        config.dataDir, cifar::Split::Test, static_cast<std::size_t>(config.maxTestImages), &error);
     if (!testImages)
         return fail(error);
     const SplitTensors train = toTensors(std::move(*trainImages));
@@ -134,18 +134,15 @@ int runTraining(const TrainingConfig &config, EventWriter &events)
     SeedNet net;
     net->train();
     torch::optim::SGD optimizer(net->parameters(),
-                                torch::optim::SGDOptions(config.learningRate)
-                                    .momentum(config.momentum)
-                                    .weight_decay(config.weightDecay));
+        torch::optim::SGDOptions(config.learningRate)
+            .momentum(config.momentum)
+            .weight_decay(config.weightDecay));
     const std::int64_t stepsPerEpoch = (train.size() + config.batchSize - 1) / config.batchSize;
-    events.emit("started", {{"dataset_dir", summary->directory},
-                            {"synthetic", summary->synthetic},
-                            {"train_images", train.size()},
-                            {"test_images", test.size()},
-                            {"parameters", seedModelParameterCount()},
-                            {"threads", std::int64_t{threads}},
-                            {"device", std::string("cpu")},
-                            {"steps_per_epoch", stepsPerEpoch}});
+    events.emit("started",
+        { { "dataset_dir", summary->directory }, { "synthetic", summary->synthetic },
+            { "train_images", train.size() }, { "test_images", test.size() },
+            { "parameters", seedModelParameterCount() }, { "threads", std::int64_t { threads } },
+            { "device", std::string("cpu") }, { "steps_per_epoch", stepsPerEpoch } });
 
     std::mt19937_64 shuffleRng(config.seed);
     std::vector<std::int64_t> order(static_cast<std::size_t>(train.size()));
@@ -163,7 +160,7 @@ int runTraining(const TrainingConfig &config, EventWriter &events)
         for (std::int64_t begin = 0; begin < train.size(); begin += config.batchSize) {
             const auto stepStart = Clock::now();
             const auto end = std::min<std::int64_t>(begin + config.batchSize, train.size());
-            const auto index = torch::from_blob(order.data() + begin, {end - begin}, torch::kLong);
+            const auto index = torch::from_blob(order.data() + begin, { end - begin }, torch::kLong);
             const auto x = normalise(train.pixels.index_select(0, index));
             const auto y = train.labels.index_select(0, index);
             optimizer.zero_grad();
@@ -177,12 +174,10 @@ int runTraining(const TrainingConfig &config, EventWriter &events)
             ++step;
             imagesSeen += end - begin;
             const double stepSeconds = secondsSince(stepStart);
-            events.emit("step", {{"epoch", std::int64_t{epoch}},
-                                 {"step", step},
-                                 {"loss", lossValue},
-                                 {"lr", config.learningRate},
-                                 {"images_per_second", double(end - begin) / stepSeconds},
-                                 {"elapsed_seconds", secondsSince(runStart)}});
+            events.emit("step",
+                { { "epoch", std::int64_t { epoch } }, { "step", step }, { "loss", lossValue },
+                    { "lr", config.learningRate }, { "images_per_second", double(end - begin) / stepSeconds },
+                    { "elapsed_seconds", secondsSince(runStart) } });
         }
         const double epochTrainSeconds = secondsSince(epochStart);
         trainSeconds += epochTrainSeconds;
@@ -190,21 +185,19 @@ int runTraining(const TrainingConfig &config, EventWriter &events)
         lastAccuracy = eval.accuracy;
         bestAccuracy = std::max(bestAccuracy, eval.accuracy);
         const auto n = static_cast<double>(train.size());
-        events.emit("epoch", {{"epoch", std::int64_t{epoch}},
-                              {"train_loss", lossSum / n},
-                              {"train_accuracy", static_cast<double>(correct) / n},
-                              {"test_loss", eval.loss},
-                              {"test_accuracy", eval.accuracy},
-                              {"epoch_seconds", secondsSince(epochStart)},
-                              {"images_per_second", n / epochTrainSeconds},
-                              {"elapsed_seconds", secondsSince(runStart)}});
+        events.emit("epoch",
+            { { "epoch", std::int64_t { epoch } }, { "train_loss", lossSum / n },
+                { "train_accuracy", static_cast<double>(correct) / n }, { "test_loss", eval.loss },
+                { "test_accuracy", eval.accuracy }, { "epoch_seconds", secondsSince(epochStart) },
+                { "images_per_second", n / epochTrainSeconds },
+                { "elapsed_seconds", secondsSince(runStart) } });
     }
-    events.emit("finished", {{"final_test_accuracy", lastAccuracy},
-                             {"best_test_accuracy", bestAccuracy},
-                             {"wall_seconds", secondsSince(runStart)},
-                             {"images_per_second", static_cast<double>(imagesSeen) / trainSeconds},
-                             {"epochs_completed", std::int64_t{config.epochs}}});
+    events.emit("finished",
+        { { "final_test_accuracy", lastAccuracy }, { "best_test_accuracy", bestAccuracy },
+            { "wall_seconds", secondsSince(runStart) },
+            { "images_per_second", static_cast<double>(imagesSeen) / trainSeconds },
+            { "epochs_completed", std::int64_t { config.epochs } } });
     return 0;
 }
 
-}  // namespace scalelab::trainer
+} // namespace scalelab::trainer

@@ -10,14 +10,14 @@ class EventWriter;
 
 struct TrainingConfig {
     std::string dataDir;
-    int batchSize = 64;            // per worker
+    int batchSize = 64; // per worker
     int epochs = 1;
     double learningRate = 0.05;
     double momentum = 0.9;
     double weightDecay = 5e-4;
     std::uint64_t seed = 1;
-    int threads = 0;               // 0 = all cores
-    std::int64_t maxTrainImages = 0;  // 0 = whole split
+    int threads = 0; // 0 = all cores
+    std::int64_t maxTrainImages = 0; // 0 = whole split
     std::int64_t maxTestImages = 0;
     int rank = 0;
     int worldSize = 1;
@@ -30,4 +30,4 @@ std::string validate(const TrainingConfig &config);
 // events. Returns the process exit code (0 on success).
 int runTraining(const TrainingConfig &config, EventWriter &events);
 
-}  // namespace scalelab::trainer
+} // namespace scalelab::trainer

@@ -81,8 +81,7 @@ Args parse(int argc, char **argv)
     return args;
 }
 
-template <typename T>
-bool take(Args &args, const std::string &key, T &out)
+template <typename T> bool take(Args &args, const std::string &key, T &out)
 {
     auto it = args.options.find(key);
     if (it == args.options.end())
@@ -120,7 +119,7 @@ int usageError(const std::string &message)
     return 2;
 }
 
-}  // namespace
+} // namespace
 
 int main(int argc, char **argv)
 {
@@ -141,8 +140,8 @@ int main(int argc, char **argv)
         std::string out;
         std::int64_t train = 1000, test = 200;
         std::uint64_t seed = 1;
-        take(args, "out", out) && take(args, "train", train) && take(args, "test", test) &&
-            take(args, "seed", seed);
+        take(args, "out", out) && take(args, "train", train) && take(args, "test", test)
+            && take(args, "seed", seed);
         if (leftovers(args))
             return usageError(args.error);
         if (out.empty())
@@ -152,8 +151,8 @@ int main(int argc, char **argv)
             std::cerr << "scalelab-worker: " << error << "\n";
             return 1;
         }
-        std::cout << "wrote SYNTHETIC CIFAR-format data set to " << out << " (" << train
-                  << " train, " << test << " test images)\n";
+        std::cout << "wrote SYNTHETIC CIFAR-format data set to " << out << " (" << train << " train, " << test
+                  << " test images)\n";
         return 0;
     }
 
@@ -178,15 +177,13 @@ int main(int argc, char **argv)
     if (args.command == "train") {
         trainer::TrainingConfig config;
         int eventFd = 1;
-        take(args, "data-dir", config.dataDir) && take(args, "batch-size", config.batchSize) &&
-            take(args, "epochs", config.epochs) && take(args, "lr", config.learningRate) &&
-            take(args, "momentum", config.momentum) &&
-            take(args, "weight-decay", config.weightDecay) && take(args, "seed", config.seed) &&
-            take(args, "threads", config.threads) &&
-            take(args, "max-train-images", config.maxTrainImages) &&
-            take(args, "max-test-images", config.maxTestImages) &&
-            take(args, "rank", config.rank) && take(args, "world-size", config.worldSize) &&
-            take(args, "event-fd", eventFd);
+        take(args, "data-dir", config.dataDir) && take(args, "batch-size", config.batchSize)
+            && take(args, "epochs", config.epochs) && take(args, "lr", config.learningRate)
+            && take(args, "momentum", config.momentum) && take(args, "weight-decay", config.weightDecay)
+            && take(args, "seed", config.seed) && take(args, "threads", config.threads)
+            && take(args, "max-train-images", config.maxTrainImages)
+            && take(args, "max-test-images", config.maxTestImages) && take(args, "rank", config.rank)
+            && take(args, "world-size", config.worldSize) && take(args, "event-fd", eventFd);
         if (leftovers(args))
             return usageError(args.error);
         if (auto problem = trainer::validate(config); !problem.empty())
@@ -197,7 +194,7 @@ int main(int argc, char **argv)
         } catch (const std::exception &e) {
             // libtorch reports shape, memory and device problems as c10::Error.
             std::string what = e.what();
-            events.emit("error", {{"message", what.substr(0, what.find('\n'))}});
+            events.emit("error", { { "message", what.substr(0, what.find('\n')) } });
             std::cerr << "scalelab-worker: " << what << "\n";
             return 1;
         }
