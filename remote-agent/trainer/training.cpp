@@ -1,12 +1,22 @@
 #include "training.h"
 
+#include "checkpoint.h"
 #include "cifar10.h"
+#include "data_parallel.h"
 #include "event_writer.h"
 #include "seed_model.h"
 #include "seed_model_impl.h"
 
+#include <ATen/autocast_mode.h>
+
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <deque>
+#include <dlfcn.h>
+#include <fstream>
+#include <mutex>
 #include <numeric>
 #include <random>
 #include <thread>
@@ -17,65 +27,184 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 // Per-channel statistics of the CIFAR-10 training set.
-const std::array<float, 3> kMean = { 0.4914f, 0.4822f, 0.4465f };
-const std::array<float, 3> kStd = { 0.2470f, 0.2435f, 0.2616f };
+constexpr float kMean[3] = {0.4914f, 0.4822f, 0.4465f};
+constexpr float kStd[3] = {0.2470f, 0.2435f, 0.2616f};
 constexpr std::int64_t kEvalBatch = 500;
+constexpr int kCropPadding = 4;
+constexpr std::size_t kPrefetchBatches = 4;
+constexpr int kKeepCheckpoints = 3;
 
 double secondsSince(Clock::time_point t)
 {
     return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
-// Keeps the split as uint8 and converts one batch at a time: 1/4 of the memory of a
-// float copy, and the conversion is cheap next to the convolutions.
-struct SplitTensors {
-    torch::Tensor pixels; // uint8 [N, 3, 32, 32]
-    torch::Tensor labels; // int64 [N]
-    std::int64_t size() const { return labels.size(0); }
+bool cpuHasBf16()
+{
+    std::ifstream cpuinfo("/proc/cpuinfo");
+    std::string line;
+    while (std::getline(cpuinfo, line))
+        if (line.rfind("flags", 0) == 0)
+            return line.find(" avx512_bf16") != std::string::npos || line.find(" amx_bf16") != std::string::npos;
+    return false;
+}
+
+// OpenBLAS keeps its own pool; size it like torch's so ranks never oversubscribe.
+void setBlasThreads(int threads)
+{
+    using SetThreads = void (*)(int);
+    if (auto set = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads")))
+        set(threads);
+}
+
+struct Batch {
+    torch::Tensor images;  // float [B, 3, 32, 32], normalised (and augmented)
+    torch::Tensor labels;  // int64 [B]
 };
 
-SplitTensors toTensors(cifar::Images &&images)
+// Turns a list of image indices into normalised, augmented batches on its own thread,
+// a few batches ahead of training. Augmentation draws from an RNG seeded by (seed,
+// epoch, rank), so a resumed run sees exactly the batches it would have seen.
+class BatchProducer {
+public:
+    BatchProducer(const cifar::Images &images, std::vector<std::int64_t> indices, int batchSize, bool augment,
+                  std::uint64_t seed)
+        : m_images(images), m_indices(std::move(indices)), m_batchSize(batchSize), m_augment(augment),
+          m_rng(seed), m_thread([this] { run(); })
+    {
+    }
+    ~BatchProducer()
+    {
+        {
+            std::lock_guard lock(m_mutex);
+            m_stop = true;
+        }
+        m_changed.notify_all();
+        m_thread.join();
+    }
+
+    std::int64_t batches() const { return (std::int64_t(m_indices.size()) + m_batchSize - 1) / m_batchSize; }
+
+    // Blocks until the next batch is ready; empty tensors at the end.
+    Batch next()
+    {
+        std::unique_lock lock(m_mutex);
+        m_changed.wait(lock, [this] { return !m_queue.empty() || m_done; });
+        if (m_queue.empty())
+            return {};
+        Batch batch = std::move(m_queue.front());
+        m_queue.pop_front();
+        m_changed.notify_all();
+        return batch;
+    }
+
+private:
+    void run()
+    {
+        std::uniform_int_distribution<int> shift(-kCropPadding, kCropPadding);
+        std::bernoulli_distribution flip(0.5);
+        for (std::size_t begin = 0; begin < m_indices.size(); begin += std::size_t(m_batchSize)) {
+            const std::size_t end = std::min(m_indices.size(), begin + std::size_t(m_batchSize));
+            const auto n = std::int64_t(end - begin);
+            Batch batch{torch::empty({n, 3, 32, 32}), torch::empty({n}, torch::kLong)};
+            float *out = batch.images.data_ptr<float>();
+            std::int64_t *labels = batch.labels.data_ptr<std::int64_t>();
+            for (std::int64_t i = 0; i < n; ++i) {
+                const auto index = std::size_t(m_indices[begin + std::size_t(i)]);
+                labels[i] = m_images.labels[index];
+                const std::uint8_t *src = m_images.pixels.data() + index * cifar::kPixelBytes;
+                const int dx = m_augment ? shift(m_rng) : 0;
+                const int dy = m_augment ? shift(m_rng) : 0;
+                const bool mirror = m_augment && flip(m_rng);
+                for (int c = 0; c < 3; ++c) {
+                    const float scale = 1.0f / (255.0f * kStd[c]);
+                    const float offset = kMean[c] / kStd[c];
+                    float *plane = out + (i * 3 + c) * 1024;
+                    const std::uint8_t *in = src + c * 1024;
+                    for (int y = 0; y < 32; ++y) {
+                        const int sy = y + dy;
+                        for (int x = 0; x < 32; ++x) {
+                            const int sx = (mirror ? 31 - x : x) + dx;
+                            // Zero padding, as torchvision's RandomCrop(padding=4): the
+                            // padded pixel is 0 before normalisation.
+                            const bool inside = sy >= 0 && sy < 32 && sx >= 0 && sx < 32;
+                            plane[y * 32 + x] = (inside ? float(in[sy * 32 + sx]) : 0.0f) * scale - offset;
+                        }
+                    }
+                }
+            }
+            std::unique_lock lock(m_mutex);
+            m_changed.wait(lock, [this] { return m_queue.size() < kPrefetchBatches || m_stop; });
+            if (m_stop)
+                return;
+            m_queue.push_back(std::move(batch));
+            m_changed.notify_all();
+        }
+        std::lock_guard lock(m_mutex);
+        m_done = true;
+        m_changed.notify_all();
+    }
+
+    const cifar::Images &m_images;
+    std::vector<std::int64_t> m_indices;
+    int m_batchSize;
+    bool m_augment;
+    std::mt19937_64 m_rng;
+    std::mutex m_mutex;
+    std::condition_variable m_changed;
+    std::deque<Batch> m_queue;
+    bool m_done = false;
+    bool m_stop = false;
+    std::thread m_thread;
+};
+
+// This rank's share of an epoch: the same seeded permutation on every rank, padded to
+// a multiple of the world size (as DistributedSampler), then every world-th index.
+std::vector<std::int64_t> shardForEpoch(std::int64_t size, std::uint64_t seed, int epoch, int rank, int world)
 {
-    const auto n = static_cast<std::int64_t>(images.size());
-    auto pixels = torch::from_blob(images.pixels.data(), { n, 3, 32, 32 }, torch::kUInt8).clone();
-    auto labels = torch::from_blob(images.labels.data(), { n }, torch::kUInt8).to(torch::kLong);
-    return { pixels, labels };
+    std::vector<std::int64_t> order(std::size_t(size), 0);
+    std::iota(order.begin(), order.end(), 0);
+    std::mt19937_64 rng(seed * 1'000'003ULL + std::uint64_t(epoch));
+    std::shuffle(order.begin(), order.end(), rng);
+    const std::int64_t perRank = (size + world - 1) / world;
+    for (std::int64_t i = 0; std::int64_t(order.size()) < perRank * world; ++i)
+        order.push_back(order[std::size_t(i)]);
+    std::vector<std::int64_t> shard;
+    for (std::int64_t i = rank; i < perRank * world; i += world)
+        shard.push_back(order[std::size_t(i)]);
+    return shard;
 }
 
 torch::Tensor normalise(const torch::Tensor &pixels)
 {
-    static const auto mean = torch::tensor({ kMean[0], kMean[1], kMean[2] }).view({ 1, 3, 1, 1 });
-    static const auto std = torch::tensor({ kStd[0], kStd[1], kStd[2] }).view({ 1, 3, 1, 1 });
+    static const auto mean = torch::tensor({kMean[0], kMean[1], kMean[2]}).view({1, 3, 1, 1});
+    static const auto std = torch::tensor({kStd[0], kStd[1], kStd[2]}).view({1, 3, 1, 1});
     return (pixels.to(torch::kFloat).div_(255.0f) - mean) / std;
 }
 
-struct EvalResult {
-    double loss = 0;
-    double accuracy = 0;
+// Autocast to bf16 for the scope, when asked.
+class AutocastScope {
+public:
+    explicit AutocastScope(bool enabled) : m_enabled(enabled)
+    {
+        if (m_enabled) {
+            at::autocast::set_autocast_cpu_dtype(at::kBFloat16);
+            at::autocast::set_cpu_enabled(true);
+        }
+    }
+    ~AutocastScope()
+    {
+        if (m_enabled) {
+            at::autocast::set_cpu_enabled(false);
+            at::autocast::clear_cache();
+        }
+    }
+
+private:
+    bool m_enabled;
 };
 
-EvalResult evaluate(SeedNet &net, const SplitTensors &split)
-{
-    torch::NoGradGuard noGrad;
-    net->eval();
-    double lossSum = 0;
-    std::int64_t correct = 0;
-    for (std::int64_t begin = 0; begin < split.size(); begin += kEvalBatch) {
-        const auto end = std::min(begin + kEvalBatch, split.size());
-        const auto x = normalise(split.pixels.slice(0, begin, end));
-        const auto y = split.labels.slice(0, begin, end);
-        const auto out = net->forward(x);
-        lossSum += torch::nn::functional::cross_entropy(
-            out, y, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
-                       .item<double>();
-        correct += out.argmax(1).eq(y).sum().item<std::int64_t>();
-    }
-    net->train();
-    const auto n = static_cast<double>(std::max<std::int64_t>(split.size(), 1));
-    return { lossSum / n, static_cast<double>(correct) / n };
-}
-
-} // namespace
+}  // namespace
 
 std::string validate(const TrainingConfig &c)
 {
@@ -91,113 +220,346 @@ std::string validate(const TrainingConfig &c)
         return "--momentum must be in [0, 1)";
     if (c.weightDecay < 0)
         return "--weight-decay must not be negative";
+    if (c.lrScaling != "none" && c.lrScaling != "linear")
+        return "--lr-scaling must be 'none' or 'linear'";
+    if (c.baseBatch <= 0)
+        return "--base-batch must be at least 1";
+    if (c.schedule != "cosine" && c.schedule != "constant")
+        return "--schedule must be 'cosine' or 'constant'";
+    if (c.warmupEpochs < 0 || c.warmupEpochs > c.epochs)
+        return "--warmup-epochs must be between 0 and --epochs";
+    if (c.labelSmoothing < 0 || c.labelSmoothing >= 1)
+        return "--label-smoothing must be in [0, 1)";
+    if (c.precision != "fp32" && c.precision != "bf16")
+        return "--precision must be 'fp32' or 'bf16'";
+    if (c.precision == "bf16" && !cpuHasBf16())
+        return "--precision bf16 needs a CPU with AVX-512 BF16 or AMX (this one has neither); use fp32";
     if (c.threads < 0)
-        return "--threads must be 0 (all cores) or more";
+        return "--threads must be 0 (automatic) or more";
     if (c.worldSize < 1 || c.rank < 0 || c.rank >= c.worldSize)
         return "--rank must be in [0, --world-size)";
-    if (c.worldSize > 1)
-        return "--world-size > 1 needs the data-parallel engine, which this worker build "
-               "does not have yet; run with --world-size 1";
+    if (c.worldSize > 1 && c.rendezvous.find(':') == std::string::npos)
+        return "--rendezvous HOST:PORT is required when --world-size > 1 (rank 0 hosts the TCPStore there)";
+    if (c.bucketMb < 1)
+        return "--bucket-mb must be at least 1";
+    if (c.collectiveTimeoutSeconds < 1)
+        return "--collective-timeout-s must be at least 1";
+    if (c.checkpointEvery < 1)
+        return "--checkpoint-every must be at least 1";
+    if (c.resume && c.checkpointDir.empty())
+        return "--resume needs --checkpoint-dir";
     return {};
 }
 
 int runTraining(const TrainingConfig &config, EventWriter &events)
 {
     const auto fail = [&](const std::string &message) {
-        events.emit("error", { { "message", message } });
+        events.emit("error", {{"message", message}});
         return 1;
     };
     if (auto problem = validate(config); !problem.empty())
         return fail(problem);
+    const bool reports = config.rank == 0;  // one voice per run: rank 0 reports metrics
 
-    const int threads = config.threads > 0
-        ? config.threads
-        : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    std::string rendezvousHost;
+    int rendezvousPort = 0;
+    if (config.worldSize > 1) {
+        const auto colon = config.rendezvous.rfind(':');
+        rendezvousHost = config.rendezvous.substr(0, colon);
+        rendezvousPort = std::atoi(config.rendezvous.c_str() + colon + 1);
+    }
+    const bool allRanksHere = config.worldSize == 1 || rendezvousHost.rfind("127.", 0) == 0 ||
+                              rendezvousHost == "localhost";
+    const int cores = int(std::max(1u, std::thread::hardware_concurrency()));
+    const int threads =
+        config.threads > 0 ? config.threads : std::max(1, cores / (allRanksHere ? config.worldSize : 1));
     torch::set_num_threads(threads);
+    setBlasThreads(threads);
     torch::manual_seed(config.seed);
 
     std::string error;
     const auto summary = cifar::inspectDataset(config.dataDir, &error);
     if (!summary)
         return fail(error);
-    auto trainImages = cifar::readSplit(
-        config.dataDir, cifar::Split::Train, static_cast<std::size_t>(config.maxTrainImages), &error);
-    if (!trainImages)
+    auto train = cifar::readSplit(config.dataDir, cifar::Split::Train, std::size_t(config.maxTrainImages), &error);
+    if (!train)
         return fail(error);
-    auto testImages = cifar::readSplit(
-        config.dataDir, cifar::Split::Test, static_cast<std::size_t>(config.maxTestImages), &error);
-    if (!testImages)
+    auto test = cifar::readSplit(config.dataDir, cifar::Split::Test, std::size_t(config.maxTestImages), &error);
+    if (!test)
         return fail(error);
-    const SplitTensors train = toTensors(std::move(*trainImages));
-    const SplitTensors test = toTensors(std::move(*testImages));
+    const auto testCount = std::int64_t(test->size());
+    const auto testPixels =
+        torch::from_blob(test->pixels.data(), {testCount, 3, 32, 32}, torch::kUInt8);
+    const auto testLabels = torch::from_blob(test->labels.data(), {testCount}, torch::kUInt8).to(torch::kLong);
 
     SeedNet net;
+    const auto memoryFormat = config.channelsLast ? at::MemoryFormat::ChannelsLast : at::MemoryFormat::Contiguous;
+    if (config.channelsLast)
+        for (auto &p : net->parameters())
+            if (p.dim() == 4)
+                p.set_data(p.contiguous(memoryFormat));
     net->train();
-    torch::optim::SGD optimizer(net->parameters(),
-        torch::optim::SGDOptions(config.learningRate)
-            .momentum(config.momentum)
-            .weight_decay(config.weightDecay));
-    const std::int64_t stepsPerEpoch = (train.size() + config.batchSize - 1) / config.batchSize;
-    events.emit("started",
-        { { "dataset_dir", summary->directory }, { "synthetic", summary->synthetic },
-            { "train_images", train.size() }, { "test_images", test.size() },
-            { "parameters", seedModelParameterCount() }, { "threads", std::int64_t { threads } },
-            { "device", std::string("cpu") }, { "steps_per_epoch", stepsPerEpoch } });
 
-    std::mt19937_64 shuffleRng(config.seed);
-    std::vector<std::int64_t> order(static_cast<std::size_t>(train.size()));
+    std::unique_ptr<DataParallel> parallel;
+    if (config.worldSize > 1) {
+        DataParallelOptions options;
+        options.host = rendezvousHost;
+        options.port = rendezvousPort;
+        options.rank = config.rank;
+        options.worldSize = config.worldSize;
+        options.bucketBytes = std::size_t(config.bucketMb) << 20;
+        options.timeout = std::chrono::seconds(config.collectiveTimeoutSeconds);
+        parallel = std::make_unique<DataParallel>(options);
+    }
+
+    const std::int64_t globalBatch = std::int64_t(config.batchSize) * config.worldSize;
+    const double peakLr = config.lrScaling == "linear"
+                              ? config.learningRate * double(globalBatch) / double(config.baseBatch)
+                              : config.learningRate;
+    torch::optim::SGD optimizer(
+        net->parameters(),
+        torch::optim::SGDOptions(peakLr).momentum(config.momentum).weight_decay(config.weightDecay));
+
+    CheckpointPosition position;
+    std::string resumedFrom;
+    if (config.resume) {
+        auto loaded = loadLatestCheckpoint(
+            config.checkpointDir, *net, optimizer,
+            [&](const std::string &warning) { events.emit("warning", {{"message", warning}}); }, &resumedFrom);
+        if (loaded)
+            position = *loaded;
+    }
+    // After loading: every rank starts from rank 0's state (weights and buffers).
+    if (parallel)
+        parallel->attach(*net);
+
+    const std::int64_t perRank = (std::int64_t(train->size()) + config.worldSize - 1) / config.worldSize;
+    const std::int64_t stepsPerEpoch = (perRank + config.batchSize - 1) / config.batchSize;
+    const std::int64_t totalSteps = stepsPerEpoch * config.epochs;
+    const auto warmupSteps = std::int64_t(std::llround(config.warmupEpochs * double(stepsPerEpoch)));
+    const auto lrAt = [&](std::int64_t step) {  // step: 0-based
+        if (step < warmupSteps)
+            return peakLr * (0.1 + 0.9 * double(step) / double(warmupSteps));
+        if (config.schedule == "constant")
+            return peakLr;
+        const double progress = double(step - warmupSteps) / double(std::max<std::int64_t>(1, totalSteps - warmupSteps));
+        return peakLr * 0.5 * (1.0 + std::cos(M_PI * progress));
+    };
+
+    // Counted on the live model: building another one would draw from the generator a
+    // checkpoint just restored, and a resumed run would no longer match.
+    std::int64_t parameterCount = 0;
+    for (const auto &p : net->parameters())
+        parameterCount += p.numel();
+    if (reports)
+        events.emit("started", {{"dataset_dir", summary->directory},
+                                {"synthetic", summary->synthetic},
+                                {"train_images", std::int64_t(train->size())},
+                                {"test_images", testCount},
+                                {"parameters", parameterCount},
+                                {"threads", std::int64_t{threads}},
+                                {"device", std::string("cpu")},
+                                {"steps_per_epoch", stepsPerEpoch},
+                                {"world_size", std::int64_t{config.worldSize}},
+                                {"global_batch", globalBatch},
+                                {"peak_lr", peakLr},
+                                {"resumed_epoch", std::int64_t{position.epoch}},
+                                {"resumed_from", resumedFrom}});
+
     const auto runStart = Clock::now();
-    std::int64_t step = 0;
+    std::int64_t step = position.step;
     std::int64_t imagesSeen = 0;
     double trainSeconds = 0;
     double bestAccuracy = 0, lastAccuracy = 0;
-    for (int epoch = 1; epoch <= config.epochs; ++epoch) {
-        std::iota(order.begin(), order.end(), 0);
-        std::shuffle(order.begin(), order.end(), shuffleRng);
+    const bool bf16 = config.precision == "bf16";
+    for (int epoch = position.epoch + 1; epoch <= config.epochs; ++epoch) {
         const auto epochStart = Clock::now();
-        double lossSum = 0;
-        std::int64_t correct = 0;
-        for (std::int64_t begin = 0; begin < train.size(); begin += config.batchSize) {
+        BatchProducer batches(*train, shardForEpoch(std::int64_t(train->size()), config.seed, epoch, config.rank, config.worldSize),
+                              config.batchSize, config.augment,
+                              config.seed ^ (std::uint64_t(epoch) << 32) ^ (std::uint64_t(config.rank) << 48));
+        torch::Tensor lossSum = torch::zeros({}, torch::kDouble);
+        torch::Tensor correct = torch::zeros({}, torch::kLong);
+        std::int64_t seen = 0;
+        for (Batch batch = batches.next(); batch.images.defined(); batch = batches.next()) {
             const auto stepStart = Clock::now();
-            const auto end = std::min<std::int64_t>(begin + config.batchSize, train.size());
-            const auto index = torch::from_blob(order.data() + begin, { end - begin }, torch::kLong);
-            const auto x = normalise(train.pixels.index_select(0, index));
-            const auto y = train.labels.index_select(0, index);
+            const double lr = lrAt(step);
+            for (auto &group : optimizer.param_groups())
+                static_cast<torch::optim::SGDOptions &>(group.options()).lr(lr);
+            const auto x = config.channelsLast ? batch.images.contiguous(memoryFormat) : batch.images;
             optimizer.zero_grad();
-            const auto out = net->forward(x);
-            const auto loss = torch::nn::functional::cross_entropy(out, y);
+            if (parallel)
+                parallel->beforeForward();
+            torch::Tensor out, loss;
+            {
+                AutocastScope autocast(bf16);
+                out = net->forward(x);
+                loss = torch::nn::functional::cross_entropy(
+                    out.to(torch::kFloat), batch.labels,
+                    torch::nn::functional::CrossEntropyFuncOptions().label_smoothing(config.labelSmoothing));
+            }
+            if (parallel)
+                parallel->beforeBackward();
             loss.backward();
             optimizer.step();
+            const auto n = batch.images.size(0);
             const double lossValue = loss.item<double>();
-            lossSum += lossValue * static_cast<double>(end - begin);
-            correct += out.argmax(1).eq(y).sum().item<std::int64_t>();
+            lossSum += lossValue * double(n);
+            correct += out.argmax(1).eq(batch.labels).sum();
+            seen += n;
             ++step;
-            imagesSeen += end - begin;
-            const double stepSeconds = secondsSince(stepStart);
-            events.emit("step",
-                { { "epoch", std::int64_t { epoch } }, { "step", step }, { "loss", lossValue },
-                    { "lr", config.learningRate }, { "images_per_second", double(end - begin) / stepSeconds },
-                    { "elapsed_seconds", secondsSince(runStart) } });
+            imagesSeen += n * config.worldSize;
+            if (reports)
+                events.emit("step", {{"epoch", std::int64_t{epoch}},
+                                     {"step", step},
+                                     {"loss", lossValue},
+                                     {"lr", lr},
+                                     {"images_per_second", double(n * config.worldSize) / secondsSince(stepStart)},
+                                     {"elapsed_seconds", secondsSince(runStart)}});
         }
         const double epochTrainSeconds = secondsSince(epochStart);
         trainSeconds += epochTrainSeconds;
-        const auto eval = evaluate(net, test);
-        lastAccuracy = eval.accuracy;
-        bestAccuracy = std::max(bestAccuracy, eval.accuracy);
-        const auto n = static_cast<double>(train.size());
-        events.emit("epoch",
-            { { "epoch", std::int64_t { epoch } }, { "train_loss", lossSum / n },
-                { "train_accuracy", static_cast<double>(correct) / n }, { "test_loss", eval.loss },
-                { "test_accuracy", eval.accuracy }, { "epoch_seconds", secondsSince(epochStart) },
-                { "images_per_second", n / epochTrainSeconds },
-                { "elapsed_seconds", secondsSince(runStart) } });
+
+        // Train statistics over all ranks, then the test split, each image exactly once.
+        torch::Tensor trainStats = torch::stack({lossSum, correct.to(torch::kDouble), torch::tensor(double(seen), torch::kDouble)});
+        torch::Tensor testStats = torch::zeros({3}, torch::kDouble);
+        if (parallel)
+            parallel->syncBuffers();
+        {
+            torch::NoGradGuard noGrad;
+            net->eval();
+            for (std::int64_t begin = config.rank * kEvalBatch; begin < testCount; begin += kEvalBatch * config.worldSize) {
+                const auto end = std::min(begin + kEvalBatch, testCount);
+                auto xs = normalise(testPixels.slice(0, begin, end));
+                if (config.channelsLast)
+                    xs = xs.contiguous(memoryFormat);
+                const auto ys = testLabels.slice(0, begin, end);
+                AutocastScope autocast(bf16);
+                const auto logits = net->forward(xs).to(torch::kFloat);
+                testStats[0] += torch::nn::functional::cross_entropy(
+                                    logits, ys, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
+                                    .item<double>();
+                testStats[1] += logits.argmax(1).eq(ys).sum().item<std::int64_t>();
+                testStats[2] += double(end - begin);
+            }
+            net->train();
+        }
+        if (parallel) {
+            parallel->allReduceSum(trainStats);
+            parallel->allReduceSum(testStats);
+        }
+        const double trainN = std::max(1.0, trainStats[2].item<double>());
+        const double testN = std::max(1.0, testStats[2].item<double>());
+        lastAccuracy = testStats[1].item<double>() / testN;
+        bestAccuracy = std::max(bestAccuracy, lastAccuracy);
+        if (reports)
+            events.emit("epoch", {{"epoch", std::int64_t{epoch}},
+                                  {"train_loss", trainStats[0].item<double>() / trainN},
+                                  {"train_accuracy", trainStats[1].item<double>() / trainN},
+                                  {"test_loss", testStats[0].item<double>() / testN},
+                                  {"test_accuracy", lastAccuracy},
+                                  {"test_images", std::int64_t(testN)},
+                                  {"epoch_seconds", secondsSince(epochStart)},
+                                  {"images_per_second", trainN / epochTrainSeconds},
+                                  {"elapsed_seconds", secondsSince(runStart)}});
+
+        const bool checkpointNow =
+            !config.checkpointDir.empty() && (epoch % config.checkpointEvery == 0 || epoch == config.epochs);
+        if (checkpointNow && config.rank == 0) {
+            const std::string path = saveCheckpoint(config.checkpointDir, {epoch, step}, *net, optimizer,
+                                                    kKeepCheckpoints, &error);
+            if (path.empty())
+                return fail(error);
+            events.emit("checkpoint", {{"epoch", std::int64_t{epoch}}, {"step", step}, {"path", path}});
+        }
+        if (checkpointNow && parallel)
+            parallel->barrier();  // nobody runs ahead of a checkpoint that may be resumed
     }
-    events.emit("finished",
-        { { "final_test_accuracy", lastAccuracy }, { "best_test_accuracy", bestAccuracy },
-            { "wall_seconds", secondsSince(runStart) },
-            { "images_per_second", static_cast<double>(imagesSeen) / trainSeconds },
-            { "epochs_completed", std::int64_t { config.epochs } } });
+    events.emit("finished", {{"final_test_accuracy", lastAccuracy},
+                             {"best_test_accuracy", bestAccuracy},
+                             {"wall_seconds", secondsSince(runStart)},
+                             {"images_per_second", trainSeconds > 0 ? double(imagesSeen) / trainSeconds : 0.0},
+                             {"epochs_completed", std::int64_t{config.epochs}},
+                             {"weights_sha256", weightsDigest(*net)}});
     return 0;
 }
 
-} // namespace scalelab::trainer
+}  // namespace scalelab::trainer
+
+namespace scalelab::trainer {
+
+int runGradientCheck(const TrainingConfig &config, EventWriter &events)
+{
+    if (auto problem = validate(config); !problem.empty()) {
+        events.emit("error", {{"message", problem}});
+        return 1;
+    }
+    torch::set_num_threads(config.threads > 0 ? config.threads : 1);
+    torch::manual_seed(config.seed);
+    std::string error;
+    const auto total = std::int64_t(config.batchSize) * config.worldSize;
+    auto images = cifar::readSplit(config.dataDir, cifar::Split::Train, std::size_t(total), &error);
+    if (!images || std::int64_t(images->size()) < total) {
+        events.emit("error", {{"message", images ? "need " + std::to_string(total) + " training images" : error}});
+        return 1;
+    }
+    const auto x = normalise(torch::from_blob(images->pixels.data(), {total, 3, 32, 32}, torch::kUInt8));
+    const auto y = torch::from_blob(images->labels.data(), {total}, torch::kUInt8).to(torch::kLong);
+
+    SeedNet net;
+    net->eval();  // no dropout, BatchNorm on running statistics: per-image loss terms
+    std::unique_ptr<DataParallel> parallel;
+    if (config.worldSize > 1) {
+        const auto colon = config.rendezvous.rfind(':');
+        DataParallelOptions options;
+        options.host = config.rendezvous.substr(0, colon);
+        options.port = std::atoi(config.rendezvous.c_str() + colon + 1);
+        options.rank = config.rank;
+        options.worldSize = config.worldSize;
+        options.bucketBytes = std::size_t(config.bucketMb) << 20;
+        options.timeout = std::chrono::seconds(config.collectiveTimeoutSeconds);
+        parallel = std::make_unique<DataParallel>(options);
+        parallel->attach(*net);
+    }
+    // The reference replica: rank 0's weights, the whole batch, no communication.
+    SeedNet reference;
+    reference->eval();
+    {
+        torch::NoGradGuard noGrad;
+        auto from = net->parameters();
+        auto to = reference->parameters();
+        for (std::size_t i = 0; i < from.size(); ++i)
+            to[i].copy_(from[i]);
+        auto fromBuffers = net->buffers();
+        auto toBuffers = reference->buffers();
+        for (std::size_t i = 0; i < fromBuffers.size(); ++i)
+            toBuffers[i].copy_(fromBuffers[i]);
+    }
+
+    const auto begin = std::int64_t(config.rank) * config.batchSize;
+    if (parallel)
+        parallel->beforeForward();
+    const auto loss = torch::nn::functional::cross_entropy(net->forward(x.slice(0, begin, begin + config.batchSize)),
+                                                           y.slice(0, begin, begin + config.batchSize));
+    if (parallel)
+        parallel->beforeBackward();
+    loss.backward();
+    if (config.rank == 0) {
+        torch::nn::functional::cross_entropy(reference->forward(x), y).backward();
+        double maxDiff = 0, maxGrad = 0;
+        const auto averaged = net->parameters();
+        const auto whole = reference->parameters();
+        for (std::size_t i = 0; i < averaged.size(); ++i) {
+            maxDiff = std::max(maxDiff, (averaged[i].grad() - whole[i].grad()).abs().max().item<double>());
+            maxGrad = std::max(maxGrad, whole[i].grad().abs().max().item<double>());
+        }
+        events.emit("gradient_check", {{"max_abs_diff", maxDiff},
+                                       {"max_abs_grad", maxGrad},
+                                       {"tensors", std::int64_t(averaged.size())},
+                                       {"world_size", std::int64_t{config.worldSize}}});
+    }
+    if (parallel)
+        parallel->barrier();
+    return 0;
+}
+
+}  // namespace scalelab::trainer

@@ -28,6 +28,8 @@ Commands:
   generate-synthetic  write a SYNTHETIC data set in the CIFAR-10 binary format
   inspect             check a data set and print its record counts as JSON
   parameters          print the parameter count of the seed model
+  gradient-check      compare c10d-averaged gradients of N ranks with one process on
+                      the concatenated batch (train options; run one process per rank)
 
 train options:
   --data-dir DIR        folder with data_batch_1..5.bin and test_batch.bin (required)
@@ -37,10 +39,25 @@ train options:
   --momentum X          SGD momentum (default 0.9)
   --weight-decay X      L2 weight decay (default 5e-4)
   --seed N              seed for weights and shuffling (default 1)
-  --threads N           intra-op threads, 0 = all cores (default 0)
+  --lr-scaling MODE     none (lr as given) or linear (lr x global batch / --base-batch)
+  --base-batch N        reference batch of the linear rule (default 64)
+  --schedule NAME       cosine (default) or constant, after the warm-up
+  --warmup-epochs X     linear warm-up from lr/10 over X epochs (default 0)
+  --label-smoothing X   cross-entropy label smoothing in [0, 1) (default 0)
+  --augment on|off      random crop (4-pixel padding) + horizontal flip (default on)
+  --precision P         fp32 (default) or bf16 (autocast; needs AVX-512 BF16 or AMX)
+  --channels-last on|off  NHWC memory format (default off)
+  --seed N              seed for weights, shuffling and augmentation (default 1)
+  --threads N           intra-op threads, 0 = cores / ranks on this node (default 0)
   --max-train-images N  use the first N training images, 0 = all (default 0)
   --max-test-images N   use the first N test images, 0 = all (default 0)
   --rank N, --world-size N  data-parallel placement (default 0 of 1)
+  --rendezvous HOST:PORT  c10d TCPStore (rank 0 hosts it); needed when world size > 1
+  --bucket-mb N         gradient all-reduce bucket size (default 4)
+  --collective-timeout-s N  give up on a silent peer after N seconds (default 120)
+  --checkpoint-dir DIR  write checkpoints there (rank 0)
+  --checkpoint-every K  every K epochs, and at the end (default 1)
+  --resume on|off       continue from the newest valid checkpoint in --checkpoint-dir
   --event-fd N          file descriptor for JSON-line events (default 1)
 
 generate-synthetic options:
@@ -100,6 +117,23 @@ template <typename T> bool take(Args &args, const std::string &key, T &out)
         }
         return true;
     }
+}
+
+// on|off, true|false, 1|0
+bool takeFlag(Args &args, const std::string &key, bool &out)
+{
+    std::string text;
+    if (!take(args, key, text) || text.empty())
+        return args.error.empty();
+    if (text == "on" || text == "true" || text == "1")
+        out = true;
+    else if (text == "off" || text == "false" || text == "0")
+        out = false;
+    else {
+        args.error = "--" + key + " expects on or off, got '" + text + "'";
+        return false;
+    }
+    return true;
 }
 
 bool leftovers(Args &args)
@@ -174,7 +208,7 @@ int main(int argc, char **argv)
         return 0;
     }
 
-    if (args.command == "train") {
+    if (args.command == "train" || args.command == "gradient-check") {
         trainer::TrainingConfig config;
         int eventFd = 1;
         take(args, "data-dir", config.dataDir) && take(args, "batch-size", config.batchSize)
@@ -183,14 +217,24 @@ int main(int argc, char **argv)
             && take(args, "seed", config.seed) && take(args, "threads", config.threads)
             && take(args, "max-train-images", config.maxTrainImages)
             && take(args, "max-test-images", config.maxTestImages) && take(args, "rank", config.rank)
-            && take(args, "world-size", config.worldSize) && take(args, "event-fd", eventFd);
+            && take(args, "world-size", config.worldSize) && take(args, "rendezvous", config.rendezvous)
+            && take(args, "bucket-mb", config.bucketMb)
+            && take(args, "collective-timeout-s", config.collectiveTimeoutSeconds)
+            && take(args, "lr-scaling", config.lrScaling) && take(args, "base-batch", config.baseBatch)
+            && take(args, "schedule", config.schedule) && take(args, "warmup-epochs", config.warmupEpochs)
+            && take(args, "label-smoothing", config.labelSmoothing) && take(args, "precision", config.precision)
+            && take(args, "checkpoint-dir", config.checkpointDir)
+            && take(args, "checkpoint-every", config.checkpointEvery) && takeFlag(args, "augment", config.augment)
+            && takeFlag(args, "channels-last", config.channelsLast) && takeFlag(args, "resume", config.resume)
+            && take(args, "event-fd", eventFd);
         if (leftovers(args))
             return usageError(args.error);
         if (auto problem = trainer::validate(config); !problem.empty())
             return usageError(problem);
         trainer::EventWriter events(eventFd);
         try {
-            return trainer::runTraining(config, events);
+            return args.command == "train" ? trainer::runTraining(config, events)
+                                           : trainer::runGradientCheck(config, events);
         } catch (const std::exception &e) {
             // libtorch reports shape, memory and device problems as c10::Error.
             std::string what = e.what();

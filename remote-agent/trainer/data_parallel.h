@@ -1,0 +1,66 @@
+// Data-parallel plumbing on PyTorch's own c10d, the engine DistributedDataParallel
+// uses: a TCPStore rendezvous (hosted by rank 0), a Gloo process group, and c10d's
+// Reducer, which averages gradients in buckets with all-reduces launched from autograd
+// hooks as each bucket fills, so communication overlaps the rest of backward.
+// Only trainer sources include this header (it pulls in libtorch).
+#pragma once
+
+#include <torch/torch.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+namespace c10d {
+class ProcessGroup;
+class Reducer;
+class Store;
+}  // namespace c10d
+
+namespace scalelab::trainer {
+
+struct DataParallelOptions {
+    std::string host;  // TCPStore host (rank 0's node)
+    int port = 0;
+    int rank = 0;
+    int worldSize = 1;
+    std::size_t bucketBytes = 4 << 20;
+    std::chrono::milliseconds timeout{std::chrono::seconds(120)};
+};
+
+class DataParallel {
+public:
+    // Rendezvous and process group. Throws std::runtime_error with a message a person
+    // can act on when peers do not arrive within the timeout.
+    explicit DataParallel(const DataParallelOptions &options);
+    ~DataParallel();
+
+    int rank() const { return m_options.rank; }
+    int worldSize() const { return m_options.worldSize; }
+
+    // Makes every rank start from rank 0's weights and buffers, then builds the reducer
+    // over `parameters` (buckets in reverse registration order, as DDP does).
+    void attach(torch::nn::Module &module);
+
+    // Call right before forward (DDP: prepare_for_forward + buffer broadcast) and right
+    // after it (prepare_for_backward); backward then all-reduces the gradients.
+    void beforeForward();
+    void beforeBackward();
+
+    // Copies rank 0's buffers (BatchNorm statistics) to every rank: before evaluation
+    // and checkpoints, so all ranks hold one model.
+    void syncBuffers();
+
+    // Sum of `tensor` over ranks, in place.
+    void allReduceSum(torch::Tensor &tensor);
+    void barrier();
+
+private:
+    DataParallelOptions m_options;
+    c10::intrusive_ptr<c10d::Store> m_store;
+    c10::intrusive_ptr<c10d::ProcessGroup> m_group;
+    std::unique_ptr<c10d::Reducer> m_reducer;
+    std::vector<torch::Tensor> m_buffers;  // BatchNorm running stats, kept equal to rank 0's
+};
+
+}  // namespace scalelab::trainer
