@@ -167,7 +167,10 @@ private:
                   << s.dataset().train_images() << " train / " << s.dataset().test_images()
                   << " test images, " << s.parameters() << " parameters, " << s.threads() << " thread(s) on "
                   << QString::fromStdString(s.device()) << ", " << s.steps_per_epoch()
-                  << " steps per epoch\n";
+                  << " steps per epoch, " << s.world_size() << " worker(s), global batch " << s.global_batch()
+                  << (s.resumed_from_epoch() > 0 ? QStringLiteral(", resumed after epoch %1").arg(s.resumed_from_epoch())
+                                                 : QString())
+                  << "\n";
             m_stepsPerEpoch = s.steps_per_epoch();
             break;
         }
@@ -190,6 +193,9 @@ private:
                   << " s, " << QString::number(e.images_per_second(), 'f', 1) << " img/s\n";
             break;
         }
+        case v1::RunEvent::kCheckpoint:
+            out() << id << " checkpoint after epoch " << event.checkpoint().epoch() << " committed\n";
+            break;
         case v1::RunEvent::kLog:
             if (event.log().stream() == "error")
                 out() << id << " rank " << event.rank()

@@ -94,7 +94,7 @@ void MainWindow::buildUi()
     agentLayout->addLayout(agentRow);
     agentLayout->addWidget(m_agentLabel);
 
-    auto *runBox = new QGroupBox(tr("Baseline run"));
+    auto *runBox = new QGroupBox(tr("Run"));
     m_datasetCombo = new QComboBox;
     m_datasetCombo->setObjectName(QStringLiteral("datasetCombo"));
     m_syntheticButton = new QPushButton(tr("New synthetic set"));
@@ -104,9 +104,10 @@ void MainWindow::buildUi()
     m_datasetCombo->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
     m_datasetCombo->setMinimumContentsLength(24);
     m_workersSpin = new QSpinBox;
-    m_workersSpin->setRange(1, 1);
-    m_workersSpin->setToolTip(
-        tr("Distributed runs need the data-parallel engine; this build trains the baseline (1 worker)"));
+    m_workersSpin->setObjectName(QStringLiteral("workersSpin"));
+    m_workersSpin->setRange(0, 256);  // 0 is refused with a message
+    m_workersSpin->setValue(1);
+    m_workersSpin->setToolTip(tr("Data-parallel workers (one process per rank, c10d Gloo); 1 = baseline"));
     m_batchSpin = new QSpinBox;
     m_batchSpin->setObjectName(QStringLiteral("batchSpin"));
     m_batchSpin->setRange(0, 65536); // 0 is refused with a message, not silently clamped

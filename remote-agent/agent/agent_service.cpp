@@ -4,6 +4,10 @@
 #include "log.h"
 
 #include <algorithm>
+#include <arpa/inet.h>
+#include <fstream>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <set>
 #include <thread>
 #include <unistd.h>
@@ -38,6 +42,41 @@ bool sameSecret(std::string_view a, std::string_view b)
         diff |= x ^ y;
     }
     return diff == 0;
+}
+
+std::string hostName()
+{
+    char host[256] = {};
+    gethostname(host, sizeof host - 1);
+    return host;
+}
+
+bool cpuHasBf16()
+{
+    std::ifstream cpuinfo("/proc/cpuinfo");
+    std::string line;
+    while (std::getline(cpuinfo, line))
+        if (line.rfind("flags", 0) == 0)
+            return line.find(" avx512_bf16") != std::string::npos || line.find(" amx_bf16") != std::string::npos;
+    return false;
+}
+
+// A port the kernel reports free right now (the TCPStore binds it moments later).
+int freeTcpPort()
+{
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return 0;
+    sockaddr_in address {};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_ANY);
+    socklen_t length = sizeof address;
+    int port = 0;
+    if (::bind(fd, reinterpret_cast<sockaddr *>(&address), sizeof address) == 0
+        && ::getsockname(fd, reinterpret_cast<sockaddr *>(&address), &length) == 0)
+        port = ntohs(address.sin_port);
+    ::close(fd);
+    return port;
 }
 
 } // namespace
@@ -193,13 +232,37 @@ grpc::Status AgentService::StartWorkers(
     if (spec.gpus_per_worker() > 0)
         return precondition("spec.gpus_per_worker is " + std::to_string(spec.gpus_per_worker())
             + " but this node has no GPU; use 0 for CPU training");
-    if (spec.precision() == v1::BF16)
-        return precondition("spec.precision BF16 is not supported by this agent's worker yet; "
-                            "use FP32");
-    if (request->world_size() > 1)
-        return precondition("world_size " + std::to_string(request->world_size())
-            + ": this agent's worker build trains one rank only (data-parallel "
-              "training is not in this build); use world_size 1");
+    if (spec.precision() == v1::BF16 && !cpuHasBf16())
+        return precondition("spec.precision BF16 needs a CPU with AVX-512 BF16 or AMX; this node has "
+                            "neither. Use FP32");
+    if (!spec.lr_scaling().empty() && spec.lr_scaling() != "none" && spec.lr_scaling() != "linear")
+        return invalid("spec.lr_scaling must be 'none' or 'linear' (got '" + spec.lr_scaling() + "')");
+    if (!spec.schedule().empty() && spec.schedule() != "cosine" && spec.schedule() != "constant")
+        return invalid("spec.schedule must be 'cosine' or 'constant' (got '" + spec.schedule() + "')");
+    if (spec.warmup_epochs() < 0 || spec.warmup_epochs() > spec.epochs())
+        return invalid("spec.warmup_epochs must be between 0 and spec.epochs");
+    if (spec.label_smoothing() < 0 || spec.label_smoothing() >= 1)
+        return invalid("spec.label_smoothing must be in [0, 1)");
+    if (spec.checkpoint_every_epochs() < 0)
+        return invalid("spec.checkpoint_every_epochs must be 0 (every epoch) or more");
+    // Rendezvous: the agent that hosts rank 0 picks it when the client left it empty.
+    v1::Endpoint rendezvous = request->rendezvous();
+    if (request->world_size() > 1) {
+        if (rendezvous.host().empty() != (rendezvous.port() == 0))
+            return invalid("rendezvous needs both host and port, or neither (then rank 0's agent picks it)");
+        if (rendezvous.port() < 0 || rendezvous.port() > 65535)
+            return invalid("rendezvous.port must be in 1..65535");
+        if (rendezvous.port() == 0) {
+            if (seen.count(0) == 0)
+                return invalid("rendezvous is empty but rank 0 is not on this agent: start rank 0 first "
+                               "and pass the rendezvous its agent reported");
+            const bool allHere = request->ranks_size() == request->world_size();
+            rendezvous.set_host(allHere ? "127.0.0.1" : hostName());
+            rendezvous.set_port(freeTcpPort());
+            if (rendezvous.port() == 0)
+                return { grpc::StatusCode::RESOURCE_EXHAUSTED, "no free TCP port for the rendezvous" };
+        }
+    }
     if (!isSafeName(spec.dataset()))
         return invalid("spec.dataset '" + spec.dataset()
             + "' is not a data set name (a folder name under the agent's data "
@@ -250,6 +313,7 @@ grpc::Status AgentService::StartWorkers(
         }
         RunLaunch launch;
         launch.request = *request;
+        *launch.request.mutable_rendezvous() = rendezvous;
         launch.dataset = *dataset;
         launch.datasetDir = (m_options.dataDir / dataset->name()).string();
         launch.runDir = m_options.stateDir / "runs" / request->run_id() / std::to_string(request->attempt());
@@ -271,6 +335,7 @@ grpc::Status AgentService::StartWorkers(
         logMessage(LogLevel::Error, "run " + request->run_id() + ": " + error);
         return { grpc::StatusCode::INTERNAL, "could not start the worker: " + error };
     }
+    *response->mutable_rendezvous() = rendezvous;
     *response->mutable_run() = run->info();
     return grpc::Status::OK;
 }

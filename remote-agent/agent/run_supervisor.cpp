@@ -137,6 +137,30 @@ std::string RunSupervisor::start(ProcessLauncher &launcher)
             request.argv.insert(
                 request.argv.end(), { "--max-test-images", std::to_string(spec.max_test_images()) });
         // Keep OpenMP and OpenBLAS pools at the rank's share of the cores.
+        if (m_launch.request.world_size() > 1) {
+            const auto &r = m_launch.request.rendezvous();
+            request.argv.insert(request.argv.end(), { "--rendezvous", r.host() + ":" + std::to_string(r.port()) });
+        }
+        if (!spec.lr_scaling().empty())
+            request.argv.insert(request.argv.end(), { "--lr-scaling", spec.lr_scaling() });
+        if (!spec.schedule().empty())
+            request.argv.insert(request.argv.end(), { "--schedule", spec.schedule() });
+        if (spec.warmup_epochs() > 0)
+            request.argv.insert(request.argv.end(), { "--warmup-epochs", std::to_string(spec.warmup_epochs()) });
+        if (spec.label_smoothing() > 0)
+            request.argv.insert(request.argv.end(), { "--label-smoothing", std::to_string(spec.label_smoothing()) });
+        if (spec.no_augment())
+            request.argv.insert(request.argv.end(), { "--augment", "off" });
+        if (spec.channels_last())
+            request.argv.insert(request.argv.end(), { "--channels-last", "on" });
+        if (spec.precision() == v1::BF16)
+            request.argv.insert(request.argv.end(), { "--precision", "bf16" });
+        // Checkpoints live with the run, shared by its attempts: attempt N > 1 resumes
+        // from the newest one that verifies.
+        request.argv.insert(request.argv.end(),
+            { "--checkpoint-dir", (m_launch.runDir.parent_path() / "checkpoints").string(), "--checkpoint-every",
+                std::to_string(std::max(1, spec.checkpoint_every_epochs())), "--resume",
+                m_launch.request.attempt() > 1 ? "on" : "off" });
         request.extraEnv = { "OMP_NUM_THREADS=" + threads, "OPENBLAS_NUM_THREADS=" + threads };
         request.processGroup = m_processGroup;
         const SpawnedProcess process = launcher.spawn(std::move(request));
@@ -254,6 +278,10 @@ void RunSupervisor::handleEventLine(int rank, const std::string &line)
         s->set_threads(static_cast<int>(num("threads")));
         s->set_device(o.value(QLatin1String("device")).toString().toStdString());
         s->set_steps_per_epoch(static_cast<std::int64_t>(num("steps_per_epoch")));
+        s->set_world_size(static_cast<int>(num("world_size")));
+        s->set_global_batch(static_cast<std::int64_t>(num("global_batch")));
+        s->set_peak_learning_rate(num("peak_lr"));
+        s->set_resumed_from_epoch(static_cast<int>(num("resumed_epoch")));
     } else if (type == QLatin1String("step")) {
         auto *s = event.mutable_step();
         s->set_epoch(static_cast<int>(num("epoch")));
@@ -273,7 +301,17 @@ void RunSupervisor::handleEventLine(int rank, const std::string &line)
         e->set_epoch_seconds(num("epoch_seconds"));
         e->set_images_per_second(num("images_per_second"));
         e->set_elapsed_seconds(num("elapsed_seconds"));
+        e->set_test_images(static_cast<std::int64_t>(num("test_images")));
         durable = true;
+    } else if (type == QLatin1String("checkpoint")) {
+        auto *c = event.mutable_checkpoint();
+        c->set_epoch(static_cast<int>(num("epoch")));
+        c->set_step(static_cast<std::int64_t>(num("step")));
+        c->set_path(o.value(QLatin1String("path")).toString().toStdString());
+        durable = true;
+    } else if (type == QLatin1String("warning")) {
+        event.mutable_log()->set_stream("warning");
+        event.mutable_log()->set_text(o.value(QLatin1String("message")).toString().toStdString());
     } else if (type == QLatin1String("finished")) {
         v1::RunSummary summary;
         summary.set_final_test_accuracy(num("final_test_accuracy"));

@@ -563,3 +563,73 @@ int runGradientCheck(const TrainingConfig &config, EventWriter &events)
 }
 
 }  // namespace scalelab::trainer
+
+namespace scalelab::trainer {
+
+int runBench(const TrainingConfig &config, int warmupSteps, int steps, EventWriter &events)
+{
+    const int threads = config.threads > 0 ? config.threads : 1;
+    torch::set_num_threads(threads);
+    setBlasThreads(threads);
+    torch::manual_seed(config.seed);
+    SeedNet net;
+    const auto memoryFormat = config.channelsLast ? at::MemoryFormat::ChannelsLast : at::MemoryFormat::Contiguous;
+    if (config.channelsLast)
+        for (auto &p : net->parameters())
+            if (p.dim() == 4)
+                p.set_data(p.contiguous(memoryFormat));
+    net->train();
+    std::unique_ptr<DataParallel> parallel;
+    if (config.worldSize > 1) {
+        const auto colon = config.rendezvous.rfind(':');
+        DataParallelOptions options;
+        options.host = config.rendezvous.substr(0, colon);
+        options.port = std::atoi(config.rendezvous.c_str() + colon + 1);
+        options.rank = config.rank;
+        options.worldSize = config.worldSize;
+        options.bucketBytes = std::size_t(config.bucketMb) << 20;
+        options.timeout = std::chrono::seconds(config.collectiveTimeoutSeconds);
+        parallel = std::make_unique<DataParallel>(options);
+        parallel->attach(*net);
+    }
+    torch::optim::SGD optimizer(net->parameters(), torch::optim::SGDOptions(0.01).momentum(0.9).weight_decay(5e-4));
+    // Synthetic input: random pixels and labels, generated once (throughput only).
+    auto x = torch::randn({ config.batchSize, 3, 32, 32 }).contiguous(memoryFormat);
+    const auto y = torch::randint(0, 10, { config.batchSize }, torch::kLong);
+    const bool bf16 = config.precision == "bf16";
+    std::vector<double> seconds;
+    for (int i = 0; i < warmupSteps + steps; ++i) {
+        if (parallel)
+            parallel->barrier();  // time the same step on every rank
+        const auto start = Clock::now();
+        optimizer.zero_grad();
+        if (parallel)
+            parallel->beforeForward();
+        torch::Tensor loss;
+        {
+            AutocastScope autocast(bf16);
+            loss = torch::nn::functional::cross_entropy(net->forward(x).to(torch::kFloat), y);
+        }
+        if (parallel)
+            parallel->beforeBackward();
+        loss.backward();
+        optimizer.step();
+        loss.item<float>();
+        if (i >= warmupSteps)
+            seconds.push_back(secondsSince(start));
+    }
+    std::sort(seconds.begin(), seconds.end());
+    const double median = seconds[seconds.size() / 2];
+    if (config.rank == 0)
+        events.emit("bench", { { "images_per_second", double(config.batchSize) * config.worldSize / median },
+                                 { "median_step_seconds", median },
+                                 { "batch_size", std::int64_t { config.batchSize } },
+                                 { "threads", std::int64_t { threads } },
+                                 { "world_size", std::int64_t { config.worldSize } },
+                                 { "precision", config.precision },
+                                 { "channels_last", config.channelsLast },
+                                 { "steps", std::int64_t { steps } } });
+    return 0;
+}
+
+} // namespace scalelab::trainer

@@ -58,3 +58,12 @@ namespace scalelab::trainer {
 int runGradientCheck(const TrainingConfig &config, EventWriter &events);
 
 }  // namespace scalelab::trainer
+
+namespace scalelab::trainer {
+
+// Throughput of the training step alone (no data loading, no orchestration): a fixed
+// random batch per rank, `warmupSteps` untimed then `steps` timed; emits
+// {"type":"bench","images_per_second":<global, from the median step>,...} on rank 0.
+int runBench(const TrainingConfig &config, int warmupSteps, int steps, EventWriter &events);
+
+}  // namespace scalelab::trainer

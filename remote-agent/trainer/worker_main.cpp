@@ -28,6 +28,9 @@ Commands:
   generate-synthetic  write a SYNTHETIC data set in the CIFAR-10 binary format
   inspect             check a data set and print its record counts as JSON
   parameters          print the parameter count of the seed model
+  bench               time the training step on a random (synthetic) batch: --batch-size,
+                      --threads, --precision, --channels-last, --steps, --warmup-steps,
+                      and --rank/--world-size/--rendezvous for data-parallel
   gradient-check      compare c10d-averaged gradients of N ranks with one process on
                       the concatenated batch (train options; run one process per rank)
 
@@ -206,6 +209,31 @@ int main(int argc, char **argv)
                   << ",\"train_images\":" << summary->trainImages
                   << ",\"test_images\":" << summary->testImages << "}\n";
         return 0;
+    }
+
+    if (args.command == "bench") {
+        trainer::TrainingConfig config;
+        config.dataDir = "(synthetic)";
+        int warmup = 5, steps = 20, eventFd = 1;
+        take(args, "batch-size", config.batchSize) && take(args, "threads", config.threads)
+            && take(args, "rank", config.rank) && take(args, "world-size", config.worldSize)
+            && take(args, "rendezvous", config.rendezvous) && take(args, "bucket-mb", config.bucketMb)
+            && take(args, "precision", config.precision) && takeFlag(args, "channels-last", config.channelsLast)
+            && take(args, "warmup-steps", warmup) && take(args, "steps", steps) && take(args, "seed", config.seed)
+            && take(args, "event-fd", eventFd);
+        if (leftovers(args))
+            return usageError(args.error);
+        if (auto problem = trainer::validate(config); !problem.empty())
+            return usageError(problem);
+        if (warmup < 0 || steps < 1)
+            return usageError("--steps must be at least 1 and --warmup-steps at least 0");
+        trainer::EventWriter events(eventFd);
+        try {
+            return trainer::runBench(config, warmup, steps, events);
+        } catch (const std::exception &e) {
+            std::cerr << "scalelab-worker: " << e.what() << "\n";
+            return 1;
+        }
     }
 
     if (args.command == "train" || args.command == "gradient-check") {

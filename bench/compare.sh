@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# ScaleLab's worker vs PyTorch's Python front end, side by side, same model, batch,
+# threads and precision, interleaved A/B, median of REPEATS runs per side and row.
+#   bench/compare.sh [REPEATS]        (after ./scripts/test.sh or run.sh has built)
+# Needs Debian's python3-torch (installed here if missing). Not a test: numbers vary.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/setup.sh
+SCALELAB_PACKAGES+=(python3-torch)
+scalelab_install_dependencies
+[ -x build/bin/scalelab-worker ] || scalelab_build
+repeats="${1:-3}"
+worker=build/bin/scalelab-worker
+peer="python3 bench/pytorch_peer.py"
+port=29700
+
+ips() { grep -o '"images_per_second":[0-9.e+]*' | head -1 | cut -d: -f2; }
+run_side() {  # side world threads extra...
+    local side=$1 world=$2 threads=$3; shift 3
+    local cmd
+    if [ "$side" = scalelab ]; then cmd="$worker bench"; else cmd="$peer"; fi
+    if [ "$world" -eq 1 ]; then
+        $cmd --batch-size 64 --threads "$threads" --steps 20 --warmup-steps 5 "$@" | ips
+    else
+        port=$((port + 1))
+        for r in $(seq 1 $((world - 1))); do
+            $cmd --batch-size 64 --threads "$threads" --steps 20 --warmup-steps 5 --world-size "$world" \
+                --rank "$r" --rendezvous "127.0.0.1:$port" "$@" >/dev/null &
+        done
+        $cmd --batch-size 64 --threads "$threads" --steps 20 --warmup-steps 5 --world-size "$world" \
+            --rank 0 --rendezvous "127.0.0.1:$port" "$@" | ips
+        wait
+    fi
+}
+calc() { awk "BEGIN { print $1 }"; }
+median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+
+rows=("1 1 fp32 off" "1 2 fp32 off" "2 1 fp32 off")
+if grep -qE ' (avx512_bf16|amx_bf16)' /proc/cpuinfo; then rows+=("1 2 bf16 on"); fi
+declare -A result
+for row in "${rows[@]}"; do
+    read -r world threads precision cl <<<"$row"
+    a=(); b=()
+    for _ in $(seq "$repeats"); do  # interleaved: A, B, A, B, ...
+        a+=("$(run_side scalelab "$world" "$threads" --precision "$precision" --channels-last "$cl")")
+        b+=("$(run_side pytorch "$world" "$threads" --precision "$precision" --channels-last "$cl")")
+    done
+    result["$row,s"]=$(printf '%s\n' "${a[@]}" | median)
+    result["$row,p"]=$(printf '%s\n' "${b[@]}" | median)
+done
+peak=$(python3 -c '
+import time, torch
+torch.set_num_threads(2); a = torch.randn(2048, 2048); b = torch.randn(2048, 2048); a @ b
+t = time.perf_counter(); n = 10
+for _ in range(n): a @ b
+print(2 * 2048**3 * n / (time.perf_counter() - t) / 1e9)')
+fp32_base="${result["1 1 fp32 off,p"]}"
+printf '\n%-34s %12s %12s %8s %10s\n' "row (batch 64 per rank)" "ScaleLab" "PyTorch" "ratio" "GFLOP/s"
+for row in "${rows[@]}"; do
+    read -r world threads precision cl <<<"$row"
+    s="${result["$row,s"]}"; p="${result["$row,p"]}"
+    printf '%-34s %12.1f %12.1f %8.3f %10.1f\n' "$world rank x $threads thread, $precision, CL $cl" "$s" "$p" \
+        "$(calc "$s / $p")" "$(calc "$s * 0.93")"
+done
+s1="${result["1 1 fp32 off,s"]}"; s2="${result["2 1 fp32 off,s"]}"
+p1="${result["1 1 fp32 off,p"]}"; p2="${result["2 1 fp32 off,p"]}"
+printf '\nscaling efficiency, 2 ranks x 1 thread vs 1 rank x 1 thread: ScaleLab %.3f, PyTorch DDP %.3f\n' \
+    "$(calc "$s2 / (2 * $s1)")" "$(calc "$p2 / (2 * $p1)")"
+if [ -n "${result["1 2 bf16 on,s"]:-}" ]; then
+    printf 'bf16 + channels-last (ScaleLab, 2 threads) / fp32 eager PyTorch (2 threads): %.3f\n' \
+        "$(calc "${result["1 2 bf16 on,s"]} / ${result["1 2 fp32 off,p"]}")"
+fi
+printf 'matmul peak (2048^2 fp32, 2 threads): %.1f GFLOP/s; seed CNN = 0.93 GFLOP per training image\n' "$peak"

@@ -1,0 +1,87 @@
+#!/usr/bin/env python3
+"""The peer ScaleLab's worker is measured against: the same seed CNN, step and settings
+in PyTorch's Python front end (Debian's python3-torch), DistributedDataParallel over
+Gloo for several ranks. Prints one JSON line like `scalelab-worker bench` (rank 0)."""
+import argparse
+import json
+import os
+import statistics
+import time
+
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+def block(cin, cout):
+    return nn.Sequential(
+        nn.Conv2d(cin, cout, 3, padding=1), nn.BatchNorm2d(cout), nn.ReLU(),
+        nn.Conv2d(cout, cout, 3, padding=1), nn.BatchNorm2d(cout), nn.ReLU(),
+        nn.MaxPool2d(2), nn.Dropout(0.25))
+
+
+class SeedNet(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.features = nn.Sequential(block(3, 64), block(64, 128), block(128, 256))
+        self.fc1 = nn.Linear(256 * 4 * 4, 512)
+        self.fc2 = nn.Linear(512, 10)
+        self.drop = nn.Dropout(0.5)
+
+    def forward(self, x):
+        x = self.features(x).flatten(1)
+        return self.fc2(self.drop(F.relu(self.fc1(x))))
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--batch-size", type=int, default=64)
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--steps", type=int, default=20)
+    p.add_argument("--warmup-steps", type=int, default=5)
+    p.add_argument("--precision", choices=["fp32", "bf16"], default="fp32")
+    p.add_argument("--channels-last", choices=["on", "off"], default="off")
+    p.add_argument("--rank", type=int, default=0)
+    p.add_argument("--world-size", type=int, default=1)
+    p.add_argument("--rendezvous", default="")
+    p.add_argument("--bucket-mb", type=int, default=4)
+    a = p.parse_args()
+
+    torch.set_num_threads(a.threads)
+    torch.manual_seed(1)
+    fmt = torch.channels_last if a.channels_last == "on" else torch.contiguous_format
+    model = SeedNet().to(memory_format=fmt)
+    assert sum(p.numel() for p in model.parameters()) == 3_249_994
+    if a.world_size > 1:
+        host, port = a.rendezvous.rsplit(":", 1)
+        store = dist.TCPStore(host, int(port), a.world_size, a.rank == 0)
+        dist.init_process_group("gloo", store=store, rank=a.rank, world_size=a.world_size)
+        model = nn.parallel.DistributedDataParallel(model, bucket_cap_mb=a.bucket_mb)
+    model.train()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9, weight_decay=5e-4)
+    x = torch.randn(a.batch_size, 3, 32, 32).contiguous(memory_format=fmt)
+    y = torch.randint(0, 10, (a.batch_size,))
+    times = []
+    for i in range(a.warmup_steps + a.steps):
+        if a.world_size > 1:
+            dist.barrier()
+        start = time.perf_counter()
+        opt.zero_grad()
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=a.precision == "bf16"):
+            loss = F.cross_entropy(model(x).float(), y)
+        loss.backward()
+        opt.step()
+        loss.item()
+        if i >= a.warmup_steps:
+            times.append(time.perf_counter() - start)
+    median = statistics.median(times)
+    if a.rank == 0:
+        print(json.dumps({"type": "bench", "images_per_second": a.batch_size * a.world_size / median,
+                          "median_step_seconds": median, "peer": "pytorch-python " + torch.__version__}))
+    if a.world_size > 1:
+        dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()

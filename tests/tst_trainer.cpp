@@ -1,0 +1,295 @@
+// The training engine, driven through scalelab-worker processes: data-parallel
+// gradients equal single-process ones, runs are reproducible, a killed run resumes to
+// bit-identical weights, corrupt checkpoints are refused, a dead rank is noticed, and
+// 2 workers learn as well as 1 at the same global batch.
+#include "cifar10.h"
+#include "test_support.h"
+
+#include <QDir>
+#include <QElapsedTimer>
+#include <QFile>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QProcess>
+#include <QTcpServer>
+#include <QTemporaryDir>
+#include <QTest>
+
+#include <memory>
+
+using namespace scalelab;
+
+namespace {
+
+// A free loopback port for a TCPStore (freed just before the worker binds it).
+int freePort()
+{
+    QTcpServer probe;
+    probe.listen(QHostAddress::LocalHost, 0);
+    return probe.serverPort();
+}
+
+// One scalelab-worker process whose JSON-line events are collected as they arrive.
+class Worker {
+public:
+    explicit Worker(const QStringList &args)
+    {
+        m_process.setProgram(test::binary("scalelab-worker"));
+        m_process.setArguments(args);
+        m_process.setProcessChannelMode(QProcess::SeparateChannels);
+        m_process.start();
+    }
+    ~Worker()
+    {
+        if (m_process.state() != QProcess::NotRunning) {
+            m_process.kill();
+            m_process.waitForFinished(5000);
+        }
+    }
+
+    // Reads what is available; returns the events of `type` seen so far.
+    QList<QJsonObject> events(const QString &type = {})
+    {
+        m_buffer += m_process.readAllStandardOutput();
+        int newline;
+        while ((newline = m_buffer.indexOf('\n')) >= 0) {
+            m_events << QJsonDocument::fromJson(m_buffer.left(newline)).object();
+            m_buffer.remove(0, newline + 1);
+        }
+        if (type.isEmpty())
+            return m_events;
+        QList<QJsonObject> matching;
+        for (const auto &e : m_events)
+            if (e.value(QStringLiteral("type")).toString() == type)
+                matching << e;
+        return matching;
+    }
+
+    bool waitFor(const QString &type, int timeoutMs)
+    {
+        QElapsedTimer timer;
+        timer.start();
+        while (events(type).isEmpty()) {
+            if (timer.elapsed() > timeoutMs || m_process.state() == QProcess::NotRunning) {
+                events();
+                return !events(type).isEmpty();
+            }
+            m_process.waitForReadyRead(200);
+        }
+        return true;
+    }
+
+    bool finish(int timeoutMs)
+    {
+        const bool done = m_process.waitForFinished(timeoutMs);
+        events();
+        return done;
+    }
+
+    int exitCode() const { return m_process.exitStatus() == QProcess::NormalExit ? m_process.exitCode() : -1; }
+    QString stderrText() { return QString::fromLocal8Bit(m_process.readAllStandardError()); }
+    void kill() { m_process.kill(); m_process.waitForFinished(5000); }
+
+private:
+    QProcess m_process;
+    QByteArray m_buffer;
+    QList<QJsonObject> m_events;
+};
+
+QString digest(Worker &w)
+{
+    const auto finished = w.events(QStringLiteral("finished"));
+    return finished.isEmpty() ? QString() : finished.last().value(QStringLiteral("weights_sha256")).toString();
+}
+
+}  // namespace
+
+class TestTrainer : public QObject {
+    Q_OBJECT
+private:
+    QTemporaryDir m_tmp;
+    QString m_small;  // 256 train / 100 test images
+    QString m_learnable;  // 2000 / 500
+
+    QStringList small(const QStringList &extra) const
+    {
+        return QStringList{QStringLiteral("train"), QStringLiteral("--data-dir"), m_small, QStringLiteral("--batch-size"),
+                           QStringLiteral("32"), QStringLiteral("--threads"), QStringLiteral("1")} +
+               extra;
+    }
+
+private Q_SLOTS:
+    void initTestCase()
+    {
+        std::string error;
+        m_small = m_tmp.filePath(QStringLiteral("small"));
+        m_learnable = m_tmp.filePath(QStringLiteral("learnable"));
+        QVERIFY2(cifar::writeSyntheticDataset(m_small.toStdString(), 256, 100, 5, &error), error.c_str());
+        QVERIFY2(cifar::writeSyntheticDataset(m_learnable.toStdString(), 2000, 500, 6, &error), error.c_str());
+    }
+
+    void cleanupTestCase()
+    {
+        QTRY_VERIFY_WITH_TIMEOUT(test::processesMentioning(m_tmp.path()).isEmpty(), 10000);
+    }
+
+    void dataParallelGradientsEqualOneProcessOnTheWholeBatch()
+    {
+        const QString rendezvous = QStringLiteral("127.0.0.1:%1").arg(freePort());
+        auto args = [&](int rank) {
+            return QStringList{QStringLiteral("gradient-check"), QStringLiteral("--data-dir"), m_small,
+                               QStringLiteral("--batch-size"), QStringLiteral("16"), QStringLiteral("--world-size"),
+                               QStringLiteral("2"), QStringLiteral("--rank"), QString::number(rank),
+                               QStringLiteral("--rendezvous"), rendezvous, QStringLiteral("--threads"), QStringLiteral("1")};
+        };
+        Worker rank0(args(0)), rank1(args(1));
+        QVERIFY(rank0.finish(120000) && rank1.finish(120000));
+        QCOMPARE(rank0.exitCode(), 0);
+        QCOMPARE(rank1.exitCode(), 0);
+        const auto check = rank0.events(QStringLiteral("gradient_check"));
+        QCOMPARE(check.size(), 1);
+        const double diff = check[0].value(QStringLiteral("max_abs_diff")).toDouble(1);
+        const double grad = check[0].value(QStringLiteral("max_abs_grad")).toDouble();
+        QCOMPARE(check[0].value(QStringLiteral("tensors")).toInt(), 28);
+        QVERIFY(grad > 1e-4);  // a real gradient was compared
+        QVERIFY2(diff <= 1e-5 * grad, qPrintable(QStringLiteral("max |diff| %1 vs max |grad| %2").arg(diff).arg(grad)));
+    }
+
+    void sameSeedGivesTheSameLossCurve()
+    {
+        Worker a(small({QStringLiteral("--seed"), QStringLiteral("11")}));
+        Worker b(small({QStringLiteral("--seed"), QStringLiteral("11")}));
+        QVERIFY(a.finish(120000) && b.finish(120000));
+        const auto stepsA = a.events(QStringLiteral("step"));
+        const auto stepsB = b.events(QStringLiteral("step"));
+        QCOMPARE(stepsA.size(), 8);
+        QCOMPARE(stepsB.size(), stepsA.size());
+        for (int i = 0; i < stepsA.size(); ++i)
+            QCOMPARE(stepsA[i].value(QStringLiteral("loss")).toDouble(), stepsB[i].value(QStringLiteral("loss")).toDouble());
+        QCOMPARE(digest(a), digest(b));
+        Worker c(small({QStringLiteral("--seed"), QStringLiteral("12")}));
+        QVERIFY(c.finish(120000));
+        QVERIFY(digest(c) != digest(a));  // the seed matters
+    }
+
+    void killedRunResumesToIdenticalWeights()
+    {
+        const QStringList epochs = {QStringLiteral("--epochs"), QStringLiteral("3")};
+        Worker whole(small(epochs + QStringList{QStringLiteral("--checkpoint-dir"), m_tmp.filePath(QStringLiteral("ck-whole"))}));
+        QVERIFY(whole.finish(180000));
+        QCOMPARE(whole.exitCode(), 0);
+        QVERIFY(!digest(whole).isEmpty());
+
+        const QString dir = m_tmp.filePath(QStringLiteral("ck-killed"));
+        {
+            Worker killed(small(epochs + QStringList{QStringLiteral("--checkpoint-dir"), dir}));
+            QVERIFY(killed.waitFor(QStringLiteral("checkpoint"), 120000));
+            killed.kill();  // SIGKILL right after epoch 1's checkpoint was committed
+            QVERIFY(killed.events(QStringLiteral("finished")).isEmpty());
+        }
+        Worker resumed(small(epochs + QStringList{QStringLiteral("--checkpoint-dir"), dir, QStringLiteral("--resume"), QStringLiteral("on")}));
+        QVERIFY(resumed.finish(180000));
+        QCOMPARE(resumed.exitCode(), 0);
+        const auto started = resumed.events(QStringLiteral("started"));
+        QCOMPARE(started.size(), 1);
+        QVERIFY(started[0].value(QStringLiteral("resumed_epoch")).toInt() >= 1);
+        QCOMPARE(resumed.events(QStringLiteral("step")).first().value(QStringLiteral("step")).toInt(),
+                 started[0].value(QStringLiteral("resumed_epoch")).toInt() * 8 + 1);
+        QCOMPARE(digest(resumed), digest(whole));
+    }
+
+    void corruptCheckpointIsRefusedAndThePreviousUsed()
+    {
+        const QString dir = m_tmp.filePath(QStringLiteral("ck-corrupt"));
+        Worker first(small({QStringLiteral("--epochs"), QStringLiteral("2"), QStringLiteral("--checkpoint-dir"), dir}));
+        QVERIFY(first.finish(180000));
+        QCOMPARE(first.exitCode(), 0);
+        QVERIFY(QFile::exists(dir + QStringLiteral("/epoch-0001/MANIFEST")));
+        QVERIFY(QFile::exists(dir + QStringLiteral("/epoch-0002/MANIFEST")));
+        {
+            QFile model(dir + QStringLiteral("/epoch-0002/model.pt"));
+            QVERIFY(model.open(QIODevice::ReadWrite));
+            model.seek(model.size() / 2);
+            model.write("corrupt");
+        }
+        Worker resumed(small({QStringLiteral("--epochs"), QStringLiteral("2"), QStringLiteral("--checkpoint-dir"), dir,
+                              QStringLiteral("--resume"), QStringLiteral("on")}));
+        QVERIFY(resumed.finish(180000));
+        QCOMPARE(resumed.exitCode(), 0);
+        const auto warnings = resumed.events(QStringLiteral("warning"));
+        QCOMPARE(warnings.size(), 1);
+        QVERIFY2(warnings[0].value(QStringLiteral("message")).toString().contains(QStringLiteral("model.pt does not match its sha256")),
+                 qPrintable(warnings[0].value(QStringLiteral("message")).toString()));
+        QCOMPARE(resumed.events(QStringLiteral("started")).value(0).value(QStringLiteral("resumed_epoch")).toInt(), 1);
+        QCOMPARE(resumed.events(QStringLiteral("epoch")).size(), 1);  // epoch 2 trained again
+        QCOMPARE(digest(resumed), digest(first));  // and deterministically the same
+    }
+
+    void deadRankMakesTheOthersExitWithAnError()
+    {
+        const QString rendezvous = QStringLiteral("127.0.0.1:%1").arg(freePort());
+        auto args = [&](int rank) {
+            return small({QStringLiteral("--epochs"), QStringLiteral("50"), QStringLiteral("--world-size"), QStringLiteral("2"),
+                          QStringLiteral("--rank"), QString::number(rank), QStringLiteral("--rendezvous"), rendezvous,
+                          QStringLiteral("--collective-timeout-s"), QStringLiteral("20")});
+        };
+        Worker rank0(args(0)), rank1(args(1));
+        QVERIFY(rank0.waitFor(QStringLiteral("step"), 120000));
+        QElapsedTimer timer;
+        timer.start();
+        rank1.kill();
+        QVERIFY2(rank0.finish(60000), "rank 0 hung after its peer died");
+        QVERIFY(timer.elapsed() < 45000);
+        QVERIFY(rank0.exitCode() != 0);
+        const auto errors = rank0.events(QStringLiteral("error"));
+        QCOMPARE(errors.size(), 1);
+        QVERIFY(!errors[0].value(QStringLiteral("message")).toString().isEmpty());
+    }
+
+    void twoWorkersLearnAsWellAsOneAtTheSameGlobalBatch()
+    {
+        const QStringList common = {QStringLiteral("train"), QStringLiteral("--data-dir"), m_learnable,
+                                    QStringLiteral("--epochs"), QStringLiteral("3"), QStringLiteral("--warmup-epochs"),
+                                    QStringLiteral("0.5")};
+        Worker baseline(common + QStringList{QStringLiteral("--batch-size"), QStringLiteral("64"), QStringLiteral("--threads"), QStringLiteral("2")});
+        QVERIFY(baseline.finish(300000));
+        QCOMPARE(baseline.exitCode(), 0);
+        const QString rendezvous = QStringLiteral("127.0.0.1:%1").arg(freePort());
+        auto args = [&](int rank) {
+            return common + QStringList{QStringLiteral("--batch-size"), QStringLiteral("32"), QStringLiteral("--threads"),
+                                        QStringLiteral("1"), QStringLiteral("--world-size"), QStringLiteral("2"),
+                                        QStringLiteral("--rank"), QString::number(rank), QStringLiteral("--rendezvous"), rendezvous};
+        };
+        Worker rank0(args(0)), rank1(args(1));
+        QVERIFY(rank0.finish(300000) && rank1.finish(300000));
+        QCOMPARE(rank0.exitCode(), 0);
+        QCOMPARE(rank1.exitCode(), 0);
+        QCOMPARE(digest(rank0), digest(rank1));  // one model on every rank
+        const auto base = baseline.events(QStringLiteral("epoch")).last();
+        const auto dist = rank0.events(QStringLiteral("epoch")).last();
+        QCOMPARE(dist.value(QStringLiteral("test_images")).toInt(), 500);  // each test image once
+        const double a = base.value(QStringLiteral("test_accuracy")).toDouble();
+        const double b = dist.value(QStringLiteral("test_accuracy")).toDouble();
+        qInfo("test accuracy: 1 worker %.4f, 2 workers %.4f", a, b);
+        QVERIFY2(std::abs(a - b) <= 0.02, qPrintable(QStringLiteral("1 worker %1 vs 2 workers %2").arg(a).arg(b)));
+        QVERIFY(a > 0.5);  // it learned
+    }
+
+    void badOptionsAreRefused()
+    {
+        Worker zero(small({QStringLiteral("--batch-size"), QStringLiteral("0")}));
+        QVERIFY(zero.finish(30000));
+        QCOMPARE(zero.exitCode(), 2);
+        QVERIFY(zero.stderrText().contains(QStringLiteral("--batch-size must be at least 1")));
+        Worker noRendezvous(small({QStringLiteral("--world-size"), QStringLiteral("2")}));
+        QVERIFY(noRendezvous.finish(30000));
+        QCOMPARE(noRendezvous.exitCode(), 2);
+        QVERIFY(noRendezvous.stderrText().contains(QStringLiteral("--rendezvous HOST:PORT is required")));
+        Worker resumeNoDir(small({QStringLiteral("--resume"), QStringLiteral("on")}));
+        QVERIFY(resumeNoDir.finish(30000));
+        QCOMPARE(resumeNoDir.exitCode(), 2);
+    }
+};
+
+QTEST_GUILESS_MAIN(TestTrainer)
+#include "tst_trainer.moc"
