@@ -134,29 +134,39 @@ private Q_SLOTS:
 
     void twoWorkerRunThroughTheAgent()
     {
-        const auto r = runCli({ QStringLiteral("run"), QStringLiteral("--data-dir"), m_tmp.filePath(QStringLiteral("data")),
-            QStringLiteral("--state-dir"), m_tmp.filePath(QStringLiteral("state-dp")), QStringLiteral("--synthetic"),
-            QStringLiteral("--synthetic-train"), QStringLiteral("300"), QStringLiteral("--synthetic-test"),
-            QStringLiteral("100"), QStringLiteral("--workers"), QStringLiteral("2"), QStringLiteral("--batch-size"),
-            QStringLiteral("25"), QStringLiteral("--run-id"), QStringLiteral("dp-1"), QStringLiteral("--json") });
+        const auto r = runCli(
+            { QStringLiteral("run"), QStringLiteral("--data-dir"), m_tmp.filePath(QStringLiteral("data")),
+                QStringLiteral("--state-dir"), m_tmp.filePath(QStringLiteral("state-dp")),
+                QStringLiteral("--synthetic"), QStringLiteral("--synthetic-train"), QStringLiteral("300"),
+                QStringLiteral("--synthetic-test"), QStringLiteral("100"), QStringLiteral("--workers"),
+                QStringLiteral("2"), QStringLiteral("--batch-size"), QStringLiteral("25"),
+                QStringLiteral("--run-id"), QStringLiteral("dp-1"), QStringLiteral("--json") });
         QVERIFY2(r.exitCode == 0, qPrintable(r.err + r.out));
         int worldSize = 0, steps = 0, testImages = 0, checkpoints = 0;
         for (const QString &line : r.out.split(QLatin1Char('\n'), Qt::SkipEmptyParts)) {
             const auto o = QJsonDocument::fromJson(line.toUtf8()).object();
             if (o.contains(QStringLiteral("started")))
-                worldSize = o.value(QStringLiteral("started")).toObject().value(QStringLiteral("worldSize")).toInt();
+                worldSize = o.value(QStringLiteral("started"))
+                                .toObject()
+                                .value(QStringLiteral("worldSize"))
+                                .toInt();
             if (o.contains(QStringLiteral("step")))
                 ++steps;
             if (o.contains(QStringLiteral("epoch")))
-                testImages = o.value(QStringLiteral("epoch")).toObject().value(QStringLiteral("testImages")).toVariant().toInt();
+                testImages = o.value(QStringLiteral("epoch"))
+                                 .toObject()
+                                 .value(QStringLiteral("testImages"))
+                                 .toVariant()
+                                 .toInt();
             if (o.contains(QStringLiteral("checkpoint")))
                 ++checkpoints;
         }
         QCOMPARE(worldSize, 2);
-        QCOMPARE(steps, 6);  // 150 images per rank, 25 per step
-        QCOMPARE(testImages, 100);  // the whole test split, once, across both ranks
+        QCOMPARE(steps, 6); // 150 images per rank, 25 per step
+        QCOMPARE(testImages, 100); // the whole test split, once, across both ranks
         QCOMPARE(checkpoints, 1);
-        QVERIFY(QFile::exists(m_tmp.filePath(QStringLiteral("state-dp/runs/dp-1/checkpoints/epoch-0001/MANIFEST"))));
+        QVERIFY(QFile::exists(
+            m_tmp.filePath(QStringLiteral("state-dp/runs/dp-1/checkpoints/epoch-0001/MANIFEST"))));
         QVERIFY(test::processesMentioning(m_tmp.filePath(QStringLiteral("state-dp"))).isEmpty());
     }
 

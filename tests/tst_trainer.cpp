@@ -86,9 +86,16 @@ public:
         return done;
     }
 
-    int exitCode() const { return m_process.exitStatus() == QProcess::NormalExit ? m_process.exitCode() : -1; }
+    int exitCode() const
+    {
+        return m_process.exitStatus() == QProcess::NormalExit ? m_process.exitCode() : -1;
+    }
     QString stderrText() { return QString::fromLocal8Bit(m_process.readAllStandardError()); }
-    void kill() { m_process.kill(); m_process.waitForFinished(5000); }
+    void kill()
+    {
+        m_process.kill();
+        m_process.waitForFinished(5000);
+    }
 
 private:
     QProcess m_process;
@@ -99,23 +106,25 @@ private:
 QString digest(Worker &w)
 {
     const auto finished = w.events(QStringLiteral("finished"));
-    return finished.isEmpty() ? QString() : finished.last().value(QStringLiteral("weights_sha256")).toString();
+    return finished.isEmpty() ? QString()
+                              : finished.last().value(QStringLiteral("weights_sha256")).toString();
 }
 
-}  // namespace
+} // namespace
 
 class TestTrainer : public QObject {
     Q_OBJECT
 private:
     QTemporaryDir m_tmp;
-    QString m_small;  // 256 train / 100 test images
-    QString m_learnable;  // 2000 / 500
+    QString m_small; // 256 train / 100 test images
+    QString m_learnable; // 2000 / 500
 
     QStringList small(const QStringList &extra) const
     {
-        return QStringList{QStringLiteral("train"), QStringLiteral("--data-dir"), m_small, QStringLiteral("--batch-size"),
-                           QStringLiteral("32"), QStringLiteral("--threads"), QStringLiteral("1")} +
-               extra;
+        return QStringList { QStringLiteral("train"), QStringLiteral("--data-dir"), m_small,
+            QStringLiteral("--batch-size"), QStringLiteral("32"), QStringLiteral("--threads"),
+            QStringLiteral("1") }
+        + extra;
     }
 
 private Q_SLOTS:
@@ -125,7 +134,8 @@ private Q_SLOTS:
         m_small = m_tmp.filePath(QStringLiteral("small"));
         m_learnable = m_tmp.filePath(QStringLiteral("learnable"));
         QVERIFY2(cifar::writeSyntheticDataset(m_small.toStdString(), 256, 100, 5, &error), error.c_str());
-        QVERIFY2(cifar::writeSyntheticDataset(m_learnable.toStdString(), 2000, 500, 6, &error), error.c_str());
+        QVERIFY2(
+            cifar::writeSyntheticDataset(m_learnable.toStdString(), 2000, 500, 6, &error), error.c_str());
     }
 
     void cleanupTestCase()
@@ -137,10 +147,11 @@ private Q_SLOTS:
     {
         const QString rendezvous = QStringLiteral("127.0.0.1:%1").arg(freePort());
         auto args = [&](int rank) {
-            return QStringList{QStringLiteral("gradient-check"), QStringLiteral("--data-dir"), m_small,
-                               QStringLiteral("--batch-size"), QStringLiteral("16"), QStringLiteral("--world-size"),
-                               QStringLiteral("2"), QStringLiteral("--rank"), QString::number(rank),
-                               QStringLiteral("--rendezvous"), rendezvous, QStringLiteral("--threads"), QStringLiteral("1")};
+            return QStringList { QStringLiteral("gradient-check"), QStringLiteral("--data-dir"), m_small,
+                QStringLiteral("--batch-size"), QStringLiteral("16"), QStringLiteral("--world-size"),
+                QStringLiteral("2"), QStringLiteral("--rank"), QString::number(rank),
+                QStringLiteral("--rendezvous"), rendezvous, QStringLiteral("--threads"),
+                QStringLiteral("1") };
         };
         Worker rank0(args(0)), rank1(args(1));
         QVERIFY(rank0.finish(120000) && rank1.finish(120000));
@@ -151,57 +162,64 @@ private Q_SLOTS:
         const double diff = check[0].value(QStringLiteral("max_abs_diff")).toDouble(1);
         const double grad = check[0].value(QStringLiteral("max_abs_grad")).toDouble();
         QCOMPARE(check[0].value(QStringLiteral("tensors")).toInt(), 28);
-        QVERIFY(grad > 1e-4);  // a real gradient was compared
-        QVERIFY2(diff <= 1e-5 * grad, qPrintable(QStringLiteral("max |diff| %1 vs max |grad| %2").arg(diff).arg(grad)));
+        QVERIFY(grad > 1e-4); // a real gradient was compared
+        QVERIFY2(diff <= 1e-5 * grad,
+            qPrintable(QStringLiteral("max |diff| %1 vs max |grad| %2").arg(diff).arg(grad)));
     }
 
     void sameSeedGivesTheSameLossCurve()
     {
-        Worker a(small({QStringLiteral("--seed"), QStringLiteral("11")}));
-        Worker b(small({QStringLiteral("--seed"), QStringLiteral("11")}));
+        Worker a(small({ QStringLiteral("--seed"), QStringLiteral("11") }));
+        Worker b(small({ QStringLiteral("--seed"), QStringLiteral("11") }));
         QVERIFY(a.finish(120000) && b.finish(120000));
         const auto stepsA = a.events(QStringLiteral("step"));
         const auto stepsB = b.events(QStringLiteral("step"));
         QCOMPARE(stepsA.size(), 8);
         QCOMPARE(stepsB.size(), stepsA.size());
         for (int i = 0; i < stepsA.size(); ++i)
-            QCOMPARE(stepsA[i].value(QStringLiteral("loss")).toDouble(), stepsB[i].value(QStringLiteral("loss")).toDouble());
+            QCOMPARE(stepsA[i].value(QStringLiteral("loss")).toDouble(),
+                stepsB[i].value(QStringLiteral("loss")).toDouble());
         QCOMPARE(digest(a), digest(b));
-        Worker c(small({QStringLiteral("--seed"), QStringLiteral("12")}));
+        Worker c(small({ QStringLiteral("--seed"), QStringLiteral("12") }));
         QVERIFY(c.finish(120000));
-        QVERIFY(digest(c) != digest(a));  // the seed matters
+        QVERIFY(digest(c) != digest(a)); // the seed matters
     }
 
     void killedRunResumesToIdenticalWeights()
     {
-        const QStringList epochs = {QStringLiteral("--epochs"), QStringLiteral("3")};
-        Worker whole(small(epochs + QStringList{QStringLiteral("--checkpoint-dir"), m_tmp.filePath(QStringLiteral("ck-whole"))}));
+        const QStringList epochs = { QStringLiteral("--epochs"), QStringLiteral("3") };
+        Worker whole(small(epochs
+            + QStringList {
+                QStringLiteral("--checkpoint-dir"), m_tmp.filePath(QStringLiteral("ck-whole")) }));
         QVERIFY(whole.finish(180000));
         QCOMPARE(whole.exitCode(), 0);
         QVERIFY(!digest(whole).isEmpty());
 
         const QString dir = m_tmp.filePath(QStringLiteral("ck-killed"));
         {
-            Worker killed(small(epochs + QStringList{QStringLiteral("--checkpoint-dir"), dir}));
+            Worker killed(small(epochs + QStringList { QStringLiteral("--checkpoint-dir"), dir }));
             QVERIFY(killed.waitFor(QStringLiteral("checkpoint"), 120000));
-            killed.kill();  // SIGKILL right after epoch 1's checkpoint was committed
+            killed.kill(); // SIGKILL right after epoch 1's checkpoint was committed
             QVERIFY(killed.events(QStringLiteral("finished")).isEmpty());
         }
-        Worker resumed(small(epochs + QStringList{QStringLiteral("--checkpoint-dir"), dir, QStringLiteral("--resume"), QStringLiteral("on")}));
+        Worker resumed(small(epochs
+            + QStringList {
+                QStringLiteral("--checkpoint-dir"), dir, QStringLiteral("--resume"), QStringLiteral("on") }));
         QVERIFY(resumed.finish(180000));
         QCOMPARE(resumed.exitCode(), 0);
         const auto started = resumed.events(QStringLiteral("started"));
         QCOMPARE(started.size(), 1);
         QVERIFY(started[0].value(QStringLiteral("resumed_epoch")).toInt() >= 1);
         QCOMPARE(resumed.events(QStringLiteral("step")).first().value(QStringLiteral("step")).toInt(),
-                 started[0].value(QStringLiteral("resumed_epoch")).toInt() * 8 + 1);
+            started[0].value(QStringLiteral("resumed_epoch")).toInt() * 8 + 1);
         QCOMPARE(digest(resumed), digest(whole));
     }
 
     void corruptCheckpointIsRefusedAndThePreviousUsed()
     {
         const QString dir = m_tmp.filePath(QStringLiteral("ck-corrupt"));
-        Worker first(small({QStringLiteral("--epochs"), QStringLiteral("2"), QStringLiteral("--checkpoint-dir"), dir}));
+        Worker first(small(
+            { QStringLiteral("--epochs"), QStringLiteral("2"), QStringLiteral("--checkpoint-dir"), dir }));
         QVERIFY(first.finish(180000));
         QCOMPARE(first.exitCode(), 0);
         QVERIFY(QFile::exists(dir + QStringLiteral("/epoch-0001/MANIFEST")));
@@ -212,26 +230,32 @@ private Q_SLOTS:
             model.seek(model.size() / 2);
             model.write("corrupt");
         }
-        Worker resumed(small({QStringLiteral("--epochs"), QStringLiteral("2"), QStringLiteral("--checkpoint-dir"), dir,
-                              QStringLiteral("--resume"), QStringLiteral("on")}));
+        Worker resumed(small({ QStringLiteral("--epochs"), QStringLiteral("2"),
+            QStringLiteral("--checkpoint-dir"), dir, QStringLiteral("--resume"), QStringLiteral("on") }));
         QVERIFY(resumed.finish(180000));
         QCOMPARE(resumed.exitCode(), 0);
         const auto warnings = resumed.events(QStringLiteral("warning"));
         QCOMPARE(warnings.size(), 1);
-        QVERIFY2(warnings[0].value(QStringLiteral("message")).toString().contains(QStringLiteral("model.pt does not match its sha256")),
-                 qPrintable(warnings[0].value(QStringLiteral("message")).toString()));
-        QCOMPARE(resumed.events(QStringLiteral("started")).value(0).value(QStringLiteral("resumed_epoch")).toInt(), 1);
-        QCOMPARE(resumed.events(QStringLiteral("epoch")).size(), 1);  // epoch 2 trained again
-        QCOMPARE(digest(resumed), digest(first));  // and deterministically the same
+        QVERIFY2(warnings[0]
+                     .value(QStringLiteral("message"))
+                     .toString()
+                     .contains(QStringLiteral("model.pt does not match its sha256")),
+            qPrintable(warnings[0].value(QStringLiteral("message")).toString()));
+        QCOMPARE(
+            resumed.events(QStringLiteral("started")).value(0).value(QStringLiteral("resumed_epoch")).toInt(),
+            1);
+        QCOMPARE(resumed.events(QStringLiteral("epoch")).size(), 1); // epoch 2 trained again
+        QCOMPARE(digest(resumed), digest(first)); // and deterministically the same
     }
 
     void deadRankMakesTheOthersExitWithAnError()
     {
         const QString rendezvous = QStringLiteral("127.0.0.1:%1").arg(freePort());
         auto args = [&](int rank) {
-            return small({QStringLiteral("--epochs"), QStringLiteral("50"), QStringLiteral("--world-size"), QStringLiteral("2"),
-                          QStringLiteral("--rank"), QString::number(rank), QStringLiteral("--rendezvous"), rendezvous,
-                          QStringLiteral("--collective-timeout-s"), QStringLiteral("20")});
+            return small({ QStringLiteral("--epochs"), QStringLiteral("50"), QStringLiteral("--world-size"),
+                QStringLiteral("2"), QStringLiteral("--rank"), QString::number(rank),
+                QStringLiteral("--rendezvous"), rendezvous, QStringLiteral("--collective-timeout-s"),
+                QStringLiteral("20") });
         };
         Worker rank0(args(0)), rank1(args(1));
         QVERIFY(rank0.waitFor(QStringLiteral("step"), 120000));
@@ -248,44 +272,49 @@ private Q_SLOTS:
 
     void twoWorkersLearnAsWellAsOneAtTheSameGlobalBatch()
     {
-        const QStringList common = {QStringLiteral("train"), QStringLiteral("--data-dir"), m_learnable,
-                                    QStringLiteral("--epochs"), QStringLiteral("3"), QStringLiteral("--warmup-epochs"),
-                                    QStringLiteral("0.5")};
-        Worker baseline(common + QStringList{QStringLiteral("--batch-size"), QStringLiteral("64"), QStringLiteral("--threads"), QStringLiteral("2")});
+        const QStringList common = { QStringLiteral("train"), QStringLiteral("--data-dir"), m_learnable,
+            QStringLiteral("--epochs"), QStringLiteral("3"), QStringLiteral("--warmup-epochs"),
+            QStringLiteral("0.5") };
+        Worker baseline(common
+            + QStringList { QStringLiteral("--batch-size"), QStringLiteral("64"), QStringLiteral("--threads"),
+                QStringLiteral("2") });
         QVERIFY(baseline.finish(300000));
         QCOMPARE(baseline.exitCode(), 0);
         const QString rendezvous = QStringLiteral("127.0.0.1:%1").arg(freePort());
         auto args = [&](int rank) {
-            return common + QStringList{QStringLiteral("--batch-size"), QStringLiteral("32"), QStringLiteral("--threads"),
-                                        QStringLiteral("1"), QStringLiteral("--world-size"), QStringLiteral("2"),
-                                        QStringLiteral("--rank"), QString::number(rank), QStringLiteral("--rendezvous"), rendezvous};
+            return common
+                + QStringList { QStringLiteral("--batch-size"), QStringLiteral("32"),
+                      QStringLiteral("--threads"), QStringLiteral("1"), QStringLiteral("--world-size"),
+                      QStringLiteral("2"), QStringLiteral("--rank"), QString::number(rank),
+                      QStringLiteral("--rendezvous"), rendezvous };
         };
         Worker rank0(args(0)), rank1(args(1));
         QVERIFY(rank0.finish(300000) && rank1.finish(300000));
         QCOMPARE(rank0.exitCode(), 0);
         QCOMPARE(rank1.exitCode(), 0);
-        QCOMPARE(digest(rank0), digest(rank1));  // one model on every rank
+        QCOMPARE(digest(rank0), digest(rank1)); // one model on every rank
         const auto base = baseline.events(QStringLiteral("epoch")).last();
         const auto dist = rank0.events(QStringLiteral("epoch")).last();
-        QCOMPARE(dist.value(QStringLiteral("test_images")).toInt(), 500);  // each test image once
+        QCOMPARE(dist.value(QStringLiteral("test_images")).toInt(), 500); // each test image once
         const double a = base.value(QStringLiteral("test_accuracy")).toDouble();
         const double b = dist.value(QStringLiteral("test_accuracy")).toDouble();
         qInfo("test accuracy: 1 worker %.4f, 2 workers %.4f", a, b);
-        QVERIFY2(std::abs(a - b) <= 0.02, qPrintable(QStringLiteral("1 worker %1 vs 2 workers %2").arg(a).arg(b)));
-        QVERIFY(a > 0.5);  // it learned
+        QVERIFY2(
+            std::abs(a - b) <= 0.02, qPrintable(QStringLiteral("1 worker %1 vs 2 workers %2").arg(a).arg(b)));
+        QVERIFY(a > 0.5); // it learned
     }
 
     void badOptionsAreRefused()
     {
-        Worker zero(small({QStringLiteral("--batch-size"), QStringLiteral("0")}));
+        Worker zero(small({ QStringLiteral("--batch-size"), QStringLiteral("0") }));
         QVERIFY(zero.finish(30000));
         QCOMPARE(zero.exitCode(), 2);
         QVERIFY(zero.stderrText().contains(QStringLiteral("--batch-size must be at least 1")));
-        Worker noRendezvous(small({QStringLiteral("--world-size"), QStringLiteral("2")}));
+        Worker noRendezvous(small({ QStringLiteral("--world-size"), QStringLiteral("2") }));
         QVERIFY(noRendezvous.finish(30000));
         QCOMPARE(noRendezvous.exitCode(), 2);
         QVERIFY(noRendezvous.stderrText().contains(QStringLiteral("--rendezvous HOST:PORT is required")));
-        Worker resumeNoDir(small({QStringLiteral("--resume"), QStringLiteral("on")}));
+        Worker resumeNoDir(small({ QStringLiteral("--resume"), QStringLiteral("on") }));
         QVERIFY(resumeNoDir.finish(30000));
         QCOMPARE(resumeNoDir.exitCode(), 2);
     }

@@ -166,10 +166,11 @@ private:
                   << (s.dataset().synthetic() ? QStringLiteral(" [SYNTHETIC DATA]") : QString()) << ": "
                   << s.dataset().train_images() << " train / " << s.dataset().test_images()
                   << " test images, " << s.parameters() << " parameters, " << s.threads() << " thread(s) on "
-                  << QString::fromStdString(s.device()) << ", " << s.steps_per_epoch()
-                  << " steps per epoch, " << s.world_size() << " worker(s), global batch " << s.global_batch()
-                  << (s.resumed_from_epoch() > 0 ? QStringLiteral(", resumed after epoch %1").arg(s.resumed_from_epoch())
-                                                 : QString())
+                  << QString::fromStdString(s.device()) << ", " << s.steps_per_epoch() << " steps per epoch, "
+                  << s.world_size() << " worker(s), global batch " << s.global_batch()
+                  << (s.resumed_from_epoch() > 0
+                             ? QStringLiteral(", resumed after epoch %1").arg(s.resumed_from_epoch())
+                             : QString())
                   << "\n";
             m_stepsPerEpoch = s.steps_per_epoch();
             break;

@@ -36,6 +36,8 @@ int main(int argc, char **argv)
             QStringLiteral("n"), QStringLiteral("64") },
         { QStringLiteral("epochs"), QStringLiteral("Epochs in the form."), QStringLiteral("n"),
             QStringLiteral("2") },
+        { QStringLiteral("workers"), QStringLiteral("Data-parallel workers in the form."),
+            QStringLiteral("n"), QStringLiteral("1") },
         { QStringLiteral("launch"), QStringLiteral("Launch a run with the form's values once connected.") },
         { QStringLiteral("screenshot"),
             QStringLiteral(
@@ -63,6 +65,7 @@ int main(int argc, char **argv)
     options.dataset = parser.value(QStringLiteral("dataset"));
     options.batchSize = parser.value(QStringLiteral("batch-size")).toInt();
     options.epochs = parser.value(QStringLiteral("epochs")).toInt();
+    options.workers = parser.value(QStringLiteral("workers")).toInt();
     options.launchWhenConnected = parser.isSet(QStringLiteral("launch"));
 
     scalelab::app::MainWindow window(options);

@@ -105,8 +105,8 @@ void MainWindow::buildUi()
     m_datasetCombo->setMinimumContentsLength(24);
     m_workersSpin = new QSpinBox;
     m_workersSpin->setObjectName(QStringLiteral("workersSpin"));
-    m_workersSpin->setRange(0, 256);  // 0 is refused with a message
-    m_workersSpin->setValue(1);
+    m_workersSpin->setRange(0, 256); // 0 is refused with a message
+    m_workersSpin->setValue(m_options.workers);
     m_workersSpin->setToolTip(tr("Data-parallel workers (one process per rank, c10d Gloo); 1 = baseline"));
     m_batchSpin = new QSpinBox;
     m_batchSpin->setObjectName(QStringLiteral("batchSpin"));
@@ -509,10 +509,13 @@ void MainWindow::redrawCharts()
 
     QString text = tr("<b>%1</b> — %2").arg(r.runId(), core::RunRecord::stateName(r.state()));
     if (r.started())
-        text += tr("<br>%1 train images%2, %3 parameters")
-                    .arg(r.started()->dataset().train_images())
-                    .arg(r.synthetic() ? tr(" (synthetic)") : QString())
-                    .arg(r.started()->parameters());
+        text += tr("<br>%1 worker(s), global batch %2")
+                    .arg(r.started()->world_size())
+                    .arg(r.started()->global_batch())
+            + tr("<br>%1 train images%2, %3 parameters")
+                  .arg(r.started()->dataset().train_images())
+                  .arg(r.synthetic() ? tr(" (synthetic)") : QString())
+                  .arg(r.started()->parameters());
     if (!r.losses().empty())
         text += tr("<br>step %1, loss %2, %3 img/s")
                     .arg(r.losses().back().step)

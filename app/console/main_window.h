@@ -35,6 +35,7 @@ struct ConsoleOptions {
     core::LocalAgentOptions localAgent;
     // Form presets; with launchWhenConnected the run starts as soon as the agent answers.
     QString dataset;
+    int workers = 1;
     int batchSize = 64;
     int epochs = 2;
     bool launchWhenConnected = false;

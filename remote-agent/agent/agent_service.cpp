@@ -7,8 +7,8 @@
 #include <arpa/inet.h>
 #include <fstream>
 #include <netinet/in.h>
-#include <sys/socket.h>
 #include <set>
+#include <sys/socket.h>
 #include <thread>
 #include <unistd.h>
 
@@ -57,7 +57,8 @@ bool cpuHasBf16()
     std::string line;
     while (std::getline(cpuinfo, line))
         if (line.rfind("flags", 0) == 0)
-            return line.find(" avx512_bf16") != std::string::npos || line.find(" amx_bf16") != std::string::npos;
+            return line.find(" avx512_bf16") != std::string::npos
+                || line.find(" amx_bf16") != std::string::npos;
     return false;
 }
 

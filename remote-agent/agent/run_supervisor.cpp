@@ -139,16 +139,19 @@ std::string RunSupervisor::start(ProcessLauncher &launcher)
         // Keep OpenMP and OpenBLAS pools at the rank's share of the cores.
         if (m_launch.request.world_size() > 1) {
             const auto &r = m_launch.request.rendezvous();
-            request.argv.insert(request.argv.end(), { "--rendezvous", r.host() + ":" + std::to_string(r.port()) });
+            request.argv.insert(
+                request.argv.end(), { "--rendezvous", r.host() + ":" + std::to_string(r.port()) });
         }
         if (!spec.lr_scaling().empty())
             request.argv.insert(request.argv.end(), { "--lr-scaling", spec.lr_scaling() });
         if (!spec.schedule().empty())
             request.argv.insert(request.argv.end(), { "--schedule", spec.schedule() });
         if (spec.warmup_epochs() > 0)
-            request.argv.insert(request.argv.end(), { "--warmup-epochs", std::to_string(spec.warmup_epochs()) });
+            request.argv.insert(
+                request.argv.end(), { "--warmup-epochs", std::to_string(spec.warmup_epochs()) });
         if (spec.label_smoothing() > 0)
-            request.argv.insert(request.argv.end(), { "--label-smoothing", std::to_string(spec.label_smoothing()) });
+            request.argv.insert(
+                request.argv.end(), { "--label-smoothing", std::to_string(spec.label_smoothing()) });
         if (spec.no_augment())
             request.argv.insert(request.argv.end(), { "--augment", "off" });
         if (spec.channels_last())
@@ -158,8 +161,8 @@ std::string RunSupervisor::start(ProcessLauncher &launcher)
         // Checkpoints live with the run, shared by its attempts: attempt N > 1 resumes
         // from the newest one that verifies.
         request.argv.insert(request.argv.end(),
-            { "--checkpoint-dir", (m_launch.runDir.parent_path() / "checkpoints").string(), "--checkpoint-every",
-                std::to_string(std::max(1, spec.checkpoint_every_epochs())), "--resume",
+            { "--checkpoint-dir", (m_launch.runDir.parent_path() / "checkpoints").string(),
+                "--checkpoint-every", std::to_string(std::max(1, spec.checkpoint_every_epochs())), "--resume",
                 m_launch.request.attempt() > 1 ? "on" : "off" });
         request.extraEnv = { "OMP_NUM_THREADS=" + threads, "OPENBLAS_NUM_THREADS=" + threads };
         request.processGroup = m_processGroup;

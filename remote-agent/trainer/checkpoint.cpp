@@ -18,7 +18,7 @@ namespace scalelab::trainer {
 
 namespace {
 
-const char *kFiles[] = {"model.pt", "optimizer.pt", "state.pt"};
+const char *kFiles[] = { "model.pt", "optimizer.pt", "state.pt" };
 
 void fsyncPath(const fs::path &path)
 {
@@ -53,17 +53,19 @@ std::string verify(const fs::path &dir)
         ++verified;
     }
     if (verified != int(std::size(kFiles)))
-        return "MANIFEST lists " + std::to_string(verified) + " files, expected " + std::to_string(std::size(kFiles));
+        return "MANIFEST lists " + std::to_string(verified) + " files, expected "
+            + std::to_string(std::size(kFiles));
     return {};
 }
 
-}  // namespace
+} // namespace
 
-std::string saveCheckpoint(const std::string &root, const CheckpointPosition &position, torch::nn::Module &model,
-                           torch::optim::Optimizer &optimizer, int keepLast, std::string *error)
+std::string saveCheckpoint(const std::string &root, const CheckpointPosition &position,
+    torch::nn::Module &model, torch::optim::Optimizer &optimizer, int keepLast, std::string *error)
 {
     const fs::path final = fs::path(root) / folderName(position.epoch);
-    const fs::path temp = fs::path(root) / (".tmp-" + folderName(position.epoch) + "-" + std::to_string(::getpid()));
+    const fs::path temp
+        = fs::path(root) / (".tmp-" + folderName(position.epoch) + "-" + std::to_string(::getpid()));
     std::error_code ec;
     fs::create_directories(root, ec);
     fs::remove_all(temp, ec);
@@ -98,7 +100,7 @@ std::string saveCheckpoint(const std::string &root, const CheckpointPosition &po
                 const auto it = optimizer.state().find(key);
                 if (it != optimizer.state().end())
                     archive.write("momentum/" + std::to_string(i),
-                                  static_cast<torch::optim::SGDParamState &>(*it->second).momentum_buffer());
+                        static_cast<torch::optim::SGDParamState &>(*it->second).momentum_buffer());
             }
             archive.save_to((temp / "state.pt").string());
         }
@@ -116,7 +118,7 @@ std::string saveCheckpoint(const std::string &root, const CheckpointPosition &po
     }
     fsyncPath(temp / "MANIFEST");
     fsyncPath(temp);
-    fs::remove_all(final, ec);  // a re-run of the same epoch replaces it
+    fs::remove_all(final, ec); // a re-run of the same epoch replaces it
     fs::rename(temp, final, ec);
     if (ec) {
         *error = "cannot commit " + final.string() + ": " + ec.message();
@@ -136,9 +138,8 @@ std::string saveCheckpoint(const std::string &root, const CheckpointPosition &po
 }
 
 std::optional<CheckpointPosition> loadLatestCheckpoint(const std::string &root, torch::nn::Module &model,
-                                                       torch::optim::Optimizer &optimizer,
-                                                       const std::function<void(const std::string &)> &warn,
-                                                       std::string *loadedFrom)
+    torch::optim::Optimizer &optimizer, const std::function<void(const std::string &)> &warn,
+    std::string *loadedFrom)
 {
     std::error_code ec;
     std::vector<fs::path> candidates;
@@ -171,13 +172,13 @@ std::optional<CheckpointPosition> loadLatestCheckpoint(const std::string &root, 
             for (std::size_t i = 0; i < params.size(); ++i) {
                 torch::Tensor momentum;
                 if (!stateArchive.try_read("momentum/" + std::to_string(i), momentum))
-                    continue;  // no step taken yet for this parameter
+                    continue; // no step taken yet for this parameter
                 auto state = std::make_unique<torch::optim::SGDParamState>();
                 state->momentum_buffer(momentum);
                 optimizer.state()[c10::guts::to_string(params[i].unsafeGetTensorImpl())] = std::move(state);
             }
             *loadedFrom = dir.string();
-            return CheckpointPosition{int(epoch.item<std::int64_t>()), step.item<std::int64_t>()};
+            return CheckpointPosition { int(epoch.item<std::int64_t>()), step.item<std::int64_t>() };
         } catch (const std::exception &e) {
             warn("checkpoint " + dir.string() + " refused: " + std::string(e.what()).substr(0, 200));
         }
@@ -199,4 +200,4 @@ std::string weightsDigest(torch::nn::Module &model)
     return sha.hexDigest();
 }
 
-}  // namespace scalelab::trainer
+} // namespace scalelab::trainer

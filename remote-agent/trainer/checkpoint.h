@@ -14,23 +14,21 @@
 namespace scalelab::trainer {
 
 struct CheckpointPosition {
-    int epoch = 0;           // epochs completed
-    std::int64_t step = 0;   // optimizer steps completed
+    int epoch = 0; // epochs completed
+    std::int64_t step = 0; // optimizer steps completed
 };
 
 // Returns the committed folder, or an empty string with `error` set.
 std::string saveCheckpoint(const std::string &root, const CheckpointPosition &position,
-                           torch::nn::Module &model, torch::optim::Optimizer &optimizer, int keepLast,
-                           std::string *error);
+    torch::nn::Module &model, torch::optim::Optimizer &optimizer, int keepLast, std::string *error);
 
 // Loads the newest checkpoint whose manifest verifies into model and optimizer and
 // restores the CPU generator. `warn` hears about every checkpoint skipped and why.
 std::optional<CheckpointPosition> loadLatestCheckpoint(const std::string &root, torch::nn::Module &model,
-                                                       torch::optim::Optimizer &optimizer,
-                                                       const std::function<void(const std::string &)> &warn,
-                                                       std::string *loadedFrom);
+    torch::optim::Optimizer &optimizer, const std::function<void(const std::string &)> &warn,
+    std::string *loadedFrom);
 
 // sha256 over the bytes of every parameter and buffer: equal digests = equal weights.
 std::string weightsDigest(torch::nn::Module &model);
 
-}  // namespace scalelab::trainer
+} // namespace scalelab::trainer

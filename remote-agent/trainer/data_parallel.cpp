@@ -18,9 +18,10 @@ bool isLoopback(const std::string &host)
 {
     return host == "localhost" || host.rfind("127.", 0) == 0 || host == "::1";
 }
-}  // namespace
+} // namespace
 
-DataParallel::DataParallel(const DataParallelOptions &options) : m_options(options)
+DataParallel::DataParallel(const DataParallelOptions &options)
+    : m_options(options)
 {
     c10d::TCPStoreOptions store;
     store.port = static_cast<std::uint16_t>(options.port);
@@ -31,17 +32,16 @@ DataParallel::DataParallel(const DataParallelOptions &options) : m_options(optio
     try {
         m_store = c10::make_intrusive<c10d::TCPStore>(options.host, store);
     } catch (const std::exception &e) {
-        throw std::runtime_error("rendezvous at " + options.host + ":" + std::to_string(options.port) +
-                                 " failed for rank " + std::to_string(options.rank) + " of " +
-                                 std::to_string(options.worldSize) + ": " +
-                                 std::string(e.what()).substr(0, 300));
+        throw std::runtime_error("rendezvous at " + options.host + ":" + std::to_string(options.port)
+            + " failed for rank " + std::to_string(options.rank) + " of " + std::to_string(options.worldSize)
+            + ": " + std::string(e.what()).substr(0, 300));
     }
     auto gloo = c10d::ProcessGroupGloo::Options::create(options.timeout);
     // The transport binds to the address peers reach us at: loopback for a one-node
     // run, else the address our hostname resolves to.
     gloo->devices.push_back(isLoopback(options.host)
-                                ? c10d::ProcessGroupGloo::createDeviceForHostname(options.host)
-                                : c10d::ProcessGroupGloo::createDefaultDevice());
+            ? c10d::ProcessGroupGloo::createDeviceForHostname(options.host)
+            : c10d::ProcessGroupGloo::createDefaultDevice());
     m_group = c10::make_intrusive<c10d::ProcessGroupGloo>(m_store, options.rank, options.worldSize, gloo);
 }
 
@@ -57,15 +57,15 @@ void DataParallel::attach(torch::nn::Module &module)
         torch::NoGradGuard noGrad;
         c10d::broadcast_coalesced(m_group, state, kBroadcastBucketBytes, 0);
     }
-    auto [buckets, limits] = c10d::compute_bucket_assignment_by_size(
-        parameters, {kFirstBucketBytes, m_options.bucketBytes}, std::vector<bool>(parameters.size(), false));
+    auto [buckets, limits] = c10d::compute_bucket_assignment_by_size(parameters,
+        { kFirstBucketBytes, m_options.bucketBytes }, std::vector<bool>(parameters.size(), false));
     // Gradients become ready roughly in reverse order of registration.
     std::reverse(buckets.begin(), buckets.end());
     std::reverse(limits.begin(), limits.end());
-    m_reducer = std::make_unique<c10d::Reducer>(
-        parameters, std::move(buckets), std::move(limits), m_group, std::vector<bool>(parameters.size(), false),
-        static_cast<int64_t>(m_options.bucketBytes), /*find_unused_parameters=*/false,
-        /*gradient_as_bucket_view=*/false, std::unordered_map<size_t, std::string>{},
+    m_reducer = std::make_unique<c10d::Reducer>(parameters, std::move(buckets), std::move(limits), m_group,
+        std::vector<bool>(parameters.size(), false), static_cast<int64_t>(m_options.bucketBytes),
+        /*find_unused_parameters=*/false,
+        /*gradient_as_bucket_view=*/false, std::unordered_map<size_t, std::string> {},
         static_cast<int64_t>(kFirstBucketBytes));
 }
 
@@ -91,7 +91,7 @@ void DataParallel::beforeBackward()
 
 void DataParallel::allReduceSum(torch::Tensor &tensor)
 {
-    std::vector<torch::Tensor> tensors = {tensor};
+    std::vector<torch::Tensor> tensors = { tensor };
     m_group->allreduce(tensors)->wait();
 }
 
@@ -100,4 +100,4 @@ void DataParallel::barrier()
     m_group->barrier()->wait();
 }
 
-}  // namespace scalelab::trainer
+} // namespace scalelab::trainer

@@ -15,17 +15,17 @@ namespace c10d {
 class ProcessGroup;
 class Reducer;
 class Store;
-}  // namespace c10d
+} // namespace c10d
 
 namespace scalelab::trainer {
 
 struct DataParallelOptions {
-    std::string host;  // TCPStore host (rank 0's node)
+    std::string host; // TCPStore host (rank 0's node)
     int port = 0;
     int rank = 0;
     int worldSize = 1;
     std::size_t bucketBytes = 4 << 20;
-    std::chrono::milliseconds timeout{std::chrono::seconds(120)};
+    std::chrono::milliseconds timeout { std::chrono::seconds(120) };
 };
 
 class DataParallel {
@@ -60,7 +60,7 @@ private:
     c10::intrusive_ptr<c10d::Store> m_store;
     c10::intrusive_ptr<c10d::ProcessGroup> m_group;
     std::unique_ptr<c10d::Reducer> m_reducer;
-    std::vector<torch::Tensor> m_buffers;  // BatchNorm running stats, kept equal to rank 0's
+    std::vector<torch::Tensor> m_buffers; // BatchNorm running stats, kept equal to rank 0's
 };
 
-}  // namespace scalelab::trainer
+} // namespace scalelab::trainer

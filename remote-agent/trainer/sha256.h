@@ -11,7 +11,7 @@ class Sha256 {
 public:
     Sha256();
     void update(const void *data, std::size_t size);
-    std::string hexDigest();  // finalises; call once
+    std::string hexDigest(); // finalises; call once
 
     // Hex digest of a file's contents; empty string when it cannot be read.
     static std::string ofFile(const std::string &path);
@@ -24,4 +24,4 @@ private:
     std::uint64_t m_bits = 0;
 };
 
-}  // namespace scalelab::trainer
+} // namespace scalelab::trainer

@@ -27,8 +27,8 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 // Per-channel statistics of the CIFAR-10 training set.
-constexpr float kMean[3] = {0.4914f, 0.4822f, 0.4465f};
-constexpr float kStd[3] = {0.2470f, 0.2435f, 0.2616f};
+constexpr float kMean[3] = { 0.4914f, 0.4822f, 0.4465f };
+constexpr float kStd[3] = { 0.2470f, 0.2435f, 0.2616f };
 constexpr std::int64_t kEvalBatch = 500;
 constexpr int kCropPadding = 4;
 constexpr std::size_t kPrefetchBatches = 4;
@@ -45,7 +45,8 @@ bool cpuHasBf16()
     std::string line;
     while (std::getline(cpuinfo, line))
         if (line.rfind("flags", 0) == 0)
-            return line.find(" avx512_bf16") != std::string::npos || line.find(" amx_bf16") != std::string::npos;
+            return line.find(" avx512_bf16") != std::string::npos
+                || line.find(" amx_bf16") != std::string::npos;
     return false;
 }
 
@@ -58,8 +59,8 @@ void setBlasThreads(int threads)
 }
 
 struct Batch {
-    torch::Tensor images;  // float [B, 3, 32, 32], normalised (and augmented)
-    torch::Tensor labels;  // int64 [B]
+    torch::Tensor images; // float [B, 3, 32, 32], normalised (and augmented)
+    torch::Tensor labels; // int64 [B]
 };
 
 // Turns a list of image indices into normalised, augmented batches on its own thread,
@@ -68,11 +69,14 @@ struct Batch {
 class BatchProducer {
 public:
     BatchProducer(const cifar::Images &images, std::vector<std::int64_t> indices, int batchSize, bool augment,
-                  std::uint64_t seed)
-        : m_images(images), m_indices(std::move(indices)), m_batchSize(batchSize), m_augment(augment),
-          m_rng(seed), m_thread([this] { run(); })
-    {
-    }
+        std::uint64_t seed)
+        : m_images(images)
+        , m_indices(std::move(indices))
+        , m_batchSize(batchSize)
+        , m_augment(augment)
+        , m_rng(seed)
+        , m_thread([this] { run(); })
+    { }
     ~BatchProducer()
     {
         {
@@ -106,7 +110,7 @@ private:
         for (std::size_t begin = 0; begin < m_indices.size(); begin += std::size_t(m_batchSize)) {
             const std::size_t end = std::min(m_indices.size(), begin + std::size_t(m_batchSize));
             const auto n = std::int64_t(end - begin);
-            Batch batch{torch::empty({n, 3, 32, 32}), torch::empty({n}, torch::kLong)};
+            Batch batch { torch::empty({ n, 3, 32, 32 }), torch::empty({ n }, torch::kLong) };
             float *out = batch.images.data_ptr<float>();
             std::int64_t *labels = batch.labels.data_ptr<std::int64_t>();
             for (std::int64_t i = 0; i < n; ++i) {
@@ -177,15 +181,16 @@ std::vector<std::int64_t> shardForEpoch(std::int64_t size, std::uint64_t seed, i
 
 torch::Tensor normalise(const torch::Tensor &pixels)
 {
-    static const auto mean = torch::tensor({kMean[0], kMean[1], kMean[2]}).view({1, 3, 1, 1});
-    static const auto std = torch::tensor({kStd[0], kStd[1], kStd[2]}).view({1, 3, 1, 1});
+    static const auto mean = torch::tensor({ kMean[0], kMean[1], kMean[2] }).view({ 1, 3, 1, 1 });
+    static const auto std = torch::tensor({ kStd[0], kStd[1], kStd[2] }).view({ 1, 3, 1, 1 });
     return (pixels.to(torch::kFloat).div_(255.0f) - mean) / std;
 }
 
 // Autocast to bf16 for the scope, when asked.
 class AutocastScope {
 public:
-    explicit AutocastScope(bool enabled) : m_enabled(enabled)
+    explicit AutocastScope(bool enabled)
+        : m_enabled(enabled)
     {
         if (m_enabled) {
             at::autocast::set_autocast_cpu_dtype(at::kBFloat16);
@@ -204,7 +209,7 @@ private:
     bool m_enabled;
 };
 
-}  // namespace
+} // namespace
 
 std::string validate(const TrainingConfig &c)
 {
@@ -254,12 +259,12 @@ std::string validate(const TrainingConfig &c)
 int runTraining(const TrainingConfig &config, EventWriter &events)
 {
     const auto fail = [&](const std::string &message) {
-        events.emit("error", {{"message", message}});
+        events.emit("error", { { "message", message } });
         return 1;
     };
     if (auto problem = validate(config); !problem.empty())
         return fail(problem);
-    const bool reports = config.rank == 0;  // one voice per run: rank 0 reports metrics
+    const bool reports = config.rank == 0; // one voice per run: rank 0 reports metrics
 
     std::string rendezvousHost;
     int rendezvousPort = 0;
@@ -268,11 +273,11 @@ int runTraining(const TrainingConfig &config, EventWriter &events)
         rendezvousHost = config.rendezvous.substr(0, colon);
         rendezvousPort = std::atoi(config.rendezvous.c_str() + colon + 1);
     }
-    const bool allRanksHere = config.worldSize == 1 || rendezvousHost.rfind("127.", 0) == 0 ||
-                              rendezvousHost == "localhost";
+    const bool allRanksHere
+        = config.worldSize == 1 || rendezvousHost.rfind("127.", 0) == 0 || rendezvousHost == "localhost";
     const int cores = int(std::max(1u, std::thread::hardware_concurrency()));
-    const int threads =
-        config.threads > 0 ? config.threads : std::max(1, cores / (allRanksHere ? config.worldSize : 1));
+    const int threads
+        = config.threads > 0 ? config.threads : std::max(1, cores / (allRanksHere ? config.worldSize : 1));
     torch::set_num_threads(threads);
     setBlasThreads(threads);
     torch::manual_seed(config.seed);
@@ -281,19 +286,22 @@ int runTraining(const TrainingConfig &config, EventWriter &events)
     const auto summary = cifar::inspectDataset(config.dataDir, &error);
     if (!summary)
         return fail(error);
-    auto train = cifar::readSplit(config.dataDir, cifar::Split::Train, std::size_t(config.maxTrainImages), &error);
+    auto train
+        = cifar::readSplit(config.dataDir, cifar::Split::Train, std::size_t(config.maxTrainImages), &error);
     if (!train)
         return fail(error);
-    auto test = cifar::readSplit(config.dataDir, cifar::Split::Test, std::size_t(config.maxTestImages), &error);
+    auto test
+        = cifar::readSplit(config.dataDir, cifar::Split::Test, std::size_t(config.maxTestImages), &error);
     if (!test)
         return fail(error);
     const auto testCount = std::int64_t(test->size());
-    const auto testPixels =
-        torch::from_blob(test->pixels.data(), {testCount, 3, 32, 32}, torch::kUInt8);
-    const auto testLabels = torch::from_blob(test->labels.data(), {testCount}, torch::kUInt8).to(torch::kLong);
+    const auto testPixels = torch::from_blob(test->pixels.data(), { testCount, 3, 32, 32 }, torch::kUInt8);
+    const auto testLabels
+        = torch::from_blob(test->labels.data(), { testCount }, torch::kUInt8).to(torch::kLong);
 
     SeedNet net;
-    const auto memoryFormat = config.channelsLast ? at::MemoryFormat::ChannelsLast : at::MemoryFormat::Contiguous;
+    const auto memoryFormat
+        = config.channelsLast ? at::MemoryFormat::ChannelsLast : at::MemoryFormat::Contiguous;
     if (config.channelsLast)
         for (auto &p : net->parameters())
             if (p.dim() == 4)
@@ -314,10 +322,9 @@ int runTraining(const TrainingConfig &config, EventWriter &events)
 
     const std::int64_t globalBatch = std::int64_t(config.batchSize) * config.worldSize;
     const double peakLr = config.lrScaling == "linear"
-                              ? config.learningRate * double(globalBatch) / double(config.baseBatch)
-                              : config.learningRate;
-    torch::optim::SGD optimizer(
-        net->parameters(),
+        ? config.learningRate * double(globalBatch) / double(config.baseBatch)
+        : config.learningRate;
+    torch::optim::SGD optimizer(net->parameters(),
         torch::optim::SGDOptions(peakLr).momentum(config.momentum).weight_decay(config.weightDecay));
 
     CheckpointPosition position;
@@ -325,7 +332,10 @@ int runTraining(const TrainingConfig &config, EventWriter &events)
     if (config.resume) {
         auto loaded = loadLatestCheckpoint(
             config.checkpointDir, *net, optimizer,
-            [&](const std::string &warning) { events.emit("warning", {{"message", warning}}); }, &resumedFrom);
+            [&](const std::string &warning) {
+                events.emit("warning", { { "message", warning } });
+            },
+            &resumedFrom);
         if (loaded)
             position = *loaded;
     }
@@ -337,12 +347,13 @@ int runTraining(const TrainingConfig &config, EventWriter &events)
     const std::int64_t stepsPerEpoch = (perRank + config.batchSize - 1) / config.batchSize;
     const std::int64_t totalSteps = stepsPerEpoch * config.epochs;
     const auto warmupSteps = std::int64_t(std::llround(config.warmupEpochs * double(stepsPerEpoch)));
-    const auto lrAt = [&](std::int64_t step) {  // step: 0-based
+    const auto lrAt = [&](std::int64_t step) { // step: 0-based
         if (step < warmupSteps)
             return peakLr * (0.1 + 0.9 * double(step) / double(warmupSteps));
         if (config.schedule == "constant")
             return peakLr;
-        const double progress = double(step - warmupSteps) / double(std::max<std::int64_t>(1, totalSteps - warmupSteps));
+        const double progress
+            = double(step - warmupSteps) / double(std::max<std::int64_t>(1, totalSteps - warmupSteps));
         return peakLr * 0.5 * (1.0 + std::cos(M_PI * progress));
     };
 
@@ -352,19 +363,14 @@ int runTraining(const TrainingConfig &config, EventWriter &events)
     for (const auto &p : net->parameters())
         parameterCount += p.numel();
     if (reports)
-        events.emit("started", {{"dataset_dir", summary->directory},
-                                {"synthetic", summary->synthetic},
-                                {"train_images", std::int64_t(train->size())},
-                                {"test_images", testCount},
-                                {"parameters", parameterCount},
-                                {"threads", std::int64_t{threads}},
-                                {"device", std::string("cpu")},
-                                {"steps_per_epoch", stepsPerEpoch},
-                                {"world_size", std::int64_t{config.worldSize}},
-                                {"global_batch", globalBatch},
-                                {"peak_lr", peakLr},
-                                {"resumed_epoch", std::int64_t{position.epoch}},
-                                {"resumed_from", resumedFrom}});
+        events.emit("started",
+            { { "dataset_dir", summary->directory }, { "synthetic", summary->synthetic },
+                { "train_images", std::int64_t(train->size()) }, { "test_images", testCount },
+                { "parameters", parameterCount }, { "threads", std::int64_t { threads } },
+                { "device", std::string("cpu") }, { "steps_per_epoch", stepsPerEpoch },
+                { "world_size", std::int64_t { config.worldSize } }, { "global_batch", globalBatch },
+                { "peak_lr", peakLr }, { "resumed_epoch", std::int64_t { position.epoch } },
+                { "resumed_from", resumedFrom } });
 
     const auto runStart = Clock::now();
     std::int64_t step = position.step;
@@ -374,9 +380,10 @@ int runTraining(const TrainingConfig &config, EventWriter &events)
     const bool bf16 = config.precision == "bf16";
     for (int epoch = position.epoch + 1; epoch <= config.epochs; ++epoch) {
         const auto epochStart = Clock::now();
-        BatchProducer batches(*train, shardForEpoch(std::int64_t(train->size()), config.seed, epoch, config.rank, config.worldSize),
-                              config.batchSize, config.augment,
-                              config.seed ^ (std::uint64_t(epoch) << 32) ^ (std::uint64_t(config.rank) << 48));
+        BatchProducer batches(*train,
+            shardForEpoch(std::int64_t(train->size()), config.seed, epoch, config.rank, config.worldSize),
+            config.batchSize, config.augment,
+            config.seed ^ (std::uint64_t(epoch) << 32) ^ (std::uint64_t(config.rank) << 48));
         torch::Tensor lossSum = torch::zeros({}, torch::kDouble);
         torch::Tensor correct = torch::zeros({}, torch::kLong);
         std::int64_t seen = 0;
@@ -393,8 +400,7 @@ int runTraining(const TrainingConfig &config, EventWriter &events)
             {
                 AutocastScope autocast(bf16);
                 out = net->forward(x);
-                loss = torch::nn::functional::cross_entropy(
-                    out.to(torch::kFloat), batch.labels,
+                loss = torch::nn::functional::cross_entropy(out.to(torch::kFloat), batch.labels,
                     torch::nn::functional::CrossEntropyFuncOptions().label_smoothing(config.labelSmoothing));
             }
             if (parallel)
@@ -409,25 +415,26 @@ int runTraining(const TrainingConfig &config, EventWriter &events)
             ++step;
             imagesSeen += n * config.worldSize;
             if (reports)
-                events.emit("step", {{"epoch", std::int64_t{epoch}},
-                                     {"step", step},
-                                     {"loss", lossValue},
-                                     {"lr", lr},
-                                     {"images_per_second", double(n * config.worldSize) / secondsSince(stepStart)},
-                                     {"elapsed_seconds", secondsSince(runStart)}});
+                events.emit("step",
+                    { { "epoch", std::int64_t { epoch } }, { "step", step }, { "loss", lossValue },
+                        { "lr", lr },
+                        { "images_per_second", double(n * config.worldSize) / secondsSince(stepStart) },
+                        { "elapsed_seconds", secondsSince(runStart) } });
         }
         const double epochTrainSeconds = secondsSince(epochStart);
         trainSeconds += epochTrainSeconds;
 
         // Train statistics over all ranks, then the test split, each image exactly once.
-        torch::Tensor trainStats = torch::stack({lossSum, correct.to(torch::kDouble), torch::tensor(double(seen), torch::kDouble)});
-        torch::Tensor testStats = torch::zeros({3}, torch::kDouble);
+        torch::Tensor trainStats = torch::stack(
+            { lossSum, correct.to(torch::kDouble), torch::tensor(double(seen), torch::kDouble) });
+        torch::Tensor testStats = torch::zeros({ 3 }, torch::kDouble);
         if (parallel)
             parallel->syncBuffers();
         {
             torch::NoGradGuard noGrad;
             net->eval();
-            for (std::int64_t begin = config.rank * kEvalBatch; begin < testCount; begin += kEvalBatch * config.worldSize) {
+            for (std::int64_t begin = config.rank * kEvalBatch; begin < testCount;
+                 begin += kEvalBatch * config.worldSize) {
                 const auto end = std::min(begin + kEvalBatch, testCount);
                 auto xs = normalise(testPixels.slice(0, begin, end));
                 if (config.channelsLast)
@@ -436,7 +443,7 @@ int runTraining(const TrainingConfig &config, EventWriter &events)
                 AutocastScope autocast(bf16);
                 const auto logits = net->forward(xs).to(torch::kFloat);
                 testStats[0] += torch::nn::functional::cross_entropy(
-                                    logits, ys, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
+                    logits, ys, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
                                     .item<double>();
                 testStats[1] += logits.argmax(1).eq(ys).sum().item<std::int64_t>();
                 testStats[2] += double(end - begin);
@@ -452,45 +459,45 @@ int runTraining(const TrainingConfig &config, EventWriter &events)
         lastAccuracy = testStats[1].item<double>() / testN;
         bestAccuracy = std::max(bestAccuracy, lastAccuracy);
         if (reports)
-            events.emit("epoch", {{"epoch", std::int64_t{epoch}},
-                                  {"train_loss", trainStats[0].item<double>() / trainN},
-                                  {"train_accuracy", trainStats[1].item<double>() / trainN},
-                                  {"test_loss", testStats[0].item<double>() / testN},
-                                  {"test_accuracy", lastAccuracy},
-                                  {"test_images", std::int64_t(testN)},
-                                  {"epoch_seconds", secondsSince(epochStart)},
-                                  {"images_per_second", trainN / epochTrainSeconds},
-                                  {"elapsed_seconds", secondsSince(runStart)}});
+            events.emit("epoch",
+                { { "epoch", std::int64_t { epoch } },
+                    { "train_loss", trainStats[0].item<double>() / trainN },
+                    { "train_accuracy", trainStats[1].item<double>() / trainN },
+                    { "test_loss", testStats[0].item<double>() / testN }, { "test_accuracy", lastAccuracy },
+                    { "test_images", std::int64_t(testN) }, { "epoch_seconds", secondsSince(epochStart) },
+                    { "images_per_second", trainN / epochTrainSeconds },
+                    { "elapsed_seconds", secondsSince(runStart) } });
 
-        const bool checkpointNow =
-            !config.checkpointDir.empty() && (epoch % config.checkpointEvery == 0 || epoch == config.epochs);
+        const bool checkpointNow = !config.checkpointDir.empty()
+            && (epoch % config.checkpointEvery == 0 || epoch == config.epochs);
         if (checkpointNow && config.rank == 0) {
-            const std::string path = saveCheckpoint(config.checkpointDir, {epoch, step}, *net, optimizer,
-                                                    kKeepCheckpoints, &error);
+            const std::string path = saveCheckpoint(
+                config.checkpointDir, { epoch, step }, *net, optimizer, kKeepCheckpoints, &error);
             if (path.empty())
                 return fail(error);
-            events.emit("checkpoint", {{"epoch", std::int64_t{epoch}}, {"step", step}, {"path", path}});
+            events.emit(
+                "checkpoint", { { "epoch", std::int64_t { epoch } }, { "step", step }, { "path", path } });
         }
         if (checkpointNow && parallel)
-            parallel->barrier();  // nobody runs ahead of a checkpoint that may be resumed
+            parallel->barrier(); // nobody runs ahead of a checkpoint that may be resumed
     }
-    events.emit("finished", {{"final_test_accuracy", lastAccuracy},
-                             {"best_test_accuracy", bestAccuracy},
-                             {"wall_seconds", secondsSince(runStart)},
-                             {"images_per_second", trainSeconds > 0 ? double(imagesSeen) / trainSeconds : 0.0},
-                             {"epochs_completed", std::int64_t{config.epochs}},
-                             {"weights_sha256", weightsDigest(*net)}});
+    events.emit("finished",
+        { { "final_test_accuracy", lastAccuracy }, { "best_test_accuracy", bestAccuracy },
+            { "wall_seconds", secondsSince(runStart) },
+            { "images_per_second", trainSeconds > 0 ? double(imagesSeen) / trainSeconds : 0.0 },
+            { "epochs_completed", std::int64_t { config.epochs } },
+            { "weights_sha256", weightsDigest(*net) } });
     return 0;
 }
 
-}  // namespace scalelab::trainer
+} // namespace scalelab::trainer
 
 namespace scalelab::trainer {
 
 int runGradientCheck(const TrainingConfig &config, EventWriter &events)
 {
     if (auto problem = validate(config); !problem.empty()) {
-        events.emit("error", {{"message", problem}});
+        events.emit("error", { { "message", problem } });
         return 1;
     }
     torch::set_num_threads(config.threads > 0 ? config.threads : 1);
@@ -499,14 +506,15 @@ int runGradientCheck(const TrainingConfig &config, EventWriter &events)
     const auto total = std::int64_t(config.batchSize) * config.worldSize;
     auto images = cifar::readSplit(config.dataDir, cifar::Split::Train, std::size_t(total), &error);
     if (!images || std::int64_t(images->size()) < total) {
-        events.emit("error", {{"message", images ? "need " + std::to_string(total) + " training images" : error}});
+        events.emit("error",
+            { { "message", images ? "need " + std::to_string(total) + " training images" : error } });
         return 1;
     }
-    const auto x = normalise(torch::from_blob(images->pixels.data(), {total, 3, 32, 32}, torch::kUInt8));
-    const auto y = torch::from_blob(images->labels.data(), {total}, torch::kUInt8).to(torch::kLong);
+    const auto x = normalise(torch::from_blob(images->pixels.data(), { total, 3, 32, 32 }, torch::kUInt8));
+    const auto y = torch::from_blob(images->labels.data(), { total }, torch::kUInt8).to(torch::kLong);
 
     SeedNet net;
-    net->eval();  // no dropout, BatchNorm on running statistics: per-image loss terms
+    net->eval(); // no dropout, BatchNorm on running statistics: per-image loss terms
     std::unique_ptr<DataParallel> parallel;
     if (config.worldSize > 1) {
         const auto colon = config.rendezvous.rfind(':');
@@ -538,8 +546,9 @@ int runGradientCheck(const TrainingConfig &config, EventWriter &events)
     const auto begin = std::int64_t(config.rank) * config.batchSize;
     if (parallel)
         parallel->beforeForward();
-    const auto loss = torch::nn::functional::cross_entropy(net->forward(x.slice(0, begin, begin + config.batchSize)),
-                                                           y.slice(0, begin, begin + config.batchSize));
+    const auto loss
+        = torch::nn::functional::cross_entropy(net->forward(x.slice(0, begin, begin + config.batchSize)),
+            y.slice(0, begin, begin + config.batchSize));
     if (parallel)
         parallel->beforeBackward();
     loss.backward();
@@ -552,17 +561,17 @@ int runGradientCheck(const TrainingConfig &config, EventWriter &events)
             maxDiff = std::max(maxDiff, (averaged[i].grad() - whole[i].grad()).abs().max().item<double>());
             maxGrad = std::max(maxGrad, whole[i].grad().abs().max().item<double>());
         }
-        events.emit("gradient_check", {{"max_abs_diff", maxDiff},
-                                       {"max_abs_grad", maxGrad},
-                                       {"tensors", std::int64_t(averaged.size())},
-                                       {"world_size", std::int64_t{config.worldSize}}});
+        events.emit("gradient_check",
+            { { "max_abs_diff", maxDiff }, { "max_abs_grad", maxGrad },
+                { "tensors", std::int64_t(averaged.size()) },
+                { "world_size", std::int64_t { config.worldSize } } });
     }
     if (parallel)
         parallel->barrier();
     return 0;
 }
 
-}  // namespace scalelab::trainer
+} // namespace scalelab::trainer
 
 namespace scalelab::trainer {
 
@@ -573,7 +582,8 @@ int runBench(const TrainingConfig &config, int warmupSteps, int steps, EventWrit
     setBlasThreads(threads);
     torch::manual_seed(config.seed);
     SeedNet net;
-    const auto memoryFormat = config.channelsLast ? at::MemoryFormat::ChannelsLast : at::MemoryFormat::Contiguous;
+    const auto memoryFormat
+        = config.channelsLast ? at::MemoryFormat::ChannelsLast : at::MemoryFormat::Contiguous;
     if (config.channelsLast)
         for (auto &p : net->parameters())
             if (p.dim() == 4)
@@ -592,7 +602,8 @@ int runBench(const TrainingConfig &config, int warmupSteps, int steps, EventWrit
         parallel = std::make_unique<DataParallel>(options);
         parallel->attach(*net);
     }
-    torch::optim::SGD optimizer(net->parameters(), torch::optim::SGDOptions(0.01).momentum(0.9).weight_decay(5e-4));
+    torch::optim::SGD optimizer(
+        net->parameters(), torch::optim::SGDOptions(0.01).momentum(0.9).weight_decay(5e-4));
     // Synthetic input: random pixels and labels, generated once (throughput only).
     auto x = torch::randn({ config.batchSize, 3, 32, 32 }).contiguous(memoryFormat);
     const auto y = torch::randint(0, 10, { config.batchSize }, torch::kLong);
@@ -600,7 +611,7 @@ int runBench(const TrainingConfig &config, int warmupSteps, int steps, EventWrit
     std::vector<double> seconds;
     for (int i = 0; i < warmupSteps + steps; ++i) {
         if (parallel)
-            parallel->barrier();  // time the same step on every rank
+            parallel->barrier(); // time the same step on every rank
         const auto start = Clock::now();
         optimizer.zero_grad();
         if (parallel)
@@ -621,14 +632,12 @@ int runBench(const TrainingConfig &config, int warmupSteps, int steps, EventWrit
     std::sort(seconds.begin(), seconds.end());
     const double median = seconds[seconds.size() / 2];
     if (config.rank == 0)
-        events.emit("bench", { { "images_per_second", double(config.batchSize) * config.worldSize / median },
-                                 { "median_step_seconds", median },
-                                 { "batch_size", std::int64_t { config.batchSize } },
-                                 { "threads", std::int64_t { threads } },
-                                 { "world_size", std::int64_t { config.worldSize } },
-                                 { "precision", config.precision },
-                                 { "channels_last", config.channelsLast },
-                                 { "steps", std::int64_t { steps } } });
+        events.emit("bench",
+            { { "images_per_second", double(config.batchSize) * config.worldSize / median },
+                { "median_step_seconds", median }, { "batch_size", std::int64_t { config.batchSize } },
+                { "threads", std::int64_t { threads } }, { "world_size", std::int64_t { config.worldSize } },
+                { "precision", config.precision }, { "channels_last", config.channelsLast },
+                { "steps", std::int64_t { steps } } });
     return 0;
 }
 
