@@ -1,6 +1,7 @@
 #include "agent_service.h"
 
 #include "cifar10.h"
+#include "cpu_features.h"
 #include "log.h"
 
 #include <algorithm>
@@ -49,17 +50,6 @@ std::string hostName()
     char host[256] = {};
     gethostname(host, sizeof host - 1);
     return host;
-}
-
-bool cpuHasBf16()
-{
-    std::ifstream cpuinfo("/proc/cpuinfo");
-    std::string line;
-    while (std::getline(cpuinfo, line))
-        if (line.rfind("flags", 0) == 0)
-            return line.find(" avx512_bf16") != std::string::npos
-                || line.find(" amx_bf16") != std::string::npos;
-    return false;
 }
 
 // A port the kernel reports free right now (the TCPStore binds it moments later).
@@ -233,7 +223,7 @@ grpc::Status AgentService::StartWorkers(
     if (spec.gpus_per_worker() > 0)
         return precondition("spec.gpus_per_worker is " + std::to_string(spec.gpus_per_worker())
             + " but this node has no GPU; use 0 for CPU training");
-    if (spec.precision() == v1::BF16 && !cpuHasBf16())
+    if (spec.precision() == v1::BF16 && !cpu::hasBf16())
         return precondition("spec.precision BF16 needs a CPU with AVX-512 BF16 or AMX; this node has "
                             "neither. Use FP32");
     if (!spec.lr_scaling().empty() && spec.lr_scaling() != "none" && spec.lr_scaling() != "linear")

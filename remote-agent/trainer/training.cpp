@@ -2,6 +2,7 @@
 
 #include "checkpoint.h"
 #include "cifar10.h"
+#include "cpu_features.h"
 #include "data_parallel.h"
 #include "event_writer.h"
 #include "seed_model.h"
@@ -37,17 +38,6 @@ constexpr int kKeepCheckpoints = 3;
 double secondsSince(Clock::time_point t)
 {
     return std::chrono::duration<double>(Clock::now() - t).count();
-}
-
-bool cpuHasBf16()
-{
-    std::ifstream cpuinfo("/proc/cpuinfo");
-    std::string line;
-    while (std::getline(cpuinfo, line))
-        if (line.rfind("flags", 0) == 0)
-            return line.find(" avx512_bf16") != std::string::npos
-                || line.find(" amx_bf16") != std::string::npos;
-    return false;
 }
 
 // OpenBLAS keeps its own pool; size it like torch's so ranks never oversubscribe.
@@ -179,6 +169,31 @@ std::vector<std::int64_t> shardForEpoch(std::int64_t size, std::uint64_t seed, i
     return shard;
 }
 
+// The process group for a data-parallel config, or null for a single rank.
+std::unique_ptr<DataParallel> connectRanks(const TrainingConfig &config)
+{
+    if (config.worldSize <= 1)
+        return nullptr;
+    const auto colon = config.rendezvous.rfind(':');
+    DataParallelOptions options;
+    options.host = config.rendezvous.substr(0, colon);
+    options.port = std::atoi(config.rendezvous.c_str() + colon + 1);
+    options.rank = config.rank;
+    options.worldSize = config.worldSize;
+    options.bucketBytes = std::size_t(config.bucketMb) << 20;
+    options.timeout = std::chrono::seconds(config.collectiveTimeoutSeconds);
+    return std::make_unique<DataParallel>(options);
+}
+
+void toMemoryFormat(SeedNet &net, at::MemoryFormat format)
+{
+    if (format == at::MemoryFormat::Contiguous)
+        return;
+    for (auto &p : net->parameters())
+        if (p.dim() == 4)
+            p.set_data(p.contiguous(format));
+}
+
 torch::Tensor normalise(const torch::Tensor &pixels)
 {
     static const auto mean = torch::tensor({ kMean[0], kMean[1], kMean[2] }).view({ 1, 3, 1, 1 });
@@ -237,7 +252,7 @@ std::string validate(const TrainingConfig &c)
         return "--label-smoothing must be in [0, 1)";
     if (c.precision != "fp32" && c.precision != "bf16")
         return "--precision must be 'fp32' or 'bf16'";
-    if (c.precision == "bf16" && !cpuHasBf16())
+    if (c.precision == "bf16" && !cpu::hasBf16())
         return "--precision bf16 needs a CPU with AVX-512 BF16 or AMX (this one has neither); use fp32";
     if (c.threads < 0)
         return "--threads must be 0 (automatic) or more";
@@ -266,13 +281,8 @@ int runTraining(const TrainingConfig &config, EventWriter &events)
         return fail(problem);
     const bool reports = config.rank == 0; // one voice per run: rank 0 reports metrics
 
-    std::string rendezvousHost;
-    int rendezvousPort = 0;
-    if (config.worldSize > 1) {
-        const auto colon = config.rendezvous.rfind(':');
-        rendezvousHost = config.rendezvous.substr(0, colon);
-        rendezvousPort = std::atoi(config.rendezvous.c_str() + colon + 1);
-    }
+    // A loopback rendezvous means every rank shares this node's cores.
+    const std::string rendezvousHost = config.rendezvous.substr(0, config.rendezvous.rfind(':'));
     const bool allRanksHere
         = config.worldSize == 1 || rendezvousHost.rfind("127.", 0) == 0 || rendezvousHost == "localhost";
     const int cores = int(std::max(1u, std::thread::hardware_concurrency()));
@@ -302,23 +312,10 @@ int runTraining(const TrainingConfig &config, EventWriter &events)
     SeedNet net;
     const auto memoryFormat
         = config.channelsLast ? at::MemoryFormat::ChannelsLast : at::MemoryFormat::Contiguous;
-    if (config.channelsLast)
-        for (auto &p : net->parameters())
-            if (p.dim() == 4)
-                p.set_data(p.contiguous(memoryFormat));
+    toMemoryFormat(net, memoryFormat);
     net->train();
 
-    std::unique_ptr<DataParallel> parallel;
-    if (config.worldSize > 1) {
-        DataParallelOptions options;
-        options.host = rendezvousHost;
-        options.port = rendezvousPort;
-        options.rank = config.rank;
-        options.worldSize = config.worldSize;
-        options.bucketBytes = std::size_t(config.bucketMb) << 20;
-        options.timeout = std::chrono::seconds(config.collectiveTimeoutSeconds);
-        parallel = std::make_unique<DataParallel>(options);
-    }
+    std::unique_ptr<DataParallel> parallel = connectRanks(config);
 
     const std::int64_t globalBatch = std::int64_t(config.batchSize) * config.worldSize;
     const double peakLr = config.lrScaling == "linear"
@@ -515,19 +512,9 @@ int runGradientCheck(const TrainingConfig &config, EventWriter &events)
 
     SeedNet net;
     net->eval(); // no dropout, BatchNorm on running statistics: per-image loss terms
-    std::unique_ptr<DataParallel> parallel;
-    if (config.worldSize > 1) {
-        const auto colon = config.rendezvous.rfind(':');
-        DataParallelOptions options;
-        options.host = config.rendezvous.substr(0, colon);
-        options.port = std::atoi(config.rendezvous.c_str() + colon + 1);
-        options.rank = config.rank;
-        options.worldSize = config.worldSize;
-        options.bucketBytes = std::size_t(config.bucketMb) << 20;
-        options.timeout = std::chrono::seconds(config.collectiveTimeoutSeconds);
-        parallel = std::make_unique<DataParallel>(options);
+    std::unique_ptr<DataParallel> parallel = connectRanks(config);
+    if (parallel)
         parallel->attach(*net);
-    }
     // The reference replica: rank 0's weights, the whole batch, no communication.
     SeedNet reference;
     reference->eval();
@@ -584,24 +571,11 @@ int runBench(const TrainingConfig &config, int warmupSteps, int steps, EventWrit
     SeedNet net;
     const auto memoryFormat
         = config.channelsLast ? at::MemoryFormat::ChannelsLast : at::MemoryFormat::Contiguous;
-    if (config.channelsLast)
-        for (auto &p : net->parameters())
-            if (p.dim() == 4)
-                p.set_data(p.contiguous(memoryFormat));
+    toMemoryFormat(net, memoryFormat);
     net->train();
-    std::unique_ptr<DataParallel> parallel;
-    if (config.worldSize > 1) {
-        const auto colon = config.rendezvous.rfind(':');
-        DataParallelOptions options;
-        options.host = config.rendezvous.substr(0, colon);
-        options.port = std::atoi(config.rendezvous.c_str() + colon + 1);
-        options.rank = config.rank;
-        options.worldSize = config.worldSize;
-        options.bucketBytes = std::size_t(config.bucketMb) << 20;
-        options.timeout = std::chrono::seconds(config.collectiveTimeoutSeconds);
-        parallel = std::make_unique<DataParallel>(options);
+    std::unique_ptr<DataParallel> parallel = connectRanks(config);
+    if (parallel)
         parallel->attach(*net);
-    }
     torch::optim::SGD optimizer(
         net->parameters(), torch::optim::SGDOptions(0.01).momentum(0.9).weight_decay(5e-4));
     // Synthetic input: random pixels and labels, generated once (throughput only).

@@ -1,0 +1,19 @@
+#include "cpu_features.h"
+
+#include <fstream>
+#include <string>
+
+namespace scalelab::cpu {
+
+bool hasBf16()
+{
+    std::ifstream cpuinfo("/proc/cpuinfo");
+    std::string line;
+    while (std::getline(cpuinfo, line))
+        if (line.rfind("flags", 0) == 0)
+            return line.find(" avx512_bf16") != std::string::npos
+                || line.find(" amx_bf16") != std::string::npos;
+    return false;
+}
+
+} // namespace scalelab::cpu
