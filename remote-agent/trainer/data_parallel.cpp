@@ -71,6 +71,9 @@ void DataParallel::attach(torch::nn::Module &module)
 
 void DataParallel::beforeForward()
 {
+    // As DDP's forward: after the first iteration, regroup the buckets in the order the
+    // gradients actually became ready, so each all-reduce starts as early as it can.
+    m_reducer->rebuild_buckets();
     m_reducer->prepare_for_forward();
     // DDP's broadcast_buffers: every rank normalises with rank 0's running statistics.
     syncBuffers();
