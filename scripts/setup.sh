@@ -11,6 +11,7 @@ SCALELAB_PACKAGES=(
   libtorch-dev libgloo-dev libopenblas0-pthread   # without OpenBLAS, torch is ~30x slower
   qt6-base-dev qt6-charts-dev libqt6opengl6-dev libgl-dev libxkbcommon-dev
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
+  qt6-svg-dev libsqlite3-dev    # chart export as SVG; the study journal
 )
 
 scalelab_install_dependencies() {
