@@ -18,14 +18,14 @@ inline constexpr double kNotMeasured = std::numeric_limits<double>::quiet_NaN();
 
 // One point of a study's grid: how a run trains and how wide it is.
 struct RunConfig {
-    bool baseline = false;        // the one-worker reference every speedup divides by
-    int workers = 1;              // ranks
-    int batchSize = 64;           // per worker; the global batch is batchSize * workers
+    bool baseline = false; // the one-worker reference every speedup divides by
+    int workers = 1; // ranks
+    int batchSize = 64; // per worker; the global batch is batchSize * workers
     int epochs = 1;
-    double gpusPerWorker = 0;     // 0 = CPU; 0.5 = two workers share a GPU
-    int threadsPerWorker = 0;     // 0 = the node's cores / ranks on it
-    QString precision = QStringLiteral("fp32");  // "fp32" | "bf16"
-    QString lrRule = QStringLiteral("none");     // "none" (fixed) | "linear" (scaled with the global batch)
+    double gpusPerWorker = 0; // 0 = CPU; 0.5 = two workers share a GPU
+    int threadsPerWorker = 0; // 0 = the node's cores / ranks on it
+    QString precision = QStringLiteral("fp32"); // "fp32" | "bf16"
+    QString lrRule = QStringLiteral("none"); // "none" (fixed) | "linear" (scaled with the global batch)
 
     int globalBatch() const { return batchSize * workers; }
     // Stable, human-readable identity of the configuration, e.g. "w2-b64-e3-cpu-t1-fp32-lr_none".
@@ -34,17 +34,17 @@ struct RunConfig {
 };
 
 struct EpochPoint {
-    int epoch = 0;                // 1-based
+    int epoch = 0; // 1-based
     double trainLoss = kNotMeasured;
-    double trainAccuracy = kNotMeasured;   // fraction in [0, 1]
+    double trainAccuracy = kNotMeasured; // fraction in [0, 1]
     double testLoss = kNotMeasured;
-    double testAccuracy = kNotMeasured;    // fraction in [0, 1]
-    double elapsedSeconds = kNotMeasured;  // since the run's training started (attempts summed)
+    double testAccuracy = kNotMeasured; // fraction in [0, 1]
+    double elapsedSeconds = kNotMeasured; // since the run's training started (attempts summed)
     double imagesPerSecond = kNotMeasured;
 };
 
 struct StepPoint {
-    qint64 step = 0;              // global optimizer step, 1-based
+    qint64 step = 0; // global optimizer step, 1-based
     int epoch = 0;
     double loss = kNotMeasured;
     double elapsedSeconds = kNotMeasured;
@@ -53,52 +53,53 @@ struct StepPoint {
 // One attempt of a run: the first start, then one per retry.
 struct AttemptRecord {
     int attempt = 1;
-    QStringList agents;           // addresses of the agents that hosted its ranks
-    QString outcome;              // run state name at the attempt's end ("RUNNING" while live)
-    QString reason;               // why it ended (failure message), empty when it succeeded
-    int resumedFromEpoch = 0;     // 0 = fresh start
+    QStringList agents; // addresses of the agents that hosted its ranks
+    QString outcome; // run state name at the attempt's end ("RUNNING" while live)
+    QString reason; // why it ended (failure message), empty when it succeeded
+    int resumedFromEpoch = 0; // 0 = fresh start
     qint64 startedUnixMs = 0;
-    qint64 endedUnixMs = 0;       // 0 while live
+    qint64 endedUnixMs = 0; // 0 while live
 };
 
 struct RunResult {
     QString runId;
     RunConfig config;
-    int repeat = 0;               // 0-based index among the repeats of this configuration
-    QString state = QStringLiteral("PENDING");  // PENDING | STARTING | RUNNING | SUCCEEDED | FAILED | CANCELLED
-    QString stateReason;          // e.g. why it is PENDING or why it FAILED, in words
+    int repeat = 0; // 0-based index among the repeats of this configuration
+    QString state
+        = QStringLiteral("PENDING"); // PENDING | STARTING | RUNNING | SUCCEEDED | FAILED | CANCELLED
+    QString stateReason; // e.g. why it is PENDING or why it FAILED, in words
     QList<AttemptRecord> attempts;
     double finalTestAccuracy = kNotMeasured;
     double bestTestAccuracy = kNotMeasured;
-    double wallSeconds = kNotMeasured;        // training wall-clock over all attempts
+    double wallSeconds = kNotMeasured; // training wall-clock over all attempts
     double imagesPerSecond = kNotMeasured;
     std::optional<double> timeToTargetSeconds; // first epoch end at or above the study's target
     QList<EpochPoint> epochs;
-    QList<StepPoint> steps;       // may be downsampled for long runs
+    QList<StepPoint> steps; // may be downsampled for long runs
 };
 
 // A node as the study saw it (from the agent's Describe).
 struct NodeInfo {
-    QString agent;                // address, e.g. "127.0.0.1:50051"
+    QString agent; // address, e.g. "127.0.0.1:50051"
     QString hostname;
     QString agentVersion;
     int cpuCores = 0;
     qint64 memoryBytes = 0;
-    QStringList gpus;             // "0: NVIDIA H100 (80 GiB)"
+    QStringList gpus; // "0: NVIDIA H100 (80 GiB)"
 };
 
 struct StudySnapshot {
     QString studyId;
     QString name;
-    QString state = QStringLiteral("PENDING");  // PENDING | RUNNING | SUCCEEDED | FAILED | CANCELLED
+    QString state = QStringLiteral("PENDING"); // PENDING | RUNNING | SUCCEEDED | FAILED | CANCELLED
     QString dataset;
-    bool synthetic = false;       // generated images, not CIFAR-10: every report says so
-    double targetAccuracy = kNotMeasured;     // fraction; time-to-accuracy is measured against it
+    bool synthetic = false; // generated images, not CIFAR-10: every report says so
+    double targetAccuracy = kNotMeasured; // fraction; time-to-accuracy is measured against it
     qint64 createdUnixMs = 0;
-    qint64 finishedUnixMs = 0;    // 0 while not finished
+    qint64 finishedUnixMs = 0; // 0 while not finished
     QList<RunResult> runs;
     QList<NodeInfo> nodes;
-    QMap<QString, QString> software;  // component -> version ("ScaleLab", "Qt", "gRPC", "libtorch", ...)
+    QMap<QString, QString> software; // component -> version ("ScaleLab", "Qt", "gRPC", "libtorch", ...)
 };
 
 } // namespace scalelab::core

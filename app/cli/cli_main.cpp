@@ -3,6 +3,8 @@
 //
 // Exit codes: 0 success; 1 the run failed or was cancelled; 2 bad input;
 // 3 the agent could not be reached or refused the request.
+#include "cli_common.h"
+
 #include "agent_client.h"
 #include "local_agent.h"
 #include "run_record.h"
@@ -24,29 +26,9 @@
 
 using namespace scalelab;
 using namespace scalelab::core;
+using namespace scalelab::cli;
 
 namespace {
-
-enum ExitCode { Ok = 0, RunFailed = 1, BadInput = 2, AgentError = 3 };
-
-QTextStream &out()
-{
-    static QTextStream s(stdout);
-    return s;
-}
-
-QTextStream &err()
-{
-    static QTextStream s(stderr);
-    return s;
-}
-
-int badInput(const QString &message)
-{
-    err() << "scalelab-cli: " << message << "\n";
-    err().flush();
-    return BadInput;
-}
 
 QString toJson(const google::protobuf::Message &message)
 {
@@ -432,6 +414,7 @@ Commands:
   run        start one training run (a local agent is started unless --agent is given)
              and print its live metrics and a summary line
   describe   show an agent's node, data sets and runs (alias: agents)
+  study      durable scale-up studies: run PLAN, watch ID, list, show ID, cancel ID, plan
 
 Run 'scalelab-cli COMMAND --help' for a command's options.
 Exit codes: 0 success, 1 run failed or cancelled, 2 bad input, 3 agent unreachable or refused.
@@ -459,6 +442,8 @@ int main(int argc, char **argv)
         return runCommand(arguments);
     if (command == QLatin1String("describe") || command == QLatin1String("agents"))
         return describeCommand(arguments);
+    if (command == QLatin1String("study"))
+        return studyCommand(arguments);
     return badInput(
-        QStringLiteral("unknown command '%1'; commands: run, describe. See --help.").arg(command));
+        QStringLiteral("unknown command '%1'; commands: run, describe, study. See --help.").arg(command));
 }

@@ -1,0 +1,575 @@
+// scalelab-cli study …: durable scale-up studies through core's StudyRunner.
+#include "cli_common.h"
+
+#include "agent_client.h"
+#include "journal.h"
+#include "local_agent.h"
+#include "study_plan.h"
+#include "study_runner.h"
+
+#include <QCommandLineParser>
+#include <QCoreApplication>
+#include <QDateTime>
+#include <QDir>
+#include <QFile>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QStandardPaths>
+
+#include <csignal>
+#include <memory>
+
+namespace scalelab::cli {
+namespace {
+
+using namespace scalelab::core;
+
+QString defaultStateDir()
+{
+    const QByteArray env = qgetenv("SCALELAB_STATE_DIR");
+    if (!env.isEmpty())
+        return QString::fromLocal8Bit(env);
+    return QStandardPaths::writableLocation(QStandardPaths::GenericDataLocation)
+        + QStringLiteral("/scalelab");
+}
+
+void addJournalOptions(QCommandLineParser &parser)
+{
+    parser.addOption({ QStringLiteral("state-dir"),
+        QStringLiteral("Folder of the study journal (journal.sqlite) and of local agents' state "
+                       "(default: $SCALELAB_STATE_DIR or ~/.local/share/scalelab)."),
+        QStringLiteral("dir") });
+    parser.addOption({ QStringLiteral("json"), QStringLiteral("Machine-readable output (JSON).") });
+}
+
+void addAgentOptions(QCommandLineParser &parser)
+{
+    parser.addOption({ QStringLiteral("agent"),
+        QStringLiteral("Agent address HOST:PORT; repeat for several. Without any, local agents are "
+                       "started on 127.0.0.1 (see --local-agents) and stop when this command ends."),
+        QStringLiteral("host:port") });
+    parser.addOption({ QStringLiteral("token-file"),
+        QStringLiteral("File with the agents' token (or set SCALELAB_TOKEN)."), QStringLiteral("path") });
+    parser.addOption({ QStringLiteral("local-agents"),
+        QStringLiteral("How many local agents to start when no --agent is given (default 1)."),
+        QStringLiteral("n"), QStringLiteral("1") });
+    parser.addOption({ QStringLiteral("data-dir"), QStringLiteral("Data folder of the local agents."),
+        QStringLiteral("dir") });
+}
+
+bool openJournal(const QCommandLineParser &parser, Journal *journal)
+{
+    const QString dir = parser.isSet(QStringLiteral("state-dir")) ? parser.value(QStringLiteral("state-dir"))
+                                                                  : defaultStateDir();
+    QString error;
+    if (!journal->open(dir + QStringLiteral("/journal.sqlite"), &error)) {
+        err() << "scalelab-cli: " << error << "\n";
+        return false;
+    }
+    return true;
+}
+
+// The agents a study runs on: given ones, or local ones this process owns.
+struct Agents {
+    std::vector<std::unique_ptr<LocalAgent>> local;
+    QList<AgentEndpoint> endpoints;
+};
+
+int setUpAgents(const QCommandLineParser &parser, Agents *agents)
+{
+    QString token = QString::fromLocal8Bit(qgetenv("SCALELAB_TOKEN"));
+    if (parser.isSet(QStringLiteral("token-file"))) {
+        QFile f(parser.value(QStringLiteral("token-file")));
+        if (!f.open(QIODevice::ReadOnly))
+            return badInput(
+                QStringLiteral("cannot read token file %1: %2").arg(f.fileName(), f.errorString()));
+        token = QString::fromUtf8(f.readAll()).trimmed();
+    }
+    for (const QString &address : parser.values(QStringLiteral("agent"))) {
+        if (const QString problem = AgentClient::endpointError(address); !problem.isEmpty())
+            return badInput(problem);
+        agents->endpoints << AgentEndpoint { address, address, token };
+    }
+    if (!agents->endpoints.isEmpty())
+        return Ok;
+    bool ok = false;
+    const int count = parser.value(QStringLiteral("local-agents")).toInt(&ok);
+    if (!ok || count < 1 || count > 16)
+        return badInput(QStringLiteral("--local-agents must be between 1 and 16 (got '%1')")
+                            .arg(parser.value(QStringLiteral("local-agents"))));
+    const QString stateDir = parser.isSet(QStringLiteral("state-dir"))
+        ? parser.value(QStringLiteral("state-dir"))
+        : defaultStateDir();
+    for (int i = 1; i <= count; ++i) {
+        auto agent = std::make_unique<LocalAgent>();
+        LocalAgentOptions options;
+        options.dataDir = parser.value(QStringLiteral("data-dir"));
+        // A fixed folder per local agent: a restarted one finds its runs and checkpoints.
+        options.stateDir = stateDir + QStringLiteral("/agents/local-%1").arg(i);
+        if (!agent->start(options)) {
+            err() << "scalelab-cli: " << agent->error() << "\n";
+            return agent->refusedConfiguration() ? BadInput : AgentError;
+        }
+        err() << "started local agent local-" << i << " at " << agent->endpoint() << "\n";
+        agents->endpoints << AgentEndpoint { QStringLiteral("local-%1").arg(i), agent->endpoint(),
+            agent->token() };
+        agents->local.push_back(std::move(agent));
+    }
+    err().flush();
+    return Ok;
+}
+
+// Creates the plan's synthetic data set on every agent that lacks it.
+int ensureSyntheticDataset(const QList<AgentEndpoint> &agents, const QString &name, int train, int test)
+{
+    for (const auto &a : agents) {
+        AgentClient client(a.address, a.token);
+        v1::DescribeResponse d;
+        if (const auto r = client.describe(&d); !r.ok()) {
+            err() << "scalelab-cli: " << r.message << "\n";
+            return AgentError;
+        }
+        bool present = false;
+        for (const auto &ds : d.datasets())
+            present = present || QString::fromStdString(ds.name()) == name;
+        if (present)
+            continue;
+        v1::CreateSyntheticDatasetRequest request;
+        request.set_name(name.toStdString());
+        request.set_train_images(train);
+        request.set_test_images(test);
+        request.set_seed(1);
+        v1::Dataset created;
+        if (const auto r = client.createSyntheticDataset(request, &created); !r.ok()) {
+            err() << "scalelab-cli: " << r.message << "\n";
+            return r.code == int(grpc::StatusCode::INVALID_ARGUMENT) ? BadInput : AgentError;
+        }
+        err() << "created SYNTHETIC data set " << name << " on " << a.name << " (" << train << " train / "
+              << test << " test images)\n";
+    }
+    return Ok;
+}
+
+QString pct(double fraction)
+{
+    return std::isfinite(fraction) ? QString::number(fraction * 100, 'f', 1) + QLatin1Char('%')
+                                   : QStringLiteral("-");
+}
+
+QString num(double v, int decimals)
+{
+    return std::isfinite(v) ? QString::number(v, 'f', decimals) : QStringLiteral("-");
+}
+
+QJsonObject runJson(const RunResult &r)
+{
+    auto finite = [](double v) { return std::isfinite(v) ? QJsonValue(v) : QJsonValue(); };
+    QJsonArray attempts;
+    for (const auto &a : r.attempts)
+        attempts.append(QJsonObject { { QStringLiteral("attempt"), a.attempt },
+            { QStringLiteral("agents"), QJsonArray::fromStringList(a.agents) },
+            { QStringLiteral("outcome"), a.outcome }, { QStringLiteral("reason"), a.reason },
+            { QStringLiteral("resumedFromEpoch"), a.resumedFromEpoch } });
+    return QJsonObject { { QStringLiteral("runId"), r.runId },
+        { QStringLiteral("config"), configToJson(r.config) }, { QStringLiteral("key"), r.config.key() },
+        { QStringLiteral("repeat"), r.repeat }, { QStringLiteral("state"), r.state },
+        { QStringLiteral("reason"), r.stateReason },
+        { QStringLiteral("finalTestAccuracy"), finite(r.finalTestAccuracy) },
+        { QStringLiteral("bestTestAccuracy"), finite(r.bestTestAccuracy) },
+        { QStringLiteral("wallSeconds"), finite(r.wallSeconds) },
+        { QStringLiteral("imagesPerSecond"), finite(r.imagesPerSecond) },
+        { QStringLiteral("timeToTargetSeconds"),
+            r.timeToTargetSeconds ? QJsonValue(*r.timeToTargetSeconds) : QJsonValue() },
+        { QStringLiteral("attempts"), attempts } };
+}
+
+QJsonObject studyJson(const StudySnapshot &s)
+{
+    QJsonArray runs;
+    for (const auto &r : s.runs)
+        runs.append(runJson(r));
+    return QJsonObject { { QStringLiteral("studyId"), s.studyId }, { QStringLiteral("name"), s.name },
+        { QStringLiteral("state"), s.state }, { QStringLiteral("dataset"), s.dataset },
+        { QStringLiteral("synthetic"), s.synthetic },
+        { QStringLiteral("createdUnixMs"), double(s.createdUnixMs) },
+        { QStringLiteral("finishedUnixMs"), double(s.finishedUnixMs) }, { QStringLiteral("runs"), runs } };
+}
+
+void printStudy(const StudySnapshot &s)
+{
+    out() << "study " << s.studyId << " (" << s.name << "): " << s.state << ", data set " << s.dataset
+          << (s.synthetic ? QStringLiteral(" [SYNTHETIC DATA]") : QString()) << "\n";
+    double baselineWall = kNotMeasured;
+    for (const auto &r : s.runs)
+        if (r.config.baseline && r.state == QLatin1String("SUCCEEDED") && !std::isfinite(baselineWall))
+            baselineWall = r.wallSeconds;
+    out() << QStringLiteral("  %1 %2 %3 %4 %5 %6 %7 %8 %9\n")
+                 .arg(QStringLiteral("run"), -28)
+                 .arg(QStringLiteral("state"), -10)
+                 .arg(QStringLiteral("workers"), 7)
+                 .arg(QStringLiteral("batch"), 5)
+                 .arg(QStringLiteral("epochs"), 6)
+                 .arg(QStringLiteral("test acc"), 8)
+                 .arg(QStringLiteral("wall s"), 8)
+                 .arg(QStringLiteral("img/s"), 7)
+                 .arg(QStringLiteral("speedup"), 7);
+    for (const auto &r : s.runs) {
+        const double speedup = baselineWall / r.wallSeconds;
+        out() << QStringLiteral("  %1 %2 %3 %4 %5 %6 %7 %8 %9")
+                     .arg(r.runId + (r.config.baseline ? QStringLiteral("*") : QString()), -28)
+                     .arg(r.state, -10)
+                     .arg(r.config.workers, 7)
+                     .arg(r.config.batchSize, 5)
+                     .arg(r.config.epochs, 6)
+                     .arg(pct(r.finalTestAccuracy), 8)
+                     .arg(num(r.wallSeconds, 1), 8)
+                     .arg(num(r.imagesPerSecond, 1), 7)
+                     .arg(num(speedup, 2), 7);
+        if (r.attempts.size() > 1)
+            out() << "  (" << r.attempts.size() << " attempts)";
+        if (!r.stateReason.isEmpty() && r.state != QLatin1String("SUCCEEDED"))
+            out() << "  " << r.stateReason;
+        out() << "\n";
+    }
+    out() << "  * baseline; speedup = baseline wall-clock / run wall-clock\n";
+    out().flush();
+}
+
+// Drives a study until it ends or the user interrupts; returns the exit code.
+int driveStudy(Journal *journal, const QString &studyId, const QList<AgentEndpoint> &agents, bool json)
+{
+    StudyRunner runner(journal);
+    runner.setAgents(agents);
+    int code = Ok;
+    QObject::connect(&runner, &StudyRunner::message, [json](const QString &line) {
+        if (json)
+            return;
+        out() << QDateTime::currentDateTime().toString(QStringLiteral("HH:mm:ss ")) << line << "\n";
+        out().flush();
+    });
+    QObject::connect(&runner, &StudyRunner::runEvents,
+        [json](const QString &runId, int attempt, const std::vector<v1::RunEvent> &events) {
+            if (json)
+                return;
+            for (const auto &e : events)
+                if (e.has_epoch())
+                    out() << QDateTime::currentDateTime().toString(QStringLiteral("HH:mm:ss ")) << runId
+                          << " attempt " << attempt << " epoch " << e.epoch().epoch() << ": test accuracy "
+                          << pct(e.epoch().test_accuracy()) << ", " << num(e.epoch().images_per_second(), 1)
+                          << " img/s\n";
+            out().flush();
+        });
+    QObject::connect(&runner, &StudyRunner::finished, [&](const QString &state) {
+        code = state == QLatin1String("SUCCEEDED") ? Ok : RunFailed;
+        QCoreApplication::exit(0);
+    });
+    QObject::connect(&runner, &StudyRunner::fatal, [&](const QString &error) {
+        err() << "scalelab-cli: " << error << "\n";
+        code = AgentError;
+        QCoreApplication::exit(0);
+    });
+    QString error;
+    if (!runner.drive(studyId, &error)) {
+        err() << "scalelab-cli: " << error << "\n";
+        return BadInput;
+    }
+    // Ctrl-C leaves the study as it is in the journal: `study watch` continues it.
+    static bool interrupted = false;
+    auto onSignal = [](int) {
+        interrupted = true;
+        QMetaObject::invokeMethod(
+            QCoreApplication::instance(), [] { QCoreApplication::exit(0); }, Qt::QueuedConnection);
+    };
+    std::signal(SIGINT, onSignal);
+    std::signal(SIGTERM, onSignal);
+    QCoreApplication::exec();
+    std::signal(SIGINT, SIG_DFL);
+    std::signal(SIGTERM, SIG_DFL);
+    if (interrupted) {
+        err() << "scalelab-cli: interrupted; the study is kept in " << journal->path()
+              << "; continue it with: scalelab-cli study watch " << studyId << "\n";
+        return RunFailed;
+    }
+    const StudySnapshot snapshot = runner.snapshot();
+    if (json)
+        out() << QJsonDocument(studyJson(snapshot)).toJson(QJsonDocument::Compact) << "\n";
+    else
+        printStudy(snapshot);
+    out().flush();
+    return code;
+}
+
+bool parse(QCommandLineParser &parser, const QStringList &arguments, const QString &description, int *code)
+{
+    parser.setApplicationDescription(description);
+    parser.addHelpOption();
+    if (!parser.parse(arguments)) {
+        *code = badInput(parser.errorText() + QStringLiteral("; see --help"));
+        return false;
+    }
+    if (parser.isSet(QStringLiteral("help"))) {
+        out() << parser.helpText();
+        *code = Ok;
+        return false;
+    }
+    return true;
+}
+
+int runStudy(const QStringList &arguments)
+{
+    QCommandLineParser parser;
+    addJournalOptions(parser);
+    addAgentOptions(parser);
+    parser.addOptions(
+        { { QStringLiteral("synthetic"),
+              QStringLiteral(
+                  "Create the plan's data set as a SYNTHETIC CIFAR-format set on agents that lack it.") },
+            { QStringLiteral("synthetic-train"), QStringLiteral("Train images of a created synthetic set."),
+                QStringLiteral("n"), QStringLiteral("2000") },
+            { QStringLiteral("synthetic-test"), QStringLiteral("Test images of a created synthetic set."),
+                QStringLiteral("n"), QStringLiteral("500") } });
+    parser.addPositionalArgument(
+        QStringLiteral("plan"), QStringLiteral("Study plan (JSON; see `study plan --example`)."));
+    int code = Ok;
+    if (!parse(parser, arguments,
+            QStringLiteral("Run a study plan to its end: baseline and distributed runs, "
+                           "retried from checkpoints, recorded in the journal."),
+            &code))
+        return code;
+    if (parser.positionalArguments().size() != 1)
+        return badInput(QStringLiteral("give one plan file: scalelab-cli study run PLAN.json"));
+    QStringList problems;
+    const auto plan = loadPlan(parser.positionalArguments().at(0), &problems);
+    if (!plan)
+        return badInput(QStringLiteral("%1:\n  %2")
+                            .arg(parser.positionalArguments().at(0), problems.join(QLatin1String("\n  "))));
+    Journal journal;
+    if (!openJournal(parser, &journal))
+        return BadInput;
+    Agents agents;
+    if (int rc = setUpAgents(parser, &agents); rc != Ok)
+        return rc;
+    if (parser.isSet(QStringLiteral("synthetic")))
+        if (int rc = ensureSyntheticDataset(agents.endpoints, QString::fromStdString(plan->dataset()),
+                parser.value(QStringLiteral("synthetic-train")).toInt(),
+                parser.value(QStringLiteral("synthetic-test")).toInt());
+            rc != Ok)
+            return rc;
+    StudyRunner creator(&journal);
+    creator.setAgents(agents.endpoints);
+    QString error;
+    const QString studyId = creator.createStudy(*plan, &error);
+    if (studyId.isEmpty())
+        return badInput(error);
+    err() << "study " << studyId
+          << " created; if this command stops, continue with: scalelab-cli study watch " << studyId << "\n";
+    err().flush();
+    return driveStudy(&journal, studyId, agents.endpoints, parser.isSet(QStringLiteral("json")));
+}
+
+int watchStudy(const QStringList &arguments)
+{
+    QCommandLineParser parser;
+    addJournalOptions(parser);
+    addAgentOptions(parser);
+    parser.addPositionalArgument(QStringLiteral("id"), QStringLiteral("Study id (see `study list`)."));
+    int code = Ok;
+    if (!parse(parser, arguments, QStringLiteral("Reattach to a study and drive it to its end."), &code))
+        return code;
+    if (parser.positionalArguments().size() != 1)
+        return badInput(QStringLiteral("give one study id: scalelab-cli study watch ID"));
+    Journal journal;
+    if (!openJournal(parser, &journal))
+        return BadInput;
+    const QString studyId = parser.positionalArguments().at(0);
+    if (!journal.hasStudy(studyId))
+        return badInput(
+            QStringLiteral("no study %1 in %2 (see `scalelab-cli study list`)").arg(studyId, journal.path()));
+    const StudyState state = StudyState::replay(journal.events(studyId));
+    Agents agents;
+    // Agents named in the journal are reached at their address, unless they were local.
+    bool local = false;
+    for (const QString &name : state.agents())
+        local = local || name.startsWith(QLatin1String("local-"));
+    if (local && !parser.isSet(QStringLiteral("agent"))) {
+        QStringList args = arguments;
+        args << QStringLiteral("--local-agents") << QString::number(state.agents().size());
+        QCommandLineParser again;
+        addJournalOptions(again);
+        addAgentOptions(again);
+        again.addHelpOption();
+        again.parse(args);
+        if (int rc = setUpAgents(again, &agents); rc != Ok)
+            return rc;
+    } else if (int rc = setUpAgents(parser, &agents); rc != Ok) {
+        return rc;
+    }
+    if (!local && parser.values(QStringLiteral("agent")).isEmpty())
+        agents.endpoints.clear(); // the journal's addresses; only the token is needed
+    if (!local) {
+        QString token = QString::fromLocal8Bit(qgetenv("SCALELAB_TOKEN"));
+        if (parser.isSet(QStringLiteral("token-file"))) {
+            QFile f(parser.value(QStringLiteral("token-file")));
+            if (f.open(QIODevice::ReadOnly))
+                token = QString::fromUtf8(f.readAll()).trimmed();
+        }
+        for (const QString &name : state.agents())
+            if (std::none_of(agents.endpoints.begin(), agents.endpoints.end(),
+                    [&](const AgentEndpoint &e) { return e.name == name; }))
+                agents.endpoints << AgentEndpoint { name, name, token };
+    }
+    return driveStudy(&journal, studyId, agents.endpoints, parser.isSet(QStringLiteral("json")));
+}
+
+int listStudies(const QStringList &arguments)
+{
+    QCommandLineParser parser;
+    addJournalOptions(parser);
+    int code = Ok;
+    if (!parse(parser, arguments, QStringLiteral("List the studies in the journal."), &code))
+        return code;
+    Journal journal;
+    if (!openJournal(parser, &journal))
+        return BadInput;
+    QJsonArray all;
+    for (const QString &id : journal.studyIds()) {
+        const StudyState state = StudyState::replay(journal.events(id));
+        int done = 0;
+        for (const auto &r : state.runs())
+            done += isTerminal(r.phase) ? 1 : 0;
+        if (parser.isSet(QStringLiteral("json"))) {
+            all.append(QJsonObject { { QStringLiteral("studyId"), id },
+                { QStringLiteral("name"), state.name() }, { QStringLiteral("state"), state.state() },
+                { QStringLiteral("runs"), int(state.runs().size()) }, { QStringLiteral("runsEnded"), done },
+                { QStringLiteral("createdUnixMs"), double(state.createdUnixMs()) } });
+            continue;
+        }
+        out() << id << "  " << state.name() << "  " << state.state() << "  " << done << "/"
+              << state.runs().size() << " runs ended  created "
+              << QDateTime::fromMSecsSinceEpoch(state.createdUnixMs()).toString(Qt::ISODate) << "\n";
+    }
+    if (parser.isSet(QStringLiteral("json")))
+        out() << QJsonDocument(all).toJson(QJsonDocument::Compact) << "\n";
+    else if (journal.studyIds().isEmpty())
+        out() << "no studies in " << journal.path()
+              << " (start one with: scalelab-cli study run PLAN.json)\n";
+    return Ok;
+}
+
+int showStudy(const QStringList &arguments)
+{
+    QCommandLineParser parser;
+    addJournalOptions(parser);
+    parser.addPositionalArgument(QStringLiteral("id"), QStringLiteral("Study id."));
+    int code = Ok;
+    if (!parse(parser, arguments, QStringLiteral("Show a study's runs and results."), &code))
+        return code;
+    if (parser.positionalArguments().size() != 1)
+        return badInput(QStringLiteral("give one study id: scalelab-cli study show ID"));
+    Journal journal;
+    if (!openJournal(parser, &journal))
+        return BadInput;
+    const QString studyId = parser.positionalArguments().at(0);
+    if (!journal.hasStudy(studyId))
+        return badInput(
+            QStringLiteral("no study %1 in %2 (see `scalelab-cli study list`)").arg(studyId, journal.path()));
+    const StudySnapshot snapshot = buildSnapshot(StudyState::replay(journal.events(studyId)), journal);
+    if (parser.isSet(QStringLiteral("json")))
+        out() << QJsonDocument(studyJson(snapshot)).toJson(QJsonDocument::Compact) << "\n";
+    else
+        printStudy(snapshot);
+    return Ok;
+}
+
+int cancelStudy(const QStringList &arguments)
+{
+    QCommandLineParser parser;
+    addJournalOptions(parser);
+    addAgentOptions(parser);
+    parser.addOption(
+        { QStringLiteral("run"), QStringLiteral("Cancel only this run."), QStringLiteral("id") });
+    parser.addPositionalArgument(QStringLiteral("id"), QStringLiteral("Study id."));
+    int code = Ok;
+    if (!parse(
+            parser, arguments, QStringLiteral("Cancel a study (or one run): its runs are stopped."), &code))
+        return code;
+    if (parser.positionalArguments().size() != 1)
+        return badInput(QStringLiteral("give one study id: scalelab-cli study cancel ID"));
+    Journal journal;
+    if (!openJournal(parser, &journal))
+        return BadInput;
+    const QString studyId = parser.positionalArguments().at(0);
+    QString error;
+    if (!StudyRunner::requestCancel(&journal, studyId, parser.value(QStringLiteral("run")), &error))
+        return badInput(error);
+    out() << "cancel of "
+          << (parser.isSet(QStringLiteral("run")) ? parser.value(QStringLiteral("run")) : studyId)
+          << " recorded; the process driving the study stops its runs (or `study watch " << studyId
+          << "` does, if none is)\n";
+    return Ok;
+}
+
+int planCommand(const QStringList &arguments)
+{
+    QCommandLineParser parser;
+    parser.addOption({ QStringLiteral("example"), QStringLiteral("Print an example plan.") });
+    parser.addOption({ QStringLiteral("dataset"), QStringLiteral("Data set of the example plan."),
+        QStringLiteral("name"), QStringLiteral("synthetic") });
+    parser.addOption({ QStringLiteral("check"), QStringLiteral("Validate a plan file and list its runs."),
+        QStringLiteral("plan.json") });
+    int code = Ok;
+    if (!parse(parser, arguments, QStringLiteral("Write an example plan, or check one."), &code))
+        return code;
+    if (parser.isSet(QStringLiteral("check"))) {
+        QStringList problems;
+        const auto plan = loadPlan(parser.value(QStringLiteral("check")), &problems);
+        if (!plan)
+            return badInput(
+                QStringLiteral("%1:\n  %2")
+                    .arg(parser.value(QStringLiteral("check")), problems.join(QLatin1String("\n  "))));
+        const auto runs = expandPlan(*plan, QStringLiteral("ID"));
+        out() << parser.value(QStringLiteral("check")) << ": valid, " << runs.size() << " runs\n";
+        for (const auto &r : runs)
+            out() << "  " << r.runId << "  " << r.config.key() << "  repeat " << r.repeat + 1 << "\n";
+        return Ok;
+    }
+    out() << planToJson(examplePlan(parser.value(QStringLiteral("dataset"))));
+    return Ok;
+}
+
+} // namespace
+
+int studyCommand(QStringList arguments)
+{
+    const char *usage = R"(usage: scalelab-cli study SUBCOMMAND [options]
+
+  run PLAN.json   create a study from a plan and drive it to its end
+  watch ID        reattach to a study (after a crash or Ctrl-C) and drive it to its end
+  list            the studies in the journal
+  show ID         a study's runs and results
+  cancel ID       cancel a study (--run RUN for one run)
+  plan            print an example plan (--example) or check one (--check FILE)
+)";
+    if (arguments.size() < 2 || arguments[1] == QLatin1String("--help")
+        || arguments[1] == QLatin1String("-h")) {
+        out() << usage;
+        return arguments.size() < 2 ? BadInput : Ok;
+    }
+    const QString sub = arguments.takeAt(1);
+    arguments[0] = QStringLiteral("scalelab-cli study ") + sub;
+    if (sub == QLatin1String("run"))
+        return runStudy(arguments);
+    if (sub == QLatin1String("watch"))
+        return watchStudy(arguments);
+    if (sub == QLatin1String("list"))
+        return listStudies(arguments);
+    if (sub == QLatin1String("show"))
+        return showStudy(arguments);
+    if (sub == QLatin1String("cancel"))
+        return cancelStudy(arguments);
+    if (sub == QLatin1String("plan"))
+        return planCommand(arguments);
+    return badInput(QStringLiteral("unknown study command '%1'; see `scalelab-cli study --help`").arg(sub));
+}
+
+} // namespace scalelab::cli

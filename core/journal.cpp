@@ -1,0 +1,242 @@
+#include "journal.h"
+
+#include <QDateTime>
+#include <QDir>
+#include <QFileInfo>
+#include <QJsonDocument>
+
+#include <sqlite3.h>
+
+namespace scalelab::core {
+namespace {
+
+// A prepared statement that finalizes itself.
+class Statement {
+public:
+    Statement(sqlite3 *db, const char *sql) { m_rc = sqlite3_prepare_v2(db, sql, -1, &m_stmt, nullptr); }
+    ~Statement() { sqlite3_finalize(m_stmt); }
+    Statement(const Statement &) = delete;
+    Statement &operator=(const Statement &) = delete;
+
+    bool ok() const { return m_rc == SQLITE_OK; }
+    void bind(int i, const QString &s)
+    {
+        const QByteArray utf8 = s.toUtf8();
+        sqlite3_bind_text(m_stmt, i, utf8.constData(), utf8.size(), SQLITE_TRANSIENT);
+    }
+    void bind(int i, qint64 v) { sqlite3_bind_int64(m_stmt, i, v); }
+    void bindBlob(int i, const std::string &b)
+    {
+        sqlite3_bind_blob(m_stmt, i, b.data(), int(b.size()), SQLITE_TRANSIENT);
+    }
+    int step() { return sqlite3_step(m_stmt); }
+    void reset() { sqlite3_reset(m_stmt); }
+    qint64 int64(int col) const { return sqlite3_column_int64(m_stmt, col); }
+    QString text(int col) const
+    {
+        return QString::fromUtf8(reinterpret_cast<const char *>(sqlite3_column_text(m_stmt, col)),
+            sqlite3_column_bytes(m_stmt, col));
+    }
+    std::string blob(int col) const
+    {
+        return std::string(
+            static_cast<const char *>(sqlite3_column_blob(m_stmt, col)), sqlite3_column_bytes(m_stmt, col));
+    }
+
+private:
+    sqlite3_stmt *m_stmt = nullptr;
+    int m_rc = SQLITE_ERROR;
+};
+
+constexpr const char *kSchema = R"sql(
+CREATE TABLE IF NOT EXISTS study_events (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  study_id TEXT NOT NULL,
+  unix_ms INTEGER NOT NULL,
+  type TEXT NOT NULL,
+  payload TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS study_events_by_study ON study_events (study_id, id);
+CREATE TABLE IF NOT EXISTS run_events (
+  study_id TEXT NOT NULL,
+  run_id TEXT NOT NULL,
+  attempt INTEGER NOT NULL,
+  agent TEXT NOT NULL,
+  seq INTEGER NOT NULL,
+  event BLOB NOT NULL,
+  PRIMARY KEY (run_id, attempt, agent, seq)
+) WITHOUT ROWID;
+)sql";
+
+} // namespace
+
+Journal::~Journal()
+{
+    close();
+}
+
+bool Journal::open(const QString &path, QString *error)
+{
+    close();
+    const QFileInfo info(path);
+    if (!QDir().mkpath(info.absolutePath())) {
+        *error = QStringLiteral("cannot create the folder %1 for the study journal").arg(info.absolutePath());
+        return false;
+    }
+    if (sqlite3_open_v2(
+            QFile::encodeName(path).constData(), &m_db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr)
+        != SQLITE_OK) {
+        *error = QStringLiteral("cannot open the study journal %1: %2").arg(path, lastError());
+        close();
+        return false;
+    }
+    m_path = path;
+    sqlite3_busy_timeout(m_db, 10'000); // another scalelab process may be writing
+    // WAL lets readers (a second console, `study list`) run beside the writer;
+    // synchronous=FULL makes every commit durable, not just consistent.
+    if (!exec("PRAGMA journal_mode=WAL;", error) || !exec("PRAGMA synchronous=FULL;", error)
+        || !exec(kSchema, error)) {
+        *error = QStringLiteral("cannot use %1 as a study journal: %2").arg(path, *error);
+        close();
+        return false;
+    }
+    return true;
+}
+
+void Journal::close()
+{
+    if (m_db)
+        sqlite3_close_v2(m_db);
+    m_db = nullptr;
+}
+
+QString Journal::lastError() const
+{
+    return m_db ? QString::fromUtf8(sqlite3_errmsg(m_db)) : QStringLiteral("journal not open");
+}
+
+bool Journal::exec(const char *sql, QString *error)
+{
+    char *message = nullptr;
+    if (sqlite3_exec(m_db, sql, nullptr, nullptr, &message) != SQLITE_OK) {
+        *error = QString::fromUtf8(message ? message : "unknown SQLite error");
+        sqlite3_free(message);
+        return false;
+    }
+    return true;
+}
+
+qint64 Journal::append(
+    const QString &studyId, const QString &type, const QJsonObject &payload, QString *error)
+{
+    Statement st(m_db, "INSERT INTO study_events (study_id, unix_ms, type, payload) VALUES (?, ?, ?, ?)");
+    if (!st.ok()) {
+        *error = lastError();
+        return 0;
+    }
+    st.bind(1, studyId);
+    st.bind(2, QDateTime::currentMSecsSinceEpoch());
+    st.bind(3, type);
+    st.bind(4, QString::fromUtf8(QJsonDocument(payload).toJson(QJsonDocument::Compact)));
+    if (st.step() != SQLITE_DONE) {
+        *error
+            = QStringLiteral("cannot record %1 in the study journal %2: %3").arg(type, m_path, lastError());
+        return 0;
+    }
+    return sqlite3_last_insert_rowid(m_db);
+}
+
+QList<JournalEvent> Journal::events(const QString &studyId, qint64 afterId) const
+{
+    QList<JournalEvent> out;
+    Statement st(m_db,
+        "SELECT id, unix_ms, type, payload FROM study_events WHERE study_id = ? AND id > ? ORDER BY id");
+    st.bind(1, studyId);
+    st.bind(2, afterId);
+    while (st.step() == SQLITE_ROW) {
+        JournalEvent e;
+        e.id = st.int64(0);
+        e.studyId = studyId;
+        e.unixMs = st.int64(1);
+        e.type = st.text(2);
+        e.payload = QJsonDocument::fromJson(st.text(3).toUtf8()).object();
+        out << e;
+    }
+    return out;
+}
+
+QStringList Journal::studyIds() const
+{
+    QStringList ids;
+    Statement st(m_db, "SELECT study_id FROM study_events WHERE type = 'study_created' ORDER BY id");
+    while (st.step() == SQLITE_ROW)
+        ids << st.text(0);
+    return ids;
+}
+
+bool Journal::hasStudy(const QString &studyId) const
+{
+    Statement st(m_db, "SELECT 1 FROM study_events WHERE study_id = ? AND type = 'study_created'");
+    st.bind(1, studyId);
+    return st.step() == SQLITE_ROW;
+}
+
+bool Journal::appendRunEvents(const QString &studyId, const QString &runId, int attempt, const QString &agent,
+    const std::vector<v1::RunEvent> &events, QString *error)
+{
+    if (events.empty())
+        return true;
+    if (!exec("BEGIN IMMEDIATE", error))
+        return false;
+    {
+        Statement st(m_db,
+            "INSERT OR IGNORE INTO run_events (study_id, run_id, attempt, agent, seq, event) VALUES (?, ?, "
+            "?, ?, ?, ?)");
+        for (const auto &event : events) {
+            if (event.seq() <= 0)
+                continue; // heartbeats carry no state
+            st.bind(1, studyId);
+            st.bind(2, runId);
+            st.bind(3, qint64(attempt));
+            st.bind(4, agent);
+            st.bind(5, qint64(event.seq()));
+            st.bindBlob(6, event.SerializeAsString());
+            if (st.step() != SQLITE_DONE) {
+                *error = QStringLiteral("cannot store events of run %1 in %2: %3")
+                             .arg(runId, m_path, lastError());
+                QString ignored;
+                exec("ROLLBACK", &ignored);
+                return false;
+            }
+            st.reset();
+        }
+    }
+    return exec("COMMIT", error);
+}
+
+qint64 Journal::lastRunEventSeq(const QString &runId, int attempt, const QString &agent) const
+{
+    Statement st(m_db, "SELECT MAX(seq) FROM run_events WHERE run_id = ? AND attempt = ? AND agent = ?");
+    st.bind(1, runId);
+    st.bind(2, qint64(attempt));
+    st.bind(3, agent);
+    return st.step() == SQLITE_ROW ? st.int64(0) : 0;
+}
+
+std::vector<v1::RunEvent> Journal::runEvents(const QString &runId, int attempt, const QString &agent) const
+{
+    std::vector<v1::RunEvent> out;
+    Statement st(
+        m_db, "SELECT event FROM run_events WHERE run_id = ? AND attempt = ? AND agent = ? ORDER BY seq");
+    st.bind(1, runId);
+    st.bind(2, qint64(attempt));
+    st.bind(3, agent);
+    while (st.step() == SQLITE_ROW) {
+        v1::RunEvent e;
+        if (e.ParseFromString(st.blob(0)))
+            out.push_back(std::move(e));
+    }
+    return out;
+}
+
+} // namespace scalelab::core

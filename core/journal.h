@@ -1,0 +1,66 @@
+// The study journal: an append-only, event-sourced record of every study's state
+// changes in SQLite (WAL, synchronous=FULL, so a committed event survives power loss),
+// plus the raw run events received from agents, keyed by (run, attempt, agent, seq)
+// so a restarted console resumes each stream exactly where it stopped.
+// One Journal per thread; several processes may open the same file (SQLite locks).
+#pragma once
+
+#include "scalelab/v1/agent.pb.h"
+
+#include <QJsonObject>
+#include <QList>
+#include <QString>
+#include <QStringList>
+
+#include <vector>
+
+struct sqlite3;
+
+namespace scalelab::core {
+
+struct JournalEvent {
+    qint64 id = 0; // global order of the journal
+    QString studyId;
+    qint64 unixMs = 0;
+    QString type; // "study_created", "attempt_starting", … (see study_state.h)
+    QJsonObject payload;
+};
+
+class Journal {
+public:
+    Journal() = default;
+    ~Journal();
+    Journal(const Journal &) = delete;
+    Journal &operator=(const Journal &) = delete;
+
+    // Opens (creating if needed) the journal file. On failure says why in `error`.
+    bool open(const QString &path, QString *error);
+    void close();
+    bool isOpen() const { return m_db != nullptr; }
+    QString path() const { return m_path; }
+
+    // Appends one state change durably (committed before this returns). Returns its id,
+    // or 0 with the reason in `error`.
+    qint64 append(const QString &studyId, const QString &type, const QJsonObject &payload, QString *error);
+    QList<JournalEvent> events(const QString &studyId, qint64 afterId = 0) const;
+    // Every study, oldest first.
+    QStringList studyIds() const;
+    bool hasStudy(const QString &studyId) const;
+
+    // Stores a batch of events of one run attempt as received from `agent`, in one
+    // transaction; events already stored (same seq) are ignored.
+    bool appendRunEvents(const QString &studyId, const QString &runId, int attempt, const QString &agent,
+        const std::vector<v1::RunEvent> &events, QString *error);
+    qint64 lastRunEventSeq(const QString &runId, int attempt, const QString &agent) const;
+    std::vector<v1::RunEvent> runEvents(const QString &runId, int attempt, const QString &agent) const;
+
+    QString lastError() const;
+
+private:
+    bool exec(const char *sql, QString *error);
+
+    sqlite3 *m_db = nullptr;
+    QString m_path;
+};
+
+} // namespace scalelab::core

@@ -1,0 +1,142 @@
+#include "placement.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+namespace scalelab::core {
+namespace {
+
+// Workers of this configuration a node could take: now (`free`) or when idle.
+int workersFit(const RunConfig &config, const NodeCapacity &node, bool idle)
+{
+    int fit = idle ? node.cpuCores : node.freeSlots;
+    if (config.threadsPerWorker > node.cpuCores)
+        return 0;
+    if (config.gpusPerWorker > 0) {
+        const double gpus = idle ? node.gpus : node.gpus - node.gpusInUse;
+        fit = std::min(fit, int(std::floor(gpus / config.gpusPerWorker + 1e-9)));
+    }
+    return std::max(fit, 0);
+}
+
+QString plural(int n, const char *one, const char *many)
+{
+    return QStringLiteral("%1 %2").arg(n).arg(QLatin1String(n == 1 ? one : many));
+}
+
+// Why the run cannot fit even on idle agents, or empty if it could.
+QString infeasibility(const RunConfig &config, const QList<NodeCapacity> &reachable)
+{
+    const double g = config.gpusPerWorker;
+    int maxGpus = 0, totalGpus = 0, maxCores = 0, totalFit = 0;
+    for (const auto &n : reachable) {
+        maxGpus = std::max(maxGpus, n.gpus);
+        totalGpus += n.gpus;
+        maxCores = std::max(maxCores, n.cpuCores);
+        totalFit += workersFit(config, n, true);
+    }
+    if (totalFit >= config.workers)
+        return {};
+    if (config.threadsPerWorker > maxCores)
+        return QStringLiteral("needs %1 threads per worker; the largest node has %2")
+            .arg(config.threadsPerWorker)
+            .arg(plural(maxCores, "core", "cores"));
+    if (g > 0 && totalGpus == 0)
+        return QStringLiteral("needs %1 GPU per worker; no agent has a GPU").arg(g);
+    if (g > 1 && maxGpus < g)
+        return QStringLiteral("needs %1 GPUs on one node; the largest node has %2").arg(g).arg(maxGpus);
+    if (g > 0)
+        return QStringLiteral("needs %1 × %2 GPU = %3 GPUs; the agents have %4 in all")
+            .arg(config.workers)
+            .arg(g)
+            .arg(config.workers * g)
+            .arg(totalGpus);
+    return QStringLiteral("needs %1; the agents have %2 in all (one worker per core)")
+        .arg(plural(config.workers, "worker slot", "worker slots"))
+        .arg(totalFit);
+}
+
+} // namespace
+
+Placement placeRun(
+    const RunConfig &config, const QList<NodeCapacity> &nodes, PlacementPolicy policy, bool exclusive)
+{
+    Placement result;
+    QList<NodeCapacity> reachable;
+    QStringList down;
+    for (const auto &n : nodes) {
+        if (n.reachable)
+            reachable << n;
+        else
+            down << QStringLiteral("%1: %2").arg(n.agent, n.error);
+    }
+    if (reachable.isEmpty()) {
+        result.reason = nodes.isEmpty()
+            ? QStringLiteral("no agent is configured for this study")
+            : QStringLiteral("no agent is reachable (%1)").arg(down.join(QLatin1String("; ")));
+        return result;
+    }
+    if (QString why = infeasibility(config, reachable); !why.isEmpty()) {
+        result.reason = why;
+        result.infeasible = true;
+        return result;
+    }
+
+    // Capacity now; hosts that run something of the study are skipped when exclusive.
+    QList<std::pair<NodeCapacity, int>> open;
+    int total = 0;
+    for (const auto &n : reachable) {
+        if (exclusive && n.busy)
+            continue;
+        const int fit = workersFit(config, n, false);
+        if (fit > 0) {
+            open.append({ n, fit });
+            total += fit;
+        }
+    }
+    if (total < config.workers) {
+        result.reason
+            = QStringLiteral("waiting for capacity: needs %1, %2 free now%3")
+                  .arg(plural(config.workers, "worker slot", "worker slots"))
+                  .arg(total)
+                  .arg(exclusive ? QStringLiteral(" (nodes running another run of the study are not shared)")
+                                 : QString());
+        return result;
+    }
+
+    QList<int> take(open.size(), 0);
+    if (policy == PlacementPolicy::Pack) {
+        // Fewest nodes: the largest first (stable, so the order of agents breaks ties).
+        QList<int> order(open.size());
+        std::iota(order.begin(), order.end(), 0);
+        std::stable_sort(
+            order.begin(), order.end(), [&](int a, int b) { return open[a].second > open[b].second; });
+        int left = config.workers;
+        for (int i : order) {
+            take[i] = std::min(left, open[i].second);
+            left -= take[i];
+        }
+    } else {
+        int left = config.workers;
+        while (left > 0)
+            for (int i = 0; i < open.size() && left > 0; ++i)
+                if (take[i] < open[i].second) {
+                    ++take[i];
+                    --left;
+                }
+    }
+    int rank = 0;
+    for (int i = 0; i < open.size(); ++i) {
+        if (take[i] == 0)
+            continue;
+        Portion p;
+        p.agent = open[i].first.agent;
+        for (int k = 0; k < take[i]; ++k)
+            p.ranks << rank++;
+        result.portions << p;
+    }
+    return result;
+}
+
+} // namespace scalelab::core

@@ -1,0 +1,45 @@
+// Where the ranks of a run go: a pure function of the run's needs and what the agents
+// reported in Describe. Ranks are numbered through the portions in order, so the
+// first portion holds rank 0 and its agent hosts the rendezvous.
+#pragma once
+
+#include "study_model.h"
+
+#include <QList>
+#include <QString>
+
+namespace scalelab::core {
+
+struct NodeCapacity {
+    QString agent; // the agent's name in the study (its address)
+    QString host; // hostname: agents on one host share its cores
+    bool reachable = false;
+    QString error; // why it is not reachable
+    int cpuCores = 0;
+    int freeSlots = 0; // ranks it can still take (Describe.free_slots)
+    int gpus = 0;
+    double gpusInUse = 0; // by runs of this study that it hosts now
+    bool busy = false; // hosts (or shares a host with) a running run of this study
+};
+
+struct Portion {
+    QString agent;
+    QList<int> ranks;
+    bool operator==(const Portion &) const = default;
+};
+
+enum class PlacementPolicy { Pack, Spread };
+
+struct Placement {
+    QList<Portion> portions; // empty when the run cannot be placed now
+    QString reason; // why not, in words a user can act on
+    bool infeasible = false; // cannot fit even on idle agents (not just busy now)
+    bool ok() const { return !portions.isEmpty(); }
+};
+
+// `exclusive`: a run only goes to hosts that run nothing else of the study, so the
+// measured times are not skewed by a neighbour (the default of a scale-up study).
+Placement placeRun(
+    const RunConfig &config, const QList<NodeCapacity> &nodes, PlacementPolicy policy, bool exclusive);
+
+} // namespace scalelab::core

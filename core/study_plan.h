@@ -1,0 +1,50 @@
+// Study plans: read, validate and expand a v1::StudyPlan (proto/scalelab/v1/study.proto)
+// into the runs it asks for. Pure functions; the only I/O is loading and saving a file.
+#pragma once
+
+#include "study_model.h"
+
+#include "scalelab/v1/study.pb.h"
+
+#include <QByteArray>
+#include <QList>
+#include <QString>
+#include <QStringList>
+
+#include <optional>
+
+namespace scalelab::core {
+
+struct PlannedRun {
+    QString runId;
+    RunConfig config;
+    int repeat = 0;
+    int maxFailures = 2;
+};
+
+// Parses a plan in protobuf's JSON mapping. On failure returns nothing and says why
+// in `problems` (unknown field, wrong type, not JSON at all).
+std::optional<v1::StudyPlan> parsePlanJson(const QByteArray &json, QStringList *problems);
+// Loads and validates: every problem found, each naming its field, in `problems`.
+std::optional<v1::StudyPlan> loadPlan(const QString &path, QStringList *problems);
+QByteArray planToJson(const v1::StudyPlan &plan);
+bool savePlan(const v1::StudyPlan &plan, const QString &path, QString *error);
+
+// Every problem of the plan, one sentence each, naming the field ("grid.workers[1]:
+// must be 1 or more (got 0)"). Empty = valid.
+QStringList validatePlan(const v1::StudyPlan &plan);
+
+// The runs of a valid plan: the baseline (unless skipped), then the grid's cross
+// product, each repeated. Run ids are "<studyId>-r<NN>", stable for the same plan.
+QList<PlannedRun> expandPlan(const v1::StudyPlan &plan, const QString &studyId);
+
+// What the agent is asked to train for one run of the plan.
+v1::RunSpec runSpecFor(const v1::StudyPlan &plan, const RunConfig &config);
+
+// A plan that runs quickly on a laptop: baseline + 2 workers on a synthetic set.
+v1::StudyPlan examplePlan(const QString &dataset);
+
+// "st-20261122-101500-3fa2": sortable, unique enough, safe as a folder name.
+QString newStudyId();
+
+} // namespace scalelab::core

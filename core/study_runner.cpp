@@ -1,0 +1,511 @@
+#include "study_runner.h"
+
+#include "run_watch.h"
+
+#include <QDateTime>
+#include <QFileInfo>
+#include <QJsonArray>
+
+namespace scalelab::core {
+namespace {
+
+constexpr int kTickMs = 500;
+constexpr qint64 kCapacityRefreshMs = 2000;
+
+QString str(const std::string &s)
+{
+    return QString::fromStdString(s);
+}
+
+// The terminal state an event reports for the ranks of one agent, or "".
+QString terminalState(const v1::RunEvent &e, QString *message)
+{
+    v1::RunState state = v1::RUN_STATE_UNSPECIFIED;
+    if (e.has_state()) {
+        state = e.state().state();
+        *message = str(e.state().message());
+    } else if (e.has_summary()) {
+        state = e.summary().state();
+        *message = str(e.summary().message());
+    }
+    switch (state) {
+    case v1::SUCCEEDED:
+        return QStringLiteral("SUCCEEDED");
+    case v1::FAILED:
+        return QStringLiteral("FAILED");
+    case v1::CANCELLED:
+        return QStringLiteral("CANCELLED");
+    default:
+        return {};
+    }
+}
+
+QString lockPath(const Journal &journal, const QString &studyId)
+{
+    return QFileInfo(journal.path()).absolutePath() + QStringLiteral("/%1.lock").arg(studyId);
+}
+
+} // namespace
+
+StudyRunner::StudyRunner(Journal *journal, QObject *parent)
+    : QObject(parent)
+    , m_journal(journal)
+{
+    m_timer.setInterval(kTickMs);
+    connect(&m_timer, &QTimer::timeout, this, &StudyRunner::tick);
+}
+
+StudyRunner::~StudyRunner()
+{
+    // Watches first: they hold pointers to the clients.
+    m_watches.clear();
+    m_clients.clear();
+}
+
+void StudyRunner::setAgents(const QList<AgentEndpoint> &agents)
+{
+    for (const auto &a : agents) {
+        m_agents.insert(a.name, a);
+        m_clients.erase(a.name);
+    }
+}
+
+AgentClient *StudyRunner::client(const QString &agent)
+{
+    auto it = m_clients.find(agent);
+    if (it != m_clients.end())
+        return it->second.get();
+    if (!m_agents.contains(agent))
+        return nullptr;
+    const AgentEndpoint &e = m_agents.value(agent);
+    auto created = std::make_unique<AgentClient>(e.address, e.token);
+    AgentClient *raw = created.get();
+    m_clients.emplace(agent, std::move(created));
+    return raw;
+}
+
+QString StudyRunner::createStudy(const v1::StudyPlan &plan, QString *error)
+{
+    if (const QStringList problems = validatePlan(plan); !problems.isEmpty()) {
+        *error = QStringLiteral("the plan is not valid:\n  ") + problems.join(QLatin1String("\n  "));
+        return {};
+    }
+    if (m_agents.isEmpty()) {
+        *error = QStringLiteral("no agent to run the study on: give at least one agent");
+        return {};
+    }
+    const QString studyId = newStudyId();
+    const QList<PlannedRun> runs = expandPlan(plan, studyId);
+    const QJsonObject payload = StudyState::studyCreated(str(plan.name()), plan, m_agents.keys(), runs);
+    if (m_journal->append(studyId, QStringLiteral("study_created"), payload, error) == 0)
+        return {};
+    return studyId;
+}
+
+bool StudyRunner::requestCancel(
+    Journal *journal, const QString &studyId, const QString &runId, QString *error)
+{
+    if (!journal->hasStudy(studyId)) {
+        *error = QStringLiteral("no study %1 in %2 (see `scalelab-cli study list`)")
+                     .arg(studyId, journal->path());
+        return false;
+    }
+    QJsonObject payload;
+    if (!runId.isEmpty())
+        payload.insert(QStringLiteral("runId"), runId);
+    return journal->append(studyId, QStringLiteral("cancel_requested"), payload, error) != 0;
+}
+
+bool StudyRunner::drive(const QString &studyId, QString *error)
+{
+    if (!m_journal->hasStudy(studyId)) {
+        *error = QStringLiteral("no study %1 in %2 (see `scalelab-cli study list`)")
+                     .arg(studyId, m_journal->path());
+        return false;
+    }
+    m_lock = std::make_unique<QLockFile>(lockPath(*m_journal, studyId));
+    m_lock->setStaleLockTime(0); // a lock whose process died is stale at once
+    if (!m_lock->tryLock(100)) {
+        qint64 pid = 0;
+        QString host, app;
+        m_lock->getLockInfo(&pid, &host, &app);
+        *error = QStringLiteral("study %1 is already driven by %2 (pid %3 on %4); stop that process or "
+                                "watch the study from there")
+                     .arg(studyId, app)
+                     .arg(pid)
+                     .arg(host);
+        m_lock.reset();
+        return false;
+    }
+    m_studyId = studyId;
+    m_state = StudyState();
+    syncJournal();
+    for (const QString &agent : m_state.agents())
+        if (!m_agents.contains(agent))
+            m_agents.insert(agent, AgentEndpoint { agent, agent, {} });
+    Q_EMIT message(QStringLiteral("study %1 (%2): %3 runs, %4")
+                       .arg(studyId, m_state.name())
+                       .arg(m_state.runs().size())
+                       .arg(m_state.state()));
+    m_timer.start();
+    QTimer::singleShot(0, this, &StudyRunner::tick);
+    return true;
+}
+
+void StudyRunner::syncJournal()
+{
+    for (const auto &e : m_journal->events(m_studyId, m_state.lastEventId())) {
+        m_state.apply(e);
+        Q_EMIT stateChanged(e);
+    }
+}
+
+bool StudyRunner::record(const QString &type, const QJsonObject &payload)
+{
+    QString error;
+    if (m_journal->append(m_studyId, type, payload, &error) == 0) {
+        // Acting on a change the journal did not keep would break replay: stop here.
+        m_timer.stop();
+        Q_EMIT fatal(error);
+        return false;
+    }
+    syncJournal();
+    return true;
+}
+
+QList<NodeCapacity> StudyRunner::refreshCapacity(bool force)
+{
+    const qint64 now = QDateTime::currentMSecsSinceEpoch();
+    if (!force && now - m_capacityAtMs < kCapacityRefreshMs && !m_capacity.isEmpty())
+        return m_capacity;
+    m_capacityAtMs = now;
+    m_capacity.clear();
+    QJsonArray newNodes;
+    for (const QString &agent : m_state.agents()) {
+        NodeCapacity n;
+        n.agent = agent;
+        v1::DescribeResponse d;
+        AgentClient *c = client(agent);
+        const CallResult result
+            = c ? c->describe(&d, 3000) : CallResult { 5, QStringLiteral("unknown agent") };
+        n.reachable = result.ok();
+        n.error = result.message;
+        if (n.reachable) {
+            n.host = str(d.hostname());
+            n.cpuCores = d.cpu_cores();
+            n.freeSlots = d.free_slots();
+            n.gpus = d.gpus_size();
+            if (!m_nodesRecorded.count(agent)) {
+                QJsonArray gpus;
+                for (const auto &g : d.gpus())
+                    gpus.append(QStringLiteral("%1: %2 (%3 GiB)")
+                                    .arg(g.index())
+                                    .arg(str(g.name()))
+                                    .arg(double(g.memory_bytes()) / (1 << 30), 0, 'f', 0));
+                newNodes.append(
+                    QJsonObject { { QStringLiteral("agent"), agent }, { QStringLiteral("hostname"), n.host },
+                        { QStringLiteral("agentVersion"), str(d.agent_version()) },
+                        { QStringLiteral("cpuCores"), n.cpuCores },
+                        { QStringLiteral("memoryBytes"), double(d.memory_bytes()) },
+                        { QStringLiteral("gpus"), gpus } });
+                m_nodesRecorded.insert(agent);
+            }
+        }
+        m_capacity << n;
+    }
+    if (!newNodes.isEmpty())
+        record(QStringLiteral("nodes_seen"), QJsonObject { { QStringLiteral("nodes"), newNodes } });
+    return m_capacity;
+}
+
+void StudyRunner::tick()
+{
+    if (m_busy || m_finished)
+        return;
+    m_busy = true;
+    syncJournal(); // requests from other processes (cancel)
+
+    bool anyPending = false;
+    for (const auto &run : m_state.runs())
+        anyPending = anyPending || (run.phase == RunPhase::Pending && !run.cancelRequested);
+    if (anyPending) {
+        QList<NodeCapacity> nodes = refreshCapacity(false);
+        placePending(nodes);
+    }
+    // Snapshot of ids: record() below changes m_state.runs().
+    QStringList ids;
+    for (const auto &run : m_state.runs())
+        ids << run.planned.runId;
+    for (const QString &id : ids) {
+        const RunProgress *run = m_state.run(id);
+        if (run->phase == RunPhase::Starting)
+            startAttempt(*run);
+        run = m_state.run(id);
+        if (run->phase == RunPhase::Running)
+            followAttempt(*run);
+    }
+    finishIfDone();
+    m_busy = false;
+}
+
+void StudyRunner::placePending(QList<NodeCapacity> &nodes)
+{
+    const bool exclusive = !m_state.plan().share_nodes();
+    const auto policy
+        = m_state.plan().placement() == "spread" ? PlacementPolicy::Spread : PlacementPolicy::Pack;
+    // Hosts that run an open attempt of this study.
+    QSet<QString> busyAgents;
+    QMap<QString, double> gpusInUse;
+    for (const auto &run : m_state.runs())
+        if (run.attemptOpen())
+            for (const auto &p : run.portions) {
+                busyAgents.insert(p.agent);
+                gpusInUse[p.agent] += run.planned.config.gpusPerWorker * p.ranks.size();
+            }
+    auto markBusy = [&]() {
+        QSet<QString> busyHosts;
+        for (const auto &n : nodes)
+            if (busyAgents.contains(n.agent) && !n.host.isEmpty())
+                busyHosts.insert(n.host);
+        for (auto &n : nodes) {
+            n.busy = busyAgents.contains(n.agent) || busyHosts.contains(n.host);
+            n.gpusInUse = gpusInUse.value(n.agent);
+        }
+    };
+    markBusy();
+
+    QStringList ids;
+    for (const auto &run : m_state.runs())
+        if (run.phase == RunPhase::Pending && !run.cancelRequested)
+            ids << run.planned.runId;
+    for (const QString &id : ids) {
+        const RunProgress run = *m_state.run(id);
+        // A retry prefers the agent that holds its checkpoints (rank 0's last time).
+        QList<NodeCapacity> ordered = nodes;
+        if (!run.portions.isEmpty())
+            std::stable_partition(ordered.begin(), ordered.end(),
+                [&](const NodeCapacity &n) { return n.agent == run.portions.first().agent; });
+        const Placement placement = placeRun(run.planned.config, ordered, policy, exclusive);
+        if (!placement.ok()) {
+            if (placement.reason != run.reason && !run.reason.startsWith(QLatin1String("retrying")))
+                record(QStringLiteral("run_pending"),
+                    QJsonObject {
+                        { QStringLiteral("runId"), id }, { QStringLiteral("reason"), placement.reason } });
+            else if (run.reason.startsWith(QLatin1String("retrying")) && placement.infeasible)
+                record(QStringLiteral("run_pending"),
+                    QJsonObject {
+                        { QStringLiteral("runId"), id }, { QStringLiteral("reason"), placement.reason } });
+            continue;
+        }
+        if (!record(QStringLiteral("attempt_starting"),
+                StudyState::attemptStarting(id, run.attempt + 1, placement.portions)))
+            return;
+        QStringList where;
+        for (const auto &p : placement.portions) {
+            busyAgents.insert(p.agent);
+            gpusInUse[p.agent] += run.planned.config.gpusPerWorker * p.ranks.size();
+            for (auto &n : nodes)
+                if (n.agent == p.agent)
+                    n.freeSlots -= int(p.ranks.size());
+            where << QStringLiteral("%1 (%2 rank%3)")
+                         .arg(p.agent)
+                         .arg(p.ranks.size())
+                         .arg(p.ranks.size() == 1 ? "" : "s");
+        }
+        markBusy();
+        Q_EMIT message(QStringLiteral("%1 %2: attempt %3 placed on %4")
+                           .arg(id, run.planned.config.key())
+                           .arg(run.attempt + 1)
+                           .arg(where.join(QLatin1String(", "))));
+    }
+}
+
+void StudyRunner::startAttempt(const RunProgress &run)
+{
+    const v1::RunSpec spec = runSpecFor(m_state.plan(), run.planned.config);
+    v1::Endpoint rendezvous;
+    auto fail = [&](const QString &reason, bool retryable) {
+        for (const auto &p : run.portions) // ranks already started must not linger
+            if (AgentClient *c = client(p.agent)) {
+                v1::StopRunResponse ignored;
+                c->stopRun(run.planned.runId, &ignored);
+            }
+        record(QStringLiteral("attempt_ended"),
+            QJsonObject { { QStringLiteral("runId"), run.planned.runId },
+                { QStringLiteral("attempt"), run.attempt },
+                { QStringLiteral("outcome"), QStringLiteral("FAILED") }, { QStringLiteral("reason"), reason },
+                { QStringLiteral("retry"), retryable && m_state.shouldRetry(run) } });
+        Q_EMIT message(QStringLiteral("%1: attempt %2 could not start: %3")
+                           .arg(run.planned.runId)
+                           .arg(run.attempt)
+                           .arg(reason));
+    };
+    for (const auto &p : run.portions) {
+        AgentClient *c = client(p.agent);
+        if (!c)
+            return fail(QStringLiteral("agent %1 is not configured in this console").arg(p.agent), true);
+        v1::StartWorkersRequest request;
+        request.set_run_id(run.planned.runId.toStdString());
+        request.set_attempt(run.attempt);
+        request.set_world_size(run.planned.config.workers);
+        for (int rank : p.ranks)
+            request.add_ranks(rank);
+        *request.mutable_spec() = spec;
+        if (!rendezvous.host().empty())
+            *request.mutable_rendezvous() = rendezvous;
+        v1::StartWorkersResponse response;
+        const CallResult result = c->startWorkers(request, &response);
+        if (!result.ok()) {
+            // Bad input stays bad; an unreachable or busy agent may do better next time.
+            const bool retryable = result.code != int(grpc::StatusCode::INVALID_ARGUMENT);
+            return fail(result.message, retryable);
+        }
+        if (rendezvous.host().empty())
+            rendezvous = response.rendezvous();
+    }
+    record(QStringLiteral("attempt_running"),
+        QJsonObject { { QStringLiteral("runId"), run.planned.runId },
+            { QStringLiteral("attempt"), run.attempt },
+            { QStringLiteral("rendezvous"),
+                QStringLiteral("%1:%2").arg(str(rendezvous.host())).arg(rendezvous.port()) } });
+}
+
+void StudyRunner::followAttempt(const RunProgress &run)
+{
+    const QString id = run.planned.runId;
+    auto &watches = m_watches[id];
+    if (!watches.empty() && watches.front().attempt != run.attempt)
+        watches.clear();
+    if (watches.empty()) {
+        for (int i = 0; i < run.portions.size(); ++i) {
+            PortionWatch w;
+            w.agent = run.portions[i].agent;
+            w.attempt = run.attempt;
+            AgentClient *c = client(w.agent);
+            if (!c) {
+                w.outcome = QStringLiteral("FAILED");
+                w.message = QStringLiteral("agent %1 is not configured in this console").arg(w.agent);
+            } else {
+                // Events already stored are not asked for again, and the stored ones
+                // may already say the portion ended (a runner restarted after the end).
+                for (const auto &e : m_journal->runEvents(id, run.attempt, w.agent))
+                    if (QString m, s = terminalState(e, &m); !s.isEmpty()) {
+                        w.outcome = s;
+                        w.message = m;
+                    }
+                if (w.outcome.isEmpty()) {
+                    w.watch = std::make_unique<RunWatch>(c, id);
+                    connect(
+                        w.watch.get(), &RunWatch::eventsArrived, this, [this, id, i] { onEvents(id, i); });
+                    connect(w.watch.get(), &RunWatch::finished, this, [this, id, i](const QString &error) {
+                        onEvents(id, i);
+                        auto &ws = m_watches[id];
+                        if (i < int(ws.size()) && ws[i].outcome.isEmpty()) {
+                            ws[i].outcome = QStringLiteral("FAILED");
+                            ws[i].message = error.isEmpty()
+                                ? QStringLiteral("the event stream of agent %1 ended without a final state")
+                                      .arg(ws[i].agent)
+                                : QStringLiteral("lost agent %1: %2").arg(ws[i].agent, error);
+                        }
+                        QTimer::singleShot(0, this, &StudyRunner::tick);
+                    });
+                    w.watch->start(m_journal->lastRunEventSeq(id, run.attempt, w.agent) + 1);
+                }
+            }
+            watches.push_back(std::move(w));
+        }
+    }
+
+    const bool cancelling = run.cancelRequested || m_state.cancelRequested();
+    bool anyFailed = false, allEnded = true;
+    QString firstFailure;
+    for (const auto &w : watches) {
+        allEnded = allEnded && !w.outcome.isEmpty();
+        if (w.outcome == QLatin1String("FAILED") && !anyFailed) {
+            anyFailed = true;
+            firstFailure = w.message;
+        }
+    }
+    // A failed portion or a cancel stops every other portion of the attempt.
+    if (anyFailed || cancelling)
+        for (auto &w : watches)
+            if (w.outcome.isEmpty() && !w.stopSent)
+                if (AgentClient *c = client(w.agent)) {
+                    v1::StopRunResponse ignored;
+                    const CallResult result = c->stopRun(id, &ignored);
+                    w.stopSent = true;
+                    if (!result.ok() && result.code == int(grpc::StatusCode::NOT_FOUND)) {
+                        w.outcome = QStringLiteral("CANCELLED");
+                        w.message = result.message;
+                    }
+                }
+    if (!allEnded)
+        return;
+    bool allSucceeded = true;
+    for (const auto &w : watches)
+        allSucceeded = allSucceeded && w.outcome == QLatin1String("SUCCEEDED");
+    QString outcome = allSucceeded   ? QStringLiteral("SUCCEEDED")
+        : (cancelling && !anyFailed) ? QStringLiteral("CANCELLED")
+        : cancelling                 ? QStringLiteral("CANCELLED")
+                                     : QStringLiteral("FAILED");
+    const QString reason = allSucceeded ? QString()
+        : cancelling                    ? QStringLiteral("cancelled by the user")
+                                        : firstFailure;
+    m_watches.erase(id);
+    record(QStringLiteral("attempt_ended"),
+        QJsonObject { { QStringLiteral("runId"), id }, { QStringLiteral("attempt"), run.attempt },
+            { QStringLiteral("outcome"), outcome }, { QStringLiteral("reason"), reason },
+            { QStringLiteral("retry"), outcome == QLatin1String("FAILED") && m_state.shouldRetry(run) } });
+    const RunProgress *after = m_state.run(id);
+    Q_EMIT message(QStringLiteral("%1: attempt %2 %3%4 — run %5")
+                       .arg(id)
+                       .arg(run.attempt)
+                       .arg(outcome)
+                       .arg(reason.isEmpty() ? QString() : QStringLiteral(" (%1)").arg(reason))
+                       .arg(phaseName(after->phase)));
+}
+
+void StudyRunner::onEvents(const QString &runId, int portion)
+{
+    auto it = m_watches.find(runId);
+    if (it == m_watches.end() || portion >= int(it->second.size()) || !it->second[portion].watch)
+        return;
+    PortionWatch &w = it->second[portion];
+    std::vector<v1::RunEvent> events = w.watch->takeEvents();
+    if (events.empty())
+        return;
+    QString error;
+    if (!m_journal->appendRunEvents(m_studyId, runId, w.attempt, w.agent, events, &error)) {
+        m_timer.stop();
+        Q_EMIT fatal(error);
+        return;
+    }
+    bool ended = false;
+    for (const auto &e : events)
+        if (QString m, s = terminalState(e, &m); !s.isEmpty()) {
+            // A summary may follow the state change; keep the first words of failure.
+            if (w.outcome.isEmpty() || w.message.isEmpty())
+                w.message = m;
+            w.outcome = s;
+            ended = true;
+        }
+    const int attempt = w.attempt;
+    Q_EMIT runEvents(runId, attempt, events);
+    if (ended)
+        QTimer::singleShot(0, this, &StudyRunner::tick);
+}
+
+void StudyRunner::finishIfDone()
+{
+    if (m_state.runs().isEmpty() || !m_state.allRunsTerminal())
+        return;
+    if (!m_state.ended()
+        && !record(
+            QStringLiteral("study_ended"), QJsonObject { { QStringLiteral("state"), m_state.state() } }))
+        return;
+    m_finished = true;
+    m_timer.stop();
+    Q_EMIT finished(m_state.state());
+}
+
+} // namespace scalelab::core

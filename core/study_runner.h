@@ -1,0 +1,104 @@
+// Drives a study to its end: places pending runs on agents, starts their ranks, follows
+// their event streams, retries failed runs from their checkpoints, and records every
+// state change in the journal before acting on it — so a runner killed at any point
+// and started again (same journal) continues without running anything twice:
+// StartWorkers is idempotent on (run, attempt), and event streams resume at the seq
+// after the last one stored.
+//
+// Blocking gRPC calls (with deadlines) run on the runner's thread: give it a thread of
+// its own in a GUI (moveToThread), or use it from a console program's event loop.
+// Only one process drives a study at a time (a lock file beside the journal).
+#pragma once
+
+#include "agent_client.h"
+#include "journal.h"
+#include "study_state.h"
+
+#include <QLockFile>
+#include <QObject>
+#include <QTimer>
+
+#include <map>
+#include <memory>
+#include <set>
+
+namespace scalelab::core {
+
+class RunWatch;
+
+struct AgentEndpoint {
+    QString name; // how the journal names it; the address unless told otherwise
+    QString address; // HOST:PORT
+    QString token;
+};
+
+class StudyRunner : public QObject {
+    Q_OBJECT
+public:
+    // `journal` must be open and outlive the runner.
+    explicit StudyRunner(Journal *journal, QObject *parent = nullptr);
+    ~StudyRunner() override;
+
+    void setAgents(const QList<AgentEndpoint> &agents);
+
+    // Records a new study for `plan` (which must be valid) on the current agents and
+    // returns its id, or an empty string with the reason in `error`.
+    QString createStudy(const v1::StudyPlan &plan, QString *error);
+
+    // Takes charge of a study: replays its journal, reattaches to runs that kept going
+    // and drives it until finished() (at once if it had already ended).
+    bool drive(const QString &studyId, QString *error);
+
+    // Cancels the whole study (runId empty) or one run. Safe from any process: a
+    // runner driving the study elsewhere picks the request up from the journal.
+    static bool requestCancel(Journal *journal, const QString &studyId, const QString &runId, QString *error);
+
+    const StudyState &state() const { return m_state; }
+    StudySnapshot snapshot() const { return buildSnapshot(m_state, *m_journal); }
+    void setTickInterval(int ms) { m_timer.setInterval(ms); }
+
+Q_SIGNALS:
+    void stateChanged(const scalelab::core::JournalEvent &event); // after a journal event is applied
+    void runEvents(const QString &runId, int attempt, const std::vector<scalelab::v1::RunEvent> &events);
+    void message(const QString &line); // what happens, in words
+    void finished(const QString &studyState); // SUCCEEDED, FAILED or CANCELLED
+    void fatal(const QString &error); // the journal cannot be written: nothing is safe to do
+
+private:
+    struct PortionWatch {
+        std::unique_ptr<RunWatch> watch;
+        QString agent;
+        int attempt = 0;
+        QString outcome; // terminal state seen ("" while running)
+        QString message;
+        bool stopSent = false;
+    };
+
+    void tick();
+    bool record(const QString &type, const QJsonObject &payload);
+    void syncJournal();
+    QList<NodeCapacity> refreshCapacity(bool force);
+    void placePending(QList<NodeCapacity> &nodes);
+    void startAttempt(const RunProgress &run);
+    void followAttempt(const RunProgress &run);
+    void onEvents(const QString &runId, int portion);
+    void finishIfDone();
+    AgentClient *client(const QString &agent);
+
+    Journal *m_journal;
+    QString m_studyId;
+    StudyState m_state;
+    std::unique_ptr<QLockFile> m_lock;
+    QTimer m_timer;
+    QMap<QString, AgentEndpoint> m_agents;
+    std::map<QString, std::unique_ptr<AgentClient>> m_clients;
+    // Watches of the open attempt of each run, one per portion.
+    std::map<QString, std::vector<PortionWatch>> m_watches;
+    QList<NodeCapacity> m_capacity;
+    qint64 m_capacityAtMs = 0;
+    std::set<QString> m_nodesRecorded;
+    bool m_finished = false;
+    bool m_busy = false; // re-entrancy guard for tick()
+};
+
+} // namespace scalelab::core

@@ -1,0 +1,354 @@
+#include "study_state.h"
+
+#include <QJsonArray>
+#include <QJsonDocument>
+
+namespace scalelab::core {
+namespace {
+
+QJsonArray toArray(const QList<int> &values)
+{
+    QJsonArray a;
+    for (int v : values)
+        a.append(v);
+    return a;
+}
+
+QList<Portion> portionsFromJson(const QJsonArray &array)
+{
+    QList<Portion> portions;
+    for (const auto &value : array) {
+        const QJsonObject o = value.toObject();
+        Portion p;
+        p.agent = o.value(QLatin1String("agent")).toString();
+        for (const auto &r : o.value(QLatin1String("ranks")).toArray())
+            p.ranks << r.toInt();
+        portions << p;
+    }
+    return portions;
+}
+
+QStringList agentsOf(const QList<Portion> &portions)
+{
+    QStringList agents;
+    for (const auto &p : portions)
+        agents << p.agent;
+    return agents;
+}
+
+} // namespace
+
+QString phaseName(RunPhase phase)
+{
+    switch (phase) {
+    case RunPhase::Pending:
+        return QStringLiteral("PENDING");
+    case RunPhase::Starting:
+        return QStringLiteral("STARTING");
+    case RunPhase::Running:
+        return QStringLiteral("RUNNING");
+    case RunPhase::Succeeded:
+        return QStringLiteral("SUCCEEDED");
+    case RunPhase::Failed:
+        return QStringLiteral("FAILED");
+    case RunPhase::Cancelled:
+        return QStringLiteral("CANCELLED");
+    }
+    return {};
+}
+
+bool isTerminal(RunPhase phase)
+{
+    return phase == RunPhase::Succeeded || phase == RunPhase::Failed || phase == RunPhase::Cancelled;
+}
+
+QJsonObject configToJson(const RunConfig &c)
+{
+    return QJsonObject { { QStringLiteral("baseline"), c.baseline }, { QStringLiteral("workers"), c.workers },
+        { QStringLiteral("batchSize"), c.batchSize }, { QStringLiteral("epochs"), c.epochs },
+        { QStringLiteral("gpusPerWorker"), c.gpusPerWorker },
+        { QStringLiteral("threadsPerWorker"), c.threadsPerWorker },
+        { QStringLiteral("precision"), c.precision }, { QStringLiteral("lrRule"), c.lrRule } };
+}
+
+RunConfig configFromJson(const QJsonObject &o)
+{
+    RunConfig c;
+    c.baseline = o.value(QLatin1String("baseline")).toBool();
+    c.workers = o.value(QLatin1String("workers")).toInt(1);
+    c.batchSize = o.value(QLatin1String("batchSize")).toInt(64);
+    c.epochs = o.value(QLatin1String("epochs")).toInt(1);
+    c.gpusPerWorker = o.value(QLatin1String("gpusPerWorker")).toDouble();
+    c.threadsPerWorker = o.value(QLatin1String("threadsPerWorker")).toInt();
+    c.precision = o.value(QLatin1String("precision")).toString(QStringLiteral("fp32"));
+    c.lrRule = o.value(QLatin1String("lrRule")).toString(QStringLiteral("none"));
+    return c;
+}
+
+QJsonObject StudyState::studyCreated(
+    const QString &name, const v1::StudyPlan &plan, const QStringList &agents, const QList<PlannedRun> &runs)
+{
+    QJsonArray runArray;
+    for (const auto &r : runs)
+        runArray.append(QJsonObject { { QStringLiteral("runId"), r.runId },
+            { QStringLiteral("repeat"), r.repeat }, { QStringLiteral("maxFailures"), r.maxFailures },
+            { QStringLiteral("config"), configToJson(r.config) } });
+    return QJsonObject { { QStringLiteral("name"), name },
+        { QStringLiteral("plan"), QString::fromUtf8(planToJson(plan)) },
+        { QStringLiteral("agents"), QJsonArray::fromStringList(agents) },
+        { QStringLiteral("runs"), runArray } };
+}
+
+QJsonObject StudyState::attemptStarting(const QString &runId, int attempt, const QList<Portion> &portions)
+{
+    QJsonArray array;
+    for (const auto &p : portions)
+        array.append(QJsonObject {
+            { QStringLiteral("agent"), p.agent }, { QStringLiteral("ranks"), toArray(p.ranks) } });
+    return QJsonObject { { QStringLiteral("runId"), runId }, { QStringLiteral("attempt"), attempt },
+        { QStringLiteral("portions"), array } };
+}
+
+RunProgress *StudyState::mutableRun(const QString &runId)
+{
+    for (auto &r : m_runs)
+        if (r.planned.runId == runId)
+            return &r;
+    return nullptr;
+}
+
+const RunProgress *StudyState::run(const QString &runId) const
+{
+    return const_cast<StudyState *>(this)->mutableRun(runId);
+}
+
+StudyState StudyState::replay(const QList<JournalEvent> &events)
+{
+    StudyState state;
+    for (const auto &e : events)
+        state.apply(e);
+    return state;
+}
+
+bool StudyState::shouldRetry(const RunProgress &run) const
+{
+    return !m_cancelRequested && !run.cancelRequested && run.failures < run.planned.maxFailures;
+}
+
+void StudyState::apply(const JournalEvent &event)
+{
+    m_lastEventId = event.id;
+    const QJsonObject &p = event.payload;
+    const QString type = event.type;
+    if (type == QLatin1String("study_created")) {
+        m_studyId = event.studyId;
+        m_name = p.value(QLatin1String("name")).toString();
+        QStringList ignored;
+        if (auto plan = parsePlanJson(p.value(QLatin1String("plan")).toString().toUtf8(), &ignored))
+            m_plan = *plan;
+        m_agents.clear();
+        for (const auto &a : p.value(QLatin1String("agents")).toArray())
+            m_agents << a.toString();
+        m_created = event.unixMs;
+        for (const auto &value : p.value(QLatin1String("runs")).toArray()) {
+            const QJsonObject o = value.toObject();
+            RunProgress run;
+            run.planned.runId = o.value(QLatin1String("runId")).toString();
+            run.planned.repeat = o.value(QLatin1String("repeat")).toInt();
+            run.planned.maxFailures = o.value(QLatin1String("maxFailures")).toInt();
+            run.planned.config = configFromJson(o.value(QLatin1String("config")).toObject());
+            m_runs << run;
+        }
+        return;
+    }
+    if (type == QLatin1String("nodes_seen")) {
+        for (const auto &value : p.value(QLatin1String("nodes")).toArray()) {
+            const QJsonObject o = value.toObject();
+            NodeInfo n;
+            n.agent = o.value(QLatin1String("agent")).toString();
+            n.hostname = o.value(QLatin1String("hostname")).toString();
+            n.agentVersion = o.value(QLatin1String("agentVersion")).toString();
+            n.cpuCores = o.value(QLatin1String("cpuCores")).toInt();
+            n.memoryBytes = qint64(o.value(QLatin1String("memoryBytes")).toDouble());
+            for (const auto &g : o.value(QLatin1String("gpus")).toArray())
+                n.gpus << g.toString();
+            m_nodes.removeIf([&](const NodeInfo &old) { return old.agent == n.agent; });
+            m_nodes << n;
+        }
+        return;
+    }
+    if (type == QLatin1String("cancel_requested")) {
+        const QString runId = p.value(QLatin1String("runId")).toString();
+        for (auto &r : m_runs) {
+            if (!runId.isEmpty() && r.planned.runId != runId)
+                continue;
+            r.cancelRequested = true;
+            if (r.phase == RunPhase::Pending) { // nothing runs: cancelled at once
+                r.phase = RunPhase::Cancelled;
+                r.reason = QStringLiteral("cancelled before it started");
+            }
+        }
+        if (runId.isEmpty())
+            m_cancelRequested = true;
+        return;
+    }
+    if (type == QLatin1String("study_ended")) {
+        m_endState = p.value(QLatin1String("state")).toString();
+        m_ended = event.unixMs;
+        return;
+    }
+
+    RunProgress *run = mutableRun(p.value(QLatin1String("runId")).toString());
+    if (!run)
+        return; // an event of a run this study does not have: ignore, never crash
+    if (type == QLatin1String("run_pending")) {
+        if (!isTerminal(run->phase))
+            run->reason = p.value(QLatin1String("reason")).toString();
+    } else if (type == QLatin1String("attempt_starting")) {
+        run->attempt = p.value(QLatin1String("attempt")).toInt();
+        run->portions = portionsFromJson(p.value(QLatin1String("portions")).toArray());
+        run->rendezvous.clear();
+        run->phase = RunPhase::Starting;
+        run->reason.clear();
+        AttemptRecord a;
+        a.attempt = run->attempt;
+        a.agents = agentsOf(run->portions);
+        a.outcome = QStringLiteral("STARTING");
+        a.startedUnixMs = event.unixMs;
+        run->attempts << a;
+    } else if (type == QLatin1String("attempt_running")) {
+        if (run->phase == RunPhase::Starting && p.value(QLatin1String("attempt")).toInt() == run->attempt) {
+            run->phase = RunPhase::Running;
+            run->rendezvous = p.value(QLatin1String("rendezvous")).toString();
+            if (!run->attempts.isEmpty())
+                run->attempts.last().outcome = QStringLiteral("RUNNING");
+        }
+    } else if (type == QLatin1String("attempt_ended")) {
+        if (p.value(QLatin1String("attempt")).toInt() != run->attempt || !run->attemptOpen())
+            return;
+        const QString outcome = p.value(QLatin1String("outcome")).toString();
+        const QString reason = p.value(QLatin1String("reason")).toString();
+        if (!run->attempts.isEmpty()) {
+            run->attempts.last().outcome = outcome;
+            run->attempts.last().reason = reason;
+            run->attempts.last().endedUnixMs = event.unixMs;
+        }
+        run->reason = reason;
+        if (outcome == QLatin1String("SUCCEEDED")) {
+            run->phase = RunPhase::Succeeded;
+        } else if (outcome == QLatin1String("CANCELLED")) {
+            run->phase = RunPhase::Cancelled;
+        } else {
+            ++run->failures;
+            if (p.value(QLatin1String("retry")).toBool()) {
+                run->phase = RunPhase::Pending;
+                run->reason = QStringLiteral("retrying (failure %1 of at most %2): %3")
+                                  .arg(run->failures)
+                                  .arg(run->planned.maxFailures)
+                                  .arg(reason);
+            } else {
+                run->phase = RunPhase::Failed;
+            }
+        }
+    }
+}
+
+bool StudyState::allRunsTerminal() const
+{
+    return std::all_of(
+        m_runs.begin(), m_runs.end(), [](const RunProgress &r) { return isTerminal(r.phase); });
+}
+
+QString StudyState::state() const
+{
+    if (!m_endState.isEmpty())
+        return m_endState;
+    if (m_runs.isEmpty() || !allRunsTerminal())
+        return m_cancelRequested ? QStringLiteral("CANCELLING") : QStringLiteral("RUNNING");
+    if (m_cancelRequested)
+        return QStringLiteral("CANCELLED");
+    for (const auto &r : m_runs)
+        if (r.phase != RunPhase::Succeeded)
+            return QStringLiteral("FAILED");
+    return QStringLiteral("SUCCEEDED");
+}
+
+StudySnapshot buildSnapshot(const StudyState &state, const Journal &journal)
+{
+    StudySnapshot s;
+    s.studyId = state.studyId();
+    s.name = state.name();
+    s.state = state.state();
+    s.dataset = QString::fromStdString(state.plan().dataset());
+    s.targetAccuracy = state.plan().target_accuracy() > 0 ? state.plan().target_accuracy() : kNotMeasured;
+    s.createdUnixMs = state.createdUnixMs();
+    s.finishedUnixMs = state.endedUnixMs();
+    s.nodes = state.nodes();
+    for (const auto &progress : state.runs()) {
+        RunResult r;
+        r.runId = progress.planned.runId;
+        r.config = progress.planned.config;
+        r.repeat = progress.planned.repeat;
+        r.state = phaseName(progress.phase);
+        r.stateReason = progress.reason;
+        r.attempts = progress.attempts;
+        double offset = 0; // seconds spent by earlier attempts
+        double lastElapsed = 0;
+        for (auto &attempt : r.attempts) {
+            if (attempt.agents.isEmpty())
+                continue;
+            lastElapsed = 0;
+            const auto events = journal.runEvents(r.runId, attempt.attempt, attempt.agents.first());
+            for (const auto &e : events) {
+                if (e.has_started()) {
+                    attempt.resumedFromEpoch = e.started().resumed_from_epoch();
+                    s.synthetic = s.synthetic || e.started().dataset().synthetic();
+                    const int keep = e.started().resumed_from_epoch();
+                    r.epochs.removeIf([keep](const EpochPoint &p) { return p.epoch > keep; });
+                    r.steps.removeIf([keep](const StepPoint &p) { return p.epoch > keep; });
+                } else if (e.has_step()) {
+                    StepPoint p;
+                    p.step = e.step().step();
+                    p.epoch = e.step().epoch();
+                    p.loss = e.step().loss();
+                    p.elapsedSeconds = offset + e.step().elapsed_seconds();
+                    lastElapsed = std::max(lastElapsed, e.step().elapsed_seconds());
+                    r.steps << p;
+                } else if (e.has_epoch()) {
+                    const auto &m = e.epoch();
+                    EpochPoint p;
+                    p.epoch = m.epoch();
+                    p.trainLoss = m.train_loss();
+                    p.trainAccuracy = m.train_accuracy();
+                    p.testLoss = m.test_loss();
+                    p.testAccuracy = m.test_accuracy();
+                    p.elapsedSeconds = offset + m.elapsed_seconds();
+                    p.imagesPerSecond = m.images_per_second();
+                    lastElapsed = std::max(lastElapsed, m.elapsed_seconds());
+                    r.epochs.removeIf([&](const EpochPoint &old) { return old.epoch == p.epoch; });
+                    r.epochs << p;
+                } else if (e.has_summary() && e.summary().state() == v1::SUCCEEDED) {
+                    lastElapsed = std::max(lastElapsed, e.summary().wall_seconds());
+                    r.imagesPerSecond = e.summary().images_per_second();
+                }
+            }
+            offset += lastElapsed;
+        }
+        if (!r.epochs.isEmpty()) {
+            r.finalTestAccuracy = r.epochs.last().testAccuracy;
+            r.bestTestAccuracy = 0;
+            for (const auto &p : r.epochs) {
+                r.bestTestAccuracy = std::max(r.bestTestAccuracy, p.testAccuracy);
+                if (!r.timeToTargetSeconds && std::isfinite(s.targetAccuracy)
+                    && p.testAccuracy >= s.targetAccuracy)
+                    r.timeToTargetSeconds = p.elapsedSeconds;
+            }
+        }
+        if (progress.phase == RunPhase::Succeeded)
+            r.wallSeconds = offset;
+        s.runs << r;
+    }
+    return s;
+}
+
+} // namespace scalelab::core

@@ -1,0 +1,98 @@
+// A study's state, rebuilt by replaying its journal events (event sourcing). Replaying
+// any prefix of the journal gives a consistent state, so a console killed between any
+// two events resumes from exactly what was committed.
+//
+// Journal event types and their payloads:
+//   study_created    {name, plan (JSON text), agents [names], runs [{runId, repeat, maxFailures, config}]}
+//   nodes_seen       {nodes [NodeInfo]}
+//   run_pending      {runId, reason}                      why it waits (capacity, retry)
+//   attempt_starting {runId, attempt, portions [{agent, ranks}]}   placed; StartWorkers may be in flight
+//   attempt_running  {runId, attempt, rendezvous}          every portion accepted
+//   attempt_ended    {runId, attempt, outcome, reason, retry}  outcome SUCCEEDED|FAILED|CANCELLED;
+//                                                          retry = a FAILED run goes back to PENDING
+//   cancel_requested {runId?}                              whole study when runId is absent
+//   study_ended      {state}
+#pragma once
+
+#include "journal.h"
+#include "placement.h"
+#include "study_model.h"
+#include "study_plan.h"
+
+#include <QJsonObject>
+#include <QList>
+#include <QMap>
+
+namespace scalelab::core {
+
+enum class RunPhase { Pending, Starting, Running, Succeeded, Failed, Cancelled };
+QString phaseName(RunPhase phase);
+bool isTerminal(RunPhase phase);
+
+struct RunProgress {
+    PlannedRun planned;
+    RunPhase phase = RunPhase::Pending;
+    QString reason; // why pending / why failed
+    int attempt = 0; // latest attempt (0 = never started)
+    QList<Portion> portions; // of the latest attempt
+    QString rendezvous; // of the latest attempt, "host:port"
+    int failures = 0;
+    bool cancelRequested = false;
+    QList<AttemptRecord> attempts;
+    bool attemptOpen() const { return phase == RunPhase::Starting || phase == RunPhase::Running; }
+};
+
+class StudyState {
+public:
+    void apply(const JournalEvent &event);
+    static StudyState replay(const QList<JournalEvent> &events);
+
+    QString studyId() const { return m_studyId; }
+    QString name() const { return m_name; }
+    const v1::StudyPlan &plan() const { return m_plan; }
+    QStringList agents() const { return m_agents; }
+    const QList<RunProgress> &runs() const { return m_runs; }
+    const RunProgress *run(const QString &runId) const;
+    bool cancelRequested() const { return m_cancelRequested; }
+    bool ended() const { return !m_endState.isEmpty(); }
+    // RUNNING until every run is terminal; then SUCCEEDED, FAILED (a run failed for
+    // good) or CANCELLED.
+    QString state() const;
+    bool allRunsTerminal() const;
+    qint64 createdUnixMs() const { return m_created; }
+    qint64 endedUnixMs() const { return m_ended; }
+    const QList<NodeInfo> &nodes() const { return m_nodes; }
+    qint64 lastEventId() const { return m_lastEventId; }
+
+    // The run's next attempt is a retry (it failed before and may go again).
+    bool shouldRetry(const RunProgress &run) const;
+
+    // Journal payloads, built in one place so writer and reader agree.
+    static QJsonObject studyCreated(const QString &name, const v1::StudyPlan &plan, const QStringList &agents,
+        const QList<PlannedRun> &runs);
+    static QJsonObject attemptStarting(const QString &runId, int attempt, const QList<Portion> &portions);
+
+private:
+    RunProgress *mutableRun(const QString &runId);
+
+    QString m_studyId;
+    QString m_name;
+    v1::StudyPlan m_plan;
+    QStringList m_agents;
+    QList<RunProgress> m_runs;
+    QList<NodeInfo> m_nodes;
+    bool m_cancelRequested = false;
+    QString m_endState;
+    qint64 m_created = 0;
+    qint64 m_ended = 0;
+    qint64 m_lastEventId = 0;
+};
+
+QJsonObject configToJson(const RunConfig &config);
+RunConfig configFromJson(const QJsonObject &json);
+
+// Everything the reports and views need: the journal's state plus the metrics of
+// each attempt, from the run events stored beside it.
+StudySnapshot buildSnapshot(const StudyState &state, const Journal &journal);
+
+} // namespace scalelab::core
