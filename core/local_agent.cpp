@@ -44,7 +44,9 @@ bool LocalAgent::start(const LocalAgentOptions &options, int timeoutMs)
     }
     quint32 words[8];
     QRandomGenerator::system()->fillRange(words);
-    m_token = QString::fromLatin1(QByteArray(reinterpret_cast<const char *>(words), sizeof words).toHex());
+    m_token = options.token.isEmpty()
+        ? QString::fromLatin1(QByteArray(reinterpret_cast<const char *>(words), sizeof words).toHex())
+        : options.token;
 
     QStringList args = { QStringLiteral("--listen"), QStringLiteral("127.0.0.1"), QStringLiteral("--port"),
         QStringLiteral("0") };

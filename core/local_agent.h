@@ -14,6 +14,7 @@ struct LocalAgentOptions {
     QString dataDir; // empty = the agent's default
     QString stateDir; // empty = the agent's default
     QString logFile; // agent log; empty = <stateDir or temp>/local-agent.log
+    QString token; // empty = a fresh random token
 };
 
 class LocalAgent : public QObject {

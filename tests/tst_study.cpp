@@ -1,0 +1,348 @@
+// The study control plane's pure parts: plan validation and expansion, placement,
+// and the journal's event-sourced state (replay of every prefix).
+#include "journal.h"
+#include "placement.h"
+#include "study_plan.h"
+#include "study_state.h"
+
+#include <QJsonArray>
+#include <QTemporaryDir>
+#include <QTest>
+
+using namespace scalelab;
+using namespace scalelab::core;
+
+namespace {
+
+v1::StudyPlan validPlan()
+{
+    v1::StudyPlan plan;
+    plan.set_name("p");
+    plan.set_dataset("synthetic");
+    plan.mutable_grid()->add_workers(2);
+    plan.mutable_grid()->add_workers(4);
+    plan.mutable_grid()->add_batch_size(64);
+    plan.mutable_grid()->add_epochs(3);
+    return plan;
+}
+
+NodeCapacity node(const QString &name, int cores, int gpus = 0, const QString &host = {})
+{
+    NodeCapacity n;
+    n.agent = name;
+    n.host = host.isEmpty() ? name : host;
+    n.reachable = true;
+    n.cpuCores = cores;
+    n.freeSlots = cores;
+    n.gpus = gpus;
+    return n;
+}
+
+} // namespace
+
+class TestStudy : public QObject {
+    Q_OBJECT
+private Q_SLOTS:
+    void planJsonRoundTrip()
+    {
+        const QByteArray json = R"({"name":"s1","dataset":"cifar-10-batches-bin",
+            "grid":{"workers":[2,4],"batchSize":[32,64],"gpusPerWorker":[0.5]},
+            "training":{"learningRate":0.05},"repeats":2,"maxFailures":0,"targetAccuracy":0.6})";
+        QStringList problems;
+        const auto plan = parsePlanJson(json, &problems);
+        QVERIFY2(plan, qPrintable(problems.join('\n')));
+        QVERIFY(validatePlan(*plan).isEmpty());
+        QCOMPARE(plan->grid().workers_size(), 2);
+        QVERIFY(plan->has_max_failures());
+        QCOMPARE(plan->max_failures(), 0);
+        const auto again = parsePlanJson(planToJson(*plan), &problems);
+        QVERIFY(again);
+        QCOMPARE(again->SerializeAsString(), plan->SerializeAsString());
+    }
+
+    void planRejectsUnknownFieldsAndGarbage()
+    {
+        QStringList problems;
+        QVERIFY(!parsePlanJson(R"({"name":"x","wokers":[2]})", &problems));
+        QVERIFY2(problems.join(' ').contains(QLatin1String("wokers")), qPrintable(problems.join(' ')));
+        problems.clear();
+        QVERIFY(!parsePlanJson("not json", &problems));
+        QCOMPARE(problems.size(), 1);
+    }
+
+    void validationListsEveryProblemByField()
+    {
+        v1::StudyPlan plan = validPlan();
+        plan.set_name("../escape");
+        plan.set_dataset("");
+        plan.mutable_grid()->add_workers(0);
+        plan.mutable_grid()->add_workers(2); // twice
+        plan.mutable_grid()->add_batch_size(-1);
+        plan.mutable_grid()->add_gpus_per_worker(0.3);
+        plan.mutable_grid()->add_gpus_per_worker(1.5);
+        plan.mutable_grid()->add_precision("fp16");
+        plan.mutable_grid()->add_lr_rule("sqrt");
+        plan.set_repeats(-1);
+        plan.set_max_failures(-2);
+        plan.set_target_accuracy(70);
+        plan.set_placement("random");
+        const QStringList p = validatePlan(plan);
+        const QString all = p.join('\n');
+        for (const char *field :
+            { "name:", "dataset:", "grid.workers[2]", "grid.workers[3]: 2 is listed twice",
+                "grid.batchSize[1]", "grid.gpusPerWorker[0]", "grid.gpusPerWorker[1]", "grid.precision[0]",
+                "grid.lrRule[0]", "repeats:", "maxFailures:", "targetAccuracy:", "placement:" })
+            QVERIFY2(all.contains(QLatin1String(field)),
+                qPrintable(QStringLiteral("missing %1 in:\n%2").arg(field, all)));
+        QCOMPARE(p.size(), 13);
+        QVERIFY(validatePlan(validPlan()).isEmpty());
+    }
+
+    void expansionIsBaselinePlusCrossProductTimesRepeats()
+    {
+        v1::StudyPlan plan = validPlan();
+        plan.mutable_grid()->add_precision("fp32");
+        plan.mutable_grid()->add_precision("bf16");
+        plan.set_repeats(2);
+        const auto runs = expandPlan(plan, QStringLiteral("st-x"));
+        QCOMPARE(runs.size(), (1 + 2 * 2) * 2);
+        QVERIFY(runs[0].config.baseline);
+        QCOMPARE(runs[0].config.workers, 1);
+        QCOMPARE(runs[0].config.batchSize, 64);
+        QCOMPARE(runs[0].config.epochs, 3);
+        QCOMPARE(runs[1].repeat, 1);
+        QCOMPARE(runs[0].runId, QStringLiteral("st-x-r01"));
+        QSet<QString> ids, keys;
+        for (const auto &r : runs) {
+            ids.insert(r.runId);
+            keys.insert(r.config.key() + QString::number(r.repeat));
+            QCOMPARE(r.maxFailures, 2); // the default
+        }
+        QCOMPARE(ids.size(), runs.size());
+        QCOMPARE(keys.size(), runs.size());
+        // Same plan, same runs.
+        const auto again = expandPlan(plan, QStringLiteral("st-x"));
+        for (int i = 0; i < runs.size(); ++i)
+            QCOMPARE(again[i].config, runs[i].config);
+
+        plan.mutable_baseline()->set_skip(true);
+        plan.set_repeats(1);
+        plan.set_max_failures(0);
+        auto *o = plan.add_overrides();
+        o->set_match("w4-b64-e3-cpu-t0-bf16-lr_none");
+        o->set_max_failures(5);
+        const auto noBaseline = expandPlan(plan, QStringLiteral("s"));
+        QCOMPARE(noBaseline.size(), 4);
+        QVERIFY(!noBaseline[0].config.baseline);
+        QCOMPARE(noBaseline[0].maxFailures, 0);
+        QCOMPARE(noBaseline[3].maxFailures, 5);
+    }
+
+    void runSpecCarriesTheConfiguration()
+    {
+        v1::StudyPlan plan = validPlan();
+        plan.mutable_training()->set_learning_rate(0.07);
+        RunConfig c;
+        c.workers = 4;
+        c.batchSize = 32;
+        c.epochs = 5;
+        c.precision = QStringLiteral("bf16");
+        c.lrRule = QStringLiteral("linear");
+        const v1::RunSpec spec = runSpecFor(plan, c);
+        QCOMPARE(spec.dataset(), std::string("synthetic"));
+        QCOMPARE(spec.batch_size(), 32);
+        QCOMPARE(spec.epochs(), 5);
+        QCOMPARE(spec.precision(), v1::BF16);
+        QCOMPARE(spec.lr_scaling(), std::string("linear"));
+        QCOMPARE(spec.learning_rate(), 0.07);
+        QCOMPARE(spec.checkpoint_every_epochs(), 1);
+    }
+
+    void placementPacksSpreadsAndExplains()
+    {
+        RunConfig four;
+        four.workers = 4;
+        const QList<NodeCapacity> nodes { node("a", 2), node("b", 4) };
+        const Placement packed = placeRun(four, nodes, PlacementPolicy::Pack, true);
+        QVERIFY(packed.ok());
+        QCOMPARE(packed.portions.size(), 1);
+        QCOMPARE(packed.portions[0].agent, QStringLiteral("b"));
+        QCOMPARE(packed.portions[0].ranks, (QList<int> { 0, 1, 2, 3 }));
+        const Placement spread = placeRun(four, nodes, PlacementPolicy::Spread, true);
+        QCOMPARE(spread.portions.size(), 2);
+        QCOMPARE(spread.portions[0].ranks, (QList<int> { 0, 1 }));
+        QCOMPARE(spread.portions[1].ranks, (QList<int> { 2, 3 }));
+
+        RunConfig big;
+        big.workers = 8;
+        const Placement tooBig = placeRun(big, nodes, PlacementPolicy::Pack, true);
+        QVERIFY(!tooBig.ok());
+        QVERIFY(tooBig.infeasible);
+        QVERIFY2(tooBig.reason.contains(QLatin1String("needs 8 worker slots; the agents have 6")),
+            qPrintable(tooBig.reason));
+
+        RunConfig gpu;
+        gpu.workers = 1;
+        gpu.gpusPerWorker = 2;
+        const Placement noGpu = placeRun(gpu, nodes, PlacementPolicy::Pack, true);
+        QVERIFY(noGpu.infeasible);
+        QVERIFY2(noGpu.reason.contains(QLatin1String("no agent has a GPU")), qPrintable(noGpu.reason));
+        const Placement oneGpu = placeRun(gpu, { node("g", 8, 1) }, PlacementPolicy::Pack, true);
+        QCOMPARE(oneGpu.reason, QStringLiteral("needs 2 GPUs on one node; the largest node has 1"));
+
+        RunConfig halves;
+        halves.workers = 2;
+        halves.gpusPerWorker = 0.5;
+        const Placement shared = placeRun(halves, { node("g", 8, 1) }, PlacementPolicy::Pack, true);
+        QVERIFY(shared.ok()); // two workers share one GPU
+        QCOMPARE(shared.portions[0].ranks.size(), 2);
+
+        // Busy hosts wait (not infeasible); unreachable agents are named.
+        QList<NodeCapacity> busy { node("a", 4) };
+        busy[0].busy = true;
+        const Placement waiting = placeRun(four, busy, PlacementPolicy::Pack, true);
+        QVERIFY(!waiting.ok());
+        QVERIFY(!waiting.infeasible);
+        QVERIFY(waiting.reason.startsWith(QLatin1String("waiting for capacity")));
+        QVERIFY(placeRun(four, busy, PlacementPolicy::Pack, false).ok()); // sharing allowed
+        NodeCapacity down = node("c", 4);
+        down.reachable = false;
+        down.error = QStringLiteral("connection refused");
+        const Placement none = placeRun(four, { down }, PlacementPolicy::Pack, true);
+        QVERIFY2(none.reason.contains(QLatin1String("c: connection refused")), qPrintable(none.reason));
+    }
+
+    // A journal cut after any event replays to a consistent state, and the full
+    // journal replays to the state it was written from.
+    void journalReplaysEveryPrefix()
+    {
+        QTemporaryDir dir;
+        Journal journal;
+        QString error;
+        QVERIFY2(journal.open(dir.filePath(QStringLiteral("j.sqlite")), &error), qPrintable(error));
+        v1::StudyPlan plan = validPlan();
+        plan.set_max_failures(1);
+        const auto runs = expandPlan(plan, QStringLiteral("s1"));
+        QCOMPARE(runs.size(), 3);
+        auto add = [&](const QString &type, const QJsonObject &payload) {
+            QVERIFY2(journal.append(QStringLiteral("s1"), type, payload, &error) > 0, qPrintable(error));
+        };
+        add(QStringLiteral("study_created"),
+            StudyState::studyCreated(QStringLiteral("p"), plan, { QStringLiteral("a") }, runs));
+        const QString r1 = runs[0].runId, r2 = runs[1].runId, r3 = runs[2].runId;
+        const QList<Portion> onA { Portion { QStringLiteral("a"), { 0 } } };
+        auto run
+            = [](const QString &id, int attempt, const QString &extraKey = {}, const QJsonValue &extra = {}) {
+                  QJsonObject o { { QStringLiteral("runId"), id }, { QStringLiteral("attempt"), attempt } };
+                  if (!extraKey.isEmpty())
+                      o.insert(extraKey, extra);
+                  return o;
+              };
+        auto ended = [](const QString &id, int attempt, const char *outcome, bool retry) {
+            return QJsonObject { { QStringLiteral("runId"), id }, { QStringLiteral("attempt"), attempt },
+                { QStringLiteral("outcome"), QLatin1String(outcome) },
+                { QStringLiteral("reason"), QStringLiteral("why") }, { QStringLiteral("retry"), retry } };
+        };
+        add(QStringLiteral("attempt_starting"), StudyState::attemptStarting(r1, 1, onA));
+        add(QStringLiteral("attempt_running"),
+            run(r1, 1, QStringLiteral("rendezvous"), QStringLiteral("127.0.0.1:1")));
+        add(QStringLiteral("attempt_ended"), ended(r1, 1, "FAILED", true));
+        add(QStringLiteral("attempt_starting"), StudyState::attemptStarting(r1, 2, onA));
+        add(QStringLiteral("attempt_running"), run(r1, 2));
+        add(QStringLiteral("attempt_ended"), ended(r1, 2, "SUCCEEDED", false));
+        add(QStringLiteral("run_pending"),
+            QJsonObject {
+                { QStringLiteral("runId"), r2 }, { QStringLiteral("reason"), QStringLiteral("waiting") } });
+        add(QStringLiteral("attempt_starting"), StudyState::attemptStarting(r2, 1, onA));
+        add(QStringLiteral("attempt_ended"), ended(r2, 1, "FAILED", true));
+        add(QStringLiteral("attempt_starting"), StudyState::attemptStarting(r2, 2, onA));
+        add(QStringLiteral("attempt_running"), run(r2, 2));
+        add(QStringLiteral("attempt_ended"), ended(r2, 2, "FAILED", false));
+        add(QStringLiteral("cancel_requested"), QJsonObject {});
+        add(QStringLiteral("study_ended"),
+            QJsonObject { { QStringLiteral("state"), QStringLiteral("CANCELLED") } });
+
+        const auto events = journal.events(QStringLiteral("s1"));
+        QCOMPARE(events.size(), 15);
+        for (int k = 1; k <= events.size(); ++k) {
+            const StudyState s = StudyState::replay(events.mid(0, k));
+            QCOMPARE(s.runs().size(), 3);
+            QCOMPARE(s.lastEventId(), events[k - 1].id);
+            for (const auto &r : s.runs()) {
+                // At most one open attempt, numbered like the attempts recorded.
+                QCOMPARE(r.attempts.size(), r.attempt);
+                QVERIFY(r.failures <= r.planned.maxFailures + 1);
+                if (r.attemptOpen())
+                    QCOMPARE(r.attempts.last().endedUnixMs, 0);
+            }
+            // Replaying in two halves gives the same as in one go (no hidden state).
+            StudyState halves = StudyState::replay(events.mid(0, k / 2));
+            for (const auto &e : events.mid(k / 2, k - k / 2))
+                halves.apply(e);
+            for (int i = 0; i < 3; ++i) {
+                QCOMPARE(halves.runs()[i].phase, s.runs()[i].phase);
+                QCOMPARE(halves.runs()[i].attempt, s.runs()[i].attempt);
+            }
+        }
+        const StudyState full = StudyState::replay(events);
+        QCOMPARE(full.run(r1)->phase, RunPhase::Succeeded);
+        QCOMPARE(full.run(r1)->attempts.size(), 2);
+        QCOMPARE(full.run(r1)->attempts[0].outcome, QStringLiteral("FAILED"));
+        QCOMPARE(full.run(r2)->phase, RunPhase::Failed);
+        QCOMPARE(full.run(r2)->failures, 2);
+        QCOMPARE(full.run(r3)->phase, RunPhase::Cancelled); // pending when the study was cancelled
+        QCOMPARE(full.state(), QStringLiteral("CANCELLED"));
+        // After attempt 1 of r2 failed with a retry allowed, r2 waits again.
+        QCOMPARE(StudyState::replay(events.mid(0, 10)).run(r2)->phase, RunPhase::Pending);
+
+        // Survives a reopen (another process, or after a crash).
+        journal.close();
+        Journal again;
+        QVERIFY(again.open(dir.filePath(QStringLiteral("j.sqlite")), &error));
+        QCOMPARE(again.events(QStringLiteral("s1")).size(), 15);
+        QCOMPARE(again.studyIds(), QStringList { QStringLiteral("s1") });
+    }
+
+    void runEventsAreStoredOnceAndResumable()
+    {
+        QTemporaryDir dir;
+        Journal journal;
+        QString error;
+        QVERIFY(journal.open(dir.filePath(QStringLiteral("j.sqlite")), &error));
+        std::vector<v1::RunEvent> batch;
+        for (int seq = 1; seq <= 5; ++seq) {
+            v1::RunEvent e;
+            e.set_seq(seq);
+            e.mutable_step()->set_step(seq);
+            batch.push_back(e);
+        }
+        v1::RunEvent heartbeat;
+        heartbeat.mutable_heartbeat();
+        batch.push_back(heartbeat); // seq 0: not stored
+        QVERIFY(journal.appendRunEvents(
+            QStringLiteral("s"), QStringLiteral("r"), 1, QStringLiteral("a"), batch, &error));
+        QVERIFY(journal.appendRunEvents(
+            QStringLiteral("s"), QStringLiteral("r"), 1, QStringLiteral("a"), batch, &error)); // again
+        QCOMPARE(journal.lastRunEventSeq(QStringLiteral("r"), 1, QStringLiteral("a")), 5);
+        QCOMPARE(journal.lastRunEventSeq(QStringLiteral("r"), 2, QStringLiteral("a")), 0);
+        const auto stored = journal.runEvents(QStringLiteral("r"), 1, QStringLiteral("a"));
+        QCOMPARE(int(stored.size()), 5);
+        QCOMPARE(stored.back().step().step(), 5);
+    }
+
+    void journalRefusesAnUnusableFile()
+    {
+        QTemporaryDir dir;
+        QFile junk(dir.filePath(QStringLiteral("junk.sqlite")));
+        QVERIFY(junk.open(QIODevice::WriteOnly));
+        junk.write(QByteArray(4096, 'x'));
+        junk.close();
+        Journal journal;
+        QString error;
+        QVERIFY(!journal.open(junk.fileName(), &error));
+        QVERIFY2(error.contains(junk.fileName()), qPrintable(error));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestStudy)
+#include "tst_study.moc"
