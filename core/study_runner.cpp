@@ -162,11 +162,21 @@ void StudyRunner::syncJournal()
 
 bool StudyRunner::record(const QString &type, const QJsonObject &payload)
 {
+    if (m_crashed)
+        return false;
     QString error;
     if (m_journal->append(m_studyId, type, payload, &error) == 0) {
         // Acting on a change the journal did not keep would break replay: stop here.
         m_timer.stop();
         Q_EMIT fatal(error);
+        return false;
+    }
+    if (m_crashAfter > 0 && ++m_recorded >= m_crashAfter) {
+        m_crashed = true;
+        m_timer.stop();
+        m_watches.clear();
+        m_lock.reset();
+        QTimer::singleShot(0, this, &StudyRunner::crashed);
         return false;
     }
     syncJournal();
@@ -195,7 +205,9 @@ QList<NodeCapacity> StudyRunner::refreshCapacity(bool force)
             n.cpuCores = d.cpu_cores();
             n.freeSlots = d.free_slots();
             n.gpus = d.gpus_size();
-            if (!m_nodesRecorded.count(agent)) {
+            const bool known = std::any_of(m_state.nodes().begin(), m_state.nodes().end(),
+                [&](const NodeInfo &node) { return node.agent == agent; });
+            if (!known && !m_nodesRecorded.count(agent)) {
                 QJsonArray gpus;
                 for (const auto &g : d.gpus())
                     gpus.append(QStringLiteral("%1: %2 (%3 GiB)")
@@ -220,7 +232,7 @@ QList<NodeCapacity> StudyRunner::refreshCapacity(bool force)
 
 void StudyRunner::tick()
 {
-    if (m_busy || m_finished)
+    if (m_busy || m_finished || m_crashed)
         return;
     m_busy = true;
     syncJournal(); // requests from other processes (cancel)
@@ -237,6 +249,8 @@ void StudyRunner::tick()
     for (const auto &run : m_state.runs())
         ids << run.planned.runId;
     for (const QString &id : ids) {
+        if (m_crashed)
+            break;
         const RunProgress *run = m_state.run(id);
         if (run->phase == RunPhase::Starting)
             startAttempt(*run);
@@ -244,7 +258,8 @@ void StudyRunner::tick()
         if (run->phase == RunPhase::Running)
             followAttempt(*run);
     }
-    finishIfDone();
+    if (!m_crashed)
+        finishIfDone();
     m_busy = false;
 }
 
@@ -279,6 +294,8 @@ void StudyRunner::placePending(QList<NodeCapacity> &nodes)
         if (run.phase == RunPhase::Pending && !run.cancelRequested)
             ids << run.planned.runId;
     for (const QString &id : ids) {
+        if (m_crashed)
+            return;
         const RunProgress run = *m_state.run(id);
         // A retry prefers the agent that holds its checkpoints (rank 0's last time).
         QList<NodeCapacity> ordered = nodes;
@@ -468,7 +485,7 @@ void StudyRunner::followAttempt(const RunProgress &run)
 void StudyRunner::onEvents(const QString &runId, int portion)
 {
     auto it = m_watches.find(runId);
-    if (it == m_watches.end() || portion >= int(it->second.size()) || !it->second[portion].watch)
+    if (m_crashed || it == m_watches.end() || portion >= int(it->second.size()) || !it->second[portion].watch)
         return;
     PortionWatch &w = it->second[portion];
     std::vector<v1::RunEvent> events = w.watch->takeEvents();

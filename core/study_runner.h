@@ -57,12 +57,18 @@ public:
     StudySnapshot snapshot() const { return buildSnapshot(m_state, *m_journal); }
     void setTickInterval(int ms) { m_timer.setInterval(ms); }
 
+    // For fault tests: act as if the process died right after committing its n-th
+    // journal event (n >= 1): stop at once, drop the streams, release the study,
+    // and emit crashed(). A new runner then continues from the journal.
+    void setCrashAfterEvents(int n) { m_crashAfter = n; }
+
 Q_SIGNALS:
     void stateChanged(const scalelab::core::JournalEvent &event); // after a journal event is applied
     void runEvents(const QString &runId, int attempt, const std::vector<scalelab::v1::RunEvent> &events);
     void message(const QString &line); // what happens, in words
     void finished(const QString &studyState); // SUCCEEDED, FAILED or CANCELLED
     void fatal(const QString &error); // the journal cannot be written: nothing is safe to do
+    void crashed(); // see setCrashAfterEvents()
 
 private:
     struct PortionWatch {
@@ -99,6 +105,9 @@ private:
     std::set<QString> m_nodesRecorded;
     bool m_finished = false;
     bool m_busy = false; // re-entrancy guard for tick()
+    int m_crashAfter = 0;
+    int m_recorded = 0;
+    bool m_crashed = false;
 };
 
 } // namespace scalelab::core

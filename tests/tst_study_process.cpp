@@ -1,0 +1,310 @@
+// Studies end to end against real agents and workers: two local agents on loopback,
+// a runner that "crashes" after every single journal event, a worker killed mid-run,
+// an infeasible run, and scalelab-cli killed mid-study and started again.
+#include "agent_client.h"
+#include "journal.h"
+#include "local_agent.h"
+#include "study_runner.h"
+#include "test_support.h"
+
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QProcess>
+#include <QSignalSpy>
+#include <QTemporaryDir>
+#include <QTest>
+
+#include <csignal>
+
+using namespace scalelab;
+using namespace scalelab::core;
+
+namespace {
+
+const QString kToken = QStringLiteral("study-test-token-0123456789abcdef");
+
+v1::StudyPlan tinyPlan(const QList<int> &workers, int epochs = 1)
+{
+    v1::StudyPlan plan;
+    plan.set_name("tiny");
+    plan.set_dataset("synth");
+    plan.mutable_training()->set_max_train_images(192);
+    plan.mutable_training()->set_max_test_images(64);
+    plan.mutable_baseline()->set_threads_per_worker(1);
+    for (int w : workers)
+        plan.mutable_grid()->add_workers(w);
+    plan.mutable_grid()->add_batch_size(16);
+    plan.mutable_grid()->add_epochs(epochs);
+    plan.mutable_grid()->add_threads_per_worker(1);
+    plan.set_target_accuracy(0.2);
+    return plan;
+}
+
+} // namespace
+
+class TestStudyProcess : public QObject {
+    Q_OBJECT
+private:
+    QTemporaryDir m_tmp;
+    LocalAgent m_a, m_b;
+    QList<AgentEndpoint> m_agents;
+
+    QString path(const QString &name) const { return m_tmp.filePath(name); }
+
+    // Drives a study with fresh runners until it ends; each runner commits
+    // `crashAfter` events (0 = no crash) and then "dies".
+    QString driveToEnd(Journal *journal, const QString &studyId, int crashAfter, int *runners = nullptr)
+    {
+        for (int n = 1; n <= 200; ++n) {
+            StudyRunner runner(journal);
+            runner.setAgents(m_agents);
+            runner.setTickInterval(100);
+            runner.setCrashAfterEvents(crashAfter);
+            QSignalSpy finished(&runner, &StudyRunner::finished);
+            QSignalSpy crashed(&runner, &StudyRunner::crashed);
+            QString error;
+            if (!runner.drive(studyId, &error))
+                return QStringLiteral("drive failed: ") + error;
+            if (!QTest::qWaitFor([&] { return finished.count() + crashed.count() > 0; }, 180'000))
+                return QStringLiteral("runner %1 neither finished nor crashed in 3 minutes").arg(n);
+            if (runners)
+                *runners = n;
+            if (!finished.isEmpty())
+                return finished.first().first().toString();
+        }
+        return QStringLiteral("never finished");
+    }
+
+private Q_SLOTS:
+    void initTestCase()
+    {
+        QVERIFY(m_tmp.isValid());
+        QVERIFY(QDir().mkpath(path(QStringLiteral("data"))));
+        int i = 0;
+        for (LocalAgent *agent : { &m_a, &m_b }) {
+            LocalAgentOptions options;
+            options.agentBinary = test::binary("scalelab-agent");
+            options.dataDir = path(QStringLiteral("data"));
+            options.stateDir = path(QStringLiteral("agent-%1").arg(++i));
+            options.token = kToken;
+            QVERIFY2(agent->start(options), qPrintable(agent->error()));
+            m_agents << AgentEndpoint { agent->endpoint(), agent->endpoint(), kToken };
+        }
+        AgentClient client(m_a.endpoint(), kToken);
+        v1::CreateSyntheticDatasetRequest request;
+        request.set_name("synth");
+        request.set_train_images(192);
+        request.set_test_images(64);
+        request.set_seed(3);
+        v1::Dataset dataset;
+        const auto result = client.createSyntheticDataset(request, &dataset);
+        QVERIFY2(result.ok(), qPrintable(result.message));
+    }
+
+    void cleanupTestCase()
+    {
+        m_a.stop();
+        m_b.stop();
+        QTRY_VERIFY_WITH_TIMEOUT(test::processesMentioning(m_tmp.path()).isEmpty(), 15000);
+    }
+
+    // A runner dies right after each journal event it commits; the next one picks up
+    // from the journal. The study still ends with every run done exactly once.
+    void crashAfterEveryJournalEvent()
+    {
+        Journal journal;
+        QString error;
+        QVERIFY2(journal.open(path(QStringLiteral("crash/journal.sqlite")), &error), qPrintable(error));
+        StudyRunner creator(&journal);
+        creator.setAgents(m_agents);
+        const QString studyId = creator.createStudy(tinyPlan({ 2 }), &error);
+        QVERIFY2(!studyId.isEmpty(), qPrintable(error));
+
+        int runners = 0;
+        QCOMPARE(driveToEnd(&journal, studyId, 1, &runners), QStringLiteral("SUCCEEDED"));
+        const StudyState state = StudyState::replay(journal.events(studyId));
+        QVERIFY2(runners >= 8, qPrintable(QString::number(runners))); // one per event, at least
+        QCOMPARE(state.runs().size(), 2);
+        for (const auto &run : state.runs()) {
+            QCOMPARE(run.phase, RunPhase::Succeeded);
+            QCOMPARE(run.attempts.size(), 1); // never started twice
+            // Every stored event stream is gap-free from 1.
+            for (const auto &portion : run.portions) {
+                const auto events = journal.runEvents(run.planned.runId, 1, portion.agent);
+                QVERIFY(!events.empty());
+                for (size_t i = 0; i < events.size(); ++i)
+                    QCOMPARE(events[i].seq(), qint64(i + 1));
+            }
+        }
+        // The agents agree: one attempt per run, each succeeded.
+        for (const auto &agent : m_agents) {
+            AgentClient client(agent.address, kToken);
+            v1::ListRunsResponse runs;
+            QVERIFY(client.listRuns(&runs).ok());
+            for (const auto &r : runs.runs())
+                if (QString::fromStdString(r.run_id()).startsWith(studyId)) {
+                    QCOMPARE(r.attempt(), 1);
+                    QCOMPARE(r.state(), v1::SUCCEEDED);
+                }
+        }
+        const StudySnapshot snapshot = buildSnapshot(state, journal);
+        QVERIFY(snapshot.synthetic);
+        for (const auto &r : snapshot.runs) {
+            QVERIFY(std::isfinite(r.finalTestAccuracy));
+            QVERIFY(r.wallSeconds > 0);
+            QCOMPARE(r.epochs.size(), 1);
+        }
+    }
+
+    void infeasibleRunWaitsWithItsReasonUntilCancelled()
+    {
+        Journal journal;
+        QString error;
+        QVERIFY(journal.open(path(QStringLiteral("infeasible/journal.sqlite")), &error));
+        v1::StudyPlan plan = tinyPlan({ 2 });
+        plan.mutable_baseline()->set_skip(true);
+        plan.mutable_grid()->add_gpus_per_worker(1);
+        StudyRunner runner(&journal);
+        runner.setAgents(m_agents);
+        runner.setTickInterval(100);
+        const QString studyId = runner.createStudy(plan, &error);
+        QVERIFY(!studyId.isEmpty());
+        QSignalSpy finished(&runner, &StudyRunner::finished);
+        QVERIFY(runner.drive(studyId, &error));
+        QTRY_VERIFY_WITH_TIMEOUT(!runner.state().runs().first().reason.isEmpty(), 20000);
+        QCOMPARE(runner.state().runs().first().reason,
+            QStringLiteral("needs 1 GPU per worker; no agent has a GPU"));
+        QTest::qWait(1500);
+        QCOMPARE(runner.state().runs().first().phase, RunPhase::Pending);
+        QVERIFY(finished.isEmpty());
+
+        // Cancelled from "another process": the journal carries the request.
+        Journal other;
+        QVERIFY(other.open(journal.path(), &error));
+        QVERIFY(StudyRunner::requestCancel(&other, studyId, {}, &error));
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 20000);
+        QCOMPARE(finished.first().first().toString(), QStringLiteral("CANCELLED"));
+        QCOMPARE(runner.state().runs().first().phase, RunPhase::Cancelled);
+    }
+
+    // A worker killed with SIGKILL after its first checkpoint: the run is retried and
+    // resumes after epoch 1, and the study completes.
+    void killedWorkerIsRetriedFromItsCheckpoint()
+    {
+        Journal journal;
+        QString error;
+        QVERIFY(journal.open(path(QStringLiteral("retry/journal.sqlite")), &error));
+        v1::StudyPlan plan = tinyPlan({}, 3);
+        plan.mutable_grid()->Clear();
+        plan.mutable_baseline()->set_epochs(3);
+        plan.mutable_baseline()->set_batch_size(16);
+        plan.mutable_grid()->add_workers(1);
+        plan.mutable_baseline()->set_skip(true);
+        plan.mutable_grid()->add_epochs(3);
+        plan.mutable_grid()->add_batch_size(16);
+        plan.mutable_grid()->add_threads_per_worker(1);
+        plan.mutable_training()->set_max_train_images(0); // all 192, a few seconds per epoch
+        StudyRunner runner(&journal);
+        runner.setAgents(m_agents);
+        runner.setTickInterval(100);
+        const QString studyId = runner.createStudy(plan, &error);
+        QVERIFY(!studyId.isEmpty());
+        bool killed = false;
+        connect(&runner, &StudyRunner::runEvents, this,
+            [&](const QString &runId, int attempt, const std::vector<v1::RunEvent> &events) {
+                for (const auto &e : events)
+                    if (!killed && attempt == 1 && e.has_checkpoint() && e.checkpoint().epoch() == 1) {
+                        for (const QString &p :
+                            test::processesMentioning(QStringLiteral("/runs/") + runId + QLatin1Char('/'))) {
+                            if (p.contains(QLatin1String("scalelab-worker"))) {
+                                ::kill(p.section(QLatin1Char(':'), 0, 0).toInt(), SIGKILL);
+                                killed = true;
+                            }
+                        }
+                    }
+            });
+        QSignalSpy finished(&runner, &StudyRunner::finished);
+        QVERIFY(runner.drive(studyId, &error));
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 240'000);
+        QVERIFY2(killed, "the worker was never found to kill");
+        QCOMPARE(finished.first().first().toString(), QStringLiteral("SUCCEEDED"));
+        const StudySnapshot s = runner.snapshot();
+        QCOMPARE(s.runs.size(), 1);
+        const RunResult &r = s.runs.first();
+        QCOMPARE(r.attempts.size(), 2);
+        QCOMPARE(r.attempts[0].outcome, QStringLiteral("FAILED"));
+        QVERIFY2(r.attempts[0].reason.contains(QLatin1String("signal")), qPrintable(r.attempts[0].reason));
+        QVERIFY(r.attempts[1].resumedFromEpoch >= 1);
+        QCOMPARE(r.epochs.size(), 3); // epochs 1..3 once each, the resumed ones replacing nothing twice
+        QCOMPARE(r.state, QStringLiteral("SUCCEEDED"));
+    }
+
+    // scalelab-cli runs baseline + 2 and 4 workers across both agents, is killed with
+    // SIGKILL mid-study, and `study watch` finishes it: every run once, all SUCCEEDED.
+    void cliKilledMidStudyAndRestarted()
+    {
+        const v1::StudyPlan plan = tinyPlan({ 2, 4 });
+        QString error;
+        QVERIFY(savePlan(plan, path(QStringLiteral("plan.json")), &error));
+        const QStringList common { QStringLiteral("--state-dir"), path(QStringLiteral("cli")),
+            QStringLiteral("--agent"), m_a.endpoint(), QStringLiteral("--agent"), m_b.endpoint() };
+        auto env = QProcessEnvironment::systemEnvironment();
+        env.insert(QStringLiteral("SCALELAB_TOKEN"), kToken);
+
+        QProcess first;
+        first.setProcessEnvironment(env);
+        first.start(test::binary("scalelab-cli"),
+            QStringList { QStringLiteral("study"), QStringLiteral("run"), path(QStringLiteral("plan.json")) }
+                + common);
+        QVERIFY(first.waitForStarted());
+        // Kill it once the 2-worker run has started (the baseline is done by then).
+        QByteArray seen;
+        QTRY_VERIFY_WITH_TIMEOUT((seen += first.readAllStandardOutput()).contains("-r02 w2"), 120'000);
+        ::kill(pid_t(first.processId()), SIGKILL);
+        QVERIFY(first.waitForFinished());
+        const QString studyId
+            = QString::fromUtf8(seen).section(QLatin1String("study "), 1, 1).section(QLatin1Char(' '), 0, 0);
+        QVERIFY2(studyId.startsWith(QLatin1String("st-")), seen.constData());
+
+        QProcess second;
+        second.setProcessEnvironment(env);
+        second.start(test::binary("scalelab-cli"),
+            QStringList {
+                QStringLiteral("study"), QStringLiteral("watch"), studyId, QStringLiteral("--json") }
+                + common);
+        QVERIFY(second.waitForFinished(240'000));
+        const QByteArray output = second.readAllStandardOutput();
+        QVERIFY2(second.exitCode() == 0, (output + second.readAllStandardError()).constData());
+        const QJsonObject study = QJsonDocument::fromJson(output.trimmed().split('\n').last()).object();
+        QCOMPARE(study.value(QLatin1String("state")).toString(), QStringLiteral("SUCCEEDED"));
+        QCOMPARE(study.value(QLatin1String("synthetic")).toBool(), true);
+        const QJsonArray runs = study.value(QLatin1String("runs")).toArray();
+        QCOMPARE(runs.size(), 3);
+        for (const auto &value : runs) {
+            const QJsonObject run = value.toObject();
+            QCOMPARE(run.value(QLatin1String("state")).toString(), QStringLiteral("SUCCEEDED"));
+            QCOMPARE(run.value(QLatin1String("attempts")).toArray().size(), 1); // none duplicated
+        }
+        // The 4-worker run needed both agents (2 slots each on this 2-core machine or more).
+        const QJsonArray agents4 = runs[2]
+                                       .toObject()
+                                       .value(QLatin1String("attempts"))
+                                       .toArray()[0]
+                                       .toObject()
+                                       .value(QLatin1String("agents"))
+                                       .toArray();
+        QVERIFY(agents4.size() >= 1);
+
+        // The journal says the same as the CLI.
+        Journal journal;
+        QVERIFY(journal.open(path(QStringLiteral("cli/journal.sqlite")), &error));
+        const StudySnapshot s = buildSnapshot(StudyState::replay(journal.events(studyId)), journal);
+        for (int i = 0; i < s.runs.size(); ++i)
+            QCOMPARE(runs[i].toObject().value(QLatin1String("finalTestAccuracy")).toDouble(),
+                s.runs[i].finalTestAccuracy);
+    }
+};
+
+QTEST_GUILESS_MAIN(TestStudyProcess)
+#include "tst_study_process.moc"
