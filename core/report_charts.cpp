@@ -482,41 +482,28 @@ QList<ChartSpec> studyCharts(const StudySnapshot &snapshot, const StudyResults &
         c.yFloor = 0;
         charts.append(c);
     }
-    {
+    // Test accuracy per epoch end, against the epoch number or against the wall-clock.
+    const auto accuracyChart = [&](const QString &title, const QString &xLabel, bool byEpoch) {
         ChartSpec c;
-        c.title = QStringLiteral("Test accuracy by epoch");
-        c.xLabel = QStringLiteral("Epoch");
+        c.title = title;
+        c.xLabel = xLabel;
         c.yLabel = QStringLiteral("Test accuracy");
         c.yPercent = true;
-        c.xIntegerTicks = true;
+        c.xIntegerTicks = byEpoch;
         c.referenceLines = targetLine;
         c.series = curves.curves(
-            [](const RunResult &run) {
+            [byEpoch](const RunResult &run) {
                 QList<QPointF> pts;
                 for (const EpochPoint &e : run.epochs)
-                    pts.append({ double(e.epoch), e.testAccuracy });
+                    pts.append({ byEpoch ? double(e.epoch) : e.elapsedSeconds, e.testAccuracy });
                 return pts;
             },
             true);
-        charts.append(c);
-    }
-    {
-        ChartSpec c;
-        c.title = QStringLiteral("Test accuracy over time (time to accuracy)");
-        c.xLabel = QStringLiteral("Wall-clock since training start (s)");
-        c.yLabel = QStringLiteral("Test accuracy");
-        c.yPercent = true;
-        c.referenceLines = targetLine;
-        c.series = curves.curves(
-            [](const RunResult &run) {
-                QList<QPointF> pts;
-                for (const EpochPoint &e : run.epochs)
-                    pts.append({ e.elapsedSeconds, e.testAccuracy });
-                return pts;
-            },
-            true);
-        charts.append(c);
-    }
+        return c;
+    };
+    charts << accuracyChart(QStringLiteral("Test accuracy by epoch"), QStringLiteral("Epoch"), true)
+           << accuracyChart(QStringLiteral("Test accuracy over time (time to accuracy)"),
+                  QStringLiteral("Wall-clock since training start (s)"), false);
 
     // Versus workers: one series per variant (the configuration without its worker count).
     QStringList variants;

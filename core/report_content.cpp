@@ -279,7 +279,7 @@ ReportContent buildReportContent(const StudySnapshot &snapshot)
     };
     if (snapshot.synthetic) {
         content.syntheticBanner = QStringLiteral(
-            "Synthetic data: these runs trained on generated images, not on a real dataset. Throughput and "
+            "These runs trained on generated images, not on a real dataset. Throughput and "
             "speedup are meaningful; accuracy and time to accuracy say nothing about real-data results.");
     }
     if (!r.baselineNote.isEmpty())

@@ -41,8 +41,10 @@ figure svg { width: 100%; height: auto; display: block; }
 table { border-collapse: collapse; width: 100%; font-size: 12.5px; }
 th { text-align: left; font-weight: 600; border-bottom: 1.5px solid var(--ink); padding: 6px 8px;
   vertical-align: bottom; }
-td { padding: 5px 8px; border-bottom: 1px solid var(--rule); vertical-align: top; overflow-wrap: anywhere; }
-th.num, td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+td { padding: 5px 8px; border-bottom: 1px solid var(--rule); vertical-align: top; overflow-wrap: break-word; }
+td:first-child { white-space: nowrap; }
+th.num, td.num { text-align: right; font-variant-numeric: tabular-nums; }
+td.num { white-space: nowrap; }
 tbody tr:nth-child(even) { background: #f8f9fb; }
 tr.muted td { color: #8a919c; }
 .sub { display: block; font-size: 11px; color: var(--muted); }
@@ -52,6 +54,10 @@ footer { margin-top: 40px; padding-top: 8px; border-top: 1px solid var(--rule); 
   @page { size: A4 landscape; margin: 12mm; }
   body { background: #fff; font-size: 11px; }
   main { max-width: none; padding: 0; }
+  table { font-size: 9px; }
+  th, td { padding: 3px 4px; }
+  .sub { font-size: 8px; }
+  .table-wrap { overflow: visible; }
   .banner, .note, tbody tr { -webkit-print-color-adjust: exact; print-color-adjust: exact; }
   h2 { break-after: avoid; }
   tr, figure { break-inside: avoid; }

@@ -24,6 +24,8 @@ constexpr qreal kUnit = kDpi / 72.0;
 // Chart lengths are in chart units (CSS px in the HTML); one chart unit is this many points.
 constexpr qreal kChartUnitPt = 0.8;
 constexpr qreal kMarginMm = 10;
+// Two charts side by side, two rows to a page.
+constexpr qreal kChartHeightPt = 225;
 
 const QColor kInk(0x1D, 0x24, 0x30);
 const QColor kMuted(0x5B, 0x64, 0x72);
@@ -58,7 +60,8 @@ public:
     void titleBlock();
     void banner(const QString &title, const QString &text, const QColor &line, const QColor &fill);
     void headlines();
-    void heading(const QString &text, qreal points = 14, bool ruled = true);
+    // `keepWith`: device units of what follows that must fit on the heading's page.
+    void heading(const QString &text, qreal points = 14, bool ruled = true, qreal keepWith = 60 * kUnit);
     void paragraph(const QString &text, const QFont &f, const QColor &color, qreal afterPt = 6);
     void table(const ReportTable &t, bool subHeading = false);
     void charts(const QList<ChartSpec> &charts);
@@ -92,7 +95,7 @@ private:
     qreal m_y = 0;
     qreal m_bottom = 0;
     int m_pageNumber = 0;
-    const qreal m_cellPad = 4 * kUnit;
+    qreal m_cellPad = 4 * kUnit; // per table: wide tables pad less
 };
 
 void PdfLayout::startPage()
@@ -141,12 +144,11 @@ void PdfLayout::paragraph(const QString &text, const QFont &f, const QColor &col
     m_y += h + afterPt * kUnit;
 }
 
-void PdfLayout::heading(const QString &text, qreal points, bool ruled)
+void PdfLayout::heading(const QString &text, qreal points, bool ruled, qreal keepWith)
 {
     const QFont f = font(points, true);
     const qreal h = QFontMetricsF(f, &m_writer).height();
-    // Keep a heading with at least a few lines of what follows it.
-    ensure(h + 60 * kUnit);
+    ensure(h + 14 * kUnit + keepWith);
     m_y += 6 * kUnit;
     m_p.setFont(f);
     m_p.setPen(kInk);
@@ -341,8 +343,10 @@ void PdfLayout::table(const ReportTable &t, bool subHeading)
         return;
     }
     // Many columns get smaller type so the table fits the page's width.
-    const qreal size = t.headers.size() > 10 ? 7 : 8.5;
-    const QFont body = font(size), head = font(size, true), sub = font(size - 1.5);
+    const bool wide = t.headers.size() > 10;
+    const qreal size = wide ? 7 : 8.5;
+    m_cellPad = (wide ? 2.5 : 4) * kUnit;
+    const QFont body = font(size), head = font(size, true), sub = font(size - 1);
     const QList<qreal> widths = columnWidths(t, body, head);
     const qreal headH = rowHeight(t.headers, widths, head, head);
 
@@ -375,7 +379,7 @@ void PdfLayout::charts(const QList<ChartSpec> &charts)
 {
     const qreal gap = 12 * kUnit;
     const qreal w = (m_page.width() - gap) / 2;
-    const qreal h = 225 * kUnit;
+    const qreal h = kChartHeightPt * kUnit;
     for (int i = 0; i < charts.size(); i += 2) {
         ensure(h);
         for (int j = i; j < std::min<int>(i + 2, charts.size()); ++j) {
@@ -424,10 +428,12 @@ RenderedReport reportPdf(const StudySnapshot &snapshot)
         layout.headlines();
         if (!content.tables.isEmpty())
             layout.table(content.tables.first(), true);
-        layout.newPage();
-        layout.heading(QStringLiteral("Charts"));
+        // The configurations fill the first page; the HTML shows them after the charts.
+        if (content.tables.size() > 1)
+            layout.table(content.tables[1]);
+        layout.heading(QStringLiteral("Charts"), 14, true, kChartHeightPt * kUnit);
         layout.charts(content.charts);
-        for (qsizetype i = 1; i < content.tables.size(); ++i)
+        for (qsizetype i = 2; i < content.tables.size(); ++i)
             layout.table(content.tables[i]);
     }
     return { buffer.data(), {} };

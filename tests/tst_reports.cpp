@@ -124,6 +124,7 @@ private Q_SLOTS:
     void htmlIsSelfContainedAndEscaped();
     void syntheticFlagInEveryFormat();
     void pdfHasPages();
+    void emptyAndBaselineLessStudiesRender();
     void writeReportNamesPathAndError();
     void writeCsvWritesEpochFileBeside();
     void sampleReports();
@@ -496,6 +497,29 @@ void TestReports::pdfHasPages()
         QVERIFY(text.contains(QStringLiteral("w4-2")));
         QVERIFY(text.contains(QStringLiteral("1.91×")));
     }
+}
+
+void TestReports::emptyAndBaselineLessStudiesRender()
+{
+    StudySnapshot empty;
+    empty.studyId = QStringLiteral("s-empty");
+    for (const ReportFormat format : { ReportFormat::Json, ReportFormat::Csv, ReportFormat::EpochCsv,
+             ReportFormat::Html, ReportFormat::Pdf }) {
+        const RenderedReport r = renderReport(empty, format);
+        QVERIFY2(r.ok(), qPrintable(r.error));
+        QVERIFY(!r.bytes.isEmpty());
+    }
+    QVERIFY(
+        QString::fromUtf8(reportHtml(empty).bytes).contains(QStringLiteral("The study has no runs yet.")));
+
+    StudySnapshot noBase = handSnapshot();
+    noBase.runs.removeFirst();
+    noBase.runs.removeFirst();
+    const QString html = QString::fromUtf8(reportHtml(noBase).bytes);
+    QVERIFY(
+        html.contains(QStringLiteral("Speedup and efficiency are not available: the study has no baseline")));
+    QVERIFY(!html.contains(QStringLiteral("ideal (linear)"))); // no ideal line without a baseline
+    QVERIFY(reportPdf(noBase).bytes.startsWith("%PDF-"));
 }
 
 void TestReports::writeReportNamesPathAndError()
