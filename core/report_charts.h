@@ -1,0 +1,75 @@
+// Line and point charts for the study reports, painted with QPainter so that one piece of
+// code draws into SVG (inlined in the HTML report) and into the PDF report.
+//
+// A ChartSpec is a plain value: axes, series and reference lines. paintChart() lays it out
+// inside a rectangle: title, plot with ticked and labelled axes, legend below. The axis
+// ranges always contain every point, so nothing needs clipping (the SVG engine does not clip).
+//
+// Painting text needs a QGuiApplication (QT_QPA_PLATFORM=offscreen is enough); the
+// functions are not thread-safe beyond what QPainter is: paint from the GUI thread.
+#pragma once
+
+#include "study_model.h"
+#include "study_results.h"
+
+#include <QByteArray>
+#include <QColor>
+#include <QList>
+#include <QPointF>
+#include <QRectF>
+#include <QSizeF>
+#include <QString>
+
+#include <optional>
+
+class QPainter;
+
+namespace scalelab::core {
+
+struct ChartSeries {
+    QString name; // legend entry; empty = not listed (e.g. a run's repeat)
+    QList<QPointF> points; // points with a NaN coordinate are skipped
+    QList<QPointF> errorBars; // optional, one (low, high) per point, drawn as a vertical bar
+    QColor color;
+    Qt::PenStyle style = Qt::SolidLine;
+    qreal width = 1.5; // pen width, in chart units (CSS px / PDF points)
+    bool line = true;
+    bool markers = false;
+};
+
+struct ChartReferenceLine {
+    double y = 0;
+    QString label; // drawn at the right end, above the line
+    QColor color;
+};
+
+struct ChartSpec {
+    QString title;
+    QString xLabel; // with its unit, e.g. "Wall-clock (s)"
+    QString yLabel;
+    QList<ChartSeries> series;
+    QList<ChartReferenceLine> referenceLines;
+    bool xIntegerTicks = false; // workers, epochs
+    bool yPercent = false; // y values are fractions, ticks read "70%"
+    std::optional<double> yFloor; // include this value in the y range (e.g. 0)
+    std::optional<double> yCeiling;
+    QString emptyText = QStringLiteral("No measured values yet");
+};
+
+// `unit` scales every length and font size: 1 for SVG (CSS pixels), the device units per
+// point for a high-resolution PDF.
+void paintChart(QPainter &painter, const QRectF &rect, const ChartSpec &chart, qreal unit = 1.0);
+
+// The chart as a standalone SVG document of `size` CSS pixels (no XML prolog, so it can be
+// inlined in HTML).
+QByteArray chartSvg(const ChartSpec &chart, const QSizeF &size);
+
+// The charts of a study report: loss and test accuracy curves, throughput, speedup and
+// efficiency versus workers (with the ideal lines). Everything comes from the snapshot.
+QList<ChartSpec> studyCharts(const StudySnapshot &snapshot, const StudyResults &results);
+
+// A short readable name of a configuration for legends and tables, e.g. "4 workers · batch 64";
+// it names only the axes that vary across `configs`.
+QString configLabel(const RunConfig &config, const QList<ConfigResult> &configs);
+
+} // namespace scalelab::core

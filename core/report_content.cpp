@@ -1,0 +1,308 @@
+#include "report_content.h"
+
+#include <QCoreApplication>
+#include <QDateTime>
+#include <QGuiApplication>
+#include <QTimeZone>
+
+#include <cmath>
+#include <functional>
+
+namespace scalelab::core {
+
+QString formatNumber(double value, int decimals)
+{
+    return std::isfinite(value) ? QString::number(value, 'f', decimals) : kDash;
+}
+
+QString formatPercent(double fraction, int decimals)
+{
+    return std::isfinite(fraction) ? QString::number(fraction * 100, 'f', decimals) + QLatin1Char('%')
+                                   : kDash;
+}
+
+QString formatSeconds(double seconds)
+{
+    return formatNumber(seconds, 1);
+}
+
+QString formatUnixMs(qint64 ms)
+{
+    if (ms <= 0)
+        return kDash;
+    return QDateTime::fromMSecsSinceEpoch(ms, QTimeZone::utc())
+        .toString(QStringLiteral("yyyy-MM-dd HH:mm:ss 'UTC'"));
+}
+
+QString paintingUnavailableReason()
+{
+    if (qobject_cast<QGuiApplication *>(QCoreApplication::instance()))
+        return {};
+    return QStringLiteral("charts are painted with QPainter, which needs a QGuiApplication "
+                          "(a headless program can create one with QT_QPA_PLATFORM=offscreen)");
+}
+
+namespace {
+
+QString formatSpeedup(double s)
+{
+    return std::isfinite(s) ? QString::number(s, 'f', 2) + QStringLiteral("×") : kDash;
+}
+
+// "mean ± sd" with "min–max" on a second line when there are several values.
+QString statCell(const Stat &s, const std::function<QString(double)> &format)
+{
+    if (s.count == 0)
+        return kDash;
+    if (s.count == 1)
+        return format(s.mean);
+    return QStringLiteral("%1 ± %2\n%3–%4")
+        .arg(format(s.mean), format(s.stddev), format(s.min), format(s.max));
+}
+
+QString gpusText(const RunConfig &c)
+{
+    if (c.gpusPerWorker <= 0)
+        return QStringLiteral("CPU");
+    return QStringLiteral("%1\n%2 per worker").arg(c.workers * c.gpusPerWorker).arg(c.gpusPerWorker);
+}
+
+QString batchText(const RunConfig &c)
+{
+    return QStringLiteral("%1 / %2").arg(c.batchSize).arg(c.globalBatch());
+}
+
+QString memoryText(qint64 bytes)
+{
+    return bytes > 0 ? QStringLiteral("%1 GiB").arg(double(bytes) / (1024.0 * 1024 * 1024), 0, 'f', 1)
+                     : kDash;
+}
+
+QString runsText(const ConfigResult &c)
+{
+    return QStringLiteral("%1 / %2").arg(c.succeeded).arg(c.repeats);
+}
+
+ReportTable comparisonTable(const StudyResults &r)
+{
+    ReportTable t;
+    t.title = QStringLiteral("Scale-up against the baseline");
+    t.caption = QStringLiteral(
+        "Means over succeeded repeats. Speedup = baseline mean ÷ configuration mean; efficiency = speedup ÷ "
+        "(workers ÷ baseline workers). Accuracy is the final test accuracy.");
+    const QString target = formatPercent(r.targetAccuracy);
+    t.headers = QStringList { QStringLiteral("Configuration"), QStringLiteral("Workers"),
+        QStringLiteral("Baseline time (s)"), QStringLiteral("Distributed time (s)"),
+        QStringLiteral("Speedup"), QStringLiteral("Efficiency"), QStringLiteral("Speedup to %1").arg(target),
+        QStringLiteral("Efficiency to %1").arg(target), QStringLiteral("Baseline accuracy"),
+        QStringLiteral("Distributed accuracy"), QStringLiteral("Note") };
+    t.numeric = { false, true, true, true, true, true, true, true, true, true, false };
+    for (const SeedComparison &s : r.comparisons) {
+        const ConfigResult *c = r.config(s.configKey);
+        QStringList notes;
+        if (!s.note.isEmpty())
+            notes << QStringLiteral("wall-clock: ") + s.note;
+        if (!c->byTimeToAccuracy.available())
+            notes << QStringLiteral("time to target: ") + c->byTimeToAccuracy.unavailableReason;
+        t.rows.append({ configLabel(c->config, r.configs), QString::number(s.workers),
+            formatSeconds(s.baselineSeconds), formatSeconds(s.distributedSeconds), formatSpeedup(s.speedup),
+            formatPercent(s.efficiency), formatSpeedup(c->byTimeToAccuracy.speedup),
+            formatPercent(c->byTimeToAccuracy.efficiency), formatPercent(s.baselineAccuracy, 2),
+            formatPercent(s.distributedAccuracy, 2), notes.join(QStringLiteral("; ")) });
+        t.mutedRows.append(c->succeeded == 0);
+    }
+    t.emptyText = QStringLiteral("The study has no distributed configuration.");
+    return t;
+}
+
+ReportTable configTable(const StudyResults &r)
+{
+    ReportTable t;
+    t.title = QStringLiteral("Configurations");
+    t.caption = QStringLiteral("Repeats of one configuration grouped: mean ± sample standard deviation, "
+                               "min–max below. Only succeeded "
+                               "runs enter the statistics; time to target counts the runs that reached it.");
+    t.headers = QStringList { QStringLiteral("Configuration"), QStringLiteral("Key"), QStringLiteral("GPUs"),
+        QStringLiteral("Batch (worker / global)"), QStringLiteral("Epochs"),
+        QStringLiteral("Runs (ok / all)"), QStringLiteral("Final accuracy"), QStringLiteral("Best accuracy"),
+        QStringLiteral("Wall-clock (s)"), QStringLiteral("Images / s"), QStringLiteral("Time to target (s)"),
+        QStringLiteral("Reached target") };
+    t.numeric = { false, false, true, true, true, true, true, true, true, true, true, true };
+    const auto pct = [](double v) { return formatPercent(v, 2); };
+    const auto secs = [](double v) { return formatSeconds(v); };
+    const auto rate = [](double v) { return formatNumber(v, 1); };
+    for (const ConfigResult &c : r.configs) {
+        t.rows.append({ configLabel(c.config, r.configs), c.key, gpusText(c.config), batchText(c.config),
+            QString::number(c.config.epochs), runsText(c), statCell(c.finalTestAccuracy, pct),
+            statCell(c.bestTestAccuracy, pct), statCell(c.wallSeconds, secs),
+            statCell(c.imagesPerSecond, rate), statCell(c.timeToTargetSeconds, secs),
+            std::isfinite(r.targetAccuracy) ? QStringLiteral("%1 / %2").arg(c.reachedTarget).arg(c.succeeded)
+                                            : kDash });
+        t.mutedRows.append(c.succeeded == 0);
+    }
+    t.emptyText = QStringLiteral("The study has no runs yet.");
+    return t;
+}
+
+ReportTable runTable(const StudySnapshot &snapshot, const StudyResults &r)
+{
+    ReportTable t;
+    t.title = QStringLiteral("Runs");
+    t.caption = QStringLiteral(
+        "Speedup and efficiency of each run against the baseline's mean, by wall-clock and by time to the "
+        "target accuracy. Runs that did not succeed are greyed out.");
+    t.headers = QStringList { QStringLiteral("Run"), QStringLiteral("State"), QStringLiteral("Workers"),
+        QStringLiteral("GPUs"), QStringLiteral("Batch (worker / global)"), QStringLiteral("Epochs"),
+        QStringLiteral("Attempts"), QStringLiteral("Final accuracy"), QStringLiteral("Best accuracy"),
+        QStringLiteral("Wall-clock (s)"), QStringLiteral("Time to target (s)"), QStringLiteral("Images / s"),
+        QStringLiteral("Speedup (wall)"), QStringLiteral("Efficiency (wall)"),
+        QStringLiteral("Speedup (to target)"), QStringLiteral("Efficiency (to target)") };
+    t.numeric = { false, false, true, true, true, true, true, true, true, true, true, true, true, true, true,
+        true };
+    for (int i = 0; i < snapshot.runs.size(); ++i) {
+        const RunResult &run = snapshot.runs[i];
+        const RunOutcome &o = r.runs[i];
+        const RunConfig &c = run.config;
+        t.rows.append({ run.runId, run.state,
+            QString::number(c.workers) + (c.baseline ? QStringLiteral("\nbaseline") : QString()), gpusText(c),
+            batchText(c), QString::number(c.epochs), QString::number(run.attempts.size()),
+            formatPercent(run.finalTestAccuracy, 2), formatPercent(run.bestTestAccuracy, 2),
+            formatSeconds(run.wallSeconds),
+            o.timeToTargetSeconds ? formatSeconds(*o.timeToTargetSeconds) : kDash,
+            formatNumber(run.imagesPerSecond, 1), formatSpeedup(o.byWallClock.speedup),
+            formatPercent(o.byWallClock.efficiency), formatSpeedup(o.byTimeToAccuracy.speedup),
+            formatPercent(o.byTimeToAccuracy.efficiency) });
+        t.mutedRows.append(!o.succeeded);
+    }
+    t.emptyText = QStringLiteral("The study has no runs yet.");
+    return t;
+}
+
+ReportTable attemptTable(const StudySnapshot &snapshot)
+{
+    ReportTable t;
+    t.title = QStringLiteral("Retries and failures");
+    t.caption = QStringLiteral("Every attempt of the runs that were retried or did not succeed.");
+    t.headers = QStringList { QStringLiteral("Run"), QStringLiteral("Attempt"), QStringLiteral("Outcome"),
+        QStringLiteral("Agents"), QStringLiteral("Resumed from epoch"), QStringLiteral("Started"),
+        QStringLiteral("Duration (s)"), QStringLiteral("Reason") };
+    t.numeric = { false, true, false, false, true, false, true, false };
+    for (const RunResult &run : snapshot.runs) {
+        if (run.attempts.size() <= 1 && isSucceeded(run))
+            continue;
+        if (run.attempts.isEmpty()) {
+            t.rows.append({ run.runId, kDash, run.state, kDash, kDash, kDash, kDash, run.stateReason });
+            t.mutedRows.append(true);
+        }
+        for (const AttemptRecord &a : run.attempts) {
+            const double seconds = a.endedUnixMs > 0 && a.startedUnixMs > 0
+                ? double(a.endedUnixMs - a.startedUnixMs) / 1000.0
+                : kNotMeasured;
+            t.rows.append({ run.runId, QString::number(a.attempt), a.outcome,
+                a.agents.join(QStringLiteral("\n")),
+                a.resumedFromEpoch > 0 ? QString::number(a.resumedFromEpoch) : QStringLiteral("fresh start"),
+                formatUnixMs(a.startedUnixMs), formatSeconds(seconds),
+                a.reason.isEmpty() ? kDash : a.reason });
+            t.mutedRows.append(a.outcome != QLatin1String("SUCCEEDED"));
+        }
+    }
+    t.emptyText = QStringLiteral("Every run succeeded on its first attempt.");
+    return t;
+}
+
+ReportTable nodeTable(const StudySnapshot &snapshot)
+{
+    ReportTable t;
+    t.title = QStringLiteral("Machines");
+    t.headers
+        = QStringList { QStringLiteral("Agent"), QStringLiteral("Host"), QStringLiteral("Agent version"),
+              QStringLiteral("CPU cores"), QStringLiteral("Memory"), QStringLiteral("GPUs") };
+    t.numeric = { false, false, false, true, true, false };
+    for (const NodeInfo &n : snapshot.nodes) {
+        t.rows.append({ n.agent, n.hostname.isEmpty() ? kDash : n.hostname,
+            n.agentVersion.isEmpty() ? kDash : n.agentVersion,
+            n.cpuCores > 0 ? QString::number(n.cpuCores) : kDash, memoryText(n.memoryBytes),
+            n.gpus.isEmpty() ? QStringLiteral("none") : n.gpus.join(QStringLiteral("\n")) });
+        t.mutedRows.append(false);
+    }
+    t.emptyText = QStringLiteral("No machine details were recorded.");
+    return t;
+}
+
+ReportTable softwareTable(const StudySnapshot &snapshot)
+{
+    ReportTable t;
+    t.title = QStringLiteral("Software");
+    t.headers = QStringList { QStringLiteral("Component"), QStringLiteral("Version") };
+    t.numeric = { false, false };
+    for (auto it = snapshot.software.cbegin(); it != snapshot.software.cend(); ++it) {
+        t.rows.append({ it.key(), it.value() });
+        t.mutedRows.append(false);
+    }
+    t.emptyText = QStringLiteral("No software versions were recorded.");
+    return t;
+}
+
+} // namespace
+
+ReportContent buildReportContent(const StudySnapshot &snapshot)
+{
+    const StudyResults r = computeStudyResults(snapshot);
+    ReportContent content;
+    content.title = QStringLiteral("Scale-up study report");
+    content.studyName = snapshot.name.isEmpty() ? snapshot.studyId : snapshot.name;
+
+    int succeeded = 0, failed = 0;
+    for (const RunResult &run : snapshot.runs) {
+        succeeded += isSucceeded(run) ? 1 : 0;
+        failed += isFailedOrCancelled(run) ? 1 : 0;
+    }
+    const int unfinished = int(snapshot.runs.size()) - succeeded - failed;
+    QString runs = QStringLiteral("%1 — %2 succeeded, %3 failed or cancelled")
+                       .arg(snapshot.runs.size())
+                       .arg(succeeded)
+                       .arg(failed);
+    if (unfinished > 0)
+        runs += QStringLiteral(", %1 not finished").arg(unfinished);
+    const ConfigResult *base = r.baseline();
+    content.facts = {
+        { QStringLiteral("Study"), snapshot.studyId },
+        { QStringLiteral("State"), snapshot.state },
+        { QStringLiteral("Dataset"),
+            (snapshot.dataset.isEmpty() ? kDash : snapshot.dataset)
+                + (snapshot.synthetic ? QStringLiteral(" (synthetic)") : QString()) },
+        { QStringLiteral("Target accuracy"), formatPercent(snapshot.targetAccuracy) },
+        { QStringLiteral("Baseline"), base ? configLabel(base->config, r.configs) : QStringLiteral("none") },
+        { QStringLiteral("Runs"), runs },
+        { QStringLiteral("Created"), formatUnixMs(snapshot.createdUnixMs) },
+        { QStringLiteral("Finished"), formatUnixMs(snapshot.finishedUnixMs) },
+    };
+    if (snapshot.synthetic) {
+        content.syntheticBanner = QStringLiteral(
+            "These runs trained on generated images, not on a real dataset. Throughput and "
+            "speedup are meaningful; accuracy and time to accuracy say nothing about real-data results.");
+    }
+    if (!r.baselineNote.isEmpty())
+        content.notes << r.baselineNote;
+
+    for (const SeedComparison &s : r.comparisons) {
+        if (!std::isfinite(s.speedup))
+            continue;
+        const ConfigResult *c = r.config(s.configKey);
+        QString line = QStringLiteral("%1 faster by wall-clock, %2 efficiency")
+                           .arg(formatSpeedup(s.speedup), formatPercent(s.efficiency, 0));
+        if (c->byTimeToAccuracy.available())
+            line += QStringLiteral("; %1 to %2")
+                        .arg(formatSpeedup(c->byTimeToAccuracy.speedup), formatPercent(r.targetAccuracy));
+        content.headlines.append({ configLabel(c->config, r.configs), line });
+    }
+
+    content.charts = studyCharts(snapshot, r);
+    content.tables = { comparisonTable(r), configTable(r), runTable(snapshot, r), attemptTable(snapshot),
+        nodeTable(snapshot), softwareTable(snapshot) };
+    content.footer
+        = QStringLiteral("ScaleLab %1 · study %2").arg(QStringLiteral(SCALELAB_VERSION), snapshot.studyId);
+    return content;
+}
+
+} // namespace scalelab::core

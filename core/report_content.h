@@ -1,0 +1,53 @@
+// What the HTML and PDF reports show, as plain text and numbers already formatted, so the
+// two renderers print the same content and only differ in layout. Built from a snapshot by
+// buildReportContent(); the renderers never compute a number themselves.
+#pragma once
+
+#include "report_charts.h"
+#include "study_model.h"
+#include "study_results.h"
+
+#include <QList>
+#include <QPair>
+#include <QString>
+#include <QStringList>
+
+namespace scalelab::core {
+
+// A table of text cells. A cell may hold a second line after '\n' (e.g. a min–max range
+// under a mean), which renderers print smaller.
+struct ReportTable {
+    QString title;
+    QString caption; // one or two sentences under the title
+    QStringList headers;
+    QList<bool> numeric; // per column: right-aligned, tabular figures
+    QList<QStringList> rows;
+    QList<bool> mutedRows; // per row: failed, cancelled or unfinished runs
+    QString emptyText; // printed instead of an empty table
+};
+
+struct ReportContent {
+    QString title; // "Scale-up study report"
+    QString studyName;
+    QList<QPair<QString, QString>> facts; // study id, state, dataset, target, dates, runs
+    QString syntheticBanner; // empty when the data is real
+    QStringList notes; // e.g. why speedups are not available
+    QList<QPair<QString, QString>> headlines; // "4 workers" -> "3.42× faster, 86% efficient"
+    QList<ChartSpec> charts;
+    QList<ReportTable> tables;
+    QString footer; // "ScaleLab 0.1.0 · study s1"
+};
+
+ReportContent buildReportContent(const StudySnapshot &snapshot);
+
+// Formatting shared by the report renderers. NaN prints as kDash.
+inline const QString kDash = QStringLiteral("—");
+QString formatPercent(double fraction, int decimals = 1);
+QString formatSeconds(double seconds);
+QString formatNumber(double value, int decimals);
+QString formatUnixMs(qint64 ms);
+
+// Why QPainter-based rendering cannot run now (no QGuiApplication); empty when it can.
+QString paintingUnavailableReason();
+
+} // namespace scalelab::core

@@ -1,0 +1,256 @@
+#include "study_results.h"
+
+#include <QHash>
+
+#include <algorithm>
+#include <cmath>
+#include <tuple>
+
+namespace scalelab::core {
+
+namespace {
+
+QString percent(double fraction)
+{
+    return QStringLiteral("%1%").arg(fraction * 100.0, 0, 'f', 1);
+}
+
+// Sort key: the baseline first, then the grid's axes in the order people read them.
+auto orderKey(const RunConfig &c)
+{
+    return std::make_tuple(!c.baseline, c.workers, c.batchSize, c.epochs, c.gpusPerWorker, c.threadsPerWorker,
+        c.precision, c.lrRule);
+}
+
+// Speedup of `value` against `baselineMean`, with the efficiency for `workers`.
+Speedup speedupOf(double baselineMean, double value, int baselineWorkers, int workers)
+{
+    Speedup s;
+    s.speedup = baselineMean / value;
+    s.efficiency = s.speedup / (double(workers) / double(baselineWorkers));
+    return s;
+}
+
+Speedup unavailable(const QString &reason)
+{
+    Speedup s;
+    s.unavailableReason = reason;
+    return s;
+}
+
+// Why the baseline's `stat` (wall-clock, or time to target when `byTime`) cannot be the
+// numerator of a speedup; empty when it can.
+QString baselineProblem(
+    const ConfigResult *baseline, const QString &noBaselineNote, const Stat &stat, bool byTime, double target)
+{
+    if (!baseline)
+        return noBaselineNote;
+    if (baseline->succeeded == 0)
+        return QStringLiteral("the baseline has no succeeded run");
+    if (byTime && std::isnan(target))
+        return QStringLiteral("the study sets no target accuracy");
+    if (byTime && stat.count == 0)
+        return QStringLiteral("the baseline never reached the target (%1)").arg(percent(target));
+    if (stat.count == 0)
+        return QStringLiteral("the baseline's wall-clock was not measured");
+    return {};
+}
+
+} // namespace
+
+Stat statOf(const QList<double> &values)
+{
+    Stat s;
+    double sum = 0;
+    for (double v : values) {
+        if (std::isnan(v))
+            continue;
+        if (s.count == 0) {
+            s.min = v;
+            s.max = v;
+        }
+        s.min = std::min(s.min, v);
+        s.max = std::max(s.max, v);
+        sum += v;
+        ++s.count;
+    }
+    if (s.count == 0)
+        return s;
+    s.mean = sum / s.count;
+    if (s.count >= 2) {
+        double squares = 0;
+        for (double v : values) {
+            if (!std::isnan(v))
+                squares += (v - s.mean) * (v - s.mean);
+        }
+        s.stddev = std::sqrt(squares / (s.count - 1));
+    }
+    return s;
+}
+
+bool isSucceeded(const RunResult &run)
+{
+    return run.state == QLatin1String("SUCCEEDED");
+}
+
+bool isFailedOrCancelled(const RunResult &run)
+{
+    return run.state == QLatin1String("FAILED") || run.state == QLatin1String("CANCELLED");
+}
+
+std::optional<double> effectiveTimeToTarget(const RunResult &run, double target)
+{
+    if (run.timeToTargetSeconds)
+        return run.timeToTargetSeconds;
+    if (std::isnan(target))
+        return std::nullopt;
+    for (const EpochPoint &e : run.epochs) {
+        if (!std::isnan(e.testAccuracy) && e.testAccuracy >= target) {
+            if (std::isnan(e.elapsedSeconds))
+                return std::nullopt;
+            return e.elapsedSeconds;
+        }
+    }
+    return std::nullopt;
+}
+
+const ConfigResult *StudyResults::config(const QString &key) const
+{
+    for (const ConfigResult &c : configs) {
+        if (c.key == key)
+            return &c;
+    }
+    return nullptr;
+}
+
+StudyResults computeStudyResults(const StudySnapshot &snapshot)
+{
+    StudyResults results;
+    results.targetAccuracy = snapshot.targetAccuracy;
+    const double target = snapshot.targetAccuracy;
+
+    // Group the runs by configuration, in a stable order.
+    QHash<QString, QList<const RunResult *>> runsByKey;
+    for (const RunResult &run : snapshot.runs) {
+        const QString key = run.config.key();
+        if (!runsByKey.contains(key)) {
+            ConfigResult c;
+            c.key = key;
+            c.config = run.config;
+            results.configs.append(c);
+        }
+        runsByKey[key].append(&run);
+    }
+    std::stable_sort(results.configs.begin(), results.configs.end(),
+        [](const ConfigResult &a, const ConfigResult &b) { return orderKey(a.config) < orderKey(b.config); });
+
+    for (ConfigResult &c : results.configs) {
+        QList<double> finals, bests, walls, rates, times;
+        for (const RunResult *run : runsByKey.value(c.key)) {
+            c.runIds.append(run->runId);
+            ++c.repeats;
+            if (isFailedOrCancelled(*run))
+                ++c.failed;
+            if (!isSucceeded(*run)) {
+                if (!isFailedOrCancelled(*run))
+                    ++c.unfinished;
+                continue;
+            }
+            ++c.succeeded;
+            finals.append(run->finalTestAccuracy);
+            bests.append(run->bestTestAccuracy);
+            walls.append(run->wallSeconds);
+            rates.append(run->imagesPerSecond);
+            if (const auto t = effectiveTimeToTarget(*run, target)) {
+                ++c.reachedTarget;
+                times.append(*t);
+            }
+        }
+        c.finalTestAccuracy = statOf(finals);
+        c.bestTestAccuracy = statOf(bests);
+        c.wallSeconds = statOf(walls);
+        c.imagesPerSecond = statOf(rates);
+        c.timeToTargetSeconds = statOf(times);
+    }
+
+    // The baseline: the configuration flagged as such (the first, should a study have two).
+    for (int i = 0; i < results.configs.size(); ++i) {
+        if (results.configs[i].config.baseline) {
+            results.baselineIndex = i;
+            break;
+        }
+    }
+    QString noBaselineNote;
+    if (results.baselineIndex < 0) {
+        noBaselineNote = QStringLiteral("the study has no baseline configuration");
+        results.baselineNote
+            = QStringLiteral("Speedup and efficiency are not available: %1.").arg(noBaselineNote);
+    }
+    const ConfigResult *base = results.baseline();
+    const int baseWorkers = base ? std::max(1, base->config.workers) : 1;
+    const QString wallProblem
+        = baselineProblem(base, noBaselineNote, base ? base->wallSeconds : Stat {}, false, target);
+    const QString timeProblem
+        = baselineProblem(base, noBaselineNote, base ? base->timeToTargetSeconds : Stat {}, true, target);
+    if (base && !wallProblem.isEmpty())
+        results.baselineNote = QStringLiteral("Speedup by wall-clock is not available: %1.").arg(wallProblem);
+
+    // A configuration's speedup, or why there is none.
+    const auto speedupFor = [&](const QString &baseProblem, double baseMean, const Stat &stat, int workers,
+                                const QString &missing) {
+        if (!baseProblem.isEmpty())
+            return unavailable(baseProblem);
+        if (stat.count == 0 || stat.mean <= 0)
+            return unavailable(missing);
+        return speedupOf(baseMean, stat.mean, baseWorkers, workers);
+    };
+    const QString neverReached = std::isnan(target)
+        ? QString()
+        : QStringLiteral("never reached the target (%1)").arg(percent(target));
+
+    for (ConfigResult &c : results.configs) {
+        const int workers = c.config.workers;
+        const QString noRun = QStringLiteral("no succeeded run");
+        c.byWallClock = speedupFor(wallProblem, base ? base->wallSeconds.mean : kNotMeasured, c.wallSeconds,
+            workers, c.succeeded ? QStringLiteral("wall-clock not measured") : noRun);
+        c.byTimeToAccuracy = speedupFor(timeProblem, base ? base->timeToTargetSeconds.mean : kNotMeasured,
+            c.timeToTargetSeconds, workers, c.succeeded ? neverReached : noRun);
+    }
+
+    for (const RunResult &run : snapshot.runs) {
+        RunOutcome o;
+        o.runId = run.runId;
+        o.configKey = run.config.key();
+        o.succeeded = isSucceeded(run);
+        o.timeToTargetSeconds = effectiveTimeToTarget(run, target);
+        const QString notSucceeded = QStringLiteral("run state is %1").arg(run.state);
+        o.byWallClock = speedupFor(wallProblem, base ? base->wallSeconds.mean : kNotMeasured,
+            o.succeeded ? statOf({ run.wallSeconds }) : Stat {}, run.config.workers,
+            o.succeeded ? QStringLiteral("wall-clock not measured") : notSucceeded);
+        o.byTimeToAccuracy = speedupFor(timeProblem, base ? base->timeToTargetSeconds.mean : kNotMeasured,
+            o.succeeded && o.timeToTargetSeconds ? statOf({ *o.timeToTargetSeconds }) : Stat {},
+            run.config.workers, o.succeeded ? neverReached : notSucceeded);
+        results.runs.append(o);
+    }
+
+    for (const ConfigResult &c : results.configs) {
+        if (c.config.baseline)
+            continue;
+        SeedComparison row;
+        row.configKey = c.key;
+        row.workers = c.config.workers;
+        row.distributedSeconds = c.wallSeconds.mean;
+        row.distributedAccuracy = c.finalTestAccuracy.mean;
+        if (base) {
+            row.baselineSeconds = base->wallSeconds.mean;
+            row.baselineAccuracy = base->finalTestAccuracy.mean;
+        }
+        row.speedup = c.byWallClock.speedup;
+        row.efficiency = c.byWallClock.efficiency;
+        row.note = c.byWallClock.unavailableReason;
+        results.comparisons.append(row);
+    }
+    return results;
+}
+
+} // namespace scalelab::core

@@ -1,0 +1,685 @@
+// Results math (speedup, efficiency, time to accuracy, spread over repeats) on hand-computed
+// snapshots, and every report format rendered from them.
+//
+// With SCALELAB_REPORT_SAMPLES_DIR set, sampleReports() also writes a realistic sample study
+// in every format to that folder, to look at.
+#include "report.h"
+#include "study_results.h"
+
+#include <QFile>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QProcess>
+#include <QRandomGenerator>
+#include <QRegularExpression>
+#include <QStandardPaths>
+#include <QTemporaryDir>
+#include <QTest>
+
+#include <cmath>
+
+using namespace scalelab::core;
+
+namespace {
+
+RunConfig config(int workers, bool baseline = false)
+{
+    RunConfig c;
+    c.workers = workers;
+    c.baseline = baseline;
+    c.batchSize = 64;
+    c.epochs = 2;
+    return c;
+}
+
+RunResult run(const QString &id, const RunConfig &c, int repeat, double wall, double finalAcc,
+    std::optional<double> timeToTarget, const QString &state = QStringLiteral("SUCCEEDED"))
+{
+    RunResult r;
+    r.runId = id;
+    r.config = c;
+    r.repeat = repeat;
+    r.state = state;
+    r.wallSeconds = wall;
+    r.finalTestAccuracy = finalAcc;
+    r.bestTestAccuracy = finalAcc;
+    r.imagesPerSecond = 1000.0 / wall;
+    r.timeToTargetSeconds = timeToTarget;
+    r.attempts.append(AttemptRecord { 1, { QStringLiteral("127.0.0.1:50051") }, state, {}, 0, 1000, 2000 });
+    r.epochs.append(EpochPoint { 1, 1.5, 0.5, 1.4, finalAcc - 0.1, wall / 2, 1000.0 / wall });
+    r.epochs.append(EpochPoint { 2, 1.0, 0.7, 0.9, finalAcc, wall, 1000.0 / wall });
+    return r;
+}
+
+// Target 70%. Baseline (1 worker): wall 100 and 110, time to target 60 and 70.
+// 2 workers: wall 60 and 50; time to target 35 (given) and 40 (from its epochs).
+// 4 workers: wall 40 (target at 20), 30 (never reaches the target), and a FAILED run.
+StudySnapshot handSnapshot()
+{
+    StudySnapshot s;
+    s.studyId = QStringLiteral("s-hand");
+    s.name = QStringLiteral("hand computed");
+    s.state = QStringLiteral("SUCCEEDED");
+    s.dataset = QStringLiteral("cifar10");
+    s.targetAccuracy = 0.7;
+    s.runs << run(QStringLiteral("b0"), config(1, true), 0, 100, 0.72, 60)
+           << run(QStringLiteral("b1"), config(1, true), 1, 110, 0.74, 70)
+           << run(QStringLiteral("w2-0"), config(2), 0, 60, 0.71, 35);
+    RunResult fromEpochs = run(QStringLiteral("w2-1"), config(2), 1, 50, 0.73, std::nullopt);
+    fromEpochs.epochs[0].testAccuracy = 0.5;
+    fromEpochs.epochs[0].elapsedSeconds = 20;
+    fromEpochs.epochs[1].testAccuracy = 0.71;
+    fromEpochs.epochs[1].elapsedSeconds = 40;
+    s.runs << fromEpochs << run(QStringLiteral("w4-0"), config(4), 0, 40, 0.70, 20)
+           << run(QStringLiteral("w4-1"), config(4), 1, 30, 0.60, std::nullopt)
+           << run(QStringLiteral("w4-2"), config(4), 2, 10, 0.10, std::nullopt, QStringLiteral("FAILED"));
+    s.runs.last().attempts.append(AttemptRecord { 2, { QStringLiteral("127.0.0.1:50051") },
+        QStringLiteral("FAILED"), QStringLiteral("boom"), 1, 3000, 4000 });
+    return s;
+}
+
+int pdfPageCount(const QByteArray &pdf)
+{
+    // Page objects, not the /Pages tree node.
+    return int(pdf.count("/Type /Page\n") + pdf.count("/Type /Page ") + pdf.count("/Type /Page/")
+        + pdf.count("/Type /Page>"));
+}
+
+QString pdfText(const QByteArray &pdf)
+{
+    const QString tool = QStandardPaths::findExecutable(QStringLiteral("pdftotext"));
+    if (tool.isEmpty())
+        return {};
+    QTemporaryDir dir;
+    QFile file(dir.filePath(QStringLiteral("r.pdf")));
+    if (!file.open(QIODevice::WriteOnly) || file.write(pdf) != pdf.size())
+        return {};
+    file.close();
+    QProcess p;
+    p.start(tool, { file.fileName(), QStringLiteral("-") });
+    p.waitForFinished(30000);
+    return QString::fromUtf8(p.readAllStandardOutput());
+}
+
+} // namespace
+
+class TestReports : public QObject {
+    Q_OBJECT
+
+private Q_SLOTS:
+    void statIsSampleStddevAndSkipsNaN();
+    void speedupAndEfficiencyByWallClockAndTimeToAccuracy();
+    void timeToTargetFromEpochsWhenTheRunLacksIt();
+    void failedRunsAreCountedButNotAveraged();
+    void configNeverReachingTargetHasNoTimeSpeedup();
+    void missingBaselineSaysWhy();
+    void baselineNeverReachingTargetSaysWhy();
+    void perRunSpeedup();
+    void seedComparison();
+    void formatNames();
+    void jsonMatchesSnapshot();
+    void csvHeaderRowsAndQuoting();
+    void epochCsv();
+    void htmlIsSelfContainedAndEscaped();
+    void syntheticFlagInEveryFormat();
+    void pdfHasPages();
+    void emptyAndBaselineLessStudiesRender();
+    void writeReportNamesPathAndError();
+    void writeCsvWritesEpochFileBeside();
+    void sampleReports();
+};
+
+void TestReports::statIsSampleStddevAndSkipsNaN()
+{
+    const Stat s = statOf({ 2, 4, kNotMeasured, 4, 4, 5, 5, 7, 9 });
+    QCOMPARE(s.count, 8);
+    QCOMPARE(s.mean, 5.0);
+    QVERIFY(qAbs(s.stddev - std::sqrt(32.0 / 7.0)) < 1e-12);
+    QCOMPARE(s.min, 2.0);
+    QCOMPARE(s.max, 9.0);
+    const Stat one = statOf({ 3 });
+    QCOMPARE(one.mean, 3.0);
+    QVERIFY(std::isnan(one.stddev));
+    QVERIFY(std::isnan(statOf({}).mean));
+}
+
+void TestReports::speedupAndEfficiencyByWallClockAndTimeToAccuracy()
+{
+    const StudyResults r = computeStudyResults(handSnapshot());
+    QCOMPARE(r.configs.size(), 3);
+    QVERIFY(r.baseline());
+    QCOMPARE(r.baseline()->config.workers, 1);
+    QCOMPARE(r.configs.first().key, r.baseline()->key); // the baseline sorts first
+    QVERIFY(r.baselineNote.isEmpty());
+
+    const ConfigResult &base = *r.baseline();
+    QCOMPARE(base.wallSeconds.mean, 105.0);
+    QVERIFY(qAbs(base.wallSeconds.stddev - std::sqrt(50.0)) < 1e-9);
+    QCOMPARE(base.timeToTargetSeconds.mean, 65.0);
+    QVERIFY(qAbs(base.byWallClock.speedup - 1.0) < 1e-12);
+    QVERIFY(qAbs(base.byWallClock.efficiency - 1.0) < 1e-12);
+
+    const ConfigResult *w2 = r.config(config(2).key());
+    QVERIFY(w2);
+    QCOMPARE(w2->repeats, 2);
+    QCOMPARE(w2->wallSeconds.mean, 55.0);
+    QVERIFY(qAbs(w2->byWallClock.speedup - 105.0 / 55.0) < 1e-12);
+    QVERIFY(qAbs(w2->byWallClock.efficiency - 105.0 / 55.0 / 2.0) < 1e-12);
+    QCOMPARE(w2->timeToTargetSeconds.mean, 37.5);
+    QVERIFY(qAbs(w2->byTimeToAccuracy.speedup - 65.0 / 37.5) < 1e-12);
+    QVERIFY(qAbs(w2->byTimeToAccuracy.efficiency - 65.0 / 37.5 / 2.0) < 1e-12);
+
+    const ConfigResult *w4 = r.config(config(4).key());
+    QVERIFY(w4);
+    QVERIFY(qAbs(w4->byWallClock.speedup - 3.0) < 1e-12);
+    QVERIFY(qAbs(w4->byWallClock.efficiency - 0.75) < 1e-12);
+    QVERIFY(qAbs(w4->byTimeToAccuracy.speedup - 3.25) < 1e-12);
+    QVERIFY(qAbs(w4->byTimeToAccuracy.efficiency - 0.8125) < 1e-12);
+}
+
+void TestReports::timeToTargetFromEpochsWhenTheRunLacksIt()
+{
+    const StudySnapshot s = handSnapshot();
+    QCOMPARE(effectiveTimeToTarget(s.runs[3], 0.7), std::optional<double>(40.0));
+    QCOMPARE(effectiveTimeToTarget(s.runs[3], 0.5), std::optional<double>(20.0));
+    QCOMPARE(effectiveTimeToTarget(s.runs[3], 0.9), std::nullopt);
+    QCOMPARE(effectiveTimeToTarget(s.runs[3], kNotMeasured), std::nullopt);
+    // A value the run carries wins over the epochs.
+    QCOMPARE(effectiveTimeToTarget(s.runs[2], 0.7), std::optional<double>(35.0));
+    // The epoch reached the target but its time was not measured: unknown, not zero.
+    RunResult r = s.runs[3];
+    r.epochs[1].elapsedSeconds = kNotMeasured;
+    QCOMPARE(effectiveTimeToTarget(r, 0.7), std::nullopt);
+}
+
+void TestReports::failedRunsAreCountedButNotAveraged()
+{
+    const StudyResults r = computeStudyResults(handSnapshot());
+    const ConfigResult *w4 = r.config(config(4).key());
+    QCOMPARE(w4->repeats, 3);
+    QCOMPARE(w4->succeeded, 2);
+    QCOMPARE(w4->failed, 1);
+    QCOMPARE(w4->unfinished, 0);
+    QCOMPARE(w4->wallSeconds.count, 2);
+    QCOMPARE(w4->wallSeconds.mean, 35.0);
+    QCOMPARE(w4->wallSeconds.min, 30.0);
+    QCOMPARE(w4->finalTestAccuracy.mean, 0.65);
+    QCOMPARE(
+        w4->runIds, QStringList({ QStringLiteral("w4-0"), QStringLiteral("w4-1"), QStringLiteral("w4-2") }));
+
+    StudySnapshot s = handSnapshot();
+    s.runs[0].state = QStringLiteral("RUNNING");
+    const StudyResults live = computeStudyResults(s);
+    QCOMPARE(live.baseline()->unfinished, 1);
+    QCOMPARE(live.baseline()->wallSeconds.mean, 110.0);
+}
+
+void TestReports::configNeverReachingTargetHasNoTimeSpeedup()
+{
+    StudySnapshot s = handSnapshot();
+    s.runs << run(QStringLiteral("w8-0"), config(8), 0, 20, 0.5, std::nullopt);
+    const StudyResults r = computeStudyResults(s);
+    const ConfigResult *w8 = r.config(config(8).key());
+    QVERIFY(w8);
+    QCOMPARE(w8->reachedTarget, 0);
+    QVERIFY(w8->byWallClock.available());
+    QVERIFY(qAbs(w8->byWallClock.speedup - 105.0 / 20.0) < 1e-12);
+    QVERIFY(!w8->byTimeToAccuracy.available());
+    QVERIFY(std::isnan(w8->byTimeToAccuracy.speedup));
+    QVERIFY2(w8->byTimeToAccuracy.unavailableReason.contains(QStringLiteral("never reached")),
+        qPrintable(w8->byTimeToAccuracy.unavailableReason));
+    // The 4-worker configuration: one of two reached the target.
+    QCOMPARE(r.config(config(4).key())->reachedTarget, 1);
+}
+
+void TestReports::missingBaselineSaysWhy()
+{
+    StudySnapshot s = handSnapshot();
+    s.runs.removeFirst();
+    s.runs.removeFirst();
+    const StudyResults r = computeStudyResults(s);
+    QCOMPARE(r.baselineIndex, -1);
+    QVERIFY(!r.baselineNote.isEmpty());
+    QVERIFY(r.baselineNote.contains(QStringLiteral("no baseline")));
+    for (const ConfigResult &c : r.configs) {
+        QVERIFY(std::isnan(c.byWallClock.speedup));
+        QVERIFY(std::isnan(c.byTimeToAccuracy.efficiency));
+        QVERIFY(c.byWallClock.unavailableReason.contains(QStringLiteral("no baseline")));
+    }
+    // Means are still there.
+    QCOMPARE(r.config(config(2).key())->wallSeconds.mean, 55.0);
+
+    // A baseline that exists but has no succeeded run.
+    s = handSnapshot();
+    s.runs[0].state = QStringLiteral("FAILED");
+    s.runs[1].state = QStringLiteral("CANCELLED");
+    const StudyResults failed = computeStudyResults(s);
+    QVERIFY(failed.baseline());
+    QVERIFY(std::isnan(failed.config(config(2).key())->byWallClock.speedup));
+    QVERIFY(
+        failed.config(config(2).key())->byWallClock.unavailableReason.contains(QStringLiteral("baseline")));
+    QVERIFY(!failed.baselineNote.isEmpty());
+}
+
+void TestReports::baselineNeverReachingTargetSaysWhy()
+{
+    StudySnapshot s = handSnapshot();
+    for (int i : { 0, 1 }) {
+        s.runs[i].timeToTargetSeconds.reset();
+        for (EpochPoint &e : s.runs[i].epochs)
+            e.testAccuracy = 0.5;
+    }
+    const StudyResults r = computeStudyResults(s);
+    const ConfigResult *w2 = r.config(config(2).key());
+    QVERIFY(w2->byWallClock.available());
+    QVERIFY(!w2->byTimeToAccuracy.available());
+    QVERIFY(w2->byTimeToAccuracy.unavailableReason.contains(QStringLiteral("baseline never reached")));
+
+    s.targetAccuracy = kNotMeasured;
+    for (RunResult &run : s.runs)
+        run.timeToTargetSeconds.reset();
+    const StudyResults noTarget = computeStudyResults(s);
+    QVERIFY(noTarget.config(config(2).key())
+                ->byTimeToAccuracy.unavailableReason.contains(QStringLiteral("no target")));
+}
+
+void TestReports::perRunSpeedup()
+{
+    const StudyResults r = computeStudyResults(handSnapshot());
+    QCOMPARE(r.runs.size(), 7);
+    QCOMPARE(r.runs[2].runId, QStringLiteral("w2-0"));
+    QVERIFY(qAbs(r.runs[2].byWallClock.speedup - 105.0 / 60.0) < 1e-12);
+    QVERIFY(qAbs(r.runs[2].byTimeToAccuracy.speedup - 65.0 / 35.0) < 1e-12);
+    QCOMPARE(r.runs[3].timeToTargetSeconds, std::optional<double>(40.0));
+    // Never reached: wall-clock speedup yes, time-to-accuracy no.
+    QVERIFY(qAbs(r.runs[5].byWallClock.efficiency - 105.0 / 30.0 / 4.0) < 1e-12);
+    QVERIFY(std::isnan(r.runs[5].byTimeToAccuracy.speedup));
+    // A failed run has no speedup, and says why.
+    QVERIFY(std::isnan(r.runs[6].byWallClock.speedup));
+    QVERIFY(r.runs[6].byWallClock.unavailableReason.contains(QStringLiteral("FAILED")));
+}
+
+void TestReports::seedComparison()
+{
+    const StudyResults r = computeStudyResults(handSnapshot());
+    QCOMPARE(r.comparisons.size(), 2); // every configuration but the baseline
+    const SeedComparison &w2 = r.comparisons[0];
+    QCOMPARE(w2.workers, 2);
+    QCOMPARE(w2.baselineSeconds, 105.0);
+    QCOMPARE(w2.distributedSeconds, 55.0);
+    QVERIFY(qAbs(w2.speedup - 105.0 / 55.0) < 1e-12);
+    QVERIFY(qAbs(w2.efficiency - 105.0 / 110.0) < 1e-12);
+    QVERIFY(qAbs(w2.baselineAccuracy - 0.73) < 1e-12);
+    QVERIFY(qAbs(w2.distributedAccuracy - 0.72) < 1e-12);
+    QVERIFY(w2.note.isEmpty());
+}
+
+void TestReports::formatNames()
+{
+    QCOMPARE(parseReportFormat(QStringLiteral("JSON")), std::optional(ReportFormat::Json));
+    QCOMPARE(parseReportFormat(QStringLiteral("csv")), std::optional(ReportFormat::Csv));
+    QCOMPARE(parseReportFormat(QStringLiteral("epoch-csv")), std::optional(ReportFormat::EpochCsv));
+    QCOMPARE(parseReportFormat(QStringLiteral("html")), std::optional(ReportFormat::Html));
+    QCOMPARE(parseReportFormat(QStringLiteral("pdf")), std::optional(ReportFormat::Pdf));
+    QCOMPARE(parseReportFormat(QStringLiteral("docx")), std::nullopt);
+    QCOMPARE(reportFormatForPath(QStringLiteral("/tmp/a.epochs.csv")), std::optional(ReportFormat::EpochCsv));
+    QCOMPARE(reportFormatForPath(QStringLiteral("/tmp/a.htm")), std::optional(ReportFormat::Html));
+    QCOMPARE(reportFormatForPath(QStringLiteral("/tmp/a.PDF")), std::optional(ReportFormat::Pdf));
+    QCOMPARE(epochCsvPath(QStringLiteral("/tmp/r.csv")), QStringLiteral("/tmp/r.epochs.csv"));
+    for (const QString &name : reportFormatNames())
+        QCOMPARE(reportFormatName(*parseReportFormat(name)), name);
+}
+
+void TestReports::jsonMatchesSnapshot()
+{
+    const StudySnapshot s = handSnapshot();
+    QJsonParseError error;
+    const QJsonDocument doc = QJsonDocument::fromJson(reportJson(s), &error);
+    QCOMPARE(error.error, QJsonParseError::NoError);
+    const QJsonObject root = doc.object();
+    QCOMPARE(root.value(QStringLiteral("study_id")).toString(), s.studyId);
+    QCOMPARE(root.value(QStringLiteral("synthetic")).toBool(true), false);
+    QCOMPARE(root.value(QStringLiteral("target_accuracy")).toDouble(), 0.7);
+
+    const QJsonArray comparison = root.value(QStringLiteral("seed_study_comparison")).toArray();
+    QCOMPARE(comparison.size(), 2);
+    const QJsonObject w2 = comparison[0].toObject();
+    QCOMPARE(w2.value(QStringLiteral("baseline_seconds")).toDouble(), 105.0);
+    QCOMPARE(w2.value(QStringLiteral("distributed_seconds")).toDouble(), 55.0);
+    QVERIFY(qAbs(w2.value(QStringLiteral("speedup")).toDouble() - 105.0 / 55.0) < 1e-12);
+    QVERIFY(qAbs(w2.value(QStringLiteral("efficiency")).toDouble() - 105.0 / 110.0) < 1e-12);
+    QVERIFY(qAbs(w2.value(QStringLiteral("baseline_accuracy")).toDouble() - 0.73) < 1e-12);
+    QVERIFY(qAbs(w2.value(QStringLiteral("distributed_accuracy")).toDouble() - 0.72) < 1e-12);
+
+    const QJsonArray runs = root.value(QStringLiteral("runs")).toArray();
+    QCOMPARE(runs.size(), s.runs.size());
+    for (int i = 0; i < runs.size(); ++i) {
+        const QJsonObject r = runs[i].toObject();
+        QCOMPARE(r.value(QStringLiteral("run_id")).toString(), s.runs[i].runId);
+        QCOMPARE(r.value(QStringLiteral("state")).toString(), s.runs[i].state);
+        QCOMPARE(r.value(QStringLiteral("wall_seconds")).toDouble(), s.runs[i].wallSeconds);
+        QCOMPARE(r.value(QStringLiteral("epochs")).toArray().size(), s.runs[i].epochs.size());
+        QCOMPARE(r.value(QStringLiteral("attempts")).toArray().size(), s.runs[i].attempts.size());
+    }
+    // Time to target from epochs; never reached is null, not 0.
+    QCOMPARE(runs[3].toObject().value(QStringLiteral("time_to_target_seconds")).toDouble(), 40.0);
+    QVERIFY(runs[5].toObject().value(QStringLiteral("time_to_target_seconds")).isNull());
+
+    const QJsonObject w4 = root.value(QStringLiteral("configurations")).toArray()[2].toObject();
+    QCOMPARE(w4.value(QStringLiteral("repeats")).toInt(), 3);
+    QCOMPARE(w4.value(QStringLiteral("failed")).toInt(), 1);
+    QCOMPARE(
+        w4.value(QStringLiteral("wall_seconds")).toObject().value(QStringLiteral("mean")).toDouble(), 35.0);
+    QCOMPARE(w4.value(QStringLiteral("speedup_by_time_to_accuracy"))
+                 .toObject()
+                 .value(QStringLiteral("speedup"))
+                 .toDouble(),
+        3.25);
+
+    // NaN is null, never a number.
+    StudySnapshot noBase = s;
+    noBase.runs.removeFirst();
+    noBase.runs.removeFirst();
+    const QJsonObject nb = QJsonDocument::fromJson(reportJson(noBase)).object();
+    const QJsonObject first = nb.value(QStringLiteral("seed_study_comparison")).toArray()[0].toObject();
+    QVERIFY(first.value(QStringLiteral("speedup")).isNull());
+    QVERIFY(first.value(QStringLiteral("note")).toString().contains(QStringLiteral("no baseline")));
+    QVERIFY(nb.value(QStringLiteral("baseline_note")).toString().contains(QStringLiteral("no baseline")));
+}
+
+void TestReports::csvHeaderRowsAndQuoting()
+{
+    StudySnapshot s = handSnapshot();
+    s.runs[0].runId = QStringLiteral("run,\"one\"");
+    s.runs[1].stateReason = QStringLiteral("line one\nline two");
+    const QString csv = QString::fromUtf8(reportRunsCsv(s));
+    const QStringList lines = csv.split(QStringLiteral("\r\n"), Qt::SkipEmptyParts);
+    QVERIFY(lines.first().startsWith(QStringLiteral("study_id,synthetic,run_id,config_key,")));
+    const QStringList header = lines.first().split(QLatin1Char(','));
+    for (const char *column :
+        { "workers", "gpus_per_worker", "batch_size", "epochs", "final_test_accuracy", "best_test_accuracy",
+            "wall_seconds", "time_to_target_seconds", "images_per_second", "speedup_wall_clock",
+            "efficiency_wall_clock", "speedup_time_to_accuracy", "efficiency_time_to_accuracy" })
+        QVERIFY2(header.contains(QLatin1String(column)), column);
+    QCOMPARE(lines.size(), 1 + s.runs.size());
+    QVERIFY(lines[1].startsWith(QStringLiteral("s-hand,false,\"run,\"\"one\"\"\",")));
+    QVERIFY(csv.contains(QStringLiteral("\"line one\nline two\"")));
+
+    // The 2-worker run's speedup and a value that was not measured (empty).
+    const QStringList w2 = lines[3].split(QLatin1Char(','));
+    QCOMPARE(w2[2], QStringLiteral("w2-0"));
+    QVERIFY(qAbs(w2[header.indexOf(QStringLiteral("speedup_wall_clock"))].toDouble() - 105.0 / 60.0) < 1e-9);
+    const QStringList never = lines[6].split(QLatin1Char(','));
+    QCOMPARE(never[header.indexOf(QStringLiteral("time_to_target_seconds"))], QString());
+}
+
+void TestReports::epochCsv()
+{
+    const StudySnapshot s = handSnapshot();
+    const QStringList lines
+        = QString::fromUtf8(reportEpochsCsv(s)).split(QStringLiteral("\r\n"), Qt::SkipEmptyParts);
+    QCOMPARE(lines.first(),
+        QStringLiteral("study_id,synthetic,run_id,config_key,workers,repeat,epoch,train_loss,"
+                       "train_accuracy,test_loss,test_accuracy,elapsed_seconds,images_per_second"));
+    QCOMPARE(lines.size(), 1 + 2 * s.runs.size());
+    QVERIFY(lines[8].startsWith(
+        QStringLiteral("s-hand,false,w2-1,") + config(2).key() + QStringLiteral(",2,1,2,")));
+    QVERIFY(lines[8].contains(QStringLiteral(",0.71,40,")));
+}
+
+void TestReports::htmlIsSelfContainedAndEscaped()
+{
+    StudySnapshot s = handSnapshot();
+    s.runs[2].runId = QStringLiteral("<script>alert('x')</script>");
+    s.dataset = QStringLiteral("data<img src=x onerror=alert(1)>");
+    s.runs[6].attempts[1].reason = QStringLiteral("rank 1 said \"<b>bye</b>\"");
+    const RenderedReport html = reportHtml(s);
+    QVERIFY2(html.ok(), qPrintable(html.error));
+    const QString text = QString::fromUtf8(html.bytes);
+    QVERIFY(text.startsWith(QStringLiteral("<!DOCTYPE html>")));
+    QVERIFY(!text.contains(QStringLiteral("<script")));
+    QVERIFY(text.contains(QStringLiteral("&lt;script&gt;alert('x')&lt;/script&gt;")));
+    QVERIFY(!text.contains(QStringLiteral("<img")));
+    QVERIFY(text.contains(QStringLiteral("data&lt;img src=x onerror=alert(1)&gt;")));
+    QVERIFY(text.contains(QStringLiteral("&lt;b&gt;bye&lt;/b&gt;")));
+    // Self-contained: no resource fetched from anywhere.
+    static const QRegularExpression external(QStringLiteral("(src|href)\\s*=\\s*[\"']?\\s*(https?:)?//"),
+        QRegularExpression::CaseInsensitiveOption);
+    QVERIFY(!external.match(text).hasMatch());
+    QVERIFY(!text.contains(QStringLiteral("<link")));
+    QVERIFY(!text.contains(QStringLiteral("@import")));
+    QVERIFY(text.count(QStringLiteral("<svg")) >= 6); // loss, accuracy ×2, throughput, speedup, efficiency
+    // Tables carry the snapshot's values.
+    QVERIFY(text.contains(QStringLiteral("1.91×"))); // 2 workers by wall-clock: 105 / 55
+    QVERIFY(text.contains(QStringLiteral("3.25×"))); // 4 workers by time to 70%: 65 / 20
+    QVERIFY(text.contains(QStringLiteral("w4-2"))); // the failed run is listed
+}
+
+void TestReports::syntheticFlagInEveryFormat()
+{
+    StudySnapshot s = handSnapshot();
+    for (const bool synthetic : { true, false }) {
+        s.synthetic = synthetic;
+        const QJsonObject json = QJsonDocument::fromJson(reportJson(s)).object();
+        QCOMPARE(json.value(QStringLiteral("synthetic")).toBool(!synthetic), synthetic);
+        const QString flag = synthetic ? QStringLiteral(",true,") : QStringLiteral(",false,");
+        const QString runs = QString::fromUtf8(reportRunsCsv(s)).section(QStringLiteral("\r\n"), 1, 1);
+        QVERIFY2(runs.startsWith(QStringLiteral("s-hand") + flag), qPrintable(runs));
+        const QString epochs = QString::fromUtf8(reportEpochsCsv(s)).section(QStringLiteral("\r\n"), 1, 1);
+        QVERIFY2(epochs.startsWith(QStringLiteral("s-hand") + flag), qPrintable(epochs));
+        const QString html = QString::fromUtf8(reportHtml(s).bytes);
+        QCOMPARE(html.contains(QStringLiteral("SYNTHETIC DATA")), synthetic);
+        const QByteArray pdf = reportPdf(s).bytes;
+        // The document title carries the flag (UTF-16BE in the info dictionary) ...
+        QByteArray utf16;
+        for (const QChar c : QStringLiteral("SYNTHETIC DATA"))
+            utf16 += char(c.unicode() >> 8), utf16 += char(c.unicode() & 0xff);
+        QCOMPARE(pdf.contains(utf16), synthetic);
+        // ... and so does the page, where poppler can read it.
+        const QString text = pdfText(pdf);
+        if (!text.isEmpty())
+            QCOMPARE(text.contains(QStringLiteral("SYNTHETIC DATA")), synthetic);
+        else
+            qInfo("pdftotext not found: the PDF page text is not checked");
+    }
+}
+
+void TestReports::pdfHasPages()
+{
+    const RenderedReport pdf = reportPdf(handSnapshot());
+    QVERIFY2(pdf.ok(), qPrintable(pdf.error));
+    QVERIFY(pdf.bytes.startsWith("%PDF-"));
+    QVERIFY(pdf.bytes.trimmed().endsWith("%%EOF"));
+    QVERIFY2(pdfPageCount(pdf.bytes) >= 2, qPrintable(QString::number(pdfPageCount(pdf.bytes))));
+    const QString text = pdfText(pdf.bytes);
+    if (!text.isEmpty()) {
+        QVERIFY(text.contains(QStringLiteral("w4-2")));
+        QVERIFY(text.contains(QStringLiteral("1.91×")));
+    }
+}
+
+void TestReports::emptyAndBaselineLessStudiesRender()
+{
+    StudySnapshot empty;
+    empty.studyId = QStringLiteral("s-empty");
+    for (const ReportFormat format : { ReportFormat::Json, ReportFormat::Csv, ReportFormat::EpochCsv,
+             ReportFormat::Html, ReportFormat::Pdf }) {
+        const RenderedReport r = renderReport(empty, format);
+        QVERIFY2(r.ok(), qPrintable(r.error));
+        QVERIFY(!r.bytes.isEmpty());
+    }
+    QVERIFY(
+        QString::fromUtf8(reportHtml(empty).bytes).contains(QStringLiteral("The study has no runs yet.")));
+
+    StudySnapshot noBase = handSnapshot();
+    noBase.runs.removeFirst();
+    noBase.runs.removeFirst();
+    const QString html = QString::fromUtf8(reportHtml(noBase).bytes);
+    QVERIFY(
+        html.contains(QStringLiteral("Speedup and efficiency are not available: the study has no baseline")));
+    QVERIFY(!html.contains(QStringLiteral("ideal (linear)"))); // no ideal line without a baseline
+    QVERIFY(reportPdf(noBase).bytes.startsWith("%PDF-"));
+}
+
+void TestReports::writeReportNamesPathAndError()
+{
+    const QString path = QStringLiteral("/nonexistent-scalelab-dir/report.json");
+    const WrittenReport written = writeReport(handSnapshot(), ReportFormat::Json, path);
+    QVERIFY(!written.ok());
+    QVERIFY(written.paths.isEmpty());
+    QVERIFY2(written.error.contains(path), qPrintable(written.error));
+    QVERIFY2(written.error.size() > path.size() + 30, qPrintable(written.error)); // and the reason
+
+    QTemporaryDir dir;
+    const QString ok = dir.filePath(QStringLiteral("r.html"));
+    const WrittenReport html = writeReport(handSnapshot(), ReportFormat::Html, ok);
+    QVERIFY2(html.ok(), qPrintable(html.error));
+    QCOMPARE(html.paths, QStringList { ok });
+    QFile file(ok);
+    QVERIFY(file.open(QIODevice::ReadOnly));
+    QVERIFY(file.readAll().startsWith("<!DOCTYPE html>"));
+}
+
+void TestReports::writeCsvWritesEpochFileBeside()
+{
+    QTemporaryDir dir;
+    const QString path = dir.filePath(QStringLiteral("study.csv"));
+    const WrittenReport written = writeReport(handSnapshot(), ReportFormat::Csv, path);
+    QVERIFY2(written.ok(), qPrintable(written.error));
+    QCOMPARE(written.paths, QStringList({ path, dir.filePath(QStringLiteral("study.epochs.csv")) }));
+    QFile epochs(written.paths[1]);
+    QVERIFY(epochs.open(QIODevice::ReadOnly));
+    QVERIFY(epochs.readLine().startsWith("study_id,synthetic,run_id,config_key,workers,repeat,epoch,"));
+}
+
+// ---- A realistic sample study, written only when asked for --------------------------------
+
+namespace {
+
+// A synthetic-data study as the journal would report it: a baseline and 2 and 4 workers,
+// two repeats each, 5 epochs, step losses; one 2-worker run retried after a lost rank, and
+// one 4-worker run that failed twice.
+StudySnapshot sampleSnapshot()
+{
+    StudySnapshot s;
+    s.studyId = QStringLiteral("study-20240611-seed");
+    s.name = QStringLiteral("Seed CNN scale-up on 2 nodes");
+    s.state = QStringLiteral("FAILED");
+    s.dataset = QStringLiteral("synthetic-cifar10 (50,000 train / 10,000 test, 32×32×3)");
+    s.synthetic = true;
+    s.targetAccuracy = 0.70;
+    s.createdUnixMs = 1718100000000;
+    s.finishedUnixMs = 1718103900000;
+    s.nodes << NodeInfo { QStringLiteral("10.0.0.11:50051"), QStringLiteral("gpu-a"), QStringLiteral("0.1.0"),
+        16, qint64(128) << 30, { QStringLiteral("0: NVIDIA H100 80GB HBM3 (80 GiB)") } }
+            << NodeInfo { QStringLiteral("10.0.0.12:50051"), QStringLiteral("gpu-b"), QStringLiteral("0.1.0"),
+                   16, qint64(128) << 30, { QStringLiteral("0: NVIDIA H100 80GB HBM3 (80 GiB)") } };
+    s.software = { { QStringLiteral("ScaleLab"), QStringLiteral("0.1.0") },
+        { QStringLiteral("Qt"), QStringLiteral("6.4.2") },
+        { QStringLiteral("gRPC"), QStringLiteral("1.51.1") },
+        { QStringLiteral("libtorch"), QStringLiteral("2.1.2") },
+        { QStringLiteral("c10d backend"), QStringLiteral("NCCL 2.18") } };
+
+    QRandomGenerator rng(42);
+    const auto noise = [&](double scale) { return (rng.generateDouble() - 0.5) * 2 * scale; };
+    const qint64 t0 = s.createdUnixMs;
+    const int trainImages = 50000;
+    struct Plan {
+        int workers;
+        double rate; // images/s of the whole run
+    };
+    for (const Plan plan : { Plan { 1, 412 }, Plan { 2, 771 }, Plan { 4, 1398 } }) {
+        for (int repeat = 0; repeat < 2; ++repeat) {
+            RunResult r;
+            r.config.workers = plan.workers;
+            r.config.baseline = plan.workers == 1;
+            r.config.batchSize = 128;
+            r.config.epochs = 5;
+            r.config.gpusPerWorker = 0.5;
+            r.config.precision = QStringLiteral("bf16");
+            r.repeat = repeat;
+            r.runId = QStringLiteral("%1-w%2-r%3").arg(s.studyId).arg(plan.workers).arg(repeat);
+            const double rate = plan.rate * (1 + noise(0.03));
+            const bool failed = plan.workers == 4 && repeat == 1;
+            const int epochs = failed ? 2 : 5;
+            const double globalBatch = r.config.globalBatch();
+            const int stepsPerEpoch = int(std::ceil(trainImages / globalBatch));
+            // Larger global batches learn a little less per epoch.
+            const double learn = 0.62 - 0.035 * std::log2(plan.workers);
+            for (int e = 1; e <= epochs; ++e) {
+                EpochPoint p;
+                p.epoch = e;
+                p.elapsedSeconds = e * trainImages / rate + e * 4.0; // + evaluation
+                p.imagesPerSecond = rate * (1 + noise(0.01));
+                p.testAccuracy = 0.86 - 0.76 * std::exp(-learn * e) + noise(0.008);
+                p.trainAccuracy = p.testAccuracy + 0.03;
+                p.trainLoss = 2.3 * std::exp(-0.55 * learn * e) + 0.25;
+                p.testLoss = p.trainLoss + 0.08;
+                r.epochs.append(p);
+            }
+            for (int step = 1; step <= stepsPerEpoch * epochs; ++step) {
+                const double epoch = double(step) / stepsPerEpoch;
+                r.steps.append(StepPoint { step, int(std::ceil(epoch)),
+                    2.3 * std::exp(-0.55 * learn * epoch) + 0.25 + noise(0.12),
+                    step * globalBatch / rate + std::floor(epoch) * 4.0 });
+            }
+            r.imagesPerSecond = rate;
+            r.wallSeconds = r.epochs.last().elapsedSeconds;
+            r.finalTestAccuracy = r.epochs.last().testAccuracy;
+            r.bestTestAccuracy = r.finalTestAccuracy;
+            for (const EpochPoint &p : r.epochs)
+                r.bestTestAccuracy = std::max(r.bestTestAccuracy, p.testAccuracy);
+            const QStringList agents = plan.workers == 1 ? QStringList { s.nodes[0].agent }
+                                                         : QStringList { s.nodes[0].agent, s.nodes[1].agent };
+            const qint64 start = t0 + (plan.workers * 2 + repeat) * 400000;
+            const qint64 end = start + qint64(r.wallSeconds * 1000) + 9000;
+            if (failed) {
+                r.state = QStringLiteral("FAILED");
+                r.stateReason = QStringLiteral("gave up after 2 attempts (max_failures = 1)");
+                r.attempts << AttemptRecord { 1, agents, QStringLiteral("FAILED"),
+                    QStringLiteral("rank 3 on 10.0.0.12:50051 exited with signal 9 (SIGKILL): "
+                                   "out of memory"),
+                    0, start, start + 61000 }
+                           << AttemptRecord { 2, agents, QStringLiteral("FAILED"),
+                                  QStringLiteral("rendezvous at 10.0.0.11:29500 timed out after 300 s, "
+                                                 "\"rank 2\" never joined"),
+                                  1, start + 70000, end };
+                r.wallSeconds = kNotMeasured;
+                r.finalTestAccuracy = kNotMeasured;
+            } else if (plan.workers == 2 && repeat == 0) {
+                r.state = QStringLiteral("SUCCEEDED");
+                r.attempts << AttemptRecord { 1, agents, QStringLiteral("FAILED"),
+                    QStringLiteral("lost the agent 10.0.0.12:50051 (heartbeat missed for 30 s)"), 0, start,
+                    start + 120000 }
+                           << AttemptRecord { 2, agents, QStringLiteral("SUCCEEDED"), {}, 2, start + 130000,
+                                  end + 10000 };
+            } else {
+                r.state = QStringLiteral("SUCCEEDED");
+                r.attempts << AttemptRecord { 1, agents, QStringLiteral("SUCCEEDED"), {}, 0, start, end };
+            }
+            s.runs.append(r);
+        }
+    }
+    return s;
+}
+
+} // namespace
+
+void TestReports::sampleReports()
+{
+    const QString dir = qEnvironmentVariable("SCALELAB_REPORT_SAMPLES_DIR");
+    if (dir.isEmpty())
+        QSKIP("set SCALELAB_REPORT_SAMPLES_DIR to write sample reports");
+    const StudySnapshot s = sampleSnapshot();
+    for (const auto &[format, name] : { std::pair { ReportFormat::Json, "sample.json" },
+             std::pair { ReportFormat::Csv, "sample.csv" }, std::pair { ReportFormat::Html, "sample.html" },
+             std::pair { ReportFormat::Pdf, "sample.pdf" } }) {
+        const WrittenReport written = writeReport(s, format, dir + QLatin1Char('/') + QLatin1String(name));
+        QVERIFY2(written.ok(), qPrintable(written.error));
+        qInfo("wrote %s", qPrintable(written.paths.join(QStringLiteral(", "))));
+    }
+}
+
+QTEST_MAIN(TestReports)
+#include "tst_reports.moc"
