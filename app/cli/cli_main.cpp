@@ -13,6 +13,7 @@
 
 #include <QCommandLineParser>
 #include <QCoreApplication>
+#include <QGuiApplication>
 #include <QFile>
 #include <QTextStream>
 
@@ -415,6 +416,7 @@ Commands:
              and print its live metrics and a summary line
   describe   show an agent's node, data sets and runs (alias: agents)
   study      durable scale-up studies: run PLAN, watch ID, list, show ID, cancel ID, plan
+  report     export a study's report: report ID --format json|csv|html|pdf [-o FILE]
 
 Run 'scalelab-cli COMMAND --help' for a command's options.
 Exit codes: 0 success, 1 run failed or cancelled, 2 bad input, 3 agent unreachable or refused.
@@ -424,7 +426,12 @@ Exit codes: 0 success, 1 run failed or cancelled, 2 bad input, 3 agent unreachab
 
 int main(int argc, char **argv)
 {
-    QCoreApplication app(argc, argv);
+    // Reports paint charts (SVG, PDF) and need a GUI application, not a display.
+    const bool painting = argc > 1 && qstrcmp(argv[1], "report") == 0;
+    if (painting && qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM"))
+        qputenv("QT_QPA_PLATFORM", "offscreen");
+    std::unique_ptr<QCoreApplication> app
+        = painting ? std::make_unique<QGuiApplication>(argc, argv) : std::make_unique<QCoreApplication>(argc, argv);
     QCoreApplication::setApplicationName(QStringLiteral("scalelab-cli"));
     QCoreApplication::setApplicationVersion(QStringLiteral(SCALELAB_VERSION));
     QStringList arguments = QCoreApplication::arguments();
@@ -444,6 +451,8 @@ int main(int argc, char **argv)
         return describeCommand(arguments);
     if (command == QLatin1String("study"))
         return studyCommand(arguments);
+    if (command == QLatin1String("report"))
+        return reportCommand(arguments);
     return badInput(
-        QStringLiteral("unknown command '%1'; commands: run, describe, study. See --help.").arg(command));
+        QStringLiteral("unknown command '%1'; commands: run, describe, study, report. See --help.").arg(command));
 }
