@@ -7,6 +7,7 @@
 #include "study_results.h"
 
 #include <QFile>
+#include <QFileInfo>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -668,15 +669,19 @@ StudySnapshot sampleSnapshot()
 
 void TestReports::sampleReports()
 {
-    const QString dir = qEnvironmentVariable("SCALELAB_REPORT_SAMPLES_DIR");
+    // Written to a temporary folder unless SCALELAB_REPORT_SAMPLES_DIR names one to keep.
+    QTemporaryDir scratch;
+    QString dir = qEnvironmentVariable("SCALELAB_REPORT_SAMPLES_DIR");
     if (dir.isEmpty())
-        QSKIP("set SCALELAB_REPORT_SAMPLES_DIR to write sample reports");
+        dir = scratch.path();
     const StudySnapshot s = sampleSnapshot();
     for (const auto &[format, name] : { std::pair { ReportFormat::Json, "sample.json" },
              std::pair { ReportFormat::Csv, "sample.csv" }, std::pair { ReportFormat::Html, "sample.html" },
              std::pair { ReportFormat::Pdf, "sample.pdf" } }) {
         const WrittenReport written = writeReport(s, format, dir + QLatin1Char('/') + QLatin1String(name));
         QVERIFY2(written.ok(), qPrintable(written.error));
+        for (const QString &path : written.paths)
+            QVERIFY2(QFileInfo(path).size() > 500, qPrintable(path)); // a real document, not an empty file
         qInfo("wrote %s", qPrintable(written.paths.join(QStringLiteral(", "))));
     }
 }

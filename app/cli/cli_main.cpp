@@ -13,8 +13,8 @@
 
 #include <QCommandLineParser>
 #include <QCoreApplication>
-#include <QGuiApplication>
 #include <QFile>
+#include <QGuiApplication>
 #include <QTextStream>
 
 #include <google/protobuf/util/json_util.h>
@@ -430,8 +430,8 @@ int main(int argc, char **argv)
     const bool painting = argc > 1 && qstrcmp(argv[1], "report") == 0;
     if (painting && qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM"))
         qputenv("QT_QPA_PLATFORM", "offscreen");
-    std::unique_ptr<QCoreApplication> app
-        = painting ? std::make_unique<QGuiApplication>(argc, argv) : std::make_unique<QCoreApplication>(argc, argv);
+    std::unique_ptr<QCoreApplication> app = painting ? std::make_unique<QGuiApplication>(argc, argv)
+                                                     : std::make_unique<QCoreApplication>(argc, argv);
     QCoreApplication::setApplicationName(QStringLiteral("scalelab-cli"));
     QCoreApplication::setApplicationVersion(QStringLiteral(SCALELAB_VERSION));
     QStringList arguments = QCoreApplication::arguments();
@@ -454,5 +454,6 @@ int main(int argc, char **argv)
     if (command == QLatin1String("report"))
         return reportCommand(arguments);
     return badInput(
-        QStringLiteral("unknown command '%1'; commands: run, describe, study, report. See --help.").arg(command));
+        QStringLiteral("unknown command '%1'; commands: run, describe, study, report. See --help.")
+            .arg(command));
 }

@@ -3,8 +3,8 @@
 
 #include "agent_client.h"
 #include "journal.h"
-#include "report.h"
 #include "local_agent.h"
+#include "report.h"
 #include "study_plan.h"
 #include "study_runner.h"
 
@@ -545,14 +545,18 @@ int reportCommand(QStringList arguments)
     QCommandLineParser parser;
     addJournalOptions(parser);
     parser.addOption({ QStringLiteral("format"),
-        QStringLiteral("One of: %1 (default: from the output's extension, else json).").arg(reportFormatNames().join(QLatin1String(", "))),
+        QStringLiteral("One of: %1 (default: from the output's extension, else json).")
+            .arg(reportFormatNames().join(QLatin1String(", "))),
         QStringLiteral("format") });
     parser.addOption({ { QStringLiteral("o"), QStringLiteral("output") },
-        QStringLiteral("File to write (default: standard output for json and csv; STUDY.FORMAT for html and pdf)."),
+        QStringLiteral(
+            "File to write (default: standard output for json and csv; STUDY.FORMAT for html and pdf)."),
         QStringLiteral("path") });
     parser.addPositionalArgument(QStringLiteral("id"), QStringLiteral("Study id (see `study list`)."));
     int code = Ok;
-    if (!parse(parser, arguments, QStringLiteral("Export a study's report: JSON, CSV (runs, plus per-epoch rows), HTML or PDF."), &code))
+    if (!parse(parser, arguments,
+            QStringLiteral("Export a study's report: JSON, CSV (runs, plus per-epoch rows), HTML or PDF."),
+            &code))
         return code;
     if (parser.positionalArguments().size() != 1)
         return badInput(QStringLiteral("give one study id: scalelab-cli report ID --format html"));
@@ -562,7 +566,8 @@ int reportCommand(QStringList arguments)
         format = parseReportFormat(parser.value(QStringLiteral("format")));
         if (!format)
             return badInput(QStringLiteral("--format '%1' is not one of: %2")
-                                .arg(parser.value(QStringLiteral("format")), reportFormatNames().join(QLatin1String(", "))));
+                                .arg(parser.value(QStringLiteral("format")),
+                                    reportFormatNames().join(QLatin1String(", "))));
     } else {
         format = output.isEmpty() ? std::optional(ReportFormat::Json) : reportFormatForPath(output);
         if (!format)
@@ -574,7 +579,8 @@ int reportCommand(QStringList arguments)
         return BadInput;
     const QString studyId = parser.positionalArguments().at(0);
     if (!journal.hasStudy(studyId))
-        return badInput(QStringLiteral("no study %1 in %2 (see `scalelab-cli study list`)").arg(studyId, journal.path()));
+        return badInput(
+            QStringLiteral("no study %1 in %2 (see `scalelab-cli study list`)").arg(studyId, journal.path()));
     const StudySnapshot snapshot = buildSnapshot(StudyState::replay(journal.events(studyId)), journal);
     const bool binary = *format == ReportFormat::Html || *format == ReportFormat::Pdf;
     if (output.isEmpty() && !binary) {
@@ -586,14 +592,17 @@ int reportCommand(QStringList arguments)
         stdoutFile.write(report.bytes);
         return Ok;
     }
-    const QString path = output.isEmpty() ? QStringLiteral("%1.%2").arg(studyId, reportFormatName(*format)) : output;
+    const QString path
+        = output.isEmpty() ? QStringLiteral("%1.%2").arg(studyId, reportFormatName(*format)) : output;
     const WrittenReport written = writeReport(snapshot, *format, path);
     if (!written.error.isEmpty()) {
         err() << "scalelab-cli: " << written.error << "\n";
         return BadInput;
     }
     for (const QString &p : written.paths)
-        out() << "wrote " << p << (snapshot.synthetic ? QStringLiteral(" (SYNTHETIC data, flagged in the report)") : QString()) << "\n";
+        out() << "wrote " << p
+              << (snapshot.synthetic ? QStringLiteral(" (SYNTHETIC data, flagged in the report)") : QString())
+              << "\n";
     return Ok;
 }
 
