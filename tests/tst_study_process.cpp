@@ -190,21 +190,16 @@ private Q_SLOTS:
     }
 
     // A worker killed with SIGKILL after its first checkpoint: the run is retried and
-    // resumes after epoch 1, and the study completes.
+    // resumes after epoch 1, and the study completes. The run is spread over both agents,
+    // so the rank on the second agent resumes without a local copy of the checkpoint.
     void killedWorkerIsRetriedFromItsCheckpoint()
     {
         Journal journal;
         QString error;
         QVERIFY(journal.open(path(QStringLiteral("retry/journal.sqlite")), &error));
-        v1::StudyPlan plan = tinyPlan({}, 3);
-        plan.mutable_grid()->Clear();
-        plan.mutable_baseline()->set_epochs(3);
-        plan.mutable_baseline()->set_batch_size(16);
-        plan.mutable_grid()->add_workers(1);
+        v1::StudyPlan plan = tinyPlan({ 2 }, 3);
         plan.mutable_baseline()->set_skip(true);
-        plan.mutable_grid()->add_epochs(3);
-        plan.mutable_grid()->add_batch_size(16);
-        plan.mutable_grid()->add_threads_per_worker(1);
+        plan.set_placement("spread");
         plan.mutable_training()->set_max_train_images(0); // all 192, a few seconds per epoch
         StudyRunner runner(&journal);
         runner.setAgents(m_agents);
@@ -218,7 +213,8 @@ private Q_SLOTS:
                     if (!killed && attempt == 1 && e.has_checkpoint() && e.checkpoint().epoch() == 1) {
                         for (const QString &p :
                             test::processesMentioning(QStringLiteral("/runs/") + runId + QLatin1Char('/'))) {
-                            if (p.contains(QLatin1String("scalelab-worker"))) {
+                            if (p.contains(QLatin1String("scalelab-worker"))
+                                && p.contains(QLatin1String("--rank 1 "))) {
                                 ::kill(p.section(QLatin1Char(':'), 0, 0).toInt(), SIGKILL);
                                 killed = true;
                             }
@@ -237,6 +233,7 @@ private Q_SLOTS:
         QCOMPARE(r.attempts[0].outcome, QStringLiteral("FAILED"));
         QVERIFY2(r.attempts[0].reason.contains(QLatin1String("signal")), qPrintable(r.attempts[0].reason));
         QVERIFY(r.attempts[1].resumedFromEpoch >= 1);
+        QCOMPARE(r.attempts[1].agents.size(), 2); // spread again: rank 1 had no checkpoint of its own
         QCOMPARE(r.epochs.size(), 3); // epochs 1..3 once each, the resumed ones replacing nothing twice
         QCOMPARE(r.state, QStringLiteral("SUCCEEDED"));
     }

@@ -47,6 +47,12 @@ DataParallel::DataParallel(const DataParallelOptions &options)
 
 DataParallel::~DataParallel() = default;
 
+void DataParallel::broadcastFromRankZero(std::vector<torch::Tensor> &tensors)
+{
+    if (!tensors.empty())
+        c10d::broadcast_coalesced(m_group, tensors, kBroadcastBucketBytes, 0);
+}
+
 void DataParallel::attach(torch::nn::Module &module)
 {
     std::vector<torch::Tensor> parameters = module.parameters();

@@ -51,6 +51,9 @@ public:
     // and checkpoints, so all ranks hold one model.
     void syncBuffers();
 
+    // Rank 0's values of `tensors` on every rank, in place.
+    void broadcastFromRankZero(std::vector<torch::Tensor> &tensors);
+
     // Sum of `tensor` over ranks, in place.
     void allReduceSum(torch::Tensor &tensor);
     void barrier();

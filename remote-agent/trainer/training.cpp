@@ -53,6 +53,37 @@ struct Batch {
     torch::Tensor labels; // int64 [B]
 };
 
+// Ranks on other nodes hold no copy of the checkpoint that rank 0 resumed from: they
+// take rank 0's position and SGD momentum, so every rank continues one run.
+void adoptRankZeroProgress(DataParallel &parallel, torch::optim::SGD &optimizer, CheckpointPosition *position)
+{
+    const auto &params = optimizer.param_groups().at(0).params();
+    auto momentumOf = [&](const torch::Tensor &p) -> torch::optim::SGDParamState * {
+        const auto it = optimizer.state().find(c10::guts::to_string(p.unsafeGetTensorImpl()));
+        return it == optimizer.state().end() ? nullptr
+                                             : static_cast<torch::optim::SGDParamState *>(it->second.get());
+    };
+    std::vector<torch::Tensor> header { torch::tensor({ std::int64_t(position->epoch), position->step,
+        std::int64_t(momentumOf(params.at(0)) != nullptr) }) };
+    parallel.broadcastFromRankZero(header);
+    position->epoch = int(header[0][0].item<std::int64_t>());
+    position->step = header[0][1].item<std::int64_t>();
+    if (header[0][2].item<std::int64_t>() == 0)
+        return; // rank 0 has no momentum yet: a fresh start everywhere
+    std::vector<torch::Tensor> momenta;
+    for (const auto &p : params) {
+        auto *state = momentumOf(p);
+        if (!state) {
+            auto created = std::make_unique<torch::optim::SGDParamState>();
+            created->momentum_buffer(torch::zeros_like(p));
+            state = created.get();
+            optimizer.state()[c10::guts::to_string(p.unsafeGetTensorImpl())] = std::move(created);
+        }
+        momenta.push_back(state->momentum_buffer());
+    }
+    parallel.broadcastFromRankZero(momenta);
+}
+
 // Turns a list of image indices into normalised, augmented batches on its own thread,
 // a few batches ahead of training. Augmentation draws from an RNG seeded by (seed,
 // epoch, rank), so a resumed run sees exactly the batches it would have seen.
@@ -337,8 +368,10 @@ int runTraining(const TrainingConfig &config, EventWriter &events)
             position = *loaded;
     }
     // After loading: every rank starts from rank 0's state (weights and buffers).
-    if (parallel)
+    if (parallel) {
         parallel->attach(*net);
+        adoptRankZeroProgress(*parallel, optimizer, &position);
+    }
 
     const std::int64_t perRank = (std::int64_t(train->size()) + config.worldSize - 1) / config.worldSize;
     const std::int64_t stepsPerEpoch = (perRank + config.batchSize - 1) / config.batchSize;
