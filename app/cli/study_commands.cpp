@@ -6,6 +6,7 @@
 #include "local_agent.h"
 #include "report.h"
 #include "study_plan.h"
+#include "study_results.h"
 #include "study_runner.h"
 
 #include <QCommandLineParser>
@@ -200,11 +201,8 @@ void printStudy(const StudySnapshot &s)
 {
     out() << "study " << s.studyId << " (" << s.name << "): " << s.state << ", data set " << s.dataset
           << (s.synthetic ? QStringLiteral(" [SYNTHETIC DATA]") : QString()) << "\n";
-    double baselineWall = kNotMeasured;
-    for (const auto &r : s.runs)
-        if (r.config.baseline && r.state == QLatin1String("SUCCEEDED") && !std::isfinite(baselineWall))
-            baselineWall = r.wallSeconds;
-    out() << QStringLiteral("  %1 %2 %3 %4 %5 %6 %7 %8 %9\n")
+    const StudyResults results = computeStudyResults(s);
+    out() << QStringLiteral("  %1 %2 %3 %4 %5 %6 %7 %8 %9 %10\n")
                  .arg(QStringLiteral("run"), -28)
                  .arg(QStringLiteral("state"), -10)
                  .arg(QStringLiteral("workers"), 7)
@@ -213,10 +211,12 @@ void printStudy(const StudySnapshot &s)
                  .arg(QStringLiteral("test acc"), 8)
                  .arg(QStringLiteral("wall s"), 8)
                  .arg(QStringLiteral("img/s"), 7)
-                 .arg(QStringLiteral("speedup"), 7);
-    for (const auto &r : s.runs) {
-        const double speedup = baselineWall / r.wallSeconds;
-        out() << QStringLiteral("  %1 %2 %3 %4 %5 %6 %7 %8 %9")
+                 .arg(QStringLiteral("speedup"), 7)
+                 .arg(QStringLiteral("effic."), 6);
+    for (int i = 0; i < s.runs.size(); ++i) {
+        const RunResult &r = s.runs[i];
+        const Speedup speedup = i < results.runs.size() ? results.runs[i].byWallClock : Speedup {};
+        out() << QStringLiteral("  %1 %2 %3 %4 %5 %6 %7 %8 %9 %10")
                      .arg(r.runId + (r.config.baseline ? QStringLiteral("*") : QString()), -28)
                      .arg(r.state, -10)
                      .arg(r.config.workers, 7)
@@ -225,14 +225,18 @@ void printStudy(const StudySnapshot &s)
                      .arg(pct(r.finalTestAccuracy), 8)
                      .arg(num(r.wallSeconds, 1), 8)
                      .arg(num(r.imagesPerSecond, 1), 7)
-                     .arg(num(speedup, 2), 7);
+                     .arg(num(speedup.speedup, 2), 7)
+                     .arg(pct(speedup.efficiency), 6);
         if (r.attempts.size() > 1)
             out() << "  (" << r.attempts.size() << " attempts)";
         if (!r.stateReason.isEmpty() && r.state != QLatin1String("SUCCEEDED"))
             out() << "  " << r.stateReason;
         out() << "\n";
     }
-    out() << "  * baseline; speedup = baseline wall-clock / run wall-clock\n";
+    out() << "  * baseline; speedup = baseline wall-clock / run wall-clock (retries included); efficiency = "
+             "speedup / workers\n";
+    if (!results.baselineNote.isEmpty())
+        out() << "  " << results.baselineNote << "\n";
     out().flush();
 }
 

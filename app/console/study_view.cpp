@@ -1,0 +1,511 @@
+#include "study_view.h"
+
+#include "report.h"
+#include "study_plan.h"
+#include "study_results.h"
+
+#include <QComboBox>
+#include <QDesktopServices>
+#include <QDoubleSpinBox>
+#include <QFileDialog>
+#include <QFormLayout>
+#include <QGroupBox>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QLineEdit>
+#include <QMessageBox>
+#include <QPushButton>
+#include <QSpinBox>
+#include <QTableWidget>
+#include <QUrl>
+#include <QVBoxLayout>
+
+#include <cmath>
+
+namespace scalelab::console {
+namespace {
+
+using namespace scalelab::core;
+
+// "2, 4" → {2, 4}; every entry that is not a number is a problem named by field.
+template <typename T> QList<T> parseList(const QLineEdit *edit, const QString &field, QStringList *problems)
+{
+    QList<T> values;
+    for (const QString &part : edit->text().split(QLatin1Char(','), Qt::SkipEmptyParts)) {
+        bool ok = false;
+        const QString text = part.trimmed();
+        const double v = text.toDouble(&ok);
+        if (!ok || (std::is_integral_v<T> && v != std::floor(v))) {
+            *problems << QStringLiteral("%1: '%2' is not a %3")
+                             .arg(field, text,
+                                 std::is_integral_v<T> ? QStringLiteral("whole number")
+                                                       : QStringLiteral("number"));
+            continue;
+        }
+        values << T(v);
+    }
+    return values;
+}
+
+QStringList parseWords(const QLineEdit *edit)
+{
+    QStringList words;
+    for (const QString &part : edit->text().split(QLatin1Char(','), Qt::SkipEmptyParts))
+        words << part.trimmed();
+    return words;
+}
+
+template <typename List> QString joinList(const List &list)
+{
+    QStringList parts;
+    for (const auto &v : list)
+        parts << QVariant::fromValue(v).toString();
+    return parts.join(QLatin1String(", "));
+}
+
+QString pct(double v)
+{
+    return std::isfinite(v) ? QString::number(v * 100, 'f', 1) + QLatin1Char('%') : QString();
+}
+QString num(double v, int d)
+{
+    return std::isfinite(v) ? QString::number(v, 'f', d) : QString();
+}
+
+QTableWidgetItem *item(const QString &text)
+{
+    auto *i = new QTableWidgetItem(text);
+    i->setFlags(i->flags() & ~Qt::ItemIsEditable);
+    return i;
+}
+
+} // namespace
+
+StudyView::StudyView(QWidget *parent)
+    : QWidget(parent)
+{
+    qRegisterMetaType<scalelab::core::JournalEvent>();
+    qRegisterMetaType<std::vector<scalelab::v1::RunEvent>>();
+    buildUi();
+    m_thread.setObjectName(QStringLiteral("study-runner"));
+    m_thread.start();
+    m_redraw.setInterval(250); // coalesces bursts of events into one redraw
+    connect(&m_redraw, &QTimer::timeout, this, [this] {
+        if (m_dirty)
+            refresh();
+    });
+    m_redraw.start();
+}
+
+StudyView::~StudyView()
+{
+    stopRunner();
+    m_thread.quit();
+    m_thread.wait();
+}
+
+void StudyView::buildUi()
+{
+    auto *designer = new QGroupBox(tr("Study designer"));
+    auto *form = new QFormLayout(designer);
+    auto line = [&](const QString &label, const QString &value, const QString &tip) {
+        auto *e = new QLineEdit(value);
+        e->setToolTip(tip);
+        form->addRow(label, e);
+        connect(e, &QLineEdit::textChanged, this, &StudyView::preview);
+        return e;
+    };
+    m_name = line(tr("Name"), QStringLiteral("scaleup"), tr("Letters, digits, '_', '-', '.'"));
+    m_dataset = line(tr("Data set"), QStringLiteral("synthetic"), tr("A data set name on the agents"));
+    m_workers
+        = line(tr("Workers"), QStringLiteral("2, 4"), tr("Distributed runs: comma-separated worker counts"));
+    m_batch = line(tr("Batch per worker"), QStringLiteral("64"), tr("Comma-separated"));
+    m_epochs = line(tr("Epochs"), QStringLiteral("2"), tr("Comma-separated"));
+    m_gpus = line(tr("GPUs per worker"), QStringLiteral("0"), tr("0 = CPU; 0.5 = two workers share a GPU"));
+    m_threads
+        = line(tr("Threads per worker"), QStringLiteral("1"), tr("0 = cores of the node / ranks on it"));
+    m_precision = line(tr("Precision"), QStringLiteral("fp32"), tr("fp32, bf16"));
+    m_lrRule = line(
+        tr("LR rule"), QStringLiteral("none"), tr("none (fixed) or linear (scaled with the global batch)"));
+    m_repeats = new QSpinBox;
+    m_repeats->setRange(1, 100);
+    form->addRow(tr("Repeats"), m_repeats);
+    m_maxFailures = new QSpinBox;
+    m_maxFailures->setRange(0, 20);
+    m_maxFailures->setValue(2);
+    form->addRow(tr("Max failures"), m_maxFailures);
+    m_target = new QDoubleSpinBox;
+    m_target->setRange(0, 100);
+    m_target->setSuffix(QStringLiteral(" %"));
+    m_target->setValue(50);
+    form->addRow(tr("Target accuracy"), m_target);
+    m_maxTrain = new QSpinBox;
+    m_maxTrain->setRange(0, 50'000);
+    m_maxTrain->setSpecialValueText(tr("whole split"));
+    form->addRow(tr("Train images"), m_maxTrain);
+    m_placement = new QComboBox;
+    m_placement->addItems({ QStringLiteral("pack"), QStringLiteral("spread") });
+    form->addRow(tr("Placement"), m_placement);
+    for (QSpinBox *s : { m_repeats, m_maxFailures, m_maxTrain })
+        connect(s, &QSpinBox::valueChanged, this, &StudyView::preview);
+    m_problems = new QLabel;
+    m_problems->setWordWrap(true);
+    m_problems->setTextFormat(Qt::PlainText);
+    form->addRow(m_problems);
+    auto *buttons = new QHBoxLayout;
+    auto *load = new QPushButton(tr("Load plan…"));
+    auto *save = new QPushButton(tr("Save plan…"));
+    m_launch = new QPushButton(tr("Launch study"));
+    m_launch->setDefault(true);
+    buttons->addWidget(load);
+    buttons->addWidget(save);
+    buttons->addStretch();
+    buttons->addWidget(m_launch);
+    form->addRow(buttons);
+    connect(load, &QPushButton::clicked, this, &StudyView::loadPlan);
+    connect(save, &QPushButton::clicked, this, &StudyView::savePlan);
+    connect(m_launch, &QPushButton::clicked, this, [this] {
+        QString error;
+        if (!launch(&error) && !error.isEmpty())
+            m_problems->setText(error);
+    });
+
+    auto *studyBar = new QHBoxLayout;
+    m_studies = new QComboBox;
+    m_studies->setMinimumContentsLength(30);
+    auto *openButton = new QPushButton(tr("Open"));
+    m_cancel = new QPushButton(tr("Cancel study"));
+    auto *exportButton = new QPushButton(tr("Export report…"));
+    studyBar->addWidget(new QLabel(tr("Study")));
+    studyBar->addWidget(m_studies, 1);
+    studyBar->addWidget(openButton);
+    studyBar->addWidget(m_cancel);
+    studyBar->addWidget(exportButton);
+    connect(openButton, &QPushButton::clicked, this, [this] {
+        QString error;
+        if (!open(m_studies->currentData().toString(), &error))
+            m_status->setText(error);
+    });
+    connect(m_cancel, &QPushButton::clicked, this, [this] {
+        QString error;
+        if (!m_studyId.isEmpty() && !StudyRunner::requestCancel(&m_journal, m_studyId, {}, &error))
+            m_status->setText(error);
+    });
+    connect(exportButton, &QPushButton::clicked, this, &StudyView::exportReport);
+
+    m_status = new QLabel;
+    m_status->setWordWrap(true);
+    m_runs = new QTableWidget(0, 12);
+    m_runs->setHorizontalHeaderLabels(
+        { tr("Run"), tr("Configuration"), tr("State"), tr("Attempt"), tr("Agents"), tr("Epochs"),
+            tr("Test acc"), tr("img/s"), tr("Speedup"), tr("Efficiency"), tr("Wall s"), tr("Why") });
+    m_runs->setSortingEnabled(true);
+    m_runs->horizontalHeader()->setStretchLastSection(true);
+    m_runs->verticalHeader()->hide();
+    m_runs->setSelectionBehavior(QAbstractItemView::SelectRows);
+
+    auto *right = new QVBoxLayout;
+    right->addLayout(studyBar);
+    right->addWidget(m_status);
+    right->addWidget(m_runs, 1);
+    auto *layout = new QHBoxLayout(this);
+    layout->addWidget(designer);
+    layout->addLayout(right, 1);
+}
+
+bool StudyView::openJournal(const QString &stateDir, QString *error)
+{
+    if (!m_journal.open(stateDir + QStringLiteral("/journal.sqlite"), error))
+        return false;
+    refreshStudyList();
+    return true;
+}
+
+void StudyView::setAgents(const QList<AgentEndpoint> &agents)
+{
+    m_agents = agents;
+    preview();
+}
+
+void StudyView::setDefaultDataset(const QString &dataset)
+{
+    if (!dataset.isEmpty())
+        m_dataset->setText(dataset);
+}
+
+v1::StudyPlan StudyView::planFromForm(QStringList *problems) const
+{
+    v1::StudyPlan plan;
+    plan.set_name(m_name->text().trimmed().toStdString());
+    plan.set_dataset(m_dataset->text().trimmed().toStdString());
+    auto *g = plan.mutable_grid();
+    for (int v : parseList<int>(m_workers, tr("Workers"), problems))
+        g->add_workers(v);
+    for (int v : parseList<int>(m_batch, tr("Batch per worker"), problems))
+        g->add_batch_size(v);
+    for (int v : parseList<int>(m_epochs, tr("Epochs"), problems))
+        g->add_epochs(v);
+    for (double v : parseList<double>(m_gpus, tr("GPUs per worker"), problems))
+        g->add_gpus_per_worker(v);
+    for (int v : parseList<int>(m_threads, tr("Threads per worker"), problems))
+        g->add_threads_per_worker(v);
+    for (const QString &w : parseWords(m_precision))
+        g->add_precision(w.toStdString());
+    for (const QString &w : parseWords(m_lrRule))
+        g->add_lr_rule(w.toStdString());
+    plan.set_repeats(m_repeats->value());
+    plan.set_max_failures(m_maxFailures->value());
+    plan.set_target_accuracy(m_target->value() / 100.0);
+    plan.set_placement(m_placement->currentText().toStdString());
+    plan.mutable_training()->set_max_train_images(m_maxTrain->value());
+    *problems << validatePlan(plan);
+    return plan;
+}
+
+void StudyView::setForm(const v1::StudyPlan &plan)
+{
+    const auto &g = plan.grid();
+    m_name->setText(QString::fromStdString(plan.name()));
+    m_dataset->setText(QString::fromStdString(plan.dataset()));
+    m_workers->setText(joinList(g.workers()));
+    m_batch->setText(joinList(g.batch_size()));
+    m_epochs->setText(joinList(g.epochs()));
+    m_gpus->setText(joinList(g.gpus_per_worker()));
+    m_threads->setText(joinList(g.threads_per_worker()));
+    QStringList words;
+    for (const auto &w : g.precision())
+        words << QString::fromStdString(w);
+    m_precision->setText(words.join(QLatin1String(", ")));
+    words.clear();
+    for (const auto &w : g.lr_rule())
+        words << QString::fromStdString(w);
+    m_lrRule->setText(words.join(QLatin1String(", ")));
+    m_repeats->setValue(std::max(1, plan.repeats()));
+    m_maxFailures->setValue(plan.has_max_failures() ? plan.max_failures() : 2);
+    m_target->setValue(plan.target_accuracy() * 100);
+    m_maxTrain->setValue(int(plan.training().max_train_images()));
+    m_placement->setCurrentText(
+        plan.placement().empty() ? QStringLiteral("pack") : QString::fromStdString(plan.placement()));
+}
+
+// Before launch: the runs the plan makes, where each would go, which cannot be placed.
+void StudyView::preview()
+{
+    if (!m_studyId.isEmpty() && m_runner)
+        return; // the table shows the live study
+    QStringList problems;
+    const v1::StudyPlan plan = planFromForm(&problems);
+    m_launch->setEnabled(problems.isEmpty());
+    if (!problems.isEmpty()) {
+        m_problems->setStyleSheet(QStringLiteral("color: palette(highlight)"));
+        m_problems->setText(tr("Cannot launch:\n") + problems.join(QLatin1Char('\n')));
+        return;
+    }
+    QList<NodeCapacity> nodes;
+    for (const auto &a : m_agents) {
+        NodeCapacity n;
+        n.agent = a.name;
+        v1::DescribeResponse d;
+        const CallResult r = AgentClient(a.address, a.token).describe(&d, 1500);
+        n.reachable = r.ok();
+        n.error = r.message;
+        n.host = QString::fromStdString(d.hostname());
+        n.cpuCores = d.cpu_cores();
+        n.freeSlots = d.free_slots();
+        n.gpus = d.gpus_size();
+        nodes << n;
+    }
+    const auto runs = expandPlan(plan, QStringLiteral("new"));
+    int infeasible = 0;
+    m_runs->setSortingEnabled(false);
+    m_runs->setRowCount(int(runs.size()));
+    for (int i = 0; i < runs.size(); ++i) {
+        const Placement p = placeRun(runs[i].config, nodes,
+            plan.placement() == "spread" ? PlacementPolicy::Spread : PlacementPolicy::Pack, false);
+        QStringList where;
+        for (const auto &portion : p.portions)
+            where << QStringLiteral("%1 ×%2").arg(portion.agent).arg(portion.ranks.size());
+        infeasible += p.infeasible ? 1 : 0;
+        m_runs->setItem(i, 0, item(runs[i].runId));
+        m_runs->setItem(i, 1, item(runs[i].config.key()));
+        m_runs->setItem(i, 2, item(p.infeasible ? tr("INFEASIBLE") : tr("planned")));
+        for (int c = 3; c < 12; ++c)
+            m_runs->setItem(i, c, item({}));
+        m_runs->setItem(i, 4, item(where.join(QLatin1String(", "))));
+        m_runs->setItem(i, 11, item(p.ok() ? QString() : p.reason));
+    }
+    m_problems->setStyleSheet({});
+    m_problems->setText(tr("%n run(s)", nullptr, int(runs.size()))
+        + (infeasible ? tr("; %1 cannot be placed on the agents (they wait, PENDING, with the reason)")
+                            .arg(infeasible)
+                      : QString()));
+    m_status->setText(tr("Preview of the plan — not launched"));
+}
+
+bool StudyView::launch(QString *error)
+{
+    QStringList problems;
+    const v1::StudyPlan plan = planFromForm(&problems);
+    if (!problems.isEmpty()) {
+        *error = tr("Cannot launch:\n") + problems.join(QLatin1Char('\n'));
+        m_problems->setText(*error);
+        return false;
+    }
+    if (!m_journal.isOpen()) {
+        *error = tr("No study journal is open");
+        return false;
+    }
+    StudyRunner creator(&m_journal);
+    creator.setAgents(m_agents);
+    const QString id = creator.createStudy(plan, error);
+    if (id.isEmpty())
+        return false;
+    refreshStudyList();
+    return open(id, error);
+}
+
+bool StudyView::open(const QString &studyId, QString *error)
+{
+    if (studyId.isEmpty() || !m_journal.hasStudy(studyId)) {
+        *error = tr("No study %1 in the journal").arg(studyId);
+        return false;
+    }
+    stopRunner();
+    m_studyId = studyId;
+    auto *runner = new StudyRunner(&m_journal);
+    runner->setAgents(m_agents);
+    runner->moveToThread(&m_thread);
+    m_runner = runner;
+    connect(runner, &StudyRunner::stateChanged, this, [this] { m_dirty = true; });
+    connect(runner, &StudyRunner::runEvents, this, [this] { m_dirty = true; });
+    connect(runner, &StudyRunner::message, this, [this](const QString &line) { m_status->setText(line); });
+    connect(runner, &StudyRunner::fatal, this,
+        [this](const QString &e) { m_status->setText(tr("Stopped: %1").arg(e)); });
+    connect(runner, &StudyRunner::finished, this, [this](const QString &state) {
+        m_dirty = true;
+        m_status->setText(tr("Study %1 ended: %2").arg(m_studyId, state));
+        Q_EMIT studyFinished(state);
+    });
+    QMetaObject::invokeMethod(runner, [this, runner, studyId] {
+        QString e;
+        if (!runner->drive(studyId, &e))
+            QMetaObject::invokeMethod(this, [this, e] { m_status->setText(e); });
+    });
+    m_studies->setCurrentIndex(m_studies->findData(studyId));
+    m_dirty = true;
+    return true;
+}
+
+void StudyView::stopRunner()
+{
+    if (!m_runner)
+        return;
+    // The runner lives on its thread: delete it there (it joins its stream threads).
+    StudyRunner *runner = m_runner;
+    QMetaObject::invokeMethod(
+        runner, [runner] { delete runner; }, Qt::BlockingQueuedConnection);
+    m_runner = nullptr;
+}
+
+StudySnapshot StudyView::snapshot() const
+{
+    if (m_studyId.isEmpty())
+        return {};
+    return buildSnapshot(StudyState::replay(m_journal.events(m_studyId)), m_journal);
+}
+
+void StudyView::refresh()
+{
+    m_dirty = false;
+    if (m_studyId.isEmpty())
+        return;
+    const StudySnapshot s = snapshot();
+    const StudyResults results = computeStudyResults(s);
+    m_runs->setSortingEnabled(false);
+    m_runs->setRowCount(int(s.runs.size()));
+    for (int i = 0; i < s.runs.size(); ++i) {
+        const RunResult &r = s.runs[i];
+        const Speedup sp = i < results.runs.size() ? results.runs[i].byWallClock : Speedup {};
+        const QStringList agents = r.attempts.isEmpty() ? QStringList() : r.attempts.last().agents;
+        m_runs->setItem(i, 0, item(r.runId));
+        m_runs->setItem(i, 1, item(r.config.key()));
+        m_runs->setItem(i, 2, item(r.state));
+        m_runs->setItem(i, 3, item(QString::number(r.attempts.size())));
+        m_runs->setItem(i, 4, item(agents.join(QLatin1String(", "))));
+        m_runs->setItem(i, 5, item(QStringLiteral("%1/%2").arg(r.epochs.size()).arg(r.config.epochs)));
+        m_runs->setItem(i, 6, item(pct(r.epochs.isEmpty() ? kNotMeasured : r.epochs.last().testAccuracy)));
+        m_runs->setItem(
+            i, 7, item(num(r.epochs.isEmpty() ? kNotMeasured : r.epochs.last().imagesPerSecond, 1)));
+        m_runs->setItem(i, 8, item(num(sp.speedup, 2)));
+        m_runs->setItem(i, 9, item(pct(sp.efficiency)));
+        m_runs->setItem(i, 10, item(num(r.wallSeconds, 1)));
+        m_runs->setItem(i, 11, item(r.stateReason));
+    }
+    m_runs->setSortingEnabled(true);
+    m_cancel->setEnabled(s.state == QLatin1String("RUNNING"));
+    if (s.synthetic)
+        m_status->setText(m_status->text().startsWith(QLatin1String("SYNTHETIC"))
+                ? m_status->text()
+                : tr("SYNTHETIC DATA — ") + m_status->text());
+}
+
+void StudyView::refreshStudyList()
+{
+    m_studies->clear();
+    for (const QString &id : m_journal.studyIds()) {
+        const StudyState state = StudyState::replay(m_journal.events(id));
+        m_studies->addItem(QStringLiteral("%1 — %2 — %3").arg(id, state.name(), state.state()), id);
+    }
+}
+
+void StudyView::exportReport()
+{
+    if (m_studyId.isEmpty())
+        return;
+    const QString path = QFileDialog::getSaveFileName(this, tr("Export report"),
+        m_studyId + QStringLiteral(".html"), tr("Reports (*.html *.pdf *.json *.csv)"));
+    if (path.isEmpty())
+        return;
+    const auto format = reportFormatForPath(path);
+    if (!format) {
+        QMessageBox::warning(
+            this, tr("Export report"), tr("Use a name ending in .html, .pdf, .json or .csv"));
+        return;
+    }
+    const WrittenReport written = writeReport(snapshot(), *format, path);
+    if (!written.error.isEmpty()) {
+        QMessageBox::warning(this, tr("Export report"), written.error);
+        return;
+    }
+    QDesktopServices::openUrl(QUrl::fromLocalFile(written.paths.first())); // show what was written
+}
+
+void StudyView::loadPlan()
+{
+    const QString path = QFileDialog::getOpenFileName(this, tr("Load plan"), {}, tr("Study plans (*.json)"));
+    if (path.isEmpty())
+        return;
+    QStringList problems;
+    if (const auto plan = core::loadPlan(path, &problems))
+        setForm(*plan);
+    else
+        m_problems->setText(problems.join(QLatin1Char('\n')));
+}
+
+void StudyView::savePlan()
+{
+    QStringList problems;
+    const v1::StudyPlan plan = planFromForm(&problems);
+    if (!problems.isEmpty()) {
+        m_problems->setText(tr("Cannot save:\n") + problems.join(QLatin1Char('\n')));
+        return;
+    }
+    const QString path = QFileDialog::getSaveFileName(
+        this, tr("Save plan"), QStringLiteral("plan.json"), tr("Study plans (*.json)"));
+    QString error;
+    if (!path.isEmpty() && !core::savePlan(plan, path, &error))
+        m_problems->setText(error);
+}
+
+} // namespace scalelab::console
