@@ -32,6 +32,29 @@ inline QStringList processesMentioning(const QString &needle)
     return found;
 }
 
+// Children of `parent` (pid: state), zombies included: a zombie has no command line,
+// so processesMentioning() cannot see it, but /proc/PID/stat still names its parent.
+inline QStringList childProcesses(qint64 parent)
+{
+    QStringList found;
+    const auto entries = QDir(QStringLiteral("/proc")).entryList(QDir::Dirs | QDir::NoDotAndDotDot);
+    for (const QString &pid : entries) {
+        bool numeric = false;
+        pid.toInt(&numeric);
+        if (!numeric)
+            continue;
+        QFile stat(QStringLiteral("/proc/%1/stat").arg(pid));
+        if (!stat.open(QIODevice::ReadOnly))
+            continue;
+        const QByteArray text = stat.readAll();
+        // "pid (comm) state ppid ...": comm may hold spaces, so split after the last ')'.
+        const auto fields = text.mid(text.lastIndexOf(')') + 2).split(' ');
+        if (fields.size() > 1 && fields[1].toLongLong() == parent)
+            found << pid + QStringLiteral(": ") + QString::fromLatin1(fields[0]);
+    }
+    return found;
+}
+
 inline QString binary(const char *name)
 {
     return QStringLiteral(SCALELAB_BIN_DIR "/") + QLatin1String(name);

@@ -353,12 +353,11 @@ grpc::Status AgentService::StartWorkers(
             names += (names.empty() ? "" : ", ") + d.name() + (d.synthetic() ? " (synthetic)" : "");
         std::string why;
         cifar::inspectDataset((m_options.dataDir / spec.dataset()).string(), &why);
-        return { grpc::StatusCode::NOT_FOUND,
-            "spec.dataset '" + spec.dataset() + "' is not usable on this agent: " + why
+        return precondition("spec.dataset '" + spec.dataset() + "' is not usable on this agent: " + why
                 + " Data sets here: " + (names.empty() ? "none" : names)
-                + ". Create a synthetic one with CreateSyntheticDataset or put CIFAR-10 "
-                  "binary files under "
-                + m_options.dataDir.string() };
+                + ". Fetch CIFAR-10 with FetchDataset, create a synthetic set with "
+                  "CreateSyntheticDataset, or put CIFAR-10 binary files under "
+                + m_options.dataDir.string());
     }
     const int localRanks = request->ranks_size();
     if (spec.threads_per_worker() * localRanks > cpuCores() * 4)

@@ -40,8 +40,8 @@ RunEventLog::RunEventLog(std::filesystem::path file)
     std::size_t good = 0;
     for (;;) {
         std::uint32_t length = 0;
-        if (!in.ReadVarint32(&length))
-            break;
+        if (!in.ReadVarint32(&length) || in.CurrentPosition() + std::size_t(length) > bytes.size())
+            break; // the end, or a record cut short
         const auto limit = in.PushLimit(static_cast<int>(length));
         v1::RunEvent event;
         const bool parsed = event.ParseFromCodedStream(&in) && in.ConsumedEntireMessage()

@@ -370,6 +370,18 @@ std::string RunSupervisor::start(ProcessLauncher &launcher)
         m_ranks.push_back(std::move(rank));
         ref.monitor = std::thread([this, &ref, process] { monitor(ref, process.outputFd, process.eventFd); });
     }
+    // Rank 0 says when training starts; an agent without rank 0 hears nothing from its
+    // ranks until they finish, so for it running means started.
+    const auto &ranks = m_launch.request.ranks();
+    if (std::find(ranks.begin(), ranks.end(), 0) == ranks.end()) {
+        bool starting = false;
+        {
+            std::lock_guard lock(m_mutex);
+            starting = m_state == v1::STARTING;
+        }
+        if (starting)
+            setState(v1::RUNNING, "ranks started; rank 0 on another agent reports training");
+    }
     return {};
 }
 
