@@ -358,6 +358,35 @@ private Q_SLOTS:
         restarted->stop();
     }
 
+    void shutdownMarksActiveRunsInterrupted()
+    {
+        auto agent = startAgent(QStringLiteral("shutdown"));
+        {
+            AgentClient client(agent->endpoint(), agent->token());
+            v1::StartWorkersResponse started;
+            auto r = client.startWorkers(runRequest("cut-1", 1000, 1, { 0 }), &started);
+            QVERIFY2(r.ok(), qPrintable(r.message));
+            QTRY_VERIFY_WITH_TIMEOUT(
+                [&] {
+                    v1::ListRunsResponse list;
+                    return client.listRuns(&list).ok() && list.runs(0).state() == v1::RUNNING;
+                }(),
+                20000);
+        }
+        agent->stop(); // SIGTERM: the agent stops its runs before it exits
+        auto restarted = startAgent(QStringLiteral("shutdown"));
+        AgentClient client(restarted->endpoint(), restarted->token());
+        v1::ListRunsResponse list;
+        QVERIFY(client.listRuns(&list).ok());
+        QCOMPARE(list.runs_size(), 1);
+        QCOMPARE(list.runs(0).state(), v1::FAILED);
+        QVERIFY(list.runs(0).interrupted());
+        QVERIFY2(QString::fromStdString(list.runs(0).message()).contains(QStringLiteral("agent shut down")),
+            list.runs(0).message().c_str());
+        QCOMPARE(list.runs(0).placements(0).exit().kind(), v1::EXIT_STOPPED);
+        restarted->stop();
+    }
+
     void refusesNetworkAddressWithoutTokenAndTls_data()
     {
         QTest::addColumn<bool>("token");

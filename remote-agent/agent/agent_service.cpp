@@ -154,7 +154,7 @@ void AgentService::shutdown()
         runs = m_runs;
     }
     for (auto &[id, run] : runs)
-        run->stop(std::chrono::milliseconds(3000));
+        run->interrupt(std::chrono::milliseconds(3000));
     for (auto &[id, run] : runs)
         run->waitFinished();
 }

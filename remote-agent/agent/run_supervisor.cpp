@@ -186,6 +186,10 @@ RunSupervisor::RunSupervisor(RunLaunch launch, Restored)
             m_launch.dataset = event.started().dataset();
         } else if (event.has_summary()) {
             m_finished = event.summary();
+        } else if (event.has_rank_exited()) {
+            for (auto &placement : m_placements)
+                if (placement.rank() == event.rank_exited().rank())
+                    *placement.mutable_exit() = event.rank_exited();
         }
     }
     if (!isTerminal(m_state)) {
@@ -593,6 +597,12 @@ void RunSupervisor::finish()
             summary.set_exit_code(m_decidingExit->exit_code());
             summary.set_signal(m_decidingExit->signal());
             summary.set_exit_kind(m_decidingExit->kind());
+        } else if (m_interrupted && !allSucceeded) {
+            state = v1::FAILED;
+            message = "interrupted: the agent shut down while the run was active; checkpoints are kept, start "
+                      "attempt "
+                + std::to_string(attempt() + 1) + " to resume";
+            summary.set_exit_kind(v1::EXIT_STOPPED);
         } else if (allSucceeded) {
             state = v1::SUCCEEDED;
             message = "finished";
@@ -616,6 +626,17 @@ void RunSupervisor::finish()
 
 void RunSupervisor::stop(std::chrono::milliseconds grace)
 {
+    signalRanks(grace, /*requested=*/true);
+}
+
+void RunSupervisor::interrupt(std::chrono::milliseconds grace)
+{
+    {
+        std::lock_guard lock(m_mutex);
+        if (isTerminal(m_state))
+            return;
+        m_interrupted = true;
+    }
     signalRanks(grace, /*requested=*/true);
 }
 

@@ -61,6 +61,9 @@ public:
     // SIGTERM to the run's process group, SIGKILL after `grace`. Returns at once;
     // the terminal state follows when the ranks have exited.
     void stop(std::chrono::milliseconds grace);
+    // Like stop(), for an agent that shuts down: the run ends FAILED with `interrupted`
+    // set, so the console retries it from its last checkpoint instead of giving up.
+    void interrupt(std::chrono::milliseconds grace);
 
     // Blocks until every rank has exited and the terminal event is written.
     void waitFinished();
