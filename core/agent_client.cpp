@@ -70,7 +70,8 @@ std::string readPem(const QString &path, const char *what, QString *error)
     QFile f(path);
     if (!f.open(QIODevice::ReadOnly)) {
         if (error->isEmpty())
-            *error = QStringLiteral("cannot read the TLS %1 %2: %3").arg(QLatin1String(what), path, f.errorString());
+            *error = QStringLiteral("cannot read the TLS %1 %2: %3")
+                         .arg(QLatin1String(what), path, f.errorString());
         return {};
     }
     return f.readAll().toStdString();

@@ -62,8 +62,9 @@ public:
     CallResult watchNode(int intervalMs, const std::function<bool(const v1::NodeSample &)> &onSample);
     // Has the agent download, check and unpack CIFAR-10 ("cifar-10"); progress goes to
     // `onProgress`. On success `dataset` describes what is now on the agent.
-    CallResult fetchDataset(const QString &name, const std::function<void(const v1::FetchProgress &)> &onProgress,
-        v1::Dataset *dataset, int timeoutMs = 3'600'000);
+    CallResult fetchDataset(const QString &name,
+        const std::function<void(const v1::FetchProgress &)> &onProgress, v1::Dataset *dataset,
+        int timeoutMs = 3'600'000);
 
     // For RunWatch: a context carrying the token (no deadline: streams are long).
     void prepareStreamContext(grpc::ClientContext *context) const;

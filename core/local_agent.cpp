@@ -46,13 +46,15 @@ bool LocalAgent::start(const LocalAgentOptions &options, int timeoutMs)
     if (options.withToken) {
         quint32 words[8];
         QRandomGenerator::system()->fillRange(words);
-        m_token = QString::fromLatin1(QByteArray(reinterpret_cast<const char *>(words), sizeof words).toHex());
+        m_token
+            = QString::fromLatin1(QByteArray(reinterpret_cast<const char *>(words), sizeof words).toHex());
     }
     m_endpoint.clear();
     m_error.clear();
     m_refused = false;
 
-    QStringList args = { QStringLiteral("--listen"), options.listen, QStringLiteral("--port"), QStringLiteral("0") };
+    QStringList args
+        = { QStringLiteral("--listen"), options.listen, QStringLiteral("--port"), QStringLiteral("0") };
     if (!options.dataDir.isEmpty())
         args << QStringLiteral("--data-dir") << options.dataDir;
     if (!options.stateDir.isEmpty())

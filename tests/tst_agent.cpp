@@ -148,7 +148,8 @@ private Q_SLOTS:
         m_data = path(QStringLiteral("data"));
         QVERIFY(QDir().mkpath(m_data));
         std::string error;
-        QVERIFY2(cifar::writeSyntheticDataset((m_data + QStringLiteral("/syn")).toStdString(), 200, 40, 7, &error),
+        QVERIFY2(
+            cifar::writeSyntheticDataset((m_data + QStringLiteral("/syn")).toStdString(), 200, 40, 7, &error),
             error.c_str());
 
         // TLS material for this run only: a CA, a server certificate for localhost and
@@ -163,7 +164,8 @@ private Q_SLOTS:
                 QStringList { QStringLiteral("req"), QStringLiteral("-x509") } + ec
                     + QStringList { QStringLiteral("-keyout"), path(ca + QStringLiteral(".key")),
                         QStringLiteral("-out"), path(ca + QStringLiteral(".pem")), QStringLiteral("-days"),
-                        QStringLiteral("2"), QStringLiteral("-subj"), QStringLiteral("/CN=ScaleLab test ") + ca });
+                        QStringLiteral("2"), QStringLiteral("-subj"),
+                        QStringLiteral("/CN=ScaleLab test ") + ca });
             QVERIFY2(problem.isEmpty(), qPrintable(problem));
         }
         QVERIFY(writeFile(path(QStringLiteral("san.ext")), "subjectAltName=DNS:localhost,IP:127.0.0.1\n"));
@@ -172,14 +174,16 @@ private Q_SLOTS:
                 QStringList { QStringLiteral("req") } + ec
                     + QStringList { QStringLiteral("-keyout"), path(who + QStringLiteral(".key")),
                         QStringLiteral("-out"), path(who + QStringLiteral(".csr")), QStringLiteral("-subj"),
-                        QStringLiteral("/CN=") + (who == QLatin1String("server") ? QStringLiteral("localhost") : who) });
+                        QStringLiteral("/CN=")
+                            + (who == QLatin1String("server") ? QStringLiteral("localhost") : who) });
             QVERIFY2(problem.isEmpty(), qPrintable(problem));
             problem = runTool(openssl,
                 { QStringLiteral("x509"), QStringLiteral("-req"), QStringLiteral("-in"),
                     path(who + QStringLiteral(".csr")), QStringLiteral("-CA"), path(QStringLiteral("ca.pem")),
-                    QStringLiteral("-CAkey"), path(QStringLiteral("ca.key")), QStringLiteral("-CAcreateserial"),
-                    QStringLiteral("-out"), path(who + QStringLiteral(".pem")), QStringLiteral("-days"),
-                    QStringLiteral("2"), QStringLiteral("-extfile"), path(QStringLiteral("san.ext")) });
+                    QStringLiteral("-CAkey"), path(QStringLiteral("ca.key")),
+                    QStringLiteral("-CAcreateserial"), QStringLiteral("-out"),
+                    path(who + QStringLiteral(".pem")), QStringLiteral("-days"), QStringLiteral("2"),
+                    QStringLiteral("-extfile"), path(QStringLiteral("san.ext")) });
             QVERIFY2(problem.isEmpty(), qPrintable(problem));
         }
     }
@@ -263,7 +267,8 @@ private Q_SLOTS:
         const auto before = watchRun(client, "resume-1", 1, 8);
         QCOMPARE(before.status.error_code(), grpc::StatusCode::CANCELLED);
         QCOMPARE(before.events.size(), std::size_t(8));
-        QVERIFY2(lastStateName(before.events) != QStringLiteral("SUCCEEDED"), "the run ended before the reconnect");
+        QVERIFY2(lastStateName(before.events) != QStringLiteral("SUCCEEDED"),
+            "the run ended before the reconnect");
         const auto after = watchRun(client, "resume-1", before.events.back().seq() + 1);
         QVERIFY2(after.status.ok(), after.status.error_message().c_str());
         std::vector<v1::RunEvent> joined = before.events;
@@ -305,7 +310,8 @@ private Q_SLOTS:
         QCOMPARE(::kill(pid_t(pid), SIGKILL), 0);
         // The workers die with their agent (PR_SET_PDEATHSIG), even on SIGKILL.
         QTRY_VERIFY_WITH_TIMEOUT(
-            test::processesMentioning(QStringLiteral("scalelab-worker train --data-dir ") + m_data).isEmpty(), 10000);
+            test::processesMentioning(QStringLiteral("scalelab-worker train --data-dir ") + m_data).isEmpty(),
+            10000);
         agent->stop(); // reaps the killed agent
 
         auto restarted = startAgent(QStringLiteral("restart"));
@@ -445,14 +451,17 @@ private Q_SLOTS:
         QCOMPARE(wrongToken.describe(&inventory).code, int(grpc::StatusCode::UNAUTHENTICATED));
         AgentClient noToken(endpoint, QString(), trusted);
         QCOMPARE(noToken.describe(&inventory).code, int(grpc::StatusCode::UNAUTHENTICATED));
-        QTRY_VERIFY_WITH_TIMEOUT(agentLog(QStringLiteral("tls")).contains(QStringLiteral("wrong token")), 5000);
+        QTRY_VERIFY_WITH_TIMEOUT(
+            agentLog(QStringLiteral("tls")).contains(QStringLiteral("wrong token")), 5000);
         QVERIFY(agentLog(QStringLiteral("tls")).contains(QStringLiteral("no token")));
 
         AgentClient plaintext(endpoint, agent->token(), AgentTls {});
         QCOMPARE(plaintext.describe(&inventory, 3000).code, int(grpc::StatusCode::UNAVAILABLE));
-        AgentClient untrusted(endpoint, agent->token(), AgentTls { path(QStringLiteral("other-ca.pem")), {}, {}, {} });
+        AgentClient untrusted(
+            endpoint, agent->token(), AgentTls { path(QStringLiteral("other-ca.pem")), {}, {}, {} });
         QCOMPARE(untrusted.describe(&inventory, 3000).code, int(grpc::StatusCode::UNAVAILABLE));
-        AgentClient missingCa(endpoint, agent->token(), AgentTls { path(QStringLiteral("nope.pem")), {}, {}, {} });
+        AgentClient missingCa(
+            endpoint, agent->token(), AgentTls { path(QStringLiteral("nope.pem")), {}, {}, {} });
         QVERIFY(missingCa.setupError().contains(QStringLiteral("nope.pem")));
         QCOMPARE(missingCa.describe(&inventory).code, int(grpc::StatusCode::FAILED_PRECONDITION));
         agent->stop();
@@ -462,10 +471,12 @@ private Q_SLOTS:
     {
         auto agent = startAgent(QStringLiteral("mtls"),
             { QStringLiteral("--tls-cert"), path(QStringLiteral("server.pem")), QStringLiteral("--tls-key"),
-                path(QStringLiteral("server.key")), QStringLiteral("--tls-client-ca"), path(QStringLiteral("ca.pem")) });
+                path(QStringLiteral("server.key")), QStringLiteral("--tls-client-ca"),
+                path(QStringLiteral("ca.pem")) });
         QVERIFY2(!agent->endpoint().isEmpty(), qPrintable(agent->error()));
         v1::DescribeResponse inventory;
-        AgentClient anonymous(agent->endpoint(), agent->token(), AgentTls { path(QStringLiteral("ca.pem")), {}, {}, {} });
+        AgentClient anonymous(
+            agent->endpoint(), agent->token(), AgentTls { path(QStringLiteral("ca.pem")), {}, {}, {} });
         QCOMPARE(anonymous.describe(&inventory, 3000).code, int(grpc::StatusCode::UNAVAILABLE));
         AgentClient known(agent->endpoint(), agent->token(),
             AgentTls { path(QStringLiteral("ca.pem")), path(QStringLiteral("client.pem")),
@@ -478,35 +489,38 @@ private Q_SLOTS:
     void configFileAndEnvironmentAreRead()
     {
         // A value from the config file is used, checked, and its origin named.
-        QVERIFY(writeFile(path(QStringLiteral("agent.conf")), "# test\nlog-level = debug\nheartbeat-ms = 5\n"));
+        QVERIFY(
+            writeFile(path(QStringLiteral("agent.conf")), "# test\nlog-level = debug\nheartbeat-ms = 5\n"));
         bool ok = true;
-        auto refused = startAgent(QStringLiteral("conf"), { QStringLiteral("--config"), path(QStringLiteral("agent.conf")) },
-            {}, &ok);
+        auto refused = startAgent(QStringLiteral("conf"),
+            { QStringLiteral("--config"), path(QStringLiteral("agent.conf")) }, {}, &ok);
         QVERIFY(!ok);
         QVERIFY2(refused->error().contains(QStringLiteral("--heartbeat-ms must be a whole number from 100"))
                 && refused->error().contains(QStringLiteral("agent.conf:3")),
             qPrintable(refused->error()));
         // The command line wins over the file.
         auto agent = startAgent(QStringLiteral("conf"),
-            { QStringLiteral("--config"), path(QStringLiteral("agent.conf")), QStringLiteral("--heartbeat-ms"),
-                QStringLiteral("500") },
+            { QStringLiteral("--config"), path(QStringLiteral("agent.conf")),
+                QStringLiteral("--heartbeat-ms"), QStringLiteral("500") },
             {}, &ok);
         QVERIFY(ok);
         agent->stop();
         // An unknown key names the file and line.
         QVERIFY(writeFile(path(QStringLiteral("bad.conf")), "port = 0\nlisen = 0.0.0.0\n"));
-        auto bad = startAgent(QStringLiteral("conf"), { QStringLiteral("--config"), path(QStringLiteral("bad.conf")) },
-            {}, &ok);
+        auto bad = startAgent(QStringLiteral("conf"),
+            { QStringLiteral("--config"), path(QStringLiteral("bad.conf")) }, {}, &ok);
         QVERIFY(!ok);
-        QVERIFY2(bad->error().contains(QStringLiteral("bad.conf:2: unknown option 'lisen'")), qPrintable(bad->error()));
+        QVERIFY2(bad->error().contains(QStringLiteral("bad.conf:2: unknown option 'lisen'")),
+            qPrintable(bad->error()));
         // The environment wins over the file, and is named too.
         QVERIFY(writeFile(path(QStringLiteral("good.conf")), "heartbeat-ms = 1000\n"));
         qputenv("SCALELAB_AGENT_HEARTBEAT_MS", "5");
-        auto env = startAgent(QStringLiteral("conf"), { QStringLiteral("--config"), path(QStringLiteral("good.conf")) },
-            {}, &ok);
+        auto env = startAgent(QStringLiteral("conf"),
+            { QStringLiteral("--config"), path(QStringLiteral("good.conf")) }, {}, &ok);
         qunsetenv("SCALELAB_AGENT_HEARTBEAT_MS");
         QVERIFY(!ok);
-        QVERIFY2(env->error().contains(QStringLiteral("from SCALELAB_AGENT_HEARTBEAT_MS")), qPrintable(env->error()));
+        QVERIFY2(env->error().contains(QStringLiteral("from SCALELAB_AGENT_HEARTBEAT_MS")),
+            qPrintable(env->error()));
     }
 
     void badInputIsRefusedNamingTheField()
@@ -525,7 +539,8 @@ private Q_SLOTS:
             { "world size 0", invalid, QStringLiteral("world_size"), [](auto &r) { r.set_world_size(0); } },
             { "no ranks", invalid, QStringLiteral("ranks"), [](auto &r) { r.clear_ranks(); } },
             { "negative rank", invalid, QStringLiteral("ranks"), [](auto &r) { r.set_ranks(0, -1); } },
-            { "rank twice", invalid, QStringLiteral("ranks"), [](auto &r) { r.set_world_size(2), r.add_ranks(0); } },
+            { "rank twice", invalid, QStringLiteral("ranks"),
+                [](auto &r) { r.set_world_size(2), r.add_ranks(0); } },
             { "path-like run id", invalid, QStringLiteral("run_id"), [](auto &r) { r.set_run_id("../x"); } },
             { "absolute run id", invalid, QStringLiteral("run_id"), [](auto &r) { r.set_run_id("/tmp/x"); } },
             { "negative batch", invalid, QStringLiteral("spec.batch_size"),
@@ -566,16 +581,20 @@ private Q_SLOTS:
             c.change(request);
             v1::StartWorkersResponse response;
             const auto r = client.startWorkers(request, &response);
-            QVERIFY2(r.code == c.code, qPrintable(QStringLiteral("%1: %2").arg(QLatin1String(c.name), r.message)));
-            QVERIFY2(r.message.contains(c.mention), qPrintable(QStringLiteral("%1: %2").arg(QLatin1String(c.name), r.message)));
+            QVERIFY2(
+                r.code == c.code, qPrintable(QStringLiteral("%1: %2").arg(QLatin1String(c.name), r.message)));
+            QVERIFY2(r.message.contains(c.mention),
+                qPrintable(QStringLiteral("%1: %2").arg(QLatin1String(c.name), r.message)));
         }
         // The other calls.
         const auto expect = [](const char *name, const CallResult &r, int code, const QString &mention) {
             QVERIFY2(r.code == code && r.message.contains(mention),
-                qPrintable(QStringLiteral("%1: [%2] %3").arg(QLatin1String(name)).arg(r.code).arg(r.message)));
+                qPrintable(
+                    QStringLiteral("%1: [%2] %3").arg(QLatin1String(name)).arg(r.code).arg(r.message)));
         };
         v1::StopRunResponse stopped;
-        expect("StopRun path-like id", client.stopRun(QStringLiteral("../x"), &stopped), invalid, QStringLiteral("run_id"));
+        expect("StopRun path-like id", client.stopRun(QStringLiteral("../x"), &stopped), invalid,
+            QStringLiteral("run_id"));
         {
             grpc::ClientContext context;
             client.prepareStreamContext(&context);
@@ -588,7 +607,8 @@ private Q_SLOTS:
                 QStringLiteral("grace_ms"));
         }
         auto watched = watchRun(client, "../x", 1);
-        expect("WatchRun path-like id", CallResult::fromStatus(watched.status, {}), invalid, QStringLiteral("run_id"));
+        expect("WatchRun path-like id", CallResult::fromStatus(watched.status, {}), invalid,
+            QStringLiteral("run_id"));
         watched = watchRun(client, "x", -3);
         expect("WatchRun negative from_seq", CallResult::fromStatus(watched.status, {}), invalid,
             QStringLiteral("from_seq"));
@@ -603,13 +623,14 @@ private Q_SLOTS:
         synthetic.set_train_images(0);
         expect("synthetic zero images", client.createSyntheticDataset(synthetic, &dataset), invalid,
             QStringLiteral("train_images"));
-        expect("WatchNode interval too short", client.watchNode(5, [](const auto &) { return false; }), invalid,
-            QStringLiteral("interval_ms"));
-        expect("FetchDataset unknown name", client.fetchDataset(QStringLiteral("../../etc"), {}, &dataset), invalid,
-            QStringLiteral("name"));
+        expect("WatchNode interval too short", client.watchNode(5, [](const auto &) { return false; }),
+            invalid, QStringLiteral("interval_ms"));
+        expect("FetchDataset unknown name", client.fetchDataset(QStringLiteral("../../etc"), {}, &dataset),
+            invalid, QStringLiteral("name"));
         // Nothing was written outside the agent's folders.
-        for (const QString &name : { QStringLiteral("x"), QStringLiteral("bad/x"), QStringLiteral("bad/runs/x"),
-                 QStringLiteral("bad/runs/bad-input"), QStringLiteral("data/zero"), QStringLiteral("etc") })
+        for (const QString &name :
+            { QStringLiteral("x"), QStringLiteral("bad/x"), QStringLiteral("bad/runs/x"),
+                QStringLiteral("bad/runs/bad-input"), QStringLiteral("data/zero"), QStringLiteral("etc") })
             QVERIFY2(!QFileInfo::exists(path(name)), qPrintable(name));
         QVERIFY(!QFileInfo::exists(QStringLiteral("/tmp/x/1")));
         agent->stop();
@@ -624,13 +645,18 @@ private Q_SLOTS:
         QTest::addColumn<QString>("state");
         QTest::addColumn<QString>("message");
         QTest::newRow("failed") << "echo '{\"type\":\"error\",\"message\":\"disk on fire\"}' >&3; exit 3"
-                                << int(v1::EXIT_FAILED) << "FAILED" << "exited with code 3: disk on fire";
+                                << int(v1::EXIT_FAILED) << "FAILED"
+                                << "exited with code 3: disk on fire";
         QTest::newRow("out of memory")
-            << "echo '{\"type\":\"error\",\"message\":\"std::bad_alloc\"}' >&3; exit 1" << int(v1::EXIT_OUT_OF_MEMORY)
-            << "FAILED" << "ran out of memory";
-        QTest::newRow("killed") << "kill -SEGV $$" << int(v1::EXIT_KILLED) << "FAILED" << "killed by signal 11";
-        QTest::newRow("stopped") << "trap '' TERM; echo '{\"type\":\"started\"}' >&3; while :; do sleep 1; done"
-                                 << int(v1::EXIT_STOPPED) << "CANCELLED" << "stopped on request";
+            << "echo '{\"type\":\"error\",\"message\":\"std::bad_alloc\"}' >&3; exit 1"
+            << int(v1::EXIT_OUT_OF_MEMORY) << "FAILED"
+            << "ran out of memory";
+        QTest::newRow("killed") << "kill -SEGV $$" << int(v1::EXIT_KILLED) << "FAILED"
+                                << "killed by signal 11";
+        QTest::newRow("stopped")
+            << "trap '' TERM; echo '{\"type\":\"started\"}' >&3; while :; do sleep 1; done"
+            << int(v1::EXIT_STOPPED) << "CANCELLED"
+            << "stopped on request";
     }
     void exitsAreClassified()
     {
@@ -638,11 +664,12 @@ private Q_SLOTS:
         QFETCH(int, kind);
         QFETCH(QString, state);
         QFETCH(QString, message);
-        const QString worker = path(QStringLiteral("fake-worker-%1.sh").arg(QTest::currentDataTag()).replace(u' ', u'-'));
+        const QString worker
+            = path(QStringLiteral("fake-worker-%1.sh").arg(QTest::currentDataTag()).replace(u' ', u'-'));
         QVERIFY(writeFile(worker, "#!/bin/sh\n" + script.toUtf8() + "\n",
             QFile::ReadOwner | QFile::WriteOwner | QFile::ExeOwner));
-        const QString folder
-            = QStringLiteral("exits-%1").arg(QString::fromLatin1(QTest::currentDataTag()).replace(u' ', u'-'));
+        const QString folder = QStringLiteral("exits-%1")
+                                   .arg(QString::fromLatin1(QTest::currentDataTag()).replace(u' ', u'-'));
         auto agent = startAgent(folder, { QStringLiteral("--worker"), worker });
         AgentClient client(agent->endpoint(), agent->token());
         v1::StartWorkersResponse started;
@@ -691,7 +718,8 @@ private Q_SLOTS:
         QCOMPARE(classifyExit(0, exited0, false, {}, true, 0).kind(), v1::EXIT_SUCCEEDED);
         QCOMPARE(classifyExit(0, exited0, false, {}, false, 0).kind(), v1::EXIT_FAILED);
         QCOMPARE(classifyExit(1, exited2, false, "boom", false, 0).kind(), v1::EXIT_FAILED);
-        QCOMPARE(classifyExit(1, exited2, false, "CUDA out of memory", false, 0).kind(), v1::EXIT_OUT_OF_MEMORY);
+        QCOMPARE(
+            classifyExit(1, exited2, false, "CUDA out of memory", false, 0).kind(), v1::EXIT_OUT_OF_MEMORY);
         QCOMPARE(classifyExit(1, killed, false, {}, false, 1).kind(), v1::EXIT_OUT_OF_MEMORY);
         QCOMPARE(classifyExit(1, killed, false, {}, false, 0).kind(), v1::EXIT_KILLED);
         QCOMPARE(classifyExit(1, killed, false, {}, false, -1).kind(), v1::EXIT_KILLED);
@@ -716,8 +744,8 @@ private Q_SLOTS:
         r = client.watchNode(200, [&](const v1::NodeSample &s) {
             samples.push_back(s);
             for (const auto &p : s.processes())
-                if (p.run_id() == "busy-1" && p.pid() == started.run().placements(0).pid() && p.cpu_percent() > 1
-                    && p.rss_bytes() > 20 * 1024 * 1024)
+                if (p.run_id() == "busy-1" && p.pid() == started.run().placements(0).pid()
+                    && p.cpu_percent() > 1 && p.rss_bytes() > 20 * 1024 * 1024)
                     sawRank = true;
             return !(sawRank && samples.size() >= 3) && samples.size() < 100;
         });
@@ -747,7 +775,8 @@ private Q_SLOTS:
         QVERIFY(QDir().mkpath(data));
         // An address nothing listens on stands for "no network" whatever the machine.
         auto agent = startAgent(QStringLiteral("fetch-offline"),
-            { QStringLiteral("--cifar-url"), QStringLiteral("http://127.0.0.1:1/cifar-10-binary.tar.gz") }, data);
+            { QStringLiteral("--cifar-url"), QStringLiteral("http://127.0.0.1:1/cifar-10-binary.tar.gz") },
+            data);
         AgentClient client(agent->endpoint(), agent->token());
         QElapsedTimer timer;
         timer.start();
@@ -755,8 +784,9 @@ private Q_SLOTS:
         const auto r = client.fetchDataset(QStringLiteral("cifar-10"), {}, &dataset);
         QCOMPARE(r.code, int(grpc::StatusCode::UNAVAILABLE));
         QVERIFY(timer.elapsed() < 10000);
-        for (const QString &needle : { QStringLiteral("cannot download"), QStringLiteral("c32a1d4ab5d03f1284b67883e8d87530"),
-                 data + QStringLiteral("/cifar-10"), QStringLiteral("cifar-10-batches-bin") })
+        for (const QString &needle :
+            { QStringLiteral("cannot download"), QStringLiteral("c32a1d4ab5d03f1284b67883e8d87530"),
+                data + QStringLiteral("/cifar-10"), QStringLiteral("cifar-10-batches-bin") })
             QVERIFY2(r.message.contains(needle), qPrintable(r.message));
         QVERIFY(QDir(data).entryList(QDir::AllEntries | QDir::Hidden | QDir::NoDotAndDotDot).isEmpty());
         agent->stop();
@@ -771,11 +801,13 @@ private Q_SLOTS:
             (source + QStringLiteral("/cifar-10-batches-bin")).toStdString(), 60, 20, 5, &error));
         const QString tarball = path(QStringLiteral("cifar-10-binary.tar.gz"));
         const QString problem = runTool(QStringLiteral("tar"),
-            { QStringLiteral("-czf"), tarball, QStringLiteral("-C"), source, QStringLiteral("cifar-10-batches-bin") });
+            { QStringLiteral("-czf"), tarball, QStringLiteral("-C"), source,
+                QStringLiteral("cifar-10-batches-bin") });
         QVERIFY2(problem.isEmpty(), qPrintable(problem));
         QFile file(tarball);
         QVERIFY(file.open(QIODevice::ReadOnly));
-        const QString md5 = QString::fromLatin1(QCryptographicHash::hash(file.readAll(), QCryptographicHash::Md5).toHex());
+        const QString md5
+            = QString::fromLatin1(QCryptographicHash::hash(file.readAll(), QCryptographicHash::Md5).toHex());
         const QString url = QStringLiteral("file://") + tarball;
 
         // Wrong checksum: refused, nothing left behind.
@@ -798,7 +830,8 @@ private Q_SLOTS:
         AgentClient client(agent->endpoint(), agent->token());
         std::vector<v1::FetchProgress::Phase> phases;
         v1::Dataset dataset;
-        auto r = client.fetchDataset(QStringLiteral("cifar-10"),
+        auto r = client.fetchDataset(
+            QStringLiteral("cifar-10"),
             [&](const v1::FetchProgress &p) {
                 if (phases.empty() || phases.back() != p.phase())
                     phases.push_back(p.phase());
@@ -818,7 +851,8 @@ private Q_SLOTS:
             [](const auto &d) { return d.name() == "cifar-10" && d.train_images() == 60; }));
         // Fetching again finds it there.
         phases.clear();
-        r = client.fetchDataset(QStringLiteral("cifar-10"), [&](const auto &p) { phases.push_back(p.phase()); }, &dataset);
+        r = client.fetchDataset(
+            QStringLiteral("cifar-10"), [&](const auto &p) { phases.push_back(p.phase()); }, &dataset);
         QVERIFY(r.ok());
         QCOMPARE(phases, std::vector<v1::FetchProgress::Phase> { v1::FetchProgress::DONE });
         // No leftovers of the download.
@@ -834,12 +868,14 @@ private Q_SLOTS:
         QVERIFY(writeFile(path(QStringLiteral("evil/escape.txt")), "outside\n"));
         const QString tarball = path(QStringLiteral("evil.tar.gz"));
         const QString problem = runTool(QStringLiteral("tar"),
-            { QStringLiteral("-czPf"), tarball, QStringLiteral("-C"), inner, QStringLiteral("../escape.txt") });
+            { QStringLiteral("-czPf"), tarball, QStringLiteral("-C"), inner,
+                QStringLiteral("../escape.txt") });
         QVERIFY2(problem.isEmpty(), qPrintable(problem));
         QVERIFY(QFile::remove(path(QStringLiteral("evil/escape.txt"))));
         const QString into = path(QStringLiteral("evil/inner/unpacked"));
         const std::string error = agent::unpackTarGz(tarball.toStdString(), into.toStdString(), {});
-        QVERIFY2(QString::fromStdString(error).contains(QStringLiteral("unsafe path '../escape.txt'")), error.c_str());
+        QVERIFY2(QString::fromStdString(error).contains(QStringLiteral("unsafe path '../escape.txt'")),
+            error.c_str());
         QVERIFY(!QFileInfo::exists(path(QStringLiteral("evil/escape.txt"))));
         QVERIFY(!QFileInfo::exists(path(QStringLiteral("evil/inner/escape.txt"))));
     }

@@ -18,7 +18,8 @@ const std::vector<AgentSetting> &agentSettings()
             QStringLiteral("127.0.0.1") },
         { QStringLiteral("port"), QStringLiteral("SCALELAB_AGENT_PORT"), QStringLiteral("port"),
             QStringLiteral("TCP port; 0 picks a free one and prints it."), QStringLiteral("7450") },
-        { QStringLiteral("advertise-host"), QStringLiteral("SCALELAB_AGENT_ADVERTISE_HOST"), QStringLiteral("host"),
+        { QStringLiteral("advertise-host"), QStringLiteral("SCALELAB_AGENT_ADVERTISE_HOST"),
+            QStringLiteral("host"),
             QStringLiteral("Address other nodes' workers use to reach the rendezvous this agent hosts for "
                            "rank 0. Default: 127.0.0.1 on loopback, the --listen address when it is "
                            "specific, else the host name."),
@@ -39,7 +40,8 @@ const std::vector<AgentSetting> &agentSettings()
             QStringLiteral("PEM server certificate chain; with --tls-key, serves TLS."), {} },
         { QStringLiteral("tls-key"), QStringLiteral("SCALELAB_AGENT_TLS_KEY"), QStringLiteral("path"),
             QStringLiteral("PEM private key of --tls-cert."), {} },
-        { QStringLiteral("tls-client-ca"), QStringLiteral("SCALELAB_AGENT_TLS_CLIENT_CA"), QStringLiteral("path"),
+        { QStringLiteral("tls-client-ca"), QStringLiteral("SCALELAB_AGENT_TLS_CLIENT_CA"),
+            QStringLiteral("path"),
             QStringLiteral("Mutual TLS: require a client certificate signed by this PEM CA."), {} },
         { QStringLiteral("log-level"), QStringLiteral("SCALELAB_AGENT_LOG_LEVEL"), QStringLiteral("level"),
             QStringLiteral("debug, info, warning or error."), QStringLiteral("info") },
@@ -49,8 +51,10 @@ const std::vector<AgentSetting> &agentSettings()
             QStringLiteral("ms"), QStringLiteral("Default WatchNode sampling interval (100-60000)."),
             QStringLiteral("1000") },
         { QStringLiteral("heartbeat-ms"), QStringLiteral("SCALELAB_AGENT_HEARTBEAT_MS"), QStringLiteral("ms"),
-            QStringLiteral("Heartbeat interval of idle WatchRun streams (100-60000)."), QStringLiteral("2000") },
-        { QStringLiteral("stop-grace-ms"), QStringLiteral("SCALELAB_AGENT_STOP_GRACE_MS"), QStringLiteral("ms"),
+            QStringLiteral("Heartbeat interval of idle WatchRun streams (100-60000)."),
+            QStringLiteral("2000") },
+        { QStringLiteral("stop-grace-ms"), QStringLiteral("SCALELAB_AGENT_STOP_GRACE_MS"),
+            QStringLiteral("ms"),
             QStringLiteral("Default time between SIGTERM and SIGKILL when stopping a run (100-600000)."),
             QStringLiteral("5000") },
         { QStringLiteral("cifar-url"), QStringLiteral("SCALELAB_AGENT_CIFAR_URL"), QStringLiteral("url"),
@@ -93,7 +97,10 @@ QString AgentConfig::resolve(const QCommandLineParser &parser)
             const int eq = line.indexOf(QLatin1Char('='));
             const QString key = line.left(eq).trimmed();
             if (eq < 0)
-                return QStringLiteral("%1:%2: expected 'option = value', got '%3'").arg(file).arg(number).arg(line);
+                return QStringLiteral("%1:%2: expected 'option = value', got '%3'")
+                    .arg(file)
+                    .arg(number)
+                    .arg(line);
             const bool known = std::any_of(agentSettings().begin(), agentSettings().end(),
                 [&](const AgentSetting &s) { return s.name == key && s.name != QLatin1String("config"); });
             if (!known)
@@ -117,7 +124,8 @@ QString AgentConfig::resolve(const QCommandLineParser &parser)
             m_sources[s.name] = fromFile[s.name].second;
         } else {
             // "$XDG_DATA_HOME/..." and "(...)" describe defaults the agent works out itself.
-            const bool literal = !s.defaultValue.startsWith(QLatin1Char('$')) && !s.defaultValue.startsWith(QLatin1Char('('));
+            const bool literal = !s.defaultValue.startsWith(QLatin1Char('$'))
+                && !s.defaultValue.startsWith(QLatin1Char('('));
             m_values[s.name] = literal ? s.defaultValue : QString();
             m_sources[s.name] = QStringLiteral("default");
         }

@@ -55,7 +55,8 @@ int fail(const std::string &message)
 }
 
 // A whole number option in [low, high], or an error naming it.
-bool numberOption(const AgentConfig &config, const char *name, int low, int high, int *out, std::string *error)
+bool numberOption(
+    const AgentConfig &config, const char *name, int low, int high, int *out, std::string *error)
 {
     bool ok = false;
     const QString text = config.value(QLatin1String(name));
@@ -106,11 +107,13 @@ int main(int argc, char **argv)
     const auto value = [&](const char *name) { return config.value(QLatin1String(name)); };
 
     if (!value("log-file").isEmpty() && !setLogFile(value("log-file").toStdString()))
-        return fail("cannot open log file '" + value("log-file").toStdString() + "': " + std::strerror(errno));
+        return fail(
+            "cannot open log file '" + value("log-file").toStdString() + "': " + std::strerror(errno));
     LogLevel level;
     if (!parseLogLevel(value("log-level").toStdString(), &level))
-        return fail("--log-level must be debug, info, warning or error (got '" + value("log-level").toStdString()
-            + "' from " + config.source(QStringLiteral("log-level")).toStdString() + ")");
+        return fail("--log-level must be debug, info, warning or error (got '"
+            + value("log-level").toStdString() + "' from "
+            + config.source(QStringLiteral("log-level")).toStdString() + ")");
     setLogLevel(level);
 
     std::string error;
@@ -169,7 +172,9 @@ int main(int argc, char **argv)
     QString fileError;
     std::string token = qgetenv("SCALELAB_AGENT_TOKEN").toStdString();
     if (!value("token-file").isEmpty()) {
-        token = QString::fromStdString(readFileOrEmpty(value("token-file"), &fileError)).trimmed().toStdString();
+        token = QString::fromStdString(readFileOrEmpty(value("token-file"), &fileError))
+                    .trimmed()
+                    .toStdString();
         if (!fileError.isEmpty())
             return fail(fileError.toStdString());
         if (token.empty())

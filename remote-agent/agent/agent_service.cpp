@@ -7,8 +7,8 @@
 #include "node_sampler.h"
 
 #include <algorithm>
-#include <cmath>
 #include <arpa/inet.h>
+#include <cmath>
 #include <fstream>
 #include <netinet/in.h>
 #include <set>
@@ -354,10 +354,10 @@ grpc::Status AgentService::StartWorkers(
         std::string why;
         cifar::inspectDataset((m_options.dataDir / spec.dataset()).string(), &why);
         return precondition("spec.dataset '" + spec.dataset() + "' is not usable on this agent: " + why
-                + " Data sets here: " + (names.empty() ? "none" : names)
-                + ". Fetch CIFAR-10 with FetchDataset, create a synthetic set with "
-                  "CreateSyntheticDataset, or put CIFAR-10 binary files under "
-                + m_options.dataDir.string());
+            + " Data sets here: " + (names.empty() ? "none" : names)
+            + ". Fetch CIFAR-10 with FetchDataset, create a synthetic set with "
+              "CreateSyntheticDataset, or put CIFAR-10 binary files under "
+            + m_options.dataDir.string());
     }
     const int localRanks = request->ranks_size();
     if (spec.threads_per_worker() * localRanks > cpuCores() * 4)
@@ -528,16 +528,16 @@ grpc::Status AgentService::CreateSyntheticDataset(
     return grpc::Status::OK;
 }
 
-grpc::Status AgentService::WatchNode(
-    grpc::ServerContext *context, const v1::WatchNodeRequest *request, grpc::ServerWriter<v1::NodeSample> *writer)
+grpc::Status AgentService::WatchNode(grpc::ServerContext *context, const v1::WatchNodeRequest *request,
+    grpc::ServerWriter<v1::NodeSample> *writer)
 {
     if (auto s = authorize(context); !s.ok())
         return s;
     if (request->interval_ms() != 0 && (request->interval_ms() < 100 || request->interval_ms() > 60'000))
         return invalid("interval_ms must be 0 (the agent's default) or 100..60000 (got "
             + std::to_string(request->interval_ms()) + ")");
-    const auto interval
-        = request->interval_ms() > 0 ? std::chrono::milliseconds(request->interval_ms()) : m_options.sampleInterval;
+    const auto interval = request->interval_ms() > 0 ? std::chrono::milliseconds(request->interval_ms())
+                                                     : m_options.sampleInterval;
     NodeSampler sampler;
     auto next = std::chrono::steady_clock::now();
     for (;;) {
@@ -548,9 +548,8 @@ grpc::Status AgentService::WatchNode(
                 return { grpc::StatusCode::CANCELLED, "the client went away" };
             if (shuttingDown())
                 return { grpc::StatusCode::UNAVAILABLE, "the agent is shutting down" };
-            std::this_thread::sleep_for(
-                std::min<std::chrono::steady_clock::duration>(std::chrono::milliseconds(50),
-                    next - std::chrono::steady_clock::now()));
+            std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(
+                std::chrono::milliseconds(50), next - std::chrono::steady_clock::now()));
         }
         std::vector<SampledProcess> processes;
         {
@@ -571,8 +570,9 @@ grpc::Status AgentService::FetchDataset(grpc::ServerContext *context, const v1::
         return s;
     const std::string name = request->name().empty() ? "cifar-10" : request->name();
     if (name != "cifar-10")
-        return invalid("name '" + name + "' is not a data set this agent can fetch; the only one is 'cifar-10' "
-                                         "(CreateSyntheticDataset makes synthetic ones)");
+        return invalid("name '" + name
+            + "' is not a data set this agent can fetch; the only one is 'cifar-10' "
+              "(CreateSyntheticDataset makes synthetic ones)");
     logMessage(LogLevel::Info, "fetching " + name + " from " + m_options.cifarSource.url);
     v1::Dataset dataset;
     const auto result = fetchCifar10(

@@ -51,8 +51,8 @@ public:
         grpc::ServerContext *, const v1::CreateSyntheticDatasetRequest *, v1::Dataset *) override;
     grpc::Status WatchNode(
         grpc::ServerContext *, const v1::WatchNodeRequest *, grpc::ServerWriter<v1::NodeSample> *) override;
-    grpc::Status FetchDataset(
-        grpc::ServerContext *, const v1::FetchDatasetRequest *, grpc::ServerWriter<v1::FetchProgress> *) override;
+    grpc::Status FetchDataset(grpc::ServerContext *, const v1::FetchDatasetRequest *,
+        grpc::ServerWriter<v1::FetchProgress> *) override;
 
     // [A-Za-z0-9_.-]{1,64}, not starting with '.': safe as a single path component.
     static bool isSafeName(const std::string &name);

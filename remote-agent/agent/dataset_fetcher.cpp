@@ -113,7 +113,8 @@ std::string unpackTarGz(const std::filesystem::path &archive, const std::filesys
             if (!isSafeRelative(name))
                 return archive.string() + " holds an unsafe path '" + name + "'; refusing to unpack it";
         } else if (type != 'L' && type != 'x' && type != 'g') {
-            return archive.string() + " holds '" + name + "', which is not a plain file or folder; refusing it";
+            return archive.string() + " holds '" + name
+                + "', which is not a plain file or folder; refusing it";
         }
         std::uint64_t left = padded;
         std::uint64_t data = size;
@@ -164,14 +165,16 @@ FetchResult fetchCifar10(const std::filesystem::path &dataDir, const std::string
             return {}; // already here
         }
         return { FetchFailure::Conflict,
-            target.string() + " exists but is not a usable data set (" + why + "); move it away and fetch again." };
+            target.string() + " exists but is not a usable data set (" + why
+                + "); move it away and fetch again." };
     }
 
     // --- download -------------------------------------------------------------
     const auto part = dataDir / (".fetch-" + name + ".tar.gz");
     QFile file(QString::fromStdString(part.string()));
     if (!file.open(QIODevice::WriteOnly | QIODevice::Truncate))
-        return { FetchFailure::Local, "cannot write " + part.string() + ": " + file.errorString().toStdString() };
+        return { FetchFailure::Local,
+            "cannot write " + part.string() + ": " + file.errorString().toStdString() };
     QCryptographicHash md5(QCryptographicHash::Md5);
     std::string error;
     std::int64_t received = 0, total = 0, reported = -kProgressEveryBytes;
@@ -180,7 +183,8 @@ FetchResult fetchCifar10(const std::filesystem::path &dataDir, const std::string
         QNetworkAccessManager network;
         QNetworkRequest request(QUrl(QString::fromStdString(source.url)));
         request.setTransferTimeout(source.stallTimeoutMs);
-        request.setAttribute(QNetworkRequest::RedirectPolicyAttribute, QNetworkRequest::NoLessSafeRedirectPolicy);
+        request.setAttribute(
+            QNetworkRequest::RedirectPolicyAttribute, QNetworkRequest::NoLessSafeRedirectPolicy);
         QEventLoop loop;
         QNetworkReply *reply = network.get(request);
         QObject::connect(reply, &QNetworkReply::readyRead, &loop, [&] {
@@ -274,8 +278,8 @@ FetchResult fetchCifar10(const std::filesystem::path &dataDir, const std::string
         return { error == "abandoned" ? FetchFailure::Abandoned : FetchFailure::Local, error };
     }
     logMessage(LogLevel::Info,
-        "fetched CIFAR-10 into " + target.string() + " (" + std::to_string(dataset->train_images()) + " train, "
-            + std::to_string(dataset->test_images()) + " test images)");
+        "fetched CIFAR-10 into " + target.string() + " (" + std::to_string(dataset->train_images())
+            + " train, " + std::to_string(dataset->test_images()) + " test images)");
     return {};
 }
 

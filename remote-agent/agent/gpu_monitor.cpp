@@ -4,8 +4,8 @@
 
 #include <dlfcn.h>
 #include <memory>
-#include <type_traits>
 #include <mutex>
+#include <type_traits>
 
 namespace scalelab::agent {
 

@@ -44,8 +44,8 @@ RunEventLog::RunEventLog(std::filesystem::path file)
             break; // the end, or a record cut short
         const auto limit = in.PushLimit(static_cast<int>(length));
         v1::RunEvent event;
-        const bool parsed = event.ParseFromCodedStream(&in) && in.ConsumedEntireMessage()
-            && in.BytesUntilLimit() == 0;
+        const bool parsed
+            = event.ParseFromCodedStream(&in) && in.ConsumedEntireMessage() && in.BytesUntilLimit() == 0;
         in.PopLimit(limit);
         if (!parsed || event.seq() != static_cast<std::int64_t>(m_events.size()) + 1)
             break;

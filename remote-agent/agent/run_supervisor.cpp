@@ -10,8 +10,8 @@
 #include <csignal>
 #include <cstring>
 #include <fstream>
-#include <sstream>
 #include <poll.h>
+#include <sstream>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -59,7 +59,8 @@ private:
 
 bool mentionsMemoryExhaustion(const std::string &text)
 {
-    for (const char *needle : { "out of memory", "bad_alloc", "can't allocate memory", "Cannot allocate memory" })
+    for (const char *needle :
+        { "out of memory", "bad_alloc", "can't allocate memory", "Cannot allocate memory" })
         if (text.find(needle) != std::string::npos)
             return true;
     return false;
@@ -136,13 +137,15 @@ v1::RankExit classifyExit(int rank, int waitStatus, bool stopRequested, const st
             exit.set_message(who + " stopped by signal " + name);
         } else if (signal == SIGKILL && oomKills > 0) {
             exit.set_kind(v1::EXIT_OUT_OF_MEMORY);
-            exit.set_message(who + " was killed by the kernel's OOM killer; lower spec.batch_size or run "
-                                   "fewer ranks on this node");
+            exit.set_message(who
+                + " was killed by the kernel's OOM killer; lower spec.batch_size or run "
+                  "fewer ranks on this node");
         } else {
             exit.set_kind(v1::EXIT_KILLED);
             exit.set_message(who + " was killed by signal " + name
-                + (signal == SIGKILL ? "; if nobody killed it, the kernel may have run out of memory (see dmesg)"
-                                     : ""));
+                + (signal == SIGKILL
+                        ? "; if nobody killed it, the kernel may have run out of memory (see dmesg)"
+                        : ""));
         }
     }
     return exit;
@@ -167,7 +170,8 @@ RunSupervisor::RunSupervisor(RunLaunch launch, Restored)
 {
     m_events = std::make_unique<RunEventLog>(m_launch.runDir / "events.log");
     v1::RunInfo saved;
-    if (google::protobuf::util::JsonStringToMessage(readText(m_launch.runDir / "placement.json"), &saved).ok())
+    if (google::protobuf::util::JsonStringToMessage(readText(m_launch.runDir / "placement.json"), &saved)
+            .ok())
         m_placements.assign(saved.placements().begin(), saved.placements().end());
     for (auto &placement : m_placements)
         placement.set_pid(0);
@@ -197,8 +201,8 @@ RunSupervisor::RunSupervisor(RunLaunch launch, Restored)
         m_interrupted = true;
         m_stopRequested = true;
         const std::string message = "interrupted: the agent stopped while the run was "
-            + v1::RunState_Name(m_state)
-            + "; checkpoints are kept, start attempt " + std::to_string(attempt() + 1) + " to resume";
+            + v1::RunState_Name(m_state) + "; checkpoints are kept, start attempt "
+            + std::to_string(attempt() + 1) + " to resume";
         v1::RunSummary summary;
         summary.set_state(v1::FAILED);
         summary.set_message(message);
@@ -586,21 +590,22 @@ void RunSupervisor::finish()
         m_endedMs = nowUnixMs();
         if (m_finished)
             summary = *m_finished;
-        const bool allSucceeded = std::all_of(
-            m_ranks.begin(), m_ranks.end(), [](const auto &r) { return r->exit.kind() == v1::EXIT_SUCCEEDED; });
+        const bool allSucceeded = std::all_of(m_ranks.begin(), m_ranks.end(),
+            [](const auto &r) { return r->exit.kind() == v1::EXIT_SUCCEEDED; });
         if (m_decidingExit) {
             state = v1::FAILED;
             message = m_decidingExit->message();
-            if (m_decidingExit->kind() == v1::EXIT_FAILED && m_decidingExit->message().find(':') == std::string::npos
-                && !m_lastOutputLine.empty())
+            if (m_decidingExit->kind() == v1::EXIT_FAILED
+                && m_decidingExit->message().find(':') == std::string::npos && !m_lastOutputLine.empty())
                 message += "; last output: " + m_lastOutputLine;
             summary.set_exit_code(m_decidingExit->exit_code());
             summary.set_signal(m_decidingExit->signal());
             summary.set_exit_kind(m_decidingExit->kind());
         } else if (m_interrupted && !allSucceeded) {
             state = v1::FAILED;
-            message = "interrupted: the agent shut down while the run was active; checkpoints are kept, start "
-                      "attempt "
+            message
+                = "interrupted: the agent shut down while the run was active; checkpoints are kept, start "
+                  "attempt "
                 + std::to_string(attempt() + 1) + " to resume";
             summary.set_exit_kind(v1::EXIT_STOPPED);
         } else if (allSucceeded) {

@@ -13,16 +13,16 @@
 #include "scalelab/v1/agent.pb.h"
 
 #include <atomic>
-#include <condition_variable>
 #include <chrono>
+#include <condition_variable>
 #include <filesystem>
 #include <map>
-#include <set>
-#include <vector>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <thread>
+#include <vector>
 
 namespace scalelab::agent {
 
