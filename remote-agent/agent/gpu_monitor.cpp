@@ -96,19 +96,25 @@ GpuMonitor::~GpuMonitor()
     }
 }
 
-std::vector<v1::GpuInfo> GpuMonitor::devices()
+template <typename F> void GpuMonitor::forEachDevice(F &&visit)
 {
-    std::vector<v1::GpuInfo> found;
     std::lock_guard lock(g_mutex);
     unsigned int count = 0;
     if (!m_api || m_api->deviceCount(&count) != kNvmlSuccess)
-        return found;
+        return;
     for (unsigned int i = 0; i < count; ++i) {
         nvmlDevice_t device = nullptr;
-        if (m_api->handleByIndex(i, &device) != kNvmlSuccess)
-            continue;
+        if (m_api->handleByIndex(i, &device) == kNvmlSuccess)
+            visit(static_cast<int>(i), device);
+    }
+}
+
+std::vector<v1::GpuInfo> GpuMonitor::devices()
+{
+    std::vector<v1::GpuInfo> found;
+    forEachDevice([&](int index, nvmlDevice_t device) {
         v1::GpuInfo info;
-        info.set_index(static_cast<int>(i));
+        info.set_index(index);
         char name[kNameLength] = {};
         if (m_api->name(device, name, sizeof name) == kNvmlSuccess)
             info.set_name(name);
@@ -116,23 +122,16 @@ std::vector<v1::GpuInfo> GpuMonitor::devices()
         if (m_api->memoryInfo(device, &memory) == kNvmlSuccess)
             info.set_memory_bytes(static_cast<std::int64_t>(memory.total));
         found.push_back(std::move(info));
-    }
+    });
     return found;
 }
 
 std::vector<v1::GpuSample> GpuMonitor::sample()
 {
     std::vector<v1::GpuSample> samples;
-    std::lock_guard lock(g_mutex);
-    unsigned int count = 0;
-    if (!m_api || m_api->deviceCount(&count) != kNvmlSuccess)
-        return samples;
-    for (unsigned int i = 0; i < count; ++i) {
-        nvmlDevice_t device = nullptr;
-        if (m_api->handleByIndex(i, &device) != kNvmlSuccess)
-            continue;
+    forEachDevice([&](int index, nvmlDevice_t device) {
         v1::GpuSample sample;
-        sample.set_index(static_cast<int>(i));
+        sample.set_index(index);
         nvmlUtilization_t utilization {};
         if (m_api->utilization(device, &utilization) == kNvmlSuccess)
             sample.set_utilization_percent(utilization.gpu);
@@ -142,7 +141,7 @@ std::vector<v1::GpuSample> GpuMonitor::sample()
             sample.set_memory_total_bytes(static_cast<std::int64_t>(memory.total));
         }
         samples.push_back(std::move(sample));
-    }
+    });
     return samples;
 }
 
