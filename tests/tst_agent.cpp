@@ -711,6 +711,36 @@ private Q_SLOTS:
         agent->stop();
     }
 
+    // One failing rank stops the others, and the run is FAILED (not CANCELLED) with the
+    // failing rank's reason, though the agent itself had to stop the rest.
+    void oneFailingRankFailsTheRun()
+    {
+        const QString worker = path(QStringLiteral("fake-worker-rank1.sh"));
+        QVERIFY(writeFile(worker,
+            "#!/bin/sh\ncase \"$*\" in *'--rank 1 '*) sleep 1; exit 3;; esac\n"
+            "trap 'exit 143' TERM\nwhile :; do sleep 0.2; done\n",
+            QFile::ReadOwner | QFile::WriteOwner | QFile::ExeOwner));
+        auto agent = startAgent(QStringLiteral("rank-fails"), { QStringLiteral("--worker"), worker });
+        AgentClient client(agent->endpoint(), agent->token());
+        v1::StartWorkersResponse started;
+        auto r = client.startWorkers(runRequest("pair-1", 1, 2, { 0, 1 }), &started);
+        QVERIFY2(r.ok(), qPrintable(r.message));
+        const auto watched = watchRun(client, "pair-1", 1);
+        QVERIFY(watched.status.ok());
+        QCOMPARE(lastStateName(watched.events), QStringLiteral("FAILED"));
+        std::map<int, v1::ExitKind> kinds;
+        for (const auto &e : watched.events)
+            if (e.has_rank_exited())
+                kinds[e.rank_exited().rank()] = e.rank_exited().kind();
+        QCOMPARE(kinds[1], v1::EXIT_FAILED);
+        QCOMPARE(kinds[0], v1::EXIT_STOPPED);
+        const auto &summary = watched.events[watched.events.size() - 2].summary();
+        QVERIFY2(
+            QString::fromStdString(summary.message()).startsWith(QStringLiteral("rank 1 exited with code 3")),
+            summary.message().c_str());
+        agent->stop();
+    }
+
     void exitClassificationRules()
     {
         using agent::classifyExit;
