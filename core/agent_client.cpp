@@ -4,6 +4,8 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <QFile>
+
 #include <chrono>
 
 namespace scalelab::core {
@@ -52,7 +54,35 @@ QString AgentClient::endpointError(const QString &endpoint)
     return {};
 }
 
+AgentTls AgentTls::fromEnvironment()
+{
+    AgentTls tls;
+    tls.caFile = QString::fromLocal8Bit(qgetenv("SCALELAB_TLS_CA"));
+    tls.certFile = QString::fromLocal8Bit(qgetenv("SCALELAB_TLS_CERT"));
+    tls.keyFile = QString::fromLocal8Bit(qgetenv("SCALELAB_TLS_KEY"));
+    tls.serverName = QString::fromLocal8Bit(qgetenv("SCALELAB_TLS_SERVER_NAME"));
+    return tls;
+}
+
+namespace {
+std::string readPem(const QString &path, const char *what, QString *error)
+{
+    QFile f(path);
+    if (!f.open(QIODevice::ReadOnly)) {
+        if (error->isEmpty())
+            *error = QStringLiteral("cannot read the TLS %1 %2: %3")
+                         .arg(QLatin1String(what), path, f.errorString());
+        return {};
+    }
+    return f.readAll().toStdString();
+}
+} // namespace
+
 AgentClient::AgentClient(const QString &endpoint, const QString &token)
+    : AgentClient(endpoint, token, AgentTls::fromEnvironment())
+{ }
+
+AgentClient::AgentClient(const QString &endpoint, const QString &token, const AgentTls &tls)
     : m_endpoint(endpoint)
     , m_token(token.toStdString())
 {
@@ -64,7 +94,21 @@ AgentClient::AgentClient(const QString &endpoint, const QString &token)
     // Fail fast and retry ourselves: a dead agent should be reported in seconds.
     args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 500);
     args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 5'000);
-    m_channel = grpc::CreateCustomChannel(endpoint.toStdString(), grpc::InsecureChannelCredentials(), args);
+    std::shared_ptr<grpc::ChannelCredentials> credentials = grpc::InsecureChannelCredentials();
+    if (tls.enabled()) {
+        grpc::SslCredentialsOptions ssl;
+        ssl.pem_root_certs = readPem(tls.caFile, "CA file", &m_setupError);
+        if (!tls.certFile.isEmpty() || !tls.keyFile.isEmpty()) {
+            if (tls.certFile.isEmpty() || tls.keyFile.isEmpty())
+                m_setupError = QStringLiteral("mutual TLS needs both a client certificate and its key");
+            ssl.pem_cert_chain = readPem(tls.certFile, "client certificate", &m_setupError);
+            ssl.pem_private_key = readPem(tls.keyFile, "client key", &m_setupError);
+        }
+        if (!tls.serverName.isEmpty())
+            args.SetSslTargetNameOverride(tls.serverName.toStdString());
+        credentials = grpc::SslCredentials(ssl);
+    }
+    m_channel = grpc::CreateCustomChannel(endpoint.toStdString(), credentials, args);
     m_stub = v1::Agent::NewStub(m_channel);
 }
 
@@ -81,8 +125,15 @@ void AgentClient::prepareStreamContext(grpc::ClientContext *context) const
         context->AddMetadata("authorization", "Bearer " + m_token);
 }
 
+CallResult AgentClient::setupFailure() const
+{
+    return { grpc::StatusCode::FAILED_PRECONDITION, m_setupError };
+}
+
 CallResult AgentClient::describe(v1::DescribeResponse *response, int timeoutMs)
 {
+    if (!m_setupError.isEmpty())
+        return setupFailure();
     grpc::ClientContext context;
     prepare(&context, timeoutMs);
     return CallResult::fromStatus(m_stub->Describe(&context, {}, response), m_endpoint);
@@ -91,6 +142,8 @@ CallResult AgentClient::describe(v1::DescribeResponse *response, int timeoutMs)
 CallResult AgentClient::startWorkers(
     const v1::StartWorkersRequest &request, v1::StartWorkersResponse *response)
 {
+    if (!m_setupError.isEmpty())
+        return setupFailure();
     grpc::ClientContext context;
     prepare(&context, kCallTimeoutMs);
     return CallResult::fromStatus(m_stub->StartWorkers(&context, request, response), m_endpoint);
@@ -98,6 +151,8 @@ CallResult AgentClient::startWorkers(
 
 CallResult AgentClient::stopRun(const QString &runId, v1::StopRunResponse *response)
 {
+    if (!m_setupError.isEmpty())
+        return setupFailure();
     grpc::ClientContext context;
     prepare(&context, kCallTimeoutMs);
     v1::StopRunRequest request;
@@ -107,6 +162,8 @@ CallResult AgentClient::stopRun(const QString &runId, v1::StopRunResponse *respo
 
 CallResult AgentClient::listRuns(v1::ListRunsResponse *response)
 {
+    if (!m_setupError.isEmpty())
+        return setupFailure();
     grpc::ClientContext context;
     prepare(&context, kCallTimeoutMs);
     return CallResult::fromStatus(m_stub->ListRuns(&context, {}, response), m_endpoint);
@@ -115,6 +172,8 @@ CallResult AgentClient::listRuns(v1::ListRunsResponse *response)
 CallResult AgentClient::createSyntheticDataset(
     const v1::CreateSyntheticDatasetRequest &request, v1::Dataset *response)
 {
+    if (!m_setupError.isEmpty())
+        return setupFailure();
     grpc::ClientContext context;
     prepare(&context, 120'000); // writing a large set takes a while
     return CallResult::fromStatus(m_stub->CreateSyntheticDataset(&context, request, response), m_endpoint);
@@ -122,6 +181,8 @@ CallResult AgentClient::createSyntheticDataset(
 
 CallResult AgentClient::checkHealth(int timeoutMs)
 {
+    if (!m_setupError.isEmpty())
+        return setupFailure();
     auto health = grpc::health::v1::Health::NewStub(m_channel);
     grpc::ClientContext context;
     prepare(&context, timeoutMs);
@@ -133,6 +194,48 @@ CallResult AgentClient::checkHealth(int timeoutMs)
         return { grpc::StatusCode::UNAVAILABLE,
             QStringLiteral("the agent at %1 is not serving (shutting down?)").arg(m_endpoint) };
     return {};
+}
+
+CallResult AgentClient::watchNode(int intervalMs, const std::function<bool(const v1::NodeSample &)> &onSample)
+{
+    if (!m_setupError.isEmpty())
+        return setupFailure();
+    grpc::ClientContext context;
+    prepareStreamContext(&context);
+    v1::WatchNodeRequest request;
+    request.set_interval_ms(intervalMs);
+    auto reader = m_stub->WatchNode(&context, request);
+    v1::NodeSample sample;
+    bool stoppedByUs = false;
+    while (reader->Read(&sample)) {
+        if (!onSample(sample)) {
+            stoppedByUs = true;
+            context.TryCancel();
+            break;
+        }
+    }
+    const grpc::Status status = reader->Finish();
+    return stoppedByUs ? CallResult {} : CallResult::fromStatus(status, m_endpoint);
+}
+
+CallResult AgentClient::fetchDataset(const QString &name,
+    const std::function<void(const v1::FetchProgress &)> &onProgress, v1::Dataset *dataset, int timeoutMs)
+{
+    if (!m_setupError.isEmpty())
+        return setupFailure();
+    grpc::ClientContext context;
+    prepare(&context, timeoutMs);
+    v1::FetchDatasetRequest request;
+    request.set_name(name.toStdString());
+    auto reader = m_stub->FetchDataset(&context, request);
+    v1::FetchProgress progress;
+    while (reader->Read(&progress)) {
+        if (progress.phase() == v1::FetchProgress::DONE && dataset)
+            *dataset = progress.dataset();
+        if (onProgress)
+            onProgress(progress);
+    }
+    return CallResult::fromStatus(reader->Finish(), m_endpoint);
 }
 
 } // namespace scalelab::core

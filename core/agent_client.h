@@ -1,12 +1,17 @@
 // A connection to one scalelab-agent. Blocking calls, each with a deadline; safe to
 // use from several threads (gRPC stubs are). Errors come back as CallResult with a
 // message a person can act on ("cannot reach the agent at ...: is it running?").
+// TLS: with AgentTls::caFile set the channel is TLS, verified against that CA, and
+// with certFile/keyFile it presents a client certificate (mutual TLS). The two-argument
+// constructor takes them from SCALELAB_TLS_CA, SCALELAB_TLS_CERT, SCALELAB_TLS_KEY and
+// SCALELAB_TLS_SERVER_NAME, so every tool built on it can reach a TLS agent.
 #pragma once
 
 #include "scalelab/v1/agent.grpc.pb.h"
 
 #include <QString>
 
+#include <functional>
 #include <memory>
 
 namespace scalelab::core {
@@ -19,10 +24,24 @@ struct CallResult {
     static CallResult fromStatus(const grpc::Status &status, const QString &endpoint);
 };
 
+struct AgentTls {
+    QString caFile; // PEM CA that signed the agent's certificate; empty = plaintext
+    QString certFile; // PEM client certificate for mutual TLS (optional)
+    QString keyFile; // its private key
+    QString serverName; // name to check in the agent's certificate; empty = the host
+    bool enabled() const { return !caFile.isEmpty(); }
+    static AgentTls fromEnvironment();
+};
+
 class AgentClient {
 public:
-    // `endpoint` is HOST:PORT. Check endpointError() before use.
+    // `endpoint` is HOST:PORT. Check endpointError() before use. TLS settings come
+    // from the environment (see above).
     AgentClient(const QString &endpoint, const QString &token);
+    AgentClient(const QString &endpoint, const QString &token, const AgentTls &tls);
+
+    // Empty, or why the TLS files could not be used; every call then fails with it.
+    QString setupError() const { return m_setupError; }
 
     // Empty when `endpoint` is a usable HOST:PORT, else what is wrong with it.
     static QString endpointError(const QString &endpoint);
@@ -38,14 +57,25 @@ public:
     // grpc.health.v1 Check: SERVING or an error.
     CallResult checkHealth(int timeoutMs = 3000);
 
+    // Utilization samples every `intervalMs` (0 = the agent's default), handed to
+    // `onSample` until it returns false (then the result is OK) or the stream fails.
+    CallResult watchNode(int intervalMs, const std::function<bool(const v1::NodeSample &)> &onSample);
+    // Has the agent download, check and unpack CIFAR-10 ("cifar-10"); progress goes to
+    // `onProgress`. On success `dataset` describes what is now on the agent.
+    CallResult fetchDataset(const QString &name,
+        const std::function<void(const v1::FetchProgress &)> &onProgress, v1::Dataset *dataset,
+        int timeoutMs = 3'600'000);
+
     // For RunWatch: a context carrying the token (no deadline: streams are long).
     void prepareStreamContext(grpc::ClientContext *context) const;
     v1::Agent::Stub &stub() { return *m_stub; }
 
 private:
     void prepare(grpc::ClientContext *context, int timeoutMs) const;
+    CallResult setupFailure() const;
 
     QString m_endpoint;
+    QString m_setupError;
     std::string m_token;
     std::shared_ptr<grpc::Channel> m_channel;
     std::unique_ptr<v1::Agent::Stub> m_stub;

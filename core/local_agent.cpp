@@ -42,18 +42,26 @@ bool LocalAgent::start(const LocalAgentOptions &options, int timeoutMs)
                                  "to this program and on PATH); install it or set SCALELAB_AGENT_BIN");
         return false;
     }
-    quint32 words[8];
-    QRandomGenerator::system()->fillRange(words);
-    m_token = options.token.isEmpty()
-        ? QString::fromLatin1(QByteArray(reinterpret_cast<const char *>(words), sizeof words).toHex())
-        : options.token;
+    m_token.clear();
+    if (options.withToken && !options.token.isEmpty()) {
+        m_token = options.token;
+    } else if (options.withToken) {
+        quint32 words[8];
+        QRandomGenerator::system()->fillRange(words);
+        m_token
+            = QString::fromLatin1(QByteArray(reinterpret_cast<const char *>(words), sizeof words).toHex());
+    }
+    m_endpoint.clear();
+    m_error.clear();
+    m_refused = false;
 
-    QStringList args = { QStringLiteral("--listen"), QStringLiteral("127.0.0.1"), QStringLiteral("--port"),
-        QStringLiteral("0") };
+    QStringList args
+        = { QStringLiteral("--listen"), options.listen, QStringLiteral("--port"), QStringLiteral("0") };
     if (!options.dataDir.isEmpty())
         args << QStringLiteral("--data-dir") << options.dataDir;
     if (!options.stateDir.isEmpty())
         args << QStringLiteral("--state-dir") << options.stateDir;
+    args << options.extraArguments;
     m_logFile = options.logFile;
     if (m_logFile.isEmpty())
         m_logFile = (options.stateDir.isEmpty() ? QDir::tempPath() : options.stateDir)
@@ -61,7 +69,10 @@ bool LocalAgent::start(const LocalAgentOptions &options, int timeoutMs)
     QDir().mkpath(QFileInfo(m_logFile).absolutePath());
 
     QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
-    env.insert(QStringLiteral("SCALELAB_AGENT_TOKEN"), m_token); // not on the command line
+    if (m_token.isEmpty())
+        env.remove(QStringLiteral("SCALELAB_AGENT_TOKEN"));
+    else
+        env.insert(QStringLiteral("SCALELAB_AGENT_TOKEN"), m_token); // not on the command line
     m_process.setProcessEnvironment(env);
     m_process.setStandardErrorFile(m_logFile, QIODevice::Append);
     m_process.setChildProcessModifier([] {

@@ -6,6 +6,7 @@
 #include <QObject>
 #include <QProcess>
 #include <QString>
+#include <QStringList>
 
 namespace scalelab::core {
 
@@ -14,7 +15,10 @@ struct LocalAgentOptions {
     QString dataDir; // empty = the agent's default
     QString stateDir; // empty = the agent's default
     QString logFile; // agent log; empty = <stateDir or temp>/local-agent.log
-    QString token; // empty = a fresh random token
+    QString listen = QStringLiteral("127.0.0.1");
+    QStringList extraArguments; // passed to the agent as they are (tests, TLS files)
+    bool withToken = true; // false: no token (loopback only)
+    QString token; // with withToken: this token instead of a fresh random one
 };
 
 class LocalAgent : public QObject {
@@ -32,6 +36,8 @@ public:
     QString token() const { return m_token; }
     QString error() const { return m_error; }
     QString logFile() const { return m_logFile; }
+    // The agent's process id while it runs, else 0.
+    qint64 processId() const { return m_process.processId(); }
     // The agent refused its configuration (exit code 2): bad input, not a crash.
     bool refusedConfiguration() const { return m_refused; }
 

@@ -12,6 +12,7 @@ SCALELAB_PACKAGES=(
   qt6-base-dev qt6-charts-dev libqt6opengl6-dev libgl-dev libxkbcommon-dev
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   qt6-svg-dev libsqlite3-dev    # chart export as SVG; the study journal
+  zlib1g-dev openssl            # the agent unpacks CIFAR-10; tests make TLS certificates
 )
 
 scalelab_install_dependencies() {

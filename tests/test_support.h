@@ -8,27 +8,52 @@
 
 namespace scalelab::test {
 
+// Calls `visit` with the id of every process in /proc.
+template <typename F> void forEachProcess(F &&visit)
+{
+    const auto entries = QDir(QStringLiteral("/proc")).entryList(QDir::Dirs | QDir::NoDotAndDotDot);
+    for (const QString &pid : entries) {
+        bool numeric = false;
+        pid.toInt(&numeric);
+        if (numeric)
+            visit(pid);
+    }
+}
+
 // Processes (pid: command line) whose command line contains `needle`. Tests put a
 // unique temporary folder on every command line they start, so "nothing left" is
 // checkable without touching other processes on the machine.
 inline QStringList processesMentioning(const QString &needle)
 {
     QStringList found;
-    const auto entries = QDir(QStringLiteral("/proc")).entryList(QDir::Dirs | QDir::NoDotAndDotDot);
-    for (const QString &pid : entries) {
-        bool numeric = false;
-        pid.toInt(&numeric);
-        if (!numeric)
-            continue;
+    forEachProcess([&](const QString &pid) {
         QFile cmdline(QStringLiteral("/proc/%1/cmdline").arg(pid));
         if (!cmdline.open(QIODevice::ReadOnly))
-            continue;
+            return;
         QByteArray raw = cmdline.readAll();
         raw.replace('\0', ' ');
         const QString text = QString::fromLocal8Bit(raw);
         if (text.contains(needle))
             found << pid + QStringLiteral(": ") + text;
-    }
+    });
+    return found;
+}
+
+// Children of `parent` (pid: state), zombies included: a zombie has no command line,
+// so processesMentioning() cannot see it, but /proc/PID/stat still names its parent.
+inline QStringList childProcesses(qint64 parent)
+{
+    QStringList found;
+    forEachProcess([&](const QString &pid) {
+        QFile stat(QStringLiteral("/proc/%1/stat").arg(pid));
+        if (!stat.open(QIODevice::ReadOnly))
+            return;
+        const QByteArray text = stat.readAll();
+        // "pid (comm) state ppid ...": comm may hold spaces, so split after the last ')'.
+        const auto fields = text.mid(text.lastIndexOf(')') + 2).split(' ');
+        if (fields.size() > 1 && fields[1].toLongLong() == parent)
+            found << pid + QStringLiteral(": ") + QString::fromLatin1(fields[0]);
+    });
     return found;
 }
 

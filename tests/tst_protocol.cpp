@@ -148,7 +148,8 @@ private Q_SLOTS:
         QTest::newRow("path-like run id") << "runid" << int(grpc::StatusCode::INVALID_ARGUMENT) << "run_id";
         QTest::newRow("rank outside world") << "rank" << int(grpc::StatusCode::INVALID_ARGUMENT) << "ranks";
         QTest::newRow("attempt 0") << "attempt" << int(grpc::StatusCode::INVALID_ARGUMENT) << "attempt";
-        QTest::newRow("unknown data set") << "dataset" << int(grpc::StatusCode::NOT_FOUND) << "spec.dataset";
+        QTest::newRow("unknown data set")
+            << "dataset" << int(grpc::StatusCode::FAILED_PRECONDITION) << "spec.dataset";
         QTest::newRow("path-like data set")
             << "dataset-path" << int(grpc::StatusCode::INVALID_ARGUMENT) << "spec.dataset";
         QTest::newRow("GPU on CPU node")

@@ -1,5 +1,6 @@
 // scalelab-agent: one per node. Serves proto/scalelab/v1 over gRPC, starts and
 // supervises scalelab-worker processes, and never leaves a child behind.
+#include "agent_config.h"
 #include "agent_service.h"
 #include "log.h"
 
@@ -13,8 +14,10 @@
 
 #include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <iostream>
 #include <pthread.h>
+#include <unistd.h>
 
 using namespace scalelab;
 using namespace scalelab::agent;
@@ -23,32 +26,48 @@ namespace {
 
 constexpr int kMaxMessageBytes = 16 * 1024 * 1024;
 
-QString envOr(const char *name, const QString &fallback)
-{
-    const QByteArray value = qgetenv(name);
-    return value.isEmpty() ? fallback : QString::fromLocal8Bit(value);
-}
-
 bool isLoopback(const QString &host)
 {
     return host == QLatin1String("127.0.0.1") || host == QLatin1String("localhost")
         || host == QLatin1String("::1") || host.startsWith(QLatin1String("127."));
 }
 
-QString readFileOrEmpty(const QString &path, QString *error)
+bool isWildcard(const QString &host)
+{
+    return host == QLatin1String("0.0.0.0") || host == QLatin1String("::") || host == QLatin1String("[::]");
+}
+
+std::string readFileOrEmpty(const QString &path, QString *error)
 {
     QFile f(path);
     if (!f.open(QIODevice::ReadOnly)) {
         *error = QStringLiteral("cannot read %1: %2").arg(path, f.errorString());
         return {};
     }
-    return QString::fromUtf8(f.readAll()).trimmed();
+    return f.readAll().toStdString();
 }
 
 int fail(const std::string &message)
 {
     std::cerr << "scalelab-agent: " << message << "\n";
+    logMessage(LogLevel::Error, message); // also into --log-file, when there is one
     return 2;
+}
+
+// A whole number option in [low, high], or an error naming it.
+bool numberOption(
+    const AgentConfig &config, const char *name, int low, int high, int *out, std::string *error)
+{
+    bool ok = false;
+    const QString text = config.value(QLatin1String(name));
+    *out = text.toInt(&ok);
+    if (!ok || *out < low || *out > high) {
+        *error = std::string("--") + name + " must be a whole number from " + std::to_string(low) + " to "
+            + std::to_string(high) + " (got '" + text.toStdString() + "' from "
+            + config.source(QLatin1String(name)).toStdString() + ")";
+        return false;
+    }
+    return true;
 }
 
 } // namespace
@@ -68,71 +87,51 @@ int main(int argc, char **argv)
     QCoreApplication::setApplicationName(QStringLiteral("scalelab-agent"));
     QCoreApplication::setApplicationVersion(QStringLiteral(SCALELAB_VERSION));
 
-    const QString home = QString::fromLocal8Bit(qgetenv("HOME"));
-    const QString dataHome = envOr("XDG_DATA_HOME", home + QStringLiteral("/.local/share"));
-
     QCommandLineParser parser;
-    parser.setApplicationDescription(
-        QStringLiteral("ScaleLab node agent: runs CIFAR-10 training workers for the ScaleLab console.\n"
-                       "Every option can also be set by the environment variable named in brackets."));
+    parser.setApplicationDescription(QStringLiteral(
+        "ScaleLab node agent: runs CIFAR-10 training workers for the ScaleLab console.\n"
+        "Each option can also be set by the environment variable in brackets, or in the config\n"
+        "file as 'option = value'; the command line wins over the environment, which wins over\n"
+        "the file. Off loopback the agent needs a token (SCALELAB_AGENT_TOKEN or --token-file)\n"
+        "and TLS (--tls-cert, --tls-key), and refuses to start without them."));
     parser.addHelpOption();
     parser.addVersionOption();
-    QCommandLineOption listen(QStringLiteral("listen"),
-        QStringLiteral("Address to listen on [SCALELAB_AGENT_LISTEN]. Anything "
-                       "but loopback needs --token-file and --tls-cert/--tls-key."),
-        QStringLiteral("host"), envOr("SCALELAB_AGENT_LISTEN", QStringLiteral("127.0.0.1")));
-    QCommandLineOption port(QStringLiteral("port"),
-        QStringLiteral("TCP port; 0 picks a free one and prints it [SCALELAB_AGENT_PORT]."),
-        QStringLiteral("port"), envOr("SCALELAB_AGENT_PORT", QStringLiteral("7450")));
-    QCommandLineOption dataDir(QStringLiteral("data-dir"),
-        QStringLiteral("Folder holding one sub-folder per data set "
-                       "[SCALELAB_AGENT_DATA_DIR]."),
-        QStringLiteral("dir"));
-    QCommandLineOption stateDir(QStringLiteral("state-dir"),
-        QStringLiteral("Folder for run records and checkpoints "
-                       "[SCALELAB_AGENT_STATE_DIR]."),
-        QStringLiteral("dir"),
-        envOr("SCALELAB_AGENT_STATE_DIR", dataHome + QStringLiteral("/scalelab/agent")));
-    QCommandLineOption workerBin(QStringLiteral("worker"),
-        QStringLiteral("Path of scalelab-worker; default: next to this "
-                       "program [SCALELAB_WORKER_BIN]."),
-        QStringLiteral("path"),
-        envOr("SCALELAB_WORKER_BIN",
-            QCoreApplication::applicationDirPath() + QStringLiteral("/scalelab-worker")));
-    QCommandLineOption tokenFile(QStringLiteral("token-file"),
-        QStringLiteral("File holding the bearer token clients must send. "
-                       "The token may instead come from SCALELAB_AGENT_TOKEN "
-                       "(never put it on the command line)."),
-        QStringLiteral("path"), envOr("SCALELAB_AGENT_TOKEN_FILE", {}));
-    QCommandLineOption tlsCert(QStringLiteral("tls-cert"),
-        QStringLiteral("PEM server certificate chain [SCALELAB_AGENT_TLS_CERT]."), QStringLiteral("path"),
-        envOr("SCALELAB_AGENT_TLS_CERT", {}));
-    QCommandLineOption tlsKey(QStringLiteral("tls-key"),
-        QStringLiteral("PEM private key [SCALELAB_AGENT_TLS_KEY]."), QStringLiteral("path"),
-        envOr("SCALELAB_AGENT_TLS_KEY", {}));
-    QCommandLineOption logLevel(QStringLiteral("log-level"),
-        QStringLiteral("debug, info, warning or error [SCALELAB_AGENT_LOG_LEVEL]."), QStringLiteral("level"),
-        envOr("SCALELAB_AGENT_LOG_LEVEL", QStringLiteral("info")));
-    parser.addOptions({ listen, port, dataDir, stateDir, workerBin, tokenFile, tlsCert, tlsKey, logLevel });
+    AgentConfig config;
+    config.addOptions(&parser);
     parser.process(app);
     if (!parser.positionalArguments().isEmpty())
         return fail(
             "unexpected argument '" + parser.positionalArguments().first().toStdString() + "'; see --help");
+    if (const QString problem = config.resolve(parser); !problem.isEmpty())
+        return fail(problem.toStdString());
+    const auto value = [&](const char *name) { return config.value(QLatin1String(name)); };
 
+    if (!value("log-file").isEmpty() && !setLogFile(value("log-file").toStdString()))
+        return fail(
+            "cannot open log file '" + value("log-file").toStdString() + "': " + std::strerror(errno));
     LogLevel level;
-    if (!parseLogLevel(parser.value(logLevel).toStdString(), &level))
-        return fail("--log-level must be debug, info, warning or error");
+    if (!parseLogLevel(value("log-level").toStdString(), &level))
+        return fail("--log-level must be debug, info, warning or error (got '"
+            + value("log-level").toStdString() + "' from "
+            + config.source(QStringLiteral("log-level")).toStdString() + ")");
     setLogLevel(level);
 
-    bool portOk = false;
-    const int portNumber = parser.value(port).toInt(&portOk);
-    if (!portOk || portNumber < 0 || portNumber > 65535)
-        return fail(
-            "--port must be a number from 0 to 65535 (got '" + parser.value(port).toStdString() + "')");
+    std::string error;
+    int portNumber = 0, sampleMs = 0, heartbeatMs = 0, graceMs = 0;
+    if (!numberOption(config, "port", 0, 65535, &portNumber, &error)
+        || !numberOption(config, "sample-interval-ms", 100, 60'000, &sampleMs, &error)
+        || !numberOption(config, "heartbeat-ms", 100, 60'000, &heartbeatMs, &error)
+        || !numberOption(config, "stop-grace-ms", 100, 600'000, &graceMs, &error))
+        return fail(error);
+
+    const QString home = QString::fromLocal8Bit(qgetenv("HOME"));
+    QString dataHome = QString::fromLocal8Bit(qgetenv("XDG_DATA_HOME"));
+    if (dataHome.isEmpty())
+        dataHome = home + QStringLiteral("/.local/share");
 
     // An explicitly named data folder must exist: a typo should not silently give an
     // agent with no data. The default one is created.
-    QString data = parser.isSet(dataDir) ? parser.value(dataDir) : envOr("SCALELAB_AGENT_DATA_DIR", {});
+    QString data = value("data-dir");
     if (!data.isEmpty()) {
         if (!QFileInfo(data).isDir())
             return fail("data directory '" + data.toStdString()
@@ -141,57 +140,111 @@ int main(int argc, char **argv)
     } else {
         data = dataHome + QStringLiteral("/scalelab/data");
     }
+    const QString state
+        = value("state-dir").isEmpty() ? dataHome + QStringLiteral("/scalelab/agent") : value("state-dir");
     std::error_code ec;
     std::filesystem::create_directories(data.toStdString(), ec);
-    std::filesystem::create_directories(parser.value(stateDir).toStdString(), ec);
     if (ec)
-        return fail(
-            "cannot create state directory '" + parser.value(stateDir).toStdString() + "': " + ec.message());
+        return fail("cannot create data directory '" + data.toStdString() + "': " + ec.message());
+    std::filesystem::create_directories(state.toStdString(), ec);
+    if (ec)
+        return fail("cannot create state directory '" + state.toStdString() + "': " + ec.message());
 
     AgentOptions options;
     options.dataDir = std::filesystem::absolute(data.toStdString());
-    options.stateDir = std::filesystem::absolute(parser.value(stateDir).toStdString());
-    options.workerBinary = parser.value(workerBin).toStdString();
-    if (!QFileInfo(parser.value(workerBin)).isExecutable())
+    options.stateDir = std::filesystem::absolute(state.toStdString());
+    const QString worker = value("worker").isEmpty()
+        ? QCoreApplication::applicationDirPath() + QStringLiteral("/scalelab-worker")
+        : value("worker");
+    options.workerBinary = worker.toStdString();
+    if (!QFileInfo(worker).isExecutable())
         return fail("worker program '" + options.workerBinary
             + "' is missing or not executable; install scalelab-worker next to the agent "
               "or pass --worker PATH");
-    QString error;
-    QString token = QString::fromLocal8Bit(qgetenv("SCALELAB_AGENT_TOKEN"));
-    if (!parser.value(tokenFile).isEmpty()) {
-        token = readFileOrEmpty(parser.value(tokenFile), &error);
-        if (!error.isEmpty())
-            return fail(error.toStdString());
+    options.heartbeat = std::chrono::milliseconds(heartbeatMs);
+    options.sampleInterval = std::chrono::milliseconds(sampleMs);
+    options.stopGrace = std::chrono::milliseconds(graceMs);
+    options.cifarSource.url = value("cifar-url").toStdString();
+    options.cifarSource.md5 = value("cifar-md5").toLower().toStdString();
+    if (options.cifarSource.md5.size() != 32)
+        return fail("--cifar-md5 must be 32 hexadecimal digits");
+
+    QString fileError;
+    std::string token = qgetenv("SCALELAB_AGENT_TOKEN").toStdString();
+    if (!value("token-file").isEmpty()) {
+        token = QString::fromStdString(readFileOrEmpty(value("token-file"), &fileError))
+                    .trimmed()
+                    .toStdString();
+        if (!fileError.isEmpty())
+            return fail(fileError.toStdString());
+        if (token.empty())
+            return fail("token file '" + value("token-file").toStdString() + "' is empty");
     }
-    options.token = token.toStdString();
+    options.token = token;
     qunsetenv("SCALELAB_AGENT_TOKEN"); // workers have no business with it
 
-    const QString host = parser.value(listen);
+    const QString host = value("listen");
+    if (host.isEmpty())
+        return fail("--listen must name an address (for example 127.0.0.1 or 0.0.0.0)");
+    const bool tls = !value("tls-cert").isEmpty() || !value("tls-key").isEmpty();
+    if (!isLoopback(host) && (options.token.empty() || !tls)) {
+        std::string missing = options.token.empty() && !tls ? "a token and TLS"
+            : options.token.empty()                         ? "a token"
+                                                            : "TLS";
+        return fail("refusing to listen on " + host.toStdString() + " without " + missing
+            + ": anyone on the network could run code here. Set SCALELAB_AGENT_TOKEN (or "
+              "--token-file) and --tls-cert/--tls-key, or listen on 127.0.0.1");
+    }
+    if (!value("tls-client-ca").isEmpty() && !tls)
+        return fail("--tls-client-ca (mutual TLS) needs --tls-cert and --tls-key too");
+
     std::shared_ptr<grpc::ServerCredentials> credentials;
-    const bool tls = !parser.value(tlsCert).isEmpty() || !parser.value(tlsKey).isEmpty();
     if (tls) {
+        if (value("tls-cert").isEmpty() || value("tls-key").isEmpty())
+            return fail("TLS needs both --tls-cert and --tls-key");
         grpc::SslServerCredentialsOptions ssl;
-        const QString cert = readFileOrEmpty(parser.value(tlsCert), &error);
-        const QString key = readFileOrEmpty(parser.value(tlsKey), &error);
-        if (!error.isEmpty())
-            return fail(error.toStdString() + " (TLS needs both --tls-cert and --tls-key)");
-        ssl.pem_key_cert_pairs.push_back({ key.toStdString() + "\n", cert.toStdString() + "\n" });
+        const std::string cert = readFileOrEmpty(value("tls-cert"), &fileError);
+        const std::string key = readFileOrEmpty(value("tls-key"), &fileError);
+        if (!fileError.isEmpty())
+            return fail(fileError.toStdString());
+        if (cert.find("-----BEGIN CERTIFICATE-----") == std::string::npos)
+            return fail("--tls-cert '" + value("tls-cert").toStdString() + "' holds no PEM certificate");
+        if (key.find("PRIVATE KEY-----") == std::string::npos)
+            return fail("--tls-key '" + value("tls-key").toStdString() + "' holds no PEM private key");
+        ssl.pem_key_cert_pairs.push_back({ key, cert });
+        if (!value("tls-client-ca").isEmpty()) {
+            ssl.pem_root_certs = readFileOrEmpty(value("tls-client-ca"), &fileError);
+            if (!fileError.isEmpty())
+                return fail(fileError.toStdString());
+            ssl.client_certificate_request = GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;
+        }
         credentials = grpc::SslServerCredentials(ssl);
     } else {
         credentials = grpc::InsecureServerCredentials();
     }
-    if (!isLoopback(host) && (options.token.empty() || !tls))
-        return fail("refusing to listen on " + host.toStdString()
-            + " without a token and TLS: anyone on the network could run code here. "
-              "Set SCALELAB_AGENT_TOKEN (or --token-file) and --tls-cert/--tls-key, or "
-              "listen on 127.0.0.1");
+
+    // The rendezvous this agent hosts for rank 0 must be reachable from other nodes.
+    QString advertise = value("advertise-host");
+    if (advertise.isEmpty()) {
+        if (isLoopback(host))
+            advertise = QStringLiteral("127.0.0.1");
+        else if (!isWildcard(host))
+            advertise = host;
+        else {
+            char name[256] = {};
+            gethostname(name, sizeof name - 1);
+            advertise = QString::fromLocal8Bit(name);
+        }
+    }
+    options.advertiseHost = advertise.toStdString();
 
     AgentService service(options);
     grpc::EnableDefaultHealthCheckService(true);
     grpc::ServerBuilder builder;
     int selectedPort = 0;
     const QString address
-        = (host.contains(QLatin1Char(':')) ? QStringLiteral("[%1]:%2") : QStringLiteral("%1:%2"))
+        = (host.contains(QLatin1Char(':')) && !host.startsWith(QLatin1Char('[')) ? QStringLiteral("[%1]:%2")
+                                                                                 : QStringLiteral("%1:%2"))
               .arg(host)
               .arg(portNumber);
     builder.AddListeningPort(address.toStdString(), credentials, &selectedPort);
@@ -212,9 +265,11 @@ int main(int argc, char **argv)
     std::printf("scalelab-agent listening on %s:%d\n", host.toStdString().c_str(), selectedPort);
     std::fflush(stdout);
     logMessage(LogLevel::Info,
-        "data " + options.dataDir.string() + ", state " + options.stateDir.string() + ", worker "
+        "listening on " + address.toStdString() + " (port " + std::to_string(selectedPort) + "), data "
+            + options.dataDir.string() + ", state " + options.stateDir.string() + ", worker "
             + options.workerBinary + (options.token.empty() ? ", no token" : ", token required")
-            + (tls ? ", TLS" : ""));
+            + (tls ? (value("tls-client-ca").isEmpty() ? ", TLS" : ", mutual TLS") : ", no TLS")
+            + ", rendezvous host " + options.advertiseHost);
 
     int signal = 0;
     sigwait(&shutdownSignals, &signal);

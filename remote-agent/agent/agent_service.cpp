@@ -2,10 +2,13 @@
 
 #include "cifar10.h"
 #include "cpu_features.h"
+#include "gpu_monitor.h"
 #include "log.h"
+#include "node_sampler.h"
 
 #include <algorithm>
 #include <arpa/inet.h>
+#include <cmath>
 #include <fstream>
 #include <netinet/in.h>
 #include <set>
@@ -70,11 +73,72 @@ int freeTcpPort()
     return port;
 }
 
+// Host names, IPv4 and IPv6 addresses: nothing that could smuggle an option or a path
+// onto the worker's command line.
+bool isHostName(const std::string &host)
+{
+    return !host.empty() && host.size() <= 253 && host.front() != '-'
+        && std::all_of(host.begin(), host.end(), [](char c) {
+               return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.'
+                   || c == '-' || c == ':';
+           });
+}
+
+grpc::Status badRunId(const std::string &field, const std::string &value)
+{
+    return invalid(field + " '" + value
+        + "' is not valid: use 1-64 characters from A-Z a-z 0-9 _ - . not starting with '.'");
+}
+
 } // namespace
 
 AgentService::AgentService(AgentOptions options)
     : m_options(std::move(options))
-{ }
+{
+    restoreRuns();
+}
+
+void AgentService::restoreRuns()
+{
+    std::error_code ec;
+    int restored = 0, interrupted = 0;
+    for (const auto &runEntry : std::filesystem::directory_iterator(m_options.stateDir / "runs", ec)) {
+        const std::string runId = runEntry.path().filename().string();
+        if (!runEntry.is_directory() || !isSafeName(runId))
+            continue;
+        // The newest attempt is the run's state; older ones stay on disk.
+        int latest = 0;
+        std::error_code ignored;
+        for (const auto &attemptEntry : std::filesystem::directory_iterator(runEntry.path(), ignored)) {
+            const std::string name = attemptEntry.path().filename().string();
+            if (!name.empty() && name.size() < 9 && std::all_of(name.begin(), name.end(), ::isdigit)
+                && std::filesystem::exists(attemptEntry.path() / "request.json"))
+                latest = std::max(latest, std::stoi(name));
+        }
+        if (latest == 0)
+            continue;
+        std::string error;
+        auto run = RunSupervisor::restore(runEntry.path() / std::to_string(latest), &error);
+        if (!run) {
+            logMessage(LogLevel::Warning, "cannot reopen run " + runId + ": " + error);
+            continue;
+        }
+        ++restored;
+        if (run->info().interrupted())
+            ++interrupted;
+        m_runs[runId] = std::move(run);
+    }
+    if (restored > 0)
+        logMessage(LogLevel::Info,
+            "reopened " + std::to_string(restored) + " run(s) from " + (m_options.stateDir / "runs").string()
+                + ", " + std::to_string(interrupted) + " of them marked interrupted");
+}
+
+bool AgentService::shuttingDown() const
+{
+    std::lock_guard lock(m_mutex);
+    return m_shuttingDown;
+}
 
 AgentService::~AgentService()
 {
@@ -90,7 +154,7 @@ void AgentService::shutdown()
         runs = m_runs;
     }
     for (auto &[id, run] : runs)
-        run->stop(std::chrono::milliseconds(3000));
+        run->interrupt(std::chrono::milliseconds(3000));
     for (auto &[id, run] : runs)
         run->waitFinished();
 }
@@ -159,13 +223,14 @@ grpc::Status AgentService::Describe(
 {
     if (auto s = authorize(context); !s.ok())
         return s;
-    char host[256] = {};
-    gethostname(host, sizeof host - 1);
-    response->set_hostname(host);
+    response->set_hostname(hostName());
     response->set_agent_version(SCALELAB_VERSION);
     response->set_cpu_cores(cpuCores());
     response->set_memory_bytes(static_cast<std::int64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGE_SIZE));
     response->set_data_dir(m_options.dataDir.string());
+    for (auto &gpu : GpuMonitor::instance().devices())
+        *response->add_gpus() = std::move(gpu);
+    response->set_gpu_status(GpuMonitor::instance().status());
     for (auto &d : scanDatasets())
         *response->add_datasets() = std::move(d);
     int busyRanks = 0;
@@ -186,9 +251,7 @@ grpc::Status AgentService::StartWorkers(
         return s;
     // --- validate every field, naming it -------------------------------------
     if (!isSafeName(request->run_id()))
-        return invalid("run_id '" + request->run_id()
-            + "' is not valid: use 1-64 characters from A-Z a-z 0-9 _ - . "
-              "not starting with '.'");
+        return badRunId("run_id", request->run_id());
     if (request->attempt() < 1)
         return invalid("attempt must be 1 or more (got " + std::to_string(request->attempt()) + ")");
     if (request->world_size() < 1)
@@ -218,11 +281,32 @@ grpc::Status AgentService::StartWorkers(
         return invalid("spec.threads_per_worker must be 0 (automatic) or more");
     if (spec.max_train_images() < 0 || spec.max_test_images() < 0)
         return invalid("spec.max_train_images and spec.max_test_images must not be negative");
-    if (spec.gpus_per_worker() < 0)
-        return invalid("spec.gpus_per_worker must not be negative");
-    if (spec.gpus_per_worker() > 0)
-        return precondition("spec.gpus_per_worker is " + std::to_string(spec.gpus_per_worker())
-            + " but this node has no GPU; use 0 for CPU training");
+    if (!(spec.gpus_per_worker() >= 0) || spec.gpus_per_worker() > 64)
+        return invalid("spec.gpus_per_worker must be between 0 (CPU) and 64");
+    if (spec.gpus_per_worker() > 1 && spec.gpus_per_worker() != std::floor(spec.gpus_per_worker()))
+        return invalid("spec.gpus_per_worker above 1 must be a whole number (got "
+            + std::to_string(spec.gpus_per_worker()) + ")");
+    // GPU assignment: whole GPUs each, or several ranks sharing one (fractions).
+    std::map<int, std::vector<int>> gpuAssignment;
+    if (spec.gpus_per_worker() > 0) {
+        const auto gpus = GpuMonitor::instance().devices();
+        const double g = spec.gpus_per_worker();
+        const int needed = static_cast<int>(std::ceil(g * request->ranks_size() - 1e-9));
+        if (needed > static_cast<int>(gpus.size()))
+            return precondition("spec.gpus_per_worker " + std::to_string(g) + " x "
+                + std::to_string(request->ranks_size()) + " rank(s) needs " + std::to_string(needed)
+                + " GPU(s) but this node has " + std::to_string(gpus.size())
+                + (gpus.empty() ? " (" + GpuMonitor::instance().status() + ")" : std::string())
+                + "; use 0 for CPU training or place fewer ranks here");
+        for (int i = 0; i < request->ranks_size(); ++i) {
+            auto &assigned = gpuAssignment[request->ranks(i)];
+            if (g >= 1)
+                for (int k = 0; k < static_cast<int>(g); ++k)
+                    assigned.push_back(gpus[static_cast<std::size_t>(i * static_cast<int>(g) + k)].index());
+            else
+                assigned.push_back(gpus[static_cast<std::size_t>(std::floor(i * g))].index());
+        }
+    }
     if (spec.precision() == v1::BF16 && !cpu::hasBf16())
         return precondition("spec.precision BF16 needs a CPU with AVX-512 BF16 or AMX; this node has "
                             "neither. Use FP32");
@@ -243,12 +327,14 @@ grpc::Status AgentService::StartWorkers(
             return invalid("rendezvous needs both host and port, or neither (then rank 0's agent picks it)");
         if (rendezvous.port() < 0 || rendezvous.port() > 65535)
             return invalid("rendezvous.port must be in 1..65535");
+        if (!rendezvous.host().empty() && !isHostName(rendezvous.host()))
+            return invalid("rendezvous.host '" + rendezvous.host() + "' is not a host name or address");
         if (rendezvous.port() == 0) {
             if (seen.count(0) == 0)
                 return invalid("rendezvous is empty but rank 0 is not on this agent: start rank 0 first "
                                "and pass the rendezvous its agent reported");
             const bool allHere = request->ranks_size() == request->world_size();
-            rendezvous.set_host(allHere ? "127.0.0.1" : hostName());
+            rendezvous.set_host(allHere ? "127.0.0.1" : m_options.advertiseHost);
             rendezvous.set_port(freeTcpPort());
             if (rendezvous.port() == 0)
                 return { grpc::StatusCode::RESOURCE_EXHAUSTED, "no free TCP port for the rendezvous" };
@@ -267,12 +353,11 @@ grpc::Status AgentService::StartWorkers(
             names += (names.empty() ? "" : ", ") + d.name() + (d.synthetic() ? " (synthetic)" : "");
         std::string why;
         cifar::inspectDataset((m_options.dataDir / spec.dataset()).string(), &why);
-        return { grpc::StatusCode::NOT_FOUND,
-            "spec.dataset '" + spec.dataset() + "' is not usable on this agent: " + why
-                + " Data sets here: " + (names.empty() ? "none" : names)
-                + ". Create a synthetic one with CreateSyntheticDataset or put CIFAR-10 "
-                  "binary files under "
-                + m_options.dataDir.string() };
+        return precondition("spec.dataset '" + spec.dataset() + "' is not usable on this agent: " + why
+            + " Data sets here: " + (names.empty() ? "none" : names)
+            + ". Fetch CIFAR-10 with FetchDataset, create a synthetic set with "
+              "CreateSyntheticDataset, or put CIFAR-10 binary files under "
+            + m_options.dataDir.string());
     }
     const int localRanks = request->ranks_size();
     if (spec.threads_per_worker() * localRanks > cpuCores() * 4)
@@ -311,6 +396,7 @@ grpc::Status AgentService::StartWorkers(
         launch.workerBinary = m_options.workerBinary;
         launch.threadsPerRank = spec.threads_per_worker() > 0 ? spec.threads_per_worker()
                                                               : std::max(1, cpuCores() / localRanks);
+        launch.gpus = gpuAssignment;
         std::error_code ec;
         std::filesystem::create_directories(launch.runDir, ec);
         if (ec)
@@ -336,6 +422,8 @@ grpc::Status AgentService::WatchRun(grpc::ServerContext *context, const v1::Watc
 {
     if (auto s = authorize(context); !s.ok())
         return s;
+    if (!isSafeName(request->run_id()))
+        return badRunId("run_id", request->run_id());
     if (request->from_seq() < 0)
         return invalid("from_seq must be 0 or more");
     const auto run = findRun(request->run_id());
@@ -371,14 +459,16 @@ grpc::Status AgentService::StopRun(
 {
     if (auto s = authorize(context); !s.ok())
         return s;
-    if (request->grace_ms() < 0)
-        return invalid("grace_ms must be 0 (default) or more");
+    if (!isSafeName(request->run_id()))
+        return badRunId("run_id", request->run_id());
+    if (request->grace_ms() < 0 || request->grace_ms() > 600'000)
+        return invalid("grace_ms must be 0 (the agent's default) to 600000");
     const auto run = findRun(request->run_id());
     if (!run)
         return { grpc::StatusCode::NOT_FOUND,
             "run_id '" + request->run_id() + "' is not known to this agent" };
     logMessage(LogLevel::Info, "stopping run " + request->run_id());
-    run->stop(std::chrono::milliseconds(request->grace_ms() > 0 ? request->grace_ms() : 5000));
+    run->stop(request->grace_ms() > 0 ? std::chrono::milliseconds(request->grace_ms()) : m_options.stopGrace);
     response->set_state(run->info().state());
     return grpc::Status::OK;
 }
@@ -400,9 +490,7 @@ grpc::Status AgentService::CreateSyntheticDataset(
     if (auto s = authorize(context); !s.ok())
         return s;
     if (!isSafeName(request->name()))
-        return invalid("name '" + request->name()
-            + "' is not valid: use 1-64 characters from A-Z a-z 0-9 _ - . "
-              "not starting with '.'");
+        return badRunId("name", request->name());
     if (request->train_images() < 5 || request->train_images() > 1'000'000)
         return invalid("train_images must be between 5 and 1000000 (got "
             + std::to_string(request->train_images()) + ")");
@@ -438,6 +526,83 @@ grpc::Status AgentService::CreateSyntheticDataset(
     response->set_train_images(request->train_images());
     response->set_test_images(request->test_images());
     return grpc::Status::OK;
+}
+
+grpc::Status AgentService::WatchNode(grpc::ServerContext *context, const v1::WatchNodeRequest *request,
+    grpc::ServerWriter<v1::NodeSample> *writer)
+{
+    if (auto s = authorize(context); !s.ok())
+        return s;
+    if (request->interval_ms() != 0 && (request->interval_ms() < 100 || request->interval_ms() > 60'000))
+        return invalid("interval_ms must be 0 (the agent's default) or 100..60000 (got "
+            + std::to_string(request->interval_ms()) + ")");
+    const auto interval = request->interval_ms() > 0 ? std::chrono::milliseconds(request->interval_ms())
+                                                     : m_options.sampleInterval;
+    NodeSampler sampler;
+    auto next = std::chrono::steady_clock::now();
+    for (;;) {
+        next += interval;
+        // Sleep in short slices so a cancelled stream or a shutdown ends it promptly.
+        while (std::chrono::steady_clock::now() < next) {
+            if (context->IsCancelled())
+                return { grpc::StatusCode::CANCELLED, "the client went away" };
+            if (shuttingDown())
+                return { grpc::StatusCode::UNAVAILABLE, "the agent is shutting down" };
+            std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(
+                std::chrono::milliseconds(50), next - std::chrono::steady_clock::now()));
+        }
+        std::vector<SampledProcess> processes;
+        {
+            std::lock_guard lock(m_mutex);
+            for (const auto &[id, run] : m_runs)
+                for (const auto &placement : run->livePlacements())
+                    processes.push_back({ id, run->attempt(), placement.rank(), placement.pid() });
+        }
+        if (!writer->Write(sampler.sample(processes)))
+            return { grpc::StatusCode::CANCELLED, "the client went away" };
+    }
+}
+
+grpc::Status AgentService::FetchDataset(grpc::ServerContext *context, const v1::FetchDatasetRequest *request,
+    grpc::ServerWriter<v1::FetchProgress> *writer)
+{
+    if (auto s = authorize(context); !s.ok())
+        return s;
+    const std::string name = request->name().empty() ? "cifar-10" : request->name();
+    if (name != "cifar-10")
+        return invalid("name '" + name
+            + "' is not a data set this agent can fetch; the only one is 'cifar-10' "
+              "(CreateSyntheticDataset makes synthetic ones)");
+    logMessage(LogLevel::Info, "fetching " + name + " from " + m_options.cifarSource.url);
+    v1::Dataset dataset;
+    const auto result = fetchCifar10(
+        m_options.dataDir, name, m_options.cifarSource,
+        [&](const v1::FetchProgress &progress) { return !context->IsCancelled() && writer->Write(progress); },
+        &dataset);
+    switch (result.failure) {
+    case FetchFailure::None: {
+        v1::FetchProgress done;
+        done.set_phase(v1::FetchProgress::DONE);
+        done.set_message("ready: " + (m_options.dataDir / name).string());
+        *done.mutable_dataset() = dataset;
+        writer->Write(done);
+        return grpc::Status::OK;
+    }
+    case FetchFailure::Network:
+        logMessage(LogLevel::Warning, result.message);
+        return { grpc::StatusCode::UNAVAILABLE, result.message };
+    case FetchFailure::Checksum:
+        logMessage(LogLevel::Warning, result.message);
+        return { grpc::StatusCode::DATA_LOSS, result.message };
+    case FetchFailure::Conflict:
+        return precondition(result.message);
+    case FetchFailure::Abandoned:
+        return { grpc::StatusCode::CANCELLED, result.message };
+    case FetchFailure::Local:
+        break;
+    }
+    logMessage(LogLevel::Error, result.message);
+    return { grpc::StatusCode::INTERNAL, result.message };
 }
 
 } // namespace scalelab::agent

@@ -5,6 +5,7 @@
 // Thread-safe: gRPC calls handlers from its own thread pool.
 #pragma once
 
+#include "dataset_fetcher.h"
 #include "process_launcher.h"
 #include "run_supervisor.h"
 #include "scalelab/v1/agent.grpc.pb.h"
@@ -21,11 +22,16 @@ struct AgentOptions {
     std::filesystem::path stateDir;
     std::string workerBinary;
     std::string token; // empty = no authentication (loopback only)
+    std::string advertiseHost = "127.0.0.1"; // how other nodes' workers reach our rendezvous
     std::chrono::milliseconds heartbeat { 2000 };
+    std::chrono::milliseconds sampleInterval { 1000 }; // WatchNode default
+    std::chrono::milliseconds stopGrace { 5000 }; // StopRun default
+    FetchSource cifarSource;
 };
 
 class AgentService final : public v1::Agent::Service {
 public:
+    // Reopens the runs recorded under options.stateDir by an earlier agent process.
     explicit AgentService(AgentOptions options);
     ~AgentService() override;
 
@@ -43,6 +49,10 @@ public:
         grpc::ServerContext *, const v1::ListRunsRequest *, v1::ListRunsResponse *) override;
     grpc::Status CreateSyntheticDataset(
         grpc::ServerContext *, const v1::CreateSyntheticDatasetRequest *, v1::Dataset *) override;
+    grpc::Status WatchNode(
+        grpc::ServerContext *, const v1::WatchNodeRequest *, grpc::ServerWriter<v1::NodeSample> *) override;
+    grpc::Status FetchDataset(grpc::ServerContext *, const v1::FetchDatasetRequest *,
+        grpc::ServerWriter<v1::FetchProgress> *) override;
 
     // [A-Za-z0-9_.-]{1,64}, not starting with '.': safe as a single path component.
     static bool isSafeName(const std::string &name);
@@ -51,6 +61,8 @@ private:
     grpc::Status authorize(grpc::ServerContext *context) const;
     std::vector<v1::Dataset> scanDatasets() const;
     std::shared_ptr<RunSupervisor> findRun(const std::string &runId) const;
+    void restoreRuns();
+    bool shuttingDown() const;
 
     AgentOptions m_options;
     ProcessLauncher m_launcher;

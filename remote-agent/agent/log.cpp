@@ -10,7 +10,20 @@ namespace scalelab::agent {
 namespace {
 std::atomic<LogLevel> g_level = LogLevel::Info;
 std::mutex g_mutex;
+std::FILE *g_file = nullptr; // null = stderr
 } // namespace
+
+bool setLogFile(const std::string &path)
+{
+    std::FILE *file = std::fopen(path.c_str(), "ae"); // append, close-on-exec
+    if (!file)
+        return false;
+    std::lock_guard lock(g_mutex);
+    if (g_file)
+        std::fclose(g_file);
+    g_file = file;
+    return true;
+}
 
 void setLogLevel(LogLevel level)
 {
@@ -43,8 +56,9 @@ void logMessage(LogLevel level, const std::string &message)
     gmtime_r(&now, &tm);
     std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", &tm);
     std::lock_guard lock(g_mutex);
-    std::fprintf(stderr, "%s %-5s %s\n", stamp, names[static_cast<int>(level)], message.c_str());
-    std::fflush(stderr);
+    std::FILE *out = g_file ? g_file : stderr;
+    std::fprintf(out, "%s %-5s %s\n", stamp, names[static_cast<int>(level)], message.c_str());
+    std::fflush(out);
 }
 
 } // namespace scalelab::agent

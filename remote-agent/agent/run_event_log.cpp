@@ -20,9 +20,43 @@ std::int64_t nowUnixMs()
 
 RunEventLog::RunEventLog(std::filesystem::path file)
 {
-    m_fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
-    if (m_fd < 0)
+    m_fd = ::open(file.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+    if (m_fd < 0) {
         m_error = "cannot open " + file.string() + ": " + std::strerror(errno);
+        return;
+    }
+    // Load what an earlier agent wrote. Records are [varint length][RunEvent]; a crash
+    // can leave the last one torn, and a record out of sequence means the rest cannot
+    // be trusted: keep the good prefix and cut the file there.
+    std::string bytes;
+    {
+        char buffer[65536];
+        ssize_t n;
+        while ((n = ::pread(m_fd, buffer, sizeof buffer, static_cast<off_t>(bytes.size()))) > 0)
+            bytes.append(buffer, static_cast<std::size_t>(n));
+    }
+    google::protobuf::io::CodedInputStream in(
+        reinterpret_cast<const std::uint8_t *>(bytes.data()), static_cast<int>(bytes.size()));
+    std::size_t good = 0;
+    for (;;) {
+        std::uint32_t length = 0;
+        if (!in.ReadVarint32(&length) || in.CurrentPosition() + std::size_t(length) > bytes.size())
+            break; // the end, or a record cut short
+        const auto limit = in.PushLimit(static_cast<int>(length));
+        v1::RunEvent event;
+        const bool parsed
+            = event.ParseFromCodedStream(&in) && in.ConsumedEntireMessage() && in.BytesUntilLimit() == 0;
+        in.PopLimit(limit);
+        if (!parsed || event.seq() != static_cast<std::int64_t>(m_events.size()) + 1)
+            break;
+        m_events.push_back(std::move(event));
+        good = static_cast<std::size_t>(in.CurrentPosition());
+    }
+    if (good < bytes.size()) {
+        m_dropped = bytes.size() - good;
+        if (::ftruncate(m_fd, static_cast<off_t>(good)) != 0)
+            m_error = "cannot cut the torn end of " + file.string() + ": " + std::strerror(errno);
+    }
 }
 
 RunEventLog::~RunEventLog()
@@ -91,6 +125,15 @@ bool RunEventLog::closed() const
 {
     std::lock_guard lock(m_mutex);
     return m_closed;
+}
+
+std::optional<v1::RunEvent> RunEventLog::lastOfKind(v1::RunEvent::KindCase kind) const
+{
+    std::lock_guard lock(m_mutex);
+    for (auto it = m_events.rbegin(); it != m_events.rend(); ++it)
+        if (it->kind_case() == kind)
+            return *it;
+    return std::nullopt;
 }
 
 bool RunEventLog::read(

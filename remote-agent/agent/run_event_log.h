@@ -2,7 +2,9 @@
 // runs/<run_id>/<attempt>/events.log (length-delimited RunEvent protobufs) and kept in
 // memory for followers. Thread-safe: one appender (the run's supervisor) and any number
 // of readers. The file is fsync'ed at epoch boundaries and on terminal events, so what
-// a console saw acknowledged survives a power loss.
+// a console saw acknowledged survives a power loss. Opening an existing log (after an
+// agent restart) loads its records and cuts a torn last record, so numbering goes on
+// without a gap.
 #pragma once
 
 #include "scalelab/v1/agent.pb.h"
@@ -11,13 +13,15 @@
 #include <condition_variable>
 #include <filesystem>
 #include <mutex>
+#include <optional>
 #include <vector>
 
 namespace scalelab::agent {
 
 class RunEventLog {
 public:
-    // Opens (creating) the log file. Check error() afterwards.
+    // Opens (creating) the log file and loads the records already in it. Check error()
+    // afterwards.
     explicit RunEventLog(std::filesystem::path file);
     ~RunEventLog();
     RunEventLog(const RunEventLog &) = delete;
@@ -33,6 +37,10 @@ public:
 
     std::int64_t lastSeq() const;
     bool closed() const;
+    // The newest event that carries `kind` (RunEvent::kKind...), if any.
+    std::optional<v1::RunEvent> lastOfKind(v1::RunEvent::KindCase kind) const;
+    // Records dropped when the log was opened (a torn tail after a crash).
+    std::size_t droppedOnOpen() const { return m_dropped; }
 
     // Copies events with seq >= fromSeq into `out` (at most `max`). Waits up to
     // `timeout` when there are none yet and the log is open. Returns false when the
@@ -47,6 +55,7 @@ private:
     bool m_closed = false;
     int m_fd = -1;
     std::string m_error;
+    std::size_t m_dropped = 0;
 };
 
 } // namespace scalelab::agent

@@ -5,11 +5,13 @@
 
 #include <google/protobuf/util/json_util.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstring>
 #include <fstream>
 #include <poll.h>
+#include <sstream>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -55,12 +57,179 @@ private:
     std::string m_buffer;
 };
 
+bool mentionsMemoryExhaustion(const std::string &text)
+{
+    for (const char *needle :
+        { "out of memory", "bad_alloc", "can't allocate memory", "Cannot allocate memory" })
+        if (text.find(needle) != std::string::npos)
+            return true;
+    return false;
+}
+
+std::string readText(const std::filesystem::path &file)
+{
+    std::ifstream in(file);
+    std::stringstream text;
+    text << in.rdbuf();
+    return text.str();
+}
+
+void writeJson(const google::protobuf::Message &message, const std::filesystem::path &file)
+{
+    std::string json;
+    google::protobuf::util::JsonPrintOptions options;
+    options.add_whitespace = true;
+    (void)google::protobuf::util::MessageToJsonString(message, &json, options);
+    std::ofstream(file) << json;
+}
+
 } // namespace
+
+long cgroupOomKills()
+{
+    // cgroup v2: "0::/path" in /proc/self/cgroup; memory.events has "oom_kill N".
+    std::ifstream cgroup("/proc/self/cgroup");
+    std::string line, path;
+    while (std::getline(cgroup, line))
+        if (line.rfind("0::", 0) == 0)
+            path = line.substr(3);
+    if (path.empty())
+        return -1;
+    std::ifstream events("/sys/fs/cgroup" + path + "/memory.events");
+    std::string key;
+    long value = 0;
+    while (events >> key >> value)
+        if (key == "oom_kill")
+            return value;
+    return -1;
+}
+
+v1::RankExit classifyExit(int rank, int waitStatus, bool stopRequested, const std::string &workerError,
+    bool finished, long oomKills)
+{
+    v1::RankExit exit;
+    exit.set_rank(rank);
+    const std::string who = "rank " + std::to_string(rank);
+    const std::string because = workerError.empty() ? std::string() : ": " + workerError;
+    if (WIFEXITED(waitStatus)) {
+        const int code = WEXITSTATUS(waitStatus);
+        exit.set_exit_code(code);
+        if (code == 0 && (finished || !stopRequested)) {
+            exit.set_kind(finished ? v1::EXIT_SUCCEEDED : v1::EXIT_FAILED);
+            exit.set_message(finished ? who + " finished" : who + " exited without reporting a result");
+        } else if (mentionsMemoryExhaustion(workerError)) {
+            exit.set_kind(v1::EXIT_OUT_OF_MEMORY);
+            exit.set_message(who + " ran out of memory" + because
+                + "; lower spec.batch_size or run fewer ranks on this node");
+        } else if (stopRequested) {
+            exit.set_kind(v1::EXIT_STOPPED);
+            exit.set_message(who + " stopped (exit code " + std::to_string(code) + ")");
+        } else {
+            exit.set_kind(v1::EXIT_FAILED);
+            exit.set_message(who + " exited with code " + std::to_string(code) + because);
+        }
+    } else if (WIFSIGNALED(waitStatus)) {
+        const int signal = WTERMSIG(waitStatus);
+        exit.set_signal(signal);
+        const std::string name = std::to_string(signal) + " (" + strsignal(signal) + ")";
+        if (stopRequested && (signal == SIGTERM || signal == SIGKILL)) {
+            exit.set_kind(v1::EXIT_STOPPED);
+            exit.set_message(who + " stopped by signal " + name);
+        } else if (signal == SIGKILL && oomKills > 0) {
+            exit.set_kind(v1::EXIT_OUT_OF_MEMORY);
+            exit.set_message(who
+                + " was killed by the kernel's OOM killer; lower spec.batch_size or run "
+                  "fewer ranks on this node");
+        } else {
+            exit.set_kind(v1::EXIT_KILLED);
+            exit.set_message(who + " was killed by signal " + name
+                + (signal == SIGKILL
+                        ? "; if nobody killed it, the kernel may have run out of memory (see dmesg)"
+                        : ""));
+        }
+    }
+    return exit;
+}
 
 RunSupervisor::RunSupervisor(RunLaunch launch)
     : m_launch(std::move(launch))
 {
     m_events = std::make_unique<RunEventLog>(m_launch.runDir / "events.log");
+    for (int rank : m_launch.request.ranks()) {
+        v1::RankPlacement placement;
+        placement.set_rank(rank);
+        placement.set_threads(m_launch.threadsPerRank);
+        if (auto it = m_launch.gpus.find(rank); it != m_launch.gpus.end())
+            placement.mutable_gpus()->Add(it->second.begin(), it->second.end());
+        m_placements.push_back(std::move(placement));
+    }
+}
+
+RunSupervisor::RunSupervisor(RunLaunch launch, Restored)
+    : m_launch(std::move(launch))
+{
+    m_events = std::make_unique<RunEventLog>(m_launch.runDir / "events.log");
+    v1::RunInfo saved;
+    if (google::protobuf::util::JsonStringToMessage(readText(m_launch.runDir / "placement.json"), &saved)
+            .ok())
+        m_placements.assign(saved.placements().begin(), saved.placements().end());
+    for (auto &placement : m_placements)
+        placement.set_pid(0);
+    std::vector<v1::RunEvent> all;
+    m_events->read(1, std::size_t(-1), std::chrono::milliseconds(0), &all);
+    if (!all.empty())
+        m_startedMs = all.front().unix_ms();
+    for (const auto &event : all) {
+        if (event.has_state()) {
+            m_state = event.state().state();
+            m_message = event.state().message();
+            m_interrupted = event.state().interrupted();
+            if (isTerminal(m_state))
+                m_endedMs = event.unix_ms();
+        } else if (event.has_started()) {
+            m_launch.dataset = event.started().dataset();
+        } else if (event.has_summary()) {
+            m_finished = event.summary();
+        } else if (event.has_rank_exited()) {
+            for (auto &placement : m_placements)
+                if (placement.rank() == event.rank_exited().rank())
+                    *placement.mutable_exit() = event.rank_exited();
+        }
+    }
+    if (!isTerminal(m_state)) {
+        // The agent went away while this run was active; its workers died with it.
+        m_interrupted = true;
+        m_stopRequested = true;
+        const std::string message = "interrupted: the agent stopped while the run was "
+            + v1::RunState_Name(m_state) + "; checkpoints are kept, start attempt "
+            + std::to_string(attempt() + 1) + " to resume";
+        v1::RunSummary summary;
+        summary.set_state(v1::FAILED);
+        summary.set_message(message);
+        auto event = makeEvent(-1);
+        *event.mutable_summary() = summary;
+        m_events->append(std::move(event));
+        m_endedMs = nowUnixMs();
+        setState(v1::FAILED, message);
+    }
+    m_events->close();
+}
+
+std::shared_ptr<RunSupervisor> RunSupervisor::restore(const std::filesystem::path &runDir, std::string *error)
+{
+    RunLaunch launch;
+    launch.runDir = runDir;
+    const std::string json = readText(runDir / "request.json");
+    if (json.empty() || !google::protobuf::util::JsonStringToMessage(json, &launch.request).ok()) {
+        *error = "no readable request.json in " + runDir.string();
+        return nullptr;
+    }
+    auto run = std::shared_ptr<RunSupervisor>(new RunSupervisor(std::move(launch), Restored {}));
+    if (!run->m_events->error().empty()) {
+        *error = run->m_events->error();
+        return nullptr;
+    }
+    return run;
 }
 
 RunSupervisor::~RunSupervisor()
@@ -94,6 +263,7 @@ void RunSupervisor::setState(v1::RunState state, const std::string &message)
     auto event = makeEvent(-1);
     event.mutable_state()->set_state(state);
     event.mutable_state()->set_message(message);
+    event.mutable_state()->set_interrupted(m_interrupted);
     m_events->append(std::move(event), isTerminal(state));
 }
 
@@ -104,12 +274,12 @@ std::string RunSupervisor::start(ProcessLauncher &launcher)
         m_events->close();
         return m_events->error();
     }
+    writeJson(m_launch.request, m_launch.runDir / "request.json");
     {
-        std::string json;
-        google::protobuf::util::JsonPrintOptions options;
-        options.add_whitespace = true;
-        google::protobuf::util::MessageToJsonString(m_launch.request, &json, options);
-        std::ofstream(m_launch.runDir / "request.json") << json;
+        v1::RunInfo placement;
+        placement.mutable_placements()->Add(m_placements.begin(), m_placements.end());
+        *placement.mutable_rendezvous() = m_launch.request.rendezvous();
+        writeJson(placement, m_launch.runDir / "placement.json");
     }
     m_startedMs = nowUnixMs();
     setState(
@@ -164,19 +334,30 @@ std::string RunSupervisor::start(ProcessLauncher &launcher)
             { "--checkpoint-dir", (m_launch.runDir.parent_path() / "checkpoints").string(),
                 "--checkpoint-every", std::to_string(std::max(1, spec.checkpoint_every_epochs())), "--resume",
                 m_launch.request.attempt() > 1 ? "on" : "off" });
-        request.extraEnv = { "OMP_NUM_THREADS=" + threads, "OPENBLAS_NUM_THREADS=" + threads };
+        // The rank sees only its GPUs (none for a CPU rank), numbered from 0.
+        std::string visible;
+        if (auto it = m_launch.gpus.find(rankNumber); it != m_launch.gpus.end())
+            for (int gpu : it->second)
+                visible += (visible.empty() ? "" : ",") + std::to_string(gpu);
+        request.extraEnv = { "OMP_NUM_THREADS=" + threads, "OPENBLAS_NUM_THREADS=" + threads,
+            "CUDA_VISIBLE_DEVICES=" + visible };
         request.processGroup = m_processGroup;
+        const long oomKillsAtStart = cgroupOomKills();
         const SpawnedProcess process = launcher.spawn(std::move(request));
         if (process.pid < 0) {
             const std::string message = "rank " + std::to_string(rankNumber) + ": " + process.error;
-            stop(std::chrono::milliseconds(0));
             {
                 std::lock_guard lock(m_mutex);
-                m_workerError = message;
-                if (m_ranks.empty()) {
+                v1::RankExit exit;
+                exit.set_rank(rankNumber);
+                exit.set_kind(v1::EXIT_FAILED);
+                exit.set_message(message);
+                if (!m_decidingExit)
+                    m_decidingExit = exit;
+                if (m_ranks.empty())
                     m_endedMs = nowUnixMs();
-                }
             }
+            signalRanks(std::chrono::milliseconds(0), /*requested=*/false);
             if (m_ranks.empty()) {
                 setState(v1::FAILED, message);
                 m_events->close();
@@ -189,9 +370,25 @@ std::string RunSupervisor::start(ProcessLauncher &launcher)
         auto rank = std::make_unique<Rank>();
         rank->rank = rankNumber;
         rank->pid = process.pid;
+        rank->oomKillsAtStart = oomKillsAtStart;
+        for (auto &placement : m_placements)
+            if (placement.rank() == rankNumber)
+                placement.set_pid(process.pid);
         Rank &ref = *rank;
         m_ranks.push_back(std::move(rank));
         ref.monitor = std::thread([this, &ref, process] { monitor(ref, process.outputFd, process.eventFd); });
+    }
+    // Rank 0 says when training starts; an agent without rank 0 hears nothing from its
+    // ranks until they finish, so for it running means started.
+    const auto &ranks = m_launch.request.ranks();
+    if (std::find(ranks.begin(), ranks.end(), 0) == ranks.end()) {
+        bool starting = false;
+        {
+            std::lock_guard lock(m_mutex);
+            starting = m_state == v1::STARTING;
+        }
+        if (starting)
+            setState(v1::RUNNING, "ranks started; rank 0 on another agent reports training");
     }
     return {};
 }
@@ -325,13 +522,13 @@ void RunSupervisor::handleEventLine(int rank, const std::string &line)
         std::lock_guard lock(m_mutex);
         if (rank == 0 || !m_finished)
             m_finished = summary;
+        m_finishedRanks.insert(rank);
         return; // reported in the terminal summary, once the process has exited
     } else if (type == QLatin1String("error")) {
         const std::string message = o.value(QLatin1String("message")).toString().toStdString();
         {
             std::lock_guard lock(m_mutex);
-            if (m_workerError.empty())
-                m_workerError = "rank " + std::to_string(rank) + ": " + message;
+            m_rankErrors[rank] = message;
         }
         event.mutable_log()->set_stream("error");
         event.mutable_log()->set_text(message);
@@ -346,21 +543,39 @@ void RunSupervisor::onRankExited(Rank &rank, int status)
 {
     bool last = false;
     bool failedFirst = false;
+    v1::RankExit exit;
     {
         std::lock_guard lock(m_mutex);
         rank.exited = true;
-        if (WIFEXITED(status)) {
+        if (WIFEXITED(status))
             rank.exitCode = WEXITSTATUS(status);
-        } else if (WIFSIGNALED(status)) {
+        else if (WIFSIGNALED(status))
             rank.signal = WTERMSIG(status);
+        const long oomNow = cgroupOomKills();
+        const long oomKills = rank.oomKillsAtStart >= 0 && oomNow >= 0 ? oomNow - rank.oomKillsAtStart : -1;
+        const std::string ownError = m_rankErrors.count(rank.rank) ? m_rankErrors[rank.rank] : std::string();
+        exit = classifyExit(rank.rank, status, m_stopRequested || m_aborting, ownError,
+            m_finishedRanks.count(rank.rank) > 0, oomKills);
+        rank.exit = exit;
+        for (auto &placement : m_placements)
+            if (placement.rank() == rank.rank) {
+                placement.set_pid(0);
+                *placement.mutable_exit() = exit;
+            }
+        const bool bad = exit.kind() != v1::EXIT_SUCCEEDED && exit.kind() != v1::EXIT_STOPPED;
+        if (bad && !m_decidingExit) {
+            m_decidingExit = exit;
+            failedFirst = true;
         }
-        failedFirst = (rank.exitCode != 0 || rank.signal != 0) && !m_stopRequested;
         last = ++m_exitedRanks == static_cast<int>(m_ranks.size());
     }
+    auto event = makeEvent(rank.rank);
+    *event.mutable_rank_exited() = exit;
+    m_events->append(std::move(event));
     // One rank failing dooms the run: stop the others rather than let them hang in a
     // collective that will never complete.
     if (failedFirst && !last)
-        stop(std::chrono::milliseconds(3000));
+        signalRanks(std::chrono::milliseconds(3000), /*requested=*/false);
     if (last)
         finish();
 }
@@ -373,40 +588,34 @@ void RunSupervisor::finish()
     {
         std::lock_guard lock(m_mutex);
         m_endedMs = nowUnixMs();
-        const Rank *failed = nullptr;
-        for (const auto &r : m_ranks)
-            if (r->exitCode != 0 || r->signal != 0) {
-                failed = r.get();
-                break;
-            }
         if (m_finished)
             summary = *m_finished;
-        if (m_stopRequested && (failed || !m_finished)) {
-            state = v1::CANCELLED;
-            message = "stopped on request";
-        } else if (!failed && m_finished) {
+        const bool allSucceeded = std::all_of(m_ranks.begin(), m_ranks.end(),
+            [](const auto &r) { return r->exit.kind() == v1::EXIT_SUCCEEDED; });
+        if (m_decidingExit) {
+            state = v1::FAILED;
+            message = m_decidingExit->message();
+            if (m_decidingExit->kind() == v1::EXIT_FAILED
+                && m_decidingExit->message().find(':') == std::string::npos && !m_lastOutputLine.empty())
+                message += "; last output: " + m_lastOutputLine;
+            summary.set_exit_code(m_decidingExit->exit_code());
+            summary.set_signal(m_decidingExit->signal());
+            summary.set_exit_kind(m_decidingExit->kind());
+        } else if (m_interrupted && !allSucceeded) {
+            state = v1::FAILED;
+            message
+                = "interrupted: the agent shut down while the run was active; checkpoints are kept, start "
+                  "attempt "
+                + std::to_string(attempt() + 1) + " to resume";
+            summary.set_exit_kind(v1::EXIT_STOPPED);
+        } else if (allSucceeded) {
             state = v1::SUCCEEDED;
             message = "finished";
+            summary.set_exit_kind(v1::EXIT_SUCCEEDED);
         } else {
-            state = v1::FAILED;
-            if (failed && failed->signal != 0) {
-                summary.set_signal(failed->signal);
-                message = "rank " + std::to_string(failed->rank) + " was killed by signal "
-                    + std::to_string(failed->signal) + " (" + strsignal(failed->signal) + ")";
-                if (failed->signal == SIGKILL)
-                    message += "; if nobody killed it, the kernel may have run out of memory "
-                               "(see dmesg)";
-            } else if (failed) {
-                summary.set_exit_code(failed->exitCode);
-                message = "rank " + std::to_string(failed->rank) + " exited with code "
-                    + std::to_string(failed->exitCode);
-            } else {
-                message = "the worker exited without reporting a result";
-            }
-            if (!m_workerError.empty())
-                message += ": " + m_workerError;
-            else if (!m_lastOutputLine.empty())
-                message += "; last output: " + m_lastOutputLine;
+            state = v1::CANCELLED;
+            message = "stopped on request";
+            summary.set_exit_kind(v1::EXIT_STOPPED);
         }
         summary.set_state(state);
         summary.set_message(message);
@@ -422,12 +631,31 @@ void RunSupervisor::finish()
 
 void RunSupervisor::stop(std::chrono::milliseconds grace)
 {
+    signalRanks(grace, /*requested=*/true);
+}
+
+void RunSupervisor::interrupt(std::chrono::milliseconds grace)
+{
+    {
+        std::lock_guard lock(m_mutex);
+        if (isTerminal(m_state))
+            return;
+        m_interrupted = true;
+    }
+    signalRanks(grace, /*requested=*/true);
+}
+
+void RunSupervisor::signalRanks(std::chrono::milliseconds grace, bool requested)
+{
     pid_t group;
     {
         std::lock_guard lock(m_mutex);
         if (isTerminal(m_state))
             return;
-        m_stopRequested = true;
+        if (requested)
+            m_stopRequested = true;
+        else
+            m_aborting = true;
         group = m_processGroup;
     }
     if (group <= 0)
@@ -471,7 +699,20 @@ v1::RunInfo RunSupervisor::info() const
     info.set_started_unix_ms(m_startedMs);
     info.set_ended_unix_ms(m_endedMs);
     info.set_message(m_message);
+    info.set_interrupted(m_interrupted);
+    info.mutable_placements()->Add(m_placements.begin(), m_placements.end());
+    *info.mutable_rendezvous() = m_launch.request.rendezvous();
     return info;
+}
+
+std::vector<v1::RankPlacement> RunSupervisor::livePlacements() const
+{
+    std::vector<v1::RankPlacement> live;
+    std::lock_guard lock(m_mutex);
+    for (const auto &placement : m_placements)
+        if (placement.pid() > 0)
+            live.push_back(placement);
+    return live;
 }
 
 } // namespace scalelab::agent

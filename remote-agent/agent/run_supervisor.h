@@ -1,6 +1,11 @@
 // Supervises the local ranks of one run attempt: starts a scalelab-worker per rank,
-// turns their JSON-line events and output into RunEvents, classifies their exits and
+// turns their JSON-line events and output into RunEvents, classifies their exits
+// (succeeded, failed with the worker's error, killed, out of memory, stopped) and
 // writes the terminal state. Thread-safe; one monitor thread per rank.
+//
+// A run folder left by an earlier agent process is reopened with restore(): its log
+// keeps its numbering, and a run that was still active is closed as FAILED with
+// `interrupted` set (its checkpoints stay where they are).
 #pragma once
 
 #include "process_launcher.h"
@@ -9,11 +14,15 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <thread>
+#include <vector>
 
 namespace scalelab::agent {
 
@@ -24,7 +33,16 @@ struct RunLaunch {
     std::filesystem::path runDir; // runs/<run_id>/<attempt>
     std::string workerBinary;
     int threadsPerRank = 1;
+    std::map<int, std::vector<int>> gpus; // rank -> node GPU indices; missing = CPU
 };
+
+// Sorts a rank's exit into an ExitKind. `oomKills` is how many processes the kernel's
+// OOM killer ended in our cgroup while the rank ran (-1 = unknown).
+v1::RankExit classifyExit(int rank, int waitStatus, bool stopRequested, const std::string &workerError,
+    bool finished, long oomKills);
+
+// The kernel's oom_kill count for this process's cgroup (cgroup v2), or -1.
+long cgroupOomKills();
 
 class RunSupervisor {
 public:
@@ -33,12 +51,19 @@ public:
     RunSupervisor(const RunSupervisor &) = delete;
     RunSupervisor &operator=(const RunSupervisor &) = delete;
 
+    // Reopens runs/<run_id>/<attempt> written by an earlier agent. Returns null with
+    // `error` set when the folder holds no readable request.
+    static std::shared_ptr<RunSupervisor> restore(const std::filesystem::path &runDir, std::string *error);
+
     // Starts every rank. Returns an error message (and records FAILED) on failure.
     std::string start(ProcessLauncher &launcher);
 
     // SIGTERM to the run's process group, SIGKILL after `grace`. Returns at once;
     // the terminal state follows when the ranks have exited.
     void stop(std::chrono::milliseconds grace);
+    // Like stop(), for an agent that shuts down: the run ends FAILED with `interrupted`
+    // set, so the console retries it from its last checkpoint instead of giving up.
+    void interrupt(std::chrono::milliseconds grace);
 
     // Blocks until every rank has exited and the terminal event is written.
     void waitFinished();
@@ -48,6 +73,8 @@ public:
     const std::string &runId() const { return m_launch.request.run_id(); }
     int attempt() const { return m_launch.request.attempt(); }
     bool terminal() const;
+    // Live ranks' placements (pid > 0), for utilization sampling.
+    std::vector<v1::RankPlacement> livePlacements() const;
 
 private:
     struct Rank {
@@ -57,13 +84,20 @@ private:
         int exitCode = 0;
         int signal = 0;
         bool exited = false;
+        long oomKillsAtStart = -1;
+        v1::RankExit exit;
     };
+    struct Restored { };
+    RunSupervisor(RunLaunch launch, Restored);
 
     void monitor(Rank &rank, int outputFd, int eventFd);
     void handleEventLine(int rank, const std::string &line);
     void handleOutputLine(int rank, const std::string &line);
     void onRankExited(Rank &rank, int status);
     void finish();
+    // SIGTERM now, SIGKILL after `grace`. `requested` = StopRun/shutdown (CANCELLED);
+    // otherwise the run is being torn down after a rank failed (FAILED).
+    void signalRanks(std::chrono::milliseconds grace, bool requested);
     v1::RunEvent makeEvent(int rank) const;
     void setState(v1::RunState state, const std::string &message);
 
@@ -77,10 +111,15 @@ private:
     std::int64_t m_startedMs = 0;
     std::int64_t m_endedMs = 0;
     std::optional<v1::RunSummary> m_finished; // from the worker's "finished" event
-    std::string m_workerError; // from the worker's "error" event
     std::string m_lastOutputLine;
     int m_exitedRanks = 0;
     bool m_stopRequested = false;
+    bool m_interrupted = false;
+    bool m_aborting = false; // stopping the other ranks after one failed
+    std::optional<v1::RankExit> m_decidingExit; // the first rank that failed
+    std::map<int, std::string> m_rankErrors; // the worker's own "error" event, by rank
+    std::set<int> m_finishedRanks; // ranks that reported "finished"
+    std::vector<v1::RankPlacement> m_placements;
     std::atomic<bool> m_killTimerArmed = false;
     std::thread m_killTimer;
     std::condition_variable m_terminalCv;

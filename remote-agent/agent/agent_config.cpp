@@ -1,0 +1,136 @@
+#include "agent_config.h"
+
+#include <QFile>
+#include <QTextStream>
+
+#include <algorithm>
+
+namespace scalelab::agent {
+
+const std::vector<AgentSetting> &agentSettings()
+{
+    static const std::vector<AgentSetting> settings = {
+        { QStringLiteral("config"), QStringLiteral("SCALELAB_AGENT_CONFIG"), QStringLiteral("file"),
+            QStringLiteral("Config file: one 'option = value' per line (long option names, # comments)."),
+            {} },
+        { QStringLiteral("listen"), QStringLiteral("SCALELAB_AGENT_LISTEN"), QStringLiteral("host"),
+            QStringLiteral("Address to listen on. Anything but loopback needs a token and TLS."),
+            QStringLiteral("127.0.0.1") },
+        { QStringLiteral("port"), QStringLiteral("SCALELAB_AGENT_PORT"), QStringLiteral("port"),
+            QStringLiteral("TCP port; 0 picks a free one and prints it."), QStringLiteral("7450") },
+        { QStringLiteral("advertise-host"), QStringLiteral("SCALELAB_AGENT_ADVERTISE_HOST"),
+            QStringLiteral("host"),
+            QStringLiteral("Address other nodes' workers use to reach the rendezvous this agent hosts for "
+                           "rank 0. Default: 127.0.0.1 on loopback, the --listen address when it is "
+                           "specific, else the host name."),
+            {} },
+        { QStringLiteral("data-dir"), QStringLiteral("SCALELAB_AGENT_DATA_DIR"), QStringLiteral("dir"),
+            QStringLiteral("Folder holding one sub-folder per data set; must exist when given."),
+            QStringLiteral("$XDG_DATA_HOME/scalelab/data") },
+        { QStringLiteral("state-dir"), QStringLiteral("SCALELAB_AGENT_STATE_DIR"), QStringLiteral("dir"),
+            QStringLiteral("Folder for run records, event logs and checkpoints."),
+            QStringLiteral("$XDG_DATA_HOME/scalelab/agent") },
+        { QStringLiteral("worker"), QStringLiteral("SCALELAB_WORKER_BIN"), QStringLiteral("path"),
+            QStringLiteral("Path of scalelab-worker."), QStringLiteral("(next to this program)") },
+        { QStringLiteral("token-file"), QStringLiteral("SCALELAB_AGENT_TOKEN_FILE"), QStringLiteral("path"),
+            QStringLiteral("File holding the bearer token clients must send. The token itself may come "
+                           "from SCALELAB_AGENT_TOKEN instead (never put it on the command line)."),
+            {} },
+        { QStringLiteral("tls-cert"), QStringLiteral("SCALELAB_AGENT_TLS_CERT"), QStringLiteral("path"),
+            QStringLiteral("PEM server certificate chain; with --tls-key, serves TLS."), {} },
+        { QStringLiteral("tls-key"), QStringLiteral("SCALELAB_AGENT_TLS_KEY"), QStringLiteral("path"),
+            QStringLiteral("PEM private key of --tls-cert."), {} },
+        { QStringLiteral("tls-client-ca"), QStringLiteral("SCALELAB_AGENT_TLS_CLIENT_CA"),
+            QStringLiteral("path"),
+            QStringLiteral("Mutual TLS: require a client certificate signed by this PEM CA."), {} },
+        { QStringLiteral("log-level"), QStringLiteral("SCALELAB_AGENT_LOG_LEVEL"), QStringLiteral("level"),
+            QStringLiteral("debug, info, warning or error."), QStringLiteral("info") },
+        { QStringLiteral("log-file"), QStringLiteral("SCALELAB_AGENT_LOG_FILE"), QStringLiteral("path"),
+            QStringLiteral("Append log lines to this file instead of standard error."), {} },
+        { QStringLiteral("sample-interval-ms"), QStringLiteral("SCALELAB_AGENT_SAMPLE_INTERVAL_MS"),
+            QStringLiteral("ms"), QStringLiteral("Default WatchNode sampling interval (100-60000)."),
+            QStringLiteral("1000") },
+        { QStringLiteral("heartbeat-ms"), QStringLiteral("SCALELAB_AGENT_HEARTBEAT_MS"), QStringLiteral("ms"),
+            QStringLiteral("Heartbeat interval of idle WatchRun streams (100-60000)."),
+            QStringLiteral("2000") },
+        { QStringLiteral("stop-grace-ms"), QStringLiteral("SCALELAB_AGENT_STOP_GRACE_MS"),
+            QStringLiteral("ms"),
+            QStringLiteral("Default time between SIGTERM and SIGKILL when stopping a run (100-600000)."),
+            QStringLiteral("5000") },
+        { QStringLiteral("cifar-url"), QStringLiteral("SCALELAB_AGENT_CIFAR_URL"), QStringLiteral("url"),
+            QStringLiteral("Where FetchDataset downloads cifar-10-binary.tar.gz (http, https or file; "
+                           "point it at a local mirror on a closed network)."),
+            QStringLiteral("https://www.cs.toronto.edu/~kriz/cifar-10-binary.tar.gz") },
+        { QStringLiteral("cifar-md5"), QStringLiteral("SCALELAB_AGENT_CIFAR_MD5"), QStringLiteral("hex"),
+            QStringLiteral("Expected MD5 of that tarball (the published one)."),
+            QStringLiteral("c32a1d4ab5d03f1284b67883e8d87530") },
+    };
+    return settings;
+}
+
+void AgentConfig::addOptions(QCommandLineParser *parser)
+{
+    for (const auto &s : agentSettings()) {
+        QString help = s.help + QStringLiteral(" [%1]").arg(s.env);
+        if (!s.defaultValue.isEmpty())
+            help += QStringLiteral(" (default: %1)").arg(s.defaultValue);
+        parser->addOption(QCommandLineOption(s.name, help, s.valueName));
+    }
+}
+
+QString AgentConfig::resolve(const QCommandLineParser &parser)
+{
+    // The file named on the command line or in the environment.
+    QMap<QString, QPair<QString, QString>> fromFile; // name -> (value, "file:line")
+    QString file = parser.value(QStringLiteral("config"));
+    if (file.isEmpty())
+        file = QString::fromLocal8Bit(qgetenv("SCALELAB_AGENT_CONFIG"));
+    if (!file.isEmpty()) {
+        QFile f(file);
+        if (!f.open(QIODevice::ReadOnly | QIODevice::Text))
+            return QStringLiteral("cannot read config file %1: %2").arg(file, f.errorString());
+        QTextStream in(&f);
+        for (int number = 1; !in.atEnd(); ++number) {
+            const QString line = in.readLine().trimmed();
+            if (line.isEmpty() || line.startsWith(QLatin1Char('#')))
+                continue;
+            const int eq = line.indexOf(QLatin1Char('='));
+            const QString key = line.left(eq).trimmed();
+            if (eq < 0)
+                return QStringLiteral("%1:%2: expected 'option = value', got '%3'")
+                    .arg(file)
+                    .arg(number)
+                    .arg(line);
+            const bool known = std::any_of(agentSettings().begin(), agentSettings().end(),
+                [&](const AgentSetting &s) { return s.name == key && s.name != QLatin1String("config"); });
+            if (!known)
+                return QStringLiteral("%1:%2: unknown option '%3' (see --help for the names)")
+                    .arg(file)
+                    .arg(number)
+                    .arg(key);
+            fromFile[key] = { line.mid(eq + 1).trimmed(), QStringLiteral("%1:%2").arg(file).arg(number) };
+        }
+    }
+    for (const auto &s : agentSettings()) {
+        const QByteArray env = qgetenv(s.env.toLocal8Bit().constData());
+        if (parser.isSet(s.name)) {
+            m_values[s.name] = parser.value(s.name);
+            m_sources[s.name] = QStringLiteral("command line");
+        } else if (!env.isEmpty()) {
+            m_values[s.name] = QString::fromLocal8Bit(env);
+            m_sources[s.name] = s.env;
+        } else if (fromFile.contains(s.name)) {
+            m_values[s.name] = fromFile[s.name].first;
+            m_sources[s.name] = fromFile[s.name].second;
+        } else {
+            // "$XDG_DATA_HOME/..." and "(...)" describe defaults the agent works out itself.
+            const bool literal = !s.defaultValue.startsWith(QLatin1Char('$'))
+                && !s.defaultValue.startsWith(QLatin1Char('('));
+            m_values[s.name] = literal ? s.defaultValue : QString();
+            m_sources[s.name] = QStringLiteral("default");
+        }
+    }
+    return {};
+}
+
+} // namespace scalelab::agent

@@ -1,0 +1,153 @@
+#include "gpu_monitor.h"
+
+#include "log.h"
+
+#include <dlfcn.h>
+#include <memory>
+#include <mutex>
+#include <type_traits>
+
+namespace scalelab::agent {
+
+namespace {
+
+// The few NVML declarations we use (nvml.h is not needed to build).
+using nvmlReturn_t = int;
+using nvmlDevice_t = struct nvmlDevice_st *;
+struct nvmlMemory_t {
+    unsigned long long total, free, used;
+};
+struct nvmlUtilization_t {
+    unsigned int gpu, memory;
+};
+constexpr nvmlReturn_t kNvmlSuccess = 0;
+constexpr int kNameLength = 96;
+
+std::mutex g_mutex; // NVML is thread-safe, but our lazy set-up is not
+
+} // namespace
+
+struct GpuMonitor::Api {
+    void *library = nullptr;
+    nvmlReturn_t (*init)() = nullptr;
+    nvmlReturn_t (*shutdown)() = nullptr;
+    const char *(*errorString)(nvmlReturn_t) = nullptr;
+    nvmlReturn_t (*deviceCount)(unsigned int *) = nullptr;
+    nvmlReturn_t (*handleByIndex)(unsigned int, nvmlDevice_t *) = nullptr;
+    nvmlReturn_t (*name)(nvmlDevice_t, char *, unsigned int) = nullptr;
+    nvmlReturn_t (*memoryInfo)(nvmlDevice_t, nvmlMemory_t *) = nullptr;
+    nvmlReturn_t (*utilization)(nvmlDevice_t, nvmlUtilization_t *) = nullptr;
+    nvmlReturn_t (*driverVersion)(char *, unsigned int) = nullptr;
+};
+
+GpuMonitor &GpuMonitor::instance()
+{
+    static GpuMonitor monitor;
+    return monitor;
+}
+
+GpuMonitor::GpuMonitor()
+{
+    void *library = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!library) {
+        const char *why = dlerror();
+        m_status = std::string("no GPU: NVML (libnvidia-ml.so.1) not found (") + (why ? why : "unknown")
+            + "); install the NVIDIA driver to use GPUs";
+        logMessage(LogLevel::Info, m_status);
+        return;
+    }
+    auto api = std::make_unique<Api>();
+    api->library = library;
+    auto load = [&](auto &fn, const char *name) {
+        fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(library, name));
+        return fn != nullptr;
+    };
+    const bool complete = load(api->init, "nvmlInit_v2") && load(api->shutdown, "nvmlShutdown")
+        && load(api->errorString, "nvmlErrorString") && load(api->deviceCount, "nvmlDeviceGetCount_v2")
+        && load(api->handleByIndex, "nvmlDeviceGetHandleByIndex_v2") && load(api->name, "nvmlDeviceGetName")
+        && load(api->memoryInfo, "nvmlDeviceGetMemoryInfo")
+        && load(api->utilization, "nvmlDeviceGetUtilizationRates")
+        && load(api->driverVersion, "nvmlSystemGetDriverVersion");
+    if (!complete) {
+        m_status = "no GPU: libnvidia-ml.so.1 lacks an NVML function the agent needs (driver too old?)";
+        logMessage(LogLevel::Warning, m_status);
+        dlclose(library);
+        return;
+    }
+    if (const nvmlReturn_t r = api->init(); r != kNvmlSuccess) {
+        m_status = std::string("no GPU: nvmlInit failed: ") + api->errorString(r);
+        logMessage(LogLevel::Warning, m_status);
+        dlclose(library);
+        return;
+    }
+    char driver[kNameLength] = {};
+    api->driverVersion(driver, sizeof driver);
+    m_status = std::string("NVML, driver ") + driver;
+    m_api = api.release();
+    logMessage(LogLevel::Info, m_status);
+}
+
+GpuMonitor::~GpuMonitor()
+{
+    if (m_api) {
+        m_api->shutdown();
+        dlclose(m_api->library);
+        delete m_api;
+    }
+}
+
+template <typename F> void GpuMonitor::forEachDevice(F &&visit)
+{
+    std::lock_guard lock(g_mutex);
+    unsigned int count = 0;
+    if (!m_api || m_api->deviceCount(&count) != kNvmlSuccess)
+        return;
+    for (unsigned int i = 0; i < count; ++i) {
+        nvmlDevice_t device = nullptr;
+        if (m_api->handleByIndex(i, &device) == kNvmlSuccess)
+            visit(static_cast<int>(i), device);
+    }
+}
+
+std::vector<v1::GpuInfo> GpuMonitor::devices()
+{
+    std::vector<v1::GpuInfo> found;
+    forEachDevice([&](int index, nvmlDevice_t device) {
+        v1::GpuInfo info;
+        info.set_index(index);
+        char name[kNameLength] = {};
+        if (m_api->name(device, name, sizeof name) == kNvmlSuccess)
+            info.set_name(name);
+        nvmlMemory_t memory {};
+        if (m_api->memoryInfo(device, &memory) == kNvmlSuccess)
+            info.set_memory_bytes(static_cast<std::int64_t>(memory.total));
+        found.push_back(std::move(info));
+    });
+    return found;
+}
+
+std::vector<v1::GpuSample> GpuMonitor::sample()
+{
+    std::vector<v1::GpuSample> samples;
+    forEachDevice([&](int index, nvmlDevice_t device) {
+        v1::GpuSample sample;
+        sample.set_index(index);
+        nvmlUtilization_t utilization {};
+        if (m_api->utilization(device, &utilization) == kNvmlSuccess)
+            sample.set_utilization_percent(utilization.gpu);
+        nvmlMemory_t memory {};
+        if (m_api->memoryInfo(device, &memory) == kNvmlSuccess) {
+            sample.set_memory_used_bytes(static_cast<std::int64_t>(memory.used));
+            sample.set_memory_total_bytes(static_cast<std::int64_t>(memory.total));
+        }
+        samples.push_back(std::move(sample));
+    });
+    return samples;
+}
+
+std::string GpuMonitor::status()
+{
+    return m_status;
+}
+
+} // namespace scalelab::agent

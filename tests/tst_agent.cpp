@@ -1,0 +1,946 @@
+// The node agent as a process (issue 4): a run whose ranks sit on two agents, resuming a
+// stream mid-run, an agent killed with SIGKILL and started again, token and TLS
+// (mutual too) refusals, the bad-input matrix, exit classification through real
+// processes, utilization samples, fetching CIFAR-10 from a mirror, and the event log's
+// torn-tail repair. After every test no process it started is left, zombies included.
+#include "agent_client.h"
+#include "cifar10.h"
+#include "dataset_fetcher.h"
+#include "local_agent.h"
+#include "run_event_log.h"
+#include "run_supervisor.h"
+#include "test_support.h"
+
+#include <QCryptographicHash>
+#include <QElapsedTimer>
+#include <QProcess>
+#include <QStandardPaths>
+#include <QTemporaryDir>
+#include <QTest>
+
+#include <grpcpp/grpcpp.h>
+
+#include <csignal>
+#include <set>
+#include <sys/wait.h>
+#include <thread>
+
+using namespace scalelab;
+using namespace scalelab::core;
+
+namespace {
+
+struct Watched {
+    std::vector<v1::RunEvent> events; // heartbeats left out
+    grpc::Status status;
+};
+
+// Reads a run's stream from `from`; stops early (cancelling) once `stopAfter` events
+// arrived, when it is > 0.
+Watched watchRun(AgentClient &client, const std::string &runId, qint64 from, std::size_t stopAfter = 0)
+{
+    grpc::ClientContext context;
+    client.prepareStreamContext(&context);
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(180));
+    v1::WatchRunRequest request;
+    request.set_run_id(runId);
+    request.set_from_seq(from);
+    auto reader = client.stub().WatchRun(&context, request);
+    Watched watched;
+    v1::RunEvent event;
+    while (reader->Read(&event)) {
+        if (event.has_heartbeat())
+            continue;
+        watched.events.push_back(event);
+        if (stopAfter > 0 && watched.events.size() >= stopAfter) {
+            context.TryCancel();
+            break;
+        }
+    }
+    watched.status = reader->Finish();
+    return watched;
+}
+
+v1::StartWorkersRequest runRequest(const std::string &id, int epochs, int worldSize, std::vector<int> ranks)
+{
+    v1::StartWorkersRequest r;
+    r.set_run_id(id);
+    r.set_attempt(1);
+    r.set_world_size(worldSize);
+    for (int rank : ranks)
+        r.add_ranks(rank);
+    auto *spec = r.mutable_spec();
+    spec->set_dataset("syn");
+    spec->set_batch_size(25);
+    spec->set_epochs(epochs);
+    spec->set_threads_per_worker(1);
+    spec->set_max_test_images(40);
+    spec->set_no_augment(true);
+    return r;
+}
+
+QString runTool(const QString &program, const QStringList &args)
+{
+    QProcess p;
+    p.setProcessChannelMode(QProcess::MergedChannels);
+    p.start(program, args);
+    p.waitForFinished(60'000);
+    return p.exitCode() == 0 ? QString() : QString::fromLocal8Bit(p.readAll());
+}
+
+bool writeFile(const QString &path, const QByteArray &bytes, QFile::Permissions permissions = {})
+{
+    QFile f(path);
+    if (!f.open(QIODevice::WriteOnly | QIODevice::Truncate) || f.write(bytes) != bytes.size())
+        return false;
+    f.close();
+    return permissions == QFile::Permissions() || f.setPermissions(permissions);
+}
+
+QString lastStateName(const std::vector<v1::RunEvent> &events)
+{
+    for (auto it = events.rbegin(); it != events.rend(); ++it)
+        if (it->has_state())
+            return QString::fromStdString(v1::RunState_Name(it->state().state()));
+    return {};
+}
+
+} // namespace
+
+class TestAgent : public QObject {
+    Q_OBJECT
+private:
+    QTemporaryDir m_tmp;
+    QString m_data; // a data folder with the synthetic set "syn"
+    std::vector<qint64> m_agentPids; // agents started by the current test
+
+    QString path(const QString &name) const { return m_tmp.filePath(name); }
+
+    std::unique_ptr<LocalAgent> startAgent(
+        const QString &name, const QStringList &extra = {}, const QString &data = {}, bool *ok = nullptr)
+    {
+        auto agent = std::make_unique<LocalAgent>();
+        LocalAgentOptions options;
+        options.agentBinary = test::binary("scalelab-agent");
+        options.dataDir = data.isEmpty() ? m_data : data;
+        options.stateDir = path(name);
+        options.extraArguments = extra;
+        const bool started = agent->start(options);
+        if (ok)
+            *ok = started;
+        if (started)
+            m_agentPids.push_back(agent->processId());
+        else if (!ok) // a refusal the caller expects is checked by the caller
+            qWarning("agent %s did not start: %s", qPrintable(name), qPrintable(agent->error()));
+        return agent;
+    }
+
+    QString agentLog(const QString &name) const
+    {
+        QFile f(m_tmp.filePath(name + QStringLiteral("/local-agent.log")));
+        return f.open(QIODevice::ReadOnly) ? QString::fromLocal8Bit(f.readAll()) : QString();
+    }
+
+private Q_SLOTS:
+    void initTestCase()
+    {
+        QVERIFY(m_tmp.isValid());
+        m_data = path(QStringLiteral("data"));
+        QVERIFY(QDir().mkpath(m_data));
+        std::string error;
+        QVERIFY2(
+            cifar::writeSyntheticDataset((m_data + QStringLiteral("/syn")).toStdString(), 200, 40, 7, &error),
+            error.c_str());
+
+        // TLS material for this run only: a CA, a server certificate for localhost and
+        // 127.0.0.1, a client certificate, and a second CA nobody trusts.
+        QVERIFY2(!QStandardPaths::findExecutable(QStringLiteral("openssl")).isEmpty(),
+            "openssl is needed to make test certificates (apt-get install openssl)");
+        const QString openssl = QStringLiteral("openssl");
+        const QStringList ec = { QStringLiteral("-newkey"), QStringLiteral("ec"), QStringLiteral("-pkeyopt"),
+            QStringLiteral("ec_paramgen_curve:prime256v1"), QStringLiteral("-nodes") };
+        for (const QString &ca : { QStringLiteral("ca"), QStringLiteral("other-ca") }) {
+            const QString problem = runTool(openssl,
+                QStringList { QStringLiteral("req"), QStringLiteral("-x509") } + ec
+                    + QStringList { QStringLiteral("-keyout"), path(ca + QStringLiteral(".key")),
+                        QStringLiteral("-out"), path(ca + QStringLiteral(".pem")), QStringLiteral("-days"),
+                        QStringLiteral("2"), QStringLiteral("-subj"),
+                        QStringLiteral("/CN=ScaleLab test ") + ca });
+            QVERIFY2(problem.isEmpty(), qPrintable(problem));
+        }
+        QVERIFY(writeFile(path(QStringLiteral("san.ext")), "subjectAltName=DNS:localhost,IP:127.0.0.1\n"));
+        for (const QString &who : { QStringLiteral("server"), QStringLiteral("client") }) {
+            QString problem = runTool(openssl,
+                QStringList { QStringLiteral("req") } + ec
+                    + QStringList { QStringLiteral("-keyout"), path(who + QStringLiteral(".key")),
+                        QStringLiteral("-out"), path(who + QStringLiteral(".csr")), QStringLiteral("-subj"),
+                        QStringLiteral("/CN=")
+                            + (who == QLatin1String("server") ? QStringLiteral("localhost") : who) });
+            QVERIFY2(problem.isEmpty(), qPrintable(problem));
+            problem = runTool(openssl,
+                { QStringLiteral("x509"), QStringLiteral("-req"), QStringLiteral("-in"),
+                    path(who + QStringLiteral(".csr")), QStringLiteral("-CA"), path(QStringLiteral("ca.pem")),
+                    QStringLiteral("-CAkey"), path(QStringLiteral("ca.key")),
+                    QStringLiteral("-CAcreateserial"), QStringLiteral("-out"),
+                    path(who + QStringLiteral(".pem")), QStringLiteral("-days"), QStringLiteral("2"),
+                    QStringLiteral("-extfile"), path(QStringLiteral("san.ext")) });
+            QVERIFY2(problem.isEmpty(), qPrintable(problem));
+        }
+    }
+
+    void cleanup()
+    {
+        // No process of this test is left: not by command line, not as a zombie.
+        QTRY_VERIFY_WITH_TIMEOUT(test::processesMentioning(m_tmp.path()).isEmpty(), 15000);
+        QVERIFY2(test::processesMentioning(m_tmp.path()).isEmpty(),
+            qPrintable(test::processesMentioning(m_tmp.path()).join(QLatin1Char('\n'))));
+        for (qint64 pid : m_agentPids)
+            QVERIFY2(test::childProcesses(pid).isEmpty(), qPrintable(test::childProcesses(pid).join(u'\n')));
+        m_agentPids.clear();
+    }
+
+    // Ranks 0-1 on one agent, 2-3 on another, one c10d group over loopback.
+    void runAcrossTwoAgentsSucceeds()
+    {
+        QElapsedTimer timer;
+        timer.start();
+        auto first = startAgent(QStringLiteral("two-a"));
+        auto second = startAgent(QStringLiteral("two-b"));
+        QVERIFY(first->processId() > 0 && second->processId() > 0);
+        AgentClient a(first->endpoint(), first->token());
+        AgentClient b(second->endpoint(), second->token());
+
+        v1::StartWorkersResponse onA, onB, again;
+        auto r = a.startWorkers(runRequest("multi-1", 1, 4, { 0, 1 }), &onA);
+        QVERIFY2(r.ok(), qPrintable(r.message));
+        // Rank 0's agent picked the rendezvous; the other agent is told it.
+        QCOMPARE(onA.rendezvous().host(), std::string("127.0.0.1"));
+        QVERIFY(onA.rendezvous().port() > 0);
+        auto second_request = runRequest("multi-1", 1, 4, { 2, 3 });
+        *second_request.mutable_rendezvous() = onA.rendezvous();
+        r = b.startWorkers(second_request, &onB);
+        QVERIFY2(r.ok(), qPrintable(r.message));
+        QVERIFY(!onB.already_running());
+        r = b.startWorkers(second_request, &again);
+        QVERIFY2(r.ok(), qPrintable(r.message));
+        QVERIFY(again.already_running()); // idempotent on (run_id, attempt)
+        QCOMPARE(onB.run().placements_size(), 2);
+        QVERIFY(onB.run().placements(0).pid() > 0);
+
+        for (auto *client : { &a, &b }) {
+            const auto watched = watchRun(*client, "multi-1", 1);
+            QVERIFY2(watched.status.ok(), watched.status.error_message().c_str());
+            QCOMPARE(lastStateName(watched.events), QStringLiteral("SUCCEEDED"));
+            std::set<int> exited;
+            int worldSize = 0;
+            bool running = false;
+            for (const auto &e : watched.events) {
+                if (e.has_started())
+                    worldSize = e.started().world_size();
+                running = running || (e.has_state() && e.state().state() == v1::RUNNING);
+                if (e.has_rank_exited()) {
+                    QCOMPARE(e.rank_exited().kind(), v1::EXIT_SUCCEEDED);
+                    exited.insert(e.rank_exited().rank());
+                }
+            }
+            QVERIFY(running);
+            QCOMPARE(worldSize, client == &a ? 4 : 0); // rank 0 reports for the run
+            QCOMPARE(exited, client == &a ? (std::set<int> { 0, 1 }) : (std::set<int> { 2, 3 }));
+        }
+        first->stop();
+        second->stop();
+        qInfo("two agents, four ranks: %.1f s", timer.elapsed() / 1000.0);
+    }
+
+    void reconnectMidRunIsGapFreeAndDuplicateFree()
+    {
+        auto agent = startAgent(QStringLiteral("resume"));
+        AgentClient client(agent->endpoint(), agent->token());
+        v1::StartWorkersResponse started;
+        auto request = runRequest("resume-1", 3, 1, { 0 });
+        request.mutable_spec()->set_batch_size(10); // 20 steps per epoch
+        auto r = client.startWorkers(request, &started);
+        QVERIFY2(r.ok(), qPrintable(r.message));
+
+        // A console reads a few events, loses the connection mid-run, and comes back
+        // asking for the event after the last one it saw.
+        const auto before = watchRun(client, "resume-1", 1, 8);
+        QCOMPARE(before.status.error_code(), grpc::StatusCode::CANCELLED);
+        QCOMPARE(before.events.size(), std::size_t(8));
+        QVERIFY2(lastStateName(before.events) != QStringLiteral("SUCCEEDED"),
+            "the run ended before the reconnect");
+        const auto after = watchRun(client, "resume-1", before.events.back().seq() + 1);
+        QVERIFY2(after.status.ok(), after.status.error_message().c_str());
+        std::vector<v1::RunEvent> joined = before.events;
+        joined.insert(joined.end(), after.events.begin(), after.events.end());
+        for (std::size_t i = 0; i < joined.size(); ++i)
+            QCOMPARE(joined[i].seq(), qint64(i + 1)); // no gap, no duplicate
+        QCOMPARE(lastStateName(joined), QStringLiteral("SUCCEEDED"));
+        // The same as a full replay from disk.
+        const auto replay = watchRun(client, "resume-1", 0);
+        QCOMPARE(replay.events.size(), joined.size());
+        QCOMPARE(replay.events.back().seq(), joined.back().seq());
+        agent->stop();
+    }
+
+    void killedAgentRestartsWithRunHistory()
+    {
+        auto agent = startAgent(QStringLiteral("restart"));
+        const qint64 pid = agent->processId();
+        {
+            AgentClient client(agent->endpoint(), agent->token());
+            v1::StartWorkersResponse started;
+            auto r = client.startWorkers(runRequest("done-1", 1, 1, { 0 }), &started);
+            QVERIFY2(r.ok(), qPrintable(r.message));
+            QCOMPARE(lastStateName(watchRun(client, "done-1", 1).events), QStringLiteral("SUCCEEDED"));
+
+            auto request = runRequest("long-1", 1000, 1, { 0 });
+            request.mutable_spec()->set_max_train_images(50);
+            r = client.startWorkers(request, &started);
+            QVERIFY2(r.ok(), qPrintable(r.message));
+            // Read until a checkpoint is committed.
+            bool checkpointed = false;
+            for (int tries = 0; tries < 60 && !checkpointed; ++tries) {
+                const auto watched = watchRun(client, "long-1", 1, std::size_t(10 + tries * 5));
+                for (const auto &e : watched.events)
+                    checkpointed = checkpointed || e.has_checkpoint();
+            }
+            QVERIFY(checkpointed);
+        }
+        QCOMPARE(::kill(pid_t(pid), SIGKILL), 0);
+        // The workers die with their agent (PR_SET_PDEATHSIG), even on SIGKILL.
+        QTRY_VERIFY_WITH_TIMEOUT(
+            test::processesMentioning(QStringLiteral("scalelab-worker train --data-dir ") + m_data).isEmpty(),
+            10000);
+        agent->stop(); // reaps the killed agent
+
+        auto restarted = startAgent(QStringLiteral("restart"));
+        AgentClient client(restarted->endpoint(), restarted->token());
+        v1::ListRunsResponse list;
+        auto r = client.listRuns(&list);
+        QVERIFY2(r.ok(), qPrintable(r.message));
+        QCOMPARE(list.runs_size(), 2);
+        for (const auto &run : list.runs()) {
+            if (run.run_id() == "done-1") {
+                QCOMPARE(run.state(), v1::SUCCEEDED);
+                QVERIFY(!run.interrupted());
+            } else {
+                QCOMPARE(run.run_id(), std::string("long-1"));
+                QCOMPARE(run.state(), v1::FAILED);
+                QVERIFY(run.interrupted());
+                QVERIFY2(QString::fromStdString(run.message()).contains(QStringLiteral("interrupted")),
+                    run.message().c_str());
+            }
+        }
+        // The log is served on: gap-free, ending with the interruption.
+        const auto watched = watchRun(client, "long-1", 1);
+        QVERIFY2(watched.status.ok(), watched.status.error_message().c_str());
+        for (std::size_t i = 0; i < watched.events.size(); ++i)
+            QCOMPARE(watched.events[i].seq(), qint64(i + 1));
+        QVERIFY(watched.events.back().has_state());
+        QVERIFY(watched.events.back().state().interrupted());
+        // Checkpoints intact: every file matches its sha256 in the manifest.
+        const QDir checkpoints(path(QStringLiteral("restart/runs/long-1/checkpoints")));
+        const auto committed = checkpoints.entryList({ QStringLiteral("epoch-*") }, QDir::Dirs);
+        QVERIFY(!committed.isEmpty());
+        QFile manifest(checkpoints.filePath(committed.last() + QStringLiteral("/MANIFEST")));
+        QVERIFY(manifest.open(QIODevice::ReadOnly));
+        int verified = 0;
+        for (const QByteArray &line : manifest.readAll().split('\n')) {
+            if (line.isEmpty())
+                continue;
+            const QByteArray sum = line.left(64);
+            QFile file(checkpoints.filePath(committed.last() + u'/' + QString::fromUtf8(line.mid(66))));
+            QVERIFY(file.open(QIODevice::ReadOnly));
+            QCOMPARE(QCryptographicHash::hash(file.readAll(), QCryptographicHash::Sha256).toHex(), sum);
+            ++verified;
+        }
+        QVERIFY(verified >= 3);
+        // The describe call agrees, and the killed agent's first start is gone for good.
+        v1::DescribeResponse inventory;
+        QVERIFY(client.describe(&inventory).ok());
+        QCOMPARE(inventory.runs_size(), 2);
+        QVERIFY(!QFileInfo::exists(QStringLiteral("/proc/%1").arg(pid)));
+        restarted->stop();
+    }
+
+    void shutdownMarksActiveRunsInterrupted()
+    {
+        auto agent = startAgent(QStringLiteral("shutdown"));
+        {
+            AgentClient client(agent->endpoint(), agent->token());
+            v1::StartWorkersResponse started;
+            auto r = client.startWorkers(runRequest("cut-1", 1000, 1, { 0 }), &started);
+            QVERIFY2(r.ok(), qPrintable(r.message));
+            QTRY_VERIFY_WITH_TIMEOUT(
+                [&] {
+                    v1::ListRunsResponse list;
+                    return client.listRuns(&list).ok() && list.runs(0).state() == v1::RUNNING;
+                }(),
+                20000);
+        }
+        agent->stop(); // SIGTERM: the agent stops its runs before it exits
+        auto restarted = startAgent(QStringLiteral("shutdown"));
+        AgentClient client(restarted->endpoint(), restarted->token());
+        v1::ListRunsResponse list;
+        QVERIFY(client.listRuns(&list).ok());
+        QCOMPARE(list.runs_size(), 1);
+        QCOMPARE(list.runs(0).state(), v1::FAILED);
+        QVERIFY(list.runs(0).interrupted());
+        QVERIFY2(QString::fromStdString(list.runs(0).message()).contains(QStringLiteral("agent shut down")),
+            list.runs(0).message().c_str());
+        QCOMPARE(list.runs(0).placements(0).exit().kind(), v1::EXIT_STOPPED);
+        restarted->stop();
+    }
+
+    void refusesNetworkAddressWithoutTokenAndTls_data()
+    {
+        QTest::addColumn<bool>("token");
+        QTest::addColumn<bool>("tls");
+        QTest::addColumn<QString>("message");
+        QTest::newRow("neither") << false << false << "without a token and TLS";
+        QTest::newRow("token only") << true << false << "without TLS";
+        QTest::newRow("TLS only") << false << true << "without a token";
+    }
+    void refusesNetworkAddressWithoutTokenAndTls()
+    {
+        QFETCH(bool, token);
+        QFETCH(bool, tls);
+        QFETCH(QString, message);
+        LocalAgent agent;
+        LocalAgentOptions options;
+        options.agentBinary = test::binary("scalelab-agent");
+        options.dataDir = m_data;
+        options.stateDir = path(QStringLiteral("refused"));
+        options.listen = QStringLiteral("0.0.0.0");
+        options.withToken = token;
+        if (tls)
+            options.extraArguments = { QStringLiteral("--tls-cert"), path(QStringLiteral("server.pem")),
+                QStringLiteral("--tls-key"), path(QStringLiteral("server.key")) };
+        QVERIFY(!agent.start(options, 10'000));
+        QVERIFY(agent.refusedConfiguration());
+        QVERIFY2(agent.error().contains(message), qPrintable(agent.error()));
+    }
+
+    void tlsWithTokenOffLoopback()
+    {
+        bool ok = false;
+        auto agent = [&] {
+            auto a = std::make_unique<LocalAgent>();
+            LocalAgentOptions options;
+            options.agentBinary = test::binary("scalelab-agent");
+            options.dataDir = m_data;
+            options.stateDir = path(QStringLiteral("tls"));
+            options.listen = QStringLiteral("0.0.0.0");
+            options.extraArguments = { QStringLiteral("--tls-cert"), path(QStringLiteral("server.pem")),
+                QStringLiteral("--tls-key"), path(QStringLiteral("server.key")) };
+            ok = a->start(options);
+            return a;
+        }();
+        QVERIFY2(ok, qPrintable(agent->error()));
+        m_agentPids.push_back(agent->processId());
+        const QString endpoint = QStringLiteral("127.0.0.1:") + agent->endpoint().section(u':', -1);
+        const AgentTls trusted { path(QStringLiteral("ca.pem")), {}, {}, {} };
+
+        AgentClient good(endpoint, agent->token(), trusted);
+        v1::DescribeResponse inventory;
+        auto r = good.describe(&inventory);
+        QVERIFY2(r.ok(), qPrintable(r.message));
+
+        AgentClient wrongToken(endpoint, QStringLiteral("guess"), trusted);
+        QCOMPARE(wrongToken.describe(&inventory).code, int(grpc::StatusCode::UNAUTHENTICATED));
+        AgentClient noToken(endpoint, QString(), trusted);
+        QCOMPARE(noToken.describe(&inventory).code, int(grpc::StatusCode::UNAUTHENTICATED));
+        QTRY_VERIFY_WITH_TIMEOUT(
+            agentLog(QStringLiteral("tls")).contains(QStringLiteral("wrong token")), 5000);
+        QVERIFY(agentLog(QStringLiteral("tls")).contains(QStringLiteral("no token")));
+
+        AgentClient plaintext(endpoint, agent->token(), AgentTls {});
+        QCOMPARE(plaintext.describe(&inventory, 3000).code, int(grpc::StatusCode::UNAVAILABLE));
+        AgentClient untrusted(
+            endpoint, agent->token(), AgentTls { path(QStringLiteral("other-ca.pem")), {}, {}, {} });
+        QCOMPARE(untrusted.describe(&inventory, 3000).code, int(grpc::StatusCode::UNAVAILABLE));
+        AgentClient missingCa(
+            endpoint, agent->token(), AgentTls { path(QStringLiteral("nope.pem")), {}, {}, {} });
+        QVERIFY(missingCa.setupError().contains(QStringLiteral("nope.pem")));
+        QCOMPARE(missingCa.describe(&inventory).code, int(grpc::StatusCode::FAILED_PRECONDITION));
+        agent->stop();
+    }
+
+    void mutualTlsNeedsClientCertificate()
+    {
+        auto agent = startAgent(QStringLiteral("mtls"),
+            { QStringLiteral("--tls-cert"), path(QStringLiteral("server.pem")), QStringLiteral("--tls-key"),
+                path(QStringLiteral("server.key")), QStringLiteral("--tls-client-ca"),
+                path(QStringLiteral("ca.pem")) });
+        QVERIFY2(!agent->endpoint().isEmpty(), qPrintable(agent->error()));
+        v1::DescribeResponse inventory;
+        AgentClient anonymous(
+            agent->endpoint(), agent->token(), AgentTls { path(QStringLiteral("ca.pem")), {}, {}, {} });
+        QCOMPARE(anonymous.describe(&inventory, 3000).code, int(grpc::StatusCode::UNAVAILABLE));
+        AgentClient known(agent->endpoint(), agent->token(),
+            AgentTls { path(QStringLiteral("ca.pem")), path(QStringLiteral("client.pem")),
+                path(QStringLiteral("client.key")), {} });
+        const auto r = known.describe(&inventory);
+        QVERIFY2(r.ok(), qPrintable(r.message));
+        agent->stop();
+    }
+
+    void configFileAndEnvironmentAreRead()
+    {
+        // A value from the config file is used, checked, and its origin named.
+        QVERIFY(
+            writeFile(path(QStringLiteral("agent.conf")), "# test\nlog-level = debug\nheartbeat-ms = 5\n"));
+        bool ok = true;
+        auto refused = startAgent(QStringLiteral("conf"),
+            { QStringLiteral("--config"), path(QStringLiteral("agent.conf")) }, {}, &ok);
+        QVERIFY(!ok);
+        QVERIFY2(refused->error().contains(QStringLiteral("--heartbeat-ms must be a whole number from 100"))
+                && refused->error().contains(QStringLiteral("agent.conf:3")),
+            qPrintable(refused->error()));
+        // The command line wins over the file.
+        auto agent = startAgent(QStringLiteral("conf"),
+            { QStringLiteral("--config"), path(QStringLiteral("agent.conf")),
+                QStringLiteral("--heartbeat-ms"), QStringLiteral("500") },
+            {}, &ok);
+        QVERIFY(ok);
+        agent->stop();
+        // An unknown key names the file and line.
+        QVERIFY(writeFile(path(QStringLiteral("bad.conf")), "port = 0\nlisen = 0.0.0.0\n"));
+        auto bad = startAgent(QStringLiteral("conf"),
+            { QStringLiteral("--config"), path(QStringLiteral("bad.conf")) }, {}, &ok);
+        QVERIFY(!ok);
+        QVERIFY2(bad->error().contains(QStringLiteral("bad.conf:2: unknown option 'lisen'")),
+            qPrintable(bad->error()));
+        // The environment wins over the file, and is named too.
+        QVERIFY(writeFile(path(QStringLiteral("good.conf")), "heartbeat-ms = 1000\n"));
+        qputenv("SCALELAB_AGENT_HEARTBEAT_MS", "5");
+        auto env = startAgent(QStringLiteral("conf"),
+            { QStringLiteral("--config"), path(QStringLiteral("good.conf")) }, {}, &ok);
+        qunsetenv("SCALELAB_AGENT_HEARTBEAT_MS");
+        QVERIFY(!ok);
+        QVERIFY2(env->error().contains(QStringLiteral("from SCALELAB_AGENT_HEARTBEAT_MS")),
+            qPrintable(env->error()));
+    }
+
+    void badInputIsRefusedNamingTheField()
+    {
+        auto agent = startAgent(QStringLiteral("bad"));
+        AgentClient client(agent->endpoint(), agent->token());
+        const int invalid = grpc::StatusCode::INVALID_ARGUMENT;
+        const int precondition = grpc::StatusCode::FAILED_PRECONDITION;
+        struct Case {
+            const char *name;
+            int code;
+            QString mention;
+            std::function<void(v1::StartWorkersRequest &)> change;
+        };
+        const std::vector<Case> starts = {
+            { "world size 0", invalid, QStringLiteral("world_size"), [](auto &r) { r.set_world_size(0); } },
+            { "no ranks", invalid, QStringLiteral("ranks"), [](auto &r) { r.clear_ranks(); } },
+            { "negative rank", invalid, QStringLiteral("ranks"), [](auto &r) { r.set_ranks(0, -1); } },
+            { "rank twice", invalid, QStringLiteral("ranks"),
+                [](auto &r) { r.set_world_size(2), r.add_ranks(0); } },
+            { "path-like run id", invalid, QStringLiteral("run_id"), [](auto &r) { r.set_run_id("../x"); } },
+            { "absolute run id", invalid, QStringLiteral("run_id"), [](auto &r) { r.set_run_id("/tmp/x"); } },
+            { "negative batch", invalid, QStringLiteral("spec.batch_size"),
+                [](auto &r) { r.mutable_spec()->set_batch_size(-4); } },
+            { "negative threads", invalid, QStringLiteral("spec.threads_per_worker"),
+                [](auto &r) { r.mutable_spec()->set_threads_per_worker(-1); } },
+            { "negative max images", invalid, QStringLiteral("spec.max_train_images"),
+                [](auto &r) { r.mutable_spec()->set_max_train_images(-10); } },
+            { "more GPUs than the node has", precondition, QStringLiteral("spec.gpus_per_worker"),
+                [](auto &r) { r.mutable_spec()->set_gpus_per_worker(2); } },
+            { "fraction of GPUs above one", invalid, QStringLiteral("spec.gpus_per_worker"),
+                [](auto &r) { r.mutable_spec()->set_gpus_per_worker(1.5); } },
+            { "unknown data set", precondition, QStringLiteral("spec.dataset"),
+                [](auto &r) { r.mutable_spec()->set_dataset("imagenet"); } },
+            { "path-like data set", invalid, QStringLiteral("spec.dataset"),
+                [](auto &r) { r.mutable_spec()->set_dataset("../../etc"); } },
+            { "unknown schedule", invalid, QStringLiteral("spec.schedule"),
+                [](auto &r) { r.mutable_spec()->set_schedule("random"); } },
+            { "rendezvous host like an option", invalid, QStringLiteral("rendezvous.host"),
+                [](auto &r) {
+                    r.set_world_size(2);
+                    r.mutable_rendezvous()->set_host("--evil");
+                    r.mutable_rendezvous()->set_port(4000);
+                } },
+            { "rendezvous port only", invalid, QStringLiteral("rendezvous"),
+                [](auto &r) {
+                    r.set_world_size(2);
+                    r.mutable_rendezvous()->set_port(4000);
+                } },
+            { "no rendezvous and no rank 0", invalid, QStringLiteral("rendezvous"),
+                [](auto &r) {
+                    r.set_world_size(2);
+                    r.set_ranks(0, 1);
+                } },
+        };
+        for (const auto &c : starts) {
+            auto request = runRequest("bad-input", 1, 1, { 0 });
+            c.change(request);
+            v1::StartWorkersResponse response;
+            const auto r = client.startWorkers(request, &response);
+            QVERIFY2(
+                r.code == c.code, qPrintable(QStringLiteral("%1: %2").arg(QLatin1String(c.name), r.message)));
+            QVERIFY2(r.message.contains(c.mention),
+                qPrintable(QStringLiteral("%1: %2").arg(QLatin1String(c.name), r.message)));
+        }
+        // The other calls.
+        const auto expect = [](const char *name, const CallResult &r, int code, const QString &mention) {
+            QVERIFY2(r.code == code && r.message.contains(mention),
+                qPrintable(
+                    QStringLiteral("%1: [%2] %3").arg(QLatin1String(name)).arg(r.code).arg(r.message)));
+        };
+        v1::StopRunResponse stopped;
+        expect("StopRun path-like id", client.stopRun(QStringLiteral("../x"), &stopped), invalid,
+            QStringLiteral("run_id"));
+        {
+            grpc::ClientContext context;
+            client.prepareStreamContext(&context);
+            v1::StopRunRequest request;
+            request.set_run_id("x");
+            request.set_grace_ms(-1);
+            v1::StopRunResponse response;
+            expect("StopRun negative grace",
+                CallResult::fromStatus(client.stub().StopRun(&context, request, &response), {}), invalid,
+                QStringLiteral("grace_ms"));
+        }
+        auto watched = watchRun(client, "../x", 1);
+        expect("WatchRun path-like id", CallResult::fromStatus(watched.status, {}), invalid,
+            QStringLiteral("run_id"));
+        watched = watchRun(client, "x", -3);
+        expect("WatchRun negative from_seq", CallResult::fromStatus(watched.status, {}), invalid,
+            QStringLiteral("from_seq"));
+        v1::CreateSyntheticDatasetRequest synthetic;
+        synthetic.set_name("../x");
+        synthetic.set_train_images(10);
+        synthetic.set_test_images(10);
+        v1::Dataset dataset;
+        expect("synthetic path-like name", client.createSyntheticDataset(synthetic, &dataset), invalid,
+            QStringLiteral("name"));
+        synthetic.set_name("zero");
+        synthetic.set_train_images(0);
+        expect("synthetic zero images", client.createSyntheticDataset(synthetic, &dataset), invalid,
+            QStringLiteral("train_images"));
+        expect("WatchNode interval too short", client.watchNode(5, [](const auto &) { return false; }),
+            invalid, QStringLiteral("interval_ms"));
+        expect("FetchDataset unknown name", client.fetchDataset(QStringLiteral("../../etc"), {}, &dataset),
+            invalid, QStringLiteral("name"));
+        // Nothing was written outside the agent's folders.
+        for (const QString &name :
+            { QStringLiteral("x"), QStringLiteral("bad/x"), QStringLiteral("bad/runs/x"),
+                QStringLiteral("bad/runs/bad-input"), QStringLiteral("data/zero"), QStringLiteral("etc") })
+            QVERIFY2(!QFileInfo::exists(path(name)), qPrintable(name));
+        QVERIFY(!QFileInfo::exists(QStringLiteral("/tmp/x/1")));
+        agent->stop();
+    }
+
+    // Exits through real processes: a worker that reports an error and fails, one that
+    // is killed by a signal, and one that ignores SIGTERM until StopRun's SIGKILL.
+    void exitsAreClassified_data()
+    {
+        QTest::addColumn<QString>("script");
+        QTest::addColumn<int>("kind");
+        QTest::addColumn<QString>("state");
+        QTest::addColumn<QString>("message");
+        QTest::newRow("failed") << "echo '{\"type\":\"error\",\"message\":\"disk on fire\"}' >&3; exit 3"
+                                << int(v1::EXIT_FAILED) << "FAILED"
+                                << "exited with code 3: disk on fire";
+        QTest::newRow("out of memory")
+            << "echo '{\"type\":\"error\",\"message\":\"std::bad_alloc\"}' >&3; exit 1"
+            << int(v1::EXIT_OUT_OF_MEMORY) << "FAILED"
+            << "ran out of memory";
+        QTest::newRow("killed") << "kill -SEGV $$" << int(v1::EXIT_KILLED) << "FAILED"
+                                << "killed by signal 11";
+        QTest::newRow("stopped")
+            << "trap '' TERM; echo '{\"type\":\"started\"}' >&3; while :; do sleep 1; done"
+            << int(v1::EXIT_STOPPED) << "CANCELLED"
+            << "stopped on request";
+    }
+    void exitsAreClassified()
+    {
+        QFETCH(QString, script);
+        QFETCH(int, kind);
+        QFETCH(QString, state);
+        QFETCH(QString, message);
+        const QString worker
+            = path(QStringLiteral("fake-worker-%1.sh").arg(QTest::currentDataTag()).replace(u' ', u'-'));
+        QVERIFY(writeFile(worker, "#!/bin/sh\n" + script.toUtf8() + "\n",
+            QFile::ReadOwner | QFile::WriteOwner | QFile::ExeOwner));
+        const QString folder = QStringLiteral("exits-%1")
+                                   .arg(QString::fromLatin1(QTest::currentDataTag()).replace(u' ', u'-'));
+        auto agent = startAgent(folder, { QStringLiteral("--worker"), worker });
+        AgentClient client(agent->endpoint(), agent->token());
+        v1::StartWorkersResponse started;
+        const std::string id = "exit-" + QByteArray(QTest::currentDataTag()).replace(' ', '-').toStdString();
+        auto r = client.startWorkers(runRequest(id, 1, 1, { 0 }), &started);
+        QVERIFY2(r.ok(), qPrintable(r.message));
+        if (kind == v1::EXIT_STOPPED) {
+            QTRY_VERIFY_WITH_TIMEOUT(
+                [&] {
+                    v1::ListRunsResponse list;
+                    return client.listRuns(&list).ok() && list.runs(0).state() == v1::RUNNING;
+                }(),
+                10000);
+            grpc::ClientContext context;
+            client.prepareStreamContext(&context);
+            v1::StopRunRequest stop;
+            stop.set_run_id(id);
+            stop.set_grace_ms(300);
+            v1::StopRunResponse response;
+            QVERIFY(client.stub().StopRun(&context, stop, &response).ok());
+        }
+        QElapsedTimer timer;
+        timer.start();
+        const auto watched = watchRun(client, id, 1);
+        QVERIFY(watched.status.ok());
+        QVERIFY(timer.elapsed() < 5000); // SIGKILL follows SIGTERM after the grace
+        QCOMPARE(lastStateName(watched.events), state);
+        const auto exited = std::find_if(
+            watched.events.begin(), watched.events.end(), [](const auto &e) { return e.has_rank_exited(); });
+        QVERIFY(exited != watched.events.end());
+        QCOMPARE(int(exited->rank_exited().kind()), kind);
+        const auto &summary = watched.events[watched.events.size() - 2];
+        QVERIFY(summary.has_summary());
+        QCOMPARE(int(summary.summary().exit_kind()), kind);
+        QVERIFY2(QString::fromStdString(summary.summary().message()).contains(message),
+            summary.summary().message().c_str());
+        if (kind == v1::EXIT_STOPPED)
+            QCOMPARE(exited->rank_exited().signal(), int(SIGKILL)); // it ignored SIGTERM
+        agent->stop();
+    }
+
+    // One failing rank stops the others, and the run is FAILED (not CANCELLED) with the
+    // failing rank's reason, though the agent itself had to stop the rest.
+    void oneFailingRankFailsTheRun()
+    {
+        const QString worker = path(QStringLiteral("fake-worker-rank1.sh"));
+        QVERIFY(writeFile(worker,
+            "#!/bin/sh\ncase \"$*\" in *'--rank 1 '*) sleep 1; exit 3;; esac\n"
+            "trap 'exit 143' TERM\nwhile :; do sleep 0.2; done\n",
+            QFile::ReadOwner | QFile::WriteOwner | QFile::ExeOwner));
+        auto agent = startAgent(QStringLiteral("rank-fails"), { QStringLiteral("--worker"), worker });
+        AgentClient client(agent->endpoint(), agent->token());
+        v1::StartWorkersResponse started;
+        auto r = client.startWorkers(runRequest("pair-1", 1, 2, { 0, 1 }), &started);
+        QVERIFY2(r.ok(), qPrintable(r.message));
+        const auto watched = watchRun(client, "pair-1", 1);
+        QVERIFY(watched.status.ok());
+        QCOMPARE(lastStateName(watched.events), QStringLiteral("FAILED"));
+        std::map<int, v1::ExitKind> kinds;
+        for (const auto &e : watched.events)
+            if (e.has_rank_exited())
+                kinds[e.rank_exited().rank()] = e.rank_exited().kind();
+        QCOMPARE(kinds[1], v1::EXIT_FAILED);
+        QCOMPARE(kinds[0], v1::EXIT_STOPPED);
+        const auto &summary = watched.events[watched.events.size() - 2].summary();
+        QVERIFY2(
+            QString::fromStdString(summary.message()).startsWith(QStringLiteral("rank 1 exited with code 3")),
+            summary.message().c_str());
+        agent->stop();
+    }
+
+    void exitClassificationRules()
+    {
+        using agent::classifyExit;
+        const int exited0 = 0, exited2 = 2 << 8, killed = SIGKILL, terminated = SIGTERM;
+        QCOMPARE(classifyExit(0, exited0, false, {}, true, 0).kind(), v1::EXIT_SUCCEEDED);
+        QCOMPARE(classifyExit(0, exited0, false, {}, false, 0).kind(), v1::EXIT_FAILED);
+        QCOMPARE(classifyExit(1, exited2, false, "boom", false, 0).kind(), v1::EXIT_FAILED);
+        QCOMPARE(
+            classifyExit(1, exited2, false, "CUDA out of memory", false, 0).kind(), v1::EXIT_OUT_OF_MEMORY);
+        QCOMPARE(classifyExit(1, killed, false, {}, false, 1).kind(), v1::EXIT_OUT_OF_MEMORY);
+        QCOMPARE(classifyExit(1, killed, false, {}, false, 0).kind(), v1::EXIT_KILLED);
+        QCOMPARE(classifyExit(1, killed, false, {}, false, -1).kind(), v1::EXIT_KILLED);
+        QCOMPARE(classifyExit(1, terminated, true, {}, false, 0).kind(), v1::EXIT_STOPPED);
+        QCOMPARE(classifyExit(1, terminated, false, {}, false, 0).kind(), v1::EXIT_KILLED);
+    }
+
+    void watchNodeSamplesUtilization()
+    {
+        auto agent = startAgent(QStringLiteral("node"));
+        AgentClient client(agent->endpoint(), agent->token());
+        v1::DescribeResponse inventory;
+        QVERIFY(client.describe(&inventory).ok());
+        QVERIFY(inventory.gpus().empty()); // no NVIDIA driver on the test machine...
+        QVERIFY2(QString::fromStdString(inventory.gpu_status()).contains(QStringLiteral("NVML")),
+            inventory.gpu_status().c_str()); // ...and Describe says why
+        v1::StartWorkersResponse started;
+        auto r = client.startWorkers(runRequest("busy-1", 1000, 1, { 0 }), &started);
+        QVERIFY2(r.ok(), qPrintable(r.message));
+        std::vector<v1::NodeSample> samples;
+        bool sawRank = false;
+        r = client.watchNode(200, [&](const v1::NodeSample &s) {
+            samples.push_back(s);
+            for (const auto &p : s.processes())
+                if (p.run_id() == "busy-1" && p.pid() == started.run().placements(0).pid()
+                    && p.cpu_percent() > 1 && p.rss_bytes() > 20 * 1024 * 1024)
+                    sawRank = true;
+            return !(sawRank && samples.size() >= 3) && samples.size() < 100;
+        });
+        QVERIFY2(r.ok(), qPrintable(r.message));
+        QVERIFY(sawRank);
+        QVERIFY(samples.size() >= 2);
+        for (std::size_t i = 0; i < samples.size(); ++i) {
+            const auto &s = samples[i];
+            QVERIFY(s.cpu_percent() >= 0 && s.cpu_percent() <= 100);
+            QVERIFY(s.memory_total_bytes() > 0 && s.memory_used_bytes() > 0);
+            QVERIFY(s.memory_used_bytes() <= s.memory_total_bytes());
+            QVERIFY(s.cpu_cores() > 0);
+            if (i > 0) {
+                const auto gap = s.unix_ms() - samples[i - 1].unix_ms();
+                QVERIFY2(gap >= 150 && gap < 2000, qPrintable(QString::number(gap)));
+            }
+        }
+        v1::StopRunResponse stopped;
+        QVERIFY(client.stopRun(QStringLiteral("busy-1"), &stopped).ok());
+        QCOMPARE(lastStateName(watchRun(client, "busy-1", 1).events), QStringLiteral("CANCELLED"));
+        agent->stop();
+    }
+
+    void fetchWithoutNetworkFailsFastSayingWhatToDo()
+    {
+        const QString data = path(QStringLiteral("fetch-offline-data"));
+        QVERIFY(QDir().mkpath(data));
+        // An address nothing listens on stands for "no network" whatever the machine.
+        auto agent = startAgent(QStringLiteral("fetch-offline"),
+            { QStringLiteral("--cifar-url"), QStringLiteral("http://127.0.0.1:1/cifar-10-binary.tar.gz") },
+            data);
+        AgentClient client(agent->endpoint(), agent->token());
+        QElapsedTimer timer;
+        timer.start();
+        v1::Dataset dataset;
+        const auto r = client.fetchDataset(QStringLiteral("cifar-10"), {}, &dataset);
+        QCOMPARE(r.code, int(grpc::StatusCode::UNAVAILABLE));
+        QVERIFY(timer.elapsed() < 10000);
+        for (const QString &needle :
+            { QStringLiteral("cannot download"), QStringLiteral("c32a1d4ab5d03f1284b67883e8d87530"),
+                data + QStringLiteral("/cifar-10"), QStringLiteral("cifar-10-batches-bin") })
+            QVERIFY2(r.message.contains(needle), qPrintable(r.message));
+        QVERIFY(QDir(data).entryList(QDir::AllEntries | QDir::Hidden | QDir::NoDotAndDotDot).isEmpty());
+        agent->stop();
+    }
+
+    void fetchFromMirrorChecksUnpacksAndReports()
+    {
+        // A tarball in the official layout, served as a file:// mirror.
+        const QString source = path(QStringLiteral("mirror-src"));
+        std::string error;
+        QVERIFY(cifar::writeSyntheticDataset(
+            (source + QStringLiteral("/cifar-10-batches-bin")).toStdString(), 60, 20, 5, &error));
+        const QString tarball = path(QStringLiteral("cifar-10-binary.tar.gz"));
+        const QString problem = runTool(QStringLiteral("tar"),
+            { QStringLiteral("-czf"), tarball, QStringLiteral("-C"), source,
+                QStringLiteral("cifar-10-batches-bin") });
+        QVERIFY2(problem.isEmpty(), qPrintable(problem));
+        QFile file(tarball);
+        QVERIFY(file.open(QIODevice::ReadOnly));
+        const QString md5
+            = QString::fromLatin1(QCryptographicHash::hash(file.readAll(), QCryptographicHash::Md5).toHex());
+        const QString url = QStringLiteral("file://") + tarball;
+
+        // Wrong checksum: refused, nothing left behind.
+        const QString data = path(QStringLiteral("fetch-data"));
+        QVERIFY(QDir().mkpath(data));
+        auto wrong = startAgent(QStringLiteral("fetch-wrong"),
+            { QStringLiteral("--cifar-url"), url, QStringLiteral("--cifar-md5"), QString(32, u'0') }, data);
+        {
+            AgentClient client(wrong->endpoint(), wrong->token());
+            v1::Dataset dataset;
+            const auto r = client.fetchDataset(QStringLiteral("cifar-10"), {}, &dataset);
+            QCOMPARE(r.code, int(grpc::StatusCode::DATA_LOSS));
+            QVERIFY2(r.message.contains(md5), qPrintable(r.message));
+            QVERIFY(QDir(data).entryList(QDir::AllEntries | QDir::Hidden | QDir::NoDotAndDotDot).isEmpty());
+        }
+        wrong->stop();
+
+        auto agent = startAgent(QStringLiteral("fetch"),
+            { QStringLiteral("--cifar-url"), url, QStringLiteral("--cifar-md5"), md5 }, data);
+        AgentClient client(agent->endpoint(), agent->token());
+        std::vector<v1::FetchProgress::Phase> phases;
+        v1::Dataset dataset;
+        auto r = client.fetchDataset(
+            QStringLiteral("cifar-10"),
+            [&](const v1::FetchProgress &p) {
+                if (phases.empty() || phases.back() != p.phase())
+                    phases.push_back(p.phase());
+            },
+            &dataset);
+        QVERIFY2(r.ok(), qPrintable(r.message));
+        QVERIFY(std::find(phases.begin(), phases.end(), v1::FetchProgress::VERIFYING) != phases.end());
+        QVERIFY(std::find(phases.begin(), phases.end(), v1::FetchProgress::UNPACKING) != phases.end());
+        QCOMPARE(phases.back(), v1::FetchProgress::DONE);
+        QCOMPARE(dataset.name(), std::string("cifar-10"));
+        QCOMPARE(dataset.train_images(), 60);
+        QCOMPARE(dataset.test_images(), 20);
+        QVERIFY(dataset.synthetic()); // the fixture carries the SYNTHETIC marker, and says so
+        v1::DescribeResponse inventory;
+        QVERIFY(client.describe(&inventory).ok());
+        QVERIFY(std::any_of(inventory.datasets().begin(), inventory.datasets().end(),
+            [](const auto &d) { return d.name() == "cifar-10" && d.train_images() == 60; }));
+        // Fetching again finds it there.
+        phases.clear();
+        r = client.fetchDataset(
+            QStringLiteral("cifar-10"), [&](const auto &p) { phases.push_back(p.phase()); }, &dataset);
+        QVERIFY(r.ok());
+        QCOMPARE(phases, std::vector<v1::FetchProgress::Phase> { v1::FetchProgress::DONE });
+        // No leftovers of the download.
+        QCOMPARE(QDir(data).entryList(QDir::AllEntries | QDir::Hidden | QDir::NoDotAndDotDot),
+            QStringList { QStringLiteral("cifar-10") });
+        agent->stop();
+    }
+
+    void unpackRefusesPathsLeavingTheFolder()
+    {
+        const QString inner = path(QStringLiteral("evil/inner"));
+        QVERIFY(QDir().mkpath(inner));
+        QVERIFY(writeFile(path(QStringLiteral("evil/escape.txt")), "outside\n"));
+        const QString tarball = path(QStringLiteral("evil.tar.gz"));
+        const QString problem = runTool(QStringLiteral("tar"),
+            { QStringLiteral("-czPf"), tarball, QStringLiteral("-C"), inner,
+                QStringLiteral("../escape.txt") });
+        QVERIFY2(problem.isEmpty(), qPrintable(problem));
+        QVERIFY(QFile::remove(path(QStringLiteral("evil/escape.txt"))));
+        const QString into = path(QStringLiteral("evil/inner/unpacked"));
+        const std::string error = agent::unpackTarGz(tarball.toStdString(), into.toStdString(), {});
+        QVERIFY2(QString::fromStdString(error).contains(QStringLiteral("unsafe path '../escape.txt'")),
+            error.c_str());
+        QVERIFY(!QFileInfo::exists(path(QStringLiteral("evil/escape.txt"))));
+        QVERIFY(!QFileInfo::exists(path(QStringLiteral("evil/inner/escape.txt"))));
+    }
+
+    void eventLogSurvivesATornTail()
+    {
+        const std::filesystem::path dir = path(QStringLiteral("torn")).toStdString();
+        std::filesystem::create_directories(dir);
+        {
+            agent::RunEventLog log(dir / "events.log");
+            QVERIFY(log.error().empty());
+            for (int i = 0; i < 3; ++i) {
+                v1::RunEvent e;
+                e.mutable_log()->set_text("line " + std::to_string(i));
+                QCOMPARE(log.append(e, i == 2), qint64(i + 1));
+            }
+        }
+        {
+            QFile f(QString::fromStdString((dir / "events.log").string()));
+            QVERIFY(f.open(QIODevice::Append));
+            f.write("\x20\x08\x04"); // a record cut short by a crash
+        }
+        agent::RunEventLog reopened(dir / "events.log");
+        QVERIFY(reopened.error().empty());
+        QCOMPARE(reopened.lastSeq(), qint64(3));
+        QCOMPARE(reopened.droppedOnOpen(), std::size_t(3));
+        v1::RunEvent e;
+        e.mutable_log()->set_text("after");
+        QCOMPARE(reopened.append(e), qint64(4));
+        std::vector<v1::RunEvent> all;
+        QVERIFY(reopened.read(1, 100, std::chrono::milliseconds(0), &all));
+        QCOMPARE(all.size(), std::size_t(4));
+        QCOMPARE(all[3].log().text(), std::string("after"));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestAgent)
+#include "tst_agent.moc"
