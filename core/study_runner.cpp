@@ -50,6 +50,7 @@ QString lockPath(const Journal &journal, const QString &studyId)
 StudyRunner::StudyRunner(Journal *journal, QObject *parent)
     : QObject(parent)
     , m_journal(journal)
+    , m_timer(this) // a child: it moves with the runner to the runner's thread
 {
     m_timer.setInterval(kTickMs);
     connect(&m_timer, &QTimer::timeout, this, &StudyRunner::tick);
