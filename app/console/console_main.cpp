@@ -4,6 +4,7 @@
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QFile>
+#include <QStandardPaths>
 #include <QTimer>
 
 #include <cstdio>
@@ -28,7 +29,9 @@ int main(int argc, char **argv)
             QStringLiteral("path") },
         { QStringLiteral("data-dir"), QStringLiteral("Data folder for the local agent."),
             QStringLiteral("dir") },
-        { QStringLiteral("state-dir"), QStringLiteral("State folder for the local agent."),
+        { QStringLiteral("state-dir"),
+            QStringLiteral("State folder: the study journal, and the local agent's runs under agents/local-1 "
+                           "(default: $SCALELAB_STATE_DIR or ~/.local/share/scalelab)."),
             QStringLiteral("dir") },
         { QStringLiteral("dataset"), QStringLiteral("Data set to select in the form."),
             QStringLiteral("name") },
@@ -60,7 +63,13 @@ int main(int argc, char **argv)
         options.token = QString::fromUtf8(f.readAll()).trimmed();
     }
     options.localAgent.dataDir = parser.value(QStringLiteral("data-dir"));
-    options.localAgent.stateDir = parser.value(QStringLiteral("state-dir"));
+    options.stateDir = parser.value(QStringLiteral("state-dir"));
+    if (options.stateDir.isEmpty())
+        options.stateDir = qEnvironmentVariableIsSet("SCALELAB_STATE_DIR")
+            ? qEnvironmentVariable("SCALELAB_STATE_DIR")
+            : QStandardPaths::writableLocation(QStandardPaths::GenericDataLocation)
+                + QStringLiteral("/scalelab");
+    options.localAgent.stateDir = options.stateDir + QStringLiteral("/agents/local-1");
 
     options.dataset = parser.value(QStringLiteral("dataset"));
     options.batchSize = parser.value(QStringLiteral("batch-size")).toInt();

@@ -2,6 +2,7 @@
 
 #include "downsample.h"
 #include "run_request.h"
+#include "study_view.h"
 
 #include <QChart>
 #include <QChartView>
@@ -21,6 +22,7 @@
 #include <QSpinBox>
 #include <QSplitter>
 #include <QStatusBar>
+#include <QTabWidget>
 #include <QThreadPool>
 #include <QVBoxLayout>
 #include <QValueAxis>
@@ -246,7 +248,17 @@ void MainWindow::buildUi()
     split->addWidget(left);
     split->addWidget(right);
     split->setStretchFactor(1, 1);
-    setCentralWidget(split);
+    // One run in the first tab; studies (baseline + grid, journal, retries) in the second.
+    m_studyView = new console::StudyView;
+    if (!m_options.stateDir.isEmpty()) {
+        QString error;
+        if (!m_studyView->openJournal(m_options.stateDir, &error))
+            m_log->appendPlainText(tr("error: study journal: %1").arg(error));
+    }
+    auto *tabs = new QTabWidget;
+    tabs->addTab(split, tr("&Run"));
+    tabs->addTab(m_studyView, tr("&Study"));
+    setCentralWidget(tabs);
     resize(1280, 760);
 }
 
@@ -283,6 +295,8 @@ void MainWindow::connectToAgent()
         return;
     }
     m_client = std::make_shared<core::AgentClient>(endpoint, token);
+    // The local agent has a stable name, so a study reopened after a restart finds it.
+    m_studyView->setAgents({ { m_localAgent ? QStringLiteral("local-1") : endpoint, endpoint, token } });
     m_agentLabel->setText(tr("Connecting to %1…").arg(endpoint));
     refreshInventory();
 }

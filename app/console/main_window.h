@@ -27,12 +27,17 @@ class QPushButton;
 class QSpinBox;
 class QValueAxis;
 
+namespace scalelab::console {
+class StudyView;
+}
+
 namespace scalelab::app {
 
 struct ConsoleOptions {
     QString agentEndpoint; // empty = start a local agent
     QString token;
     core::LocalAgentOptions localAgent;
+    QString stateDir; // the study journal (journal.sqlite); empty = no study panel
     // Form presets; with launchWhenConnected the run starts as soon as the agent answers.
     QString dataset;
     int workers = 1;
@@ -106,6 +111,7 @@ private:
     QLineSeries *m_testAccuracy = nullptr;
     QValueAxis *m_accuracyX = nullptr;
     QPlainTextEdit *m_log = nullptr;
+    console::StudyView *m_studyView = nullptr;
 };
 
 } // namespace scalelab::app
