@@ -100,13 +100,16 @@ private Q_SLOTS:
         for (int row = 0; row < 2; ++row) {
             QVERIFY(cell(view.runsTable(), row, 6).endsWith(QLatin1Char('%'))); // test accuracy
             QVERIFY2(!cell(view.runsTable(), row, 10).isEmpty(), // wall-clock
-                qPrintable(cell(view.runsTable(), row, 0) + QLatin1Char(' ') + cell(view.runsTable(), row, 2) + QLatin1Char(' ')
-                    + cell(view.runsTable(), row, 5) + QLatin1Char(' ') + cell(view.runsTable(), row, 11)));
+                qPrintable(cell(view.runsTable(), row, 0) + QLatin1Char(' ') + cell(view.runsTable(), row, 2)
+                    + QLatin1Char(' ') + cell(view.runsTable(), row, 5) + QLatin1Char(' ')
+                    + cell(view.runsTable(), row, 11)));
         }
         // The widget tree renders.
         view.resize(1400, 600);
         const QImage image = view.grab().toImage();
         QVERIFY(!image.isNull());
+        if (const QString dir = qEnvironmentVariable("SCALELAB_SCREENSHOT_DIR"); !dir.isEmpty())
+            image.save(dir + QStringLiteral("/study_view.png")); // to look at
     }
 };
 

@@ -16,6 +16,7 @@
 #include <QLineEdit>
 #include <QMessageBox>
 #include <QPushButton>
+#include <QSignalBlocker>
 #include <QSpinBox>
 #include <QTableWidget>
 #include <QUrl>
@@ -385,6 +386,7 @@ bool StudyView::open(const QString &studyId, QString *error)
     connect(runner, &StudyRunner::finished, this, [this](const QString &state) {
         m_dirty = true;
         m_status->setText(tr("Study %1 ended: %2").arg(m_studyId, state));
+        refreshStudyList();
         Q_EMIT studyFinished(state);
     });
     QMetaObject::invokeMethod(runner, [this, runner, studyId] {
@@ -443,6 +445,7 @@ void StudyView::refresh()
         m_runs->setItem(i, 11, item(r.stateReason));
     }
     m_runs->setSortingEnabled(true);
+    m_runs->resizeColumnsToContents();
     m_cancel->setEnabled(s.state == QLatin1String("RUNNING"));
     if (s.synthetic)
         m_status->setText(m_status->text().startsWith(QLatin1String("SYNTHETIC"))
@@ -452,11 +455,14 @@ void StudyView::refresh()
 
 void StudyView::refreshStudyList()
 {
+    const QSignalBlocker blocker(m_studies);
     m_studies->clear();
     for (const QString &id : m_journal.studyIds()) {
         const StudyState state = StudyState::replay(m_journal.events(id));
         m_studies->addItem(QStringLiteral("%1 — %2 — %3").arg(id, state.name(), state.state()), id);
     }
+    if (const int current = m_studies->findData(m_studyId); current >= 0)
+        m_studies->setCurrentIndex(current);
 }
 
 void StudyView::exportReport()
