@@ -30,7 +30,10 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr int kMinimumPixels = 64; // resolution of a plot not laid out yet
-constexpr qreal kLineWidth = 1.8;
+// Lines of at most one pixel take the raster engine's fast path (a cosmetic stroker);
+// wider ones are stroked segment by segment, several times slower for 2,000-point lines.
+constexpr qreal kLineWidth = 1.0;
+constexpr qreal kMarkerLineWidth = 2.0; // few points (per epoch): worth a bolder line
 constexpr qreal kRawAlpha = 0.28; // the raw line behind a smoothed one, as TensorBoard
 constexpr int kHoverRadius = 24; // pixels around the plot area that still read out
 
@@ -64,6 +67,17 @@ QString labelFormat(double interval)
 {
     const int decimals = std::clamp(int(std::ceil(-std::log10(interval) - 1e-9)), 0, 6);
     return QStringLiteral("%.%1f").arg(decimals);
+}
+
+// The x span to show for data on [x0, x1] when the axis now shows [shownFrom, shownTo]:
+// unchanged while the data fits with little room to spare, else the data plus 5 % of
+// headroom, so a live run moves the axis every few seconds rather than every frame.
+double grownSpan(double shownFrom, double shownTo, double x0, double x1)
+{
+    const double span = x1 - x0;
+    if (shownFrom == x0 && shownTo >= x1 && shownTo - x1 <= span * 0.12)
+        return shownTo - x0;
+    return span * 1.05;
 }
 
 QLegendMarker *markerOf(QChart *chart, QAbstractSeries *series)
@@ -450,7 +464,9 @@ void MetricChart::redraw()
 
     // Lines: one replace() each; y range from what is drawn inside [x0, x1].
     double y0 = kInf, y1 = -kInf;
+    qsizetype drawn = 0;
     auto take = [&](QList<QPointF> &points) {
+        drawn += points.size();
         if (m_logScale)
             points.removeIf([](const QPointF &p) { return !(p.y() > 0); });
         for (const auto &p : points) {
@@ -471,16 +487,26 @@ void MetricChart::redraw()
                 take(raw);
             }
         }
-        e->line->replace(shown);
-        e->raw->replace(raw);
+        // Unchanged lines (finished runs) are not handed over again: a replace() costs a
+        // re-stroke of the whole line inside Qt Charts.
+        if (shown != e->line->points())
+            e->line->replace(shown);
+        if (raw != e->raw->points())
+            e->raw->replace(raw);
     }
     if (m_reference) {
         QList<QPointF> ideal { { x0, m_referenceSlope * x0 + m_referenceIntercept },
             { x1, m_referenceSlope * x1 + m_referenceIntercept } };
         take(ideal);
-        m_reference->replace(ideal);
+        if (ideal != m_reference->points())
+            m_reference->replace(ideal);
     }
 
+    m_view->setRenderHint(QPainter::Antialiasing, drawn <= kAntialiasedPoints);
+
+    // Axes move in steps, not every frame: each change makes Qt Charts re-stroke every line.
+    if (!m_zoom)
+        x1 = x0 + grownSpan(m_x->min(), m_x->max(), x0, x1);
     setAxisRange(m_x, x0, x1);
     if (m_logScale) {
         auto *axis = static_cast<QLogValueAxis *>(m_yAxis);
@@ -488,24 +514,34 @@ void MetricChart::redraw()
             y0 = 0.1;
             y1 = 1;
         }
-        axis->setRange(y0 / 1.15, y1 * 1.15);
+        // Hysteresis in log space: keep the range while it holds the data without wasting
+        // more than a third of the height.
+        const double lo = std::log10(y0), hi = std::log10(y1), pad = std::max(0.02, (hi - lo) * 0.05);
+        const double curLo = std::log10(axis->min()), curHi = std::log10(axis->max());
+        if (!(curLo <= lo && curHi >= hi && (curHi - curLo) <= (hi - lo + 2 * pad) * 1.3)) {
+            m_applyingRange = true;
+            axis->setRange(std::pow(10.0, lo - pad), std::pow(10.0, hi + pad));
+            m_applyingRange = false;
+        }
     } else {
+        auto *axis = static_cast<QValueAxis *>(m_yAxis);
         if (y0 > y1) {
             y0 = 0;
             y1 = 1;
         }
         const double pad = y1 > y0 ? (y1 - y0) * 0.05 : std::max(std::abs(y0) * 0.05, 0.5);
-        setAxisRange(static_cast<QValueAxis *>(m_yAxis), y0 - pad, y1 + pad);
+        if (!(axis->min() <= y0 && axis->max() >= y1
+                && axis->max() - axis->min() <= (y1 - y0 + 2 * pad) * 1.3))
+            setAxisRange(axis, y0 - pad, y1 + pad);
     }
     Q_EMIT redrawn();
 }
 
 void MetricChart::styleEntry(Entry &e)
 {
-    QPen pen(e.color, kLineWidth, e.style.pen);
-    pen.setCapStyle(Qt::RoundCap);
-    pen.setJoinStyle(Qt::RoundJoin);
-    e.line->setPen(pen);
+    // Default square caps and bevel joins: round ones make the stroker compute arcs at every
+    // vertex, which costs more than everything else in a frame of 1,000-point lines.
+    e.line->setPen(QPen(e.color, e.style.markers ? kMarkerLineWidth : kLineWidth, e.style.pen));
     e.line->setColor(e.color);
     if (e.style.markers) {
         e.line->setPointsVisible(true);
