@@ -36,6 +36,10 @@ constexpr qreal kLineWidth = 1.0;
 constexpr qreal kMarkerLineWidth = 2.0; // few points (per epoch): worth a bolder line
 constexpr qreal kRawAlpha = 0.28; // the raw line behind a smoothed one, as TensorBoard
 constexpr int kHoverRadius = 24; // pixels around the plot area that still read out
+// Above this many drawn points the chart is painted without antialiasing: dense min/max
+// lines are mostly tall vertical strokes, which antialiased cost about 3× as much to
+// paint (Qt's raster engine even hands their spans to a thread pool) for little gain.
+constexpr qsizetype kAntialiasedPoints = 4000;
 
 QString axisTitle(XAxis axis)
 {
