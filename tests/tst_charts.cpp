@@ -369,6 +369,28 @@ private Q_SLOTS:
         QVERIFY(!error.isEmpty());
     }
 
+    void colorsFollowThePalette()
+    {
+        MetricChart chart(QStringLiteral("Loss"), QStringLiteral("loss"));
+        chart.resize(640, 400);
+        chart.addSeries(QStringLiteral("a"), QStringLiteral("run a"));
+        chart.append(QStringLiteral("a"), lossCurve(500));
+        QPalette dark;
+        dark.setColor(QPalette::Base, QColor(0x1e1e1e));
+        dark.setColor(QPalette::Window, QColor(0x2b2b2b));
+        dark.setColor(QPalette::Text, QColor(0xe0e0e0));
+        dark.setColor(QPalette::WindowText, QColor(0xe0e0e0));
+        chart.setPalette(dark);
+        chart.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&chart));
+        QCOMPARE(chart.chart()->backgroundBrush().color(), QColor(0x1e1e1e));
+        QCOMPARE(chart.yAxisItem()->labelsBrush().color(), QColor(0xe0e0e0));
+        QCOMPARE(chart.chart()->titleBrush().color(), QColor(0xe0e0e0));
+        const QString path = qEnvironmentVariable("SCALELAB_TEST_SCREENSHOT_DIR");
+        if (!path.isEmpty())
+            QVERIFY(chart.exportPng(path + QStringLiteral("/dark.png")));
+    }
+
     void feedBringsSamplesFromAnotherThreadInBatches()
     {
         MetricChart chart(QStringLiteral("Loss"), QStringLiteral("loss"));
