@@ -204,7 +204,10 @@ struct SideBySide {
 };
 
 // One size of the side-by-side comparison: raw lines (no smoothing) on both sides.
-SideBySide compare(int series, qint64 points, int frames, int eventsPerFrame, QSize size, double naiveBudgetS)
+// The naive side keeps every point in its QLineSeries and, per frame, either hands the whole
+// list over with one replace() or (appendEach) calls append() once per event.
+SideBySide compare(int series, qint64 points, int frames, int eventsPerFrame, QSize size, double naiveBudgetS,
+    bool appendEach = false)
 {
     SideBySide result;
     {
@@ -246,10 +249,12 @@ SideBySide compare(int series, qint64 points, int frames, int eventsPerFrame, QS
         qchart->addAxis(y, Qt::AlignLeft);
         y->setRange(0, 6);
         QChartView view(qchart);
-        view.setRenderHint(QPainter::Antialiasing);
+        // Same rule as MetricChart: no antialiasing for more than 4,000 drawn points.
+        view.setRenderHint(QPainter::Antialiasing, series * points <= 4000);
         view.resize(size);
         view.show();
         std::vector<QLineSeries *> lines;
+        std::vector<QList<QPointF>> all(series);
         std::vector<qint64> next(series, 1);
         for (int r = 0; r < series; ++r) {
             auto *line = new QLineSeries;
@@ -258,11 +263,9 @@ SideBySide compare(int series, qint64 points, int frames, int eventsPerFrame, QS
             line->attachAxis(x);
             line->attachAxis(y);
             LossSource source(r + 1);
-            QList<QPointF> fill;
-            fill.reserve(points);
             for (; next[r] <= points; ++next[r])
-                fill.append(QPointF(double(next[r]), source.at(next[r], r).y));
-            line->replace(fill);
+                all[r].append(QPointF(double(next[r]), source.at(next[r], r).y));
+            line->replace(all[r]);
             lines.push_back(line);
         }
         x->setRange(1, double(points));
@@ -275,14 +278,20 @@ SideBySide compare(int series, qint64 points, int frames, int eventsPerFrame, QS
         for (int f = 0; f < frames && budget.elapsed() < naiveBudgetS * 1000; ++f) {
             QElapsedTimer t;
             t.start();
-            std::vector<QList<QPointF>> added(series);
             for (int e = 0; e < eventsPerFrame; ++e) {
                 const int r = e % series;
-                added[r].append(QPointF(double(next[r]), sources[r].at(next[r], r).y));
+                if (appendEach) {
+                    // What a first attempt does: QLineSeries::append() per event. Each one
+                    // re-strokes the whole line inside Qt Charts.
+                    lines[r]->append(double(next[r]), sources[r].at(next[r], r).y);
+                } else {
+                    all[r].append(QPointF(double(next[r]), sources[r].at(next[r], r).y));
+                }
                 ++next[r];
             }
-            for (int r = 0; r < series; ++r)
-                lines[r]->append(added[r]);
+            if (!appendEach)
+                for (int r = 0; r < series; ++r)
+                    lines[r]->replace(all[r]);
             x->setRange(1, double(next[0]));
             repaint(&view);
             result.naive.add(t.nsecsElapsed() / 1e6);
@@ -329,6 +338,9 @@ int main(int argc, char **argv)
             QStringLiteral("w"), QStringLiteral("0.6") },
         { QStringLiteral("peer-sizes"), QStringLiteral("Points per series for the side-by-side table."),
             QStringLiteral("list"), QStringLiteral("10000,100000,1000000") },
+        { QStringLiteral("append-peer-points"),
+            QStringLiteral("Points per series for the naive per-event append() row (0 = skip)."),
+            QStringLiteral("n"), QStringLiteral("1000") },
         { QStringLiteral("peer-frames"), QStringLiteral("Frames per side and size."), QStringLiteral("n"),
             QStringLiteral("30") },
         { QStringLiteral("live-runs"), QStringLiteral("Runs still receiving events in the steady phase."),
@@ -413,8 +425,10 @@ int main(int argc, char **argv)
         "weight (re-smooths every run) %.1f ms\n\n",
         qPrintable(thousands(double(chart.pointCount(QStringLiteral("run0"))))), toEpoch, toLog, resmooth);
 
-    std::printf("side by side, one thread: per frame append %d events (%s/s × %d ms) and repaint; raw lines, "
-                "no smoothing, %d runs\n",
+    std::printf(
+        "side by side, one thread: per frame %d new events (%s/s × %d ms) and a repaint; raw lines, "
+        "no smoothing, %d runs.\n  naive = every point in one QLineSeries per run, the whole list handed "
+        "over with one replace() per frame, no downsampling\n",
         eventsPerFrame, qPrintable(thousands(rate)), kFrameMs, runs);
     std::printf("  %12s  %22s  %30s  %s\n", "points/run", "ScaleLab median/worst",
         "naive QLineSeries median/worst", "naive ÷ ScaleLab (median)");
@@ -423,11 +437,20 @@ int main(int argc, char **argv)
         const qint64 n = text.toLongLong();
         if (n <= 0)
             continue;
-        const SideBySide r = compare(runs, n, peerFrames, eventsPerFrame, size, 60);
+        const SideBySide r = compare(runs, n, peerFrames, eventsPerFrame, size, 30);
         std::printf("  %12s  %9.1f / %6.1f ms  %14.1f / %7.1f ms (%2zu fr)  %.1f×\n",
             qPrintable(thousands(double(n))), r.ours.median(), r.ours.worst(), r.naive.median(),
             r.naive.worst(), r.naive.samples.size(), r.naive.median() / r.ours.median());
         std::fflush(stdout);
+    }
+    const qint64 appendPoints = parser.value(QStringLiteral("append-peer-points")).toLongLong();
+    if (appendPoints > 0) {
+        const SideBySide r = compare(runs, appendPoints, 3, eventsPerFrame, size, 20, true);
+        std::printf(
+            "  %12s  %9.1f / %6.1f ms  %14.1f / %7.1f ms (%2zu fr)  %.1f×   <- naive with append() per "
+            "event instead of one replace() per frame\n",
+            qPrintable(thousands(double(appendPoints))), r.ours.median(), r.ours.worst(), r.naive.median(),
+            r.naive.worst(), r.naive.samples.size(), r.naive.median() / r.ours.median());
     }
 
     const bool medianOk = steady.frames.median() < 16, worstOk = steady.frames.worst() < 50;
