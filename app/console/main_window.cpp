@@ -489,11 +489,12 @@ void MainWindow::launchRun()
     const QString runId = core::newRunId();
     m_record = std::make_unique<core::RunRecord>(runId);
     m_lastStep = 0;
+    // Short legend labels: workers, batch and the run id's random suffix.
     addRunToCharts(runId,
-        tr("%1 · %2×%3")
-            .arg(runId.section(QLatin1Char('-'), -2))
+        tr("w%1 b%2 · %3")
             .arg(request.workers)
-            .arg(request.batchSize));
+            .arg(request.batchSize)
+            .arg(runId.section(QLatin1Char('-'), -1)));
     m_log->clear();
     m_syntheticBanner->hide();
     m_runLabel->setText(tr("%1: starting…").arg(runId));

@@ -549,7 +549,7 @@ void MetricChart::styleEntry(Entry &e)
     e.line->setColor(e.color);
     if (e.style.markers) {
         e.line->setPointsVisible(true);
-        e.line->setMarkerSize(7);
+        e.line->setMarkerSize(4); // Qt 6.4 draws it as the radius
     }
     QColor faint = e.color;
     faint.setAlphaF(kRawAlpha);
