@@ -113,15 +113,30 @@ private:
     int m_over50 = 0;
 };
 
-// Paint now what the chart view shows, as the event loop would after an update.
+// Paints now what the chart view shows, as the event loop would after an update: the
+// posted layout work, the scene's dirty items and the paint they request, delivered
+// synchronously; a repaint is forced only if none was requested, so nothing is painted twice.
 double repaint(QChartView *view)
 {
+    struct PaintCounter : QObject {
+        int paints = 0;
+        bool eventFilter(QObject *, QEvent *event) override
+        {
+            paints += event->type() == QEvent::Paint ? 1 : 0;
+            return false;
+        }
+    } counter;
+    view->viewport()->installEventFilter(&counter);
     QElapsedTimer t;
     t.start();
     QCoreApplication::sendPostedEvents(nullptr, QEvent::LayoutRequest);
     QCoreApplication::sendPostedEvents(nullptr, QEvent::MetaCall); // the scene's dirty items
-    view->viewport()->repaint();
-    return t.nsecsElapsed() / 1e6;
+    QCoreApplication::sendPostedEvents(nullptr, QEvent::UpdateRequest);
+    if (counter.paints == 0)
+        view->viewport()->repaint();
+    const double ms = t.nsecsElapsed() / 1e6;
+    view->viewport()->removeEventFilter(&counter);
+    return ms;
 }
 
 void runEventLoopUntil(const std::function<bool()> &done)
@@ -343,8 +358,10 @@ int main(int argc, char **argv)
             QStringLiteral("n"), QStringLiteral("1000") },
         { QStringLiteral("peer-frames"), QStringLiteral("Frames per side and size."), QStringLiteral("n"),
             QStringLiteral("30") },
-        { QStringLiteral("live-runs"), QStringLiteral("Runs still receiving events in the steady phase."),
-            QStringLiteral("n"), QStringLiteral("1") },
+        { QStringLiteral("live-runs"),
+            QStringLiteral("Runs receiving events in each steady phase, e.g. 1,4: one live run beside three "
+                           "finished ones, then all four live."),
+            QStringLiteral("list"), QStringLiteral("1,4") },
         { QStringLiteral("png"), QStringLiteral("Save the live chart as PNG at the end."),
             QStringLiteral("file") },
     });
@@ -392,19 +409,28 @@ int main(int argc, char **argv)
         qPrintable(thousands(double(fill.absorbed) / std::max<std::size_t>(1, fill.frames.samples.size()))),
         fill.longestStall);
 
-    const int liveRuns = std::clamp(parser.value(QStringLiteral("live-runs")).toInt(), 1, runs);
-    const std::vector<ChartFeed::Channel> liveChannels(channels.begin(), channels.begin() + liveRuns);
-    const LivePhase steady = feedLive(
-        &chart, feed, liveChannels, nextStep, std::uint64_t(rate * seconds), rate, seconds * 3 + 10);
-    std::printf("steady: %s points per run, %s events/s offered for %.0f s to %d of the %d runs\n",
-        qPrintable(thousands(double(chart.pointCount(QStringLiteral("run0"))))), qPrintable(thousands(rate)),
-        seconds, liveRuns, runs);
-    std::printf(
-        "  absorbed %s events/s, backlog at the end %zu; frames: median %.1f ms (update %.1f + paint %.1f), "
-        "p95 %.1f ms, worst %.1f ms (%zu frames); UI stalls > 50 ms: %d, longest %.0f ms\n\n",
-        qPrintable(thousands(double(steady.absorbed) / steady.seconds)), steady.backlog,
-        steady.frames.median(), steady.updates.median(), steady.paints.median(), steady.frames.quantile(0.95),
-        steady.frames.worst(), steady.frames.samples.size(), steady.stallsOver50, steady.longestStall);
+    // Steady phases: one per --live-runs entry (e.g. one live run beside finished ones, then all live).
+    std::vector<std::pair<int, LivePhase>> steadies;
+    for (const QString &text : parser.value(QStringLiteral("live-runs")).split(QLatin1Char(','))) {
+        const int liveRuns = std::clamp(text.toInt(), 1, runs);
+        const std::vector<ChartFeed::Channel> liveChannels(channels.begin(), channels.begin() + liveRuns);
+        const std::size_t before = chart.pointCount(QStringLiteral("run0"));
+        const LivePhase steady = feedLive(
+            &chart, feed, liveChannels, nextStep, std::uint64_t(rate * seconds), rate, seconds * 3 + 10);
+        std::printf("steady: %s to %s points per run, %s events/s offered for %.0f s to %d of the %d runs\n",
+            qPrintable(thousands(double(before))),
+            qPrintable(thousands(double(chart.pointCount(QStringLiteral("run0"))))),
+            qPrintable(thousands(rate)), seconds, liveRuns, runs);
+        std::printf("  absorbed %s events/s, backlog at the end %zu; frames: median %.1f ms (update %.1f + "
+                    "paint %.1f), "
+                    "p95 %.1f ms, worst %.1f ms (%zu frames); UI stalls > 50 ms: %d, longest %.0f ms\n\n",
+            qPrintable(thousands(double(steady.absorbed) / steady.seconds)), steady.backlog,
+            steady.frames.median(), steady.updates.median(), steady.paints.median(),
+            steady.frames.quantile(0.95), steady.frames.worst(), steady.frames.samples.size(),
+            steady.stallsOver50, steady.longestStall);
+        std::fflush(stdout);
+        steadies.emplace_back(liveRuns, steady);
+    }
 
     if (parser.isSet(QStringLiteral("png")))
         chart.exportPng(parser.value(QStringLiteral("png")));
@@ -453,12 +479,14 @@ int main(int argc, char **argv)
             r.naive.worst(), r.naive.samples.size(), r.naive.median() / r.ours.median());
     }
 
-    const bool medianOk = steady.frames.median() < 16, worstOk = steady.frames.worst() < 50;
-    const bool rateOk = double(steady.absorbed) / steady.seconds >= 0.98 * std::min(rate, 50'000.0)
-        && steady.longestStall <= 50 && steady.backlog == 0;
-    std::printf(
-        "\ngoals (steady phase): median frame < 16 ms: %s; worst frame < 50 ms: %s; >= 50,000 events/s "
-        "absorbed with no UI stall > 50 ms: %s\n",
-        medianOk ? "met" : "MISSED", worstOk ? "met" : "MISSED", rateOk ? "met" : "MISSED");
+    std::printf("\ngoals: median frame < 16 ms, worst frame < 50 ms, >= 50,000 events/s absorbed with no UI "
+                "stall > 50 ms\n");
+    for (const auto &[liveRuns, steady] : steadies) {
+        const bool rateOk = double(steady.absorbed) / steady.seconds >= 0.98 * std::min(rate, 50'000.0)
+            && steady.longestStall <= 50 && steady.backlog == 0;
+        std::printf("  %d live run(s): median %s, worst %s, events/s %s\n", liveRuns,
+            steady.frames.median() < 16 ? "met" : "MISSED", steady.frames.worst() < 50 ? "met" : "MISSED",
+            rateOk ? "met" : "MISSED");
+    }
     return 0;
 }

@@ -92,6 +92,40 @@ QLegendMarker *markerOf(QChart *chart, QAbstractSeries *series)
 
 } // namespace
 
+// What a line was last drawn from; equal keys mean equal points.
+struct DrawKey {
+    XAxis axis = XAxis::Step;
+    double x0 = 0, x1 = 0;
+    int pixels = 0;
+    double smoothing = 0;
+    bool log = false;
+    bool visible = false;
+    std::size_t samples = static_cast<std::size_t>(-1);
+    bool operator==(const DrawKey &) const = default;
+};
+
+// The y values drawn inside the x range, and how many points were drawn.
+struct Extent {
+    double lo = kInf, hi = -kInf;
+    qsizetype points = 0;
+    void add(const QList<QPointF> &drawn, double x0, double x1)
+    {
+        points += drawn.size();
+        for (const QPointF &p : drawn) {
+            if (p.x() >= x0 && p.x() <= x1) {
+                lo = std::min(lo, p.y());
+                hi = std::max(hi, p.y());
+            }
+        }
+    }
+    void merge(const Extent &other)
+    {
+        lo = std::min(lo, other.lo);
+        hi = std::max(hi, other.hi);
+        points += other.points;
+    }
+};
+
 struct MetricChart::Entry {
     QString id;
     QString label;
@@ -100,6 +134,8 @@ struct MetricChart::Entry {
     MetricSeries data;
     QLineSeries *line = nullptr; // smoothed (or raw while smoothing is off)
     QLineSeries *raw = nullptr; // faint raw values behind a smoothed line
+    DrawKey drawnFor;
+    Extent extent;
     bool visible = true;
 };
 
@@ -466,78 +502,93 @@ void MetricChart::redraw()
         x1 += pad;
     }
 
-    // Lines: one replace() each; y range from what is drawn inside [x0, x1].
-    double y0 = kInf, y1 = -kInf;
-    qsizetype drawn = 0;
-    auto take = [&](QList<QPointF> &points) {
-        drawn += points.size();
-        if (m_logScale)
-            points.removeIf([](const QPointF &p) { return !(p.y() > 0); });
-        for (const auto &p : points) {
-            if (p.x() >= x0 && p.x() <= x1) {
-                y0 = std::min(y0, p.y());
-                y1 = std::max(y1, p.y());
-            }
-        }
-    };
-    for (auto &e : m_entries) {
-        QList<QPointF> shown, raw;
-        if (e->visible && e->data.hasAxis(m_xAxis)) {
-            const bool smoothed = e->style.smoothable && m_smoothing > 0;
-            shown = e->data.downsample(m_xAxis, x0, x1, pixels, smoothed);
-            take(shown);
-            if (smoothed) {
-                raw = e->data.downsample(m_xAxis, x0, x1, pixels, false);
-                take(raw);
-            }
-        }
-        // Unchanged lines (finished runs) are not handed over again: a replace() costs a
-        // re-stroke of the whole line inside Qt Charts.
-        if (shown != e->line->points())
-            e->line->replace(shown);
-        if (raw != e->raw->points())
-            e->raw->replace(raw);
-    }
-    if (m_reference) {
-        QList<QPointF> ideal { { x0, m_referenceSlope * x0 + m_referenceIntercept },
-            { x1, m_referenceSlope * x1 + m_referenceIntercept } };
-        take(ideal);
-        if (ideal != m_reference->points())
-            m_reference->replace(ideal);
-    }
-
-    m_view->setRenderHint(QPainter::Antialiasing, drawn <= kAntialiasedPoints);
-
     // Axes move in steps, not every frame: each change makes Qt Charts re-stroke every line.
     if (!m_zoom)
         x1 = x0 + grownSpan(m_x->min(), m_x->max(), x0, x1);
-    setAxisRange(m_x, x0, x1);
+
+    // New points for every line whose inputs changed (a finished run keeps its points while
+    // the axes hold still); the y range from what is drawn inside [x0, x1].
+    std::vector<std::pair<QLineSeries *, QList<QPointF>>> replacements;
+    auto stage = [&](QLineSeries *line, QList<QPointF> points) {
+        if (points != line->points())
+            replacements.emplace_back(line, std::move(points));
+    };
+    Extent all;
+    for (auto &e : m_entries) {
+        const bool smoothed = e->style.smoothable && m_smoothing > 0;
+        const DrawKey key { m_xAxis, x0, x1, pixels, smoothed ? m_smoothing : 0.0, m_logScale, e->visible,
+            e->data.size() };
+        if (key != e->drawnFor) {
+            e->drawnFor = key;
+            e->extent = {};
+            QList<QPointF> shown, raw;
+            if (e->visible && e->data.hasAxis(m_xAxis)) {
+                shown = e->data.downsample(m_xAxis, x0, x1, pixels, smoothed);
+                if (smoothed)
+                    raw = e->data.downsample(m_xAxis, x0, x1, pixels, false);
+                for (auto *points : { &shown, &raw }) {
+                    if (m_logScale)
+                        points->removeIf([](const QPointF &p) { return !(p.y() > 0); });
+                    e->extent.add(*points, x0, x1);
+                }
+            }
+            stage(e->line, std::move(shown));
+            stage(e->raw, std::move(raw));
+        }
+        all.merge(e->extent);
+    }
+    if (m_reference) {
+        const QList<QPointF> ideal { { x0, m_referenceSlope * x0 + m_referenceIntercept },
+            { x1, m_referenceSlope * x1 + m_referenceIntercept } };
+        all.add(ideal, x0, x1);
+        stage(m_reference, ideal);
+    }
+    m_view->setRenderHint(QPainter::Antialiasing, all.points <= kAntialiasedPoints);
+
+    // y: kept while it holds the data without wasting more than about a quarter of the height.
+    double y0 = all.lo, y1 = all.hi;
+    double from = 0, to = 0;
+    bool yChanges = false;
     if (m_logScale) {
-        auto *axis = static_cast<QLogValueAxis *>(m_yAxis);
         if (y0 > y1) {
             y0 = 0.1;
             y1 = 1;
         }
-        // Hysteresis in log space: keep the range while it holds the data without wasting
-        // more than a third of the height.
         const double lo = std::log10(y0), hi = std::log10(y1), pad = std::max(0.02, (hi - lo) * 0.05);
-        const double curLo = std::log10(axis->min()), curHi = std::log10(axis->max());
-        if (!(curLo <= lo && curHi >= hi && (curHi - curLo) <= (hi - lo + 2 * pad) * 1.3)) {
-            m_applyingRange = true;
-            axis->setRange(std::pow(10.0, lo - pad), std::pow(10.0, hi + pad));
-            m_applyingRange = false;
-        }
+        const auto *axis = static_cast<QLogValueAxis *>(m_yAxis);
+        const double shownLo = std::log10(axis->min()), shownHi = std::log10(axis->max());
+        yChanges = !(shownLo <= lo && shownHi >= hi && (shownHi - shownLo) <= (hi - lo + 2 * pad) * 1.3);
+        from = std::pow(10.0, lo - pad);
+        to = std::pow(10.0, hi + pad);
     } else {
-        auto *axis = static_cast<QValueAxis *>(m_yAxis);
         if (y0 > y1) {
             y0 = 0;
             y1 = 1;
         }
         const double pad = y1 > y0 ? (y1 - y0) * 0.05 : std::max(std::abs(y0) * 0.05, 0.5);
-        if (!(axis->min() <= y0 && axis->max() >= y1
-                && axis->max() - axis->min() <= (y1 - y0 + 2 * pad) * 1.3))
-            setAxisRange(axis, y0 - pad, y1 + pad);
+        const auto *axis = static_cast<QValueAxis *>(m_yAxis);
+        yChanges = !(
+            axis->min() <= y0 && axis->max() >= y1 && axis->max() - axis->min() <= (y1 - y0 + 2 * pad) * 1.3);
+        from = y0 - pad;
+        to = y1 + pad;
     }
+
+    // A range change makes Qt Charts re-stroke every line with the points it has; lines about
+    // to get new points are emptied first, so each is stroked once, with its new points.
+    if (yChanges || m_x->min() != x0 || m_x->max() != x1)
+        for (auto &[line, points] : replacements)
+            if (line->count() > 0)
+                line->clear();
+    setAxisRange(m_x, x0, x1);
+    if (yChanges && m_logScale) {
+        m_applyingRange = true;
+        m_yAxis->setRange(from, to);
+        m_applyingRange = false;
+    } else if (yChanges) {
+        setAxisRange(static_cast<QValueAxis *>(m_yAxis), from, to);
+    }
+    for (auto &[line, points] : replacements)
+        line->replace(points);
     Q_EMIT redrawn();
 }
 
@@ -551,9 +602,13 @@ void MetricChart::styleEntry(Entry &e)
         e.line->setPointsVisible(true);
         e.line->setMarkerSize(4); // Qt 6.4 draws it as the radius
     }
-    QColor faint = e.color;
-    faint.setAlphaF(kRawAlpha);
-    e.raw->setPen(QPen(faint, 1.0));
+    // Opaque, mixed with the background by hand: blending every pixel of a dense line costs
+    // more than drawing it.
+    const QColor base = palette().color(QPalette::Base);
+    const QColor faint = QColor::fromRgbF(e.color.redF() * kRawAlpha + base.redF() * (1 - kRawAlpha),
+        e.color.greenF() * kRawAlpha + base.greenF() * (1 - kRawAlpha),
+        e.color.blueF() * kRawAlpha + base.blueF() * (1 - kRawAlpha));
+    e.raw->setPen(QPen(faint, kLineWidth));
 }
 
 void MetricChart::updateLegendMarker(Entry &e)
@@ -602,8 +657,10 @@ void MetricChart::applyPalette()
         m_reference->setPen(QPen(withAlpha(text, 0.6), 1.4, Qt::DashLine));
     m_hover->setColor(withAlpha(text, 0.0));
     m_hover->setBorderColor(text);
-    for (auto &e : m_entries)
+    for (auto &e : m_entries) {
+        styleEntry(*e); // the faint raw colour is mixed with the background
         updateLegendMarker(*e);
+    }
 }
 
 void MetricChart::changeEvent(QEvent *event)
