@@ -30,9 +30,11 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr int kMinimumPixels = 64; // resolution of a plot not laid out yet
-// Lines of at most one pixel take the raster engine's fast path (a cosmetic stroker);
-// wider ones are stroked segment by segment, several times slower for 2,000-point lines.
-constexpr qreal kLineWidth = 1.0;
+constexpr qreal kLineWidth = 1.6;
+// Dense plots: lines of at most one pixel take the raster engine's fast path (a cosmetic
+// stroker); wider ones are stroked segment by segment, several times slower for
+// 2,000-point lines.
+constexpr qreal kDenseLineWidth = 1.0;
 constexpr qreal kMarkerLineWidth = 2.0; // few points (per epoch): worth a bolder line
 constexpr qreal kRawAlpha = 0.28; // the raw line behind a smoothed one, as TensorBoard
 constexpr int kHoverRadius = 24; // pixels around the plot area that still read out
@@ -543,7 +545,12 @@ void MetricChart::redraw()
         all.add(ideal, x0, x1);
         stage(m_reference, ideal);
     }
-    m_view->setRenderHint(QPainter::Antialiasing, all.points <= kAntialiasedPoints);
+    if (const bool dense = all.points > kAntialiasedPoints; dense != m_dense) {
+        m_dense = dense;
+        m_view->setRenderHint(QPainter::Antialiasing, !dense);
+        for (auto &e : m_entries)
+            styleEntry(*e);
+    }
 
     // y: kept while it holds the data without wasting more than about a quarter of the height.
     double y0 = all.lo, y1 = all.hi;
@@ -596,7 +603,8 @@ void MetricChart::styleEntry(Entry &e)
 {
     // Default square caps and bevel joins: round ones make the stroker compute arcs at every
     // vertex, which costs more than everything else in a frame of 1,000-point lines.
-    e.line->setPen(QPen(e.color, e.style.markers ? kMarkerLineWidth : kLineWidth, e.style.pen));
+    const qreal width = e.style.markers ? kMarkerLineWidth : m_dense ? kDenseLineWidth : kLineWidth;
+    e.line->setPen(QPen(e.color, width, e.style.pen));
     e.line->setColor(e.color);
     if (e.style.markers) {
         e.line->setPointsVisible(true);
@@ -608,7 +616,7 @@ void MetricChart::styleEntry(Entry &e)
     const QColor faint = QColor::fromRgbF(e.color.redF() * kRawAlpha + base.redF() * (1 - kRawAlpha),
         e.color.greenF() * kRawAlpha + base.greenF() * (1 - kRawAlpha),
         e.color.blueF() * kRawAlpha + base.blueF() * (1 - kRawAlpha));
-    e.raw->setPen(QPen(faint, kLineWidth));
+    e.raw->setPen(QPen(faint, kDenseLineWidth));
 }
 
 void MetricChart::updateLegendMarker(Entry &e)

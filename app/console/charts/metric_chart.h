@@ -139,6 +139,7 @@ private:
     XAxis m_xAxis = XAxis::Step;
     double m_smoothing = 0;
     bool m_logScale = false;
+    bool m_dense = false; // more points drawn than antialiasing is worth: thin, aliased lines
     std::optional<std::pair<double, double>> m_zoom;
     bool m_applyingRange = false;
     bool m_rubberBandReleased = false;
