@@ -1,6 +1,8 @@
 #include "downsample.h"
 
 #include <algorithm>
+#include <bit>
+#include <cassert>
 
 namespace scalelab::core {
 
@@ -39,6 +41,95 @@ QList<QPointF> minMaxDownsample(const std::vector<QPointF> &points, int buckets)
             previous = k;
         }
     }
+    return out;
+}
+
+// ---- MinMaxIndex ------------------------------------------------------------------
+
+MinMaxIndex::Block MinMaxIndex::merge(Block a, Block b) const
+{
+    return { m_values[b.min] < m_values[a.min] ? b.min : a.min,
+        m_values[b.max] > m_values[a.max] ? b.max : a.max };
+}
+
+void MinMaxIndex::append(double value)
+{
+    const auto index = static_cast<std::uint32_t>(m_values.size());
+    m_values.push_back(value);
+    const std::size_t n = m_values.size();
+    // The new value completes one block on each level k where 2^k divides n.
+    for (std::size_t k = 1; (n & ((std::size_t(1) << k) - 1)) == 0; ++k) {
+        if (m_levels.size() < k)
+            m_levels.emplace_back();
+        const std::size_t j = (n >> k) - 1; // the completed block
+        Block left, right;
+        if (k == 1) {
+            left = { index - 1, index - 1 };
+            right = { index, index };
+        } else {
+            left = m_levels[k - 2][2 * j];
+            right = m_levels[k - 2][2 * j + 1];
+        }
+        m_levels[k - 1].push_back(merge(left, right));
+    }
+}
+
+void MinMaxIndex::clear()
+{
+    m_values.clear();
+    m_levels.clear();
+}
+
+MinMaxIndex::Extremes MinMaxIndex::extremes(std::size_t first, std::size_t last) const
+{
+    assert(first < last && last <= m_values.size());
+    Block best { static_cast<std::uint32_t>(first), static_cast<std::uint32_t>(first) };
+    std::size_t i = first;
+    while (i < last) {
+        // The largest complete block that starts at i and ends inside [i, last).
+        std::size_t k = std::bit_width(last - i) - 1;
+        if (i != 0)
+            k = std::min<std::size_t>(k, std::countr_zero(i));
+        k = std::min(k, m_levels.size());
+        if (k == 0)
+            best = merge(best, { static_cast<std::uint32_t>(i), static_cast<std::uint32_t>(i) });
+        else
+            best = merge(best, m_levels[k - 1][i >> k]);
+        i += std::size_t(1) << k;
+    }
+    return { best.min, best.max };
+}
+
+// ---- minMaxPerPixel -----------------------------------------------------------------
+
+QList<QPointF> minMaxPerPixel(
+    const std::vector<double> &x, const MinMaxIndex &y, double x0, double x1, int buckets)
+{
+    QList<QPointF> out;
+    const std::size_t n = std::min(x.size(), y.size());
+    if (n == 0 || buckets <= 0 || !(x1 >= x0))
+        return out;
+    const auto begin = x.begin(), end = x.begin() + static_cast<std::ptrdiff_t>(n);
+    auto from = std::lower_bound(begin, end, x0);
+    const auto to = std::upper_bound(from, end, x1);
+    auto point = [&](std::size_t i) { return QPointF(x[i], y[i]); };
+    out.reserve(2 * buckets + 2);
+    if (from != begin)
+        out.append(point(std::size_t(from - begin) - 1));
+    const double width = (x1 - x0) / buckets;
+    for (int b = 0; b < buckets && from != to; ++b) {
+        // The last column is closed on the right so x1 itself is drawn.
+        const auto columnEnd = b == buckets - 1 ? to : std::upper_bound(from, to, x0 + width * (b + 1));
+        if (columnEnd == from)
+            continue;
+        const auto e = y.extremes(std::size_t(from - begin), std::size_t(columnEnd - begin));
+        out.append(point(std::min(e.min, e.max)));
+        if (e.min != e.max)
+            out.append(point(std::max(e.min, e.max)));
+        from = columnEnd;
+    }
+    if (to != end)
+        out.append(point(std::size_t(to - begin)));
     return out;
 }
 

@@ -1,15 +1,67 @@
-// Reduces a series to what a plot of `buckets` pixels can show: per bucket of x, the
-// first, min, max and last point, in x order. Spikes survive; cost is bounded by the
-// plot's width, not by the number of samples.
+// Reducing a series to what a plot can show. A plot of W pixel columns can draw at most
+// the lowest and highest value in each column, so that is all we hand it: spikes
+// survive, and the cost of a frame is bounded by the plot's width, not by the number of
+// samples received.
+//
+// - minMaxDownsample(): one pass over a whole series (first, min, max, last per bucket).
+// - MinMaxIndex + minMaxPerPixel(): for live series that only grow. The index keeps a
+//   min/max pyramid as values are appended (amortized O(1) each), and a frame asks it
+//   for each pixel column's extremes in O(log n), so a 1,000,000-point series is not
+//   rescanned 25 times a second.
+//
+// Plain values, no Qt objects; not thread-safe (one owner, usually the GUI thread).
 #pragma once
 
 #include <QList>
 #include <QPointF>
 
+#include <cstddef>
+#include <cstdint>
 #include <vector>
 
 namespace scalelab::core {
 
+// Per bucket of x: the first, min, max and last point, in x order (<= 4 × buckets points).
+// Series of at most 4 × buckets points are returned unchanged.
 QList<QPointF> minMaxDownsample(const std::vector<QPointF> &points, int buckets);
+
+// An append-only sequence of finite values that answers "where are the smallest and the
+// largest value of [first, last)" in O(log n).
+class MinMaxIndex {
+public:
+    struct Extremes {
+        std::size_t min = 0;
+        std::size_t max = 0;
+    };
+
+    void append(double value); // value must be finite
+    void clear();
+    void reserve(std::size_t n) { m_values.reserve(n); }
+    std::size_t size() const { return m_values.size(); }
+    bool empty() const { return m_values.empty(); }
+    double operator[](std::size_t i) const { return m_values[i]; }
+    const std::vector<double> &values() const { return m_values; }
+
+    // Requires first < last <= size().
+    Extremes extremes(std::size_t first, std::size_t last) const;
+
+private:
+    struct Block {
+        std::uint32_t min;
+        std::uint32_t max;
+    };
+    Block merge(Block a, Block b) const;
+
+    std::vector<double> m_values;
+    // m_levels[k - 1][j]: extremes of the complete block j of 2^k values.
+    std::vector<std::vector<Block>> m_levels;
+};
+
+// The points (x[i], y[i]) with x in [x0, x1], reduced to `buckets` equal columns of x:
+// each non-empty column contributes its minimum and maximum, in index order, so at most
+// 2 × buckets points (+ 2) come back. The nearest point outside the range on each side is
+// kept so the line runs on to the plot's edges. x must be nondecreasing and as long as y.
+QList<QPointF> minMaxPerPixel(
+    const std::vector<double> &x, const MinMaxIndex &y, double x0, double x1, int buckets);
 
 } // namespace scalelab::core

@@ -1,11 +1,10 @@
 #include "main_window.h"
 
-#include "downsample.h"
+#include "metric_chart.h"
 #include "run_request.h"
 #include "study_view.h"
 
-#include <QChart>
-#include <QChartView>
+#include <QCheckBox>
 #include <QComboBox>
 #include <QDoubleSpinBox>
 #include <QFormLayout>
@@ -18,22 +17,40 @@
 #include <QMessageBox>
 #include <QPlainTextEdit>
 #include <QPushButton>
-#include <QScatterSeries>
+#include <QSlider>
 #include <QSpinBox>
 #include <QSplitter>
 #include <QStatusBar>
 #include <QTabWidget>
 #include <QThreadPool>
 #include <QVBoxLayout>
-#include <QValueAxis>
 
 #include <cmath>
 
 namespace scalelab::app {
 
 namespace {
-constexpr int kRedrawIntervalMs = 40; // ~25 fps at most; events arriving faster are coalesced
+constexpr int kRefreshIntervalMs = 40; // ~25 fps at most; events arriving faster are coalesced
+constexpr double kDefaultSmoothing = 0.6; // TensorBoard's default
 const QString kSyntheticName = QStringLiteral("synthetic");
+
+// Series ids: one line per run and metric.
+QString lossId(const QString &runId)
+{
+    return runId + QStringLiteral("/loss");
+}
+QString trainId(const QString &runId)
+{
+    return runId + QStringLiteral("/train");
+}
+QString testId(const QString &runId)
+{
+    return runId + QStringLiteral("/test");
+}
+QString throughputId(const QString &runId)
+{
+    return runId + QStringLiteral("/throughput");
+}
 } // namespace
 
 MainWindow::MainWindow(ConsoleOptions options, QWidget *parent)
@@ -41,9 +58,9 @@ MainWindow::MainWindow(ConsoleOptions options, QWidget *parent)
     , m_options(std::move(options))
 {
     buildUi();
-    m_redrawTimer.setSingleShot(true);
-    m_redrawTimer.setInterval(kRedrawIntervalMs);
-    connect(&m_redrawTimer, &QTimer::timeout, this, &MainWindow::redrawCharts);
+    m_refreshTimer.setSingleShot(true);
+    m_refreshTimer.setInterval(kRefreshIntervalMs);
+    connect(&m_refreshTimer, &QTimer::timeout, this, &MainWindow::refreshRunSummary);
     QTimer::singleShot(0, this, &MainWindow::connectToAgent);
 }
 
@@ -176,73 +193,17 @@ void MainWindow::buildUi()
         QStringLiteral("background: #fff3cd; color: #664d03; padding: 4px; font-weight: bold;"));
     m_syntheticBanner->hide();
 
-    m_lossSeries = new QLineSeries;
-    m_lossSeries->setObjectName(QStringLiteral("lossSeries"));
-    m_lossSeries->setName(tr("step loss"));
-    m_lossChart = new QChart;
-    m_lossChart->setTitle(tr("Training loss"));
-    m_lossChart->addSeries(m_lossSeries);
-    m_lossX = new QValueAxis;
-    m_lossX->setTitleText(tr("step"));
-    m_lossX->setLabelFormat(QStringLiteral("%d"));
-    m_lossY = new QValueAxis;
-    m_lossY->setTitleText(tr("loss"));
-    m_lossChart->addAxis(m_lossX, Qt::AlignBottom);
-    m_lossChart->addAxis(m_lossY, Qt::AlignLeft);
-    m_lossSeries->attachAxis(m_lossX);
-    m_lossSeries->attachAxis(m_lossY);
-    m_lossChart->legend()->hide();
-    m_lossView = new QChartView(m_lossChart);
-    m_lossView->setObjectName(QStringLiteral("lossView"));
-    m_lossView->setRenderHint(QPainter::Antialiasing);
-
-    m_trainAccuracy = new QLineSeries;
-    m_trainAccuracy->setName(tr("train"));
-    m_trainAccuracy->setPointsVisible(true);
-    m_testAccuracy = new QLineSeries;
-    m_testAccuracy->setObjectName(QStringLiteral("testAccuracySeries"));
-    m_testAccuracy->setName(tr("test"));
-    m_testAccuracy->setPointsVisible(true);
-    m_accuracyChart = new QChart;
-    m_accuracyChart->setTitle(tr("Accuracy per epoch (%)"));
-    m_accuracyChart->addSeries(m_trainAccuracy);
-    m_accuracyChart->addSeries(m_testAccuracy);
-    m_accuracyX = new QValueAxis;
-    m_accuracyX->setTitleText(tr("epoch"));
-    m_accuracyX->setLabelFormat(QStringLiteral("%d"));
-    m_accuracyX->setRange(0, 1);
-    auto *accuracyY = new QValueAxis;
-    accuracyY->setRange(0, 100);
-    accuracyY->setTitleText(tr("accuracy %"));
-    m_accuracyChart->addAxis(m_accuracyX, Qt::AlignBottom);
-    m_accuracyChart->addAxis(accuracyY, Qt::AlignLeft);
-    for (auto *s : { m_trainAccuracy, m_testAccuracy }) {
-        s->attachAxis(m_accuracyX);
-        s->attachAxis(accuracyY);
-    }
-    auto *accuracyView = new QChartView(m_accuracyChart);
-    accuracyView->setRenderHint(QPainter::Antialiasing);
-
-    auto *charts = new QSplitter(Qt::Horizontal);
-    charts->addWidget(m_lossView);
-    charts->addWidget(accuracyView);
-    charts->setSizes({ 600, 400 });
-
     m_log = new QPlainTextEdit;
     m_log->setObjectName(QStringLiteral("log"));
     m_log->setReadOnly(true);
     m_log->setMaximumBlockCount(5000);
     m_log->setPlaceholderText(tr("Worker output and run events appear here."));
 
-    auto *rightSplit = new QSplitter(Qt::Vertical);
-    rightSplit->addWidget(charts);
-    rightSplit->addWidget(m_log);
-    rightSplit->setSizes({ 560, 160 });
     auto *right = new QWidget;
     auto *rightLayout = new QVBoxLayout(right);
     rightLayout->setContentsMargins(0, 0, 0, 0);
     rightLayout->addWidget(m_syntheticBanner);
-    rightLayout->addWidget(rightSplit, 1);
+    rightLayout->addWidget(buildCharts(), 1);
 
     auto *split = new QSplitter(Qt::Horizontal);
     split->addWidget(left);
@@ -260,6 +221,142 @@ void MainWindow::buildUi()
     tabs->addTab(m_studyView, tr("&Study"));
     setCentralWidget(tabs);
     resize(1280, 760);
+}
+
+QWidget *MainWindow::buildCharts()
+{
+    m_lossChart = new MetricChart(tr("Training loss"), tr("loss"));
+    m_lossChart->setObjectName(QStringLiteral("lossChart"));
+    m_accuracyChart = new MetricChart(tr("Accuracy per epoch"), tr("accuracy %"));
+    m_accuracyChart->setObjectName(QStringLiteral("accuracyChart"));
+    m_throughputChart = new MetricChart(tr("Throughput"), tr("images / s"));
+    m_throughputChart->setObjectName(QStringLiteral("throughputChart"));
+    const auto charts = { m_lossChart, m_accuracyChart, m_throughputChart };
+
+    // One set of controls for every chart, as TensorBoard's sidebar.
+    m_xAxisCombo = new QComboBox;
+    m_xAxisCombo->setObjectName(QStringLiteral("xAxisCombo"));
+    m_xAxisCombo->addItem(tr("Step"), int(XAxis::Step));
+    m_xAxisCombo->addItem(tr("Epoch"), int(XAxis::Epoch));
+    m_xAxisCombo->addItem(tr("Wall-clock time"), int(XAxis::WallClock));
+    m_xAxisCombo->setToolTip(tr("What the charts' horizontal axis counts"));
+    connect(m_xAxisCombo, &QComboBox::currentIndexChanged, this, [this, charts] {
+        const auto axis = XAxis(m_xAxisCombo->currentData().toInt());
+        for (auto *chart : charts)
+            chart->setXAxis(axis);
+    });
+    m_smoothingSlider = new QSlider(Qt::Horizontal);
+    m_smoothingSlider->setObjectName(QStringLiteral("smoothingSlider"));
+    m_smoothingSlider->setRange(0, 999); // weight × 1000, up to 0.999 as TensorBoard
+    m_smoothingSlider->setMaximumWidth(180);
+    m_smoothingSlider->setToolTip(
+        tr("Exponential moving average of the loss and throughput (debiased, as TensorBoard); "
+           "the raw values stay faintly behind"));
+    m_smoothingLabel = new QLabel;
+    m_smoothingLabel->setMinimumWidth(QFontMetrics(font()).horizontalAdvance(QStringLiteral("0.000")));
+    connect(m_smoothingSlider, &QSlider::valueChanged, this, [this](int value) {
+        const double weight = value / 1000.0;
+        m_smoothingLabel->setText(QString::number(weight, 'f', 3));
+        m_lossChart->setSmoothing(weight);
+        m_throughputChart->setSmoothing(weight);
+    });
+    m_smoothingSlider->setValue(int(kDefaultSmoothing * 1000));
+    m_logScaleCheck = new QCheckBox(tr("Log-scale loss"));
+    m_logScaleCheck->setObjectName(QStringLiteral("logScaleCheck"));
+    connect(m_logScaleCheck, &QCheckBox::toggled, m_lossChart, &MetricChart::setLogScale);
+    m_clearRunsButton = new QPushButton(tr("Clear earlier runs"));
+    m_clearRunsButton->setToolTip(tr("Remove every run but the current one from the charts"));
+    m_clearRunsButton->setEnabled(false);
+    connect(m_clearRunsButton, &QPushButton::clicked, this, &MainWindow::clearOldRuns);
+
+    auto *controls = new QHBoxLayout;
+    controls->setContentsMargins(4, 2, 4, 2);
+    controls->addWidget(new QLabel(tr("X axis")));
+    controls->addWidget(m_xAxisCombo);
+    controls->addSpacing(12);
+    controls->addWidget(new QLabel(tr("Smoothing")));
+    controls->addWidget(m_smoothingSlider);
+    controls->addWidget(m_smoothingLabel);
+    controls->addSpacing(12);
+    controls->addWidget(m_logScaleCheck);
+    controls->addStretch(1);
+    controls->addWidget(m_clearRunsButton);
+
+    auto *top = new QSplitter(Qt::Horizontal);
+    top->addWidget(m_lossChart);
+    top->addWidget(m_accuracyChart);
+    top->setSizes({ 560, 400 });
+    auto *bottom = new QSplitter(Qt::Horizontal);
+    bottom->addWidget(m_throughputChart);
+    bottom->addWidget(m_log);
+    bottom->setSizes({ 560, 400 });
+    auto *rows = new QSplitter(Qt::Vertical);
+    rows->addWidget(top);
+    rows->addWidget(bottom);
+    rows->setSizes({ 420, 300 });
+
+    auto *area = new QWidget;
+    auto *layout = new QVBoxLayout(area);
+    layout->setContentsMargins(0, 0, 0, 0);
+    layout->addLayout(controls);
+    layout->addWidget(rows, 1);
+    return area;
+}
+
+void MainWindow::addRunToCharts(const QString &runId, const QString &label)
+{
+    const QColor color = MetricChart::cycleColor(m_runsPlotted++);
+    m_lossChart->addSeries(lossId(runId), label, { color });
+    m_throughputChart->addSeries(throughputId(runId), label, { color });
+    m_accuracyChart->addSeries(testId(runId), tr("%1 test").arg(label), { color, Qt::SolidLine, true });
+    m_accuracyChart->addSeries(trainId(runId), tr("%1 train").arg(label), { color, Qt::DashLine, true });
+    m_clearRunsButton->setEnabled(m_runsPlotted > 1);
+}
+
+void MainWindow::clearOldRuns()
+{
+    const QString current = m_record ? m_record->runId() : QString();
+    for (auto *chart : { m_lossChart, m_accuracyChart, m_throughputChart })
+        for (const QString &id : chart->seriesIds())
+            if (current.isEmpty() || !id.startsWith(current + QLatin1Char('/')))
+                chart->removeSeries(id);
+    m_runsPlotted = current.isEmpty() ? 0 : 1;
+    m_clearRunsButton->setEnabled(false);
+}
+
+const QLineSeries *MainWindow::lossSeries() const
+{
+    return m_record ? m_lossChart->line(lossId(m_record->runId())) : nullptr;
+}
+
+const QLineSeries *MainWindow::testAccuracySeries() const
+{
+    return m_record ? m_accuracyChart->line(testId(m_record->runId())) : nullptr;
+}
+
+void MainWindow::plotEvent(const v1::RunEvent &event)
+{
+    const QString runId = m_record->runId();
+    const qint64 stepsPerEpoch = m_record->started() ? m_record->started()->steps_per_epoch() : 0;
+    if (event.has_step()) {
+        const auto &s = event.step();
+        m_lastStep = s.step();
+        // Fractional epochs when the run said how many steps make one.
+        const double epoch = stepsPerEpoch > 0 ? double(s.step()) / double(stepsPerEpoch) : double(s.epoch());
+        m_lossChart->append(
+            lossId(runId), MetricPoint::timeline(double(s.step()), epoch, s.elapsed_seconds(), s.loss()));
+        if (s.images_per_second() > 0)
+            m_throughputChart->append(throughputId(runId),
+                MetricPoint::timeline(double(s.step()), epoch, s.elapsed_seconds(), s.images_per_second()));
+    } else if (event.has_epoch()) {
+        const auto &e = event.epoch();
+        const double step = stepsPerEpoch > 0 ? double(e.epoch() * stepsPerEpoch) : double(m_lastStep);
+        const auto at = [&](double value) {
+            return MetricPoint::timeline(step, double(e.epoch()), e.elapsed_seconds(), value);
+        };
+        m_accuracyChart->append(trainId(runId), at(e.train_accuracy() * 100));
+        m_accuracyChart->append(testId(runId), at(e.test_accuracy() * 100));
+    }
 }
 
 void MainWindow::setStatus(const QString &text, bool error)
@@ -405,9 +502,13 @@ void MainWindow::launchRun()
     m_formError->hide();
     const QString runId = core::newRunId();
     m_record = std::make_unique<core::RunRecord>(runId);
-    m_lossSeries->clear();
-    m_trainAccuracy->clear();
-    m_testAccuracy->clear();
+    m_lastStep = 0;
+    // Short legend labels: workers, batch and the run id's random suffix.
+    addRunToCharts(runId,
+        tr("w%1 b%2 · %3")
+            .arg(request.workers)
+            .arg(request.batchSize)
+            .arg(runId.section(QLatin1Char('-'), -1)));
     m_log->clear();
     m_syntheticBanner->hide();
     m_runLabel->setText(tr("%1: starting…").arg(runId));
@@ -430,7 +531,7 @@ void MainWindow::launchRun()
             connect(m_watch.get(), &core::RunWatch::eventsArrived, this, &MainWindow::drainEvents);
             connect(m_watch.get(), &core::RunWatch::finished, this, [this](const QString &error) {
                 drainEvents();
-                redrawCharts();
+                refreshRunSummary();
                 if (!error.isEmpty())
                     setStatus(tr("Lost the run's event stream: %1").arg(error), true);
                 m_watch.release()->deleteLater();
@@ -468,7 +569,10 @@ void MainWindow::drainEvents()
     if (!m_watch || !m_record)
         return;
     for (const auto &event : m_watch->takeEvents()) {
+        const bool repeated = event.seq() <= m_record->lastSeq(); // counted by the record, not drawn
         m_record->apply(event);
+        if (!repeated)
+            plotEvent(event);
         if (event.has_log())
             m_log->appendPlainText(QStringLiteral("[rank %1] %2")
                                        .arg(event.rank())
@@ -479,47 +583,17 @@ void MainWindow::drainEvents()
                     QString::fromStdString(event.state().message())));
     }
     m_dirty = true;
-    if (!m_redrawTimer.isActive())
-        m_redrawTimer.start();
+    if (!m_refreshTimer.isActive())
+        m_refreshTimer.start();
 }
 
-void MainWindow::redrawCharts()
+void MainWindow::refreshRunSummary()
 {
     if (!m_dirty || !m_record)
         return;
     m_dirty = false;
     const auto &r = *m_record;
     m_syntheticBanner->setVisible(r.synthetic());
-
-    std::vector<QPointF> losses;
-    losses.reserve(r.losses().size());
-    double lo = INFINITY, hi = -INFINITY;
-    for (const auto &p : r.losses()) {
-        if (!std::isfinite(p.loss))
-            continue;
-        losses.emplace_back(double(p.step), p.loss);
-        lo = std::min(lo, p.loss);
-        hi = std::max(hi, p.loss);
-    }
-    const int pixels = std::max(100, int(m_lossChart->plotArea().width()));
-    m_lossSeries->replace(core::minMaxDownsample(losses, pixels));
-    if (!losses.empty()) {
-        m_lossX->setRange(losses.front().x(), std::max(losses.back().x(), losses.front().x() + 1));
-        const double pad = std::max(0.05, (hi - lo) * 0.05);
-        m_lossY->setRange(std::max(0.0, lo - pad), hi + pad);
-    }
-    QList<QPointF> train, test;
-    for (const auto &e : r.epochs()) {
-        train.append(QPointF(e.epoch(), e.train_accuracy() * 100));
-        test.append(QPointF(e.epoch(), e.test_accuracy() * 100));
-    }
-    m_trainAccuracy->replace(train);
-    m_testAccuracy->replace(test);
-    // Whole epochs only: one tick per epoch up to the planned count.
-    const int planned = r.started() ? std::max(1, m_epochsSpin->value()) : 1;
-    const int span = std::max<int>(planned, int(r.epochs().size()));
-    m_accuracyX->setRange(0, span);
-    m_accuracyX->setTickCount(std::min(span, 20) + 1);
 
     QString text = tr("<b>%1</b> — %2").arg(r.runId(), core::RunRecord::stateName(r.state()));
     if (r.started())

@@ -1,5 +1,6 @@
 // The console's main window: connects to an agent (or starts a local one), launches a
-// run from a small form and plots its live loss and accuracy.
+// run from a small form and plots its live loss, accuracy and throughput; earlier runs
+// of the session stay overlaid for comparison until cleared.
 // Threading: gRPC calls run on the thread pool and report back with queued calls;
 // stream events are drained on the GUI thread and charts redraw on a 40 ms
 // coalescing timer, so the window never waits on the network.
@@ -15,8 +16,7 @@
 
 #include <memory>
 
-class QChart;
-class QChartView;
+class QCheckBox;
 class QComboBox;
 class QDoubleSpinBox;
 class QLabel;
@@ -24,14 +24,16 @@ class QLineEdit;
 class QLineSeries;
 class QPlainTextEdit;
 class QPushButton;
+class QSlider;
 class QSpinBox;
-class QValueAxis;
 
 namespace scalelab::console {
 class StudyView;
 }
 
 namespace scalelab::app {
+
+class MetricChart;
 
 struct ConsoleOptions {
     QString agentEndpoint; // empty = start a local agent
@@ -54,9 +56,12 @@ public:
 
     bool isConnected() const { return m_client != nullptr && m_connected; }
     const core::RunRecord *currentRun() const { return m_record.get(); }
-    // What the charts draw (for tests and exports).
-    const QLineSeries *lossSeries() const { return m_lossSeries; }
-    const QLineSeries *testAccuracySeries() const { return m_testAccuracy; }
+    // What the charts draw for the current run (for tests and exports).
+    const QLineSeries *lossSeries() const;
+    const QLineSeries *testAccuracySeries() const;
+    MetricChart *lossChart() const { return m_lossChart; }
+    MetricChart *accuracyChart() const { return m_accuracyChart; }
+    MetricChart *throughputChart() const { return m_throughputChart; }
 
 public Q_SLOTS:
     void connectToAgent();
@@ -69,10 +74,14 @@ Q_SIGNALS:
 
 private:
     void buildUi();
+    QWidget *buildCharts();
+    void addRunToCharts(const QString &runId, const QString &label);
+    void plotEvent(const v1::RunEvent &event);
+    void clearOldRuns();
     void refreshInventory();
     void applyInventory(const v1::DescribeResponse &inventory);
     void drainEvents();
-    void redrawCharts();
+    void refreshRunSummary();
     void setStatus(const QString &text, bool error = false);
     void setRunning(bool running);
     template <typename Work, typename Done> void inBackground(Work work, Done done);
@@ -83,8 +92,10 @@ private:
     bool m_connected = false;
     std::unique_ptr<core::RunWatch> m_watch;
     std::unique_ptr<core::RunRecord> m_record;
-    QTimer m_redrawTimer;
+    QTimer m_refreshTimer;
     bool m_dirty = false;
+    int m_runsPlotted = 0; // colours runs in the order they were launched
+    qint64 m_lastStep = 0; // of the current run: where its epoch points sit by step
 
     QLineEdit *m_agentEdit = nullptr;
     QPushButton *m_connectButton = nullptr;
@@ -101,15 +112,14 @@ private:
     QLabel *m_formError = nullptr;
     QLabel *m_runLabel = nullptr;
     QLabel *m_syntheticBanner = nullptr;
-    QChart *m_lossChart = nullptr;
-    QChartView *m_lossView = nullptr;
-    QLineSeries *m_lossSeries = nullptr;
-    QValueAxis *m_lossX = nullptr;
-    QValueAxis *m_lossY = nullptr;
-    QChart *m_accuracyChart = nullptr;
-    QLineSeries *m_trainAccuracy = nullptr;
-    QLineSeries *m_testAccuracy = nullptr;
-    QValueAxis *m_accuracyX = nullptr;
+    MetricChart *m_lossChart = nullptr;
+    MetricChart *m_accuracyChart = nullptr;
+    MetricChart *m_throughputChart = nullptr;
+    QComboBox *m_xAxisCombo = nullptr;
+    QSlider *m_smoothingSlider = nullptr;
+    QLabel *m_smoothingLabel = nullptr;
+    QCheckBox *m_logScaleCheck = nullptr;
+    QPushButton *m_clearRunsButton = nullptr;
     QPlainTextEdit *m_log = nullptr;
     console::StudyView *m_studyView = nullptr;
 };

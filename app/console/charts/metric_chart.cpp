@@ -1,0 +1,833 @@
+#include "metric_chart.h"
+
+#include <QApplication>
+#include <QChart>
+#include <QChartView>
+#include <QContextMenuEvent>
+#include <QFile>
+#include <QFileDialog>
+#include <QImage>
+#include <QLegend>
+#include <QLegendMarker>
+#include <QLineSeries>
+#include <QLogValueAxis>
+#include <QMenu>
+#include <QMouseEvent>
+#include <QPainter>
+#include <QScatterSeries>
+#include <QSvgGenerator>
+#include <QToolTip>
+#include <QVBoxLayout>
+#include <QValueAxis>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace scalelab::app {
+
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr int kMinimumPixels = 64; // resolution of a plot not laid out yet
+constexpr qreal kLineWidth = 1.6;
+// Dense plots: lines of at most one pixel take the raster engine's fast path (a cosmetic
+// stroker); wider ones are stroked segment by segment, several times slower for
+// 2,000-point lines.
+constexpr qreal kDenseLineWidth = 1.0;
+constexpr qreal kMarkerLineWidth = 2.0; // few points (per epoch): worth a bolder line
+constexpr qreal kRawAlpha = 0.28; // the raw line behind a smoothed one, as TensorBoard
+constexpr int kHoverRadius = 24; // pixels around the plot area that still read out
+// Above this many drawn points the chart is painted without antialiasing: dense min/max
+// lines are mostly tall vertical strokes, which antialiased cost about 3× as much to
+// paint (Qt's raster engine even hands their spans to a thread pool) for little gain.
+constexpr qsizetype kAntialiasedPoints = 4000;
+
+QString axisTitle(XAxis axis)
+{
+    switch (axis) {
+    case XAxis::Step:
+        return MetricChart::tr("step");
+    case XAxis::Epoch:
+        return MetricChart::tr("epoch");
+    case XAxis::WallClock:
+        return MetricChart::tr("wall-clock time (s)");
+    case XAxis::Workers:
+        return MetricChart::tr("workers");
+    }
+    return {};
+}
+
+// A round tick interval (1, 2 or 5 × 10^k) giving about `ticks` intervals over `span`.
+double niceInterval(double span, int ticks)
+{
+    const double raw = span / std::max(1, ticks);
+    if (!(raw > 0) || !std::isfinite(raw))
+        return 1;
+    const double magnitude = std::pow(10.0, std::floor(std::log10(raw)));
+    const double r = raw / magnitude;
+    return magnitude * (r < 1.5 ? 1 : r < 3.5 ? 2 : r < 7.5 ? 5 : 10);
+}
+
+QString labelFormat(double interval)
+{
+    const int decimals = std::clamp(int(std::ceil(-std::log10(interval) - 1e-9)), 0, 6);
+    return QStringLiteral("%.%1f").arg(decimals);
+}
+
+// The x span to show for data on [x0, x1] when the axis now shows [shownFrom, shownTo]:
+// unchanged while the data fits with little room to spare, else the data plus 5 % of
+// headroom, so a live run moves the axis every few seconds rather than every frame.
+double grownSpan(double shownFrom, double shownTo, double x0, double x1)
+{
+    const double span = x1 - x0;
+    if (shownFrom == x0 && shownTo >= x1 && shownTo - x1 <= span * 0.12)
+        return shownTo - x0;
+    return span * 1.05;
+}
+
+QLegendMarker *markerOf(QChart *chart, QAbstractSeries *series)
+{
+    const auto markers = chart->legend()->markers(series);
+    return markers.isEmpty() ? nullptr : markers.front();
+}
+
+} // namespace
+
+// What a line was last drawn from; equal keys mean equal points.
+struct DrawKey {
+    XAxis axis = XAxis::Step;
+    double x0 = 0, x1 = 0;
+    int pixels = 0;
+    double smoothing = 0;
+    bool log = false;
+    bool visible = false;
+    std::size_t samples = static_cast<std::size_t>(-1);
+    bool operator==(const DrawKey &) const = default;
+};
+
+// The y values drawn inside the x range, and how many points were drawn.
+struct Extent {
+    double lo = kInf, hi = -kInf;
+    qsizetype points = 0;
+    void add(const QList<QPointF> &drawn, double x0, double x1)
+    {
+        points += drawn.size();
+        for (const QPointF &p : drawn) {
+            if (p.x() >= x0 && p.x() <= x1) {
+                lo = std::min(lo, p.y());
+                hi = std::max(hi, p.y());
+            }
+        }
+    }
+    void merge(const Extent &other)
+    {
+        lo = std::min(lo, other.lo);
+        hi = std::max(hi, other.hi);
+        points += other.points;
+    }
+};
+
+struct MetricChart::Entry {
+    QString id;
+    QString label;
+    SeriesStyle style;
+    QColor color;
+    MetricSeries data;
+    QLineSeries *line = nullptr; // smoothed (or raw while smoothing is off)
+    QLineSeries *raw = nullptr; // faint raw values behind a smoothed line
+    DrawKey drawnFor;
+    Extent extent;
+    bool visible = true;
+};
+
+QString ReadOut::text() const
+{
+    QStringList where;
+    if (std::isfinite(point.x[int(XAxis::Step)]))
+        where << MetricChart::tr("step %1").arg(qint64(point.x[int(XAxis::Step)]));
+    if (std::isfinite(point.x[int(XAxis::Epoch)]))
+        where << MetricChart::tr("epoch %1").arg(point.x[int(XAxis::Epoch)], 0, 'f', 2);
+    if (std::isfinite(point.x[int(XAxis::WallClock)]))
+        where << MetricChart::tr("%1 s").arg(point.x[int(XAxis::WallClock)], 0, 'f', 1);
+    if (std::isfinite(point.x[int(XAxis::Workers)]))
+        where << MetricChart::tr("%1 workers").arg(point.x[int(XAxis::Workers)]);
+    QString value = MetricChart::tr("value %1").arg(shown, 0, 'g', 5);
+    if (shown != point.y)
+        value += MetricChart::tr(" (raw %1)").arg(point.y, 0, 'g', 5);
+    return label + QLatin1Char('\n') + where.join(QStringLiteral(" · ")) + QLatin1Char('\n') + value;
+}
+
+QColor MetricChart::cycleColor(int index)
+{
+    // Tableau 10: distinct hues that read on light and dark backgrounds alike.
+    static const QColor colors[]
+        = { QColor(0x4e79a7), QColor(0xf28e2b), QColor(0xe15759), QColor(0x76b7b2), QColor(0x59a14f),
+              QColor(0xedc948), QColor(0xb07aa1), QColor(0xff9da7), QColor(0x9c755f), QColor(0xbab0ac) };
+    constexpr int count = int(std::size(colors));
+    return colors[((index % count) + count) % count];
+}
+
+MetricChart::MetricChart(const QString &title, const QString &yTitle, QWidget *parent)
+    : QWidget(parent)
+    , m_yTitle(yTitle)
+{
+    m_chart = new QChart;
+    m_chart->setTitle(title);
+    m_chart->setBackgroundRoundness(0);
+    m_chart->setMargins(QMargins(4, 4, 4, 4));
+    m_chart->legend()->setAlignment(Qt::AlignBottom);
+    m_chart->legend()->setShowToolTips(true);
+
+    m_x = new QValueAxis;
+    m_x->setTitleText(axisTitle(m_xAxis));
+    m_chart->addAxis(m_x, Qt::AlignBottom);
+    connect(m_x, &QValueAxis::rangeChanged, this, [this](double from, double to) {
+        if (m_applyingRange || !m_rubberBandReleased)
+            return; // our own redraw, or Qt Charts following a series attached to the axis
+        m_zoom = std::make_pair(from, to); // the user zoomed with the rubber band
+        scheduleRedraw();
+    });
+
+    m_hover = new QScatterSeries;
+    m_hover->setMarkerSize(9);
+    m_chart->addSeries(m_hover);
+    m_hover->attachAxis(m_x);
+    rebuildYAxis();
+    if (auto *marker = markerOf(m_chart, m_hover))
+        marker->setVisible(false);
+
+    m_view = new QChartView(m_chart);
+    m_view->setRenderHint(QPainter::Antialiasing);
+    m_view->setRubberBand(QChartView::HorizontalRubberBand);
+    m_view->setMinimumSize(240, 180);
+    m_view->viewport()->setMouseTracking(true);
+    m_view->viewport()->installEventFilter(this);
+    m_view->setToolTip(tr("Drag to zoom, double-click to reset; right-click to export"));
+
+    auto *layout = new QVBoxLayout(this);
+    layout->setContentsMargins(0, 0, 0, 0);
+    layout->addWidget(m_view);
+
+    m_redrawTimer.setSingleShot(true);
+    m_redrawTimer.setInterval(kRedrawIntervalMs);
+    connect(&m_redrawTimer, &QTimer::timeout, this, &MetricChart::redraw);
+    applyPalette();
+    redraw();
+}
+
+MetricChart::~MetricChart() = default;
+
+MetricChart::Entry *MetricChart::find(const QString &id) const
+{
+    for (const auto &e : m_entries)
+        if (e->id == id)
+            return e.get();
+    return nullptr;
+}
+
+void MetricChart::rebuildYAxis()
+{
+    QAbstractAxis *axis = nullptr;
+    if (m_logScale) {
+        auto *log = new QLogValueAxis;
+        log->setBase(10);
+        log->setLabelFormat(QStringLiteral("%g"));
+        log->setMinorTickCount(8); // 2..9 between decades, so a short range still has grid lines
+        axis = log;
+    } else {
+        axis = new QValueAxis;
+    }
+    axis->setTitleText(m_yTitle);
+    if (m_yAxis) {
+        m_chart->removeAxis(m_yAxis); // detaches it from every series
+        delete m_yAxis;
+    }
+    m_yAxis = axis;
+    m_chart->addAxis(axis, Qt::AlignLeft);
+    for (auto *series : m_chart->series())
+        series->attachAxis(axis);
+}
+
+void MetricChart::addSeries(const QString &id, const QString &label, const SeriesStyle &style)
+{
+    if (find(id))
+        return;
+    auto entry = std::make_unique<Entry>();
+    entry->id = id;
+    entry->label = label;
+    entry->style = style;
+    entry->color = style.color.isValid() ? style.color : cycleColor(m_nextColor++);
+    entry->raw = new QLineSeries;
+    entry->line = new QLineSeries;
+    entry->line->setName(label);
+    entry->line->setObjectName(id);
+    for (auto *series : { entry->raw, entry->line }) {
+        m_chart->addSeries(series);
+        series->attachAxis(m_x);
+        series->attachAxis(m_yAxis);
+    }
+    if (auto *marker = markerOf(m_chart, entry->raw))
+        marker->setVisible(false);
+    if (auto *marker = markerOf(m_chart, entry->line)) {
+        Entry *e = entry.get();
+        connect(marker, &QLegendMarker::clicked, this, [this, e] { setSeriesVisible(e->id, !e->visible); });
+    }
+    if (style.smoothable)
+        entry->data.setSmoothing(m_smoothing);
+    styleEntry(*entry);
+    m_entries.push_back(std::move(entry));
+    // Keep the hover marker above every line.
+    m_chart->removeSeries(m_hover);
+    m_chart->addSeries(m_hover);
+    m_hover->attachAxis(m_x);
+    m_hover->attachAxis(m_yAxis);
+    if (auto *marker = markerOf(m_chart, m_hover))
+        marker->setVisible(false);
+    scheduleRedraw();
+}
+
+bool MetricChart::hasSeries(const QString &id) const
+{
+    return find(id) != nullptr;
+}
+
+void MetricChart::removeSeries(const QString &id)
+{
+    const auto it
+        = std::find_if(m_entries.begin(), m_entries.end(), [&](const auto &e) { return e->id == id; });
+    if (it == m_entries.end())
+        return;
+    for (auto *series : { (*it)->raw, (*it)->line }) {
+        m_chart->removeSeries(series);
+        delete series;
+    }
+    m_entries.erase(it);
+    m_hover->clear();
+    scheduleRedraw();
+}
+
+void MetricChart::removeAllSeries()
+{
+    while (!m_entries.empty())
+        removeSeries(m_entries.back()->id);
+    m_nextColor = 0;
+}
+
+QStringList MetricChart::seriesIds() const
+{
+    QStringList ids;
+    for (const auto &e : m_entries)
+        ids << e->id;
+    return ids;
+}
+
+std::size_t MetricChart::pointCount(const QString &id) const
+{
+    const Entry *e = find(id);
+    return e ? e->data.size() : 0;
+}
+
+const MetricSeries *MetricChart::data(const QString &id) const
+{
+    const Entry *e = find(id);
+    return e ? &e->data : nullptr;
+}
+
+QLineSeries *MetricChart::line(const QString &id) const
+{
+    const Entry *e = find(id);
+    return e ? e->line : nullptr;
+}
+
+QLineSeries *MetricChart::rawLine(const QString &id) const
+{
+    const Entry *e = find(id);
+    return e ? e->raw : nullptr;
+}
+
+QAbstractAxis *MetricChart::xAxisItem() const
+{
+    return m_x;
+}
+
+std::size_t MetricChart::append(const QString &id, const MetricPoint &point)
+{
+    Entry *e = find(id);
+    if (!e || !e->data.append(point))
+        return 0;
+    scheduleRedraw();
+    return 1;
+}
+
+std::size_t MetricChart::append(const QString &id, const std::vector<MetricPoint> &points)
+{
+    Entry *e = find(id);
+    if (!e)
+        return 0;
+    std::size_t kept = 0;
+    for (const auto &p : points)
+        kept += e->data.append(p) ? 1 : 0;
+    if (kept)
+        scheduleRedraw();
+    return kept;
+}
+
+void MetricChart::setReferenceLine(const QString &label, double slope, double intercept)
+{
+    if (!m_reference) {
+        m_reference = new QLineSeries;
+        m_reference->setObjectName(QStringLiteral("reference"));
+        m_chart->addSeries(m_reference);
+        m_reference->attachAxis(m_x);
+        m_reference->attachAxis(m_yAxis);
+    }
+    m_reference->setName(label);
+    m_referenceSlope = slope;
+    m_referenceIntercept = intercept;
+    applyPalette();
+    scheduleRedraw();
+}
+
+void MetricChart::setXAxis(XAxis axis)
+{
+    if (axis == m_xAxis)
+        return;
+    m_xAxis = axis;
+    m_zoom.reset();
+    m_hover->clear();
+    m_x->setTitleText(axisTitle(axis));
+    redraw();
+}
+
+void MetricChart::setSmoothing(double weight)
+{
+    weight = std::clamp(std::isfinite(weight) ? weight : 0.0, 0.0, 0.999);
+    if (weight == m_smoothing)
+        return;
+    m_smoothing = weight;
+    for (auto &e : m_entries)
+        if (e->style.smoothable)
+            e->data.setSmoothing(weight);
+    redraw();
+}
+
+void MetricChart::setLogScale(bool on)
+{
+    if (on == m_logScale)
+        return;
+    m_logScale = on;
+    m_hover->clear();
+    rebuildYAxis();
+    applyPalette();
+    redraw();
+}
+
+void MetricChart::setSeriesVisible(const QString &id, bool visible)
+{
+    Entry *e = find(id);
+    if (!e || e->visible == visible)
+        return;
+    e->visible = visible;
+    e->line->setVisible(visible);
+    updateLegendMarker(*e);
+    m_hover->clear();
+    redraw();
+}
+
+bool MetricChart::isSeriesVisible(const QString &id) const
+{
+    const Entry *e = find(id);
+    return e && e->visible;
+}
+
+void MetricChart::setXRange(double from, double to)
+{
+    if (!(to > from))
+        return;
+    m_zoom = std::make_pair(from, to);
+    redraw();
+}
+
+void MetricChart::resetZoom()
+{
+    m_zoom.reset();
+    redraw();
+}
+
+void MetricChart::scheduleRedraw()
+{
+    if (!m_redrawTimer.isActive())
+        m_redrawTimer.start();
+}
+
+void MetricChart::setAxisRange(QValueAxis *axis, double from, double to)
+{
+    const double interval = niceInterval(to - from, axis == m_x ? 6 : 5);
+    m_applyingRange = true;
+    // Interval first: the new range with the old interval could mean 100,000 tick labels.
+    axis->setTickType(QValueAxis::TicksDynamic);
+    axis->setTickAnchor(0);
+    axis->setTickInterval(interval);
+    axis->setLabelFormat(labelFormat(interval));
+    if (axis->min() != from || axis->max() != to)
+        axis->setRange(from, to);
+    m_applyingRange = false;
+}
+
+void MetricChart::redraw()
+{
+    m_redrawTimer.stop();
+    const int plotWidth = int(m_chart->plotArea().width());
+    const int pixels = plotWidth >= kMinimumPixels ? plotWidth : std::max(kMinimumPixels, m_view->width());
+
+    // x: what the visible series span on this axis, or the zoomed range.
+    double x0 = kInf, x1 = -kInf;
+    bool markers = false;
+    for (const auto &e : m_entries) {
+        const auto &c = e->data.column(m_xAxis);
+        if (!e->visible || c.empty())
+            continue;
+        x0 = std::min(x0, c.front());
+        x1 = std::max(x1, c.back());
+        markers = markers || e->style.markers;
+    }
+    if (m_zoom) {
+        std::tie(x0, x1) = *m_zoom;
+    } else if (x0 > x1) {
+        x0 = 0;
+        x1 = 1;
+    } else if (markers || x1 - x0 <= 0) {
+        // Leave room for the markers at the ends (and give a single point some width).
+        const double pad = std::max((x1 - x0) * 0.04, x1 - x0 <= 0 ? 0.5 : 0.0);
+        x0 -= pad;
+        x1 += pad;
+    }
+
+    // Axes move in steps, not every frame: each change makes Qt Charts re-stroke every line.
+    if (!m_zoom)
+        x1 = x0 + grownSpan(m_x->min(), m_x->max(), x0, x1);
+
+    // New points for every line whose inputs changed (a finished run keeps its points while
+    // the axes hold still); the y range from what is drawn inside [x0, x1].
+    std::vector<std::pair<QLineSeries *, QList<QPointF>>> replacements;
+    auto stage = [&](QLineSeries *line, QList<QPointF> points) {
+        if (points != line->points())
+            replacements.emplace_back(line, std::move(points));
+    };
+    Extent all;
+    for (auto &e : m_entries) {
+        const bool smoothed = e->style.smoothable && m_smoothing > 0;
+        const DrawKey key { m_xAxis, x0, x1, pixels, smoothed ? m_smoothing : 0.0, m_logScale, e->visible,
+            e->data.size() };
+        if (key != e->drawnFor) {
+            e->drawnFor = key;
+            e->extent = {};
+            QList<QPointF> shown, raw;
+            if (e->visible && e->data.hasAxis(m_xAxis)) {
+                shown = e->data.downsample(m_xAxis, x0, x1, pixels, smoothed);
+                if (smoothed)
+                    raw = e->data.downsample(m_xAxis, x0, x1, pixels, false);
+                for (auto *points : { &shown, &raw }) {
+                    if (m_logScale)
+                        points->removeIf([](const QPointF &p) { return !(p.y() > 0); });
+                    e->extent.add(*points, x0, x1);
+                }
+            }
+            stage(e->line, std::move(shown));
+            stage(e->raw, std::move(raw));
+        }
+        all.merge(e->extent);
+    }
+    if (m_reference) {
+        const QList<QPointF> ideal { { x0, m_referenceSlope * x0 + m_referenceIntercept },
+            { x1, m_referenceSlope * x1 + m_referenceIntercept } };
+        all.add(ideal, x0, x1);
+        stage(m_reference, ideal);
+    }
+    if (const bool dense = all.points > kAntialiasedPoints; dense != m_dense) {
+        m_dense = dense;
+        m_view->setRenderHint(QPainter::Antialiasing, !dense);
+        for (auto &e : m_entries)
+            styleEntry(*e);
+    }
+
+    // y: kept while it holds the data without wasting more than about a quarter of the height.
+    double y0 = all.lo, y1 = all.hi;
+    double from = 0, to = 0;
+    bool yChanges = false;
+    if (m_logScale) {
+        if (y0 > y1) {
+            y0 = 0.1;
+            y1 = 1;
+        }
+        const double lo = std::log10(y0), hi = std::log10(y1), pad = std::max(0.02, (hi - lo) * 0.05);
+        const auto *axis = static_cast<QLogValueAxis *>(m_yAxis);
+        const double shownLo = std::log10(axis->min()), shownHi = std::log10(axis->max());
+        yChanges = !(shownLo <= lo && shownHi >= hi && (shownHi - shownLo) <= (hi - lo + 2 * pad) * 1.3);
+        from = std::pow(10.0, lo - pad);
+        to = std::pow(10.0, hi + pad);
+    } else {
+        if (y0 > y1) {
+            y0 = 0;
+            y1 = 1;
+        }
+        const double pad = y1 > y0 ? (y1 - y0) * 0.05 : std::max(std::abs(y0) * 0.05, 0.5);
+        const auto *axis = static_cast<QValueAxis *>(m_yAxis);
+        yChanges = !(
+            axis->min() <= y0 && axis->max() >= y1 && axis->max() - axis->min() <= (y1 - y0 + 2 * pad) * 1.3);
+        from = y0 - pad;
+        to = y1 + pad;
+    }
+
+    // A range change makes Qt Charts re-stroke every line with the points it has; lines about
+    // to get new points are emptied first, so each is stroked once, with its new points.
+    if (yChanges || m_x->min() != x0 || m_x->max() != x1)
+        for (auto &[line, points] : replacements)
+            if (line->count() > 0)
+                line->clear();
+    setAxisRange(m_x, x0, x1);
+    if (yChanges && m_logScale) {
+        m_applyingRange = true;
+        m_yAxis->setRange(from, to);
+        m_applyingRange = false;
+    } else if (yChanges) {
+        setAxisRange(static_cast<QValueAxis *>(m_yAxis), from, to);
+    }
+    for (auto &[line, points] : replacements)
+        line->replace(points);
+    Q_EMIT redrawn();
+}
+
+void MetricChart::styleEntry(Entry &e)
+{
+    // Default square caps and bevel joins: round ones make the stroker compute arcs at every
+    // vertex, which costs more than everything else in a frame of 1,000-point lines.
+    const qreal width = e.style.markers ? kMarkerLineWidth : m_dense ? kDenseLineWidth : kLineWidth;
+    e.line->setPen(QPen(e.color, width, e.style.pen));
+    e.line->setColor(e.color);
+    if (e.style.markers) {
+        e.line->setPointsVisible(true);
+        e.line->setMarkerSize(4); // Qt 6.4 draws it as the radius
+    }
+    // Opaque, mixed with the background by hand: blending every pixel of a dense line costs
+    // more than drawing it.
+    const QColor base = palette().color(QPalette::Base);
+    const QColor faint = QColor::fromRgbF(e.color.redF() * kRawAlpha + base.redF() * (1 - kRawAlpha),
+        e.color.greenF() * kRawAlpha + base.greenF() * (1 - kRawAlpha),
+        e.color.blueF() * kRawAlpha + base.blueF() * (1 - kRawAlpha));
+    e.raw->setPen(QPen(faint, kDenseLineWidth));
+}
+
+void MetricChart::updateLegendMarker(Entry &e)
+{
+    QLegendMarker *marker = markerOf(m_chart, e.line);
+    if (!marker)
+        return;
+    marker->setVisible(true); // hiding a series hides its marker; we keep it to click again
+    const qreal alpha = e.visible ? 1.0 : 0.35;
+    QColor label = palette().color(QPalette::Text);
+    label.setAlphaF(alpha);
+    marker->setLabelBrush(label);
+    QColor swatch = e.color;
+    swatch.setAlphaF(alpha);
+    marker->setBrush(swatch);
+    marker->setPen(QPen(swatch));
+}
+
+void MetricChart::applyPalette()
+{
+    const QPalette pal = palette();
+    const QColor base = pal.color(QPalette::Base);
+    const QColor text = pal.color(QPalette::Text);
+    auto withAlpha = [](QColor c, qreal a) {
+        c.setAlphaF(a);
+        return c;
+    };
+    m_chart->setBackgroundBrush(base);
+    m_chart->setBackgroundPen(Qt::NoPen);
+    m_chart->setPlotAreaBackgroundVisible(false);
+    m_chart->setTitleBrush(text);
+    QFont titleFont = font();
+    titleFont.setBold(true);
+    m_chart->setTitleFont(titleFont);
+    m_chart->legend()->setLabelColor(text);
+    for (QAbstractAxis *axis : { static_cast<QAbstractAxis *>(m_x), m_yAxis }) {
+        axis->setLabelsColor(text);
+        axis->setTitleBrush(text);
+        axis->setLinePenColor(withAlpha(text, 0.45));
+        axis->setGridLineColor(withAlpha(text, 0.14));
+        axis->setMinorGridLineColor(withAlpha(text, 0.06));
+    }
+    if (m_view)
+        m_view->setBackgroundBrush(base);
+    if (m_reference)
+        m_reference->setPen(QPen(withAlpha(text, 0.6), 1.4, Qt::DashLine));
+    m_hover->setColor(withAlpha(text, 0.0));
+    m_hover->setBorderColor(text);
+    for (auto &e : m_entries) {
+        styleEntry(*e); // the faint raw colour is mixed with the background
+        updateLegendMarker(*e);
+    }
+}
+
+void MetricChart::changeEvent(QEvent *event)
+{
+    QWidget::changeEvent(event);
+    if (event->type() == QEvent::PaletteChange || event->type() == QEvent::FontChange)
+        applyPalette();
+}
+
+bool MetricChart::eventFilter(QObject *watched, QEvent *event)
+{
+    if (watched != m_view->viewport())
+        return QWidget::eventFilter(watched, event);
+    switch (event->type()) {
+    case QEvent::MouseMove:
+        showReadOut(static_cast<QMouseEvent *>(event)->position().toPoint());
+        break;
+    case QEvent::Leave:
+        QToolTip::hideText();
+        m_hover->clear();
+        break;
+    case QEvent::MouseButtonDblClick:
+        resetZoom();
+        return true;
+    case QEvent::MouseButtonRelease:
+        // QChartView zooms out on a right click; the context menu is ours instead.
+        if (static_cast<QMouseEvent *>(event)->button() == Qt::RightButton)
+            return true;
+        // QChartView zooms when it handles this release, right after us.
+        m_rubberBandReleased = true;
+        QTimer::singleShot(0, this, [this] { m_rubberBandReleased = false; });
+        break;
+    case QEvent::ContextMenu:
+        showContextMenu(static_cast<QContextMenuEvent *>(event)->pos());
+        return true;
+    default:
+        break;
+    }
+    return QWidget::eventFilter(watched, event);
+}
+
+std::optional<ReadOut> MetricChart::readOutAt(const QPoint &viewPosition) const
+{
+    const QPointF at = m_chart->mapFromScene(m_view->mapToScene(viewPosition));
+    const QRectF area = m_chart->plotArea();
+    if (!area.adjusted(-kHoverRadius, -kHoverRadius, kHoverRadius, kHoverRadius).contains(at))
+        return std::nullopt;
+    const QPointF value = m_chart->mapToValue(at, m_hover);
+    std::optional<ReadOut> best;
+    double bestDistance = kInf;
+    for (const auto &e : m_entries) {
+        if (!e->visible || !e->data.hasAxis(m_xAxis))
+            continue;
+        const std::size_t i = e->data.nearest(m_xAxis, value.x());
+        const double shown = e->data.shownValue(i);
+        if (m_logScale && !(shown > 0))
+            continue;
+        const QPointF position = m_chart->mapToPosition(QPointF(e->data.column(m_xAxis)[i], shown), m_hover);
+        const double distance = QLineF(position, at).length();
+        if (distance >= bestDistance)
+            continue;
+        bestDistance = distance;
+        ReadOut r;
+        r.seriesId = e->id;
+        r.label = e->label;
+        r.index = i;
+        for (int a = 0; a < kXAxisCount; ++a)
+            if (e->data.hasAxis(XAxis(a)))
+                r.point.x[a] = e->data.column(XAxis(a))[i];
+        r.point.y = e->data.rawValue(i);
+        r.shown = shown;
+        best = r;
+    }
+    return best;
+}
+
+void MetricChart::showReadOut(const QPoint &position)
+{
+    const auto r = readOutAt(position);
+    if (!r) {
+        QToolTip::hideText();
+        m_hover->clear();
+        return;
+    }
+    const Entry *e = find(r->seriesId);
+    m_hover->setBorderColor(e->color);
+    m_hover->replace({ QPointF(r->point.x[int(m_xAxis)], r->shown) });
+    QToolTip::showText(m_view->viewport()->mapToGlobal(position), r->text(), m_view->viewport());
+}
+
+void MetricChart::showContextMenu(const QPoint &position)
+{
+    QMenu menu(this);
+    const QString title = m_chart->title().isEmpty() ? tr("chart") : m_chart->title();
+    menu.addAction(tr("Export as PNG…"), this, [this, title] {
+        const QString path = QFileDialog::getSaveFileName(
+            this, tr("Export chart"), title + QStringLiteral(".png"), tr("PNG image (*.png)"));
+        if (!path.isEmpty())
+            exportPng(path);
+    });
+    menu.addAction(tr("Export as SVG…"), this, [this, title] {
+        const QString path = QFileDialog::getSaveFileName(
+            this, tr("Export chart"), title + QStringLiteral(".svg"), tr("SVG image (*.svg)"));
+        if (!path.isEmpty())
+            exportSvg(path);
+    });
+    menu.addSeparator();
+    menu.addAction(tr("Reset zoom"), this, &MetricChart::resetZoom)->setEnabled(m_zoom.has_value());
+    menu.exec(m_view->viewport()->mapToGlobal(position));
+}
+
+bool MetricChart::renderTo(QPaintDevice *device, const QSize &size)
+{
+    redraw(); // what is exported is the latest data, not the last frame
+    QCoreApplication::sendPostedEvents(m_chart, QEvent::LayoutRequest);
+    QPainter painter;
+    if (!painter.begin(device))
+        return false;
+    painter.setRenderHint(QPainter::Antialiasing);
+    painter.fillRect(QRect(QPoint(), size), palette().color(QPalette::Base));
+    m_chart->scene()->render(&painter, QRectF(QPoint(), size), m_chart->geometry());
+    return painter.end();
+}
+
+bool MetricChart::exportPng(const QString &path, QString *error)
+{
+    const QSize size = m_chart->size().toSize().expandedTo(QSize(1, 1));
+    constexpr qreal scale = 2; // crisp on high-density screens and in documents
+    QImage image(size * scale, QImage::Format_ARGB32_Premultiplied);
+    image.setDevicePixelRatio(scale);
+    if (!renderTo(&image, size) || !image.save(path, "PNG")) {
+        if (error)
+            *error = tr("Could not write %1").arg(path);
+        return false;
+    }
+    return true;
+}
+
+bool MetricChart::exportSvg(const QString &path, QString *error)
+{
+    QFile file(path);
+    if (!file.open(QIODevice::WriteOnly | QIODevice::Truncate)) {
+        if (error)
+            *error = tr("Could not write %1: %2").arg(path, file.errorString());
+        return false;
+    }
+    const QSize size = m_chart->size().toSize().expandedTo(QSize(1, 1));
+    QSvgGenerator svg;
+    svg.setOutputDevice(&file);
+    svg.setSize(size);
+    svg.setViewBox(QRect(QPoint(), size));
+    svg.setTitle(m_chart->title());
+    svg.setDescription(tr("ScaleLab chart"));
+    if (!renderTo(&svg, size)) {
+        if (error)
+            *error = tr("Could not render the chart to %1").arg(path);
+        return false;
+    }
+    return true;
+}
+
+} // namespace scalelab::app

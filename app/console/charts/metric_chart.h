@@ -1,0 +1,149 @@
+// A live line chart of training metrics (Qt Charts), built to stay interactive with
+// several runs of a million points each:
+// - named series, several runs overlaid; clicking a legend entry hides or shows its line;
+// - x axis by optimizer step, epoch, wall-clock time (or workers, for scaling charts);
+// - TensorBoard-style smoothing (debiased EMA, weight in [0, 0.999]) with the raw line
+//   kept faintly behind, and a logarithmic y axis;
+// - reference lines y = a·x + b (the ideal speedup or efficiency);
+// - hover read-out of the nearest sample; horizontal rubber-band zoom, double-click to
+//   reset; export as PNG or SVG (context menu or exportPng()/exportSvg()).
+// Redraws are coalesced: append() schedules one redraw within 40 ms, and a redraw
+// reduces every series to the plot's pixel width and hands it over with one
+// QXYSeries::replace(). Colours come from the widget's palette, so light and dark
+// themes both read. GUI thread only; feed it from other threads through ChartFeed.
+#pragma once
+
+#include "metric_series.h"
+
+#include <QColor>
+#include <QString>
+#include <QTimer>
+#include <QWidget>
+
+#include <memory>
+#include <optional>
+#include <vector>
+
+class QAbstractAxis;
+class QChart;
+class QChartView;
+class QLineSeries;
+class QScatterSeries;
+class QValueAxis;
+
+namespace scalelab::app {
+
+struct SeriesStyle {
+    QColor color; // invalid: the chart picks the next colour of its cycle
+    Qt::PenStyle pen = Qt::SolidLine;
+    bool markers = false; // draw the samples too (per-epoch series with few points)
+    bool smoothable = true; // smoothing applies to this series
+};
+
+// What the pointer is over: the nearest sample of the nearest visible line.
+struct ReadOut {
+    QString seriesId;
+    QString label;
+    std::size_t index = 0;
+    MetricPoint point; // as appended (raw y)
+    double shown = 0; // the y drawn (smoothed when smoothing is on)
+    QString text() const; // "label\nstep 120 · epoch 1.50 · 12.3 s\nvalue 0.4321 (raw 0.4500)"
+};
+
+class MetricChart : public QWidget {
+    Q_OBJECT
+public:
+    static constexpr int kRedrawIntervalMs = 40; // ~25 frames/s at most
+
+    MetricChart(const QString &title, const QString &yTitle, QWidget *parent = nullptr);
+    ~MetricChart() override;
+
+    // Series, identified by `id`; `label` is what the legend and the read-out say.
+    void addSeries(const QString &id, const QString &label, const SeriesStyle &style = {});
+    bool hasSeries(const QString &id) const;
+    void removeSeries(const QString &id);
+    void removeAllSeries();
+    QStringList seriesIds() const;
+    std::size_t pointCount(const QString &id) const;
+    const MetricSeries *data(const QString &id) const;
+
+    // Samples for a series added before; schedules a redraw. Returns how many were kept.
+    std::size_t append(const QString &id, const MetricPoint &point);
+    std::size_t append(const QString &id, const std::vector<MetricPoint> &points);
+
+    // A dashed line y = slope·x + intercept across the x range (e.g. ideal speedup).
+    void setReferenceLine(const QString &label, double slope, double intercept);
+
+    void setXAxis(XAxis axis);
+    XAxis xAxis() const { return m_xAxis; }
+    void setSmoothing(double weight); // clamped to [0, 0.999]
+    double smoothing() const { return m_smoothing; }
+    void setLogScale(bool on);
+    bool logScale() const { return m_logScale; }
+    // Hidden series keep their data; the legend entry stays, dimmed.
+    void setSeriesVisible(const QString &id, bool visible);
+    bool isSeriesVisible(const QString &id) const;
+    void setXRange(double from, double to); // zoom; resetZoom() follows the data again
+    void resetZoom();
+
+    // The nearest sample to a point of the chart view (viewport coordinates).
+    std::optional<ReadOut> readOutAt(const QPoint &viewPosition) const;
+
+    bool exportPng(const QString &path, QString *error = nullptr);
+    bool exportSvg(const QString &path, QString *error = nullptr);
+
+    void scheduleRedraw();
+    // Redraws now: one replace() per line. The coalescing timer calls this.
+    void redraw();
+
+    QChart *chart() const { return m_chart; }
+    QChartView *view() const { return m_view; }
+    QAbstractAxis *xAxisItem() const;
+    QAbstractAxis *yAxisItem() const { return m_yAxis; }
+    // The line drawn for a series (smoothed while smoothing is on), for tests and reports.
+    QLineSeries *line(const QString &id) const;
+    // The faint raw line behind a smoothed one (empty while smoothing is off).
+    QLineSeries *rawLine(const QString &id) const;
+
+    static QColor cycleColor(int index);
+
+Q_SIGNALS:
+    void redrawn();
+
+protected:
+    bool eventFilter(QObject *watched, QEvent *event) override;
+    void changeEvent(QEvent *event) override;
+
+private:
+    struct Entry;
+    Entry *find(const QString &id) const;
+    void rebuildYAxis();
+    void applyPalette();
+    void styleEntry(Entry &entry);
+    void updateLegendMarker(Entry &entry);
+    void showContextMenu(const QPoint &position);
+    void showReadOut(const QPoint &position);
+    void setAxisRange(QValueAxis *axis, double from, double to);
+    bool renderTo(QPaintDevice *device, const QSize &size);
+
+    QString m_yTitle;
+    QChart *m_chart = nullptr;
+    QChartView *m_view = nullptr;
+    QValueAxis *m_x = nullptr;
+    QAbstractAxis *m_yAxis = nullptr;
+    QScatterSeries *m_hover = nullptr;
+    QLineSeries *m_reference = nullptr;
+    double m_referenceSlope = 0, m_referenceIntercept = 0;
+    std::vector<std::unique_ptr<Entry>> m_entries;
+    int m_nextColor = 0;
+    XAxis m_xAxis = XAxis::Step;
+    double m_smoothing = 0;
+    bool m_logScale = false;
+    bool m_dense = false; // more points drawn than antialiasing is worth: thin, aliased lines
+    std::optional<std::pair<double, double>> m_zoom;
+    bool m_applyingRange = false;
+    bool m_rubberBandReleased = false;
+    QTimer m_redrawTimer;
+};
+
+} // namespace scalelab::app

@@ -1,0 +1,100 @@
+#include "metric_series.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace scalelab::app {
+
+bool MetricSeries::append(const MetricPoint &point)
+{
+    if (!std::isfinite(point.y)) {
+        ++m_rejected;
+        return false;
+    }
+    const bool first = m_raw.empty();
+    std::array<double, kXAxisCount> x = point.x;
+    for (int a = 0; a < kXAxisCount; ++a) {
+        const auto &c = m_x[a];
+        if (first || c.empty())
+            continue;
+        if (!std::isfinite(x[a]))
+            x[a] = c.back();
+        else if (x[a] < c.back()) {
+            ++m_rejected;
+            return false;
+        }
+    }
+    bool anyAxis = false;
+    for (int a = 0; a < kXAxisCount; ++a) {
+        if (first ? std::isfinite(x[a]) : !m_x[a].empty()) {
+            m_x[a].push_back(x[a]);
+            anyAxis = true;
+        }
+    }
+    if (!anyAxis) {
+        ++m_rejected;
+        return false;
+    }
+    m_raw.append(point.y);
+    if (m_weight > 0)
+        smoothNext(point.y);
+    return true;
+}
+
+void MetricSeries::clear()
+{
+    for (auto &c : m_x)
+        c.clear();
+    m_raw.clear();
+    m_smoothed.clear();
+    m_emaAccumulator = 0;
+    m_emaPower = 1;
+    m_rejected = 0;
+}
+
+void MetricSeries::smoothNext(double y)
+{
+    // TensorBoard's smoothing (scalar card): last = last * w + (1 - w) * y, shown divided
+    // by 1 - w^n so the average is not biased toward its zero start.
+    m_emaAccumulator = m_emaAccumulator * m_weight + (1 - m_weight) * y;
+    m_emaPower *= m_weight;
+    m_smoothed.append(m_emaAccumulator / (1 - m_emaPower));
+}
+
+void MetricSeries::setSmoothing(double weight)
+{
+    weight = std::clamp(std::isfinite(weight) ? weight : 0.0, 0.0, 0.999);
+    if (weight == m_weight)
+        return;
+    m_weight = weight;
+    m_smoothed.clear();
+    m_emaAccumulator = 0;
+    m_emaPower = 1;
+    if (m_weight == 0)
+        return;
+    m_smoothed.reserve(m_raw.size());
+    for (double y : m_raw.values())
+        smoothNext(y);
+}
+
+QList<QPointF> MetricSeries::downsample(XAxis axis, double x0, double x1, int pixels, bool smoothed) const
+{
+    const bool useSmoothed = smoothed && m_weight > 0;
+    return core::minMaxPerPixel(column(axis), useSmoothed ? m_smoothed : m_raw, x0, x1, pixels);
+}
+
+std::size_t MetricSeries::nearest(XAxis axis, double x) const
+{
+    const auto &c = column(axis);
+    if (c.empty())
+        return size();
+    const auto it = std::lower_bound(c.begin(), c.end(), x);
+    if (it == c.end())
+        return c.size() - 1;
+    if (it == c.begin())
+        return 0;
+    const std::size_t after = std::size_t(it - c.begin());
+    return x - c[after - 1] <= c[after] - x ? after - 1 : after;
+}
+
+} // namespace scalelab::app

@@ -1,0 +1,420 @@
+// The live charts: what is drawn for smoothing, log scale and x-axis modes, per-pixel
+// downsampling, hover read-outs, legend toggles, export, and the cross-thread feed.
+#include "chart_feed.h"
+#include "downsample.h"
+#include "metric_chart.h"
+
+#include <QAbstractAxis>
+#include <QChart>
+#include <QChartView>
+#include <QFile>
+#include <QImage>
+#include <QLegend>
+#include <QLegendMarker>
+#include <QLineSeries>
+#include <QLogValueAxis>
+#include <QSignalSpy>
+#include <QSvgRenderer>
+#include <QTemporaryDir>
+#include <QTest>
+
+#include <cmath>
+#include <random>
+#include <thread>
+
+using namespace scalelab;
+using app::MetricChart;
+using app::MetricPoint;
+using app::XAxis;
+
+namespace {
+
+// A noisy falling loss curve: step i, 100 steps per epoch, 0.05 s per step.
+std::vector<MetricPoint> lossCurve(int n, unsigned seed = 1)
+{
+    std::mt19937 rng(seed);
+    std::normal_distribution<double> noise(0, 0.15);
+    std::vector<MetricPoint> points;
+    for (int i = 1; i <= n; ++i)
+        points.push_back(
+            MetricPoint::timeline(i, i / 100.0, i * 0.05, 2.3 * std::exp(-i / 300.0) + 0.2 + noise(rng)));
+    return points;
+}
+
+QList<double> ys(const QLineSeries *series)
+{
+    QList<double> out;
+    for (const QPointF &p : series->points())
+        out << p.y();
+    return out;
+}
+
+// Where a value is drawn, in the chart view's viewport coordinates.
+QPoint viewPosition(const MetricChart &chart, QPointF value)
+{
+    const QPointF inChart = chart.chart()->mapToPosition(value, chart.line(chart.seriesIds().front()));
+    return chart.view()->mapFromScene(chart.chart()->mapToScene(inChart));
+}
+
+} // namespace
+
+class TestCharts : public QObject {
+    Q_OBJECT
+
+private Q_SLOTS:
+    void minMaxIndexAgreesWithAScan()
+    {
+        std::mt19937 rng(7);
+        std::uniform_real_distribution<double> value(-1, 1);
+        core::MinMaxIndex index;
+        std::vector<double> values;
+        for (int i = 0; i < 5000; ++i) {
+            values.push_back(value(rng));
+            index.append(values.back());
+        }
+        std::uniform_int_distribution<std::size_t> pick(0, values.size() - 1);
+        for (int trial = 0; trial < 2000; ++trial) {
+            std::size_t a = pick(rng), b = pick(rng);
+            if (a > b)
+                std::swap(a, b);
+            ++b;
+            const auto e = index.extremes(a, b);
+            const auto [lo, hi] = std::minmax_element(values.begin() + a, values.begin() + b);
+            QCOMPARE(values[e.min], *lo);
+            QCOMPARE(values[e.max], *hi);
+            QVERIFY(e.min >= a && e.min < b && e.max >= a && e.max < b);
+        }
+    }
+
+    void downsamplingKeepsExtremesAndBoundsThePointCount()
+    {
+        const int n = 1'000'000, pixels = 800;
+        std::mt19937 rng(3);
+        std::normal_distribution<double> noise(0, 1);
+        std::vector<double> x;
+        core::MinMaxIndex y;
+        for (int i = 0; i < n; ++i) {
+            x.push_back(i);
+            y.append(i == 123'457 ? 50.0 : i == 876'543 ? -40.0 : noise(rng)); // one spike, one dip
+        }
+        const QList<QPointF> drawn = core::minMaxPerPixel(x, y, 0, n - 1, pixels);
+        QVERIFY2(drawn.size() <= 2 * pixels + 2, qPrintable(QString::number(drawn.size())));
+        QVERIFY(drawn.size() >= pixels); // every column has samples
+        QVERIFY(drawn.contains(QPointF(123'457, 50.0)));
+        QVERIFY(drawn.contains(QPointF(876'543, -40.0)));
+        for (qsizetype i = 1; i < drawn.size(); ++i)
+            QVERIFY(drawn[i - 1].x() < drawn[i].x()); // in x order, no duplicates
+
+        // Each column's min and max are those of a scan of that column.
+        const double width = double(n - 1) / pixels;
+        for (int column : { 0, 17, 399, pixels - 1 }) {
+            const double from = column * width, to = (column + 1) * width;
+            double lo = INFINITY, hi = -INFINITY;
+            for (int i = int(std::ceil(from)); i < n && (i < to || (column == pixels - 1 && i <= to)); ++i) {
+                if (column > 0 && i == int(from) && double(i) <= from)
+                    continue; // belongs to the previous column
+                lo = std::min(lo, y[std::size_t(i)]);
+                hi = std::max(hi, y[std::size_t(i)]);
+            }
+            QList<double> inColumn;
+            for (const QPointF &p : drawn)
+                if (p.x() > from - (column == 0 ? 1 : 0) && p.x() <= to)
+                    inColumn << p.y();
+            QVERIFY(inColumn.contains(lo));
+            QVERIFY(inColumn.contains(hi));
+        }
+
+        // A zoomed range draws its own columns, plus one neighbour on each side.
+        const QList<QPointF> zoomed = core::minMaxPerPixel(x, y, 1000, 1100, 50);
+        QCOMPARE(zoomed.front().x(), 999.0);
+        QCOMPARE(zoomed.back().x(), 1101.0);
+        QVERIFY(zoomed.size() >= 50 + 2 && zoomed.size() <= 2 * 50 + 2);
+    }
+
+    void wholeSeriesDownsampleStillKeepsSpikes()
+    {
+        std::vector<QPointF> points;
+        for (int i = 0; i < 100'000; ++i)
+            points.emplace_back(i, i == 5000 ? 9.0 : 0.0);
+        const auto drawn = core::minMaxDownsample(points, 200);
+        QVERIFY(drawn.size() <= 4 * 200);
+        QVERIFY(drawn.contains(QPointF(5000, 9.0)));
+    }
+
+    void smoothingChangesWhatIsDrawn()
+    {
+        MetricChart chart(QStringLiteral("Loss"), QStringLiteral("loss"));
+        chart.addSeries(QStringLiteral("a"), QStringLiteral("run a"));
+        const auto points = lossCurve(200);
+        QCOMPARE(chart.append(QStringLiteral("a"), points), points.size());
+        chart.redraw();
+        const QLineSeries *line = chart.line(QStringLiteral("a"));
+        QCOMPARE(line->count(), 200);
+        QCOMPARE(line->at(0).y(), points[0].y);
+        QCOMPARE(line->at(199).y(), points[199].y);
+        QCOMPARE(chart.rawLine(QStringLiteral("a"))->count(), 0); // no faint line without smoothing
+
+        chart.setSmoothing(0.9);
+        QCOMPARE(line->count(), 200);
+        // TensorBoard's debiased EMA: the first point is the raw value itself.
+        QCOMPARE(line->at(0).y(), points[0].y);
+        const double ema2 = (0.9 * 0.1 * points[0].y + 0.1 * points[1].y) / (1 - 0.9 * 0.9);
+        QVERIFY(qFuzzyCompare(line->at(1).y(), ema2));
+        double spreadRaw = 0, spreadSmooth = 0;
+        for (int i = 101; i < 200; ++i) {
+            spreadRaw += std::abs(points[i].y - points[i - 1].y);
+            spreadSmooth += std::abs(line->at(i).y() - line->at(i - 1).y());
+        }
+        QVERIFY(spreadSmooth < spreadRaw / 3); // visibly smoother
+        QCOMPARE(ys(chart.rawLine(QStringLiteral("a"))).size(), 200); // raw kept faintly behind
+        QCOMPARE(chart.rawLine(QStringLiteral("a"))->at(50).y(), points[50].y);
+
+        chart.setSmoothing(5); // clamped like TensorBoard's slider
+        QCOMPARE(chart.smoothing(), 0.999);
+        chart.setSmoothing(0);
+        QCOMPARE(line->at(150).y(), points[150].y);
+    }
+
+    void logScaleSwapsTheAxisAndDropsNonPositiveValues()
+    {
+        MetricChart chart(QStringLiteral("Loss"), QStringLiteral("loss"));
+        chart.addSeries(QStringLiteral("a"), QStringLiteral("run a"));
+        chart.append(QStringLiteral("a"),
+            { MetricPoint::at(XAxis::Step, 1, 2.0), MetricPoint::at(XAxis::Step, 2, 0.0),
+                MetricPoint::at(XAxis::Step, 3, 0.5), MetricPoint::at(XAxis::Step, 4, 0.01) });
+        chart.redraw();
+        QCOMPARE(chart.yAxisItem()->type(), QAbstractAxis::AxisTypeValue);
+        QCOMPARE(chart.line(QStringLiteral("a"))->count(), 4);
+
+        chart.setLogScale(true);
+        QCOMPARE(chart.yAxisItem()->type(), QAbstractAxis::AxisTypeLogValue);
+        QCOMPARE(ys(chart.line(QStringLiteral("a"))), (QList<double> { 2.0, 0.5, 0.01 }));
+        const auto *log = static_cast<QLogValueAxis *>(chart.yAxisItem());
+        QVERIFY(log->min() > 0 && log->min() < 0.01 && log->max() > 2.0);
+        QVERIFY(chart.line(QStringLiteral("a"))->attachedAxes().contains(chart.yAxisItem()));
+
+        chart.setLogScale(false);
+        QCOMPARE(chart.yAxisItem()->type(), QAbstractAxis::AxisTypeValue);
+        QCOMPARE(chart.line(QStringLiteral("a"))->count(), 4);
+    }
+
+    void xAxisModesPlaceSamplesByStepEpochOrTime()
+    {
+        MetricChart chart(QStringLiteral("Loss"), QStringLiteral("loss"));
+        chart.addSeries(QStringLiteral("a"), QStringLiteral("run a"));
+        chart.append(QStringLiteral("a"), lossCurve(300));
+        chart.redraw();
+        const QLineSeries *line = chart.line(QStringLiteral("a"));
+        QCOMPARE(line->at(99).x(), 100.0);
+        chart.setXAxis(XAxis::Epoch);
+        QCOMPARE(line->at(99).x(), 1.0);
+        QCOMPARE(static_cast<QAbstractAxis *>(chart.xAxisItem())->titleText(), QStringLiteral("epoch"));
+        chart.setXAxis(XAxis::WallClock);
+        QCOMPARE(line->at(99).x(), 5.0);
+        chart.setXAxis(XAxis::Workers); // the series has no such axis: nothing to draw
+        QCOMPARE(line->count(), 0);
+
+        // Samples that would run backwards are refused, so the line stays a function of x.
+        QCOMPARE(chart.append(QStringLiteral("a"), MetricPoint::timeline(10, 0.1, 0.5, 1.0)), 0u);
+        QCOMPARE(chart.append(QStringLiteral("a"), MetricPoint::timeline(301, 3.01, NAN, 1.0)), 1u);
+        QCOMPARE(chart.data(QStringLiteral("a"))->column(XAxis::WallClock).back(), 15.0);
+    }
+
+    void redrawBoundsLinesByThePlotWidth()
+    {
+        MetricChart chart(QStringLiteral("Loss"), QStringLiteral("loss"));
+        chart.resize(900, 500);
+        chart.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&chart));
+        chart.addSeries(QStringLiteral("a"), QStringLiteral("run a"));
+        chart.append(QStringLiteral("a"), lossCurve(200'000));
+        chart.setSmoothing(0.6);
+        const int width = int(chart.chart()->plotArea().width());
+        QVERIFY(width > 300);
+        QVERIFY(chart.line(QStringLiteral("a"))->count() <= 2 * width + 2);
+        QVERIFY(chart.rawLine(QStringLiteral("a"))->count() <= 2 * width + 2);
+        QVERIFY(chart.line(QStringLiteral("a"))->count() > width / 2);
+    }
+
+    void hoverReadOutGivesTheNearestPoint()
+    {
+        MetricChart chart(QStringLiteral("Loss"), QStringLiteral("loss"));
+        chart.resize(800, 500);
+        chart.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&chart));
+        chart.addSeries(QStringLiteral("a"), QStringLiteral("run a"));
+        chart.addSeries(QStringLiteral("b"), QStringLiteral("run b"));
+        for (int i = 1; i <= 50; ++i) {
+            chart.append(QStringLiteral("a"), MetricPoint::timeline(i, i / 10.0, i * 2.0, 1.0));
+            chart.append(QStringLiteral("b"), MetricPoint::timeline(i, i / 10.0, i * 2.0, 3.0));
+        }
+        chart.redraw();
+        QCoreApplication::sendPostedEvents(); // let the chart lay out its plot area
+
+        // A few pixels off sample 20 of run b.
+        const QPoint at = viewPosition(chart, QPointF(20, 3.0)) + QPoint(3, 4);
+        auto r = chart.readOutAt(at);
+        QVERIFY(r.has_value());
+        QCOMPARE(r->seriesId, QStringLiteral("b"));
+        QCOMPARE(r->index, std::size_t(19));
+        QCOMPARE(r->point.x[int(XAxis::Step)], 20.0);
+        QCOMPARE(r->point.x[int(XAxis::WallClock)], 40.0);
+        QCOMPARE(r->shown, 3.0);
+        QVERIFY2(r->text().contains(QStringLiteral("run b")) && r->text().contains(QStringLiteral("step 20")),
+            qPrintable(r->text()));
+
+        // Near run a's line instead.
+        r = chart.readOutAt(viewPosition(chart, QPointF(33.4, 1.0)));
+        QVERIFY(r.has_value());
+        QCOMPARE(r->seriesId, QStringLiteral("a"));
+        QCOMPARE(r->index, std::size_t(32));
+
+        // Far outside the plot: nothing.
+        QVERIFY(!chart.readOutAt(QPoint(-500, -500)).has_value());
+    }
+
+    void legendToggleHidesASeries()
+    {
+        MetricChart chart(QStringLiteral("Accuracy"), QStringLiteral("%"));
+        chart.resize(800, 500);
+        chart.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&chart));
+        chart.addSeries(QStringLiteral("a"), QStringLiteral("run a"));
+        chart.addSeries(QStringLiteral("b"), QStringLiteral("run b"));
+        chart.append(QStringLiteral("a"), lossCurve(100, 1));
+        chart.append(QStringLiteral("b"), lossCurve(100, 2));
+        chart.redraw();
+        QTest::qWait(50); // the legend lays out its entries in the event loop
+        QLineSeries *b = chart.line(QStringLiteral("b"));
+        const auto markers = chart.chart()->legend()->markers(b);
+        QCOMPARE(markers.size(), 1);
+        // One legend entry per run: the faint raw lines and the hover marker have none shown.
+        int shown = 0;
+        for (auto *m : chart.chart()->legend()->markers())
+            shown += m->isVisible() ? 1 : 0;
+        QCOMPARE(shown, 2);
+
+        Q_EMIT markers.front()->clicked();
+        QVERIFY(!chart.isSeriesVisible(QStringLiteral("b")));
+        QVERIFY(!b->isVisible());
+        QVERIFY(markers.front()->isVisible()); // still there to click again
+        QVERIFY(chart.line(QStringLiteral("a"))->isVisible());
+        QVERIFY(chart.line(QStringLiteral("a"))->count() > 0);
+
+        Q_EMIT markers.front()->clicked();
+        QVERIFY(chart.isSeriesVisible(QStringLiteral("b")));
+        QVERIFY(b->isVisible());
+        QCOMPARE(b->count(), 100);
+    }
+
+    void speedupChartDrawsTheIdealLine()
+    {
+        MetricChart chart(QStringLiteral("Speedup"), QStringLiteral("speedup ×"));
+        chart.setXAxis(XAxis::Workers);
+        chart.addSeries(
+            QStringLiteral("speedup"), QStringLiteral("measured"), { QColor(), Qt::SolidLine, true, false });
+        chart.append(QStringLiteral("speedup"),
+            { MetricPoint::at(XAxis::Workers, 1, 1.0), MetricPoint::at(XAxis::Workers, 2, 1.8),
+                MetricPoint::at(XAxis::Workers, 4, 3.1) });
+        chart.setReferenceLine(QStringLiteral("ideal"), 1, 0);
+        chart.setSmoothing(0.9); // does not apply to a scaling series
+        chart.redraw();
+        QCOMPARE(ys(chart.line(QStringLiteral("speedup"))), (QList<double> { 1.0, 1.8, 3.1 }));
+        const auto *ideal = chart.chart()->findChild<QLineSeries *>(QStringLiteral("reference"));
+        QVERIFY(ideal == nullptr || ideal->count() == 2); // found through the series list below
+        QLineSeries *reference = nullptr;
+        for (auto *s : chart.chart()->series())
+            if (s->objectName() == QStringLiteral("reference"))
+                reference = static_cast<QLineSeries *>(s);
+        QVERIFY(reference);
+        QCOMPARE(reference->count(), 2);
+        for (const QPointF &p : reference->points())
+            QCOMPARE(p.y(), p.x()); // y = x: perfect linear scaling
+    }
+
+    void exportWritesPngAndSvg()
+    {
+        QTemporaryDir dir;
+        MetricChart chart(QStringLiteral("Loss"), QStringLiteral("loss"));
+        chart.resize(640, 400);
+        chart.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&chart));
+        chart.addSeries(QStringLiteral("a"), QStringLiteral("run a"));
+        chart.append(QStringLiteral("a"), lossCurve(1000));
+        const QString png = dir.filePath(QStringLiteral("loss.png"));
+        const QString svg = dir.filePath(QStringLiteral("loss.svg"));
+        QString error;
+        QVERIFY2(chart.exportPng(png, &error), qPrintable(error));
+        QVERIFY2(chart.exportSvg(svg, &error), qPrintable(error));
+
+        QImage image;
+        QVERIFY(image.load(png, "PNG"));
+        QVERIFY(image.width() >= 640 && image.height() >= 400);
+        QVERIFY(image.pixelColor(image.width() / 2, image.height() / 2).isValid());
+        QSet<QRgb> colors;
+        for (int x = 0; x < image.width(); x += 7)
+            colors.insert(image.pixel(x, image.height() / 2));
+        QVERIFY(colors.size() > 2); // a drawing, not a blank page
+
+        QSvgRenderer renderer(svg);
+        QVERIFY(renderer.isValid());
+        QVERIFY(renderer.defaultSize().width() > 0);
+        QFile file(svg);
+        QVERIFY(file.open(QIODevice::ReadOnly));
+        const QByteArray text = file.readAll();
+        QVERIFY(text.contains("<svg"));
+        QVERIFY(text.contains("Loss"));
+
+        QVERIFY(!chart.exportPng(dir.filePath(QStringLiteral("missing/folder/x.png")), &error));
+        QVERIFY(!error.isEmpty());
+    }
+
+    void colorsFollowThePalette()
+    {
+        MetricChart chart(QStringLiteral("Loss"), QStringLiteral("loss"));
+        chart.resize(640, 400);
+        chart.addSeries(QStringLiteral("a"), QStringLiteral("run a"));
+        chart.append(QStringLiteral("a"), lossCurve(500));
+        QPalette dark;
+        dark.setColor(QPalette::Base, QColor(0x1e1e1e));
+        dark.setColor(QPalette::Window, QColor(0x2b2b2b));
+        dark.setColor(QPalette::Text, QColor(0xe0e0e0));
+        dark.setColor(QPalette::WindowText, QColor(0xe0e0e0));
+        chart.setPalette(dark);
+        chart.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&chart));
+        QCOMPARE(chart.chart()->backgroundBrush().color(), QColor(0x1e1e1e));
+        QCOMPARE(chart.yAxisItem()->labelsBrush().color(), QColor(0xe0e0e0));
+        QCOMPARE(chart.chart()->titleBrush().color(), QColor(0xe0e0e0));
+        const QString path = qEnvironmentVariable("SCALELAB_TEST_SCREENSHOT_DIR");
+        if (!path.isEmpty())
+            QVERIFY(chart.exportPng(path + QStringLiteral("/dark.png")));
+    }
+
+    void feedBringsSamplesFromAnotherThreadInBatches()
+    {
+        MetricChart chart(QStringLiteral("Loss"), QStringLiteral("loss"));
+        chart.addSeries(QStringLiteral("a"), QStringLiteral("run a"));
+        chart.addSeries(QStringLiteral("b"), QStringLiteral("run b"));
+        app::ChartFeed feed;
+        const auto a = feed.channel(&chart, QStringLiteral("a"));
+        const auto b = feed.channel(&chart, QStringLiteral("b"));
+        QSignalSpy frames(&feed, &app::ChartFeed::frameDone);
+        constexpr int n = 20'000;
+        std::thread producer([&] {
+            for (int i = 1; i <= n; ++i) {
+                feed.post(a, MetricPoint::at(XAxis::Step, i, 1.0 / i));
+                feed.post(b, MetricPoint::at(XAxis::Step, i, 2.0 / i));
+            }
+        });
+        producer.join();
+        QTRY_COMPARE(chart.pointCount(QStringLiteral("a")), std::size_t(n));
+        QCOMPARE(chart.pointCount(QStringLiteral("b")), std::size_t(n));
+        QCOMPARE(feed.drained(), std::uint64_t(2 * n));
+        QVERIFY2(frames.size() <= 3, qPrintable(QString::number(frames.size()))); // batches, not events
+        QCOMPARE(chart.data(QStringLiteral("a"))->column(XAxis::Step).back(), double(n)); // in order
+    }
+};
+
+QTEST_MAIN(TestCharts)
+#include "tst_charts.moc"
