@@ -223,14 +223,17 @@ qint64 Journal::lastRunEventSeq(const QString &runId, int attempt, const QString
     return st.step() == SQLITE_ROW ? st.int64(0) : 0;
 }
 
-std::vector<v1::RunEvent> Journal::runEvents(const QString &runId, int attempt, const QString &agent) const
+std::vector<v1::RunEvent> Journal::runEvents(
+    const QString &runId, int attempt, const QString &agent, qint64 afterSeq) const
 {
     std::vector<v1::RunEvent> out;
-    Statement st(
-        m_db, "SELECT event FROM run_events WHERE run_id = ? AND attempt = ? AND agent = ? ORDER BY seq");
+    Statement st(m_db,
+        "SELECT event FROM run_events WHERE run_id = ? AND attempt = ? AND agent = ? AND seq > ? ORDER BY "
+        "seq");
     st.bind(1, runId);
     st.bind(2, qint64(attempt));
     st.bind(3, agent);
+    st.bind(4, afterSeq);
     while (st.step() == SQLITE_ROW) {
         v1::RunEvent e;
         if (e.ParseFromString(st.blob(0)))

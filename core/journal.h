@@ -52,7 +52,10 @@ public:
     bool appendRunEvents(const QString &studyId, const QString &runId, int attempt, const QString &agent,
         const std::vector<v1::RunEvent> &events, QString *error);
     qint64 lastRunEventSeq(const QString &runId, int attempt, const QString &agent) const;
-    std::vector<v1::RunEvent> runEvents(const QString &runId, int attempt, const QString &agent) const;
+    // The stored events of one attempt from one agent, in seq order; with afterSeq only the
+    // newer ones (a view that polls reads each event once).
+    std::vector<v1::RunEvent> runEvents(
+        const QString &runId, int attempt, const QString &agent, qint64 afterSeq = 0) const;
 
     QString lastError() const;
 

@@ -103,27 +103,52 @@ QString StudyRunner::createStudy(const v1::StudyPlan &plan, QString *error)
     return studyId;
 }
 
+namespace {
+bool knownStudy(const Journal &journal, const QString &studyId, QString *error)
+{
+    if (journal.hasStudy(studyId))
+        return true;
+    *error = QStringLiteral("no study %1 in %2 (see `scalelab-cli study list`)").arg(studyId, journal.path());
+    return false;
+}
+} // namespace
+
 bool StudyRunner::requestCancel(
     Journal *journal, const QString &studyId, const QString &runId, QString *error)
 {
-    if (!journal->hasStudy(studyId)) {
-        *error = QStringLiteral("no study %1 in %2 (see `scalelab-cli study list`)")
-                     .arg(studyId, journal->path());
+    if (!knownStudy(*journal, studyId, error))
         return false;
-    }
     QJsonObject payload;
     if (!runId.isEmpty())
         payload.insert(QStringLiteral("runId"), runId);
     return journal->append(studyId, QStringLiteral("cancel_requested"), payload, error) != 0;
 }
 
-bool StudyRunner::drive(const QString &studyId, QString *error)
+bool StudyRunner::requestRetry(Journal *journal, const QString &studyId, const QString &runId, QString *error)
 {
-    if (!m_journal->hasStudy(studyId)) {
-        *error = QStringLiteral("no study %1 in %2 (see `scalelab-cli study list`)")
-                     .arg(studyId, m_journal->path());
+    if (!knownStudy(*journal, studyId, error))
+        return false;
+    const StudyState state = StudyState::replay(journal->events(studyId));
+    const RunProgress *run = state.run(runId);
+    if (!run) {
+        *error
+            = QStringLiteral("study %1 has no run %2 (see `scalelab-cli study show %1`)").arg(studyId, runId);
         return false;
     }
+    if (run->phase != RunPhase::Failed && run->phase != RunPhase::Cancelled) {
+        *error = QStringLiteral("run %1 is %2: only a FAILED or CANCELLED run can be retried")
+                     .arg(runId, phaseName(run->phase));
+        return false;
+    }
+    return journal->append(studyId, QStringLiteral("retry_requested"),
+               QJsonObject { { QStringLiteral("runId"), runId } }, error)
+        != 0;
+}
+
+bool StudyRunner::drive(const QString &studyId, QString *error)
+{
+    if (!knownStudy(*m_journal, studyId, error))
+        return false;
     m_lock = std::make_unique<QLockFile>(lockPath(*m_journal, studyId));
     m_lock->setStaleLockTime(0); // a lock whose process died is stale at once
     if (!m_lock->tryLock(100)) {

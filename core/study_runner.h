@@ -52,6 +52,9 @@ public:
     // Cancels the whole study (runId empty) or one run. Safe from any process: a
     // runner driving the study elsewhere picks the request up from the journal.
     static bool requestCancel(Journal *journal, const QString &studyId, const QString &runId, QString *error);
+    // Asks for one more attempt of a FAILED or CANCELLED run (it resumes from its last
+    // checkpoint); the process that drives the study, or the next one to, starts it.
+    static bool requestRetry(Journal *journal, const QString &studyId, const QString &runId, QString *error);
 
     const StudyState &state() const { return m_state; }
     StudySnapshot snapshot() const { return buildSnapshot(m_state, *m_journal); }

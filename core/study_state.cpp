@@ -132,7 +132,8 @@ StudyState StudyState::replay(const QList<JournalEvent> &events)
 
 bool StudyState::shouldRetry(const RunProgress &run) const
 {
-    return !m_cancelRequested && !run.cancelRequested && run.failures < run.planned.maxFailures;
+    return !m_cancelRequested && !run.cancelRequested
+        && run.failures < run.planned.maxFailures + run.extraAttempts;
 }
 
 void StudyState::apply(const JournalEvent &event)
@@ -190,6 +191,21 @@ void StudyState::apply(const JournalEvent &event)
         }
         if (runId.isEmpty())
             m_cancelRequested = true;
+        return;
+    }
+    if (type == QLatin1String("retry_requested")) {
+        // A FAILED or CANCELLED run goes back to PENDING for one more attempt (resuming
+        // from its last checkpoint); a study that had ended runs again until it is done.
+        RunProgress *run = mutableRun(p.value(QLatin1String("runId")).toString());
+        if (!run || (run->phase != RunPhase::Failed && run->phase != RunPhase::Cancelled))
+            return;
+        run->phase = RunPhase::Pending;
+        run->cancelRequested = false;
+        run->reason = QStringLiteral("retry requested by the user");
+        ++run->extraAttempts;
+        m_cancelRequested = false;
+        m_endState.clear();
+        m_ended = 0;
         return;
     }
     if (type == QLatin1String("study_ended")) {

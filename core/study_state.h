@@ -11,6 +11,7 @@
 //   attempt_ended    {runId, attempt, outcome, reason, retry}  outcome SUCCEEDED|FAILED|CANCELLED;
 //                                                          retry = a FAILED run goes back to PENDING
 //   cancel_requested {runId?}                              whole study when runId is absent
+//   retry_requested  {runId}                               a FAILED/CANCELLED run goes again
 //   study_ended      {state}
 #pragma once
 
@@ -37,6 +38,7 @@ struct RunProgress {
     QList<Portion> portions; // of the latest attempt
     QString rendezvous; // of the latest attempt, "host:port"
     int failures = 0;
+    int extraAttempts = 0; // retries the user asked for, on top of maxFailures
     bool cancelRequested = false;
     QList<AttemptRecord> attempts;
     bool attemptOpen() const { return phase == RunPhase::Starting || phase == RunPhase::Running; }

@@ -1,10 +1,20 @@
 // The console's study panel, offscreen: inline refusal of bad values, a placement
 // preview that names infeasible runs, and a study launched from the UI against a real
-// local agent that fills the runs table to SUCCEEDED.
+// local agent that fills the runs table to SUCCEEDED and the charts (every run's curves,
+// speedup and efficiency against workers); filtering, a run's details with its logs, and
+// a cancelled run retried from the UI.
 #include "agent_client.h"
 #include "local_agent.h"
+#include "metric_chart.h"
+#include "run_details.h"
+#include "run_plot.h"
+#include "study_charts.h"
 #include "study_view.h"
 #include "test_support.h"
+
+#include <QComboBox>
+#include <QLineSeries>
+#include <QPlainTextEdit>
 
 #include <QLabel>
 #include <QLineEdit>
@@ -104,12 +114,85 @@ private Q_SLOTS:
                     + QLatin1Char(' ') + cell(view.runsTable(), row, 5) + QLatin1Char(' ')
                     + cell(view.runsTable(), row, 11)));
         }
+        // The charts: every run's curves, and the scaling point of the 2-worker run
+        // beside the baseline's (1, 1×).
+        app::StudyCharts *charts = view.charts();
+        QTRY_VERIFY_WITH_TIMEOUT(charts->lossChart()->seriesIds().size() == 2, 5000); // one per run
+        for (const auto &run : view.snapshot().runs) {
+            const app::RunLines lines { app::StudyCharts::attemptPrefix(run.runId, 1) };
+            QVERIFY2(charts->lossChart()->pointCount(lines.loss()) > 0, qPrintable(run.runId));
+            QCOMPARE(charts->accuracyChart()->pointCount(lines.testAccuracy()), std::size_t(1));
+            QVERIFY(charts->throughputChart()->pointCount(lines.throughput()) > 0);
+        }
+        const QStringList speedups = charts->speedupChart()->seriesIds();
+        QVERIFY2(!speedups.isEmpty(), "no speedup line");
+        QCOMPARE(charts->speedupChart()->pointCount(speedups.first()), std::size_t(2));
+        const auto *speedup = charts->speedupChart()->data(speedups.first());
+        QCOMPARE(speedup->rawValue(0), 1.0); // the baseline
+        QVERIFY(speedup->rawValue(1) > 0);
+        QVERIFY(!charts->efficiencyChart()->seriesIds().isEmpty());
+
+        // Filtering hides rows; clearing it shows them again.
+        auto *states = view.findChild<QComboBox *>(QStringLiteral("stateFilter"));
+        states->setCurrentIndex(states->findData(QStringLiteral("FAILED|CANCELLED")));
+        QVERIFY(view.runsTable()->isRowHidden(0) && view.runsTable()->isRowHidden(1));
+        states->setCurrentIndex(0);
+        view.runFilter()->setText(QStringLiteral("w2-"));
+        QCOMPARE(int(view.runsTable()->isRowHidden(0)) + int(view.runsTable()->isRowHidden(1)), 1);
+        view.runFilter()->clear();
+
+        // A run's details: its attempt and the worker's log lines.
+        console::RunDetails *details = view.showRunDetails(view.snapshot().runs.first().runId);
+        QCOMPARE(details->attempts()->rowCount(), 1);
+        const QString log = details->log()->toPlainText();
+        QVERIFY2(log.contains(QLatin1String("started: ")) && log.contains(QLatin1String("state SUCCEEDED")),
+            qPrintable(log));
+        details->close();
+
         // The widget tree renders.
-        view.resize(1400, 600);
+        view.resize(1400, 900);
         const QImage image = view.grab().toImage();
         QVERIFY(!image.isNull());
         if (const QString dir = qEnvironmentVariable("SCALELAB_SCREENSHOT_DIR"); !dir.isEmpty())
             image.save(dir + QStringLiteral("/study_view.png")); // to look at
+    }
+
+    // A run cancelled while it trains is retried from the UI: the study, which had ended
+    // FAILED (one run did not succeed), runs again and ends SUCCEEDED with two attempts.
+    void cancelledRunIsRetriedFromTheUi()
+    {
+        console::StudyView view;
+        QString error;
+        QVERIFY2(
+            view.openJournal(m_tmp.filePath(QStringLiteral("console-retry")), &error), qPrintable(error));
+        view.setAgents({ { QStringLiteral("local"), m_agent.endpoint(), m_agent.token() } });
+        v1::StudyPlan plan;
+        plan.set_name("retry");
+        plan.set_dataset("synth");
+        plan.mutable_baseline()->set_skip(true);
+        plan.mutable_grid()->add_workers(1);
+        plan.mutable_grid()->add_batch_size(8);
+        plan.mutable_grid()->add_epochs(3);
+        plan.mutable_grid()->add_threads_per_worker(1);
+        view.setForm(plan);
+        QVERIFY2(view.launch(&error), qPrintable(error));
+        QTRY_VERIFY_WITH_TIMEOUT(view.snapshot().runs.size() == 1
+                && view.snapshot().runs.first().state == QLatin1String("RUNNING"),
+            60'000);
+        const QString runId = view.snapshot().runs.first().runId;
+        QVERIFY(!view.retryRun(runId, &error)); // only a FAILED or CANCELLED run
+        QVERIFY2(error.contains(QLatin1String("only a FAILED or CANCELLED run")), qPrintable(error));
+        QVERIFY2(view.cancelRun(runId, &error), qPrintable(error));
+        QTRY_VERIFY_WITH_TIMEOUT(view.snapshot().state == QLatin1String("FAILED"), 60'000);
+        QCOMPARE(view.snapshot().runs.first().state, QStringLiteral("CANCELLED"));
+
+        QVERIFY2(view.retryRun(runId, &error), qPrintable(error));
+        QTRY_VERIFY_WITH_TIMEOUT(view.snapshot().state == QLatin1String("SUCCEEDED"), 180'000);
+        const core::RunResult run = view.snapshot().runs.first();
+        QCOMPARE(run.attempts.size(), 2);
+        QCOMPARE(run.attempts[0].outcome, QStringLiteral("CANCELLED"));
+        QCOMPARE(run.attempts[1].outcome, QStringLiteral("SUCCEEDED"));
+        QCOMPARE(run.epochs.size(), 3);
     }
 };
 

@@ -415,7 +415,7 @@ Commands:
   run        start one training run (a local agent is started unless --agent is given)
              and print its live metrics and a summary line
   describe   show an agent's node, data sets and runs (alias: agents)
-  study      durable scale-up studies: run PLAN, watch ID, list, show ID, cancel ID, plan
+  study      durable scale-up studies: run PLAN, watch ID, list, show ID, cancel ID, retry ID, plan
   report     export a study's report: report ID --format json|csv|html|pdf [-o FILE]
 
 Run 'scalelab-cli COMMAND --help' for a command's options.

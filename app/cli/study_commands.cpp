@@ -486,30 +486,42 @@ int showStudy(const QStringList &arguments)
     return Ok;
 }
 
-int cancelStudy(const QStringList &arguments)
+// `study cancel ID [--run RUN]` and `study retry ID --run RUN`: both are requests written
+// to the journal, which the process driving the study acts on.
+int requestStudyChange(const QStringList &arguments, bool retry)
 {
     QCommandLineParser parser;
     addJournalOptions(parser);
     addAgentOptions(parser);
-    parser.addOption(
-        { QStringLiteral("run"), QStringLiteral("Cancel only this run."), QStringLiteral("id") });
+    parser.addOption({ QStringLiteral("run"),
+        retry ? QStringLiteral("The FAILED or CANCELLED run to retry.")
+              : QStringLiteral("Cancel only this run."),
+        QStringLiteral("id") });
     parser.addPositionalArgument(QStringLiteral("id"), QStringLiteral("Study id."));
     int code = Ok;
-    if (!parse(
-            parser, arguments, QStringLiteral("Cancel a study (or one run): its runs are stopped."), &code))
+    const QString what = retry
+        ? QStringLiteral("Retry a FAILED or CANCELLED run: one more attempt, from its last checkpoint.")
+        : QStringLiteral("Cancel a study (or one run): its runs are stopped.");
+    if (!parse(parser, arguments, what, &code))
         return code;
+    const QString usage = retry ? QStringLiteral("scalelab-cli study retry ID --run RUN")
+                                : QStringLiteral("scalelab-cli study cancel ID [--run RUN]");
     if (parser.positionalArguments().size() != 1)
-        return badInput(QStringLiteral("give one study id: scalelab-cli study cancel ID"));
+        return badInput(QStringLiteral("give one study id: %1").arg(usage));
+    const QString runId = parser.value(QStringLiteral("run"));
+    if (retry && runId.isEmpty())
+        return badInput(QStringLiteral("say which run to retry: %1").arg(usage));
     Journal journal;
     if (!openJournal(parser, &journal))
         return BadInput;
     const QString studyId = parser.positionalArguments().at(0);
     QString error;
-    if (!StudyRunner::requestCancel(&journal, studyId, parser.value(QStringLiteral("run")), &error))
+    const bool recorded = retry ? StudyRunner::requestRetry(&journal, studyId, runId, &error)
+                                : StudyRunner::requestCancel(&journal, studyId, runId, &error);
+    if (!recorded)
         return badInput(error);
-    out() << "cancel of "
-          << (parser.isSet(QStringLiteral("run")) ? parser.value(QStringLiteral("run")) : studyId)
-          << " recorded; the process driving the study stops its runs (or `study watch " << studyId
+    out() << (retry ? "retry of " : "cancel of ") << (runId.isEmpty() ? studyId : runId)
+          << " recorded; the process driving the study acts on it (or `study watch " << studyId
           << "` does, if none is)\n";
     return Ok;
 }
@@ -619,6 +631,7 @@ int studyCommand(QStringList arguments)
   list            the studies in the journal
   show ID         a study's runs and results
   cancel ID       cancel a study (--run RUN for one run)
+  retry ID --run RUN   one more attempt of a FAILED or CANCELLED run, from its checkpoint
   plan            print an example plan (--example) or check one (--check FILE)
 )";
     if (arguments.size() < 2 || arguments[1] == QLatin1String("--help")
@@ -637,7 +650,9 @@ int studyCommand(QStringList arguments)
     if (sub == QLatin1String("show"))
         return showStudy(arguments);
     if (sub == QLatin1String("cancel"))
-        return cancelStudy(arguments);
+        return requestStudyChange(arguments, false);
+    if (sub == QLatin1String("retry"))
+        return requestStudyChange(arguments, true);
     if (sub == QLatin1String("plan"))
         return planCommand(arguments);
     return badInput(QStringLiteral("unknown study command '%1'; see `scalelab-cli study --help`").arg(sub));

@@ -8,9 +8,33 @@
 #include <QTimer>
 
 #include <cstdio>
+#include <cstring>
+
+namespace {
+// --help and --version print and exit: they must work over ssh, with no display.
+bool onlyPrints(int argc, char **argv)
+{
+    for (int i = 1; i < argc; ++i)
+        for (const char *flag : { "-h", "--help", "--help-all", "-v", "--version" })
+            if (std::strcmp(argv[i], flag) == 0)
+                return true;
+    return false;
+}
+} // namespace
 
 int main(int argc, char **argv)
 {
+    const bool noDisplay = qEnvironmentVariableIsEmpty("DISPLAY")
+        && qEnvironmentVariableIsEmpty("WAYLAND_DISPLAY") && qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM");
+    if (noDisplay && onlyPrints(argc, argv))
+        qputenv("QT_QPA_PLATFORM", "offscreen");
+    else if (noDisplay) {
+        std::fprintf(stderr,
+            "scalelab: no display (DISPLAY and WAYLAND_DISPLAY are unset). Run it in a desktop session, "
+            "with `ssh -X`, or under `xvfb-run`; for a study without a window use `scalelab-cli study run "
+            "PLAN.json`.\n");
+        return 2;
+    }
     QApplication app(argc, argv);
     QApplication::setApplicationName(QStringLiteral("ScaleLab"));
     QApplication::setOrganizationName(QStringLiteral("ScaleLab"));
@@ -42,6 +66,13 @@ int main(int argc, char **argv)
         { QStringLiteral("workers"), QStringLiteral("Data-parallel workers in the form."),
             QStringLiteral("n"), QStringLiteral("1") },
         { QStringLiteral("launch"), QStringLiteral("Launch a run with the form's values once connected.") },
+        { QStringLiteral("open-study"),
+            QStringLiteral("Open this study (from the journal) once connected, and drive it if unfinished."),
+            QStringLiteral("id") },
+        { QStringLiteral("launch-study"),
+            QStringLiteral("Launch the study plan given as argument once an agent answers.") },
+        { QStringLiteral("no-reopen"),
+            QStringLiteral("Do not reattach at start-up to the study left unfinished by the last session.") },
         { QStringLiteral("screenshot"),
             QStringLiteral(
                 "Save a PNG of the window after --screenshot-after-ms and quit (for docs and checks)."),
@@ -49,7 +80,19 @@ int main(int argc, char **argv)
         { QStringLiteral("screenshot-after-ms"), QStringLiteral("Delay before --screenshot."),
             QStringLiteral("ms"), QStringLiteral("3000") },
     });
+    parser.addPositionalArgument(QStringLiteral("plan"),
+        QStringLiteral("A study plan (.json) to open in the study designer."), QStringLiteral("[plan.json]"));
     parser.process(app);
+    if (parser.positionalArguments().size() > 1) {
+        std::fprintf(stderr, "scalelab: give at most one study plan (got %lld arguments); see --help\n",
+            static_cast<long long>(parser.positionalArguments().size()));
+        return 2;
+    }
+    if (parser.isSet(QStringLiteral("launch-study")) && parser.positionalArguments().isEmpty()) {
+        std::fprintf(
+            stderr, "scalelab: --launch-study needs a plan file: scalelab --launch-study plan.json\n");
+        return 2;
+    }
 
     scalelab::app::ConsoleOptions options;
     options.agentEndpoint = parser.value(QStringLiteral("agent"));
@@ -76,6 +119,10 @@ int main(int argc, char **argv)
     options.epochs = parser.value(QStringLiteral("epochs")).toInt();
     options.workers = parser.value(QStringLiteral("workers")).toInt();
     options.launchWhenConnected = parser.isSet(QStringLiteral("launch"));
+    options.openStudy = parser.value(QStringLiteral("open-study"));
+    options.reopenStudies = !parser.isSet(QStringLiteral("no-reopen"));
+    options.planFile = parser.positionalArguments().value(0);
+    options.launchStudyWhenConnected = parser.isSet(QStringLiteral("launch-study"));
 
     scalelab::app::MainWindow window(options);
     window.show();

@@ -1,12 +1,15 @@
 #include "main_window.h"
 
+#include "chart_controls.h"
 #include "metric_chart.h"
+#include "run_plot.h"
 #include "run_request.h"
 #include "study_view.h"
 
-#include <QCheckBox>
+#include <QCloseEvent>
 #include <QComboBox>
 #include <QDoubleSpinBox>
+#include <QFileInfo>
 #include <QFormLayout>
 #include <QGroupBox>
 #include <QHBoxLayout>
@@ -17,7 +20,7 @@
 #include <QMessageBox>
 #include <QPlainTextEdit>
 #include <QPushButton>
-#include <QSlider>
+#include <QSettings>
 #include <QSpinBox>
 #include <QSplitter>
 #include <QStatusBar>
@@ -31,26 +34,7 @@ namespace scalelab::app {
 
 namespace {
 constexpr int kRefreshIntervalMs = 40; // ~25 fps at most; events arriving faster are coalesced
-constexpr double kDefaultSmoothing = 0.6; // TensorBoard's default
 const QString kSyntheticName = QStringLiteral("synthetic");
-
-// Series ids: one line per run and metric.
-QString lossId(const QString &runId)
-{
-    return runId + QStringLiteral("/loss");
-}
-QString trainId(const QString &runId)
-{
-    return runId + QStringLiteral("/train");
-}
-QString testId(const QString &runId)
-{
-    return runId + QStringLiteral("/test");
-}
-QString throughputId(const QString &runId)
-{
-    return runId + QStringLiteral("/throughput");
-}
 } // namespace
 
 MainWindow::MainWindow(ConsoleOptions options, QWidget *parent)
@@ -58,6 +42,15 @@ MainWindow::MainWindow(ConsoleOptions options, QWidget *parent)
     , m_options(std::move(options))
 {
     buildUi();
+    buildMenus();
+    restoreSettings();
+    if (!m_options.planFile.isEmpty()) {
+        QString error;
+        if (m_studyView->loadPlanFile(m_options.planFile, &error))
+            m_tabs->setCurrentWidget(m_studyView);
+        else
+            setStatus(error, true);
+    }
     m_refreshTimer.setSingleShot(true);
     m_refreshTimer.setInterval(kRefreshIntervalMs);
     connect(&m_refreshTimer, &QTimer::timeout, this, &MainWindow::refreshRunSummary);
@@ -83,18 +76,6 @@ template <typename Work, typename Done> void MainWindow::inBackground(Work work,
 void MainWindow::buildUi()
 {
     setWindowTitle(QStringLiteral("ScaleLab"));
-    auto *fileMenu = menuBar()->addMenu(tr("&File"));
-    fileMenu->addAction(tr("&Quit"), QKeySequence::Quit, this, &QWidget::close);
-    auto *runMenu = menuBar()->addMenu(tr("&Run"));
-    runMenu->addAction(tr("&Launch"), QKeySequence(Qt::CTRL | Qt::Key_Return), this, &MainWindow::launchRun);
-    runMenu->addAction(tr("&Stop"), QKeySequence(Qt::CTRL | Qt::Key_Period), this, &MainWindow::stopRun);
-    auto *helpMenu = menuBar()->addMenu(tr("&Help"));
-    helpMenu->addAction(tr("&About ScaleLab"), this, [this] {
-        QMessageBox::about(this, tr("About ScaleLab"),
-            tr("ScaleLab %1\nData-parallel training scale-up studies.")
-                .arg(QStringLiteral(SCALELAB_VERSION)));
-    });
-
     // --- left: agent and run form ------------------------------------------------
     auto *agentBox = new QGroupBox(tr("Agent"));
     m_agentEdit = new QLineEdit(m_options.agentEndpoint);
@@ -216,11 +197,154 @@ void MainWindow::buildUi()
         if (!m_studyView->openJournal(m_options.stateDir, &error))
             m_log->appendPlainText(tr("error: study journal: %1").arg(error));
     }
-    auto *tabs = new QTabWidget;
-    tabs->addTab(split, tr("&Run"));
-    tabs->addTab(m_studyView, tr("&Study"));
-    setCentralWidget(tabs);
+    m_tabs = new QTabWidget;
+    m_tabs->setObjectName(QStringLiteral("mainTabs"));
+    m_tabs->addTab(split, tr("&Run"));
+    m_tabs->addTab(m_studyView, tr("&Study"));
+    setCentralWidget(m_tabs);
     resize(1280, 760);
+}
+
+void MainWindow::buildMenus()
+{
+    auto *file = menuBar()->addMenu(tr("&File"));
+    file->addAction(tr("&Open study plan…"), QKeySequence::Open, m_studyView, [this] {
+        m_tabs->setCurrentWidget(m_studyView);
+        m_studyView->loadPlan();
+    });
+    file->addAction(tr("&Save study plan…"), QKeySequence::Save, m_studyView, [this] {
+        m_tabs->setCurrentWidget(m_studyView);
+        m_studyView->savePlan();
+    });
+    file->addAction(tr("&Export study report…"), QKeySequence(Qt::CTRL | Qt::Key_E), m_studyView,
+        &console::StudyView::exportReport);
+    file->addSeparator();
+    file->addAction(tr("&Quit"), QKeySequence::Quit, this, &QWidget::close);
+
+    auto *view = menuBar()->addMenu(tr("&View"));
+    for (int i = 0; i < m_tabs->count(); ++i)
+        view->addAction(m_tabs->tabText(i).remove(QLatin1Char('&')), QKeySequence(Qt::CTRL | (Qt::Key_1 + i)),
+            this, [this, i] { m_tabs->setCurrentIndex(i); });
+    view->addSeparator();
+    view->addAction(tr("&Full screen"), QKeySequence::FullScreen, this,
+        [this] { setWindowState(windowState() ^ Qt::WindowFullScreen); });
+
+    auto *runMenu = menuBar()->addMenu(tr("&Run"));
+    runMenu->addAction(tr("&Launch"), QKeySequence(Qt::CTRL | Qt::Key_Return), this, &MainWindow::launchRun);
+    runMenu->addAction(tr("&Stop"), QKeySequence(Qt::CTRL | Qt::Key_Period), this, &MainWindow::stopRun);
+
+    auto *studyMenu = menuBar()->addMenu(tr("S&tudy"));
+    studyMenu->addAction(
+        tr("&Launch study"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_Return), this, [this] {
+            m_tabs->setCurrentWidget(m_studyView);
+            QString error;
+            if (!m_studyView->launch(&error) && !error.isEmpty())
+                setStatus(error, true);
+        });
+    studyMenu->addAction(tr("&Run details and logs…"), QKeySequence(Qt::CTRL | Qt::Key_L), this, [this] {
+        if (const QString selected = m_studyView->selectedRun(); !selected.isEmpty())
+            m_studyView->showRunDetails(selected);
+        else
+            setStatus(tr("Select a run in the Study tab first"));
+    });
+    studyMenu->addAction(tr("Re&try selected run"), QKeySequence(Qt::CTRL | Qt::Key_R), this, [this] {
+        QString error;
+        if (const QString run = m_studyView->selectedRun();
+            !run.isEmpty() && !m_studyView->retryRun(run, &error))
+            setStatus(error, true);
+    });
+
+    auto *help = menuBar()->addMenu(tr("&Help"));
+    help->addAction(tr("&Keyboard shortcuts"), QKeySequence::HelpContents, this, [this] {
+        QStringList lines;
+        for (QAction *menu : menuBar()->actions())
+            for (QAction *a : menu->menu()->actions())
+                if (!a->shortcut().isEmpty())
+                    lines << QStringLiteral("%1\t%2").arg(
+                        a->shortcut().toString(QKeySequence::NativeText), a->text().remove(QLatin1Char('&')));
+        QMessageBox::information(this, tr("Keyboard shortcuts"), lines.join(QLatin1Char('\n')));
+    });
+    help->addAction(tr("&About ScaleLab"), this, [this] {
+        QMessageBox::about(this, tr("About ScaleLab"),
+            tr("ScaleLab %1\nData-parallel training scale-up studies.\nState folder: %2")
+                .arg(QStringLiteral(SCALELAB_VERSION), m_options.stateDir));
+    });
+}
+
+QString MainWindow::settingsPath() const
+{
+    return m_options.stateDir.isEmpty() ? QString() : m_options.stateDir + QStringLiteral("/console.ini");
+}
+
+void MainWindow::saveSettings() const
+{
+    if (settingsPath().isEmpty())
+        return;
+    QSettings settings(settingsPath(), QSettings::IniFormat);
+    settings.setValue(QStringLiteral("window/geometry"), saveGeometry());
+    settings.setValue(QStringLiteral("window/state"), saveState());
+    settings.setValue(QStringLiteral("window/tab"), m_tabs->currentIndex());
+    settings.setValue(QStringLiteral("charts/xAxis"), int(m_chartControls->xAxis()));
+    settings.setValue(QStringLiteral("charts/smoothing"), m_chartControls->smoothing());
+    settings.setValue(QStringLiteral("charts/logScale"), m_chartControls->logScale());
+    m_studyView->saveSettings(settings);
+}
+
+void MainWindow::restoreSettings()
+{
+    if (settingsPath().isEmpty() || !QFileInfo::exists(settingsPath()))
+        return;
+    const QSettings settings(settingsPath(), QSettings::IniFormat);
+    restoreGeometry(settings.value(QStringLiteral("window/geometry")).toByteArray());
+    restoreState(settings.value(QStringLiteral("window/state")).toByteArray());
+    m_tabs->setCurrentIndex(settings.value(QStringLiteral("window/tab"), 0).toInt());
+    m_chartControls->setXAxis(XAxis(settings.value(QStringLiteral("charts/xAxis"), 0).toInt()));
+    m_chartControls->setSmoothing(
+        settings.value(QStringLiteral("charts/smoothing"), ChartControls::kDefaultSmoothing).toDouble());
+    m_chartControls->setLogScale(settings.value(QStringLiteral("charts/logScale"), false).toBool());
+    m_studyView->restoreSettings(settings);
+}
+
+void MainWindow::closeEvent(QCloseEvent *event)
+{
+    saveSettings();
+    QMainWindow::closeEvent(event);
+}
+
+// Once, when the first agent answers: the study left unfinished (the console was closed
+// or killed mid-study) is reattached and driven on; else the last one is shown.
+void MainWindow::reopenStudy()
+{
+    if (m_studyReopened || m_options.stateDir.isEmpty())
+        return;
+    m_studyReopened = true;
+    if (m_options.launchStudyWhenConnected) {
+        m_tabs->setCurrentWidget(m_studyView);
+        QString error;
+        if (!m_studyView->launch(&error))
+            setStatus(tr("Could not launch the study: %1").arg(error), true);
+        return;
+    }
+    QString last = m_options.openStudy;
+    if (last.isEmpty() && !m_options.reopenStudies)
+        return;
+    if (last.isEmpty() && QFileInfo::exists(settingsPath()))
+        last = QSettings(settingsPath(), QSettings::IniFormat)
+                   .value(QStringLiteral("study/lastStudy"))
+                   .toString();
+    const QString unfinished = m_options.openStudy.isEmpty() ? m_studyView->unfinishedStudy(last) : last;
+    const QString id = unfinished.isEmpty() ? last : unfinished;
+    if (id.isEmpty())
+        return;
+    QString error;
+    if (!m_studyView->open(id, &error)) {
+        setStatus(tr("Could not reopen study %1: %2").arg(id, error), true);
+        return;
+    }
+    if (!unfinished.isEmpty()) {
+        m_tabs->setCurrentWidget(m_studyView);
+        setStatus(tr("Reattached to study %1, left unfinished: its runs go on from where they were").arg(id));
+    }
 }
 
 QWidget *MainWindow::buildCharts()
@@ -231,56 +355,16 @@ QWidget *MainWindow::buildCharts()
     m_accuracyChart->setObjectName(QStringLiteral("accuracyChart"));
     m_throughputChart = new MetricChart(tr("Throughput"), tr("images / s"));
     m_throughputChart->setObjectName(QStringLiteral("throughputChart"));
-    const auto charts = { m_lossChart, m_accuracyChart, m_throughputChart };
 
     // One set of controls for every chart, as TensorBoard's sidebar.
-    m_xAxisCombo = new QComboBox;
-    m_xAxisCombo->setObjectName(QStringLiteral("xAxisCombo"));
-    m_xAxisCombo->addItem(tr("Step"), int(XAxis::Step));
-    m_xAxisCombo->addItem(tr("Epoch"), int(XAxis::Epoch));
-    m_xAxisCombo->addItem(tr("Wall-clock time"), int(XAxis::WallClock));
-    m_xAxisCombo->setToolTip(tr("What the charts' horizontal axis counts"));
-    connect(m_xAxisCombo, &QComboBox::currentIndexChanged, this, [this, charts] {
-        const auto axis = XAxis(m_xAxisCombo->currentData().toInt());
-        for (auto *chart : charts)
-            chart->setXAxis(axis);
-    });
-    m_smoothingSlider = new QSlider(Qt::Horizontal);
-    m_smoothingSlider->setObjectName(QStringLiteral("smoothingSlider"));
-    m_smoothingSlider->setRange(0, 999); // weight × 1000, up to 0.999 as TensorBoard
-    m_smoothingSlider->setMaximumWidth(180);
-    m_smoothingSlider->setToolTip(
-        tr("Exponential moving average of the loss and throughput (debiased, as TensorBoard); "
-           "the raw values stay faintly behind"));
-    m_smoothingLabel = new QLabel;
-    m_smoothingLabel->setMinimumWidth(QFontMetrics(font()).horizontalAdvance(QStringLiteral("0.000")));
-    connect(m_smoothingSlider, &QSlider::valueChanged, this, [this](int value) {
-        const double weight = value / 1000.0;
-        m_smoothingLabel->setText(QString::number(weight, 'f', 3));
-        m_lossChart->setSmoothing(weight);
-        m_throughputChart->setSmoothing(weight);
-    });
-    m_smoothingSlider->setValue(int(kDefaultSmoothing * 1000));
-    m_logScaleCheck = new QCheckBox(tr("Log-scale loss"));
-    m_logScaleCheck->setObjectName(QStringLiteral("logScaleCheck"));
-    connect(m_logScaleCheck, &QCheckBox::toggled, m_lossChart, &MetricChart::setLogScale);
+    m_chartControls = new ChartControls;
+    m_chartControls->drive({ m_lossChart, m_accuracyChart, m_throughputChart },
+        { m_lossChart, m_throughputChart }, { m_lossChart });
     m_clearRunsButton = new QPushButton(tr("Clear earlier runs"));
     m_clearRunsButton->setToolTip(tr("Remove every run but the current one from the charts"));
     m_clearRunsButton->setEnabled(false);
     connect(m_clearRunsButton, &QPushButton::clicked, this, &MainWindow::clearOldRuns);
-
-    auto *controls = new QHBoxLayout;
-    controls->setContentsMargins(4, 2, 4, 2);
-    controls->addWidget(new QLabel(tr("X axis")));
-    controls->addWidget(m_xAxisCombo);
-    controls->addSpacing(12);
-    controls->addWidget(new QLabel(tr("Smoothing")));
-    controls->addWidget(m_smoothingSlider);
-    controls->addWidget(m_smoothingLabel);
-    controls->addSpacing(12);
-    controls->addWidget(m_logScaleCheck);
-    controls->addStretch(1);
-    controls->addWidget(m_clearRunsButton);
+    m_chartControls->trailing()->addWidget(m_clearRunsButton);
 
     auto *top = new QSplitter(Qt::Horizontal);
     top->addWidget(m_lossChart);
@@ -298,25 +382,26 @@ QWidget *MainWindow::buildCharts()
     auto *area = new QWidget;
     auto *layout = new QVBoxLayout(area);
     layout->setContentsMargins(0, 0, 0, 0);
-    layout->addLayout(controls);
+    layout->addWidget(m_chartControls);
     layout->addWidget(rows, 1);
     return area;
 }
 
 void MainWindow::addRunToCharts(const QString &runId, const QString &label)
 {
-    const QColor color = MetricChart::cycleColor(m_runsPlotted++);
-    m_lossChart->addSeries(lossId(runId), label, { color });
-    m_throughputChart->addSeries(throughputId(runId), label, { color });
-    m_accuracyChart->addSeries(testId(runId), tr("%1 test").arg(label), { color, Qt::SolidLine, true });
-    m_accuracyChart->addSeries(trainId(runId), tr("%1 train").arg(label), { color, Qt::DashLine, true });
+    addRunLines(runCharts(), { runId }, label, MetricChart::cycleColor(m_runsPlotted++));
     m_clearRunsButton->setEnabled(m_runsPlotted > 1);
+}
+
+RunCharts MainWindow::runCharts() const
+{
+    return { m_lossChart, m_accuracyChart, m_throughputChart };
 }
 
 void MainWindow::clearOldRuns()
 {
     const QString current = m_record ? m_record->runId() : QString();
-    for (auto *chart : { m_lossChart, m_accuracyChart, m_throughputChart })
+    for (auto *chart : { runCharts().loss, runCharts().accuracy, runCharts().throughput })
         for (const QString &id : chart->seriesIds())
             if (current.isEmpty() || !id.startsWith(current + QLatin1Char('/')))
                 chart->removeSeries(id);
@@ -326,37 +411,17 @@ void MainWindow::clearOldRuns()
 
 const QLineSeries *MainWindow::lossSeries() const
 {
-    return m_record ? m_lossChart->line(lossId(m_record->runId())) : nullptr;
+    return m_record ? m_lossChart->line(RunLines { m_record->runId() }.loss()) : nullptr;
 }
 
 const QLineSeries *MainWindow::testAccuracySeries() const
 {
-    return m_record ? m_accuracyChart->line(testId(m_record->runId())) : nullptr;
+    return m_record ? m_accuracyChart->line(RunLines { m_record->runId() }.testAccuracy()) : nullptr;
 }
 
 void MainWindow::plotEvent(const v1::RunEvent &event)
 {
-    const QString runId = m_record->runId();
-    const qint64 stepsPerEpoch = m_record->started() ? m_record->started()->steps_per_epoch() : 0;
-    if (event.has_step()) {
-        const auto &s = event.step();
-        m_lastStep = s.step();
-        // Fractional epochs when the run said how many steps make one.
-        const double epoch = stepsPerEpoch > 0 ? double(s.step()) / double(stepsPerEpoch) : double(s.epoch());
-        m_lossChart->append(
-            lossId(runId), MetricPoint::timeline(double(s.step()), epoch, s.elapsed_seconds(), s.loss()));
-        if (s.images_per_second() > 0)
-            m_throughputChart->append(throughputId(runId),
-                MetricPoint::timeline(double(s.step()), epoch, s.elapsed_seconds(), s.images_per_second()));
-    } else if (event.has_epoch()) {
-        const auto &e = event.epoch();
-        const double step = stepsPerEpoch > 0 ? double(e.epoch() * stepsPerEpoch) : double(m_lastStep);
-        const auto at = [&](double value) {
-            return MetricPoint::timeline(step, double(e.epoch()), e.elapsed_seconds(), value);
-        };
-        m_accuracyChart->append(trainId(runId), at(e.train_accuracy() * 100));
-        m_accuracyChart->append(testId(runId), at(e.test_accuracy() * 100));
-    }
+    plotRunEvent(runCharts(), { m_record->runId() }, m_plotState, event);
 }
 
 void MainWindow::setStatus(const QString &text, bool error)
@@ -424,6 +489,7 @@ void MainWindow::refreshInventory()
 void MainWindow::applyInventory(const v1::DescribeResponse &inventory)
 {
     m_connected = true;
+    reopenStudy();
     const QString where = m_localAgent ? tr("local agent") : m_client->endpoint();
     m_agentLabel->setText(tr("Connected to %1: %2, %3 cores, %4 GiB, %5 GPU(s)")
                               .arg(where, QString::fromStdString(inventory.hostname()))
@@ -502,7 +568,7 @@ void MainWindow::launchRun()
     m_formError->hide();
     const QString runId = core::newRunId();
     m_record = std::make_unique<core::RunRecord>(runId);
-    m_lastStep = 0;
+    m_plotState = {};
     // Short legend labels: workers, batch and the run id's random suffix.
     addRunToCharts(runId,
         tr("w%1 b%2 · %3")

@@ -8,6 +8,7 @@
 
 #include "agent_client.h"
 #include "local_agent.h"
+#include "run_plot.h"
 #include "run_record.h"
 #include "run_watch.h"
 
@@ -16,7 +17,6 @@
 
 #include <memory>
 
-class QCheckBox;
 class QComboBox;
 class QDoubleSpinBox;
 class QLabel;
@@ -24,8 +24,8 @@ class QLineEdit;
 class QLineSeries;
 class QPlainTextEdit;
 class QPushButton;
-class QSlider;
 class QSpinBox;
+class QTabWidget;
 
 namespace scalelab::console {
 class StudyView;
@@ -33,6 +33,7 @@ class StudyView;
 
 namespace scalelab::app {
 
+class ChartControls;
 class MetricChart;
 
 struct ConsoleOptions {
@@ -46,6 +47,12 @@ struct ConsoleOptions {
     int batchSize = 64;
     int epochs = 2;
     bool launchWhenConnected = false;
+    // Studies: reattach at start-up to the study left unfinished (a console that was
+    // killed mid-study picks it up again), or open this one.
+    bool reopenStudies = true;
+    QString openStudy;
+    QString planFile; // loaded into the study designer
+    bool launchStudyWhenConnected = false; // launch the designer's plan once an agent answers
 };
 
 class MainWindow : public QMainWindow {
@@ -62,6 +69,10 @@ public:
     MetricChart *lossChart() const { return m_lossChart; }
     MetricChart *accuracyChart() const { return m_accuracyChart; }
     MetricChart *throughputChart() const { return m_throughputChart; }
+    console::StudyView *studyView() const { return m_studyView; }
+    QTabWidget *tabs() const { return m_tabs; }
+    // Window layout, chart controls and the study form, kept in STATE_DIR/console.ini.
+    QString settingsPath() const;
 
 public Q_SLOTS:
     void connectToAgent();
@@ -72,10 +83,18 @@ public Q_SLOTS:
 Q_SIGNALS:
     void connectedChanged(bool connected);
 
+protected:
+    void closeEvent(QCloseEvent *event) override;
+
 private:
+    void buildMenus();
+    void saveSettings() const;
+    void restoreSettings();
+    void reopenStudy();
     void buildUi();
     QWidget *buildCharts();
     void addRunToCharts(const QString &runId, const QString &label);
+    RunCharts runCharts() const;
     void plotEvent(const v1::RunEvent &event);
     void clearOldRuns();
     void refreshInventory();
@@ -95,7 +114,7 @@ private:
     QTimer m_refreshTimer;
     bool m_dirty = false;
     int m_runsPlotted = 0; // colours runs in the order they were launched
-    qint64 m_lastStep = 0; // of the current run: where its epoch points sit by step
+    RunPlotState m_plotState; // of the current run
 
     QLineEdit *m_agentEdit = nullptr;
     QPushButton *m_connectButton = nullptr;
@@ -115,13 +134,12 @@ private:
     MetricChart *m_lossChart = nullptr;
     MetricChart *m_accuracyChart = nullptr;
     MetricChart *m_throughputChart = nullptr;
-    QComboBox *m_xAxisCombo = nullptr;
-    QSlider *m_smoothingSlider = nullptr;
-    QLabel *m_smoothingLabel = nullptr;
-    QCheckBox *m_logScaleCheck = nullptr;
+    ChartControls *m_chartControls = nullptr;
     QPushButton *m_clearRunsButton = nullptr;
     QPlainTextEdit *m_log = nullptr;
     console::StudyView *m_studyView = nullptr;
+    QTabWidget *m_tabs = nullptr;
+    bool m_studyReopened = false; // the start-up reattach is done once
 };
 
 } // namespace scalelab::app

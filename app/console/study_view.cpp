@@ -1,9 +1,12 @@
 #include "study_view.h"
 
 #include "report.h"
+#include "run_details.h"
+#include "study_charts.h"
 #include "study_plan.h"
 #include "study_results.h"
 
+#include <QCheckBox>
 #include <QComboBox>
 #include <QDesktopServices>
 #include <QDoubleSpinBox>
@@ -14,10 +17,13 @@
 #include <QHeaderView>
 #include <QLabel>
 #include <QLineEdit>
+#include <QMenu>
 #include <QMessageBox>
 #include <QPushButton>
+#include <QSettings>
 #include <QSignalBlocker>
 #include <QSpinBox>
+#include <QSplitter>
 #include <QTableWidget>
 #include <QUrl>
 #include <QVBoxLayout>
@@ -119,6 +125,11 @@ void StudyView::buildUi()
     };
     m_name = line(tr("Name"), QStringLiteral("scaleup"), tr("Letters, digits, '_', '-', '.'"));
     m_dataset = line(tr("Data set"), QStringLiteral("synthetic"), tr("A data set name on the agents"));
+    m_baseline = new QCheckBox(tr("A 1-worker baseline run, that speedups divide by"));
+    m_baseline->setObjectName(QStringLiteral("baselineCheck"));
+    m_baseline->setChecked(true);
+    form->addRow(tr("Baseline"), m_baseline);
+    connect(m_baseline, &QCheckBox::toggled, this, &StudyView::preview);
     m_workers
         = line(tr("Workers"), QStringLiteral("2, 4"), tr("Distributed runs: comma-separated worker counts"));
     m_batch = line(tr("Batch per worker"), QStringLiteral("64"), tr("Comma-separated"));
@@ -150,6 +161,11 @@ void StudyView::buildUi()
     form->addRow(tr("Placement"), m_placement);
     for (QSpinBox *s : { m_repeats, m_maxFailures, m_maxTrain })
         connect(s, &QSpinBox::valueChanged, this, &StudyView::preview);
+    // What an empty list means, as the plan's defaults say.
+    m_gpus->setPlaceholderText(tr("0 (CPU)"));
+    m_threads->setPlaceholderText(tr("0 (cores / ranks)"));
+    m_precision->setPlaceholderText(QStringLiteral("fp32"));
+    m_lrRule->setPlaceholderText(QStringLiteral("none"));
     m_problems = new QLabel;
     m_problems->setWordWrap(true);
     m_problems->setTextFormat(Qt::PlainText);
@@ -197,6 +213,22 @@ void StudyView::buildUi()
 
     m_status = new QLabel;
     m_status->setWordWrap(true);
+    m_filter = new QLineEdit;
+    m_filter->setObjectName(QStringLiteral("runFilter"));
+    m_filter->setPlaceholderText(tr("Filter runs: id, configuration, agent, reason…"));
+    m_filter->setClearButtonEnabled(true);
+    m_stateFilter = new QComboBox;
+    m_stateFilter->setObjectName(QStringLiteral("stateFilter"));
+    m_stateFilter->addItem(tr("All states"), QString());
+    m_stateFilter->addItem(tr("Active"), QStringLiteral("PENDING|STARTING|RUNNING"));
+    m_stateFilter->addItem(tr("Succeeded"), QStringLiteral("SUCCEEDED"));
+    m_stateFilter->addItem(tr("Failed or cancelled"), QStringLiteral("FAILED|CANCELLED"));
+    connect(m_filter, &QLineEdit::textChanged, this, &StudyView::applyFilter);
+    connect(m_stateFilter, &QComboBox::currentIndexChanged, this, &StudyView::applyFilter);
+    auto *filterBar = new QHBoxLayout;
+    filterBar->addWidget(m_filter, 1);
+    filterBar->addWidget(m_stateFilter);
+
     m_runs = new QTableWidget(0, 12);
     m_runs->setHorizontalHeaderLabels(
         { tr("Run"), tr("Configuration"), tr("State"), tr("Attempt"), tr("Agents"), tr("Epochs"),
@@ -205,14 +237,33 @@ void StudyView::buildUi()
     m_runs->horizontalHeader()->setStretchLastSection(true);
     m_runs->verticalHeader()->hide();
     m_runs->setSelectionBehavior(QAbstractItemView::SelectRows);
+    m_runs->setSelectionMode(QAbstractItemView::SingleSelection);
+    m_runs->setContextMenuPolicy(Qt::CustomContextMenu);
+    m_runs->setToolTip(
+        tr("Double-click a run for its attempts and worker logs; right-click to retry or cancel it"));
+    connect(m_runs, &QTableWidget::customContextMenuRequested, this, &StudyView::showRunMenu);
+    connect(m_runs, &QTableWidget::cellDoubleClicked, this, [this](int row) {
+        if (const QTableWidgetItem *id = m_runs->item(row, 0); id && !m_studyId.isEmpty())
+            showRunDetails(id->text());
+    });
 
-    auto *right = new QVBoxLayout;
-    right->addLayout(studyBar);
-    right->addWidget(m_status);
-    right->addWidget(m_runs, 1);
+    auto *tablePane = new QWidget;
+    auto *top = new QVBoxLayout(tablePane);
+    top->setContentsMargins(0, 0, 0, 0);
+    top->addLayout(studyBar);
+    top->addWidget(m_status);
+    top->addLayout(filterBar);
+    top->addWidget(m_runs, 1);
+    m_charts = new app::StudyCharts;
+    m_split = new QSplitter(Qt::Vertical);
+    m_split->setObjectName(QStringLiteral("studySplit"));
+    m_split->addWidget(tablePane);
+    m_split->addWidget(m_charts);
+    m_split->setStretchFactor(0, 2);
+    m_split->setStretchFactor(1, 3);
     auto *layout = new QHBoxLayout(this);
     layout->addWidget(designer);
-    layout->addLayout(right, 1);
+    layout->addWidget(m_split, 1);
 }
 
 bool StudyView::openJournal(const QString &stateDir, QString *error)
@@ -237,9 +288,11 @@ void StudyView::setDefaultDataset(const QString &dataset)
 
 v1::StudyPlan StudyView::planFromForm(QStringList *problems) const
 {
-    v1::StudyPlan plan;
+    v1::StudyPlan plan = m_loaded; // overrides, baseline sizes, training options: as loaded
+    plan.clear_grid();
     plan.set_name(m_name->text().trimmed().toStdString());
     plan.set_dataset(m_dataset->text().trimmed().toStdString());
+    plan.mutable_baseline()->set_skip(!m_baseline->isChecked());
     auto *g = plan.mutable_grid();
     for (int v : parseList<int>(m_workers, tr("Workers"), problems))
         g->add_workers(v);
@@ -266,9 +319,11 @@ v1::StudyPlan StudyView::planFromForm(QStringList *problems) const
 
 void StudyView::setForm(const v1::StudyPlan &plan)
 {
+    m_loaded = plan;
     const auto &g = plan.grid();
     m_name->setText(QString::fromStdString(plan.name()));
     m_dataset->setText(QString::fromStdString(plan.dataset()));
+    m_baseline->setChecked(!plan.baseline().skip());
     m_workers->setText(joinList(g.workers()));
     m_batch->setText(joinList(g.batch_size()));
     m_epochs->setText(joinList(g.epochs()));
@@ -373,6 +428,8 @@ bool StudyView::open(const QString &studyId, QString *error)
         return false;
     }
     stopRunner();
+    if (studyId != m_studyId)
+        m_charts->clear();
     m_studyId = studyId;
     auto *runner = new StudyRunner(&m_journal);
     runner->setAgents(m_agents);
@@ -446,11 +503,146 @@ void StudyView::refresh()
     }
     m_runs->setSortingEnabled(true);
     m_runs->resizeColumnsToContents();
+    applyFilter();
+    m_charts->update(s, results, m_journal);
     m_cancel->setEnabled(s.state == QLatin1String("RUNNING"));
     if (s.synthetic)
         m_status->setText(m_status->text().startsWith(QLatin1String("SYNTHETIC"))
                 ? m_status->text()
                 : tr("SYNTHETIC DATA — ") + m_status->text());
+}
+
+void StudyView::applyFilter()
+{
+    const QString text = m_filter->text().trimmed();
+    const QStringList states
+        = m_stateFilter->currentData().toString().split(QLatin1Char('|'), Qt::SkipEmptyParts);
+    for (int row = 0; row < m_runs->rowCount(); ++row) {
+        const QTableWidgetItem *state = m_runs->item(row, 2);
+        bool show = states.isEmpty() || (state && states.contains(state->text()));
+        if (show && !text.isEmpty()) {
+            show = false;
+            for (int c = 0; c < m_runs->columnCount() && !show; ++c)
+                if (const QTableWidgetItem *i = m_runs->item(row, c))
+                    show = i->text().contains(text, Qt::CaseInsensitive);
+        }
+        m_runs->setRowHidden(row, !show);
+    }
+}
+
+QString StudyView::selectedRun() const
+{
+    const auto rows = m_runs->selectionModel()->selectedRows();
+    if (rows.isEmpty() || m_studyId.isEmpty())
+        return {};
+    const QTableWidgetItem *id = m_runs->item(rows.first().row(), 0);
+    return id ? id->text() : QString();
+}
+
+void StudyView::showRunMenu(const QPoint &position)
+{
+    const QString runId = selectedRun();
+    if (runId.isEmpty())
+        return;
+    QMenu menu;
+    menu.addAction(tr("Details and logs…"), this, [this, runId] { showRunDetails(runId); });
+    menu.addSeparator();
+    const auto report = [this](bool ok, const QString &error) {
+        if (!ok)
+            m_status->setText(error);
+    };
+    menu.addAction(tr("Retry run"), this, [this, runId, report] {
+        QString error;
+        report(retryRun(runId, &error), error);
+    });
+    menu.addAction(tr("Cancel run"), this, [this, runId, report] {
+        QString error;
+        report(cancelRun(runId, &error), error);
+    });
+    menu.exec(m_runs->viewport()->mapToGlobal(position));
+}
+
+RunDetails *StudyView::showRunDetails(const QString &runId)
+{
+    auto *details = new RunDetails(
+        m_journal, runId,
+        [this, runId](RunResult *out) {
+            for (const RunResult &r : snapshot().runs)
+                if (r.runId == runId) {
+                    *out = r;
+                    return true;
+                }
+            return false;
+        },
+        this);
+    connect(details, &RunDetails::retryRequested, this, [this, details](const QString &id) {
+        QString error;
+        if (!retryRun(id, &error))
+            QMessageBox::warning(details, tr("Retry run"), error);
+        details->refresh();
+    });
+    connect(details, &RunDetails::cancelRequested, this, [this, details](const QString &id) {
+        QString error;
+        if (!cancelRun(id, &error))
+            QMessageBox::warning(details, tr("Cancel run"), error);
+        details->refresh();
+    });
+    details->show();
+    return details;
+}
+
+bool StudyView::retryRun(const QString &runId, QString *error)
+{
+    const bool ended = StudyState::replay(m_journal.events(m_studyId)).ended();
+    if (!StudyRunner::requestRetry(&m_journal, m_studyId, runId, error))
+        return false;
+    m_status->setText(tr("Retry of %1 recorded: it resumes from its last checkpoint").arg(runId));
+    m_dirty = true;
+    // A runner that saw the study end has stopped: start one again to drive the retry.
+    return ended || !m_runner ? open(m_studyId, error) : true;
+}
+
+bool StudyView::cancelRun(const QString &runId, QString *error)
+{
+    if (!StudyRunner::requestCancel(&m_journal, m_studyId, runId, error))
+        return false;
+    m_dirty = true;
+    return true;
+}
+
+QString StudyView::unfinishedStudy(const QString &preferred) const
+{
+    const auto unfinished = [this](const QString &id) {
+        return m_journal.hasStudy(id) && !StudyState::replay(m_journal.events(id)).ended();
+    };
+    if (!preferred.isEmpty() && unfinished(preferred))
+        return preferred;
+    const QStringList ids = m_journal.studyIds();
+    for (auto it = ids.crbegin(); it != ids.crend(); ++it)
+        if (unfinished(*it))
+            return *it;
+    return {};
+}
+
+void StudyView::saveSettings(QSettings &settings) const
+{
+    settings.setValue(QStringLiteral("study/split"), m_split->saveState());
+    settings.setValue(QStringLiteral("study/lastStudy"), m_studyId);
+    settings.setValue(QStringLiteral("study/chartTab"), m_charts->tabs()->currentIndex());
+    settings.setValue(QStringLiteral("study/plan"), QString::fromUtf8(planToJson([this] {
+        QStringList ignored;
+        return planFromForm(&ignored);
+    }())));
+}
+
+void StudyView::restoreSettings(const QSettings &settings)
+{
+    m_split->restoreState(settings.value(QStringLiteral("study/split")).toByteArray());
+    m_charts->tabs()->setCurrentIndex(settings.value(QStringLiteral("study/chartTab"), 0).toInt());
+    QStringList problems;
+    if (const auto plan
+        = parsePlanJson(settings.value(QStringLiteral("study/plan")).toString().toUtf8(), &problems))
+        setForm(*plan);
 }
 
 void StudyView::refreshStudyList()
@@ -492,11 +684,21 @@ void StudyView::loadPlan()
     const QString path = QFileDialog::getOpenFileName(this, tr("Load plan"), {}, tr("Study plans (*.json)"));
     if (path.isEmpty())
         return;
+    QString error;
+    if (!loadPlanFile(path, &error))
+        m_problems->setText(error);
+}
+
+bool StudyView::loadPlanFile(const QString &path, QString *error)
+{
     QStringList problems;
-    if (const auto plan = core::loadPlan(path, &problems))
-        setForm(*plan);
-    else
-        m_problems->setText(problems.join(QLatin1Char('\n')));
+    const auto plan = core::loadPlan(path, &problems);
+    if (!plan) {
+        *error = tr("Cannot load %1:\n%2").arg(path, problems.join(QLatin1Char('\n')));
+        return false;
+    }
+    setForm(*plan);
+    return true;
 }
 
 void StudyView::savePlan()

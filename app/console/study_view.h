@@ -13,15 +13,24 @@
 #include <QTimer>
 #include <QWidget>
 
+class QCheckBox;
 class QComboBox;
 class QDoubleSpinBox;
+class QSettings;
+class QSplitter;
 class QLabel;
 class QLineEdit;
 class QPushButton;
 class QSpinBox;
 class QTableWidget;
 
+namespace scalelab::app {
+class StudyCharts;
+}
+
 namespace scalelab::console {
+
+class RunDetails;
 
 class StudyView : public QWidget {
     Q_OBJECT
@@ -39,11 +48,33 @@ public:
     void setForm(const v1::StudyPlan &plan);
 
     bool launch(QString *error); // the form's plan, as a new study
+    bool loadPlanFile(const QString &path, QString *error); // into the form
     bool open(const QString &studyId, QString *error); // reattach and drive to the end
     QString currentStudy() const { return m_studyId; }
     core::StudySnapshot snapshot() const;
     QTableWidget *runsTable() const { return m_runs; }
     QLabel *problemsLabel() const { return m_problems; }
+    app::StudyCharts *charts() const { return m_charts; }
+    QLineEdit *runFilter() const { return m_filter; }
+
+    // One more attempt of a FAILED or CANCELLED run of the open study; the study is
+    // driven again if it had ended.
+    bool retryRun(const QString &runId, QString *error);
+    bool cancelRun(const QString &runId, QString *error);
+    RunDetails *showRunDetails(const QString &runId);
+    // The unfinished study to reattach to at start-up: `preferred` when it is unfinished,
+    // else the newest unfinished one; empty when every study has ended.
+    QString unfinishedStudy(const QString &preferred) const;
+
+    QString selectedRun() const; // the run selected in the table; empty when none
+
+    void saveSettings(QSettings &settings) const;
+    void restoreSettings(const QSettings &settings);
+
+public Q_SLOTS:
+    void exportReport();
+    void loadPlan();
+    void savePlan();
 
 Q_SIGNALS:
     void studyFinished(const QString &state);
@@ -54,13 +85,13 @@ private:
     void refresh();
     void refreshStudyList();
     void stopRunner();
-    void exportReport();
-    void loadPlan();
-    void savePlan();
+    void applyFilter();
+    void showRunMenu(const QPoint &position);
 
     core::Journal m_journal; // the GUI thread's connection
     QList<core::AgentEndpoint> m_agents;
     QString m_studyId;
+    v1::StudyPlan m_loaded; // the last plan set on the form: what the form does not show is kept
     QThread m_thread;
     QPointer<core::StudyRunner> m_runner;
     QTimer m_redraw;
@@ -68,6 +99,7 @@ private:
 
     QLineEdit *m_name = nullptr;
     QLineEdit *m_dataset = nullptr;
+    QCheckBox *m_baseline = nullptr;
     QLineEdit *m_workers = nullptr;
     QLineEdit *m_batch = nullptr;
     QLineEdit *m_epochs = nullptr;
@@ -84,6 +116,10 @@ private:
     QLabel *m_status = nullptr;
     QComboBox *m_studies = nullptr;
     QTableWidget *m_runs = nullptr;
+    QLineEdit *m_filter = nullptr;
+    QComboBox *m_stateFilter = nullptr;
+    QSplitter *m_split = nullptr;
+    app::StudyCharts *m_charts = nullptr;
     QPushButton *m_launch = nullptr;
     QPushButton *m_cancel = nullptr;
 };

@@ -1,0 +1,63 @@
+#include "run_plot.h"
+
+#include "metric_chart.h"
+
+#include <QCoreApplication>
+
+#include <algorithm>
+
+namespace scalelab::app {
+
+void addRunLines(const RunCharts &charts, const RunLines &lines, const QString &label, const QColor &color)
+{
+    charts.loss->addSeries(lines.loss(), label, { color });
+    charts.throughput->addSeries(lines.throughput(), label, { color });
+    charts.accuracy->addSeries(lines.testAccuracy(),
+        QCoreApplication::translate("RunPlot", "%1 test").arg(label), { color, Qt::SolidLine, true });
+    charts.accuracy->addSeries(lines.trainAccuracy(),
+        QCoreApplication::translate("RunPlot", "%1 train").arg(label), { color, Qt::DashLine, true });
+}
+
+void removeRunLines(const RunCharts &charts, const RunLines &lines)
+{
+    charts.loss->removeSeries(lines.loss());
+    charts.throughput->removeSeries(lines.throughput());
+    charts.accuracy->removeSeries(lines.testAccuracy());
+    charts.accuracy->removeSeries(lines.trainAccuracy());
+}
+
+void plotRunEvent(
+    const RunCharts &charts, const RunLines &lines, RunPlotState &state, const v1::RunEvent &event)
+{
+    if (event.has_started()) {
+        state.stepsPerEpoch = event.started().steps_per_epoch();
+        state.resumedFromEpoch = event.started().resumed_from_epoch();
+    } else if (event.has_step()) {
+        const auto &s = event.step();
+        state.lastStep = s.step();
+        state.lastSeconds = std::max(state.lastSeconds, s.elapsed_seconds());
+        // Fractional epochs when the run said how many steps make one.
+        const double epoch
+            = state.stepsPerEpoch > 0 ? double(s.step()) / double(state.stepsPerEpoch) : double(s.epoch());
+        const double seconds = state.secondsOffset + s.elapsed_seconds();
+        charts.loss->append(lines.loss(), MetricPoint::timeline(double(s.step()), epoch, seconds, s.loss()));
+        if (s.images_per_second() > 0)
+            charts.throughput->append(lines.throughput(),
+                MetricPoint::timeline(double(s.step()), epoch, seconds, s.images_per_second()));
+    } else if (event.has_epoch()) {
+        const auto &e = event.epoch();
+        state.lastSeconds = std::max(state.lastSeconds, e.elapsed_seconds());
+        const double step
+            = state.stepsPerEpoch > 0 ? double(e.epoch() * state.stepsPerEpoch) : double(state.lastStep);
+        const auto at = [&](double value) {
+            return MetricPoint::timeline(
+                step, double(e.epoch()), state.secondsOffset + e.elapsed_seconds(), value);
+        };
+        charts.accuracy->append(lines.trainAccuracy(), at(e.train_accuracy() * 100));
+        charts.accuracy->append(lines.testAccuracy(), at(e.test_accuracy() * 100));
+    } else if (event.has_summary()) {
+        state.lastSeconds = std::max(state.lastSeconds, event.summary().wall_seconds());
+    }
+}
+
+} // namespace scalelab::app

@@ -1,0 +1,48 @@
+// How a run's events become lines on the loss, accuracy and throughput charts, shared by
+// the single-run tab and the study view so both draw a run the same way:
+// - loss and throughput per optimizer step, placed by step, fractional epoch and seconds;
+// - train and test accuracy per epoch (percent), with markers;
+// - a resumed attempt starts where its checkpoint left off, so its line begins at the
+//   resume point; seconds continue from the earlier attempts (secondsOffset).
+#pragma once
+
+#include "scalelab/v1/agent.pb.h"
+
+#include <QColor>
+#include <QString>
+
+namespace scalelab::app {
+
+class MetricChart;
+
+struct RunCharts {
+    MetricChart *loss = nullptr;
+    MetricChart *accuracy = nullptr;
+    MetricChart *throughput = nullptr;
+};
+
+// The series of one run (or one attempt of a run) on RunCharts, by id prefix.
+struct RunLines {
+    QString prefix; // e.g. the run id, or "runId#2" for attempt 2
+    QString loss() const { return prefix + QStringLiteral("/loss"); }
+    QString trainAccuracy() const { return prefix + QStringLiteral("/train"); }
+    QString testAccuracy() const { return prefix + QStringLiteral("/test"); }
+    QString throughput() const { return prefix + QStringLiteral("/throughput"); }
+};
+
+// What the plotter remembers between events of one run attempt.
+struct RunPlotState {
+    qint64 stepsPerEpoch = 0; // from the "started" event; 0 = unknown
+    qint64 lastStep = 0;
+    double secondsOffset = 0; // wall-clock of earlier attempts, added to this one's seconds
+    double lastSeconds = 0; // the largest elapsed seconds seen (without the offset)
+    int resumedFromEpoch = 0;
+};
+
+void addRunLines(const RunCharts &charts, const RunLines &lines, const QString &label, const QColor &color);
+void removeRunLines(const RunCharts &charts, const RunLines &lines);
+// Appends what `event` measures; events without metrics only update `state`.
+void plotRunEvent(
+    const RunCharts &charts, const RunLines &lines, RunPlotState &state, const v1::RunEvent &event);
+
+} // namespace scalelab::app

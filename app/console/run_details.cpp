@@ -1,0 +1,194 @@
+#include "run_details.h"
+
+#include "journal.h"
+#include "run_record.h"
+#include "study_model.h"
+
+#include <QDateTime>
+#include <QDialogButtonBox>
+#include <QFontDatabase>
+#include <QHeaderView>
+#include <QLabel>
+#include <QPlainTextEdit>
+#include <QPushButton>
+#include <QSplitter>
+#include <QTableWidget>
+#include <QVBoxLayout>
+
+#include <algorithm>
+
+namespace scalelab::console {
+namespace {
+
+QString timeOf(qint64 unixMs)
+{
+    return unixMs > 0 ? QDateTime::fromMSecsSinceEpoch(unixMs).toString(QStringLiteral("yyyy-MM-dd hh:mm:ss"))
+                      : QString();
+}
+
+// One line of the run's log for an event, or empty for metrics (they are on the charts).
+QString logLine(const v1::RunEvent &e)
+{
+    const QString rank = QStringLiteral("rank %1").arg(e.rank());
+    if (e.has_log())
+        return QStringLiteral("%1 %2%3").arg(rank,
+            e.log().stream() == "output" ? QString()
+                                         : QString::fromStdString(e.log().stream()) + QStringLiteral(": "),
+            QString::fromStdString(e.log().text()));
+    if (e.has_state())
+        return QStringLiteral("state %1%2")
+            .arg(core::RunRecord::stateName(e.state().state()),
+                e.state().message().empty()
+                    ? QString()
+                    : QStringLiteral(": ") + QString::fromStdString(e.state().message()));
+    if (e.has_started())
+        return e.started().resumed_from_epoch() > 0
+            ? QStringLiteral("started: %1 ranks, resumed after epoch %2")
+                  .arg(e.started().world_size())
+                  .arg(e.started().resumed_from_epoch())
+            : QStringLiteral("started: %1 ranks, from scratch").arg(e.started().world_size());
+    if (e.has_checkpoint())
+        return QStringLiteral("checkpoint of epoch %1 committed").arg(e.checkpoint().epoch());
+    if (e.has_rank_exited()) {
+        const auto &x = e.rank_exited();
+        QString how;
+        switch (x.kind()) {
+        case v1::EXIT_SUCCEEDED:
+            how = QStringLiteral("succeeded");
+            break;
+        case v1::EXIT_KILLED:
+            how = QStringLiteral("killed by signal %1").arg(x.signal());
+            break;
+        case v1::EXIT_OUT_OF_MEMORY:
+            how = QStringLiteral("out of memory");
+            break;
+        case v1::EXIT_STOPPED:
+            how = QStringLiteral("stopped");
+            break;
+        default:
+            how = QStringLiteral("failed with exit code %1").arg(x.exit_code());
+        }
+        return QStringLiteral("rank %1 exited: %2%3")
+            .arg(x.rank())
+            .arg(how,
+                x.message().empty() ? QString()
+                                    : QStringLiteral(" — ") + QString::fromStdString(x.message()));
+    }
+    if (e.has_summary())
+        return QStringLiteral("summary: %1").arg(QString::fromStdString(e.summary().message()));
+    return {};
+}
+
+QTableWidgetItem *cell(const QString &text)
+{
+    auto *item = new QTableWidgetItem(text);
+    item->setFlags(item->flags() & ~Qt::ItemIsEditable);
+    return item;
+}
+
+} // namespace
+
+RunDetails::RunDetails(const core::Journal &journal, const QString &runId,
+    std::function<bool(core::RunResult *)> lookup, QWidget *parent)
+    : QDialog(parent)
+    , m_journal(journal)
+    , m_runId(runId)
+    , m_lookup(std::move(lookup))
+{
+    setWindowTitle(tr("Run %1").arg(runId));
+    setAttribute(Qt::WA_DeleteOnClose);
+    resize(900, 600);
+    m_header = new QLabel;
+    m_header->setWordWrap(true);
+    m_header->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_attempts = new QTableWidget(0, 7);
+    m_attempts->setHorizontalHeaderLabels({ tr("Attempt"), tr("Agents"), tr("Outcome"),
+        tr("Resumed after epoch"), tr("Started"), tr("Ended"), tr("Why it ended") });
+    m_attempts->verticalHeader()->hide();
+    m_attempts->horizontalHeader()->setStretchLastSection(true);
+    m_log = new QPlainTextEdit;
+    m_log->setObjectName(QStringLiteral("runLog"));
+    m_log->setReadOnly(true);
+    m_log->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
+    m_log->setMaximumBlockCount(100'000);
+    auto *split = new QSplitter(Qt::Vertical);
+    split->addWidget(m_attempts);
+    split->addWidget(m_log);
+    split->setSizes({ 150, 450 });
+
+    auto *buttons = new QDialogButtonBox(QDialogButtonBox::Close);
+    m_retry = buttons->addButton(tr("&Retry run"), QDialogButtonBox::ActionRole);
+    m_retry->setToolTip(tr("One more attempt of this FAILED or CANCELLED run, from its last checkpoint"));
+    m_cancel = buttons->addButton(tr("&Cancel run"), QDialogButtonBox::ActionRole);
+    connect(buttons, &QDialogButtonBox::rejected, this, &QDialog::reject);
+    connect(m_retry, &QPushButton::clicked, this, [this] { Q_EMIT retryRequested(m_runId); });
+    connect(m_cancel, &QPushButton::clicked, this, [this] { Q_EMIT cancelRequested(m_runId); });
+
+    auto *layout = new QVBoxLayout(this);
+    layout->addWidget(m_header);
+    layout->addWidget(split, 1);
+    layout->addWidget(buttons);
+
+    m_timer.setInterval(1000);
+    connect(&m_timer, &QTimer::timeout, this, &RunDetails::refresh);
+    m_timer.start();
+    refresh();
+}
+
+void RunDetails::refresh()
+{
+    core::RunResult run;
+    if (!m_lookup(&run)) {
+        m_header->setText(tr("Run %1 is not in the open study any more.").arg(m_runId));
+        m_retry->setEnabled(false);
+        m_cancel->setEnabled(false);
+        return;
+    }
+    m_header->setText(
+        tr("<b>%1</b> — %2<br>%3%4")
+            .arg(m_runId.toHtmlEscaped(), run.state, run.config.key().toHtmlEscaped(),
+                run.stateReason.isEmpty() ? QString()
+                                          : QStringLiteral("<br>") + run.stateReason.toHtmlEscaped()));
+    const bool ended = run.state == QLatin1String("FAILED") || run.state == QLatin1String("CANCELLED");
+    m_retry->setEnabled(ended);
+    m_cancel->setEnabled(!ended && run.state != QLatin1String("SUCCEEDED"));
+
+    m_attempts->setRowCount(int(run.attempts.size()));
+    for (int i = 0; i < run.attempts.size(); ++i) {
+        const core::AttemptRecord &a = run.attempts[i];
+        m_attempts->setItem(i, 0, cell(QString::number(a.attempt)));
+        m_attempts->setItem(i, 1, cell(a.agents.join(QLatin1String(", "))));
+        m_attempts->setItem(i, 2, cell(a.outcome));
+        m_attempts->setItem(
+            i, 3, cell(a.resumedFromEpoch > 0 ? QString::number(a.resumedFromEpoch) : tr("fresh start")));
+        m_attempts->setItem(i, 4, cell(timeOf(a.startedUnixMs)));
+        m_attempts->setItem(i, 5, cell(timeOf(a.endedUnixMs)));
+        m_attempts->setItem(i, 6, cell(a.reason));
+    }
+    m_attempts->resizeColumnsToContents();
+
+    // New log lines of every attempt and agent, in the order the agents recorded them.
+    for (const core::AttemptRecord &a : std::as_const(run.attempts)) {
+        QList<std::pair<qint64, QString>> lines;
+        for (const QString &agent : a.agents) {
+            const QString key = QStringLiteral("%1/%2").arg(a.attempt).arg(agent);
+            const auto events = m_journal.runEvents(m_runId, a.attempt, agent, m_lastSeq.value(key));
+            for (const auto &e : events) {
+                m_lastSeq[key] = std::max<qint64>(m_lastSeq.value(key), e.seq());
+                if (const QString text = logLine(e); !text.isEmpty())
+                    lines.append({ e.unix_ms(),
+                        QStringLiteral("%1  attempt %2  %3  %4")
+                            .arg(QDateTime::fromMSecsSinceEpoch(e.unix_ms())
+                                     .toString(QStringLiteral("hh:mm:ss.zzz")))
+                            .arg(a.attempt)
+                            .arg(agent, text) });
+            }
+        }
+        std::stable_sort(
+            lines.begin(), lines.end(), [](const auto &x, const auto &y) { return x.first < y.first; });
+        for (const auto &line : std::as_const(lines))
+            m_log->appendPlainText(line.second);
+    }
+}
+
+} // namespace scalelab::console

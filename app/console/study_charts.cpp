@@ -1,0 +1,201 @@
+#include "study_charts.h"
+
+#include "chart_controls.h"
+#include "journal.h"
+#include "metric_chart.h"
+#include "study_results.h"
+
+#include <QSplitter>
+#include <QTabWidget>
+#include <QVBoxLayout>
+
+#include <algorithm>
+
+namespace scalelab::app {
+namespace {
+
+using core::ConfigResult;
+using core::RunConfig;
+
+// The part of a configuration that is not its width: runs that differ only in workers
+// form one scaling line.
+QString scalingGroup(const RunConfig &c)
+{
+    return QStringLiteral("b%1 e%2 %3 %4")
+        .arg(c.batchSize)
+        .arg(c.epochs)
+        .arg(c.gpusPerWorker > 0 ? QStringLiteral("%1 GPU").arg(c.gpusPerWorker) : QStringLiteral("CPU"),
+            c.precision);
+}
+
+struct ScalingPoint {
+    int workers;
+    double wallClock; // speedup, or efficiency in percent
+    double timeToAccuracy;
+};
+
+} // namespace
+
+StudyCharts::StudyCharts(QWidget *parent)
+    : QWidget(parent)
+{
+    m_charts.loss = new MetricChart(tr("Training loss, every run"), tr("loss"));
+    m_charts.loss->setObjectName(QStringLiteral("studyLossChart"));
+    m_charts.accuracy = new MetricChart(tr("Accuracy per epoch, every run"), tr("accuracy %"));
+    m_charts.accuracy->setObjectName(QStringLiteral("studyAccuracyChart"));
+    m_charts.throughput = new MetricChart(tr("Throughput, every run"), tr("images / s"));
+    m_charts.throughput->setObjectName(QStringLiteral("studyThroughputChart"));
+    m_speedup = new MetricChart(tr("Speedup against the baseline"), tr("speedup ×"));
+    m_speedup->setObjectName(QStringLiteral("speedupChart"));
+    m_speedup->setXAxis(XAxis::Workers);
+    m_speedup->setReferenceLine(tr("ideal (linear)"), 1, 0);
+    m_efficiency = new MetricChart(tr("Scaling efficiency"), tr("efficiency %"));
+    m_efficiency->setObjectName(QStringLiteral("efficiencyChart"));
+    m_efficiency->setXAxis(XAxis::Workers);
+    m_efficiency->setReferenceLine(tr("ideal (100%)"), 0, 100);
+
+    m_controls = new ChartControls;
+    m_controls->drive({ m_charts.loss, m_charts.accuracy, m_charts.throughput },
+        { m_charts.loss, m_charts.throughput }, { m_charts.loss });
+
+    auto *scaling = new QSplitter(Qt::Horizontal);
+    scaling->addWidget(m_speedup);
+    scaling->addWidget(m_efficiency);
+    m_tabs = new QTabWidget;
+    m_tabs->setDocumentMode(true);
+    m_tabs->addTab(m_charts.loss, tr("Loss"));
+    m_tabs->addTab(m_charts.accuracy, tr("Accuracy"));
+    m_tabs->addTab(m_charts.throughput, tr("Throughput"));
+    m_tabs->addTab(scaling, tr("Speedup && efficiency"));
+
+    auto *layout = new QVBoxLayout(this);
+    layout->setContentsMargins(0, 0, 0, 0);
+    layout->addWidget(m_controls);
+    layout->addWidget(m_tabs, 1);
+}
+
+QString StudyCharts::attemptPrefix(const QString &runId, int attempt)
+{
+    return QStringLiteral("%1#%2").arg(runId).arg(attempt);
+}
+
+QString StudyCharts::runLabel(const core::RunResult &run)
+{
+    const QString shortId = run.runId.section(QLatin1Char('-'), -1); // "r03"
+    return run.config.baseline ? tr("%1 baseline").arg(shortId)
+                               : tr("%1 · %2 workers").arg(shortId).arg(run.config.workers);
+}
+
+void StudyCharts::clear()
+{
+    for (const auto &[prefix, feed] : m_feeds)
+        if (feed.added)
+            removeRunLines(m_charts, feed.lines);
+    m_feeds.clear();
+    m_speedup->removeAllSeries();
+    m_efficiency->removeAllSeries();
+    m_scalingDrawn.clear();
+}
+
+void StudyCharts::update(
+    const core::StudySnapshot &snapshot, const core::StudyResults &results, const core::Journal &journal)
+{
+    for (int i = 0; i < snapshot.runs.size(); ++i) {
+        const core::RunResult &run = snapshot.runs[i];
+        double earlierSeconds = 0; // wall-clock of the run's earlier attempts
+        for (const core::AttemptRecord &attempt : run.attempts) {
+            if (attempt.agents.isEmpty())
+                continue;
+            const QString prefix = attemptPrefix(run.runId, attempt.attempt);
+            auto [it, created] = m_feeds.try_emplace(prefix);
+            AttemptFeed &feed = it->second;
+            if (created) {
+                feed.lines.prefix = prefix;
+                feed.agent = attempt.agents.first();
+                feed.plot.secondsOffset = earlierSeconds;
+                feed.color = MetricChart::cycleColor(i);
+                feed.label = attempt.attempt > 1
+                    ? tr("%1 · attempt %2").arg(runLabel(run)).arg(attempt.attempt)
+                    : runLabel(run);
+            }
+            feedAttempt(feed, journal, run.runId, attempt.attempt);
+            earlierSeconds = feed.plot.secondsOffset + feed.plot.lastSeconds;
+        }
+    }
+    drawScaling(results);
+}
+
+void StudyCharts::feedAttempt(
+    AttemptFeed &feed, const core::Journal &journal, const QString &runId, int attempt)
+{
+    const auto events = journal.runEvents(runId, attempt, feed.agent, feed.lastSeq);
+    for (const auto &event : events) {
+        feed.lastSeq = std::max<qint64>(feed.lastSeq, event.seq());
+        if (!feed.added && (event.has_started() || event.has_step() || event.has_epoch())) {
+            // A resumed attempt says so in its legend; its line starts at the resume point.
+            QString label = feed.label;
+            if (event.has_started() && event.started().resumed_from_epoch() > 0)
+                label += tr(" (resumed after epoch %1)").arg(event.started().resumed_from_epoch());
+            addRunLines(m_charts, feed.lines, label, feed.color);
+            feed.added = true;
+        }
+        if (feed.added)
+            plotRunEvent(m_charts, feed.lines, feed.plot, event);
+    }
+}
+
+// Speedup and efficiency against workers: one line per scaling group and measure, the
+// baseline at (1, 1×, 100%) so every line starts from it.
+void StudyCharts::drawScaling(const core::StudyResults &results)
+{
+    const ConfigResult *baseline = results.baseline();
+    std::map<QString, std::vector<ScalingPoint>> speedups, efficiencies;
+    for (const ConfigResult &c : results.configs) {
+        if (&c == baseline || !c.byWallClock.available())
+            continue;
+        const QString group = scalingGroup(c.config);
+        speedups[group].push_back({ c.config.workers, c.byWallClock.speedup, c.byTimeToAccuracy.speedup });
+        efficiencies[group].push_back(
+            { c.config.workers, c.byWallClock.efficiency * 100, c.byTimeToAccuracy.efficiency * 100 });
+    }
+    QString drawn;
+    for (const auto &[group, points] : speedups)
+        for (const ScalingPoint &p : points)
+            drawn += QStringLiteral("%1/%2/%3/%4;")
+                         .arg(group)
+                         .arg(p.workers)
+                         .arg(p.wallClock)
+                         .arg(p.timeToAccuracy);
+    if (drawn == m_scalingDrawn)
+        return;
+    m_scalingDrawn = drawn;
+
+    const bool oneGroup = speedups.size() == 1;
+    const auto draw = [&](MetricChart *chart, std::map<QString, std::vector<ScalingPoint>> &groups,
+                          double atBaseline) {
+        chart->removeAllSeries();
+        int color = 0;
+        for (auto &[group, points] : groups) {
+            std::sort(points.begin(), points.end(),
+                [](const ScalingPoint &a, const ScalingPoint &b) { return a.workers < b.workers; });
+            const QColor c = MetricChart::cycleColor(color++);
+            const QString prefix = oneGroup ? QString() : group + QStringLiteral(" · ");
+            const QString wallId = group + QStringLiteral("/wall");
+            const QString ttaId = group + QStringLiteral("/tta");
+            chart->addSeries(wallId, prefix + tr("by wall-clock"), { c, Qt::SolidLine, true, false });
+            chart->addSeries(ttaId, prefix + tr("by time to accuracy"), { c, Qt::DashLine, true, false });
+            if (baseline) {
+                chart->append(wallId, MetricPoint::at(XAxis::Workers, baseline->config.workers, atBaseline));
+                chart->append(ttaId, MetricPoint::at(XAxis::Workers, baseline->config.workers, atBaseline));
+            }
+            for (const ScalingPoint &p : points) {
+                chart->append(wallId, MetricPoint::at(XAxis::Workers, p.workers, p.wallClock));
+                chart->append(ttaId, MetricPoint::at(XAxis::Workers, p.workers, p.timeToAccuracy));
+            }
+        }
+    };
+    draw(m_speedup, speedups, 1.0);
+    draw(m_efficiency, efficiencies, 100.0);
+}
+
+} // namespace scalelab::app

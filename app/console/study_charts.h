@@ -1,0 +1,73 @@
+// The study view's charts: every run of the study overlaid (loss and throughput per step,
+// train and test accuracy per epoch), one line per attempt so a retried run shows where
+// its new attempt resumed; and the study's point, speedup and efficiency against the
+// number of workers beside the ideal line, by wall-clock and by time to accuracy.
+// Fed from the journal, the durable record, so a reopened study draws exactly what a
+// live one did; each stored event is read once (update() asks only for newer ones).
+#pragma once
+
+#include "run_plot.h"
+#include "study_model.h"
+
+#include <QHash>
+#include <QWidget>
+
+#include <map>
+
+class QTabWidget;
+
+namespace scalelab::core {
+class Journal;
+struct StudyResults;
+} // namespace scalelab::core
+
+namespace scalelab::app {
+
+class ChartControls;
+class MetricChart;
+
+class StudyCharts : public QWidget {
+    Q_OBJECT
+public:
+    explicit StudyCharts(QWidget *parent = nullptr);
+
+    void clear(); // before showing another study
+    void update(
+        const core::StudySnapshot &snapshot, const core::StudyResults &results, const core::Journal &journal);
+
+    // Series ids: RunLines { attemptPrefix(run, attempt) }.loss() etc.; scaling lines by
+    // their label.
+    static QString attemptPrefix(const QString &runId, int attempt);
+    static QString runLabel(const core::RunResult &run);
+
+    ChartControls *controls() const { return m_controls; }
+    QTabWidget *tabs() const { return m_tabs; }
+    MetricChart *lossChart() const { return m_charts.loss; }
+    MetricChart *accuracyChart() const { return m_charts.accuracy; }
+    MetricChart *throughputChart() const { return m_charts.throughput; }
+    MetricChart *speedupChart() const { return m_speedup; }
+    MetricChart *efficiencyChart() const { return m_efficiency; }
+
+private:
+    struct AttemptFeed {
+        RunLines lines;
+        RunPlotState plot;
+        QString agent; // whose stored events draw the lines (rank 0's)
+        QString label;
+        QColor color;
+        qint64 lastSeq = 0;
+        bool added = false;
+    };
+    void feedAttempt(AttemptFeed &feed, const core::Journal &journal, const QString &runId, int attempt);
+    void drawScaling(const core::StudyResults &results);
+
+    ChartControls *m_controls = nullptr;
+    QTabWidget *m_tabs = nullptr;
+    RunCharts m_charts;
+    MetricChart *m_speedup = nullptr;
+    MetricChart *m_efficiency = nullptr;
+    std::map<QString, AttemptFeed> m_feeds; // by attemptPrefix
+    QString m_scalingDrawn; // what the scaling charts show, to redraw only on change
+};
+
+} // namespace scalelab::app
