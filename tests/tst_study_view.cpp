@@ -193,6 +193,13 @@ private Q_SLOTS:
         QCOMPARE(run.attempts[0].outcome, QStringLiteral("CANCELLED"));
         QCOMPARE(run.attempts[1].outcome, QStringLiteral("SUCCEEDED"));
         QCOMPARE(run.epochs.size(), 3);
+        // Each attempt is its own line, so the charts show where the retry started.
+        const auto *charts = view.charts();
+        QTRY_VERIFY_WITH_TIMEOUT(
+            charts->accuracyChart()->pointCount(
+                app::RunLines { app::StudyCharts::attemptPrefix(runId, 2) }.testAccuracy())
+                == 3 - std::size_t(run.attempts[1].resumedFromEpoch),
+            5000);
     }
 };
 
