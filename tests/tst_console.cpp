@@ -1,15 +1,20 @@
 // The console under QT_QPA_PLATFORM=offscreen: it starts a local agent, refuses bad
 // form values inline, launches a run and plots its loss as it arrives.
+#include "chart_controls.h"
 #include "cifar10.h"
 #include "main_window.h"
+#include "metric_chart.h"
 #include "test_support.h"
+#include "theme.h"
 
 #include <QApplication>
 #include <QComboBox>
 #include <QLabel>
 #include <QLineSeries>
 #include <QPushButton>
+#include <QSlider>
 #include <QSpinBox>
+#include <QTabWidget>
 #include <QTemporaryDir>
 #include <QTest>
 
@@ -88,6 +93,37 @@ private Q_SLOTS:
         const QString path = qEnvironmentVariable("SCALELAB_TEST_SCREENSHOT");
         if (!path.isEmpty())
             QVERIFY(image.save(path));
+    }
+
+    // Layout, chart controls and theme are kept in STATE_DIR/console.ini and come back;
+    // the dark palette reaches the charts.
+    void layoutAndThemeAreRemembered()
+    {
+        app::ConsoleOptions options;
+        options.agentEndpoint = QStringLiteral("127.0.0.1:1"); // nothing listens: no agent needed here
+        options.stateDir = m_tmp.filePath(QStringLiteral("console-state"));
+        options.theme = QStringLiteral("dark");
+        QVERIFY(QDir().mkpath(options.stateDir));
+        {
+            app::MainWindow window(options);
+            window.show();
+            QVERIFY(QApplication::palette().color(QPalette::Window).lightness() < 80);
+            window.chartControls()->findChild<QSlider *>(QStringLiteral("smoothingSlider"))->setValue(850);
+            window.tabs()->setCurrentIndex(1);
+            window.resize(1111, 777);
+            const QImage chart = window.lossChart()->grab().toImage();
+            QVERIFY(QColor(chart.pixel(chart.width() / 2, 4)).lightness() < 100); // dark background
+            window.close();
+        }
+        QVERIFY(QFileInfo::exists(options.stateDir + QStringLiteral("/console.ini")));
+        app::applyTheme(app::Theme::Light);
+        options.theme.clear(); // as last time
+        app::MainWindow again(options);
+        QCOMPARE(again.chartControls()->smoothing(), 0.85);
+        QCOMPARE(again.tabs()->currentIndex(), 1);
+        QCOMPARE(again.size(), QSize(1111, 777));
+        QVERIFY(QApplication::palette().color(QPalette::Window).lightness() < 80);
+        app::applyTheme(app::Theme::System);
     }
 };
 

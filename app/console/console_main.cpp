@@ -1,5 +1,6 @@
 // scalelab: the desktop console.
 #include "main_window.h"
+#include "theme.h"
 
 #include <QApplication>
 #include <QCommandLineParser>
@@ -71,6 +72,8 @@ int main(int argc, char **argv)
             QStringLiteral("id") },
         { QStringLiteral("launch-study"),
             QStringLiteral("Launch the study plan given as argument once an agent answers.") },
+        { QStringLiteral("theme"), QStringLiteral("Palette: system, light or dark (remembered)."),
+            QStringLiteral("name") },
         { QStringLiteral("no-reopen"),
             QStringLiteral("Do not reattach at start-up to the study left unfinished by the last session.") },
         { QStringLiteral("screenshot"),
@@ -122,6 +125,13 @@ int main(int argc, char **argv)
     options.openStudy = parser.value(QStringLiteral("open-study"));
     options.reopenStudies = !parser.isSet(QStringLiteral("no-reopen"));
     options.planFile = parser.positionalArguments().value(0);
+    options.theme = parser.value(QStringLiteral("theme"));
+    if (scalelab::app::Theme t;
+        !options.theme.isEmpty() && !scalelab::app::themeFromName(options.theme, &t)) {
+        std::fprintf(
+            stderr, "scalelab: unknown --theme '%s': use system, light or dark\n", qPrintable(options.theme));
+        return 2;
+    }
     options.launchStudyWhenConnected = parser.isSet(QStringLiteral("launch-study"));
 
     scalelab::app::MainWindow window(options);

@@ -5,7 +5,9 @@
 #include "run_plot.h"
 #include "run_request.h"
 #include "study_view.h"
+#include "theme.h"
 
+#include <QActionGroup>
 #include <QCloseEvent>
 #include <QComboBox>
 #include <QDoubleSpinBox>
@@ -41,6 +43,15 @@ MainWindow::MainWindow(ConsoleOptions options, QWidget *parent)
     : QMainWindow(parent)
     , m_options(std::move(options))
 {
+    // The theme first: a palette set before the event loop runs reaches only widgets
+    // created after it.
+    QString theme = m_options.theme;
+    if (theme.isEmpty() && !settingsPath().isEmpty() && QFileInfo::exists(settingsPath()))
+        theme = QSettings(settingsPath(), QSettings::IniFormat)
+                    .value(QStringLiteral("window/theme"))
+                    .toString();
+    if (!theme.isEmpty() && theme != QLatin1String("system"))
+        setTheme(theme);
     buildUi();
     buildMenus();
     restoreSettings();
@@ -226,6 +237,20 @@ void MainWindow::buildMenus()
         view->addAction(m_tabs->tabText(i).remove(QLatin1Char('&')), QKeySequence(Qt::CTRL | (Qt::Key_1 + i)),
             this, [this, i] { m_tabs->setCurrentIndex(i); });
     view->addSeparator();
+    auto *themes = view->addMenu(tr("&Theme"));
+    auto *themeGroup = new QActionGroup(themes);
+    for (const auto &[name, label] : { std::pair { QStringLiteral("system"), tr("&System") },
+             std::pair { QStringLiteral("light"), tr("&Light") },
+             std::pair { QStringLiteral("dark"), tr("&Dark") } }) {
+        QAction *a = themes->addAction(label, this, [this, name] { setTheme(name); });
+        a->setCheckable(true);
+        a->setData(name);
+        themeGroup->addAction(a);
+    }
+    connect(themes, &QMenu::aboutToShow, this, [this, themeGroup] {
+        for (QAction *a : themeGroup->actions())
+            a->setChecked(a->data().toString() == m_theme);
+    });
     view->addAction(tr("&Full screen"), QKeySequence::FullScreen, this,
         [this] { setWindowState(windowState() ^ Qt::WindowFullScreen); });
 
@@ -284,10 +309,18 @@ void MainWindow::saveSettings() const
     settings.setValue(QStringLiteral("window/geometry"), saveGeometry());
     settings.setValue(QStringLiteral("window/state"), saveState());
     settings.setValue(QStringLiteral("window/tab"), m_tabs->currentIndex());
-    settings.setValue(QStringLiteral("charts/xAxis"), int(m_chartControls->xAxis()));
-    settings.setValue(QStringLiteral("charts/smoothing"), m_chartControls->smoothing());
-    settings.setValue(QStringLiteral("charts/logScale"), m_chartControls->logScale());
+    settings.setValue(QStringLiteral("window/theme"), m_theme);
+    m_chartControls->save(settings, QStringLiteral("charts"));
     m_studyView->saveSettings(settings);
+}
+
+void MainWindow::setTheme(const QString &name)
+{
+    Theme theme = Theme::System;
+    if (!themeFromName(name, &theme))
+        return; // --theme is checked on the command line; a hand-edited settings file is ignored
+    m_theme = themeName(theme);
+    applyTheme(theme);
 }
 
 void MainWindow::restoreSettings()
@@ -298,10 +331,7 @@ void MainWindow::restoreSettings()
     restoreGeometry(settings.value(QStringLiteral("window/geometry")).toByteArray());
     restoreState(settings.value(QStringLiteral("window/state")).toByteArray());
     m_tabs->setCurrentIndex(settings.value(QStringLiteral("window/tab"), 0).toInt());
-    m_chartControls->setXAxis(XAxis(settings.value(QStringLiteral("charts/xAxis"), 0).toInt()));
-    m_chartControls->setSmoothing(
-        settings.value(QStringLiteral("charts/smoothing"), ChartControls::kDefaultSmoothing).toDouble());
-    m_chartControls->setLogScale(settings.value(QStringLiteral("charts/logScale"), false).toBool());
+    m_chartControls->restore(settings, QStringLiteral("charts"));
     m_studyView->restoreSettings(settings);
 }
 
@@ -358,6 +388,7 @@ QWidget *MainWindow::buildCharts()
 
     // One set of controls for every chart, as TensorBoard's sidebar.
     m_chartControls = new ChartControls;
+    m_chartControls->setObjectName(QStringLiteral("runChartControls"));
     m_chartControls->drive({ m_lossChart, m_accuracyChart, m_throughputChart },
         { m_lossChart, m_throughputChart }, { m_lossChart });
     m_clearRunsButton = new QPushButton(tr("Clear earlier runs"));

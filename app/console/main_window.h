@@ -53,6 +53,7 @@ struct ConsoleOptions {
     QString openStudy;
     QString planFile; // loaded into the study designer
     bool launchStudyWhenConnected = false; // launch the designer's plan once an agent answers
+    QString theme; // "system" | "light" | "dark"; empty = as last time
 };
 
 class MainWindow : public QMainWindow {
@@ -70,6 +71,7 @@ public:
     MetricChart *accuracyChart() const { return m_accuracyChart; }
     MetricChart *throughputChart() const { return m_throughputChart; }
     console::StudyView *studyView() const { return m_studyView; }
+    ChartControls *chartControls() const { return m_chartControls; }
     QTabWidget *tabs() const { return m_tabs; }
     // Window layout, chart controls and the study form, kept in STATE_DIR/console.ini.
     QString settingsPath() const;
@@ -91,6 +93,7 @@ private:
     void saveSettings() const;
     void restoreSettings();
     void reopenStudy();
+    void setTheme(const QString &name);
     void buildUi();
     QWidget *buildCharts();
     void addRunToCharts(const QString &runId, const QString &label);
@@ -140,6 +143,7 @@ private:
     console::StudyView *m_studyView = nullptr;
     QTabWidget *m_tabs = nullptr;
     bool m_studyReopened = false; // the start-up reattach is done once
+    QString m_theme = QStringLiteral("system");
 };
 
 } // namespace scalelab::app

@@ -55,6 +55,7 @@ StudyCharts::StudyCharts(QWidget *parent)
     m_efficiency->setReferenceLine(tr("ideal (100%)"), 0, 100);
 
     m_controls = new ChartControls;
+    m_controls->setObjectName(QStringLiteral("studyChartControls"));
     m_controls->drive({ m_charts.loss, m_charts.accuracy, m_charts.throughput },
         { m_charts.loss, m_charts.throughput }, { m_charts.loss });
 

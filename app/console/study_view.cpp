@@ -1,5 +1,6 @@
 #include "study_view.h"
 
+#include "chart_controls.h"
 #include "report.h"
 #include "run_details.h"
 #include "study_charts.h"
@@ -629,6 +630,7 @@ void StudyView::saveSettings(QSettings &settings) const
     settings.setValue(QStringLiteral("study/split"), m_split->saveState());
     settings.setValue(QStringLiteral("study/lastStudy"), m_studyId);
     settings.setValue(QStringLiteral("study/chartTab"), m_charts->tabs()->currentIndex());
+    m_charts->controls()->save(settings, QStringLiteral("studyCharts"));
     settings.setValue(QStringLiteral("study/plan"), QString::fromUtf8(planToJson([this] {
         QStringList ignored;
         return planFromForm(&ignored);
@@ -639,6 +641,7 @@ void StudyView::restoreSettings(const QSettings &settings)
 {
     m_split->restoreState(settings.value(QStringLiteral("study/split")).toByteArray());
     m_charts->tabs()->setCurrentIndex(settings.value(QStringLiteral("study/chartTab"), 0).toInt());
+    m_charts->controls()->restore(settings, QStringLiteral("studyCharts"));
     QStringList problems;
     if (const auto plan
         = parsePlanJson(settings.value(QStringLiteral("study/plan")).toString().toUtf8(), &problems))

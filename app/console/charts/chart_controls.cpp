@@ -6,6 +6,7 @@
 #include <QComboBox>
 #include <QHBoxLayout>
 #include <QLabel>
+#include <QSettings>
 #include <QSlider>
 
 namespace scalelab::app {
@@ -100,6 +101,20 @@ void ChartControls::setSmoothing(double weight)
 {
     m_smoothing->setValue(int(std::lround(std::clamp(weight, 0.0, 0.999) * 1000)));
     apply(); // also when the value did not change, so the label is set
+}
+
+void ChartControls::save(QSettings &settings, const QString &group) const
+{
+    settings.setValue(group + QStringLiteral("/xAxis"), int(xAxis()));
+    settings.setValue(group + QStringLiteral("/smoothing"), smoothing());
+    settings.setValue(group + QStringLiteral("/logScale"), logScale());
+}
+
+void ChartControls::restore(const QSettings &settings, const QString &group)
+{
+    setXAxis(XAxis(settings.value(group + QStringLiteral("/xAxis"), int(XAxis::Step)).toInt()));
+    setSmoothing(settings.value(group + QStringLiteral("/smoothing"), kDefaultSmoothing).toDouble());
+    setLogScale(settings.value(group + QStringLiteral("/logScale"), false).toBool());
 }
 
 bool ChartControls::logScale() const

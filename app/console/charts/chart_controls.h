@@ -14,6 +14,7 @@ class QCheckBox;
 class QComboBox;
 class QHBoxLayout;
 class QLabel;
+class QSettings;
 class QSlider;
 
 namespace scalelab::app {
@@ -38,6 +39,10 @@ public:
     void setSmoothing(double weight);
     bool logScale() const;
     void setLogScale(bool on);
+
+    // Kept under `group` in settings (x axis, smoothing, log scale).
+    void save(QSettings &settings, const QString &group) const;
+    void restore(const QSettings &settings, const QString &group);
 
     // Room for a view's own buttons, right-aligned after the controls.
     QHBoxLayout *trailing() const { return m_trailing; }
