@@ -79,7 +79,7 @@ AgentClient *StudyRunner::client(const QString &agent)
     if (!m_agents.contains(agent))
         return nullptr;
     const AgentEndpoint &e = m_agents.value(agent);
-    auto created = std::make_unique<AgentClient>(e.address, e.token);
+    auto created = std::make_unique<AgentClient>(e.address, e.token, e.tls.orEnvironment());
     AgentClient *raw = created.get();
     m_clients.emplace(agent, std::move(created));
     return raw;

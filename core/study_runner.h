@@ -30,6 +30,7 @@ struct AgentEndpoint {
     QString name; // how the journal names it; the address unless told otherwise
     QString address; // HOST:PORT
     QString token;
+    AgentTls tls = {}; // no CA file: SCALELAB_TLS_* from the environment, as before
 };
 
 class StudyRunner : public QObject {

@@ -28,8 +28,9 @@ class QSlider;
 class QSpinBox;
 
 namespace scalelab::console {
+class AgentsView;
 class StudyView;
-}
+} // namespace scalelab::console
 
 namespace scalelab::app {
 
@@ -39,7 +40,7 @@ struct ConsoleOptions {
     QString agentEndpoint; // empty = start a local agent
     QString token;
     core::LocalAgentOptions localAgent;
-    QString stateDir; // the study journal (journal.sqlite); empty = no study panel
+    QString stateDir; // the study journal (journal.sqlite) and agents.json; empty = neither
     // Form presets; with launchWhenConnected the run starts as soon as the agent answers.
     QString dataset;
     int workers = 1;
@@ -62,6 +63,7 @@ public:
     MetricChart *lossChart() const { return m_lossChart; }
     MetricChart *accuracyChart() const { return m_accuracyChart; }
     MetricChart *throughputChart() const { return m_throughputChart; }
+    console::AgentsView *agentsView() const { return m_agentsView; }
 
 public Q_SLOTS:
     void connectToAgent();
@@ -87,7 +89,7 @@ private:
     template <typename Work, typename Done> void inBackground(Work work, Done done);
 
     ConsoleOptions m_options;
-    std::unique_ptr<core::LocalAgent> m_localAgent;
+    core::LocalAgent *m_localAgent = nullptr; // owned by the Agents tab
     std::shared_ptr<core::AgentClient> m_client;
     bool m_connected = false;
     std::unique_ptr<core::RunWatch> m_watch;
@@ -122,6 +124,7 @@ private:
     QPushButton *m_clearRunsButton = nullptr;
     QPlainTextEdit *m_log = nullptr;
     console::StudyView *m_studyView = nullptr;
+    console::AgentsView *m_agentsView = nullptr;
 };
 
 } // namespace scalelab::app
