@@ -14,36 +14,43 @@ constexpr qint64 kRedescribeMs = 10'000; // free slots and data sets change whil
 
 // gRPC's transport messages ("failed to connect to all addresses; last error: UNKNOWN:
 // ipv4:127.0.0.1:1: Failed to connect to remote host: Connection refused") in words.
-QString plainReason(const QString &detail, const QString &address)
+struct Reason {
+    QString words; // short, for the table
+    QString advice; // a sentence, for the details
+};
+
+Reason plainReason(const QString &detail, const QString &address)
 {
     const QString d = detail.toLower();
     const QString port = address.section(QLatin1Char(':'), -1);
     const QString host = address.left(address.size() - port.size() - 1);
-    if (d.contains(QLatin1String("connection refused")))
-        return QStringLiteral("connection refused: nothing listens on port %1 of %2 (is scalelab-agent "
-                              "running there, on this port?)")
-            .arg(port, host);
-    if (d.contains(QLatin1String("dns")) || d.contains(QLatin1String("name or service not known"))
-        || d.contains(QLatin1String("not found")) || d.contains(QLatin1String("resolve")))
-        return QStringLiteral("the host name '%1' does not resolve (typo, or not on this network?)")
-            .arg(host);
-    if (d.contains(QLatin1String("no route to host")))
-        return QStringLiteral("no route to host %1 (is it up, and on this network?)").arg(host);
-    if (d.contains(QLatin1String("network is unreachable")))
-        return QStringLiteral("the network is unreachable from this computer");
-    if (d.contains(QLatin1String("ssl")) || d.contains(QLatin1String("tls"))
-        || d.contains(QLatin1String("handshake")) || d.contains(QLatin1String("certificate")))
-        return QStringLiteral("the TLS handshake failed: does the agent use TLS, and do the CA file and "
-                              "server name match its certificate?");
-    if (d.contains(QLatin1String("socket closed")) || d.contains(QLatin1String("connection reset"))
-        || d.contains(QLatin1String("end of tcp stream")) || d.contains(QLatin1String("eof")))
-        return QStringLiteral("the agent closed the connection (an agent with TLS reached without it, or "
-                              "the other way round?)");
-    if (d.contains(QLatin1String("timed out")) || d.contains(QLatin1String("timeout")))
-        return QStringLiteral("the connection timed out (host down, or a firewall in the way?)");
-    if (d.contains(QLatin1String("shutting down")))
-        return QStringLiteral("the agent is shutting down");
-    return detail.isEmpty() ? QStringLiteral("no connection") : detail;
+    const auto has = [&d](const char *text) { return d.contains(QLatin1String(text)); };
+    if (has("connection refused"))
+        return { QStringLiteral("connection refused"),
+            QStringLiteral("Nothing listens on port %1 of %2: is scalelab-agent running there, on this port?")
+                .arg(port, host) };
+    if (has("dns") || has("name or service not known") || has("not found") || has("resolve"))
+        return { QStringLiteral("unknown host '%1'").arg(host),
+            QStringLiteral("The host name does not resolve: a typo, or a host on another network?") };
+    if (has("no route to host"))
+        return { QStringLiteral("no route to host"),
+            QStringLiteral("Is %1 up, and on this network?").arg(host) };
+    if (has("network is unreachable"))
+        return { QStringLiteral("network unreachable"),
+            QStringLiteral("This computer has no route to that network.") };
+    if (has("ssl") || has("tls") || has("handshake") || has("certificate"))
+        return { QStringLiteral("TLS handshake failed"),
+            QStringLiteral(
+                "Does the agent use TLS, and do the CA file and server name match its certificate?") };
+    if (has("socket closed") || has("connection reset") || has("end of tcp stream") || has("eof"))
+        return { QStringLiteral("connection closed by the agent"),
+            QStringLiteral("An agent with TLS reached without it, or the other way round?") };
+    if (has("timed out") || has("timeout"))
+        return { QStringLiteral("connection timed out"),
+            QStringLiteral("Host down, or a firewall in the way?") };
+    if (has("shutting down"))
+        return { QStringLiteral("the agent is shutting down"), {} };
+    return { QStringLiteral("no connection"), detail };
 }
 } // namespace
 
@@ -104,41 +111,47 @@ AgentStatus NodeMonitor::statusFor(const CallResult &result, const AgentEndpoint
         return s;
     case grpc::StatusCode::UNAUTHENTICATED:
         s.state = AgentStatus::Unauthenticated;
-        s.words = endpoint.token.isEmpty()
-            ? QStringLiteral("unauthenticated: the agent requires a token and none is set for it")
-            : QStringLiteral("unauthenticated: token rejected (the agent expects another token: copy "
-                             "it from the agent's token file)");
+        s.words = endpoint.token.isEmpty() ? QStringLiteral("unauthenticated: no token given")
+                                           : QStringLiteral("unauthenticated: token rejected");
+        s.advice = endpoint.token.isEmpty()
+            ? QStringLiteral("The agent requires a token: copy it from the agent's token file.")
+            : QStringLiteral("The agent expects another token: copy it from the agent's token file.");
         return s;
     case grpc::StatusCode::UNAVAILABLE: {
-        const int open = detail.indexOf(QLatin1Char('(')), close = detail.lastIndexOf(QLatin1Char(')'));
+        const int open = int(detail.indexOf(QLatin1Char('('))),
+                  close = int(detail.lastIndexOf(QLatin1Char(')')));
         if (open >= 0 && close > open)
             detail = detail.mid(open + 1, close - open - 1);
+        const Reason reason = plainReason(detail, endpoint.address);
         s.state = AgentStatus::Unreachable;
-        s.words = QStringLiteral("unreachable: ") + plainReason(detail, endpoint.address);
+        s.words = QStringLiteral("unreachable: ") + reason.words;
+        s.advice = reason.advice;
         return s;
     }
     case grpc::StatusCode::DEADLINE_EXCEEDED:
         s.state = AgentStatus::Unreachable;
-        s.words = QStringLiteral("unreachable: no answer within %1 s (host down, network or firewall "
-                                 "trouble, or the agent is overloaded)")
-                      .arg(kDescribeTimeoutMs / 1000);
+        s.words = QStringLiteral("unreachable: no answer within %1 s").arg(kDescribeTimeoutMs / 1000);
+        s.advice = QStringLiteral("Host down, network or firewall trouble, or the agent is overloaded.");
         return s;
     case grpc::StatusCode::FAILED_PRECONDITION:
         s.state = AgentStatus::Misconfigured;
-        s.words = QStringLiteral("TLS settings unusable: ") + detail;
+        s.words = QStringLiteral("TLS settings unusable");
+        s.advice = detail;
         return s;
     case grpc::StatusCode::PERMISSION_DENIED:
         s.state = AgentStatus::Unauthenticated;
-        s.words = QStringLiteral("permission denied: ") + detail;
+        s.words = QStringLiteral("permission denied");
+        s.advice = detail;
         return s;
     case grpc::StatusCode::UNIMPLEMENTED:
         s.state = AgentStatus::Failed;
-        s.words = QStringLiteral("incompatible agent: it lacks a call this console needs (an older "
-                                 "scalelab-agent?)");
+        s.words = QStringLiteral("incompatible agent");
+        s.advice = QStringLiteral("It lacks a call this console needs: an older scalelab-agent?");
         return s;
     default:
         s.state = AgentStatus::Failed;
-        s.words = QStringLiteral("error: ") + detail;
+        s.words = QStringLiteral("error");
+        s.advice = detail;
         return s;
     }
 }
@@ -234,7 +247,7 @@ void NodeMonitor::loop()
             result = { grpc::StatusCode::FAILED_PRECONDITION, client.setupError() };
         } else {
             if (m_failures == 0)
-                report({ AgentStatus::Connecting, QStringLiteral("connecting…"), 0 });
+                report({ AgentStatus::Connecting, QStringLiteral("connecting…"), {}, 0 });
             v1::DescribeResponse inventory;
             result = describe(client, &inventory);
             if (result.ok()) {

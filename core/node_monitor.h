@@ -30,7 +30,8 @@ namespace scalelab::core {
 struct AgentStatus {
     enum State { Stopped, Connecting, Connected, Unreachable, Unauthenticated, Misconfigured, Failed };
     State state = Stopped;
-    QString words; // "connected", "unreachable: connection refused …", "unauthenticated: token rejected …"
+    QString words; // short: "connected", "unreachable: connection refused", "unauthenticated: token rejected"
+    QString advice; // what to check or do about it, in a sentence (may be empty)
     int retryInMs = 0; // when the next attempt is due (0: none planned)
     bool ok() const { return state == Connected; }
 };

@@ -255,6 +255,13 @@ private Q_SLOTS:
         QTest::keyClicks(name, QStringLiteral("fresh"));
         QCOMPARE(dialog.validateAll(), 0);
         QCOMPARE(dialog.config().address, QStringLiteral("foo:50051"));
+        if (const QString dir = qEnvironmentVariable("SCALELAB_SCREENSHOT_DIR"); !dir.isEmpty()) {
+            address->clear();
+            QTest::keyClicks(address, QStringLiteral("gpu-node-1"));
+            dialog.adjustSize();
+            dialog.grab().save(dir + QStringLiteral("/agent_dialog.png"));
+            address->setText(QStringLiteral("foo:50051"));
+        }
         dialog.accept();
         QCOMPARE(dialog.result(), int(QDialog::Accepted));
     }
@@ -299,6 +306,18 @@ private Q_SLOTS:
         console::AgentsView reopened;
         QVERIFY(reopened.openRegistry(state, &error));
         QCOMPARE(reopened.agentNames(), QStringList { QStringLiteral("node-a") });
+        // More rows for the picture: a wrong token and an address nobody answers.
+        QVERIFY(view.addAgent(
+            agent(QStringLiteral("wrong-token"), m_agent.endpoint(), QStringLiteral("x")), &error));
+        QVERIFY(view.addAgent(
+            agent(QStringLiteral("gpu-node-7"), QStringLiteral("127.0.0.1:%1").arg(closedPort()), {}),
+            &error));
+        QTRY_VERIFY_WITH_TIMEOUT(
+            view.stateText(QStringLiteral("gpu-node-7")).startsWith(QLatin1String("unreachable")), 10000);
+        QTRY_VERIFY_WITH_TIMEOUT(
+            view.stateText(QStringLiteral("wrong-token")).contains(QLatin1String("token rejected")), 10000);
+        QCOMPARE(view.reachableAgents().size(), 1);
+        view.select(QStringLiteral("node-a"));
         screenshot(view, QStringLiteral("agents_view"));
     }
 

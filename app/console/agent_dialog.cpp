@@ -78,13 +78,23 @@ AgentDialog::AgentDialog(
     tokenRow->addWidget(showToken);
     tokenRow->addWidget(tokenFile);
 
+    // Each field with its error line right under it (hidden: no gap).
+    const auto withError = [&errorLabel](QWidget *field, QLayout *fieldLayout, const QString &name) {
+        auto *cell = new QWidget;
+        auto *v = new QVBoxLayout(cell);
+        v->setContentsMargins(0, 0, 0, 0);
+        v->setSpacing(2);
+        if (field)
+            v->addWidget(field);
+        else
+            v->addLayout(fieldLayout);
+        v->addWidget(errorLabel(name));
+        return cell;
+    };
     auto *form = new QFormLayout;
-    form->addRow(tr("Name"), m_name);
-    form->addRow(QString(), errorLabel(QStringLiteral("name")));
-    form->addRow(tr("Address"), m_address);
-    form->addRow(QString(), errorLabel(QStringLiteral("address")));
-    form->addRow(tr("Token"), tokenRow);
-    form->addRow(QString(), errorLabel(QStringLiteral("token")));
+    form->addRow(tr("Name"), withError(m_name, nullptr, QStringLiteral("name")));
+    form->addRow(tr("Address"), withError(m_address, nullptr, QStringLiteral("address")));
+    form->addRow(tr("Token"), withError(nullptr, tokenRow, QStringLiteral("token")));
 
     m_tls = new QGroupBox(tr("TLS (needed for an agent off this computer)"));
     m_tls->setObjectName(QStringLiteral("tlsGroup"));
@@ -101,12 +111,9 @@ AgentDialog::AgentDialog(
     m_serverName = new QLineEdit(initial.tls.serverName);
     m_serverName->setPlaceholderText(tr("optional: name in the agent's certificate, if not the host"));
     auto *tlsForm = new QFormLayout(m_tls);
-    tlsForm->addRow(tr("CA file"), caRow);
-    tlsForm->addRow(QString(), errorLabel(QStringLiteral("tls.ca")));
-    tlsForm->addRow(tr("Client certificate"), certRow);
-    tlsForm->addRow(QString(), errorLabel(QStringLiteral("tls.cert")));
-    tlsForm->addRow(tr("Client key"), keyRow);
-    tlsForm->addRow(QString(), errorLabel(QStringLiteral("tls.key")));
+    tlsForm->addRow(tr("CA file"), withError(caRow, nullptr, QStringLiteral("tls.ca")));
+    tlsForm->addRow(tr("Client certificate"), withError(certRow, nullptr, QStringLiteral("tls.cert")));
+    tlsForm->addRow(tr("Client key"), withError(keyRow, nullptr, QStringLiteral("tls.key")));
     tlsForm->addRow(tr("Server name"), m_serverName);
 
     m_enabled = new QCheckBox(tr("Connect to this agent"));

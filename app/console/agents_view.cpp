@@ -69,7 +69,8 @@ QColor levelColor(double fraction, const QPalette &palette)
         return dark ? QColor(0xef, 0x53, 0x50) : QColor(0xd3, 0x2f, 0x2f);
     if (fraction >= 0.7)
         return dark ? QColor(0xff, 0xb7, 0x4d) : QColor(0xf5, 0x7c, 0x00);
-    return dark ? QColor(0x4f, 0xc3, 0xf7) : QColor(0x19, 0x76, 0xd2);
+    // Green, not blue: a blue bar would vanish in a selected (highlighted) row.
+    return dark ? QColor(0x66, 0xbb, 0x6a) : QColor(0x38, 0x8e, 0x3c);
 }
 
 QString gib(qint64 bytes)
@@ -82,7 +83,7 @@ QString gib(qint64 bytes)
 class GaugeDelegate : public QStyledItemDelegate {
 public:
     using QStyledItemDelegate::QStyledItemDelegate;
-    static constexpr int kBarsWidth = 84;
+    static constexpr int kBarsWidth = 64;
 
     void paint(QPainter *painter, const QStyleOptionViewItem &option, const QModelIndex &index) const override
     {
@@ -218,18 +219,21 @@ void AgentsView::buildUi()
         m_table->setItemDelegateForColumn(c, gauges);
     auto *header = m_table->horizontalHeader();
     header->setSectionResizeMode(QHeaderView::Interactive);
-    header->setSectionResizeMode(StateColumn, QHeaderView::Stretch);
+    // The state in words is what matters most: never clipped; data sets take what is left.
+    header->setSectionResizeMode(StateColumn, QHeaderView::ResizeToContents);
+    header->setSectionResizeMode(DataColumn, QHeaderView::Stretch);
     header->setMinimumSectionSize(60);
     const QFontMetrics fm(font());
     const auto widthOf
         = [&fm](const char *sample) { return fm.horizontalAdvance(QLatin1String(sample)) + 24; };
-    m_table->setColumnWidth(NameColumn, widthOf("gpu-node-1 (started by the console)"));
-    m_table->setColumnWidth(HostColumn, widthOf("node-name · 128 cores · 1007 GiB"));
+    // Widths for typical contents.
+    m_table->setColumnWidth(NameColumn, widthOf("local-1 (started by the console)"));
+    m_table->setColumnWidth(HostColumn, widthOf("node-name · 64 cores · 503 GiB"));
     m_table->setColumnWidth(CpuColumn, GaugeDelegate::kBarsWidth + widthOf("100%"));
-    m_table->setColumnWidth(MemoryColumn, GaugeDelegate::kBarsWidth + widthOf("1007/1007 GiB"));
-    m_table->setColumnWidth(GpuColumn, GaugeDelegate::kBarsWidth + widthOf("8 × 100% · 80 GiB"));
-    m_table->setColumnWidth(DataColumn, widthOf("cifar-10, synthetic"));
-    m_table->setColumnWidth(SlotsColumn, widthOf("Free slots"));
+    m_table->setColumnWidth(MemoryColumn, GaugeDelegate::kBarsWidth + widthOf("503/503 GiB"));
+    m_table->setColumnWidth(GpuColumn, GaugeDelegate::kBarsWidth + widthOf("100% · 80/80 GiB"));
+    m_table->setColumnWidth(DataColumn, widthOf("cifar-10, synth"));
+    m_table->setColumnWidth(SlotsColumn, widthOf("Free slots") - 12);
     connect(m_table, &QTableWidget::itemSelectionChanged, this, [this] {
         updateDetails();
         updateActions();
@@ -432,7 +436,7 @@ void AgentsView::addNode(const core::AgentConfig &config, const QString &origin)
     if (n.config.enabled)
         startMonitor(n);
     else
-        n.status = { core::AgentStatus::Stopped, tr("disabled (not contacted)"), 0 };
+        n.status = { core::AgentStatus::Stopped, tr("disabled (not contacted)"), {}, 0 };
     updateRow(n);
     if (m_table->currentRow() < 0)
         m_table->selectRow(row);
@@ -451,7 +455,7 @@ void AgentsView::startMonitor(Node &node)
     connect(node.monitor.get(), &core::NodeMonitor::inventoryChanged, this,
         [this, n](const v1::DescribeResponse &inventory) { onInventory(n, inventory); });
     connect(node.monitor.get(), &core::NodeMonitor::samplesArrived, this, [this, n] { onSamples(n); });
-    node.status = { core::AgentStatus::Connecting, tr("connecting…"), 0 };
+    node.status = { core::AgentStatus::Connecting, tr("connecting…"), {}, 0 };
     node.monitor->start();
 }
 
@@ -567,7 +571,9 @@ void AgentsView::updateRow(const Node &node)
     QString words = node.status.words;
     if (node.status.retryInMs > 0)
         words += tr(" — retrying in %1 s").arg((node.status.retryInMs + 999) / 1000);
-    set(StateColumn, words)->setForeground(stateColor(node.status.state, palette()));
+    set(StateColumn, words,
+        node.status.advice.isEmpty() ? words : words + QLatin1Char('\n') + node.status.advice)
+        ->setForeground(stateColor(node.status.state, palette()));
 
     const auto *inv = node.inventory ? &*node.inventory : nullptr;
     set(HostColumn,
@@ -641,6 +647,8 @@ void AgentsView::updateDetails()
                            stateColor(n->status.state, palette()).name(), n->status.words.toHtmlEscaped());
     if (n->status.retryInMs > 0)
         html += tr(" (retrying in %1 s)").arg((n->status.retryInMs + 999) / 1000);
+    if (!n->status.advice.isEmpty())
+        html += QStringLiteral("<br>") + n->status.advice.toHtmlEscaped();
     if (const auto *inv = n->inventory ? &*n->inventory : nullptr) {
         html += tr("<p><b>%1</b>, agent %2<br>%3 CPU cores, %4 GiB memory<br>%5 free slot(s), %6 run(s) "
                    "known</p>")
@@ -794,28 +802,25 @@ bool AgentsView::removeAgent(const QString &name, QString *error)
 
 void AgentsView::addFromDialog()
 {
-    core::AgentConfig initial;
-    AgentDialog dialog(&m_registry, -1, initial, this);
-    while (dialog.exec() == QDialog::Accepted) {
-        QString error;
-        if (addAgent(dialog.config(), &error))
-            return;
-        QMessageBox::warning(this, tr("Agent not added"), error);
-    }
+    runDialog(QString());
 }
 
 void AgentsView::editFromDialog()
 {
-    const Node *n = selected();
-    if (!n || !n->origin.isEmpty())
-        return;
-    const QString name = n->config.name;
-    AgentDialog dialog(&m_registry, m_registry.indexOf(name), n->config, this);
+    if (const Node *n = selected(); n && n->origin.isEmpty())
+        runDialog(n->config.name);
+}
+
+void AgentsView::runDialog(const QString &editing)
+{
+    const int index = editing.isEmpty() ? -1 : m_registry.indexOf(editing);
+    AgentDialog dialog(
+        &m_registry, index, index < 0 ? core::AgentConfig {} : m_registry.agents().at(index), this);
     while (dialog.exec() == QDialog::Accepted) {
         QString error;
-        if (editAgent(name, dialog.config(), &error))
+        if (index < 0 ? addAgent(dialog.config(), &error) : editAgent(editing, dialog.config(), &error))
             return;
-        QMessageBox::warning(this, tr("Agent not changed"), error);
+        QMessageBox::warning(this, index < 0 ? tr("Agent not added") : tr("Agent not changed"), error);
     }
 }
 

@@ -106,6 +106,7 @@ private:
     void emitIfReachableChanged();
     void addFromDialog();
     void editFromDialog();
+    void runDialog(const QString &editing); // empty: a new agent
     void removeSelected();
     void startLocalFromAction();
     bool saveRegistry(QString *error);
