@@ -31,6 +31,9 @@ struct AgentTls {
     QString serverName; // name to check in the agent's certificate; empty = the host
     bool enabled() const { return !caFile.isEmpty(); }
     static AgentTls fromEnvironment();
+    // These settings when TLS is on here (a CA file), else fromEnvironment(): a per-agent
+    // setting wins and SCALELAB_TLS_* stays the default for agents without one.
+    AgentTls orEnvironment() const { return enabled() ? *this : fromEnvironment(); }
 };
 
 class AgentClient {

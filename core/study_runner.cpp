@@ -66,8 +66,15 @@ StudyRunner::~StudyRunner()
 void StudyRunner::setAgents(const QList<AgentEndpoint> &agents)
 {
     for (const auto &a : agents) {
+        const auto known = m_agents.constFind(a.name);
+        if (known != m_agents.constEnd() && known->address == a.address && known->token == a.token)
+            continue; // unchanged: keep the client (and the streams that use it)
         m_agents.insert(a.name, a);
-        m_clients.erase(a.name);
+        // A stream may still use the old client: it is retired, not destroyed.
+        if (auto it = m_clients.find(a.name); it != m_clients.end()) {
+            m_retiredClients.push_back(std::move(it->second));
+            m_clients.erase(it);
+        }
     }
 }
 
@@ -79,7 +86,7 @@ AgentClient *StudyRunner::client(const QString &agent)
     if (!m_agents.contains(agent))
         return nullptr;
     const AgentEndpoint &e = m_agents.value(agent);
-    auto created = std::make_unique<AgentClient>(e.address, e.token);
+    auto created = std::make_unique<AgentClient>(e.address, e.token, e.tls.orEnvironment());
     AgentClient *raw = created.get();
     m_clients.emplace(agent, std::move(created));
     return raw;

@@ -30,6 +30,7 @@ struct AgentEndpoint {
     QString name; // how the journal names it; the address unless told otherwise
     QString address; // HOST:PORT
     QString token;
+    AgentTls tls = {}; // no CA file: SCALELAB_TLS_* from the environment, as before
 };
 
 class StudyRunner : public QObject {
@@ -101,6 +102,7 @@ private:
     QTimer m_timer;
     QMap<QString, AgentEndpoint> m_agents;
     std::map<QString, std::unique_ptr<AgentClient>> m_clients;
+    std::vector<std::unique_ptr<AgentClient>> m_retiredClients; // replaced by setAgents(), maybe still in use
     // Watches of the open attempt of each run, one per portion.
     std::map<QString, std::vector<PortionWatch>> m_watches;
     QList<NodeCapacity> m_capacity;

@@ -1,5 +1,6 @@
 #include "main_window.h"
 
+#include "agents_view.h"
 #include "chart_controls.h"
 #include "metric_chart.h"
 #include "run_plot.h"
@@ -70,6 +71,11 @@ MainWindow::MainWindow(ConsoleOptions options, QWidget *parent)
 
 MainWindow::~MainWindow()
 {
+    // The study runner stops before the local agent it drives runs on (the Agents tab
+    // owns it), so closing the console is not taken for an agent failure.
+    disconnect(m_agentsView, nullptr, this, nullptr);
+    delete m_studyView;
+    m_studyView = nullptr;
     m_watch.reset();
     QThreadPool::globalInstance()->waitForDone();
 }
@@ -91,8 +97,9 @@ void MainWindow::buildUi()
     auto *agentBox = new QGroupBox(tr("Agent"));
     m_agentEdit = new QLineEdit(m_options.agentEndpoint);
     m_agentEdit->setObjectName(QStringLiteral("agentEdit"));
-    m_agentEdit->setPlaceholderText(tr("local agent (started by the console)"));
-    m_agentEdit->setToolTip(tr("HOST:PORT of a scalelab-agent; leave empty to run one on this computer"));
+    m_agentEdit->setPlaceholderText(tr("first agent of the Agents tab, else a local one"));
+    m_agentEdit->setToolTip(tr("HOST:PORT of a scalelab-agent; leave empty for the first agent of the "
+                               "Agents tab, or (with none there) one started on this computer"));
     m_connectButton = new QPushButton(tr("Connect"));
     connect(m_connectButton, &QPushButton::clicked, this, &MainWindow::connectToAgent);
     m_agentLabel = new QLabel(tr("not connected"));
@@ -208,10 +215,27 @@ void MainWindow::buildUi()
         if (!m_studyView->openJournal(m_options.stateDir, &error))
             m_log->appendPlainText(tr("error: study journal: %1").arg(error));
     }
+    // Agents: the saved list (STATE/agents.json), their state and live utilization; the
+    // Study tab plans on those that answer.
+    m_agentsView = new console::AgentsView;
+    m_agentsView->setLocalAgentOptions(m_options.localAgent);
+    connect(m_agentsView, &console::AgentsView::agentsChanged, m_studyView, &console::StudyView::setAgents);
+    // Studies are reopened (or launched) once the agents they run on answer.
+    connect(m_agentsView, &console::AgentsView::agentsChanged, this,
+        [this](const QList<core::AgentEndpoint> &reachable) {
+            if (!reachable.isEmpty())
+                reopenStudy();
+        });
+    if (!m_options.stateDir.isEmpty()) {
+        QString error;
+        if (!m_agentsView->openRegistry(m_options.stateDir, &error))
+            m_log->appendPlainText(tr("error: agent list: %1").arg(error));
+    }
     m_tabs = new QTabWidget;
     m_tabs->setObjectName(QStringLiteral("mainTabs"));
     m_tabs->addTab(split, tr("&Run"));
     m_tabs->addTab(m_studyView, tr("&Study"));
+    m_tabs->addTab(m_agentsView, tr("A&gents"));
     setCentralWidget(m_tabs);
     resize(1280, 760);
 }
@@ -468,17 +492,26 @@ void MainWindow::connectToAgent()
     m_launchButton->setEnabled(false);
     QString endpoint = m_agentEdit->text().trimmed();
     QString token = m_options.token;
-    if (endpoint.isEmpty()) {
-        if (!m_localAgent) {
+    core::AgentTls tls;
+    m_localAgent = nullptr;
+    const auto &saved = m_agentsView->registry().agents();
+    const auto firstEnabled
+        = std::find_if(saved.begin(), saved.end(), [](const core::AgentConfig &a) { return a.enabled; });
+    if (endpoint.isEmpty() && firstEnabled != saved.end()) {
+        // The first agent of the Agents tab.
+        endpoint = firstEnabled->address;
+        token = firstEnabled->token;
+        tls = firstEnabled->tls;
+    } else if (endpoint.isEmpty()) {
+        // None configured: the console's own agent, listed in the Agents tab.
+        if (!m_agentsView->localAgent())
             setStatus(tr("Starting a local agent…"));
-            m_localAgent = std::make_unique<core::LocalAgent>();
-            if (!m_localAgent->start(m_options.localAgent)) {
-                const QString error = m_localAgent->error();
-                m_localAgent.reset();
-                m_agentLabel->setText(tr("Local agent failed: %1").arg(error));
-                setStatus(error, true);
-                return;
-            }
+        QString error;
+        m_localAgent = m_agentsView->startLocalAgent(&error);
+        if (!m_localAgent) {
+            m_agentLabel->setText(tr("Local agent failed: %1").arg(error));
+            setStatus(error, true);
+            return;
         }
         endpoint = m_localAgent->endpoint();
         token = m_localAgent->token();
@@ -486,10 +519,11 @@ void MainWindow::connectToAgent()
         m_agentLabel->setText(problem);
         setStatus(problem, true);
         return;
+    } else {
+        // Watched (not saved) in the Agents tab, so the Study tab can use it too.
+        m_agentsView->setSessionAgent(tr("Run tab"), { endpoint, endpoint, token, {}, true });
     }
-    m_client = std::make_shared<core::AgentClient>(endpoint, token);
-    // The local agent has a stable name, so a study reopened after a restart finds it.
-    m_studyView->setAgents({ { m_localAgent ? QStringLiteral("local-1") : endpoint, endpoint, token } });
+    m_client = std::make_shared<core::AgentClient>(endpoint, token, tls.orEnvironment());
     m_agentLabel->setText(tr("Connecting to %1…").arg(endpoint));
     refreshInventory();
 }
@@ -520,7 +554,6 @@ void MainWindow::refreshInventory()
 void MainWindow::applyInventory(const v1::DescribeResponse &inventory)
 {
     m_connected = true;
-    reopenStudy();
     const QString where = m_localAgent ? tr("local agent") : m_client->endpoint();
     m_agentLabel->setText(tr("Connected to %1: %2, %3 cores, %4 GiB, %5 GPU(s)")
                               .arg(where, QString::fromStdString(inventory.hostname()))

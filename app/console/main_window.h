@@ -28,8 +28,9 @@ class QSpinBox;
 class QTabWidget;
 
 namespace scalelab::console {
+class AgentsView;
 class StudyView;
-}
+} // namespace scalelab::console
 
 namespace scalelab::app {
 
@@ -40,7 +41,7 @@ struct ConsoleOptions {
     QString agentEndpoint; // empty = start a local agent
     QString token;
     core::LocalAgentOptions localAgent;
-    QString stateDir; // the study journal (journal.sqlite); empty = no study panel
+    QString stateDir; // the study journal (journal.sqlite) and agents.json; empty = neither
     // Form presets; with launchWhenConnected the run starts as soon as the agent answers.
     QString dataset;
     int workers = 1;
@@ -75,6 +76,7 @@ public:
     QTabWidget *tabs() const { return m_tabs; }
     // Window layout, chart controls and the study form, kept in STATE_DIR/console.ini.
     QString settingsPath() const;
+    console::AgentsView *agentsView() const { return m_agentsView; }
 
 public Q_SLOTS:
     void connectToAgent();
@@ -109,7 +111,7 @@ private:
     template <typename Work, typename Done> void inBackground(Work work, Done done);
 
     ConsoleOptions m_options;
-    std::unique_ptr<core::LocalAgent> m_localAgent;
+    core::LocalAgent *m_localAgent = nullptr; // owned by the Agents tab
     std::shared_ptr<core::AgentClient> m_client;
     bool m_connected = false;
     std::unique_ptr<core::RunWatch> m_watch;
@@ -144,6 +146,7 @@ private:
     QTabWidget *m_tabs = nullptr;
     bool m_studyReopened = false; // the start-up reattach is done once
     QString m_theme = QStringLiteral("system");
+    console::AgentsView *m_agentsView = nullptr;
 };
 
 } // namespace scalelab::app

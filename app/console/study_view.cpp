@@ -278,6 +278,8 @@ bool StudyView::openJournal(const QString &stateDir, QString *error)
 void StudyView::setAgents(const QList<AgentEndpoint> &agents)
 {
     m_agents = agents;
+    if (StudyRunner *runner = m_runner) // a reconnected agent may have a new address
+        QMetaObject::invokeMethod(runner, [runner, agents] { runner->setAgents(agents); });
     preview();
 }
 

@@ -1,0 +1,928 @@
+#include "agents_view.h"
+
+#include "agent_dialog.h"
+#include "metric_chart.h"
+
+#include <QDateTime>
+#include <QEvent>
+#include <QGridLayout>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QMessageBox>
+#include <QPainter>
+#include <QPushButton>
+#include <QScrollArea>
+#include <QSplitter>
+#include <QStackedWidget>
+#include <QStyledItemDelegate>
+#include <QTableWidget>
+#include <QVBoxLayout>
+
+namespace scalelab::console {
+
+using app::MetricChart;
+using app::MetricPoint;
+using app::XAxis;
+
+namespace {
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+const QString kLocalName = QStringLiteral("local-1");
+
+enum Column {
+    NameColumn,
+    StateColumn,
+    HostColumn,
+    CpuColumn,
+    MemoryColumn,
+    GpuColumn,
+    DataColumn,
+    SlotsColumn
+};
+constexpr int kGaugeRole = Qt::UserRole + 1; // QVariantList of fractions in [0, 1]
+
+bool darkPalette(const QPalette &p)
+{
+    return p.color(QPalette::Window).lightness() < 128;
+}
+
+// Colours that read on light and dark backgrounds alike.
+QColor stateColor(core::AgentStatus::State state, const QPalette &palette)
+{
+    const bool dark = darkPalette(palette);
+    switch (state) {
+    case core::AgentStatus::Connected:
+        return dark ? QColor(0x81, 0xc7, 0x84) : QColor(0x2e, 0x7d, 0x32);
+    case core::AgentStatus::Connecting:
+        return dark ? QColor(0xff, 0xd5, 0x4f) : QColor(0x8d, 0x6e, 0x00);
+    case core::AgentStatus::Stopped:
+        return palette.color(QPalette::Disabled, QPalette::Text);
+    default:
+        return dark ? QColor(0xff, 0x8a, 0x80) : QColor(0xc6, 0x28, 0x28);
+    }
+}
+
+QColor levelColor(double fraction, const QPalette &palette)
+{
+    const bool dark = darkPalette(palette);
+    if (fraction >= 0.9)
+        return dark ? QColor(0xef, 0x53, 0x50) : QColor(0xd3, 0x2f, 0x2f);
+    if (fraction >= 0.7)
+        return dark ? QColor(0xff, 0xb7, 0x4d) : QColor(0xf5, 0x7c, 0x00);
+    // Green, not blue: a blue bar would vanish in a selected (highlighted) row.
+    return dark ? QColor(0x66, 0xbb, 0x6a) : QColor(0x38, 0x8e, 0x3c);
+}
+
+QString gib(qint64 bytes)
+{
+    return QString::number(double(bytes) / kGiB, 'f', bytes >= 100 * kGiB ? 0 : 1);
+}
+
+// Bars (one per value of kGaugeRole, side by side) at the left of the cell, the text
+// at their right: CPU, memory, and one bar per GPU, readable at a glance.
+class GaugeDelegate : public QStyledItemDelegate {
+public:
+    using QStyledItemDelegate::QStyledItemDelegate;
+    static constexpr int kBarsWidth = 64;
+
+    void paint(QPainter *painter, const QStyleOptionViewItem &option, const QModelIndex &index) const override
+    {
+        const QVariantList gauges = index.data(kGaugeRole).toList();
+        if (gauges.isEmpty()) {
+            QStyledItemDelegate::paint(painter, option, index);
+            return;
+        }
+        QStyleOptionViewItem o = option;
+        initStyleOption(&o, index);
+        const QString text = o.text;
+        o.text.clear();
+        o.widget->style()->drawControl(QStyle::CE_ItemViewItem, &o, painter, o.widget);
+        const QRect r = option.rect.adjusted(6, 0, -4, 0);
+        const int height = qMin(12, r.height() - 8);
+        const int n = int(gauges.size());
+        const int gap = n > 1 ? 3 : 0;
+        const int barWidth = qMax(6, (kBarsWidth - gap * (n - 1)) / n);
+        painter->save();
+        painter->setRenderHint(QPainter::Antialiasing, false);
+        const QColor track = option.palette.color(QPalette::Mid);
+        for (int i = 0; i < n; ++i) {
+            const double f = qBound(0.0, gauges[i].toDouble(), 1.0);
+            const QRect bar(r.left() + i * (barWidth + gap), r.center().y() - height / 2, barWidth, height);
+            painter->setPen(Qt::NoPen);
+            painter->setBrush(track);
+            painter->drawRect(bar);
+            painter->setBrush(levelColor(f, option.palette));
+            painter->drawRect(QRect(bar.left(), bar.top(), int(std::lround(bar.width() * f)), bar.height()));
+        }
+        const int used = n * barWidth + gap * (n - 1) + 6;
+        const QRect textRect = r.adjusted(used, 0, 0, 0);
+        painter->setPen(option.palette.color(
+            option.state & QStyle::State_Selected ? QPalette::HighlightedText : QPalette::Text));
+        painter->drawText(textRect, Qt::AlignVCenter | Qt::AlignLeft,
+            option.fontMetrics.elidedText(text, Qt::ElideRight, textRect.width()));
+        painter->restore();
+    }
+
+    QSize sizeHint(const QStyleOptionViewItem &option, const QModelIndex &index) const override
+    {
+        QSize s = QStyledItemDelegate::sizeHint(option, index);
+        if (!index.data(kGaugeRole).toList().isEmpty())
+            s.setWidth(s.width() + kBarsWidth + 12);
+        return s;
+    }
+};
+} // namespace
+
+struct AgentsView::Node {
+    core::AgentConfig config;
+    QString origin; // empty: saved in the registry
+    std::unique_ptr<core::NodeMonitor> monitor;
+    core::AgentStatus status;
+    std::optional<v1::DescribeResponse> inventory;
+    std::optional<v1::NodeSample> last;
+    qint64 samples = 0;
+    int gpuSeries = 0;
+    QWidget *page = nullptr;
+    MetricChart *cpu = nullptr;
+    MetricChart *memory = nullptr;
+    MetricChart *gpu = nullptr;
+    MetricChart *gpuMemory = nullptr;
+    QLabel *noGpus = nullptr;
+
+    QString label() const
+    {
+        return origin.isEmpty() ? config.name : QStringLiteral("%1 (%2)").arg(config.name, origin);
+    }
+};
+
+AgentsView::AgentsView(QWidget *parent)
+    : QWidget(parent)
+    , m_originMs(QDateTime::currentMSecsSinceEpoch())
+{
+    buildUi();
+}
+
+AgentsView::~AgentsView()
+{
+    // Stop every stream first (all at once: each stop cancels its call), then the agent.
+    for (auto &n : m_nodes)
+        if (n->monitor)
+            n->monitor->disconnect(this);
+    for (auto &n : m_nodes)
+        n->monitor.reset();
+    m_local.reset();
+}
+
+void AgentsView::buildUi()
+{
+    m_banner = new QLabel;
+    m_banner->setObjectName(QStringLiteral("agentsBanner"));
+    m_banner->setWordWrap(true);
+    m_banner->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_banner->hide();
+
+    m_add = new QPushButton(tr("Add…"));
+    m_add->setObjectName(QStringLiteral("addAgentButton"));
+    m_add->setToolTip(tr("Add an agent running on another computer (scalelab-agent)"));
+    m_edit = new QPushButton(tr("Edit…"));
+    m_edit->setObjectName(QStringLiteral("editAgentButton"));
+    m_remove = new QPushButton(tr("Remove"));
+    m_remove->setObjectName(QStringLiteral("removeAgentButton"));
+    m_startLocal = new QPushButton(tr("Start local agent"));
+    m_startLocal->setObjectName(QStringLiteral("startLocalButton"));
+    m_startLocal->setToolTip(tr("Run scalelab-agent on this computer (127.0.0.1, a fresh token); it "
+                                "stops when the console closes"));
+    connect(m_add, &QPushButton::clicked, this, &AgentsView::addFromDialog);
+    connect(m_edit, &QPushButton::clicked, this, &AgentsView::editFromDialog);
+    connect(m_remove, &QPushButton::clicked, this, &AgentsView::removeSelected);
+    connect(m_startLocal, &QPushButton::clicked, this, &AgentsView::startLocalFromAction);
+    auto *actions = new QHBoxLayout;
+    actions->addWidget(m_add);
+    actions->addWidget(m_edit);
+    actions->addWidget(m_remove);
+    actions->addSpacing(16);
+    actions->addWidget(m_startLocal);
+    actions->addStretch(1);
+
+    m_table = new QTableWidget(0, 8);
+    m_table->setObjectName(QStringLiteral("agentsTable"));
+    m_table->setHorizontalHeaderLabels({ tr("Agent"), tr("Connection"), tr("Node"), tr("CPU"), tr("Memory"),
+        tr("GPUs"), tr("Data sets"), tr("Free slots") });
+    m_table->setSelectionBehavior(QAbstractItemView::SelectRows);
+    m_table->setSelectionMode(QAbstractItemView::SingleSelection);
+    m_table->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    m_table->verticalHeader()->hide();
+    m_table->setWordWrap(false);
+    m_table->setAlternatingRowColors(true);
+    auto *gauges = new GaugeDelegate(m_table);
+    for (int c : { CpuColumn, MemoryColumn, GpuColumn })
+        m_table->setItemDelegateForColumn(c, gauges);
+    auto *header = m_table->horizontalHeader();
+    header->setSectionResizeMode(QHeaderView::Interactive);
+    // The state in words is what matters most: never clipped; data sets take what is left.
+    header->setSectionResizeMode(StateColumn, QHeaderView::ResizeToContents);
+    header->setSectionResizeMode(DataColumn, QHeaderView::Stretch);
+    header->setMinimumSectionSize(60);
+    const QFontMetrics fm(font());
+    const auto widthOf
+        = [&fm](const char *sample) { return fm.horizontalAdvance(QLatin1String(sample)) + 24; };
+    // Widths for typical contents.
+    m_table->setColumnWidth(NameColumn, widthOf("local-1 (started by the console)"));
+    m_table->setColumnWidth(HostColumn, widthOf("node-name · 64 cores · 503 GiB"));
+    m_table->setColumnWidth(CpuColumn, GaugeDelegate::kBarsWidth + widthOf("100%"));
+    m_table->setColumnWidth(MemoryColumn, GaugeDelegate::kBarsWidth + widthOf("503/503 GiB"));
+    m_table->setColumnWidth(GpuColumn, GaugeDelegate::kBarsWidth + widthOf("100% · 80/80 GiB"));
+    m_table->setColumnWidth(DataColumn, widthOf("cifar-10, synth"));
+    m_table->setColumnWidth(SlotsColumn, widthOf("Free slots") - 12);
+    connect(m_table, &QTableWidget::itemSelectionChanged, this, [this] {
+        updateDetails();
+        updateActions();
+    });
+    connect(m_table, &QTableWidget::itemDoubleClicked, this, [this] {
+        if (m_edit->isEnabled())
+            editFromDialog();
+    });
+
+    m_details = new QLabel;
+    m_details->setObjectName(QStringLiteral("agentDetails"));
+    m_details->setWordWrap(true);
+    m_details->setAlignment(Qt::AlignTop | Qt::AlignLeft);
+    m_details->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_details->setMargin(6);
+    auto *detailsScroll = new QScrollArea;
+    detailsScroll->setWidget(m_details);
+    detailsScroll->setWidgetResizable(true);
+    detailsScroll->setFrameShape(QFrame::NoFrame);
+    detailsScroll->setMinimumWidth(280);
+
+    m_pages = new QStackedWidget;
+    m_noSelection = new QLabel(tr("Select an agent to see its utilization over time."));
+    m_noSelection->setAlignment(Qt::AlignCenter);
+    m_noSelection->setEnabled(false);
+    m_pages->addWidget(m_noSelection);
+
+    auto *bottom = new QSplitter(Qt::Horizontal);
+    bottom->addWidget(detailsScroll);
+    bottom->addWidget(m_pages);
+    bottom->setStretchFactor(1, 1);
+    bottom->setSizes({ 320, 1000 });
+    auto *split = new QSplitter(Qt::Vertical);
+    split->addWidget(m_table);
+    split->addWidget(bottom);
+    split->setStretchFactor(1, 1);
+    split->setSizes({ 220, 500 });
+
+    auto *layout = new QVBoxLayout(this);
+    layout->addWidget(m_banner);
+    layout->addLayout(actions);
+    layout->addWidget(split, 1);
+    updateDetails();
+    updateActions();
+}
+
+void AgentsView::changeEvent(QEvent *event)
+{
+    QWidget::changeEvent(event);
+    if (event->type() == QEvent::PaletteChange) { // state colours follow a light/dark switch
+        for (const auto &n : m_nodes)
+            updateRow(*n);
+        updateDetails();
+    }
+}
+
+void AgentsView::showBanner(const QStringList &lines, bool error)
+{
+    if (lines.isEmpty()) {
+        m_banner->hide();
+        return;
+    }
+    const bool dark = darkPalette(palette());
+    const QString background = error ? (dark ? QStringLiteral("#5c1f1f") : QStringLiteral("#fdecea"))
+                                     : (dark ? QStringLiteral("#4d3d00") : QStringLiteral("#fff3cd"));
+    const QString foreground = error ? (dark ? QStringLiteral("#ffcdd2") : QStringLiteral("#7f1d1d"))
+                                     : (dark ? QStringLiteral("#ffecb3") : QStringLiteral("#664d03"));
+    m_banner->setStyleSheet(
+        QStringLiteral("background: %1; color: %2; padding: 4px;").arg(background, foreground));
+    m_banner->setText(lines.join(QLatin1Char('\n')));
+    m_banner->show();
+}
+
+bool AgentsView::openRegistry(const QString &stateDir, QString *error)
+{
+    m_registry = core::AgentRegistry(core::AgentRegistry::defaultPath(stateDir));
+    m_registryOpen = true;
+    QString loadError;
+    const bool ok = m_registry.load(&loadError);
+    QStringList lines = m_registry.warnings();
+    if (!ok)
+        lines.prepend(loadError);
+    showBanner(lines, !ok);
+    for (const auto &agent : m_registry.agents())
+        addNode(agent, QString());
+    if (!ok && error)
+        *error = loadError;
+    return ok;
+}
+
+core::LocalAgent *AgentsView::startLocalAgent(QString *error)
+{
+    if (m_local)
+        return m_local.get();
+    auto agent = std::make_unique<core::LocalAgent>();
+    if (!agent->start(m_localOptions)) {
+        if (error)
+            *error = agent->error();
+        return nullptr;
+    }
+    m_local = std::move(agent);
+    core::AgentConfig config;
+    config.name = kLocalName; // stable, so a study reopened after a restart finds it
+    config.address = m_local->endpoint();
+    config.token = m_local->token();
+    addNode(config, tr("started by the console"));
+    updateActions();
+    return m_local.get();
+}
+
+void AgentsView::startLocalFromAction()
+{
+    QString error;
+    m_startLocal->setEnabled(false);
+    if (!startLocalAgent(&error))
+        showBanner({ tr("The local agent did not start: %1").arg(error) }, true);
+    updateActions();
+}
+
+void AgentsView::setSessionAgent(const QString &origin, const core::AgentConfig &agent)
+{
+    for (const auto &n : m_nodes)
+        if (n->origin == origin) {
+            if (n->config == agent)
+                return;
+            removeNode(n->config.name);
+            break;
+        }
+    addNode(agent, origin);
+}
+
+void AgentsView::setBackoff(int initialMs, int maxMs)
+{
+    m_backoffInitialMs = initialMs;
+    m_backoffMaxMs = maxMs;
+}
+
+AgentsView::Node *AgentsView::find(const QString &name) const
+{
+    for (const auto &n : m_nodes)
+        if (n->config.name == name)
+            return n.get();
+    return nullptr;
+}
+
+AgentsView::Node *AgentsView::selected() const
+{
+    const int row = m_table->currentRow();
+    const auto selection = m_table->selectionModel()->selectedRows();
+    if (selection.isEmpty() || row < 0 || row >= int(m_nodes.size()))
+        return nullptr;
+    return m_nodes[std::size_t(row)].get();
+}
+
+void AgentsView::addNode(const core::AgentConfig &config, const QString &origin)
+{
+    auto node = std::make_unique<Node>();
+    node->config = config;
+    node->origin = origin;
+
+    const auto chart = [](const QString &title, const QString &y) {
+        auto *c = new MetricChart(title, y);
+        c->setXAxis(XAxis::WallClock);
+        c->setMinimumHeight(180);
+        return c;
+    };
+    node->page = new QWidget;
+    node->cpu = chart(tr("CPU — %1").arg(config.name), tr("% of all cores"));
+    node->cpu->setObjectName(QStringLiteral("cpuChart"));
+    node->cpu->addSeries(QStringLiteral("cpu"), tr("CPU"));
+    node->memory = chart(tr("Memory — %1").arg(config.name), tr("GiB"));
+    node->memory->setObjectName(QStringLiteral("memoryChart"));
+    node->memory->addSeries(QStringLiteral("used"), tr("used"));
+    node->memory->addSeries(QStringLiteral("total"), tr("total"), { QColor(), Qt::DashLine, false, false });
+    node->gpu = chart(tr("GPU utilization — %1").arg(config.name), tr("%"));
+    node->gpu->setObjectName(QStringLiteral("gpuChart"));
+    node->gpuMemory = chart(tr("GPU memory — %1").arg(config.name), tr("GiB used"));
+    node->gpuMemory->setObjectName(QStringLiteral("gpuMemoryChart"));
+    node->noGpus = new QLabel;
+    node->noGpus->setWordWrap(true);
+    node->noGpus->setAlignment(Qt::AlignCenter);
+    node->noGpus->setEnabled(false);
+    auto *grid = new QGridLayout(node->page);
+    grid->setContentsMargins(0, 0, 0, 0);
+    grid->addWidget(node->cpu, 0, 0);
+    grid->addWidget(node->memory, 0, 1);
+    grid->addWidget(node->gpu, 1, 0);
+    grid->addWidget(node->gpuMemory, 1, 1);
+    grid->addWidget(node->noGpus, 2, 0, 1, 2);
+    node->gpu->hide();
+    node->gpuMemory->hide();
+    m_pages->addWidget(node->page);
+
+    const int row = m_table->rowCount();
+    m_table->insertRow(row);
+    for (int c = 0; c < m_table->columnCount(); ++c)
+        m_table->setItem(row, c, new QTableWidgetItem);
+    Node &n = *node;
+    m_nodes.push_back(std::move(node));
+    if (n.config.enabled)
+        startMonitor(n);
+    else
+        n.status = { core::AgentStatus::Stopped, tr("disabled (not contacted)"), {}, 0 };
+    updateRow(n);
+    if (m_table->currentRow() < 0)
+        m_table->selectRow(row);
+    updateDetails();
+    emitIfReachableChanged();
+}
+
+void AgentsView::startMonitor(Node &node)
+{
+    node.monitor = std::make_unique<core::NodeMonitor>(node.config.endpoint());
+    node.monitor->setSampleInterval(m_sampleIntervalMs);
+    node.monitor->setBackoff(m_backoffInitialMs, m_backoffMaxMs);
+    Node *n = &node;
+    connect(node.monitor.get(), &core::NodeMonitor::statusChanged, this,
+        [this, n](const core::AgentStatus &s) { onStatus(n, s); });
+    connect(node.monitor.get(), &core::NodeMonitor::inventoryChanged, this,
+        [this, n](const v1::DescribeResponse &inventory) { onInventory(n, inventory); });
+    connect(node.monitor.get(), &core::NodeMonitor::samplesArrived, this, [this, n] { onSamples(n); });
+    node.status = { core::AgentStatus::Connecting, tr("connecting…"), {}, 0 };
+    node.monitor->start();
+}
+
+void AgentsView::removeNode(const QString &name)
+{
+    for (std::size_t i = 0; i < m_nodes.size(); ++i) {
+        if (m_nodes[i]->config.name != name)
+            continue;
+        std::unique_ptr<Node> node = std::move(m_nodes[i]);
+        m_nodes.erase(m_nodes.begin() + std::ptrdiff_t(i));
+        if (node->monitor) {
+            node->monitor->disconnect(this); // nothing more from it reaches a dead Node
+            node->monitor->stop();
+        }
+        m_table->removeRow(int(i));
+        m_pages->removeWidget(node->page);
+        node->page->deleteLater();
+        break;
+    }
+    updateDetails();
+    updateActions();
+    emitIfReachableChanged();
+}
+
+void AgentsView::onStatus(Node *node, const core::AgentStatus &status)
+{
+    node->status = status;
+    if (!status.ok())
+        node->last.reset(); // no stale bars for a node we cannot see
+    updateRow(*node);
+    if (selected() == node)
+        updateDetails();
+    emitIfReachableChanged();
+}
+
+void AgentsView::onInventory(Node *node, const v1::DescribeResponse &inventory)
+{
+    node->inventory = inventory;
+    if (inventory.gpus_size() == 0)
+        node->noGpus->setText(inventory.gpu_status().empty()
+                ? tr("No GPUs on this node.")
+                : tr("No GPUs on this node (%1).").arg(QString::fromStdString(inventory.gpu_status())));
+    ensureGpuSeries(*node, inventory.gpus_size());
+    updateRow(*node);
+    if (selected() == node)
+        updateDetails();
+}
+
+void AgentsView::ensureGpuSeries(Node &node, int gpuCount)
+{
+    for (int g = node.gpuSeries; g < gpuCount; ++g) {
+        QString label = tr("GPU %1").arg(g);
+        if (node.inventory && g < node.inventory->gpus_size())
+            label += QStringLiteral(" ") + QString::fromStdString(node.inventory->gpus(g).name());
+        const QColor color = MetricChart::cycleColor(g);
+        node.gpu->addSeries(QStringLiteral("gpu%1").arg(g), label, { color });
+        node.gpuMemory->addSeries(QStringLiteral("gpu%1").arg(g), label, { color });
+    }
+    node.gpuSeries = qMax(node.gpuSeries, gpuCount);
+    node.gpu->setVisible(node.gpuSeries > 0);
+    node.gpuMemory->setVisible(node.gpuSeries > 0);
+    node.noGpus->setVisible(node.gpuSeries == 0);
+}
+
+void AgentsView::onSamples(Node *node)
+{
+    const auto batch = node->monitor ? node->monitor->takeSamples() : std::vector<core::TimedNodeSample> {};
+    if (batch.empty())
+        return;
+    for (const auto &t : batch) {
+        const auto &s = t.sample;
+        const double x = double(t.receivedMs - m_originMs) / 1000.0;
+        node->cpu->append(QStringLiteral("cpu"), MetricPoint::at(XAxis::WallClock, x, s.cpu_percent()));
+        node->memory->append(QStringLiteral("used"),
+            MetricPoint::at(XAxis::WallClock, x, double(s.memory_used_bytes()) / kGiB));
+        node->memory->append(QStringLiteral("total"),
+            MetricPoint::at(XAxis::WallClock, x, double(s.memory_total_bytes()) / kGiB));
+        if (s.gpus_size() > node->gpuSeries)
+            ensureGpuSeries(*node, s.gpus_size());
+        for (const auto &g : s.gpus()) {
+            const QString id = QStringLiteral("gpu%1").arg(g.index());
+            if (!node->gpu->hasSeries(id))
+                continue;
+            node->gpu->append(id, MetricPoint::at(XAxis::WallClock, x, g.utilization_percent()));
+            node->gpuMemory->append(
+                id, MetricPoint::at(XAxis::WallClock, x, double(g.memory_used_bytes()) / kGiB));
+        }
+    }
+    node->samples += qint64(batch.size());
+    node->last = batch.back().sample;
+    updateRow(*node);
+    if (selected() == node)
+        updateDetails();
+}
+
+void AgentsView::updateRow(const Node &node)
+{
+    int row = -1;
+    for (std::size_t i = 0; i < m_nodes.size(); ++i)
+        if (m_nodes[i].get() == &node)
+            row = int(i);
+    if (row < 0)
+        return;
+    const auto set = [&](int column, const QString &text, const QString &tip = {}) {
+        QTableWidgetItem *item = m_table->item(row, column);
+        item->setText(text);
+        item->setToolTip(tip.isEmpty() ? text : tip);
+        return item;
+    };
+    set(NameColumn, node.label(),
+        tr("%1 at %2%3")
+            .arg(node.label(), node.config.address, node.config.tls.enabled() ? tr(", TLS") : QString()));
+    QString words = node.status.words;
+    if (node.status.retryInMs > 0)
+        words += tr(" — retrying in %1 s").arg((node.status.retryInMs + 999) / 1000);
+    set(StateColumn, words,
+        node.status.advice.isEmpty() ? words : words + QLatin1Char('\n') + node.status.advice)
+        ->setForeground(stateColor(node.status.state, palette()));
+
+    const auto *inv = node.inventory ? &*node.inventory : nullptr;
+    set(HostColumn,
+        inv ? tr("%1 · %2 cores · %3 GiB")
+                  .arg(QString::fromStdString(inv->hostname()))
+                  .arg(inv->cpu_cores())
+                  .arg(gib(inv->memory_bytes()))
+            : QString());
+    QStringList datasets;
+    if (inv)
+        for (const auto &d : inv->datasets())
+            datasets << QString::fromStdString(d.name()) + (d.synthetic() ? tr(" (synthetic)") : QString());
+    set(DataColumn,
+        inv ? (datasets.isEmpty() ? tr("none") : datasets.join(QStringLiteral(", "))) : QString());
+    set(SlotsColumn, inv ? QString::number(inv->free_slots()) : QString());
+
+    const auto *s = node.last ? &*node.last : nullptr;
+    auto *cpu = set(CpuColumn, s ? QStringLiteral("%1%").arg(s->cpu_percent(), 0, 'f', 0) : QString());
+    cpu->setData(kGaugeRole, s ? QVariantList { s->cpu_percent() / 100.0 } : QVariantList {});
+    const double memory = s && s->memory_total_bytes() > 0
+        ? double(s->memory_used_bytes()) / double(s->memory_total_bytes())
+        : 0;
+    auto *mem = set(MemoryColumn,
+        s ? tr("%1/%2 GiB").arg(gib(s->memory_used_bytes()), gib(s->memory_total_bytes())) : QString());
+    mem->setData(kGaugeRole, s ? QVariantList { memory } : QVariantList {});
+
+    QVariantList gpuGauges;
+    QString gpuText;
+    if (s && s->gpus_size() > 0) {
+        double util = 0;
+        qint64 used = 0, total = 0;
+        QStringList tips;
+        for (const auto &g : s->gpus()) {
+            gpuGauges << g.utilization_percent() / 100.0;
+            util += g.utilization_percent();
+            used += g.memory_used_bytes();
+            total += g.memory_total_bytes();
+            QString name = tr("GPU %1").arg(g.index());
+            if (inv && g.index() < inv->gpus_size())
+                name += QStringLiteral(" ") + QString::fromStdString(inv->gpus(g.index()).name());
+            tips << tr("%1: %2% busy, %3/%4 GiB")
+                        .arg(name)
+                        .arg(g.utilization_percent(), 0, 'f', 0)
+                        .arg(gib(g.memory_used_bytes()), gib(g.memory_total_bytes()));
+        }
+        gpuText = tr("%1% · %2/%3 GiB").arg(util / s->gpus_size(), 0, 'f', 0).arg(gib(used), gib(total));
+        set(GpuColumn, gpuText, tips.join(QLatin1Char('\n')));
+    } else if (inv) {
+        set(GpuColumn, inv->gpus_size() == 0 ? tr("none") : tr("%1 GPU(s)").arg(inv->gpus_size()));
+    } else {
+        set(GpuColumn, QString());
+    }
+    m_table->item(row, GpuColumn)->setData(kGaugeRole, gpuGauges);
+}
+
+void AgentsView::updateDetails()
+{
+    const Node *n = selected();
+    if (!n) {
+        m_details->setText(m_nodes.empty()
+                ? tr("No agents yet. <b>Add…</b> one running on another computer, or <b>Start local "
+                     "agent</b> to use this one.")
+                : tr("Select an agent."));
+        m_pages->setCurrentWidget(m_noSelection);
+        return;
+    }
+    m_pages->setCurrentWidget(n->page);
+    QString html = QStringLiteral("<b>%1</b><br>%2%3<br><span style='color:%4'>%5</span>")
+                       .arg(n->label().toHtmlEscaped(), n->config.address.toHtmlEscaped(),
+                           n->config.tls.enabled() ? tr(" · TLS") : tr(" · no TLS"),
+                           stateColor(n->status.state, palette()).name(), n->status.words.toHtmlEscaped());
+    if (n->status.retryInMs > 0)
+        html += tr(" (retrying in %1 s)").arg((n->status.retryInMs + 999) / 1000);
+    if (!n->status.advice.isEmpty())
+        html += QStringLiteral("<br>") + n->status.advice.toHtmlEscaped();
+    if (const auto *inv = n->inventory ? &*n->inventory : nullptr) {
+        html += tr("<p><b>%1</b>, agent %2<br>%3 CPU cores, %4 GiB memory<br>%5 free slot(s), %6 run(s) "
+                   "known</p>")
+                    .arg(QString::fromStdString(inv->hostname()).toHtmlEscaped(),
+                        QString::fromStdString(inv->agent_version()).toHtmlEscaped())
+                    .arg(inv->cpu_cores())
+                    .arg(gib(inv->memory_bytes()))
+                    .arg(inv->free_slots())
+                    .arg(inv->runs_size());
+        html += tr("<p><b>GPUs</b><br>");
+        if (inv->gpus_size() == 0)
+            html += tr("none")
+                + (inv->gpu_status().empty() ? QString()
+                                             : QStringLiteral(" (%1)").arg(
+                                                 QString::fromStdString(inv->gpu_status()).toHtmlEscaped()));
+        for (const auto &g : inv->gpus())
+            html += tr("%1: %2, %3 GiB<br>")
+                        .arg(g.index())
+                        .arg(QString::fromStdString(g.name()).toHtmlEscaped(), gib(g.memory_bytes()));
+        html += tr("</p><p><b>Data sets</b> in %1<br>")
+                    .arg(QString::fromStdString(inv->data_dir()).toHtmlEscaped());
+        if (inv->datasets_size() == 0)
+            html += tr("none yet");
+        for (const auto &d : inv->datasets())
+            html += tr("%1: %2 train / %3 test images%4<br>")
+                        .arg(QString::fromStdString(d.name()).toHtmlEscaped())
+                        .arg(d.train_images())
+                        .arg(d.test_images())
+                        .arg(d.synthetic() ? tr(" (SYNTHETIC)") : QString());
+        html += QStringLiteral("</p>");
+    }
+    if (const auto *s = n->last ? &*n->last : nullptr) {
+        html += tr("<p><b>Now</b><br>CPU %1%, memory %2 of %3 GiB, %4 worker process(es)")
+                    .arg(s->cpu_percent(), 0, 'f', 1)
+                    .arg(gib(s->memory_used_bytes()), gib(s->memory_total_bytes()))
+                    .arg(s->processes_size());
+        for (const auto &g : s->gpus())
+            html += tr("<br>GPU %1: %2% busy, %3 of %4 GiB")
+                        .arg(g.index())
+                        .arg(g.utilization_percent(), 0, 'f', 0)
+                        .arg(gib(g.memory_used_bytes()), gib(g.memory_total_bytes()));
+        html += QStringLiteral("</p>");
+    }
+    m_details->setText(html);
+}
+
+void AgentsView::updateActions()
+{
+    const Node *n = selected();
+    const bool saved = n && n->origin.isEmpty();
+    m_edit->setEnabled(saved);
+    m_remove->setEnabled(saved);
+    const QString why = n && !saved
+        ? tr("%1 is not in the saved list: it belongs to this session").arg(n->label())
+        : QString();
+    m_edit->setToolTip(why.isEmpty() ? tr("Change the selected agent's address, token or TLS files") : why);
+    m_remove->setToolTip(why.isEmpty() ? tr("Forget the selected agent (its runs keep going)") : why);
+    m_startLocal->setEnabled(!m_local);
+}
+
+void AgentsView::emitIfReachableChanged()
+{
+    const auto reachable = reachableAgents();
+    QStringList key;
+    for (const auto &a : reachable)
+        key << a.name + QLatin1Char('|') + a.address + QLatin1Char('|') + a.token + QLatin1Char('|')
+                + a.tls.caFile + QLatin1Char('|') + a.tls.certFile + QLatin1Char('|') + a.tls.keyFile
+                + QLatin1Char('|') + a.tls.serverName;
+    const QString joined = key.join(QLatin1Char('\n'));
+    if (joined == m_reachableKey)
+        return;
+    m_reachableKey = joined;
+    Q_EMIT agentsChanged(reachable);
+}
+
+QList<core::AgentEndpoint> AgentsView::reachableAgents() const
+{
+    QList<core::AgentEndpoint> out;
+    for (const auto &n : m_nodes)
+        if (n->status.ok())
+            out << n->config.endpoint();
+    return out;
+}
+
+bool AgentsView::saveRegistry(QString *error)
+{
+    if (!m_registryOpen) {
+        *error = tr("the console has no state folder: agents cannot be remembered");
+        return false;
+    }
+    return m_registry.save(error);
+}
+
+bool AgentsView::addAgent(const core::AgentConfig &agent, QString *error)
+{
+    if (const Node *other = find(agent.name); other && !other->origin.isEmpty()) {
+        *error = tr("the name '%1' is taken by %2: pick another name").arg(agent.name, other->label());
+        return false;
+    }
+    if (!m_registry.add(agent, error))
+        return false;
+    if (!saveRegistry(error)) {
+        m_registry.remove(agent.name);
+        return false;
+    }
+    addNode(agent, QString());
+    select(agent.name);
+    return true;
+}
+
+bool AgentsView::editAgent(const QString &name, const core::AgentConfig &agent, QString *error)
+{
+    const int index = m_registry.indexOf(name);
+    if (index < 0) {
+        *error = tr("no saved agent named '%1'").arg(name);
+        return false;
+    }
+    if (const Node *other = find(agent.name);
+        other && other->config.name != name && !other->origin.isEmpty()) {
+        *error = tr("the name '%1' is taken by %2: pick another name").arg(agent.name, other->label());
+        return false;
+    }
+    const core::AgentConfig before = m_registry.agents().at(index);
+    if (!m_registry.replace(index, agent, error))
+        return false;
+    if (!saveRegistry(error)) {
+        QString ignored;
+        m_registry.replace(index, before, &ignored);
+        return false;
+    }
+    if (before == agent)
+        return true;
+    // A changed agent is a new connection: drop the old stream and its charts.
+    removeNode(name);
+    addNode(agent, QString());
+    select(agent.name);
+    return true;
+}
+
+bool AgentsView::removeAgent(const QString &name, QString *error)
+{
+    if (!m_registry.remove(name)) {
+        *error = tr("no saved agent named '%1'").arg(name);
+        return false;
+    }
+    if (!saveRegistry(error))
+        return false;
+    removeNode(name);
+    return true;
+}
+
+void AgentsView::addFromDialog()
+{
+    runDialog(QString());
+}
+
+void AgentsView::editFromDialog()
+{
+    if (const Node *n = selected(); n && n->origin.isEmpty())
+        runDialog(n->config.name);
+}
+
+void AgentsView::runDialog(const QString &editing)
+{
+    const int index = editing.isEmpty() ? -1 : m_registry.indexOf(editing);
+    AgentDialog dialog(
+        &m_registry, index, index < 0 ? core::AgentConfig {} : m_registry.agents().at(index), this);
+    while (dialog.exec() == QDialog::Accepted) {
+        QString error;
+        if (index < 0 ? addAgent(dialog.config(), &error) : editAgent(editing, dialog.config(), &error))
+            return;
+        QMessageBox::warning(this, index < 0 ? tr("Agent not added") : tr("Agent not changed"), error);
+    }
+}
+
+void AgentsView::removeSelected()
+{
+    const Node *n = selected();
+    if (!n || !n->origin.isEmpty())
+        return;
+    const QString name = n->config.name;
+    if (QMessageBox::question(this, tr("Remove agent"),
+            tr("Forget agent %1 (%2)? Runs on it keep going; the console stops watching it.")
+                .arg(name, n->config.address))
+        != QMessageBox::Yes)
+        return;
+    QString error;
+    if (!removeAgent(name, &error))
+        QMessageBox::warning(this, tr("Agent not removed"), error);
+}
+
+void AgentsView::select(const QString &name)
+{
+    for (std::size_t i = 0; i < m_nodes.size(); ++i)
+        if (m_nodes[i]->config.name == name)
+            m_table->selectRow(int(i));
+}
+
+QStringList AgentsView::agentNames() const
+{
+    QStringList names;
+    for (const auto &n : m_nodes)
+        names << n->config.name;
+    return names;
+}
+
+core::AgentStatus AgentsView::status(const QString &name) const
+{
+    const Node *n = find(name);
+    return n ? n->status : core::AgentStatus {};
+}
+
+QString AgentsView::stateText(const QString &name) const
+{
+    for (std::size_t i = 0; i < m_nodes.size(); ++i)
+        if (m_nodes[i]->config.name == name)
+            return m_table->item(int(i), StateColumn)->text();
+    return {};
+}
+
+QString AgentsView::inventoryText(const QString &name) const
+{
+    for (std::size_t i = 0; i < m_nodes.size(); ++i)
+        if (m_nodes[i]->config.name == name) {
+            QStringList cells;
+            for (int c : { HostColumn, GpuColumn, DataColumn, SlotsColumn })
+                cells << m_table->item(int(i), c)->text();
+            return cells.join(QStringLiteral(" | "));
+        }
+    return {};
+}
+
+qint64 AgentsView::samplesReceived(const QString &name) const
+{
+    const Node *n = find(name);
+    return n ? n->samples : 0;
+}
+
+bool AgentsView::isWatching(const QString &name) const
+{
+    const Node *n = find(name);
+    return n && n->monitor && n->monitor->running();
+}
+
+int AgentsView::activeMonitors() const
+{
+    int count = 0;
+    for (const auto &n : m_nodes)
+        count += n->monitor && n->monitor->running() ? 1 : 0;
+    return count;
+}
+
+MetricChart *AgentsView::cpuChart(const QString &name) const
+{
+    const Node *n = find(name);
+    return n ? n->cpu : nullptr;
+}
+
+MetricChart *AgentsView::memoryChart(const QString &name) const
+{
+    const Node *n = find(name);
+    return n ? n->memory : nullptr;
+}
+
+MetricChart *AgentsView::gpuChart(const QString &name) const
+{
+    const Node *n = find(name);
+    return n ? n->gpu : nullptr;
+}
+
+MetricChart *AgentsView::gpuMemoryChart(const QString &name) const
+{
+    const Node *n = find(name);
+    return n ? n->gpuMemory : nullptr;
+}
+
+} // namespace scalelab::console

@@ -1,0 +1,478 @@
+// The console's Agents tab, offscreen, against real local agents: the agent list kept
+// owner-only on disk, validation in words, a connected node with its inventory and live
+// utilization charts, a wrong token and an unreachable address said in words, streams
+// that stop when an agent is removed and come back when an agent restarts, and the
+// console's default local agent listed when none is configured.
+#include "agent_client.h"
+#include "agent_dialog.h"
+#include "agent_registry.h"
+#include "agents_view.h"
+#include "local_agent.h"
+#include "main_window.h"
+#include "metric_chart.h"
+#include "test_support.h"
+
+#include <QLabel>
+#include <QLineEdit>
+#include <QPushButton>
+#include <QSignalSpy>
+#include <QStyleFactory>
+#include <QTableWidget>
+#include <QTcpServer>
+#include <QTemporaryDir>
+#include <QTest>
+
+#include <sys/stat.h>
+
+using namespace scalelab;
+
+namespace {
+int fileMode(const QString &path)
+{
+    struct stat st { };
+    if (::stat(QFile::encodeName(path).constData(), &st) != 0)
+        return -1;
+    return int(st.st_mode & 07777);
+}
+
+bool writeFile(const QString &path, const QByteArray &content)
+{
+    QFile f(path);
+    return f.open(QIODevice::WriteOnly) && f.write(content) == content.size();
+}
+
+bool containsMessage(const QList<core::AgentProblem> &problems, const QString &field, const QString &text)
+{
+    for (const auto &p : problems)
+        if (p.field == field && p.message.contains(text))
+            return true;
+    return false;
+}
+
+QString dump(const QList<core::AgentProblem> &problems)
+{
+    QStringList lines;
+    for (const auto &p : problems)
+        lines << p.field + QStringLiteral(": ") + p.message;
+    return lines.join(QLatin1Char('\n'));
+}
+
+core::AgentConfig agent(const QString &name, const QString &address, const QString &token)
+{
+    core::AgentConfig a;
+    a.name = name;
+    a.address = address;
+    a.token = token;
+    return a;
+}
+
+// A port nothing listens on (taken and given back at once).
+int closedPort()
+{
+    QTcpServer server;
+    if (!server.listen(QHostAddress::LocalHost, 0))
+        return 0;
+    const int port = server.serverPort();
+    server.close();
+    return port;
+}
+} // namespace
+
+class TestAgentsView : public QObject {
+    Q_OBJECT
+private:
+    QTemporaryDir m_tmp;
+    core::LocalAgent m_agent;
+
+    core::LocalAgentOptions agentOptions(const QString &stateName) const
+    {
+        core::LocalAgentOptions options;
+        options.agentBinary = test::binary("scalelab-agent");
+        options.dataDir = m_tmp.filePath(QStringLiteral("data"));
+        options.stateDir = m_tmp.filePath(stateName);
+        return options;
+    }
+
+private Q_SLOTS:
+    void initTestCase()
+    {
+        QVERIFY(QDir().mkpath(m_tmp.filePath(QStringLiteral("data"))));
+        QVERIFY2(m_agent.start(agentOptions(QStringLiteral("agent"))), qPrintable(m_agent.error()));
+        v1::CreateSyntheticDatasetRequest request;
+        request.set_name("synth");
+        request.set_train_images(64);
+        request.set_test_images(32);
+        v1::Dataset dataset;
+        QVERIFY(core::AgentClient(m_agent.endpoint(), m_agent.token())
+                    .createSyntheticDataset(request, &dataset)
+                    .ok());
+    }
+
+    void cleanupTestCase()
+    {
+        m_agent.stop();
+        QTRY_VERIFY_WITH_TIMEOUT(test::processesMentioning(m_tmp.path()).isEmpty(), 15000);
+    }
+
+    void registryRoundTripIsOwnerOnly()
+    {
+        const QString dir = m_tmp.filePath(QStringLiteral("registry"));
+        QVERIFY(QDir().mkpath(dir));
+        const QString ca = dir + QStringLiteral("/ca.pem"), cert = dir + QStringLiteral("/client.pem"),
+                      key = dir + QStringLiteral("/client.key");
+        for (const QString &f : { ca, cert, key })
+            QVERIFY(writeFile(f, "-----BEGIN TEST-----\n"));
+        core::AgentRegistry registry(core::AgentRegistry::defaultPath(dir));
+        QString error;
+        auto a = agent(
+            QStringLiteral("gpu-node-1"), QStringLiteral("gpu-node-1:50051"), QStringLiteral("s3cret"));
+        a.tls = { ca, cert, key, QStringLiteral("agent.example") };
+        auto b = agent(QStringLiteral("spare"), QStringLiteral("[::1]:7450"), QString());
+        b.enabled = false;
+        QVERIFY2(registry.add(a, &error), qPrintable(error));
+        QVERIFY2(registry.add(b, &error), qPrintable(error));
+        QVERIFY2(registry.save(&error), qPrintable(error));
+        QCOMPARE(fileMode(registry.path()), 0600);
+
+        core::AgentRegistry again(registry.path());
+        QVERIFY2(again.load(&error), qPrintable(error));
+        QVERIFY2(again.warnings().isEmpty(), qPrintable(again.warnings().join(QLatin1Char('\n'))));
+        QCOMPARE(again.agents().size(), 2);
+        QVERIFY(again.agents().at(0) == a);
+        QVERIFY(again.agents().at(1) == b);
+        QCOMPARE(again.agents().at(0).tls.serverName, QStringLiteral("agent.example"));
+        QVERIFY(!again.agents().at(1).enabled);
+        QVERIFY(again.remove(QStringLiteral("spare")));
+        QVERIFY(again.save(&error));
+        core::AgentRegistry third(registry.path());
+        QVERIFY(third.load(&error));
+        QCOMPARE(third.agents().size(), 1);
+    }
+
+    void widePermissionsAreTightened()
+    {
+        const QString dir = m_tmp.filePath(QStringLiteral("wide"));
+        QVERIFY(QDir().mkpath(dir));
+        const QString path = core::AgentRegistry::defaultPath(dir);
+        // A file that pre-exists readable by everyone.
+        QVERIFY(writeFile(path, R"({"version":1,"agents":[{"name":"n","address":"h:1","token":"t"}]})"));
+        QVERIFY(::chmod(QFile::encodeName(path).constData(), 0644) == 0);
+        core::AgentRegistry saving(path);
+        QString error;
+        QVERIFY(saving.add(agent(QStringLiteral("m"), QStringLiteral("h:2"), QStringLiteral("t2")), &error));
+        QVERIFY2(saving.save(&error), qPrintable(error));
+        QCOMPARE(fileMode(path), 0600);
+
+        // Loading a wide file tightens it too, and says so.
+        QVERIFY(::chmod(QFile::encodeName(path).constData(), 0644) == 0);
+        core::AgentRegistry loading(path);
+        QVERIFY2(loading.load(&error), qPrintable(error));
+        QCOMPARE(fileMode(path), 0600);
+        QCOMPARE(loading.warnings().size(), 1);
+        QVERIFY2(loading.warnings().at(0).contains(QLatin1String("readable by other users (0644)")),
+            qPrintable(loading.warnings().at(0)));
+        QCOMPARE(loading.agents().size(), 1);
+        QCOMPARE(loading.agents().at(0).token, QStringLiteral("t2"));
+
+        // Not JSON: refused with the file named, nothing loaded.
+        QVERIFY(writeFile(path, "not json"));
+        core::AgentRegistry broken(path);
+        QVERIFY(!broken.load(&error));
+        QVERIFY2(error.contains(path) && error.contains(QLatin1String("not a ScaleLab agent list")),
+            qPrintable(error));
+    }
+
+    void validationSpeaksInWords()
+    {
+        using core::AgentRegistry;
+        auto p = AgentRegistry::problemsOf(agent(QStringLiteral("n"), QStringLiteral("foo"), {}));
+        QVERIFY2(containsMessage(p, QStringLiteral("address"),
+                     QStringLiteral("address 'foo' has no port: write host:port, e.g. gpu-node-1:50051")),
+            qPrintable(dump(p)));
+        p = AgentRegistry::problemsOf(agent(QStringLiteral("n"), QStringLiteral("foo:70000"), {}));
+        QVERIFY2(containsMessage(p, QStringLiteral("address"),
+                     QStringLiteral("port '70000' is not a number from 1 to 65535")),
+            qPrintable(dump(p)));
+        p = AgentRegistry::problemsOf(agent(QStringLiteral("n"), QStringLiteral(":50051"), {}));
+        QVERIFY2(containsMessage(p, QStringLiteral("address"), QStringLiteral("has no host")),
+            qPrintable(dump(p)));
+        p = AgentRegistry::problemsOf(agent(QString(), QStringLiteral("h:1"), {}));
+        QVERIFY2(
+            containsMessage(p, QStringLiteral("name"), QStringLiteral("name is empty")), qPrintable(dump(p)));
+        QVERIFY(AgentRegistry::problemsOf(agent(QStringLiteral("ok"), QStringLiteral("[::1]:50051"), {}))
+                    .isEmpty());
+
+        auto tls = agent(QStringLiteral("n"), QStringLiteral("h:1"), QStringLiteral("t"));
+        tls.tls.caFile = m_tmp.filePath(QStringLiteral("no-such-ca.pem"));
+        tls.tls.keyFile = m_tmp.filePath(QStringLiteral("no-such.key"));
+        p = AgentRegistry::problemsOf(tls);
+        QVERIFY2(containsMessage(p, QStringLiteral("tls.cert"),
+                     QStringLiteral("client key without its client certificate")),
+            qPrintable(dump(p)));
+        QVERIFY2(containsMessage(p, QStringLiteral("tls.ca"),
+                     QStringLiteral("CA file '%1' does not exist").arg(tls.tls.caFile)),
+            qPrintable(dump(p)));
+
+        AgentRegistry registry;
+        QString error;
+        QVERIFY(registry.add(agent(QStringLiteral("a"), QStringLiteral("h:1"), {}), &error));
+        QVERIFY(!registry.add(agent(QStringLiteral("a"), QStringLiteral("h:2"), {}), &error));
+        QVERIFY2(error.contains(QLatin1String("an agent named 'a' already exists")), qPrintable(error));
+        // Editing an agent keeps its own name.
+        QVERIFY2(registry.replace(0, agent(QStringLiteral("a"), QStringLiteral("h:3"), {}), &error),
+            qPrintable(error));
+        QCOMPARE(registry.agents().at(0).address, QStringLiteral("h:3"));
+    }
+
+    void dialogShowsProblemsInline()
+    {
+        core::AgentRegistry registry;
+        QString error;
+        QVERIFY(registry.add(agent(QStringLiteral("taken"), QStringLiteral("h:1"), {}), &error));
+        console::AgentDialog dialog(&registry, -1, {});
+        auto *address = dialog.findChild<QLineEdit *>(QStringLiteral("addressEdit"));
+        auto *name = dialog.findChild<QLineEdit *>(QStringLiteral("nameEdit"));
+        auto *addressError = dialog.findChild<QLabel *>(QStringLiteral("error:address"));
+        auto *nameError = dialog.findChild<QLabel *>(QStringLiteral("error:name"));
+        QVERIFY(address && name && addressError && nameError);
+        dialog.show();
+        // Untouched fields stay quiet; a typed address is judged as it is typed.
+        QVERIFY(!nameError->isVisible());
+        QTest::keyClicks(address, QStringLiteral("foo"));
+        QVERIFY(addressError->isVisible());
+        QVERIFY2(addressError->text().contains(QLatin1String("address 'foo' has no port")),
+            qPrintable(addressError->text()));
+        QVERIFY(!nameError->isVisible());
+        QTest::keyClicks(address, QStringLiteral(":50051"));
+        QVERIFY(!addressError->isVisible());
+        // OK shows everything left to fix and keeps the dialog open.
+        dialog.accept();
+        QVERIFY(dialog.isVisible());
+        QVERIFY(nameError->isVisible());
+        QTest::keyClicks(name, QStringLiteral("taken"));
+        QVERIFY2(nameError->text().contains(QLatin1String("already exists")), qPrintable(nameError->text()));
+        name->clear();
+        QTest::keyClicks(name, QStringLiteral("fresh"));
+        QCOMPARE(dialog.validateAll(), 0);
+        QCOMPARE(dialog.config().address, QStringLiteral("foo:50051"));
+        if (const QString dir = qEnvironmentVariable("SCALELAB_SCREENSHOT_DIR"); !dir.isEmpty()) {
+            address->clear();
+            QTest::keyClicks(address, QStringLiteral("gpu-node-1"));
+            dialog.adjustSize();
+            dialog.grab().save(dir + QStringLiteral("/agent_dialog.png"));
+            address->setText(QStringLiteral("foo:50051"));
+        }
+        dialog.accept();
+        QCOMPARE(dialog.result(), int(QDialog::Accepted));
+    }
+
+    void connectedAgentShowsInventoryAndUtilization()
+    {
+        console::AgentsView view;
+        view.setSampleInterval(200);
+        QSignalSpy changed(&view, &console::AgentsView::agentsChanged);
+        QString error;
+        const QString state = m_tmp.filePath(QStringLiteral("console-live"));
+        QVERIFY2(view.openRegistry(state, &error), qPrintable(error));
+        QVERIFY2(view.addAgent(agent(QStringLiteral("node-a"), m_agent.endpoint(), m_agent.token()), &error),
+            qPrintable(error));
+        QCOMPARE(fileMode(core::AgentRegistry::defaultPath(state)), 0600);
+        QTRY_COMPARE_WITH_TIMEOUT(
+            view.stateText(QStringLiteral("node-a")), QStringLiteral("connected"), 10000);
+        const QString inventory = view.inventoryText(QStringLiteral("node-a"));
+        QVERIFY2(inventory.contains(QSysInfo::machineHostName()) && inventory.contains(QLatin1String("cores"))
+                && inventory.contains(QLatin1String("synth (synthetic)")),
+            qPrintable(inventory));
+        // Utilization samples reach the charts (on the console's wall clock).
+        QTRY_VERIFY_WITH_TIMEOUT(
+            view.cpuChart(QStringLiteral("node-a"))->pointCount(QStringLiteral("cpu")) >= 2, 10000);
+        QVERIFY(view.memoryChart(QStringLiteral("node-a"))->pointCount(QStringLiteral("used")) >= 2);
+        QCOMPARE(view.cpuChart(QStringLiteral("node-a"))->xAxis(), app::XAxis::WallClock);
+        const auto *memory = view.memoryChart(QStringLiteral("node-a"))->data(QStringLiteral("used"));
+        QVERIFY(memory->rawValue(0) > 0.01); // GiB in use: the node has some memory busy
+        const auto *table = view.table();
+        QVERIFY2(
+            table->item(0, 4)->text().contains(QLatin1String("GiB")), qPrintable(table->item(0, 4)->text()));
+        QVERIFY(table->item(0, 3)->text().endsWith(QLatin1Char('%')));
+        // Reachable agents go to the Study tab.
+        QTRY_VERIFY(!changed.isEmpty());
+        const auto reachable = changed.last().at(0).value<QList<core::AgentEndpoint>>();
+        QCOMPARE(reachable.size(), 1);
+        QCOMPARE(reachable.at(0).name, QStringLiteral("node-a"));
+        QCOMPARE(reachable.at(0).token, m_agent.token());
+        QCOMPARE(view.reachableAgents().size(), 1);
+
+        // A fresh view on the same state folder has the agent back.
+        console::AgentsView reopened;
+        QVERIFY(reopened.openRegistry(state, &error));
+        QCOMPARE(reopened.agentNames(), QStringList { QStringLiteral("node-a") });
+        // More rows for the picture: a wrong token and an address nobody answers.
+        QVERIFY(view.addAgent(
+            agent(QStringLiteral("wrong-token"), m_agent.endpoint(), QStringLiteral("x")), &error));
+        QVERIFY(view.addAgent(
+            agent(QStringLiteral("gpu-node-7"), QStringLiteral("127.0.0.1:%1").arg(closedPort()), {}),
+            &error));
+        QTRY_VERIFY_WITH_TIMEOUT(
+            view.stateText(QStringLiteral("gpu-node-7")).startsWith(QLatin1String("unreachable")), 10000);
+        QTRY_VERIFY_WITH_TIMEOUT(
+            view.stateText(QStringLiteral("wrong-token")).contains(QLatin1String("token rejected")), 10000);
+        QCOMPARE(view.reachableAgents().size(), 1);
+        view.select(QStringLiteral("node-a"));
+        screenshot(view, QStringLiteral("agents_view"));
+    }
+
+    void wrongTokenIsRejectedInWords()
+    {
+        console::AgentsView view;
+        QString error;
+        QVERIFY(view.openRegistry(m_tmp.filePath(QStringLiteral("console-token")), &error));
+        QVERIFY(view.addAgent(
+            agent(QStringLiteral("bad"), m_agent.endpoint(), QStringLiteral("wrong-token")), &error));
+        QTRY_VERIFY_WITH_TIMEOUT(
+            view.stateText(QStringLiteral("bad")).contains(QLatin1String("token rejected")), 10000);
+        QVERIFY2(view.stateText(QStringLiteral("bad")).startsWith(QLatin1String("unauthenticated")),
+            qPrintable(view.stateText(QStringLiteral("bad"))));
+        QVERIFY(view.reachableAgents().isEmpty());
+        QCOMPARE(view.samplesReceived(QStringLiteral("bad")), 0);
+    }
+
+    void unreachableAddressIsSaidInWords()
+    {
+        const int port = closedPort();
+        QVERIFY(port > 0);
+        console::AgentsView view;
+        QString error;
+        QVERIFY(view.openRegistry(m_tmp.filePath(QStringLiteral("console-unreachable")), &error));
+        QVERIFY(view.addAgent(
+            agent(QStringLiteral("gone"), QStringLiteral("127.0.0.1:%1").arg(port), {}), &error));
+        QTRY_VERIFY_WITH_TIMEOUT(
+            view.stateText(QStringLiteral("gone")).startsWith(QLatin1String("unreachable: ")), 15000);
+        const QString text = view.stateText(QStringLiteral("gone"));
+        QVERIFY2(
+            text.contains(QLatin1String("connection refused")) && text.contains(QLatin1String("retrying in")),
+            qPrintable(text));
+        QVERIFY(view.isWatching(QStringLiteral("gone"))); // it keeps trying
+        QVERIFY(view.reachableAgents().isEmpty());
+    }
+
+    void removingAnAgentStopsItsStream()
+    {
+        console::AgentsView view;
+        view.setSampleInterval(200);
+        QString error;
+        const QString state = m_tmp.filePath(QStringLiteral("console-remove"));
+        QVERIFY(view.openRegistry(state, &error));
+        QVERIFY(view.addAgent(agent(QStringLiteral("node-a"), m_agent.endpoint(), m_agent.token()), &error));
+        QVERIFY(view.addAgent(agent(QStringLiteral("node-b"), m_agent.endpoint(), m_agent.token()), &error));
+        QTRY_VERIFY_WITH_TIMEOUT(view.samplesReceived(QStringLiteral("node-a")) >= 1, 10000);
+        QCOMPARE(view.activeMonitors(), 2);
+        QPointer<app::MetricChart> chart = view.cpuChart(QStringLiteral("node-a"));
+        QSignalSpy changed(&view, &console::AgentsView::agentsChanged);
+        QElapsedTimer clock;
+        clock.start();
+        QVERIFY2(view.removeAgent(QStringLiteral("node-a"), &error), qPrintable(error));
+        QVERIFY2(clock.elapsed() < 3000, "stopping a stream must not wait on the network");
+        QVERIFY(!view.isWatching(QStringLiteral("node-a")));
+        QCOMPARE(view.activeMonitors(), 1);
+        QCOMPARE(view.agentNames(), QStringList { QStringLiteral("node-b") });
+        QCOMPARE(changed.size(), 1);
+        QCOMPARE(changed.at(0).at(0).value<QList<core::AgentEndpoint>>().size(), 1);
+        QTRY_VERIFY(chart.isNull()); // its charts go with it
+        core::AgentRegistry saved(core::AgentRegistry::defaultPath(state));
+        QVERIFY(saved.load(&error));
+        QCOMPARE(saved.agents().size(), 1);
+        QCOMPARE(saved.agents().at(0).name, QStringLiteral("node-b"));
+    }
+
+    void streamComesBackWhenTheAgentDoes()
+    {
+        // An agent of its own on a fixed port, so it can go away and come back there.
+        const int port = closedPort();
+        auto options = agentOptions(QStringLiteral("agent-restart"));
+        options.extraArguments = { QStringLiteral("--port"), QString::number(port) };
+        options.token = QStringLiteral("restart-token");
+        core::LocalAgent restartable;
+        QVERIFY2(restartable.start(options), qPrintable(restartable.error()));
+        console::AgentsView view;
+        view.setSampleInterval(200);
+        view.setBackoff(100, 500);
+        QString error;
+        QVERIFY(view.openRegistry(m_tmp.filePath(QStringLiteral("console-restart")), &error));
+        QVERIFY(view.addAgent(agent(QStringLiteral("flaky"), restartable.endpoint(), options.token), &error));
+        QTRY_VERIFY_WITH_TIMEOUT(view.samplesReceived(QStringLiteral("flaky")) >= 1, 10000);
+        restartable.stop();
+        QTRY_VERIFY_WITH_TIMEOUT(
+            view.stateText(QStringLiteral("flaky")).startsWith(QLatin1String("unreachable")), 10000);
+        QVERIFY(view.reachableAgents().isEmpty());
+        const qint64 before = view.samplesReceived(QStringLiteral("flaky"));
+        QVERIFY2(restartable.start(options), qPrintable(restartable.error()));
+        QTRY_COMPARE_WITH_TIMEOUT(
+            view.stateText(QStringLiteral("flaky")), QStringLiteral("connected"), 10000);
+        QTRY_VERIFY_WITH_TIMEOUT(view.samplesReceived(QStringLiteral("flaky")) > before, 10000);
+        QCOMPARE(view.reachableAgents().size(), 1);
+    }
+
+    void consoleStartsALocalAgentWhenNoneIsConfigured()
+    {
+        const QString state = m_tmp.filePath(QStringLiteral("console-main"));
+        qint64 pid = 0;
+        {
+            app::ConsoleOptions options;
+            options.stateDir = state;
+            options.localAgent = agentOptions(QStringLiteral("console-main/agents/local-1"));
+            app::MainWindow window(options);
+            QTRY_VERIFY_WITH_TIMEOUT(window.isConnected(), 20000);
+            auto *agents = window.agentsView();
+            QCOMPARE(agents->agentNames(), QStringList { QStringLiteral("local-1") });
+            QCOMPARE(agents->table()->item(0, 0)->text(), QStringLiteral("local-1 (started by the console)"));
+            QTRY_COMPARE_WITH_TIMEOUT(
+                agents->stateText(QStringLiteral("local-1")), QStringLiteral("connected"), 10000);
+            QVERIFY(agents->localAgent());
+            pid = agents->localAgent()->processId();
+            QVERIFY(pid > 0);
+            // The console's own agent is not saved, and cannot be edited or removed.
+            QVERIFY(!QFile::exists(core::AgentRegistry::defaultPath(state)));
+            QVERIFY(!window.findChild<QPushButton *>(QStringLiteral("removeAgentButton"))->isEnabled());
+            QVERIFY(!window.findChild<QPushButton *>(QStringLiteral("startLocalButton"))->isEnabled());
+        }
+        // Closing the console stops the streams and the agent.
+        QTRY_VERIFY_WITH_TIMEOUT(test::processesMentioning(state).isEmpty(), 10000);
+        QVERIFY(!QFile::exists(QStringLiteral("/proc/%1").arg(pid)));
+        QVERIFY(test::childProcesses(QCoreApplication::applicationPid()).size() <= 1); // m_agent only
+    }
+
+private:
+    void screenshot(console::AgentsView &view, const QString &name)
+    {
+        const QString dir = qEnvironmentVariable("SCALELAB_SCREENSHOT_DIR");
+        view.resize(1400, 800);
+        view.show();
+        QTest::qWait(400); // charts redraw on their timer
+        const QImage light = view.grab().toImage();
+        QVERIFY(!light.isNull());
+        if (!dir.isEmpty())
+            light.save(dir + QStringLiteral("/%1.png").arg(name));
+        // The same in a dark palette (Fusion, as a dark desktop theme would set it).
+        QPalette dark;
+        dark.setColor(QPalette::Window, QColor(0x2b, 0x2b, 0x2b));
+        dark.setColor(QPalette::WindowText, QColor(0xe0, 0xe0, 0xe0));
+        dark.setColor(QPalette::Base, QColor(0x1e, 0x1e, 0x1e));
+        dark.setColor(QPalette::AlternateBase, QColor(0x26, 0x26, 0x26));
+        dark.setColor(QPalette::Text, QColor(0xe0, 0xe0, 0xe0));
+        dark.setColor(QPalette::Button, QColor(0x35, 0x35, 0x35));
+        dark.setColor(QPalette::ButtonText, QColor(0xe0, 0xe0, 0xe0));
+        dark.setColor(QPalette::Mid, QColor(0x50, 0x50, 0x50));
+        dark.setColor(QPalette::Highlight, QColor(0x2f, 0x65, 0xca));
+        dark.setColor(QPalette::HighlightedText, Qt::white);
+        const QPalette before = QApplication::palette();
+        QApplication::setPalette(dark);
+        QTest::qWait(400);
+        const QImage darkImage = view.grab().toImage();
+        QApplication::setPalette(before);
+        if (!dir.isEmpty())
+            darkImage.save(dir + QStringLiteral("/%1_dark.png").arg(name));
+    }
+};
+
+QTEST_MAIN(TestAgentsView)
+#include "tst_agents_view.moc"
