@@ -71,12 +71,13 @@ public:
 
     // For RunWatch: a context carrying the token (no deadline: streams are long).
     void prepareStreamContext(grpc::ClientContext *context) const;
-    v1::Agent::Stub &stub() { return *m_stub; }
-
-private:
+    // For streaming calls made elsewhere (checkpoint transfer): token and deadline.
     void prepare(grpc::ClientContext *context, int timeoutMs) const;
+    v1::Agent::Stub &stub() { return *m_stub; }
+    // Set when the TLS files could not be used: the result every call returns then.
     CallResult setupFailure() const;
 
+private:
     QString m_endpoint;
     QString m_setupError;
     std::string m_token;

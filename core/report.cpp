@@ -70,6 +70,8 @@ QJsonObject runJson(const RunResult &run, const RunOutcome &o)
             { QStringLiteral("agents"), QJsonArray::fromStringList(a.agents) },
             { QStringLiteral("outcome"), a.outcome }, { QStringLiteral("reason"), a.reason },
             { QStringLiteral("resumed_from_epoch"), a.resumedFromEpoch },
+            { QStringLiteral("checkpoint_transferred_epoch"), a.transferredEpoch },
+            { QStringLiteral("checkpoint_transferred_from"), a.transferredFrom },
             { QStringLiteral("started_unix_ms"), a.startedUnixMs },
             { QStringLiteral("ended_unix_ms"), a.endedUnixMs } });
     }

@@ -202,7 +202,9 @@ ReportTable attemptTable(const StudySnapshot &snapshot)
                 a.agents.join(QStringLiteral("\n")),
                 a.resumedFromEpoch > 0 ? QString::number(a.resumedFromEpoch) : QStringLiteral("fresh start"),
                 formatUnixMs(a.startedUnixMs), formatSeconds(seconds),
-                a.reason.isEmpty() ? kDash : a.reason });
+                !a.reason.isEmpty()            ? a.reason
+                    : !resumeNote(a).isEmpty() ? resumeNote(a)
+                                               : kDash });
             t.mutedRows.append(a.outcome != QLatin1String("SUCCEEDED"));
         }
     }

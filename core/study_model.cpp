@@ -16,4 +16,26 @@ QString RunConfig::key() const
     return baseline ? QStringLiteral("baseline-") + key : key;
 }
 
+QString resumeNote(const AttemptRecord &a)
+{
+    const int epoch = a.resumedFromEpoch > 0 ? a.resumedFromEpoch : a.transferredEpoch;
+    if (epoch <= 0)
+        return {};
+    // Until the worker reports where it resumed, the transfer is all that is known.
+    const QString verb = a.resumedFromEpoch > 0 ? QStringLiteral("resumed") : QStringLiteral("resuming");
+    if (a.transferredEpoch > 0 && epoch != a.transferredEpoch)
+        return QStringLiteral(
+            "%1 from epoch %2 (the checkpoint of epoch %3 copied from agent %4 was not used)")
+            .arg(verb)
+            .arg(epoch)
+            .arg(a.transferredEpoch)
+            .arg(a.transferredFrom);
+    if (a.transferredEpoch > 0)
+        return QStringLiteral("%1 from epoch %2, checkpoint copied from agent %3")
+            .arg(verb)
+            .arg(epoch)
+            .arg(a.transferredFrom);
+    return QStringLiteral("%1 from epoch %2").arg(verb).arg(epoch);
+}
+
 } // namespace scalelab::core

@@ -59,7 +59,15 @@ struct AttemptRecord {
     int resumedFromEpoch = 0; // 0 = fresh start
     qint64 startedUnixMs = 0;
     qint64 endedUnixMs = 0; // 0 while live
+    // The console sent its copy of this checkpoint to rank 0's agent before the start,
+    // because that agent did not hold it (the agent that wrote it was gone, or busy).
+    int transferredEpoch = 0; // 0 = nothing transferred
+    QString transferredFrom; // the agent that wrote the checkpoint
 };
+
+// Where an attempt resumed from, in words: "resumed from epoch 2, checkpoint copied
+// from agent 127.0.0.1:7450", "resumed from epoch 2", or "" for a fresh start.
+QString resumeNote(const AttemptRecord &attempt);
 
 struct RunResult {
     QString runId;

@@ -1,8 +1,10 @@
 #include "study_runner.h"
 
+#include "checkpoint_copy.h"
 #include "run_watch.h"
 
 #include <QDateTime>
+#include <QDir>
 #include <QFileInfo>
 #include <QJsonArray>
 
@@ -11,6 +13,7 @@ namespace {
 
 constexpr int kTickMs = 500;
 constexpr qint64 kCapacityRefreshMs = 2000;
+constexpr int kKeepCopies = 2; // checkpoint copies kept per run
 
 QString str(const std::string &s)
 {
@@ -58,6 +61,10 @@ StudyRunner::StudyRunner(Journal *journal, QObject *parent)
 
 StudyRunner::~StudyRunner()
 {
+    if (m_copyTransfer)
+        m_copyTransfer->cancel();
+    if (m_copyThread.joinable())
+        m_copyThread.join();
     // Watches first: they hold pointers to the clients.
     m_watches.clear();
     m_clients.clear();
@@ -90,6 +97,11 @@ AgentClient *StudyRunner::client(const QString &agent)
     AgentClient *raw = created.get();
     m_clients.emplace(agent, std::move(created));
     return raw;
+}
+
+QString StudyRunner::checkpointRoot() const
+{
+    return QFileInfo(m_journal->path()).absolutePath() + QStringLiteral("/checkpoints");
 }
 
 QString StudyRunner::createStudy(const v1::StudyPlan &plan, QString *error)
@@ -270,11 +282,17 @@ void StudyRunner::tick()
     m_busy = true;
     syncJournal(); // requests from other processes (cancel)
 
-    bool anyPending = false;
-    for (const auto &run : m_state.runs())
-        anyPending = anyPending || (run.phase == RunPhase::Pending && !run.cancelRequested);
+    bool anyPending = false, freshRetry = false;
+    for (const auto &run : m_state.runs()) {
+        const bool pending = run.phase == RunPhase::Pending && !run.cancelRequested;
+        anyPending = anyPending || pending;
+        // A retry is placed on capacity asked for after its failure: an agent that died
+        // with it is then seen as unreachable, so it lands elsewhere.
+        freshRetry = freshRetry
+            || (pending && !run.attempts.isEmpty() && run.attempts.last().endedUnixMs >= m_capacityAtMs);
+    }
     if (anyPending) {
-        QList<NodeCapacity> nodes = refreshCapacity(false);
+        QList<NodeCapacity> nodes = refreshCapacity(freshRetry);
         placePending(nodes);
     }
     // Snapshot of ids: record() below changes m_state.runs().
@@ -389,7 +407,15 @@ void StudyRunner::startAttempt(const RunProgress &run)
                            .arg(run.planned.runId)
                            .arg(run.attempt)
                            .arg(reason));
+        afterAttemptEnded(run.planned.runId);
     };
+    QString failure;
+    bool retryable = true;
+    if (!transferCheckpoint(run, &failure, &retryable)) {
+        if (!failure.isEmpty())
+            fail(failure, retryable);
+        return;
+    }
     for (const auto &p : run.portions) {
         AgentClient *c = client(p.agent);
         if (!c)
@@ -437,12 +463,20 @@ void StudyRunner::followAttempt(const RunProgress &run)
                 w.message = QStringLiteral("agent %1 is not configured in this console").arg(w.agent);
             } else {
                 // Events already stored are not asked for again, and the stored ones
-                // may already say the portion ended (a runner restarted after the end).
-                for (const auto &e : m_journal->runEvents(id, run.attempt, w.agent))
+                // may already say the portion ended (a runner restarted after the end),
+                // or name a checkpoint that was not copied yet.
+                int checkpointEpoch = 0;
+                for (const auto &e : m_journal->runEvents(id, run.attempt, w.agent)) {
                     if (QString m, s = terminalState(e, &m); !s.isEmpty()) {
                         w.outcome = s;
                         w.message = m;
                     }
+                    if (e.has_checkpoint())
+                        checkpointEpoch = std::max(checkpointEpoch, e.checkpoint().epoch());
+                }
+                if (i == 0 && w.outcome.isEmpty() && checkpointEpoch > run.checkpoint.epoch
+                    && checkpointEpoch < run.planned.config.epochs)
+                    queueCopy(CopyJob { id, run.attempt, checkpointEpoch, w.agent });
                 if (w.outcome.isEmpty()) {
                     w.watch = std::make_unique<RunWatch>(c, id);
                     connect(
@@ -506,6 +540,7 @@ void StudyRunner::followAttempt(const RunProgress &run)
         QJsonObject { { QStringLiteral("runId"), id }, { QStringLiteral("attempt"), run.attempt },
             { QStringLiteral("outcome"), outcome }, { QStringLiteral("reason"), reason },
             { QStringLiteral("retry"), outcome == QLatin1String("FAILED") && m_state.shouldRetry(run) } });
+    afterAttemptEnded(id);
     const RunProgress *after = m_state.run(id);
     Q_EMIT message(QStringLiteral("%1: attempt %2 %3%4 — run %5")
                        .arg(id)
@@ -530,6 +565,12 @@ void StudyRunner::onEvents(const QString &runId, int portion)
         Q_EMIT fatal(error);
         return;
     }
+    // Rank 0's agent (the first portion's) reports the checkpoints. The last one of a
+    // run is not copied: nothing is left to resume after it.
+    const RunProgress *run = m_state.run(runId);
+    for (const auto &e : events)
+        if (portion == 0 && run && e.has_checkpoint() && e.checkpoint().epoch() < run->planned.config.epochs)
+            queueCopy(CopyJob { runId, w.attempt, e.checkpoint().epoch(), w.agent });
     bool ended = false;
     for (const auto &e : events)
         if (QString m, s = terminalState(e, &m); !s.isEmpty()) {
@@ -556,6 +597,135 @@ void StudyRunner::finishIfDone()
     m_finished = true;
     m_timer.stop();
     Q_EMIT finished(m_state.state());
+}
+
+void StudyRunner::queueCopy(const CopyJob &job)
+{
+    const RunProgress *run = m_state.run(job.runId);
+    if (!run || job.epoch <= run->checkpoint.epoch
+        || (m_copying && m_copying->runId == job.runId && m_copying->epoch >= job.epoch))
+        return;
+    CopyJob &queued = m_copyQueue[job.runId];
+    if (job.epoch > queued.epoch)
+        queued = job; // an older one still waiting is not worth copying any more
+    startNextCopy();
+}
+
+void StudyRunner::startNextCopy()
+{
+    if (m_copying || m_copyQueue.empty() || m_crashed || m_finished)
+        return;
+    const CopyJob job = m_copyQueue.begin()->second;
+    m_copyQueue.erase(m_copyQueue.begin());
+    if (!m_agents.contains(job.agent))
+        return startNextCopy();
+    if (m_copyThread.joinable())
+        m_copyThread.join();
+    // A channel of its own: the runner's clients may be replaced (setAgents) meanwhile.
+    const AgentEndpoint &endpoint = m_agents[job.agent];
+    m_copyClient = std::make_unique<AgentClient>(endpoint.address, endpoint.token);
+    m_copyTransfer = std::make_unique<CheckpointTransfer>(m_copyClient.get());
+    m_copying = job;
+    m_copyThread = std::thread([this, job, transfer = m_copyTransfer.get(), root = checkpointRoot()] {
+        CheckpointCopy copy;
+        const CallResult result = transfer->download(job.runId, job.epoch, root, kKeepCopies, &copy);
+        QMetaObject::invokeMethod(
+            this, [this, job, result, dir = copy.dir] { copyFinished(job, result, dir); },
+            Qt::QueuedConnection);
+    });
+}
+
+void StudyRunner::copyFinished(const CopyJob &job, const CallResult &result, const QString &dir)
+{
+    if (m_copyThread.joinable())
+        m_copyThread.join();
+    m_copying.reset();
+    m_copyTransfer.reset();
+    m_copyClient.reset();
+    if (m_crashed || m_finished)
+        return;
+    const RunProgress *run = m_state.run(job.runId);
+    if (run && isTerminal(run->phase)) { // ended meanwhile: the copy is of no use
+        QDir(checkpointRoot() + QLatin1Char('/') + job.runId).removeRecursively();
+    } else if (result.ok()) {
+        if (!record(QStringLiteral("checkpoint_copied"),
+                QJsonObject { { QStringLiteral("runId"), job.runId },
+                    { QStringLiteral("attempt"), job.attempt }, { QStringLiteral("epoch"), job.epoch },
+                    { QStringLiteral("agent"), job.agent }, { QStringLiteral("dir"), dir } }))
+            return;
+        Q_EMIT message(QStringLiteral("%1: checkpoint of epoch %2 copied from agent %3")
+                           .arg(job.runId)
+                           .arg(job.epoch)
+                           .arg(job.agent));
+    } else {
+        Q_EMIT message(QStringLiteral("%1: could not copy the checkpoint of epoch %2 from agent %3 (%4); a "
+                                      "retry elsewhere resumes from the last copy")
+                           .arg(job.runId)
+                           .arg(job.epoch)
+                           .arg(job.agent, result.message));
+    }
+    startNextCopy();
+}
+
+void StudyRunner::afterAttemptEnded(const QString &runId)
+{
+    const RunProgress *run = m_state.run(runId);
+    if (m_crashed || !run || !isTerminal(run->phase))
+        return;
+    // The run will not start again: its copies are of no use any more.
+    m_copyQueue.erase(runId);
+    if (!m_copying || m_copying->runId != runId) // else copyFinished() removes them
+        QDir(checkpointRoot() + QLatin1Char('/') + runId).removeRecursively();
+}
+
+bool StudyRunner::transferCheckpoint(const RunProgress &run, QString *failure, bool *retryable)
+{
+    const CopiedCheckpoint &copy = run.checkpoint;
+    if (copy.epoch == 0 || run.portions.isEmpty() || run.attempts.isEmpty())
+        return true;
+    const QString target = run.portions.first().agent; // hosts rank 0, which resumes
+    if (copy.agent == target || run.attempts.last().transferredEpoch > 0)
+        return true; // it wrote the checkpoint itself, or has been sent it already
+    AgentClient *c = client(target);
+    if (!c)
+        return true; // StartWorkers says why
+    v1::CheckpointManifest manifest;
+    if (const QString problem = CheckpointTransfer::verifyCopy(copy.dir, &manifest); !problem.isEmpty()) {
+        Q_EMIT message(
+            QStringLiteral("%1: the console's copy of the checkpoint of epoch %2 cannot be used (%3); "
+                           "attempt %4 starts without it")
+                .arg(run.planned.runId)
+                .arg(copy.epoch)
+                .arg(problem)
+                .arg(run.attempt));
+        return true;
+    }
+    CheckpointTransfer transfer(c);
+    v1::WriteCheckpointResponse response;
+    const CallResult result = transfer.upload(run.planned.runId, copy.dir, &response);
+    if (!result.ok()) {
+        *failure = QStringLiteral("could not send the checkpoint of epoch %1 (copied from agent %2) to agent "
+                                  "%3: %4")
+                       .arg(copy.epoch)
+                       .arg(copy.agent, target, result.message);
+        *retryable = result.code != int(grpc::StatusCode::INVALID_ARGUMENT);
+        return false;
+    }
+    const QString runId = run.planned.runId;
+    const int attempt = run.attempt;
+    if (!record(QStringLiteral("checkpoint_uploaded"),
+            QJsonObject { { QStringLiteral("runId"), runId }, { QStringLiteral("attempt"), attempt },
+                { QStringLiteral("epoch"), copy.epoch }, { QStringLiteral("agent"), target },
+                { QStringLiteral("from"), copy.agent } }))
+        return false;
+    Q_EMIT message(QStringLiteral("%1: attempt %2 resumes from epoch %3 on agent %4, checkpoint copied from "
+                                  "agent %5 (%6 MiB sent)")
+                       .arg(runId)
+                       .arg(attempt)
+                       .arg(m_state.run(runId)->checkpoint.epoch)
+                       .arg(target, m_state.run(runId)->checkpoint.agent)
+                       .arg(double(response.bytes()) / (1 << 20), 0, 'f', 1));
+    return true;
 }
 
 } // namespace scalelab::core

@@ -5,6 +5,12 @@
 // StartWorkers is idempotent on (run, attempt), and event streams resume at the seq
 // after the last one stored.
 //
+// Checkpoints: every checkpoint rank 0 commits (but the last of a run) is copied from its
+// agent into <journal folder>/checkpoints/<run_id>/ on a worker thread, and journaled
+// (checkpoint_copied). A retry whose rank 0 lands on an agent that did not write that
+// checkpoint (the one that did is gone, or busy) gets the copy sent there first
+// (checkpoint_uploaded), so it resumes instead of starting afresh.
+//
 // Blocking gRPC calls (with deadlines) run on the runner's thread: give it a thread of
 // its own in a GUI (moveToThread), or use it from a console program's event loop.
 // Only one process drives a study at a time (a lock file beside the journal).
@@ -20,11 +26,14 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
+#include <thread>
 
 namespace scalelab::core {
 
 class RunWatch;
+class CheckpointTransfer;
 
 struct AgentEndpoint {
     QString name; // how the journal names it; the address unless told otherwise
@@ -66,6 +75,9 @@ public:
     // and emit crashed(). A new runner then continues from the journal.
     void setCrashAfterEvents(int n) { m_crashAfter = n; }
 
+    // Where the console keeps its copies of run checkpoints.
+    QString checkpointRoot() const;
+
 Q_SIGNALS:
     void stateChanged(const scalelab::core::JournalEvent &event); // after a journal event is applied
     void runEvents(const QString &runId, int attempt, const std::vector<scalelab::v1::RunEvent> &events);
@@ -84,6 +96,13 @@ private:
         bool stopSent = false;
     };
 
+    struct CopyJob {
+        QString runId;
+        int attempt = 0;
+        int epoch = 0;
+        QString agent; // rank 0's, which committed it
+    };
+
     void tick();
     bool record(const QString &type, const QJsonObject &payload);
     void syncJournal();
@@ -94,6 +113,13 @@ private:
     void onEvents(const QString &runId, int portion);
     void finishIfDone();
     AgentClient *client(const QString &agent);
+    void queueCopy(const CopyJob &job);
+    void startNextCopy();
+    void copyFinished(const CopyJob &job, const CallResult &result, const QString &dir);
+    void afterAttemptEnded(const QString &runId);
+    // Before a retry starts: sends the console's copy of the run's checkpoint to rank 0's
+    // agent when that agent did not write it. False (with the reason) when it must not start.
+    bool transferCheckpoint(const RunProgress &run, QString *failure, bool *retryable);
 
     Journal *m_journal;
     QString m_studyId;
@@ -113,6 +139,12 @@ private:
     int m_crashAfter = 0;
     int m_recorded = 0;
     bool m_crashed = false;
+    // Checkpoint copies: one in flight at a time, the newest checkpoint queued per run.
+    std::map<QString, CopyJob> m_copyQueue;
+    std::optional<CopyJob> m_copying;
+    std::unique_ptr<AgentClient> m_copyClient; // of the copy in flight (its own channel)
+    std::unique_ptr<CheckpointTransfer> m_copyTransfer;
+    std::thread m_copyThread;
 };
 
 } // namespace scalelab::core

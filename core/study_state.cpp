@@ -239,6 +239,19 @@ void StudyState::apply(const JournalEvent &event)
             if (!run->attempts.isEmpty())
                 run->attempts.last().outcome = QStringLiteral("RUNNING");
         }
+    } else if (type == QLatin1String("checkpoint_copied")) {
+        const int epoch = p.value(QLatin1String("epoch")).toInt();
+        if (epoch >= run->checkpoint.epoch)
+            run->checkpoint = CopiedCheckpoint { epoch, p.value(QLatin1String("attempt")).toInt(),
+                p.value(QLatin1String("agent")).toString(), p.value(QLatin1String("dir")).toString() };
+    } else if (type == QLatin1String("checkpoint_uploaded")) {
+        if (p.value(QLatin1String("attempt")).toInt() != run->attempt || run->attempts.isEmpty())
+            return;
+        AttemptRecord &a = run->attempts.last();
+        a.transferredEpoch = p.value(QLatin1String("epoch")).toInt();
+        a.transferredFrom = p.value(QLatin1String("from")).toString();
+        if (run->attemptOpen())
+            run->reason = resumeNote(a);
     } else if (type == QLatin1String("attempt_ended")) {
         if (p.value(QLatin1String("attempt")).toInt() != run->attempt || !run->attemptOpen())
             return;
@@ -252,6 +265,11 @@ void StudyState::apply(const JournalEvent &event)
         run->reason = reason;
         if (outcome == QLatin1String("SUCCEEDED")) {
             run->phase = RunPhase::Succeeded;
+            // Said in words; the snapshot refines it with the epoch the worker reported.
+            if (!run->attempts.isEmpty() && run->attempts.last().transferredEpoch > 0)
+                run->reason = QStringLiteral("resumed from epoch %1, checkpoint copied from agent %2")
+                                  .arg(run->attempts.last().transferredEpoch)
+                                  .arg(run->attempts.last().transferredFrom);
         } else if (outcome == QLatin1String("CANCELLED")) {
             run->phase = RunPhase::Cancelled;
         } else {
@@ -362,6 +380,9 @@ StudySnapshot buildSnapshot(const StudyState &state, const Journal &journal)
         }
         if (progress.phase == RunPhase::Succeeded)
             r.wallSeconds = offset;
+        if (!r.attempts.isEmpty() && r.attempts.last().transferredEpoch > 0
+            && (progress.attemptOpen() || progress.phase == RunPhase::Succeeded))
+            r.stateReason = resumeNote(r.attempts.last());
         s.runs << r;
     }
     return s;

@@ -10,6 +10,10 @@
 //   attempt_running  {runId, attempt, rendezvous}          every portion accepted
 //   attempt_ended    {runId, attempt, outcome, reason, retry}  outcome SUCCEEDED|FAILED|CANCELLED;
 //                                                          retry = a FAILED run goes back to PENDING
+//   checkpoint_copied {runId, attempt, epoch, agent, dir}  the console holds a verified copy of the
+//                                                          checkpoint `agent` (rank 0's) committed
+//   checkpoint_uploaded {runId, attempt, epoch, agent, from}  that copy was written to `agent`, rank 0's
+//                                                          of `attempt`, before its start (`from` wrote it)
 //   cancel_requested {runId?}                              whole study when runId is absent
 //   retry_requested  {runId}                               a FAILED/CANCELLED run goes again
 //   study_ended      {state}
@@ -30,6 +34,14 @@ enum class RunPhase { Pending, Starting, Running, Succeeded, Failed, Cancelled }
 QString phaseName(RunPhase phase);
 bool isTerminal(RunPhase phase);
 
+// The newest checkpoint of a run that the console holds a copy of.
+struct CopiedCheckpoint {
+    int epoch = 0; // 0 = none
+    int attempt = 0; // that wrote it
+    QString agent; // that wrote it (rank 0's), and so holds it
+    QString dir; // the copy, in the console's state folder
+};
+
 struct RunProgress {
     PlannedRun planned;
     RunPhase phase = RunPhase::Pending;
@@ -41,6 +53,7 @@ struct RunProgress {
     int extraAttempts = 0; // retries the user asked for, on top of maxFailures
     bool cancelRequested = false;
     QList<AttemptRecord> attempts;
+    CopiedCheckpoint checkpoint;
     bool attemptOpen() const { return phase == RunPhase::Starting || phase == RunPhase::Running; }
 };
 

@@ -1,9 +1,11 @@
 // The node agent as a process (issue 4): a run whose ranks sit on two agents, resuming a
 // stream mid-run, an agent killed with SIGKILL and started again, token and TLS
 // (mutual too) refusals, the bad-input matrix, exit classification through real
-// processes, utilization samples, fetching CIFAR-10 from a mirror, and the event log's
-// torn-tail repair. After every test no process it started is left, zombies included.
+// processes, utilization samples, fetching CIFAR-10 from a mirror, the event log's
+// torn-tail repair, and checkpoints sent from one agent to another (and the writes an
+// agent refuses). After every test no process it started is left, zombies included.
 #include "agent_client.h"
+#include "checkpoint_copy.h"
 #include "cifar10.h"
 #include "dataset_fetcher.h"
 #include "local_agent.h"
@@ -95,6 +97,66 @@ bool writeFile(const QString &path, const QByteArray &bytes, QFile::Permissions 
         return false;
     f.close();
     return permissions == QFile::Permissions() || f.setPermissions(permissions);
+}
+
+// One file of a hand-made checkpoint: its name, contents, and the sum announced for it.
+struct FakeFile {
+    std::string name;
+    QByteArray bytes;
+    std::string sha256; // empty = the true sum
+};
+
+// A WriteCheckpoint stream for `files`: the manifest first, then 1 MiB chunks.
+std::vector<v1::CheckpointChunk> checkpointChunks(
+    const std::string &runId, int epoch, const std::vector<FakeFile> &files)
+{
+    std::vector<v1::CheckpointChunk> chunks(1);
+    auto *manifest = chunks[0].mutable_manifest();
+    manifest->set_run_id(runId);
+    manifest->set_epoch(epoch);
+    for (const auto &f : files) {
+        auto *entry = manifest->add_files();
+        entry->set_name(f.name);
+        entry->set_size(f.bytes.size());
+        entry->set_sha256(f.sha256.empty()
+                ? QCryptographicHash::hash(f.bytes, QCryptographicHash::Sha256).toHex().toStdString()
+                : f.sha256);
+        for (qsizetype offset = 0; offset < f.bytes.size(); offset += 1 << 20) {
+            v1::CheckpointChunk chunk;
+            chunk.set_file(f.name);
+            chunk.set_offset(offset);
+            const QByteArray piece = f.bytes.mid(offset, 1 << 20);
+            chunk.set_data(piece.constData(), std::size_t(piece.size()));
+            chunks.push_back(chunk);
+        }
+    }
+    return chunks;
+}
+
+grpc::Status writeCheckpoint(AgentClient &client, const std::vector<v1::CheckpointChunk> &chunks,
+    v1::WriteCheckpointResponse *response = nullptr)
+{
+    grpc::ClientContext context;
+    client.prepare(&context, 30'000);
+    v1::WriteCheckpointResponse ignored;
+    auto writer = client.stub().WriteCheckpoint(&context, response ? response : &ignored);
+    for (const auto &chunk : chunks)
+        if (!writer->Write(chunk))
+            break; // the agent already answered
+    writer->WritesDone();
+    return writer->Finish();
+}
+
+// Every file of a committed checkpoint folder and its sha256, MANIFEST included.
+QMap<QString, QByteArray> folderSums(const QString &dir)
+{
+    QMap<QString, QByteArray> sums;
+    for (const QString &name : QDir(dir).entryList(QDir::Files | QDir::Hidden)) {
+        QFile f(dir + u'/' + name);
+        if (f.open(QIODevice::ReadOnly))
+            sums.insert(name, QCryptographicHash::hash(f.readAll(), QCryptographicHash::Sha256).toHex());
+    }
+    return sums;
 }
 
 QString lastStateName(const std::vector<v1::RunEvent> &events)
@@ -391,6 +453,218 @@ private Q_SLOTS:
             list.runs(0).message().c_str());
         QCOMPARE(list.runs(0).placements(0).exit().kind(), v1::EXIT_STOPPED);
         restarted->stop();
+    }
+
+    // The trainer's checkpoint read from the agent that wrote it, kept by the console,
+    // and written to another agent: the same bytes everywhere, and an attempt started on
+    // the second agent resumes from it.
+    void checkpointTravelsBetweenAgents()
+    {
+        auto first = startAgent(QStringLiteral("ckpt-a"));
+        auto second = startAgent(QStringLiteral("ckpt-b"));
+        AgentClient a(first->endpoint(), first->token());
+        AgentClient b(second->endpoint(), second->token());
+        v1::StartWorkersResponse started;
+        auto r = a.startWorkers(runRequest("travel-1", 2, 1, { 0 }), &started);
+        QVERIFY2(r.ok(), qPrintable(r.message));
+        QCOMPARE(lastStateName(watchRun(a, "travel-1", 1).events), QStringLiteral("SUCCEEDED"));
+        const QString onA = path(QStringLiteral("ckpt-a/runs/travel-1/checkpoints/epoch-0002"));
+        QCOMPARE(folderSums(onA).size(), 4); // model, optimizer, state, MANIFEST
+
+        // Read: the newest (epoch 0) and one by number, verified and committed.
+        CheckpointTransfer fromA(&a);
+        CheckpointCopy newest, older;
+        r = fromA.download(QStringLiteral("travel-1"), 0, path(QStringLiteral("ckpt-copies")), 2, &newest);
+        QVERIFY2(r.ok(), qPrintable(r.message));
+        QCOMPARE(newest.epoch, 2);
+        QCOMPARE(newest.dir, path(QStringLiteral("ckpt-copies/travel-1/epoch-0002")));
+        QCOMPARE(folderSums(newest.dir), folderSums(onA)); // MANIFEST included, byte for byte
+        QVERIFY(newest.bytes > 10'000'000); // the seed CNN's weights and momentum
+        r = fromA.download(QStringLiteral("travel-1"), 1, path(QStringLiteral("ckpt-copies")), 2, &older);
+        QVERIFY2(r.ok(), qPrintable(r.message));
+        QCOMPARE(older.epoch, 1);
+        QCOMPARE(QDir(path(QStringLiteral("ckpt-copies/travel-1")))
+                     .entryList(QDir::AllEntries | QDir::Hidden | QDir::NoDotAndDotDot),
+            QStringList({ QStringLiteral("epoch-0001"), QStringLiteral("epoch-0002") })); // no temporary left
+        r = fromA.download(QStringLiteral("travel-1"), 7, path(QStringLiteral("ckpt-copies")), 2, &older);
+        QCOMPARE(r.code, int(grpc::StatusCode::NOT_FOUND));
+        QVERIFY2(r.message.contains(QLatin1String("epochs held here: 1, 2")), qPrintable(r.message));
+
+        // Write to the other agent, which never ran travel-1.
+        CheckpointTransfer toB(&b);
+        v1::WriteCheckpointResponse written;
+        r = toB.upload(QStringLiteral("travel-1"), newest.dir, &written);
+        QVERIFY2(r.ok(), qPrintable(r.message));
+        const QString onB = path(QStringLiteral("ckpt-b/runs/travel-1/checkpoints/epoch-0002"));
+        QCOMPARE(QString::fromStdString(written.path()), onB);
+        QCOMPARE(written.epoch(), 2);
+        QCOMPARE(written.bytes(), newest.bytes);
+        QCOMPARE(folderSums(onB), folderSums(onA));
+        QCOMPARE(QDir(path(QStringLiteral("ckpt-b/runs/travel-1/checkpoints")))
+                     .entryList(QDir::AllEntries | QDir::Hidden | QDir::NoDotAndDotDot),
+            QStringList({ QStringLiteral("epoch-0002") }));
+        // Read back from there: the round trip changes nothing.
+        CheckpointTransfer fromB(&b);
+        CheckpointCopy back;
+        r = fromB.download(QStringLiteral("travel-1"), 0, path(QStringLiteral("ckpt-back")), 1, &back);
+        QVERIFY2(r.ok(), qPrintable(r.message));
+        QCOMPARE(folderSums(back.dir), folderSums(onA));
+
+        // Attempt 2 there resumes after epoch 2 and trains only epoch 3.
+        auto again = runRequest("travel-1", 3, 1, { 0 });
+        again.set_attempt(2);
+        r = b.startWorkers(again, &started);
+        QVERIFY2(r.ok(), qPrintable(r.message));
+        const auto watched = watchRun(b, "travel-1", 1);
+        QCOMPARE(lastStateName(watched.events), QStringLiteral("SUCCEEDED"));
+        int resumedFrom = -1;
+        std::set<int> epochs;
+        for (const auto &e : watched.events) {
+            if (e.has_started())
+                resumedFrom = e.started().resumed_from_epoch();
+            if (e.has_epoch())
+                epochs.insert(e.epoch().epoch());
+        }
+        QCOMPARE(resumedFrom, 2);
+        QCOMPARE(epochs, std::set<int> { 3 });
+        first->stop();
+        second->stop();
+    }
+
+    // What WriteCheckpoint must refuse, each with a status that says why, leaving
+    // nothing behind; and what ReadCheckpoint answers for a checkpoint it does not have.
+    void checkpointWritesAreRefusedSafely()
+    {
+        auto agent = startAgent(QStringLiteral("ckpt-refuse"));
+        AgentClient client(agent->endpoint(), agent->token());
+        const QString runs = path(QStringLiteral("ckpt-refuse/runs"));
+        QByteArray big(3 * (1 << 20) + 17, '\0'); // several chunks
+        for (qsizetype i = 0; i < big.size(); ++i)
+            big[i] = char(i * 7 % 251);
+        const std::vector<FakeFile> good
+            = { { "model.pt", big, {} }, { "empty.pt", {}, {} }, { "state.pt", "state", {} } };
+
+        // A good one is accepted and reads back the same, in chunks of at most 1 MiB.
+        v1::WriteCheckpointResponse written;
+        auto status = writeCheckpoint(client, checkpointChunks("fresh-1", 3, good), &written);
+        QVERIFY2(status.ok(), status.error_message().c_str());
+        QCOMPARE(written.bytes(), qint64(big.size() + 5));
+        {
+            grpc::ClientContext context;
+            client.prepare(&context, 30'000);
+            v1::ReadCheckpointRequest request;
+            request.set_run_id("fresh-1");
+            auto reader = client.stub().ReadCheckpoint(&context, request);
+            v1::CheckpointChunk chunk;
+            QMap<QString, QByteArray> received;
+            int messages = 0;
+            while (reader->Read(&chunk)) {
+                if (messages++ == 0) {
+                    QCOMPARE(chunk.manifest().epoch(), 3);
+                    QCOMPARE(chunk.manifest().files_size(), 3);
+                }
+                QVERIFY(chunk.data().size() <= std::size_t(1 << 20));
+                received[QString::fromStdString(chunk.file())].append(
+                    chunk.data().data(), chunk.data().size());
+            }
+            QVERIFY(reader->Finish().ok());
+            QCOMPARE(received.value(QStringLiteral("model.pt")), big);
+            QCOMPARE(received.value(QStringLiteral("state.pt")), QByteArray("state"));
+            QCOMPARE(messages, 1 + 4 + 1); // manifest, model.pt in 4 chunks, state.pt
+        }
+
+        struct Refusal {
+            const char *what;
+            std::vector<v1::CheckpointChunk> chunks;
+            grpc::StatusCode code;
+            const char *says;
+        };
+        std::vector<Refusal> refusals;
+        std::vector<FakeFile> wrongSum = good;
+        wrongSum[0].sha256 = std::string(64, 'a');
+        refusals.push_back({ "wrong sum", checkpointChunks("fresh-1", 4, wrongSum),
+            grpc::StatusCode::DATA_LOSS, "does not match its sha256" });
+        refusals.push_back(
+            { "'..' as a file name", checkpointChunks("fresh-1", 4, { { "../../escaped", "x", {} } }),
+                grpc::StatusCode::INVALID_ARGUMENT, "'../../escaped'" });
+        refusals.push_back({ "'..' alone", checkpointChunks("fresh-1", 4, { { "..", "x", {} } }),
+            grpc::StatusCode::INVALID_ARGUMENT, "not starting with '.'" });
+        refusals.push_back(
+            { "MANIFEST sent as a file", checkpointChunks("fresh-1", 4, { { "MANIFEST", "x", {} } }),
+                grpc::StatusCode::INVALID_ARGUMENT, "not MANIFEST" });
+        refusals.push_back({ "'..' in the run id", checkpointChunks("../fresh-1", 4, good),
+            grpc::StatusCode::INVALID_ARGUMENT, "manifest.run_id" });
+        refusals.push_back({ "epoch 0", checkpointChunks("fresh-1", 0, good),
+            grpc::StatusCode::INVALID_ARGUMENT, "manifest.epoch" });
+        auto truncated = checkpointChunks("fresh-1", 4, good);
+        truncated.erase(truncated.begin() + 2); // the second chunk of model.pt
+        refusals.push_back({ "a chunk missing", truncated, grpc::StatusCode::INVALID_ARGUMENT, "offset" });
+        auto cut = checkpointChunks("fresh-1", 4, good);
+        cut.pop_back(); // state.pt never arrives
+        refusals.push_back({ "a file missing", cut, grpc::StatusCode::INVALID_ARGUMENT, "incomplete" });
+        auto stranger = checkpointChunks("fresh-1", 4, good);
+        stranger.back().set_file("other.pt");
+        refusals.push_back({ "a file not in the manifest", stranger, grpc::StatusCode::INVALID_ARGUMENT,
+            "not in the manifest" });
+        auto noManifest = checkpointChunks("fresh-1", 4, good);
+        noManifest.erase(noManifest.begin());
+        refusals.push_back({ "no manifest", noManifest, grpc::StatusCode::INVALID_ARGUMENT, "manifest" });
+        for (const auto &refusal : refusals) {
+            status = writeCheckpoint(client, refusal.chunks);
+            QVERIFY2(status.error_code() == refusal.code,
+                qPrintable(QStringLiteral("%1: %2 %3")
+                               .arg(QLatin1String(refusal.what))
+                               .arg(status.error_code())
+                               .arg(QString::fromStdString(status.error_message()))));
+            QVERIFY2(QString::fromStdString(status.error_message()).contains(QLatin1String(refusal.says)),
+                qPrintable(QLatin1String(refusal.what) + QStringLiteral(": ")
+                    + QString::fromStdString(status.error_message())));
+        }
+        // Nothing of them was kept: no epoch 4, no temporary folder, nothing outside.
+        QCOMPARE(QDir(runs + QStringLiteral("/fresh-1/checkpoints"))
+                     .entryList(QDir::AllEntries | QDir::Hidden | QDir::NoDotAndDotDot),
+            QStringList({ QStringLiteral("epoch-0003") }));
+        QCOMPARE(QDir(runs).entryList(QDir::AllEntries | QDir::Hidden | QDir::NoDotAndDotDot),
+            QStringList({ QStringLiteral("fresh-1") }));
+        QVERIFY(!QFileInfo::exists(path(QStringLiteral("ckpt-refuse/escaped"))));
+
+        // Without the token: refused like every other call.
+        AgentClient stranger2(agent->endpoint(), QString());
+        status = writeCheckpoint(stranger2, checkpointChunks("fresh-1", 5, good));
+        QCOMPARE(status.error_code(), grpc::StatusCode::UNAUTHENTICATED);
+        CheckpointCopy copy;
+        auto r = CheckpointTransfer(&stranger2)
+                     .download(QStringLiteral("fresh-1"), 0, path(QStringLiteral("ckpt-refused")), 2, &copy);
+        QCOMPARE(r.code, int(grpc::StatusCode::UNAUTHENTICATED));
+        QVERIFY(!QFileInfo::exists(path(QStringLiteral("ckpt-refused/fresh-1/epoch-0003"))));
+        r = CheckpointTransfer(&client).download(
+            QStringLiteral("never-ran"), 0, path(QStringLiteral("ckpt-refused")), 2, &copy);
+        QCOMPARE(r.code, int(grpc::StatusCode::NOT_FOUND));
+
+        // Into a run that is active here: refused until it has stopped; reading is fine.
+        auto request = runRequest("busy-1", 1000, 1, { 0 });
+        request.mutable_spec()->set_max_train_images(50);
+        v1::StartWorkersResponse started;
+        r = client.startWorkers(request, &started);
+        QVERIFY2(r.ok(), qPrintable(r.message));
+        status = writeCheckpoint(client, checkpointChunks("busy-1", 1, good));
+        QCOMPARE(status.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+        QVERIFY2(
+            QString::fromStdString(status.error_message()).contains(QLatin1String("is active on this agent")),
+            status.error_message().c_str());
+        QTRY_VERIFY_WITH_TIMEOUT(
+            CheckpointTransfer(&client)
+                .download(QStringLiteral("busy-1"), 0, path(QStringLiteral("ckpt-busy")), 2, &copy)
+                .ok(),
+            60'000);
+        QVERIFY(copy.epoch >= 1);
+        v1::StopRunResponse stopped;
+        QVERIFY(client.stopRun(QStringLiteral("busy-1"), &stopped).ok());
+        QCOMPARE(lastStateName(watchRun(client, "busy-1", 1).events), QStringLiteral("CANCELLED"));
+        status = writeCheckpoint(client, checkpointChunks("busy-1", 999, good));
+        QVERIFY2(status.ok(), status.error_message().c_str());
+        QVERIFY(QFileInfo::exists(runs + QStringLiteral("/busy-1/checkpoints/epoch-0999/MANIFEST")));
+        agent->stop();
     }
 
     void refusesNetworkAddressWithoutTokenAndTls_data()

@@ -303,6 +303,80 @@ private Q_SLOTS:
         QCOMPARE(again.studyIds(), QStringList { QStringLiteral("s1") });
     }
 
+    // checkpoint_copied keeps the newest copy per run; checkpoint_uploaded marks the
+    // attempt it was sent for, and the run's reason says so in words.
+    void checkpointCopiesAndTransfersAreFolded()
+    {
+        QTemporaryDir dir;
+        Journal journal;
+        QString error;
+        QVERIFY2(journal.open(dir.filePath(QStringLiteral("j.sqlite")), &error), qPrintable(error));
+        const auto runs = expandPlan(validPlan(), QStringLiteral("s2"));
+        const QString r1 = runs[0].runId;
+        auto add = [&](const QString &type, const QJsonObject &payload) {
+            QVERIFY2(journal.append(QStringLiteral("s2"), type, payload, &error) > 0, qPrintable(error));
+        };
+        auto event = [&](int attempt, std::initializer_list<std::pair<const char *, QJsonValue>> fields) {
+            QJsonObject o { { QStringLiteral("runId"), r1 }, { QStringLiteral("attempt"), attempt } };
+            for (const auto &[key, value] : fields)
+                o.insert(QLatin1String(key), value);
+            return o;
+        };
+        const QString a = QStringLiteral("10.0.0.1:7450"), b = QStringLiteral("10.0.0.2:7450");
+        add(QStringLiteral("study_created"),
+            StudyState::studyCreated(QStringLiteral("p"), validPlan(), { a, b }, runs));
+        add(QStringLiteral("attempt_starting"),
+            StudyState::attemptStarting(r1, 1, { Portion { a, { 0, 1 } } }));
+        add(QStringLiteral("attempt_running"), event(1, {}));
+        for (int epoch : { 1, 2, 1 }) // a late copy of an older epoch changes nothing
+            add(QStringLiteral("checkpoint_copied"),
+                event(1,
+                    { { "epoch", epoch }, { "agent", a }, { "dir", QStringLiteral("/c/e%1").arg(epoch) } }));
+        add(QStringLiteral("attempt_ended"),
+            event(1,
+                { { "outcome", QStringLiteral("FAILED") }, { "reason", QStringLiteral("lost agent") },
+                    { "retry", true } }));
+        add(QStringLiteral("attempt_starting"),
+            StudyState::attemptStarting(r1, 2, { Portion { b, { 0, 1 } } }));
+        add(QStringLiteral("checkpoint_uploaded"),
+            event(1, { { "epoch", 1 }, { "agent", b }, { "from", a } }));
+        const StudyState before = StudyState::replay(journal.events(QStringLiteral("s2")));
+        QCOMPARE(before.run(r1)->checkpoint.epoch, 2);
+        QCOMPARE(before.run(r1)->checkpoint.agent, a);
+        QCOMPARE(before.run(r1)->checkpoint.dir, QStringLiteral("/c/e2"));
+        QCOMPARE(before.run(r1)->attempts.last().transferredEpoch, 0); // attempt 1's upload: not this one
+        add(QStringLiteral("checkpoint_uploaded"),
+            event(2, { { "epoch", 2 }, { "agent", b }, { "from", a } }));
+        const StudyState sent = StudyState::replay(journal.events(QStringLiteral("s2")));
+        QCOMPARE(sent.run(r1)->attempts.last().transferredEpoch, 2);
+        QCOMPARE(sent.run(r1)->attempts.last().transferredFrom, a);
+        QCOMPARE(sent.run(r1)->attempts.first().transferredEpoch, 0);
+        QCOMPARE(
+            sent.run(r1)->reason, QStringLiteral("resuming from epoch 2, checkpoint copied from agent ") + a);
+        add(QStringLiteral("attempt_running"), event(2, {}));
+        add(QStringLiteral("attempt_ended"),
+            event(2,
+                { { "outcome", QStringLiteral("SUCCEEDED") }, { "reason", QString() }, { "retry", false } }));
+        const StudyState done = StudyState::replay(journal.events(QStringLiteral("s2")));
+        QCOMPARE(done.run(r1)->phase, RunPhase::Succeeded);
+        QCOMPARE(
+            done.run(r1)->reason, QStringLiteral("resumed from epoch 2, checkpoint copied from agent ") + a);
+
+        AttemptRecord record;
+        QCOMPARE(resumeNote(record), QString());
+        record.resumedFromEpoch = 3;
+        QCOMPARE(resumeNote(record), QStringLiteral("resumed from epoch 3"));
+        record.transferredEpoch = 3;
+        record.transferredFrom = a;
+        QCOMPARE(
+            resumeNote(record), QStringLiteral("resumed from epoch 3, checkpoint copied from agent ") + a);
+        record.resumedFromEpoch = 1; // the worker refused the copy and took an older one
+        QCOMPARE(resumeNote(record),
+            QStringLiteral(
+                "resumed from epoch 1 (the checkpoint of epoch 3 copied from agent %1 was not used)")
+                .arg(a));
+    }
+
     void runEventsAreStoredOnceAndResumable()
     {
         QTemporaryDir dir;

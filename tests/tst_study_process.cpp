@@ -1,7 +1,9 @@
 // Studies end to end against real agents and workers: two local agents on loopback,
 // a runner that "crashes" after every single journal event, a worker killed mid-run,
-// an infeasible run, and scalelab-cli killed mid-study and started again.
+// an agent killed for good (its run resumes elsewhere from the console's copy of its
+// checkpoint), an infeasible run, and scalelab-cli killed mid-study and started again.
 #include "agent_client.h"
+#include "checkpoint_copy.h"
 #include "journal.h"
 #include "local_agent.h"
 #include "study_runner.h"
@@ -77,21 +79,29 @@ private:
         return QStringLiteral("never finished");
     }
 
+    // Starts an agent on the shared data folder with its own state folder and adds it
+    // to `agents`.
+    bool startAgent(LocalAgent *agent, const QString &stateDir, QList<AgentEndpoint> *agents)
+    {
+        LocalAgentOptions options;
+        options.agentBinary = test::binary("scalelab-agent");
+        options.dataDir = path(QStringLiteral("data"));
+        options.stateDir = path(stateDir);
+        options.token = kToken;
+        if (!agent->start(options))
+            return false;
+        *agents << AgentEndpoint { agent->endpoint(), agent->endpoint(), kToken };
+        return true;
+    }
+
 private Q_SLOTS:
     void initTestCase()
     {
         QVERIFY(m_tmp.isValid());
         QVERIFY(QDir().mkpath(path(QStringLiteral("data"))));
-        int i = 0;
-        for (LocalAgent *agent : { &m_a, &m_b }) {
-            LocalAgentOptions options;
-            options.agentBinary = test::binary("scalelab-agent");
-            options.dataDir = path(QStringLiteral("data"));
-            options.stateDir = path(QStringLiteral("agent-%1").arg(++i));
-            options.token = kToken;
-            QVERIFY2(agent->start(options), qPrintable(agent->error()));
-            m_agents << AgentEndpoint { agent->endpoint(), agent->endpoint(), kToken };
-        }
+        for (LocalAgent *agent : { &m_a, &m_b })
+            QVERIFY2(startAgent(agent, QStringLiteral("agent-%1").arg(m_agents.size() + 1), &m_agents),
+                qPrintable(agent->error()));
         AgentClient client(m_a.endpoint(), kToken);
         v1::CreateSyntheticDatasetRequest request;
         request.set_name("synth");
@@ -236,6 +246,106 @@ private Q_SLOTS:
         QCOMPARE(r.attempts[1].agents.size(), 2); // spread again: rank 1 had no checkpoint of its own
         QCOMPARE(r.epochs.size(), 3); // epochs 1..3 once each, the resumed ones replacing nothing twice
         QCOMPARE(r.state, QStringLiteral("SUCCEEDED"));
+    }
+
+    // The agent of a run is killed with SIGKILL, never to return, once the console has
+    // copied the run's checkpoint: the retry goes to the other agent, which is sent the
+    // copy first, and resumes from it instead of starting afresh.
+    void runResumesOnAnotherAgentWhenItsAgentIsGone()
+    {
+        LocalAgent first, second; // of this test only: one of them dies
+        QList<AgentEndpoint> agents;
+        for (LocalAgent *agent : { &first, &second })
+            QVERIFY2(startAgent(agent, QStringLiteral("gone-agent-%1").arg(agents.size() + 1), &agents),
+                qPrintable(agent->error()));
+        Journal journal;
+        QString error;
+        QVERIFY2(journal.open(path(QStringLiteral("gone/journal.sqlite")), &error), qPrintable(error));
+        v1::StudyPlan plan = tinyPlan({ 1 }, 4);
+        plan.mutable_baseline()->set_skip(true);
+        plan.mutable_training()->set_max_train_images(0); // all 192, a few seconds per epoch
+        plan.mutable_training()->set_checkpoint_every_epochs(1);
+        StudyRunner runner(&journal);
+        runner.setAgents(agents);
+        runner.setTickInterval(100);
+        const QString studyId = runner.createStudy(plan, &error);
+        QVERIFY2(!studyId.isEmpty(), qPrintable(error));
+
+        connect(
+            &runner, &StudyRunner::message, this, [](const QString &line) { qInfo("%s", qPrintable(line)); });
+        QString killed; // the agent that wrote the copied checkpoint, killed at once
+        int copiedEpoch = 0;
+        QString copyProblem = QStringLiteral("never checked");
+        connect(&runner, &StudyRunner::stateChanged, this, [&](const JournalEvent &e) {
+            if (e.type != QLatin1String("checkpoint_copied") || !killed.isEmpty())
+                return;
+            killed = e.payload.value(QLatin1String("agent")).toString();
+            copiedEpoch = e.payload.value(QLatin1String("epoch")).toInt();
+            // Journaled only once the copy is complete and verified on disk.
+            v1::CheckpointManifest manifest;
+            copyProblem
+                = CheckpointTransfer::verifyCopy(e.payload.value(QLatin1String("dir")).toString(), &manifest);
+            LocalAgent *victim = killed == first.endpoint() ? &first : &second;
+            ::kill(pid_t(victim->processId()), SIGKILL);
+        });
+        QSignalSpy finished(&runner, &StudyRunner::finished);
+        QVERIFY(runner.drive(studyId, &error));
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 360'000);
+        QVERIFY2(!killed.isEmpty(), "no checkpoint was ever copied");
+        QVERIFY2(copyProblem.isEmpty(), qPrintable(copyProblem));
+        QVERIFY(copiedEpoch >= 1 && copiedEpoch < 4);
+        const QString survivor = killed == first.endpoint() ? second.endpoint() : first.endpoint();
+        QCOMPARE(finished.first().first().toString(), QStringLiteral("SUCCEEDED"));
+
+        const RunProgress &run = runner.state().runs().first();
+        QCOMPARE(runner.state().runs().size(), 1);
+        QCOMPARE(run.phase, RunPhase::Succeeded);
+        QCOMPARE(run.attempts.size(), 2);
+        QCOMPARE(run.attempts[0].agents, QStringList { killed });
+        QCOMPARE(run.attempts[0].outcome, QStringLiteral("FAILED"));
+        QVERIFY2(
+            run.attempts[0].reason.contains(QLatin1String("lost agent")), qPrintable(run.attempts[0].reason));
+        QCOMPARE(run.attempts[1].agents, QStringList { survivor });
+        QCOMPARE(run.attempts[1].transferredFrom, killed);
+        QVERIFY(run.attempts[1].transferredEpoch >= copiedEpoch);
+
+        // The worker of attempt 2 says it resumed from the transferred checkpoint.
+        int resumed = -1;
+        QList<int> trained;
+        for (const auto &e : journal.runEvents(run.planned.runId, 2, survivor)) {
+            if (e.has_started())
+                resumed = e.started().resumed_from_epoch();
+            if (e.has_epoch())
+                trained << e.epoch().epoch();
+        }
+        QVERIFY2(resumed >= 1, qPrintable(QString::number(resumed)));
+        QCOMPARE(resumed, run.attempts[1].transferredEpoch);
+        QVERIFY(!trained.isEmpty());
+        QCOMPARE(trained.first(), resumed + 1); // nothing trained twice
+        QCOMPARE(trained.last(), 4);
+        const StudySnapshot s = runner.snapshot();
+        QCOMPARE(s.runs.first().epochs.size(), 4);
+        QCOMPARE(s.runs.first().attempts[1].resumedFromEpoch, resumed);
+        const QString words = QStringLiteral("resumed from epoch %1, checkpoint copied from agent %2")
+                                  .arg(resumed)
+                                  .arg(killed);
+        QCOMPARE(s.runs.first().stateReason, words);
+
+        // `study show` says so in words too.
+        QProcess show;
+        show.start(test::binary("scalelab-cli"),
+            { QStringLiteral("study"), QStringLiteral("show"), studyId, QStringLiteral("--state-dir"),
+                path(QStringLiteral("gone")) });
+        QVERIFY(show.waitForFinished(60'000));
+        const QString shown = QString::fromUtf8(show.readAllStandardOutput());
+        QVERIFY2(show.exitCode() == 0 && shown.contains(words), qPrintable(shown));
+        qInfo("%s", qPrintable(shown));
+        QVERIFY2(shown.contains(QStringLiteral("attempt 2 on %1: SUCCEEDED; %2").arg(survivor, words)),
+            qPrintable(shown));
+        // The run is done: the console keeps no copy of it any more.
+        QVERIFY(!QFileInfo::exists(runner.checkpointRoot() + QLatin1Char('/') + run.planned.runId));
+        first.stop();
+        second.stop();
     }
 
     // scalelab-cli runs baseline + 2 and 4 workers across both agents, is killed with

@@ -171,7 +171,10 @@ QJsonObject runJson(const RunResult &r)
         attempts.append(QJsonObject { { QStringLiteral("attempt"), a.attempt },
             { QStringLiteral("agents"), QJsonArray::fromStringList(a.agents) },
             { QStringLiteral("outcome"), a.outcome }, { QStringLiteral("reason"), a.reason },
-            { QStringLiteral("resumedFromEpoch"), a.resumedFromEpoch } });
+            { QStringLiteral("resumedFromEpoch"), a.resumedFromEpoch },
+            { QStringLiteral("transferredEpoch"), a.transferredEpoch },
+            { QStringLiteral("transferredFrom"), a.transferredFrom },
+            { QStringLiteral("resume"), resumeNote(a) } });
     return QJsonObject { { QStringLiteral("runId"), r.runId },
         { QStringLiteral("config"), configToJson(r.config) }, { QStringLiteral("key"), r.config.key() },
         { QStringLiteral("repeat"), r.repeat }, { QStringLiteral("state"), r.state },
@@ -229,9 +232,19 @@ void printStudy(const StudySnapshot &s)
                      .arg(pct(speedup.efficiency), 6);
         if (r.attempts.size() > 1)
             out() << "  (" << r.attempts.size() << " attempts)";
-        if (!r.stateReason.isEmpty() && r.state != QLatin1String("SUCCEEDED"))
+        if (!r.stateReason.isEmpty())
             out() << "  " << r.stateReason;
         out() << "\n";
+        if (r.attempts.size() > 1)
+            for (const auto &a : r.attempts) {
+                QStringList words { a.outcome };
+                if (const QString note = resumeNote(a); !note.isEmpty())
+                    words << note;
+                if (!a.reason.isEmpty())
+                    words << a.reason;
+                out() << "      attempt " << a.attempt << " on " << a.agents.join(QLatin1String(", ")) << ": "
+                      << words.join(QLatin1String("; ")) << "\n";
+            }
     }
     out() << "  * baseline; speedup = baseline wall-clock / run wall-clock (retries included); efficiency = "
              "speedup / workers\n";

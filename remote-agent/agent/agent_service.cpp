@@ -1,5 +1,6 @@
 #include "agent_service.h"
 
+#include "checkpoint_transfer.h"
 #include "cifar10.h"
 #include "cpu_features.h"
 #include "gpu_monitor.h"
@@ -603,6 +604,100 @@ grpc::Status AgentService::FetchDataset(grpc::ServerContext *context, const v1::
     }
     logMessage(LogLevel::Error, result.message);
     return { grpc::StatusCode::INTERNAL, result.message };
+}
+
+grpc::Status AgentService::refuseWhileActive(const std::string &runId, const char *what) const
+{
+    const auto it = m_runs.find(runId);
+    if (it == m_runs.end() || it->second->terminal())
+        return grpc::Status::OK;
+    return precondition("run " + runId + " attempt " + std::to_string(it->second->attempt())
+        + " is active on this agent; " + what + " only into a run that is not running (stop it first)");
+}
+
+grpc::Status AgentService::ReadCheckpoint(grpc::ServerContext *context,
+    const v1::ReadCheckpointRequest *request, grpc::ServerWriter<v1::CheckpointChunk> *writer)
+{
+    if (auto s = authorize(context); !s.ok())
+        return s;
+    if (!isSafeName(request->run_id()))
+        return badRunId("run_id", request->run_id());
+    if (request->epoch() < 0)
+        return invalid("epoch must be 0 (the newest committed checkpoint) or more (got "
+            + std::to_string(request->epoch()) + ")");
+    CheckpointSource source;
+    if (auto s = source.open(checkpointsOf(m_options.stateDir / "runs" / request->run_id()),
+            request->run_id(), request->epoch());
+        !s.ok())
+        return s;
+    v1::CheckpointChunk chunk;
+    grpc::Status status;
+    while (source.next(&chunk, &status)) {
+        if (context->IsCancelled() || !writer->Write(chunk))
+            return { grpc::StatusCode::CANCELLED, "the client went away" };
+    }
+    if (status.ok())
+        logMessage(LogLevel::Info, "sent checkpoint " + source.folder().string());
+    else
+        logMessage(LogLevel::Warning, status.error_message());
+    return status;
+}
+
+grpc::Status AgentService::WriteCheckpoint(grpc::ServerContext *context,
+    grpc::ServerReader<v1::CheckpointChunk> *reader, v1::WriteCheckpointResponse *response)
+{
+    if (auto s = authorize(context); !s.ok())
+        return s;
+    v1::CheckpointChunk chunk;
+    if (!reader->Read(&chunk))
+        return invalid("the stream held no message: send the manifest first");
+    if (!chunk.has_manifest())
+        return invalid("the first message must carry the manifest (run_id, epoch, files)");
+    const v1::CheckpointManifest manifest = chunk.manifest();
+    if (!isSafeName(manifest.run_id()))
+        return badRunId("manifest.run_id", manifest.run_id());
+    if (manifest.epoch() < 1)
+        return invalid("manifest.epoch must be 1 or more (got " + std::to_string(manifest.epoch()) + ")");
+    {
+        std::lock_guard lock(m_mutex);
+        if (m_shuttingDown)
+            return { grpc::StatusCode::UNAVAILABLE, "the agent is shutting down" };
+        if (auto s = refuseWhileActive(manifest.run_id(), "a checkpoint can be written"); !s.ok())
+            return s;
+    }
+    CheckpointSink sink(checkpointsOf(m_options.stateDir / "runs" / manifest.run_id()));
+    if (auto s = sink.begin(manifest); !s.ok())
+        return s;
+    bool first = true;
+    do {
+        if (context->IsCancelled())
+            return { grpc::StatusCode::CANCELLED, "the client went away; nothing was written" };
+        if (!first && chunk.has_manifest())
+            return invalid("only the first message may carry a manifest");
+        first = false;
+        if (auto s = sink.add(chunk); !s.ok())
+            return s;
+    } while (reader->Read(&chunk));
+    if (auto s = sink.finish(); !s.ok())
+        return s;
+    std::filesystem::path committed;
+    {
+        // Checked again where StartWorkers checks too: a worker never sees a checkpoint
+        // folder change under it.
+        std::lock_guard lock(m_mutex);
+        if (auto s = refuseWhileActive(manifest.run_id(), "a checkpoint can be written"); !s.ok())
+            return s;
+        if (auto s = sink.commit(&committed); !s.ok())
+            return s;
+    }
+    logMessage(LogLevel::Info,
+        "received checkpoint of run " + manifest.run_id() + " epoch " + std::to_string(manifest.epoch())
+            + " (" + std::to_string(sink.bytes()) + " bytes) into " + committed.string());
+    response->set_run_id(manifest.run_id());
+    response->set_epoch(manifest.epoch());
+    response->set_bytes(sink.bytes());
+    response->set_path(committed.string());
+    return grpc::Status::OK;
 }
 
 } // namespace scalelab::agent

@@ -53,6 +53,10 @@ public:
         grpc::ServerContext *, const v1::WatchNodeRequest *, grpc::ServerWriter<v1::NodeSample> *) override;
     grpc::Status FetchDataset(grpc::ServerContext *, const v1::FetchDatasetRequest *,
         grpc::ServerWriter<v1::FetchProgress> *) override;
+    grpc::Status ReadCheckpoint(grpc::ServerContext *, const v1::ReadCheckpointRequest *,
+        grpc::ServerWriter<v1::CheckpointChunk> *) override;
+    grpc::Status WriteCheckpoint(grpc::ServerContext *, grpc::ServerReader<v1::CheckpointChunk> *,
+        v1::WriteCheckpointResponse *) override;
 
     // [A-Za-z0-9_.-]{1,64}, not starting with '.': safe as a single path component.
     static bool isSafeName(const std::string &name);
@@ -63,6 +67,8 @@ private:
     std::shared_ptr<RunSupervisor> findRun(const std::string &runId) const;
     void restoreRuns();
     bool shuttingDown() const;
+    // FAILED_PRECONDITION while an attempt of the run is active here. Caller holds m_mutex.
+    grpc::Status refuseWhileActive(const std::string &runId, const char *what) const;
 
     AgentOptions m_options;
     ProcessLauncher m_launcher;

@@ -1,5 +1,7 @@
 #include "run_supervisor.h"
 
+#include "checkpoint_transfer.h"
+
 #include <QJsonDocument>
 #include <QJsonObject>
 
@@ -331,8 +333,8 @@ std::string RunSupervisor::start(ProcessLauncher &launcher)
         // Checkpoints live with the run, shared by its attempts: attempt N > 1 resumes
         // from the newest one that verifies.
         request.argv.insert(request.argv.end(),
-            { "--checkpoint-dir", (m_launch.runDir.parent_path() / "checkpoints").string(),
-                "--checkpoint-every", std::to_string(std::max(1, spec.checkpoint_every_epochs())), "--resume",
+            { "--checkpoint-dir", checkpointsOf(m_launch.runDir.parent_path()).string(), "--checkpoint-every",
+                std::to_string(std::max(1, spec.checkpoint_every_epochs())), "--resume",
                 m_launch.request.attempt() > 1 ? "on" : "off" });
         // The rank sees only its GPUs (none for a CPU rank), numbered from 0.
         std::string visible;
