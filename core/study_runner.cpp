@@ -433,8 +433,7 @@ void StudyRunner::startAttempt(const RunProgress &run)
         const CallResult result = c->startWorkers(request, &response);
         if (!result.ok()) {
             // Bad input stays bad; an unreachable or busy agent may do better next time.
-            const bool retryable = result.code != int(grpc::StatusCode::INVALID_ARGUMENT);
-            return fail(result.message, retryable);
+            return fail(result.message, result.code != int(grpc::StatusCode::INVALID_ARGUMENT));
         }
         if (rendezvous.host().empty())
             rendezvous = response.rendezvous();

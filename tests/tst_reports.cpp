@@ -47,7 +47,8 @@ RunResult run(const QString &id, const RunConfig &c, int repeat, double wall, do
     r.bestTestAccuracy = finalAcc;
     r.imagesPerSecond = 1000.0 / wall;
     r.timeToTargetSeconds = timeToTarget;
-    r.attempts.append(AttemptRecord { 1, { QStringLiteral("127.0.0.1:50051") }, state, {}, 0, 1000, 2000 });
+    r.attempts.append(
+        AttemptRecord { 1, { QStringLiteral("127.0.0.1:50051") }, state, {}, 0, 1000, 2000, 0, {} });
     r.epochs.append(EpochPoint { 1, 1.5, 0.5, 1.4, finalAcc - 0.1, wall / 2, 1000.0 / wall });
     r.epochs.append(EpochPoint { 2, 1.0, 0.7, 0.9, finalAcc, wall, 1000.0 / wall });
     return r;
@@ -76,7 +77,7 @@ StudySnapshot handSnapshot()
            << run(QStringLiteral("w4-1"), config(4), 1, 30, 0.60, std::nullopt)
            << run(QStringLiteral("w4-2"), config(4), 2, 10, 0.10, std::nullopt, QStringLiteral("FAILED"));
     s.runs.last().attempts.append(AttemptRecord { 2, { QStringLiteral("127.0.0.1:50051") },
-        QStringLiteral("FAILED"), QStringLiteral("boom"), 1, 3000, 4000 });
+        QStringLiteral("FAILED"), QStringLiteral("boom"), 1, 3000, 4000, 0, {} });
     return s;
 }
 
@@ -641,23 +642,24 @@ StudySnapshot sampleSnapshot()
                 r.attempts << AttemptRecord { 1, agents, QStringLiteral("FAILED"),
                     QStringLiteral("rank 3 on 10.0.0.12:50051 exited with signal 9 (SIGKILL): "
                                    "out of memory"),
-                    0, start, start + 61000 }
+                    0, start, start + 61000, 0, {} }
                            << AttemptRecord { 2, agents, QStringLiteral("FAILED"),
                                   QStringLiteral("rendezvous at 10.0.0.11:29500 timed out after 300 s, "
                                                  "\"rank 2\" never joined"),
-                                  1, start + 70000, end };
+                                  1, start + 70000, end, 0, {} };
                 r.wallSeconds = kNotMeasured;
                 r.finalTestAccuracy = kNotMeasured;
             } else if (plan.workers == 2 && repeat == 0) {
                 r.state = QStringLiteral("SUCCEEDED");
                 r.attempts << AttemptRecord { 1, agents, QStringLiteral("FAILED"),
                     QStringLiteral("lost the agent 10.0.0.12:50051 (heartbeat missed for 30 s)"), 0, start,
-                    start + 120000 }
+                    start + 120000, 0, {} }
                            << AttemptRecord { 2, agents, QStringLiteral("SUCCEEDED"), {}, 2, start + 130000,
-                                  end + 10000 };
+                                  end + 10000, 0, {} };
             } else {
                 r.state = QStringLiteral("SUCCEEDED");
-                r.attempts << AttemptRecord { 1, agents, QStringLiteral("SUCCEEDED"), {}, 0, start, end };
+                r.attempts << AttemptRecord { 1, agents, QStringLiteral("SUCCEEDED"), {}, 0, start, end, 0,
+                    {} };
             }
             s.runs.append(r);
         }
