@@ -85,6 +85,28 @@ private Q_SLOTS:
         QVERIFY(infeasible);
     }
 
+    // The designer offers the agents' data sets, flags synthetic ones and warns about a
+    // name no agent has.
+    void datasetChoiceFlagsSyntheticSets()
+    {
+        console::StudyView view;
+        view.setAgents({ { QStringLiteral("local"), m_agent.endpoint(), m_agent.token() } });
+        v1::DescribeResponse inventory;
+        QVERIFY(core::AgentClient(m_agent.endpoint(), m_agent.token()).describe(&inventory).ok());
+        view.setInventory(QStringLiteral("local"), inventory);
+        auto *pick = view.findChild<QComboBox *>(QStringLiteral("datasetPick"));
+        const int synth = pick->findData(QStringLiteral("synth"));
+        QVERIFY(synth > 0);
+        QVERIFY2(
+            pick->itemText(synth).contains(QLatin1String("[SYNTHETIC]")), qPrintable(pick->itemText(synth)));
+        auto *note = view.findChild<QLabel *>(QStringLiteral("datasetNote"));
+        view.setDefaultDataset(QStringLiteral("nope"));
+        QVERIFY2(note->text().contains(QLatin1String("No connected agent has a data set 'nope'")),
+            qPrintable(note->text()));
+        pick->activated(synth);
+        QVERIFY2(note->text().startsWith(QLatin1String("SYNTHETIC DATA")), qPrintable(note->text()));
+    }
+
     void studyLaunchedFromTheUiFillsTheTable()
     {
         console::StudyView view;

@@ -502,6 +502,7 @@ void AgentsView::onInventory(Node *node, const v1::DescribeResponse &inventory)
     updateRow(*node);
     if (selected() == node)
         updateDetails();
+    Q_EMIT inventoryChanged(node->config.name, inventory);
 }
 
 void AgentsView::ensureGpuSeries(Node &node, int gpuCount)

@@ -84,6 +84,8 @@ public:
 Q_SIGNALS:
     // The reachable agents changed (connected, lost, added, removed, edited).
     void agentsChanged(const QList<scalelab::core::AgentEndpoint> &reachable);
+    // A node's inventory arrived or changed (data sets, cores, GPUs, free slots).
+    void inventoryChanged(const QString &agent, const scalelab::v1::DescribeResponse &inventory);
 
 protected:
     void changeEvent(QEvent *event) override;

@@ -220,6 +220,8 @@ void MainWindow::buildUi()
     m_agentsView = new console::AgentsView;
     m_agentsView->setLocalAgentOptions(m_options.localAgent);
     connect(m_agentsView, &console::AgentsView::agentsChanged, m_studyView, &console::StudyView::setAgents);
+    connect(
+        m_agentsView, &console::AgentsView::inventoryChanged, m_studyView, &console::StudyView::setInventory);
     // Studies are reopened (or launched) once the agents they run on answer.
     connect(m_agentsView, &console::AgentsView::agentsChanged, this,
         [this](const QList<core::AgentEndpoint> &reachable) {

@@ -126,6 +126,19 @@ void StudyView::buildUi()
     };
     m_name = line(tr("Name"), QStringLiteral("scaleup"), tr("Letters, digits, '_', '-', '.'"));
     m_dataset = line(tr("Data set"), QStringLiteral("synthetic"), tr("A data set name on the agents"));
+    m_datasetPick = new QComboBox;
+    m_datasetPick->setObjectName(QStringLiteral("datasetPick"));
+    m_datasetPick->setToolTip(tr("The data sets the connected agents have"));
+    m_datasetNote = new QLabel;
+    m_datasetNote->setObjectName(QStringLiteral("datasetNote"));
+    m_datasetNote->setWordWrap(true);
+    form->addRow(QString(), m_datasetPick);
+    form->addRow(QString(), m_datasetNote);
+    connect(m_datasetPick, &QComboBox::activated, this, [this](int index) {
+        if (const QString name = m_datasetPick->itemData(index).toString(); !name.isEmpty())
+            m_dataset->setText(name);
+    });
+    connect(m_dataset, &QLineEdit::textChanged, this, &StudyView::updateDatasetNote);
     m_baseline = new QCheckBox(tr("A 1-worker baseline run, that speedups divide by"));
     m_baseline->setObjectName(QStringLiteral("baselineCheck"));
     m_baseline->setChecked(true);
@@ -278,9 +291,78 @@ bool StudyView::openJournal(const QString &stateDir, QString *error)
 void StudyView::setAgents(const QList<AgentEndpoint> &agents)
 {
     m_agents = agents;
+    QStringList names;
+    for (const auto &a : agents)
+        names << a.name;
+    for (const QString &gone : m_inventories.keys())
+        if (!names.contains(gone))
+            m_inventories.remove(gone);
+    updateDatasetChoices();
     if (StudyRunner *runner = m_runner) // a reconnected agent may have a new address
         QMetaObject::invokeMethod(runner, [runner, agents] { runner->setAgents(agents); });
     preview();
+}
+
+void StudyView::setInventory(const QString &agent, const v1::DescribeResponse &inventory)
+{
+    m_inventories.insert(agent, inventory);
+    updateDatasetChoices();
+    preview();
+}
+
+void StudyView::updateDatasetChoices()
+{
+    struct Choice {
+        qint64 train = 0, test = 0;
+        bool synthetic = false;
+        QStringList agents;
+    };
+    QMap<QString, Choice> choices;
+    for (auto it = m_inventories.cbegin(); it != m_inventories.cend(); ++it)
+        for (const auto &d : it.value().datasets()) {
+            Choice &c = choices[QString::fromStdString(d.name())];
+            c.train = d.train_images();
+            c.test = d.test_images();
+            c.synthetic = c.synthetic || d.synthetic();
+            c.agents << it.key();
+        }
+    m_datasetPick->clear();
+    m_datasetPick->addItem(choices.isEmpty() ? tr("No data sets on the connected agents")
+                                             : tr("Choose one of the agents' data sets…"),
+        QString());
+    for (auto it = choices.cbegin(); it != choices.cend(); ++it)
+        m_datasetPick->addItem(
+            tr("%1 — %2 train / %3 test%4 (%5)")
+                .arg(it.key())
+                .arg(it->train)
+                .arg(it->test)
+                .arg(it->synthetic ? tr(" [SYNTHETIC]") : QString(), it->agents.join(QLatin1String(", "))),
+            it.key());
+    updateDatasetNote();
+}
+
+void StudyView::updateDatasetNote()
+{
+    const QString name = m_dataset->text().trimmed();
+    QStringList on, synthetic;
+    for (auto it = m_inventories.cbegin(); it != m_inventories.cend(); ++it)
+        for (const auto &d : it.value().datasets())
+            if (QString::fromStdString(d.name()) == name) {
+                on << it.key();
+                if (d.synthetic())
+                    synthetic << it.key();
+            }
+    if (m_inventories.isEmpty() || name.isEmpty())
+        m_datasetNote->clear();
+    else if (on.isEmpty())
+        m_datasetNote->setText(tr("No connected agent has a data set '%1': runs would fail to start. "
+                                  "Put CIFAR-10 in the agent's data folder, or create a synthetic set there.")
+                                   .arg(name));
+    else if (!synthetic.isEmpty())
+        m_datasetNote->setText(tr("SYNTHETIC DATA: generated images, not CIFAR-10; every result and report "
+                                  "of this study says so."));
+    else
+        m_datasetNote->setText(tr("On %1.").arg(on.join(QLatin1String(", "))));
 }
 
 void StudyView::setDefaultDataset(const QString &dataset)
@@ -366,9 +448,14 @@ void StudyView::preview()
         NodeCapacity n;
         n.agent = a.name;
         v1::DescribeResponse d;
-        const CallResult r = AgentClient(a.address, a.token).describe(&d, 1500);
-        n.reachable = r.ok();
-        n.error = r.message;
+        if (const auto known = m_inventories.constFind(a.name); known != m_inventories.constEnd()) {
+            d = *known; // kept fresh by the Agents tab
+            n.reachable = true;
+        } else { // no inventory yet: ask (briefly)
+            const CallResult r = AgentClient(a.address, a.token, a.tls.orEnvironment()).describe(&d, 1500);
+            n.reachable = r.ok();
+            n.error = r.message;
+        }
         n.host = QString::fromStdString(d.hostname());
         n.cpuCores = d.cpu_cores();
         n.freeSlots = d.free_slots();

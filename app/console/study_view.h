@@ -41,6 +41,9 @@ public:
     // Where the journal lives (STATE_DIR/journal.sqlite). False with a message on failure.
     bool openJournal(const QString &stateDir, QString *error);
     void setAgents(const QList<core::AgentEndpoint> &agents);
+    // What an agent has (data sets, slots): the designer offers its data sets and the
+    // preview places runs on it without asking the agent again.
+    void setInventory(const QString &agent, const v1::DescribeResponse &inventory);
     void setDefaultDataset(const QString &dataset);
 
     // The plan the form describes, and every problem with it (by field).
@@ -82,6 +85,8 @@ Q_SIGNALS:
 private:
     void buildUi();
     void preview();
+    void updateDatasetChoices();
+    void updateDatasetNote();
     void refresh();
     void refreshStudyList();
     void stopRunner();
@@ -90,6 +95,7 @@ private:
 
     core::Journal m_journal; // the GUI thread's connection
     QList<core::AgentEndpoint> m_agents;
+    QMap<QString, v1::DescribeResponse> m_inventories; // by agent name
     QString m_studyId;
     v1::StudyPlan m_loaded; // the last plan set on the form: what the form does not show is kept
     QThread m_thread;
@@ -99,6 +105,8 @@ private:
 
     QLineEdit *m_name = nullptr;
     QLineEdit *m_dataset = nullptr;
+    QComboBox *m_datasetPick = nullptr; // the data sets the agents have
+    QLabel *m_datasetNote = nullptr; // SYNTHETIC, or on no agent
     QCheckBox *m_baseline = nullptr;
     QLineEdit *m_workers = nullptr;
     QLineEdit *m_batch = nullptr;
