@@ -17,6 +17,7 @@
 #include <QSvgRenderer>
 #include <QTemporaryDir>
 #include <QTest>
+#include <QValueAxis>
 
 #include <cmath>
 #include <random>
@@ -62,6 +63,22 @@ class TestCharts : public QObject {
     Q_OBJECT
 
 private Q_SLOTS:
+    // A percentage chart keeps its 0–100 scale: a flat 2 % line does not fill the plot.
+    void yIncludeKeepsTheWholeScale()
+    {
+        app::MetricChart chart(QStringLiteral("CPU"), QStringLiteral("%"));
+        chart.resize(400, 300);
+        chart.addSeries(QStringLiteral("cpu"), QStringLiteral("CPU"));
+        for (int i = 0; i < 10; ++i)
+            chart.append(QStringLiteral("cpu"), app::MetricPoint::at(app::XAxis::Step, i, 1 + (i % 3)));
+        chart.redraw();
+        auto *y = static_cast<QValueAxis *>(chart.yAxisItem());
+        QVERIFY(y->max() < 10); // fitted to the data
+        chart.setYInclude(0, 100);
+        chart.redraw();
+        QVERIFY(y->min() <= 0 && y->max() >= 100);
+    }
+
     void minMaxIndexAgreesWithAScan()
     {
         std::mt19937 rng(7);

@@ -412,6 +412,10 @@ void AgentsView::addNode(const core::AgentConfig &config, const QString &origin)
     node->gpu->setObjectName(QStringLiteral("gpuChart"));
     node->gpuMemory = chart(tr("GPU memory — %1").arg(config.name), tr("GiB used"));
     node->gpuMemory->setObjectName(QStringLiteral("gpuMemoryChart"));
+    node->cpu->setYInclude(0, 100); // utilization reads against the whole scale
+    node->gpu->setYInclude(0, 100);
+    node->memory->setYInclude(0, 0);
+    node->gpuMemory->setYInclude(0, 0);
     node->noGpus = new QLabel;
     node->noGpus->setWordWrap(true);
     node->noGpus->setAlignment(Qt::AlignCenter);

@@ -449,6 +449,12 @@ void MetricChart::setXRange(double from, double to)
     redraw();
 }
 
+void MetricChart::setYInclude(double low, double high)
+{
+    m_yInclude = std::pair { low, high };
+    scheduleRedraw();
+}
+
 void MetricChart::resetZoom()
 {
     m_zoom.reset();
@@ -568,6 +574,10 @@ void MetricChart::redraw()
         from = std::pow(10.0, lo - pad);
         to = std::pow(10.0, hi + pad);
     } else {
+        if (m_yInclude) { // e.g. 0–100 % for utilization: a flat 2 % must not fill the plot
+            y0 = std::min(y0, m_yInclude->first);
+            y1 = std::max(y1, m_yInclude->second);
+        }
         if (y0 > y1) {
             y0 = 0;
             y1 = 1;

@@ -83,6 +83,8 @@ public:
     // Hidden series keep their data; the legend entry stays, dimmed.
     void setSeriesVisible(const QString &id, bool visible);
     bool isSeriesVisible(const QString &id) const;
+    // The linear y axis always spans at least [low, high] (0–100 for a percentage).
+    void setYInclude(double low, double high);
     void setXRange(double from, double to); // zoom; resetZoom() follows the data again
     void resetZoom();
 
@@ -141,6 +143,7 @@ private:
     bool m_logScale = false;
     bool m_dense = false; // more points drawn than antialiasing is worth: thin, aliased lines
     std::optional<std::pair<double, double>> m_zoom;
+    std::optional<std::pair<double, double>> m_yInclude;
     bool m_applyingRange = false;
     bool m_rubberBandReleased = false;
     QTimer m_redrawTimer;
