@@ -108,7 +108,7 @@ private Q_SLOTS:
         const int n = 1'000'000, pixels = 800;
         std::mt19937 rng(3);
         std::normal_distribution<double> noise(0, 1);
-        std::vector<double> x;
+        core::Column x;
         core::MinMaxIndex y;
         for (int i = 0; i < n; ++i) {
             x.push_back(i);
