@@ -63,6 +63,25 @@ class TestCharts : public QObject {
     Q_OBJECT
 
 private Q_SLOTS:
+    // Two samples a few ulps apart (a raw value and its smoothed twin) once made a y range
+    // Qt Charts steps through forever, allocating labels until memory ran out.
+    void nearlyEqualValuesGetAUsableAxis()
+    {
+        app::MetricChart chart(QStringLiteral("Throughput"), QStringLiteral("img/s"));
+        chart.resize(400, 300);
+        chart.show();
+        chart.addSeries(QStringLiteral("t"), QStringLiteral("t"));
+        chart.append(QStringLiteral("t"), app::MetricPoint::at(app::XAxis::Step, 1, 54.5182));
+        chart.append(
+            QStringLiteral("t"), app::MetricPoint::at(app::XAxis::Step, 2, std::nextafter(54.5182, 100.0)));
+        chart.redraw();
+        QTest::qWait(50); // the chart's layout runs (it never ended before)
+        auto *y = static_cast<QValueAxis *>(chart.yAxisItem());
+        QVERIFY2(
+            y->max() - y->min() > 0.1, qPrintable(QStringLiteral("%1 .. %2").arg(y->min()).arg(y->max())));
+        QVERIFY(y->min() < 54.5182 && y->max() > 54.5182);
+    }
+
     // A percentage chart keeps its 0–100 scale: a flat 2 % line does not fill the plot.
     void yIncludeKeepsTheWholeScale()
     {

@@ -469,6 +469,17 @@ void MetricChart::scheduleRedraw()
 
 void MetricChart::setAxisRange(QValueAxis *axis, double from, double to)
 {
+    // Qt Charts lays dynamic ticks out by adding the interval to the first tick until it
+    // passes the maximum. A range it cannot step through (not finite, or so narrow for its
+    // magnitude, e.g. [54.5182, 54.5182 + 1e-14] around a single sample, that adding the
+    // interval changes nothing) would never end: such a range is widened around its middle.
+    if (const double magnitude = std::max(std::abs(from), std::abs(to));
+        !std::isfinite(from) || !std::isfinite(to) || !(to - from > magnitude * 1e-9)) {
+        const double at = std::isfinite(from + to) ? (from + to) / 2 : 0;
+        const double pad = std::max(std::abs(at) * 0.05, 0.5);
+        from = at - pad;
+        to = at + pad;
+    }
     const double interval = niceInterval(to - from, axis == m_x ? 6 : 5);
     m_applyingRange = true;
     // Interval first: the new range with the old interval could mean 100,000 tick labels.
