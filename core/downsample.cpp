@@ -102,7 +102,8 @@ MinMaxIndex::Extremes MinMaxIndex::extremes(std::size_t first, std::size_t last)
 
 // ---- minMaxPerPixel -----------------------------------------------------------------
 
-QList<QPointF> minMaxPerPixel(const Column &x, const MinMaxIndex &y, double x0, double x1, int buckets)
+QList<QPointF> minMaxPerPixel(
+    const std::vector<double> &x, const MinMaxIndex &y, double x0, double x1, int buckets)
 {
     QList<QPointF> out;
     const std::size_t n = std::min(x.size(), y.size());

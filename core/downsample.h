@@ -17,7 +17,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <vector>
 
 namespace scalelab::core {
@@ -25,11 +24,6 @@ namespace scalelab::core {
 // Per bucket of x: the first, min, max and last point, in x order (<= 4 × buckets points).
 // Series of at most 4 × buckets points are returned unchanged.
 QList<QPointF> minMaxDownsample(const std::vector<QPointF> &points, int buckets);
-
-// Storage for samples that only grow: a deque never moves what it holds, so appending the
-// 1,048,577th sample costs what the first did, where a vector would copy every sample
-// (tens of MB, a frame-time spike of tens of ms) each time it doubles.
-using Column = std::deque<double>;
 
 // An append-only sequence of finite values that answers "where are the smallest and the
 // largest value of [first, last)" in O(log n).
@@ -42,10 +36,11 @@ public:
 
     void append(double value); // value must be finite
     void clear();
+    void reserve(std::size_t n) { m_values.reserve(n); }
     std::size_t size() const { return m_values.size(); }
     bool empty() const { return m_values.empty(); }
     double operator[](std::size_t i) const { return m_values[i]; }
-    const Column &values() const { return m_values; }
+    const std::vector<double> &values() const { return m_values; }
 
     // Requires first < last <= size().
     Extremes extremes(std::size_t first, std::size_t last) const;
@@ -57,15 +52,16 @@ private:
     };
     Block merge(Block a, Block b) const;
 
-    Column m_values;
+    std::vector<double> m_values;
     // m_levels[k - 1][j]: extremes of the complete block j of 2^k values.
-    std::vector<std::deque<Block>> m_levels;
+    std::vector<std::vector<Block>> m_levels;
 };
 
 // The points (x[i], y[i]) with x in [x0, x1], reduced to `buckets` equal columns of x:
 // each non-empty column contributes its minimum and maximum, in index order, so at most
 // 2 × buckets points (+ 2) come back. The nearest point outside the range on each side is
 // kept so the line runs on to the plot's edges. x must be nondecreasing and as long as y.
-QList<QPointF> minMaxPerPixel(const Column &x, const MinMaxIndex &y, double x0, double x1, int buckets);
+QList<QPointF> minMaxPerPixel(
+    const std::vector<double> &x, const MinMaxIndex &y, double x0, double x1, int buckets);
 
 } // namespace scalelab::core

@@ -127,7 +127,7 @@ private Q_SLOTS:
         const int n = 1'000'000, pixels = 800;
         std::mt19937 rng(3);
         std::normal_distribution<double> noise(0, 1);
-        core::Column x;
+        std::vector<double> x;
         core::MinMaxIndex y;
         for (int i = 0; i < n; ++i) {
             x.push_back(i);

@@ -72,6 +72,7 @@ void MetricSeries::setSmoothing(double weight)
     m_emaPower = 1;
     if (m_weight == 0)
         return;
+    m_smoothed.reserve(m_raw.size());
     for (double y : m_raw.values())
         smoothNext(y);
 }

@@ -53,7 +53,7 @@ public:
     std::size_t size() const { return m_raw.size(); }
     std::size_t rejected() const { return m_rejected; }
     bool hasAxis(XAxis axis) const { return !column(axis).empty(); }
-    const core::Column &column(XAxis axis) const { return m_x[static_cast<int>(axis)]; }
+    const std::vector<double> &column(XAxis axis) const { return m_x[static_cast<int>(axis)]; }
     double rawValue(std::size_t i) const { return m_raw[i]; }
     // Equal to rawValue() while smoothing is 0.
     double shownValue(std::size_t i) const { return smoothing() > 0 ? m_smoothed[i] : m_raw[i]; }
@@ -71,7 +71,7 @@ public:
 private:
     void smoothNext(double y);
 
-    std::array<core::Column, kXAxisCount> m_x;
+    std::array<std::vector<double>, kXAxisCount> m_x;
     core::MinMaxIndex m_raw;
     core::MinMaxIndex m_smoothed; // maintained only while m_weight > 0
     double m_weight = 0;
