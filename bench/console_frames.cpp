@@ -166,6 +166,11 @@ LivePhase feedLive(MetricChart *chart, ChartFeed &feed, const std::vector<ChartF
         phase.updates.add(updateMs);
         phase.paints.add(paintMs);
         phase.frames.add(updateMs + paintMs);
+        if (updateMs + paintMs > 35 && qEnvironmentVariableIsSet("BENCH_TRACE")) {
+            auto *x = static_cast<QValueAxis *>(chart->xAxisItem());
+            std::fprintf(stderr, "slow frame: update %.1f paint %.1f x [%g, %g]\n", updateMs, paintMs,
+                x->min(), x->max());
+        }
     });
     std::atomic<bool> stop = false;
     std::atomic<bool> producing = true;
