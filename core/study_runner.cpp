@@ -1,6 +1,7 @@
 #include "study_runner.h"
 
 #include "checkpoint_copy.h"
+#include "run_record.h"
 #include "run_watch.h"
 
 #include <QDateTime>
@@ -31,16 +32,8 @@ QString terminalState(const v1::RunEvent &e, QString *message)
         state = e.summary().state();
         *message = str(e.summary().message());
     }
-    switch (state) {
-    case v1::SUCCEEDED:
-        return QStringLiteral("SUCCEEDED");
-    case v1::FAILED:
-        return QStringLiteral("FAILED");
-    case v1::CANCELLED:
-        return QStringLiteral("CANCELLED");
-    default:
-        return {};
-    }
+    const bool terminal = state == v1::SUCCEEDED || state == v1::FAILED || state == v1::CANCELLED;
+    return terminal ? RunRecord::stateName(state) : QString();
 }
 
 QString lockPath(const Journal &journal, const QString &studyId)

@@ -317,6 +317,20 @@ int driveStudy(Journal *journal, const QString &studyId, const QList<AgentEndpoi
     return code;
 }
 
+// The journal the options name, and the study given as the one positional argument
+// (checked by the caller), which must be in it. False after saying what is wrong.
+bool openStudy(const QCommandLineParser &parser, Journal *journal, QString *studyId)
+{
+    if (!openJournal(parser, journal))
+        return false;
+    *studyId = parser.positionalArguments().at(0);
+    if (journal->hasStudy(*studyId))
+        return true;
+    badInput(
+        QStringLiteral("no study %1 in %2 (see `scalelab-cli study list`)").arg(*studyId, journal->path()));
+    return false;
+}
+
 bool parse(QCommandLineParser &parser, const QStringList &arguments, const QString &description, int *code)
 {
     parser.setApplicationDescription(description);
@@ -397,12 +411,9 @@ int watchStudy(const QStringList &arguments)
     if (parser.positionalArguments().size() != 1)
         return badInput(QStringLiteral("give one study id: scalelab-cli study watch ID"));
     Journal journal;
-    if (!openJournal(parser, &journal))
+    QString studyId;
+    if (!openStudy(parser, &journal, &studyId))
         return BadInput;
-    const QString studyId = parser.positionalArguments().at(0);
-    if (!journal.hasStudy(studyId))
-        return badInput(
-            QStringLiteral("no study %1 in %2 (see `scalelab-cli study list`)").arg(studyId, journal.path()));
     const StudyState state = StudyState::replay(journal.events(studyId));
     Agents agents;
     // Agents named in the journal are reached at their address, unless they were local.
@@ -485,12 +496,9 @@ int showStudy(const QStringList &arguments)
     if (parser.positionalArguments().size() != 1)
         return badInput(QStringLiteral("give one study id: scalelab-cli study show ID"));
     Journal journal;
-    if (!openJournal(parser, &journal))
+    QString studyId;
+    if (!openStudy(parser, &journal, &studyId))
         return BadInput;
-    const QString studyId = parser.positionalArguments().at(0);
-    if (!journal.hasStudy(studyId))
-        return badInput(
-            QStringLiteral("no study %1 in %2 (see `scalelab-cli study list`)").arg(studyId, journal.path()));
     const StudySnapshot snapshot = buildSnapshot(StudyState::replay(journal.events(studyId)), journal);
     if (parser.isSet(QStringLiteral("json")))
         out() << QJsonDocument(studyJson(snapshot)).toJson(QJsonDocument::Compact) << "\n";
@@ -604,12 +612,9 @@ int reportCommand(QStringList arguments)
                                 .arg(output, reportFormatNames().join(QLatin1String(", "))));
     }
     Journal journal;
-    if (!openJournal(parser, &journal))
+    QString studyId;
+    if (!openStudy(parser, &journal, &studyId))
         return BadInput;
-    const QString studyId = parser.positionalArguments().at(0);
-    if (!journal.hasStudy(studyId))
-        return badInput(
-            QStringLiteral("no study %1 in %2 (see `scalelab-cli study list`)").arg(studyId, journal.path()));
     const StudySnapshot snapshot = buildSnapshot(StudyState::replay(journal.events(studyId)), journal);
     const bool binary = *format == ReportFormat::Html || *format == ReportFormat::Pdf;
     if (output.isEmpty() && !binary) {
