@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <cassert>
+#include <cmath>
 
 namespace scalelab::core {
 
@@ -102,35 +103,53 @@ MinMaxIndex::Extremes MinMaxIndex::extremes(std::size_t first, std::size_t last)
 
 // ---- minMaxPerPixel -----------------------------------------------------------------
 
-QList<QPointF> minMaxPerPixel(
-    const std::vector<double> &x, const MinMaxIndex &y, double x0, double x1, int buckets)
+QList<QPointF> minMaxPerPixel(const StableArray<double> &x, const MinMaxIndex &y, double x0, double x1,
+    int buckets, int firstColumn, int lastColumn)
 {
     QList<QPointF> out;
     const std::size_t n = std::min(x.size(), y.size());
-    if (n == 0 || buckets <= 0 || !(x1 >= x0))
+    if (lastColumn < 0 || lastColumn > buckets)
+        lastColumn = buckets;
+    firstColumn = std::max(firstColumn, 0);
+    if (n == 0 || buckets <= 0 || !(x1 >= x0) || firstColumn >= lastColumn)
         return out;
+    const double width = (x1 - x0) / buckets;
+    // Column b holds the samples with x in (x0 + width·b, x0 + width·(b + 1)], the first
+    // column also x0 itself, the last column up to x1 whatever the rounding.
+    auto boundary = [&](int b) { return x0 + width * b; };
     const auto begin = x.begin(), end = x.begin() + static_cast<std::ptrdiff_t>(n);
-    auto from = std::lower_bound(begin, end, x0);
-    const auto to = std::upper_bound(from, end, x1);
+    auto from = firstColumn == 0 ? std::lower_bound(begin, end, x0)
+                                 : std::upper_bound(begin, end, boundary(firstColumn));
+    const auto to = lastColumn == buckets ? std::upper_bound(from, end, x1)
+                                          : std::upper_bound(from, end, boundary(lastColumn));
     auto point = [&](std::size_t i) { return QPointF(x[i], y[i]); };
-    out.reserve(2 * buckets + 2);
+    out.reserve(2 * (lastColumn - firstColumn) + 2);
     if (from != begin)
         out.append(point(std::size_t(from - begin) - 1));
-    const double width = (x1 - x0) / buckets;
-    for (int b = 0; b < buckets && from != to; ++b) {
-        // The last column is closed on the right so x1 itself is drawn.
-        const auto columnEnd = b == buckets - 1 ? to : std::upper_bound(from, to, x0 + width * (b + 1));
+    for (int b = firstColumn; b < lastColumn && from != to; ++b) {
+        const auto columnEnd = b == buckets - 1 ? to : std::upper_bound(from, to, boundary(b + 1));
         if (columnEnd == from)
             continue;
         const auto e = y.extremes(std::size_t(from - begin), std::size_t(columnEnd - begin));
-        out.append(point(std::min(e.min, e.max)));
-        if (e.min != e.max)
-            out.append(point(std::max(e.min, e.max)));
+        std::size_t first = std::min(e.min, e.max), second = std::max(e.min, e.max);
+        if (!out.isEmpty() && std::abs(y[second] - out.back().y()) < std::abs(y[first] - out.back().y()))
+            std::swap(first, second);
+        out.append(point(first));
+        if (first != second)
+            out.append(point(second));
         from = columnEnd;
     }
-    if (to != end)
+    if (lastColumn == buckets && to != end)
         out.append(point(std::size_t(to - begin)));
     return out;
+}
+
+int pixelColumn(double x, double x0, double x1, int buckets)
+{
+    if (buckets <= 0 || !(x1 > x0))
+        return 0;
+    const double column = std::ceil((x - x0) / ((x1 - x0) / buckets)) - 1;
+    return int(std::clamp(column, 0.0, double(buckets - 1)));
 }
 
 } // namespace scalelab::core

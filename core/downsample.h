@@ -12,6 +12,8 @@
 // Plain values, no Qt objects; not thread-safe (one owner, usually the GUI thread).
 #pragma once
 
+#include "stable_array.h"
+
 #include <QList>
 #include <QPointF>
 
@@ -36,11 +38,10 @@ public:
 
     void append(double value); // value must be finite
     void clear();
-    void reserve(std::size_t n) { m_values.reserve(n); }
     std::size_t size() const { return m_values.size(); }
     bool empty() const { return m_values.empty(); }
     double operator[](std::size_t i) const { return m_values[i]; }
-    const std::vector<double> &values() const { return m_values; }
+    const StableArray<double> &values() const { return m_values; }
 
     // Requires first < last <= size().
     Extremes extremes(std::size_t first, std::size_t last) const;
@@ -52,16 +53,29 @@ private:
     };
     Block merge(Block a, Block b) const;
 
-    std::vector<double> m_values;
+    // Stable storage: a live series never pauses to copy itself (see StableArray).
+    StableArray<double> m_values;
     // m_levels[k - 1][j]: extremes of the complete block j of 2^k values.
-    std::vector<std::vector<Block>> m_levels;
+    std::vector<StableArray<Block>> m_levels;
 };
 
 // The points (x[i], y[i]) with x in [x0, x1], reduced to `buckets` equal columns of x:
-// each non-empty column contributes its minimum and maximum, in index order, so at most
-// 2 × buckets points (+ 2) come back. The nearest point outside the range on each side is
-// kept so the line runs on to the plot's edges. x must be nondecreasing and as long as y.
-QList<QPointF> minMaxPerPixel(
-    const std::vector<double> &x, const MinMaxIndex &y, double x0, double x1, int buckets);
+// each non-empty column contributes its minimum and maximum, at most 2 × buckets points
+// (+ 2) in all. Of a column's two points the one nearer (in y) to the point before comes
+// first, so neighbouring columns join at their near ends: the line covers the same pixels
+// as in index order, but paints each column's span once instead of up to twice.
+// The nearest point outside the range on each side is kept so the line runs on to the
+// plot's edges. x must be nondecreasing and as long as y.
+//
+// Columns [firstColumn, lastColumn) of the same grid can be asked for alone (a live line
+// drawn as finished columns plus a tail that still grows): such a part starts with the
+// last sample before its first column and ends with its last column, or with the first
+// sample after x1 when it is the grid's last part.
+QList<QPointF> minMaxPerPixel(const StableArray<double> &x, const MinMaxIndex &y, double x0, double x1,
+    int buckets, int firstColumn = 0, int lastColumn = -1);
+
+// The column of the grid above that x falls in (a sample on a boundary belongs to the
+// column on its left), clamped to [0, buckets - 1].
+int pixelColumn(double x, double x0, double x1, int buckets);
 
 } // namespace scalelab::core

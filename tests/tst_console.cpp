@@ -72,14 +72,11 @@ private Q_SLOTS:
         auto *launch = m_window->findChild<QPushButton *>(QStringLiteral("launchButton"));
         QVERIFY(launch->isEnabled());
         QTest::mouseClick(launch, Qt::LeftButton);
-        const auto *loss = m_window->lossSeries();
-        const auto *accuracy = m_window->testAccuracySeries();
-        QVERIFY(loss && accuracy);
-        QTRY_VERIFY_WITH_TIMEOUT(loss->count() > 0, 60000);
+        QTRY_VERIFY_WITH_TIMEOUT(m_window->lossPoints().size() > 0, 60000);
         QTRY_VERIFY_WITH_TIMEOUT(m_window->currentRun() && m_window->currentRun()->terminal(), 120000);
         QCOMPARE(m_window->currentRun()->state(), v1::SUCCEEDED);
-        QTRY_COMPARE(loss->count(), 8); // ceil(200 / 25) steps, all drawn
-        QTRY_COMPARE(accuracy->count(), 1);
+        QTRY_COMPARE(m_window->lossPoints().size(), 8); // ceil(200 / 25) steps, all drawn
+        QTRY_COMPARE(m_window->testAccuracyPoints().size(), 1);
         QVERIFY(m_window->findChild<QLabel *>(QStringLiteral("syntheticBanner"))->isVisible());
         QCOMPARE(m_window->currentRun()->gaps(), 0);
         QVERIFY(launch->isEnabled());

@@ -18,7 +18,6 @@
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QLineEdit>
-#include <QLineSeries>
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QPlainTextEdit>
@@ -466,14 +465,15 @@ void MainWindow::clearOldRuns()
     m_clearRunsButton->setEnabled(false);
 }
 
-const QLineSeries *MainWindow::lossSeries() const
+QList<QPointF> MainWindow::lossPoints() const
 {
-    return m_record ? m_lossChart->line(RunLines { m_record->runId() }.loss()) : nullptr;
+    return m_record ? m_lossChart->drawnPoints(RunLines { m_record->runId() }.loss()) : QList<QPointF> {};
 }
 
-const QLineSeries *MainWindow::testAccuracySeries() const
+QList<QPointF> MainWindow::testAccuracyPoints() const
 {
-    return m_record ? m_accuracyChart->line(RunLines { m_record->runId() }.testAccuracy()) : nullptr;
+    return m_record ? m_accuracyChart->drawnPoints(RunLines { m_record->runId() }.testAccuracy())
+                    : QList<QPointF> {};
 }
 
 void MainWindow::plotEvent(const v1::RunEvent &event)

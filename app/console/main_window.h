@@ -12,7 +12,9 @@
 #include "run_record.h"
 #include "run_watch.h"
 
+#include <QList>
 #include <QMainWindow>
+#include <QPointF>
 #include <QTimer>
 
 #include <memory>
@@ -21,7 +23,6 @@ class QComboBox;
 class QDoubleSpinBox;
 class QLabel;
 class QLineEdit;
-class QLineSeries;
 class QPlainTextEdit;
 class QPushButton;
 class QSpinBox;
@@ -66,8 +67,8 @@ public:
     bool isConnected() const { return m_client != nullptr && m_connected; }
     const core::RunRecord *currentRun() const { return m_record.get(); }
     // What the charts draw for the current run (for tests and exports).
-    const QLineSeries *lossSeries() const;
-    const QLineSeries *testAccuracySeries() const;
+    QList<QPointF> lossPoints() const;
+    QList<QPointF> testAccuracyPoints() const;
     MetricChart *lossChart() const { return m_lossChart; }
     MetricChart *accuracyChart() const { return m_accuracyChart; }
     MetricChart *throughputChart() const { return m_throughputChart; }

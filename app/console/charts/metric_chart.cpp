@@ -21,6 +21,7 @@
 #include <QValueAxis>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 
@@ -42,6 +43,11 @@ constexpr int kHoverRadius = 24; // pixels around the plot area that still read 
 // lines are mostly tall vertical strokes, which antialiased cost about 3× as much to
 // paint (Qt's raster engine even hands their spans to a thread pool) for little gain.
 constexpr qsizetype kAntialiasedPoints = 4000;
+// A live line is drawn as two series: the pixel columns its samples have left behind
+// (unchanged until the axes move) and a tail of at most this many columns that takes the
+// new samples. Qt Charts re-strokes a series whenever its points change (a hit-test
+// outline: about 1 µs per point), so a frame costs ~100 points per live line, not 2,400.
+constexpr int kTailColumns = 48;
 
 QString axisTitle(XAxis axis)
 {
@@ -94,7 +100,7 @@ QLegendMarker *markerOf(QChart *chart, QAbstractSeries *series)
 
 } // namespace
 
-// What a line was last drawn from; equal keys mean equal points.
+// The grid a line was last drawn on; while it holds, finished pixel columns keep their points.
 struct DrawKey {
     XAxis axis = XAxis::Step;
     double x0 = 0, x1 = 0;
@@ -102,8 +108,21 @@ struct DrawKey {
     double smoothing = 0;
     bool log = false;
     bool visible = false;
-    std::size_t samples = static_cast<std::size_t>(-1);
     bool operator==(const DrawKey &) const = default;
+};
+
+// One drawn line: finished columns and the live tail (see kTailColumns), same pen.
+struct Trace {
+    QLineSeries *body = nullptr; // owns the legend entry
+    QLineSeries *tail = nullptr;
+    QList<QPointF> points() const
+    {
+        QList<QPointF> all = body->points();
+        // After a body, the tail opens with the last sample before its columns, which lies in
+        // the body's last column: drawn there already.
+        all.append(all.isEmpty() ? tail->points() : tail->points().mid(1));
+        return all;
+    }
 };
 
 // The y values drawn inside the x range, and how many points were drawn.
@@ -134,11 +153,14 @@ struct MetricChart::Entry {
     SeriesStyle style;
     QColor color;
     MetricSeries data;
-    QLineSeries *line = nullptr; // smoothed (or raw while smoothing is off)
-    QLineSeries *raw = nullptr; // faint raw values behind a smoothed line
+    Trace line; // smoothed (or raw while smoothing is off)
+    Trace raw; // faint raw values behind a smoothed line
     DrawKey drawnFor;
-    Extent extent;
+    std::size_t drawnSamples = static_cast<std::size_t>(-1);
+    int split = 0; // columns [0, split) are drawn by the bodies, the rest by the tails
+    Extent bodyExtent, tailExtent;
     bool visible = true;
+    std::array<QLineSeries *, 4> series() const { return { raw.body, raw.tail, line.body, line.tail }; }
 };
 
 QString ReadOut::text() const
@@ -258,18 +280,20 @@ void MetricChart::addSeries(const QString &id, const QString &label, const Serie
     entry->label = label;
     entry->style = style;
     entry->color = style.color.isValid() ? style.color : cycleColor(m_nextColor++);
-    entry->raw = new QLineSeries;
-    entry->line = new QLineSeries;
-    entry->line->setName(label);
-    entry->line->setObjectName(id);
-    for (auto *series : { entry->raw, entry->line }) {
+    for (Trace *trace : { &entry->raw, &entry->line }) {
+        trace->body = new QLineSeries;
+        trace->tail = new QLineSeries;
+    }
+    entry->line.body->setName(label);
+    entry->line.body->setObjectName(id);
+    for (auto *series : entry->series()) { // raw lines first: drawn behind the smoothed ones
         m_chart->addSeries(series);
         series->attachAxis(m_x);
         series->attachAxis(m_yAxis);
+        if (auto *marker = markerOf(m_chart, series); marker && series != entry->line.body)
+            marker->setVisible(false);
     }
-    if (auto *marker = markerOf(m_chart, entry->raw))
-        marker->setVisible(false);
-    if (auto *marker = markerOf(m_chart, entry->line)) {
+    if (auto *marker = markerOf(m_chart, entry->line.body)) {
         Entry *e = entry.get();
         connect(marker, &QLegendMarker::clicked, this, [this, e] { setSeriesVisible(e->id, !e->visible); });
     }
@@ -298,7 +322,7 @@ void MetricChart::removeSeries(const QString &id)
         = std::find_if(m_entries.begin(), m_entries.end(), [&](const auto &e) { return e->id == id; });
     if (it == m_entries.end())
         return;
-    for (auto *series : { (*it)->raw, (*it)->line }) {
+    for (auto *series : (*it)->series()) {
         m_chart->removeSeries(series);
         delete series;
     }
@@ -337,13 +361,19 @@ const MetricSeries *MetricChart::data(const QString &id) const
 QLineSeries *MetricChart::line(const QString &id) const
 {
     const Entry *e = find(id);
-    return e ? e->line : nullptr;
+    return e ? e->line.body : nullptr;
 }
 
-QLineSeries *MetricChart::rawLine(const QString &id) const
+QList<QPointF> MetricChart::drawnPoints(const QString &id) const
 {
     const Entry *e = find(id);
-    return e ? e->raw : nullptr;
+    return e ? e->line.points() : QList<QPointF> {};
+}
+
+QList<QPointF> MetricChart::drawnRawPoints(const QString &id) const
+{
+    const Entry *e = find(id);
+    return e ? e->raw.points() : QList<QPointF> {};
 }
 
 QAbstractAxis *MetricChart::xAxisItem() const
@@ -429,7 +459,8 @@ void MetricChart::setSeriesVisible(const QString &id, bool visible)
     if (!e || e->visible == visible)
         return;
     e->visible = visible;
-    e->line->setVisible(visible);
+    e->line.body->setVisible(visible);
+    e->line.tail->setVisible(visible);
     updateLegendMarker(*e);
     m_hover->clear();
     redraw();
@@ -526,7 +557,8 @@ void MetricChart::redraw()
         x1 = x0 + grownSpan(m_x->min(), m_x->max(), x0, x1);
 
     // New points for every line whose inputs changed (a finished run keeps its points while
-    // the axes hold still); the y range from what is drawn inside [x0, x1].
+    // the axes hold still, a live one re-draws its tail); the y range from what is drawn
+    // inside [x0, x1].
     std::vector<std::pair<QLineSeries *, QList<QPointF>>> replacements;
     auto stage = [&](QLineSeries *line, QList<QPointF> points) {
         if (points != line->points())
@@ -535,26 +567,41 @@ void MetricChart::redraw()
     Extent all;
     for (auto &e : m_entries) {
         const bool smoothed = e->style.smoothable && m_smoothing > 0;
-        const DrawKey key { m_xAxis, x0, x1, pixels, smoothed ? m_smoothing : 0.0, m_logScale, e->visible,
-            e->data.size() };
-        if (key != e->drawnFor) {
-            e->drawnFor = key;
-            e->extent = {};
-            QList<QPointF> shown, raw;
-            if (e->visible && e->data.hasAxis(m_xAxis)) {
-                shown = e->data.downsample(m_xAxis, x0, x1, pixels, smoothed);
-                if (smoothed)
-                    raw = e->data.downsample(m_xAxis, x0, x1, pixels, false);
-                for (auto *points : { &shown, &raw }) {
-                    if (m_logScale)
-                        points->removeIf([](const QPointF &p) { return !(p.y() > 0); });
-                    e->extent.add(*points, x0, x1);
+        const DrawKey key { m_xAxis, x0, x1, pixels, smoothed ? m_smoothing : 0.0, m_logScale, e->visible };
+        const bool regrid = key != e->drawnFor;
+        if (regrid || e->data.size() != e->drawnSamples) {
+            const bool drawable = e->visible && e->data.hasAxis(m_xAxis);
+            // Columns left of the newest sample's are complete: samples only append. One more
+            // stays in the tail, against rounding at the boundary.
+            const int complete = drawable
+                ? std::max(0, core::pixelColumn(e->data.column(m_xAxis).back(), x0, x1, pixels) - 1)
+                : 0;
+            auto draw = [&](int first, int last, Extent &extent, QLineSeries *line, QLineSeries *raw) {
+                extent = {};
+                QList<QPointF> shownPoints, rawPoints;
+                if (drawable) {
+                    shownPoints = e->data.downsample(m_xAxis, x0, x1, pixels, smoothed, first, last);
+                    if (smoothed)
+                        rawPoints = e->data.downsample(m_xAxis, x0, x1, pixels, false, first, last);
+                    for (auto *points : { &shownPoints, &rawPoints }) {
+                        if (m_logScale)
+                            points->removeIf([](const QPointF &p) { return !(p.y() > 0); });
+                        extent.add(*points, x0, x1);
+                    }
                 }
+                stage(line, std::move(shownPoints));
+                stage(raw, std::move(rawPoints));
+            };
+            if (regrid || complete < e->split || complete - e->split > kTailColumns) {
+                e->split = complete;
+                draw(0, e->split, e->bodyExtent, e->line.body, e->raw.body);
             }
-            stage(e->line, std::move(shown));
-            stage(e->raw, std::move(raw));
+            draw(e->split, pixels, e->tailExtent, e->line.tail, e->raw.tail);
+            e->drawnFor = key;
+            e->drawnSamples = e->data.size();
         }
-        all.merge(e->extent);
+        all.merge(e->bodyExtent);
+        all.merge(e->tailExtent);
     }
     if (m_reference) {
         const QList<QPointF> ideal { { x0, m_referenceSlope * x0 + m_referenceIntercept },
@@ -625,11 +672,13 @@ void MetricChart::styleEntry(Entry &e)
     // Default square caps and bevel joins: round ones make the stroker compute arcs at every
     // vertex, which costs more than everything else in a frame of 1,000-point lines.
     const qreal width = e.style.markers ? kMarkerLineWidth : m_dense ? kDenseLineWidth : kLineWidth;
-    e.line->setPen(QPen(e.color, width, e.style.pen));
-    e.line->setColor(e.color);
-    if (e.style.markers) {
-        e.line->setPointsVisible(true);
-        e.line->setMarkerSize(4); // Qt 6.4 draws it as the radius
+    for (auto *line : { e.line.body, e.line.tail }) {
+        line->setPen(QPen(e.color, width, e.style.pen));
+        line->setColor(e.color);
+        if (e.style.markers) {
+            line->setPointsVisible(true);
+            line->setMarkerSize(4); // Qt 6.4 draws it as the radius
+        }
     }
     // Opaque, mixed with the background by hand: blending every pixel of a dense line costs
     // more than drawing it.
@@ -637,12 +686,13 @@ void MetricChart::styleEntry(Entry &e)
     const QColor faint = QColor::fromRgbF(e.color.redF() * kRawAlpha + base.redF() * (1 - kRawAlpha),
         e.color.greenF() * kRawAlpha + base.greenF() * (1 - kRawAlpha),
         e.color.blueF() * kRawAlpha + base.blueF() * (1 - kRawAlpha));
-    e.raw->setPen(QPen(faint, kDenseLineWidth));
+    for (auto *raw : { e.raw.body, e.raw.tail })
+        raw->setPen(QPen(faint, kDenseLineWidth));
 }
 
 void MetricChart::updateLegendMarker(Entry &e)
 {
-    QLegendMarker *marker = markerOf(m_chart, e.line);
+    QLegendMarker *marker = markerOf(m_chart, e.line.body);
     if (!marker)
         return;
     marker->setVisible(true); // hiding a series hides its marker; we keep it to click again

@@ -8,14 +8,19 @@
 // - hover read-out of the nearest sample; horizontal rubber-band zoom, double-click to
 //   reset; export as PNG or SVG (context menu or exportPng()/exportSvg()).
 // Redraws are coalesced: append() schedules one redraw within 40 ms, and a redraw
-// reduces every series to the plot's pixel width and hands it over with one
-// QXYSeries::replace(). Colours come from the widget's palette, so light and dark
-// themes both read. GUI thread only; feed it from other threads through ChartFeed.
+// reduces every series to the plot's pixel width (min/max per column). Each line is two
+// Qt series: the columns its samples have left behind, untouched while the axes hold
+// still, and a short tail that takes the new samples, so a live frame re-strokes and
+// repaints ~100 points per line instead of thousands. Axes move in steps (5 % headroom).
+// Colours come from the widget's palette, so light and dark themes both read.
+// GUI thread only; feed it from other threads through ChartFeed.
 #pragma once
 
 #include "metric_series.h"
 
 #include <QColor>
+#include <QList>
+#include <QPointF>
 #include <QString>
 #include <QTimer>
 #include <QWidget>
@@ -102,10 +107,13 @@ public:
     QChartView *view() const { return m_view; }
     QAbstractAxis *xAxisItem() const;
     QAbstractAxis *yAxisItem() const { return m_yAxis; }
-    // The line drawn for a series (smoothed while smoothing is on), for tests and reports.
+    // The series that carries a line's legend entry and style. A line is drawn as two
+    // series (finished pixel columns, then a live tail); drawnPoints() is all of it.
     QLineSeries *line(const QString &id) const;
+    // What is drawn for a series (smoothed while smoothing is on), in order.
+    QList<QPointF> drawnPoints(const QString &id) const;
     // The faint raw line behind a smoothed one (empty while smoothing is off).
-    QLineSeries *rawLine(const QString &id) const;
+    QList<QPointF> drawnRawPoints(const QString &id) const;
 
     static QColor cycleColor(int index);
 

@@ -72,15 +72,16 @@ void MetricSeries::setSmoothing(double weight)
     m_emaPower = 1;
     if (m_weight == 0)
         return;
-    m_smoothed.reserve(m_raw.size());
     for (double y : m_raw.values())
         smoothNext(y);
 }
 
-QList<QPointF> MetricSeries::downsample(XAxis axis, double x0, double x1, int pixels, bool smoothed) const
+QList<QPointF> MetricSeries::downsample(
+    XAxis axis, double x0, double x1, int pixels, bool smoothed, int firstColumn, int lastColumn) const
 {
     const bool useSmoothed = smoothed && m_weight > 0;
-    return core::minMaxPerPixel(column(axis), useSmoothed ? m_smoothed : m_raw, x0, x1, pixels);
+    return core::minMaxPerPixel(
+        column(axis), useSmoothed ? m_smoothed : m_raw, x0, x1, pixels, firstColumn, lastColumn);
 }
 
 std::size_t MetricSeries::nearest(XAxis axis, double x) const

@@ -53,7 +53,7 @@ public:
     std::size_t size() const { return m_raw.size(); }
     std::size_t rejected() const { return m_rejected; }
     bool hasAxis(XAxis axis) const { return !column(axis).empty(); }
-    const std::vector<double> &column(XAxis axis) const { return m_x[static_cast<int>(axis)]; }
+    const core::StableArray<double> &column(XAxis axis) const { return m_x[static_cast<int>(axis)]; }
     double rawValue(std::size_t i) const { return m_raw[i]; }
     // Equal to rawValue() while smoothing is 0.
     double shownValue(std::size_t i) const { return smoothing() > 0 ? m_smoothed[i] : m_raw[i]; }
@@ -63,15 +63,17 @@ public:
     void setSmoothing(double weight);
     double smoothing() const { return m_weight; }
 
-    // The raw or smoothed values with x (on `axis`) in [x0, x1], min/max per pixel column.
-    QList<QPointF> downsample(XAxis axis, double x0, double x1, int pixels, bool smoothed) const;
+    // The raw or smoothed values with x (on `axis`) in [x0, x1], min/max per pixel column;
+    // columns [firstColumn, lastColumn) of that grid alone when asked (see minMaxPerPixel).
+    QList<QPointF> downsample(XAxis axis, double x0, double x1, int pixels, bool smoothed,
+        int firstColumn = 0, int lastColumn = -1) const;
     // The sample whose x on `axis` is closest to `x`; size() when empty or axis missing.
     std::size_t nearest(XAxis axis, double x) const;
 
 private:
     void smoothNext(double y);
 
-    std::array<std::vector<double>, kXAxisCount> m_x;
+    std::array<core::StableArray<double>, kXAxisCount> m_x;
     core::MinMaxIndex m_raw;
     core::MinMaxIndex m_smoothed; // maintained only while m_weight > 0
     double m_weight = 0;
