@@ -59,8 +59,8 @@ QString infeasibility(const RunConfig &config, const QList<NodeCapacity> &reacha
 
 } // namespace
 
-Placement placeRun(
-    const RunConfig &config, const QList<NodeCapacity> &nodes, PlacementPolicy policy, bool exclusive)
+Placement placeRun(const RunConfig &config, const QList<NodeCapacity> &nodes, PlacementPolicy policy,
+    bool exclusive, const QString &dataset)
 {
     Placement result;
     QList<NodeCapacity> reachable;
@@ -76,6 +76,29 @@ Placement placeRun(
             ? QStringLiteral("no agent is configured for this study")
             : QStringLiteral("no agent is reachable (%1)").arg(down.join(QLatin1String("; ")));
         return result;
+    }
+    if (!dataset.isEmpty()) {
+        QList<NodeCapacity> holding;
+        QStringList elsewhere;
+        for (const auto &n : reachable) {
+            if (n.datasets.contains(dataset))
+                holding << n;
+            else
+                elsewhere << QStringLiteral("%1 has %2")
+                                 .arg(n.agent,
+                                     n.datasets.isEmpty() ? QStringLiteral("none")
+                                                          : n.datasets.join(QLatin1String(", ")));
+        }
+        if (holding.isEmpty()) {
+            result.reason
+                = QStringLiteral("no agent has the data set '%1' (%2): put CIFAR-10 into an agent's "
+                                 "data folder, or create a synthetic set there (console: Run tab, "
+                                 "New synthetic set; CLI: --synthetic); the run starts once one has it")
+                      .arg(dataset, elsewhere.join(QLatin1String("; ")));
+            result.infeasible = true;
+            return result;
+        }
+        reachable = holding;
     }
     if (QString why = infeasibility(config, reachable); !why.isEmpty()) {
         result.reason = why;

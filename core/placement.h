@@ -7,6 +7,7 @@
 
 #include <QList>
 #include <QString>
+#include <QStringList>
 
 namespace scalelab::core {
 
@@ -20,6 +21,7 @@ struct NodeCapacity {
     int gpus = 0;
     double gpusInUse = 0; // by runs of this study that it hosts now
     bool busy = false; // hosts (or shares a host with) a running run of this study
+    QStringList datasets; // the data sets in its data folder (Describe.datasets)
 };
 
 struct Portion {
@@ -39,7 +41,9 @@ struct Placement {
 
 // `exclusive`: a run only goes to hosts that run nothing else of the study, so the
 // measured times are not skewed by a neighbour (the default of a scale-up study).
-Placement placeRun(
-    const RunConfig &config, const QList<NodeCapacity> &nodes, PlacementPolicy policy, bool exclusive);
+// `dataset`, when given: only agents that hold it take ranks; with none, the run is
+// infeasible (and says which data sets the agents do have).
+Placement placeRun(const RunConfig &config, const QList<NodeCapacity> &nodes, PlacementPolicy policy,
+    bool exclusive, const QString &dataset = {});
 
 } // namespace scalelab::core

@@ -243,6 +243,8 @@ QList<NodeCapacity> StudyRunner::refreshCapacity(bool force)
             n.cpuCores = d.cpu_cores();
             n.freeSlots = d.free_slots();
             n.gpus = d.gpus_size();
+            for (const auto &dataset : d.datasets())
+                n.datasets << str(dataset.name());
             const bool known = std::any_of(m_state.nodes().begin(), m_state.nodes().end(),
                 [&](const NodeInfo &node) { return node.agent == agent; });
             if (!known && !m_nodesRecorded.count(agent)) {
@@ -346,7 +348,8 @@ void StudyRunner::placePending(QList<NodeCapacity> &nodes)
         if (!run.portions.isEmpty())
             std::stable_partition(ordered.begin(), ordered.end(),
                 [&](const NodeCapacity &n) { return n.agent == run.portions.first().agent; });
-        const Placement placement = placeRun(run.planned.config, ordered, policy, exclusive);
+        const Placement placement
+            = placeRun(run.planned.config, ordered, policy, exclusive, str(m_state.plan().dataset()));
         if (!placement.ok()) {
             if (placement.reason != run.reason && !run.reason.startsWith(QLatin1String("retrying")))
                 record(QStringLiteral("run_pending"),

@@ -210,6 +210,27 @@ private Q_SLOTS:
         down.error = QStringLiteral("connection refused");
         const Placement none = placeRun(four, { down }, PlacementPolicy::Pack, true);
         QVERIFY2(none.reason.contains(QLatin1String("c: connection refused")), qPrintable(none.reason));
+
+        // Only agents that hold the plan's data set take ranks; with none, the run is
+        // infeasible and says what the agents do have.
+        QList<NodeCapacity> data { node("a", 4), node("b", 4) };
+        data[0].datasets = QStringList { QStringLiteral("cifar-10") };
+        data[1].datasets = QStringList { QStringLiteral("synthetic") };
+        const Placement onB = placeRun(four, data, PlacementPolicy::Pack, true, QStringLiteral("synthetic"));
+        QVERIFY(onB.ok());
+        QCOMPARE(onB.portions.size(), 1);
+        QCOMPARE(onB.portions.front().agent, QStringLiteral("b"));
+        const Placement missing
+            = placeRun(four, data, PlacementPolicy::Pack, true, QStringLiteral("imagenet"));
+        QVERIFY(!missing.ok());
+        QVERIFY(missing.infeasible);
+        QVERIFY2(missing.reason.contains(QLatin1String("no agent has the data set 'imagenet'"))
+                && missing.reason.contains(QLatin1String("a has cifar-10"))
+                && missing.reason.contains(QLatin1String("b has synthetic")),
+            qPrintable(missing.reason));
+        data[1].datasets.clear();
+        QVERIFY(placeRun(four, data, PlacementPolicy::Pack, true, QStringLiteral("synthetic"))
+                    .reason.contains(QLatin1String("b has none")));
     }
 
     // A journal cut after any event replays to a consistent state, and the full

@@ -355,8 +355,9 @@ void StudyView::updateDatasetNote()
     if (m_inventories.isEmpty() || name.isEmpty())
         m_datasetNote->clear();
     else if (on.isEmpty())
-        m_datasetNote->setText(tr("No connected agent has a data set '%1': runs would fail to start. "
-                                  "Put CIFAR-10 in the agent's data folder, or create a synthetic set there.")
+        m_datasetNote->setText(tr("No connected agent has a data set '%1': runs would wait (PENDING) until "
+                                  "one has. Put CIFAR-10 in an agent's data folder, or create a synthetic "
+                                  "set there (Run tab, New synthetic set).")
                                    .arg(name));
     else if (!synthetic.isEmpty())
         m_datasetNote->setText(tr("SYNTHETIC DATA: generated images, not CIFAR-10; every result and report "
@@ -460,6 +461,8 @@ void StudyView::preview()
         n.cpuCores = d.cpu_cores();
         n.freeSlots = d.free_slots();
         n.gpus = d.gpus_size();
+        for (const auto &dataset : d.datasets())
+            n.datasets << QString::fromStdString(dataset.name());
         nodes << n;
     }
     const auto runs = expandPlan(plan, QStringLiteral("new"));
@@ -468,7 +471,8 @@ void StudyView::preview()
     m_runs->setRowCount(int(runs.size()));
     for (int i = 0; i < runs.size(); ++i) {
         const Placement p = placeRun(runs[i].config, nodes,
-            plan.placement() == "spread" ? PlacementPolicy::Spread : PlacementPolicy::Pack, false);
+            plan.placement() == "spread" ? PlacementPolicy::Spread : PlacementPolicy::Pack, false,
+            QString::fromStdString(plan.dataset()));
         QStringList where;
         for (const auto &portion : p.portions)
             where << QStringLiteral("%1 ×%2").arg(portion.agent).arg(portion.ranks.size());
