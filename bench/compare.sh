@@ -19,7 +19,9 @@ ips() { grep -oE '"images_per_second": ?[0-9.e+]+' | head -1 | sed 's/.*: *//'; 
 run_side() {  # side world threads extra...
     local side=$1 world=$2 threads=$3; shift 3
     local cmd
-    if [ "$side" = scalelab ]; then cmd="$worker bench"; else cmd="$peer"; fi
+    # torch.set_num_threads() leaves OpenBLAS (the linear layers) at one thread per core:
+    # the peer is held to the row's threads like the worker, which sets both itself.
+    if [ "$side" = scalelab ]; then cmd="$worker bench"; else cmd="env OPENBLAS_NUM_THREADS=$threads $peer"; fi
     if [ "$world" -eq 1 ]; then
         $cmd --batch-size 64 --threads "$threads" --steps 20 --warmup-steps 5 "$@" | ips
     else

@@ -81,8 +81,6 @@ void DataParallel::beforeForward()
     // gradients actually became ready, so each all-reduce starts as early as it can.
     m_reducer->rebuild_buckets();
     m_reducer->prepare_for_forward();
-    // DDP's broadcast_buffers: every rank normalises with rank 0's running statistics.
-    syncBuffers();
 }
 
 void DataParallel::syncBuffers()

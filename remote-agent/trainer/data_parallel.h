@@ -42,13 +42,18 @@ public:
     // over `parameters` (buckets in reverse registration order, as DDP does).
     void attach(torch::nn::Module &module);
 
-    // Call right before forward (DDP: prepare_for_forward + buffer broadcast) and right
-    // after it (prepare_for_backward); backward then all-reduces the gradients.
+    // Call right before forward (DDP: prepare_for_forward) and right after it
+    // (prepare_for_backward); backward then all-reduces the gradients.
+    // Unlike DDP's default (broadcast_buffers), buffers are not broadcast every step:
+    // in training mode BatchNorm normalises with batch statistics and never reads its
+    // running ones, and rank 0's running statistics depend only on rank 0's batches, so
+    // rank 0's model is bit for bit the same either way. That saves two collectives and
+    // a synchronisation of all ranks per step; syncBuffers() makes every rank hold rank
+    // 0's buffers where they are read (evaluation) or kept (checkpoints).
     void beforeForward();
     void beforeBackward();
 
-    // Copies rank 0's buffers (BatchNorm statistics) to every rank: before evaluation
-    // and checkpoints, so all ranks hold one model.
+    // Copies rank 0's buffers (BatchNorm statistics) to every rank.
     void syncBuffers();
 
     // Rank 0's values of `tensors` on every rank, in place.

@@ -55,6 +55,16 @@ struct Batch {
 
 // Ranks on other nodes hold no copy of the checkpoint that rank 0 resumed from: they
 // take rank 0's position and SGD momentum, so every rank continues one run.
+// Gradients are dropped, not zeroed (PyTorch's zero_grad(set_to_none=True)): backward then
+// writes each gradient fresh instead of adding it to a tensor of zeros, 13 MB written and
+// 26 MB read less per step for the seed CNN. 0 + g is g, so results are unchanged.
+void dropGradients(torch::optim::Optimizer &optimizer)
+{
+    for (auto &group : optimizer.param_groups())
+        for (auto &p : group.params())
+            p.mutable_grad().reset();
+}
+
 void adoptRankZeroProgress(DataParallel &parallel, torch::optim::SGD &optimizer, CheckpointPosition *position)
 {
     const auto &params = optimizer.param_groups().at(0).params();
@@ -423,7 +433,7 @@ int runTraining(const TrainingConfig &config, EventWriter &events)
             for (auto &group : optimizer.param_groups())
                 static_cast<torch::optim::SGDOptions &>(group.options()).lr(lr);
             const auto x = config.channelsLast ? batch.images.contiguous(memoryFormat) : batch.images;
-            optimizer.zero_grad();
+            dropGradients(optimizer);
             if (parallel)
                 parallel->beforeForward();
             torch::Tensor out, loss;
@@ -620,7 +630,7 @@ int runBench(const TrainingConfig &config, int warmupSteps, int steps, EventWrit
         if (parallel)
             parallel->barrier(); // time the same step on every rank
         const auto start = Clock::now();
-        optimizer.zero_grad();
+        dropGradients(optimizer);
         if (parallel)
             parallel->beforeForward();
         torch::Tensor loss;

@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstring>
 #include <iostream>
+#include <malloc.h>
 #include <map>
 #include <string>
 
@@ -160,6 +161,14 @@ int usageError(const std::string &message)
 
 int main(int argc, char **argv)
 {
+    // A training step allocates and frees the same large activation and gradient buffers
+    // (up to 17 MB at batch 64) every time. With glibc's defaults, blocks that large are
+    // mapped and unmapped each time and the heap's top is given back, so every step
+    // touches fresh zeroed pages: ~38,000 page faults a step, ~6 % of a one-thread step.
+    // They stay in the heap, and the heap stays with the process.
+    mallopt(M_MMAP_THRESHOLD, 32 << 20); // glibc's upper limit
+    mallopt(M_TRIM_THRESHOLD, 1 << 30);
+    mallopt(M_TOP_PAD, 64 << 20);
     Args args = parse(argc, argv);
     if (!args.error.empty())
         return usageError(args.error);
