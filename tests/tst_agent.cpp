@@ -1031,6 +1031,22 @@ private Q_SLOTS:
         QCOMPARE(classifyExit(1, terminated, false, {}, false, 0).kind(), v1::EXIT_KILLED);
     }
 
+    void gpuRanksAskTheWorkerForCuda()
+    {
+        using agent::workerDeviceArguments;
+        using Args = std::vector<std::string>;
+        v1::RunSpec spec;
+        QCOMPARE(workerDeviceArguments(spec, 2, false), Args {}); // a CPU rank: the worker's default
+        spec.set_gpus_per_worker(1);
+        QCOMPARE(workerDeviceArguments(spec, 2, true), (Args { "--device", "cuda" })); // NCCL
+        spec.set_gpus_per_worker(2);
+        QCOMPARE(workerDeviceArguments(spec, 1, true), (Args { "--device", "cuda" }));
+        // Two ranks on one GPU: NCCL would refuse them, Gloo reduces their CUDA tensors.
+        spec.set_gpus_per_worker(0.5);
+        QCOMPARE(workerDeviceArguments(spec, 2, true), (Args { "--device", "cuda", "--backend", "gloo" }));
+        QCOMPARE(workerDeviceArguments(spec, 1, true), (Args { "--device", "cuda" })); // no collectives
+    }
+
     void watchNodeSamplesUtilization()
     {
         auto agent = startAgent(QStringLiteral("node"));

@@ -1,7 +1,8 @@
 // The training engine, driven through scalelab-worker processes: data-parallel
 // gradients equal single-process ones, runs are reproducible, a killed run resumes to
-// bit-identical weights, corrupt checkpoints are refused, a dead rank is noticed, and
-// 2 workers learn as well as 1 at the same global batch.
+// bit-identical weights, corrupt checkpoints are refused, a dead rank is noticed,
+// 2 workers learn as well as 1 at the same global batch, and a worker asked for a GPU
+// it cannot use says why.
 #include "cifar10.h"
 #include "test_support.h"
 
@@ -11,6 +12,7 @@
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QProcess>
+#include <QScopeGuard>
 #include <QTcpServer>
 #include <QTemporaryDir>
 #include <QTest>
@@ -317,6 +319,44 @@ private Q_SLOTS:
         Worker resumeNoDir(small({ QStringLiteral("--resume"), QStringLiteral("on") }));
         QVERIFY(resumeNoDir.finish(30000));
         QCOMPARE(resumeNoDir.exitCode(), 2);
+        Worker ncclOnCpu(small({ QStringLiteral("--backend"), QStringLiteral("nccl") }));
+        QVERIFY(ncclOnCpu.finish(30000));
+        QCOMPARE(ncclOnCpu.exitCode(), 2);
+        QVERIFY(ncclOnCpu.stderrText().contains(QStringLiteral("--backend nccl needs --device cuda")));
+    }
+
+    // A worker without CUDA, or with no GPU to use, says so before it trains; the agent
+    // shows that line as the rank's failure.
+    void cudaWithoutAGpuIsRefusedSayingWhy()
+    {
+#if SCALELAB_WORKER_WITH_CUDA
+        // A CUDA build, perhaps on a GPU node: hide the GPUs from the workers.
+        const QByteArray visible = qgetenv("CUDA_VISIBLE_DEVICES");
+        const bool wasSet = qEnvironmentVariableIsSet("CUDA_VISIBLE_DEVICES");
+        qputenv("CUDA_VISIBLE_DEVICES", "");
+        const auto restore = qScopeGuard([&] {
+            if (wasSet)
+                qputenv("CUDA_VISIBLE_DEVICES", visible);
+            else
+                qunsetenv("CUDA_VISIBLE_DEVICES");
+        });
+        const QString why = QStringLiteral("no CUDA GPU is usable by this process");
+#else
+        const QString why = QStringLiteral("this scalelab-worker was built against a CPU-only libtorch; "
+                                           "rebuild against a CUDA libtorch to use GPUs");
+#endif
+        const QStringList cuda { QStringLiteral("--device"), QStringLiteral("cuda") };
+        const QList<QStringList> commands { small(cuda),
+            QStringList { QStringLiteral("gradient-check"), QStringLiteral("--data-dir"), m_small } + cuda,
+            QStringList { QStringLiteral("bench"), QStringLiteral("--steps"), QStringLiteral("1") } + cuda };
+        for (const QStringList &args : commands) {
+            Worker worker(args);
+            QVERIFY(worker.finish(30000));
+            QCOMPARE(worker.exitCode(), 2);
+            const QString text = worker.stderrText();
+            QVERIFY2(text.contains(why), qPrintable(args.first() + QStringLiteral(": ") + text));
+            QVERIFY(worker.events().isEmpty()); // refused before it started
+        }
     }
 };
 

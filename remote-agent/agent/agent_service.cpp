@@ -308,7 +308,8 @@ grpc::Status AgentService::StartWorkers(
                 assigned.push_back(gpus[static_cast<std::size_t>(std::floor(i * g))].index());
         }
     }
-    if (spec.precision() == v1::BF16 && !cpu::hasBf16())
+    // On GPUs the worker checks bf16 itself (compute capability 8.0) and says so.
+    if (spec.precision() == v1::BF16 && spec.gpus_per_worker() == 0 && !cpu::hasBf16())
         return precondition("spec.precision BF16 needs a CPU with AVX-512 BF16 or AMX; this node has "
                             "neither. Use FP32");
     if (!spec.lr_scaling().empty() && spec.lr_scaling() != "none" && spec.lr_scaling() != "linear")

@@ -106,6 +106,15 @@ long cgroupOomKills()
     return -1;
 }
 
+std::vector<std::string> workerDeviceArguments(const v1::RunSpec &spec, int worldSize, bool rankHasGpus)
+{
+    if (!rankHasGpus)
+        return {};
+    if (worldSize > 1 && spec.gpus_per_worker() < 1)
+        return { "--device", "cuda", "--backend", "gloo" };
+    return { "--device", "cuda" };
+}
+
 v1::RankExit classifyExit(int rank, int waitStatus, bool stopRequested, const std::string &workerError,
     bool finished, long oomKills)
 {
@@ -341,6 +350,8 @@ std::string RunSupervisor::start(ProcessLauncher &launcher)
         if (auto it = m_launch.gpus.find(rankNumber); it != m_launch.gpus.end())
             for (int gpu : it->second)
                 visible += (visible.empty() ? "" : ",") + std::to_string(gpu);
+        const auto device = workerDeviceArguments(spec, m_launch.request.world_size(), !visible.empty());
+        request.argv.insert(request.argv.end(), device.begin(), device.end());
         request.extraEnv = { "OMP_NUM_THREADS=" + threads, "OPENBLAS_NUM_THREADS=" + threads,
             "CUDA_VISIBLE_DEVICES=" + visible };
         request.processGroup = m_processGroup;

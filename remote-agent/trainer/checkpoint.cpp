@@ -2,7 +2,7 @@
 
 #include "sha256.h"
 
-#include <ATen/CPUGeneratorImpl.h>
+#include <ATen/Context.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -58,10 +58,27 @@ std::string verify(const fs::path &dir)
     return {};
 }
 
+// The default generator of `device`: the CPU's draws weights, shuffles and CPU dropout,
+// a GPU's draws dropout masks there. States are CPU byte tensors.
+torch::Tensor generatorState(const torch::Device &device)
+{
+    auto generator = at::globalContext().defaultGenerator(device);
+    std::lock_guard<std::mutex> lock(generator.mutex());
+    return generator.get_state();
+}
+
+void setGeneratorState(const torch::Device &device, const torch::Tensor &state)
+{
+    auto generator = at::globalContext().defaultGenerator(device);
+    std::lock_guard<std::mutex> lock(generator.mutex());
+    generator.set_state(state.cpu()); // load_from mapped it onto `device`
+}
+
 } // namespace
 
 std::string saveCheckpoint(const std::string &root, const CheckpointPosition &position,
-    torch::nn::Module &model, torch::optim::Optimizer &optimizer, int keepLast, std::string *error)
+    const torch::Device &device, torch::nn::Module &model, torch::optim::Optimizer &optimizer, int keepLast,
+    std::string *error)
 {
     const fs::path final = fs::path(root) / folderName(position.epoch);
     const fs::path temp
@@ -89,9 +106,9 @@ std::string saveCheckpoint(const std::string &root, const CheckpointPosition &po
             torch::serialize::OutputArchive archive;
             archive.write("epoch", torch::tensor(std::int64_t(position.epoch)));
             archive.write("step", torch::tensor(position.step));
-            auto generator = at::detail::getDefaultCPUGenerator();
-            std::lock_guard<std::mutex> lock(generator.mutex());
-            archive.write("cpu_rng", generator.get_state());
+            archive.write("cpu_rng", generatorState(torch::kCPU));
+            if (device.is_cuda())
+                archive.write("cuda_rng", generatorState(device));
             // SGD momentum by parameter position: libtorch keys optimizer state by
             // tensor address, which does not survive a restart.
             const auto &params = optimizer.param_groups().at(0).params();
@@ -137,9 +154,9 @@ std::string saveCheckpoint(const std::string &root, const CheckpointPosition &po
     return final.string();
 }
 
-std::optional<CheckpointPosition> loadLatestCheckpoint(const std::string &root, torch::nn::Module &model,
-    torch::optim::Optimizer &optimizer, const std::function<void(const std::string &)> &warn,
-    std::string *loadedFrom)
+std::optional<CheckpointPosition> loadLatestCheckpoint(const std::string &root, const torch::Device &device,
+    torch::nn::Module &model, torch::optim::Optimizer &optimizer,
+    const std::function<void(const std::string &)> &warn, std::string *loadedFrom)
 {
     std::error_code ec;
     std::vector<fs::path> candidates;
@@ -154,20 +171,20 @@ std::optional<CheckpointPosition> loadLatestCheckpoint(const std::string &root, 
         }
         try {
             torch::serialize::InputArchive modelArchive, optimizerArchive, stateArchive;
-            modelArchive.load_from((dir / "model.pt").string());
+            modelArchive.load_from((dir / "model.pt").string(), device);
             model.load(modelArchive);
-            optimizerArchive.load_from((dir / "optimizer.pt").string());
+            optimizerArchive.load_from((dir / "optimizer.pt").string(), device);
             optimizer.load(optimizerArchive);
-            stateArchive.load_from((dir / "state.pt").string());
-            torch::Tensor epoch, step, rng;
+            stateArchive.load_from((dir / "state.pt").string(), device);
+            torch::Tensor epoch, step, rng, deviceRng;
             stateArchive.read("epoch", epoch);
             stateArchive.read("step", step);
             stateArchive.read("cpu_rng", rng);
-            auto generator = at::detail::getDefaultCPUGenerator();
-            {
-                std::lock_guard<std::mutex> lock(generator.mutex());
-                generator.set_state(rng);
-            }
+            setGeneratorState(torch::kCPU, rng);
+            // A checkpoint written on the CPU has no GPU generator: dropout on the GPU
+            // then continues from the seed's, not from where the run stopped.
+            if (device.is_cuda() && stateArchive.try_read("cuda_rng", deviceRng))
+                setGeneratorState(device, deviceRng);
             const auto &params = optimizer.param_groups().at(0).params();
             for (std::size_t i = 0; i < params.size(); ++i) {
                 torch::Tensor momentum;

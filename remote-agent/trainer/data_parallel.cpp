@@ -1,5 +1,7 @@
 #include "data_parallel.h"
 
+#include "device.h"
+
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #include <torch/csrc/distributed/c10d/comm.hpp>
@@ -35,6 +37,10 @@ DataParallel::DataParallel(const DataParallelOptions &options)
         throw std::runtime_error("rendezvous at " + options.host + ":" + std::to_string(options.port)
             + " failed for rank " + std::to_string(options.rank) + " of " + std::to_string(options.worldSize)
             + ": " + std::string(e.what()).substr(0, 300));
+    }
+    if (options.backend == "nccl") {
+        m_group = makeNcclGroup(m_store, options.rank, options.worldSize, options.timeout);
+        return;
     }
     auto gloo = c10d::ProcessGroupGloo::Options::create(options.timeout);
     // The transport binds to the address peers reach us at: loopback for a one-node

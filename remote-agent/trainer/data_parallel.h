@@ -1,5 +1,5 @@
 // Data-parallel plumbing on PyTorch's own c10d, the engine DistributedDataParallel
-// uses: a TCPStore rendezvous (hosted by rank 0), a Gloo process group, and c10d's
+// uses: a TCPStore rendezvous (hosted by rank 0), a Gloo or NCCL process group, and c10d's
 // Reducer, which averages gradients in buckets with all-reduces launched from autograd
 // hooks as each bucket fills, so communication overlaps the rest of backward.
 // Only trainer sources include this header (it pulls in libtorch).
@@ -24,6 +24,9 @@ struct DataParallelOptions {
     int port = 0;
     int rank = 0;
     int worldSize = 1;
+    // "gloo" (CPU tensors, or GPUs that ranks share) or "nccl" (a GPU per rank; needs a
+    // CUDA build). The model's tensors must be on the matching device.
+    std::string backend = "gloo";
     std::size_t bucketBytes = 4 << 20;
     std::chrono::milliseconds timeout { std::chrono::seconds(120) };
 };
@@ -56,7 +59,8 @@ public:
     // Copies rank 0's buffers (BatchNorm statistics) to every rank.
     void syncBuffers();
 
-    // Rank 0's values of `tensors` on every rank, in place.
+    // Rank 0's values of `tensors` on every rank, in place. Here and in allReduceSum the
+    // tensors live on the model's device: NCCL takes CUDA tensors only.
     void broadcastFromRankZero(std::vector<torch::Tensor> &tensors);
 
     // Sum of `tensor` over ranks, in place.

@@ -2,8 +2,8 @@
 
 #include "checkpoint.h"
 #include "cifar10.h"
-#include "cpu_features.h"
 #include "data_parallel.h"
+#include "device.h"
 #include "event_writer.h"
 #include "seed_model.h"
 #include "seed_model_impl.h"
@@ -73,8 +73,9 @@ void adoptRankZeroProgress(DataParallel &parallel, torch::optim::SGD &optimizer,
         return it == optimizer.state().end() ? nullptr
                                              : static_cast<torch::optim::SGDParamState *>(it->second.get());
     };
-    std::vector<torch::Tensor> header { torch::tensor({ std::int64_t(position->epoch), position->step,
-        std::int64_t(momentumOf(params.at(0)) != nullptr) }) };
+    std::vector<torch::Tensor> header { torch::tensor(
+        { std::int64_t(position->epoch), position->step, std::int64_t(momentumOf(params.at(0)) != nullptr) })
+                                            .to(params.at(0).device()) };
     parallel.broadcastFromRankZero(header);
     position->epoch = int(header[0][0].item<std::int64_t>());
     position->step = header[0][1].item<std::int64_t>();
@@ -96,15 +97,17 @@ void adoptRankZeroProgress(DataParallel &parallel, torch::optim::SGD &optimizer,
 
 // Turns a list of image indices into normalised, augmented batches on its own thread,
 // a few batches ahead of training. Augmentation draws from an RNG seeded by (seed,
-// epoch, rank), so a resumed run sees exactly the batches it would have seen.
+// epoch, rank), so a resumed run sees exactly the batches it would have seen. For a GPU
+// the batches are in pinned memory, so their copies to the GPU can overlap its work.
 class BatchProducer {
 public:
     BatchProducer(const cifar::Images &images, std::vector<std::int64_t> indices, int batchSize, bool augment,
-        std::uint64_t seed)
+        std::uint64_t seed, bool pinMemory)
         : m_images(images)
         , m_indices(std::move(indices))
         , m_batchSize(batchSize)
         , m_augment(augment)
+        , m_pinMemory(pinMemory)
         , m_rng(seed)
         , m_thread([this] { run(); })
     { }
@@ -141,7 +144,9 @@ private:
         for (std::size_t begin = 0; begin < m_indices.size(); begin += std::size_t(m_batchSize)) {
             const std::size_t end = std::min(m_indices.size(), begin + std::size_t(m_batchSize));
             const auto n = std::int64_t(end - begin);
-            Batch batch { torch::empty({ n, 3, 32, 32 }), torch::empty({ n }, torch::kLong) };
+            Batch batch { torch::empty({ n, 3, 32, 32 },
+                              torch::TensorOptions(torch::kFloat).pinned_memory(m_pinMemory)),
+                torch::empty({ n }, torch::TensorOptions(torch::kLong).pinned_memory(m_pinMemory)) };
             float *out = batch.images.data_ptr<float>();
             std::int64_t *labels = batch.labels.data_ptr<std::int64_t>();
             for (std::int64_t i = 0; i < n; ++i) {
@@ -184,6 +189,7 @@ private:
     std::vector<std::int64_t> m_indices;
     int m_batchSize;
     bool m_augment;
+    bool m_pinMemory;
     std::mt19937_64 m_rng;
     std::mutex m_mutex;
     std::condition_variable m_changed;
@@ -221,6 +227,7 @@ std::unique_ptr<DataParallel> connectRanks(const TrainingConfig &config)
     options.port = std::atoi(config.rendezvous.c_str() + colon + 1);
     options.rank = config.rank;
     options.worldSize = config.worldSize;
+    options.backend = !config.backend.empty() ? config.backend : config.device == "cuda" ? "nccl" : "gloo";
     options.bucketBytes = std::size_t(config.bucketMb) << 20;
     options.timeout = std::chrono::seconds(config.collectiveTimeoutSeconds);
     return std::make_unique<DataParallel>(options);
@@ -242,27 +249,38 @@ torch::Tensor normalise(const torch::Tensor &pixels)
     return (pixels.to(torch::kFloat).div_(255.0f) - mean) / std;
 }
 
-// Autocast to bf16 for the scope, when asked.
+// Autocast to bf16 on `device` for the scope, when asked. CPU and CUDA autocast are
+// separate switches in libtorch (set_cpu_enabled, set_enabled).
 class AutocastScope {
 public:
-    explicit AutocastScope(bool enabled)
+    AutocastScope(bool enabled, const torch::Device &device)
         : m_enabled(enabled)
+        , m_cuda(device.is_cuda())
     {
-        if (m_enabled) {
+        if (!m_enabled)
+            return;
+        if (m_cuda) {
+            at::autocast::set_autocast_gpu_dtype(at::kBFloat16);
+            at::autocast::set_enabled(true);
+        } else {
             at::autocast::set_autocast_cpu_dtype(at::kBFloat16);
             at::autocast::set_cpu_enabled(true);
         }
     }
     ~AutocastScope()
     {
-        if (m_enabled) {
+        if (!m_enabled)
+            return;
+        if (m_cuda)
+            at::autocast::set_enabled(false);
+        else
             at::autocast::set_cpu_enabled(false);
-            at::autocast::clear_cache();
-        }
+        at::autocast::clear_cache();
     }
 
 private:
     bool m_enabled;
+    bool m_cuda;
 };
 
 } // namespace
@@ -293,8 +311,15 @@ std::string validate(const TrainingConfig &c)
         return "--label-smoothing must be in [0, 1)";
     if (c.precision != "fp32" && c.precision != "bf16")
         return "--precision must be 'fp32' or 'bf16'";
-    if (c.precision == "bf16" && !cpu::hasBf16())
-        return "--precision bf16 needs a CPU with AVX-512 BF16 or AMX (this one has neither); use fp32";
+    if (auto problem = deviceProblem(c.device); !problem.empty())
+        return problem;
+    if (!c.backend.empty() && c.backend != "gloo" && c.backend != "nccl")
+        return "--backend must be 'gloo' or 'nccl'";
+    if (c.backend == "nccl" && c.device != "cuda")
+        return "--backend nccl needs --device cuda (NCCL runs collectives on GPUs)";
+    if (c.precision == "bf16")
+        if (auto problem = bf16Problem(c.device); !problem.empty())
+            return problem;
     if (c.threads < 0)
         return "--threads must be 0 (automatic) or more";
     if (c.worldSize < 1 || c.rank < 0 || c.rank >= c.worldSize)
@@ -350,7 +375,11 @@ int runTraining(const TrainingConfig &config, EventWriter &events)
     const auto testLabels
         = torch::from_blob(test->labels.data(), { testCount }, torch::kUInt8).to(torch::kLong);
 
+    // Weights are drawn on the CPU, so a seed gives the same initial model on every device.
+    const torch::Device device = torchDevice(config.device);
     SeedNet net;
+    if (device.is_cuda())
+        net->to(device);
     const auto memoryFormat
         = config.channelsLast ? at::MemoryFormat::ChannelsLast : at::MemoryFormat::Contiguous;
     toMemoryFormat(net, memoryFormat);
@@ -369,7 +398,7 @@ int runTraining(const TrainingConfig &config, EventWriter &events)
     std::string resumedFrom;
     if (config.resume) {
         auto loaded = loadLatestCheckpoint(
-            config.checkpointDir, *net, optimizer,
+            config.checkpointDir, device, *net, optimizer,
             [&](const std::string &warning) {
                 events.emit("warning", { { "message", warning } });
             },
@@ -407,7 +436,7 @@ int runTraining(const TrainingConfig &config, EventWriter &events)
             { { "dataset_dir", summary->directory }, { "synthetic", summary->synthetic },
                 { "train_images", std::int64_t(train->size()) }, { "test_images", testCount },
                 { "parameters", parameterCount }, { "threads", std::int64_t { threads } },
-                { "device", std::string("cpu") }, { "steps_per_epoch", stepsPerEpoch },
+                { "device", device.str() }, { "steps_per_epoch", stepsPerEpoch },
                 { "world_size", std::int64_t { config.worldSize } }, { "global_batch", globalBatch },
                 { "peak_lr", peakLr }, { "resumed_epoch", std::int64_t { position.epoch } },
                 { "resumed_from", resumedFrom } });
@@ -423,34 +452,39 @@ int runTraining(const TrainingConfig &config, EventWriter &events)
         BatchProducer batches(*train,
             shardForEpoch(std::int64_t(train->size()), config.seed, epoch, config.rank, config.worldSize),
             config.batchSize, config.augment,
-            config.seed ^ (std::uint64_t(epoch) << 32) ^ (std::uint64_t(config.rank) << 48));
-        torch::Tensor lossSum = torch::zeros({}, torch::kDouble);
-        torch::Tensor correct = torch::zeros({}, torch::kLong);
+            config.seed ^ (std::uint64_t(epoch) << 32) ^ (std::uint64_t(config.rank) << 48),
+            device.is_cuda());
+        // Statistics stay on the model's device: NCCL reduces CUDA tensors only.
+        torch::Tensor lossSum = torch::zeros({}, torch::TensorOptions(torch::kDouble).device(device));
+        torch::Tensor correct = torch::zeros({}, torch::TensorOptions(torch::kLong).device(device));
         std::int64_t seen = 0;
         for (Batch batch = batches.next(); batch.images.defined(); batch = batches.next()) {
             const auto stepStart = Clock::now();
             const double lr = lrAt(step);
             for (auto &group : optimizer.param_groups())
                 static_cast<torch::optim::SGDOptions &>(group.options()).lr(lr);
-            const auto x = config.channelsLast ? batch.images.contiguous(memoryFormat) : batch.images;
+            // The same tensors on the CPU; asynchronous copies from pinned memory on a GPU.
+            const auto images = batch.images.to(device, /*non_blocking=*/true);
+            const auto labels = batch.labels.to(device, /*non_blocking=*/true);
+            const auto x = config.channelsLast ? images.contiguous(memoryFormat) : images;
             dropGradients(optimizer);
             if (parallel)
                 parallel->beforeForward();
             torch::Tensor out, loss;
             {
-                AutocastScope autocast(bf16);
+                AutocastScope autocast(bf16, device);
                 out = net->forward(x);
-                loss = torch::nn::functional::cross_entropy(out.to(torch::kFloat), batch.labels,
+                loss = torch::nn::functional::cross_entropy(out.to(torch::kFloat), labels,
                     torch::nn::functional::CrossEntropyFuncOptions().label_smoothing(config.labelSmoothing));
             }
             if (parallel)
                 parallel->beforeBackward();
             loss.backward();
             optimizer.step();
-            const auto n = batch.images.size(0);
+            const auto n = images.size(0);
             const double lossValue = loss.item<double>();
             lossSum += lossValue * double(n);
-            correct += out.argmax(1).eq(batch.labels).sum();
+            correct += out.argmax(1).eq(labels).sum();
             seen += n;
             ++step;
             imagesSeen += n * config.worldSize;
@@ -465,9 +499,10 @@ int runTraining(const TrainingConfig &config, EventWriter &events)
         trainSeconds += epochTrainSeconds;
 
         // Train statistics over all ranks, then the test split, each image exactly once.
+        const auto statsOptions = torch::TensorOptions(torch::kDouble).device(device);
         torch::Tensor trainStats = torch::stack(
-            { lossSum, correct.to(torch::kDouble), torch::tensor(double(seen), torch::kDouble) });
-        torch::Tensor testStats = torch::zeros({ 3 }, torch::kDouble);
+            { lossSum, correct.to(torch::kDouble), torch::tensor(double(seen), statsOptions) });
+        torch::Tensor testStats = torch::zeros({ 3 }, statsOptions);
         if (parallel)
             parallel->syncBuffers();
         {
@@ -476,11 +511,11 @@ int runTraining(const TrainingConfig &config, EventWriter &events)
             for (std::int64_t begin = config.rank * kEvalBatch; begin < testCount;
                  begin += kEvalBatch * config.worldSize) {
                 const auto end = std::min(begin + kEvalBatch, testCount);
-                auto xs = normalise(testPixels.slice(0, begin, end));
+                auto xs = normalise(testPixels.slice(0, begin, end)).to(device);
                 if (config.channelsLast)
                     xs = xs.contiguous(memoryFormat);
-                const auto ys = testLabels.slice(0, begin, end);
-                AutocastScope autocast(bf16);
+                const auto ys = testLabels.slice(0, begin, end).to(device);
+                AutocastScope autocast(bf16, device);
                 const auto logits = net->forward(xs).to(torch::kFloat);
                 testStats[0] += torch::nn::functional::cross_entropy(
                     logits, ys, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
@@ -512,7 +547,7 @@ int runTraining(const TrainingConfig &config, EventWriter &events)
             && (epoch % config.checkpointEvery == 0 || epoch == config.epochs);
         if (checkpointNow && config.rank == 0) {
             const std::string path = saveCheckpoint(
-                config.checkpointDir, { epoch, step }, *net, optimizer, kKeepCheckpoints, &error);
+                config.checkpointDir, { epoch, step }, device, *net, optimizer, kKeepCheckpoints, &error);
             if (path.empty())
                 return fail(error);
             events.emit(
@@ -550,16 +585,23 @@ int runGradientCheck(const TrainingConfig &config, EventWriter &events)
             { { "message", images ? "need " + std::to_string(total) + " training images" : error } });
         return 1;
     }
-    const auto x = normalise(torch::from_blob(images->pixels.data(), { total, 3, 32, 32 }, torch::kUInt8));
-    const auto y = torch::from_blob(images->labels.data(), { total }, torch::kUInt8).to(torch::kLong);
+    const torch::Device device = torchDevice(config.device);
+    const auto x
+        = normalise(torch::from_blob(images->pixels.data(), { total, 3, 32, 32 }, torch::kUInt8)).to(device);
+    const auto y
+        = torch::from_blob(images->labels.data(), { total }, torch::kUInt8).to(torch::kLong).to(device);
 
     SeedNet net;
+    if (device.is_cuda())
+        net->to(device);
     net->eval(); // no dropout, BatchNorm on running statistics: per-image loss terms
     std::unique_ptr<DataParallel> parallel = connectRanks(config);
     if (parallel)
         parallel->attach(*net);
     // The reference replica: rank 0's weights, the whole batch, no communication.
     SeedNet reference;
+    if (device.is_cuda())
+        reference->to(device);
     reference->eval();
     {
         torch::NoGradGuard noGrad;
@@ -611,7 +653,10 @@ int runBench(const TrainingConfig &config, int warmupSteps, int steps, EventWrit
     torch::set_num_threads(threads);
     setBlasThreads(threads);
     torch::manual_seed(config.seed);
+    const torch::Device device = torchDevice(config.device);
     SeedNet net;
+    if (device.is_cuda())
+        net->to(device);
     const auto memoryFormat
         = config.channelsLast ? at::MemoryFormat::ChannelsLast : at::MemoryFormat::Contiguous;
     toMemoryFormat(net, memoryFormat);
@@ -622,8 +667,8 @@ int runBench(const TrainingConfig &config, int warmupSteps, int steps, EventWrit
     torch::optim::SGD optimizer(
         net->parameters(), torch::optim::SGDOptions(0.01).momentum(0.9).weight_decay(5e-4));
     // Synthetic input: random pixels and labels, generated once (throughput only).
-    auto x = torch::randn({ config.batchSize, 3, 32, 32 }).contiguous(memoryFormat);
-    const auto y = torch::randint(0, 10, { config.batchSize }, torch::kLong);
+    auto x = torch::randn({ config.batchSize, 3, 32, 32 }).to(device).contiguous(memoryFormat);
+    const auto y = torch::randint(0, 10, { config.batchSize }, torch::kLong).to(device);
     const bool bf16 = config.precision == "bf16";
     std::vector<double> seconds;
     for (int i = 0; i < warmupSteps + steps; ++i) {
@@ -635,7 +680,7 @@ int runBench(const TrainingConfig &config, int warmupSteps, int steps, EventWrit
             parallel->beforeForward();
         torch::Tensor loss;
         {
-            AutocastScope autocast(bf16);
+            AutocastScope autocast(bf16, device);
             loss = torch::nn::functional::cross_entropy(net->forward(x).to(torch::kFloat), y);
         }
         if (parallel)
@@ -643,6 +688,7 @@ int runBench(const TrainingConfig &config, int warmupSteps, int steps, EventWrit
         loss.backward();
         optimizer.step();
         loss.item<float>();
+        synchronize(device); // a GPU may still be running the optimizer step
         if (i >= warmupSteps)
             seconds.push_back(secondsSince(start));
     }
@@ -654,7 +700,7 @@ int runBench(const TrainingConfig &config, int warmupSteps, int steps, EventWrit
                 { "median_step_seconds", median }, { "batch_size", std::int64_t { config.batchSize } },
                 { "threads", std::int64_t { threads } }, { "world_size", std::int64_t { config.worldSize } },
                 { "precision", config.precision }, { "channels_last", config.channelsLast },
-                { "steps", std::int64_t { steps } } });
+                { "device", device.str() }, { "steps", std::int64_t { steps } } });
     return 0;
 }
 

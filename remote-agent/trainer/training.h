@@ -22,6 +22,9 @@ struct TrainingConfig {
     double labelSmoothing = 0;
     bool augment = true; // random crop (4-pixel padding) and horizontal flip
     std::string precision = "fp32"; // "fp32" or "bf16" (autocast)
+    std::string device = "cpu"; // "cpu" or "cuda" (cuda:0, the GPU the agent made visible)
+    // Collectives between ranks: "gloo" or "nccl"; empty = NCCL on cuda, Gloo on cpu.
+    std::string backend;
     bool channelsLast = false;
     std::uint64_t seed = 1;
     int threads = 0; // intra-op threads; 0 = cores / ranks on this node

@@ -30,8 +30,8 @@ Commands:
   inspect             check a data set and print its record counts as JSON
   parameters          print the parameter count of the seed model
   bench               time the training step on a random (synthetic) batch: --batch-size,
-                      --threads, --precision, --channels-last, --steps, --warmup-steps,
-                      and --rank/--world-size/--rendezvous for data-parallel
+                      --threads, --precision, --channels-last, --device, --backend, --steps,
+                      --warmup-steps, and --rank/--world-size/--rendezvous for data-parallel
   gradient-check      compare c10d-averaged gradients of N ranks with one process on
                       the concatenated batch (train options; run one process per rank)
 
@@ -49,7 +49,13 @@ train options:
   --warmup-epochs X     linear warm-up from lr/10 over X epochs (default 0)
   --label-smoothing X   cross-entropy label smoothing in [0, 1) (default 0)
   --augment on|off      random crop (4-pixel padding) + horizontal flip (default on)
-  --precision P         fp32 (default) or bf16 (autocast; needs AVX-512 BF16 or AMX)
+  --precision P         fp32 (default) or bf16 (autocast; needs AVX-512 BF16 or AMX on
+                        the CPU, compute capability 8.0 or newer on a GPU)
+  --device D            cpu (default) or cuda: train on the first GPU this process sees
+                        (the agent sets CUDA_VISIBLE_DEVICES per rank); needs a worker
+                        built against a CUDA libtorch
+  --backend B           collectives between ranks: gloo or nccl (default: nccl with
+                        --device cuda, gloo with cpu; gloo for ranks that share a GPU)
   --channels-last on|off  NHWC memory format (default off)
   --seed N              seed for weights, shuffling and augmentation (default 1)
   --threads N           intra-op threads, 0 = cores / ranks on this node (default 0)
@@ -227,10 +233,10 @@ int main(int argc, char **argv)
         take(args, "batch-size", config.batchSize) && take(args, "threads", config.threads)
             && take(args, "rank", config.rank) && take(args, "world-size", config.worldSize)
             && take(args, "rendezvous", config.rendezvous) && take(args, "bucket-mb", config.bucketMb)
-            && take(args, "precision", config.precision)
-            && takeFlag(args, "channels-last", config.channelsLast) && take(args, "warmup-steps", warmup)
-            && take(args, "steps", steps) && take(args, "seed", config.seed)
-            && take(args, "event-fd", eventFd);
+            && take(args, "precision", config.precision) && take(args, "device", config.device)
+            && take(args, "backend", config.backend) && takeFlag(args, "channels-last", config.channelsLast)
+            && take(args, "warmup-steps", warmup) && take(args, "steps", steps)
+            && take(args, "seed", config.seed) && take(args, "event-fd", eventFd);
         if (leftovers(args))
             return usageError(args.error);
         if (auto problem = trainer::validate(config); !problem.empty())
@@ -261,7 +267,8 @@ int main(int argc, char **argv)
             && take(args, "lr-scaling", config.lrScaling) && take(args, "base-batch", config.baseBatch)
             && take(args, "schedule", config.schedule) && take(args, "warmup-epochs", config.warmupEpochs)
             && take(args, "label-smoothing", config.labelSmoothing)
-            && take(args, "precision", config.precision) && take(args, "checkpoint-dir", config.checkpointDir)
+            && take(args, "precision", config.precision) && take(args, "device", config.device)
+            && take(args, "backend", config.backend) && take(args, "checkpoint-dir", config.checkpointDir)
             && take(args, "checkpoint-every", config.checkpointEvery)
             && takeFlag(args, "augment", config.augment)
             && takeFlag(args, "channels-last", config.channelsLast) && takeFlag(args, "resume", config.resume)
