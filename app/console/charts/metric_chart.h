@@ -11,7 +11,7 @@
 // reduces every series to the plot's pixel width (min/max per column). Each line is two
 // Qt series: the columns its samples have left behind, untouched while the axes hold
 // still, and a short tail that takes the new samples, so a live frame re-strokes and
-// repaints ~100 points per line instead of thousands. Axes move in steps (5 % headroom).
+// repaints ~100 points per line instead of thousands. Axes move in steps (10 % headroom).
 // Colours come from the widget's palette, so light and dark themes both read.
 // GUI thread only; feed it from other threads through ChartFeed.
 #pragma once
