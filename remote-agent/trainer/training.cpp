@@ -53,8 +53,6 @@ struct Batch {
     torch::Tensor labels; // int64 [B]
 };
 
-// Ranks on other nodes hold no copy of the checkpoint that rank 0 resumed from: they
-// take rank 0's position and SGD momentum, so every rank continues one run.
 // Gradients are dropped, not zeroed (PyTorch's zero_grad(set_to_none=True)): backward then
 // writes each gradient fresh instead of adding it to a tensor of zeros, 13 MB written and
 // 26 MB read less per step for the seed CNN. 0 + g is g, so results are unchanged.
@@ -65,6 +63,8 @@ void dropGradients(torch::optim::Optimizer &optimizer)
             p.mutable_grad().reset();
 }
 
+// Ranks on other nodes hold no copy of the checkpoint that rank 0 resumed from: they
+// take rank 0's position and SGD momentum, so every rank continues one run.
 void adoptRankZeroProgress(DataParallel &parallel, torch::optim::SGD &optimizer, CheckpointPosition *position)
 {
     const auto &params = optimizer.param_groups().at(0).params();
