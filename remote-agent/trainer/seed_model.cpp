@@ -1,6 +1,8 @@
 #include "seed_model.h"
 #include "seed_model_impl.h"
 
+#include "fused_ops.h"
+
 namespace scalelab::trainer {
 
 namespace {
@@ -14,14 +16,13 @@ ConvBlockImpl::ConvBlockImpl(std::int64_t in, std::int64_t out)
     , conv2(register_module("conv2", torch::nn::Conv2d(torch::nn::Conv2dOptions(out, out, 3).padding(1))))
     , bn1(register_module("bn1", torch::nn::BatchNorm2d(out)))
     , bn2(register_module("bn2", torch::nn::BatchNorm2d(out)))
-    , drop(register_module("drop", torch::nn::Dropout(kBlockDropout)))
 { }
 
 torch::Tensor ConvBlockImpl::forward(torch::Tensor x)
 {
     x = torch::relu(bn1(conv1(x)));
-    x = torch::relu(bn2(conv2(x)));
-    return drop(torch::max_pool2d(x, 2));
+    // relu, 2x2 max-pool and dropout in one pass (fused_ops.h).
+    return maxPoolReluDropout(bn2(conv2(x)), kBlockDropout, is_training());
 }
 
 SeedNetImpl::SeedNetImpl()

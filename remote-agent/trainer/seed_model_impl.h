@@ -11,7 +11,6 @@ struct ConvBlockImpl : torch::nn::Module {
 
     torch::nn::Conv2d conv1 { nullptr }, conv2 { nullptr };
     torch::nn::BatchNorm2d bn1 { nullptr }, bn2 { nullptr };
-    torch::nn::Dropout drop { nullptr };
 };
 TORCH_MODULE(ConvBlock);
 

@@ -5,6 +5,7 @@
 #include "data_parallel.h"
 #include "device.h"
 #include "event_writer.h"
+#include "fused_ops.h"
 #include "seed_model.h"
 #include "seed_model_impl.h"
 
@@ -480,7 +481,7 @@ int runTraining(const TrainingConfig &config, EventWriter &events)
             if (parallel)
                 parallel->beforeBackward();
             loss.backward();
-            optimizer.step();
+            sgdStep(optimizer);
             const auto n = images.size(0);
             const double lossValue = loss.item<double>();
             lossSum += lossValue * double(n);
@@ -686,14 +687,18 @@ int runBench(const TrainingConfig &config, int warmupSteps, int steps, EventWrit
         if (parallel)
             parallel->beforeBackward();
         loss.backward();
-        optimizer.step();
+        sgdStep(optimizer);
         loss.item<float>();
         synchronize(device); // a GPU may still be running the optimizer step
         if (i >= warmupSteps)
             seconds.push_back(secondsSince(start));
     }
+    // The median as Python's statistics.median takes it (the peer's): the mean of the
+    // middle two of an even count.
     std::sort(seconds.begin(), seconds.end());
-    const double median = seconds[seconds.size() / 2];
+    const std::size_t middle = seconds.size() / 2;
+    const double median
+        = seconds.size() % 2 == 1 ? seconds[middle] : (seconds[middle - 1] + seconds[middle]) / 2.0;
     if (config.rank == 0)
         events.emit("bench",
             { { "images_per_second", double(config.batchSize) * config.worldSize / median },
