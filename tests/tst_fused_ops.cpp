@@ -84,18 +84,10 @@ private Q_SLOTS:
             for (bool training : { true, false }) {
                 const Pass fused = run(maxPoolReluDropout, x, training ? 0.0 : 0.25, training);
                 const Pass aten = run(maxPoolReluDropoutReference, x, training ? 0.0 : 0.25, training);
-                QVERIFY2(sameBits(fused.out, aten.out),
-                    qPrintable(QString("output differs for shape %1x%2x%3x%4")
-                                   .arg(shape[0])
-                                   .arg(shape[1])
-                                   .arg(shape[2])
-                                   .arg(shape[3])));
-                QVERIFY2(sameBits(fused.grad, aten.grad),
-                    qPrintable(QString("gradient differs for shape %1x%2x%3x%4")
-                                   .arg(shape[0])
-                                   .arg(shape[1])
-                                   .arg(shape[2])
-                                   .arg(shape[3])));
+                const QByteArray where = QByteArray::fromStdString(
+                    c10::str(" for shape ", x.sizes(), training ? " in training" : " in evaluation"));
+                QVERIFY2(sameBits(fused.out, aten.out), ("output differs" + where).constData());
+                QVERIFY2(sameBits(fused.grad, aten.grad), ("gradient differs" + where).constData());
                 QVERIFY(fused.out.is_contiguous(
                     channelsLast ? at::MemoryFormat::ChannelsLast : at::MemoryFormat::Contiguous));
             }
