@@ -22,7 +22,18 @@ run_side() {  # side world threads extra...
     # torch.set_num_threads() leaves OpenBLAS (the linear layers) at one thread per core:
     # the peer is held to the row's threads like the worker, which sets both itself.
     if [ "$side" = scalelab ]; then cmd="$worker bench"; else cmd="env OPENBLAS_NUM_THREADS=$threads $peer"; fi
-    if [ "$world" -eq 1 ]; then
+    if [ "$world" = 2i ]; then
+        # Two independent single-rank processes at once, no communication: what the
+        # machine gives two busy cores, the ceiling for 2 ranks x 1 thread.
+        local first
+        first="$(mktemp)"
+        $cmd --batch-size 64 --threads "$threads" --steps 20 --warmup-steps 5 "$@" | ips >"$first" &
+        local second
+        second="$($cmd --batch-size 64 --threads "$threads" --steps 20 --warmup-steps 5 "$@" | ips)"
+        wait
+        calc "$(cat "$first") + $second"
+        rm -f "$first"
+    elif [ "$world" -eq 1 ]; then
         $cmd --batch-size 64 --threads "$threads" --steps 20 --warmup-steps 5 "$@" | ips
     else
         port=$((port + 1))
@@ -38,7 +49,7 @@ run_side() {  # side world threads extra...
 calc() { awk "BEGIN { print $1 }"; }
 median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
-rows=("1 1 fp32 off" "1 2 fp32 off" "2 1 fp32 off")
+rows=("1 1 fp32 off" "1 2 fp32 off" "2 1 fp32 off" "2i 1 fp32 off")
 if grep -qE ' (avx512_bf16|amx_bf16)' /proc/cpuinfo; then rows+=("1 2 bf16 on"); fi
 declare -A result
 for row in "${rows[@]}"; do
@@ -59,17 +70,22 @@ t = time.perf_counter(); n = 20
 for _ in range(n): a @ b
 print(2 * 2048**3 * n / (time.perf_counter() - t) / 1e9)')
 fp32_base="${result["1 1 fp32 off,p"]}"
-printf '\n%-34s %12s %12s %8s %10s\n' "row (batch 64 per rank)" "ScaleLab" "PyTorch" "ratio" "GFLOP/s"
+printf '\n%-38s %12s %12s %8s %10s\n' "row (batch 64 per rank)" "ScaleLab" "PyTorch" "ratio" "GFLOP/s"
 for row in "${rows[@]}"; do
     read -r world threads precision cl <<<"$row"
     s="${result["$row,s"]}"; p="${result["$row,p"]}"
-    printf '%-34s %12.1f %12.1f %8.3f %10.1f\n' "$world rank x $threads thread, $precision, CL $cl" "$s" "$p" \
-        "$(calc "$s / $p")" "$(calc "$s * 0.93")"
+    label="$world rank x $threads thread, $precision, CL $cl"
+    [ "$world" = 2i ] && label="2 x (1 rank x 1 thread), independent"
+    printf '%-38s %12.1f %12.1f %8.3f %10.1f\n' "$label" "$s" "$p" "$(calc "$s / $p")" "$(calc "$s * 0.93")"
 done
 s1="${result["1 1 fp32 off,s"]}"; s2="${result["2 1 fp32 off,s"]}"
 p1="${result["1 1 fp32 off,p"]}"; p2="${result["2 1 fp32 off,p"]}"
 printf '\nscaling efficiency, 2 ranks x 1 thread vs 1 rank x 1 thread: ScaleLab %.3f, PyTorch DDP %.3f\n' \
     "$(calc "$s2 / (2 * $s1)")" "$(calc "$p2 / (2 * $p1)")"
+si="${result["2i 1 fp32 off,s"]}"; pi="${result["2i 1 fp32 off,p"]}"
+printf 'two independent processes reach %.3f (ScaleLab) and %.3f (PyTorch) of 2 x 1 rank: the cores slow each other\n' \
+    "$(calc "$si / (2 * $s1)")" "$(calc "$pi / (2 * $p1)")"
+printf '2 ranks x 1 thread vs that ceiling: ScaleLab %.3f, PyTorch DDP %.3f\n' "$(calc "$s2 / $si")" "$(calc "$p2 / $pi")"
 if [ -n "${result["1 2 bf16 on,s"]:-}" ]; then
     printf 'bf16 + channels-last (ScaleLab, 2 threads) / fp32 eager PyTorch (2 threads): %.3f\n' \
         "$(calc "${result["1 2 bf16 on,s"]} / ${result["1 2 fp32 off,p"]}")"

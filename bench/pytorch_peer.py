@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The peer ScaleLab's worker is measured against: the same seed CNN, step and settings
-in PyTorch's Python front end (Debian's python3-torch), DistributedDataParallel over
-Gloo for several ranks. Prints one JSON line like `scalelab-worker bench` (rank 0)."""
+in PyTorch's Python front end (Debian's python3-torch, or a GPU node's CUDA PyTorch),
+DistributedDataParallel over Gloo (or NCCL, --backend) for several ranks. Prints one
+JSON line like `scalelab-worker bench` (rank 0)."""
 import argparse
 import json
 import os
@@ -46,33 +47,39 @@ def main():
     p.add_argument("--world-size", type=int, default=1)
     p.add_argument("--rendezvous", default="")
     p.add_argument("--bucket-mb", type=int, default=4)
+    p.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    p.add_argument("--backend", choices=["gloo", "nccl"], default="gloo")
     a = p.parse_args()
 
     torch.set_num_threads(a.threads)
     torch.manual_seed(1)
     fmt = torch.channels_last if a.channels_last == "on" else torch.contiguous_format
-    model = SeedNet().to(memory_format=fmt)
+    device = torch.device("cuda", 0) if a.device == "cuda" else torch.device("cpu")
+    model = SeedNet().to(device=device, memory_format=fmt)
     assert sum(p.numel() for p in model.parameters()) == 3_249_994
     if a.world_size > 1:
         host, port = a.rendezvous.rsplit(":", 1)
         store = dist.TCPStore(host, int(port), a.world_size, a.rank == 0)
-        dist.init_process_group("gloo", store=store, rank=a.rank, world_size=a.world_size)
-        model = nn.parallel.DistributedDataParallel(model, bucket_cap_mb=a.bucket_mb)
+        dist.init_process_group(a.backend, store=store, rank=a.rank, world_size=a.world_size)
+        model = nn.parallel.DistributedDataParallel(
+            model, bucket_cap_mb=a.bucket_mb, device_ids=[0] if a.device == "cuda" else None)
     model.train()
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9, weight_decay=5e-4)
-    x = torch.randn(a.batch_size, 3, 32, 32).contiguous(memory_format=fmt)
-    y = torch.randint(0, 10, (a.batch_size,))
+    x = torch.randn(a.batch_size, 3, 32, 32).to(device).contiguous(memory_format=fmt)
+    y = torch.randint(0, 10, (a.batch_size,)).to(device)
     times = []
     for i in range(a.warmup_steps + a.steps):
         if a.world_size > 1:
             dist.barrier()
         start = time.perf_counter()
         opt.zero_grad()
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=a.precision == "bf16"):
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=a.precision == "bf16"):
             loss = F.cross_entropy(model(x).float(), y)
         loss.backward()
         opt.step()
         loss.item()
+        if device.type == "cuda":
+            torch.cuda.synchronize()  # as the worker: the optimizer step may still be queued
         if i >= a.warmup_steps:
             times.append(time.perf_counter() - start)
     median = statistics.median(times)

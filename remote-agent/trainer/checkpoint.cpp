@@ -1,6 +1,7 @@
 #include "checkpoint.h"
 
 #include "sha256.h"
+#include "torch_compat.h"
 
 #include <ATen/Context.h>
 
@@ -113,7 +114,7 @@ std::string saveCheckpoint(const std::string &root, const CheckpointPosition &po
             // tensor address, which does not survive a restart.
             const auto &params = optimizer.param_groups().at(0).params();
             for (std::size_t i = 0; i < params.size(); ++i) {
-                const auto key = c10::guts::to_string(params[i].unsafeGetTensorImpl());
+                const auto key = optimizerStateKey(params[i]);
                 const auto it = optimizer.state().find(key);
                 if (it != optimizer.state().end())
                     archive.write("momentum/" + std::to_string(i),
@@ -192,7 +193,7 @@ std::optional<CheckpointPosition> loadLatestCheckpoint(const std::string &root, 
                     continue; // no step taken yet for this parameter
                 auto state = std::make_unique<torch::optim::SGDParamState>();
                 state->momentum_buffer(momentum);
-                optimizer.state()[c10::guts::to_string(params[i].unsafeGetTensorImpl())] = std::move(state);
+                optimizer.state()[optimizerStateKey(params[i])] = std::move(state);
             }
             *loadedFrom = dir.string();
             return CheckpointPosition { int(epoch.item<std::int64_t>()), step.item<std::int64_t>() };

@@ -1,5 +1,6 @@
 #include "data_parallel.h"
 
+#include "c10d_compat.h"
 #include "device.h"
 
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
@@ -48,7 +49,10 @@ DataParallel::DataParallel(const DataParallelOptions &options)
     gloo->devices.push_back(isLoopback(options.host)
             ? c10d::ProcessGroupGloo::createDeviceForHostname(options.host)
             : c10d::ProcessGroupGloo::createDefaultDevice());
-    m_group = c10::make_intrusive<c10d::ProcessGroupGloo>(m_store, options.rank, options.worldSize, gloo);
+    m_group = processGroupOf(
+        c10::make_intrusive<c10d::ProcessGroupGloo>(m_store, options.rank, options.worldSize, gloo), m_store,
+        // Gloo also reduces CUDA tensors (through host memory): ranks that share a GPU.
+        { c10::DeviceType::CPU, c10::DeviceType::CUDA });
 }
 
 DataParallel::~DataParallel() = default;
@@ -74,11 +78,23 @@ void DataParallel::attach(torch::nn::Module &module)
     // Gradients become ready roughly in reverse order of registration.
     std::reverse(buckets.begin(), buckets.end());
     std::reverse(limits.begin(), limits.end());
+#if SCALELAB_TORCH_AT_LEAST(2, 11)
+    // 2.11 takes no initial per-bucket limits; an empty list keeps DDP's rebuild rule
+    // (the first bucket kFirstBucketBytes, the rest bucketBytes).
+    (void)limits;
+    m_reducer = std::make_unique<c10d::Reducer>(parameters, std::move(buckets), m_group,
+        std::vector<bool>(parameters.size(), false), static_cast<int64_t>(m_options.bucketBytes),
+        /*find_unused_parameters=*/false,
+        /*gradient_as_bucket_view=*/false, std::unordered_map<size_t, std::string> {},
+        static_cast<int64_t>(kFirstBucketBytes), /*skip_all_reduce_unused_params=*/false,
+        /*use_python_reducer=*/false, /*bucket_bytes_cap_list=*/std::vector<int64_t> {});
+#else
     m_reducer = std::make_unique<c10d::Reducer>(parameters, std::move(buckets), std::move(limits), m_group,
         std::vector<bool>(parameters.size(), false), static_cast<int64_t>(m_options.bucketBytes),
         /*find_unused_parameters=*/false,
         /*gradient_as_bucket_view=*/false, std::unordered_map<size_t, std::string> {},
         static_cast<int64_t>(kFirstBucketBytes));
+#endif
 }
 
 void DataParallel::beforeForward()

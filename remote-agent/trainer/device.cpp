@@ -1,5 +1,6 @@
 #include "device.h"
 
+#include "c10d_compat.h"
 #include "cpu_features.h"
 
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
@@ -90,7 +91,8 @@ c10::intrusive_ptr<c10d::ProcessGroup> makeNcclGroup(
     ::setenv("NCCL_ASYNC_ERROR_HANDLING", "1", /*overwrite=*/0);
     auto options = c10d::ProcessGroupNCCL::Options::create();
     options->timeout = timeout;
-    return c10::make_intrusive<c10d::ProcessGroupNCCL>(store, rank, worldSize, options);
+    return processGroupOf(c10::make_intrusive<c10d::ProcessGroupNCCL>(store, rank, worldSize, options), store,
+        { c10::DeviceType::CUDA });
 #else
     (void)store, (void)rank, (void)worldSize, (void)timeout;
     throw std::runtime_error(std::string("NCCL: ") + kCpuOnlyBuild);

@@ -1,5 +1,7 @@
 #include "fused_ops.h"
 
+#include "torch_compat.h"
+
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/Parallel.h>
 
@@ -520,7 +522,7 @@ void sgdStep(torch::optim::SGD &optimizer)
             float *v = nullptr;
             bool first = false;
             if (momentum != 0.0f) {
-                const std::string key = c10::guts::to_string(p.unsafeGetTensorImpl());
+                const auto key = optimizerStateKey(p);
                 auto &state = optimizer.state()[key];
                 if (!state) {
                     auto created = std::make_unique<torch::optim::SGDParamState>();

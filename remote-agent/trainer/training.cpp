@@ -8,8 +8,7 @@
 #include "fused_ops.h"
 #include "seed_model.h"
 #include "seed_model_impl.h"
-
-#include <ATen/autocast_mode.h>
+#include "torch_compat.h"
 
 #include <algorithm>
 #include <chrono>
@@ -70,7 +69,7 @@ void adoptRankZeroProgress(DataParallel &parallel, torch::optim::SGD &optimizer,
 {
     const auto &params = optimizer.param_groups().at(0).params();
     auto momentumOf = [&](const torch::Tensor &p) -> torch::optim::SGDParamState * {
-        const auto it = optimizer.state().find(c10::guts::to_string(p.unsafeGetTensorImpl()));
+        const auto it = optimizer.state().find(optimizerStateKey(p));
         return it == optimizer.state().end() ? nullptr
                                              : static_cast<torch::optim::SGDParamState *>(it->second.get());
     };
@@ -89,7 +88,7 @@ void adoptRankZeroProgress(DataParallel &parallel, torch::optim::SGD &optimizer,
             auto created = std::make_unique<torch::optim::SGDParamState>();
             created->momentum_buffer(torch::zeros_like(p));
             state = created.get();
-            optimizer.state()[c10::guts::to_string(p.unsafeGetTensorImpl())] = std::move(created);
+            optimizer.state()[optimizerStateKey(p)] = std::move(created);
         }
         momenta.push_back(state->momentum_buffer());
     }
@@ -251,37 +250,27 @@ torch::Tensor normalise(const torch::Tensor &pixels)
 }
 
 // Autocast to bf16 on `device` for the scope, when asked. CPU and CUDA autocast are
-// separate switches in libtorch (set_cpu_enabled, set_enabled).
+// separate switches in libtorch.
 class AutocastScope {
 public:
     AutocastScope(bool enabled, const torch::Device &device)
         : m_enabled(enabled)
-        , m_cuda(device.is_cuda())
+        , m_device(device.type())
     {
-        if (!m_enabled)
-            return;
-        if (m_cuda) {
-            at::autocast::set_autocast_gpu_dtype(at::kBFloat16);
-            at::autocast::set_enabled(true);
-        } else {
-            at::autocast::set_autocast_cpu_dtype(at::kBFloat16);
-            at::autocast::set_cpu_enabled(true);
-        }
+        if (m_enabled)
+            setAutocast(m_device, true, at::kBFloat16);
     }
     ~AutocastScope()
     {
         if (!m_enabled)
             return;
-        if (m_cuda)
-            at::autocast::set_enabled(false);
-        else
-            at::autocast::set_cpu_enabled(false);
+        setAutocast(m_device, false);
         at::autocast::clear_cache();
     }
 
 private:
     bool m_enabled;
-    bool m_cuda;
+    c10::DeviceType m_device;
 };
 
 } // namespace

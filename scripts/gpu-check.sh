@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# On a GPU node: build scalelab-worker against the node's CUDA libtorch and check its
+# CUDA path end to end (scripts/gpu_check.py says what is checked).
+#   scripts/gpu-check.sh [OUT_DIR]
+# Finds libtorch and NCCL through the node's python3 (PyTorch's wheels carry both), or
+# takes TORCH_CMAKE_PREFIX (a libtorch's share/cmake) and NCCL_ROOT. Gloo's headers come
+# from Debian's libgloo-dev or GLOO_ROOT (PyTorch's wheels ship none). Not part of the
+# test suite: CI has no GPU.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out="${1:-gpu-check-out}"
+build="${SCALELAB_CUDA_BUILD:-build-cuda}"
+mkdir -p "$out"
+
+torch_cmake="${TORCH_CMAKE_PREFIX:-$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)' 2>/dev/null || true)}"
+if [ -z "$torch_cmake" ] || [ ! -d "$torch_cmake/Torch" ]; then
+    echo "gpu-check: no libtorch found: install PyTorch with CUDA for python3, or set" \
+         "TORCH_CMAKE_PREFIX to a CUDA libtorch's share/cmake folder" >&2
+    exit 2
+fi
+nccl_root="${NCCL_ROOT:-$(python3 -c 'import nvidia.nccl, os; print(list(nvidia.nccl.__path__)[0])' 2>/dev/null || true)}"
+
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DSCALELAB_BUILD_APP=OFF -DSCALELAB_BUILD_AGENT=OFF -DSCALELAB_BUILD_TESTS=OFF \
+    -DCMAKE_PREFIX_PATH="$torch_cmake" ${nccl_root:+-DNCCL_ROOT="$nccl_root"} \
+    ${GLOO_ROOT:+-DGLOO_ROOT="$GLOO_ROOT"} 2>&1 | tee "$out/configure.log" | grep -E 'scalelab-worker|Error|error' || true
+[ "${PIPESTATUS[0]}" -eq 0 ] || { echo "gpu-check: configure failed, see $out/configure.log" >&2; exit 1; }
+if ! cmake --build "$build" -j "$(nproc)" >"$out/build.log" 2>&1; then
+    grep -E 'error|FAILED' "$out/build.log" | head -20 >&2
+    echo "gpu-check: build failed, see $out/build.log" >&2
+    exit 1
+fi
+grep -q 'devices cpu and cuda' "$out/configure.log" \
+    || { echo "gpu-check: this libtorch has no CUDA (see $out/configure.log)" >&2; exit 2; }
+exec python3 scripts/gpu_check.py --worker "$build/bin/scalelab-worker" --out "$out"
