@@ -1,8 +1,10 @@
 // The libtorch API differences the trainer meets, in one place. ScaleLab builds against
-// Debian's libtorch 1.13 (CPU only) and against the CUDA libtorch of a GPU node, such as
-// the one inside PyTorch's 2.x wheels; both were compiled and run (README, "GPU nodes").
-// Where the difference is a type, it is detected from the type itself; where it is an
-// API, from TORCH_VERSION_*. Trainer-only (libtorch).
+// Debian's libtorch 1.13 (CPU only; built, tested and run by CI) and against the CUDA
+// libtorch of a GPU node, such as the one inside PyTorch's 2.x wheels: the 2.11 side is
+// compiled (scripts/check-cuda-compile.sh with TORCH_INCLUDE) but has not yet been linked
+// or run; versions between the two are untested. Where the difference is a type, it is
+// detected from the type itself; where it is an API, from TORCH_VERSION_*.
+// Trainer-only (libtorch).
 #pragma once
 
 #include <torch/torch.h>
