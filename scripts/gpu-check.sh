@@ -20,11 +20,15 @@ if [ -z "$torch_cmake" ] || [ ! -d "$torch_cmake/Torch" ]; then
 fi
 nccl_root="${NCCL_ROOT:-$(python3 -c 'import nvidia.nccl, os; print(list(nvidia.nccl.__path__)[0])' 2>/dev/null || true)}"
 
-cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+if ! cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DSCALELAB_BUILD_APP=OFF -DSCALELAB_BUILD_AGENT=OFF -DSCALELAB_BUILD_TESTS=OFF \
     -DCMAKE_PREFIX_PATH="$torch_cmake" ${nccl_root:+-DNCCL_ROOT="$nccl_root"} \
-    ${GLOO_ROOT:+-DGLOO_ROOT="$GLOO_ROOT"} 2>&1 | tee "$out/configure.log" | grep -E 'scalelab-worker|Error|error' || true
-[ "${PIPESTATUS[0]}" -eq 0 ] || { echo "gpu-check: configure failed, see $out/configure.log" >&2; exit 1; }
+    ${GLOO_ROOT:+-DGLOO_ROOT="$GLOO_ROOT"} >"$out/configure.log" 2>&1; then
+    grep -A3 'Error' "$out/configure.log" >&2 || true
+    echo "gpu-check: configure failed, see $out/configure.log" >&2
+    exit 1
+fi
+grep 'scalelab-worker:' "$out/configure.log" || true
 if ! cmake --build "$build" -j "$(nproc)" >"$out/build.log" 2>&1; then
     grep -E 'error|FAILED' "$out/build.log" | head -20 >&2
     echo "gpu-check: build failed, see $out/build.log" >&2
