@@ -16,8 +16,18 @@ peer="/usr/bin/python3 bench/pytorch_peer.py"
 port=29700
 
 ips() { grep -oE '"images_per_second": ?[0-9.e+]+' | head -1 | sed 's/.*: *//'; }
+# Every run's bench line, tagged with its row and side, for the breakdown of a step.
+log="$(mktemp)"
+trap 'rm -f "$log"' EXIT
+record() {  # tag: the bench line on stdin goes to the log; prints its images/second
+    local line
+    line="$(grep -m1 '"bench"' || true)"
+    printf '%s\t%s\n' "$1" "$line" >>"$log"
+    printf '%s\n' "$line" | ips
+}
 run_side() {  # side world threads extra...
     local side=$1 world=$2 threads=$3; shift 3
+    local tag="$world $threads $side $*"
     local cmd
     # torch.set_num_threads() leaves OpenBLAS (the linear layers) at one thread per core:
     # the peer is held to the row's threads like the worker, which sets both itself.
@@ -29,12 +39,12 @@ run_side() {  # side world threads extra...
         first="$(mktemp)"
         $cmd --batch-size 64 --threads "$threads" --steps 20 --warmup-steps 5 "$@" | ips >"$first" &
         local second
-        second="$($cmd --batch-size 64 --threads "$threads" --steps 20 --warmup-steps 5 "$@" | ips)"
+        second="$($cmd --batch-size 64 --threads "$threads" --steps 20 --warmup-steps 5 "$@" | record "$tag")"
         wait
         calc "$(cat "$first") + $second"
         rm -f "$first"
     elif [ "$world" -eq 1 ]; then
-        $cmd --batch-size 64 --threads "$threads" --steps 20 --warmup-steps 5 "$@" | ips
+        $cmd --batch-size 64 --threads "$threads" --steps 20 --warmup-steps 5 "$@" | record "$tag"
     else
         port=$((port + 1))
         for r in $(seq 1 $((world - 1))); do
@@ -42,7 +52,7 @@ run_side() {  # side world threads extra...
                 --rank "$r" --rendezvous "127.0.0.1:$port" "$@" >/dev/null &
         done
         $cmd --batch-size 64 --threads "$threads" --steps 20 --warmup-steps 5 --world-size "$world" \
-            --rank 0 --rendezvous "127.0.0.1:$port" "$@" | ips
+            --rank 0 --rendezvous "127.0.0.1:$port" "$@" | record "$tag"
         wait
     fi
 }
@@ -92,3 +102,26 @@ if [ -n "${result["1 2 bf16 on,s"]:-}" ]; then
 fi
 printf 'matmul peak (2048^2 fp32 through BLAS, 2 threads): %.1f GFLOP/s; seed CNN = 0.93 GFLOP per training image\n' "$peak"
 echo "(convolutions run on oneDNN, not BLAS, and can exceed the BLAS matmul figure)"
+
+# Where a step's time goes (CPU fp32 rows; per side the median over its runs of each run's
+# median, in ms; rank 0 for 2 ranks, one of the two processes for the ceiling). Backward
+# ends when the last gradient is produced; "wait" runs from there to the end of backward:
+# the all-reduces that backward's compute did not hide. What 2 ranks add over the ceiling
+# in forward and backward is compute slowed by the communication sharing the two cores.
+/usr/bin/python3 - "$log" <<'PY'
+import collections, json, statistics, sys
+runs = collections.defaultdict(list)
+for line in open(sys.argv[1]):
+    tag, _, bench = line.rstrip("\n").partition("\t")
+    if bench:
+        runs[tag].append(json.loads(bench))
+phases = ["forward", "backward", "gradient_wait", "optimizer", "step"]
+print("\n%-46s %8s %8s %8s %8s %8s" % ("step breakdown, ms", "forward", "backward", "wait", "optim.", "step"))
+for world, label in (("1", "1 rank x 1 thread"), ("2i", "ceiling: 2 x (1 rank x 1 thread)"), ("2", "2 ranks x 1 thread")):
+    for side, name in (("scalelab", "ScaleLab"), ("pytorch", "PyTorch")):
+        got = [r for r in runs.get(f"{world} 1 {side} --precision fp32 --channels-last off", [])
+               if "median_forward_seconds" in r]
+        if got:
+            cells = [1e3 * statistics.median(r[f"median_{p}_seconds"] for r in got) for p in phases]
+            print("%-46s %8.1f %8.1f %8.1f %8.1f %8.1f" % (f"{label}, {name}", *cells))
+PY

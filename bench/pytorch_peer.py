@@ -67,7 +67,16 @@ def main():
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9, weight_decay=5e-4)
     x = torch.randn(a.batch_size, 3, 32, 32).to(device).contiguous(memory_format=fmt)
     y = torch.randint(0, 10, (a.batch_size,)).to(device)
-    times = []
+    # The worker's phases, measured the same way: forward; backward until its last
+    # gradient; from then until backward returns (DDP's unhidden all-reduces); optimizer.
+    last_gradient = [0.0]
+
+    def mark(_):
+        last_gradient[0] = time.perf_counter()
+
+    for p in model.parameters():
+        p.register_hook(mark)
+    times, phases = [], {"forward": [], "backward": [], "gradient_wait": [], "optimizer": []}
     for i in range(a.warmup_steps + a.steps):
         if a.world_size > 1:
             dist.barrier()
@@ -75,17 +84,27 @@ def main():
         opt.zero_grad()
         with torch.autocast(device.type, dtype=torch.bfloat16, enabled=a.precision == "bf16"):
             loss = F.cross_entropy(model(x).float(), y)
+        forward_end = time.perf_counter()
         loss.backward()
+        backward_end = time.perf_counter()
         opt.step()
         loss.item()
         if device.type == "cuda":
             torch.cuda.synchronize()  # as the worker: the optimizer step may still be queued
         if i >= a.warmup_steps:
-            times.append(time.perf_counter() - start)
+            end = time.perf_counter()
+            times.append(end - start)
+            phases["forward"].append(forward_end - start)
+            phases["backward"].append(last_gradient[0] - forward_end)
+            phases["gradient_wait"].append(backward_end - last_gradient[0])
+            phases["optimizer"].append(end - backward_end)
     median = statistics.median(times)
     if a.rank == 0:
-        print(json.dumps({"type": "bench", "images_per_second": a.batch_size * a.world_size / median,
-                          "median_step_seconds": median, "peer": "pytorch-python " + torch.__version__}))
+        result = {"type": "bench", "images_per_second": a.batch_size * a.world_size / median,
+                  "median_step_seconds": median, "peer": "pytorch-python " + torch.__version__}
+        if device.type != "cuda":  # host-side times: on a GPU only the whole step counts
+            result.update({f"median_{k}_seconds": statistics.median(v) for k, v in phases.items()})
+        print(json.dumps(result))
     if a.world_size > 1:
         dist.destroy_process_group()
 

@@ -272,6 +272,44 @@ private Q_SLOTS:
         QVERIFY(!errors[0].value(QStringLiteral("message")).toString().isEmpty());
     }
 
+    // The bench's step breakdown (forward, backward to the last gradient, the all-reduce
+    // wait after it, the optimizer) is what explains a scaling efficiency: its parts must
+    // be real, non-negative times that add up to the step.
+    void benchBreaksTheStepIntoPartsThatAddUp()
+    {
+        const QString rendezvous = QStringLiteral("127.0.0.1:%1").arg(freePort());
+        auto args = [&](int rank) {
+            return QStringList { QStringLiteral("bench"), QStringLiteral("--batch-size"),
+                QStringLiteral("16"), QStringLiteral("--steps"), QStringLiteral("5"),
+                QStringLiteral("--warmup-steps"), QStringLiteral("1"), QStringLiteral("--threads"),
+                QStringLiteral("1"), QStringLiteral("--world-size"), QStringLiteral("2"),
+                QStringLiteral("--rank"), QString::number(rank), QStringLiteral("--rendezvous"), rendezvous };
+        };
+        Worker rank0(args(0)), rank1(args(1));
+        QVERIFY(rank0.finish(120000) && rank1.finish(120000));
+        QCOMPARE(rank0.exitCode(), 0);
+        QCOMPARE(rank1.exitCode(), 0);
+        const auto bench = rank0.events(QStringLiteral("bench"));
+        QCOMPARE(bench.size(), 1);
+        QVERIFY(rank1.events(QStringLiteral("bench")).isEmpty()); // rank 0 speaks for the run
+        QCOMPARE(bench[0].value(QStringLiteral("world_size")).toInt(), 2);
+        const double step = bench[0].value(QStringLiteral("median_step_seconds")).toDouble(-1);
+        QVERIFY(step > 0);
+        double parts = 0;
+        for (const char *phase : { "forward", "backward", "gradient_wait", "optimizer" }) {
+            const QString key = QStringLiteral("median_%1_seconds").arg(QLatin1String(phase));
+            const double seconds = bench[0].value(key).toDouble(-1);
+            QVERIFY2(seconds >= 0 && seconds < step,
+                qPrintable(key + QStringLiteral(" = ") + QString::number(seconds)));
+            parts += seconds;
+        }
+        QVERIFY(bench[0].value(QStringLiteral("median_forward_seconds")).toDouble() > 0);
+        QVERIFY(bench[0].value(QStringLiteral("median_backward_seconds")).toDouble() > 0);
+        // Medians of the parts need not add up exactly to the median step.
+        QVERIFY2(parts > 0.5 * step && parts < 1.5 * step,
+            qPrintable(QStringLiteral("parts %1 s vs step %2 s").arg(parts).arg(step)));
+    }
+
     void twoWorkersLearnAsWellAsOneAtTheSameGlobalBatch()
     {
         const QStringList common = { QStringLiteral("train"), QStringLiteral("--data-dir"), m_learnable,

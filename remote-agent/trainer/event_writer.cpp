@@ -41,7 +41,7 @@ std::string EventWriter::escape(std::string_view text)
     return out;
 }
 
-void EventWriter::emit(std::string_view type, std::initializer_list<Field> fields)
+void EventWriter::emit(std::string_view type, const Fields &fields)
 {
     std::string line = "{\"type\":\"" + escape(type) + "\"";
     for (const auto &f : fields) {

@@ -3,11 +3,11 @@
 // Thread-safe. Torch-free and Qt-free.
 #pragma once
 
-#include <initializer_list>
 #include <mutex>
 #include <string>
 #include <string_view>
 #include <variant>
+#include <vector>
 
 namespace scalelab::trainer {
 
@@ -18,13 +18,14 @@ public:
         std::string_view key;
         Value value;
     };
+    using Fields = std::vector<Field>;
 
     explicit EventWriter(int fd)
         : m_fd(fd)
     { }
 
     // {"type": type, key: value, ...}
-    void emit(std::string_view type, std::initializer_list<Field> fields);
+    void emit(std::string_view type, const Fields &fields);
 
     static std::string escape(std::string_view text);
 

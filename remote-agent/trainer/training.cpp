@@ -11,6 +11,7 @@
 #include "torch_compat.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
@@ -660,7 +661,19 @@ int runBench(const TrainingConfig &config, int warmupSteps, int steps, EventWrit
     auto x = torch::randn({ config.batchSize, 3, 32, 32 }).to(device).contiguous(memoryFormat);
     const auto y = torch::randint(0, 10, { config.batchSize }, torch::kLong).to(device);
     const bool bf16 = config.precision == "bf16";
-    std::vector<double> seconds;
+    // Where a step's time goes, so a scaling efficiency below 1 can be explained: the
+    // forward pass; backward until it has produced its last gradient; from then until
+    // backward returns (with several ranks: the all-reduces that backward's compute did not
+    // hide, the last bucket's at least, and the reducer's copy back); the optimizer step.
+    // Host-side times: on a GPU the work is queued, so only the whole step is meaningful.
+    std::atomic<Clock::rep> lastGradient { 0 };
+    for (auto &p : net->parameters())
+        p.register_hook([&lastGradient](const at::TensorBase &) {
+            const Clock::rep now = Clock::now().time_since_epoch().count();
+            Clock::rep seen = lastGradient.load();
+            while (seen < now && !lastGradient.compare_exchange_weak(seen, now)) { }
+        });
+    std::vector<double> seconds, forward, backward, gradientWait, optimizerStep;
     for (int i = 0; i < warmupSteps + steps; ++i) {
         if (parallel)
             parallel->barrier(); // time the same step on every rank
@@ -673,28 +686,47 @@ int runBench(const TrainingConfig &config, int warmupSteps, int steps, EventWrit
             AutocastScope autocast(bf16, device);
             loss = torch::nn::functional::cross_entropy(net->forward(x).to(torch::kFloat), y);
         }
+        const auto forwardEnd = Clock::now();
         if (parallel)
             parallel->beforeBackward();
         loss.backward();
+        const auto backwardEnd = Clock::now();
         sgdStep(optimizer);
         loss.item<float>();
         synchronize(device); // a GPU may still be running the optimizer step
-        if (i >= warmupSteps)
-            seconds.push_back(secondsSince(start));
+        if (i < warmupSteps)
+            continue;
+        const auto end = Clock::now();
+        const auto lastGradientAt = Clock::time_point(Clock::duration(lastGradient.load()));
+        seconds.push_back(std::chrono::duration<double>(end - start).count());
+        forward.push_back(std::chrono::duration<double>(forwardEnd - start).count());
+        backward.push_back(std::chrono::duration<double>(lastGradientAt - forwardEnd).count());
+        gradientWait.push_back(std::chrono::duration<double>(backwardEnd - lastGradientAt).count());
+        optimizerStep.push_back(std::chrono::duration<double>(end - backwardEnd).count());
     }
-    // The median as Python's statistics.median takes it (the peer's): the mean of the
+    // Medians as Python's statistics.median takes them (the peer's): the mean of the
     // middle two of an even count.
-    std::sort(seconds.begin(), seconds.end());
-    const std::size_t middle = seconds.size() / 2;
-    const double median
-        = seconds.size() % 2 == 1 ? seconds[middle] : (seconds[middle - 1] + seconds[middle]) / 2.0;
-    if (config.rank == 0)
-        events.emit("bench",
-            { { "images_per_second", double(config.batchSize) * config.worldSize / median },
-                { "median_step_seconds", median }, { "batch_size", std::int64_t { config.batchSize } },
-                { "threads", std::int64_t { threads } }, { "world_size", std::int64_t { config.worldSize } },
-                { "precision", config.precision }, { "channels_last", config.channelsLast },
-                { "device", device.str() }, { "steps", std::int64_t { steps } } });
+    const auto median = [](std::vector<double> values) {
+        std::sort(values.begin(), values.end());
+        const std::size_t middle = values.size() / 2;
+        return values.size() % 2 == 1 ? values[middle] : (values[middle - 1] + values[middle]) / 2.0;
+    };
+    const double step = median(seconds);
+    if (config.rank == 0) {
+        EventWriter::Fields fields { { "images_per_second",
+                                         double(config.batchSize) * config.worldSize / step },
+            { "median_step_seconds", step }, { "batch_size", std::int64_t { config.batchSize } },
+            { "threads", std::int64_t { threads } }, { "world_size", std::int64_t { config.worldSize } },
+            { "precision", config.precision }, { "channels_last", config.channelsLast },
+            { "device", device.str() }, { "steps", std::int64_t { steps } } };
+        if (!device.is_cuda()) {
+            fields.push_back({ "median_forward_seconds", median(forward) });
+            fields.push_back({ "median_backward_seconds", median(backward) });
+            fields.push_back({ "median_gradient_wait_seconds", median(gradientWait) });
+            fields.push_back({ "median_optimizer_seconds", median(optimizerStep) });
+        }
+        events.emit("bench", fields);
+    }
     return 0;
 }
 
