@@ -89,8 +89,8 @@ AgentClient::AgentClient(const QString &endpoint, const QString &token, const Ag
     grpc::ChannelArguments args;
     args.SetMaxReceiveMessageSize(kMaxMessageBytes);
     args.SetMaxSendMessageSize(kMaxMessageBytes);
-    args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 30'000);
-    args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 10'000);
+    args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 10'000); // a dead connection is found in ~15 s
+    args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5'000);
     // Fail fast and retry ourselves: a dead agent should be reported in seconds.
     args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 500);
     args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 5'000);

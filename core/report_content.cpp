@@ -150,7 +150,9 @@ ReportTable runTable(const StudySnapshot &snapshot, const StudyResults &r)
     t.title = QStringLiteral("Runs");
     t.caption = QStringLiteral(
         "Speedup and efficiency of each run against the baseline's mean, by wall-clock and by time to the "
-        "target accuracy. Runs that did not succeed are greyed out.");
+        "target accuracy. A run's wall-clock spans from its first attempt's start of training to its end: "
+        "for a retried run, the failure, its detection and the restart are included. Runs that did not "
+        "succeed are greyed out.");
     t.headers = QStringList { QStringLiteral("Run"), QStringLiteral("State"), QStringLiteral("Workers"),
         QStringLiteral("GPUs"), QStringLiteral("Batch (worker / global)"), QStringLiteral("Epochs"),
         QStringLiteral("Attempts"), QStringLiteral("Final accuracy"), QStringLiteral("Best accuracy"),

@@ -1,12 +1,17 @@
 #include "run_watch.h"
 
+#include <QDateTime>
+
 #include <grpcpp/grpcpp.h>
 
 namespace scalelab::core {
 
 namespace {
-constexpr int kMaxReconnects = 20;
+qint64 nowMs()
+{
+    return QDateTime::currentMSecsSinceEpoch();
 }
+} // namespace
 
 RunWatch::RunWatch(AgentClient *client, QString runId, QObject *parent)
     : QObject(parent)
@@ -19,11 +24,24 @@ RunWatch::~RunWatch()
     cancel();
     if (m_thread.joinable())
         m_thread.join();
+    if (m_silenceWatch.joinable())
+        m_silenceWatch.join();
 }
 
 void RunWatch::start(qint64 fromSeq)
 {
     m_thread = std::thread([this, fromSeq] { loop(fromSeq); });
+    // Cancels a stream that has gone silent, so loop() reconnects (or learns it cannot).
+    m_silenceWatch = std::thread([this] {
+        while (!m_cancelled) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(250));
+            std::lock_guard lock(m_mutex);
+            if (m_context && m_lastHeardMs > 0 && nowMs() - m_lastHeardMs > kSilenceMs) {
+                m_silenceCancelled = true;
+                m_context->TryCancel();
+            }
+        }
+    });
 }
 
 void RunWatch::cancel()
@@ -44,10 +62,14 @@ void RunWatch::loop(qint64 fromSeq)
 {
     qint64 next = std::max<qint64>(fromSeq, 1);
     int failures = 0;
+    qint64 lastOkMs = nowMs(); // when the agent last answered
+    bool reportedUnreachable = false;
     QString error;
     while (!m_cancelled) {
         grpc::ClientContext context;
         m_client->prepareStreamContext(&context);
+        m_silenceCancelled = false;
+        m_lastHeardMs = nowMs();
         {
             std::lock_guard lock(m_mutex);
             m_context = &context;
@@ -59,6 +81,12 @@ void RunWatch::loop(qint64 fromSeq)
         v1::RunEvent event;
         while (reader->Read(&event)) {
             failures = 0;
+            lastOkMs = nowMs();
+            m_lastHeardMs = lastOkMs;
+            if (reportedUnreachable) {
+                reportedUnreachable = false;
+                QMetaObject::invokeMethod(this, &RunWatch::reachable, Qt::QueuedConnection);
+            }
             if (event.has_heartbeat())
                 continue;
             if (event.seq() < next)
@@ -81,12 +109,31 @@ void RunWatch::loop(qint64 fromSeq)
         }
         if (status.ok())
             break;
-        const auto result = CallResult::fromStatus(status, m_client->endpoint());
-        if (m_cancelled || !result.unreachable() || ++failures > kMaxReconnects) {
+        auto result = CallResult::fromStatus(status, m_client->endpoint());
+        if (m_silenceCancelled && !m_cancelled)
+            result = CallResult { int(grpc::StatusCode::UNAVAILABLE),
+                QStringLiteral("no heartbeat from the agent at %1 for %2 s")
+                    .arg(m_client->endpoint())
+                    .arg(kSilenceMs / 1000) };
+        if (m_cancelled || !result.unreachable()) {
             error = m_cancelled ? QString() : result.message;
             break;
         }
-        std::this_thread::sleep_for(std::chrono::milliseconds(250 * std::min(failures, 8)));
+        ++failures;
+        const qint64 down = nowMs() - lastOkMs;
+        if (!reportedUnreachable && down >= kUnreachableMs) {
+            reportedUnreachable = true;
+            QMetaObject::invokeMethod(
+                this, [this, message = result.message, since = lastOkMs] { Q_EMIT unreachable(message, since); },
+                Qt::QueuedConnection);
+        }
+        if (m_giveUpAfterMs > 0 && down >= m_giveUpAfterMs) {
+            error = QStringLiteral("%1 (unreachable for %2 s)").arg(result.message).arg(down / 1000);
+            break;
+        }
+        // Quick at first (an agent restarting), then every 2 s.
+        for (int waited = 0; waited < std::min(failures, 8) * 250 && !m_cancelled; waited += 50)
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
     QMetaObject::invokeMethod(
         this, [this, error] { Q_EMIT finished(error); }, Qt::QueuedConnection);

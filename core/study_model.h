@@ -79,7 +79,9 @@ struct RunResult {
     QList<AttemptRecord> attempts;
     double finalTestAccuracy = kNotMeasured;
     double bestTestAccuracy = kNotMeasured;
-    double wallSeconds = kNotMeasured; // training wall-clock over all attempts
+    // From the first attempt's start of training to the end of the last one: a retried
+    // run's failure, its detection and the restart are inside it.
+    double wallSeconds = kNotMeasured;
     double imagesPerSecond = kNotMeasured;
     std::optional<double> timeToTargetSeconds; // first epoch end at or above the study's target
     QList<EpochPoint> epochs;

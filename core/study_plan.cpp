@@ -154,6 +154,11 @@ QStringList validatePlan(const v1::StudyPlan &plan)
         p << QStringLiteral("training.labelSmoothing: must be in [0, 1)");
     if (t.warmup_epochs() < 0)
         p << QStringLiteral("training.warmupEpochs: must not be negative");
+    if (t.collective_timeout_seconds() < 0 || t.collective_timeout_seconds() > 86400)
+        p << QStringLiteral("training.collectiveTimeoutSeconds: must be 0 (120 s) or 1..86400 (got %1)")
+                 .arg(t.collective_timeout_seconds());
+    if (t.stall_seconds() < 0 || t.stall_seconds() > 86400)
+        p << QStringLiteral("training.stallSeconds: must be 0 (15 s) or 1..86400 (got %1)").arg(t.stall_seconds());
     if (!t.schedule().empty() && t.schedule() != "cosine" && t.schedule() != "constant")
         p << QStringLiteral("training.schedule: must be \"cosine\" or \"constant\" (got \"%1\")")
                  .arg(str(t.schedule()));

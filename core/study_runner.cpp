@@ -8,6 +8,7 @@
 #include <QDir>
 #include <QFileInfo>
 #include <QJsonArray>
+#include <QRandomGenerator>
 
 namespace scalelab::core {
 namespace {
@@ -343,6 +344,8 @@ void StudyRunner::placePending(QList<NodeCapacity> &nodes)
         if (m_crashed)
             return;
         const RunProgress run = *m_state.run(id);
+        if (run.notBeforeMs > QDateTime::currentMSecsSinceEpoch())
+            continue; // backing off after a failure
         // A retry prefers the agent that holds its checkpoints (rank 0's last time).
         QList<NodeCapacity> ordered = nodes;
         if (!run.portions.isEmpty())
@@ -360,6 +363,16 @@ void StudyRunner::placePending(QList<NodeCapacity> &nodes)
                     QJsonObject {
                         { QStringLiteral("runId"), id }, { QStringLiteral("reason"), placement.reason } });
             continue;
+        }
+        // An attempt lost to an unreachable host waits for it, unless the run fits on as
+        // many hosts without it: two ranks on one host is not the run that was asked for.
+        if (!run.waitingFor.isEmpty() && placement.portions.size() < run.portions.size()) {
+            QStringList stillDown;
+            for (const auto &n : nodes)
+                if (run.waitingFor.contains(n.agent) && !n.reachable)
+                    stillDown << n.agent;
+            if (!stillDown.isEmpty())
+                continue;
         }
         if (!record(QStringLiteral("attempt_starting"),
                 StudyState::attemptStarting(id, run.attempt + 1, placement.portions)))
@@ -388,22 +401,18 @@ void StudyRunner::startAttempt(const RunProgress &run)
 {
     const v1::RunSpec spec = runSpecFor(m_state.plan(), run.planned.config);
     v1::Endpoint rendezvous;
-    auto fail = [&](const QString &reason, bool retryable) {
+    auto fail = [&](const QString &reason, bool retryable, const QString &unreachableAgent = {}) {
         for (const auto &p : run.portions) // ranks already started must not linger
             if (AgentClient *c = client(p.agent)) {
                 v1::StopRunResponse ignored;
                 c->stopRun(run.planned.runId, &ignored);
             }
-        record(QStringLiteral("attempt_ended"),
-            QJsonObject { { QStringLiteral("runId"), run.planned.runId },
-                { QStringLiteral("attempt"), run.attempt },
-                { QStringLiteral("outcome"), QStringLiteral("FAILED") }, { QStringLiteral("reason"), reason },
-                { QStringLiteral("retry"), retryable && m_state.shouldRetry(run) } });
+        endFailedAttempt(run, reason, unreachableAgent.isEmpty() ? QStringList {} : QStringList { unreachableAgent },
+            unreachableAgent.isEmpty() ? 0 : QDateTime::currentMSecsSinceEpoch(), retryable);
         Q_EMIT message(QStringLiteral("%1: attempt %2 could not start: %3")
                            .arg(run.planned.runId)
                            .arg(run.attempt)
                            .arg(reason));
-        afterAttemptEnded(run.planned.runId);
     };
     QString failure;
     bool retryable = true;
@@ -427,9 +436,24 @@ void StudyRunner::startAttempt(const RunProgress &run)
             *request.mutable_rendezvous() = rendezvous;
         v1::StartWorkersResponse response;
         const CallResult result = c->startWorkers(request, &response);
+        if (!result.ok() && result.code == int(grpc::StatusCode::FAILED_PRECONDITION)
+            && result.message.contains(QLatin1String("is still running"))) {
+            // An earlier attempt lingers there (its host was cut off, say): stop it and
+            // try again on the next tick; StartWorkers is idempotent for the portions sent.
+            v1::StopRunResponse ignored;
+            c->stopRun(run.planned.runId, &ignored);
+            Q_EMIT message(QStringLiteral("%1: attempt %2 waits for %3 to stop an earlier attempt")
+                               .arg(run.planned.runId)
+                               .arg(run.attempt)
+                               .arg(agentLabel(p.agent)));
+            return;
+        }
         if (!result.ok()) {
-            // Bad input stays bad; an unreachable or busy agent may do better next time.
-            return fail(result.message, result.code != int(grpc::StatusCode::INVALID_ARGUMENT));
+            // Bad input stays bad; an unreachable or busy agent may do better next time,
+            // and an unreachable one is waited for, not counted.
+            return fail(QStringLiteral("%1: %2").arg(agentLabel(p.agent), result.message),
+                result.code != int(grpc::StatusCode::INVALID_ARGUMENT),
+                result.unreachable() ? p.agent : QString());
         }
         if (rendezvous.host().empty())
             rendezvous = response.rendezvous();
@@ -474,8 +498,30 @@ void StudyRunner::followAttempt(const RunProgress &run)
                     queueCopy(CopyJob { id, run.attempt, checkpointEpoch, w.agent });
                 if (w.outcome.isEmpty()) {
                     w.watch = std::make_unique<RunWatch>(c, id);
+                    w.watch->setGiveUpAfterMs(0); // the runner decides when an agent is lost
                     connect(
                         w.watch.get(), &RunWatch::eventsArrived, this, [this, id, i] { onEvents(id, i); });
+                    connect(w.watch.get(), &RunWatch::unreachable, this,
+                        [this, id, i](const QString &error, qint64 since) {
+                            auto &ws = m_watches[id];
+                            if (i >= int(ws.size()))
+                                return;
+                            ws[i].unreachableSinceMs = since;
+                            ws[i].unreachableError = error;
+                            Q_EMIT message(QStringLiteral("%1: %2 unreachable since %3: %4")
+                                               .arg(id, agentLabel(ws[i].agent), clockTime(since), error));
+                            QTimer::singleShot(0, this, &StudyRunner::tick);
+                        });
+                    connect(w.watch.get(), &RunWatch::reachable, this, [this, id, i] {
+                        auto &ws = m_watches[id];
+                        if (i >= int(ws.size()) || ws[i].unreachableSinceMs == 0)
+                            return;
+                        Q_EMIT message(QStringLiteral("%1: %2 answers again (unreachable for %3 s)")
+                                           .arg(id, agentLabel(ws[i].agent))
+                                           .arg((QDateTime::currentMSecsSinceEpoch() - ws[i].unreachableSinceMs) / 1000));
+                        ws[i].unreachableSinceMs = 0;
+                        ws[i].unreachableError.clear();
+                    });
                     connect(w.watch.get(), &RunWatch::finished, this, [this, id, i](const QString &error) {
                         onEvents(id, i);
                         auto &ws = m_watches[id];
@@ -496,11 +542,41 @@ void StudyRunner::followAttempt(const RunProgress &run)
     }
 
     const bool cancelling = run.cancelRequested || m_state.cancelRequested();
+    // An agent that cannot be reached is lost when its ranks cannot be alive any more:
+    // it refuses connections (the agent process is gone, and its ranks with it), another
+    // portion has ended (its ranks have no peers left), or it has been silent for longer
+    // than a collective may wait.
+    const qint64 now = QDateTime::currentMSecsSinceEpoch();
+    const int collectiveSeconds = m_state.plan().training().collective_timeout_seconds() > 0
+        ? m_state.plan().training().collective_timeout_seconds()
+        : 120;
+    bool anyEnded = false;
+    for (const auto &w : watches)
+        anyEnded = anyEnded || !w.outcome.isEmpty();
+    for (auto &w : watches) {
+        if (!w.outcome.isEmpty() || w.unreachableSinceMs == 0)
+            continue;
+        const qint64 down = now - w.unreachableSinceMs;
+        const bool refused = w.unreachableError.contains(QLatin1String("refused"), Qt::CaseInsensitive);
+        if ((refused && down >= RunWatch::kUnreachableMs) || anyEnded || cancelling
+            || down > qint64(collectiveSeconds + 60) * 1000) {
+            w.outcome = QStringLiteral("LOST");
+            w.message = QStringLiteral("%1 unreachable since %2 (%3)")
+                            .arg(agentLabel(w.agent), clockTime(w.unreachableSinceMs), w.unreachableError);
+        }
+    }
     bool anyFailed = false, allEnded = true;
     QString firstFailure;
+    QStringList lost, lostWhy;
+    qint64 lostSince = 0;
     for (const auto &w : watches) {
         allEnded = allEnded && !w.outcome.isEmpty();
-        if (w.outcome == QLatin1String("FAILED") && !anyFailed) {
+        if (w.outcome == QLatin1String("LOST")) {
+            anyFailed = true;
+            lost << w.agent;
+            lostWhy << w.message;
+            lostSince = lostSince == 0 ? w.unreachableSinceMs : std::min(lostSince, w.unreachableSinceMs);
+        } else if (w.outcome == QLatin1String("FAILED") && firstFailure.isEmpty()) {
             anyFailed = true;
             firstFailure = w.message;
         }
@@ -516,10 +592,30 @@ void StudyRunner::followAttempt(const RunProgress &run)
                     if (!result.ok() && result.code == int(grpc::StatusCode::NOT_FOUND)) {
                         w.outcome = QStringLiteral("CANCELLED");
                         w.message = result.message;
+                    } else if (!result.ok() && result.unreachable()) {
+                        // Its ranks have lost their peers: nothing there to wait for.
+                        w.outcome = QStringLiteral("LOST");
+                        w.unreachableSinceMs = w.unreachableSinceMs ? w.unreachableSinceMs : now;
+                        w.message = QStringLiteral("%1 unreachable since %2 (%3)")
+                                        .arg(agentLabel(w.agent), clockTime(w.unreachableSinceMs), result.message);
+                        lost << w.agent;
+                        lostWhy << w.message;
+                        lostSince = lostSince == 0 ? w.unreachableSinceMs : std::min(lostSince, w.unreachableSinceMs);
                     }
                 }
-    if (!allEnded)
+    allEnded = std::all_of(watches.begin(), watches.end(), [](const PortionWatch &w) { return !w.outcome.isEmpty(); });
+    if (!allEnded) {
+        // A stall goes on: say so every 10 s, with what can and cannot be reached.
+        if (run.stalledSinceMs > 0 && now - m_stallMessageMs[id] >= 10'000) {
+            m_stallMessageMs[id] = now;
+            RunProgress current = run;
+            const QString who = unreachableRanks(id, false);
+            if (!who.isEmpty())
+                current.stallDetail = who;
+            Q_EMIT message(QStringLiteral("%1: %2").arg(id, stallText(current, now)));
+        }
         return;
+    }
     bool allSucceeded = true;
     for (const auto &w : watches)
         allSucceeded = allSucceeded && w.outcome == QLatin1String("SUCCEEDED");
@@ -527,16 +623,26 @@ void StudyRunner::followAttempt(const RunProgress &run)
         : (cancelling && !anyFailed) ? QStringLiteral("CANCELLED")
         : cancelling                 ? QStringLiteral("CANCELLED")
                                      : QStringLiteral("FAILED");
-    const QString reason = allSucceeded ? QString()
-        : cancelling                    ? QStringLiteral("cancelled by the user")
-                                        : firstFailure;
+    QString reason = allSucceeded ? QString()
+        : cancelling              ? QStringLiteral("cancelled by the user")
+                                  : firstFailure;
+    if (!allSucceeded && !cancelling && !lost.isEmpty())
+        reason = lostWhy.join(QLatin1String("; "))
+            + (firstFailure.isEmpty() ? QString() : QStringLiteral("; rank 0's side: ") + firstFailure);
     m_watches.erase(id);
-    record(QStringLiteral("attempt_ended"),
-        QJsonObject { { QStringLiteral("runId"), id }, { QStringLiteral("attempt"), run.attempt },
-            { QStringLiteral("outcome"), outcome }, { QStringLiteral("reason"), reason },
-            { QStringLiteral("retry"), outcome == QLatin1String("FAILED") && m_state.shouldRetry(run) } });
-    afterAttemptEnded(id);
+    m_stallMessageMs.erase(id);
+    if (outcome == QLatin1String("FAILED")) {
+        endFailedAttempt(run, reason, lost, lostSince, true);
+    } else {
+        record(QStringLiteral("attempt_ended"),
+            QJsonObject { { QStringLiteral("runId"), id }, { QStringLiteral("attempt"), run.attempt },
+                { QStringLiteral("outcome"), outcome }, { QStringLiteral("reason"), reason },
+                { QStringLiteral("retry"), false } });
+        afterAttemptEnded(id);
+    }
     const RunProgress *after = m_state.run(id);
+    if (outcome == QLatin1String("FAILED") || !after)
+        return; // endFailedAttempt said it
     Q_EMIT message(QStringLiteral("%1: attempt %2 %3%4 — run %5")
                        .arg(id)
                        .arg(run.attempt)
@@ -566,6 +672,11 @@ void StudyRunner::onEvents(const QString &runId, int portion)
     for (const auto &e : events)
         if (portion == 0 && run && e.has_checkpoint() && e.checkpoint().epoch() < run->planned.config.epochs)
             queueCopy(CopyJob { runId, w.attempt, e.checkpoint().epoch(), w.agent });
+    for (const auto &e : events)
+        if (portion == 0 && e.has_stall())
+            onStall(runId, portion, e.stall());
+    if (m_crashed || m_watches.find(runId) == m_watches.end())
+        return;
     bool ended = false;
     for (const auto &e : events)
         if (QString m, s = terminalState(e, &m); !s.isEmpty()) {
@@ -721,6 +832,131 @@ bool StudyRunner::transferCheckpoint(const RunProgress &run, QString *failure, b
                        .arg(target, m_state.run(runId)->checkpoint.agent)
                        .arg(double(response.bytes()) / (1 << 20), 0, 'f', 1));
     return true;
+}
+
+QString StudyRunner::agentLabel(const QString &agent) const
+{
+    QString host;
+    for (const auto &n : m_capacity)
+        if (n.agent == agent && !n.host.isEmpty())
+            host = n.host;
+    if (host.isEmpty())
+        for (const auto &n : m_state.nodes())
+            if (n.agent == agent)
+                host = n.hostname;
+    return host.isEmpty() ? QStringLiteral("agent %1").arg(agent) : QStringLiteral("agent %1 (%2)").arg(agent, host);
+}
+
+QString StudyRunner::unreachableRanks(const QString &runId, bool probe)
+{
+    const RunProgress *run = m_state.run(runId);
+    auto it = m_watches.find(runId);
+    if (!run || it == m_watches.end())
+        return {};
+    QStringList parts;
+    for (std::size_t i = 1; i < it->second.size() && int(i) < run->portions.size(); ++i) {
+        PortionWatch &w = it->second[i];
+        QString since;
+        if (w.unreachableSinceMs > 0) {
+            since = clockTime(w.unreachableSinceMs);
+        } else if (probe) {
+            // Its stream may not have noticed yet: ask (briefly).
+            v1::DescribeResponse ignored;
+            AgentClient *c = client(w.agent);
+            if (c && !c->describe(&ignored, 1500).ok())
+                since = QStringLiteral("now");
+        }
+        if (since.isEmpty())
+            continue;
+        QStringList ranks;
+        for (int r : run->portions[int(i)].ranks)
+            ranks << QString::number(r);
+        parts << QStringLiteral("rank%1 %2 on %3 unreachable%4")
+                     .arg(ranks.size() > 1 ? "s" : "", ranks.join(QLatin1String(", ")), agentLabel(w.agent),
+                         since == QLatin1String("now") ? QString() : QStringLiteral(" since ") + since);
+    }
+    return parts.join(QLatin1String("; "));
+}
+
+void StudyRunner::onStall(const QString &runId, int portion, const v1::Stall &stall)
+{
+    const RunProgress *run = m_state.run(runId);
+    auto it = m_watches.find(runId);
+    if (!run || it == m_watches.end() || portion >= int(it->second.size()))
+        return;
+    const int attempt = it->second[portion].attempt;
+    if (stall.stalled()) {
+        QString detail = unreachableRanks(runId, true);
+        if (detail.isEmpty())
+            detail = run->portions.size() > 1
+                ? QStringLiteral("every agent of the run answers: waiting on the network between the ranks")
+                : QStringLiteral("the agent answers; the rank is busy or blocked");
+        if (!record(QStringLiteral("run_stalled"),
+                QJsonObject { { QStringLiteral("runId"), runId }, { QStringLiteral("attempt"), attempt },
+                    { QStringLiteral("since"), double(stall.since_unix_ms()) },
+                    { QStringLiteral("lastStep"), double(stall.last_step()) },
+                    { QStringLiteral("detail"), detail } }))
+            return;
+        m_stallMessageMs[runId] = QDateTime::currentMSecsSinceEpoch();
+        if (const RunProgress *now = m_state.run(runId))
+            Q_EMIT message(QStringLiteral("%1: %2 (last step %3)")
+                               .arg(runId, stallText(*now, QDateTime::currentMSecsSinceEpoch()))
+                               .arg(stall.last_step()));
+    } else {
+        if (!record(QStringLiteral("run_unstalled"),
+                QJsonObject { { QStringLiteral("runId"), runId }, { QStringLiteral("attempt"), attempt },
+                    { QStringLiteral("seconds"), stall.seconds() } }))
+            return;
+        m_stallMessageMs.erase(runId);
+        Q_EMIT message(QStringLiteral("%1: progress again after %2 s without any")
+                           .arg(runId)
+                           .arg(stall.seconds(), 0, 'f', 0));
+    }
+}
+
+void StudyRunner::endFailedAttempt(const RunProgress &run, const QString &reason, const QStringList &unreachable,
+    qint64 unreachableSinceMs, bool retryable)
+{
+    // An attempt lost to an unreachable host does not count against maxFailures: the run
+    // waits for the host (or for others that can take it) instead of burning its retries.
+    const bool counts = unreachable.isEmpty();
+    const bool cancelled = run.cancelRequested || m_state.cancelRequested();
+    const bool retry = retryable && !cancelled && (!counts || m_state.shouldRetry(run));
+    int failedAttempts = 0;
+    for (const auto &a : run.attempts)
+        failedAttempts += a.outcome != QLatin1String("SUCCEEDED") ? 1 : 0;
+    const qint64 notBefore = retry
+        ? QDateTime::currentMSecsSinceEpoch() + retryBackoffMs(failedAttempts, QRandomGenerator::global()->generateDouble())
+        : 0;
+    QJsonArray agents;
+    QStringList labels;
+    for (const QString &a : unreachable) {
+        agents.append(a);
+        labels << agentLabel(a);
+    }
+    QJsonObject payload { { QStringLiteral("runId"), run.planned.runId }, { QStringLiteral("attempt"), run.attempt },
+        { QStringLiteral("outcome"), QStringLiteral("FAILED") }, { QStringLiteral("reason"), reason },
+        { QStringLiteral("retry"), retry }, { QStringLiteral("counts"), counts },
+        { QStringLiteral("notBefore"), double(notBefore) } };
+    if (!unreachable.isEmpty()) {
+        payload.insert(QStringLiteral("unreachable"), agents);
+        payload.insert(QStringLiteral("unreachableSince"), double(unreachableSinceMs));
+        payload.insert(QStringLiteral("unreachableText"), labels.join(QLatin1String(", ")));
+    }
+    if (!record(QStringLiteral("attempt_ended"), payload))
+        return;
+    afterAttemptEnded(run.planned.runId);
+    const RunProgress *after = m_state.run(run.planned.runId);
+    if (!after)
+        return;
+    Q_EMIT message(QStringLiteral("%1: attempt %2 FAILED (%3) — run %4%5")
+                       .arg(run.planned.runId)
+                       .arg(run.attempt)
+                       .arg(reason, phaseName(after->phase))
+                       .arg(after->phase == RunPhase::Pending
+                               ? (counts ? QStringLiteral(", next attempt in %1 s").arg((notBefore - QDateTime::currentMSecsSinceEpoch() + 999) / 1000)
+                                         : QStringLiteral(", waiting for %1").arg(labels.join(QLatin1String(", "))))
+                               : QString()));
 }
 
 } // namespace scalelab::core

@@ -91,9 +91,11 @@ private:
         std::unique_ptr<RunWatch> watch;
         QString agent;
         int attempt = 0;
-        QString outcome; // terminal state seen ("" while running)
+        QString outcome; // terminal state seen ("" while running); LOST = agent unreachable
         QString message;
         bool stopSent = false;
+        qint64 unreachableSinceMs = 0; // the agent stopped answering then (0 = it answers)
+        QString unreachableError;
     };
 
     struct CopyJob {
@@ -120,7 +122,15 @@ private:
     // Before a retry starts: sends the console's copy of the run's checkpoint to rank 0's
     // agent when that agent did not write it. False (with the reason) when it must not start.
     bool transferCheckpoint(const RunProgress &run, QString *failure, bool *retryable);
-
+    // "agent 10.0.0.2:7450 (hostB)"
+    QString agentLabel(const QString &agent) const;
+    // Rank 0 reported a stall (or its end): journal it with the unreachable ranks named.
+    void onStall(const QString &runId, int portion, const v1::Stall &stall);
+    // "rank 1 on hostB (agent …) unreachable since 16:03:12", for the other portions.
+    QString unreachableRanks(const QString &runId, bool probe);
+    // Ends the attempt as FAILED with the reason; LOST portions make it not count.
+    void endFailedAttempt(const RunProgress &run, const QString &reason, const QStringList &unreachable,
+        qint64 unreachableSinceMs, bool retryable);
     Journal *m_journal;
     QString m_studyId;
     StudyState m_state;
@@ -134,6 +144,7 @@ private:
     QList<NodeCapacity> m_capacity;
     qint64 m_capacityAtMs = 0;
     std::set<QString> m_nodesRecorded;
+    std::map<QString, qint64> m_stallMessageMs; // last "still stalled" message per run
     bool m_finished = false;
     bool m_busy = false; // re-entrancy guard for tick()
     int m_crashAfter = 0;

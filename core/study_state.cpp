@@ -1,5 +1,6 @@
 #include "study_state.h"
 
+#include <QDateTime>
 #include <QJsonArray>
 #include <QJsonDocument>
 
@@ -226,6 +227,9 @@ void StudyState::apply(const JournalEvent &event)
         run->rendezvous.clear();
         run->phase = RunPhase::Starting;
         run->reason.clear();
+        run->waitingFor.clear();
+        run->stalledSinceMs = 0;
+        run->stallDetail.clear();
         AttemptRecord a;
         a.attempt = run->attempt;
         a.agents = agentsOf(run->portions);
@@ -252,6 +256,16 @@ void StudyState::apply(const JournalEvent &event)
         a.transferredFrom = p.value(QLatin1String("from")).toString();
         if (run->attemptOpen())
             run->reason = resumeNote(a);
+    } else if (type == QLatin1String("run_stalled")) {
+        if (p.value(QLatin1String("attempt")).toInt() != run->attempt || !run->attemptOpen())
+            return;
+        run->stalledSinceMs = qint64(p.value(QLatin1String("since")).toDouble());
+        run->stallDetail = p.value(QLatin1String("detail")).toString();
+    } else if (type == QLatin1String("run_unstalled")) {
+        if (p.value(QLatin1String("attempt")).toInt() != run->attempt)
+            return;
+        run->stalledSinceMs = 0;
+        run->stallDetail.clear();
     } else if (type == QLatin1String("attempt_ended")) {
         if (p.value(QLatin1String("attempt")).toInt() != run->attempt || !run->attemptOpen())
             return;
@@ -263,6 +277,11 @@ void StudyState::apply(const JournalEvent &event)
             run->attempts.last().endedUnixMs = event.unixMs;
         }
         run->reason = reason;
+        run->stalledSinceMs = 0;
+        run->stallDetail.clear();
+        run->waitingFor.clear();
+        run->unreachableSinceMs = 0;
+        run->notBeforeMs = qint64(p.value(QLatin1String("notBefore")).toDouble());
         if (outcome == QLatin1String("SUCCEEDED")) {
             run->phase = RunPhase::Succeeded;
             // Said in words; the snapshot refines it with the epoch the worker reported.
@@ -273,8 +292,20 @@ void StudyState::apply(const JournalEvent &event)
         } else if (outcome == QLatin1String("CANCELLED")) {
             run->phase = RunPhase::Cancelled;
         } else {
-            ++run->failures;
-            if (p.value(QLatin1String("retry")).toBool()) {
+            const bool counts = p.value(QLatin1String("counts")).toBool(true);
+            if (counts)
+                ++run->failures;
+            for (const auto &a : p.value(QLatin1String("unreachable")).toArray())
+                run->waitingFor << a.toString();
+            run->unreachableSinceMs = qint64(p.value(QLatin1String("unreachableSince")).toDouble());
+            if (p.value(QLatin1String("retry")).toBool() && !counts) {
+                run->phase = RunPhase::Pending;
+                run->reason = QStringLiteral("waiting for %1 (unreachable since %2); resumes from its checkpoint "
+                                             "when it returns or other hosts can take the run (not counted as a "
+                                             "failure): %3")
+                                  .arg(p.value(QLatin1String("unreachableText")).toString(run->waitingFor.join(QLatin1String(", "))),
+                                      clockTime(run->unreachableSinceMs), reason);
+            } else if (p.value(QLatin1String("retry")).toBool()) {
                 run->phase = RunPhase::Pending;
                 run->reason = QStringLiteral("retrying (failure %1 of at most %2): %3")
                                   .arg(run->failures)
@@ -285,6 +316,28 @@ void StudyState::apply(const JournalEvent &event)
             }
         }
     }
+}
+
+QString clockTime(qint64 unixMs)
+{
+    return unixMs > 0 ? QDateTime::fromMSecsSinceEpoch(unixMs).toString(QStringLiteral("HH:mm:ss"))
+                      : QStringLiteral("?");
+}
+
+QString stallText(const RunProgress &run, qint64 nowMs)
+{
+    if (run.stalledSinceMs <= 0)
+        return {};
+    QString text = QStringLiteral("stalled: no progress for %1 s").arg(std::max<qint64>(0, (nowMs - run.stalledSinceMs) / 1000));
+    if (!run.stallDetail.isEmpty())
+        text += QStringLiteral("; ") + run.stallDetail;
+    return text;
+}
+
+qint64 retryBackoffMs(int failedAttempts, double jitter)
+{
+    const qint64 base = std::min<qint64>(60'000, 2'000LL << std::clamp(failedAttempts - 1, 0, 5));
+    return qint64(double(base) * (0.8 + 0.4 * std::clamp(jitter, 0.0, 1.0)));
 }
 
 bool StudyState::allRunsTerminal() const
@@ -326,13 +379,25 @@ StudySnapshot buildSnapshot(const StudyState &state, const Journal &journal)
         r.state = phaseName(progress.phase);
         r.stateReason = progress.reason;
         r.attempts = progress.attempts;
-        double offset = 0; // seconds spent by earlier attempts
+        // Time runs from the first attempt's start of training; a retried run's clock
+        // keeps running through the failure, its detection and the restart.
+        double offset = 0; // seconds from the first start of training to this attempt's
         double lastElapsed = 0;
+        qint64 firstStartMs = 0;
         for (auto &attempt : r.attempts) {
             if (attempt.agents.isEmpty())
                 continue;
+            const double previousEnd = offset; // the previous attempt's last moment
             lastElapsed = 0;
             const auto events = journal.runEvents(r.runId, attempt.attempt, attempt.agents.first());
+            for (const auto &e : events)
+                if (e.has_started()) {
+                    if (firstStartMs == 0)
+                        firstStartMs = e.unix_ms();
+                    else // the agents' clocks: the gap between attempts is counted too
+                        offset = std::max(previousEnd, double(e.unix_ms() - firstStartMs) / 1000.0);
+                    break;
+                }
             for (const auto &e : events) {
                 if (e.has_started()) {
                     attempt.resumedFromEpoch = e.started().resumed_from_epoch();

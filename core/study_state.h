@@ -8,8 +8,14 @@
 //   run_pending      {runId, reason}                      why it waits (capacity, retry)
 //   attempt_starting {runId, attempt, portions [{agent, ranks}]}   placed; StartWorkers may be in flight
 //   attempt_running  {runId, attempt, rendezvous}          every portion accepted
-//   attempt_ended    {runId, attempt, outcome, reason, retry}  outcome SUCCEEDED|FAILED|CANCELLED;
-//                                                          retry = a FAILED run goes back to PENDING
+//   attempt_ended    {runId, attempt, outcome, reason, retry, counts?, unreachable?, unreachableSince?,
+//                     notBefore?}                          outcome SUCCEEDED|FAILED|CANCELLED;
+//                                                          retry = a FAILED run goes back to PENDING;
+//                                                          counts = false when an unreachable agent
+//                                                          (listed in `unreachable`) caused it: not
+//                                                          one of maxFailures; notBefore = backoff (ms)
+//   run_stalled      {runId, attempt, since, lastStep, detail}  rank 0 made no progress since `since`
+//   run_unstalled    {runId, attempt, seconds}             progress again
 //   checkpoint_copied {runId, attempt, epoch, agent, dir}  the console holds a verified copy of the
 //                                                          checkpoint `agent` (rank 0's) committed
 //   checkpoint_uploaded {runId, attempt, epoch, agent, from}  that copy was written to `agent`, rank 0's
@@ -54,6 +60,15 @@ struct RunProgress {
     bool cancelRequested = false;
     QList<AttemptRecord> attempts;
     CopiedCheckpoint checkpoint;
+    // The agents whose unreachability ended the last attempt: the retry waits for them
+    // unless the run fits on as many other hosts. Not counted as failures.
+    QStringList waitingFor;
+    qint64 unreachableSinceMs = 0;
+    qint64 notBeforeMs = 0; // the next attempt starts no earlier (backoff)
+    // Rank 0 has made no progress since then (0 = it does); detail names the ranks and
+    // hosts that cannot be reached.
+    qint64 stalledSinceMs = 0;
+    QString stallDetail;
     bool attemptOpen() const { return phase == RunPhase::Starting || phase == RunPhase::Running; }
 };
 
@@ -105,6 +120,14 @@ private:
 
 QJsonObject configToJson(const RunConfig &config);
 RunConfig configFromJson(const QJsonObject &json);
+
+// "stalled: no progress for 20 s; rank 1 on hostB unreachable", from the run's state at `nowMs`.
+QString stallText(const RunProgress &run, qint64 nowMs);
+// "16:03:12" in local time.
+QString clockTime(qint64 unixMs);
+// The delay before attempt n+1 after n failed attempts: 2 s doubling to at most 60 s,
+// with `jitter` in [0, 1) spreading it by ±20 %.
+qint64 retryBackoffMs(int failedAttempts, double jitter);
 
 // Everything the reports and views need: the journal's state plus the metrics of
 // each attempt, from the run events stored beside it.

@@ -11,6 +11,8 @@
 #include "run_request.h"
 #include "run_watch.h"
 
+#include <QDateTime>
+
 #include <QCommandLineParser>
 #include <QCoreApplication>
 #include <QFile>
@@ -107,6 +109,16 @@ public:
         , m_json(json)
     {
         QObject::connect(&m_watch, &RunWatch::eventsArrived, this, [this] { drain(); });
+        QObject::connect(&m_watch, &RunWatch::unreachable, this, [this](const QString &error, qint64 since) {
+            err() << m_record.runId() << ": agent unreachable since "
+                  << QDateTime::fromMSecsSinceEpoch(since).toString(QStringLiteral("HH:mm:ss")) << " (" << error
+                  << "); still trying for up to a minute\n";
+            err().flush();
+        });
+        QObject::connect(&m_watch, &RunWatch::reachable, this, [this] {
+            err() << m_record.runId() << ": agent answers again\n";
+            err().flush();
+        });
         QObject::connect(&m_watch, &RunWatch::finished, this, [this](const QString &error) {
             drain();
             m_streamError = error;
@@ -179,6 +191,9 @@ private:
         }
         case v1::RunEvent::kCheckpoint:
             out() << id << " checkpoint after epoch " << event.checkpoint().epoch() << " committed\n";
+            break;
+        case v1::RunEvent::kStall:
+            out() << id << " " << QString::fromStdString(event.stall().message()) << "\n";
             break;
         case v1::RunEvent::kLog:
             if (event.log().stream() == "error")
@@ -395,6 +410,14 @@ int describeCommand(QStringList arguments)
           << inventory.cpu_cores() << " CPU cores, "
           << QString::number(double(inventory.memory_bytes()) / (1 << 30), 'f', 1) << " GiB, "
           << inventory.gpus_size() << " GPU(s)\n";
+    if (!inventory.advertise_address().empty())
+        out() << "ranks reached at " << QString::fromStdString(inventory.advertise_address())
+              << (inventory.network_interface().empty()
+                         ? QString()
+                         : QStringLiteral(" on ") + QString::fromStdString(inventory.network_interface()))
+              << " (" << QString::fromStdString(inventory.network_note()) << ")\n";
+    if (!inventory.network_warning().empty())
+        out() << "warning: " << QString::fromStdString(inventory.network_warning()) << "\n";
     out() << "data sets in " << QString::fromStdString(inventory.data_dir()) << ":\n";
     if (inventory.datasets().empty())
         out() << "  none (create one with: scalelab-cli run --synthetic, or extract "

@@ -246,8 +246,8 @@ void printStudy(const StudySnapshot &s)
                       << words.join(QLatin1String("; ")) << "\n";
             }
     }
-    out() << "  * baseline; speedup = baseline wall-clock / run wall-clock (retries included); efficiency = "
-             "speedup / workers\n";
+    out() << "  * baseline; speedup = baseline wall-clock / run wall-clock (from the first start of training "
+             "to the end: retries, their detection and restarts included); efficiency = speedup / workers\n";
     if (!results.baselineNote.isEmpty())
         out() << "  " << results.baselineNote << "\n";
     out().flush();

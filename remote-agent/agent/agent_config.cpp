@@ -20,9 +20,16 @@ const std::vector<AgentSetting> &agentSettings()
             QStringLiteral("TCP port; 0 picks a free one and prints it."), QStringLiteral("7450") },
         { QStringLiteral("advertise-host"), QStringLiteral("SCALELAB_AGENT_ADVERTISE_HOST"),
             QStringLiteral("host"),
-            QStringLiteral("Address other nodes' workers use to reach the rendezvous this agent hosts for "
-                           "rank 0. Default: 127.0.0.1 on loopback, the --listen address when it is "
-                           "specific, else the host name."),
+            QStringLiteral("Address other hosts' ranks reach this host's ranks at: rank 0's rendezvous "
+                           "store listens there and every rank's Gloo/NCCL sockets use it. Default: the "
+                           "address of --iface; 127.0.0.1 on loopback; the --listen address when it is "
+                           "specific; else the host name's address unless that is loopback (as on stock "
+                           "Debian), else the first non-loopback interface (logged with the others)."),
+            {} },
+        { QStringLiteral("iface"), QStringLiteral("SCALELAB_AGENT_IFACE"), QStringLiteral("name"),
+            QStringLiteral("Network interface of the cluster network (eth1, ib0): its address is advertised "
+                           "and NCCL uses it (NCCL_SOCKET_IFNAME). Default: the first of GLOO_SOCKET_IFNAME "
+                           "when set."),
             {} },
         { QStringLiteral("data-dir"), QStringLiteral("SCALELAB_AGENT_DATA_DIR"), QStringLiteral("dir"),
             QStringLiteral("Folder holding one sub-folder per data set; must exist when given."),

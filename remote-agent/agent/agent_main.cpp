@@ -1,8 +1,10 @@
 // scalelab-agent: one per node. Serves proto/scalelab/v1 over gRPC, starts and
 // supervises scalelab-worker processes, and never leaves a child behind.
+#include "advertise.h"
 #include "agent_config.h"
 #include "agent_service.h"
 #include "log.h"
+#include "net_address.h"
 
 #include <QCommandLineParser>
 #include <QCoreApplication>
@@ -26,10 +28,10 @@ namespace {
 
 constexpr int kMaxMessageBytes = 16 * 1024 * 1024;
 
+// Numeric loopback addresses and names that resolve to one; "127.example" is neither.
 bool isLoopback(const QString &host)
 {
-    return host == QLatin1String("127.0.0.1") || host == QLatin1String("localhost")
-        || host == QLatin1String("::1") || host.startsWith(QLatin1String("127."));
+    return scalelab::net::isLoopback(host.toStdString());
 }
 
 bool isWildcard(const QString &host)
@@ -223,20 +225,21 @@ int main(int argc, char **argv)
         credentials = grpc::InsecureServerCredentials();
     }
 
-    // The rendezvous this agent hosts for rank 0 must be reachable from other nodes.
-    QString advertise = value("advertise-host");
-    if (advertise.isEmpty()) {
-        if (isLoopback(host))
-            advertise = QStringLiteral("127.0.0.1");
-        else if (!isWildcard(host))
-            advertise = host;
-        else {
-            char name[256] = {};
-            gethostname(name, sizeof name - 1);
-            advertise = QString::fromLocal8Bit(name);
-        }
+    // The address other hosts' ranks reach ours at: rendezvous store, Gloo and NCCL.
+    {
+        char name[256] = {};
+        gethostname(name, sizeof name - 1);
+        const AdvertiseChoice choice = chooseAdvertiseAddress(
+            host.toStdString(), value("advertise-host").toStdString(), value("iface").toStdString(), name);
+        if (!choice.error.empty())
+            return fail(choice.error);
+        options.advertiseHost = choice.address;
+        options.advertiseInterface = choice.interface;
+        options.advertiseHow = choice.how;
+        options.networkWarning = choice.warning;
+        if (!choice.warning.empty())
+            logMessage(LogLevel::Warning, choice.warning);
     }
-    options.advertiseHost = advertise.toStdString();
 
     AgentService service(options);
     grpc::EnableDefaultHealthCheckService(true);
@@ -254,7 +257,7 @@ int main(int argc, char **argv)
     builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 30'000);
     builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 10'000);
     builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
-    builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 10'000);
+    builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 5'000); // clients ping every 10 s
     std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
     if (!server || selectedPort == 0)
         return fail("cannot listen on " + address.toStdString()
@@ -269,7 +272,9 @@ int main(int argc, char **argv)
             + options.dataDir.string() + ", state " + options.stateDir.string() + ", worker "
             + options.workerBinary + (options.token.empty() ? ", no token" : ", token required")
             + (tls ? (value("tls-client-ca").isEmpty() ? ", TLS" : ", mutual TLS") : ", no TLS")
-            + ", rendezvous host " + options.advertiseHost);
+            + ", ranks reached at " + options.advertiseHost
+            + (options.advertiseInterface.empty() ? std::string() : " on " + options.advertiseInterface) + " ("
+            + options.advertiseHow + ")");
 
     int signal = 0;
     sigwait(&shutdownSignals, &signal);

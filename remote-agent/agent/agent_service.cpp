@@ -225,6 +225,10 @@ grpc::Status AgentService::Describe(
     if (auto s = authorize(context); !s.ok())
         return s;
     response->set_hostname(hostName());
+    response->set_advertise_address(m_options.advertiseHost);
+    response->set_network_interface(m_options.advertiseInterface);
+    response->set_network_note(m_options.advertiseHow);
+    response->set_network_warning(m_options.networkWarning);
     response->set_agent_version(SCALELAB_VERSION);
     response->set_cpu_cores(cpuCores());
     response->set_memory_bytes(static_cast<std::int64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGE_SIZE));
@@ -322,6 +326,10 @@ grpc::Status AgentService::StartWorkers(
         return invalid("spec.label_smoothing must be in [0, 1)");
     if (spec.checkpoint_every_epochs() < 0)
         return invalid("spec.checkpoint_every_epochs must be 0 (every epoch) or more");
+    if (spec.collective_timeout_seconds() < 0 || spec.collective_timeout_seconds() > 86400)
+        return invalid("spec.collective_timeout_seconds must be 0 (120 s) or 1..86400");
+    if (spec.stall_seconds() < 0 || spec.stall_seconds() > 86400)
+        return invalid("spec.stall_seconds must be 0 (15 s) or 1..86400");
     // Rendezvous: the agent that hosts rank 0 picks it when the client left it empty.
     v1::Endpoint rendezvous = request->rendezvous();
     if (request->world_size() > 1) {
@@ -399,6 +407,11 @@ grpc::Status AgentService::StartWorkers(
         launch.threadsPerRank = spec.threads_per_worker() > 0 ? spec.threads_per_worker()
                                                               : std::max(1, cpuCores() / localRanks);
         launch.gpus = gpuAssignment;
+        // Ranks of a run that spans hosts use the address other hosts reach us at.
+        if (request->world_size() > 1 && request->ranks_size() < request->world_size()) {
+            launch.bindAddress = m_options.advertiseHost;
+            launch.networkInterface = m_options.advertiseInterface;
+        }
         std::error_code ec;
         std::filesystem::create_directories(launch.runDir, ec);
         if (ec)

@@ -22,7 +22,12 @@ struct AgentOptions {
     std::filesystem::path stateDir;
     std::string workerBinary;
     std::string token; // empty = no authentication (loopback only)
-    std::string advertiseHost = "127.0.0.1"; // how other nodes' workers reach our rendezvous
+    // Numeric address other hosts' ranks reach this node's ranks at (see advertise.h):
+    // rank 0's store listens there, and every rank's Gloo/NCCL sockets use it.
+    std::string advertiseHost = "127.0.0.1";
+    std::string advertiseInterface; // that holds it ("" = unknown)
+    std::string advertiseHow; // how it was chosen, in words
+    std::string networkWarning; // why runs spanning hosts cannot work from here, or ""
     std::chrono::milliseconds heartbeat { 2000 };
     std::chrono::milliseconds sampleInterval { 1000 }; // WatchNode default
     std::chrono::milliseconds stopGrace { 5000 }; // StopRun default

@@ -10,6 +10,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <csignal>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <poll.h>
@@ -253,6 +255,70 @@ RunSupervisor::~RunSupervisor()
     m_killTimerArmed = false;
     if (m_killTimer.joinable())
         m_killTimer.join();
+    {
+        std::lock_guard lock(m_mutex);
+        m_stallWatchStop = true;
+    }
+    m_terminalCv.notify_all();
+    if (m_stallWatch.joinable())
+        m_stallWatch.join();
+}
+
+void RunSupervisor::noteProgress(std::int64_t step, int epoch)
+{
+    v1::RunEvent event = makeEvent(0);
+    {
+        std::lock_guard lock(m_mutex);
+        const std::int64_t now = nowUnixMs();
+        if (step > 0)
+            m_lastStep = step;
+        if (epoch > 0)
+            m_lastEpoch = epoch;
+        const std::int64_t since = m_lastProgressMs;
+        m_lastProgressMs = now;
+        if (!m_stalled)
+            return;
+        m_stalled = false;
+        auto *stall = event.mutable_stall();
+        stall->set_stalled(false);
+        stall->set_since_unix_ms(since);
+        stall->set_seconds(double(now - since) / 1000.0);
+        stall->set_last_step(m_lastStep);
+        stall->set_last_epoch(m_lastEpoch);
+        char text[160];
+        std::snprintf(text, sizeof text, "progress again after %.0f s without any", stall->seconds());
+        stall->set_message(text);
+    }
+    m_events->append(std::move(event), /*durable=*/false);
+}
+
+void RunSupervisor::watchForStalls()
+{
+    const int seconds = m_launch.request.spec().stall_seconds() > 0 ? m_launch.request.spec().stall_seconds() : 15;
+    std::unique_lock lock(m_mutex);
+    while (!m_stallWatchStop && !isTerminal(m_state)) {
+        m_terminalCv.wait_for(lock, std::chrono::milliseconds(500));
+        if (m_stallWatchStop || isTerminal(m_state) || m_stalled || m_lastProgressMs == 0 || m_stopRequested
+            || m_aborting)
+            continue;
+        const std::int64_t now = nowUnixMs();
+        if (now - m_lastProgressMs < std::int64_t(seconds) * 1000)
+            continue;
+        m_stalled = true;
+        v1::RunEvent event = makeEvent(0);
+        auto *stall = event.mutable_stall();
+        stall->set_stalled(true);
+        stall->set_since_unix_ms(m_lastProgressMs);
+        stall->set_seconds(double(now - m_lastProgressMs) / 1000.0);
+        stall->set_last_step(m_lastStep);
+        stall->set_last_epoch(m_lastEpoch);
+        const bool spansHosts = m_launch.request.ranks_size() < m_launch.request.world_size();
+        stall->set_message("stalled: no progress for " + std::to_string(int(stall->seconds())) + " s (last step "
+            + std::to_string(m_lastStep) + (spansHosts ? "); waiting for ranks on other hosts" : ")"));
+        lock.unlock();
+        m_events->append(std::move(event), /*durable=*/false);
+        lock.lock();
+    }
 }
 
 v1::RunEvent RunSupervisor::makeEvent(int rank) const
@@ -322,6 +388,11 @@ std::string RunSupervisor::start(ProcessLauncher &launcher)
             const auto &r = m_launch.request.rendezvous();
             request.argv.insert(
                 request.argv.end(), { "--rendezvous", r.host() + ":" + std::to_string(r.port()) });
+            if (!m_launch.bindAddress.empty())
+                request.argv.insert(request.argv.end(), { "--bind-address", m_launch.bindAddress });
+            if (spec.collective_timeout_seconds() > 0)
+                request.argv.insert(request.argv.end(),
+                    { "--collective-timeout-s", std::to_string(spec.collective_timeout_seconds()) });
         }
         if (!spec.lr_scaling().empty())
             request.argv.insert(request.argv.end(), { "--lr-scaling", spec.lr_scaling() });
@@ -354,6 +425,8 @@ std::string RunSupervisor::start(ProcessLauncher &launcher)
         request.argv.insert(request.argv.end(), device.begin(), device.end());
         request.extraEnv = { "OMP_NUM_THREADS=" + threads, "OPENBLAS_NUM_THREADS=" + threads,
             "CUDA_VISIBLE_DEVICES=" + visible };
+        if (!m_launch.networkInterface.empty() && !std::getenv("NCCL_SOCKET_IFNAME"))
+            request.extraEnv.push_back("NCCL_SOCKET_IFNAME=" + m_launch.networkInterface);
         request.processGroup = m_processGroup;
         const long oomKillsAtStart = cgroupOomKills();
         const SpawnedProcess process = launcher.spawn(std::move(request));
@@ -394,6 +467,8 @@ std::string RunSupervisor::start(ProcessLauncher &launcher)
     // Rank 0 says when training starts; an agent without rank 0 hears nothing from its
     // ranks until they finish, so for it running means started.
     const auto &ranks = m_launch.request.ranks();
+    if (std::find(ranks.begin(), ranks.end(), 0) != ranks.end())
+        m_stallWatch = std::thread([this] { watchForStalls(); });
     if (std::find(ranks.begin(), ranks.end(), 0) == ranks.end()) {
         bool starting = false;
         {
@@ -522,6 +597,10 @@ void RunSupervisor::handleEventLine(int rank, const std::string &line)
         c->set_step(static_cast<std::int64_t>(num("step")));
         c->set_path(o.value(QLatin1String("path")).toString().toStdString());
         durable = true;
+    } else if (type == QLatin1String("progress")) {
+        if (rank == 0)
+            noteProgress(0, static_cast<int>(num("epoch")));
+        return; // liveness only: nothing to keep
     } else if (type == QLatin1String("warning")) {
         event.mutable_log()->set_stream("warning");
         event.mutable_log()->set_text(o.value(QLatin1String("message")).toString().toStdString());
@@ -549,7 +628,12 @@ void RunSupervisor::handleEventLine(int rank, const std::string &line)
         handleOutputLine(rank, "unknown worker event type: " + line);
         return;
     }
+    const bool progress = event.has_started() || event.has_step() || event.has_epoch() || event.has_checkpoint();
+    const std::int64_t step = event.has_step() ? event.step().step() : event.has_checkpoint() ? event.checkpoint().step() : 0;
+    const int epoch = event.has_step() ? event.step().epoch() : event.has_epoch() ? event.epoch().epoch() : 0;
     m_events->append(std::move(event), durable);
+    if (progress && rank == 0)
+        noteProgress(step, epoch);
 }
 
 void RunSupervisor::onRankExited(Rank &rank, int status)

@@ -35,6 +35,10 @@ struct RunLaunch {
     std::string workerBinary;
     int threadsPerRank = 1;
     std::map<int, std::vector<int>> gpus; // rank -> node GPU indices; missing = CPU
+    // For a run spanning hosts: this host's advertised address (--bind-address) and the
+    // interface holding it (NCCL_SOCKET_IFNAME, unless the agent's environment sets it).
+    std::string bindAddress;
+    std::string networkInterface;
 };
 
 // Sorts a rank's exit into an ExitKind. `oomKills` is how many processes the kernel's
@@ -108,6 +112,10 @@ private:
     void signalRanks(std::chrono::milliseconds grace, bool requested);
     v1::RunEvent makeEvent(int rank) const;
     void setState(v1::RunState state, const std::string &message);
+    // Rank 0 did something (a step, evaluation progress, a checkpoint): ends a stall.
+    void noteProgress(std::int64_t step, int epoch);
+    // Reports a stall when rank 0 has made no progress for the spec's stall_seconds.
+    void watchForStalls();
 
     RunLaunch m_launch;
     std::unique_ptr<RunEventLog> m_events;
@@ -131,6 +139,13 @@ private:
     std::atomic<bool> m_killTimerArmed = false;
     std::thread m_killTimer;
     std::condition_variable m_terminalCv;
+    // Stall detection (agents that host rank 0): guarded by m_mutex.
+    std::int64_t m_lastProgressMs = 0; // 0 until rank 0 started training
+    std::int64_t m_lastStep = 0;
+    int m_lastEpoch = 0;
+    bool m_stalled = false;
+    bool m_stallWatchStop = false;
+    std::thread m_stallWatch;
 };
 
 } // namespace scalelab::agent

@@ -2,12 +2,15 @@
 
 #include "c10d_compat.h"
 #include "device.h"
+#include "net_address.h"
 
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #include <torch/csrc/distributed/c10d/comm.hpp>
 #include <torch/csrc/distributed/c10d/reducer.hpp>
 
+#include <cstdlib>
+#include <optional>
 #include <stdexcept>
 
 namespace scalelab::trainer {
@@ -16,11 +19,6 @@ namespace {
 // DDP's defaults for the first bucket: small, so the first all-reduce starts early.
 constexpr std::size_t kFirstBucketBytes = 1 << 20;
 constexpr std::size_t kBroadcastBucketBytes = 250 << 20;
-
-bool isLoopback(const std::string &host)
-{
-    return host == "localhost" || host.rfind("127.", 0) == 0 || host == "::1";
-}
 } // namespace
 
 DataParallel::DataParallel(const DataParallelOptions &options)
@@ -33,22 +31,47 @@ DataParallel::DataParallel(const DataParallelOptions &options)
     store.waitWorkers = true;
     store.timeout = options.timeout;
     try {
+        // libtorch 1.13's store server listens on every address; keep it on ours.
+        std::optional<net::WildcardBindRedirect> redirect;
+        if (store.isServer && !options.storeAddress.empty())
+            redirect.emplace(options.storeAddress);
         m_store = c10::make_intrusive<c10d::TCPStore>(options.host, store);
     } catch (const std::exception &e) {
         throw std::runtime_error("rendezvous at " + options.host + ":" + std::to_string(options.port)
             + " failed for rank " + std::to_string(options.rank) + " of " + std::to_string(options.worldSize)
+            + (options.rank == 0 && !options.storeAddress.empty() ? " (store listening on " + options.storeAddress + ")"
+                                                               : std::string())
             + ": " + std::string(e.what()).substr(0, 300));
     }
     if (options.backend == "nccl") {
+        // NCCL's bootstrap and rings pick an interface by themselves unless told; tell it
+        // the one that holds our address (an operator's NCCL_SOCKET_IFNAME wins).
+        if (!std::getenv("NCCL_SOCKET_IFNAME")) {
+            const std::string interface = !options.interfaces.empty() ? options.interfaces.front()
+                : options.bindAddress.empty()                          ? std::string()
+                                                                       : net::interfaceOfAddress(options.bindAddress);
+            if (!interface.empty())
+                ::setenv("NCCL_SOCKET_IFNAME", interface.c_str(), 1);
+        }
         m_group = makeNcclGroup(m_store, options.rank, options.worldSize, options.timeout);
         return;
     }
     auto gloo = c10d::ProcessGroupGloo::Options::create(options.timeout);
-    // The transport binds to the address peers reach us at: loopback for a one-node
-    // run, else the address our hostname resolves to.
-    gloo->devices.push_back(isLoopback(options.host)
-            ? c10d::ProcessGroupGloo::createDeviceForHostname(options.host)
-            : c10d::ProcessGroupGloo::createDefaultDevice());
+    // Gloo's pairs listen and connect on our address: never the one the host name
+    // resolves to (createDefaultDevice), which is 127.0.1.1 on a stock Debian install.
+    try {
+        if (!options.interfaces.empty()) {
+            for (const auto &interface : options.interfaces) // as PyTorch does for GLOO_SOCKET_IFNAME
+                gloo->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(interface));
+        } else {
+            gloo->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname(
+                options.bindAddress.empty() ? options.host : options.bindAddress));
+        }
+    } catch (const std::exception &e) {
+        throw std::runtime_error("rank " + std::to_string(options.rank) + " cannot open Gloo on "
+            + (options.interfaces.empty() ? "address " + options.bindAddress : "interface(s) given") + ": "
+            + std::string(e.what()).substr(0, 300));
+    }
     m_group = processGroupOf(
         c10::make_intrusive<c10d::ProcessGroupGloo>(m_store, options.rank, options.worldSize, gloo), m_store,
         // Gloo also reduces CUDA tensors (through host memory): ranks that share a GPU.

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace c10d {
 class ProcessGroup;
@@ -22,6 +23,12 @@ namespace scalelab::trainer {
 struct DataParallelOptions {
     std::string host; // TCPStore host (rank 0's node)
     int port = 0;
+    // Where this rank's own sockets live (see connectRanks in training.cpp): Gloo's pairs
+    // on `interfaces` when given (GLOO_SOCKET_IFNAME's list), else on `bindAddress`; rank
+    // 0's store listens on `storeAddress` only ("" = every address, as libtorch does).
+    std::string bindAddress;
+    std::vector<std::string> interfaces;
+    std::string storeAddress;
     int rank = 0;
     int worldSize = 1;
     // "gloo" (CPU tensors, or GPUs that ranks share) or "nccl" (a GPU per rank; needs a

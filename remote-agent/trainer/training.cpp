@@ -6,6 +6,7 @@
 #include "device.h"
 #include "event_writer.h"
 #include "fused_ops.h"
+#include "net_address.h"
 #include "seed_model.h"
 #include "seed_model_impl.h"
 #include "torch_compat.h"
@@ -17,7 +18,9 @@
 #include <condition_variable>
 #include <deque>
 #include <dlfcn.h>
+#include <cstdlib>
 #include <fstream>
+#include <iostream>
 #include <mutex>
 #include <numeric>
 #include <random>
@@ -225,12 +228,50 @@ std::unique_ptr<DataParallel> connectRanks(const TrainingConfig &config)
     const auto colon = config.rendezvous.rfind(':');
     DataParallelOptions options;
     options.host = config.rendezvous.substr(0, colon);
+    if (options.host.size() > 2 && options.host.front() == '[')
+        options.host = options.host.substr(1, options.host.size() - 2);
     options.port = std::atoi(config.rendezvous.c_str() + colon + 1);
     options.rank = config.rank;
     options.worldSize = config.worldSize;
     options.backend = !config.backend.empty() ? config.backend : config.device == "cuda" ? "nccl" : "gloo";
     options.bucketBytes = std::size_t(config.bucketMb) << 20;
     options.timeout = std::chrono::seconds(config.collectiveTimeoutSeconds);
+
+    // Our address: the agent's, else the one the kernel routes towards the rendezvous
+    // host from (rank 0: the rendezvous address itself), never the host name's.
+    std::string error;
+    const char *glooInterfaces = std::getenv("GLOO_SOCKET_IFNAME");
+    options.interfaces = net::splitInterfaces(
+        !config.interfaces.empty() ? config.interfaces : glooInterfaces ? glooInterfaces : "");
+    options.bindAddress = config.bindAddress;
+    if (options.bindAddress.empty() && !options.interfaces.empty())
+        options.bindAddress = net::addressOfInterface(options.interfaces.front(), &error);
+    if (options.bindAddress.empty())
+        options.bindAddress = net::localAddressTowards(options.host, options.port, &error);
+    if (options.bindAddress.empty())
+        throw std::runtime_error("rank " + std::to_string(config.rank) + " has no address to reach the rendezvous "
+            + options.host + ": " + error + " (pass --bind-address or --iface)");
+    if (net::isLoopback(options.bindAddress) && !net::isLoopback(options.host))
+        throw std::runtime_error("rank " + std::to_string(config.rank) + " would use loopback address "
+            + options.bindAddress + " for a rendezvous at " + options.host
+            + ", which other hosts cannot reach: pass --bind-address or --iface (the agent's "
+              "--advertise-host / --iface)");
+    // Rank 0 hosts the store on its own address only (when that address is this host's).
+    if (config.rank == 0) {
+        const std::string storeAddress = net::resolveNumeric(options.host, nullptr);
+        if (!storeAddress.empty() && (net::isLoopback(storeAddress) || !net::interfaceOfAddress(storeAddress).empty()))
+            options.storeAddress = storeAddress;
+    }
+    std::string where = options.bindAddress;
+    if (!options.interfaces.empty() && options.backend == "gloo") {
+        where = "interface(s)";
+        for (const auto &name : options.interfaces)
+            where += " " + name;
+    }
+    std::cerr << "scalelab-worker: rank " << config.rank << " of " << config.worldSize << ": rendezvous "
+              << options.host << ":" << options.port << ", " << options.backend << " on " << where
+              << (options.storeAddress.empty() ? std::string() : ", store listening on " + options.storeAddress)
+              << std::endl;
     return std::make_unique<DataParallel>(options);
 }
 
@@ -499,8 +540,17 @@ int runTraining(const TrainingConfig &config, EventWriter &events)
         {
             torch::NoGradGuard noGrad;
             net->eval();
+            // Rank 0 says it is alive while it evaluates: the agent takes a run with no
+            // event for a while as stalled.
+            auto lastProgress = Clock::now();
             for (std::int64_t begin = config.rank * kEvalBatch; begin < testCount;
                  begin += kEvalBatch * config.worldSize) {
+                if (reports && secondsSince(lastProgress) >= 2.0) {
+                    lastProgress = Clock::now();
+                    events.emit("progress",
+                        { { "phase", std::string("evaluating") }, { "epoch", std::int64_t { epoch } },
+                            { "done", begin / config.worldSize }, { "total", testCount / config.worldSize } });
+                }
                 const auto end = std::min(begin + kEvalBatch, testCount);
                 auto xs = normalise(testPixels.slice(0, begin, end)).to(device);
                 if (config.channelsLast)

@@ -34,6 +34,12 @@ struct TrainingConfig {
     int rank = 0;
     int worldSize = 1;
     std::string rendezvous; // HOST:PORT, required when worldSize > 1
+    // This rank's address for its collectives (and, on rank 0, the store): numeric, as the
+    // agent advertises it. Empty: the address on the route to the rendezvous host.
+    std::string bindAddress;
+    // Interfaces for Gloo, comma-separated (GLOO_SOCKET_IFNAME's format; that variable is
+    // read when this is empty). Wins over bindAddress for Gloo's pairs.
+    std::string interfaces;
     int bucketMb = 4;
     int collectiveTimeoutSeconds = 120;
     // Checkpoints: every K epochs and at the end, into checkpointDir (rank 0 writes).

@@ -63,6 +63,11 @@ train options:
   --max-test-images N   use the first N test images, 0 = all (default 0)
   --rank N, --world-size N  data-parallel placement (default 0 of 1)
   --rendezvous HOST:PORT  c10d TCPStore (rank 0 hosts it); needed when world size > 1
+  --bind-address ADDR   this rank's numeric address for Gloo's pairs and (rank 0) the store;
+                        default: the local address on the route to the rendezvous host
+  --iface LIST          network interface(s) for Gloo, comma-separated (default:
+                        GLOO_SOCKET_IFNAME); NCCL takes NCCL_SOCKET_IFNAME, else the
+                        interface of --bind-address
   --bucket-mb N         gradient all-reduce bucket size (default 4)
   --collective-timeout-s N  give up on a silent peer after N seconds (default 120)
   --checkpoint-dir DIR  write checkpoints there (rank 0)
@@ -233,6 +238,7 @@ int main(int argc, char **argv)
         take(args, "batch-size", config.batchSize) && take(args, "threads", config.threads)
             && take(args, "rank", config.rank) && take(args, "world-size", config.worldSize)
             && take(args, "rendezvous", config.rendezvous) && take(args, "bucket-mb", config.bucketMb)
+            && take(args, "bind-address", config.bindAddress) && take(args, "iface", config.interfaces)
             && take(args, "precision", config.precision) && take(args, "device", config.device)
             && take(args, "backend", config.backend) && takeFlag(args, "channels-last", config.channelsLast)
             && take(args, "warmup-steps", warmup) && take(args, "steps", steps)
@@ -262,6 +268,7 @@ int main(int argc, char **argv)
             && take(args, "max-train-images", config.maxTrainImages)
             && take(args, "max-test-images", config.maxTestImages) && take(args, "rank", config.rank)
             && take(args, "world-size", config.worldSize) && take(args, "rendezvous", config.rendezvous)
+            && take(args, "bind-address", config.bindAddress) && take(args, "iface", config.interfaces)
             && take(args, "bucket-mb", config.bucketMb)
             && take(args, "collective-timeout-s", config.collectiveTimeoutSeconds)
             && take(args, "lr-scaling", config.lrScaling) && take(args, "base-batch", config.baseBatch)
