@@ -628,7 +628,7 @@ void StudyRunner::followAttempt(const RunProgress &run)
                                   : firstFailure;
     if (!allSucceeded && !cancelling && !lost.isEmpty())
         reason = lostWhy.join(QLatin1String("; "))
-            + (firstFailure.isEmpty() ? QString() : QStringLiteral("; rank 0's side: ") + firstFailure);
+            + (firstFailure.isEmpty() ? QString() : QStringLiteral("; then on the other agents: ") + firstFailure);
     m_watches.erase(id);
     m_stallMessageMs.erase(id);
     if (outcome == QLatin1String("FAILED")) {

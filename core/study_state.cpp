@@ -448,6 +448,8 @@ StudySnapshot buildSnapshot(const StudyState &state, const Journal &journal)
         if (!r.attempts.isEmpty() && r.attempts.last().transferredEpoch > 0
             && (progress.attemptOpen() || progress.phase == RunPhase::Succeeded))
             r.stateReason = resumeNote(r.attempts.last());
+        if (progress.attemptOpen() && progress.stalledSinceMs > 0)
+            r.stateReason = stallText(progress, QDateTime::currentMSecsSinceEpoch());
         s.runs << r;
     }
     return s;
