@@ -13,6 +13,7 @@ SCALELAB_PACKAGES=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   qt6-svg-dev libsqlite3-dev    # chart export as SVG; the study journal
   zlib1g-dev openssl            # the agent unpacks CIFAR-10; tests make TLS certificates
+  iproute2                      # tst_cluster: hosts made of network namespaces (ip, ss, tc)
 )
 
 scalelab_install_dependencies() {

@@ -4,11 +4,13 @@
 // processes, utilization samples, fetching CIFAR-10 from a mirror, the event log's
 // torn-tail repair, and checkpoints sent from one agent to another (and the writes an
 // agent refuses). After every test no process it started is left, zombies included.
+#include "advertise.h"
 #include "agent_client.h"
 #include "checkpoint_copy.h"
 #include "cifar10.h"
 #include "dataset_fetcher.h"
 #include "local_agent.h"
+#include "net_address.h"
 #include "run_event_log.h"
 #include "run_supervisor.h"
 #include "test_support.h"
@@ -204,6 +206,50 @@ private:
     }
 
 private Q_SLOTS:
+    // The address ranks of other hosts reach ours at: never guessed from the host name
+    // when that is loopback; an operator's unusable setting is refused by name.
+    void advertiseAddressIsChosenNotGuessed()
+    {
+        using agent::chooseAdvertiseAddress;
+        auto c = chooseAdvertiseAddress("127.0.0.1", "", "", "node1");
+        QCOMPARE(QString::fromStdString(c.address), QStringLiteral("127.0.0.1"));
+        QVERIFY(c.warning.empty() && c.error.empty());
+        c = chooseAdvertiseAddress("0.0.0.0", "10.9.8.7", "", "node1");
+        QCOMPARE(QString::fromStdString(c.address), QStringLiteral("10.9.8.7"));
+        QVERIFY(c.error.empty());
+        c = chooseAdvertiseAddress("0.0.0.0", "", "lo", "node1");
+        QCOMPARE(QString::fromStdString(c.address), QStringLiteral("127.0.0.1"));
+        QVERIFY2(QString::fromStdString(c.warning).contains(QLatin1String("other hosts will fail")),
+            c.warning.c_str());
+        c = chooseAdvertiseAddress("0.0.0.0", "", "nosuch0", "node1");
+        QVERIFY2(QString::fromStdString(c.error).contains(QLatin1String("'nosuch0' has no address here")),
+            c.error.c_str());
+        c = chooseAdvertiseAddress("0.0.0.0", "no-such-host.invalid", "", "node1");
+        QVERIFY(!c.error.empty());
+        // Every address, host name on loopback (stock Debian): an interface's address, or a
+        // warning that says nothing but loopback was found.
+        c = chooseAdvertiseAddress("0.0.0.0", "", "", "localhost");
+        QVERIFY(c.error.empty());
+        bool anyInterface = false;
+        for (const auto &a : net::interfaceAddresses())
+            anyInterface = anyInterface || (!a.loopback && a.up);
+        if (anyInterface) {
+            QVERIFY2(!net::isLoopback(c.address), c.address.c_str());
+            QVERIFY2(QString::fromStdString(c.how).contains(QLatin1String("host name localhost resolves to")), c.how.c_str());
+        } else {
+            QVERIFY(!c.warning.empty());
+        }
+
+        QVERIFY(net::isLoopback("127.0.1.1"));
+        QVERIFY(net::isLoopback("::1"));
+        QVERIFY(net::isLoopback("localhost"));
+        QVERIFY(!net::isLoopback("127.evil")); // a name, resolving to nothing: not loopback
+        QVERIFY(!net::isLoopback("10.0.0.1"));
+        QCOMPARE(net::splitInterfaces("eth0,,ib0"), (std::vector<std::string> { "eth0", "ib0" }));
+        std::string error;
+        QCOMPARE(QString::fromStdString(net::localAddressTowards("127.0.0.1", 80, &error)), QStringLiteral("127.0.0.1"));
+    }
+
     void initTestCase()
     {
         QVERIFY(m_tmp.isValid());

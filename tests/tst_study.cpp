@@ -6,6 +6,7 @@
 #include "study_state.h"
 
 #include <QJsonArray>
+#include <QDateTime>
 #include <QTemporaryDir>
 #include <QTest>
 
@@ -396,6 +397,78 @@ private Q_SLOTS:
             QStringLiteral(
                 "resumed from epoch 1 (the checkpoint of epoch 3 copied from agent %1 was not used)")
                 .arg(a));
+    }
+
+    // An attempt lost to an unreachable agent is not a failure: the run waits, saying for
+    // whom; stalls are folded in and cleared; the backoff doubles up to a minute.
+    void unreachableAgentsAndStallsAreFolded()
+    {
+        QTemporaryDir dir;
+        Journal journal;
+        QString error;
+        QVERIFY2(journal.open(dir.filePath(QStringLiteral("j.sqlite")), &error), qPrintable(error));
+        v1::StudyPlan plan = validPlan();
+        plan.set_max_failures(0);
+        const auto runs = expandPlan(plan, QStringLiteral("s3"));
+        const QString r1 = runs[0].runId;
+        auto add = [&](const QString &type, const QJsonObject &payload) {
+            QVERIFY2(journal.append(QStringLiteral("s3"), type, payload, &error) > 0, qPrintable(error));
+        };
+        auto event = [&](int attempt, std::initializer_list<std::pair<const char *, QJsonValue>> fields) {
+            QJsonObject o { { QStringLiteral("runId"), r1 }, { QStringLiteral("attempt"), attempt } };
+            for (const auto &[key, value] : fields)
+                o.insert(QLatin1String(key), value);
+            return o;
+        };
+        const QString a = QStringLiteral("10.0.0.1:7450"), b = QStringLiteral("10.0.0.2:7450");
+        add(QStringLiteral("study_created"), StudyState::studyCreated(QStringLiteral("p"), plan, { a, b }, runs));
+        add(QStringLiteral("attempt_starting"),
+            StudyState::attemptStarting(r1, 1, { Portion { a, { 0 } }, Portion { b, { 1 } } }));
+        add(QStringLiteral("attempt_running"), event(1, {}));
+        const qint64 since = QDateTime::currentMSecsSinceEpoch() - 20'000;
+        add(QStringLiteral("run_stalled"),
+            event(1, { { "since", double(since) }, { "lastStep", 16 }, { "detail", QStringLiteral("rank 1 on b unreachable") } }));
+        StudyState stalled = StudyState::replay(journal.events(QStringLiteral("s3")));
+        QCOMPARE(stalled.run(r1)->stalledSinceMs, since);
+        QVERIFY2(stallText(*stalled.run(r1), since + 20'000)
+                == QStringLiteral("stalled: no progress for 20 s; rank 1 on b unreachable"),
+            qPrintable(stallText(*stalled.run(r1), since + 20'000)));
+        QVERIFY(buildSnapshot(stalled, journal).runs.first().stateReason.startsWith(QLatin1String("stalled: no progress for")));
+        add(QStringLiteral("run_unstalled"), event(1, { { "seconds", 27.0 } }));
+        QCOMPARE(StudyState::replay(journal.events(QStringLiteral("s3"))).run(r1)->stalledSinceMs, 0);
+
+        add(QStringLiteral("attempt_ended"),
+            event(1,
+                { { "outcome", QStringLiteral("FAILED") }, { "reason", QStringLiteral("agent b unreachable") },
+                    { "retry", true }, { "counts", false }, { "unreachable", QJsonArray { b } },
+                    { "unreachableSince", double(since) }, { "unreachableText", QStringLiteral("agent b (node2)") } }));
+        const StudyState waiting = StudyState::replay(journal.events(QStringLiteral("s3")));
+        const RunProgress *run = waiting.run(r1);
+        QCOMPARE(run->phase, RunPhase::Pending);
+        QCOMPARE(run->failures, 0);
+        QCOMPARE(run->waitingFor, QStringList { b });
+        QVERIFY2(run->reason.startsWith(QStringLiteral("waiting for agent b (node2) (unreachable since %1)")
+                                             .arg(clockTime(since))),
+            qPrintable(run->reason));
+        QVERIFY(waiting.shouldRetry(*run) == false); // maxFailures 0: only uncounted attempts go again
+
+        // Another failure counts, and with maxFailures 0 the run is FAILED.
+        add(QStringLiteral("attempt_starting"),
+            StudyState::attemptStarting(r1, 2, { Portion { a, { 0 } }, Portion { b, { 1 } } }));
+        QVERIFY(StudyState::replay(journal.events(QStringLiteral("s3"))).run(r1)->waitingFor.isEmpty());
+        add(QStringLiteral("attempt_running"), event(2, {}));
+        add(QStringLiteral("attempt_ended"),
+            event(2, { { "outcome", QStringLiteral("FAILED") }, { "reason", QStringLiteral("diverged") }, { "retry", false } }));
+        const StudyState failed = StudyState::replay(journal.events(QStringLiteral("s3")));
+        QCOMPARE(failed.run(r1)->phase, RunPhase::Failed);
+        QCOMPARE(failed.run(r1)->failures, 1);
+
+        QCOMPARE(retryBackoffMs(1, 0.5), qint64(2'000));
+        QCOMPARE(retryBackoffMs(2, 0.5), qint64(4'000));
+        QCOMPARE(retryBackoffMs(6, 0.5), qint64(60'000));
+        QCOMPARE(retryBackoffMs(30, 0.5), qint64(60'000));
+        QCOMPARE(retryBackoffMs(1, 0.0), qint64(1'600));
+        QCOMPARE(retryBackoffMs(1, 1.0), qint64(2'400));
     }
 
     void runEventsAreStoredOnceAndResumable()

@@ -663,6 +663,18 @@ void AgentsView::updateDetails()
                     .arg(gib(inv->memory_bytes()))
                     .arg(inv->free_slots())
                     .arg(inv->runs_size());
+        if (!inv->advertise_address().empty())
+            html += tr("<p><b>Network</b><br>ranks reached at %1%2<br><small>%3</small>%4</p>")
+                        .arg(QString::fromStdString(inv->advertise_address()).toHtmlEscaped(),
+                            inv->network_interface().empty()
+                                ? QString()
+                                : tr(" on %1").arg(QString::fromStdString(inv->network_interface()).toHtmlEscaped()),
+                            QString::fromStdString(inv->network_note()).toHtmlEscaped(),
+                            inv->network_warning().empty()
+                                ? QString()
+                                : QStringLiteral("<br><span style=\"color:%1\">%2</span>")
+                                      .arg(stateColor(core::AgentStatus::Connecting, palette()).name(),
+                                          QString::fromStdString(inv->network_warning()).toHtmlEscaped()));
         html += tr("<p><b>GPUs</b><br>");
         if (inv->gpus_size() == 0)
             html += tr("none")

@@ -11,6 +11,7 @@
 #include <QActionGroup>
 #include <QCloseEvent>
 #include <QComboBox>
+#include <QDateTime>
 #include <QDoubleSpinBox>
 #include <QFileInfo>
 #include <QFormLayout>
@@ -661,6 +662,13 @@ void MainWindow::launchRun()
             }
             m_watch = std::make_unique<core::RunWatch>(m_client.get(), runId);
             connect(m_watch.get(), &core::RunWatch::eventsArrived, this, &MainWindow::drainEvents);
+            connect(m_watch.get(), &core::RunWatch::unreachable, this, [this](const QString &error, qint64 since) {
+                setStatus(tr("The agent has not answered since %1: %2 (still trying)")
+                              .arg(QDateTime::fromMSecsSinceEpoch(since).toString(QStringLiteral("HH:mm:ss")), error),
+                    true);
+            });
+            connect(m_watch.get(), &core::RunWatch::reachable, this,
+                [this] { statusBar()->showMessage(tr("The agent answers again"), 10'000); });
             connect(m_watch.get(), &core::RunWatch::finished, this, [this](const QString &error) {
                 drainEvents();
                 refreshRunSummary();
@@ -713,6 +721,13 @@ void MainWindow::drainEvents()
             m_log->appendPlainText(
                 QStringLiteral("%1: %2").arg(core::RunRecord::stateName(event.state().state()),
                     QString::fromStdString(event.state().message())));
+        else if (event.has_stall()) {
+            // Rank 0 made no progress for the run's stall_seconds (or does again).
+            const QString text = QString::fromStdString(event.stall().message());
+            m_log->appendPlainText(text);
+            statusBar()->showMessage(event.stall().stalled() ? tr("Run %1 %2").arg(m_record->runId(), text) : text,
+                event.stall().stalled() ? 0 : 10'000);
+        }
     }
     m_dirty = true;
     if (!m_refreshTimer.isActive())
