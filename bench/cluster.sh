@@ -324,7 +324,7 @@ for rate in "${rates[@]}"; do
         med[$side]=${m:+$(printf '%.1f' "$m")}
         e=$(printf '%s\n' "${effs[@]}" | median)
         eff[$side]=${e:+$(printf '%.3f' "$e")}
-        ((ok[$side] == repeats)) || any_partial=1
+        if ((ok[$side] > 0 && ok[$side] < repeats)); then any_partial=1; fi
     done
     ratio="-"
     if [[ -n ${med[scalelab]} && -n ${med[pytorch]} ]]; then

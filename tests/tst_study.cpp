@@ -39,6 +39,25 @@ NodeCapacity node(const QString &name, int cores, int gpus = 0, const QString &h
     return n;
 }
 
+// Writes one run's journal events, as the runner would, for replay tests.
+struct RunScript {
+    Journal &journal;
+    QString studyId;
+    QString runId;
+    void add(const QString &type, const QJsonObject &payload)
+    {
+        QString error;
+        QVERIFY2(journal.append(studyId, type, payload, &error) > 0, qPrintable(error));
+    }
+    QJsonObject event(int attempt, std::initializer_list<std::pair<const char *, QJsonValue>> fields) const
+    {
+        QJsonObject o { { QStringLiteral("runId"), runId }, { QStringLiteral("attempt"), attempt } };
+        for (const auto &[key, value] : fields)
+            o.insert(QLatin1String(key), value);
+        return o;
+    }
+};
+
 } // namespace
 
 class TestStudy : public QObject {
@@ -335,14 +354,10 @@ private Q_SLOTS:
         QVERIFY2(journal.open(dir.filePath(QStringLiteral("j.sqlite")), &error), qPrintable(error));
         const auto runs = expandPlan(validPlan(), QStringLiteral("s2"));
         const QString r1 = runs[0].runId;
-        auto add = [&](const QString &type, const QJsonObject &payload) {
-            QVERIFY2(journal.append(QStringLiteral("s2"), type, payload, &error) > 0, qPrintable(error));
-        };
+        RunScript script { journal, QStringLiteral("s2"), r1 };
+        auto add = [&](const QString &type, const QJsonObject &payload) { script.add(type, payload); };
         auto event = [&](int attempt, std::initializer_list<std::pair<const char *, QJsonValue>> fields) {
-            QJsonObject o { { QStringLiteral("runId"), r1 }, { QStringLiteral("attempt"), attempt } };
-            for (const auto &[key, value] : fields)
-                o.insert(QLatin1String(key), value);
-            return o;
+            return script.event(attempt, fields);
         };
         const QString a = QStringLiteral("10.0.0.1:7450"), b = QStringLiteral("10.0.0.2:7450");
         add(QStringLiteral("study_created"),
@@ -411,14 +426,10 @@ private Q_SLOTS:
         plan.set_max_failures(0);
         const auto runs = expandPlan(plan, QStringLiteral("s3"));
         const QString r1 = runs[0].runId;
-        auto add = [&](const QString &type, const QJsonObject &payload) {
-            QVERIFY2(journal.append(QStringLiteral("s3"), type, payload, &error) > 0, qPrintable(error));
-        };
+        RunScript script { journal, QStringLiteral("s3"), r1 };
+        auto add = [&](const QString &type, const QJsonObject &payload) { script.add(type, payload); };
         auto event = [&](int attempt, std::initializer_list<std::pair<const char *, QJsonValue>> fields) {
-            QJsonObject o { { QStringLiteral("runId"), r1 }, { QStringLiteral("attempt"), attempt } };
-            for (const auto &[key, value] : fields)
-                o.insert(QLatin1String(key), value);
-            return o;
+            return script.event(attempt, fields);
         };
         const QString a = QStringLiteral("10.0.0.1:7450"), b = QStringLiteral("10.0.0.2:7450");
         add(QStringLiteral("study_created"), StudyState::studyCreated(QStringLiteral("p"), plan, { a, b }, runs));
