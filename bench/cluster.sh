@@ -173,7 +173,8 @@ cpu_busy() {  # CPU seconds all processes spent in user + system mode since boot
 }
 
 # measure SIDE WORLD TAG: one run of SIDE (scalelab | pytorch) with WORLD ranks (1 or 2).
-# Prints one progress line; sets m_ips (images/second, empty if the run failed).
+# Prints one progress line; sets m_ips (images/second, empty if the run failed) and
+# m_other (cores that other processes kept busy meanwhile).
 measure() {
     local side=$1 world=$2 tag=$3
     local -a base cmd0 cmd1 common=(--batch-size 64 --threads 1 --steps "$steps" --warmup-steps "$warmup")
@@ -222,6 +223,7 @@ measure() {
     cpu=$(calc "$cpu1 - $cpu0")
     other=$(calc "(($(cpu_busy) - $busy0) - $cpu) / $wall")
     other=$(calc "($other < 0) ? 0 : $other")
+    m_other=$other
     line=$(grep -m1 '"type": \?"bench"' "$out" || true)
     m_ips=$(field images_per_second <<<"$line")
     local label
@@ -256,6 +258,7 @@ measure() {
 # The runs.
 
 declare -A two ref   # two[round,rate,side], ref[round,side]: images/s, "" = failed
+declare -A foreign   # foreign[round,rate]: other processes' CPU (cores) in each run
 sides=(scalelab pytorch)
 for ((round = 1; round <= repeats; round++)); do
     # Alternate which side goes first, so neither always runs right after the other.
@@ -265,12 +268,14 @@ for ((round = 1; round <= repeats; round++)); do
     for side in "${order[@]}"; do
         measure "$side" 1 1-rank
         ref[$round,$side]=$m_ips
+        foreign[$round,1-rank]+="$m_other "
     done
     for rate in "${rates[@]}"; do
         "$harness" shape "$cluster" "$rate" "$delay" >/dev/null
         for side in "${order[@]}"; do
             measure "$side" 2 "$rate"
             two[$round,$rate,$side]=$m_ips
+            foreign[$round,$rate]+="$m_other "
         done
     done
 done
@@ -281,6 +286,11 @@ done
 # (its median over rounds if that one failed), then the median; ratio = ScaleLab's median
 # 2-rank images/s over PyTorch's.
 
+other_median() {  # other_median RATE|1-rank: median over all its runs, in cores
+    local r
+    for ((r = 1; r <= repeats; r++)); do echo "${foreign[$r,$1]:-}"; done | tr ' ' '\n' | median \
+        | awk '{ printf "%.2f", $1 }'
+}
 two_values() {  # two_values RATE SIDE: the 2-rank images/s of each round, one a line
     local r
     for ((r = 1; r <= repeats; r++)); do echo "${two[$r,$1,$2]:-}"; done
@@ -298,14 +308,15 @@ cell() {  # cell VALUE OK_COUNT: value, "*" when some rounds failed, "failed" wh
 
 echo
 echo "== results: median over $repeats rounds; batch 64 per rank, 1 thread per rank =="
-printf '1 rank on h1 (reference): ScaleLab %s img/s, PyTorch %s img/s, ratio %s\n' \
+printf '1 rank on h1 (reference): ScaleLab %s img/s, PyTorch %s img/s, ratio %s, other CPU %s\n' \
     "$([[ -n ${ref_med[scalelab]} ]] && printf '%.1f' "${ref_med[scalelab]}" || echo failed)" \
     "$([[ -n ${ref_med[pytorch]} ]] && printf '%.1f' "${ref_med[pytorch]}" || echo failed)" \
     "$([[ -n ${ref_med[scalelab]} && -n ${ref_med[pytorch]} ]] \
-        && printf '%.3f' "$(calc "${ref_med[scalelab]} / ${ref_med[pytorch]}")" || echo -)"
+        && printf '%.3f' "$(calc "${ref_med[scalelab]} / ${ref_med[pytorch]}")" || echo -)" \
+    "$(other_median 1-rank)"
 echo
-printf '%-9s %-6s %18s %6s %17s %6s %6s %25s\n' rate delay "scalelab 2r img/s" eff \
-    "pytorch 2r img/s" eff ratio "allreduce-lower-bound ms"
+printf '%-9s %-6s %18s %6s %17s %6s %6s %25s %10s\n' rate delay "scalelab 2r img/s" eff \
+    "pytorch 2r img/s" eff ratio "allreduce-lower-bound ms" "other CPU"
 any_partial=0
 for rate in "${rates[@]}"; do
     declare -A med=() eff=() ok=()
@@ -331,13 +342,16 @@ for rate in "${rates[@]}"; do
         ratio=$(printf '%.3f' "$(calc "${med[scalelab]} / ${med[pytorch]}")")
     fi
     bound=${bound_ms[$rate]}; [[ $bound == - ]] || bound=$(printf '%.1f' "$bound")
-    printf '%-9s %-6s %18s %6s %17s %6s %6s %25s\n' "$rate" "$delay" \
+    printf '%-9s %-6s %18s %6s %17s %6s %6s %25s %10s\n' "$rate" "$delay" \
         "$(cell "${med[scalelab]}" "${ok[scalelab]}")" "${eff[scalelab]:--}" \
-        "$(cell "${med[pytorch]}" "${ok[pytorch]}")" "${eff[pytorch]:--}" "$ratio" "$bound"
+        "$(cell "${med[pytorch]}" "${ok[pytorch]}")" "${eff[pytorch]:--}" "$ratio" "$bound" \
+        "$(other_median "$rate")"
     unset med eff ok
 done
 ((any_partial == 0)) || echo "* median of the rounds that did not fail"
 echo "eff = 2-rank img/s / (2 x 1-rank img/s), per round, median; ratio = ScaleLab / PyTorch, 2 ranks"
+echo "other CPU = cores kept busy by processes not of this benchmark during the row's runs (median);"
+echo "  the two hosts share this machine's $(nproc) cores, so anything above ~0.1 lowers that row's numbers"
 if [[ -n $netem_note ]]; then
     echo "delay: not measured (no tc netem on this kernel): every row has only the veth's own latency"
 fi

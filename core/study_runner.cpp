@@ -353,6 +353,14 @@ void StudyRunner::placePending(QList<NodeCapacity> &nodes)
                 [&](const NodeCapacity &n) { return n.agent == run.portions.first().agent; });
         const Placement placement
             = placeRun(run.planned.config, ordered, policy, exclusive, str(m_state.plan().dataset()));
+        // An attempt lost to an unreachable host waits for it, unless the run fits on as
+        // many hosts without it: two ranks on one host is not the run that was asked for.
+        bool waitingForHost = false;
+        if (!run.waitingFor.isEmpty())
+            for (const auto &n : nodes)
+                waitingForHost = waitingForHost || (run.waitingFor.contains(n.agent) && !n.reachable);
+        if (waitingForHost && (!placement.ok() || placement.portions.size() < run.portions.size()))
+            continue; // its reason says whom it waits for
         if (!placement.ok()) {
             if (placement.reason != run.reason && !run.reason.startsWith(QLatin1String("retrying")))
                 record(QStringLiteral("run_pending"),
@@ -363,16 +371,6 @@ void StudyRunner::placePending(QList<NodeCapacity> &nodes)
                     QJsonObject {
                         { QStringLiteral("runId"), id }, { QStringLiteral("reason"), placement.reason } });
             continue;
-        }
-        // An attempt lost to an unreachable host waits for it, unless the run fits on as
-        // many hosts without it: two ranks on one host is not the run that was asked for.
-        if (!run.waitingFor.isEmpty() && placement.portions.size() < run.portions.size()) {
-            QStringList stillDown;
-            for (const auto &n : nodes)
-                if (run.waitingFor.contains(n.agent) && !n.reachable)
-                    stillDown << n.agent;
-            if (!stillDown.isEmpty())
-                continue;
         }
         if (!record(QStringLiteral("attempt_starting"),
                 StudyState::attemptStarting(id, run.attempt + 1, placement.portions)))
