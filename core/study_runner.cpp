@@ -842,7 +842,8 @@ QString StudyRunner::agentLabel(const QString &agent) const
         for (const auto &n : m_state.nodes())
             if (n.agent == agent)
                 host = n.hostname;
-    return host.isEmpty() ? QStringLiteral("agent %1").arg(agent) : QStringLiteral("agent %1 (%2)").arg(agent, host);
+    return host.isEmpty() || host == agent ? QStringLiteral("agent %1").arg(agent)
+                                           : QStringLiteral("agent %1 (%2)").arg(agent, host);
 }
 
 QString StudyRunner::unreachableRanks(const QString &runId, bool probe)

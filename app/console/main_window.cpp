@@ -225,9 +225,27 @@ void MainWindow::buildUi()
     // Studies are reopened (or launched) once the agents they run on answer.
     connect(m_agentsView, &console::AgentsView::agentsChanged, this,
         [this](const QList<core::AgentEndpoint> &reachable) {
-            if (!reachable.isEmpty())
-                reopenStudy();
+            if (reachable.isEmpty() || m_studyReopened)
+                return;
+            // A study launched from the command line is planned on every saved agent that
+            // answers: wait for all of them, or 10 s after the first, so a spread study
+            // is not placed on whichever agent happened to answer first.
+            int enabled = 0;
+            for (const auto &a : m_agentsView->registry().agents())
+                enabled += a.enabled ? 1 : 0;
+            if (m_options.launchStudyWhenConnected && reachable.size() < enabled) {
+                if (!m_launchDeadline.isActive())
+                    m_launchDeadline.start();
+                return;
+            }
+            reopenStudy();
         });
+    m_launchDeadline.setSingleShot(true);
+    m_launchDeadline.setInterval(10'000);
+    connect(&m_launchDeadline, &QTimer::timeout, this, [this] {
+        if (!m_agentsView->reachableAgents().isEmpty())
+            reopenStudy();
+    });
     if (!m_options.stateDir.isEmpty()) {
         QString error;
         if (!m_agentsView->openRegistry(m_options.stateDir, &error))

@@ -146,6 +146,7 @@ private:
     console::StudyView *m_studyView = nullptr;
     QTabWidget *m_tabs = nullptr;
     bool m_studyReopened = false; // the start-up reattach is done once
+    QTimer m_launchDeadline; // --launch-study: launch with the agents that answer by then
     QString m_theme = QStringLiteral("system");
     console::AgentsView *m_agentsView = nullptr;
 };
