@@ -8,6 +8,7 @@
 // there (`ctest -LE cluster`). Nothing is skipped silently.
 #include "test_support.h"
 
+#include <QCoreApplication>
 #include <QDateTime>
 #include <QElapsedTimer>
 #include <QFile>
@@ -41,6 +42,8 @@ int harness(const QStringList &args, QString *output = nullptr, int timeoutMs = 
     QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
     env.insert(QStringLiteral("SCALELAB_BIN_DIR"), QStringLiteral(SCALELAB_BIN_DIR));
     env.insert(QStringLiteral("CLUSTER_PEER_NAMES"), QStringLiteral("0")); // addresses only, no names
+    // Should this test die without bringing its cluster down, the harness does it.
+    env.insert(QStringLiteral("CLUSTER_OWNER_PID"), QString::number(QCoreApplication::applicationPid()));
     p.setProcessEnvironment(env);
     p.start(QStringLiteral("bash"), QStringList { kHarness } + args);
     if (!p.waitForFinished(timeoutMs)) {

@@ -24,7 +24,8 @@
 # Environment: SCALELAB_BIN_DIR (default <repo>/build/bin), CLUSTER_DATASET (default
 # synthetic-cluster), CLUSTER_TRAIN_IMAGES (2048), CLUSTER_TEST_IMAGES (512),
 # CLUSTER_PORT (7450), CLUSTER_AGENTS=0 (network, TLS and token only: no data, no agents),
-# CLUSTER_READY_TIMEOUT (20 s).
+# CLUSTER_READY_TIMEOUT (20 s), CLUSTER_OWNER_PID (the cluster goes down by itself when
+# that process is gone, even if it never calls `down`).
 set -euo pipefail
 
 PROG=$(basename "$0")
@@ -37,7 +38,7 @@ ETC_MARK=.created-by-netns-cluster
 
 die() { echo "$PROG: $*" >&2; exit 1; }
 note() { echo "$PROG: $*" >&2; }
-usage() { sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 
 # ---------------------------------------------------------------------------------------
 # Names, derived from DIR.
@@ -385,6 +386,14 @@ cmd_up() {
         for ((i = 1; i <= CL_N; i++)); do start_agent "$i"; done
     fi
     trap - EXIT INT TERM
+    if [[ ${CLUSTER_OWNER_PID:-} =~ ^[0-9]+$ ]]; then
+        # Whoever brought the cluster up may die without calling `down` (a test stopped
+        # by its watchdog): a watcher takes the cluster down once that process is gone.
+        setsid bash -c 'owner=$1 state=$2 script=$3 dir=$4
+            while kill -0 "$owner" 2>/dev/null && [[ -f $state ]]; do sleep 1; done
+            if [[ -f $state ]]; then bash "$script" down "$dir"; fi' watcher \
+            "$CLUSTER_OWNER_PID" "$CL_STATE" "$SCRIPT_DIR/$PROG" "$CL_DIR" </dev/null >/dev/null 2>&1 &
+    fi
     echo "cluster up: $CL_N hosts on 10.213.$CL_X.0/24 (bridge $CL_BRIDGE); env in $CL_DIR/cluster.env"
 }
 
