@@ -73,6 +73,8 @@ void RunWatch::loop(qint64 fromSeq)
         {
             std::lock_guard lock(m_mutex);
             m_context = &context;
+            if (m_cancelled) // cancel() ran before m_context was set: it could not reach it
+                context.TryCancel();
         }
         v1::WatchRunRequest request;
         request.set_run_id(m_runId.toStdString());

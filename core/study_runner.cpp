@@ -453,8 +453,8 @@ void StudyRunner::startAttempt(const RunProgress &run)
                 result.code != int(grpc::StatusCode::INVALID_ARGUMENT),
                 result.unreachable() ? p.agent : QString());
         }
-        if (rendezvous.host().empty())
-            rendezvous = response.rendezvous();
+        if (rendezvous.host().empty()) // an agent asked again (already running) reports it in `run`
+            rendezvous = !response.rendezvous().host().empty() ? response.rendezvous() : response.run().rendezvous();
     }
     record(QStringLiteral("attempt_running"),
         QJsonObject { { QStringLiteral("runId"), run.planned.runId },
@@ -548,9 +548,11 @@ void StudyRunner::followAttempt(const RunProgress &run)
     const int collectiveSeconds = m_state.plan().training().collective_timeout_seconds() > 0
         ? m_state.plan().training().collective_timeout_seconds()
         : 120;
+    // A portion that failed leaves the others' ranks without peers; one that succeeded
+    // does not (the silent one may well have finished too): keep waiting for it.
     bool anyEnded = false;
     for (const auto &w : watches)
-        anyEnded = anyEnded || !w.outcome.isEmpty();
+        anyEnded = anyEnded || (!w.outcome.isEmpty() && w.outcome != QLatin1String("SUCCEEDED"));
     for (auto &w : watches) {
         if (!w.outcome.isEmpty() || w.unreachableSinceMs == 0)
             continue;

@@ -58,7 +58,8 @@ const std::vector<AgentSetting> &agentSettings()
             QStringLiteral("ms"), QStringLiteral("Default WatchNode sampling interval (100-60000)."),
             QStringLiteral("1000") },
         { QStringLiteral("heartbeat-ms"), QStringLiteral("SCALELAB_AGENT_HEARTBEAT_MS"), QStringLiteral("ms"),
-            QStringLiteral("Heartbeat interval of idle WatchRun streams (100-60000)."),
+            QStringLiteral("Heartbeat interval of idle WatchRun streams (100-5000): consoles take a stream "
+                           "silent for 10 s as a cut link."),
             QStringLiteral("2000") },
         { QStringLiteral("stop-grace-ms"), QStringLiteral("SCALELAB_AGENT_STOP_GRACE_MS"),
             QStringLiteral("ms"),

@@ -122,7 +122,7 @@ int main(int argc, char **argv)
     int portNumber = 0, sampleMs = 0, heartbeatMs = 0, graceMs = 0;
     if (!numberOption(config, "port", 0, 65535, &portNumber, &error)
         || !numberOption(config, "sample-interval-ms", 100, 60'000, &sampleMs, &error)
-        || !numberOption(config, "heartbeat-ms", 100, 60'000, &heartbeatMs, &error)
+        || !numberOption(config, "heartbeat-ms", 100, 5'000, &heartbeatMs, &error)
         || !numberOption(config, "stop-grace-ms", 100, 600'000, &graceMs, &error))
         return fail(error);
 

@@ -386,6 +386,7 @@ grpc::Status AgentService::StartWorkers(
             if (existing->attempt() == request->attempt()) {
                 response->set_already_running(true);
                 *response->mutable_run() = existing->info();
+                *response->mutable_rendezvous() = response->run().rendezvous();
                 return grpc::Status::OK;
             }
             if (!existing->terminal())

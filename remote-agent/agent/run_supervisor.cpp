@@ -267,8 +267,9 @@ RunSupervisor::~RunSupervisor()
 void RunSupervisor::noteProgress(std::int64_t step, int epoch)
 {
     v1::RunEvent event = makeEvent(0);
+    // Under the lock, as in watchForStalls(): a stall and its end are logged in order.
+    std::lock_guard lock(m_mutex);
     {
-        std::lock_guard lock(m_mutex);
         const std::int64_t now = nowUnixMs();
         if (step > 0)
             m_lastStep = step;
@@ -276,7 +277,7 @@ void RunSupervisor::noteProgress(std::int64_t step, int epoch)
             m_lastEpoch = epoch;
         const std::int64_t since = m_lastProgressMs;
         m_lastProgressMs = now;
-        if (!m_stalled)
+        if (!m_stalled || m_stallWatchStop)
             return;
         m_stalled = false;
         auto *stall = event.mutable_stall();
@@ -315,9 +316,9 @@ void RunSupervisor::watchForStalls()
         const bool spansHosts = m_launch.request.ranks_size() < m_launch.request.world_size();
         stall->set_message("stalled: no progress for " + std::to_string(int(stall->seconds())) + " s (last step "
             + std::to_string(m_lastStep) + (spansHosts ? "); waiting for ranks on other hosts" : ")"));
-        lock.unlock();
+        // Under the lock: finish() stops this watch before it writes the terminal events,
+        // so a stall is never recorded after them. (The log never calls back into us.)
         m_events->append(std::move(event), /*durable=*/false);
-        lock.lock();
     }
 }
 
@@ -684,6 +685,7 @@ void RunSupervisor::finish()
     std::string message;
     {
         std::lock_guard lock(m_mutex);
+        m_stallWatchStop = true; // no stall event after the terminal ones
         m_endedMs = nowUnixMs();
         if (m_finished)
             summary = *m_finished;

@@ -246,6 +246,14 @@ std::unique_ptr<DataParallel> connectRanks(const TrainingConfig &config)
     options.bindAddress = config.bindAddress;
     if (options.bindAddress.empty() && !options.interfaces.empty())
         options.bindAddress = net::addressOfInterface(options.interfaces.front(), &error);
+    // An address no interface here holds (a NAT'ed or floating one the agent advertises)
+    // cannot be bound: Gloo then uses the one on the route to the rendezvous host.
+    if (!options.bindAddress.empty() && options.interfaces.empty() && !net::isLoopback(options.bindAddress)
+        && net::interfaceOfAddress(options.bindAddress).empty()) {
+        std::cerr << "scalelab-worker: rank " << config.rank << ": no interface here holds " << options.bindAddress
+                  << "; Gloo uses the address on the route to the rendezvous instead" << std::endl;
+        options.bindAddress.clear();
+    }
     if (options.bindAddress.empty())
         options.bindAddress = net::localAddressTowards(options.host, options.port, &error);
     if (options.bindAddress.empty())
