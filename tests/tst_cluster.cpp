@@ -256,6 +256,17 @@ QJsonObject onlyRun(const QJsonObject &study)
     return runs.isEmpty() ? QJsonObject {} : runs.first().toObject();
 }
 
+// Waits for `study run` to end and checks that its one run SUCCEEDED in `attempts`
+// attempts; the run as `study show` reports it goes to `run`.
+void expectSucceeded(StudyProcess &study, int attempts, QJsonObject *run)
+{
+    const int rc = study.finish(400'000);
+    QVERIFY2(rc == 0, qPrintable(study.output()));
+    *run = onlyRun(study.show());
+    QCOMPARE(run->value(QLatin1String("state")).toString(), QStringLiteral("SUCCEEDED"));
+    QCOMPARE(run->value(QLatin1String("attempts")).toArray().size(), attempts);
+}
+
 } // namespace
 
 class ClusterTest : public QObject {
@@ -290,11 +301,10 @@ private Q_SLOTS:
         QVERIFY2(inventory.contains(QStringLiteral("resolves to 127.0.1.1 (loopback)")), qPrintable(inventory));
 
         StudyProcess study(cluster, plan(QStringLiteral("two-hosts"), cluster.dataset(), 2, 2, 1024), { 1, 2 });
-        const int rc = study.finish(300'000);
-        QVERIFY2(rc == 0, qPrintable(study.output()));
-        const QJsonObject run = onlyRun(study.show());
-        QCOMPARE(run.value(QLatin1String("state")).toString(), QStringLiteral("SUCCEEDED"));
-        QCOMPARE(run.value(QLatin1String("attempts")).toArray().size(), 1);
+        QJsonObject run;
+        expectSucceeded(study, 1, &run);
+        if (QTest::currentTestFailed())
+            return;
         const QString runId = run.value(QLatin1String("runId")).toString();
         QCOMPARE(cluster.ranksOn(1, runId, 1), QList<int> { 0 });
         QCOMPARE(cluster.ranksOn(2, runId, 1), QList<int> { 1 });
@@ -306,10 +316,10 @@ private Q_SLOTS:
         Cluster cluster(3);
         QVERIFY2(cluster.up(), qPrintable(cluster.error()));
         StudyProcess study(cluster, plan(QStringLiteral("three-hosts"), cluster.dataset(), 3, 1, 768), { 1, 2, 3 });
-        const int rc = study.finish(300'000);
-        QVERIFY2(rc == 0, qPrintable(study.output()));
-        const QJsonObject run = onlyRun(study.show());
-        QCOMPARE(run.value(QLatin1String("state")).toString(), QStringLiteral("SUCCEEDED"));
+        QJsonObject run;
+        expectSucceeded(study, 1, &run);
+        if (QTest::currentTestFailed())
+            return;
         const QString runId = run.value(QLatin1String("runId")).toString();
         for (int i = 1; i <= 3; ++i)
             QCOMPARE(cluster.ranksOn(i, runId, 1), QList<int> { i - 1 });
@@ -333,11 +343,10 @@ private Q_SLOTS:
         QVERIFY2(stalled.contains(QStringLiteral("rank 1 on agent %1 (h2) unreachable").arg(cluster.agent(2))),
             qPrintable(stalled));
         QVERIFY2(!study.waitForLine(QStringLiteral("progress again after"), 120'000).isEmpty(), qPrintable(study.output()));
-        const int rc = study.finish(300'000);
-        QVERIFY2(rc == 0, qPrintable(study.output()));
-        const QJsonObject run = onlyRun(study.show());
-        QCOMPARE(run.value(QLatin1String("state")).toString(), QStringLiteral("SUCCEEDED"));
-        QCOMPARE(run.value(QLatin1String("attempts")).toArray().size(), 1);
+        QJsonObject run;
+        expectSucceeded(study, 1, &run);
+        if (QTest::currentTestFailed())
+            return;
         qInfo("20 s cut: stall shown %.1f s after the cut: %s", double(stallShownAfter) / 1000, qPrintable(stalled));
     }
 
@@ -363,12 +372,11 @@ private Q_SLOTS:
         QVERIFY(cluster.run(QStringLiteral("restore"), 2));
         const qint64 restoredAt = study.elapsed();
         QVERIFY2(!study.waitForLine(QStringLiteral("attempt 2 placed"), 120'000).isEmpty(), qPrintable(study.output()));
-        const int rc = study.finish(400'000);
-        QVERIFY2(rc == 0, qPrintable(study.output()));
-        const QJsonObject run = onlyRun(study.show());
-        QCOMPARE(run.value(QLatin1String("state")).toString(), QStringLiteral("SUCCEEDED"));
+        QJsonObject run;
+        expectSucceeded(study, 2, &run);
+        if (QTest::currentTestFailed())
+            return;
         const QJsonArray attempts = run.value(QLatin1String("attempts")).toArray();
-        QCOMPARE(attempts.size(), 2);
         QVERIFY2(attempts[1].toObject().value(QLatin1String("resumedFromEpoch")).toInt() >= 2,
             qPrintable(QJsonDocument(run).toJson()));
         // Honest wall-clock: the outage is inside it.
@@ -393,12 +401,11 @@ private Q_SLOTS:
         QVERIFY2(!failed.isEmpty(), qPrintable(study.output()));
         QVERIFY2(detected < 10'000, qPrintable(QStringLiteral("noticed after %1 ms").arg(detected)));
         QVERIFY2(failed.contains(QStringLiteral("agent %1 (h1) unreachable").arg(cluster.agent(1))), qPrintable(failed));
-        const int rc = study.finish(400'000);
-        QVERIFY2(rc == 0, qPrintable(study.output()));
-        const QJsonObject run = onlyRun(study.show());
-        QCOMPARE(run.value(QLatin1String("state")).toString(), QStringLiteral("SUCCEEDED"));
+        QJsonObject run;
+        expectSucceeded(study, 2, &run);
+        if (QTest::currentTestFailed())
+            return;
         const QJsonArray attempts = run.value(QLatin1String("attempts")).toArray();
-        QCOMPARE(attempts.size(), 2);
         const QJsonObject second = attempts[1].toObject();
         QVERIFY(!second.value(QLatin1String("agents")).toArray().contains(cluster.agent(1)));
         QVERIFY2(second.value(QLatin1String("transferredEpoch")).toInt() >= 2, qPrintable(QJsonDocument(second).toJson()));

@@ -264,6 +264,15 @@ RunSupervisor::~RunSupervisor()
         m_stallWatch.join();
 }
 
+void RunSupervisor::fillStall(v1::Stall *stall, bool stalled, std::int64_t sinceMs, std::int64_t nowMs) const
+{
+    stall->set_stalled(stalled);
+    stall->set_since_unix_ms(sinceMs);
+    stall->set_seconds(double(nowMs - sinceMs) / 1000.0);
+    stall->set_last_step(m_lastStep);
+    stall->set_last_epoch(m_lastEpoch);
+}
+
 void RunSupervisor::noteProgress(std::int64_t step, int epoch)
 {
     v1::RunEvent event = makeEvent(0);
@@ -281,11 +290,7 @@ void RunSupervisor::noteProgress(std::int64_t step, int epoch)
             return;
         m_stalled = false;
         auto *stall = event.mutable_stall();
-        stall->set_stalled(false);
-        stall->set_since_unix_ms(since);
-        stall->set_seconds(double(now - since) / 1000.0);
-        stall->set_last_step(m_lastStep);
-        stall->set_last_epoch(m_lastEpoch);
+        fillStall(stall, false, since, now);
         char text[160];
         std::snprintf(text, sizeof text, "progress again after %.0f s without any", stall->seconds());
         stall->set_message(text);
@@ -308,11 +313,7 @@ void RunSupervisor::watchForStalls()
         m_stalled = true;
         v1::RunEvent event = makeEvent(0);
         auto *stall = event.mutable_stall();
-        stall->set_stalled(true);
-        stall->set_since_unix_ms(m_lastProgressMs);
-        stall->set_seconds(double(now - m_lastProgressMs) / 1000.0);
-        stall->set_last_step(m_lastStep);
-        stall->set_last_epoch(m_lastEpoch);
+        fillStall(stall, true, m_lastProgressMs, now);
         const bool spansHosts = m_launch.request.ranks_size() < m_launch.request.world_size();
         stall->set_message("stalled: no progress for " + std::to_string(int(stall->seconds())) + " s (last step "
             + std::to_string(m_lastStep) + (spansHosts ? "); waiting for ranks on other hosts" : ")"));

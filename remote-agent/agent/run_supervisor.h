@@ -116,6 +116,8 @@ private:
     void noteProgress(std::int64_t step, int epoch);
     // Reports a stall when rank 0 has made no progress for the spec's stall_seconds.
     void watchForStalls();
+    // A Stall event's fields from the progress last seen (m_mutex held).
+    void fillStall(v1::Stall *stall, bool stalled, std::int64_t sinceMs, std::int64_t nowMs) const;
 
     RunLaunch m_launch;
     std::unique_ptr<RunEventLog> m_events;
