@@ -238,4 +238,32 @@ CallResult AgentClient::fetchDataset(const QString &name,
     return CallResult::fromStatus(reader->Finish(), m_endpoint);
 }
 
+CallResult AgentClient::findLearningRate(const v1::FindLearningRateRequest &request,
+    const std::function<bool(const v1::LrFindProgress &)> &onPoints, v1::LrFindResult *result, int timeoutMs)
+{
+    if (!m_setupError.isEmpty())
+        return setupFailure();
+    grpc::ClientContext context;
+    prepare(&context, timeoutMs);
+    auto reader = m_stub->FindLearningRate(&context, request);
+    v1::LrFindProgress progress;
+    bool haveResult = false;
+    while (reader->Read(&progress)) {
+        if (progress.has_result()) {
+            haveResult = true;
+            if (result)
+                *result = progress.result();
+        }
+        if (onPoints && !onPoints(progress)) {
+            context.TryCancel();
+            (void)reader->Finish();
+            return CallResult { int(grpc::StatusCode::CANCELLED), QStringLiteral("the range test was cancelled") };
+        }
+    }
+    CallResult outcome = CallResult::fromStatus(reader->Finish(), m_endpoint);
+    if (outcome.ok() && !haveResult)
+        return CallResult { int(grpc::StatusCode::INTERNAL), QStringLiteral("the agent sent no result") };
+    return outcome;
+}
+
 } // namespace scalelab::core

@@ -69,6 +69,12 @@ public:
         const std::function<void(const v1::FetchProgress &)> &onProgress, v1::Dataset *dataset,
         int timeoutMs = 3'600'000);
 
+    // The learning-rate range test: each batch of points goes to `onPoints` (return false
+    // to cancel, which stops the worker), the outcome to `result`.
+    CallResult findLearningRate(const v1::FindLearningRateRequest &request,
+        const std::function<bool(const v1::LrFindProgress &)> &onPoints, v1::LrFindResult *result,
+        int timeoutMs = 3'600'000);
+
     // For RunWatch: a context carrying the token (no deadline: streams are long).
     void prepareStreamContext(grpc::ClientContext *context) const;
     // For streaming calls made elsewhere (checkpoint transfer): token and deadline.

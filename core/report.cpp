@@ -100,7 +100,29 @@ QJsonObject runJson(const RunResult &run, const RunOutcome &o)
         { QStringLiteral("speedup_by_wall_clock"), speedupJson(o.byWallClock) },
         { QStringLiteral("speedup_by_time_to_accuracy"), speedupJson(o.byTimeToAccuracy) },
         { QStringLiteral("attempts"), attempts }, { QStringLiteral("epochs"), epochs },
-        { QStringLiteral("steps"), steps } };
+        { QStringLiteral("steps"), steps }, { QStringLiteral("recipe"), run.recipe },
+        { QStringLiteral("worker_command"), QJsonArray::fromStringList(run.workerCommand) } };
+}
+
+// What each number means, written into every JSON report (the README says the same).
+QJsonObject definitionsJson()
+{
+    return QJsonObject {
+        { QStringLiteral("images_per_second"),
+            QStringLiteral("training images per second of training time (evaluation and checkpoints excluded), "
+                           "over every completed epoch of the run, across attempts: the harmonic mean of the "
+                           "epochs' rates") },
+        { QStringLiteral("wall_seconds"),
+            QStringLiteral("from the start of training of the run's first attempt to the end of its last, "
+                           "failures, their detection and restarts included") },
+        { QStringLiteral("speedup"),
+            QStringLiteral("the baseline's mean wall_seconds divided by the configuration's (or the run's); "
+                           "only succeeded runs count") },
+        { QStringLiteral("efficiency"), QStringLiteral("speedup divided by (workers / the baseline's workers)") },
+        { QStringLiteral("time_to_target_seconds"),
+            QStringLiteral("wall-clock from the start of training to the end of the first epoch whose test "
+                           "accuracy reached target_accuracy") },
+    };
 }
 
 // ---- CSV (RFC 4180) -----------------------------------------------------------------------
@@ -246,7 +268,9 @@ QByteArray reportJson(const StudySnapshot &snapshot)
         nodes.append(QJsonObject { { QStringLiteral("agent"), n.agent },
             { QStringLiteral("hostname"), n.hostname }, { QStringLiteral("agent_version"), n.agentVersion },
             { QStringLiteral("cpu_cores"), n.cpuCores }, { QStringLiteral("memory_bytes"), n.memoryBytes },
-            { QStringLiteral("gpus"), QJsonArray::fromStringList(n.gpus) } });
+            { QStringLiteral("gpus"), QJsonArray::fromStringList(n.gpus) },
+            { QStringLiteral("cpu_model"), n.cpuModel }, { QStringLiteral("os"), n.os },
+            { QStringLiteral("gpu_status"), n.gpuStatus } });
     }
     QJsonObject software;
     for (auto it = snapshot.software.cbegin(); it != snapshot.software.cend(); ++it)
@@ -262,9 +286,14 @@ QByteArray reportJson(const StudySnapshot &snapshot)
         { QStringLiteral("baseline_key"), r.baseline() ? QJsonValue(r.baseline()->key) : QJsonValue() },
         { QStringLiteral("seed_study_comparison"), comparisons },
         { QStringLiteral("configurations"), configs }, { QStringLiteral("runs"), runs },
-        { QStringLiteral("nodes"), nodes }, { QStringLiteral("software"), software } };
+        { QStringLiteral("nodes"), nodes }, { QStringLiteral("software"), software },
+        // The plan as it was run: `scalelab-cli study rerun REPORT.json` starts it again.
+        { QStringLiteral("plan"), QJsonDocument::fromJson(snapshot.planJson).object() },
+        { QStringLiteral("definitions"), definitionsJson() } };
     if (!r.baselineNote.isEmpty())
         root.insert(QStringLiteral("baseline_note"), r.baselineNote);
+    if (!r.baselineWarning.isEmpty())
+        root.insert(QStringLiteral("baseline_warning"), r.baselineWarning);
     return QJsonDocument(root).toJson(QJsonDocument::Indented);
 }
 

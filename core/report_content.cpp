@@ -3,6 +3,7 @@
 #include <QCoreApplication>
 #include <QDateTime>
 #include <QGuiApplication>
+#include <QJsonArray>
 #include <QTimeZone>
 
 #include <cmath>
@@ -218,18 +219,69 @@ ReportTable nodeTable(const StudySnapshot &snapshot)
 {
     ReportTable t;
     t.title = QStringLiteral("Machines");
-    t.headers
-        = QStringList { QStringLiteral("Agent"), QStringLiteral("Host"), QStringLiteral("Agent version"),
-              QStringLiteral("CPU cores"), QStringLiteral("Memory"), QStringLiteral("GPUs") };
-    t.numeric = { false, false, false, true, true, false };
+    t.headers = QStringList { QStringLiteral("Agent"), QStringLiteral("Host"), QStringLiteral("Agent version"),
+        QStringLiteral("CPU"), QStringLiteral("CPU cores"), QStringLiteral("Memory"), QStringLiteral("GPUs"),
+        QStringLiteral("OS") };
+    t.numeric = { false, false, false, false, true, true, false, false };
     for (const NodeInfo &n : snapshot.nodes) {
+        const QString commit = n.software.value(QStringLiteral("git_commit"));
         t.rows.append({ n.agent, n.hostname.isEmpty() ? kDash : n.hostname,
-            n.agentVersion.isEmpty() ? kDash : n.agentVersion,
-            n.cpuCores > 0 ? QString::number(n.cpuCores) : kDash, memoryText(n.memoryBytes),
-            n.gpus.isEmpty() ? QStringLiteral("none") : n.gpus.join(QStringLiteral("\n")) });
+            n.agentVersion.isEmpty() ? kDash
+                                     : n.agentVersion + (commit.isEmpty() ? QString() : QStringLiteral(" (git %1)").arg(commit)),
+            n.cpuModel.isEmpty() ? kDash : n.cpuModel, n.cpuCores > 0 ? QString::number(n.cpuCores) : kDash,
+            memoryText(n.memoryBytes),
+            n.gpus.isEmpty() ? (n.gpuStatus.isEmpty() ? QStringLiteral("none") : QStringLiteral("none (%1)").arg(n.gpuStatus))
+                             : n.gpus.join(QStringLiteral("\n")),
+            n.os.isEmpty() ? kDash : n.os });
         t.mutedRows.append(false);
     }
     t.emptyText = QStringLiteral("No machine details were recorded.");
+    return t;
+}
+
+// One row per run: the recipe it trained with, as its worker reported it.
+ReportTable recipeTable(const StudySnapshot &snapshot)
+{
+    ReportTable t;
+    t.title = QStringLiteral("Recipes");
+    t.caption = QStringLiteral(
+        "What each run trained with, after defaults and scaling rules, as its worker reported it. The JSON "
+        "report adds every other setting and the worker's command line; `scalelab-cli study rerun REPORT.json` "
+        "runs the study again.");
+    t.headers = QStringList { QStringLiteral("Run"), QStringLiteral("Peak LR"), QStringLiteral("Momentum"),
+        QStringLiteral("Weight decay"), QStringLiteral("Warm-up"), QStringLiteral("Schedule"),
+        QStringLiteral("Label smoothing"), QStringLiteral("Seed"), QStringLiteral("Normalisation (mean / std)"),
+        QStringLiteral("Data set") };
+    t.numeric = { false, true, true, true, true, false, true, true, false, false };
+    const auto number = [](const QJsonValue &v) {
+        return v.isDouble() ? QString::number(v.toDouble(), 'g', 17) : kDash;
+    };
+    const auto triple = [](const QJsonValue &v) {
+        QStringList parts;
+        for (const auto &x : v.toArray())
+            parts << QString::number(x.toDouble(), 'f', 4);
+        return parts.join(QLatin1Char(' '));
+    };
+    for (const RunResult &run : snapshot.runs) {
+        const QJsonObject &r = run.recipe;
+        if (r.isEmpty())
+            continue;
+        const QString sha = r.value(QLatin1String("dataset_sha256")).toString();
+        t.rows.append({ run.runId, number(r.value(QLatin1String("peak_learning_rate"))),
+            number(r.value(QLatin1String("momentum"))), number(r.value(QLatin1String("weight_decay"))),
+            QStringLiteral("%1 epochs (%2 steps)")
+                .arg(number(r.value(QLatin1String("warmup_epochs"))), number(r.value(QLatin1String("warmup_steps")))),
+            r.value(QLatin1String("schedule")).toString(), number(r.value(QLatin1String("label_smoothing"))),
+            r.value(QLatin1String("seed")).toString(),
+            QStringLiteral("%1 / %2").arg(triple(r.value(QLatin1String("normalize_mean"))),
+                triple(r.value(QLatin1String("normalize_std")))),
+            QStringLiteral("%1: %2 train / %3 test images%4")
+                .arg(r.value(QLatin1String("dataset")).toString(), number(r.value(QLatin1String("dataset_train_images"))),
+                    number(r.value(QLatin1String("dataset_test_images"))),
+                    sha.isEmpty() ? QString() : QStringLiteral(", sha256 %1…").arg(sha.left(12))) });
+        t.mutedRows.append(run.state != QLatin1String("SUCCEEDED"));
+    }
+    t.emptyText = QStringLiteral("No run has started yet.");
     return t;
 }
 
@@ -288,6 +340,8 @@ ReportContent buildReportContent(const StudySnapshot &snapshot)
     }
     if (!r.baselineNote.isEmpty())
         content.notes << r.baselineNote;
+    if (!r.baselineWarning.isEmpty())
+        content.notes << r.baselineWarning;
 
     for (const SeedComparison &s : r.comparisons) {
         if (!std::isfinite(s.speedup))
@@ -303,7 +357,7 @@ ReportContent buildReportContent(const StudySnapshot &snapshot)
 
     content.charts = studyCharts(snapshot, r);
     content.tables = { comparisonTable(r), configTable(r), runTable(snapshot, r), attemptTable(snapshot),
-        nodeTable(snapshot), softwareTable(snapshot) };
+        recipeTable(snapshot), nodeTable(snapshot), softwareTable(snapshot) };
     content.footer
         = QStringLiteral("ScaleLab %1 · study %2").arg(QStringLiteral(SCALELAB_VERSION), snapshot.studyId);
     return content;

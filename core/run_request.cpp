@@ -1,5 +1,9 @@
 #include "run_request.h"
 
+#include "spec_rules.h"
+
+#include <cmath>
+
 #include <QDateTime>
 #include <QRandomGenerator>
 #include <QRegularExpression>
@@ -21,8 +25,10 @@ QStringList RunRequest::problems() const
         p << QStringLiteral("batch size must be at least 1 (got %1)").arg(batchSize);
     if (epochs < 1)
         p << QStringLiteral("epochs must be at least 1 (got %1)").arg(epochs);
-    if (learningRate < 0)
-        p << QStringLiteral("learning rate must not be negative (0 = default)");
+    if (!(learningRate >= 0) || !std::isfinite(learningRate) || learningRate > rules::kMaxLearningRate)
+        p << QStringLiteral("learning rate must be a number in (0, %1], or 0 for the default (got %2)")
+                 .arg(rules::kMaxLearningRate)
+                 .arg(learningRate);
     if (threadsPerWorker < 0)
         p << QStringLiteral("threads per worker must be 0 (automatic) or more");
     if (maxTrainImages < 0 || maxTestImages < 0)
@@ -42,7 +48,8 @@ v1::StartWorkersRequest RunRequest::toStartWorkers(const QString &runId) const
     spec->set_dataset(dataset.toStdString());
     spec->set_batch_size(batchSize);
     spec->set_epochs(epochs);
-    spec->set_learning_rate(learningRate);
+    if (learningRate > 0) // 0: the trainer's default
+        spec->set_learning_rate(learningRate);
     spec->set_threads_per_worker(threadsPerWorker);
     spec->set_seed(seed);
     spec->set_max_train_images(maxTrainImages);

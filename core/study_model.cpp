@@ -39,3 +39,19 @@ QString resumeNote(const AttemptRecord &a)
 }
 
 } // namespace scalelab::core
+
+namespace scalelab::core {
+
+double runImagesPerSecond(const QList<EpochPoint> &epochs)
+{
+    double inverse = 0;
+    int counted = 0;
+    for (const EpochPoint &e : epochs)
+        if (std::isfinite(e.imagesPerSecond) && e.imagesPerSecond > 0) {
+            inverse += 1.0 / e.imagesPerSecond;
+            ++counted;
+        }
+    return counted > 0 ? double(counted) / inverse : kNotMeasured;
+}
+
+} // namespace scalelab::core

@@ -3,6 +3,8 @@
 // No Qt object, no I/O, no proto: this header is the contract between those parts.
 #pragma once
 
+#include <QByteArray>
+#include <QJsonObject>
 #include <QList>
 #include <QMap>
 #include <QString>
@@ -86,7 +88,19 @@ struct RunResult {
     std::optional<double> timeToTargetSeconds; // first epoch end at or above the study's target
     QList<EpochPoint> epochs;
     QList<StepPoint> steps; // may be downsampled for long runs
+    // How the run trained, as rank 0's worker reported it when its last attempt started:
+    // every hyperparameter after defaults and scaling rules, the seed, the data set (record
+    // counts, content SHA-256, normalisation) and the worker's software. Keys as in the JSON
+    // report ("learning_rate", "normalize_mean", ...). Empty until the run has started.
+    QJsonObject recipe;
+    QStringList workerCommand; // rank 0's command line, as its agent ran it
 };
+
+// The one definition of a run's throughput, used by the console, the CLI and every report:
+// training images per second of training time (evaluation and checkpoints excluded), over
+// every epoch the run completed, across attempts. Each epoch trains the same number of
+// images, so it is the harmonic mean of the epochs' rates. NaN without a completed epoch.
+double runImagesPerSecond(const QList<EpochPoint> &epochs);
 
 // A node as the study saw it (from the agent's Describe).
 struct NodeInfo {
@@ -96,6 +110,10 @@ struct NodeInfo {
     int cpuCores = 0;
     qint64 memoryBytes = 0;
     QStringList gpus; // "0: NVIDIA H100 (80 GiB)"
+    QString cpuModel;
+    QString os;
+    QString gpuStatus; // the driver, or why there are no GPUs
+    QMap<QString, QString> software; // the agent's: scalelab, git_commit, grpc, protobuf, compiler
 };
 
 struct StudySnapshot {
@@ -110,6 +128,7 @@ struct StudySnapshot {
     QList<RunResult> runs;
     QList<NodeInfo> nodes;
     QMap<QString, QString> software; // component -> version ("ScaleLab", "Qt", "gRPC", "libtorch", ...)
+    QByteArray planJson; // the study's plan (protobuf JSON): `study rerun REPORT.json` starts it again
 };
 
 } // namespace scalelab::core

@@ -1,9 +1,15 @@
 #include "study_plan.h"
 
+#include "spec_rules.h"
+
+#include <google/protobuf/descriptor.h>
 #include <google/protobuf/util/json_util.h>
 
 #include <QDateTime>
 #include <QFile>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QRandomGenerator>
 #include <QRegularExpression>
 #include <QSaveFile>
@@ -70,10 +76,135 @@ template <typename T, typename List> QList<T> valuesOr(const List &list, T fallb
     return values;
 }
 
+// "line 3, column 14" of a byte offset into `json`.
+QString position(const QByteArray &json, int offset)
+{
+    int line = 1, column = 1;
+    for (int i = 0; i < offset && i < json.size(); ++i) {
+        if (json[i] == '\n') {
+            ++line;
+            column = 1;
+        } else if ((json[i] & 0xC0) != 0x80) { // count characters, not UTF-8 bytes
+            ++column;
+        }
+    }
+    return QStringLiteral("line %1, column %2").arg(line).arg(column);
+}
+
+// The closest field name (edit distance at most 3), for "did you mean".
+QString closestField(const google::protobuf::Descriptor *type, const QString &name)
+{
+    const auto distance = [](const QString &a, const QString &b) {
+        QList<int> row(b.size() + 1);
+        for (int j = 0; j <= b.size(); ++j)
+            row[j] = j;
+        for (int i = 1; i <= a.size(); ++i) {
+            int diagonal = row[0];
+            row[0] = i;
+            for (int j = 1; j <= b.size(); ++j) {
+                const int up = row[j];
+                row[j] = std::min({ row[j] + 1, row[j - 1] + 1,
+                    diagonal + (a[i - 1].toLower() == b[j - 1].toLower() ? 0 : 1) });
+                diagonal = up;
+            }
+        }
+        return row[b.size()];
+    };
+    QString best;
+    int bestDistance = 4;
+    for (int i = 0; i < type->field_count(); ++i) {
+        const QString candidate = str(type->field(i)->json_name());
+        if (const int d = distance(name, candidate); d < bestDistance) {
+            bestDistance = d;
+            best = candidate;
+        }
+    }
+    return best;
+}
+
+// Every field of `object` that `type` does not have, and every value of the wrong JSON
+// kind, at any depth: protobuf's parser stops at the first.
+void checkShape(const QJsonObject &object, const google::protobuf::Descriptor *type, const QString &path,
+    QStringList *problems)
+{
+    using FD = google::protobuf::FieldDescriptor;
+    for (auto it = object.begin(); it != object.end(); ++it) {
+        const QString key = it.key();
+        const std::string name = key.toStdString();
+        const FD *field = type->FindFieldByName(name);
+        for (int i = 0; !field && i < type->field_count(); ++i)
+            if (type->field(i)->json_name() == name)
+                field = type->field(i);
+        const QString where = path.isEmpty() ? key : path + QLatin1Char('.') + key;
+        if (!field) {
+            const QString near = closestField(type, key);
+            *problems << QStringLiteral("%1: unknown field%2").arg(where,
+                near.isEmpty() ? QStringLiteral(" (see proto/scalelab/v1/study.proto for the fields)")
+                               : QStringLiteral("; did you mean \"%1\"?").arg(near));
+            continue;
+        }
+        const QJsonValue value = it.value();
+        if (value.isNull())
+            continue; // JSON null: the field's default
+        const auto kindOf = [&](const QJsonValue &v, const QString &at) {
+            switch (field->cpp_type()) {
+            case FD::CPPTYPE_MESSAGE:
+                if (!v.isObject())
+                    *problems << QStringLiteral("%1: must be an object ({...})").arg(at);
+                else
+                    checkShape(v.toObject(), field->message_type(), at, problems);
+                break;
+            case FD::CPPTYPE_STRING:
+                if (!v.isString())
+                    *problems << QStringLiteral("%1: must be a string (in quotes)").arg(at);
+                break;
+            case FD::CPPTYPE_BOOL:
+                if (!v.isBool())
+                    *problems << QStringLiteral("%1: must be true or false").arg(at);
+                break;
+            case FD::CPPTYPE_ENUM:
+                if (!v.isString() && !v.isDouble())
+                    *problems << QStringLiteral("%1: must be one of the names of %2").arg(at, str(field->enum_type()->name()));
+                break;
+            default: // numbers; protobuf's JSON also takes them as strings ("1e-7", "NaN")
+                if (!v.isDouble() && !v.isString())
+                    *problems << QStringLiteral("%1: must be a number").arg(at);
+            }
+        };
+        if (field->is_repeated()) {
+            if (!value.isArray()) {
+                *problems << QStringLiteral("%1: must be a list ([...])").arg(where);
+                continue;
+            }
+            const QJsonArray list = value.toArray();
+            for (int i = 0; i < list.size(); ++i)
+                kindOf(list[i], QStringLiteral("%1[%2]").arg(where).arg(i));
+        } else {
+            kindOf(value, where);
+        }
+    }
+}
+
 } // namespace
 
 std::optional<v1::StudyPlan> parsePlanJson(const QByteArray &json, QStringList *problems)
 {
+    // Syntax first, with where: protobuf's own message has no position.
+    QJsonParseError syntax {};
+    const QJsonDocument document = QJsonDocument::fromJson(json, &syntax);
+    if (syntax.error != QJsonParseError::NoError) {
+        *problems << QStringLiteral("not valid JSON at %1: %2")
+                         .arg(position(json, syntax.offset), syntax.errorString());
+        return std::nullopt;
+    }
+    if (!document.isObject()) {
+        *problems << QStringLiteral("a study plan is a JSON object ({ \"name\": ..., \"dataset\": ... })");
+        return std::nullopt;
+    }
+    const qsizetype before = problems->size();
+    checkShape(document.object(), v1::StudyPlan::descriptor(), QString(), problems);
+    if (problems->size() > before)
+        return std::nullopt;
     v1::StudyPlan plan;
     google::protobuf::util::JsonParseOptions options;
     options.ignore_unknown_fields = false;
@@ -139,38 +270,29 @@ QStringList validatePlan(const v1::StudyPlan &plan)
                  .arg(str(plan.dataset()));
 
     const auto &t = plan.training();
-    if (t.learning_rate() < 0)
-        p << QStringLiteral("training.learningRate: must not be negative (0 = the trainer's default)");
-    if (t.momentum() < 0 || t.momentum() >= 1)
-        p << QStringLiteral("training.momentum: must be in [0, 1) (got %1)").arg(t.momentum());
-    if (t.weight_decay() < 0)
-        p << QStringLiteral("training.weightDecay: must not be negative");
-    if (t.max_train_images() < 0 || t.max_test_images() < 0)
-        p << QStringLiteral(
-            "training.maxTrainImages/maxTestImages: must not be negative (0 = the whole split)");
-    if (t.checkpoint_every_epochs() < 0)
-        p << QStringLiteral("training.checkpointEveryEpochs: must not be negative");
-    if (t.label_smoothing() < 0 || t.label_smoothing() >= 1)
-        p << QStringLiteral("training.labelSmoothing: must be in [0, 1)");
-    if (t.warmup_epochs() < 0)
-        p << QStringLiteral("training.warmupEpochs: must not be negative");
-    if (t.collective_timeout_seconds() < 0 || t.collective_timeout_seconds() > 86400)
-        p << QStringLiteral("training.collectiveTimeoutSeconds: must be 0 (120 s) or 1..86400 (got %1)")
-                 .arg(t.collective_timeout_seconds());
-    if (t.stall_seconds() < 0 || t.stall_seconds() > 86400)
-        p << QStringLiteral("training.stallSeconds: must be 0 (15 s) or 1..86400 (got %1)").arg(t.stall_seconds());
-    if (!t.schedule().empty() && t.schedule() != "cosine" && t.schedule() != "constant")
-        p << QStringLiteral("training.schedule: must be \"cosine\" or \"constant\" (got \"%1\")")
-                 .arg(str(t.schedule()));
+    for (const auto &problem : rules::checkRunSpec(t, { "training.", true, true }))
+        p << str(problem.text());
 
     const auto &g = plan.grid();
     checkList(g.workers(), QStringLiteral("grid.workers"), &p, [](int v) {
-        return v >= 1 && v <= 1024 ? QString() : QStringLiteral("must be between 1 and 1024 (got %1)").arg(v);
+        return v >= 1 && v <= rules::kMaxWorkers
+            ? QString()
+            : QStringLiteral("must be between 1 and %1 (got %2)").arg(rules::kMaxWorkers).arg(v);
     });
-    checkList(g.batch_size(), QStringLiteral("grid.batchSize"), &p,
-        [](int v) { return v >= 1 ? QString() : QStringLiteral("must be 1 or more (got %1)").arg(v); });
-    checkList(g.epochs(), QStringLiteral("grid.epochs"), &p,
-        [](int v) { return v >= 1 ? QString() : QStringLiteral("must be 1 or more (got %1)").arg(v); });
+    checkList(g.batch_size(), QStringLiteral("grid.batchSize"), &p, [](int v) {
+        return v >= 1 && v <= rules::kMaxBatchSize
+            ? QString()
+            : QStringLiteral("must be between 1 and %1 (got %2)").arg(rules::kMaxBatchSize).arg(v);
+    });
+    checkList(g.epochs(), QStringLiteral("grid.epochs"), &p, [&t](int v) {
+        if (v < 1 || v > rules::kMaxEpochs)
+            return QStringLiteral("must be between 1 and %1 (got %2)").arg(rules::kMaxEpochs).arg(v);
+        if (t.has_warmup_epochs() && t.warmup_epochs() > v)
+            return QStringLiteral("%1 is shorter than training.warmupEpochs (%2): the warm-up must fit in the run")
+                .arg(v)
+                .arg(t.warmup_epochs());
+        return QString();
+    });
     checkList(g.gpus_per_worker(), QStringLiteral("grid.gpusPerWorker"), &p, checkGpus);
     checkList(g.threads_per_worker(), QStringLiteral("grid.threadsPerWorker"), &p, [](int v) {
         return v >= 0 ? QString() : QStringLiteral("must be 0 (automatic) or more (got %1)").arg(v);
@@ -185,10 +307,19 @@ QStringList validatePlan(const v1::StudyPlan &plan)
                      .arg(str(g.lr_rule(i)));
 
     const auto &b = plan.baseline();
-    if (b.batch_size() < 0)
-        p << QStringLiteral("baseline.batchSize: must be 1 or more, or unset (got %1)").arg(b.batch_size());
-    if (b.epochs() < 0)
-        p << QStringLiteral("baseline.epochs: must be 1 or more, or unset (got %1)").arg(b.epochs());
+    if (b.batch_size() < 0 || b.batch_size() > rules::kMaxBatchSize)
+        p << QStringLiteral("baseline.batchSize: must be between 1 and %1, or unset (got %2)")
+                 .arg(rules::kMaxBatchSize)
+                 .arg(b.batch_size());
+    if (b.epochs() < 0 || b.epochs() > rules::kMaxEpochs)
+        p << QStringLiteral("baseline.epochs: must be between 1 and %1, or unset (got %2)")
+                 .arg(rules::kMaxEpochs)
+                 .arg(b.epochs());
+    else if (b.epochs() > 0 && t.has_warmup_epochs() && t.warmup_epochs() > b.epochs())
+        p << QStringLiteral("baseline.epochs: %1 is shorter than training.warmupEpochs (%2): the warm-up must fit in "
+                            "the run")
+                 .arg(b.epochs())
+                 .arg(t.warmup_epochs());
     if (const QString problem = checkGpus(b.gpus_per_worker()); !problem.isEmpty())
         p << QStringLiteral("baseline.gpusPerWorker: %1").arg(problem);
     if (b.threads_per_worker() < 0)
@@ -202,7 +333,7 @@ QStringList validatePlan(const v1::StudyPlan &plan)
                  .arg(plan.repeats());
     if (plan.max_failures() < 0)
         p << QStringLiteral("maxFailures: must be 0 or more (got %1)").arg(plan.max_failures());
-    if (plan.target_accuracy() < 0 || plan.target_accuracy() > 1)
+    if (!(plan.target_accuracy() >= 0 && plan.target_accuracy() <= 1))
         p << QStringLiteral("targetAccuracy: a fraction in [0, 1] (got %1; 0.7 means 70%)")
                  .arg(plan.target_accuracy());
     if (!plan.placement().empty() && plan.placement() != "pack" && plan.placement() != "spread")

@@ -15,6 +15,10 @@ QString percent(double fraction)
     return QStringLiteral("%1%").arg(fraction * 100.0, 0, 'f', 1);
 }
 
+// Final accuracies further apart than this (a fraction: 10 points) mean two runs did not
+// learn alike, and a speedup between them says little.
+constexpr double kAccuracyGap = 0.10;
+
 // Sort key: the baseline first, then the grid's axes in the order people read them.
 auto orderKey(const RunConfig &c)
 {
@@ -195,6 +199,28 @@ StudyResults computeStudyResults(const StudySnapshot &snapshot)
     if (base && !wallProblem.isEmpty())
         results.baselineNote = QStringLiteral("Speedup by wall-clock is not available: %1.").arg(wallProblem);
 
+    // A baseline that did not learn makes every speedup against it meaningless: say so.
+    if (base && base->succeeded > 0 && !std::isnan(base->finalTestAccuracy.mean)) {
+        const double baseAccuracy = base->finalTestAccuracy.mean;
+        if (!std::isnan(target) && baseAccuracy < target)
+            results.baselineWarning = QStringLiteral(
+                "The baseline ended at %1 test accuracy, below the target %2: speedups by wall-clock compare it "
+                "with runs that learnt more, and are not a fair measure.")
+                                          .arg(percent(baseAccuracy), percent(target));
+        else
+            for (const ConfigResult &c : results.configs)
+                if (!c.config.baseline && c.succeeded > 0 && c.finalTestAccuracy.mean - baseAccuracy > kAccuracyGap) {
+                    results.baselineWarning = QStringLiteral(
+                        "The baseline ended at %1 test accuracy, %2 points below %3 (%4): it did not learn "
+                        "alike, so speedups against it are not a fair measure. Check its recipe (learning "
+                        "rate, warm-up) or set a target accuracy.")
+                                                  .arg(percent(baseAccuracy))
+                                                  .arg(std::round((c.finalTestAccuracy.mean - baseAccuracy) * 1000) / 10)
+                                                  .arg(c.key, percent(c.finalTestAccuracy.mean));
+                    break;
+                }
+    }
+
     // A configuration's speedup, or why there is none.
     const auto speedupFor = [&](const QString &baseProblem, double baseMean, const Stat &stat, int workers,
                                 const QString &missing) {
@@ -248,6 +274,10 @@ StudyResults computeStudyResults(const StudySnapshot &snapshot)
         row.speedup = c.byWallClock.speedup;
         row.efficiency = c.byWallClock.efficiency;
         row.note = c.byWallClock.unavailableReason;
+        if (row.note.isEmpty() && !std::isnan(row.baselineAccuracy) && !std::isnan(row.distributedAccuracy)
+            && std::abs(row.distributedAccuracy - row.baselineAccuracy) > kAccuracyGap)
+            row.note = QStringLiteral("test accuracy differs from the baseline's by %1 points")
+                           .arg(std::round(std::abs(row.distributedAccuracy - row.baselineAccuracy) * 1000) / 10);
         results.comparisons.append(row);
     }
     return results;

@@ -94,6 +94,9 @@ struct StudyResults {
     QList<ConfigResult> configs;
     int baselineIndex = -1; // into configs; -1 when the study has no baseline
     QString baselineNote; // why speedups are not available; empty when they are
+    // Why the speedups that are available may mislead: the baseline missed the target, or
+    // learnt far less than a configuration it is compared with. Empty when nothing is off.
+    QString baselineWarning;
     QList<RunOutcome> runs; // in snapshot order
     QList<SeedComparison> comparisons;
 

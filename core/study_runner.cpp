@@ -22,8 +22,9 @@ QString str(const std::string &s)
     return QString::fromStdString(s);
 }
 
-// The terminal state an event reports for the ranks of one agent, or "".
-QString terminalState(const v1::RunEvent &e, QString *message)
+// The terminal state an event reports for the ranks of one agent, or "". `diverged` is
+// set when the summary says the loss diverged (a recipe failure: not retried).
+QString terminalState(const v1::RunEvent &e, QString *message, bool *diverged = nullptr)
 {
     v1::RunState state = v1::RUN_STATE_UNSPECIFIED;
     if (e.has_state()) {
@@ -32,6 +33,8 @@ QString terminalState(const v1::RunEvent &e, QString *message)
     } else if (e.has_summary()) {
         state = e.summary().state();
         *message = str(e.summary().message());
+        if (diverged && e.summary().exit_kind() == v1::EXIT_DIVERGED)
+            *diverged = true;
     }
     const bool terminal = state == v1::SUCCEEDED || state == v1::FAILED || state == v1::CANCELLED;
     return terminal ? RunRecord::stateName(state) : QString();
@@ -255,12 +258,18 @@ QList<NodeCapacity> StudyRunner::refreshCapacity(bool force)
                                     .arg(g.index())
                                     .arg(str(g.name()))
                                     .arg(double(g.memory_bytes()) / (1 << 30), 0, 'f', 0));
+                QJsonObject software;
+                for (const auto &[component, version] : d.software())
+                    if (component != "os")
+                        software.insert(str(component), str(version));
                 newNodes.append(
                     QJsonObject { { QStringLiteral("agent"), agent }, { QStringLiteral("hostname"), n.host },
                         { QStringLiteral("agentVersion"), str(d.agent_version()) },
                         { QStringLiteral("cpuCores"), n.cpuCores },
                         { QStringLiteral("memoryBytes"), double(d.memory_bytes()) },
-                        { QStringLiteral("gpus"), gpus } });
+                        { QStringLiteral("gpus"), gpus }, { QStringLiteral("cpuModel"), str(d.cpu_model()) },
+                        { QStringLiteral("os"), str(d.software().count("os") ? d.software().at("os") : "") },
+                        { QStringLiteral("gpuStatus"), str(d.gpu_status()) }, { QStringLiteral("software"), software } });
                 m_nodesRecorded.insert(agent);
             }
         }
@@ -484,7 +493,7 @@ void StudyRunner::followAttempt(const RunProgress &run)
                 // or name a checkpoint that was not copied yet.
                 int checkpointEpoch = 0;
                 for (const auto &e : m_journal->runEvents(id, run.attempt, w.agent)) {
-                    if (QString m, s = terminalState(e, &m); !s.isEmpty()) {
+                    if (QString m, s = terminalState(e, &m, &w.diverged); !s.isEmpty()) {
                         w.outcome = s;
                         w.message = m;
                     }
@@ -581,6 +590,13 @@ void StudyRunner::followAttempt(const RunProgress &run)
             firstFailure = w.message;
         }
     }
+    // A diverged portion is the cause; its peers only lost their partner.
+    bool diverged = false;
+    for (const auto &w : watches)
+        if (w.diverged && !diverged) {
+            diverged = true;
+            firstFailure = w.message;
+        }
     // A failed portion or a cancel stops every other portion of the attempt.
     if (anyFailed || cancelling)
         for (auto &w : watches)
@@ -632,7 +648,9 @@ void StudyRunner::followAttempt(const RunProgress &run)
     m_watches.erase(id);
     m_stallMessageMs.erase(id);
     if (outcome == QLatin1String("FAILED")) {
-        endFailedAttempt(run, reason, lost, lostSince, true);
+        // A diverged run would diverge again from its checkpoint: the recipe failed, not a
+        // machine. It ends FAILED now; `study retry` after a change of recipe is the way on.
+        endFailedAttempt(run, diverged ? firstFailure : reason, lost, lostSince, !diverged);
     } else {
         record(QStringLiteral("attempt_ended"),
             QJsonObject { { QStringLiteral("runId"), id }, { QStringLiteral("attempt"), run.attempt },
@@ -679,7 +697,7 @@ void StudyRunner::onEvents(const QString &runId, int portion)
         return;
     bool ended = false;
     for (const auto &e : events)
-        if (QString m, s = terminalState(e, &m); !s.isEmpty()) {
+        if (QString m, s = terminalState(e, &m, &w.diverged); !s.isEmpty()) {
             // A summary may follow the state change; keep the first words of failure.
             if (w.outcome.isEmpty() || w.message.isEmpty())
                 w.message = m;

@@ -96,6 +96,7 @@ private:
         bool stopSent = false;
         qint64 unreachableSinceMs = 0; // the agent stopped answering then (0 = it answers)
         QString unreachableError;
+        bool diverged = false; // its summary said the loss diverged
     };
 
     struct CopyJob {

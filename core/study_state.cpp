@@ -1,5 +1,11 @@
 #include "study_state.h"
 
+#include "build_info.h"
+#include "study_plan.h"
+
+#include <google/protobuf/stubs/common.h>
+#include <grpcpp/grpcpp.h>
+
 #include <QDateTime>
 #include <QJsonArray>
 #include <QJsonDocument>
@@ -174,6 +180,12 @@ void StudyState::apply(const JournalEvent &event)
             n.memoryBytes = qint64(o.value(QLatin1String("memoryBytes")).toDouble());
             for (const auto &g : o.value(QLatin1String("gpus")).toArray())
                 n.gpus << g.toString();
+            n.cpuModel = o.value(QLatin1String("cpuModel")).toString();
+            n.os = o.value(QLatin1String("os")).toString();
+            n.gpuStatus = o.value(QLatin1String("gpuStatus")).toString();
+            const QJsonObject software = o.value(QLatin1String("software")).toObject();
+            for (auto it = software.begin(); it != software.end(); ++it)
+                n.software.insert(it.key(), it.value().toString());
             m_nodes.removeIf([&](const NodeInfo &old) { return old.agent == n.agent; });
             m_nodes << n;
         }
@@ -360,6 +372,62 @@ QString StudyState::state() const
     return QStringLiteral("SUCCEEDED");
 }
 
+namespace {
+
+QJsonArray doubles(const google::protobuf::RepeatedField<double> &values)
+{
+    QJsonArray out;
+    for (double v : values)
+        out.append(v);
+    return out;
+}
+
+// The recipe a RunStarted event reports (see RunResult::recipe).
+QJsonObject recipeOf(const v1::RunStarted &started)
+{
+    const v1::RunSpec &e = started.effective();
+    const v1::Dataset &d = started.dataset();
+    QJsonObject o { { QStringLiteral("dataset"), QString::fromStdString(d.name()) },
+        { QStringLiteral("dataset_synthetic"), d.synthetic() },
+        { QStringLiteral("dataset_train_images"), double(d.train_images()) },
+        { QStringLiteral("dataset_test_images"), double(d.test_images()) },
+        { QStringLiteral("dataset_sha256"), QString::fromStdString(d.content_sha256()) },
+        { QStringLiteral("workers"), started.world_size() },
+        { QStringLiteral("global_batch"), double(started.global_batch()) },
+        { QStringLiteral("peak_learning_rate"), started.peak_learning_rate() },
+        { QStringLiteral("steps_per_epoch"), double(started.steps_per_epoch()) },
+        { QStringLiteral("warmup_steps"), double(started.warmup_steps()) },
+        { QStringLiteral("threads"), started.threads() }, { QStringLiteral("device"), QString::fromStdString(started.device()) },
+        { QStringLiteral("parameters"), double(started.parameters()) },
+        { QStringLiteral("normalize_mean"), doubles(started.normalize_mean()) },
+        { QStringLiteral("normalize_std"), doubles(started.normalize_std()) } };
+    if (!d.synthetic_kind().empty())
+        o.insert(QStringLiteral("dataset_synthetic_kind"), QString::fromStdString(d.synthetic_kind()));
+    if (started.has_effective()) {
+        o.insert(QStringLiteral("batch_size"), e.batch_size());
+        o.insert(QStringLiteral("epochs"), e.epochs());
+        o.insert(QStringLiteral("learning_rate"), e.learning_rate());
+        o.insert(QStringLiteral("lr_scaling"), QString::fromStdString(e.lr_scaling()));
+        o.insert(QStringLiteral("momentum"), e.momentum());
+        o.insert(QStringLiteral("weight_decay"), e.weight_decay());
+        o.insert(QStringLiteral("schedule"), QString::fromStdString(e.schedule()));
+        o.insert(QStringLiteral("warmup_epochs"), e.warmup_epochs());
+        o.insert(QStringLiteral("label_smoothing"), e.label_smoothing());
+        o.insert(QStringLiteral("augment"), !e.no_augment());
+        o.insert(QStringLiteral("precision"), e.precision() == v1::BF16 ? QStringLiteral("bf16") : QStringLiteral("fp32"));
+        o.insert(QStringLiteral("seed"), QString::number(e.seed())); // 64 bits: a string keeps it exact
+        o.insert(QStringLiteral("max_train_images"), double(e.max_train_images()));
+        o.insert(QStringLiteral("max_test_images"), double(e.max_test_images()));
+        o.insert(QStringLiteral("divergence_factor"), e.divergence_factor());
+        o.insert(QStringLiteral("divergence_steps"), e.divergence_steps());
+    }
+    for (const auto &[component, version] : started.software())
+        o.insert(QStringLiteral("worker_%1").arg(QString::fromStdString(component)), QString::fromStdString(version));
+    return o;
+}
+
+} // namespace
+
 StudySnapshot buildSnapshot(const StudyState &state, const Journal &journal)
 {
     StudySnapshot s;
@@ -371,6 +439,18 @@ StudySnapshot buildSnapshot(const StudyState &state, const Journal &journal)
     s.createdUnixMs = state.createdUnixMs();
     s.finishedUnixMs = state.endedUnixMs();
     s.nodes = state.nodes();
+    s.planJson = planToJson(state.plan());
+    // This console's software; the agents' and workers' are added from what they reported.
+    s.software.insert(QStringLiteral("console: ScaleLab"),
+        QStringLiteral("%1 (git %2)").arg(QStringLiteral(SCALELAB_VERSION), QString::fromLatin1(gitCommit())));
+    s.software.insert(QStringLiteral("console: Qt"), QString::fromLatin1(qVersion()));
+    s.software.insert(QStringLiteral("console: gRPC"), QString::fromStdString(grpc::Version()));
+    s.software.insert(QStringLiteral("console: protobuf"),
+        QString::fromStdString(google::protobuf::internal::VersionString(GOOGLE_PROTOBUF_VERSION)));
+    for (const NodeInfo &node : s.nodes)
+        for (auto it = node.software.cbegin(); it != node.software.cend(); ++it)
+            if (!s.software.contains(QStringLiteral("agent: %1").arg(it.key())))
+                s.software.insert(QStringLiteral("agent: %1").arg(it.key()), it.value());
     for (const auto &progress : state.runs()) {
         RunResult r;
         r.runId = progress.planned.runId;
@@ -400,6 +480,13 @@ StudySnapshot buildSnapshot(const StudyState &state, const Journal &journal)
                 }
             for (const auto &e : events) {
                 if (e.has_started()) {
+                    r.recipe = recipeOf(e.started());
+                    r.workerCommand.clear();
+                    for (const auto &arg : e.started().worker_command())
+                        r.workerCommand << QString::fromStdString(arg);
+                    for (const auto &[component, version] : e.started().software())
+                        s.software.insert(QStringLiteral("worker: %1").arg(QString::fromStdString(component)),
+                            QString::fromStdString(version));
                     attempt.resumedFromEpoch = e.started().resumed_from_epoch();
                     s.synthetic = s.synthetic || e.started().dataset().synthetic();
                     const int keep = e.started().resumed_from_epoch();
@@ -428,11 +515,11 @@ StudySnapshot buildSnapshot(const StudyState &state, const Journal &journal)
                     r.epochs << p;
                 } else if (e.has_summary() && e.summary().state() == v1::SUCCEEDED) {
                     lastElapsed = std::max(lastElapsed, e.summary().wall_seconds());
-                    r.imagesPerSecond = e.summary().images_per_second();
                 }
             }
             offset += lastElapsed;
         }
+        r.imagesPerSecond = runImagesPerSecond(r.epochs);
         if (!r.epochs.isEmpty()) {
             r.finalTestAccuracy = r.epochs.last().testAccuracy;
             r.bestTestAccuracy = 0;

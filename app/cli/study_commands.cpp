@@ -122,7 +122,8 @@ int setUpAgents(const QCommandLineParser &parser, Agents *agents)
 }
 
 // Creates the plan's synthetic data set on every agent that lacks it.
-int ensureSyntheticDataset(const QList<AgentEndpoint> &agents, const QString &name, int train, int test)
+int ensureSyntheticDataset(
+    const QList<AgentEndpoint> &agents, const QString &name, int train, int test, const QString &kind)
 {
     for (const auto &a : agents) {
         AgentClient client(a.address, a.token);
@@ -141,13 +142,14 @@ int ensureSyntheticDataset(const QList<AgentEndpoint> &agents, const QString &na
         request.set_train_images(train);
         request.set_test_images(test);
         request.set_seed(1);
+        request.set_kind(kind.toStdString());
         v1::Dataset created;
         if (const auto r = client.createSyntheticDataset(request, &created); !r.ok()) {
             err() << "scalelab-cli: " << r.message << "\n";
             return r.code == int(grpc::StatusCode::INVALID_ARGUMENT) ? BadInput : AgentError;
         }
-        err() << "created SYNTHETIC data set " << name << " on " << a.name << " (" << train << " train / "
-              << test << " test images)\n";
+        err() << "created SYNTHETIC data set " << name << " (" << kind << ") on " << a.name << " (" << train
+              << " train / " << test << " test images)\n";
     }
     return Ok;
 }
@@ -250,6 +252,8 @@ void printStudy(const StudySnapshot &s)
              "to the end: retries, their detection and restarts included); efficiency = speedup / workers\n";
     if (!results.baselineNote.isEmpty())
         out() << "  " << results.baselineNote << "\n";
+    if (!results.baselineWarning.isEmpty())
+        out() << "  WARNING: " << results.baselineWarning << "\n";
     out().flush();
 }
 
@@ -347,7 +351,67 @@ bool parse(QCommandLineParser &parser, const QStringList &arguments, const QStri
     return true;
 }
 
-int runStudy(const QStringList &arguments)
+// The plan inside a JSON report (its "plan" member), checked like a plan file.
+std::optional<v1::StudyPlan> planFromReport(const QString &path, QStringList *problems, QJsonObject *report)
+{
+    QFile file(path);
+    if (!file.open(QIODevice::ReadOnly)) {
+        *problems << QStringLiteral("cannot read the report %1: %2").arg(path, file.errorString());
+        return std::nullopt;
+    }
+    QJsonParseError error {};
+    const QJsonDocument document = QJsonDocument::fromJson(file.readAll(), &error);
+    if (error.error != QJsonParseError::NoError || !document.isObject()
+        || document.object().value(QLatin1String("format")).toString() != QLatin1String("scalelab-study-report")) {
+        *problems << QStringLiteral("%1 is not a ScaleLab JSON report (scalelab-cli report ID --format json writes one)")
+                         .arg(path);
+        return std::nullopt;
+    }
+    *report = document.object();
+    const QJsonObject plan = report->value(QLatin1String("plan")).toObject();
+    if (plan.isEmpty()) {
+        *problems << QStringLiteral("%1 carries no plan: it was written by a ScaleLab older than 0.2; rerun its "
+                                    "study from the plan file instead (scalelab-cli study run PLAN.json)")
+                         .arg(path);
+        return std::nullopt;
+    }
+    auto parsed = parsePlanJson(QJsonDocument(plan).toJson(QJsonDocument::Compact), problems);
+    if (!parsed)
+        return std::nullopt;
+    *problems << validatePlan(*parsed);
+    if (!problems->isEmpty())
+        return std::nullopt;
+    return parsed;
+}
+
+// Says so when an agent's copy of the data set is not the one the report's runs used.
+void compareDatasets(const QJsonObject &report, const QList<AgentEndpoint> &agents)
+{
+    QString name, sha;
+    for (const auto &run : report.value(QLatin1String("runs")).toArray()) {
+        const QJsonObject recipe = run.toObject().value(QLatin1String("recipe")).toObject();
+        name = recipe.value(QLatin1String("dataset")).toString();
+        sha = recipe.value(QLatin1String("dataset_sha256")).toString();
+        if (!sha.isEmpty())
+            break;
+    }
+    if (sha.isEmpty())
+        return;
+    for (const auto &a : agents) {
+        AgentClient client(a.address, a.token);
+        v1::DescribeResponse d;
+        if (!client.describe(&d).ok())
+            continue;
+        for (const auto &ds : d.datasets())
+            if (QString::fromStdString(ds.name()) == name && !ds.content_sha256().empty()
+                && QString::fromStdString(ds.content_sha256()) != sha)
+                err() << "WARNING: data set " << name << " on " << a.name << " is not the one the report's runs "
+                      << "used (sha256 " << QString::fromStdString(ds.content_sha256()).left(12) << "…, the report's "
+                      << sha.left(12) << "…): results will differ\n";
+    }
+}
+
+int runStudy(const QStringList &arguments, bool fromReport)
 {
     QCommandLineParser parser;
     addJournalOptions(parser);
@@ -359,22 +423,33 @@ int runStudy(const QStringList &arguments)
             { QStringLiteral("synthetic-train"), QStringLiteral("Train images of a created synthetic set."),
                 QStringLiteral("n"), QStringLiteral("2000") },
             { QStringLiteral("synthetic-test"), QStringLiteral("Test images of a created synthetic set."),
-                QStringLiteral("n"), QStringLiteral("500") } });
-    parser.addPositionalArgument(
-        QStringLiteral("plan"), QStringLiteral("Study plan (JSON; see `study plan --example`)."));
+                QStringLiteral("n"), QStringLiteral("500") },
+            { QStringLiteral("synthetic-kind"),
+                QStringLiteral("Kind of a created synthetic set: patterns (easy: learnt to ~100 % in an epoch) or "
+                               "shapes (ten shapes in random colours and places: closer to real data)."),
+                QStringLiteral("kind"), QStringLiteral("patterns") } });
+    parser.addPositionalArgument(fromReport ? QStringLiteral("report") : QStringLiteral("plan"),
+        fromReport ? QStringLiteral("A JSON report of the study to run again (scalelab-cli report ID --format json).")
+                   : QStringLiteral("Study plan (JSON; see `study plan --example`)."));
     int code = Ok;
     if (!parse(parser, arguments,
-            QStringLiteral("Run a study plan to its end: baseline and distributed runs, "
-                           "retried from checkpoints, recorded in the journal."),
+            fromReport ? QStringLiteral("Run a study again from its JSON report: the same plan, as a new study.")
+                       : QStringLiteral("Run a study plan to its end: baseline and distributed runs, "
+                                        "retried from checkpoints, recorded in the journal."),
             &code))
         return code;
     if (parser.positionalArguments().size() != 1)
-        return badInput(QStringLiteral("give one plan file: scalelab-cli study run PLAN.json"));
+        return badInput(fromReport ? QStringLiteral("give one report: scalelab-cli study rerun REPORT.json")
+                                   : QStringLiteral("give one plan file: scalelab-cli study run PLAN.json"));
+    const QString kind = parser.value(QStringLiteral("synthetic-kind"));
+    if (kind != QLatin1String("patterns") && kind != QLatin1String("shapes"))
+        return badInput(QStringLiteral("--synthetic-kind must be patterns or shapes (got %1)").arg(kind));
     QStringList problems;
-    const auto plan = loadPlan(parser.positionalArguments().at(0), &problems);
+    QJsonObject report;
+    const QString source = parser.positionalArguments().at(0);
+    const auto plan = fromReport ? planFromReport(source, &problems, &report) : loadPlan(source, &problems);
     if (!plan)
-        return badInput(QStringLiteral("%1:\n  %2")
-                            .arg(parser.positionalArguments().at(0), problems.join(QLatin1String("\n  "))));
+        return badInput(QStringLiteral("%1:\n  %2").arg(source, problems.join(QLatin1String("\n  "))));
     Journal journal;
     if (!openJournal(parser, &journal))
         return BadInput;
@@ -384,9 +459,11 @@ int runStudy(const QStringList &arguments)
     if (parser.isSet(QStringLiteral("synthetic")))
         if (int rc = ensureSyntheticDataset(agents.endpoints, QString::fromStdString(plan->dataset()),
                 parser.value(QStringLiteral("synthetic-train")).toInt(),
-                parser.value(QStringLiteral("synthetic-test")).toInt());
+                parser.value(QStringLiteral("synthetic-test")).toInt(), kind);
             rc != Ok)
             return rc;
+    if (fromReport)
+        compareDatasets(report, agents.endpoints);
     StudyRunner creator(&journal);
     creator.setAgents(agents.endpoints);
     QString error;
@@ -394,7 +471,10 @@ int runStudy(const QStringList &arguments)
     if (studyId.isEmpty())
         return badInput(error);
     err() << "study " << studyId
-          << " created; if this command stops, continue with: scalelab-cli study watch " << studyId << "\n";
+          << (fromReport ? QStringLiteral(" created from %1 (study %2)")
+                               .arg(source, report.value(QLatin1String("study_id")).toString())
+                         : QStringLiteral(" created"))
+          << "; if this command stops, continue with: scalelab-cli study watch " << studyId << "\n";
     err().flush();
     return driveStudy(&journal, studyId, agents.endpoints, parser.isSet(QStringLiteral("json")));
 }
@@ -645,6 +725,7 @@ int studyCommand(QStringList arguments)
     const char *usage = R"(usage: scalelab-cli study SUBCOMMAND [options]
 
   run PLAN.json   create a study from a plan and drive it to its end
+  rerun REPORT.json  run a study again from its JSON report (the plan it carries)
   watch ID        reattach to a study (after a crash or Ctrl-C) and drive it to its end
   list            the studies in the journal
   show ID         a study's runs and results
@@ -660,7 +741,9 @@ int studyCommand(QStringList arguments)
     const QString sub = arguments.takeAt(1);
     arguments[0] = QStringLiteral("scalelab-cli study ") + sub;
     if (sub == QLatin1String("run"))
-        return runStudy(arguments);
+        return runStudy(arguments, false);
+    if (sub == QLatin1String("rerun"))
+        return runStudy(arguments, true);
     if (sub == QLatin1String("watch"))
         return watchStudy(arguments);
     if (sub == QLatin1String("list"))

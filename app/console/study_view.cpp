@@ -268,6 +268,13 @@ void StudyView::buildUi()
     top->addWidget(m_status);
     top->addLayout(filterBar);
     top->addWidget(m_runs, 1);
+    // Why a speedup may mislead (a baseline that did not learn), or why there is none.
+    m_resultsNote = new QLabel;
+    m_resultsNote->setObjectName(QStringLiteral("resultsNote"));
+    m_resultsNote->setWordWrap(true);
+    m_resultsNote->setTextFormat(Qt::PlainText);
+    m_resultsNote->hide();
+    top->addWidget(m_resultsNote);
     m_charts = new app::StudyCharts;
     m_split = new QSplitter(Qt::Vertical);
     m_split->setObjectName(QStringLiteral("studySplit"));
@@ -589,7 +596,7 @@ void StudyView::refresh()
         m_runs->setItem(i, 5, item(QStringLiteral("%1/%2").arg(r.epochs.size()).arg(r.config.epochs)));
         m_runs->setItem(i, 6, item(pct(r.epochs.isEmpty() ? kNotMeasured : r.epochs.last().testAccuracy)));
         m_runs->setItem(
-            i, 7, item(num(r.epochs.isEmpty() ? kNotMeasured : r.epochs.last().imagesPerSecond, 1)));
+            i, 7, item(num(r.imagesPerSecond, 1))); // core::runImagesPerSecond, as every report
         m_runs->setItem(i, 8, item(num(sp.speedup, 2)));
         m_runs->setItem(i, 9, item(pct(sp.efficiency)));
         m_runs->setItem(i, 10, item(num(r.wallSeconds, 1)));
@@ -597,6 +604,13 @@ void StudyView::refresh()
     }
     m_runs->setSortingEnabled(true);
     m_runs->resizeColumnsToContents();
+    const QString note = !results.baselineWarning.isEmpty()
+        ? tr("Warning: %1").arg(results.baselineWarning)
+        : results.baselineNote;
+    m_resultsNote->setText(note);
+    m_resultsNote->setStyleSheet(results.baselineWarning.isEmpty() ? QString()
+                                                                   : QStringLiteral("color: #b45309; font-weight: 600;"));
+    m_resultsNote->setVisible(!note.isEmpty());
     applyFilter();
     m_charts->update(s, results, m_journal);
     m_cancel->setEnabled(s.state == QLatin1String("RUNNING"));

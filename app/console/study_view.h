@@ -122,6 +122,7 @@ private:
     QComboBox *m_placement = nullptr;
     QLabel *m_problems = nullptr;
     QLabel *m_status = nullptr;
+    QLabel *m_resultsNote = nullptr; // a baseline warning, or why speedups are missing
     QComboBox *m_studies = nullptr;
     QTableWidget *m_runs = nullptr;
     QLineEdit *m_filter = nullptr;

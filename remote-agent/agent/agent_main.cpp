@@ -34,11 +34,6 @@ bool isLoopback(const QString &host)
     return scalelab::net::isLoopback(host.toStdString());
 }
 
-bool isWildcard(const QString &host)
-{
-    return host == QLatin1String("0.0.0.0") || host == QLatin1String("::") || host == QLatin1String("[::]");
-}
-
 std::string readFileOrEmpty(const QString &path, QString *error)
 {
     QFile f(path);

@@ -6,14 +6,28 @@
 #include "gpu_monitor.h"
 #include "log.h"
 #include "node_sampler.h"
+#include "process_launcher.h"
+#include "worker_command.h"
+#include "build_info.h"
+#include "spec_rules.h"
+
+#include <google/protobuf/stubs/common.h>
+#include <google/protobuf/util/message_differencer.h>
+#include <grpcpp/grpcpp.h>
 
 #include <algorithm>
 #include <arpa/inet.h>
+#include <csignal>
+#include <poll.h>
+#include <sys/wait.h>
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <cmath>
 #include <fstream>
 #include <netinet/in.h>
 #include <set>
 #include <sys/socket.h>
+#include <sys/utsname.h>
 #include <thread>
 #include <unistd.h>
 
@@ -95,6 +109,7 @@ grpc::Status badRunId(const std::string &field, const std::string &value)
 
 AgentService::AgentService(AgentOptions options)
     : m_options(std::move(options))
+    , m_statistics(std::make_unique<DatasetStatisticsCache>(m_options.stateDir))
 {
     restoreRuns();
 }
@@ -189,6 +204,52 @@ grpc::Status AgentService::authorize(grpc::ServerContext *context) const
     return grpc::Status::OK;
 }
 
+namespace {
+
+// The kind named in a synthetic set's marker ("... (kind shapes, seed ..."), "patterns" for
+// sets written before there were kinds.
+std::string syntheticKindOf(const std::string &directory)
+{
+    std::ifstream marker(std::filesystem::path(directory) / cifar::kSyntheticMarker);
+    std::string text((std::istreambuf_iterator<char>(marker)), std::istreambuf_iterator<char>());
+    const auto at = text.find("(kind ");
+    if (at == std::string::npos)
+        return "patterns";
+    const auto end = text.find_first_of(",)", at + 6);
+    return text.substr(at + 6, end == std::string::npos ? std::string::npos : end - at - 6);
+}
+
+std::string firstLineStartingWith(const char *path, const std::string &prefix)
+{
+    std::ifstream in(path);
+    for (std::string line; std::getline(in, line);)
+        if (line.rfind(prefix, 0) == 0)
+            return line.substr(prefix.size());
+    return {};
+}
+
+std::string cpuModel()
+{
+    std::string model = firstLineStartingWith("/proc/cpuinfo", "model name");
+    if (const auto colon = model.find(':'); colon != std::string::npos)
+        model = model.substr(colon + 1);
+    while (!model.empty() && model.front() == ' ')
+        model.erase(model.begin());
+    return model.empty() ? "unknown" : model;
+}
+
+std::string operatingSystem()
+{
+    std::string name = firstLineStartingWith("/etc/os-release", "PRETTY_NAME=");
+    name.erase(std::remove(name.begin(), name.end(), '"'), name.end());
+    struct utsname u {};
+    if (::uname(&u) == 0)
+        name += std::string(name.empty() ? "" : ", ") + u.sysname + " " + u.release + " " + u.machine;
+    return name;
+}
+
+} // namespace
+
 std::vector<v1::Dataset> AgentService::scanDatasets() const
 {
     std::vector<v1::Dataset> found;
@@ -206,6 +267,15 @@ std::vector<v1::Dataset> AgentService::scanDatasets() const
         d.set_synthetic(summary->synthetic);
         d.set_train_images(summary->trainImages);
         d.set_test_images(summary->testImages);
+        if (summary->synthetic)
+            d.set_synthetic_kind(syntheticKindOf(summary->directory));
+        if (const auto stats = m_statistics->get(d.name(), entry.path().string(), &error)) {
+            for (int c = 0; c < cifar::kChannels; ++c) {
+                d.add_channel_mean(stats->mean[c]);
+                d.add_channel_std(stats->std[c]);
+            }
+            d.set_content_sha256(stats->contentSha256);
+        }
         found.push_back(std::move(d));
     }
     std::sort(found.begin(), found.end(), [](const auto &a, const auto &b) { return a.name() < b.name(); });
@@ -230,6 +300,18 @@ grpc::Status AgentService::Describe(
     response->set_network_note(m_options.advertiseHow);
     response->set_network_warning(m_options.networkWarning);
     response->set_agent_version(SCALELAB_VERSION);
+    response->set_cpu_model(cpuModel());
+    auto &software = *response->mutable_software();
+    software["scalelab"] = SCALELAB_VERSION;
+    software["git_commit"] = gitCommit();
+    software["grpc"] = grpc::Version();
+    software["protobuf"] = google::protobuf::internal::VersionString(GOOGLE_PROTOBUF_VERSION);
+#if defined(__clang__)
+    software["compiler"] = "clang " __clang_version__;
+#else
+    software["compiler"] = "gcc " __VERSION__;
+#endif
+    software["os"] = operatingSystem();
     response->set_cpu_cores(cpuCores());
     response->set_memory_bytes(static_cast<std::int64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGE_SIZE));
     response->set_data_dir(m_options.dataDir.string());
@@ -245,7 +327,7 @@ grpc::Status AgentService::Describe(
         if (!run->terminal())
             busyRanks += response->runs().rbegin()->ranks_size();
     }
-    response->set_free_slots(std::max(0, cpuCores() - busyRanks));
+    response->set_free_slots(std::max(0, cpuCores() - busyRanks - m_lrFinds.load()));
     return grpc::Status::OK;
 }
 
@@ -272,25 +354,15 @@ grpc::Status AgentService::StartWorkers(
             return invalid("ranks contains " + std::to_string(r) + " twice");
     }
     const auto &spec = request->spec();
-    if (spec.batch_size() <= 0)
-        return invalid("spec.batch_size must be at least 1 (got " + std::to_string(spec.batch_size()) + ")");
-    if (spec.epochs() <= 0)
-        return invalid("spec.epochs must be at least 1 (got " + std::to_string(spec.epochs()) + ")");
-    if (spec.learning_rate() < 0)
-        return invalid("spec.learning_rate must not be negative (0 = the trainer's default)");
-    if (spec.momentum() < 0 || spec.momentum() >= 1)
-        return invalid("spec.momentum must be in [0, 1)");
-    if (spec.weight_decay() < 0)
-        return invalid("spec.weight_decay must not be negative");
-    if (spec.threads_per_worker() < 0)
-        return invalid("spec.threads_per_worker must be 0 (automatic) or more");
-    if (spec.max_train_images() < 0 || spec.max_test_images() < 0)
-        return invalid("spec.max_train_images and spec.max_test_images must not be negative");
-    if (!(spec.gpus_per_worker() >= 0) || spec.gpus_per_worker() > 64)
-        return invalid("spec.gpus_per_worker must be between 0 (CPU) and 64");
-    if (spec.gpus_per_worker() > 1 && spec.gpus_per_worker() != std::floor(spec.gpus_per_worker()))
-        return invalid("spec.gpus_per_worker above 1 must be a whole number (got "
-            + std::to_string(spec.gpus_per_worker()) + ")");
+    if (request->world_size() > rules::kMaxWorkers)
+        return invalid("world_size must be at most " + std::to_string(rules::kMaxWorkers) + " (got "
+            + std::to_string(request->world_size()) + ")");
+    if (const auto problems = rules::checkRunSpec(spec, { "spec.", false, false }); !problems.empty()) {
+        std::string text;
+        for (const auto &problem : problems)
+            text += (text.empty() ? "" : "; ") + problem.text();
+        return invalid(text);
+    }
     // GPU assignment: whole GPUs each, or several ranks sharing one (fractions).
     std::map<int, std::vector<int>> gpuAssignment;
     if (spec.gpus_per_worker() > 0) {
@@ -316,20 +388,6 @@ grpc::Status AgentService::StartWorkers(
     if (spec.precision() == v1::BF16 && spec.gpus_per_worker() == 0 && !cpu::hasBf16())
         return precondition("spec.precision BF16 needs a CPU with AVX-512 BF16 or AMX; this node has "
                             "neither. Use FP32");
-    if (!spec.lr_scaling().empty() && spec.lr_scaling() != "none" && spec.lr_scaling() != "linear")
-        return invalid("spec.lr_scaling must be 'none' or 'linear' (got '" + spec.lr_scaling() + "')");
-    if (!spec.schedule().empty() && spec.schedule() != "cosine" && spec.schedule() != "constant")
-        return invalid("spec.schedule must be 'cosine' or 'constant' (got '" + spec.schedule() + "')");
-    if (spec.warmup_epochs() < 0 || spec.warmup_epochs() > spec.epochs())
-        return invalid("spec.warmup_epochs must be between 0 and spec.epochs");
-    if (spec.label_smoothing() < 0 || spec.label_smoothing() >= 1)
-        return invalid("spec.label_smoothing must be in [0, 1)");
-    if (spec.checkpoint_every_epochs() < 0)
-        return invalid("spec.checkpoint_every_epochs must be 0 (every epoch) or more");
-    if (spec.collective_timeout_seconds() < 0 || spec.collective_timeout_seconds() > 86400)
-        return invalid("spec.collective_timeout_seconds must be 0 (120 s) or 1..86400");
-    if (spec.stall_seconds() < 0 || spec.stall_seconds() > 86400)
-        return invalid("spec.stall_seconds must be 0 (15 s) or 1..86400");
     // Rendezvous: the agent that hosts rank 0 picks it when the client left it empty.
     v1::Endpoint rendezvous = request->rendezvous();
     if (request->world_size() > 1) {
@@ -384,6 +442,18 @@ grpc::Status AgentService::StartWorkers(
         if (auto it = m_runs.find(request->run_id()); it != m_runs.end()) {
             const auto &existing = it->second;
             if (existing->attempt() == request->attempt()) {
+                // Idempotent only for the same request: a different spec or placement
+                // under the same (run, attempt) is a client bug, never silently ignored.
+                const auto &was = existing->request();
+                const bool same = google::protobuf::util::MessageDifferencer::Equals(was.spec(), request->spec())
+                    && was.world_size() == request->world_size()
+                    && std::vector<int>(was.ranks().begin(), was.ranks().end())
+                        == std::vector<int>(request->ranks().begin(), request->ranks().end());
+                if (!same)
+                    return { grpc::StatusCode::ALREADY_EXISTS,
+                        "run " + request->run_id() + " attempt " + std::to_string(request->attempt())
+                            + " already exists on this agent with a different spec, ranks or world size; "
+                              "start a new attempt (or a new run id) to change them" };
                 response->set_already_running(true);
                 *response->mutable_run() = existing->info();
                 *response->mutable_rendezvous() = response->run().rendezvous();
@@ -532,10 +602,15 @@ grpc::Status AgentService::CreateSyntheticDataset(
             "name '" + request->name() + "' already exists under " + m_options.dataDir.string()
                 + " with different contents; choose another name" };
     }
+    const auto kind = cifar::parseSyntheticKind(request->kind().empty() ? "patterns" : request->kind());
+    if (!kind)
+        return invalid("kind must be \"patterns\" or \"shapes\" (got \"" + request->kind().substr(0, 64) + "\")");
     if (!cifar::writeSyntheticDataset(
-            dir.string(), request->train_images(), request->test_images(), request->seed(), &error))
+            dir.string(), request->train_images(), request->test_images(), request->seed(), &error, *kind))
         return { grpc::StatusCode::INTERNAL, error };
-    logMessage(LogLevel::Info, "created SYNTHETIC data set " + request->name());
+    logMessage(LogLevel::Info,
+        "created SYNTHETIC data set " + request->name() + " (" + cifar::syntheticKindName(*kind) + ")");
+    response->set_synthetic_kind(cifar::syntheticKindName(*kind));
     response->set_name(request->name());
     response->set_format("cifar10-binary");
     response->set_synthetic(true);
@@ -712,6 +787,153 @@ grpc::Status AgentService::WriteCheckpoint(grpc::ServerContext *context,
     response->set_epoch(manifest.epoch());
     response->set_bytes(sink.bytes());
     response->set_path(committed.string());
+    return grpc::Status::OK;
+}
+
+grpc::Status AgentService::FindLearningRate(grpc::ServerContext *context, const v1::FindLearningRateRequest *request,
+    grpc::ServerWriter<v1::LrFindProgress> *writer)
+{
+    if (auto s = authorize(context); !s.ok())
+        return s;
+    v1::RunSpec spec = request->spec();
+    spec.set_epochs(1); // not used by the test; keeps the shared rules happy
+    spec.clear_learning_rate();
+    spec.clear_warmup_epochs();
+    if (const auto problems = rules::checkRunSpec(spec, { "spec.", false, false }); !problems.empty()) {
+        std::string text;
+        for (const auto &problem : problems)
+            text += (text.empty() ? "" : "; ") + problem.text();
+        return invalid(text);
+    }
+    const double minLr = request->min_lr() == 0 ? 1e-5 : request->min_lr();
+    const double maxLr = request->max_lr() == 0 ? 10.0 : request->max_lr();
+    const int steps = request->steps() == 0 ? 200 : request->steps();
+    if (!(minLr > 0) || !std::isfinite(minLr) || !(maxLr > minLr) || !std::isfinite(maxLr) || maxLr > 1000)
+        return invalid("min_lr and max_lr must be finite with 0 < min_lr < max_lr <= 1000 (0 = 1e-5 and 10)");
+    if (steps < 10 || steps > 100000)
+        return invalid("steps must be 0 (200) or 10..100000 (got " + std::to_string(steps) + ")");
+    if (spec.gpus_per_worker() > 0)
+        return invalid("spec.gpus_per_worker: the range test runs on the CPU here; use 0");
+    const auto datasets = scanDatasets();
+    const auto dataset = std::find_if(
+        datasets.begin(), datasets.end(), [&](const auto &d) { return d.name() == spec.dataset(); });
+    if (dataset == datasets.end())
+        return precondition("spec.dataset '" + spec.dataset().substr(0, 64) + "' is not a data set on this agent");
+
+    RunLaunch launch; // the worker's options are built as for a run, then turned into lr-find's
+    launch.request.mutable_spec()->CopyFrom(spec);
+    launch.request.set_world_size(1);
+    launch.dataset = *dataset;
+    launch.datasetDir = (m_options.dataDir / dataset->name()).string();
+    launch.workerBinary = m_options.workerBinary;
+    launch.threadsPerRank = spec.threads_per_worker() > 0 ? spec.threads_per_worker() : cpuCores();
+    SpawnRequest spawn;
+    spawn.argv = workerCommand(launch, 0);
+    spawn.argv[1] = "lr-find";
+    // Keep only what lr-find takes: drop the run-only options and their values.
+    for (const char *runOnly : { "--epochs", "--rank", "--world-size", "--lr", "--lr-scaling", "--schedule",
+             "--warmup-epochs", "--divergence-factor", "--divergence-steps", "--checkpoint-dir", "--checkpoint-every",
+             "--resume", "--max-test-images" })
+        for (auto it = spawn.argv.begin(); it != spawn.argv.end();)
+            it = *it == runOnly && it + 1 != spawn.argv.end() ? spawn.argv.erase(it, it + 2) : it + 1;
+    spawn.argv.insert(spawn.argv.end(),
+        { "--min-lr", rules::exactNumber(minLr), "--max-lr", rules::exactNumber(maxLr), "--steps", std::to_string(steps) });
+    const std::string threads = std::to_string(launch.threadsPerRank);
+    spawn.extraEnv = { "OMP_NUM_THREADS=" + threads, "OPENBLAS_NUM_THREADS=" + threads, "CUDA_VISIBLE_DEVICES=" };
+    const SpawnedProcess process = m_launcher.spawn(spawn);
+    if (process.pid < 0)
+        return { grpc::StatusCode::INTERNAL, "could not start the worker: " + process.error };
+    ++m_lrFinds;
+    logMessage(LogLevel::Info, "learning-rate range test on " + spec.dataset() + " (batch "
+            + std::to_string(spec.batch_size()) + ", " + std::to_string(steps) + " steps)");
+
+    // Events and output until both pipes close, or the client goes away.
+    v1::LrFindProgress pending, result;
+    std::string events, output, lastOutput, workerError;
+    bool eventsOpen = true, outputOpen = process.outputFd >= 0, cancelled = false, haveResult = false;
+    auto lastSend = std::chrono::steady_clock::now();
+    const auto flush = [&] {
+        if (pending.points_size() == 0)
+            return;
+        writer->Write(pending);
+        pending.Clear();
+        lastSend = std::chrono::steady_clock::now();
+    };
+    const auto handleLine = [&](const std::string &line) {
+        const auto doc = QJsonDocument::fromJson(QByteArray::fromStdString(line));
+        const QJsonObject o = doc.object();
+        const QString type = o.value(QLatin1String("type")).toString();
+        const auto num = [&](const char *key) { return o.value(QLatin1String(key)).toDouble(std::nan("")); };
+        if (type == QLatin1String("lr_point")) {
+            auto *p = pending.add_points();
+            p->set_step(int(num("step")));
+            p->set_learning_rate(num("lr"));
+            p->set_loss(num("loss"));
+            p->set_smoothed_loss(num("smoothed"));
+        } else if (type == QLatin1String("lr_found")) {
+            auto *r = result.mutable_result();
+            r->set_suggested_learning_rate(num("suggested_lr"));
+            r->set_min_loss_learning_rate(num("min_loss_lr"));
+            r->set_steepest_learning_rate(num("steepest_lr"));
+            r->set_steps(int(num("steps")));
+            r->set_stopped_early(o.value(QLatin1String("stopped_early")).toBool());
+            r->set_rule(o.value(QLatin1String("rule")).toString().toStdString());
+            r->set_batch_size(int(num("batch_size")));
+            r->mutable_worker_command()->Add(spawn.argv.begin(), spawn.argv.end());
+            haveResult = true;
+        } else if (type == QLatin1String("error")) {
+            workerError = o.value(QLatin1String("message")).toString().toStdString();
+        }
+    };
+    while (eventsOpen || outputOpen) {
+        if (context->IsCancelled()) {
+            cancelled = true;
+            break;
+        }
+        pollfd fds[2] = { { eventsOpen ? process.eventFd : -1, POLLIN, 0 }, { outputOpen ? process.outputFd : -1, POLLIN, 0 } };
+        if (::poll(fds, 2, 200) < 0 && errno != EINTR)
+            break;
+        for (int i = 0; i < 2; ++i) {
+            if (!(fds[i].revents & (POLLIN | POLLHUP | POLLERR)))
+                continue;
+            char buffer[8192];
+            const ssize_t n = ::read(fds[i].fd, buffer, sizeof buffer);
+            if (n <= 0) {
+                (i == 0 ? eventsOpen : outputOpen) = false;
+                continue;
+            }
+            std::string &text = i == 0 ? events : output;
+            text.append(buffer, std::size_t(n));
+            for (std::size_t end; (end = text.find('\n')) != std::string::npos; text.erase(0, end + 1)) {
+                const std::string line = text.substr(0, end);
+                if (i == 0)
+                    handleLine(line);
+                else if (!line.empty())
+                    lastOutput = line.substr(0, 500);
+            }
+        }
+        if (pending.points_size() >= 64 || std::chrono::steady_clock::now() - lastSend > std::chrono::milliseconds(500))
+            flush();
+    }
+    if (cancelled)
+        ::kill(-process.pid, SIGKILL);
+    int status = 0;
+    while (::waitpid(process.pid, &status, 0) < 0 && errno == EINTR) { }
+    for (int fd : { process.eventFd, process.outputFd })
+        if (fd >= 0)
+            ::close(fd);
+    --m_lrFinds;
+    if (cancelled)
+        return { grpc::StatusCode::CANCELLED, "the client went away; the range test was stopped" };
+    flush();
+    if (!haveResult || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        const std::string why = !workerError.empty() ? workerError
+            : !lastOutput.empty()                     ? lastOutput
+            : WIFSIGNALED(status) ? "killed by signal " + std::to_string(WTERMSIG(status))
+                                  : "exit code " + std::to_string(WEXITSTATUS(status));
+        return { grpc::StatusCode::ABORTED, "the learning-rate range test failed: " + why };
+    }
+    writer->Write(result);
     return grpc::Status::OK;
 }
 

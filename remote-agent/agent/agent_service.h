@@ -7,6 +7,9 @@
 
 #include "dataset_fetcher.h"
 #include "process_launcher.h"
+#include "dataset_statistics.h"
+
+#include <atomic>
 #include "run_supervisor.h"
 #include "scalelab/v1/agent.grpc.pb.h"
 
@@ -62,6 +65,8 @@ public:
         grpc::ServerWriter<v1::CheckpointChunk> *) override;
     grpc::Status WriteCheckpoint(grpc::ServerContext *, grpc::ServerReader<v1::CheckpointChunk> *,
         v1::WriteCheckpointResponse *) override;
+    grpc::Status FindLearningRate(grpc::ServerContext *, const v1::FindLearningRateRequest *,
+        grpc::ServerWriter<v1::LrFindProgress> *) override;
 
     // [A-Za-z0-9_.-]{1,64}, not starting with '.': safe as a single path component.
     static bool isSafeName(const std::string &name);
@@ -80,6 +85,8 @@ private:
     mutable std::mutex m_mutex;
     std::map<std::string, std::shared_ptr<RunSupervisor>> m_runs; // latest attempt per run
     bool m_shuttingDown = false;
+    std::unique_ptr<DatasetStatisticsCache> m_statistics;
+    std::atomic<int> m_lrFinds { 0 }; // range tests running: each takes a worker slot
 };
 
 } // namespace scalelab::agent

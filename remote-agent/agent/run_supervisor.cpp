@@ -1,5 +1,9 @@
 #include "run_supervisor.h"
 
+#include "spec_rules.h"
+#include "training.h"
+#include "worker_command.h"
+
 #include "checkpoint_transfer.h"
 
 #include <QJsonDocument>
@@ -137,6 +141,10 @@ v1::RankExit classifyExit(int rank, int waitStatus, bool stopRequested, const st
         } else if (stopRequested) {
             exit.set_kind(v1::EXIT_STOPPED);
             exit.set_message(who + " stopped (exit code " + std::to_string(code) + ")");
+        } else if (code == trainer::kDivergedExitCode && workerError.rfind("diverged", 0) == 0) {
+            // The worker's own verdict ("diverged at step N (loss nan): ..."), not any exit 3.
+            exit.set_kind(v1::EXIT_DIVERGED);
+            exit.set_message(who + ": " + workerError);
         } else {
             exit.set_kind(v1::EXIT_FAILED);
             exit.set_message(who + " exited with code " + std::to_string(code) + because);
@@ -364,67 +372,17 @@ std::string RunSupervisor::start(ProcessLauncher &launcher)
     setState(
         v1::STARTING, "starting " + std::to_string(m_launch.request.ranks_size()) + " rank(s) on this agent");
 
-    const auto &spec = m_launch.request.spec();
     const std::string threads = std::to_string(m_launch.threadsPerRank);
     for (int rankNumber : m_launch.request.ranks()) {
         SpawnRequest request;
-        request.argv = { m_launch.workerBinary, "train", "--data-dir", m_launch.datasetDir, "--batch-size",
-            std::to_string(spec.batch_size()), "--epochs", std::to_string(spec.epochs()), "--seed",
-            std::to_string(spec.seed()), "--threads", threads, "--rank", std::to_string(rankNumber),
-            "--world-size", std::to_string(m_launch.request.world_size()), "--event-fd", "3" };
-        if (spec.learning_rate() > 0)
-            request.argv.insert(request.argv.end(), { "--lr", std::to_string(spec.learning_rate()) });
-        if (spec.momentum() > 0)
-            request.argv.insert(request.argv.end(), { "--momentum", std::to_string(spec.momentum()) });
-        if (spec.weight_decay() > 0)
-            request.argv.insert(
-                request.argv.end(), { "--weight-decay", std::to_string(spec.weight_decay()) });
-        if (spec.max_train_images() > 0)
-            request.argv.insert(
-                request.argv.end(), { "--max-train-images", std::to_string(spec.max_train_images()) });
-        if (spec.max_test_images() > 0)
-            request.argv.insert(
-                request.argv.end(), { "--max-test-images", std::to_string(spec.max_test_images()) });
-        // Keep OpenMP and OpenBLAS pools at the rank's share of the cores.
-        if (m_launch.request.world_size() > 1) {
-            const auto &r = m_launch.request.rendezvous();
-            request.argv.insert(
-                request.argv.end(), { "--rendezvous", r.host() + ":" + std::to_string(r.port()) });
-            if (!m_launch.bindAddress.empty())
-                request.argv.insert(request.argv.end(), { "--bind-address", m_launch.bindAddress });
-            if (spec.collective_timeout_seconds() > 0)
-                request.argv.insert(request.argv.end(),
-                    { "--collective-timeout-s", std::to_string(spec.collective_timeout_seconds()) });
-        }
-        if (!spec.lr_scaling().empty())
-            request.argv.insert(request.argv.end(), { "--lr-scaling", spec.lr_scaling() });
-        if (!spec.schedule().empty())
-            request.argv.insert(request.argv.end(), { "--schedule", spec.schedule() });
-        if (spec.warmup_epochs() > 0)
-            request.argv.insert(
-                request.argv.end(), { "--warmup-epochs", std::to_string(spec.warmup_epochs()) });
-        if (spec.label_smoothing() > 0)
-            request.argv.insert(
-                request.argv.end(), { "--label-smoothing", std::to_string(spec.label_smoothing()) });
-        if (spec.no_augment())
-            request.argv.insert(request.argv.end(), { "--augment", "off" });
-        if (spec.channels_last())
-            request.argv.insert(request.argv.end(), { "--channels-last", "on" });
-        if (spec.precision() == v1::BF16)
-            request.argv.insert(request.argv.end(), { "--precision", "bf16" });
-        // Checkpoints live with the run, shared by its attempts: attempt N > 1 resumes
-        // from the newest one that verifies.
-        request.argv.insert(request.argv.end(),
-            { "--checkpoint-dir", checkpointsOf(m_launch.runDir.parent_path()).string(), "--checkpoint-every",
-                std::to_string(std::max(1, spec.checkpoint_every_epochs())), "--resume",
-                m_launch.request.attempt() > 1 ? "on" : "off" });
+        request.argv = workerCommand(m_launch, rankNumber);
+        if (rankNumber == 0)
+            m_rankZeroCommand = request.argv;
         // The rank sees only its GPUs (none for a CPU rank), numbered from 0.
         std::string visible;
         if (auto it = m_launch.gpus.find(rankNumber); it != m_launch.gpus.end())
             for (int gpu : it->second)
                 visible += (visible.empty() ? "" : ",") + std::to_string(gpu);
-        const auto device = workerDeviceArguments(spec, m_launch.request.world_size(), !visible.empty());
-        request.argv.insert(request.argv.end(), device.begin(), device.end());
         request.extraEnv = { "OMP_NUM_THREADS=" + threads, "OPENBLAS_NUM_THREADS=" + threads,
             "CUDA_VISIBLE_DEVICES=" + visible };
         if (!m_launch.networkInterface.empty() && !std::getenv("NCCL_SOCKET_IFNAME"))
@@ -572,6 +530,58 @@ void RunSupervisor::handleEventLine(int rank, const std::string &line)
         s->set_global_batch(static_cast<std::int64_t>(num("global_batch")));
         s->set_peak_learning_rate(num("peak_lr"));
         s->set_resumed_from_epoch(static_cast<int>(num("resumed_epoch")));
+        s->set_resumed_from(o.value(QLatin1String("resumed_from")).toString().toStdString());
+        s->set_warmup_steps(static_cast<std::int64_t>(num("warmup_steps")));
+        // The recipe the worker reports it runs, field by field; what it does not report
+        // (an older worker) stays as the agent asked.
+        v1::RunSpec effective = rules::withDefaults(m_launch.request.spec());
+        const auto has = [&](const char *key) { return o.contains(QLatin1String(key)); };
+        const auto text = [&](const char *key) { return o.value(QLatin1String(key)).toString().toStdString(); };
+        if (has("batch_size"))
+            effective.set_batch_size(static_cast<int>(num("batch_size")));
+        if (has("epochs"))
+            effective.set_epochs(static_cast<int>(num("epochs")));
+        if (has("learning_rate"))
+            effective.set_learning_rate(num("learning_rate"));
+        if (has("momentum"))
+            effective.set_momentum(num("momentum"));
+        if (has("weight_decay"))
+            effective.set_weight_decay(num("weight_decay"));
+        if (has("warmup_epochs"))
+            effective.set_warmup_epochs(num("warmup_epochs"));
+        if (has("label_smoothing"))
+            effective.set_label_smoothing(num("label_smoothing"));
+        if (has("lr_scaling"))
+            effective.set_lr_scaling(text("lr_scaling"));
+        if (has("schedule"))
+            effective.set_schedule(text("schedule"));
+        if (has("seed"))
+            effective.set_seed(static_cast<std::uint64_t>(o.value(QLatin1String("seed")).toInteger()));
+        if (has("divergence_factor"))
+            effective.set_divergence_factor(num("divergence_factor"));
+        if (has("divergence_steps"))
+            effective.set_divergence_steps(static_cast<int>(num("divergence_steps")));
+        if (has("augment"))
+            effective.set_no_augment(!o.value(QLatin1String("augment")).toBool());
+        if (has("precision"))
+            effective.set_precision(text("precision") == "bf16" ? v1::BF16 : v1::FP32);
+        *s->mutable_effective() = effective;
+        for (const char *key : { "normalize_mean", "normalize_std" }) {
+            const QStringList parts = o.value(QLatin1String(key)).toString().split(QLatin1Char(','));
+            auto *list = key == std::string_view("normalize_mean") ? s->mutable_normalize_mean()
+                                                                    : s->mutable_normalize_std();
+            for (const QString &part : parts)
+                if (!part.isEmpty())
+                    list->Add(part.toDouble());
+        }
+        auto &software = *s->mutable_software();
+        for (const char *key : { "torch_version", "blas", "compiler" })
+            if (has(key))
+                software[key == std::string_view("torch_version") ? "torch" : key] = text(key);
+        {
+            std::lock_guard lock(m_mutex);
+            s->mutable_worker_command()->Add(m_rankZeroCommand.begin(), m_rankZeroCommand.end());
+        }
     } else if (type == QLatin1String("step")) {
         auto *s = event.mutable_step();
         s->set_epoch(static_cast<int>(num("epoch")));

@@ -58,6 +58,8 @@ std::vector<std::string> workerDeviceArguments(const v1::RunSpec &spec, int worl
 
 class RunSupervisor {
 public:
+    // What started this attempt (the StartWorkers request, rendezvous filled in).
+    const v1::StartWorkersRequest &request() const { return m_launch.request; }
     explicit RunSupervisor(RunLaunch launch);
     ~RunSupervisor(); // stops and reaps every rank
     RunSupervisor(const RunSupervisor &) = delete;
@@ -89,6 +91,7 @@ public:
     std::vector<v1::RankPlacement> livePlacements() const;
 
 private:
+    std::vector<std::string> m_rankZeroCommand; // for RunStarted.worker_command
     struct Rank {
         int rank = 0;
         pid_t pid = -1;

@@ -51,10 +51,40 @@ std::optional<DatasetSummary> inspectDataset(const std::string &dir, std::string
 // Reads one split fully and validates labels. `limit` > 0 keeps the first `limit` images.
 std::optional<Images> readSplit(const std::string &dir, Split split, std::size_t limit, std::string *error);
 
-// Writes a learnable synthetic set in exactly the CIFAR-10 binary layout, plus the
-// SYNTHETIC marker and a batches.meta.txt. Each class is a fixed random low-frequency
-// colour pattern; samples add brightness jitter, a shift and noise.
+// What a generated set looks like.
+//  - Patterns: each class is a fixed random low-frequency colour pattern; samples add
+//    brightness jitter, a shift and noise. Easy: the seed CNN reaches ~100 % in an epoch,
+//    so it shows that training runs, not that a recipe learns.
+//  - Shapes: each class is a shape or texture (disc, ring, square, frame, triangle, plus,
+//    cross, horizontal or vertical stripes, checkerboard) drawn at a random size and place,
+//    in random colours on a random gradient, with a distractor blob and noise. Colours and
+//    places carry no class information, so a linear model on pixels stays near chance
+//    while a CNN must learn shape: harder than Patterns, closer to real images.
+enum class SyntheticKind { Patterns, Shapes };
+
+// "patterns" / "shapes"; parseSyntheticKind returns nullopt for anything else.
+std::string syntheticKindName(SyntheticKind kind);
+std::optional<SyntheticKind> parseSyntheticKind(const std::string &name);
+
+// Writes a synthetic set in exactly the CIFAR-10 binary layout, plus the SYNTHETIC
+// marker (which names the kind) and a batches.meta.txt.
 bool writeSyntheticDataset(const std::string &dir, std::int64_t trainImages, std::int64_t testImages,
-    std::uint64_t seed, std::string *error);
+    std::uint64_t seed, std::string *error, SyntheticKind kind = SyntheticKind::Patterns);
+
+// Per-channel statistics of a split's pixels, scaled to [0, 1] (what a trainer subtracts and
+// divides by), and a SHA-256 over the content of every file of both splits in order, so two
+// copies of a data set can be told equal or not.
+struct DatasetStatistics {
+    double mean[kChannels] = {};
+    double std[kChannels] = {};
+    std::int64_t images = 0; // training images measured
+    std::string contentSha256;
+};
+
+// Reads every file of the data set once. Never throws; nullopt with a message on failure.
+std::optional<DatasetStatistics> measureDataset(const std::string &dir, std::string *error);
+
+// Statistics of images already in memory (the first `count` of `images`).
+DatasetStatistics channelStatistics(const Images &images);
 
 } // namespace scalelab::cifar

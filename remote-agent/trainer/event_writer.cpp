@@ -1,6 +1,7 @@
 #include "event_writer.h"
 
 #include <cerrno>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <unistd.h>
@@ -41,6 +42,13 @@ std::string EventWriter::escape(std::string_view text)
     return out;
 }
 
+std::string EventWriter::number(double value)
+{
+    char buf[64];
+    const auto result = std::to_chars(buf, buf + sizeof buf, value);
+    return std::string(buf, result.ptr);
+}
+
 void EventWriter::emit(std::string_view type, const Fields &fields)
 {
     std::string line = "{\"type\":\"" + escape(type) + "\"";
@@ -50,9 +58,7 @@ void EventWriter::emit(std::string_view type, const Fields &fields)
             line += std::to_string(*i);
         } else if (const auto *d = std::get_if<double>(&f.value)) {
             if (std::isfinite(*d)) {
-                char buf[32];
-                std::snprintf(buf, sizeof buf, "%.9g", *d);
-                line += buf;
+                line += number(*d);
             } else {
                 line += "null"; // JSON has no NaN; a diverged loss shows as null
             }

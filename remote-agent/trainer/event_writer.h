@@ -29,6 +29,10 @@ public:
 
     static std::string escape(std::string_view text);
 
+    // The shortest decimal text that reads back as exactly `value` (std::to_chars), so a
+    // number passed through an event or a command line arrives unchanged: 1e-07, 1.25e-05.
+    static std::string number(double value);
+
 private:
     int m_fd;
     std::mutex m_mutex;

@@ -21,6 +21,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <mutex>
 #include <numeric>
 #include <random>
@@ -31,9 +32,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Per-channel statistics of the CIFAR-10 training set.
-constexpr float kMean[3] = { 0.4914f, 0.4822f, 0.4465f };
-constexpr float kStd[3] = { 0.2470f, 0.2435f, 0.2616f };
 constexpr std::int64_t kEvalBatch = 500;
 constexpr int kCropPadding = 4;
 constexpr std::size_t kPrefetchBatches = 4;
@@ -50,6 +48,33 @@ void setBlasThreads(int threads)
     using SetThreads = void (*)(int);
     if (auto set = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads")))
         set(threads);
+}
+
+// Per-channel mean and standard deviation of pixels in [0, 1]: given, or measured on the
+// training images this rank loaded (every rank loads the same ones, so all agree).
+struct Normalization {
+    float mean[3];
+    float std[3];
+    bool measured;
+};
+
+Normalization normalizationFor(const TrainingConfig &config, const cifar::Images &train)
+{
+    Normalization n {};
+    if (!config.normalizeMean.empty()) {
+        for (int c = 0; c < 3; ++c) {
+            n.mean[c] = float(config.normalizeMean[std::size_t(c)]);
+            n.std[c] = float(config.normalizeStd[std::size_t(c)]);
+        }
+        return n;
+    }
+    const auto stats = cifar::channelStatistics(train);
+    for (int c = 0; c < 3; ++c) {
+        n.mean[c] = float(stats.mean[c]);
+        n.std[c] = float(stats.std[c]);
+    }
+    n.measured = true;
+    return n;
 }
 
 struct Batch {
@@ -105,9 +130,10 @@ void adoptRankZeroProgress(DataParallel &parallel, torch::optim::SGD &optimizer,
 // the batches are in pinned memory, so their copies to the GPU can overlap its work.
 class BatchProducer {
 public:
-    BatchProducer(const cifar::Images &images, std::vector<std::int64_t> indices, int batchSize, bool augment,
-        std::uint64_t seed, bool pinMemory)
+    BatchProducer(const cifar::Images &images, const Normalization &normalization, std::vector<std::int64_t> indices,
+        int batchSize, bool augment, std::uint64_t seed, bool pinMemory)
         : m_images(images)
+        , m_normalization(normalization)
         , m_indices(std::move(indices))
         , m_batchSize(batchSize)
         , m_augment(augment)
@@ -161,8 +187,8 @@ private:
                 const int dy = m_augment ? shift(m_rng) : 0;
                 const bool mirror = m_augment && flip(m_rng);
                 for (int c = 0; c < 3; ++c) {
-                    const float scale = 1.0f / (255.0f * kStd[c]);
-                    const float offset = kMean[c] / kStd[c];
+                    const float scale = 1.0f / (255.0f * m_normalization.std[c]);
+                    const float offset = m_normalization.mean[c] / m_normalization.std[c];
                     float *plane = out + (i * 3 + c) * 1024;
                     const std::uint8_t *in = src + c * 1024;
                     for (int y = 0; y < 32; ++y) {
@@ -190,6 +216,7 @@ private:
     }
 
     const cifar::Images &m_images;
+    const Normalization m_normalization;
     std::vector<std::int64_t> m_indices;
     int m_batchSize;
     bool m_augment;
@@ -292,12 +319,71 @@ void toMemoryFormat(SeedNet &net, at::MemoryFormat format)
             p.set_data(p.contiguous(format));
 }
 
-torch::Tensor normalise(const torch::Tensor &pixels)
+torch::Tensor normalise(const torch::Tensor &pixels, const Normalization &n)
 {
-    static const auto mean = torch::tensor({ kMean[0], kMean[1], kMean[2] }).view({ 1, 3, 1, 1 });
-    static const auto std = torch::tensor({ kStd[0], kStd[1], kStd[2] }).view({ 1, 3, 1, 1 });
+    const auto mean = torch::tensor({ n.mean[0], n.mean[1], n.mean[2] }).view({ 1, 3, 1, 1 });
+    const auto std = torch::tensor({ n.std[0], n.std[1], n.std[2] }).view({ 1, 3, 1, 1 });
     return (pixels.to(torch::kFloat).div_(255.0f) - mean) / std;
 }
+
+std::string triple(const float (&v)[3])
+{
+    return EventWriter::number(v[0]) + "," + EventWriter::number(v[1]) + "," + EventWriter::number(v[2]);
+}
+
+// The BLAS library libtorch's linear layers end up in (OpenBLAS, or the slow reference).
+std::string blasInUse()
+{
+    using Config = char *(*)();
+    if (auto config = reinterpret_cast<Config>(dlsym(RTLD_DEFAULT, "openblas_get_config")))
+        return std::string("OpenBLAS ") + config();
+    return "reference BLAS (install libopenblas0-pthread: ~30x faster linear layers)";
+}
+
+std::string compilerName()
+{
+#if defined(__clang__)
+    return "clang " __clang_version__;
+#elif defined(__GNUC__)
+    return "gcc " __VERSION__;
+#else
+    return "unknown compiler";
+#endif
+}
+
+// Says when a run has diverged: a non-finite loss at once, or a loss above `factor` x its
+// reference for `steps` steps in a row. The reference is the first loss this process saw,
+// and at least ln 10, the loss of a uniform guess over the 10 classes, so a resumed run
+// whose loss is already low is not held to a tighter bound than a fresh one.
+class DivergenceWatch {
+public:
+    DivergenceWatch(double factor, int steps)
+        : m_factor(factor)
+        , m_steps(steps)
+    { }
+
+    // Empty while the run is healthy, else "diverged at step N (...)".
+    std::string observe(std::int64_t step, double loss)
+    {
+        if (!std::isfinite(loss))
+            return "diverged at step " + std::to_string(step) + " (loss " + (std::isnan(loss) ? "nan" : "inf")
+                + "): lower the learning rate or lengthen the warm-up";
+        if (m_reference == 0)
+            m_reference = std::max(loss, std::log(10.0));
+        m_above = loss > m_factor * m_reference ? m_above + 1 : 0;
+        if (m_above >= m_steps)
+            return "diverged at step " + std::to_string(step) + " (loss " + EventWriter::number(loss) + ", above "
+                + EventWriter::number(m_factor) + " x the starting " + EventWriter::number(m_reference) + " for "
+                + std::to_string(m_steps) + " steps): lower the learning rate or lengthen the warm-up";
+        return {};
+    }
+
+private:
+    double m_factor;
+    int m_steps;
+    double m_reference = 0;
+    int m_above = 0;
+};
 
 // Autocast to bf16 on `device` for the scope, when asked. CPU and CUDA autocast are
 // separate switches in libtorch.
@@ -333,22 +419,32 @@ std::string validate(const TrainingConfig &c)
         return "--batch-size must be at least 1 (got " + std::to_string(c.batchSize) + ")";
     if (c.epochs <= 0)
         return "--epochs must be at least 1 (got " + std::to_string(c.epochs) + ")";
-    if (!(c.learningRate > 0))
-        return "--lr must be greater than 0";
-    if (c.momentum < 0 || c.momentum >= 1)
+    if (!(c.learningRate > 0) || !std::isfinite(c.learningRate))
+        return "--lr must be a finite number greater than 0";
+    if (!(c.momentum >= 0 && c.momentum < 1))
         return "--momentum must be in [0, 1)";
-    if (c.weightDecay < 0)
-        return "--weight-decay must not be negative";
+    if (!(c.weightDecay >= 0) || !std::isfinite(c.weightDecay))
+        return "--weight-decay must be a finite number, 0 or more";
     if (c.lrScaling != "none" && c.lrScaling != "linear")
         return "--lr-scaling must be 'none' or 'linear'";
     if (c.baseBatch <= 0)
         return "--base-batch must be at least 1";
     if (c.schedule != "cosine" && c.schedule != "constant")
         return "--schedule must be 'cosine' or 'constant'";
-    if (c.warmupEpochs < 0 || c.warmupEpochs > c.epochs)
+    if (!(c.warmupEpochs >= 0 && c.warmupEpochs <= c.epochs))
         return "--warmup-epochs must be between 0 and --epochs";
-    if (c.labelSmoothing < 0 || c.labelSmoothing >= 1)
+    if (!(c.labelSmoothing >= 0 && c.labelSmoothing < 1))
         return "--label-smoothing must be in [0, 1)";
+    if (c.normalizeMean.size() != c.normalizeStd.size()
+        || (!c.normalizeMean.empty() && c.normalizeMean.size() != 3))
+        return "--normalize-mean and --normalize-std take three comma-separated values each (red, green, blue)";
+    for (std::size_t i = 0; i < c.normalizeMean.size(); ++i)
+        if (!(c.normalizeMean[i] >= 0 && c.normalizeMean[i] <= 1) || !(c.normalizeStd[i] > 0 && c.normalizeStd[i] <= 1))
+            return "--normalize-mean values must be in [0, 1] and --normalize-std values in (0, 1]";
+    if (!(c.divergenceFactor > 1) || !std::isfinite(c.divergenceFactor))
+        return "--divergence-factor must be a number greater than 1";
+    if (c.divergenceSteps < 1)
+        return "--divergence-steps must be at least 1";
     if (c.precision != "fp32" && c.precision != "bf16")
         return "--precision must be 'fp32' or 'bf16'";
     if (auto problem = deviceProblem(c.device); !problem.empty())
@@ -410,6 +506,7 @@ int runTraining(const TrainingConfig &config, EventWriter &events)
         = cifar::readSplit(config.dataDir, cifar::Split::Test, std::size_t(config.maxTestImages), &error);
     if (!test)
         return fail(error);
+    const Normalization normalization = normalizationFor(config, *train);
     const auto testCount = std::int64_t(test->size());
     const auto testPixels = torch::from_blob(test->pixels.data(), { testCount, 3, 32, 32 }, torch::kUInt8);
     const auto testLabels
@@ -479,8 +576,24 @@ int runTraining(const TrainingConfig &config, EventWriter &events)
                 { "device", device.str() }, { "steps_per_epoch", stepsPerEpoch },
                 { "world_size", std::int64_t { config.worldSize } }, { "global_batch", globalBatch },
                 { "peak_lr", peakLr }, { "resumed_epoch", std::int64_t { position.epoch } },
-                { "resumed_from", resumedFrom } });
+                { "resumed_from", resumedFrom },
+                // The effective recipe, after defaults and scaling rules: what a report
+                // needs to rerun it.
+                { "batch_size", std::int64_t { config.batchSize } }, { "epochs", std::int64_t { config.epochs } },
+                { "learning_rate", config.learningRate }, { "lr_scaling", config.lrScaling },
+                { "base_batch", std::int64_t { config.baseBatch } }, { "momentum", config.momentum },
+                { "weight_decay", config.weightDecay }, { "schedule", config.schedule },
+                { "warmup_epochs", config.warmupEpochs }, { "warmup_steps", warmupSteps },
+                { "label_smoothing", config.labelSmoothing }, { "augment", config.augment },
+                { "precision", config.precision }, { "channels_last", config.channelsLast },
+                { "seed", std::int64_t(config.seed) }, { "normalize_mean", triple(normalization.mean) },
+                { "normalize_std", triple(normalization.std) }, { "normalize_measured", normalization.measured },
+                { "divergence_factor", config.divergenceFactor },
+                { "divergence_steps", std::int64_t { config.divergenceSteps } },
+                { "torch_version", std::string(TORCH_VERSION) }, { "blas", blasInUse() },
+                { "compiler", compilerName() } });
 
+    DivergenceWatch divergence(config.divergenceFactor, config.divergenceSteps);
     const auto runStart = Clock::now();
     std::int64_t step = position.step;
     std::int64_t imagesSeen = 0;
@@ -489,7 +602,7 @@ int runTraining(const TrainingConfig &config, EventWriter &events)
     const bool bf16 = config.precision == "bf16";
     for (int epoch = position.epoch + 1; epoch <= config.epochs; ++epoch) {
         const auto epochStart = Clock::now();
-        BatchProducer batches(*train,
+        BatchProducer batches(*train, normalization,
             shardForEpoch(std::int64_t(train->size()), config.seed, epoch, config.rank, config.worldSize),
             config.batchSize, config.augment,
             config.seed ^ (std::uint64_t(epoch) << 32) ^ (std::uint64_t(config.rank) << 48),
@@ -523,6 +636,11 @@ int runTraining(const TrainingConfig &config, EventWriter &events)
             sgdStep(optimizer);
             const auto n = images.size(0);
             const double lossValue = loss.item<double>();
+            if (const auto why = divergence.observe(step + 1, lossValue); !why.empty()) {
+                events.emit("error", { { "message", why }, { "diverged", true }, { "step", step + 1 } });
+                std::cerr << "scalelab-worker: " << why << std::endl;
+                return kDivergedExitCode;
+            }
             lossSum += lossValue * double(n);
             correct += out.argmax(1).eq(labels).sum();
             seen += n;
@@ -560,7 +678,7 @@ int runTraining(const TrainingConfig &config, EventWriter &events)
                             { "done", begin / config.worldSize }, { "total", testCount / config.worldSize } });
                 }
                 const auto end = std::min(begin + kEvalBatch, testCount);
-                auto xs = normalise(testPixels.slice(0, begin, end)).to(device);
+                auto xs = normalise(testPixels.slice(0, begin, end), normalization).to(device);
                 if (config.channelsLast)
                     xs = xs.contiguous(memoryFormat);
                 const auto ys = testLabels.slice(0, begin, end).to(device);
@@ -635,8 +753,9 @@ int runGradientCheck(const TrainingConfig &config, EventWriter &events)
         return 1;
     }
     const torch::Device device = torchDevice(config.device);
-    const auto x
-        = normalise(torch::from_blob(images->pixels.data(), { total, 3, 32, 32 }, torch::kUInt8)).to(device);
+    const auto x = normalise(torch::from_blob(images->pixels.data(), { total, 3, 32, 32 }, torch::kUInt8),
+        normalizationFor(config, *images))
+                       .to(device);
     const auto y
         = torch::from_blob(images->labels.data(), { total }, torch::kUInt8).to(torch::kLong).to(device);
 
@@ -785,6 +904,120 @@ int runBench(const TrainingConfig &config, int warmupSteps, int steps, EventWrit
         }
         events.emit("bench", fields);
     }
+    return 0;
+}
+
+} // namespace scalelab::trainer
+
+namespace scalelab::trainer {
+
+std::string validate(const LrFindOptions &o)
+{
+    if (!(o.minLr > 0) || !std::isfinite(o.minLr) || !(o.maxLr > o.minLr) || !std::isfinite(o.maxLr) || o.maxLr > 1e3)
+        return "--min-lr and --max-lr must be finite, 0 < min < max <= 1000";
+    if (o.steps < 10 || o.steps > 100000)
+        return "--steps must be between 10 and 100000";
+    return {};
+}
+
+int runLrFind(const TrainingConfig &config, const LrFindOptions &options, EventWriter &events)
+{
+    const auto fail = [&](const std::string &message) {
+        events.emit("error", { { "message", message } });
+        return 1;
+    };
+    if (auto problem = validate(config); !problem.empty())
+        return fail(problem);
+    if (auto problem = validate(options); !problem.empty())
+        return fail(problem);
+    const int cores = int(std::max(1u, std::thread::hardware_concurrency()));
+    const int threads = config.threads > 0 ? config.threads : cores;
+    torch::set_num_threads(threads);
+    setBlasThreads(threads);
+    torch::manual_seed(config.seed);
+    std::string error;
+    auto train
+        = cifar::readSplit(config.dataDir, cifar::Split::Train, std::size_t(config.maxTrainImages), &error);
+    if (!train)
+        return fail(error);
+    if (train->size() == 0)
+        return fail("the training split is empty");
+    const Normalization normalization = normalizationFor(config, *train);
+    const torch::Device device = torchDevice(config.device);
+    SeedNet net;
+    if (device.is_cuda())
+        net->to(device);
+    net->train();
+    torch::optim::SGD optimizer(net->parameters(),
+        torch::optim::SGDOptions(options.minLr).momentum(config.momentum).weight_decay(config.weightDecay));
+    const bool bf16 = config.precision == "bf16";
+
+    constexpr double kBeta = 0.98; // smoothing of the loss, with bias correction
+    double average = 0, bestSmoothed = std::numeric_limits<double>::infinity(), bestLr = options.minLr;
+    std::vector<double> lrs, smoothed;
+    bool stoppedEarly = false;
+    int step = 0;
+    for (int epoch = 1; step < options.steps && !stoppedEarly; ++epoch) {
+        BatchProducer batches(*train, normalization,
+            shardForEpoch(std::int64_t(train->size()), config.seed, epoch, 0, 1), config.batchSize, config.augment,
+            config.seed ^ (std::uint64_t(epoch) << 32), device.is_cuda());
+        for (Batch batch = batches.next(); batch.images.defined() && step < options.steps; batch = batches.next()) {
+            const double lr = options.minLr
+                * std::pow(options.maxLr / options.minLr, double(step) / double(std::max(1, options.steps - 1)));
+            for (auto &group : optimizer.param_groups())
+                static_cast<torch::optim::SGDOptions &>(group.options()).lr(lr);
+            dropGradients(optimizer);
+            torch::Tensor loss;
+            {
+                AutocastScope autocast(bf16, device);
+                const auto out = net->forward(batch.images.to(device));
+                loss = torch::nn::functional::cross_entropy(out.to(torch::kFloat), batch.labels.to(device),
+                    torch::nn::functional::CrossEntropyFuncOptions().label_smoothing(config.labelSmoothing));
+            }
+            const double value = loss.item<double>();
+            ++step;
+            if (!std::isfinite(value)) {
+                events.emit("lr_point", { { "step", std::int64_t { step } }, { "lr", lr }, { "loss", value },
+                                            { "smoothed", value } });
+                stoppedEarly = true;
+                break;
+            }
+            loss.backward();
+            sgdStep(optimizer);
+            average = kBeta * average + (1 - kBeta) * value;
+            const double s = average / (1 - std::pow(kBeta, step));
+            lrs.push_back(lr);
+            smoothed.push_back(s);
+            events.emit("lr_point",
+                { { "step", std::int64_t { step } }, { "lr", lr }, { "loss", value }, { "smoothed", s } });
+            if (s < bestSmoothed) {
+                bestSmoothed = s;
+                bestLr = lr;
+            }
+            if (step > 10 && s > 4 * bestSmoothed) {
+                stoppedEarly = true;
+                break;
+            }
+        }
+    }
+    if (lrs.size() < 5)
+        return fail("the range test diverged within " + std::to_string(step)
+            + " steps: lower --min-lr (the loss was not finite already at " + EventWriter::number(options.minLr) + ")");
+    // Steepest descent of the smoothed loss against log(lr), over the part before its minimum.
+    double steepest = 0, steepestLr = bestLr;
+    for (std::size_t i = 1; i < lrs.size() && lrs[i] <= bestLr; ++i) {
+        const double slope = (smoothed[i] - smoothed[i - 1]) / (std::log(lrs[i]) - std::log(lrs[i - 1]));
+        if (slope < steepest) {
+            steepest = slope;
+            steepestLr = lrs[i];
+        }
+    }
+    const double suggested = std::min(bestLr / 10, steepestLr * 10);
+    events.emit("lr_found",
+        { { "suggested_lr", suggested }, { "min_loss_lr", bestLr }, { "min_smoothed_loss", bestSmoothed },
+            { "steepest_lr", steepestLr }, { "steps", std::int64_t { step } }, { "stopped_early", stoppedEarly },
+            { "batch_size", std::int64_t { config.batchSize } },
+            { "rule", std::string("the lr at the lowest smoothed loss / 10 (Smith 2017; fast.ai)") } });
     return 0;
 }
 

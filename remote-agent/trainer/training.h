@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace scalelab::trainer {
 
@@ -20,6 +21,16 @@ struct TrainingConfig {
     std::string schedule = "cosine"; // "cosine" (after warm-up) or "constant"
     double warmupEpochs = 0; // linear warm-up from lr/10, in epochs (fractions allowed)
     double labelSmoothing = 0;
+    // Per-channel mean and standard deviation of pixels in [0, 1], three values each (the
+    // agent passes the ones it measured on the whole data set). Empty: measured on the
+    // training images this rank loads.
+    std::vector<double> normalizeMean;
+    std::vector<double> normalizeStd;
+    // Divergence: a non-finite loss, or a loss above divergenceFactor x its reference (the
+    // first step's loss, at least ln 10 = that of a uniform guess over the 10 classes) for
+    // divergenceSteps steps in a row, ends the run with kDivergedExitCode.
+    double divergenceFactor = 4.0;
+    int divergenceSteps = 20;
     bool augment = true; // random crop (4-pixel padding) and horizontal flip
     std::string precision = "fp32"; // "fp32" or "bf16" (autocast)
     std::string device = "cpu"; // "cpu" or "cuda" (cuda:0, the GPU the agent made visible)
@@ -48,6 +59,10 @@ struct TrainingConfig {
     bool resume = false; // continue from the newest valid checkpoint in checkpointDir
 };
 
+// The exit code of a run that diverged: its recipe, not its machine, failed, so a retry
+// from a checkpoint would only diverge again.
+inline constexpr int kDivergedExitCode = 3;
+
 // Returns an empty string when the configuration is usable, else what is wrong.
 std::string validate(const TrainingConfig &config);
 
@@ -74,5 +89,25 @@ namespace scalelab::trainer {
 // random batch per rank, `warmupSteps` untimed then `steps` timed; emits
 // {"type":"bench","images_per_second":<global, from the median step>,...} on rank 0.
 int runBench(const TrainingConfig &config, int warmupSteps, int steps, EventWriter &events);
+
+} // namespace scalelab::trainer
+
+namespace scalelab::trainer {
+
+// The learning-rate range test (L. Smith, "Cyclical Learning Rates for Training Neural
+// Networks", 2017; as fast.ai's lr_find): trains a fresh seed model from `config` (one
+// process, batch config.batchSize) for up to `steps` steps with the learning rate rising
+// exponentially from minLr to maxLr, and stops early once the smoothed loss exceeds 4x its
+// lowest value or is not finite. Emits one {"type":"lr_point","step","lr","loss","smoothed"}
+// per step and then {"type":"lr_found","suggested_lr","min_loss_lr","steepest_lr","steps",
+// "stopped_early","rule"}: the suggestion is the lr at the lowest smoothed loss divided by
+// 10, the rule of thumb of Smith and fast.ai, never above the steepest descent's lr x 10.
+struct LrFindOptions {
+    double minLr = 1e-5;
+    double maxLr = 10.0;
+    int steps = 200;
+};
+std::string validate(const LrFindOptions &options);
+int runLrFind(const TrainingConfig &config, const LrFindOptions &options, EventWriter &events);
 
 } // namespace scalelab::trainer

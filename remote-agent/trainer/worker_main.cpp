@@ -17,6 +17,7 @@
 #include <malloc.h>
 #include <map>
 #include <string>
+#include <vector>
 
 using namespace scalelab;
 
@@ -32,6 +33,9 @@ Commands:
   bench               time the training step on a random (synthetic) batch: --batch-size,
                       --threads, --precision, --channels-last, --device, --backend, --steps,
                       --warmup-steps, and --rank/--world-size/--rendezvous for data-parallel
+  lr-find             learning-rate range test: --min-lr (1e-5) to --max-lr (10),
+                      exponentially over --steps (200), with the train options; prints
+                      the smoothed loss per lr and a suggested learning rate
   gradient-check      compare c10d-averaged gradients of N ranks with one process on
                       the concatenated batch (train options; run one process per rank)
 
@@ -48,6 +52,12 @@ train options:
   --schedule NAME       cosine (default) or constant, after the warm-up
   --warmup-epochs X     linear warm-up from lr/10 over X epochs (default 0)
   --label-smoothing X   cross-entropy label smoothing in [0, 1) (default 0)
+  --normalize-mean R,G,B  per-channel mean of pixels in [0, 1] to subtract (default: measured
+                        on the training images loaded; the agent passes the whole set's)
+  --normalize-std R,G,B   per-channel standard deviation to divide by (with --normalize-mean)
+  --divergence-factor K   fail the run ("diverged", exit code 3) when the loss stays above
+  --divergence-steps M    K x its starting value for M steps in a row (default 4 and 20); a
+                        non-finite loss fails it at once
   --augment on|off      random crop (4-pixel padding) + horizontal flip (default on)
   --precision P         fp32 (default) or bf16 (autocast; needs AVX-512 BF16 or AMX on
                         the CPU, compute capability 8.0 or newer on a GPU)
@@ -77,6 +87,13 @@ train options:
 
 generate-synthetic options:
   --out DIR  --train N (default 1000)  --test N (default 200)  --seed N (default 1)
+  --kind patterns|shapes  patterns (default): one colour pattern per class, learnt to ~100 %
+                        in an epoch; shapes: ten shapes and textures in random colours, sizes
+                        and places, which a linear model cannot separate (closer to real data)
+
+inspect options:
+  --data-dir DIR  --statistics on  also read every image: per-channel mean and std, and a
+                        SHA-256 of the content of all files
 )";
 
 struct Args {
@@ -132,6 +149,36 @@ template <typename T> bool take(Args &args, const std::string &key, T &out)
         }
         return true;
     }
+}
+
+// "a,b,c": three numbers.
+bool takeTriple(Args &args, const std::string &key, std::vector<double> &out)
+{
+    std::string text;
+    if (!take(args, key, text) || text.empty())
+        return args.error.empty();
+    std::vector<double> values;
+    std::size_t begin = 0;
+    while (true) {
+        const std::size_t comma = text.find(',', begin);
+        const std::string item = text.substr(begin, comma == std::string::npos ? std::string::npos : comma - begin);
+        double value = 0;
+        const auto [ptr, ec] = std::from_chars(item.data(), item.data() + item.size(), value);
+        if (item.empty() || ec != std::errc() || ptr != item.data() + item.size()) {
+            args.error = "--" + key + " expects three comma-separated numbers (red,green,blue), got '" + text + "'";
+            return false;
+        }
+        values.push_back(value);
+        if (comma == std::string::npos)
+            break;
+        begin = comma + 1;
+    }
+    if (values.size() != 3) {
+        args.error = "--" + key + " expects three comma-separated numbers (red,green,blue), got '" + text + "'";
+        return false;
+    }
+    out = values;
+    return true;
 }
 
 // on|off, true|false, 1|0
@@ -194,28 +241,32 @@ int main(int argc, char **argv)
     }
 
     if (args.command == "generate-synthetic") {
-        std::string out;
+        std::string out, kindName = "patterns";
         std::int64_t train = 1000, test = 200;
         std::uint64_t seed = 1;
         take(args, "out", out) && take(args, "train", train) && take(args, "test", test)
-            && take(args, "seed", seed);
+            && take(args, "seed", seed) && take(args, "kind", kindName);
         if (leftovers(args))
             return usageError(args.error);
         if (out.empty())
             return usageError("generate-synthetic needs --out DIR");
+        const auto kind = cifar::parseSyntheticKind(kindName);
+        if (!kind)
+            return usageError("--kind must be 'patterns' or 'shapes', got '" + kindName + "'");
         std::string error;
-        if (!cifar::writeSyntheticDataset(out, train, test, seed, &error)) {
+        if (!cifar::writeSyntheticDataset(out, train, test, seed, &error, *kind)) {
             std::cerr << "scalelab-worker: " << error << "\n";
             return 1;
         }
-        std::cout << "wrote SYNTHETIC CIFAR-format data set to " << out << " (" << train << " train, " << test
-                  << " test images)\n";
+        std::cout << "wrote SYNTHETIC CIFAR-format data set (" << kindName << ") to " << out << " (" << train
+                  << " train, " << test << " test images)\n";
         return 0;
     }
 
     if (args.command == "inspect") {
         std::string dir;
-        take(args, "data-dir", dir);
+        bool statistics = false;
+        take(args, "data-dir", dir) && takeFlag(args, "statistics", statistics);
         if (leftovers(args))
             return usageError(args.error);
         std::string error;
@@ -226,8 +277,22 @@ int main(int argc, char **argv)
         }
         std::cout << "{\"directory\":\"" << trainer::EventWriter::escape(summary->directory)
                   << "\",\"synthetic\":" << (summary->synthetic ? "true" : "false")
-                  << ",\"train_images\":" << summary->trainImages
-                  << ",\"test_images\":" << summary->testImages << "}\n";
+                  << ",\"train_images\":" << summary->trainImages << ",\"test_images\":" << summary->testImages;
+        if (statistics) {
+            const auto stats = cifar::measureDataset(dir, &error);
+            if (!stats) {
+                std::cerr << "scalelab-worker: " << error << "\n";
+                return 1;
+            }
+            const auto list = [](const double (&v)[3]) {
+                using trainer::EventWriter;
+                return "[" + EventWriter::number(v[0]) + "," + EventWriter::number(v[1]) + ","
+                    + EventWriter::number(v[2]) + "]";
+            };
+            std::cout << ",\"mean\":" << list(stats->mean) << ",\"std\":" << list(stats->std)
+                      << ",\"content_sha256\":\"" << stats->contentSha256 << "\"";
+        }
+        std::cout << "}\n";
         return 0;
     }
 
@@ -258,9 +323,13 @@ int main(int argc, char **argv)
         }
     }
 
-    if (args.command == "train" || args.command == "gradient-check") {
+    if (args.command == "train" || args.command == "gradient-check" || args.command == "lr-find") {
         trainer::TrainingConfig config;
+        trainer::LrFindOptions lrFind;
         int eventFd = 1;
+        if (args.command == "lr-find" && !(take(args, "min-lr", lrFind.minLr) && take(args, "max-lr", lrFind.maxLr)
+                && take(args, "steps", lrFind.steps)))
+            return usageError(args.error);
         take(args, "data-dir", config.dataDir) && take(args, "batch-size", config.batchSize)
             && take(args, "epochs", config.epochs) && take(args, "lr", config.learningRate)
             && take(args, "momentum", config.momentum) && take(args, "weight-decay", config.weightDecay)
@@ -274,6 +343,10 @@ int main(int argc, char **argv)
             && take(args, "lr-scaling", config.lrScaling) && take(args, "base-batch", config.baseBatch)
             && take(args, "schedule", config.schedule) && take(args, "warmup-epochs", config.warmupEpochs)
             && take(args, "label-smoothing", config.labelSmoothing)
+            && takeTriple(args, "normalize-mean", config.normalizeMean)
+            && takeTriple(args, "normalize-std", config.normalizeStd)
+            && take(args, "divergence-factor", config.divergenceFactor)
+            && take(args, "divergence-steps", config.divergenceSteps)
             && take(args, "precision", config.precision) && take(args, "device", config.device)
             && take(args, "backend", config.backend) && take(args, "checkpoint-dir", config.checkpointDir)
             && take(args, "checkpoint-every", config.checkpointEvery)
@@ -284,8 +357,13 @@ int main(int argc, char **argv)
             return usageError(args.error);
         if (auto problem = trainer::validate(config); !problem.empty())
             return usageError(problem);
+        if (args.command == "lr-find")
+            if (auto problem = trainer::validate(lrFind); !problem.empty())
+                return usageError(problem);
         trainer::EventWriter events(eventFd);
         try {
+            if (args.command == "lr-find")
+                return trainer::runLrFind(config, lrFind, events);
             return args.command == "train" ? trainer::runTraining(config, events)
                                            : trainer::runGradientCheck(config, events);
         } catch (const std::exception &e) {

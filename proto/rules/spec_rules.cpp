@@ -1,0 +1,166 @@
+#include "spec_rules.h"
+
+#include <charconv>
+#include <cmath>
+
+namespace scalelab::rules {
+namespace {
+
+std::string camel(const std::string &snake)
+{
+    std::string out;
+    bool upper = false;
+    for (char c : snake) {
+        if (c == '_') {
+            upper = true;
+            continue;
+        }
+        out += upper ? char(std::toupper(static_cast<unsigned char>(c))) : c;
+        upper = false;
+    }
+    return out;
+}
+
+class Checker {
+public:
+    explicit Checker(const SpecContext &context)
+        : m_context(context)
+    { }
+
+    void add(const char *field, std::string message)
+    {
+        m_problems.push_back({ m_context.prefix + (m_context.jsonNames ? camel(field) : std::string(field)),
+            std::move(message) });
+    }
+
+    // A finite number in [low, high] (or [low, high) when highOpen); `what` says what the
+    // number means.
+    void range(const char *field, double value, double low, double high, bool lowOpen, bool highOpen)
+    {
+        const bool ok = std::isfinite(value) && (lowOpen ? value > low : value >= low)
+            && (highOpen ? value < high : value <= high);
+        if (ok)
+            return;
+        std::string got = std::isnan(value) ? "NaN" : std::isinf(value) ? (value > 0 ? "Infinity" : "-Infinity")
+                                                                         : exactNumber(value);
+        add(field,
+            "must be a number in " + std::string(lowOpen ? "(" : "[") + exactNumber(low) + ", " + exactNumber(high)
+                + (highOpen ? ")" : "]") + " (got " + got + ")");
+    }
+
+    std::vector<FieldProblem> take() { return std::move(m_problems); }
+
+private:
+    const SpecContext &m_context;
+    std::vector<FieldProblem> m_problems;
+};
+
+} // namespace
+
+std::string exactNumber(double value)
+{
+    char buf[64];
+    const auto result = std::to_chars(buf, buf + sizeof buf, value);
+    return std::string(buf, result.ptr);
+}
+
+std::vector<FieldProblem> checkRunSpec(const v1::RunSpec &s, const SpecContext &context)
+{
+    Checker c(context);
+    if (!context.gridDecides) {
+        if (s.batch_size() < 1 || s.batch_size() > kMaxBatchSize)
+            c.add("batch_size",
+                "must be between 1 and " + std::to_string(kMaxBatchSize) + " (got " + std::to_string(s.batch_size())
+                    + ")");
+        if (s.epochs() < 1 || s.epochs() > kMaxEpochs)
+            c.add("epochs",
+                "must be between 1 and " + std::to_string(kMaxEpochs) + " (got " + std::to_string(s.epochs()) + ")");
+    }
+    if (s.has_learning_rate())
+        c.range("learning_rate", s.learning_rate(), 0, kMaxLearningRate, true, false);
+    if (s.has_momentum())
+        c.range("momentum", s.momentum(), 0, 1, false, true);
+    if (s.has_weight_decay())
+        c.range("weight_decay", s.weight_decay(), 0, 1, false, true);
+    if (!context.gridDecides) {
+        if (s.threads_per_worker() < 0 || s.threads_per_worker() > kMaxThreads)
+            c.add("threads_per_worker",
+                "must be 0 (automatic) or up to " + std::to_string(kMaxThreads) + " (got "
+                    + std::to_string(s.threads_per_worker()) + ")");
+        if (!v1::Precision_IsValid(s.precision()))
+            c.add("precision", "must be FP32 or BF16 (got the unknown value " + std::to_string(s.precision()) + ")");
+    }
+    if (s.checkpoint_every_epochs() < 0 || s.checkpoint_every_epochs() > kMaxEpochs)
+        c.add("checkpoint_every_epochs",
+            "must be 0 (every epoch) or up to " + std::to_string(kMaxEpochs) + " (got "
+                + std::to_string(s.checkpoint_every_epochs()) + ")");
+    if (s.max_train_images() < 0)
+        c.add("max_train_images", "must be 0 (the whole split) or more");
+    if (s.max_test_images() < 0)
+        c.add("max_test_images", "must be 0 (the whole split) or more");
+    if (!context.gridDecides) {
+        const double g = s.gpus_per_worker();
+        if (!std::isfinite(g) || g < 0 || g > kMaxGpusPerWorker)
+            c.range("gpus_per_worker", g, 0, kMaxGpusPerWorker, false, false);
+        else if (g > 1 && g != std::floor(g))
+            c.add("gpus_per_worker", "above 1 must be a whole number (got " + exactNumber(g) + ")");
+        else if (g > 0 && g < 1 && std::abs(1 / g - std::round(1 / g)) > 1e-9)
+            c.add("gpus_per_worker",
+                "a fraction of a GPU must divide one GPU evenly (0.5, 0.25, ...; got " + exactNumber(g) + ")");
+        if (!s.lr_scaling().empty() && s.lr_scaling() != "none" && s.lr_scaling() != "linear")
+            c.add("lr_scaling", "must be \"none\" or \"linear\" (got \"" + s.lr_scaling() + "\")");
+    }
+    if (!s.schedule().empty() && s.schedule() != "cosine" && s.schedule() != "constant")
+        c.add("schedule", "must be \"cosine\" or \"constant\" (got \"" + s.schedule() + "\")");
+    if (s.has_warmup_epochs()) {
+        // In a plan the grid decides the epochs; each run's spec is checked again with them.
+        const double most = context.gridDecides ? double(kMaxEpochs) : double(std::max(1, s.epochs()));
+        c.range("warmup_epochs", s.warmup_epochs(), 0, most, false, false);
+    }
+    if (s.has_label_smoothing())
+        c.range("label_smoothing", s.label_smoothing(), 0, 1, false, true);
+    if (s.collective_timeout_seconds() < 0 || s.collective_timeout_seconds() > 86400)
+        c.add("collective_timeout_seconds",
+            "must be 0 (120 s) or 1..86400 (got " + std::to_string(s.collective_timeout_seconds()) + ")");
+    if (s.stall_seconds() < 0 || s.stall_seconds() > 86400)
+        c.add("stall_seconds", "must be 0 (15 s) or 1..86400 (got " + std::to_string(s.stall_seconds()) + ")");
+    if (s.has_divergence_factor())
+        c.range("divergence_factor", s.divergence_factor(), 1, 1e6, true, false);
+    if (s.has_divergence_steps() && (s.divergence_steps() < 1 || s.divergence_steps() > 100000))
+        c.add("divergence_steps", "must be between 1 and 100000 (got " + std::to_string(s.divergence_steps()) + ")");
+    return c.take();
+}
+
+v1::RunSpec withDefaults(const v1::RunSpec &spec)
+{
+    v1::RunSpec s = spec;
+    if (!s.has_learning_rate())
+        s.set_learning_rate(kDefaultLearningRate);
+    if (!s.has_momentum())
+        s.set_momentum(kDefaultMomentum);
+    if (!s.has_weight_decay())
+        s.set_weight_decay(kDefaultWeightDecay);
+    if (!s.has_warmup_epochs())
+        s.set_warmup_epochs(std::min(kDefaultWarmupEpochs, double(std::max(1, s.epochs())) / 2));
+    if (!s.has_label_smoothing())
+        s.set_label_smoothing(kDefaultLabelSmoothing);
+    if (!s.has_divergence_factor())
+        s.set_divergence_factor(kDefaultDivergenceFactor);
+    if (!s.has_divergence_steps())
+        s.set_divergence_steps(kDefaultDivergenceSteps);
+    if (s.lr_scaling().empty())
+        s.set_lr_scaling("none");
+    if (s.schedule().empty())
+        s.set_schedule("cosine");
+    if (s.precision() == v1::PRECISION_UNSPECIFIED)
+        s.set_precision(v1::FP32);
+    if (s.checkpoint_every_epochs() == 0)
+        s.set_checkpoint_every_epochs(1);
+    if (s.collective_timeout_seconds() == 0)
+        s.set_collective_timeout_seconds(120);
+    if (s.stall_seconds() == 0)
+        s.set_stall_seconds(15);
+    return s;
+}
+
+} // namespace scalelab::rules
