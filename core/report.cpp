@@ -290,6 +290,13 @@ QByteArray reportJson(const StudySnapshot &snapshot)
         // The plan as it was run: `scalelab-cli study rerun REPORT.json` starts it again.
         { QStringLiteral("plan"), QJsonDocument::fromJson(snapshot.planJson).object() },
         { QStringLiteral("definitions"), definitionsJson() } };
+    if (!snapshot.learningRateNote.isEmpty()) {
+        QJsonArray curve;
+        for (const auto &[lr, loss] : snapshot.learningRateCurve)
+            curve.append(QJsonArray { lr, loss });
+        root.insert(QStringLiteral("learning_rate_search"),
+            QJsonObject { { QStringLiteral("note"), snapshot.learningRateNote }, { QStringLiteral("curve"), curve } });
+    }
     if (!r.baselineNote.isEmpty())
         root.insert(QStringLiteral("baseline_note"), r.baselineNote);
     if (!r.baselineWarning.isEmpty())

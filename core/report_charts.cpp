@@ -597,6 +597,20 @@ QList<ChartSpec> studyCharts(const StudySnapshot &snapshot, const StudyResults &
             efficiency.series.prepend(idealEff);
     }
     charts << throughput << speedup << efficiency;
+    if (snapshot.learningRateCurve.size() > 1) {
+        ChartSpec c;
+        c.title = QStringLiteral("Learning-rate range test");
+        c.xLabel = QStringLiteral("log10 of the learning rate");
+        c.yLabel = QStringLiteral("Smoothed training loss");
+        ChartSeries curve;
+        curve.name = QStringLiteral("smoothed loss");
+        curve.color = palette().first();
+        for (const auto &[lr, loss] : snapshot.learningRateCurve)
+            if (lr > 0)
+                curve.points << QPointF(std::log10(lr), loss);
+        c.series << curve;
+        charts.append(c);
+    }
     return charts;
 }
 

@@ -328,6 +328,8 @@ ReportContent buildReportContent(const StudySnapshot &snapshot)
             (snapshot.dataset.isEmpty() ? kDash : snapshot.dataset)
                 + (snapshot.synthetic ? QStringLiteral(" (synthetic)") : QString()) },
         { QStringLiteral("Target accuracy"), formatPercent(snapshot.targetAccuracy) },
+        { QStringLiteral("Learning rate"),
+            snapshot.learningRateNote.isEmpty() ? QStringLiteral("as in the plan (see Recipes)") : snapshot.learningRateNote },
         { QStringLiteral("Baseline"), base ? configLabel(base->config, r.configs) : QStringLiteral("none") },
         { QStringLiteral("Runs"), runs },
         { QStringLiteral("Created"), formatUnixMs(snapshot.createdUnixMs) },

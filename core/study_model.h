@@ -129,6 +129,10 @@ struct StudySnapshot {
     QList<NodeInfo> nodes;
     QMap<QString, QString> software; // component -> version ("ScaleLab", "Qt", "gRPC", "libtorch", ...)
     QByteArray planJson; // the study's plan (protobuf JSON): `study rerun REPORT.json` starts it again
+    // With "learningRate": "auto": what the range test chose and why, and its curve
+    // (learning rate, smoothed loss). Empty for a plan with a fixed learning rate.
+    QString learningRateNote;
+    QList<QPair<double, double>> learningRateCurve;
 };
 
 } // namespace scalelab::core

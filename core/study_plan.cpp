@@ -201,14 +201,25 @@ std::optional<v1::StudyPlan> parsePlanJson(const QByteArray &json, QStringList *
         *problems << QStringLiteral("a study plan is a JSON object ({ \"name\": ..., \"dataset\": ... })");
         return std::nullopt;
     }
+    // "learningRate": "auto" is the plan's way of saying learningRateAuto (a double field
+    // cannot hold a word).
+    QJsonObject root = document.object();
+    QJsonObject training = root.value(QLatin1String("training")).toObject();
+    for (const char *key : { "learningRate", "learning_rate" })
+        if (training.value(QLatin1String(key)).toString() == QLatin1String("auto")) {
+            training.remove(QLatin1String(key));
+            root.insert(QStringLiteral("training"), training);
+            root.insert(QStringLiteral("learningRateAuto"), true);
+        }
     const qsizetype before = problems->size();
-    checkShape(document.object(), v1::StudyPlan::descriptor(), QString(), problems);
+    checkShape(root, v1::StudyPlan::descriptor(), QString(), problems);
     if (problems->size() > before)
         return std::nullopt;
+    const QByteArray normalised = QJsonDocument(root).toJson(QJsonDocument::Compact);
     v1::StudyPlan plan;
     google::protobuf::util::JsonParseOptions options;
     options.ignore_unknown_fields = false;
-    const auto status = google::protobuf::util::JsonStringToMessage(json.toStdString(), &plan, options);
+    const auto status = google::protobuf::util::JsonStringToMessage(normalised.toStdString(), &plan, options);
     if (!status.ok()) {
         *problems << QStringLiteral(
             "not a valid study plan: %1 (see proto/scalelab/v1/study.proto for the fields)")
@@ -272,6 +283,8 @@ QStringList validatePlan(const v1::StudyPlan &plan)
     const auto &t = plan.training();
     for (const auto &problem : rules::checkRunSpec(t, { "training.", true, true }))
         p << str(problem.text());
+    if (plan.learning_rate_auto() && t.has_learning_rate())
+        p << QStringLiteral("training.learningRate: give a number or \"auto\", not both (learningRateAuto is set)");
 
     const auto &g = plan.grid();
     checkList(g.workers(), QStringLiteral("grid.workers"), &p, [](int v) {
@@ -417,9 +430,15 @@ QList<PlannedRun> expandPlan(const v1::StudyPlan &plan, const QString &studyId)
     return runs;
 }
 
-v1::RunSpec runSpecFor(const v1::StudyPlan &plan, const RunConfig &config)
+v1::RunSpec runSpecFor(const v1::StudyPlan &plan, const RunConfig &config, const std::optional<FoundLearningRate> &found)
 {
     v1::RunSpec spec = plan.training();
+    if (plan.learning_rate_auto() && found) {
+        // The test's batch was the baseline's global batch; the linear rule scales from the
+        // worker's reference batch (64), so the value it is given is rescaled to match.
+        const bool linear = config.lrRule == QLatin1String("linear");
+        spec.set_learning_rate(linear ? found->learningRate * 64.0 / double(std::max(1, found->batch)) : found->learningRate);
+    }
     spec.set_dataset(plan.dataset());
     spec.set_batch_size(config.batchSize);
     spec.set_epochs(config.epochs);

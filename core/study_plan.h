@@ -38,8 +38,16 @@ QStringList validatePlan(const v1::StudyPlan &plan);
 // product, each repeated. Run ids are "<studyId>-r<NN>", stable for the same plan.
 QList<PlannedRun> expandPlan(const v1::StudyPlan &plan, const QString &studyId);
 
-// What the agent is asked to train for one run of the plan.
-v1::RunSpec runSpecFor(const v1::StudyPlan &plan, const RunConfig &config);
+// The learning rate a range test chose for a plan with learningRateAuto.
+struct FoundLearningRate {
+    double learningRate = 0;
+    int batch = 0; // the global batch the test ran at
+};
+
+// What the agent is asked to train for one run of the plan. With learningRateAuto, `found`
+// is the range test's choice (the run cannot start before there is one).
+v1::RunSpec runSpecFor(
+    const v1::StudyPlan &plan, const RunConfig &config, const std::optional<FoundLearningRate> &found = std::nullopt);
 
 // A plan that runs quickly on a laptop: baseline + 2 workers on a synthetic set.
 v1::StudyPlan examplePlan(const QString &dataset);

@@ -62,6 +62,9 @@ StudyRunner::~StudyRunner()
         m_copyTransfer->cancel();
     if (m_copyThread.joinable())
         m_copyThread.join();
+    m_lrCancel = true; // the test's callback returns false: the agent stops its worker
+    if (m_lrThread.joinable())
+        m_lrThread.join();
     // Watches first: they hold pointers to the clients.
     m_watches.clear();
     m_clients.clear();
@@ -298,7 +301,10 @@ void StudyRunner::tick()
     }
     if (anyPending) {
         QList<NodeCapacity> nodes = refreshCapacity(freshRetry);
-        placePending(nodes);
+        if (m_state.waitsForLearningRate())
+            searchLearningRate(nodes); // runs wait for its choice
+        else
+            placePending(nodes);
     }
     // Snapshot of ids: record() below changes m_state.runs().
     QStringList ids;
@@ -317,6 +323,101 @@ void StudyRunner::tick()
     if (!m_crashed)
         finishIfDone();
     m_busy = false;
+}
+
+void StudyRunner::searchLearningRate(const QList<NodeCapacity> &nodes)
+{
+    if (m_lrSearching || m_crashed || m_finished || QDateTime::currentMSecsSinceEpoch() < m_lrNotBefore)
+        return;
+    const QString dataset = QString::fromStdString(m_state.plan().dataset());
+    const NodeCapacity *node = nullptr;
+    for (const NodeCapacity &n : nodes)
+        if (n.reachable && n.freeSlots > 0 && n.datasets.contains(dataset) && client(n.agent)) {
+            node = &n;
+            break;
+        }
+    if (!node) {
+        m_lrNotBefore = QDateTime::currentMSecsSinceEpoch() + 10'000; // say it every 10 s, not every tick
+        Q_EMIT message(QStringLiteral("learning rate \"auto\": waiting for an agent with data set %1 and a free "
+                                      "slot to run the range test")
+                           .arg(dataset));
+        return;
+    }
+    // At the baseline's global batch (the first run of the plan, the baseline unless skipped).
+    const QList<PlannedRun> planned = expandPlan(m_state.plan(), m_state.studyId());
+    const RunConfig first = planned.isEmpty() ? RunConfig {} : planned.first().config;
+    const int batch = std::max(1, first.batchSize * std::max(1, first.workers));
+    v1::FindLearningRateRequest request;
+    *request.mutable_spec() = runSpecFor(m_state.plan(), first);
+    request.mutable_spec()->set_batch_size(batch);
+    request.mutable_spec()->set_gpus_per_worker(0);
+    request.mutable_spec()->set_threads_per_worker(0);
+    const AgentEndpoint &endpoint = m_agents[node->agent];
+    const QString agent = node->agent;
+    m_lrSearching = true;
+    m_lrCancel = false;
+    Q_EMIT message(QStringLiteral("learning rate \"auto\": range test on %1 at batch %2 (about 200 steps)")
+                       .arg(agentLabel(agent))
+                       .arg(batch));
+    if (m_lrThread.joinable())
+        m_lrThread.join();
+    m_lrThread = std::thread([this, request, endpoint, agent, batch] {
+        AgentClient c(endpoint.address, endpoint.token, endpoint.tls.orEnvironment());
+        QList<QPair<double, double>> points;
+        v1::LrFindResult found;
+        const CallResult result = c.findLearningRate(
+            request,
+            [&](const v1::LrFindProgress &progress) {
+                for (const auto &p : progress.points())
+                    points.append({ p.learning_rate(), p.smoothed_loss() });
+                return !m_lrCancel.load();
+            },
+            &found);
+        QMetaObject::invokeMethod(
+            this, [this, agent, batch, result, found, points] { learningRateSearched(agent, batch, result, found, points); },
+            Qt::QueuedConnection);
+    });
+}
+
+void StudyRunner::learningRateSearched(const QString &agent, int batch, const CallResult &result,
+    const v1::LrFindResult &found, const QList<QPair<double, double>> &points)
+{
+    if (m_lrThread.joinable())
+        m_lrThread.join();
+    m_lrSearching = false;
+    if (m_crashed || m_finished)
+        return;
+    constexpr int kMaxFailures = 3;
+    if (!result.ok() || !(found.suggested_learning_rate() > 0)) {
+        const QString reason = result.ok() ? QStringLiteral("no usable suggestion") : result.message;
+        const bool final = m_state.learningRateSearch().failures + 1 >= kMaxFailures;
+        record(QStringLiteral("lr_find_failed"),
+            QJsonObject { { QStringLiteral("reason"), reason }, { QStringLiteral("agent"), agent },
+                { QStringLiteral("final"), final } });
+        m_lrNotBefore = QDateTime::currentMSecsSinceEpoch() + 10'000;
+        Q_EMIT message(QStringLiteral("learning rate \"auto\": the range test on %1 failed (%2)%3")
+                           .arg(agentLabel(agent), reason,
+                               final ? QStringLiteral("; the runs fail with it") : QStringLiteral("; trying again in 10 s")));
+        return;
+    }
+    // Up to 200 points keep the curve for reports without swelling the journal.
+    QJsonArray curve;
+    const int stride = std::max(1, int(points.size()) / 200);
+    for (int i = 0; i < points.size(); i += stride)
+        curve.append(QJsonArray { points[i].first, std::isfinite(points[i].second) ? points[i].second : 0.0 });
+    const double lr = found.suggested_learning_rate();
+    if (!record(QStringLiteral("lr_found"),
+            QJsonObject { { QStringLiteral("learningRate"), lr }, { QStringLiteral("batch"), batch },
+                { QStringLiteral("agent"), agent }, { QStringLiteral("minLossLr"), found.min_loss_learning_rate() },
+                { QStringLiteral("steepestLr"), found.steepest_learning_rate() }, { QStringLiteral("steps"), found.steps() },
+                { QStringLiteral("stoppedEarly"), found.stopped_early() },
+                { QStringLiteral("rule"), QString::fromStdString(found.rule()) }, { QStringLiteral("points"), curve } }))
+        return;
+    Q_EMIT message(QStringLiteral("learning rate \"auto\": %1 at batch %2 (%3), from the range test on %4")
+                       .arg(QString::number(lr, 'g', 4))
+                       .arg(batch)
+                       .arg(QString::fromStdString(found.rule()), agentLabel(agent)));
+    QTimer::singleShot(0, this, &StudyRunner::tick);
 }
 
 void StudyRunner::placePending(QList<NodeCapacity> &nodes)
@@ -406,7 +507,7 @@ void StudyRunner::placePending(QList<NodeCapacity> &nodes)
 
 void StudyRunner::startAttempt(const RunProgress &run)
 {
-    const v1::RunSpec spec = runSpecFor(m_state.plan(), run.planned.config);
+    const v1::RunSpec spec = runSpecFor(m_state.plan(), run.planned.config, m_state.learningRateSearch().found);
     v1::Endpoint rendezvous;
     auto fail = [&](const QString &reason, bool retryable, const QString &unreachableAgent = {}) {
         for (const auto &p : run.portions) // ranks already started must not linger
@@ -747,7 +848,7 @@ void StudyRunner::startNextCopy()
         m_copyThread.join();
     // A channel of its own: the runner's clients may be replaced (setAgents) meanwhile.
     const AgentEndpoint &endpoint = m_agents[job.agent];
-    m_copyClient = std::make_unique<AgentClient>(endpoint.address, endpoint.token);
+    m_copyClient = std::make_unique<AgentClient>(endpoint.address, endpoint.token, endpoint.tls.orEnvironment());
     m_copyTransfer = std::make_unique<CheckpointTransfer>(m_copyClient.get());
     m_copying = job;
     m_copyThread = std::thread([this, job, transfer = m_copyTransfer.get(), root = checkpointRoot()] {

@@ -28,6 +28,7 @@
 #include <memory>
 #include <optional>
 #include <set>
+#include <atomic>
 #include <thread>
 
 namespace scalelab::core {
@@ -107,6 +108,10 @@ private:
     };
 
     void tick();
+    // Starts the range test on a node that has the data set, when none runs and none was chosen.
+    void searchLearningRate(const QList<NodeCapacity> &nodes);
+    void learningRateSearched(const QString &agent, int batch, const CallResult &result,
+        const v1::LrFindResult &found, const QList<QPair<double, double>> &points);
     bool record(const QString &type, const QJsonObject &payload);
     void syncJournal();
     QList<NodeCapacity> refreshCapacity(bool force);
@@ -157,6 +162,11 @@ private:
     std::unique_ptr<AgentClient> m_copyClient; // of the copy in flight (its own channel)
     std::unique_ptr<CheckpointTransfer> m_copyTransfer;
     std::thread m_copyThread;
+    // The learning-rate range test of a learningRateAuto plan: one at a time, on a thread.
+    std::thread m_lrThread;
+    bool m_lrSearching = false;
+    std::atomic<bool> m_lrCancel { false };
+    qint64 m_lrNotBefore = 0; // after a failed test: when to try again
 };
 
 } // namespace scalelab::core

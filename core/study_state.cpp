@@ -191,6 +191,33 @@ void StudyState::apply(const JournalEvent &event)
         }
         return;
     }
+    if (type == QLatin1String("lr_found")) {
+        m_lrSearch.found = FoundLearningRate { p.value(QLatin1String("learningRate")).toDouble(),
+            p.value(QLatin1String("batch")).toInt() };
+        m_lrSearch.agent = p.value(QLatin1String("agent")).toString();
+        m_lrSearch.minLossLearningRate = p.value(QLatin1String("minLossLr")).toDouble();
+        m_lrSearch.steepestLearningRate = p.value(QLatin1String("steepestLr")).toDouble();
+        m_lrSearch.steps = p.value(QLatin1String("steps")).toInt();
+        m_lrSearch.stoppedEarly = p.value(QLatin1String("stoppedEarly")).toBool();
+        m_lrSearch.rule = p.value(QLatin1String("rule")).toString();
+        m_lrSearch.points.clear();
+        for (const auto &point : p.value(QLatin1String("points")).toArray())
+            m_lrSearch.points.append({ point.toArray().at(0).toDouble(), point.toArray().at(1).toDouble() });
+        return;
+    }
+    if (type == QLatin1String("lr_find_failed")) {
+        ++m_lrSearch.failures;
+        m_lrSearch.lastFailure = p.value(QLatin1String("reason")).toString();
+        if (p.value(QLatin1String("final")).toBool()) {
+            m_lrSearch.gaveUp = true;
+            for (auto &r : m_runs)
+                if (r.phase == RunPhase::Pending) {
+                    r.phase = RunPhase::Failed;
+                    r.reason = QStringLiteral("the learning-rate range test failed: %1").arg(m_lrSearch.lastFailure);
+                }
+        }
+        return;
+    }
     if (type == QLatin1String("cancel_requested")) {
         const QString runId = p.value(QLatin1String("runId")).toString();
         for (auto &r : m_runs) {
@@ -440,6 +467,24 @@ StudySnapshot buildSnapshot(const StudyState &state, const Journal &journal)
     s.finishedUnixMs = state.endedUnixMs();
     s.nodes = state.nodes();
     s.planJson = planToJson(state.plan());
+    if (state.plan().learning_rate_auto()) {
+        const LearningRateSearch &search = state.learningRateSearch();
+        if (search.found)
+            s.learningRateNote = QStringLiteral("auto: %1 at global batch %2, from the range test on %3 (%4 steps; "
+                                                "lowest smoothed loss at lr %5; %6)")
+                                     .arg(QString::number(search.found->learningRate, 'g', 4))
+                                     .arg(search.found->batch)
+                                     .arg(search.agent)
+                                     .arg(search.steps)
+                                     .arg(QString::number(search.minLossLearningRate, 'g', 4), search.rule);
+        else if (search.gaveUp)
+            s.learningRateNote = QStringLiteral("auto: the range test failed %1 times (%2)")
+                                     .arg(search.failures)
+                                     .arg(search.lastFailure);
+        else
+            s.learningRateNote = QStringLiteral("auto: the range test has not chosen yet");
+        s.learningRateCurve = search.points;
+    }
     // This console's software; the agents' and workers' are added from what they reported.
     s.software.insert(QStringLiteral("console: ScaleLab"),
         QStringLiteral("%1 (git %2)").arg(QStringLiteral(SCALELAB_VERSION), QString::fromLatin1(gitCommit())));

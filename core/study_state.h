@@ -22,6 +22,10 @@
 //                                                          of `attempt`, before its start (`from` wrote it)
 //   cancel_requested {runId?}                              whole study when runId is absent
 //   retry_requested  {runId}                               a FAILED/CANCELLED run goes again
+//   lr_found         {learningRate, batch, agent, minLossLr, steepestLr, steps, stoppedEarly, rule,
+//                     points [[lr, smoothed loss], ...]}     the range test of a learningRateAuto plan
+//   lr_find_failed   {reason, final}                       final: it will not be tried again and the
+//                                                          runs still pending fail with the reason
 //   study_ended      {state}
 #pragma once
 
@@ -72,6 +76,21 @@ struct RunProgress {
     bool attemptOpen() const { return phase == RunPhase::Starting || phase == RunPhase::Running; }
 };
 
+// The learning-rate range test of a plan with learningRateAuto, as journalled.
+struct LearningRateSearch {
+    std::optional<FoundLearningRate> found;
+    QString agent;
+    double minLossLearningRate = 0;
+    double steepestLearningRate = 0;
+    int steps = 0;
+    bool stoppedEarly = false;
+    QString rule;
+    QList<QPair<double, double>> points; // (lr, smoothed loss)
+    int failures = 0;
+    QString lastFailure;
+    bool gaveUp = false;
+};
+
 class StudyState {
 public:
     void apply(const JournalEvent &event);
@@ -92,6 +111,9 @@ public:
     qint64 createdUnixMs() const { return m_created; }
     qint64 endedUnixMs() const { return m_ended; }
     const QList<NodeInfo> &nodes() const { return m_nodes; }
+    const LearningRateSearch &learningRateSearch() const { return m_lrSearch; }
+    // A learningRateAuto plan whose runs must wait for the range test's choice.
+    bool waitsForLearningRate() const { return m_plan.learning_rate_auto() && !m_lrSearch.found && !m_lrSearch.gaveUp; }
     qint64 lastEventId() const { return m_lastEventId; }
 
     // The run's next attempt is a retry (it failed before and may go again).
@@ -111,6 +133,7 @@ private:
     QStringList m_agents;
     QList<RunProgress> m_runs;
     QList<NodeInfo> m_nodes;
+    LearningRateSearch m_lrSearch;
     bool m_cancelRequested = false;
     QString m_endState;
     qint64 m_created = 0;

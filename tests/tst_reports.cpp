@@ -574,9 +574,13 @@ StudySnapshot sampleSnapshot()
     s.createdUnixMs = 1718100000000;
     s.finishedUnixMs = 1718103900000;
     s.nodes << NodeInfo { QStringLiteral("10.0.0.11:50051"), QStringLiteral("gpu-a"), QStringLiteral("0.1.0"),
-        16, qint64(128) << 30, { QStringLiteral("0: NVIDIA H100 80GB HBM3 (80 GiB)") } }
+        16, qint64(128) << 30, { QStringLiteral("0: NVIDIA H100 80GB HBM3 (80 GiB)") },
+        QStringLiteral("AMD EPYC 9654 96-Core Processor"), QStringLiteral("Debian GNU/Linux 12 (bookworm)"),
+        QStringLiteral("NVML 12.4"), { { QStringLiteral("git_commit"), QStringLiteral("abc123") } } }
             << NodeInfo { QStringLiteral("10.0.0.12:50051"), QStringLiteral("gpu-b"), QStringLiteral("0.1.0"),
-                   16, qint64(128) << 30, { QStringLiteral("0: NVIDIA H100 80GB HBM3 (80 GiB)") } };
+                   16, qint64(128) << 30, { QStringLiteral("0: NVIDIA H100 80GB HBM3 (80 GiB)") },
+        QStringLiteral("AMD EPYC 9654 96-Core Processor"), QStringLiteral("Debian GNU/Linux 12 (bookworm)"),
+        QStringLiteral("NVML 12.4"), { { QStringLiteral("git_commit"), QStringLiteral("abc123") } } };
     s.software = { { QStringLiteral("ScaleLab"), QStringLiteral("0.1.0") },
         { QStringLiteral("Qt"), QStringLiteral("6.4.2") },
         { QStringLiteral("gRPC"), QStringLiteral("1.51.1") },

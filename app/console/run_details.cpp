@@ -65,6 +65,9 @@ QString logLine(const v1::RunEvent &e)
         case v1::EXIT_STOPPED:
             how = QStringLiteral("stopped");
             break;
+        case v1::EXIT_DIVERGED:
+            how = QStringLiteral("diverged");
+            break;
         default:
             how = QStringLiteral("failed with exit code %1").arg(x.exit_code());
         }

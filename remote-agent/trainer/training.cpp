@@ -1003,16 +1003,18 @@ int runLrFind(const TrainingConfig &config, const LrFindOptions &options, EventW
     if (lrs.size() < 5)
         return fail("the range test diverged within " + std::to_string(step)
             + " steps: lower --min-lr (the loss was not finite already at " + EventWriter::number(options.minLr) + ")");
-    // Steepest descent of the smoothed loss against log(lr), over the part before its minimum.
+    // Steepest descent of the smoothed loss against log(lr), over the part before its minimum
+    // and after the first tenth (where the average is still settling). Reported, not used:
+    // on a noisy start it is the least stable number of the test.
     double steepest = 0, steepestLr = bestLr;
-    for (std::size_t i = 1; i < lrs.size() && lrs[i] <= bestLr; ++i) {
+    for (std::size_t i = std::max<std::size_t>(1, lrs.size() / 10); i < lrs.size() && lrs[i] <= bestLr; ++i) {
         const double slope = (smoothed[i] - smoothed[i - 1]) / (std::log(lrs[i]) - std::log(lrs[i - 1]));
         if (slope < steepest) {
             steepest = slope;
             steepestLr = lrs[i];
         }
     }
-    const double suggested = std::min(bestLr / 10, steepestLr * 10);
+    const double suggested = bestLr / 10;
     events.emit("lr_found",
         { { "suggested_lr", suggested }, { "min_loss_lr", bestLr }, { "min_smoothed_loss", bestSmoothed },
             { "steepest_lr", steepestLr }, { "steps", std::int64_t { step } }, { "stopped_early", stoppedEarly },
