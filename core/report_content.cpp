@@ -254,7 +254,7 @@ ReportTable recipeTable(const StudySnapshot &snapshot)
         QStringLiteral("Data set") };
     t.numeric = { false, true, true, true, true, false, true, true, false, false };
     const auto number = [](const QJsonValue &v) {
-        return v.isDouble() ? QString::number(v.toDouble(), 'g', 17) : kDash;
+        return v.isDouble() ? QString::number(v.toDouble(), 'g', QLocale::FloatingPointShortest) : kDash;
     };
     const auto triple = [](const QJsonValue &v) {
         QStringList parts;

@@ -15,6 +15,7 @@
 #include <QSaveFile>
 #include <QSet>
 
+#include <algorithm>
 #include <cmath>
 
 namespace scalelab::core {
@@ -297,15 +298,24 @@ QStringList validatePlan(const v1::StudyPlan &plan)
             ? QString()
             : QStringLiteral("must be between 1 and %1 (got %2)").arg(rules::kMaxBatchSize).arg(v);
     });
-    checkList(g.epochs(), QStringLiteral("grid.epochs"), &p, [&t](int v) {
-        if (v < 1 || v > rules::kMaxEpochs)
-            return QStringLiteral("must be between 1 and %1 (got %2)").arg(rules::kMaxEpochs).arg(v);
-        if (t.has_warmup_epochs() && t.warmup_epochs() > v)
-            return QStringLiteral("%1 is shorter than training.warmupEpochs (%2): the warm-up must fit in the run")
-                .arg(v)
-                .arg(t.warmup_epochs());
-        return QString();
+    checkList(g.epochs(), QStringLiteral("grid.epochs"), &p, [](int v) {
+        return v >= 1 && v <= rules::kMaxEpochs
+            ? QString()
+            : QStringLiteral("must be between 1 and %1 (got %2)").arg(rules::kMaxEpochs).arg(v);
     });
+    // The warm-up must fit in every run (the agent refuses it otherwise), the default
+    // length of a run (1 epoch) included.
+    if (t.has_warmup_epochs() && std::isfinite(t.warmup_epochs())) {
+        QList<int> lengths = valuesOr<int>(g.epochs(), 1);
+        if (plan.baseline().epochs() > 0)
+            lengths << plan.baseline().epochs();
+        const int shortest = *std::min_element(lengths.begin(), lengths.end());
+        if (shortest >= 1 && t.warmup_epochs() > shortest)
+            p << QStringLiteral("training.warmupEpochs: %1 is longer than the shortest run (%2 epoch(s)): the "
+                                "warm-up must fit in every run")
+                     .arg(t.warmup_epochs())
+                     .arg(shortest);
+    }
     checkList(g.gpus_per_worker(), QStringLiteral("grid.gpusPerWorker"), &p, checkGpus);
     checkList(g.threads_per_worker(), QStringLiteral("grid.threadsPerWorker"), &p, [](int v) {
         return v >= 0 ? QString() : QStringLiteral("must be 0 (automatic) or more (got %1)").arg(v);
@@ -328,11 +338,7 @@ QStringList validatePlan(const v1::StudyPlan &plan)
         p << QStringLiteral("baseline.epochs: must be between 1 and %1, or unset (got %2)")
                  .arg(rules::kMaxEpochs)
                  .arg(b.epochs());
-    else if (b.epochs() > 0 && t.has_warmup_epochs() && t.warmup_epochs() > b.epochs())
-        p << QStringLiteral("baseline.epochs: %1 is shorter than training.warmupEpochs (%2): the warm-up must fit in "
-                            "the run")
-                 .arg(b.epochs())
-                 .arg(t.warmup_epochs());
+
     if (const QString problem = checkGpus(b.gpus_per_worker()); !problem.isEmpty())
         p << QStringLiteral("baseline.gpusPerWorker: %1").arg(problem);
     if (b.threads_per_worker() < 0)

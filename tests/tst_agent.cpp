@@ -22,6 +22,8 @@
 #include <QTemporaryDir>
 #include <QTest>
 
+#include <cmath>
+
 #include <grpcpp/grpcpp.h>
 
 #include <csignal>
@@ -879,6 +881,25 @@ private Q_SLOTS:
                 [](auto &r) { r.mutable_spec()->set_dataset("../../etc"); } },
             { "unknown schedule", invalid, QStringLiteral("spec.schedule"),
                 [](auto &r) { r.mutable_spec()->set_schedule("random"); } },
+            // NaN, infinities, out-of-range numbers and unknown enum values: the plan's rules.
+            { "NaN learning rate", invalid, QStringLiteral("spec.learning_rate: must be a number in (0, 10] (got NaN)"),
+                [](auto &r) { r.mutable_spec()->set_learning_rate(std::nan("")); } },
+            { "infinite learning rate", invalid, QStringLiteral("spec.learning_rate"),
+                [](auto &r) { r.mutable_spec()->set_learning_rate(HUGE_VAL); } },
+            { "zero learning rate", invalid, QStringLiteral("spec.learning_rate"),
+                [](auto &r) { r.mutable_spec()->set_learning_rate(0); } },
+            { "momentum 1", invalid, QStringLiteral("spec.momentum"),
+                [](auto &r) { r.mutable_spec()->set_momentum(1); } },
+            { "NaN weight decay", invalid, QStringLiteral("spec.weight_decay"),
+                [](auto &r) { r.mutable_spec()->set_weight_decay(std::nan("")); } },
+            { "unknown precision", invalid, QStringLiteral("spec.precision: must be FP32 or BF16 (got the unknown value 99)"),
+                [](auto &r) { r.mutable_spec()->set_precision(v1::Precision(99)); } },
+            { "a billion epochs", invalid, QStringLiteral("spec.epochs: must be between 1 and 10000"),
+                [](auto &r) { r.mutable_spec()->set_epochs(1'000'000'000); } },
+            { "warm-up longer than the run", invalid, QStringLiteral("spec.warmup_epochs"),
+                [](auto &r) { r.mutable_spec()->set_warmup_epochs(5); } },
+            { "world of 100000", invalid, QStringLiteral("world_size must be at most 1024"),
+                [](auto &r) { r.set_world_size(100000); } },
             { "rendezvous host like an option", invalid, QStringLiteral("rendezvous.host"),
                 [](auto &r) {
                     r.set_world_size(2);
@@ -912,6 +933,32 @@ private Q_SLOTS:
                 qPrintable(
                     QStringLiteral("%1: [%2] %3").arg(QLatin1String(name)).arg(r.code).arg(r.message)));
         };
+        {
+            // The same (run, attempt) again: idempotent when identical, refused when not.
+            auto first = runRequest("same-attempt", 1, 1, { 0 });
+            first.mutable_spec()->set_max_train_images(32);
+            v1::StartWorkersResponse response;
+            QVERIFY(client.startWorkers(first, &response).ok());
+            QVERIFY(client.startWorkers(first, &response).ok());
+            QVERIFY(response.already_running());
+            auto changed = first;
+            changed.mutable_spec()->set_momentum(0);
+            expect("StartWorkers, same attempt, other spec", client.startWorkers(changed, &response),
+                grpc::StatusCode::ALREADY_EXISTS, QStringLiteral("different spec"));
+            v1::StopRunResponse ignored;
+            client.stopRun(QStringLiteral("same-attempt"), &ignored);
+        }
+        {
+            v1::FindLearningRateRequest find;
+            find.mutable_spec()->set_dataset("syn");
+            find.mutable_spec()->set_batch_size(0);
+            expect("FindLearningRate batch 0", client.findLearningRate(find, {}, nullptr), invalid,
+                QStringLiteral("spec.batch_size"));
+            find.mutable_spec()->set_batch_size(16);
+            find.set_steps(5);
+            expect("FindLearningRate 5 steps", client.findLearningRate(find, {}, nullptr), invalid,
+                QStringLiteral("steps"));
+        }
         v1::StopRunResponse stopped;
         expect("StopRun path-like id", client.stopRun(QStringLiteral("../x"), &stopped), invalid,
             QStringLiteral("run_id"));

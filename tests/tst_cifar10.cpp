@@ -2,7 +2,10 @@
 #include "cifar10.h"
 
 #include <QTemporaryDir>
+#include <QFile>
 #include <QTest>
+
+#include <cmath>
 
 #include <filesystem>
 #include <fstream>
@@ -35,6 +38,32 @@ private Q_SLOTS:
         // Every file has exactly whole records.
         for (const auto &name : splitFiles(Split::Train))
             QCOMPARE(fs::file_size(fs::path(dir("good")) / name) % kRecordBytes, std::uintmax_t(0));
+    }
+
+    // The harder kind: named in the marker, reproducible, and its statistics are those of
+    // its pixels (checked against a direct count).
+    void shapesAndStatistics()
+    {
+        std::string error;
+        QVERIFY2(writeSyntheticDataset(dir("shapes"), 50, 10, 3, &error, SyntheticKind::Shapes), error.c_str());
+        QVERIFY(writeSyntheticDataset(dir("shapes2"), 50, 10, 3, &error, SyntheticKind::Shapes));
+        QFile marker(QString::fromStdString(dir("shapes")) + QStringLiteral("/SYNTHETIC"));
+        QVERIFY(marker.open(QIODevice::ReadOnly));
+        QVERIFY(marker.readAll().contains("kind shapes"));
+        const auto stats = measureDataset(dir("shapes"), &error);
+        QVERIFY2(stats, error.c_str());
+        QCOMPARE(stats->images, std::int64_t(50));
+        QCOMPARE(stats->contentSha256, measureDataset(dir("shapes2"), &error)->contentSha256); // same seed, same bytes
+        QVERIFY(measureDataset(dir("good"), &error)->contentSha256 != stats->contentSha256);
+        const auto train = readSplit(dir("shapes"), Split::Train, 0, &error);
+        double sum = 0;
+        for (std::size_t i = 0; i < train->size(); ++i)
+            for (int k = 0; k < 1024; ++k)
+                sum += train->pixels[i * kPixelBytes + k]; // red plane
+        QVERIFY(std::abs(stats->mean[0] - sum / (50.0 * 1024) / 255.0) < 1e-12);
+        QVERIFY(stats->std[0] > 0.05 && stats->std[0] < 0.5);
+        QCOMPARE(parseSyntheticKind("shapes"), std::optional<SyntheticKind>(SyntheticKind::Shapes));
+        QVERIFY(!parseSyntheticKind("cats"));
     }
 
     void limitKeepsTheFirstImages()

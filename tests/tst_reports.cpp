@@ -4,6 +4,8 @@
 // With SCALELAB_REPORT_SAMPLES_DIR set, sampleReports() also writes a realistic sample study
 // in every format to that folder, to look at.
 #include "report.h"
+#include "report_charts.h"
+#include "report_content.h"
 #include "study_results.h"
 
 #include <QFile>
@@ -117,6 +119,9 @@ private Q_SLOTS:
     void configNeverReachingTargetHasNoTimeSpeedup();
     void missingBaselineSaysWhy();
     void baselineNeverReachingTargetSaysWhy();
+    void baselineThatDidNotLearnIsFlagged();
+    void imagesPerSecondHasOneDefinition();
+    void reportCarriesRecipesPlanAndDefinitions();
     void perRunSpeedup();
     void seedComparison();
     void formatNames();
@@ -284,6 +289,91 @@ void TestReports::baselineNeverReachingTargetSaysWhy()
     const StudyResults noTarget = computeStudyResults(s);
     QVERIFY(noTarget.config(config(2).key())
                 ->byTimeToAccuracy.unavailableReason.contains(QStringLiteral("no target")));
+}
+
+// The issue's case: a baseline at 27.8 % beside a 2-worker run at 78.1 %: speedups are
+// computed but flagged, with a target and without one.
+void TestReports::baselineThatDidNotLearnIsFlagged()
+{
+    StudySnapshot s = handSnapshot();
+    for (int i : { 0, 1 })
+        for (EpochPoint &e : s.runs[i].epochs)
+            e.testAccuracy = 0.278;
+    for (RunResult &run : s.runs)
+        if (!run.epochs.isEmpty())
+            run.finalTestAccuracy = run.epochs.last().testAccuracy;
+    StudyResults r = computeStudyResults(s);
+    QVERIFY2(r.baselineWarning.contains(QStringLiteral("below the target")), qPrintable(r.baselineWarning));
+    s.targetAccuracy = kNotMeasured;
+    r = computeStudyResults(s);
+    QVERIFY2(r.baselineWarning.contains(QStringLiteral("did not learn alike")), qPrintable(r.baselineWarning));
+    bool flagged = false;
+    for (const SeedComparison &c : r.comparisons)
+        flagged = flagged || c.note.contains(QStringLiteral("differs from the baseline's"));
+    QVERIFY(flagged);
+    const ReportContent content = buildReportContent(s);
+    QVERIFY(content.notes.contains(r.baselineWarning));
+    QVERIFY(computeStudyResults(handSnapshot()).baselineWarning.isEmpty()); // a sound baseline: no warning
+}
+
+// Training images per second of training time over the run's epochs: the harmonic mean of
+// the epochs' rates (each epoch trains the same images), the same in every view.
+void TestReports::imagesPerSecondHasOneDefinition()
+{
+    QList<EpochPoint> epochs(2);
+    epochs[0].imagesPerSecond = 100;
+    epochs[1].imagesPerSecond = 300;
+    QCOMPARE(runImagesPerSecond(epochs), 150.0); // 2 epochs of N images in N/100 + N/300 s
+    QVERIFY(std::isnan(runImagesPerSecond({})));
+    StudySnapshot s = handSnapshot();
+    s.runs[0].epochs = epochs;
+    s.runs[0].imagesPerSecond = runImagesPerSecond(epochs);
+    const QJsonObject json = QJsonDocument::fromJson(reportJson(s)).object();
+    QCOMPARE(json.value(QStringLiteral("runs")).toArray()[0].toObject().value(QStringLiteral("images_per_second")).toDouble(),
+        150.0);
+    QVERIFY(QString::fromUtf8(reportRunsCsv(s)).contains(QStringLiteral(",150,")));
+}
+
+void TestReports::reportCarriesRecipesPlanAndDefinitions()
+{
+    StudySnapshot s = handSnapshot();
+    s.runs[0].recipe = QJsonObject { { QStringLiteral("learning_rate"), 0.02 }, { QStringLiteral("peak_learning_rate"), 0.02 },
+        { QStringLiteral("momentum"), 0.0 }, { QStringLiteral("weight_decay"), 2.5e-7 },
+        { QStringLiteral("warmup_epochs"), 1.0 }, { QStringLiteral("warmup_steps"), 157.0 },
+        { QStringLiteral("schedule"), QStringLiteral("cosine") }, { QStringLiteral("label_smoothing"), 0.0 },
+        { QStringLiteral("seed"), QStringLiteral("18446744073709551615") },
+        { QStringLiteral("normalize_mean"), QJsonArray { 0.49, 0.48, 0.44 } },
+        { QStringLiteral("normalize_std"), QJsonArray { 0.25, 0.24, 0.26 } }, { QStringLiteral("dataset"), QStringLiteral("cifar10") },
+        { QStringLiteral("dataset_train_images"), 50000.0 }, { QStringLiteral("dataset_test_images"), 10000.0 },
+        { QStringLiteral("dataset_sha256"), QString(64, QLatin1Char('a')) } };
+    s.runs[0].workerCommand = { QStringLiteral("scalelab-worker"), QStringLiteral("train"), QStringLiteral("--lr"),
+        QStringLiteral("0.02") };
+    s.planJson = R"({"name":"hand computed","dataset":"cifar10"})";
+    s.learningRateNote = QStringLiteral("auto: 0.02 at global batch 64");
+    s.learningRateCurve = { { 1e-5, 2.3 }, { 1e-3, 2.0 }, { 1e-1, 1.5 }, { 1.0, 4.0 } };
+    const QJsonObject json = QJsonDocument::fromJson(reportJson(s)).object();
+    const QJsonObject run = json.value(QStringLiteral("runs")).toArray()[0].toObject();
+    QCOMPARE(run.value(QStringLiteral("recipe")).toObject().value(QStringLiteral("weight_decay")).toDouble(), 2.5e-7);
+    QCOMPARE(run.value(QStringLiteral("worker_command")).toArray().size(), 4);
+    QCOMPARE(json.value(QStringLiteral("plan")).toObject().value(QStringLiteral("name")).toString(), QStringLiteral("hand computed"));
+    QVERIFY(json.value(QStringLiteral("definitions")).toObject().contains(QStringLiteral("speedup")));
+    QCOMPARE(json.value(QStringLiteral("learning_rate_search")).toObject().value(QStringLiteral("curve")).toArray().size(), 4);
+    const ReportContent content = buildReportContent(s);
+    bool recipes = false;
+    for (const ReportTable &t : content.tables)
+        if (t.title == QStringLiteral("Recipes")) {
+            recipes = true;
+            QCOMPARE(t.rows.size(), 1);
+            QVERIFY2(t.rows[0].join(QLatin1Char('|')).contains(QStringLiteral("2.5e-07")), qPrintable(t.rows[0].join('|')));
+            QVERIFY(t.rows[0].join(QLatin1Char('|')).contains(QStringLiteral("18446744073709551615")));
+        }
+    QVERIFY(recipes);
+    bool chart = false;
+    for (const ChartSpec &c : content.charts)
+        chart = chart || c.title == QStringLiteral("Learning-rate range test");
+    QVERIFY(chart);
+    const QString html = QString::fromUtf8(reportHtml(s).bytes);
+    QVERIFY(html.contains(QStringLiteral("Recipes")) && html.contains(QStringLiteral("auto: 0.02 at global batch 64")));
 }
 
 void TestReports::perRunSpeedup()

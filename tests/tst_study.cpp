@@ -4,6 +4,9 @@
 #include "placement.h"
 #include "study_plan.h"
 #include "study_state.h"
+#include "spec_rules.h"
+
+#include <limits>
 
 #include <QJsonArray>
 #include <QDateTime>
@@ -116,6 +119,118 @@ private Q_SLOTS:
                 qPrintable(QStringLiteral("missing %1 in:\n%2").arg(field, all)));
         QCOMPARE(p.size(), 13);
         QVERIFY(validatePlan(validPlan()).isEmpty());
+    }
+
+    // Malformed JSON says where; every unknown field and wrong kind is listed, with a guess.
+    void planJsonErrorsSayWhereAndListEveryOne()
+    {
+        QStringList problems;
+        QVERIFY(!parsePlanJson("{\n  \"name\": \"x\",\n  \"grid\": { \"workers\": [2,, 4] }\n}", &problems));
+        QCOMPARE(problems.size(), 1);
+        QVERIFY2(problems[0].contains(QLatin1String("line 3, column")), qPrintable(problems[0]));
+        problems.clear();
+        QVERIFY(!parsePlanJson(R"({"name":"x","datset":"s","training":{"lerningRate":0.1,"momentum":"fast"},
+                                 "grid":{"workers":2,"bachSize":[64]}})",
+            &problems));
+        const QString all = problems.join('\n');
+        for (const char *expected : { "datset: unknown field; did you mean \"dataset\"?",
+                 "training.lerningRate: unknown field; did you mean \"learningRate\"?", "grid.workers: must be a list",
+                 "grid.bachSize: unknown field; did you mean \"batchSize\"?" })
+            QVERIFY2(all.contains(QLatin1String(expected)), qPrintable(QStringLiteral("missing %1 in:\n%2").arg(expected, all)));
+        QCOMPARE(problems.size(), 4); // "fast" is a string: protobuf's number-as-string, refused later
+    }
+
+    // NaN, infinities, values out of range and unknown enums: refused by the one rule set,
+    // with the field and the limit named, in plans as at the agent.
+    void refusalMatrix()
+    {
+        const auto problemsOf = [](const QByteArray &training) {
+            QStringList problems;
+            auto plan = parsePlanJson(R"({"name":"x","dataset":"d","grid":{"workers":[2]},"training":)" + training + "}",
+                &problems);
+            if (plan)
+                problems << validatePlan(*plan);
+            return problems.join('\n');
+        };
+        struct Case {
+            const char *training;
+            const char *expected;
+        };
+        const Case cases[] = {
+            { R"({"learningRate":"NaN"})", "training.learningRate: must be a number in (0, 10] (got NaN)" },
+            { R"({"learningRate":"Infinity"})", "training.learningRate: must be a number in (0, 10] (got Infinity)" },
+            { R"({"learningRate":1e308})", "training.learningRate: must be a number in (0, 10]" },
+            { R"({"learningRate":0})", "training.learningRate: must be a number in (0, 10] (got 0)" },
+            { R"({"momentum":"NaN"})", "training.momentum: must be a number in [0, 1) (got NaN)" },
+            { R"({"momentum":1})", "training.momentum: must be a number in [0, 1) (got 1)" },
+            { R"({"weightDecay":-1e-9})", "training.weightDecay: must be a number in [0, 1)" },
+            { R"({"labelSmoothing":"-Infinity"})", "training.labelSmoothing: must be a number in [0, 1) (got -Infinity)" },
+            { R"({"divergenceFactor":1})", "training.divergenceFactor: must be a number in (1, 1e+06]" },
+            { R"({"divergenceSteps":0})", "training.divergenceSteps: must be between 1 and 100000" },
+            { R"({"warmupEpochs":3})", "training.warmupEpochs: 3 is longer than the shortest run (1 epoch(s))" },
+        };
+        for (const Case &c : cases) {
+            const QString all = problemsOf(c.training);
+            QVERIFY2(all.contains(QLatin1String(c.expected)),
+                qPrintable(QStringLiteral("%1: expected \"%2\" in:\n%3").arg(c.training, c.expected, all)));
+        }
+        v1::StudyPlan plan = validPlan();
+        plan.mutable_grid()->add_epochs(1'000'000'000);
+        plan.mutable_grid()->add_batch_size(100'000);
+        QVERIFY(validatePlan(plan).join('\n').contains(QLatin1String("grid.epochs[1]: must be between 1 and 10000")));
+        QVERIFY(validatePlan(plan).join('\n').contains(QLatin1String("grid.batchSize[1]: must be between 1 and 65536")));
+        // The agent's names for the same rule, and an unknown enum value.
+        v1::RunSpec spec;
+        spec.set_batch_size(64);
+        spec.set_epochs(2);
+        spec.set_precision(v1::Precision(99));
+        spec.set_learning_rate(std::numeric_limits<double>::quiet_NaN());
+        spec.set_warmup_epochs(3);
+        QStringList agent;
+        for (const auto &problem : rules::checkRunSpec(spec, { "spec.", false, false }))
+            agent << QString::fromStdString(problem.text());
+        const QString all = agent.join('\n');
+        QVERIFY2(all.contains(QLatin1String("spec.learning_rate: must be a number in (0, 10] (got NaN)")), qPrintable(all));
+        QVERIFY2(all.contains(QLatin1String("spec.precision: must be FP32 or BF16 (got the unknown value 99)")), qPrintable(all));
+        QVERIFY2(all.contains(QLatin1String("spec.warmup_epochs: must be a number in [0, 2] (got 3)")), qPrintable(all));
+    }
+
+    // Zero is a value, and numbers are exact: from the plan's text to the worker's command.
+    void numbersReachTheWorkerCommandExactly()
+    {
+        QStringList problems;
+        const auto plan = parsePlanJson(R"({"name":"x","dataset":"d","grid":{"workers":[2]},
+            "training":{"learningRate":1e-7,"momentum":0,"weightDecay":2.5e-7,"labelSmoothing":1.25e-5,
+                        "divergenceFactor":1.2345678901234567}})",
+            &problems);
+        QVERIFY2(plan, qPrintable(problems.join('\n')));
+        QVERIFY(validatePlan(*plan).isEmpty());
+        RunConfig config;
+        config.workers = 2;
+        config.batchSize = 64;
+        config.epochs = 3;
+        const v1::RunSpec spec = rules::withDefaults(runSpecFor(*plan, config));
+        QCOMPARE(spec.learning_rate(), 1e-7);
+        QVERIFY(spec.has_momentum());
+        QCOMPARE(spec.momentum(), 0.0);
+        QCOMPARE(spec.weight_decay(), 2.5e-7);
+        QCOMPARE(spec.label_smoothing(), 1.25e-5);
+        QCOMPARE(spec.warmup_epochs(), rules::kDefaultWarmupEpochs); // unset: the default
+        QCOMPARE(rules::exactNumber(1e-7), std::string("1e-07"));
+        QCOMPARE(rules::exactNumber(1.25e-5), std::string("1.25e-05"));
+        QCOMPARE(rules::exactNumber(2.5e-7), std::string("2.5e-07"));
+        QCOMPARE(rules::exactNumber(0), std::string("0"));
+        QCOMPARE(std::stod(rules::exactNumber(1.2345678901234567)), 1.2345678901234567);
+        // A plan saved and read again keeps an explicit zero.
+        QStringList again;
+        const auto reread = parsePlanJson(planToJson(*plan), &again);
+        QVERIFY(reread && reread->training().has_momentum() && reread->training().momentum() == 0);
+        // "learningRate": "auto" is the plan's flag, and refuses a number beside it.
+        const auto automatic = parsePlanJson(R"({"name":"x","dataset":"d","training":{"learningRate":"auto"}})", &again);
+        QVERIFY(automatic && automatic->learning_rate_auto() && !automatic->training().has_learning_rate());
+        v1::StudyPlan both = *automatic;
+        both.mutable_training()->set_learning_rate(0.1);
+        QVERIFY(validatePlan(both).join('\n').contains(QLatin1String("give a number or \"auto\", not both")));
     }
 
     void expansionIsBaselinePlusCrossProductTimesRepeats()

@@ -18,6 +18,9 @@
 #include <QTemporaryDir>
 #include <QTest>
 
+#include "spec_rules.h"
+#include "study_results.h"
+
 #include <csignal>
 
 using namespace scalelab;
@@ -202,6 +205,123 @@ private Q_SLOTS:
     // A worker killed with SIGKILL after its first checkpoint: the run is retried and
     // resumes after epoch 1, and the study completes. The run is spread over both agents,
     // so the rank on the second agent resumes without a local copy of the checkpoint.
+    // A run whose loss diverges ends FAILED at once, saying where, and is not retried
+    // (maxFailures 2): a retry from its checkpoint would only diverge again.
+    void divergedRunFailsWithoutRetries()
+    {
+        Journal journal;
+        QString error;
+        QVERIFY(journal.open(path(QStringLiteral("diverge/journal.sqlite")), &error));
+        v1::StudyPlan plan = tinyPlan({ 2 }, 2);
+        plan.set_max_failures(2);
+        plan.mutable_training()->set_learning_rate(10); // the largest the rules take
+        plan.mutable_training()->set_warmup_epochs(0);
+        plan.mutable_training()->set_divergence_factor(1.5);
+        plan.mutable_training()->set_divergence_steps(3);
+        StudyRunner runner(&journal);
+        runner.setAgents(m_agents);
+        runner.setTickInterval(100);
+        const QString studyId = runner.createStudy(plan, &error);
+        QVERIFY2(!studyId.isEmpty(), qPrintable(error));
+        QSignalSpy finished(&runner, &StudyRunner::finished);
+        QVERIFY(runner.drive(studyId, &error));
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 180'000);
+        QCOMPARE(finished.first().first().toString(), QStringLiteral("FAILED"));
+        const StudySnapshot s = runner.snapshot();
+        const StudyResults results = computeStudyResults(s);
+        for (int i = 0; i < s.runs.size(); ++i) {
+            const RunResult &r = s.runs[i];
+            QCOMPARE(r.state, QStringLiteral("FAILED"));
+            QCOMPARE(r.attempts.size(), 1); // not retried
+            QVERIFY2(r.attempts[0].reason.contains(QLatin1String("diverged at step")), qPrintable(r.attempts[0].reason));
+            QVERIFY(!results.runs[i].byWallClock.available()); // no speedup from a diverged run
+        }
+    }
+
+    // Every number of a plan reaches the worker exactly: tiny values, a long mantissa, and
+    // zero as a value (momentum 0 turns momentum off; it is not "unset").
+    void exactValuesReachTheWorker()
+    {
+        const QByteArray planText = R"({
+            "name": "exact", "dataset": "synth",
+            "training": { "learningRate": 1e-7, "momentum": 0, "weightDecay": 2.5e-7,
+                          "labelSmoothing": 1.25e-5, "warmupEpochs": 0,
+                          "divergenceFactor": 1.2345678901234567,
+                          "maxTrainImages": 64, "maxTestImages": 32 },
+            "baseline": { "skip": true },
+            "grid": { "workers": [1], "batchSize": [16], "epochs": [1], "threadsPerWorker": [1] } })";
+        QStringList problems;
+        const auto plan = parsePlanJson(planText, &problems);
+        QVERIFY2(plan, qPrintable(problems.join(QLatin1Char('\n'))));
+        QVERIFY2(validatePlan(*plan).isEmpty(), qPrintable(validatePlan(*plan).join(QLatin1Char('\n'))));
+        QVERIFY(plan->training().has_momentum());
+        Journal journal;
+        QString error;
+        QVERIFY(journal.open(path(QStringLiteral("exact/journal.sqlite")), &error));
+        StudyRunner runner(&journal);
+        runner.setAgents(m_agents);
+        runner.setTickInterval(100);
+        const QString studyId = runner.createStudy(*plan, &error);
+        QVERIFY2(!studyId.isEmpty(), qPrintable(error));
+        QSignalSpy finished(&runner, &StudyRunner::finished);
+        QVERIFY(runner.drive(studyId, &error));
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 120'000);
+        const StudySnapshot s = runner.snapshot();
+        QCOMPARE(s.runs.size(), 1);
+        const QJsonObject recipe = s.runs[0].recipe; // as the worker's started event said
+        QCOMPARE(recipe.value(QLatin1String("learning_rate")).toDouble(), 1e-7);
+        QCOMPARE(recipe.value(QLatin1String("peak_learning_rate")).toDouble(), 1e-7);
+        QCOMPARE(recipe.value(QLatin1String("momentum")).toDouble(), 0.0);
+        QCOMPARE(recipe.value(QLatin1String("weight_decay")).toDouble(), 2.5e-7);
+        QCOMPARE(recipe.value(QLatin1String("label_smoothing")).toDouble(), 1.25e-5);
+        QCOMPARE(recipe.value(QLatin1String("warmup_epochs")).toDouble(), 0.0);
+        QCOMPARE(recipe.value(QLatin1String("divergence_factor")).toDouble(), 1.2345678901234567);
+        const QStringList command = s.runs[0].workerCommand;
+        QCOMPARE(command.value(command.indexOf(QStringLiteral("--lr")) + 1), QStringLiteral("1e-07"));
+        QCOMPARE(command.value(command.indexOf(QStringLiteral("--momentum")) + 1), QStringLiteral("0"));
+    }
+
+    // "learningRate": "auto": the range test runs once before any run, its choice is
+    // journalled, trained with and reported.
+    void autoLearningRateIsChosenBeforeTheRuns()
+    {
+        const QByteArray planText = R"({
+            "name": "auto-lr", "dataset": "synth",
+            "training": { "learningRate": "auto", "maxTrainImages": 192, "maxTestImages": 64 },
+            "baseline": { "threadsPerWorker": 1 },
+            "grid": { "workers": [2], "batchSize": [16], "epochs": [1], "threadsPerWorker": [1],
+                      "lrRule": ["linear"] } })";
+        QStringList problems;
+        const auto plan = parsePlanJson(planText, &problems);
+        QVERIFY2(plan, qPrintable(problems.join(QLatin1Char('\n'))));
+        QVERIFY(plan->learning_rate_auto());
+        QVERIFY(!plan->training().has_learning_rate());
+        Journal journal;
+        QString error;
+        QVERIFY(journal.open(path(QStringLiteral("auto/journal.sqlite")), &error));
+        StudyRunner runner(&journal);
+        runner.setAgents(m_agents);
+        runner.setTickInterval(100);
+        const QString studyId = runner.createStudy(*plan, &error);
+        QVERIFY2(!studyId.isEmpty(), qPrintable(error));
+        QSignalSpy finished(&runner, &StudyRunner::finished);
+        QVERIFY(runner.drive(studyId, &error));
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 240'000);
+        const StudyState state = StudyState::replay(journal.events(studyId));
+        const auto &search = state.learningRateSearch();
+        QVERIFY(search.found);
+        QCOMPARE(search.found->batch, 16); // the baseline's global batch
+        QVERIFY(search.points.size() >= 10);
+        QCOMPARE(search.found->learningRate, search.minLossLearningRate / 10);
+        const StudySnapshot s = runner.snapshot();
+        QVERIFY2(s.learningRateNote.startsWith(QLatin1String("auto: ")), qPrintable(s.learningRateNote));
+        // The baseline trains with the choice; the 2-worker run (linear rule, global 32)
+        // with it scaled to its global batch.
+        QCOMPARE(s.runs[0].recipe.value(QLatin1String("peak_learning_rate")).toDouble(), search.found->learningRate);
+        QCOMPARE(s.runs[1].recipe.value(QLatin1String("peak_learning_rate")).toDouble(),
+            search.found->learningRate * 64.0 / 16.0 * 32.0 / 64.0);
+    }
+
     void killedWorkerIsRetriedFromItsCheckpoint()
     {
         Journal journal;
@@ -437,7 +557,46 @@ private Q_SLOTS:
             QCOMPARE(r.value(QLatin1String("run_id")).toString(), s.runs[i].runId);
             QCOMPARE(r.value(QLatin1String("final_test_accuracy")).toDouble(), s.runs[i].finalTestAccuracy);
             QCOMPARE(r.value(QLatin1String("wall_seconds")).toDouble(), s.runs[i].wallSeconds);
+            // One definition of images/s: CLI, journal and report agree, and it is the one
+            // over the run's epochs (not the last epoch's).
+            QCOMPARE(r.value(QLatin1String("images_per_second")).toDouble(), s.runs[i].imagesPerSecond);
+            QCOMPARE(runs[i].toObject().value(QLatin1String("imagesPerSecond")).toDouble(), s.runs[i].imagesPerSecond);
+            QCOMPARE(s.runs[i].imagesPerSecond, runImagesPerSecond(s.runs[i].epochs));
+            // Reproducible from the report: the recipe after defaults, the data set's
+            // checksum and normalisation, and the worker's command line.
+            const QJsonObject recipe = r.value(QLatin1String("recipe")).toObject();
+            QCOMPARE(recipe.value(QLatin1String("learning_rate")).toDouble(), rules::kDefaultLearningRate);
+            QCOMPARE(recipe.value(QLatin1String("momentum")).toDouble(), rules::kDefaultMomentum);
+            QCOMPARE(recipe.value(QLatin1String("warmup_epochs")).toDouble(), 0.5); // a 1-epoch run: half of it
+            QCOMPARE(recipe.value(QLatin1String("dataset_sha256")).toString().size(), 64);
+            QCOMPARE(recipe.value(QLatin1String("normalize_mean")).toArray().size(), 3);
+            QVERIFY(!recipe.value(QLatin1String("worker_torch")).toString().isEmpty());
+            QVERIFY(r.value(QLatin1String("worker_command")).toArray().contains(QStringLiteral("--normalize-mean")));
         }
+        QVERIFY(json.value(QLatin1String("software")).toObject().contains(QStringLiteral("agent: git_commit")));
+        QVERIFY(!json.value(QLatin1String("nodes")).toArray()[0].toObject().value(QLatin1String("cpu_model")).toString().isEmpty());
+        QVERIFY(json.value(QLatin1String("definitions")).toObject().contains(QStringLiteral("images_per_second")));
+        QCOMPARE(json.value(QLatin1String("plan")).toObject().value(QLatin1String("name")).toString(), QStringLiteral("tiny"));
+
+        // The report reruns its study: the same plan, as a new study, to its end.
+        const QString reportFile = path(QStringLiteral("report.json"));
+        {
+            QFile f(reportFile);
+            QVERIFY(f.open(QIODevice::WriteOnly));
+            f.write(QJsonDocument(json).toJson());
+        }
+        QProcess rerun;
+        rerun.setProcessEnvironment(env);
+        rerun.start(test::binary("scalelab-cli"),
+            QStringList { QStringLiteral("study"), QStringLiteral("rerun"), reportFile, QStringLiteral("--json") }
+                + common);
+        QVERIFY(rerun.waitForFinished(240'000));
+        const QByteArray rerunOutput = rerun.readAllStandardOutput();
+        QVERIFY2(rerun.exitCode() == 0, (rerunOutput + rerun.readAllStandardError()).constData());
+        const QJsonObject again = QJsonDocument::fromJson(rerunOutput.trimmed().split('\n').last()).object();
+        QCOMPARE(again.value(QLatin1String("state")).toString(), QStringLiteral("SUCCEEDED"));
+        QVERIFY(again.value(QLatin1String("studyId")).toString() != studyId);
+        QCOMPARE(again.value(QLatin1String("runs")).toArray().size(), runs.size());
         QVERIFY(!json.value(QLatin1String("seed_study_comparison")).toArray().isEmpty());
         for (const char *format : { "html", "pdf" }) {
             const QString file = path(QStringLiteral("report.") + QLatin1String(format));

@@ -141,7 +141,7 @@ v1::RunSpec withDefaults(const v1::RunSpec &spec)
     if (!s.has_weight_decay())
         s.set_weight_decay(kDefaultWeightDecay);
     if (!s.has_warmup_epochs())
-        s.set_warmup_epochs(std::min(kDefaultWarmupEpochs, double(std::max(1, s.epochs())) / 2));
+        s.set_warmup_epochs(s.epochs() >= 2 ? kDefaultWarmupEpochs : double(std::max(1, s.epochs())) / 2);
     if (!s.has_label_smoothing())
         s.set_label_smoothing(kDefaultLabelSmoothing);
     if (!s.has_divergence_factor())

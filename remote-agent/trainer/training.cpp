@@ -431,7 +431,7 @@ std::string validate(const TrainingConfig &c)
         return "--base-batch must be at least 1";
     if (c.schedule != "cosine" && c.schedule != "constant")
         return "--schedule must be 'cosine' or 'constant'";
-    if (!(c.warmupEpochs >= 0 && c.warmupEpochs <= c.epochs))
+    if (!(c.warmupEpochs < 0 || c.warmupEpochs <= c.epochs) || std::isnan(c.warmupEpochs))
         return "--warmup-epochs must be between 0 and --epochs";
     if (!(c.labelSmoothing >= 0 && c.labelSmoothing < 1))
         return "--label-smoothing must be in [0, 1)";
@@ -552,7 +552,8 @@ int runTraining(const TrainingConfig &config, EventWriter &events)
     const std::int64_t perRank = (std::int64_t(train->size()) + config.worldSize - 1) / config.worldSize;
     const std::int64_t stepsPerEpoch = (perRank + config.batchSize - 1) / config.batchSize;
     const std::int64_t totalSteps = stepsPerEpoch * config.epochs;
-    const auto warmupSteps = std::int64_t(std::llround(config.warmupEpochs * double(stepsPerEpoch)));
+    const double warmupEpochs = warmupEpochsOf(config);
+    const auto warmupSteps = std::int64_t(std::llround(warmupEpochs * double(stepsPerEpoch)));
     const auto lrAt = [&](std::int64_t step) { // step: 0-based
         if (step < warmupSteps)
             return peakLr * (0.1 + 0.9 * double(step) / double(warmupSteps));
@@ -583,7 +584,7 @@ int runTraining(const TrainingConfig &config, EventWriter &events)
                 { "learning_rate", config.learningRate }, { "lr_scaling", config.lrScaling },
                 { "base_batch", std::int64_t { config.baseBatch } }, { "momentum", config.momentum },
                 { "weight_decay", config.weightDecay }, { "schedule", config.schedule },
-                { "warmup_epochs", config.warmupEpochs }, { "warmup_steps", warmupSteps },
+                { "warmup_epochs", warmupEpochs }, { "warmup_steps", warmupSteps },
                 { "label_smoothing", config.labelSmoothing }, { "augment", config.augment },
                 { "precision", config.precision }, { "channels_last", config.channelsLast },
                 { "seed", std::int64_t(config.seed) }, { "normalize_mean", triple(normalization.mean) },

@@ -13,13 +13,17 @@ struct TrainingConfig {
     std::string dataDir;
     int batchSize = 64; // per worker; the global batch is batchSize x worldSize
     int epochs = 1;
-    double learningRate = 0.05; // at the reference batch (baseBatch) when lrScaling = "linear"
+    // Defaults: the README's "Default recipe" gives the evidence; proto/rules/spec_rules.h
+    // holds the same values for runs the agent starts (tst_trainer checks they agree).
+    double learningRate = 0.02; // at the reference batch (baseBatch) when lrScaling = "linear"
     double momentum = 0.9;
     double weightDecay = 5e-4;
     std::string lrScaling = "none"; // "none": lr as given; "linear": lr x global batch / baseBatch
     int baseBatch = 64;
     std::string schedule = "cosine"; // "cosine" (after warm-up) or "constant"
-    double warmupEpochs = 0; // linear warm-up from lr/10, in epochs (fractions allowed)
+    // Linear warm-up from lr/10, in epochs (fractions allowed). Negative: the default, one
+    // epoch, or half the run when it is shorter than two (see defaultWarmupEpochs).
+    double warmupEpochs = -1;
     double labelSmoothing = 0;
     // Per-channel mean and standard deviation of pixels in [0, 1], three values each (the
     // agent passes the ones it measured on the whole data set). Empty: measured on the
@@ -65,6 +69,18 @@ inline constexpr int kDivergedExitCode = 3;
 
 // Returns an empty string when the configuration is usable, else what is wrong.
 std::string validate(const TrainingConfig &config);
+
+// The warm-up a run of `epochs` gets when none is given: min(1, epochs / 2).
+inline double defaultWarmupEpochs(int epochs)
+{
+    return epochs >= 2 ? 1.0 : epochs / 2.0;
+}
+
+// The warm-up of `config`: as given, or the default.
+inline double warmupEpochsOf(const TrainingConfig &config)
+{
+    return config.warmupEpochs < 0 ? defaultWarmupEpochs(config.epochs) : config.warmupEpochs;
+}
 
 // Trains and evaluates, writing "started", "step", "epoch", "checkpoint", "finished" or
 // "error" events. Returns the process exit code (0 on success).

@@ -43,14 +43,15 @@ train options:
   --data-dir DIR        folder with data_batch_1..5.bin and test_batch.bin (required)
   --batch-size N        images per step on this worker (default 64)
   --epochs N            passes over the training split (default 1)
-  --lr X                learning rate (default 0.05)
+  --lr X                learning rate (default 0.02; see the README's "Default recipe")
   --momentum X          SGD momentum (default 0.9)
   --weight-decay X      L2 weight decay (default 5e-4)
   --seed N              seed for weights and shuffling (default 1)
   --lr-scaling MODE     none (lr as given) or linear (lr x global batch / --base-batch)
   --base-batch N        reference batch of the linear rule (default 64)
   --schedule NAME       cosine (default) or constant, after the warm-up
-  --warmup-epochs X     linear warm-up from lr/10 over X epochs (default 0)
+  --warmup-epochs X     linear warm-up from lr/10 over X epochs (default 1, or half the
+                        run when it has fewer than 2 epochs; 0 = none)
   --label-smoothing X   cross-entropy label smoothing in [0, 1) (default 0)
   --normalize-mean R,G,B  per-channel mean of pixels in [0, 1] to subtract (default: measured
                         on the training images loaded; the agent passes the whole set's)
@@ -327,6 +328,7 @@ int main(int argc, char **argv)
         trainer::TrainingConfig config;
         trainer::LrFindOptions lrFind;
         int eventFd = 1;
+        const bool warmupGiven = args.options.count("warmup-epochs") > 0;
         if (args.command == "lr-find" && !(take(args, "min-lr", lrFind.minLr) && take(args, "max-lr", lrFind.maxLr)
                 && take(args, "steps", lrFind.steps)))
             return usageError(args.error);
@@ -355,6 +357,8 @@ int main(int argc, char **argv)
             && take(args, "event-fd", eventFd);
         if (leftovers(args))
             return usageError(args.error);
+        if (warmupGiven && !(config.warmupEpochs >= 0))
+            return usageError("--warmup-epochs must be 0 (no warm-up) or more");
         if (auto problem = trainer::validate(config); !problem.empty())
             return usageError(problem);
         if (args.command == "lr-find")
