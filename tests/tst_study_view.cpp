@@ -5,6 +5,7 @@
 // a cancelled run retried from the UI.
 #include "agent_client.h"
 #include "local_agent.h"
+#include "lr_find_dialog.h"
 #include "metric_chart.h"
 #include "run_details.h"
 #include "run_plot.h"
@@ -83,6 +84,40 @@ private Q_SLOTS:
         for (int row = 0; row < view.runsTable()->rowCount(); ++row)
             infeasible = infeasible || cell(view.runsTable(), row, 2) == QLatin1String("INFEASIBLE");
         QVERIFY(infeasible);
+    }
+
+    // "Find…" runs the learning-rate range test on the agent, draws it as it arrives, and
+    // "Use …" puts the suggestion into the designer; "auto" is accepted as a value.
+    void learningRateIsFoundFromTheDesigner()
+    {
+        console::StudyView view;
+        view.setAgents({ { QStringLiteral("local"), m_agent.endpoint(), m_agent.token() } });
+        auto *dataset = view.findChildren<QLineEdit *>().at(1);
+        dataset->setText(QStringLiteral("synth"));
+        view.findChildren<QLineEdit *>().at(3)->setText(QStringLiteral("16")); // batch per worker
+        auto *lr = view.findChild<QLineEdit *>(QStringLiteral("learningRate"));
+        QVERIFY(lr);
+        lr->setText(QStringLiteral("abc"));
+        QVERIFY2(view.problemsLabel()->text().contains(QLatin1String("neither a number nor \"auto\"")),
+            qPrintable(view.problemsLabel()->text()));
+        lr->setText(QStringLiteral("auto"));
+        QVERIFY2(!view.problemsLabel()->text().contains(QLatin1String("Learning rate")), qPrintable(view.problemsLabel()->text()));
+        view.findChild<QPushButton *>(QStringLiteral("findLearningRate"))->click();
+        auto *dialog = view.findChild<console::LrFindDialog *>(QStringLiteral("lrFindDialog"));
+        QVERIFY(dialog);
+        QTRY_VERIFY2_WITH_TIMEOUT(dialog->suggested() > 0, qPrintable(dialog->statusText()), 180'000);
+        QVERIFY(dialog->pointCount() >= 50);
+        QVERIFY2(dialog->statusText().contains(QLatin1String("Suggested learning rate")), qPrintable(dialog->statusText()));
+        if (const QByteArray shot = qgetenv("SCALELAB_SCREENSHOT_DIR"); !shot.isEmpty())
+            dialog->grab().save(QString::fromLocal8Bit(shot) + QStringLiteral("/lr-find.png"));
+        const double suggested = dialog->suggested();
+        QPushButton *use = nullptr;
+        for (auto *b : dialog->findChildren<QPushButton *>())
+            if (b->text().startsWith(QLatin1String("Use ")))
+                use = b;
+        QVERIFY(use && use->isEnabled());
+        use->click();
+        QCOMPARE(lr->text(), QString::number(suggested, 'g', 3));
     }
 
     // The designer offers the agents' data sets, flags synthetic ones and warns about a

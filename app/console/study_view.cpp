@@ -6,6 +6,8 @@
 #include "study_charts.h"
 #include "study_plan.h"
 #include "study_results.h"
+#include "lr_find_dialog.h"
+#include "spec_rules.h"
 
 #include <QCheckBox>
 #include <QComboBox>
@@ -154,6 +156,24 @@ void StudyView::buildUi()
     m_precision = line(tr("Precision"), QStringLiteral("fp32"), tr("fp32, bf16"));
     m_lrRule = line(
         tr("LR rule"), QStringLiteral("none"), tr("none (fixed) or linear (scaled with the global batch)"));
+    // The learning rate: empty = the default recipe, a number, or "auto" (the range test
+    // runs first). "Find…" runs the test now and shows its curve.
+    m_lr = new QLineEdit;
+    m_lr->setObjectName(QStringLiteral("learningRate"));
+    m_lr->setPlaceholderText(tr("default (%1)").arg(rules::kDefaultLearningRate));
+    m_lr->setToolTip(tr("Empty: the default recipe's %1 with a 1-epoch warm-up. A number, or \"auto\": the study "
+                        "runs the learning-rate range test at the baseline's batch before any run.")
+                         .arg(rules::kDefaultLearningRate));
+    connect(m_lr, &QLineEdit::textChanged, this, &StudyView::preview);
+    auto *findLr = new QPushButton(tr("Find…"));
+    findLr->setObjectName(QStringLiteral("findLearningRate"));
+    findLr->setToolTip(tr("Run the learning-rate range test on an agent with this data set and batch, and pick a "
+                          "value from its curve"));
+    connect(findLr, &QPushButton::clicked, this, &StudyView::findLearningRate);
+    auto *lrRow = new QHBoxLayout;
+    lrRow->addWidget(m_lr, 1);
+    lrRow->addWidget(findLr);
+    form->addRow(tr("Learning rate"), lrRow);
     m_repeats = new QSpinBox;
     m_repeats->setRange(1, 100);
     form->addRow(tr("Repeats"), m_repeats);
@@ -359,6 +379,7 @@ void StudyView::updateDatasetNote()
                 if (d.synthetic())
                     synthetic << it.key();
             }
+    m_agentsWithDataset = on;
     if (m_inventories.isEmpty() || name.isEmpty())
         m_datasetNote->clear();
     else if (on.isEmpty())
@@ -406,8 +427,53 @@ v1::StudyPlan StudyView::planFromForm(QStringList *problems) const
     plan.set_target_accuracy(m_target->value() / 100.0);
     plan.set_placement(m_placement->currentText().toStdString());
     plan.mutable_training()->set_max_train_images(m_maxTrain->value());
+    plan.mutable_training()->clear_learning_rate();
+    plan.set_learning_rate_auto(false);
+    if (const QString lr = m_lr->text().trimmed(); lr.compare(QLatin1String("auto"), Qt::CaseInsensitive) == 0) {
+        plan.set_learning_rate_auto(true);
+    } else if (!lr.isEmpty()) {
+        bool ok = false;
+        const double value = lr.toDouble(&ok);
+        if (ok)
+            plan.mutable_training()->set_learning_rate(value);
+        else
+            *problems << tr("Learning rate: \"%1\" is neither a number nor \"auto\"").arg(lr);
+    }
     *problems << validatePlan(plan);
     return plan;
+}
+
+void StudyView::findLearningRate()
+{
+    if (m_agents.isEmpty()) {
+        m_problems->setText(tr("Find learning rate: connect an agent first (Agents tab)."));
+        return;
+    }
+    QStringList problems;
+    const QList<int> batches = parseList<int>(m_batch, tr("Batch per worker"), &problems);
+    if (!problems.isEmpty() || m_dataset->text().trimmed().isEmpty()) {
+        m_problems->setText(tr("Find learning rate: give a data set and a batch first."));
+        return;
+    }
+    v1::FindLearningRateRequest request;
+    auto *spec = request.mutable_spec();
+    spec->set_dataset(m_dataset->text().trimmed().toStdString());
+    spec->set_batch_size(batches.isEmpty() ? 64 : batches.first()); // the baseline's (global) batch
+    spec->set_max_train_images(m_maxTrain->value());
+    request.set_steps(200);
+    // The agent that has the data set, as the designer's note found it; else the first.
+    core::AgentEndpoint agent = m_agents.first();
+    for (const auto &a : m_agents)
+        if (m_agentsWithDataset.contains(a.name)) {
+            agent = a;
+            break;
+        }
+    auto *dialog = new console::LrFindDialog(agent, request, this);
+    dialog->setAttribute(Qt::WA_DeleteOnClose);
+    connect(dialog, &console::LrFindDialog::chosen, this,
+        [this](double lr) { m_lr->setText(QString::number(lr, 'g', 3)); });
+    m_lrDialog = dialog;
+    dialog->show();
 }
 
 void StudyView::setForm(const v1::StudyPlan &plan)
@@ -434,6 +500,9 @@ void StudyView::setForm(const v1::StudyPlan &plan)
     m_maxFailures->setValue(plan.has_max_failures() ? plan.max_failures() : 2);
     m_target->setValue(plan.target_accuracy() * 100);
     m_maxTrain->setValue(int(plan.training().max_train_images()));
+    m_lr->setText(plan.learning_rate_auto()           ? QStringLiteral("auto")
+            : plan.training().has_learning_rate() ? QString::number(plan.training().learning_rate(), 'g', 17)
+                                                  : QString());
     m_placement->setCurrentText(
         plan.placement().empty() ? QStringLiteral("pack") : QString::fromStdString(plan.placement()));
 }

@@ -14,6 +14,7 @@
 #include <QWidget>
 
 class QCheckBox;
+class QDialog;
 class QComboBox;
 class QDoubleSpinBox;
 class QSettings;
@@ -87,6 +88,8 @@ private:
     void preview();
     void updateDatasetChoices();
     void updateDatasetNote();
+    // Runs the learning-rate range test for the designer's data set and batch (a dialog).
+    void findLearningRate();
     void refresh();
     void refreshStudyList();
     void stopRunner();
@@ -115,6 +118,9 @@ private:
     QLineEdit *m_threads = nullptr;
     QLineEdit *m_precision = nullptr;
     QLineEdit *m_lrRule = nullptr;
+    QLineEdit *m_lr = nullptr; // empty, a number, or "auto"
+    QPointer<QDialog> m_lrDialog; // the range test, while open
+    QStringList m_agentsWithDataset; // of the designer's data set, as the note found them
     QSpinBox *m_repeats = nullptr;
     QSpinBox *m_maxFailures = nullptr;
     QDoubleSpinBox *m_target = nullptr;
