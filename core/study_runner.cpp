@@ -1,5 +1,7 @@
 #include "study_runner.h"
 
+#include "spec_rules.h"
+
 #include "checkpoint_copy.h"
 #include "run_record.h"
 #include "run_watch.h"
@@ -405,18 +407,25 @@ void StudyRunner::learningRateSearched(const QString &agent, int batch, const Ca
     const int stride = std::max(1, int(points.size()) / 200);
     for (int i = 0; i < points.size(); i += stride)
         curve.append(QJsonArray { points[i].first, std::isfinite(points[i].second) ? points[i].second : 0.0 });
-    const double lr = found.suggested_learning_rate();
+    // An inconclusive test (the loss never clearly fell) says nothing: the default stays.
+    const double lr = found.conclusive() ? found.suggested_learning_rate() : rules::kDefaultLearningRate;
+    const QString rule = found.conclusive()
+        ? QString::fromStdString(found.rule())
+        : QStringLiteral("inconclusive, so the default %1 is used: %2")
+              .arg(rules::kDefaultLearningRate)
+              .arg(QString::fromStdString(found.note()));
     if (!record(QStringLiteral("lr_found"),
             QJsonObject { { QStringLiteral("learningRate"), lr }, { QStringLiteral("batch"), batch },
                 { QStringLiteral("agent"), agent }, { QStringLiteral("minLossLr"), found.min_loss_learning_rate() },
                 { QStringLiteral("steepestLr"), found.steepest_learning_rate() }, { QStringLiteral("steps"), found.steps() },
                 { QStringLiteral("stoppedEarly"), found.stopped_early() },
-                { QStringLiteral("rule"), QString::fromStdString(found.rule()) }, { QStringLiteral("points"), curve } }))
+                { QStringLiteral("rule"), rule }, { QStringLiteral("conclusive"), found.conclusive() },
+                { QStringLiteral("points"), curve } }))
         return;
     Q_EMIT message(QStringLiteral("learning rate \"auto\": %1 at batch %2 (%3), from the range test on %4")
                        .arg(QString::number(lr, 'g', 4))
                        .arg(batch)
-                       .arg(QString::fromStdString(found.rule()), agentLabel(agent)));
+                       .arg(rule, agentLabel(agent)));
     QTimer::singleShot(0, this, &StudyRunner::tick);
 }
 

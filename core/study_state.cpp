@@ -199,6 +199,7 @@ void StudyState::apply(const JournalEvent &event)
         m_lrSearch.steepestLearningRate = p.value(QLatin1String("steepestLr")).toDouble();
         m_lrSearch.steps = p.value(QLatin1String("steps")).toInt();
         m_lrSearch.stoppedEarly = p.value(QLatin1String("stoppedEarly")).toBool();
+        m_lrSearch.conclusive = p.value(QLatin1String("conclusive")).toBool(true);
         m_lrSearch.rule = p.value(QLatin1String("rule")).toString();
         m_lrSearch.points.clear();
         for (const auto &point : p.value(QLatin1String("points")).toArray())

@@ -84,6 +84,7 @@ struct LearningRateSearch {
     double steepestLearningRate = 0;
     int steps = 0;
     bool stoppedEarly = false;
+    bool conclusive = true; // false: the loss never clearly fell, the default was kept
     QString rule;
     QList<QPair<double, double>> points; // (lr, smoothed loss)
     int failures = 0;

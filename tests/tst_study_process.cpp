@@ -312,6 +312,7 @@ private Q_SLOTS:
         QVERIFY(search.found);
         QCOMPARE(search.found->batch, 16); // the baseline's global batch
         QVERIFY(search.points.size() >= 10);
+        QVERIFY2(search.conclusive, qPrintable(search.rule)); // the synthetic set's loss falls clearly
         QCOMPARE(search.found->learningRate, search.minLossLearningRate / 10);
         const StudySnapshot s = runner.snapshot();
         QVERIFY2(s.learningRateNote.startsWith(QLatin1String("auto: ")), qPrintable(s.learningRateNote));

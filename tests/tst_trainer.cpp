@@ -431,6 +431,7 @@ private Q_SLOTS:
         const QJsonObject found = w.events(QStringLiteral("lr_found")).first();
         const double best = found.value(QStringLiteral("min_loss_lr")).toDouble();
         QCOMPARE(found.value(QStringLiteral("suggested_lr")).toDouble(), best / 10);
+        QVERIFY(found.value(QStringLiteral("conclusive")).toBool()); // the learnable set's loss falls clearly
         QVERIFY(best > 1e-5 && best < 10);
         double lowest = 1e9, lowestLr = 0;
         for (const auto &p : points)

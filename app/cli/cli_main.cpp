@@ -594,6 +594,7 @@ int lrFindCommand(QStringList arguments)
           << (result.stopped_early() ? ", stopped early (the loss diverged)" : "") << "\n"
           << "suggested learning rate: " << QString::number(result.suggested_learning_rate(), 'g', 4) << " for batch "
           << result.batch_size() << " (" << QString::fromStdString(result.rule()) << ")\n"
+          << (result.conclusive() ? QString() : QStringLiteral("WARNING: %1\n").arg(QString::fromStdString(result.note())))
           << "use it: \"training\": { \"learningRate\": " << QString::number(result.suggested_learning_rate(), 'g', 4)
           << " } in a plan, or \"learningRate\": \"auto\" to have a study run this test first\n";
     return Ok;

@@ -152,7 +152,8 @@ void LrFindDialog::finish(bool ok, const QString &error, const v1::LrFindResult 
                           .arg(result.batch_size())
                           .arg(QString::fromStdString(result.rule()))
                           .arg(result.min_loss_learning_rate(), 0, 'g', 4)
-                          .arg(result.stopped_early() ? tr("; stopped when the loss diverged") : QString()));
+                          .arg(result.stopped_early() ? tr("; stopped when the loss diverged") : QString())
+        + (result.conclusive() ? QString() : tr("\nInconclusive: %1.").arg(QString::fromStdString(result.note()))));
     Q_EMIT done(true);
 }
 

@@ -879,6 +879,8 @@ grpc::Status AgentService::FindLearningRate(grpc::ServerContext *context, const 
             r->set_stopped_early(o.value(QLatin1String("stopped_early")).toBool());
             r->set_rule(o.value(QLatin1String("rule")).toString().toStdString());
             r->set_batch_size(int(num("batch_size")));
+            r->set_conclusive(o.value(QLatin1String("conclusive")).toBool(true));
+            r->set_note(o.value(QLatin1String("note")).toString().toStdString());
             r->mutable_worker_command()->Add(spawn.argv.begin(), spawn.argv.end());
             haveResult = true;
         } else if (type == QLatin1String("error")) {

@@ -1016,8 +1016,18 @@ int runLrFind(const TrainingConfig &config, const LrFindOptions &options, EventW
         }
     }
     const double suggested = bestLr / 10;
+    // A test whose loss never clearly fell cannot tell a good lr from a bad one: its
+    // minimum is noise. Said so, so that nobody takes the number for a finding.
+    const double start = smoothed[std::min(smoothed.size() - 1, smoothed.size() / 10)];
+    const bool conclusive = bestSmoothed < 0.95 * start;
+    const std::string note = conclusive
+        ? std::string()
+        : "the smoothed loss hardly fell (" + EventWriter::number(std::round(start * 1000) / 1000) + " -> lowest "
+            + EventWriter::number(std::round(bestSmoothed * 1000) / 1000)
+            + "), so the test cannot tell: keep the default learning rate, or run more steps or a larger batch";
     events.emit("lr_found",
         { { "suggested_lr", suggested }, { "min_loss_lr", bestLr }, { "min_smoothed_loss", bestSmoothed },
+            { "conclusive", conclusive }, { "note", note },
             { "steepest_lr", steepestLr }, { "steps", std::int64_t { step } }, { "stopped_early", stoppedEarly },
             { "batch_size", std::int64_t { config.batchSize } },
             { "rule", std::string("the lr at the lowest smoothed loss / 10 (Smith 2017; fast.ai)") } });
