@@ -152,8 +152,10 @@ ReportTable runTable(const StudySnapshot &snapshot, const StudyResults &r)
     t.caption = QStringLiteral(
         "Speedup and efficiency of each run against the baseline's mean, by wall-clock and by time to the "
         "target accuracy. A run's wall-clock spans from its first attempt's start of training to its end: "
-        "for a retried run, the failure, its detection and the restart are included. Runs that did not "
-        "succeed are greyed out.");
+        "for a retried run, the failure, its detection and the restart are included. Images / s are training "
+        "images per second of training time (evaluation and checkpoints excluded) over every epoch the run "
+        "completed: the harmonic mean of its epochs' rates. Runs that did not succeed (failed, diverged or "
+        "cancelled) are greyed out and never enter a speedup.");
     t.headers = QStringList { QStringLiteral("Run"), QStringLiteral("State"), QStringLiteral("Workers"),
         QStringLiteral("GPUs"), QStringLiteral("Batch (worker / global)"), QStringLiteral("Epochs"),
         QStringLiteral("Attempts"), QStringLiteral("Final accuracy"), QStringLiteral("Best accuracy"),

@@ -189,6 +189,12 @@ private Q_SLOTS:
         QVERIFY(speedup->rawValue(1) > 0);
         QVERIFY(!charts->efficiencyChart()->seriesIds().isEmpty());
 
+        // The table's img/s is the run's, as the CLI and the reports define it (core::runImagesPerSecond).
+        for (int row = 0; row < view.runsTable()->rowCount(); ++row)
+            for (const auto &run : view.snapshot().runs)
+                if (cell(view.runsTable(), row, 0) == run.runId)
+                    QCOMPARE(cell(view.runsTable(), row, 7), QString::number(run.imagesPerSecond, 'f', 1));
+
         // Filtering hides rows; clearing it shows them again.
         auto *states = view.findChild<QComboBox *>(QStringLiteral("stateFilter"));
         states->setCurrentIndex(states->findData(QStringLiteral("FAILED|CANCELLED")));
