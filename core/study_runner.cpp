@@ -24,8 +24,9 @@ QString str(const std::string &s)
     return QString::fromStdString(s);
 }
 
-// The terminal state an event reports for the ranks of one agent, or "". `diverged` is
-// set when the summary says the loss diverged (a recipe failure: not retried).
+// The terminal state an event reports for the ranks of one agent (its last event, the
+// state change after the summary), or "". `diverged` is set when the summary says the
+// loss diverged (a recipe failure: not retried).
 QString terminalState(const v1::RunEvent &e, QString *message, bool *diverged = nullptr)
 {
     v1::RunState state = v1::RUN_STATE_UNSPECIFIED;
@@ -33,8 +34,8 @@ QString terminalState(const v1::RunEvent &e, QString *message, bool *diverged = 
         state = e.state().state();
         *message = str(e.state().message());
     } else if (e.has_summary()) {
-        state = e.summary().state();
-        *message = str(e.summary().message());
+        // Not the end yet: the agent's terminal state change follows its summary, and a
+        // watch closed here would leave it out of the journal (and the run's log).
         if (diverged && e.summary().exit_kind() == v1::EXIT_DIVERGED)
             *diverged = true;
     }

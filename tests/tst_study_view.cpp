@@ -207,7 +207,7 @@ private Q_SLOTS:
         // A run's details: its attempt and the worker's log lines.
         console::RunDetails *details = view.showRunDetails(view.snapshot().runs.first().runId);
         QCOMPARE(details->attempts()->rowCount(), 1);
-        // The details follow the journal on a timer: under load the last lines may come a moment later.
+        // The details follow the journal on a timer: the last lines may come a moment later.
         QTRY_VERIFY2_WITH_TIMEOUT(details->log()->toPlainText().contains(QLatin1String("started: "))
                 && details->log()->toPlainText().contains(QLatin1String("state SUCCEEDED")),
             qPrintable(details->log()->toPlainText()), 10000);
