@@ -82,6 +82,29 @@ private:
         return QStringLiteral("never finished");
     }
 
+    // Creates a study from `plan` in a journal of its own under `folder` and drives it with
+    // one runner to its end. Returns the study's final state, or what went wrong.
+    QString runStudy(const v1::StudyPlan &plan, const QString &folder, int timeoutMs, Journal *journal,
+        QString *studyId, StudySnapshot *snapshot)
+    {
+        QString error;
+        if (!journal->open(path(folder + QStringLiteral("/journal.sqlite")), &error))
+            return error;
+        StudyRunner runner(journal);
+        runner.setAgents(m_agents);
+        runner.setTickInterval(100);
+        *studyId = runner.createStudy(plan, &error);
+        if (studyId->isEmpty())
+            return error;
+        QSignalSpy finished(&runner, &StudyRunner::finished);
+        if (!runner.drive(*studyId, &error))
+            return error;
+        if (!QTest::qWaitFor([&] { return !finished.isEmpty(); }, timeoutMs))
+            return QStringLiteral("the study did not end in %1 s").arg(timeoutMs / 1000);
+        *snapshot = runner.snapshot();
+        return finished.first().first().toString();
+    }
+
     // Starts an agent on the shared data folder with its own state folder and adds it
     // to `agents`.
     bool startAgent(LocalAgent *agent, const QString &stateDir, QList<AgentEndpoint> *agents)
@@ -202,32 +225,20 @@ private Q_SLOTS:
         QCOMPARE(runner.state().runs().first().phase, RunPhase::Cancelled);
     }
 
-    // A worker killed with SIGKILL after its first checkpoint: the run is retried and
-    // resumes after epoch 1, and the study completes. The run is spread over both agents,
-    // so the rank on the second agent resumes without a local copy of the checkpoint.
     // A run whose loss diverges ends FAILED at once, saying where, and is not retried
     // (maxFailures 2): a retry from its checkpoint would only diverge again.
     void divergedRunFailsWithoutRetries()
     {
-        Journal journal;
-        QString error;
-        QVERIFY(journal.open(path(QStringLiteral("diverge/journal.sqlite")), &error));
         v1::StudyPlan plan = tinyPlan({ 2 }, 2);
         plan.set_max_failures(2);
         plan.mutable_training()->set_learning_rate(10); // the largest the rules take
         plan.mutable_training()->set_warmup_epochs(0);
         plan.mutable_training()->set_divergence_factor(1.5);
         plan.mutable_training()->set_divergence_steps(3);
-        StudyRunner runner(&journal);
-        runner.setAgents(m_agents);
-        runner.setTickInterval(100);
-        const QString studyId = runner.createStudy(plan, &error);
-        QVERIFY2(!studyId.isEmpty(), qPrintable(error));
-        QSignalSpy finished(&runner, &StudyRunner::finished);
-        QVERIFY(runner.drive(studyId, &error));
-        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 180'000);
-        QCOMPARE(finished.first().first().toString(), QStringLiteral("FAILED"));
-        const StudySnapshot s = runner.snapshot();
+        Journal journal;
+        QString studyId;
+        StudySnapshot s;
+        QCOMPARE(runStudy(plan, QStringLiteral("diverge"), 180'000, &journal, &studyId, &s), QStringLiteral("FAILED"));
         const StudyResults results = computeStudyResults(s);
         for (int i = 0; i < s.runs.size(); ++i) {
             const RunResult &r = s.runs[i];
@@ -256,17 +267,9 @@ private Q_SLOTS:
         QVERIFY2(validatePlan(*plan).isEmpty(), qPrintable(validatePlan(*plan).join(QLatin1Char('\n'))));
         QVERIFY(plan->training().has_momentum());
         Journal journal;
-        QString error;
-        QVERIFY(journal.open(path(QStringLiteral("exact/journal.sqlite")), &error));
-        StudyRunner runner(&journal);
-        runner.setAgents(m_agents);
-        runner.setTickInterval(100);
-        const QString studyId = runner.createStudy(*plan, &error);
-        QVERIFY2(!studyId.isEmpty(), qPrintable(error));
-        QSignalSpy finished(&runner, &StudyRunner::finished);
-        QVERIFY(runner.drive(studyId, &error));
-        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 120'000);
-        const StudySnapshot s = runner.snapshot();
+        QString studyId;
+        StudySnapshot s;
+        QCOMPARE(runStudy(*plan, QStringLiteral("exact"), 120'000, &journal, &studyId, &s), QStringLiteral("SUCCEEDED"));
         QCOMPARE(s.runs.size(), 1);
         const QJsonObject recipe = s.runs[0].recipe; // as the worker's started event said
         QCOMPARE(recipe.value(QLatin1String("learning_rate")).toDouble(), 1e-7);
@@ -297,16 +300,9 @@ private Q_SLOTS:
         QVERIFY(plan->learning_rate_auto());
         QVERIFY(!plan->training().has_learning_rate());
         Journal journal;
-        QString error;
-        QVERIFY(journal.open(path(QStringLiteral("auto/journal.sqlite")), &error));
-        StudyRunner runner(&journal);
-        runner.setAgents(m_agents);
-        runner.setTickInterval(100);
-        const QString studyId = runner.createStudy(*plan, &error);
-        QVERIFY2(!studyId.isEmpty(), qPrintable(error));
-        QSignalSpy finished(&runner, &StudyRunner::finished);
-        QVERIFY(runner.drive(studyId, &error));
-        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 240'000);
+        QString studyId;
+        StudySnapshot s;
+        QCOMPARE(runStudy(*plan, QStringLiteral("auto"), 240'000, &journal, &studyId, &s), QStringLiteral("SUCCEEDED"));
         const StudyState state = StudyState::replay(journal.events(studyId));
         const auto &search = state.learningRateSearch();
         QVERIFY(search.found);
@@ -314,7 +310,6 @@ private Q_SLOTS:
         QVERIFY(search.points.size() >= 10);
         QVERIFY2(search.conclusive, qPrintable(search.rule)); // the synthetic set's loss falls clearly
         QCOMPARE(search.found->learningRate, search.minLossLearningRate / 10);
-        const StudySnapshot s = runner.snapshot();
         QVERIFY2(s.learningRateNote.startsWith(QLatin1String("auto: ")), qPrintable(s.learningRateNote));
         // The baseline trains with the choice; the 2-worker run (linear rule, global 32)
         // with it scaled to its global batch.
@@ -323,6 +318,9 @@ private Q_SLOTS:
             search.found->learningRate * 64.0 / 16.0 * 32.0 / 64.0);
     }
 
+    // A worker killed with SIGKILL after its first checkpoint: the run is retried and
+    // resumes after epoch 1, and the study completes. The run is spread over both agents,
+    // so the rank on the second agent resumes without a local copy of the checkpoint.
     void killedWorkerIsRetriedFromItsCheckpoint()
     {
         Journal journal;
