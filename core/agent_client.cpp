@@ -20,17 +20,81 @@ bool CallResult::unreachable() const
     return code == grpc::StatusCode::UNAVAILABLE || code == grpc::StatusCode::DEADLINE_EXCEEDED;
 }
 
-CallResult CallResult::fromStatus(const grpc::Status &status, const QString &endpoint)
+namespace {
+// What a failed connection set-up most likely means when TLS is involved, from gRPC
+// 1.51's words (seen for real: plaintext against TLS, TLS against plaintext, a CA that
+// did not sign the agent's certificate, a name it does not list, a client certificate
+// a mutual-TLS agent refused). Empty when the words say nothing about TLS.
+QString tlsProblem(const QString &detail, const QString &endpoint, const AgentTls *tls)
+{
+    const auto has
+        = [&detail](const char *text) { return detail.contains(QLatin1String(text), Qt::CaseInsensitive); };
+    const QString ca = tls && tls->enabled() ? tls->caFile : QStringLiteral("the CA file");
+    if (has("wrong version number")) // our ClientHello answered in plaintext HTTP/2
+        return QStringLiteral("agent %1 does not speak TLS, but this client does (SCALELAB_TLS_CA or the "
+                              "agent's CA file is set): unset it for this agent, or start the agent with "
+                              "--tls-cert and --tls-key")
+            .arg(endpoint);
+    if (has("certificate verify failed"))
+        return QStringLiteral("agent %1 presented a certificate that %2 does not vouch for (not signed by "
+                              "that CA, or expired): set SCALELAB_TLS_CA to the CA that signed the agent's "
+                              "--tls-cert, see --help")
+            .arg(endpoint, ca);
+    if (has("is not in peer certificate"))
+        return QStringLiteral("agent %1 presented a certificate for another name: connect with a name or "
+                              "address its certificate lists, or set SCALELAB_TLS_SERVER_NAME to one of "
+                              "them, see --help")
+            .arg(endpoint);
+    // A TLS agent hangs up on a plaintext client, and a mutual-TLS agent on a client
+    // without an acceptable certificate; gRPC says only that the socket closed.
+    const bool hungUp = has("failed to connect to all addresses")
+        && (has("socket closed") || has("connection reset") || has("end of tcp stream"));
+    if (hungUp && !tls)
+        return QStringLiteral("agent %1 closed the connection while it was set up: TLS on one side only "
+                              "(SCALELAB_TLS_CA), or a client certificate it refused? See --help")
+            .arg(endpoint);
+    if (hungUp && !tls->enabled())
+        return QStringLiteral("agent %1 most likely speaks TLS, but this client has no CA: set "
+                              "SCALELAB_TLS_CA to the PEM file of the CA that signed the agent's "
+                              "certificate, see --help")
+            .arg(endpoint);
+    if (hungUp && tls->certFile.isEmpty())
+        return QStringLiteral("agent %1 ended the TLS handshake: it most likely requires a client "
+                              "certificate (mutual TLS). Set SCALELAB_TLS_CERT and SCALELAB_TLS_KEY to a "
+                              "certificate signed by the agent's --tls-client-ca, see --help")
+            .arg(endpoint);
+    if (hungUp)
+        return QStringLiteral("agent %1 ended the TLS handshake: it most likely refused this client's "
+                              "certificate %2. Is it signed by the agent's --tls-client-ca, and unexpired?")
+            .arg(endpoint, tls->certFile);
+    if (has("handshake") || has("ssl_error"))
+        return QStringLiteral("the TLS handshake with agent %1 failed: do %2 and the agent's certificate "
+                              "belong together? See --help")
+            .arg(endpoint, ca);
+    return {};
+}
+} // namespace
+
+CallResult CallResult::fromStatus(const grpc::Status &status, const QString &endpoint, const AgentTls *tls)
 {
     if (status.ok())
         return {};
     const QString detail = QString::fromStdString(status.error_message());
     switch (status.error_code()) {
     case grpc::StatusCode::UNAVAILABLE:
+        if (const QString problem = tlsProblem(detail, endpoint, tls); !problem.isEmpty())
+            return { status.error_code(), QStringLiteral("%1 (gRPC: %2)").arg(problem, detail) };
         return { status.error_code(),
             QStringLiteral("cannot reach the agent at %1 (%2). Is scalelab-agent running "
                            "there, and are the address and port right?")
                 .arg(endpoint, detail) };
+    case grpc::StatusCode::RESOURCE_EXHAUSTED:
+        if (detail.contains(QLatin1String("metadata size exceeds limit")))
+            return { status.error_code(),
+                QStringLiteral("agent %1 refused the call's headers as too large (%2): is the token "
+                               "(SCALELAB_TOKEN or --token-file) the right file? Agents take 16 KiB")
+                    .arg(endpoint, detail) };
+        return { status.error_code(), QStringLiteral("agent %1: %2").arg(endpoint, detail) };
     case grpc::StatusCode::DEADLINE_EXCEEDED:
         return { status.error_code(),
             QStringLiteral("the agent at %1 did not answer in time; it may be overloaded "
@@ -52,6 +116,18 @@ QString AgentClient::endpointError(const QString &endpoint)
     if (!ok || port < 1 || port > 65535)
         return QStringLiteral("agent address '%1' has no valid port (1-65535)").arg(endpoint);
     return {};
+}
+
+QString AgentTls::environmentHelp()
+{
+    return QStringLiteral(
+        "  SCALELAB_TLS_CA           PEM file of the CA that signed the agents' certificates: set, every\n"
+        "                            agent without a CA of its own is reached over TLS (agents off\n"
+        "                            loopback serve only TLS); unset, in plaintext\n"
+        "  SCALELAB_TLS_CERT         client certificate (PEM) for agents started with --tls-client-ca\n"
+        "  SCALELAB_TLS_KEY          its private key\n"
+        "  SCALELAB_TLS_SERVER_NAME  name to check in the agents' certificates instead of the host\n"
+        "                            of their address\n");
 }
 
 AgentTls AgentTls::fromEnvironment()
@@ -84,6 +160,7 @@ AgentClient::AgentClient(const QString &endpoint, const QString &token)
 
 AgentClient::AgentClient(const QString &endpoint, const QString &token, const AgentTls &tls)
     : m_endpoint(endpoint)
+    , m_tls(tls)
     , m_token(token.toStdString())
 {
     grpc::ChannelArguments args;
@@ -125,6 +202,11 @@ void AgentClient::prepareStreamContext(grpc::ClientContext *context) const
         context->AddMetadata("authorization", "Bearer " + m_token);
 }
 
+CallResult AgentClient::result(const grpc::Status &status) const
+{
+    return CallResult::fromStatus(status, m_endpoint, &m_tls);
+}
+
 CallResult AgentClient::setupFailure() const
 {
     return { grpc::StatusCode::FAILED_PRECONDITION, m_setupError };
@@ -136,7 +218,7 @@ CallResult AgentClient::describe(v1::DescribeResponse *response, int timeoutMs)
         return setupFailure();
     grpc::ClientContext context;
     prepare(&context, timeoutMs);
-    return CallResult::fromStatus(m_stub->Describe(&context, {}, response), m_endpoint);
+    return result(m_stub->Describe(&context, {}, response));
 }
 
 CallResult AgentClient::startWorkers(
@@ -146,7 +228,7 @@ CallResult AgentClient::startWorkers(
         return setupFailure();
     grpc::ClientContext context;
     prepare(&context, kCallTimeoutMs);
-    return CallResult::fromStatus(m_stub->StartWorkers(&context, request, response), m_endpoint);
+    return result(m_stub->StartWorkers(&context, request, response));
 }
 
 CallResult AgentClient::stopRun(const QString &runId, v1::StopRunResponse *response)
@@ -157,7 +239,16 @@ CallResult AgentClient::stopRun(const QString &runId, v1::StopRunResponse *respo
     prepare(&context, kCallTimeoutMs);
     v1::StopRunRequest request;
     request.set_run_id(runId.toStdString());
-    return CallResult::fromStatus(m_stub->StopRun(&context, request, response), m_endpoint);
+    return result(m_stub->StopRun(&context, request, response));
+}
+
+CallResult AgentClient::collectGarbage(const v1::CollectGarbageRequest &request, v1::CollectGarbageResponse *response)
+{
+    if (!m_setupError.isEmpty())
+        return setupFailure();
+    grpc::ClientContext context;
+    prepare(&context, kCallTimeoutMs);
+    return result(m_stub->CollectGarbage(&context, request, response));
 }
 
 CallResult AgentClient::listRuns(v1::ListRunsResponse *response)
@@ -166,7 +257,7 @@ CallResult AgentClient::listRuns(v1::ListRunsResponse *response)
         return setupFailure();
     grpc::ClientContext context;
     prepare(&context, kCallTimeoutMs);
-    return CallResult::fromStatus(m_stub->ListRuns(&context, {}, response), m_endpoint);
+    return result(m_stub->ListRuns(&context, {}, response));
 }
 
 CallResult AgentClient::createSyntheticDataset(
@@ -176,7 +267,7 @@ CallResult AgentClient::createSyntheticDataset(
         return setupFailure();
     grpc::ClientContext context;
     prepare(&context, 120'000); // writing a large set takes a while
-    return CallResult::fromStatus(m_stub->CreateSyntheticDataset(&context, request, response), m_endpoint);
+    return result(m_stub->CreateSyntheticDataset(&context, request, response));
 }
 
 CallResult AgentClient::checkHealth(int timeoutMs)
@@ -189,7 +280,7 @@ CallResult AgentClient::checkHealth(int timeoutMs)
     grpc::health::v1::HealthCheckResponse response;
     const auto status = health->Check(&context, {}, &response);
     if (!status.ok())
-        return CallResult::fromStatus(status, m_endpoint);
+        return result(status);
     if (response.status() != grpc::health::v1::HealthCheckResponse::SERVING)
         return { grpc::StatusCode::UNAVAILABLE,
             QStringLiteral("the agent at %1 is not serving (shutting down?)").arg(m_endpoint) };
@@ -215,7 +306,7 @@ CallResult AgentClient::watchNode(int intervalMs, const std::function<bool(const
         }
     }
     const grpc::Status status = reader->Finish();
-    return stoppedByUs ? CallResult {} : CallResult::fromStatus(status, m_endpoint);
+    return stoppedByUs ? CallResult {} : result(status);
 }
 
 CallResult AgentClient::fetchDataset(const QString &name,
@@ -235,7 +326,7 @@ CallResult AgentClient::fetchDataset(const QString &name,
         if (onProgress)
             onProgress(progress);
     }
-    return CallResult::fromStatus(reader->Finish(), m_endpoint);
+    return result(reader->Finish());
 }
 
 CallResult AgentClient::findLearningRate(const v1::FindLearningRateRequest &request,
@@ -260,7 +351,7 @@ CallResult AgentClient::findLearningRate(const v1::FindLearningRateRequest &requ
             return CallResult { int(grpc::StatusCode::CANCELLED), QStringLiteral("the range test was cancelled") };
         }
     }
-    CallResult outcome = CallResult::fromStatus(reader->Finish(), m_endpoint);
+    CallResult outcome = this->result(reader->Finish()); // `result` is the parameter here
     if (outcome.ok() && !haveResult)
         return CallResult { int(grpc::StatusCode::INTERNAL), QStringLiteral("the agent sent no result") };
     return outcome;

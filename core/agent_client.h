@@ -16,12 +16,18 @@
 
 namespace scalelab::core {
 
+struct AgentTls;
+
 struct CallResult {
     int code = 0; // grpc::StatusCode; 0 = OK
     QString message; // empty when ok
     bool ok() const { return code == 0; }
     bool unreachable() const; // UNAVAILABLE or DEADLINE_EXCEEDED
-    static CallResult fromStatus(const grpc::Status &status, const QString &endpoint);
+    // `tls`: how the call was made, so that a failed TLS handshake (or TLS on one side
+    // only) is said as such, with what to set; null = not known, a hint on either side.
+    // The code stays UNAVAILABLE; gRPC's own words end the message, in parentheses.
+    static CallResult fromStatus(
+        const grpc::Status &status, const QString &endpoint, const AgentTls *tls = nullptr);
 };
 
 struct AgentTls {
@@ -34,6 +40,8 @@ struct AgentTls {
     // These settings when TLS is on here (a CA file), else fromEnvironment(): a per-agent
     // setting wins and SCALELAB_TLS_* stays the default for agents without one.
     AgentTls orEnvironment() const { return enabled() ? *this : fromEnvironment(); }
+    // The SCALELAB_TLS_* variables, a line each ("  NAME  meaning"), for --help texts.
+    static QString environmentHelp();
 };
 
 class AgentClient {
@@ -54,6 +62,7 @@ public:
     CallResult describe(v1::DescribeResponse *response, int timeoutMs = 5000);
     CallResult startWorkers(const v1::StartWorkersRequest &request, v1::StartWorkersResponse *response);
     CallResult stopRun(const QString &runId, v1::StopRunResponse *response);
+    CallResult collectGarbage(const v1::CollectGarbageRequest &request, v1::CollectGarbageResponse *response);
     CallResult listRuns(v1::ListRunsResponse *response);
     CallResult createSyntheticDataset(
         const v1::CreateSyntheticDatasetRequest &request, v1::Dataset *response);
@@ -80,11 +89,14 @@ public:
     // For streaming calls made elsewhere (checkpoint transfer): token and deadline.
     void prepare(grpc::ClientContext *context, int timeoutMs) const;
     v1::Agent::Stub &stub() { return *m_stub; }
+    // CallResult::fromStatus with this client's TLS settings: for calls made elsewhere.
+    CallResult result(const grpc::Status &status) const;
     // Set when the TLS files could not be used: the result every call returns then.
     CallResult setupFailure() const;
 
 private:
     QString m_endpoint;
+    AgentTls m_tls;
     QString m_setupError;
     std::string m_token;
     std::shared_ptr<grpc::Channel> m_channel;

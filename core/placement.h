@@ -22,6 +22,7 @@ struct NodeCapacity {
     double gpusInUse = 0; // by runs of this study that it hosts now
     bool busy = false; // hosts (or shares a host with) a running run of this study
     QStringList datasets; // the data sets in its data folder (Describe.datasets)
+    qint64 freeBytes = -1; // in its state folder (Describe.storage); -1 = not known
 };
 
 struct Portion {

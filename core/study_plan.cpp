@@ -50,10 +50,13 @@ void checkList(const List &list, const QString &field, QStringList *problems, Ch
 
 QString checkGpus(double gpus)
 {
-    if (gpus < 0 || !std::isfinite(gpus))
-        return QStringLiteral("must be 0 (CPU) or more (got %1)").arg(gpus);
-    if (gpus > 0 && gpus < 1 && std::abs(1 / gpus - std::round(1 / gpus)) > 1e-9)
-        return QStringLiteral("a fraction of a GPU must divide one GPU evenly (0.5, 0.25, …; got %1)")
+    if (gpus < 0 || !std::isfinite(gpus) || gpus > rules::kMaxGpusPerWorker)
+        return QStringLiteral("must be 0 (CPU) up to %1 (got %2)").arg(rules::kMaxGpusPerWorker).arg(gpus);
+    if (gpus > 0 && gpus < 1
+        && (1 / gpus > rules::kMaxWorkersPerGpu + 1e-9 || std::abs(1 / gpus - std::round(1 / gpus)) > 1e-9))
+        return QStringLiteral(
+            "a fraction of a GPU must divide one GPU evenly, down to 1/%1 (0.5, 0.25, …; got %2)")
+            .arg(rules::kMaxWorkersPerGpu)
             .arg(gpus);
     if (gpus > 1 && gpus != std::floor(gpus))
         return QStringLiteral("more than one GPU per worker must be a whole number (got %1)").arg(gpus);
@@ -318,7 +321,9 @@ QStringList validatePlan(const v1::StudyPlan &plan)
     }
     checkList(g.gpus_per_worker(), QStringLiteral("grid.gpusPerWorker"), &p, checkGpus);
     checkList(g.threads_per_worker(), QStringLiteral("grid.threadsPerWorker"), &p, [](int v) {
-        return v >= 0 ? QString() : QStringLiteral("must be 0 (automatic) or more (got %1)").arg(v);
+        return v >= 0 && v <= rules::kMaxThreads
+            ? QString()
+            : QStringLiteral("must be 0 (automatic) up to %1 (got %2)").arg(rules::kMaxThreads).arg(v);
     });
     for (int i = 0; i < g.precision_size(); ++i)
         if (const QString problem = checkPrecision(str(g.precision(i))); !problem.isEmpty())
@@ -341,8 +346,8 @@ QStringList validatePlan(const v1::StudyPlan &plan)
 
     if (const QString problem = checkGpus(b.gpus_per_worker()); !problem.isEmpty())
         p << QStringLiteral("baseline.gpusPerWorker: %1").arg(problem);
-    if (b.threads_per_worker() < 0)
-        p << QStringLiteral("baseline.threadsPerWorker: must be 0 (automatic) or more");
+    if (b.threads_per_worker() < 0 || b.threads_per_worker() > rules::kMaxThreads)
+        p << QStringLiteral("baseline.threadsPerWorker: must be 0 (automatic) up to %1").arg(rules::kMaxThreads);
     if (!b.precision().empty())
         if (const QString problem = checkPrecision(str(b.precision())); !problem.isEmpty())
             p << QStringLiteral("baseline.precision: %1").arg(problem);

@@ -17,6 +17,8 @@ namespace {
 
 constexpr int kTickMs = 500;
 constexpr qint64 kCapacityRefreshMs = 2000;
+// Room an agent needs to record a run (request, placement, the start of its event log).
+constexpr qint64 kRecordSpace = 1'000'000;
 constexpr int kKeepCopies = 2; // checkpoint copies kept per run
 
 QString str(const std::string &s)
@@ -27,8 +29,11 @@ QString str(const std::string &s)
 // The terminal state an event reports for the ranks of one agent (its last event, the
 // state change after the summary), or "". `diverged` is set when the summary says the
 // loss diverged (a recipe failure: not retried).
-QString terminalState(const v1::RunEvent &e, QString *message, bool *diverged = nullptr)
+QString terminalState(const v1::RunEvent &e, QString *message, bool *diverged = nullptr, qint64 *spaceNeeded = nullptr)
 {
+    // A rank whose checkpoint did not fit: the disk failed, not the run.
+    if (spaceNeeded && e.has_rank_exited() && e.rank_exited().kind() == v1::EXIT_NO_SPACE)
+        *spaceNeeded = std::max<qint64>({ *spaceNeeded, e.rank_exited().bytes_needed(), 1 });
     v1::RunState state = v1::RUN_STATE_UNSPECIFIED;
     if (e.has_state()) {
         state = e.state().state();
@@ -146,7 +151,8 @@ bool StudyRunner::requestCancel(
     return journal->append(studyId, QStringLiteral("cancel_requested"), payload, error) != 0;
 }
 
-bool StudyRunner::requestRetry(Journal *journal, const QString &studyId, const QString &runId, QString *error)
+bool StudyRunner::requestRetry(
+    Journal *journal, const QString &studyId, const QString &runId, QString *error, const QStringList &addAgents)
 {
     if (!knownStudy(*journal, studyId, error))
         return false;
@@ -162,6 +168,15 @@ bool StudyRunner::requestRetry(Journal *journal, const QString &studyId, const Q
                      .arg(runId, phaseName(run->phase));
         return false;
     }
+    QStringList added;
+    for (const QString &agent : addAgents)
+        if (!state.agents().contains(agent) && !added.contains(agent))
+            added << agent;
+    if (!added.isEmpty()
+        && journal->append(studyId, QStringLiteral("agents_added"),
+               QJsonObject { { QStringLiteral("agents"), QJsonArray::fromStringList(added) } }, error)
+            == 0)
+        return false;
     return journal->append(studyId, QStringLiteral("retry_requested"),
                QJsonObject { { QStringLiteral("runId"), runId } }, error)
         != 0;
@@ -252,6 +267,8 @@ QList<NodeCapacity> StudyRunner::refreshCapacity(bool force)
             n.host = str(d.hostname());
             n.cpuCores = d.cpu_cores();
             n.freeSlots = d.free_slots();
+            if (d.has_storage())
+                n.freeBytes = d.storage().free_bytes();
             n.gpus = d.gpus_size();
             for (const auto &dataset : d.datasets())
                 n.datasets << str(dataset.name());
@@ -468,6 +485,13 @@ void StudyRunner::placePending(QList<NodeCapacity> &nodes)
             continue; // backing off after a failure
         // A retry prefers the agent that holds its checkpoints (rank 0's last time).
         QList<NodeCapacity> ordered = nodes;
+        if (run.spaceNeeded > 0) {
+            // Its checkpoint did not fit: only agents known to have the room now (the
+            // free space is refreshed with the capacity, every few seconds).
+            ordered.removeIf([&](const NodeCapacity &n) { return n.freeBytes >= 0 && n.freeBytes < run.spaceNeeded; });
+            if (ordered.isEmpty())
+                continue; // its reason says what it waits for
+        }
         if (!run.portions.isEmpty())
             std::stable_partition(ordered.begin(), ordered.end(),
                 [&](const NodeCapacity &n) { return n.agent == run.portions.first().agent; });
@@ -566,6 +590,18 @@ void StudyRunner::startAttempt(const RunProgress &run)
                                .arg(agentLabel(p.agent)));
             return;
         }
+        if (!result.ok() && result.code == int(grpc::StatusCode::RESOURCE_EXHAUSTED)
+            && result.message.contains(QLatin1String("no space left on device"))) {
+            // The agent could not even record the run: wait for space there, not counted.
+            for (const auto &q : run.portions) // ranks already started must not linger
+                if (AgentClient *other = client(q.agent)) {
+                    v1::StopRunResponse ignored;
+                    other->stopRun(run.planned.runId, &ignored);
+                }
+            endFailedAttempt(run, QStringLiteral("%1: %2").arg(agentLabel(p.agent), result.message), {}, 0, true,
+                p.agent, kRecordSpace);
+            return;
+        }
         if (!result.ok()) {
             // Bad input stays bad; an unreachable or busy agent may do better next time,
             // and an unreachable one is waited for, not counted.
@@ -604,7 +640,7 @@ void StudyRunner::followAttempt(const RunProgress &run)
                 // or name a checkpoint that was not copied yet.
                 int checkpointEpoch = 0;
                 for (const auto &e : m_journal->runEvents(id, run.attempt, w.agent)) {
-                    if (QString m, s = terminalState(e, &m, &w.diverged); !s.isEmpty()) {
+                    if (QString m, s = terminalState(e, &m, &w.diverged, &w.spaceNeeded); !s.isEmpty()) {
                         w.outcome = s;
                         w.message = m;
                     }
@@ -701,13 +737,22 @@ void StudyRunner::followAttempt(const RunProgress &run)
             firstFailure = w.message;
         }
     }
-    // A diverged portion is the cause; its peers only lost their partner.
+    // A diverged portion is the cause; its peers only lost their partner. So is a full disk.
     bool diverged = false;
-    for (const auto &w : watches)
+    QString spaceShortOn;
+    qint64 spaceNeeded = 0;
+    for (const auto &w : watches) {
         if (w.diverged && !diverged) {
             diverged = true;
             firstFailure = w.message;
         }
+        if (w.spaceNeeded > 0 && spaceShortOn.isEmpty()) {
+            spaceShortOn = w.agent;
+            spaceNeeded = w.spaceNeeded;
+            if (!diverged)
+                firstFailure = w.message;
+        }
+    }
     // A failed portion or a cancel stops every other portion of the attempt.
     if (anyFailed || cancelling)
         for (auto &w : watches)
@@ -761,7 +806,8 @@ void StudyRunner::followAttempt(const RunProgress &run)
     if (outcome == QLatin1String("FAILED")) {
         // A diverged run would diverge again from its checkpoint: the recipe failed, not a
         // machine. It ends FAILED now; `study retry` after a change of recipe is the way on.
-        endFailedAttempt(run, diverged ? firstFailure : reason, lost, lostSince, !diverged);
+        endFailedAttempt(run, diverged || !spaceShortOn.isEmpty() ? firstFailure : reason, lost, lostSince, !diverged,
+            diverged ? QString() : spaceShortOn, spaceNeeded);
     } else {
         record(QStringLiteral("attempt_ended"),
             QJsonObject { { QStringLiteral("runId"), id }, { QStringLiteral("attempt"), run.attempt },
@@ -808,7 +854,7 @@ void StudyRunner::onEvents(const QString &runId, int portion)
         return;
     bool ended = false;
     for (const auto &e : events)
-        if (QString m, s = terminalState(e, &m, &w.diverged); !s.isEmpty()) {
+        if (QString m, s = terminalState(e, &m, &w.diverged, &w.spaceNeeded); !s.isEmpty()) {
             // A summary may follow the state change; keep the first words of failure.
             if (w.outcome.isEmpty() || w.message.isEmpty())
                 w.message = m;
@@ -880,9 +926,9 @@ void StudyRunner::copyFinished(const CopyJob &job, const CallResult &result, con
     if (m_crashed || m_finished)
         return;
     const RunProgress *run = m_state.run(job.runId);
-    if (run && isTerminal(run->phase)) { // ended meanwhile: the copy is of no use
+    if (run && run->phase == RunPhase::Succeeded) { // done meanwhile: the copy is of no use
         QDir(checkpointRoot() + QLatin1Char('/') + job.runId).removeRecursively();
-    } else if (result.ok()) {
+    } else if (result.ok()) { // a FAILED or CANCELLED run keeps it for `study retry`
         if (!record(QStringLiteral("checkpoint_copied"),
                 QJsonObject { { QStringLiteral("runId"), job.runId },
                     { QStringLiteral("attempt"), job.attempt }, { QStringLiteral("epoch"), job.epoch },
@@ -907,10 +953,13 @@ void StudyRunner::afterAttemptEnded(const QString &runId)
     const RunProgress *run = m_state.run(runId);
     if (m_crashed || !run || !isTerminal(run->phase))
         return;
-    // The run will not start again: its copies are of no use any more.
+    // Nothing newer will be written until the user retries it.
     m_copyQueue.erase(runId);
-    if (!m_copying || m_copying->runId != runId) // else copyFinished() removes them
-        QDir(checkpointRoot() + QLatin1Char('/') + runId).removeRecursively();
+    // A FAILED or CANCELLED run keeps the newest copy: `study retry` resumes from it even
+    // when the agent that wrote the checkpoint is gone for good. A run that succeeded
+    // will not start again, so its copies are of no use any more.
+    if (run->phase == RunPhase::Succeeded && (!m_copying || m_copying->runId != runId))
+        QDir(checkpointRoot() + QLatin1Char('/') + runId).removeRecursively(); // else copyFinished() does
 }
 
 bool StudyRunner::transferCheckpoint(const RunProgress &run, QString *failure, bool *retryable)
@@ -1045,11 +1094,12 @@ void StudyRunner::onStall(const QString &runId, int portion, const v1::Stall &st
 }
 
 void StudyRunner::endFailedAttempt(const RunProgress &run, const QString &reason, const QStringList &unreachable,
-    qint64 unreachableSinceMs, bool retryable)
+    qint64 unreachableSinceMs, bool retryable, const QString &spaceShortOn, qint64 spaceNeeded)
 {
     // An attempt lost to an unreachable host does not count against maxFailures: the run
     // waits for the host (or for others that can take it) instead of burning its retries.
-    const bool counts = unreachable.isEmpty();
+    // Nor does one whose checkpoint did not fit: it waits for an agent with the space.
+    const bool counts = unreachable.isEmpty() && spaceShortOn.isEmpty();
     const bool cancelled = run.cancelRequested || m_state.cancelRequested();
     const bool retry = retryable && !cancelled && (!counts || m_state.shouldRetry(run));
     int failedAttempts = 0;
@@ -1068,6 +1118,10 @@ void StudyRunner::endFailedAttempt(const RunProgress &run, const QString &reason
         { QStringLiteral("outcome"), QStringLiteral("FAILED") }, { QStringLiteral("reason"), reason },
         { QStringLiteral("retry"), retry }, { QStringLiteral("counts"), counts },
         { QStringLiteral("notBefore"), double(notBefore) } };
+    if (!spaceShortOn.isEmpty())
+        payload.insert(QStringLiteral("noSpace"),
+            QJsonObject { { QStringLiteral("agent"), spaceShortOn },
+                { QStringLiteral("bytesNeeded"), double(spaceNeeded) } });
     if (!unreachable.isEmpty()) {
         payload.insert(QStringLiteral("unreachable"), agents);
         payload.insert(QStringLiteral("unreachableSince"), double(unreachableSinceMs));
@@ -1085,7 +1139,9 @@ void StudyRunner::endFailedAttempt(const RunProgress &run, const QString &reason
                        .arg(reason, phaseName(after->phase))
                        .arg(after->phase == RunPhase::Pending
                                ? (counts ? QStringLiteral(", next attempt in %1 s").arg((notBefore - QDateTime::currentMSecsSinceEpoch() + 999) / 1000)
-                                         : QStringLiteral(", waiting for %1").arg(labels.join(QLatin1String(", "))))
+                                       : !spaceShortOn.isEmpty()
+                                       ? QStringLiteral(", waiting for %1 MB free on an agent").arg((spaceNeeded + 999'999) / 1'000'000)
+                                       : QStringLiteral(", waiting for %1").arg(labels.join(QLatin1String(", "))))
                                : QString()));
 }
 

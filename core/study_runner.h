@@ -65,7 +65,10 @@ public:
     static bool requestCancel(Journal *journal, const QString &studyId, const QString &runId, QString *error);
     // Asks for one more attempt of a FAILED or CANCELLED run (it resumes from its last
     // checkpoint); the process that drives the study, or the next one to, starts it.
-    static bool requestRetry(Journal *journal, const QString &studyId, const QString &runId, QString *error);
+    // `addAgents` (names) join the study first: the retry may go there when the agents
+    // it ran on are gone for good (it is sent the console's copy of its checkpoint).
+    static bool requestRetry(Journal *journal, const QString &studyId, const QString &runId, QString *error,
+        const QStringList &addAgents = {});
 
     const StudyState &state() const { return m_state; }
     StudySnapshot snapshot() const { return buildSnapshot(m_state, *m_journal); }
@@ -98,6 +101,7 @@ private:
         qint64 unreachableSinceMs = 0; // the agent stopped answering then (0 = it answers)
         QString unreachableError;
         bool diverged = false; // its summary said the loss diverged
+        qint64 spaceNeeded = 0; // a rank's checkpoint did not fit on the agent's disk
     };
 
     struct CopyJob {
@@ -136,7 +140,7 @@ private:
     QString unreachableRanks(const QString &runId, bool probe);
     // Ends the attempt as FAILED with the reason; LOST portions make it not count.
     void endFailedAttempt(const RunProgress &run, const QString &reason, const QStringList &unreachable,
-        qint64 unreachableSinceMs, bool retryable);
+        qint64 unreachableSinceMs, bool retryable, const QString &spaceShortOn = {}, qint64 spaceNeeded = 0);
     Journal *m_journal;
     QString m_studyId;
     StudyState m_state;

@@ -169,6 +169,12 @@ void StudyState::apply(const JournalEvent &event)
         }
         return;
     }
+    if (type == QLatin1String("agents_added")) {
+        for (const auto &a : p.value(QLatin1String("agents")).toArray())
+            if (!m_agents.contains(a.toString()))
+                m_agents << a.toString();
+        return;
+    }
     if (type == QLatin1String("nodes_seen")) {
         for (const auto &value : p.value(QLatin1String("nodes")).toArray()) {
             const QJsonObject o = value.toObject();
@@ -177,7 +183,7 @@ void StudyState::apply(const JournalEvent &event)
             n.hostname = o.value(QLatin1String("hostname")).toString();
             n.agentVersion = o.value(QLatin1String("agentVersion")).toString();
             n.cpuCores = o.value(QLatin1String("cpuCores")).toInt();
-            n.memoryBytes = qint64(o.value(QLatin1String("memoryBytes")).toDouble());
+            n.memoryBytes = o.value(QLatin1String("memoryBytes")).toInteger();
             for (const auto &g : o.value(QLatin1String("gpus")).toArray())
                 n.gpus << g.toString();
             n.cpuModel = o.value(QLatin1String("cpuModel")).toString();
@@ -268,6 +274,8 @@ void StudyState::apply(const JournalEvent &event)
         run->phase = RunPhase::Starting;
         run->reason.clear();
         run->waitingFor.clear();
+        run->spaceNeeded = 0; // placed where the space is
+        run->spaceShortOn.clear();
         run->stalledSinceMs = 0;
         run->stallDetail.clear();
         AttemptRecord a;
@@ -299,7 +307,7 @@ void StudyState::apply(const JournalEvent &event)
     } else if (type == QLatin1String("run_stalled")) {
         if (p.value(QLatin1String("attempt")).toInt() != run->attempt || !run->attemptOpen())
             return;
-        run->stalledSinceMs = qint64(p.value(QLatin1String("since")).toDouble());
+        run->stalledSinceMs = p.value(QLatin1String("since")).toInteger();
         run->stallDetail = p.value(QLatin1String("detail")).toString();
     } else if (type == QLatin1String("run_unstalled")) {
         if (p.value(QLatin1String("attempt")).toInt() != run->attempt)
@@ -321,7 +329,9 @@ void StudyState::apply(const JournalEvent &event)
         run->stallDetail.clear();
         run->waitingFor.clear();
         run->unreachableSinceMs = 0;
-        run->notBeforeMs = qint64(p.value(QLatin1String("notBefore")).toDouble());
+        run->spaceNeeded = 0;
+        run->spaceShortOn.clear();
+        run->notBeforeMs = p.value(QLatin1String("notBefore")).toInteger();
         if (outcome == QLatin1String("SUCCEEDED")) {
             run->phase = RunPhase::Succeeded;
             // Said in words; the snapshot refines it with the epoch the worker reported.
@@ -337,8 +347,18 @@ void StudyState::apply(const JournalEvent &event)
                 ++run->failures;
             for (const auto &a : p.value(QLatin1String("unreachable")).toArray())
                 run->waitingFor << a.toString();
-            run->unreachableSinceMs = qint64(p.value(QLatin1String("unreachableSince")).toDouble());
-            if (p.value(QLatin1String("retry")).toBool() && !counts) {
+            run->unreachableSinceMs = p.value(QLatin1String("unreachableSince")).toInteger();
+            const QJsonObject noSpace = p.value(QLatin1String("noSpace")).toObject();
+            if (!noSpace.isEmpty()) {
+                run->spaceNeeded = noSpace.value(QLatin1String("bytesNeeded")).toInteger();
+                run->spaceShortOn = noSpace.value(QLatin1String("agent")).toString();
+            }
+            if (p.value(QLatin1String("retry")).toBool() && !noSpace.isEmpty()) {
+                run->phase = RunPhase::Pending;
+                run->reason = QStringLiteral("waiting for disk space (not counted as a failure; free space on "
+                                             "%1, e.g. `scalelab-cli gc`, or add an agent): %2")
+                                  .arg(run->spaceShortOn, reason);
+            } else if (p.value(QLatin1String("retry")).toBool() && !counts) {
                 run->phase = RunPhase::Pending;
                 run->reason = QStringLiteral("waiting for %1 (unreachable since %2); resumes from its checkpoint "
                                              "when it returns or other hosts can take the run (not counted as a "

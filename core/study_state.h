@@ -13,7 +13,9 @@
 //                                                          retry = a FAILED run goes back to PENDING;
 //                                                          counts = false when an unreachable agent
 //                                                          (listed in `unreachable`) caused it: not
-//                                                          one of maxFailures; notBefore = backoff (ms)
+//                                                          one of maxFailures; notBefore = backoff (ms);
+//                                                          noSpace {agent, bytesNeeded}: a checkpoint
+//                                                          did not fit; not counted, waits for space
 //   run_stalled      {runId, attempt, since, lastStep, detail}  rank 0 made no progress since `since`
 //   run_unstalled    {runId, attempt, seconds}             progress again
 //   checkpoint_copied {runId, attempt, epoch, agent, dir}  the console holds a verified copy of the
@@ -22,6 +24,8 @@
 //                                                          of `attempt`, before its start (`from` wrote it)
 //   cancel_requested {runId?}                              whole study when runId is absent
 //   retry_requested  {runId}                               a FAILED/CANCELLED run goes again
+//   agents_added     {agents [names]}                      agents the study may use from now on (a
+//                                                          retry after its agents are gone for good)
 //   lr_found         {learningRate, batch, agent, minLossLr, steepestLr, steps, stoppedEarly, rule,
 //                     points [[lr, smoothed loss], ...]}     the range test of a learningRateAuto plan
 //   lr_find_failed   {reason, final}                       final: it will not be tried again and the
@@ -68,6 +72,10 @@ struct RunProgress {
     // unless the run fits on as many other hosts. Not counted as failures.
     QStringList waitingFor;
     qint64 unreachableSinceMs = 0;
+    // A checkpoint of the last attempt did not fit on its agent's disk: the retry waits
+    // for an agent with this much free space (not counted as a failure). 0 = none.
+    qint64 spaceNeeded = 0;
+    QString spaceShortOn; // the agent whose disk was full
     qint64 notBeforeMs = 0; // the next attempt starts no earlier (backoff)
     // Rank 0 has made no progress since then (0 = it does); detail names the ranks and
     // hosts that cannot be reached.

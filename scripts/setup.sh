@@ -13,12 +13,19 @@ SCALELAB_PACKAGES=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   qt6-svg-dev libsqlite3-dev    # chart export as SVG; the study journal
   zlib1g-dev openssl            # the agent unpacks CIFAR-10; tests make TLS certificates
+  libssl-dev                    # the agent checks its TLS certificate and key before serving
   iproute2                      # tst_cluster: hosts made of network namespaces (ip, ss, tc)
 )
 
+# Only for scripts/fuzz.sh: clang's libFuzzer and sanitizer runtimes (libclang-rt is
+# merely recommended by clang, and recommendations are not installed here).
+SCALELAB_FUZZ_PACKAGES=(clang libclang-rt-14-dev libfuzzer-14-dev)
+
+# Installs the packages named, or SCALELAB_PACKAGES when none are.
 scalelab_install_dependencies() {
-  local missing=()
-  for p in "${SCALELAB_PACKAGES[@]}"; do
+  local wanted=("$@") missing=()
+  [ ${#wanted[@]} -gt 0 ] || wanted=("${SCALELAB_PACKAGES[@]}")
+  for p in "${wanted[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
   done
   if [ ${#missing[@]} -eq 0 ]; then

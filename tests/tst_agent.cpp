@@ -508,7 +508,8 @@ private Q_SLOTS:
     // the second agent resumes from it.
     void checkpointTravelsBetweenAgents()
     {
-        auto first = startAgent(QStringLiteral("ckpt-a"));
+        // ckpt-a keeps every checkpoint of a finished run (not only the final one) to serve both.
+        auto first = startAgent(QStringLiteral("ckpt-a"), { QStringLiteral("--finished-checkpoints"), QStringLiteral("all") });
         auto second = startAgent(QStringLiteral("ckpt-b"));
         AgentClient a(first->endpoint(), first->token());
         AgentClient b(second->endpoint(), second->token());
@@ -1322,6 +1323,111 @@ private Q_SLOTS:
         QVERIFY(reopened.read(1, 100, std::chrono::milliseconds(0), &all));
         QCOMPARE(all.size(), std::size_t(4));
         QCOMPARE(all[3].log().text(), std::string("after"));
+    }
+
+    // A field far over its limit is refused by name, with a short prefix of the value, not
+    // echoed whole (which overflowed the client's metadata limit: RESOURCE_EXHAUSTED).
+    void oversizedFieldsAreRefusedByName()
+    {
+        auto agent = startAgent(QStringLiteral("bounded"));
+        QVERIFY(agent->processId() > 0);
+        AgentClient client(agent->endpoint(), agent->token());
+        v1::StartWorkersRequest big = runRequest(std::string(10'000, 'r'), 1, 1, { 0 });
+        v1::StartWorkersResponse response;
+        CallResult result = client.startWorkers(big, &response);
+        QCOMPARE(result.code, int(grpc::StatusCode::INVALID_ARGUMENT));
+        QVERIFY2(result.message.contains(QLatin1String("run_id is 10000 bytes; at most 64")), qPrintable(result.message));
+        QVERIFY2(result.message.size() < 400, qPrintable(result.message));
+        big = runRequest("fine", 1, 1, { 0 });
+        big.mutable_spec()->set_schedule(std::string(100'000, 'c'));
+        result = client.startWorkers(big, &response);
+        QCOMPARE(result.code, int(grpc::StatusCode::INVALID_ARGUMENT));
+        QVERIFY2(result.message.contains(QLatin1String("spec.schedule is 100000 bytes; at most 4096 (it starts with 'ccc")),
+            qPrintable(result.message));
+        QVERIFY2(result.message.size() < 400, qPrintable(result.message));
+        // The agent is fine afterwards.
+        v1::DescribeResponse d;
+        QVERIFY(client.describe(&d).ok());
+    }
+
+    // Clients that open ReadCheckpoint streams and never read: each server Write blocks
+    // once the connection's window is full, and after --stream-stall-s the agent cancels
+    // the stream. Its threads go back to where they were; a client over the per-client
+    // limit is refused, saying which limit.
+    void clientsThatNeverReadDoNotHoldTheAgent()
+    {
+        auto agent = startAgent(QStringLiteral("stalled"),
+            { QStringLiteral("--stream-stall-s"), QStringLiteral("8"), QStringLiteral("--max-streams-per-client"),
+                QStringLiteral("12") });
+        QVERIFY(agent->processId() > 0);
+        AgentClient client(agent->endpoint(), agent->token());
+        QByteArray bytes(32 << 20, Qt::Uninitialized); // 32 MiB: far more than gRPC buffers
+        for (qsizetype i = 0; i < bytes.size(); ++i)
+            bytes[i] = char(i * 13 % 251);
+        auto status = writeCheckpoint(client,
+            checkpointChunks("big-1", 1, { { "model.pt", bytes, {} }, { "optimizer.pt", "o", {} }, { "state.pt", "s", {} } }));
+        QVERIFY2(status.ok(), status.error_message().c_str());
+
+        const auto threads = [&] {
+            QFile f(QStringLiteral("/proc/%1/status").arg(agent->processId()));
+            if (!f.open(QIODevice::ReadOnly))
+                return -1;
+            for (const QByteArray &line : f.readAll().split('\n'))
+                if (line.startsWith("Threads:"))
+                    return line.mid(8).trimmed().toInt();
+            return -1;
+        };
+        const int before = threads();
+        QVERIFY(before > 0);
+
+        struct Stalled {
+            std::unique_ptr<AgentClient> client; // a connection of its own
+            grpc::ClientContext context;
+            std::unique_ptr<grpc::ClientReader<v1::CheckpointChunk>> reader;
+        };
+        const auto openStalled = [&](int count, std::vector<std::unique_ptr<Stalled>> *into) {
+            for (int i = 0; i < count; ++i) {
+                auto s = std::make_unique<Stalled>();
+                s->client = std::make_unique<AgentClient>(agent->endpoint(), agent->token());
+                s->client->prepareStreamContext(&s->context);
+                v1::ReadCheckpointRequest request;
+                request.set_run_id("big-1");
+                s->reader = s->client->stub().ReadCheckpoint(&s->context, request);
+                into->push_back(std::move(s));
+            }
+        };
+        std::vector<std::unique_ptr<Stalled>> stalled;
+        openStalled(10, &stalled);
+        // Their handlers block in Write: one thread each.
+        QTRY_VERIFY2_WITH_TIMEOUT(threads() >= before + 8, qPrintable(QStringLiteral("%1 threads, %2 before").arg(threads()).arg(before)), 7'000);
+        const int busy = threads();
+        // Two more from this client are allowed, the next one is refused with the reason.
+        std::vector<std::unique_ptr<Stalled>> more;
+        openStalled(3, &more);
+        v1::CheckpointChunk chunk;
+        // The third one's first read ends its stream at once with RESOURCE_EXHAUSTED.
+        while (more.back()->reader->Read(&chunk)) { }
+        const grpc::Status refused = more.back()->reader->Finish();
+        QCOMPARE(refused.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+        QVERIFY2(QString::fromStdString(refused.error_message()).contains(QLatin1String("12 streams open")),
+            refused.error_message().c_str());
+
+        // After the stall limit the agent has cancelled them: its threads are back.
+        QTRY_VERIFY_WITH_TIMEOUT(threads() <= before + 2, 30'000);
+        qInfo("agent threads: %d before, %d with 10 stalled readers, %d after they were cancelled", before, busy,
+            threads());
+        QTRY_VERIFY_WITH_TIMEOUT(agentLog(QStringLiteral("stalled")).contains(QLatin1String("the client took no data for 8 s")),
+            10'000);
+        // A stalled client that reads at last learns that its stream was cancelled.
+        while (stalled.front()->reader->Read(&chunk)) { }
+        QCOMPARE(stalled.front()->reader->Finish().error_code(), grpc::StatusCode::CANCELLED);
+        // The agent still answers.
+        v1::DescribeResponse d;
+        QVERIFY(client.describe(&d).ok());
+        for (auto &s : stalled)
+            s->context.TryCancel();
+        for (auto &s : more)
+            s->context.TryCancel();
     }
 };
 

@@ -597,6 +597,53 @@ private Q_SLOTS:
         QCOMPARE(retryBackoffMs(1, 1.0), qint64(2'400));
     }
 
+    // A checkpoint that did not fit is not one of maxFailures: the run waits for space, and
+    // says so. A retry may bring agents the study did not have.
+    void fullDisksAndAddedAgentsAreFolded()
+    {
+        QTemporaryDir dir;
+        Journal journal;
+        QString error;
+        QVERIFY2(journal.open(dir.filePath(QStringLiteral("j.sqlite")), &error), qPrintable(error));
+        v1::StudyPlan plan = validPlan();
+        plan.set_max_failures(0);
+        const auto runs = expandPlan(plan, QStringLiteral("s4"));
+        const QString r1 = runs[0].runId;
+        RunScript script { journal, QStringLiteral("s4"), r1 };
+        auto add = [&](const QString &type, const QJsonObject &payload) { script.add(type, payload); };
+        auto event = [&](int attempt, std::initializer_list<std::pair<const char *, QJsonValue>> fields) {
+            return script.event(attempt, fields);
+        };
+        const QString a = QStringLiteral("10.0.0.1:7450"), b = QStringLiteral("10.0.0.2:7450");
+        add(QStringLiteral("study_created"), StudyState::studyCreated(QStringLiteral("p"), plan, { a }, runs));
+        add(QStringLiteral("attempt_starting"), StudyState::attemptStarting(r1, 1, { Portion { a, { 0 } } }));
+        add(QStringLiteral("attempt_running"), event(1, {}));
+        add(QStringLiteral("attempt_ended"),
+            event(1,
+                { { "outcome", QStringLiteral("FAILED") }, { "reason", QStringLiteral("rank 0: no space left on device") },
+                    { "retry", true }, { "counts", false },
+                    { "noSpace", QJsonObject { { "agent", a }, { "bytesNeeded", 4.0e7 } } } }));
+        const StudyState waiting = StudyState::replay(journal.events(QStringLiteral("s4")));
+        const RunProgress *run = waiting.run(r1);
+        QCOMPARE(run->phase, RunPhase::Pending);
+        QCOMPARE(run->failures, 0);
+        QCOMPARE(run->spaceNeeded, qint64(40'000'000));
+        QCOMPARE(run->spaceShortOn, a);
+        QVERIFY2(run->reason.startsWith(QLatin1String("waiting for disk space")), qPrintable(run->reason));
+        // A number no disk has (a damaged journal) is refused, not undefined behaviour.
+        add(QStringLiteral("attempt_starting"), StudyState::attemptStarting(r1, 2, { Portion { a, { 0 } } }));
+        QCOMPARE(StudyState::replay(journal.events(QStringLiteral("s4"))).run(r1)->spaceNeeded, qint64(0));
+        add(QStringLiteral("attempt_running"), event(2, {}));
+        add(QStringLiteral("attempt_ended"),
+            event(2,
+                { { "outcome", QStringLiteral("FAILED") }, { "reason", QStringLiteral("x") }, { "retry", true },
+                    { "counts", false }, { "noSpace", QJsonObject { { "agent", a }, { "bytesNeeded", 1e300 } } } }));
+        QCOMPARE(StudyState::replay(journal.events(QStringLiteral("s4"))).run(r1)->spaceNeeded, qint64(0));
+
+        add(QStringLiteral("agents_added"), QJsonObject { { QStringLiteral("agents"), QJsonArray { b, a } } });
+        QCOMPARE(StudyState::replay(journal.events(QStringLiteral("s4"))).agents(), QStringList({ a, b }));
+    }
+
     void runEventsAreStoredOnceAndResumable()
     {
         QTemporaryDir dir;

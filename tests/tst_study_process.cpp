@@ -470,6 +470,99 @@ private Q_SLOTS:
         second.stop();
     }
 
+    // maxFailures 0: the worker dies after the console has copied a checkpoint, so the run
+    // ends FAILED; then its agent dies for good. The console keeps its copy of a FAILED
+    // run's checkpoint, so `study retry` on the other agent resumes from it instead of
+    // training the finished epochs again.
+    void retryOfFailedRunResumesFromTheConsoleCopy()
+    {
+        LocalAgent first, second;
+        QList<AgentEndpoint> agents;
+        for (LocalAgent *agent : { &first, &second })
+            QVERIFY2(startAgent(agent, QStringLiteral("failed-agent-%1").arg(agents.size() + 1), &agents),
+                qPrintable(agent->error()));
+        Journal journal;
+        QString error;
+        QVERIFY2(journal.open(path(QStringLiteral("failed/journal.sqlite")), &error), qPrintable(error));
+        v1::StudyPlan plan = tinyPlan({ 1 }, 4);
+        plan.mutable_baseline()->set_skip(true);
+        plan.set_max_failures(0);
+        plan.mutable_training()->set_max_train_images(0); // all 192, a few seconds per epoch
+        plan.mutable_training()->set_checkpoint_every_epochs(1);
+        QString studyId, runId;
+        int copiedEpoch = 0;
+        QString copiedDir;
+        {
+            StudyRunner runner(&journal);
+            runner.setAgents({ agents.first() }); // the run lands on `first`
+            runner.setTickInterval(100);
+            connect(&runner, &StudyRunner::message, this,
+                [](const QString &line) { qInfo("%s", qPrintable(line)); });
+            studyId = runner.createStudy(plan, &error);
+            QVERIFY2(!studyId.isEmpty(), qPrintable(error));
+            bool killed = false;
+            connect(&runner, &StudyRunner::stateChanged, this, [&](const JournalEvent &e) {
+                if (e.type != QLatin1String("checkpoint_copied") || killed)
+                    return;
+                runId = e.payload.value(QLatin1String("runId")).toString();
+                copiedEpoch = e.payload.value(QLatin1String("epoch")).toInt();
+                copiedDir = e.payload.value(QLatin1String("dir")).toString();
+                for (const QString &p :
+                    test::processesMentioning(QStringLiteral("/runs/") + runId + QLatin1Char('/')))
+                    if (p.contains(QLatin1String("scalelab-worker"))) {
+                        ::kill(p.section(QLatin1Char(':'), 0, 0).toInt(), SIGKILL);
+                        killed = true;
+                    }
+            });
+            QSignalSpy finished(&runner, &StudyRunner::finished);
+            QVERIFY(runner.drive(studyId, &error));
+            QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 240'000);
+            QVERIFY2(killed, "the worker was never found to kill");
+            QCOMPARE(finished.first().first().toString(), QStringLiteral("FAILED"));
+            QCOMPARE(runner.state().run(runId)->phase, RunPhase::Failed);
+            QVERIFY(copiedEpoch >= 1 && copiedEpoch < 4);
+            // The study has ended, the run failed: the verified copy is still there.
+            v1::CheckpointManifest manifest;
+            const QString problem = CheckpointTransfer::verifyCopy(runner.state().run(runId)->checkpoint.dir, &manifest);
+            QVERIFY2(problem.isEmpty(), qPrintable(problem));
+            QVERIFY(runner.state().run(runId)->checkpoint.epoch >= copiedEpoch);
+        }
+        const QString gone = first.endpoint();
+        first.stop(); // gone for good, with the checkpoint it wrote
+
+        // The retry may use `second`, which the study did not have.
+        QVERIFY2(StudyRunner::requestRetry(&journal, studyId, runId, &error, { second.endpoint() }),
+            qPrintable(error));
+        StudyRunner retry(&journal);
+        retry.setAgents(agents);
+        retry.setTickInterval(100);
+        connect(&retry, &StudyRunner::message, this, [](const QString &line) { qInfo("%s", qPrintable(line)); });
+        QSignalSpy finished(&retry, &StudyRunner::finished);
+        QVERIFY2(retry.drive(studyId, &error), qPrintable(error));
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 240'000);
+        QCOMPARE(finished.first().first().toString(), QStringLiteral("SUCCEEDED"));
+        const RunProgress &run = *retry.state().run(runId);
+        QCOMPARE(run.attempts.size(), 2);
+        QCOMPARE(run.attempts[1].agents, QStringList { second.endpoint() });
+        QCOMPARE(run.attempts[1].transferredFrom, gone);
+        QVERIFY(run.attempts[1].transferredEpoch >= copiedEpoch);
+        int resumed = -1;
+        QList<int> trained;
+        for (const auto &e : journal.runEvents(runId, 2, second.endpoint())) {
+            if (e.has_started())
+                resumed = e.started().resumed_from_epoch();
+            if (e.has_epoch())
+                trained << e.epoch().epoch();
+        }
+        QCOMPARE(resumed, run.attempts[1].transferredEpoch);
+        QVERIFY(!trained.isEmpty());
+        QCOMPARE(trained.first(), resumed + 1); // the finished epochs are not trained again
+        QCOMPARE(trained.last(), 4);
+        // Now it succeeded, the console's copies are removed.
+        QVERIFY(!QFileInfo::exists(retry.checkpointRoot() + QLatin1Char('/') + runId));
+        second.stop();
+    }
+
     // scalelab-cli runs baseline + 2 and 4 workers across both agents, is killed with
     // SIGKILL mid-study, and `study watch` finishes it: every run once, all SUCCEEDED.
     void cliKilledMidStudyAndRestarted()

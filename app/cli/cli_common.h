@@ -1,6 +1,7 @@
 // Pieces shared by scalelab-cli's commands: output streams and exit codes.
 #pragma once
 
+#include <QStandardPaths>
 #include <QString>
 #include <QTextStream>
 
@@ -26,6 +27,19 @@ inline int badInput(const QString &message)
     err().flush();
     return BadInput;
 }
+
+// The state folder of studies and local agents: $SCALELAB_STATE_DIR, else the user's data folder.
+inline QString defaultStateDir()
+{
+    const QByteArray env = qgetenv("SCALELAB_STATE_DIR");
+    if (!env.isEmpty())
+        return QString::fromLocal8Bit(env);
+    return QStandardPaths::writableLocation(QStandardPaths::GenericDataLocation)
+        + QStringLiteral("/scalelab");
+}
+
+// "Environment:" and the variables scalelab-cli reads, a line each: the end of every --help.
+QString environmentHelp();
 
 int studyCommand(QStringList arguments);
 int reportCommand(QStringList arguments);

@@ -6,21 +6,27 @@
 #include "cli_common.h"
 
 #include "agent_client.h"
+#include "journal.h"
 #include "local_agent.h"
 #include "run_record.h"
 #include "run_request.h"
 #include "run_watch.h"
+#include "study_state.h"
 
 #include <QDateTime>
 
 #include <QCommandLineParser>
 #include <QCoreApplication>
+#include <QDir>
+#include <QDirIterator>
+#include <QFileInfo>
 #include <QFile>
 #include <QGuiApplication>
 #include <QTextStream>
 
 #include <google/protobuf/util/json_util.h>
 
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <memory>
@@ -298,7 +304,7 @@ int runCommand(QStringList arguments)
     if (!parser.parse(arguments))
         return badInput(parser.errorText() + QStringLiteral("; see 'scalelab-cli run --help'"));
     if (parser.isSet(QStringLiteral("help"))) {
-        out() << parser.helpText();
+        out() << parser.helpText() << environmentHelp();
         return Ok;
     }
 
@@ -379,6 +385,117 @@ int runCommand(QStringList arguments)
     return follower.follow();
 }
 
+QString megabytes(qint64 bytes)
+{
+    return bytes >= 10'000'000'000 ? QStringLiteral("%1 GB").arg(double(bytes) / 1e9, 0, 'f', 1)
+                                   : QStringLiteral("%1 MB").arg(double(bytes) / 1e6, 0, 'f', 1);
+}
+
+// `gc`: frees an agent's disk by its retention rule or stricter ones, and the console's
+// own copies of checkpoints that no run needs any more.
+int gcCommand(QStringList arguments)
+{
+    QCommandLineParser parser;
+    parser.setApplicationDescription(QStringLiteral(
+        "Free disk space: unfinished checkpoint folders, checkpoints of finished runs by the agent's "
+        "retention rule (or --finished), and with --include-failed those of FAILED and CANCELLED runs "
+        "(a later retry of such a run then starts from epoch 0). Active runs are never touched."));
+    parser.addHelpOption();
+    addAgentOptions(parser);
+    parser.addOption({ QStringLiteral("finished"),
+        QStringLiteral("What SUCCEEDED runs keep: final (their last checkpoint) or none. Default: the "
+                       "agent's rule (see describe)."),
+        QStringLiteral("final|none") });
+    parser.addOption({ QStringLiteral("older-than-days"),
+        QStringLiteral("Only runs that ended at least this many days ago."), QStringLiteral("days") });
+    parser.addOption({ QStringLiteral("include-failed"),
+        QStringLiteral("Also remove the checkpoints of FAILED and CANCELLED runs.") });
+    parser.addOption({ QStringLiteral("dry-run"), QStringLiteral("Say what would be removed; remove nothing.") });
+    parser.addOption({ QStringLiteral("state-dir"),
+        QStringLiteral("Also tidy the console's copies of checkpoints there (default: $SCALELAB_STATE_DIR "
+                       "or ~/.local/share/scalelab)."),
+        QStringLiteral("dir") });
+    parser.addOption({ QStringLiteral("json"), QStringLiteral("Print what was removed as JSON.") });
+    if (!parser.parse(arguments))
+        return badInput(parser.errorText());
+    if (parser.isSet(QStringLiteral("help"))) {
+        out() << parser.helpText() << environmentHelp();
+        return Ok;
+    }
+    v1::CollectGarbageRequest request;
+    const QString finished = parser.value(QStringLiteral("finished"));
+    if (!finished.isEmpty() && finished != QLatin1String("final") && finished != QLatin1String("none"))
+        return badInput(QStringLiteral("--finished must be final or none (got '%1')").arg(finished));
+    request.set_finished_runs(finished.toStdString());
+    if (parser.isSet(QStringLiteral("older-than-days"))) {
+        bool ok = false;
+        const double days = parser.value(QStringLiteral("older-than-days")).toDouble(&ok);
+        if (!ok || !std::isfinite(days) || days < 0 || days > 36500)
+            return badInput(QStringLiteral("--older-than-days must be a number from 0 to 36500 (got '%1')")
+                                .arg(parser.value(QStringLiteral("older-than-days"))));
+        request.set_older_than_days(days);
+    }
+    request.set_include_failed(parser.isSet(QStringLiteral("include-failed")));
+    request.set_dry_run(parser.isSet(QStringLiteral("dry-run")));
+    AgentConnection agent;
+    if (int rc = connect(parser, &agent); rc != Ok)
+        return rc;
+    v1::CollectGarbageResponse response;
+    const auto result = agent.client->collectGarbage(request, &response);
+    if (!result.ok()) {
+        err() << "scalelab-cli: " << result.message << "\n";
+        return AgentError;
+    }
+    // The console's copies: runs of studies in this journal that SUCCEEDED keep none (the
+    // runner removes them as they end; leftovers of a crash go here), and with
+    // --include-failed FAILED and CANCELLED runs' copies go too.
+    const QString stateDir = parser.isSet(QStringLiteral("state-dir")) ? parser.value(QStringLiteral("state-dir"))
+                                                                       : defaultStateDir();
+    qint64 localBytes = 0;
+    QStringList localRemoved;
+    if (QFileInfo::exists(stateDir + QStringLiteral("/journal.sqlite"))) {
+        Journal journal;
+        QString error;
+        if (!journal.open(stateDir + QStringLiteral("/journal.sqlite"), &error))
+            return badInput(error);
+        for (const QString &studyId : journal.studyIds()) {
+            const StudyState state = StudyState::replay(journal.events(studyId));
+            for (const auto &run : state.runs()) {
+                const bool done = run.phase == RunPhase::Succeeded
+                    || (request.include_failed() && (run.phase == RunPhase::Failed || run.phase == RunPhase::Cancelled));
+                const QString dir = stateDir + QStringLiteral("/checkpoints/") + run.planned.runId;
+                if (!done || !QFileInfo::exists(dir))
+                    continue;
+                QDirIterator it(dir, QDir::Files | QDir::Hidden, QDirIterator::Subdirectories);
+                while (it.hasNext()) {
+                    it.next();
+                    localBytes += it.fileInfo().size();
+                }
+                localRemoved << dir;
+                if (!request.dry_run())
+                    QDir(dir).removeRecursively();
+            }
+        }
+    }
+    if (parser.isSet(QStringLiteral("json"))) {
+        out() << toJson(response) << "\n";
+        return Ok;
+    }
+    const char *verb = request.dry_run() ? "would remove" : "removed";
+    for (const auto &r : response.removed())
+        out() << verb << " " << QString::fromStdString(r.path()) << " (" << megabytes(r.bytes()) << "): "
+              << QString::fromStdString(r.why()) << "\n";
+    for (const QString &dir : localRemoved)
+        out() << verb << " " << dir << " (the console's copy of a finished run's checkpoint)\n";
+    out() << "agent " << agent.client->endpoint() << ": " << verb << " " << response.removed_size()
+          << " folder(s), " << megabytes(response.bytes_freed()) << "; "
+          << megabytes(response.storage().free_bytes()) << " free now\n";
+    if (!localRemoved.isEmpty())
+        out() << "console state " << stateDir << ": " << verb << " " << localRemoved.size() << " folder(s), "
+              << megabytes(localBytes) << "\n";
+    return Ok;
+}
+
 int describeCommand(QStringList arguments)
 {
     QCommandLineParser parser;
@@ -389,7 +506,7 @@ int describeCommand(QStringList arguments)
     if (!parser.parse(arguments))
         return badInput(parser.errorText());
     if (parser.isSet(QStringLiteral("help"))) {
-        out() << parser.helpText();
+        out() << parser.helpText() << environmentHelp();
         return Ok;
     }
     AgentConnection agent;
@@ -436,6 +553,14 @@ int describeCommand(QStringList arguments)
             out() << "    normalisation mean " << d.channel_mean(0) << " " << d.channel_mean(1) << " " << d.channel_mean(2)
                   << ", std " << d.channel_std(0) << " " << d.channel_std(1) << " " << d.channel_std(2) << "; sha256 "
                   << QString::fromStdString(d.content_sha256()) << "\n";
+    }
+    if (inventory.has_storage()) {
+        const auto &st = inventory.storage();
+        out() << "disk: " << QString::fromStdString(st.state_dir()) << ": " << megabytes(st.free_bytes())
+              << " free of " << megabytes(st.total_bytes()) << "; checkpoints " << megabytes(st.checkpoint_bytes())
+              << " (" << st.runs_with_checkpoints() << " runs), unfinished " << megabytes(st.temporary_bytes())
+              << ", records " << megabytes(st.record_bytes()) << "\n"
+              << "retention: " << QString::fromStdString(st.retention()) << " (free space now: scalelab-cli gc)\n";
     }
     out() << "runs: " << inventory.runs_size() << "\n";
     for (const auto &r : inventory.runs())
@@ -513,7 +638,7 @@ int lrFindCommand(QStringList arguments)
     if (!parser.parse(arguments))
         return badInput(parser.errorText() + QStringLiteral("; see 'scalelab-cli lr-find --help'"));
     if (parser.isSet(QStringLiteral("help"))) {
-        out() << parser.helpText();
+        out() << parser.helpText() << environmentHelp();
         return Ok;
     }
     if (!parser.isSet(QStringLiteral("dataset")))
@@ -607,6 +732,7 @@ Commands:
              and print its live metrics and a summary line
   describe   show an agent's node, data sets and runs (alias: agents)
   lr-find    learning-rate range test on an agent: loss against lr, and a suggested lr
+  gc         free disk space on an agent (and in the console's state) by retention rules
   study      durable scale-up studies: run PLAN, watch ID, list, show ID, cancel ID, retry ID, plan
   report     export a study's report: report ID --format json|csv|html|pdf [-o FILE]
 
@@ -615,6 +741,18 @@ Exit codes: 0 success, 1 run failed or cancelled, 2 bad input, 3 agent unreachab
 )";
 
 } // namespace
+
+QString scalelab::cli::environmentHelp()
+{
+    return QStringLiteral(
+               "\nEnvironment:\n"
+               "  SCALELAB_TOKEN            the agents' token (--token-file wins)\n")
+        + AgentTls::environmentHelp()
+        + QStringLiteral(
+            "  SCALELAB_STATE_DIR        default --state-dir of study and report (the journal, local agents)\n"
+            "  SCALELAB_AGENT_BIN        the scalelab-agent started as a local agent (default: the one\n"
+            "                            next to this program, else on PATH)\n");
+}
 
 int main(int argc, char **argv)
 {
@@ -629,7 +767,7 @@ int main(int argc, char **argv)
     QStringList arguments = QCoreApplication::arguments();
     if (arguments.size() < 2 || arguments[1] == QLatin1String("--help")
         || arguments[1] == QLatin1String("-h")) {
-        out() << kUsage;
+        out() << kUsage << environmentHelp();
         return arguments.size() < 2 ? BadInput : Ok;
     }
     if (arguments[1] == QLatin1String("--version")) {
@@ -643,11 +781,13 @@ int main(int argc, char **argv)
         return describeCommand(arguments);
     if (command == QLatin1String("lr-find"))
         return lrFindCommand(arguments);
+    if (command == QLatin1String("gc"))
+        return gcCommand(arguments);
     if (command == QLatin1String("study"))
         return studyCommand(arguments);
     if (command == QLatin1String("report"))
         return reportCommand(arguments);
     return badInput(
-        QStringLiteral("unknown command '%1'; commands: run, describe, lr-find, study, report. See --help.")
+        QStringLiteral("unknown command '%1'; commands: run, describe, lr-find, gc, study, report. See --help.")
             .arg(command));
 }

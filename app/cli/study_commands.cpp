@@ -26,14 +26,6 @@ namespace {
 
 using namespace scalelab::core;
 
-QString defaultStateDir()
-{
-    const QByteArray env = qgetenv("SCALELAB_STATE_DIR");
-    if (!env.isEmpty())
-        return QString::fromLocal8Bit(env);
-    return QStandardPaths::writableLocation(QStandardPaths::GenericDataLocation)
-        + QStringLiteral("/scalelab");
-}
 
 void addJournalOptions(QCommandLineParser &parser)
 {
@@ -344,7 +336,7 @@ bool parse(QCommandLineParser &parser, const QStringList &arguments, const QStri
         return false;
     }
     if (parser.isSet(QStringLiteral("help"))) {
-        out() << parser.helpText();
+        out() << parser.helpText() << environmentHelp();
         *code = Ok;
         return false;
     }
@@ -617,7 +609,13 @@ int requestStudyChange(const QStringList &arguments, bool retry)
         return BadInput;
     const QString studyId = parser.positionalArguments().at(0);
     QString error;
-    const bool recorded = retry ? StudyRunner::requestRetry(&journal, studyId, runId, &error)
+    QStringList addAgents; // a retry may go to agents the study did not have
+    for (const QString &address : parser.values(QStringLiteral("agent"))) {
+        if (const QString problem = AgentClient::endpointError(address); !problem.isEmpty())
+            return badInput(problem);
+        addAgents << address;
+    }
+    const bool recorded = retry ? StudyRunner::requestRetry(&journal, studyId, runId, &error, addAgents)
                                 : StudyRunner::requestCancel(&journal, studyId, runId, &error);
     if (!recorded)
         return badInput(error);
@@ -730,12 +728,14 @@ int studyCommand(QStringList arguments)
   list            the studies in the journal
   show ID         a study's runs and results
   cancel ID       cancel a study (--run RUN for one run)
-  retry ID --run RUN   one more attempt of a FAILED or CANCELLED run, from its checkpoint
+  retry ID --run RUN [--agent HOST:PORT]  one more attempt of a FAILED or CANCELLED run, from
+                       its checkpoint (also on agents the study did not have, via the
+                       console's copy of the checkpoint)
   plan            print an example plan (--example) or check one (--check FILE)
 )";
     if (arguments.size() < 2 || arguments[1] == QLatin1String("--help")
         || arguments[1] == QLatin1String("-h")) {
-        out() << usage;
+        out() << usage << environmentHelp();
         return arguments.size() < 2 ? BadInput : Ok;
     }
     const QString sub = arguments.takeAt(1);

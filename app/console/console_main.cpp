@@ -1,4 +1,5 @@
 // scalelab: the desktop console.
+#include "agent_client.h"
 #include "main_window.h"
 #include "theme.h"
 
@@ -45,7 +46,16 @@ int main(int argc, char **argv)
     QCommandLineParser parser;
     parser.setApplicationDescription(QStringLiteral(
         "ScaleLab console: launch CIFAR-10 training runs on ScaleLab agents and watch them live.\n"
-        "Without --agent it starts a local agent on 127.0.0.1."));
+        "Without --agent it starts a local agent on 127.0.0.1.\n"
+        "\n"
+        "Environment:\n"
+        "  SCALELAB_TOKEN            the token of --agent (--token-file wins)\n")
+        + scalelab::core::AgentTls::environmentHelp()
+        + QStringLiteral(
+            "  SCALELAB_STATE_DIR        default --state-dir\n"
+            "  SCALELAB_AGENT_BIN        the scalelab-agent started as the local agent (default: the one\n"
+            "                            next to this program, else on PATH)\n"
+            "An agent of the Agents tab with TLS files of its own uses those instead of SCALELAB_TLS_*."));
     parser.addHelpOption();
     parser.addVersionOption();
     parser.addOptions({

@@ -104,9 +104,11 @@ std::vector<FieldProblem> checkRunSpec(const v1::RunSpec &s, const SpecContext &
             c.range("gpus_per_worker", g, 0, kMaxGpusPerWorker, false, false);
         else if (g > 1 && g != std::floor(g))
             c.add("gpus_per_worker", "above 1 must be a whole number (got " + exactNumber(g) + ")");
-        else if (g > 0 && g < 1 && std::abs(1 / g - std::round(1 / g)) > 1e-9)
+        else if (g > 0 && g < 1
+            && (1 / g > kMaxWorkersPerGpu + 1e-9 || std::abs(1 / g - std::round(1 / g)) > 1e-9))
             c.add("gpus_per_worker",
-                "a fraction of a GPU must divide one GPU evenly (0.5, 0.25, ...; got " + exactNumber(g) + ")");
+                "a fraction of a GPU must divide one GPU evenly, down to 1/"
+                    + std::to_string(kMaxWorkersPerGpu) + " (0.5, 0.25, ...; got " + exactNumber(g) + ")");
         if (!s.lr_scaling().empty() && s.lr_scaling() != "none" && s.lr_scaling() != "linear")
             c.add("lr_scaling", "must be \"none\" or \"linear\" (got \"" + s.lr_scaling() + "\")");
     }
@@ -128,6 +130,10 @@ std::vector<FieldProblem> checkRunSpec(const v1::RunSpec &s, const SpecContext &
         c.range("divergence_factor", s.divergence_factor(), 1, 1e6, true, false);
     if (s.has_divergence_steps() && (s.divergence_steps() < 1 || s.divergence_steps() > 100000))
         c.add("divergence_steps", "must be between 1 and 100000 (got " + std::to_string(s.divergence_steps()) + ")");
+    if (s.has_keep_checkpoints() && (s.keep_checkpoints() < 1 || s.keep_checkpoints() > kMaxKeepCheckpoints))
+        c.add("keep_checkpoints",
+            "must be between 1 and " + std::to_string(kMaxKeepCheckpoints) + " (got "
+                + std::to_string(s.keep_checkpoints()) + ")");
     return c.take();
 }
 
@@ -148,6 +154,8 @@ v1::RunSpec withDefaults(const v1::RunSpec &spec)
         s.set_divergence_factor(kDefaultDivergenceFactor);
     if (!s.has_divergence_steps())
         s.set_divergence_steps(kDefaultDivergenceSteps);
+    if (!s.has_keep_checkpoints())
+        s.set_keep_checkpoints(kDefaultKeepCheckpoints);
     if (s.lr_scaling().empty())
         s.set_lr_scaling("none");
     if (s.schedule().empty())

@@ -17,6 +17,10 @@ inline constexpr int kMaxWorkers = 1024;
 inline constexpr double kMaxLearningRate = 10.0;
 inline constexpr int kMaxThreads = 1024;
 inline constexpr double kMaxGpusPerWorker = 64;
+// The smallest share of a GPU is 1/kMaxWorkersPerGpu. Below ~2^-53 every 1/g is a whole
+// number in floating point, so "divides one GPU evenly" alone would let 1e-300 through
+// (and the agent's GPU assignment then indexes an empty list).
+inline constexpr int kMaxWorkersPerGpu = 64;
 
 // The trainer's defaults for fields a spec leaves unset (scalelab-worker --help agrees).
 inline constexpr double kDefaultLearningRate = 0.02;
@@ -26,6 +30,8 @@ inline constexpr double kDefaultWarmupEpochs = 1.0; // or half the run, when it 
 inline constexpr double kDefaultLabelSmoothing = 0.0;
 inline constexpr double kDefaultDivergenceFactor = 4.0;
 inline constexpr int kDefaultDivergenceSteps = 20;
+inline constexpr int kDefaultKeepCheckpoints = 2;
+inline constexpr int kMaxKeepCheckpoints = 1000;
 
 struct FieldProblem {
     std::string field; // as the caller names it: "spec.learning_rate" or "training.learningRate"

@@ -22,7 +22,8 @@ AdvertiseChoice chooseAdvertiseAddress(
     const std::string &listen, const std::string &advertiseHost, const std::string &interface, const std::string &hostName)
 {
     AdvertiseChoice c;
-    const bool listenLoopback = !isWildcard(listen) && net::isLoopback(unbracket(listen));
+    // The agent's own rule (agent_main): every address the server binds is loopback.
+    const bool listenLoopback = !isWildcard(listen) && net::listensOnLoopbackOnly(listen, nullptr);
     auto finish = [&](AdvertiseChoice &choice) -> AdvertiseChoice {
         if (choice.interface.empty())
             choice.interface = net::interfaceOfAddress(choice.address);

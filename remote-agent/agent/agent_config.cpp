@@ -18,6 +18,10 @@ const std::vector<AgentSetting> &agentSettings()
             QStringLiteral("127.0.0.1") },
         { QStringLiteral("port"), QStringLiteral("SCALELAB_AGENT_PORT"), QStringLiteral("port"),
             QStringLiteral("TCP port; 0 picks a free one and prints it."), QStringLiteral("7450") },
+        { QStringLiteral("max-streams"), QStringLiteral("SCALELAB_AGENT_MAX_STREAMS"), QStringLiteral("n"),
+            QStringLiteral("Calls one client connection may have open at once (HTTP/2 "
+                           "MAX_CONCURRENT_STREAMS, 1-100000); more wait until one ends."),
+            QStringLiteral("256") },
         { QStringLiteral("advertise-host"), QStringLiteral("SCALELAB_AGENT_ADVERTISE_HOST"),
             QStringLiteral("host"),
             QStringLiteral("Address other hosts' ranks reach this host's ranks at: rank 0's rendezvous "
@@ -50,6 +54,25 @@ const std::vector<AgentSetting> &agentSettings()
         { QStringLiteral("tls-client-ca"), QStringLiteral("SCALELAB_AGENT_TLS_CLIENT_CA"),
             QStringLiteral("path"),
             QStringLiteral("Mutual TLS: require a client certificate signed by this PEM CA."), {} },
+        { QStringLiteral("finished-checkpoints"), QStringLiteral("SCALELAB_AGENT_FINISHED_CHECKPOINTS"),
+            QStringLiteral("rule"),
+            QStringLiteral("What a run that SUCCEEDED keeps on disk: all (the newest its worker kept), final "
+                           "(its last checkpoint) or none. "
+                           "FAILED and CANCELLED runs keep theirs for a retry; `scalelab-cli gc` frees more."),
+            QStringLiteral("final") },
+        { QStringLiteral("finished-days"), QStringLiteral("SCALELAB_AGENT_FINISHED_DAYS"), QStringLiteral("days"),
+            QStringLiteral("Remove a finished run's final checkpoint this many days after it ended (checked "
+                           "at start and by gc); 0 keeps it."),
+            QStringLiteral("0") },
+        { QStringLiteral("stream-stall-s"), QStringLiteral("SCALELAB_AGENT_STREAM_STALL_S"), QStringLiteral("s"),
+            QStringLiteral("Cancel a stream (WatchRun, WatchNode, ...) whose client takes no data for this "
+                           "long; it reconnects and resumes (5-3600)."),
+            QStringLiteral("30") },
+        { QStringLiteral("max-streams-per-client"), QStringLiteral("SCALELAB_AGENT_MAX_STREAMS_PER_CLIENT"),
+            QStringLiteral("n"),
+            QStringLiteral("Streams one client host may have open at once over all its connections (1-10000); "
+                           "more are refused with RESOURCE_EXHAUSTED. The agent serves at most 4 x --max-streams."),
+            QStringLiteral("64") },
         { QStringLiteral("log-level"), QStringLiteral("SCALELAB_AGENT_LOG_LEVEL"), QStringLiteral("level"),
             QStringLiteral("debug, info, warning or error."), QStringLiteral("info") },
         { QStringLiteral("log-file"), QStringLiteral("SCALELAB_AGENT_LOG_FILE"), QStringLiteral("path"),

@@ -3,6 +3,8 @@
 #include "advertise.h"
 #include "agent_config.h"
 #include "agent_service.h"
+#include "checkpoint_transfer.h"
+#include "listen_check.h"
 #include "log.h"
 #include "net_address.h"
 
@@ -26,13 +28,22 @@ using namespace scalelab::agent;
 
 namespace {
 
-constexpr int kMaxMessageBytes = 16 * 1024 * 1024;
-
-// Numeric loopback addresses and names that resolve to one; "127.example" is neither.
-bool isLoopback(const QString &host)
-{
-    return scalelab::net::isLoopback(host.toStdString());
-}
+// The gRPC server's limits, set explicitly rather than left to gRPC's defaults.
+// What a client may send: WriteCheckpoint chunks carry at most 1 MiB of data and every
+// other request is small, so 4 MiB is room to spare and bounds what one request makes
+// the agent hold. A larger message is refused by gRPC with RESOURCE_EXHAUSTED.
+constexpr int kMaxReceiveBytes = 4 * 1024 * 1024;
+static_assert(kCheckpointChunkBytes + 64 * 1024 <= kMaxReceiveBytes, "a WriteCheckpoint chunk must fit");
+// What the agent sends: ReadCheckpoint chunks of 1 MiB, Describe and ListRuns that grow
+// with the runs kept. Clients (core::AgentClient) accept 16 MiB.
+constexpr int kMaxSendBytes = 16 * 1024 * 1024;
+// Request metadata, the token header included. gRPC's default (8 KiB) said explicitly
+// and doubled: a longer header is answered RESOURCE_EXHAUSTED before any handler runs.
+constexpr int kMaxMetadataBytes = 16 * 1024;
+// A client that is gone (host down, cable cut) is found by pinging its connection every
+// 30 s and dropping it after 10 s without an answer; its streams end then.
+constexpr int kKeepaliveMs = 30'000;
+constexpr int kKeepaliveTimeoutMs = 10'000;
 
 std::string readFileOrEmpty(const QString &path, QString *error)
 {
@@ -90,7 +101,15 @@ int main(int argc, char **argv)
         "Each option can also be set by the environment variable in brackets, or in the config\n"
         "file as 'option = value'; the command line wins over the environment, which wins over\n"
         "the file. Off loopback the agent needs a token (SCALELAB_AGENT_TOKEN or --token-file)\n"
-        "and TLS (--tls-cert, --tls-key), and refuses to start without them."));
+        "and TLS (--tls-cert, --tls-key), and refuses to start without them: loopback means that\n"
+        "every address --listen resolves to is loopback (127.0.0.0/8, ::1).\n"
+        "\n"
+        "Environment besides the options' own variables (SCALELAB_AGENT_*, in brackets below):\n"
+        "  SCALELAB_AGENT_TOKEN  the token clients must send (--token-file wins); never given to workers\n"
+        "  GLOO_SOCKET_IFNAME    default --iface (its first interface)\n"
+        "  XDG_DATA_HOME, HOME   where the default data and state folders are\n"
+        "Clients (scalelab-cli, scalelab) reach a TLS agent with SCALELAB_TLS_CA set to the CA that\n"
+        "signed --tls-cert; with --tls-client-ca they also need SCALELAB_TLS_CERT and SCALELAB_TLS_KEY."));
     parser.addHelpOption();
     parser.addVersionOption();
     AgentConfig config;
@@ -114,8 +133,12 @@ int main(int argc, char **argv)
     setLogLevel(level);
 
     std::string error;
-    int portNumber = 0, sampleMs = 0, heartbeatMs = 0, graceMs = 0;
+    int portNumber = 0, sampleMs = 0, heartbeatMs = 0, graceMs = 0, maxStreams = 0, stallSeconds = 0,
+        perClient = 0;
     if (!numberOption(config, "port", 0, 65535, &portNumber, &error)
+        || !numberOption(config, "stream-stall-s", 5, 3600, &stallSeconds, &error)
+        || !numberOption(config, "max-streams-per-client", 1, 10'000, &perClient, &error)
+        || !numberOption(config, "max-streams", 1, 100'000, &maxStreams, &error)
         || !numberOption(config, "sample-interval-ms", 100, 60'000, &sampleMs, &error)
         || !numberOption(config, "heartbeat-ms", 100, 5'000, &heartbeatMs, &error)
         || !numberOption(config, "stop-grace-ms", 100, 600'000, &graceMs, &error))
@@ -159,6 +182,17 @@ int main(int argc, char **argv)
             + "' is missing or not executable; install scalelab-worker next to the agent "
               "or pass --worker PATH");
     options.heartbeat = std::chrono::milliseconds(heartbeatMs);
+    options.streamStall = std::chrono::seconds(stallSeconds);
+    options.maxStreamsPerClient = perClient;
+    options.maxStreams = 4 * maxStreams; // over every connection; --max-streams is per connection
+    {
+        bool ok = false;
+        const double days = value("finished-days").toDouble(&ok);
+        auto retention = parseRetention(value("finished-checkpoints").toStdString(), ok ? days : -1, &error);
+        if (!retention)
+            return fail(error + " (from " + config.source(QStringLiteral("finished-checkpoints")).toStdString() + ")");
+        options.retention = *retention;
+    }
     options.sampleInterval = std::chrono::milliseconds(sampleMs);
     options.stopGrace = std::chrono::milliseconds(graceMs);
     options.cifarSource.url = value("cifar-url").toStdString();
@@ -183,12 +217,27 @@ int main(int argc, char **argv)
     const QString host = value("listen");
     if (host.isEmpty())
         return fail("--listen must name an address (for example 127.0.0.1 or 0.0.0.0)");
+    // Loopback is decided on the addresses the server will bind, every one of them: a
+    // name that merely looks like loopback ("127.evil") is resolved like any other, and
+    // one that does not resolve is refused, never guessed at.
+    std::string resolveError;
+    const bool loopbackOnly = net::listensOnLoopbackOnly(host.toStdString(), &resolveError);
+    if (!resolveError.empty())
+        return fail("cannot listen on " + host.toStdString() + ": " + resolveError
+            + ". Give --listen a numeric address (127.0.0.1, ::1, 0.0.0.0) or a name this host resolves");
     const bool tls = !value("tls-cert").isEmpty() || !value("tls-key").isEmpty();
-    if (!isLoopback(host) && (options.token.empty() || !tls)) {
+    if (!loopbackOnly && (options.token.empty() || !tls)) {
         std::string missing = options.token.empty() && !tls ? "a token and TLS"
             : options.token.empty()                         ? "a token"
                                                             : "TLS";
-        return fail("refusing to listen on " + host.toStdString() + " without " + missing
+        std::string resolved;
+        for (const auto &address : net::listenAddresses(host.toStdString(), nullptr))
+            resolved += (resolved.empty() ? "" : ", ") + address;
+        if (resolved != host.toStdString())
+            resolved = " (" + resolved + ")";
+        else
+            resolved.clear();
+        return fail("refusing to listen on " + host.toStdString() + resolved + " without " + missing
             + ": anyone on the network could run code here. Set SCALELAB_AGENT_TOKEN (or "
               "--token-file) and --tls-cert/--tls-key, or listen on 127.0.0.1");
     }
@@ -204,15 +253,23 @@ int main(int argc, char **argv)
         const std::string key = readFileOrEmpty(value("tls-key"), &fileError);
         if (!fileError.isEmpty())
             return fail(fileError.toStdString());
-        if (cert.find("-----BEGIN CERTIFICATE-----") == std::string::npos)
-            return fail("--tls-cert '" + value("tls-cert").toStdString() + "' holds no PEM certificate");
-        if (key.find("PRIVATE KEY-----") == std::string::npos)
-            return fail("--tls-key '" + value("tls-key").toStdString() + "' holds no PEM private key");
+        // Checked here because gRPC only says it could not listen, whatever the cause.
+        std::string certWarning;
+        if (const std::string problem = checkTlsKeyPair(
+                cert, value("tls-cert").toStdString(), key, value("tls-key").toStdString(), &certWarning);
+            !problem.empty())
+            return fail(problem);
+        if (!certWarning.empty())
+            logMessage(LogLevel::Warning, certWarning);
         ssl.pem_key_cert_pairs.push_back({ key, cert });
         if (!value("tls-client-ca").isEmpty()) {
             ssl.pem_root_certs = readFileOrEmpty(value("tls-client-ca"), &fileError);
             if (!fileError.isEmpty())
                 return fail(fileError.toStdString());
+            if (const std::string problem
+                = checkCaBundle(ssl.pem_root_certs, value("tls-client-ca").toStdString(), "--tls-client-ca");
+                !problem.empty())
+                return fail(problem);
             ssl.client_certificate_request = GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;
         }
         credentials = grpc::SslServerCredentials(ssl);
@@ -236,31 +293,56 @@ int main(int argc, char **argv)
             logMessage(LogLevel::Warning, choice.warning);
     }
 
-    AgentService service(options);
-    grpc::EnableDefaultHealthCheckService(true);
-    grpc::ServerBuilder builder;
-    int selectedPort = 0;
     const QString address
         = (host.contains(QLatin1Char(':')) && !host.startsWith(QLatin1Char('[')) ? QStringLiteral("[%1]:%2")
                                                                                  : QStringLiteral("%1:%2"))
               .arg(host)
               .arg(portNumber);
+    // A port held by another agent is found before this one opens the state folder and
+    // marks runs there as interrupted; gRPC's own failure below says no more than "no".
+    if (portNumber != 0)
+        if (const std::string problem = bindProblem(host.toStdString(), portNumber); !problem.empty())
+            return fail("cannot listen on " + address.toStdString() + ": " + problem);
+
+    AgentService service(options);
+    grpc::EnableDefaultHealthCheckService(true);
+    grpc::ServerBuilder builder;
+    int selectedPort = 0;
     builder.AddListeningPort(address.toStdString(), credentials, &selectedPort);
     builder.RegisterService(&service);
-    builder.SetMaxReceiveMessageSize(kMaxMessageBytes);
-    builder.SetMaxSendMessageSize(kMaxMessageBytes);
-    builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 30'000);
-    builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 10'000);
+    builder.SetMaxReceiveMessageSize(kMaxReceiveBytes);
+    builder.SetMaxSendMessageSize(kMaxSendBytes);
+    builder.AddChannelArgument(GRPC_ARG_MAX_METADATA_SIZE, kMaxMetadataBytes);
+    builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, maxStreams);
+    // gRPC sets SO_REUSEPORT by default, so a second agent on a taken port would start
+    // and share it silently; without it the bind fails and is reported.
+    builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+    builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, kKeepaliveMs);
+    builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, kKeepaliveTimeoutMs);
     builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
-    builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 5'000); // clients ping every 10 s
+    // Keep pinging a connection on which nothing is sent (a watcher between events):
+    // gRPC stops after 2 pings without data otherwise, and a dead client goes unseen.
+    builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
+    // Clients ping every 10 s; one pinging more often than every 5 s gets GOAWAY after
+    // 2 strikes (gRPC's default, said here).
+    builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 5'000);
+    builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 2);
     std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-    if (!server || selectedPort == 0)
-        return fail("cannot listen on " + address.toStdString()
-            + " (is the port in use? pick another with --port, or --port 0)");
+    if (!server || selectedPort == 0) {
+        std::string problem = bindProblem(host.toStdString(), portNumber);
+        if (problem.empty())
+            problem = "gRPC did not say why, and a plain bind() there works; its own log lines above "
+                      "name the cause";
+        return fail("cannot listen on " + address.toStdString() + ": " + problem);
+    }
     server->GetHealthCheckService()->SetServingStatus(true);
 
-    // The console and the tests read this line to learn the port.
-    std::printf("scalelab-agent listening on %s:%d\n", host.toStdString().c_str(), selectedPort);
+    // The console and the tests read this line to learn the port: HOST:PORT, an IPv6
+    // address in brackets.
+    const QString printedHost = host.contains(QLatin1Char(':')) && !host.startsWith(QLatin1Char('['))
+        ? QStringLiteral("[%1]").arg(host)
+        : host;
+    std::printf("scalelab-agent listening on %s:%d\n", printedHost.toStdString().c_str(), selectedPort);
     std::fflush(stdout);
     logMessage(LogLevel::Info,
         "listening on " + address.toStdString() + " (port " + std::to_string(selectedPort) + "), data "

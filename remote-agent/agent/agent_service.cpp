@@ -1,5 +1,7 @@
 #include "agent_service.h"
 
+#include "request_limits.h"
+
 #include "checkpoint_transfer.h"
 #include "cifar10.h"
 #include "cpu_features.h"
@@ -17,7 +19,10 @@
 
 #include <algorithm>
 #include <arpa/inet.h>
+#include <cerrno>
+#include <sys/statvfs.h>
 #include <csignal>
+#include <cstring>
 #include <poll.h>
 #include <sys/wait.h>
 #include <QJsonDocument>
@@ -99,9 +104,17 @@ bool isHostName(const std::string &host)
            });
 }
 
+std::string join(const std::vector<std::string> &parts, const std::string &separator)
+{
+    std::string joined;
+    for (const auto &part : parts)
+        joined += (joined.empty() ? "" : separator) + part;
+    return joined;
+}
+
 grpc::Status badRunId(const std::string &field, const std::string &value)
 {
-    return invalid(field + " '" + value
+    return invalid(field + " " + shortQuote(value)
         + "' is not valid: use 1-64 characters from A-Z a-z 0-9 _ - . not starting with '.'");
 }
 
@@ -110,6 +123,8 @@ grpc::Status badRunId(const std::string &field, const std::string &value)
 AgentService::AgentService(AgentOptions options)
     : m_options(std::move(options))
     , m_statistics(std::make_unique<DatasetStatisticsCache>(m_options.stateDir))
+    , m_streams(std::make_unique<StreamLimits>(
+          m_options.maxStreams, m_options.maxStreamsPerClient, m_options.streamStall))
 {
     restoreRuns();
 }
@@ -122,28 +137,50 @@ void AgentService::restoreRuns()
         const std::string runId = runEntry.path().filename().string();
         if (!runEntry.is_directory() || !isSafeName(runId))
             continue;
-        // The newest attempt is the run's state; older ones stay on disk.
-        int latest = 0;
+        // The newest attempt that can be read is the run's state; older ones stay on disk.
+        // A newer attempt whose records are damaged (a full disk, say) does not hide the
+        // older ones: the run is reopened from the newest readable attempt.
+        std::vector<int> attempts;
         std::error_code ignored;
         for (const auto &attemptEntry : std::filesystem::directory_iterator(runEntry.path(), ignored)) {
             const std::string name = attemptEntry.path().filename().string();
-            if (!name.empty() && name.size() < 9 && std::all_of(name.begin(), name.end(), ::isdigit)
-                && std::filesystem::exists(attemptEntry.path() / "request.json"))
-                latest = std::max(latest, std::stoi(name));
+            if (!name.empty() && name.size() < 9 && std::all_of(name.begin(), name.end(), ::isdigit))
+                attempts.push_back(std::stoi(name));
         }
-        if (latest == 0)
-            continue;
-        std::string error;
-        auto run = RunSupervisor::restore(runEntry.path() / std::to_string(latest), &error);
-        if (!run) {
-            logMessage(LogLevel::Warning, "cannot reopen run " + runId + ": " + error);
-            continue;
+        std::sort(attempts.rbegin(), attempts.rend());
+        std::shared_ptr<RunSupervisor> run;
+        std::vector<std::string> problems;
+        for (int attempt : attempts) {
+            std::string error;
+            run = RunSupervisor::restore(runEntry.path() / std::to_string(attempt), &error);
+            if (run)
+                break;
+            problems.push_back("attempt " + std::to_string(attempt) + ": " + error);
         }
+        if (!problems.empty())
+            logMessage(LogLevel::Warning,
+                "run " + runId + ": skipped unreadable attempt(s) (" + join(problems, "; ") + ")"
+                    + (run ? "; reopened attempt " + std::to_string(run->attempt()) : "; nothing to reopen"));
+        if (!run)
+            continue;
         ++restored;
         if (run->info().interrupted())
             ++interrupted;
         m_runs[runId] = std::move(run);
     }
+    // No run is active yet: what killed workers left half-written goes now, and so do the
+    // checkpoints of finished runs that the retention rule no longer keeps.
+    std::int64_t swept = 0;
+    const auto removed = collectGarbage(m_options.stateDir, runsOnDisk(), v1::CollectGarbageRequest {},
+        m_options.retention,
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+            .count());
+    for (const auto &r : removed)
+        swept += r.bytes();
+    if (!removed.empty())
+        logMessage(LogLevel::Info,
+            "removed " + std::to_string(removed.size()) + " checkpoint folder(s) (unfinished ones, and what "
+                + m_options.retention.words() + " does not keep), " + std::to_string(swept / 1'000'000) + " MB");
     if (restored > 0)
         logMessage(LogLevel::Info,
             "reopened " + std::to_string(restored) + " run(s) from " + (m_options.stateDir / "runs").string()
@@ -183,6 +220,15 @@ bool AgentService::isSafeName(const std::string &name)
         return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_'
             || c == '-' || c == '.';
     });
+}
+
+grpc::Status AgentService::admit(grpc::ServerContext *context, const google::protobuf::Message &request) const
+{
+    if (auto s = authorize(context); !s.ok())
+        return s;
+    if (const std::string problem = checkRequestLimits(request); !problem.empty())
+        return invalid(problem);
+    return grpc::Status::OK;
 }
 
 grpc::Status AgentService::authorize(grpc::ServerContext *context) const
@@ -328,13 +374,73 @@ grpc::Status AgentService::Describe(
             busyRanks += response->runs().rbegin()->ranks_size();
     }
     response->set_free_slots(std::max(0, cpuCores() - busyRanks - m_lrFinds.load()));
+    *response->mutable_storage() = storage();
+    return grpc::Status::OK;
+}
+
+v1::StorageInfo AgentService::storage() const
+{
+    // Walking every run's folder on each Describe (every 2 s per console) is wasteful:
+    // the sizes are a second old at most; free space is asked for every time.
+    std::lock_guard lock(m_storageMutex);
+    const auto now = std::chrono::steady_clock::now();
+    if (!m_storageAt || now - *m_storageAt > std::chrono::seconds(1)) {
+        m_storage = measureStorage(m_options.stateDir, m_options.retention);
+        m_storageAt = now;
+    } else if (struct statvfs stats {}; ::statvfs(m_options.stateDir.c_str(), &stats) == 0) {
+        m_storage.set_free_bytes(std::int64_t(stats.f_bavail) * std::int64_t(stats.f_frsize));
+    }
+    return m_storage;
+}
+
+std::vector<RunOnDisk> AgentService::runsOnDisk() const
+{
+    std::vector<RunOnDisk> runs;
+    std::lock_guard lock(m_mutex);
+    for (const auto &[id, run] : m_runs) {
+        const v1::RunInfo info = run->info();
+        runs.push_back(RunOnDisk { id, info.state(), info.ended_unix_ms(), !run->terminal() });
+    }
+    return runs;
+}
+
+grpc::Status AgentService::CollectGarbage(
+    grpc::ServerContext *context, const v1::CollectGarbageRequest *request, v1::CollectGarbageResponse *response)
+{
+    if (auto s = admit(context, *request); !s.ok())
+        return s;
+    if (!request->finished_runs().empty() && request->finished_runs() != "final" && request->finished_runs() != "none")
+        return invalid("finished_runs must be \"\" (the agent's rule), \"final\" or \"none\" (got \""
+            + request->finished_runs().substr(0, 32) + "\")");
+    if (!std::isfinite(request->older_than_days()) || request->older_than_days() < 0
+        || request->older_than_days() > 36500)
+        return invalid("older_than_days must be between 0 (any age) and 36500");
+    const auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
+        std::chrono::system_clock::now().time_since_epoch())
+                         .count();
+    const auto removed = collectGarbage(m_options.stateDir, runsOnDisk(), *request, m_options.retention, now);
+    std::int64_t bytes = 0;
+    for (const auto &r : removed) {
+        bytes += r.bytes();
+        *response->add_removed() = r;
+    }
+    response->set_bytes_freed(bytes);
+    {
+        std::lock_guard lock(m_storageMutex);
+        m_storageAt.reset(); // measured again now
+    }
+    *response->mutable_storage() = storage();
+    if (!request->dry_run() && !removed.empty())
+        logMessage(LogLevel::Info,
+            "garbage collection removed " + std::to_string(removed.size()) + " folder(s), "
+                + std::to_string(bytes / 1'000'000) + " MB");
     return grpc::Status::OK;
 }
 
 grpc::Status AgentService::StartWorkers(
     grpc::ServerContext *context, const v1::StartWorkersRequest *request, v1::StartWorkersResponse *response)
 {
-    if (auto s = authorize(context); !s.ok())
+    if (auto s = admit(context, *request); !s.ok())
         return s;
     // --- validate every field, naming it -------------------------------------
     if (!isSafeName(request->run_id()))
@@ -421,7 +527,7 @@ grpc::Status AgentService::StartWorkers(
             names += (names.empty() ? "" : ", ") + d.name() + (d.synthetic() ? " (synthetic)" : "");
         std::string why;
         cifar::inspectDataset((m_options.dataDir / spec.dataset()).string(), &why);
-        return precondition("spec.dataset '" + spec.dataset() + "' is not usable on this agent: " + why
+        return precondition("spec.dataset " + shortQuote(spec.dataset()) + " is not usable on this agent: " + why
             + " Data sets here: " + (names.empty() ? "none" : names)
             + ". Fetch CIFAR-10 with FetchDataset, create a synthetic set with "
               "CreateSyntheticDataset, or put CIFAR-10 binary files under "
@@ -478,6 +584,7 @@ grpc::Status AgentService::StartWorkers(
         launch.threadsPerRank = spec.threads_per_worker() > 0 ? spec.threads_per_worker()
                                                               : std::max(1, cpuCores() / localRanks);
         launch.gpus = gpuAssignment;
+        launch.retention = m_options.retention;
         // Ranks of a run that spans hosts use the address other hosts reach us at.
         if (request->world_size() > 1 && request->ranks_size() < request->world_size()) {
             launch.bindAddress = m_options.advertiseHost;
@@ -496,6 +603,9 @@ grpc::Status AgentService::StartWorkers(
             + " on data set " + spec.dataset());
     if (auto error = run->start(m_launcher); !error.empty()) {
         logMessage(LogLevel::Error, "run " + request->run_id() + ": " + error);
+        // A full disk is the node's problem, not the run's: the console waits for space.
+        if (error.find(std::strerror(ENOSPC)) != std::string::npos || error.find(std::strerror(EDQUOT)) != std::string::npos)
+            return { grpc::StatusCode::RESOURCE_EXHAUSTED, "no space left on device: " + error };
         return { grpc::StatusCode::INTERNAL, "could not start the worker: " + error };
     }
     *response->mutable_rendezvous() = rendezvous;
@@ -506,8 +616,11 @@ grpc::Status AgentService::StartWorkers(
 grpc::Status AgentService::WatchRun(grpc::ServerContext *context, const v1::WatchRunRequest *request,
     grpc::ServerWriter<v1::RunEvent> *writer)
 {
-    if (auto s = authorize(context); !s.ok())
+    if (auto s = admit(context, *request); !s.ok())
         return s;
+    StreamGuard guard(*m_streams, context, "WatchRun");
+    if (!guard.admitted().ok())
+        return guard.admitted();
     if (!isSafeName(request->run_id()))
         return badRunId("run_id", request->run_id());
     if (request->from_seq() < 0)
@@ -515,7 +628,7 @@ grpc::Status AgentService::WatchRun(grpc::ServerContext *context, const v1::Watc
     const auto run = findRun(request->run_id());
     if (!run)
         return { grpc::StatusCode::NOT_FOUND,
-            "run_id '" + request->run_id() + "' is not known to this agent" };
+            "run_id " + shortQuote(request->run_id()) + " is not known to this agent" };
     std::int64_t next = std::max<std::int64_t>(request->from_seq(), 1);
     std::vector<v1::RunEvent> batch;
     for (;;) {
@@ -529,12 +642,12 @@ grpc::Status AgentService::WatchRun(grpc::ServerContext *context, const v1::Watc
             v1::RunEvent heartbeat;
             heartbeat.set_run_id(request->run_id());
             heartbeat.mutable_heartbeat();
-            if (!writer->Write(heartbeat))
+            if (!guard.write(writer, heartbeat))
                 return { grpc::StatusCode::CANCELLED, "the client went away" };
             continue;
         }
         for (const auto &event : batch)
-            if (!writer->Write(event))
+            if (!guard.write(writer, event))
                 return { grpc::StatusCode::CANCELLED, "the client went away" };
         next = batch.back().seq() + 1;
     }
@@ -543,7 +656,7 @@ grpc::Status AgentService::WatchRun(grpc::ServerContext *context, const v1::Watc
 grpc::Status AgentService::StopRun(
     grpc::ServerContext *context, const v1::StopRunRequest *request, v1::StopRunResponse *response)
 {
-    if (auto s = authorize(context); !s.ok())
+    if (auto s = admit(context, *request); !s.ok())
         return s;
     if (!isSafeName(request->run_id()))
         return badRunId("run_id", request->run_id());
@@ -552,7 +665,7 @@ grpc::Status AgentService::StopRun(
     const auto run = findRun(request->run_id());
     if (!run)
         return { grpc::StatusCode::NOT_FOUND,
-            "run_id '" + request->run_id() + "' is not known to this agent" };
+            "run_id " + shortQuote(request->run_id()) + " is not known to this agent" };
     logMessage(LogLevel::Info, "stopping run " + request->run_id());
     run->stop(request->grace_ms() > 0 ? std::chrono::milliseconds(request->grace_ms()) : m_options.stopGrace);
     response->set_state(run->info().state());
@@ -573,7 +686,7 @@ grpc::Status AgentService::ListRuns(
 grpc::Status AgentService::CreateSyntheticDataset(
     grpc::ServerContext *context, const v1::CreateSyntheticDatasetRequest *request, v1::Dataset *response)
 {
-    if (auto s = authorize(context); !s.ok())
+    if (auto s = admit(context, *request); !s.ok())
         return s;
     if (!isSafeName(request->name()))
         return badRunId("name", request->name());
@@ -599,7 +712,7 @@ grpc::Status AgentService::CreateSyntheticDataset(
             return grpc::Status::OK; // already there: idempotent
         }
         return { grpc::StatusCode::ALREADY_EXISTS,
-            "name '" + request->name() + "' already exists under " + m_options.dataDir.string()
+            "name " + shortQuote(request->name()) + " already exists under " + m_options.dataDir.string()
                 + " with different contents; choose another name" };
     }
     const auto kind = cifar::parseSyntheticKind(request->kind().empty() ? "patterns" : request->kind());
@@ -622,8 +735,11 @@ grpc::Status AgentService::CreateSyntheticDataset(
 grpc::Status AgentService::WatchNode(grpc::ServerContext *context, const v1::WatchNodeRequest *request,
     grpc::ServerWriter<v1::NodeSample> *writer)
 {
-    if (auto s = authorize(context); !s.ok())
+    if (auto s = admit(context, *request); !s.ok())
         return s;
+    StreamGuard guard(*m_streams, context, "WatchNode");
+    if (!guard.admitted().ok())
+        return guard.admitted();
     if (request->interval_ms() != 0 && (request->interval_ms() < 100 || request->interval_ms() > 60'000))
         return invalid("interval_ms must be 0 (the agent's default) or 100..60000 (got "
             + std::to_string(request->interval_ms()) + ")");
@@ -649,7 +765,7 @@ grpc::Status AgentService::WatchNode(grpc::ServerContext *context, const v1::Wat
                 for (const auto &placement : run->livePlacements())
                     processes.push_back({ id, run->attempt(), placement.rank(), placement.pid() });
         }
-        if (!writer->Write(sampler.sample(processes)))
+        if (!guard.write(writer, sampler.sample(processes)))
             return { grpc::StatusCode::CANCELLED, "the client went away" };
     }
 }
@@ -657,8 +773,11 @@ grpc::Status AgentService::WatchNode(grpc::ServerContext *context, const v1::Wat
 grpc::Status AgentService::FetchDataset(grpc::ServerContext *context, const v1::FetchDatasetRequest *request,
     grpc::ServerWriter<v1::FetchProgress> *writer)
 {
-    if (auto s = authorize(context); !s.ok())
+    if (auto s = admit(context, *request); !s.ok())
         return s;
+    StreamGuard guard(*m_streams, context, "FetchDataset");
+    if (!guard.admitted().ok())
+        return guard.admitted();
     const std::string name = request->name().empty() ? "cifar-10" : request->name();
     if (name != "cifar-10")
         return invalid("name '" + name
@@ -668,7 +787,7 @@ grpc::Status AgentService::FetchDataset(grpc::ServerContext *context, const v1::
     v1::Dataset dataset;
     const auto result = fetchCifar10(
         m_options.dataDir, name, m_options.cifarSource,
-        [&](const v1::FetchProgress &progress) { return !context->IsCancelled() && writer->Write(progress); },
+        [&](const v1::FetchProgress &progress) { return !context->IsCancelled() && guard.write(writer, progress); },
         &dataset);
     switch (result.failure) {
     case FetchFailure::None: {
@@ -676,7 +795,7 @@ grpc::Status AgentService::FetchDataset(grpc::ServerContext *context, const v1::
         done.set_phase(v1::FetchProgress::DONE);
         done.set_message("ready: " + (m_options.dataDir / name).string());
         *done.mutable_dataset() = dataset;
-        writer->Write(done);
+        guard.write(writer, done);
         return grpc::Status::OK;
     }
     case FetchFailure::Network:
@@ -708,8 +827,11 @@ grpc::Status AgentService::refuseWhileActive(const std::string &runId, const cha
 grpc::Status AgentService::ReadCheckpoint(grpc::ServerContext *context,
     const v1::ReadCheckpointRequest *request, grpc::ServerWriter<v1::CheckpointChunk> *writer)
 {
-    if (auto s = authorize(context); !s.ok())
+    if (auto s = admit(context, *request); !s.ok())
         return s;
+    StreamGuard guard(*m_streams, context, "ReadCheckpoint");
+    if (!guard.admitted().ok())
+        return guard.admitted();
     if (!isSafeName(request->run_id()))
         return badRunId("run_id", request->run_id());
     if (request->epoch() < 0)
@@ -723,7 +845,7 @@ grpc::Status AgentService::ReadCheckpoint(grpc::ServerContext *context,
     v1::CheckpointChunk chunk;
     grpc::Status status;
     while (source.next(&chunk, &status)) {
-        if (context->IsCancelled() || !writer->Write(chunk))
+        if (context->IsCancelled() || !guard.write(writer, chunk))
             return { grpc::StatusCode::CANCELLED, "the client went away" };
     }
     if (status.ok())
@@ -743,6 +865,8 @@ grpc::Status AgentService::WriteCheckpoint(grpc::ServerContext *context,
         return invalid("the stream held no message: send the manifest first");
     if (!chunk.has_manifest())
         return invalid("the first message must carry the manifest (run_id, epoch, files)");
+    if (const std::string problem = checkRequestLimits(chunk.manifest()); !problem.empty())
+        return invalid("manifest." + problem);
     const v1::CheckpointManifest manifest = chunk.manifest();
     if (!isSafeName(manifest.run_id()))
         return badRunId("manifest.run_id", manifest.run_id());
@@ -793,8 +917,11 @@ grpc::Status AgentService::WriteCheckpoint(grpc::ServerContext *context,
 grpc::Status AgentService::FindLearningRate(grpc::ServerContext *context, const v1::FindLearningRateRequest *request,
     grpc::ServerWriter<v1::LrFindProgress> *writer)
 {
-    if (auto s = authorize(context); !s.ok())
+    if (auto s = admit(context, *request); !s.ok())
         return s;
+    StreamGuard guard(*m_streams, context, "FindLearningRate");
+    if (!guard.admitted().ok())
+        return guard.admitted();
     v1::RunSpec spec = request->spec();
     spec.set_epochs(1); // not used by the test; keeps the shared rules happy
     spec.clear_learning_rate();
@@ -855,7 +982,7 @@ grpc::Status AgentService::FindLearningRate(grpc::ServerContext *context, const 
     const auto flush = [&] {
         if (pending.points_size() == 0)
             return;
-        writer->Write(pending);
+        guard.write(writer, pending);
         pending.Clear();
         lastSend = std::chrono::steady_clock::now();
     };
@@ -935,7 +1062,7 @@ grpc::Status AgentService::FindLearningRate(grpc::ServerContext *context, const 
                                   : "exit code " + std::to_string(WEXITSTATUS(status));
         return { grpc::StatusCode::ABORTED, "the learning-rate range test failed: " + why };
     }
-    writer->Write(result);
+    guard.write(writer, result);
     return grpc::Status::OK;
 }
 

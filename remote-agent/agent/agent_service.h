@@ -11,12 +11,15 @@
 
 #include <atomic>
 #include "run_supervisor.h"
+#include "storage.h"
+#include "stream_guard.h"
 #include "scalelab/v1/agent.grpc.pb.h"
 
 #include <filesystem>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 
 namespace scalelab::agent {
 
@@ -35,6 +38,12 @@ struct AgentOptions {
     std::chrono::milliseconds sampleInterval { 1000 }; // WatchNode default
     std::chrono::milliseconds stopGrace { 5000 }; // StopRun default
     FetchSource cifarSource;
+    RetentionPolicy retention; // what finished runs keep on disk (storage.h)
+    // Server streams (stream_guard.h): at most this many at once, this many from one
+    // client host, and one whose client takes no data for streamStall is cancelled.
+    int maxStreams = 256;
+    int maxStreamsPerClient = 64;
+    std::chrono::milliseconds streamStall { 30'000 };
 };
 
 class AgentService final : public v1::Agent::Service {
@@ -67,15 +76,21 @@ public:
         v1::WriteCheckpointResponse *) override;
     grpc::Status FindLearningRate(grpc::ServerContext *, const v1::FindLearningRateRequest *,
         grpc::ServerWriter<v1::LrFindProgress> *) override;
+    grpc::Status CollectGarbage(
+        grpc::ServerContext *, const v1::CollectGarbageRequest *, v1::CollectGarbageResponse *) override;
 
     // [A-Za-z0-9_.-]{1,64}, not starting with '.': safe as a single path component.
     static bool isSafeName(const std::string &name);
 
 private:
     grpc::Status authorize(grpc::ServerContext *context) const;
+    // authorize(), then the request's size limits (request_limits.h): every handler's first step.
+    grpc::Status admit(grpc::ServerContext *context, const google::protobuf::Message &request) const;
     std::vector<v1::Dataset> scanDatasets() const;
     std::shared_ptr<RunSupervisor> findRun(const std::string &runId) const;
     void restoreRuns();
+    v1::StorageInfo storage() const;
+    std::vector<RunOnDisk> runsOnDisk() const;
     bool shuttingDown() const;
     // FAILED_PRECONDITION while an attempt of the run is active here. Caller holds m_mutex.
     grpc::Status refuseWhileActive(const std::string &runId, const char *what) const;
@@ -87,6 +102,10 @@ private:
     bool m_shuttingDown = false;
     std::unique_ptr<DatasetStatisticsCache> m_statistics;
     std::atomic<int> m_lrFinds { 0 }; // range tests running: each takes a worker slot
+    std::unique_ptr<StreamLimits> m_streams;
+    mutable std::mutex m_storageMutex;
+    mutable v1::StorageInfo m_storage; // guarded by m_storageMutex
+    mutable std::optional<std::chrono::steady_clock::time_point> m_storageAt;
 };
 
 } // namespace scalelab::agent

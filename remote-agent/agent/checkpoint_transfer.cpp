@@ -49,7 +49,8 @@ bool isHexSum(const std::string &sum)
 int committedEpoch(const fs::directory_entry &entry)
 {
     const std::string name = entry.path().filename().string();
-    if (name.rfind("epoch-", 0) != 0 || name.size() > 16 || name.size() == 6)
+    // At most 9 digits: std::stoi throws beyond INT_MAX ("epoch-9999999999").
+    if (name.rfind("epoch-", 0) != 0 || name.size() > 15 || name.size() == 6)
         return 0;
     const std::string digits = name.substr(6);
     if (!std::all_of(digits.begin(), digits.end(), ::isdigit))
@@ -106,11 +107,16 @@ grpc::Status CheckpointSource::open(const fs::path &checkpoints, const std::stri
     m_manifest.set_epoch(chosen);
     std::ifstream manifest(m_folder / "MANIFEST");
     std::string sum, name;
+    std::set<std::string> names;
     while (manifest >> sum >> name) {
         if (!isHexSum(sum) || !AgentService::isSafeName(name) || name == "MANIFEST")
             return { grpc::StatusCode::DATA_LOSS,
                 "the MANIFEST of " + m_folder.string() + " has a malformed line ('" + sum + "  " + name
                     + "')" };
+        // WriteCheckpoint (CheckpointSink::begin) refuses such a manifest: never send one.
+        if (!names.insert(name).second)
+            return { grpc::StatusCode::DATA_LOSS,
+                "the MANIFEST of " + m_folder.string() + " lists " + name + " twice" };
         auto file = std::make_unique<std::ifstream>(m_folder / name, std::ios::binary);
         const auto size = fs::file_size(m_folder / name, ec);
         if (!*file || ec)

@@ -1,5 +1,8 @@
 #include "run_event_log.h"
 
+#include "file_io.h"
+#include "log.h"
+
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 
@@ -11,23 +14,49 @@
 namespace scalelab::agent {
 
 namespace {
+
 std::int64_t nowUnixMs()
 {
     using namespace std::chrono;
     return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
 }
+
+void appendRecord(const v1::RunEvent &event, std::string *bytes)
+{
+    google::protobuf::io::StringOutputStream stream(bytes);
+    google::protobuf::io::CodedOutputStream coded(&stream);
+    coded.WriteVarint32(static_cast<std::uint32_t>(event.ByteSizeLong()));
+    event.SerializeWithCachedSizes(&coded);
+}
+
+// Parses the record at the start of `bytes` ([varint length][RunEvent]); its size in
+// `used`. False when it is torn or corrupt.
+bool parseRecord(const std::uint8_t *bytes, std::size_t size, v1::RunEvent *event, std::size_t *used)
+{
+    google::protobuf::io::CodedInputStream in(bytes, static_cast<int>(std::min<std::size_t>(size, 1u << 30)));
+    std::uint32_t length = 0;
+    if (!in.ReadVarint32(&length) || in.CurrentPosition() + std::size_t(length) > size)
+        return false;
+    const auto limit = in.PushLimit(static_cast<int>(length));
+    const bool parsed = event->ParseFromCodedStream(&in) && in.ConsumedEntireMessage() && in.BytesUntilLimit() == 0;
+    in.PopLimit(limit);
+    *used = static_cast<std::size_t>(in.CurrentPosition());
+    return parsed;
+}
+
 } // namespace
 
 RunEventLog::RunEventLog(std::filesystem::path file)
+    : m_file(std::move(file))
 {
-    m_fd = ::open(file.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+    m_fd = ::open(m_file.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
     if (m_fd < 0) {
-        m_error = "cannot open " + file.string() + ": " + std::strerror(errno);
+        m_error = "cannot open " + m_file.string() + ": " + std::strerror(errno);
         return;
     }
-    // Load what an earlier agent wrote. Records are [varint length][RunEvent]; a crash
-    // can leave the last one torn, and a record out of sequence means the rest cannot
-    // be trusted: keep the good prefix and cut the file there.
+    // Index what an earlier agent wrote. A crash can leave the last record torn, and a
+    // record out of sequence means the rest cannot be trusted: keep the good prefix and
+    // cut the file there.
     std::string bytes;
     {
         char buffer[65536];
@@ -35,36 +64,74 @@ RunEventLog::RunEventLog(std::filesystem::path file)
         while ((n = ::pread(m_fd, buffer, sizeof buffer, static_cast<off_t>(bytes.size()))) > 0)
             bytes.append(buffer, static_cast<std::size_t>(n));
     }
-    google::protobuf::io::CodedInputStream in(
-        reinterpret_cast<const std::uint8_t *>(bytes.data()), static_cast<int>(bytes.size()));
     std::size_t good = 0;
-    for (;;) {
-        std::uint32_t length = 0;
-        if (!in.ReadVarint32(&length) || in.CurrentPosition() + std::size_t(length) > bytes.size())
-            break; // the end, or a record cut short
-        const auto limit = in.PushLimit(static_cast<int>(length));
+    while (good < bytes.size()) {
         v1::RunEvent event;
-        const bool parsed
-            = event.ParseFromCodedStream(&in) && in.ConsumedEntireMessage() && in.BytesUntilLimit() == 0;
-        in.PopLimit(limit);
-        if (!parsed || event.seq() != static_cast<std::int64_t>(m_events.size()) + 1)
+        std::size_t used = 0;
+        if (!parseRecord(reinterpret_cast<const std::uint8_t *>(bytes.data()) + good, bytes.size() - good, &event,
+                &used)
+            || event.seq() != persistedCount() + 1)
             break;
-        m_events.push_back(std::move(event));
-        good = static_cast<std::size_t>(in.CurrentPosition());
+        m_offsets.push_back(static_cast<off_t>(good));
+        m_lastByKind[event.kind_case()] = std::move(event);
+        good += used;
     }
+    m_fileSize = static_cast<off_t>(good);
     if (good < bytes.size()) {
         m_dropped = bytes.size() - good;
         if (::ftruncate(m_fd, static_cast<off_t>(good)) != 0)
-            m_error = "cannot cut the torn end of " + file.string() + ": " + std::strerror(errno);
+            m_error = "cannot cut the torn end of " + m_file.string() + ": " + std::strerror(errno);
     }
 }
 
 RunEventLog::~RunEventLog()
 {
     if (m_fd >= 0) {
+        if (!m_pending.empty())
+            flushPending(true);
         ::fdatasync(m_fd);
         ::close(m_fd);
     }
+}
+
+std::string RunEventLog::writeError() const
+{
+    std::lock_guard lock(m_mutex);
+    return m_writeError;
+}
+
+bool RunEventLog::flushPending(bool durable)
+{
+    if (m_fd < 0 || m_pending.empty())
+        return m_pending.empty();
+    std::string bytes;
+    std::vector<off_t> starts;
+    for (const auto &event : m_pending) {
+        starts.push_back(m_fileSize + static_cast<off_t>(bytes.size()));
+        appendRecord(event, &bytes);
+    }
+    // One write() per flush: a crash leaves at most a torn last record.
+    int error = io::writeAll(m_fd, bytes.data(), bytes.size());
+    if (error == 0 && durable && ::fdatasync(m_fd) != 0)
+        error = errno;
+    if (error != 0) {
+        // Cut what part of it was written: the next flush appends whole records after
+        // the last good one, so the file never holds a torn record before a good one.
+        (void)::ftruncate(m_fd, m_fileSize);
+        const std::string why = "cannot write " + m_file.string() + ": " + std::strerror(error) + "; "
+            + std::to_string(m_pending.size()) + " event(s) kept in memory until it can";
+        if (m_writeError.empty())
+            logMessage(LogLevel::Warning, why);
+        m_writeError = why;
+        return false;
+    }
+    if (!m_writeError.empty())
+        logMessage(LogLevel::Info, "writing " + m_file.string() + " works again");
+    m_writeError.clear();
+    m_offsets.insert(m_offsets.end(), starts.begin(), starts.end());
+    m_fileSize += static_cast<off_t>(bytes.size());
+    m_pending.clear();
+    return true;
 }
 
 std::int64_t RunEventLog::append(v1::RunEvent event, bool durable)
@@ -72,33 +139,25 @@ std::int64_t RunEventLog::append(v1::RunEvent event, bool durable)
     std::int64_t seq;
     {
         std::lock_guard lock(m_mutex);
-        seq = static_cast<std::int64_t>(m_events.size()) + 1;
+        const bool wasFailing = !m_writeError.empty();
+        seq = persistedCount() + static_cast<std::int64_t>(m_pending.size()) + 1;
         event.set_seq(seq);
         event.set_unix_ms(nowUnixMs());
-        if (m_fd >= 0) {
-            std::string bytes;
-            {
-                google::protobuf::io::StringOutputStream stream(&bytes);
-                google::protobuf::io::CodedOutputStream coded(&stream);
-                coded.WriteVarint32(static_cast<std::uint32_t>(event.ByteSizeLong()));
-                event.SerializeWithCachedSizes(&coded);
-            }
-            // One write() per event: a crash leaves at most a torn last record.
-            const char *p = bytes.data();
-            std::size_t left = bytes.size();
-            while (left > 0) {
-                const ssize_t n = ::write(m_fd, p, left);
-                if (n < 0 && errno == EINTR)
-                    continue;
-                if (n < 0)
-                    break;
-                p += n;
-                left -= static_cast<std::size_t>(n);
-            }
-            if (durable)
-                ::fdatasync(m_fd);
+        m_lastByKind[event.kind_case()] = event;
+        m_pending.push_back(std::move(event));
+        if (!flushPending(durable) && !wasFailing) {
+            // Said once, to whoever watches the run: its records are at risk.
+            v1::RunEvent notice;
+            notice.set_run_id(m_pending.back().run_id());
+            notice.set_attempt(m_pending.back().attempt());
+            notice.set_rank(-1);
+            notice.mutable_log()->set_stream("warning");
+            notice.mutable_log()->set_text("the agent " + m_writeError);
+            notice.set_seq(++seq);
+            notice.set_unix_ms(nowUnixMs());
+            m_lastByKind[notice.kind_case()] = notice;
+            m_pending.push_back(std::move(notice));
         }
-        m_events.push_back(std::move(event));
     }
     m_changed.notify_all();
     return seq;
@@ -109,7 +168,7 @@ void RunEventLog::close()
     {
         std::lock_guard lock(m_mutex);
         m_closed = true;
-        if (m_fd >= 0)
+        if (!flushPending(true) && m_fd >= 0)
             ::fdatasync(m_fd);
     }
     m_changed.notify_all();
@@ -118,7 +177,7 @@ void RunEventLog::close()
 std::int64_t RunEventLog::lastSeq() const
 {
     std::lock_guard lock(m_mutex);
-    return static_cast<std::int64_t>(m_events.size());
+    return persistedCount() + static_cast<std::int64_t>(m_pending.size());
 }
 
 bool RunEventLog::closed() const
@@ -130,9 +189,8 @@ bool RunEventLog::closed() const
 std::optional<v1::RunEvent> RunEventLog::lastOfKind(v1::RunEvent::KindCase kind) const
 {
     std::lock_guard lock(m_mutex);
-    for (auto it = m_events.rbegin(); it != m_events.rend(); ++it)
-        if (it->kind_case() == kind)
-            return *it;
+    if (auto it = m_lastByKind.find(kind); it != m_lastByKind.end())
+        return it->second;
     return std::nullopt;
 }
 
@@ -141,14 +199,46 @@ bool RunEventLog::read(
 {
     fromSeq = std::max<std::int64_t>(fromSeq, 1);
     std::unique_lock lock(m_mutex);
-    const auto available = [&] { return static_cast<std::int64_t>(m_events.size()) >= fromSeq; };
+    const auto count = [&] { return persistedCount() + static_cast<std::int64_t>(m_pending.size()); };
+    const auto available = [&] { return count() >= fromSeq; };
     if (!available() && !m_closed)
         m_changed.wait_for(lock, timeout, [&] { return available() || m_closed; });
     if (!available())
         return !m_closed;
-    const auto begin = static_cast<std::size_t>(fromSeq - 1);
-    const auto end = std::min(m_events.size(), begin + max);
-    out->insert(out->end(), m_events.begin() + begin, m_events.begin() + end);
+    const auto most = static_cast<std::int64_t>(std::min<std::size_t>(max, std::size_t(1) << 40));
+    const std::int64_t last = std::min<std::int64_t>(count(), fromSeq + most - 1);
+    std::int64_t seq = fromSeq;
+    if (seq <= persistedCount()) {
+        // One pread for the whole range on disk.
+        const std::int64_t lastOnDisk = std::min(last, persistedCount());
+        const off_t begin = m_offsets[std::size_t(seq - 1)];
+        const off_t end = lastOnDisk < persistedCount() ? m_offsets[std::size_t(lastOnDisk)] : m_fileSize;
+        std::string bytes(static_cast<std::size_t>(end - begin), '\0');
+        std::size_t got = 0;
+        while (got < bytes.size()) {
+            const ssize_t n = ::pread(m_fd, bytes.data() + got, bytes.size() - got, begin + off_t(got));
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n <= 0)
+                break;
+            got += std::size_t(n);
+        }
+        std::size_t at = 0;
+        for (; seq <= lastOnDisk; ++seq) {
+            v1::RunEvent event;
+            std::size_t used = 0;
+            if (at >= got
+                || !parseRecord(reinterpret_cast<const std::uint8_t *>(bytes.data()) + at, got - at, &event, &used)) {
+                // The file changed under us (it should not): say so rather than skip events.
+                logMessage(LogLevel::Error, "cannot read event " + std::to_string(seq) + " back from " + m_file.string());
+                return !out->empty() || !m_closed;
+            }
+            out->push_back(std::move(event));
+            at += used;
+        }
+    }
+    for (; seq <= last; ++seq)
+        out->push_back(m_pending[std::size_t(seq - persistedCount() - 1)]);
     return true;
 }
 

@@ -1,17 +1,24 @@
 // The events of one run attempt: gap-free sequence numbers from 1, appended to
-// runs/<run_id>/<attempt>/events.log (length-delimited RunEvent protobufs) and kept in
-// memory for followers. Thread-safe: one appender (the run's supervisor) and any number
-// of readers. The file is fsync'ed at epoch boundaries and on terminal events, so what
-// a console saw acknowledged survives a power loss. Opening an existing log (after an
-// agent restart) loads its records and cuts a torn last record, so numbering goes on
-// without a gap.
+// runs/<run_id>/<attempt>/events.log (length-delimited RunEvent protobufs). Thread-safe:
+// one appender (the run's supervisor) and any number of readers. The file is fsync'ed at
+// epoch boundaries and on terminal events, so what a console saw acknowledged survives a
+// power loss. Opening an existing log (after an agent restart) indexes its records and
+// cuts a torn last record, so numbering goes on without a gap.
+//
+// Memory stays flat however long the run: readers are served from the file (an index of
+// record offsets is all that is kept per event), except events a failed write (a full
+// disk) left in memory. Those are written, in order, by the next append that succeeds, so
+// the file never has a gap or a torn record in the middle; the first failure is said as a
+// log event, so watchers hear of it.
 #pragma once
 
 #include "scalelab/v1/agent.pb.h"
 
 #include <chrono>
 #include <condition_variable>
+#include <deque>
 #include <filesystem>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <vector>
@@ -20,14 +27,17 @@ namespace scalelab::agent {
 
 class RunEventLog {
 public:
-    // Opens (creating) the log file and loads the records already in it. Check error()
+    // Opens (creating) the log file and indexes the records already in it. Check error()
     // afterwards.
     explicit RunEventLog(std::filesystem::path file);
     ~RunEventLog();
     RunEventLog(const RunEventLog &) = delete;
     RunEventLog &operator=(const RunEventLog &) = delete;
 
+    // Why the log could not be opened ("" = it was).
     const std::string &error() const { return m_error; }
+    // Why the last write failed ("" = every event is on disk).
+    std::string writeError() const;
 
     // Stamps seq and unix_ms, stores and wakes followers. Returns the sequence number.
     std::int64_t append(v1::RunEvent event, bool durable = false);
@@ -49,12 +59,22 @@ public:
         std::vector<v1::RunEvent> *out);
 
 private:
+    // Writes m_pending to the end of the file; on failure cuts what was written and
+    // keeps them. Caller holds m_mutex.
+    bool flushPending(bool durable);
+    std::int64_t persistedCount() const { return std::int64_t(m_offsets.size()); }
+
+    std::filesystem::path m_file;
     mutable std::mutex m_mutex;
     std::condition_variable m_changed;
-    std::vector<v1::RunEvent> m_events; // m_events[i].seq() == i + 1
+    std::vector<off_t> m_offsets; // m_offsets[seq - 1]: where record seq starts in the file
+    off_t m_fileSize = 0; // end of the last whole record
+    std::deque<v1::RunEvent> m_pending; // seq persistedCount()+1 ..., not on disk yet
+    std::map<int, v1::RunEvent> m_lastByKind;
     bool m_closed = false;
     int m_fd = -1;
     std::string m_error;
+    std::string m_writeError;
     std::size_t m_dropped = 0;
 };
 

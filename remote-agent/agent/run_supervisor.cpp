@@ -5,6 +5,8 @@
 #include "worker_command.h"
 
 #include "checkpoint_transfer.h"
+#include "file_io.h"
+#include "log.h"
 
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -18,6 +20,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <fcntl.h>
 #include <poll.h>
 #include <sstream>
 #include <sys/wait.h>
@@ -82,13 +85,16 @@ std::string readText(const std::filesystem::path &file)
     return text.str();
 }
 
-void writeJson(const google::protobuf::Message &message, const std::filesystem::path &file)
+// Writes `message` as JSON to `file` atomically (io::replaceFileAtomically): a reader
+// sees the old file or the new one, never a torn or empty one. Empty when it worked.
+std::string writeJson(const google::protobuf::Message &message, const std::filesystem::path &file)
 {
     std::string json;
     google::protobuf::util::JsonPrintOptions options;
     options.add_whitespace = true;
-    (void)google::protobuf::util::MessageToJsonString(message, &json, options);
-    std::ofstream(file) << json;
+    if (auto s = google::protobuf::util::MessageToJsonString(message, &json, options); !s.ok())
+        return "cannot encode " + file.filename().string() + ": " + std::string(s.message());
+    return io::replaceFileAtomically(file, json);
 }
 
 } // namespace
@@ -141,6 +147,10 @@ v1::RankExit classifyExit(int rank, int waitStatus, bool stopRequested, const st
         } else if (stopRequested) {
             exit.set_kind(v1::EXIT_STOPPED);
             exit.set_message(who + " stopped (exit code " + std::to_string(code) + ")");
+        } else if (code == trainer::kNoSpaceExitCode && workerError.rfind("no space left on device", 0) == 0) {
+            // The worker's own check or a write that hit ENOSPC: the node's disk, not the run.
+            exit.set_kind(v1::EXIT_NO_SPACE);
+            exit.set_message(who + ": " + workerError + "; free space there (scalelab-cli gc) and the run goes on");
         } else if (code == trainer::kDivergedExitCode && workerError.rfind("diverged", 0) == 0) {
             // The worker's own verdict ("diverged at step N (loss nan): ..."), not any exit 3.
             exit.set_kind(v1::EXIT_DIVERGED);
@@ -361,12 +371,24 @@ std::string RunSupervisor::start(ProcessLauncher &launcher)
         m_events->close();
         return m_events->error();
     }
-    writeJson(m_launch.request, m_launch.runDir / "request.json");
+    // The records first: a run the agent could not record is not started, so a restarted
+    // agent never finds a run it cannot reopen (older attempts' records stay as they are).
     {
         v1::RunInfo placement;
         placement.mutable_placements()->Add(m_placements.begin(), m_placements.end());
         *placement.mutable_rendezvous() = m_launch.request.rendezvous();
-        writeJson(placement, m_launch.runDir / "placement.json");
+        std::string problem = writeJson(placement, m_launch.runDir / "placement.json");
+        if (problem.empty())
+            problem = writeJson(m_launch.request, m_launch.runDir / "request.json"); // last: it marks the attempt
+        if (!problem.empty()) {
+            problem = "cannot record the run on this agent's disk: " + problem;
+            logMessage(LogLevel::Warning, problem);
+            setState(v1::FAILED, problem);
+            m_events->close();
+            std::error_code ec;
+            std::filesystem::remove(m_launch.runDir / "request.json", ec);
+            return problem;
+        }
     }
     m_startedMs = nowUnixMs();
     setState(
@@ -633,6 +655,8 @@ void RunSupervisor::handleEventLine(int rank, const std::string &line)
         {
             std::lock_guard lock(m_mutex);
             m_rankErrors[rank] = message;
+            if (o.contains(QLatin1String("bytes_needed")))
+                m_rankBytesNeeded[rank] = std::int64_t(o.value(QLatin1String("bytes_needed")).toDouble());
         }
         event.mutable_log()->set_stream("error");
         event.mutable_log()->set_text(message);
@@ -665,6 +689,8 @@ void RunSupervisor::onRankExited(Rank &rank, int status)
         const std::string ownError = m_rankErrors.count(rank.rank) ? m_rankErrors[rank.rank] : std::string();
         exit = classifyExit(rank.rank, status, m_stopRequested || m_aborting, ownError,
             m_finishedRanks.count(rank.rank) > 0, oomKills);
+        if (exit.kind() == v1::EXIT_NO_SPACE && m_rankBytesNeeded.count(rank.rank))
+            exit.set_bytes_needed(m_rankBytesNeeded[rank.rank]);
         rank.exit = exit;
         for (auto &placement : m_placements)
             if (placement.rank() == rank.rank) {
@@ -730,6 +756,7 @@ void RunSupervisor::finish()
         summary.set_state(state);
         summary.set_message(message);
     }
+    tidyCheckpoints(state);
     auto event = makeEvent(-1);
     *event.mutable_summary() = summary;
     m_events->append(std::move(event));
@@ -737,6 +764,26 @@ void RunSupervisor::finish()
     m_events->close();
     m_killTimerArmed = false;
     m_terminalCv.notify_all();
+}
+
+void RunSupervisor::tidyCheckpoints(v1::RunState state)
+{
+    // Every rank has exited: nothing writes into the run's checkpoints any more.
+    const std::filesystem::path runFolder = m_launch.runDir.parent_path();
+    const std::filesystem::path stateDir = runFolder.parent_path().parent_path(); // <state>/runs/<id>
+    const std::string runId = runFolder.filename().string();
+    const RunOnDisk self { runId, state, nowUnixMs(), false };
+    // A SUCCEEDED run also loses what the agent's rule does not keep.
+    const std::vector<Removal> removed = state == v1::SUCCEEDED
+        ? collectGarbage(stateDir, { self }, v1::CollectGarbageRequest {}, m_launch.retention, nowUnixMs())
+        : sweepTemporary(stateDir, { self });
+    std::int64_t bytes = 0;
+    for (const auto &r : removed)
+        bytes += r.bytes();
+    if (!removed.empty())
+        logMessage(LogLevel::Info,
+            "run " + runId + ": removed " + std::to_string(removed.size()) + " checkpoint folder(s), "
+                + std::to_string(bytes / 1'000'000) + " MB (" + m_launch.retention.words() + ")");
 }
 
 void RunSupervisor::stop(std::chrono::milliseconds grace)

@@ -10,6 +10,7 @@
 
 #include "process_launcher.h"
 #include "run_event_log.h"
+#include "storage.h"
 #include "scalelab/v1/agent.pb.h"
 
 #include <atomic>
@@ -39,6 +40,9 @@ struct RunLaunch {
     // interface holding it (NCCL_SOCKET_IFNAME, unless the agent's environment sets it).
     std::string bindAddress;
     std::string networkInterface;
+    // What the run leaves on disk when it ends (see storage.h): unfinished checkpoint
+    // folders always go, and a SUCCEEDED run keeps its final checkpoint or none.
+    RetentionPolicy retention;
 };
 
 // Sorts a rank's exit into an ExitKind. `oomKills` is how many processes the kernel's
@@ -110,6 +114,7 @@ private:
     void handleOutputLine(int rank, const std::string &line);
     void onRankExited(Rank &rank, int status);
     void finish();
+    void tidyCheckpoints(v1::RunState state);
     // SIGTERM now, SIGKILL after `grace`. `requested` = StopRun/shutdown (CANCELLED);
     // otherwise the run is being torn down after a rank failed (FAILED).
     void signalRanks(std::chrono::milliseconds grace, bool requested);
@@ -139,6 +144,7 @@ private:
     bool m_aborting = false; // stopping the other ranks after one failed
     std::optional<v1::RankExit> m_decidingExit; // the first rank that failed
     std::map<int, std::string> m_rankErrors; // the worker's own "error" event, by rank
+    std::map<int, std::int64_t> m_rankBytesNeeded; // a checkpoint that did not fit, by rank
     std::set<int> m_finishedRanks; // ranks that reported "finished"
     std::vector<v1::RankPlacement> m_placements;
     std::atomic<bool> m_killTimerArmed = false;

@@ -45,7 +45,8 @@ std::vector<std::string> workerCommand(const RunLaunch &launch, int rank)
     // Checkpoints live with the run, shared by its attempts: attempt N > 1 resumes from
     // the newest one that verifies.
     add({ "--checkpoint-dir", checkpointsOf(launch.runDir.parent_path()).string(), "--checkpoint-every",
-        std::to_string(std::max(1, spec.checkpoint_every_epochs())), "--resume",
+        std::to_string(std::max(1, spec.checkpoint_every_epochs())), "--keep-checkpoints",
+        std::to_string(spec.keep_checkpoints()), "--resume",
         launch.request.attempt() > 1 ? "on" : "off" });
     const bool hasGpus = launch.gpus.count(rank) > 0 && !launch.gpus.at(rank).empty();
     const auto device = workerDeviceArguments(spec, worldSize, hasGpus);

@@ -1,11 +1,15 @@
 #include "checkpoint.h"
 
+#include "file_io.h"
 #include "sha256.h"
 #include "torch_compat.h"
 
 #include <ATen/Context.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <sys/statvfs.h>
 #include <cstdio>
 #include <fcntl.h>
 #include <filesystem>
@@ -77,31 +81,92 @@ void setGeneratorState(const torch::Device &device, const torch::Tensor &state)
 
 } // namespace
 
-std::string saveCheckpoint(const std::string &root, const CheckpointPosition &position,
-    const torch::Device &device, torch::nn::Module &model, torch::optim::Optimizer &optimizer, int keepLast,
-    std::string *error)
+std::optional<std::uint64_t> freeBytes(const std::string &dir)
 {
+    fs::path probe = dir;
+    std::error_code ec;
+    while (!probe.empty() && !fs::exists(probe, ec))
+        probe = probe.parent_path();
+    struct statvfs stats {};
+    if (::statvfs(probe.empty() ? "." : probe.c_str(), &stats) != 0)
+        return std::nullopt;
+    return std::uint64_t(stats.f_bavail) * std::uint64_t(stats.f_frsize);
+}
+
+std::string noSpaceMessage(std::uint64_t needed, const std::string &dir, std::uint64_t available)
+{
+    const auto mb = [](std::uint64_t bytes) { return std::to_string((bytes + 999'999) / 1'000'000) + " MB"; };
+    return "no space left on device: the checkpoint needs " + mb(needed) + " in " + dir + ", "
+        + std::to_string(available / 1'000'000) + " MB free";
+}
+
+std::uint64_t estimateCheckpointBytes(torch::nn::Module &model)
+{
+    std::uint64_t bytes = 0;
+    for (const auto &p : model.parameters())
+        bytes += std::uint64_t(p.numel()) * p.element_size();
+    std::uint64_t buffers = 0;
+    for (const auto &b : model.buffers())
+        buffers += std::uint64_t(b.numel()) * b.element_size();
+    // model.pt holds parameters and buffers, optimizer.pt and state.pt one momentum
+    // buffer per parameter each (libtorch's archive and ours), plus headers.
+    return 3 * bytes + buffers + (1u << 20);
+}
+
+namespace {
+
+// libtorch's file writer throws from its destructor when the disk fills mid-write,
+// which ends the process (std::terminate, "unexpected pos"). Serialising into memory
+// cannot fail that way, and tells the size before the disk is touched.
+std::string serialized(torch::serialize::OutputArchive &archive)
+{
+    std::ostringstream out;
+    archive.save_to(out);
+    return std::move(out).str();
+}
+
+
+std::vector<fs::path> committedCheckpoints(const std::string &root)
+{
+    std::error_code ec;
+    std::vector<fs::path> committed;
+    for (const auto &entry : fs::directory_iterator(root, ec))
+        if (entry.path().filename().string().rfind("epoch-", 0) == 0)
+            committed.push_back(entry.path());
+    std::sort(committed.begin(), committed.end());
+    return committed;
+}
+
+// Removes all but the newest `keep` committed checkpoints other than `except`.
+void pruneCheckpoints(const std::string &root, std::size_t keep, const fs::path &except = {})
+{
+    std::vector<fs::path> committed = committedCheckpoints(root);
+    std::erase(committed, except);
+    std::error_code ec;
+    for (std::size_t i = 0; i + keep < committed.size(); ++i)
+        fs::remove_all(committed[i], ec);
+}
+
+} // namespace
+
+SavedCheckpoint saveCheckpoint(const std::string &root, const CheckpointPosition &position,
+    const torch::Device &device, torch::nn::Module &model, torch::optim::Optimizer &optimizer, int keepLast)
+{
+    SavedCheckpoint result;
     const fs::path final = fs::path(root) / folderName(position.epoch);
     const fs::path temp
         = fs::path(root) / (".tmp-" + folderName(position.epoch) + "-" + std::to_string(::getpid()));
-    std::error_code ec;
-    fs::create_directories(root, ec);
-    fs::remove_all(temp, ec);
-    fs::create_directories(temp, ec);
-    if (ec) {
-        *error = "cannot create " + temp.string() + ": " + ec.message();
-        return {};
-    }
+    std::vector<std::pair<const char *, std::string>> files;
     try {
         {
             torch::serialize::OutputArchive archive;
             model.save(archive);
-            archive.save_to((temp / "model.pt").string());
+            files.emplace_back(kFiles[0], serialized(archive));
         }
         {
             torch::serialize::OutputArchive archive;
             optimizer.save(archive);
-            archive.save_to((temp / "optimizer.pt").string());
+            files.emplace_back(kFiles[1], serialized(archive));
         }
         {
             torch::serialize::OutputArchive archive;
@@ -120,39 +185,71 @@ std::string saveCheckpoint(const std::string &root, const CheckpointPosition &po
                     archive.write("momentum/" + std::to_string(i),
                         static_cast<torch::optim::SGDParamState &>(*it->second).momentum_buffer());
             }
-            archive.save_to((temp / "state.pt").string());
+            files.emplace_back(kFiles[2], serialized(archive));
         }
     } catch (const std::exception &e) {
-        *error = std::string("writing checkpoint failed: ") + e.what();
+        result.error = std::string("serialising the checkpoint failed: ") + e.what();
+        return result;
+    }
+    std::string manifest;
+    std::uint64_t needed = 0;
+    for (const auto &[name, bytes] : files) {
+        manifest += Sha256::ofBytes(bytes.data(), bytes.size()) + "  " + name + "\n";
+        needed += bytes.size();
+    }
+    needed += manifest.size();
+    result.bytesNeeded = needed;
+
+    std::error_code ec;
+    fs::create_directories(root, ec);
+    if (ec) {
+        result.error = "cannot create " + root + ": " + ec.message();
+        result.noSpace = ec == std::errc::no_space_on_device;
+        return result;
+    }
+    // Checkpoints that the commit would prune go first, to make room: the newest
+    // keepLast - 1 stay, so a verified one survives whatever happens next. So does a
+    // leftover temporary folder of this epoch.
+    const std::size_t keep = std::size_t(std::max(1, keepLast));
+    pruneCheckpoints(root, std::max<std::size_t>(1, keep - 1), final);
+    fs::remove_all(temp, ec);
+    // An existing folder of the same epoch (a re-run) is replaced: its space is reusable.
+    std::uint64_t replaced = 0;
+    for (const auto &entry : fs::recursive_directory_iterator(final, ec))
+        if (entry.is_regular_file(ec))
+            replaced += entry.file_size(ec);
+    if (const auto available = freeBytes(root); available && *available + replaced < needed + (1u << 20)) {
+        result.error = noSpaceMessage(needed, root, *available + replaced);
+        result.noSpace = true;
+        return result;
+    }
+    const auto failed = [&](const std::string &what, int errnum) {
         fs::remove_all(temp, ec);
-        return {};
-    }
-    {
-        std::ofstream manifest(temp / "MANIFEST");
-        for (const char *name : kFiles) {
-            fsyncPath(temp / name);
-            manifest << Sha256::ofFile((temp / name).string()) << "  " << name << "\n";
+        result.noSpace = errnum == ENOSPC || errnum == EDQUOT;
+        if (result.noSpace) {
+            result.error = noSpaceMessage(needed, root, freeBytes(root).value_or(0)) + " (" + what + ")";
+        } else {
+            result.error = what;
         }
-    }
-    fsyncPath(temp / "MANIFEST");
+        return result;
+    };
+    if (!fs::create_directories(temp, ec))
+        return failed("cannot create " + temp.string() + ": " + ec.message(), ec.value());
+    for (const auto &[name, bytes] : files)
+        if (const int errnum = io::writeFileSynced(temp / name, bytes); errnum != 0)
+            return failed("writing " + (temp / name).string() + " failed: " + std::strerror(errnum), errnum);
+    // MANIFEST last: a folder with one is complete and verified.
+    if (const int errnum = io::writeFileSynced(temp / "MANIFEST", manifest); errnum != 0)
+        return failed("writing " + (temp / "MANIFEST").string() + " failed: " + std::strerror(errnum), errnum);
     fsyncPath(temp);
     fs::remove_all(final, ec); // a re-run of the same epoch replaces it
     fs::rename(temp, final, ec);
-    if (ec) {
-        *error = "cannot commit " + final.string() + ": " + ec.message();
-        return {};
-    }
+    if (ec)
+        return failed("cannot commit " + final.string() + ": " + ec.message(), ec.value());
     fsyncPath(root);
-
-    // Keep the newest `keepLast` committed checkpoints.
-    std::vector<fs::path> committed;
-    for (const auto &entry : fs::directory_iterator(root, ec))
-        if (entry.path().filename().string().rfind("epoch-", 0) == 0)
-            committed.push_back(entry.path());
-    std::sort(committed.begin(), committed.end());
-    for (std::size_t i = 0; keepLast > 0 && i + std::size_t(keepLast) < committed.size(); ++i)
-        fs::remove_all(committed[i], ec);
-    return final.string();
+    pruneCheckpoints(root, keep);
+    result.path = final.string();
+    return result;
 }
 
 std::optional<CheckpointPosition> loadLatestCheckpoint(const std::string &root, const torch::Device &device,

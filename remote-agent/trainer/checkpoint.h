@@ -18,11 +18,33 @@ struct CheckpointPosition {
     std::int64_t step = 0; // optimizer steps completed
 };
 
-// Returns the committed folder, or an empty string with `error` set. `device` is where
-// the model lives; on a GPU its generator (dropout) is saved with the CPU's.
-std::string saveCheckpoint(const std::string &root, const CheckpointPosition &position,
-    const torch::Device &device, torch::nn::Module &model, torch::optim::Optimizer &optimizer, int keepLast,
-    std::string *error);
+struct SavedCheckpoint {
+    std::string path; // the committed folder; empty when it failed
+    std::string error; // why it failed
+    bool noSpace = false; // the file system is full (or over quota): error says how full
+    std::uint64_t bytesNeeded = 0; // the checkpoint's size
+    bool ok() const { return !path.empty(); }
+};
+
+// Commits checkpoint `position.epoch` and keeps the newest `keepLast` (at least 1).
+// `device` is where the model lives; on a GPU its generator (dropout) is saved with the
+// CPU's. Never throws and never aborts: the files are serialised in memory first, their
+// size checked against the free space, written with checked writes; on any failure the
+// temporary folder is removed and the checkpoints already committed stay as they were.
+[[nodiscard]] SavedCheckpoint saveCheckpoint(const std::string &root, const CheckpointPosition &position,
+    const torch::Device &device, torch::nn::Module &model, torch::optim::Optimizer &optimizer, int keepLast);
+
+// Bytes a checkpoint of `model` and `optimizer` takes on disk, estimated from their
+// tensors (within a few percent; the archive adds small headers). Lets a run refuse to
+// start when a checkpoint cannot fit, instead of failing after an epoch of training.
+std::uint64_t estimateCheckpointBytes(torch::nn::Module &model);
+
+// Free bytes for an unprivileged writer in the file system holding `dir` (or its nearest
+// existing parent); nullopt when it cannot be told.
+std::optional<std::uint64_t> freeBytes(const std::string &dir);
+
+// "no space left on device: the checkpoint needs 37 MB in DIR, 12 MB free"
+std::string noSpaceMessage(std::uint64_t needed, const std::string &dir, std::uint64_t available);
 
 // Loads the newest checkpoint whose manifest verifies into model and optimizer, its
 // tensors mapped onto `device` whichever device wrote them (so a run resumes on a GPU

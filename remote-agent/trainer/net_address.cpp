@@ -95,16 +95,41 @@ std::string resolveNumeric(const std::string &host, std::string *error)
     return address;
 }
 
-bool isLoopback(const std::string &hostOrAddress)
+std::vector<std::string> listenAddresses(const std::string &host, std::string *error)
 {
-    std::string address = hostOrAddress;
+    addrinfo hints {};
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_PASSIVE; // as gRPC's resolver does for a listening port
+    addrinfo *result = nullptr;
+    const std::string bare = host.size() > 2 && host.front() == '[' && host.back() == ']'
+        ? host.substr(1, host.size() - 2)
+        : host;
+    if (bare.empty()) {
+        if (error)
+            *error = "no host given";
+        return {};
+    }
+    if (const int rc = ::getaddrinfo(bare.c_str(), nullptr, &hints, &result); rc != 0) {
+        if (error)
+            *error = "'" + host + "' does not resolve (" + ::gai_strerror(rc) + ")";
+        return {};
+    }
+    std::vector<std::string> addresses;
+    for (const addrinfo *a = result; a; a = a->ai_next)
+        if (std::string address = numeric(a->ai_addr, a->ai_addrlen); !address.empty())
+            addresses.push_back(address);
+    ::freeaddrinfo(result);
+    if (addresses.empty() && error)
+        *error = "'" + host + "' resolves to no usable address";
+    return addresses;
+}
+
+namespace {
+bool isLoopbackNumeric(const std::string &address)
+{
     in_addr v4 {};
     in6_addr v6 {};
-    if (::inet_pton(AF_INET, address.c_str(), &v4) != 1 && ::inet_pton(AF_INET6, address.c_str(), &v6) != 1) {
-        address = resolveNumeric(hostOrAddress, nullptr);
-        if (address.empty())
-            return false;
-    }
     if (::inet_pton(AF_INET, address.c_str(), &v4) == 1)
         return (ntohl(v4.s_addr) >> 24) == 127;
     if (::inet_pton(AF_INET6, address.c_str(), &v6) == 1) {
@@ -114,6 +139,23 @@ bool isLoopback(const std::string &hostOrAddress)
             return v6.s6_addr[12] == 127;
     }
     return false;
+}
+} // namespace
+
+bool isLoopback(const std::string &hostOrAddress)
+{
+    return listensOnLoopbackOnly(hostOrAddress, nullptr);
+}
+
+bool listensOnLoopbackOnly(const std::string &host, std::string *error)
+{
+    const auto addresses = listenAddresses(host, error);
+    if (addresses.empty())
+        return false;
+    for (const auto &address : addresses)
+        if (!isLoopbackNumeric(address))
+            return false;
+    return true;
 }
 
 std::string localAddressTowards(const std::string &host, int port, std::string *error)

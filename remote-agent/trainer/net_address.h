@@ -33,8 +33,19 @@ std::string interfaceOfAddress(const std::string &address);
 // The numeric address `host` resolves to (the first one), or "" with `error`.
 std::string resolveNumeric(const std::string &host, std::string *error);
 
-// True for 127.0.0.0/8, ::1, ::ffff:127.x and "localhost" (by resolving it).
+// Every numeric address a server asked to listen on `host` binds: getaddrinfo with
+// AI_PASSIVE, as gRPC resolves a listening address, which binds them all ("[::1]" may be
+// bracketed). Empty, with `error`, when `host` does not resolve.
+std::vector<std::string> listenAddresses(const std::string &host, std::string *error);
+
+// True for 127.0.0.0/8, ::1 and ::ffff:127.x. A name is loopback only when every address
+// it resolves to is: "localhost" is, "127.evil" is not (whatever it resolves to, if at all).
 bool isLoopback(const std::string &hostOrAddress);
+
+// The security rule of the agent: a server listening on `host` is reachable from this
+// host only when every address listenAddresses() gives is loopback. Decided on addresses,
+// never on spelling. False, with `error`, when `host` does not resolve.
+bool listensOnLoopbackOnly(const std::string &host, std::string *error);
 
 // The local address the kernel would send from to reach host:port (a connected UDP
 // socket, so nothing is sent), or "" with `error`. For a host that is this machine, it

@@ -100,4 +100,11 @@ std::string Sha256::ofFile(const std::string &path)
     return sha.hexDigest();
 }
 
+std::string Sha256::ofBytes(const void *data, std::size_t size)
+{
+    Sha256 sha;
+    sha.update(data, size);
+    return sha.hexDigest();
+}
+
 } // namespace scalelab::trainer

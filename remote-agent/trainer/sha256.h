@@ -15,6 +15,7 @@ public:
 
     // Hex digest of a file's contents; empty string when it cannot be read.
     static std::string ofFile(const std::string &path);
+    static std::string ofBytes(const void *data, std::size_t size);
 
 private:
     void block(const std::uint8_t *p);

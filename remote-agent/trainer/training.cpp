@@ -35,7 +35,6 @@ using Clock = std::chrono::steady_clock;
 constexpr std::int64_t kEvalBatch = 500;
 constexpr int kCropPadding = 4;
 constexpr std::size_t kPrefetchBatches = 4;
-constexpr int kKeepCheckpoints = 3;
 
 double secondsSince(Clock::time_point t)
 {
@@ -468,6 +467,8 @@ std::string validate(const TrainingConfig &c)
         return "--collective-timeout-s must be at least 1";
     if (c.checkpointEvery < 1)
         return "--checkpoint-every must be at least 1";
+    if (c.keepCheckpoints < 1 || c.keepCheckpoints > 1000)
+        return "--keep-checkpoints must be between 1 and 1000";
     if (c.resume && c.checkpointDir.empty())
         return "--resume needs --checkpoint-dir";
     return {};
@@ -478,6 +479,11 @@ int runTraining(const TrainingConfig &config, EventWriter &events)
     const auto fail = [&](const std::string &message) {
         events.emit("error", { { "message", message } });
         return 1;
+    };
+    const auto failNoSpace = [&](const std::string &message, std::uint64_t needed) { // the disk failed, not the run
+        events.emit("error", { { "message", message }, { "bytes_needed", std::int64_t(needed) } });
+        std::cerr << "scalelab-worker: " << message << std::endl;
+        return kNoSpaceExitCode;
     };
     if (auto problem = validate(config); !problem.empty())
         return fail(problem);
@@ -542,6 +548,12 @@ int runTraining(const TrainingConfig &config, EventWriter &events)
             &resumedFrom);
         if (loaded)
             position = *loaded;
+    }
+    // A checkpoint that cannot fit fails the run now, not after an epoch of training.
+    if (!config.checkpointDir.empty() && config.rank == 0) {
+        const std::uint64_t needed = estimateCheckpointBytes(*net);
+        if (const auto available = freeBytes(config.checkpointDir); available && *available < needed)
+            return failNoSpace(noSpaceMessage(needed, config.checkpointDir, *available), needed);
     }
     // After loading: every rank starts from rank 0's state (weights and buffers).
     if (parallel) {
@@ -714,12 +726,12 @@ int runTraining(const TrainingConfig &config, EventWriter &events)
         const bool checkpointNow = !config.checkpointDir.empty()
             && (epoch % config.checkpointEvery == 0 || epoch == config.epochs);
         if (checkpointNow && config.rank == 0) {
-            const std::string path = saveCheckpoint(
-                config.checkpointDir, { epoch, step }, device, *net, optimizer, kKeepCheckpoints, &error);
-            if (path.empty())
-                return fail(error);
-            events.emit(
-                "checkpoint", { { "epoch", std::int64_t { epoch } }, { "step", step }, { "path", path } });
+            const SavedCheckpoint saved
+                = saveCheckpoint(config.checkpointDir, { epoch, step }, device, *net, optimizer, config.keepCheckpoints);
+            if (!saved.ok())
+                return saved.noSpace ? failNoSpace(saved.error, saved.bytesNeeded) : fail(saved.error);
+            events.emit("checkpoint",
+                { { "epoch", std::int64_t { epoch } }, { "step", step }, { "path", saved.path } });
         }
         if (checkpointNow && parallel)
             parallel->barrier(); // nobody runs ahead of a checkpoint that may be resumed

@@ -60,12 +60,16 @@ struct TrainingConfig {
     // Checkpoints: every K epochs and at the end, into checkpointDir (rank 0 writes).
     std::string checkpointDir;
     int checkpointEvery = 1;
+    int keepCheckpoints = 2; // the newest K committed checkpoints are kept
     bool resume = false; // continue from the newest valid checkpoint in checkpointDir
 };
 
 // The exit code of a run that diverged: its recipe, not its machine, failed, so a retry
 // from a checkpoint would only diverge again.
 inline constexpr int kDivergedExitCode = 3;
+// The exit code of a run whose checkpoint did not fit on its disk ("no space left on
+// device: …"): the node, not the recipe, failed, and a retry can work once space is freed.
+inline constexpr int kNoSpaceExitCode = 4;
 
 // Returns an empty string when the configuration is usable, else what is wrong.
 std::string validate(const TrainingConfig &config);

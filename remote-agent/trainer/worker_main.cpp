@@ -83,6 +83,7 @@ train options:
   --collective-timeout-s N  give up on a silent peer after N seconds (default 120)
   --checkpoint-dir DIR  write checkpoints there (rank 0)
   --checkpoint-every K  every K epochs, and at the end (default 1)
+  --keep-checkpoints K  keep the newest K committed checkpoints (default 2)
   --resume on|off       continue from the newest valid checkpoint in --checkpoint-dir
   --event-fd N          file descriptor for JSON-line events (default 1)
 
@@ -352,6 +353,7 @@ int main(int argc, char **argv)
             && take(args, "precision", config.precision) && take(args, "device", config.device)
             && take(args, "backend", config.backend) && take(args, "checkpoint-dir", config.checkpointDir)
             && take(args, "checkpoint-every", config.checkpointEvery)
+            && take(args, "keep-checkpoints", config.keepCheckpoints)
             && takeFlag(args, "augment", config.augment)
             && takeFlag(args, "channels-last", config.channelsLast) && takeFlag(args, "resume", config.resume)
             && take(args, "event-fd", eventFd);

@@ -1,0 +1,57 @@
+// The agent's disk: what its state folder holds, how much room is left, and the rules
+// that free it. Runs live in <state>/runs/<run_id>/: attempt folders with their records
+// (request.json, placement.json, events.log) and checkpoints/ shared by the attempts,
+// holding committed epoch-NNNN folders and, after a crash, unfinished .tmp-* ones.
+//
+// Retention: a worker keeps the newest K committed checkpoints of its run (RunSpec
+// keep_checkpoints). Once a run has SUCCEEDED, the agent's rule applies: keep its final
+// checkpoint (the default), keep none, and optionally only for N days. A FAILED or
+// CANCELLED run keeps its checkpoints, since `study retry` resumes from them, until a
+// CollectGarbage that asks for it. Records are never removed here.
+#pragma once
+
+#include "scalelab/v1/agent.pb.h"
+
+#include <filesystem>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace scalelab::agent {
+
+struct RetentionPolicy {
+    enum class Finished { All, Final, None };
+    // A SUCCEEDED run keeps: what its worker kept (the newest keep_checkpoints), only its
+    // newest (final) checkpoint, or none.
+    Finished finished = Finished::Final;
+    double finishedDays = 0; // > 0: ... but only for this many days after it ended
+    std::string words() const;
+};
+
+// Reads the agent flags `--finished-checkpoints all|final|none` and `--finished-days N`.
+std::optional<RetentionPolicy> parseRetention(const std::string &finished, double days, std::string *error);
+
+// A run the agent knows, as garbage collection needs to see it.
+struct RunOnDisk {
+    std::string runId;
+    v1::RunState state = v1::RUN_STATE_UNSPECIFIED;
+    std::int64_t endedUnixMs = 0;
+    bool active = false; // an attempt is starting or running: never touched
+};
+
+v1::StorageInfo measureStorage(const std::filesystem::path &stateDir, const RetentionPolicy &policy);
+
+using Removal = v1::CollectGarbageResponse::Removed;
+
+// The .tmp-* folders under the checkpoints/ of `runs` that are not active: what a killed
+// worker or an interrupted transfer left. Removes them unless dryRun.
+std::vector<Removal> sweepTemporary(
+    const std::filesystem::path &stateDir, const std::vector<RunOnDisk> &runs, bool dryRun = false);
+
+// What `request` (its empty fields filled from `policy`) frees among `runs`' committed
+// checkpoints; removes it unless request.dry_run(). Temporary folders are swept too.
+std::vector<Removal> collectGarbage(const std::filesystem::path &stateDir, const std::vector<RunOnDisk> &runs,
+    const v1::CollectGarbageRequest &request, const RetentionPolicy &policy, std::int64_t nowUnixMs);
+
+} // namespace scalelab::agent

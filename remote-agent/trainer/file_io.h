@@ -1,0 +1,26 @@
+// Checked writes, for files whose loss or tearing matters (checkpoints, run records).
+// Torch-free and Qt-free: the worker and the agent share them.
+#pragma once
+
+#include <cstddef>
+#include <filesystem>
+#include <string>
+
+namespace scalelab::io {
+
+// Writes all of `size` bytes to `fd` (retrying short writes and EINTR). 0 when it worked,
+// else the errno (ENOSPC when the disk takes no more).
+int writeAll(int fd, const char *data, std::size_t size);
+
+// Writes `bytes` to `file` and fsyncs it. 0 or the errno.
+int writeFileSynced(const std::filesystem::path &file, const std::string &bytes);
+
+// Replaces `file` with `bytes` atomically: a temporary next to it, fsync'ed, renamed over
+// it, the folder fsync'ed. A reader sees the old file or the new one, never a torn or
+// empty one. Empty when it worked, else "cannot write FILE: reason".
+std::string replaceFileAtomically(const std::filesystem::path &file, const std::string &bytes);
+
+// fsync of a folder (after a rename in it), best effort.
+void syncFolder(const std::filesystem::path &folder);
+
+} // namespace scalelab::io
