@@ -340,6 +340,7 @@ grpc::Status AgentService::Describe(
 {
     if (auto s = authorize(context); !s.ok())
         return s;
+    releaseFinishedRuns(); // finished runs' threads, joined as they come
     response->set_hostname(hostName());
     response->set_advertise_address(m_options.advertiseHost);
     response->set_network_interface(m_options.advertiseInterface);
@@ -376,6 +377,24 @@ grpc::Status AgentService::Describe(
     response->set_free_slots(std::max(0, cpuCores() - busyRanks - m_lrFinds.load()));
     *response->mutable_storage() = storage();
     return grpc::Status::OK;
+}
+
+void AgentService::releaseFinishedRuns()
+{
+    std::vector<std::shared_ptr<RunSupervisor>> finished;
+    {
+        std::lock_guard lock(m_mutex);
+        for (auto it = m_unreleased.begin(); it != m_unreleased.end();) {
+            if ((*it)->terminal()) {
+                finished.push_back(*it);
+                it = m_unreleased.erase(it);
+            } else {
+                ++it;
+            }
+        }
+    }
+    for (auto &run : finished)
+        run->releaseThreads(); // outside the lock: it waits for the threads to end
 }
 
 v1::StorageInfo AgentService::storage() const
@@ -442,6 +461,7 @@ grpc::Status AgentService::StartWorkers(
 {
     if (auto s = admit(context, *request); !s.ok())
         return s;
+    releaseFinishedRuns(); // finished runs' threads, joined as they come
     // --- validate every field, naming it -------------------------------------
     if (!isSafeName(request->run_id()))
         return badRunId("run_id", request->run_id());
@@ -597,6 +617,7 @@ grpc::Status AgentService::StartWorkers(
                 "cannot create " + launch.runDir.string() + ": " + ec.message() };
         run = std::make_shared<RunSupervisor>(std::move(launch));
         m_runs[request->run_id()] = run;
+        m_unreleased.push_back(run);
     }
     logMessage(LogLevel::Info,
         "starting run " + request->run_id() + " attempt " + std::to_string(request->attempt())
@@ -677,6 +698,7 @@ grpc::Status AgentService::ListRuns(
 {
     if (auto s = authorize(context); !s.ok())
         return s;
+    releaseFinishedRuns(); // finished runs' threads, joined as they come
     std::lock_guard lock(m_mutex);
     for (const auto &[id, run] : m_runs)
         *response->add_runs() = run->info();

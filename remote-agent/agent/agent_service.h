@@ -90,6 +90,7 @@ private:
     std::shared_ptr<RunSupervisor> findRun(const std::string &runId) const;
     void restoreRuns();
     v1::StorageInfo storage() const;
+    void releaseFinishedRuns();
     std::vector<RunOnDisk> runsOnDisk() const;
     bool shuttingDown() const;
     // FAILED_PRECONDITION while an attempt of the run is active here. Caller holds m_mutex.
@@ -99,6 +100,7 @@ private:
     ProcessLauncher m_launcher;
     mutable std::mutex m_mutex;
     std::map<std::string, std::shared_ptr<RunSupervisor>> m_runs; // latest attempt per run
+    std::vector<std::shared_ptr<RunSupervisor>> m_unreleased; // started here, threads not yet joined
     bool m_shuttingDown = false;
     std::unique_ptr<DatasetStatisticsCache> m_statistics;
     std::atomic<int> m_lrFinds { 0 }; // range tests running: each takes a worker slot

@@ -168,8 +168,14 @@ void RunEventLog::close()
     {
         std::lock_guard lock(m_mutex);
         m_closed = true;
-        if (!flushPending(true) && m_fd >= 0)
+        // A finished run's log is only read from now on: its descriptor goes (an agent
+        // serves thousands of finished runs), and read() opens the file for each batch.
+        // Events a full disk left in memory keep it open, for the destructor's last try.
+        if (flushPending(true) && m_fd >= 0) {
             ::fdatasync(m_fd);
+            ::close(m_fd);
+            m_fd = -1;
+        }
     }
     m_changed.notify_all();
 }
@@ -210,13 +216,23 @@ bool RunEventLog::read(
     std::int64_t seq = fromSeq;
     if (seq <= persistedCount()) {
         // One pread for the whole range on disk.
+        const int fd = m_fd >= 0 ? m_fd : ::open(m_file.c_str(), O_RDONLY | O_CLOEXEC);
+        struct CloseAfter {
+            int fd;
+            bool own;
+            ~CloseAfter()
+            {
+                if (own && fd >= 0)
+                    ::close(fd);
+            }
+        } closeAfter { fd, m_fd < 0 };
         const std::int64_t lastOnDisk = std::min(last, persistedCount());
         const off_t begin = m_offsets[std::size_t(seq - 1)];
         const off_t end = lastOnDisk < persistedCount() ? m_offsets[std::size_t(lastOnDisk)] : m_fileSize;
         std::string bytes(static_cast<std::size_t>(end - begin), '\0');
         std::size_t got = 0;
         while (got < bytes.size()) {
-            const ssize_t n = ::pread(m_fd, bytes.data() + got, bytes.size() - got, begin + off_t(got));
+            const ssize_t n = ::pread(fd, bytes.data() + got, bytes.size() - got, begin + off_t(got));
             if (n < 0 && errno == EINTR)
                 continue;
             if (n <= 0)

@@ -829,6 +829,28 @@ void RunSupervisor::signalRanks(std::chrono::milliseconds grace, bool requested)
     });
 }
 
+bool RunSupervisor::releaseThreads()
+{
+    if (!terminal())
+        return false;
+    std::lock_guard release(m_releaseMutex);
+    if (m_released)
+        return true;
+    waitFinished();
+    m_killTimerArmed = false;
+    if (m_killTimer.joinable())
+        m_killTimer.join();
+    {
+        std::lock_guard lock(m_mutex);
+        m_stallWatchStop = true;
+    }
+    m_terminalCv.notify_all();
+    if (m_stallWatch.joinable())
+        m_stallWatch.join();
+    m_released = true;
+    return true;
+}
+
 void RunSupervisor::waitFinished()
 {
     for (auto &rank : m_ranks)

@@ -91,6 +91,10 @@ public:
     const std::string &runId() const { return m_launch.request.run_id(); }
     int attempt() const { return m_launch.request.attempt(); }
     bool terminal() const;
+    // Once the run is terminal: joins its finished threads (rank monitors, stall watch,
+    // kill timer), whose stacks an unjoined thread keeps. Not from those threads; any
+    // number of calls. Returns false while the run is still active.
+    bool releaseThreads();
     // Live ranks' placements (pid > 0), for utilization sampling.
     std::vector<v1::RankPlacement> livePlacements() const;
 
@@ -131,6 +135,8 @@ private:
     std::unique_ptr<RunEventLog> m_events;
     mutable std::mutex m_mutex;
     std::vector<std::unique_ptr<Rank>> m_ranks;
+    std::mutex m_releaseMutex; // releaseThreads() runs once
+    bool m_released = false;
     pid_t m_processGroup = 0;
     v1::RunState m_state = v1::STARTING;
     std::string m_message;
