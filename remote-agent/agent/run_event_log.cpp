@@ -73,7 +73,6 @@ RunEventLog::RunEventLog(std::filesystem::path file)
             || event.seq() != persistedCount() + 1)
             break;
         m_offsets.push_back(static_cast<off_t>(good));
-        m_lastByKind[event.kind_case()] = std::move(event);
         good += used;
     }
     m_fileSize = static_cast<off_t>(good);
@@ -143,7 +142,6 @@ std::int64_t RunEventLog::append(v1::RunEvent event, bool durable)
         seq = persistedCount() + static_cast<std::int64_t>(m_pending.size()) + 1;
         event.set_seq(seq);
         event.set_unix_ms(nowUnixMs());
-        m_lastByKind[event.kind_case()] = event;
         m_pending.push_back(std::move(event));
         if (!flushPending(durable) && !wasFailing) {
             // Said once, to whoever watches the run: its records are at risk.
@@ -155,7 +153,6 @@ std::int64_t RunEventLog::append(v1::RunEvent event, bool durable)
             notice.mutable_log()->set_text("the agent " + m_writeError);
             notice.set_seq(++seq);
             notice.set_unix_ms(nowUnixMs());
-            m_lastByKind[notice.kind_case()] = notice;
             m_pending.push_back(std::move(notice));
         }
     }
@@ -190,14 +187,6 @@ bool RunEventLog::closed() const
 {
     std::lock_guard lock(m_mutex);
     return m_closed;
-}
-
-std::optional<v1::RunEvent> RunEventLog::lastOfKind(v1::RunEvent::KindCase kind) const
-{
-    std::lock_guard lock(m_mutex);
-    if (auto it = m_lastByKind.find(kind); it != m_lastByKind.end())
-        return it->second;
-    return std::nullopt;
 }
 
 bool RunEventLog::read(

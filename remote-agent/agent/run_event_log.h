@@ -18,7 +18,6 @@
 #include <condition_variable>
 #include <deque>
 #include <filesystem>
-#include <map>
 #include <mutex>
 #include <optional>
 #include <vector>
@@ -47,8 +46,6 @@ public:
 
     std::int64_t lastSeq() const;
     bool closed() const;
-    // The newest event that carries `kind` (RunEvent::kKind...), if any.
-    std::optional<v1::RunEvent> lastOfKind(v1::RunEvent::KindCase kind) const;
     // Records dropped when the log was opened (a torn tail after a crash).
     std::size_t droppedOnOpen() const { return m_dropped; }
 
@@ -70,7 +67,6 @@ private:
     std::vector<off_t> m_offsets; // m_offsets[seq - 1]: where record seq starts in the file
     off_t m_fileSize = 0; // end of the last whole record
     std::deque<v1::RunEvent> m_pending; // seq persistedCount()+1 ..., not on disk yet
-    std::map<int, v1::RunEvent> m_lastByKind;
     bool m_closed = false;
     int m_fd = -1;
     std::string m_error;

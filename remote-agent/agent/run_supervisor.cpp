@@ -267,9 +267,12 @@ RunSupervisor::~RunSupervisor()
 {
     if (!terminal())
         stop(std::chrono::milliseconds(2000));
-    for (auto &rank : m_ranks)
-        if (rank->monitor.joinable())
-            rank->monitor.join();
+    joinThreads();
+}
+
+void RunSupervisor::joinThreads()
+{
+    waitFinished();
     m_killTimerArmed = false;
     if (m_killTimer.joinable())
         m_killTimer.join();
@@ -603,6 +606,8 @@ void RunSupervisor::handleEventLine(int rank, const std::string &line)
         {
             std::lock_guard lock(m_mutex);
             s->mutable_worker_command()->Add(m_rankZeroCommand.begin(), m_rankZeroCommand.end());
+            if (rank == 0) // said once, and the event log keeps it: no copy per run in memory
+                std::vector<std::string>().swap(m_rankZeroCommand);
         }
     } else if (type == QLatin1String("step")) {
         auto *s = event.mutable_step();
@@ -834,19 +839,8 @@ bool RunSupervisor::releaseThreads()
     if (!terminal())
         return false;
     std::lock_guard release(m_releaseMutex);
-    if (m_released)
-        return true;
-    waitFinished();
-    m_killTimerArmed = false;
-    if (m_killTimer.joinable())
-        m_killTimer.join();
-    {
-        std::lock_guard lock(m_mutex);
-        m_stallWatchStop = true;
-    }
-    m_terminalCv.notify_all();
-    if (m_stallWatch.joinable())
-        m_stallWatch.join();
+    if (!m_released)
+        joinThreads();
     m_released = true;
     return true;
 }

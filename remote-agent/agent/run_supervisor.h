@@ -119,6 +119,7 @@ private:
     void onRankExited(Rank &rank, int status);
     void finish();
     void tidyCheckpoints(v1::RunState state);
+    void joinThreads(); // the rank monitors, kill timer and stall watch; not from one of them
     // SIGTERM now, SIGKILL after `grace`. `requested` = StopRun/shutdown (CANCELLED);
     // otherwise the run is being torn down after a rank failed (FAILED).
     void signalRanks(std::chrono::milliseconds grace, bool requested);
