@@ -237,7 +237,7 @@ private Q_SLOTS:
         // gc --finished none frees it; a dry run first removes nothing.
         QProcess gc;
         const QStringList common { QStringLiteral("gc"), QStringLiteral("--agent"), m_agent.endpoint(),
-            QStringLiteral("--finished"), QStringLiteral("none"), QStringLiteral("--state-dir"),
+            QStringLiteral("--finished"), QStringLiteral("none"), QStringLiteral("--console-state-dir"),
             path(QStringLiteral("console")) };
         QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
         env.insert(QStringLiteral("SCALELAB_TOKEN"), kToken);

@@ -411,9 +411,9 @@ int gcCommand(QStringList arguments)
     parser.addOption({ QStringLiteral("include-failed"),
         QStringLiteral("Also remove the checkpoints of FAILED and CANCELLED runs.") });
     parser.addOption({ QStringLiteral("dry-run"), QStringLiteral("Say what would be removed; remove nothing.") });
-    parser.addOption({ QStringLiteral("state-dir"),
-        QStringLiteral("Also tidy the console's copies of checkpoints there (default: $SCALELAB_STATE_DIR "
-                       "or ~/.local/share/scalelab)."),
+    parser.addOption({ QStringLiteral("console-state-dir"),
+        QStringLiteral("Also tidy the console's copies of checkpoints there: the folder of the study "
+                       "journal (default: $SCALELAB_STATE_DIR or ~/.local/share/scalelab)."),
         QStringLiteral("dir") });
     parser.addOption({ QStringLiteral("json"), QStringLiteral("Print what was removed as JSON.") });
     if (!parser.parse(arguments))
@@ -449,8 +449,9 @@ int gcCommand(QStringList arguments)
     // The console's copies: runs of studies in this journal that SUCCEEDED keep none (the
     // runner removes them as they end; leftovers of a crash go here), and with
     // --include-failed FAILED and CANCELLED runs' copies go too.
-    const QString stateDir = parser.isSet(QStringLiteral("state-dir")) ? parser.value(QStringLiteral("state-dir"))
-                                                                       : defaultStateDir();
+    const QString stateDir = parser.isSet(QStringLiteral("console-state-dir"))
+        ? parser.value(QStringLiteral("console-state-dir"))
+        : defaultStateDir();
     qint64 localBytes = 0;
     QStringList localRemoved;
     if (QFileInfo::exists(stateDir + QStringLiteral("/journal.sqlite"))) {
