@@ -47,6 +47,36 @@ v1::StudyPlan tinyPlan(const QList<int> &workers, int epochs = 1)
     return plan;
 }
 
+// One run of 1 worker, 4 epochs on all 192 images, a checkpoint every epoch: long
+// enough to be stopped after a checkpoint and resumed.
+v1::StudyPlan resumablePlan()
+{
+    v1::StudyPlan plan = tinyPlan({ 1 }, 4);
+    plan.mutable_baseline()->set_skip(true);
+    plan.mutable_training()->set_max_train_images(0); // all 192, a few seconds per epoch
+    plan.mutable_training()->set_checkpoint_every_epochs(1);
+    return plan;
+}
+
+// What one attempt's worker on `agent` reports: the epoch it resumed from and the
+// epochs it trained.
+struct AttemptTraining {
+    int resumedFrom = -1;
+    QList<int> trained;
+};
+
+AttemptTraining attemptTraining(const Journal &journal, const QString &runId, int attempt, const QString &agent)
+{
+    AttemptTraining t;
+    for (const auto &e : journal.runEvents(runId, attempt, agent)) {
+        if (e.has_started())
+            t.resumedFrom = e.started().resumed_from_epoch();
+        if (e.has_epoch())
+            t.trained << e.epoch().epoch();
+    }
+    return t;
+}
+
 } // namespace
 
 class TestStudyProcess : public QObject {
@@ -380,10 +410,7 @@ private Q_SLOTS:
         Journal journal;
         QString error;
         QVERIFY2(journal.open(path(QStringLiteral("gone/journal.sqlite")), &error), qPrintable(error));
-        v1::StudyPlan plan = tinyPlan({ 1 }, 4);
-        plan.mutable_baseline()->set_skip(true);
-        plan.mutable_training()->set_max_train_images(0); // all 192, a few seconds per epoch
-        plan.mutable_training()->set_checkpoint_every_epochs(1);
+        const v1::StudyPlan plan = resumablePlan();
         StudyRunner runner(&journal);
         runner.setAgents(agents);
         runner.setTickInterval(100);
@@ -432,14 +459,7 @@ private Q_SLOTS:
         QVERIFY(run.attempts[1].transferredEpoch >= copiedEpoch);
 
         // The worker of attempt 2 says it resumed from the transferred checkpoint.
-        int resumed = -1;
-        QList<int> trained;
-        for (const auto &e : journal.runEvents(run.planned.runId, 2, survivor)) {
-            if (e.has_started())
-                resumed = e.started().resumed_from_epoch();
-            if (e.has_epoch())
-                trained << e.epoch().epoch();
-        }
+        const auto [resumed, trained] = attemptTraining(journal, run.planned.runId, 2, survivor);
         QVERIFY2(resumed >= 1, qPrintable(QString::number(resumed)));
         QCOMPARE(resumed, run.attempts[1].transferredEpoch);
         QVERIFY(!trained.isEmpty());
@@ -484,11 +504,8 @@ private Q_SLOTS:
         Journal journal;
         QString error;
         QVERIFY2(journal.open(path(QStringLiteral("failed/journal.sqlite")), &error), qPrintable(error));
-        v1::StudyPlan plan = tinyPlan({ 1 }, 4);
-        plan.mutable_baseline()->set_skip(true);
+        v1::StudyPlan plan = resumablePlan();
         plan.set_max_failures(0);
-        plan.mutable_training()->set_max_train_images(0); // all 192, a few seconds per epoch
-        plan.mutable_training()->set_checkpoint_every_epochs(1);
         QString studyId, runId;
         int copiedEpoch = 0;
         QString copiedDir;
@@ -546,14 +563,7 @@ private Q_SLOTS:
         QCOMPARE(run.attempts[1].agents, QStringList { second.endpoint() });
         QCOMPARE(run.attempts[1].transferredFrom, gone);
         QVERIFY(run.attempts[1].transferredEpoch >= copiedEpoch);
-        int resumed = -1;
-        QList<int> trained;
-        for (const auto &e : journal.runEvents(runId, 2, second.endpoint())) {
-            if (e.has_started())
-                resumed = e.started().resumed_from_epoch();
-            if (e.has_epoch())
-                trained << e.epoch().epoch();
-        }
+        const auto [resumed, trained] = attemptTraining(journal, runId, 2, second.endpoint());
         QCOMPARE(resumed, run.attempts[1].transferredEpoch);
         QVERIFY(!trained.isEmpty());
         QCOMPARE(trained.first(), resumed + 1); // the finished epochs are not trained again
