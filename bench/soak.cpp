@@ -5,7 +5,8 @@
 //   scalelab-bench-soak [--minutes 30] [--watchers 8] [--agent-state DIR]
 //
 // It starts its own agent (loopback, a token) on a synthetic data set and stops it at
-// the end. Output: one line per minute, "minute runs watchers rss_mb threads fds".
+// the end. Output: one line per minute, "minute runs watches rss_mb threads fds", and
+// how long listing every recorded run took (ListRuns, page by page) and how many it got.
 #include "agent_client.h"
 #include "local_agent.h"
 
@@ -111,12 +112,13 @@ int main(int argc, char **argv)
             }
             latestRun = n;
             for (;;) {
-                v1::ListRunsResponse list;
+                // As a console does: Describe lists every active run.
+                v1::DescribeResponse inventory;
                 QThread::msleep(300);
-                if (stop || !client.listRuns(&list).ok())
+                if (stop || !client.describe(&inventory).ok())
                     break;
                 bool active = false;
-                for (const auto &r : list.runs())
+                for (const auto &r : inventory.runs())
                     active = active || (r.run_id() == request.run_id() && r.state() != v1::SUCCEEDED && r.state() != v1::FAILED && r.state() != v1::CANCELLED);
                 if (!active)
                     break;
@@ -125,7 +127,8 @@ int main(int argc, char **argv)
         }
     });
     // Watchers: read a few events of a recent run from the start, then hang up; every
-    // fourth never reads (the agent cancels it after its stall limit).
+    // fourth never reads (the agent cancels it after its stall limit), and every fourth
+    // watches any earlier run (the agent reads it back from disk).
     std::vector<std::thread> watching;
     for (int w = 0; w < watchers; ++w)
         watching.emplace_back([&, w] {
@@ -141,7 +144,8 @@ int main(int argc, char **argv)
                 own.prepareStreamContext(&context);
                 context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
                 v1::WatchRunRequest request;
-                request.set_run_id("soak-" + std::to_string(std::max(1, n - int(random() % 3))));
+                const int which = w % 4 == 2 ? 1 + int(random() % n) : std::max(1, n - int(random() % 3));
+                request.set_run_id("soak-" + std::to_string(which));
                 auto reader = own.stub().WatchRun(&context, request);
                 v1::RunEvent event;
                 if (w % 4 == 3) {
@@ -155,14 +159,21 @@ int main(int argc, char **argv)
             }
         });
 
-    std::printf("minute runs watches rss_mb threads open_files\n");
+    std::printf("minute runs watches rss_mb threads open_files list_all_ms\n");
     QElapsedTimer clock;
     clock.start();
     for (int minute = 0; minute <= minutes; ++minute) {
         while (clock.elapsed() < qint64(minute) * 60'000)
             QThread::msleep(200);
         const ProcessFigures f = figuresOf(agent.processId());
-        std::printf("%6d %5ld %7ld %6.1f %7d %10d\n", minute, runs.load(), watches.load(), f.rssMb, f.threads, f.fds);
+        // Every run the agent has recorded, page by page, as `scalelab-cli runs` lists them.
+        QElapsedTimer listing;
+        listing.start();
+        QList<v1::RunInfo> all;
+        const bool listed = client.listAllRuns(&all).ok();
+        const qint64 listMs = listing.elapsed();
+        std::printf("%6d %5ld %7ld %6.1f %7d %10d %11s\n", minute, runs.load(), watches.load(), f.rssMb, f.threads,
+            f.fds, listed ? qPrintable(QStringLiteral("%1 (%2)").arg(listMs).arg(all.size())) : "failed");
         std::fflush(stdout);
     }
     stop = true;

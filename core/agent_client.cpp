@@ -251,13 +251,29 @@ CallResult AgentClient::collectGarbage(const v1::CollectGarbageRequest &request,
     return result(m_stub->CollectGarbage(&context, request, response));
 }
 
-CallResult AgentClient::listRuns(v1::ListRunsResponse *response)
+CallResult AgentClient::listRuns(const v1::ListRunsRequest &request, v1::ListRunsResponse *response)
 {
     if (!m_setupError.isEmpty())
         return setupFailure();
     grpc::ClientContext context;
     prepare(&context, kCallTimeoutMs);
-    return result(m_stub->ListRuns(&context, {}, response));
+    return result(m_stub->ListRuns(&context, request, response));
+}
+
+CallResult AgentClient::listAllRuns(QList<v1::RunInfo> *runs)
+{
+    v1::ListRunsRequest request;
+    request.set_page_size(1000);
+    for (;;) {
+        v1::ListRunsResponse page;
+        if (auto r = listRuns(request, &page); !r.ok())
+            return r;
+        for (auto &run : *page.mutable_runs())
+            runs->append(std::move(run));
+        if (page.next_page_token().empty())
+            return {};
+        request.set_page_token(page.next_page_token());
+    }
 }
 
 CallResult AgentClient::createSyntheticDataset(

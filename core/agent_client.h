@@ -63,7 +63,10 @@ public:
     CallResult startWorkers(const v1::StartWorkersRequest &request, v1::StartWorkersResponse *response);
     CallResult stopRun(const QString &runId, v1::StopRunResponse *response);
     CallResult collectGarbage(const v1::CollectGarbageRequest &request, v1::CollectGarbageResponse *response);
-    CallResult listRuns(v1::ListRunsResponse *response);
+    // One page of the agent's runs (ListRunsRequest says how pages work) ...
+    CallResult listRuns(const v1::ListRunsRequest &request, v1::ListRunsResponse *response);
+    // ... or every page, appended to `runs` in run id order.
+    CallResult listAllRuns(QList<v1::RunInfo> *runs);
     CallResult createSyntheticDataset(
         const v1::CreateSyntheticDatasetRequest &request, v1::Dataset *response);
     // grpc.health.v1 Check: SERVING or an error.

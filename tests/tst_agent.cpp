@@ -427,7 +427,7 @@ private Q_SLOTS:
         auto restarted = startAgent(QStringLiteral("restart"));
         AgentClient client(restarted->endpoint(), restarted->token());
         v1::ListRunsResponse list;
-        auto r = client.listRuns(&list);
+        auto r = client.listRuns({}, &list);
         QVERIFY2(r.ok(), qPrintable(r.message));
         QCOMPARE(list.runs_size(), 2);
         for (const auto &run : list.runs()) {
@@ -467,9 +467,12 @@ private Q_SLOTS:
         }
         QVERIFY(verified >= 3);
         // The describe call agrees, and the killed agent's first start is gone for good.
+        // (It keeps in memory only the run it closed; the finished one is read back from disk.)
         v1::DescribeResponse inventory;
         QVERIFY(client.describe(&inventory).ok());
-        QCOMPARE(inventory.runs_size(), 2);
+        QCOMPARE(inventory.runs_recorded(), qint64(2));
+        QCOMPARE(inventory.runs_size(), 1);
+        QCOMPARE(inventory.runs(0).run_id(), std::string("long-1"));
         QVERIFY(!QFileInfo::exists(QStringLiteral("/proc/%1").arg(pid)));
         restarted->stop();
     }
@@ -485,7 +488,7 @@ private Q_SLOTS:
             QTRY_VERIFY_WITH_TIMEOUT(
                 [&] {
                     v1::ListRunsResponse list;
-                    return client.listRuns(&list).ok() && list.runs(0).state() == v1::RUNNING;
+                    return client.listRuns({}, &list).ok() && list.runs(0).state() == v1::RUNNING;
                 }(),
                 20000);
         }
@@ -493,13 +496,105 @@ private Q_SLOTS:
         auto restarted = startAgent(QStringLiteral("shutdown"));
         AgentClient client(restarted->endpoint(), restarted->token());
         v1::ListRunsResponse list;
-        QVERIFY(client.listRuns(&list).ok());
+        QVERIFY(client.listRuns({}, &list).ok());
         QCOMPARE(list.runs_size(), 1);
         QCOMPARE(list.runs(0).state(), v1::FAILED);
         QVERIFY(list.runs(0).interrupted());
         QVERIFY2(QString::fromStdString(list.runs(0).message()).contains(QStringLiteral("agent shut down")),
             list.runs(0).message().c_str());
         QCOMPARE(list.runs(0).placements(0).exit().kind(), v1::EXIT_STOPPED);
+        restarted->stop();
+    }
+
+    // An agent keeps only its active runs and the finished ones used last in memory
+    // (--finished-runs-in-memory): every other run is on disk and read back when asked
+    // for, by ListRuns (a page at a time, in run id order), WatchRun (the whole log) and
+    // StartWorkers (a repeated start is still recognised), before and after a restart.
+    void finishedRunsAreReadBackFromDisk()
+    {
+        auto agent = startAgent(QStringLiteral("paged"), { QStringLiteral("--finished-runs-in-memory"), QStringLiteral("2") });
+        QVERIFY(agent->processId() > 0);
+        AgentClient client(agent->endpoint(), agent->token());
+        const std::vector<std::string> ids { "p-1", "p-2", "p-3", "p-4", "p-5" };
+        for (const auto &id : ids) {
+            v1::StartWorkersResponse started;
+            auto r = client.startWorkers(runRequest(id, 1, 1, { 0 }), &started);
+            QVERIFY2(r.ok(), qPrintable(r.message));
+            QCOMPARE(lastStateName(watchRun(client, id, 1).events), QStringLiteral("SUCCEEDED"));
+        }
+        v1::DescribeResponse inventory;
+        QVERIFY(client.describe(&inventory).ok());
+        QCOMPARE(inventory.runs_recorded(), qint64(5));
+        QVERIFY2(inventory.runs_size() <= 2, qPrintable(QString::number(inventory.runs_size())));
+
+        const auto listAll = [&](int pageSize, int *pages) {
+            std::vector<v1::RunInfo> all;
+            v1::ListRunsRequest request;
+            request.set_page_size(pageSize);
+            *pages = 0;
+            for (;;) {
+                v1::ListRunsResponse page;
+                if (auto r = client.listRuns(request, &page); !r.ok()) {
+                    qWarning("ListRuns: %s", qPrintable(r.message));
+                    return std::vector<v1::RunInfo> {};
+                }
+                ++*pages;
+                if (page.total() != 5)
+                    qWarning("ListRuns said total %lld", qlonglong(page.total()));
+                all.insert(all.end(), page.runs().begin(), page.runs().end());
+                if (page.next_page_token().empty())
+                    return all;
+                request.set_page_token(page.next_page_token());
+            }
+        };
+        int pages = 0;
+        auto all = listAll(2, &pages);
+        QCOMPARE(pages, 3); // 2 + 2 + 1
+        QCOMPARE(int(all.size()), 5);
+        for (std::size_t i = 0; i < ids.size(); ++i) {
+            QCOMPARE(all[i].run_id(), ids[i]);
+            QCOMPARE(all[i].state(), v1::SUCCEEDED);
+            QVERIFY(all[i].ended_unix_ms() >= all[i].started_unix_ms() && all[i].started_unix_ms() > 0);
+            QVERIFY(QFileInfo::exists(path(QStringLiteral("paged/runs/%1/1/outcome.json").arg(QString::fromStdString(ids[i])))));
+        }
+        // The first run left memory long ago: its whole log is served from disk.
+        const auto replay = watchRun(client, "p-1", 1);
+        QVERIFY2(replay.status.ok(), replay.status.error_message().c_str());
+        QCOMPARE(lastStateName(replay.events), QStringLiteral("SUCCEEDED"));
+        for (std::size_t i = 0; i < replay.events.size(); ++i)
+            QCOMPARE(replay.events[i].seq(), qint64(i + 1));
+        // A repeated start of a run read back is recognised, a changed one refused.
+        v1::StartWorkersResponse again;
+        QVERIFY(client.startWorkers(runRequest("p-2", 1, 1, { 0 }), &again).ok());
+        QVERIFY(again.already_running());
+        QCOMPARE(again.run().state(), v1::SUCCEEDED);
+        QCOMPARE(client.startWorkers(runRequest("p-3", 2, 1, { 0 }), &again).code, int(grpc::StatusCode::ALREADY_EXISTS));
+        // Paging input is checked by name.
+        v1::ListRunsRequest bad;
+        bad.set_page_size(5000);
+        v1::ListRunsResponse page;
+        auto r = client.listRuns(bad, &page);
+        QCOMPARE(r.code, int(grpc::StatusCode::INVALID_ARGUMENT));
+        QVERIFY2(r.message.contains(QLatin1String("page_size")), qPrintable(r.message));
+        bad.set_page_size(0);
+        bad.set_page_token("../etc");
+        r = client.listRuns(bad, &page);
+        QCOMPARE(r.code, int(grpc::StatusCode::INVALID_ARGUMENT));
+        QVERIFY2(r.message.contains(QLatin1String("page_token")), qPrintable(r.message));
+        agent->stop();
+
+        // A restarted agent reads the outcomes, not the logs, and lists the same runs.
+        auto restarted = startAgent(QStringLiteral("paged"), { QStringLiteral("--finished-runs-in-memory"), QStringLiteral("2") });
+        AgentClient second(restarted->endpoint(), restarted->token());
+        QVERIFY(second.describe(&inventory).ok());
+        QCOMPARE(inventory.runs_recorded(), qint64(5));
+        QCOMPARE(inventory.runs_size(), 0);
+        QList<v1::RunInfo> listed;
+        QVERIFY(second.listAllRuns(&listed).ok());
+        QCOMPARE(listed.size(), 5);
+        for (const auto &run : listed)
+            QCOMPARE(run.state(), v1::SUCCEEDED);
+        QCOMPARE(lastStateName(watchRun(second, "p-5", 1).events), QStringLiteral("SUCCEEDED"));
         restarted->stop();
     }
 
@@ -1048,7 +1143,7 @@ private Q_SLOTS:
             QTRY_VERIFY_WITH_TIMEOUT(
                 [&] {
                     v1::ListRunsResponse list;
-                    return client.listRuns(&list).ok() && list.runs(0).state() == v1::RUNNING;
+                    return client.listRuns({}, &list).ok() && list.runs(0).state() == v1::RUNNING;
                 }(),
                 10000);
             grpc::ClientContext context;

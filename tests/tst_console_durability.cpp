@@ -131,7 +131,7 @@ private Q_SLOTS:
 
         // The run kept going on the agent while no console watched it.
         v1::ListRunsResponse listed;
-        QVERIFY(AgentClient(m_agent.endpoint(), kToken).listRuns(&listed).ok());
+        QVERIFY(AgentClient(m_agent.endpoint(), kToken).listRuns({}, &listed).ok());
         bool baselineAlive = false;
         for (const auto &r : listed.runs())
             baselineAlive
@@ -162,7 +162,7 @@ private Q_SLOTS:
         for (std::size_t i = 0; i < events.size(); ++i)
             QCOMPARE(events[i].seq(), qint64(i + 1));
         // The agent ran each configuration exactly once.
-        QVERIFY(AgentClient(m_agent.endpoint(), kToken).listRuns(&listed).ok());
+        QVERIFY(AgentClient(m_agent.endpoint(), kToken).listRuns({}, &listed).ok());
         QCOMPARE(listed.runs_size(), 2);
         for (const auto &r : listed.runs())
             QCOMPARE(r.attempt(), 1);

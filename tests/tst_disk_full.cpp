@@ -300,13 +300,14 @@ private Q_SLOTS:
         QString error;
         QVERIFY2(startAgent(&error), qPrintable(error));
         AgentClient again(m_agent.endpoint(), kToken);
-        v1::DescribeResponse after;
-        QVERIFY(again.describe(&after).ok());
+        QList<v1::RunInfo> after;
+        QVERIFY(again.listAllRuns(&after).ok());
         bool found = false;
-        for (const auto &r : after.runs()) {
+        for (const auto &r : after) {
             found = found || (r.run_id() == earlier && r.attempt() == earlierAttempt && r.state() == v1::SUCCEEDED);
             QVERIFY2(r.run_id() != "no-room", "the refused run was reopened");
         }
+        QVERIFY2(!QFileInfo::exists(m_mount + QStringLiteral("/agent/runs/no-room")), "the refused run left a folder");
         QVERIFY2(found, qPrintable(QStringLiteral("%1 attempt %2 was not reopened").arg(QString::fromStdString(earlier)).arg(earlierAttempt)));
     }
 };

@@ -208,7 +208,7 @@ private Q_SLOTS:
         for (const auto &agent : m_agents) {
             AgentClient client(agent.address, kToken);
             v1::ListRunsResponse runs;
-            QVERIFY(client.listRuns(&runs).ok());
+            QVERIFY(client.listRuns({}, &runs).ok());
             for (const auto &r : runs.runs())
                 if (QString::fromStdString(r.run_id()).startsWith(studyId)) {
                     QCOMPARE(r.attempt(), 1);

@@ -29,6 +29,7 @@
 #include <cmath>
 #include <csignal>
 #include <cstdio>
+#include <limits>
 #include <memory>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -563,10 +564,82 @@ int describeCommand(QStringList arguments)
               << ", records " << megabytes(st.record_bytes()) << "\n"
               << "retention: " << QString::fromStdString(st.retention()) << " (free space now: scalelab-cli gc)\n";
     }
-    out() << "runs: " << inventory.runs_size() << "\n";
+    out() << "runs: " << inventory.runs_recorded() << " recorded";
+    if (inventory.runs_recorded() > inventory.runs_size())
+        out() << "; active and latest finished (every run: scalelab-cli runs)";
+    out() << "\n";
     for (const auto &r : inventory.runs())
         out() << "  " << QString::fromStdString(r.run_id()) << " attempt " << r.attempt() << " "
               << RunRecord::stateName(r.state()) << "\n";
+    return Ok;
+}
+
+// `runs`: every run an agent has recorded (ListRuns, a page at a time).
+int runsCommand(QStringList arguments)
+{
+    QCommandLineParser parser;
+    parser.setApplicationDescription(QStringLiteral(
+        "List every run an agent has recorded, active and finished, in run id order: attempt, state, "
+        "when it ran, and why it failed."));
+    parser.addHelpOption();
+    addAgentOptions(parser);
+    parser.addOption({ QStringLiteral("limit"), QStringLiteral("At most this many runs (default: all)."),
+        QStringLiteral("n") });
+    parser.addOption({ QStringLiteral("after"), QStringLiteral("Only runs whose id sorts after this one."),
+        QStringLiteral("run-id") });
+    parser.addOption({ QStringLiteral("json"), QStringLiteral("Print the runs as JSON (ListRunsResponse).") });
+    if (!parser.parse(arguments))
+        return badInput(parser.errorText());
+    if (parser.isSet(QStringLiteral("help"))) {
+        out() << parser.helpText() << environmentHelp();
+        return Ok;
+    }
+    qint64 limit = std::numeric_limits<qint64>::max();
+    if (parser.isSet(QStringLiteral("limit"))) {
+        bool ok = false;
+        limit = parser.value(QStringLiteral("limit")).toLongLong(&ok);
+        if (!ok || limit < 1)
+            return badInput(QStringLiteral("--limit must be a whole number of 1 or more (got '%1')")
+                                .arg(parser.value(QStringLiteral("limit"))));
+    }
+    AgentConnection agent;
+    if (int rc = connect(parser, &agent); rc != Ok)
+        return rc;
+    v1::ListRunsRequest request;
+    request.set_page_token(parser.value(QStringLiteral("after")).toStdString());
+    v1::ListRunsResponse all;
+    for (;;) {
+        request.set_page_size(int(std::min<qint64>(1000, limit - all.runs_size())));
+        v1::ListRunsResponse page;
+        if (const auto result = agent.client->listRuns(request, &page); !result.ok()) {
+            err() << "scalelab-cli: " << result.message << "\n";
+            return AgentError;
+        }
+        all.set_total(page.total());
+        for (auto &run : *page.mutable_runs())
+            *all.add_runs() = std::move(run);
+        if (page.next_page_token().empty() || all.runs_size() >= limit)
+            break;
+        request.set_page_token(page.next_page_token());
+    }
+    if (parser.isSet(QStringLiteral("json"))) {
+        out() << toJson(all) << "\n";
+        return Ok;
+    }
+    for (const auto &r : all.runs()) {
+        const auto when = [](qint64 ms) {
+            return ms > 0 ? QDateTime::fromMSecsSinceEpoch(ms).toString(QStringLiteral("yyyy-MM-dd HH:mm:ss"))
+                          : QStringLiteral("-");
+        };
+        out() << QString::fromStdString(r.run_id()) << "  attempt " << r.attempt() << "  "
+              << RunRecord::stateName(r.state()) << "  " << when(r.started_unix_ms()) << " .. "
+              << when(r.ended_unix_ms())
+              << (r.message().empty() || r.state() == v1::SUCCEEDED
+                         ? QString()
+                         : QStringLiteral("  ") + QString::fromStdString(r.message()))
+              << "\n";
+    }
+    out() << all.runs_size() << " of " << all.total() << " run(s) recorded on " << agent.client->endpoint() << "\n";
     return Ok;
 }
 
@@ -732,6 +805,7 @@ Commands:
   run        start one training run (a local agent is started unless --agent is given)
              and print its live metrics and a summary line
   describe   show an agent's node, data sets and runs (alias: agents)
+  runs       list every run an agent has recorded, finished ones included
   lr-find    learning-rate range test on an agent: loss against lr, and a suggested lr
   gc         free disk space on an agent (and in the console's state) by retention rules
   study      durable scale-up studies: run PLAN, watch ID, list, show ID, cancel ID, retry ID, plan
@@ -780,6 +854,8 @@ int main(int argc, char **argv)
         return runCommand(arguments);
     if (command == QLatin1String("describe") || command == QLatin1String("agents"))
         return describeCommand(arguments);
+    if (command == QLatin1String("runs"))
+        return runsCommand(arguments);
     if (command == QLatin1String("lr-find"))
         return lrFindCommand(arguments);
     if (command == QLatin1String("gc"))
@@ -789,6 +865,6 @@ int main(int argc, char **argv)
     if (command == QLatin1String("report"))
         return reportCommand(arguments);
     return badInput(
-        QStringLiteral("unknown command '%1'; commands: run, describe, lr-find, gc, study, report. See --help.")
+        QStringLiteral("unknown command '%1'; commands: run, describe, runs, lr-find, gc, study, report. See --help.")
             .arg(command));
 }

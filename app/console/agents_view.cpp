@@ -662,7 +662,7 @@ void AgentsView::updateDetails()
                     .arg(inv->cpu_cores())
                     .arg(gib(inv->memory_bytes()))
                     .arg(inv->free_slots())
-                    .arg(inv->runs_size());
+                    .arg(inv->runs_recorded());
         if (!inv->advertise_address().empty())
             html += tr("<p><b>Network</b><br>ranks reached at %1%2<br><small>%3</small>%4</p>")
                         .arg(QString::fromStdString(inv->advertise_address()).toHtmlEscaped(),

@@ -73,6 +73,11 @@ const std::vector<AgentSetting> &agentSettings()
             QStringLiteral("Streams one client host may have open at once over all its connections (1-10000); "
                            "more are refused with RESOURCE_EXHAUSTED. The agent serves at most 4 x --max-streams."),
             QStringLiteral("64") },
+        { QStringLiteral("finished-runs-in-memory"), QStringLiteral("SCALELAB_AGENT_FINISHED_RUNS_IN_MEMORY"),
+            QStringLiteral("n"),
+            QStringLiteral("Finished runs kept at hand in memory, the most recently used (1-10000); every other "
+                           "run is read back from its records on disk when asked for."),
+            QStringLiteral("32") },
         { QStringLiteral("log-level"), QStringLiteral("SCALELAB_AGENT_LOG_LEVEL"), QStringLiteral("level"),
             QStringLiteral("debug, info, warning or error."), QStringLiteral("info") },
         { QStringLiteral("log-file"), QStringLiteral("SCALELAB_AGENT_LOG_FILE"), QStringLiteral("path"),

@@ -134,8 +134,9 @@ int main(int argc, char **argv)
 
     std::string error;
     int portNumber = 0, sampleMs = 0, heartbeatMs = 0, graceMs = 0, maxStreams = 0, stallSeconds = 0,
-        perClient = 0;
+        perClient = 0, finishedInMemory = 0;
     if (!numberOption(config, "port", 0, 65535, &portNumber, &error)
+        || !numberOption(config, "finished-runs-in-memory", 1, 10'000, &finishedInMemory, &error)
         || !numberOption(config, "stream-stall-s", 5, 3600, &stallSeconds, &error)
         || !numberOption(config, "max-streams-per-client", 1, 10'000, &perClient, &error)
         || !numberOption(config, "max-streams", 1, 100'000, &maxStreams, &error)
@@ -184,6 +185,7 @@ int main(int argc, char **argv)
     options.heartbeat = std::chrono::milliseconds(heartbeatMs);
     options.streamStall = std::chrono::seconds(stallSeconds);
     options.maxStreamsPerClient = perClient;
+    options.finishedRunsInMemory = std::size_t(finishedInMemory);
     options.maxStreams = 4 * maxStreams; // over every connection; --max-streams is per connection
     {
         bool ok = false;

@@ -129,44 +129,57 @@ AgentService::AgentService(AgentOptions options)
     restoreRuns();
 }
 
+namespace {
+
+// The newest attempt of runs/<run_id> whose records can be read (older ones stay on disk:
+// a newer attempt whose records are damaged, by a full disk say, does not hide them).
+// `problems` gets one line per attempt skipped.
+std::shared_ptr<RunSupervisor> openNewestAttempt(
+    const std::filesystem::path &runPath, bool closeIfActive, std::vector<std::string> *problems)
+{
+    for (int attempt : attemptsOf(runPath)) {
+        std::string error;
+        if (auto run = RunSupervisor::restore(runPath / std::to_string(attempt), &error, closeIfActive))
+            return run;
+        problems->push_back("attempt " + std::to_string(attempt) + ": " + error);
+    }
+    return nullptr;
+}
+
+} // namespace
+
 void AgentService::restoreRuns()
 {
+    const auto runsDir = m_options.stateDir / "runs";
     std::error_code ec;
-    int restored = 0, interrupted = 0;
-    for (const auto &runEntry : std::filesystem::directory_iterator(m_options.stateDir / "runs", ec)) {
+    int reopened = 0, interrupted = 0;
+    for (const auto &runEntry : std::filesystem::directory_iterator(runsDir, ec)) {
         const std::string runId = runEntry.path().filename().string();
         if (!runEntry.is_directory() || !isSafeName(runId))
             continue;
-        // The newest attempt that can be read is the run's state; older ones stay on disk.
-        // A newer attempt whose records are damaged (a full disk, say) does not hide the
-        // older ones: the run is reopened from the newest readable attempt.
-        std::vector<int> attempts;
-        std::error_code ignored;
-        for (const auto &attemptEntry : std::filesystem::directory_iterator(runEntry.path(), ignored)) {
-            const std::string name = attemptEntry.path().filename().string();
-            if (!name.empty() && name.size() < 9 && std::all_of(name.begin(), name.end(), ::isdigit))
-                attempts.push_back(std::stoi(name));
-        }
-        std::sort(attempts.rbegin(), attempts.rend());
-        std::shared_ptr<RunSupervisor> run;
+        ++m_recordedRuns;
+        // A run that ended is only counted: it is read back from disk when asked for.
+        if (const auto attempts = attemptsOf(runEntry.path());
+            !attempts.empty() && readOutcome(runEntry.path() / std::to_string(attempts.front())))
+            continue;
         std::vector<std::string> problems;
-        for (int attempt : attempts) {
-            std::string error;
-            run = RunSupervisor::restore(runEntry.path() / std::to_string(attempt), &error);
-            if (run)
-                break;
-            problems.push_back("attempt " + std::to_string(attempt) + ": " + error);
-        }
+        auto run = openNewestAttempt(runEntry.path(), /*closeIfActive=*/true, &problems);
         if (!problems.empty())
             logMessage(LogLevel::Warning,
                 "run " + runId + ": skipped unreadable attempt(s) (" + join(problems, "; ") + ")"
                     + (run ? "; reopened attempt " + std::to_string(run->attempt()) : "; nothing to reopen"));
         if (!run)
             continue;
-        ++restored;
-        if (run->info().interrupted())
-            ++interrupted;
+        ++reopened;
+        const v1::RunInfo info = run->info();
+        if (!info.interrupted()) {
+            // Ended before there were outcome files: write one, so the next start is quick.
+            writeOutcome(runEntry.path() / std::to_string(run->attempt()), info);
+            continue;
+        }
+        ++interrupted; // the console will ask for these soon: kept at hand
         m_runs[runId] = std::move(run);
+        keepRecentLocked(runId);
     }
     // No run is active yet: what killed workers left half-written goes now, and so do the
     // checkpoints of finished runs that the retention rule no longer keeps.
@@ -181,10 +194,11 @@ void AgentService::restoreRuns()
         logMessage(LogLevel::Info,
             "removed " + std::to_string(removed.size()) + " checkpoint folder(s) (unfinished ones, and what "
                 + m_options.retention.words() + " does not keep), " + std::to_string(swept / 1'000'000) + " MB");
-    if (restored > 0)
+    if (m_recordedRuns > 0)
         logMessage(LogLevel::Info,
-            "reopened " + std::to_string(restored) + " run(s) from " + (m_options.stateDir / "runs").string()
-                + ", " + std::to_string(interrupted) + " of them marked interrupted");
+            std::to_string(m_recordedRuns) + " run(s) recorded in " + runsDir.string() + "; "
+                + std::to_string(interrupted) + " were active when the agent stopped and are now FAILED "
+                + "(interrupted), " + std::to_string(reopened - interrupted) + " older record(s) given an outcome.json");
 }
 
 bool AgentService::shuttingDown() const
@@ -210,16 +224,6 @@ void AgentService::shutdown()
         run->interrupt(std::chrono::milliseconds(3000));
     for (auto &[id, run] : runs)
         run->waitFinished();
-}
-
-bool AgentService::isSafeName(const std::string &name)
-{
-    if (name.empty() || name.size() > 64 || name.front() == '.')
-        return false;
-    return std::all_of(name.begin(), name.end(), [](char c) {
-        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_'
-            || c == '-' || c == '.';
-    });
 }
 
 grpc::Status AgentService::admit(grpc::ServerContext *context, const google::protobuf::Message &request) const
@@ -328,13 +332,67 @@ std::vector<v1::Dataset> AgentService::scanDatasets() const
     return found;
 }
 
-std::shared_ptr<RunSupervisor> AgentService::findRun(const std::string &runId) const
+std::shared_ptr<RunSupervisor> AgentService::findRun(const std::string &runId)
 {
     std::lock_guard lock(m_mutex);
-    const auto it = m_runs.find(runId);
-    return it == m_runs.end() ? nullptr : it->second;
+    return findRunLocked(runId);
 }
 
+std::shared_ptr<RunSupervisor> AgentService::findRunLocked(const std::string &runId)
+{
+    if (const auto it = m_runs.find(runId); it != m_runs.end())
+        return it->second;
+    // Not active and not finished lately: its records are on disk, if anywhere. Every
+    // active run is in m_runs (a start inserts it under this lock before writing its
+    // records), so what is read here has ended and is only read.
+    const auto runPath = m_options.stateDir / "runs" / runId;
+    std::error_code ec;
+    if (!isSafeName(runId) || !std::filesystem::is_directory(runPath, ec))
+        return nullptr;
+    std::vector<std::string> problems;
+    auto run = openNewestAttempt(runPath, /*closeIfActive=*/false, &problems);
+    if (!run)
+        return nullptr;
+    m_runs[runId] = run;
+    keepRecentLocked(runId);
+    return run;
+}
+
+void AgentService::keepRecentLocked(const std::string &runId)
+{
+    m_recentFinished.erase(
+        std::remove(m_recentFinished.begin(), m_recentFinished.end(), runId), m_recentFinished.end());
+    m_recentFinished.push_back(runId);
+    while (m_recentFinished.size() > m_options.finishedRunsInMemory) {
+        const std::string oldest = m_recentFinished.front();
+        m_recentFinished.pop_front();
+        const auto it = m_runs.find(oldest);
+        if (it != m_runs.end() && it->second->terminal())
+            m_runs.erase(it); // a watcher still reading it holds its own reference
+    }
+}
+
+std::optional<v1::RunInfo> AgentService::recordedInfo(const std::string &runId)
+{
+    {
+        std::lock_guard lock(m_mutex);
+        if (const auto it = m_runs.find(runId); it != m_runs.end())
+            return it->second->info();
+    }
+    const auto runPath = m_options.stateDir / "runs" / runId;
+    const auto attempts = attemptsOf(runPath);
+    if (attempts.empty())
+        return std::nullopt;
+    if (auto info = readOutcome(runPath / std::to_string(attempts.front())))
+        return info;
+    // An attempt without an outcome: damaged records (read an older one), or a run that
+    // started between the look into m_runs above and now (read as it is).
+    std::vector<std::string> problems;
+    const auto run = openNewestAttempt(runPath, /*closeIfActive=*/false, &problems);
+    if (!run)
+        return std::nullopt;
+    return run->info();
+}
 grpc::Status AgentService::Describe(
     grpc::ServerContext *context, const v1::DescribeRequest *, v1::DescribeResponse *response)
 {
@@ -369,11 +427,12 @@ grpc::Status AgentService::Describe(
         *response->add_datasets() = std::move(d);
     int busyRanks = 0;
     std::lock_guard lock(m_mutex);
-    for (const auto &[id, run] : m_runs) {
+    for (const auto &[id, run] : m_runs) { // the active runs and the latest finished ones
         *response->add_runs() = run->info();
         if (!run->terminal())
             busyRanks += response->runs().rbegin()->ranks_size();
     }
+    response->set_runs_recorded(m_recordedRuns);
     response->set_free_slots(std::max(0, cpuCores() - busyRanks - m_lrFinds.load()));
     *response->mutable_storage() = storage();
     return grpc::Status::OK;
@@ -395,6 +454,10 @@ void AgentService::releaseFinishedRuns()
     }
     for (auto &run : finished)
         run->releaseThreads(); // outside the lock: it waits for the threads to end
+    std::lock_guard lock(m_mutex);
+    for (auto &run : finished)
+        if (const auto it = m_runs.find(run->runId()); it != m_runs.end() && it->second == run)
+            keepRecentLocked(run->runId()); // the oldest finished one leaves memory
 }
 
 v1::StorageInfo AgentService::storage() const
@@ -412,18 +475,20 @@ v1::StorageInfo AgentService::storage() const
     return m_storage;
 }
 
-std::vector<RunOnDisk> AgentService::runsOnDisk() const
+std::vector<RunOnDisk> AgentService::runsOnDisk()
 {
     std::vector<RunOnDisk> runs;
-    std::lock_guard lock(m_mutex);
-    for (const auto &[id, run] : m_runs) {
-        const v1::RunInfo info = run->info();
-        runs.push_back(RunOnDisk { id, info.state(), info.ended_unix_ms(), !run->terminal() });
+    std::int64_t total = 0;
+    for (const auto &id : runIdsPage(m_options.stateDir / "runs", "", std::size_t(-1), &total)) {
+        const auto info = recordedInfo(id);
+        if (!info)
+            continue;
+        const bool ended = info->state() == v1::SUCCEEDED || info->state() == v1::FAILED
+            || info->state() == v1::CANCELLED;
+        runs.push_back(RunOnDisk { id, info->state(), info->ended_unix_ms(), !ended });
     }
     return runs;
-}
-
-grpc::Status AgentService::CollectGarbage(
+}grpc::Status AgentService::CollectGarbage(
     grpc::ServerContext *context, const v1::CollectGarbageRequest *request, v1::CollectGarbageResponse *response)
 {
     if (auto s = admit(context, *request); !s.ok())
@@ -565,8 +630,7 @@ grpc::Status AgentService::StartWorkers(
         std::lock_guard lock(m_mutex);
         if (m_shuttingDown)
             return { grpc::StatusCode::UNAVAILABLE, "the agent is shutting down" };
-        if (auto it = m_runs.find(request->run_id()); it != m_runs.end()) {
-            const auto &existing = it->second;
+        if (const auto existing = findRunLocked(request->run_id())) {
             if (existing->attempt() == request->attempt()) {
                 // Idempotent only for the same request: a different spec or placement
                 // under the same (run, attempt) is a client bug, never silently ignored.
@@ -611,6 +675,8 @@ grpc::Status AgentService::StartWorkers(
             launch.networkInterface = m_options.advertiseInterface;
         }
         std::error_code ec;
+        if (!std::filesystem::exists(launch.runDir.parent_path(), ec))
+            ++m_recordedRuns;
         std::filesystem::create_directories(launch.runDir, ec);
         if (ec)
             return { grpc::StatusCode::INTERNAL,
@@ -624,6 +690,8 @@ grpc::Status AgentService::StartWorkers(
             + " on data set " + spec.dataset());
     if (auto error = run->start(m_launcher); !error.empty()) {
         logMessage(LogLevel::Error, "run " + request->run_id() + ": " + error);
+        if (!run->recorded())
+            forgetUnrecorded(run);
         // A full disk is the node's problem, not the run's: the console waits for space.
         if (error.find(std::strerror(ENOSPC)) != std::string::npos || error.find(std::strerror(EDQUOT)) != std::string::npos)
             return { grpc::StatusCode::RESOURCE_EXHAUSTED, "no space left on device: " + error };
@@ -632,6 +700,23 @@ grpc::Status AgentService::StartWorkers(
     *response->mutable_rendezvous() = rendezvous;
     *response->mutable_run() = run->info();
     return grpc::Status::OK;
+}
+
+void AgentService::forgetUnrecorded(const std::shared_ptr<RunSupervisor> &run)
+{
+    // Nothing of the attempt was recorded: it leaves no folder, and the run is what it was
+    // before (an earlier attempt, read back from disk, or nothing).
+    std::lock_guard lock(m_mutex);
+    if (const auto it = m_runs.find(run->runId()); it != m_runs.end() && it->second == run)
+        m_runs.erase(it);
+    const auto attemptDir = m_options.stateDir / "runs" / run->runId() / std::to_string(run->attempt());
+    std::error_code ec;
+    if (std::filesystem::exists(attemptDir / "request.json", ec))
+        return;
+    std::filesystem::remove_all(attemptDir, ec);
+    if (std::filesystem::is_empty(attemptDir.parent_path(), ec) && !ec
+        && std::filesystem::remove(attemptDir.parent_path(), ec))
+        --m_recordedRuns;
 }
 
 grpc::Status AgentService::WatchRun(grpc::ServerContext *context, const v1::WatchRunRequest *request,
@@ -694,18 +779,32 @@ grpc::Status AgentService::StopRun(
 }
 
 grpc::Status AgentService::ListRuns(
-    grpc::ServerContext *context, const v1::ListRunsRequest *, v1::ListRunsResponse *response)
+    grpc::ServerContext *context, const v1::ListRunsRequest *request, v1::ListRunsResponse *response)
 {
-    if (auto s = authorize(context); !s.ok())
+    if (auto s = admit(context, *request); !s.ok())
         return s;
+    if (request->page_size() < 0 || request->page_size() > kMaxRunsPerPage)
+        return invalid("page_size must be 0 (the default, " + std::to_string(kDefaultRunsPerPage) + ") to "
+            + std::to_string(kMaxRunsPerPage) + " (got " + std::to_string(request->page_size()) + ")");
+    if (!request->page_token().empty() && !isSafeName(request->page_token()))
+        return invalid("page_token " + shortQuote(request->page_token())
+            + " is not one this agent gave: pass the previous page's next_page_token, or \"\" for the first page");
     releaseFinishedRuns(); // finished runs' threads, joined as they come
-    std::lock_guard lock(m_mutex);
-    for (const auto &[id, run] : m_runs)
-        *response->add_runs() = run->info();
+    const std::size_t pageSize = request->page_size() > 0 ? request->page_size() : kDefaultRunsPerPage;
+    std::int64_t total = 0;
+    // One more than the page: whether there is a next page, without a second scan.
+    auto ids = runIdsPage(m_options.stateDir / "runs", request->page_token(), pageSize + 1, &total);
+    const bool more = ids.size() > pageSize;
+    if (more)
+        ids.pop_back();
+    for (const auto &id : ids)
+        if (auto info = recordedInfo(id))
+            *response->add_runs() = std::move(*info);
+    if (more)
+        response->set_next_page_token(ids.back());
+    response->set_total(total);
     return grpc::Status::OK;
-}
-
-grpc::Status AgentService::CreateSyntheticDataset(
+}grpc::Status AgentService::CreateSyntheticDataset(
     grpc::ServerContext *context, const v1::CreateSyntheticDatasetRequest *request, v1::Dataset *response)
 {
     if (auto s = admit(context, *request); !s.ok())

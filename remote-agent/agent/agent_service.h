@@ -10,11 +10,14 @@
 #include "dataset_statistics.h"
 
 #include <atomic>
+#include "run_records.h"
 #include "run_supervisor.h"
+#include "safe_name.h"
 #include "storage.h"
 #include "stream_guard.h"
 #include "scalelab/v1/agent.grpc.pb.h"
 
+#include <deque>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -44,6 +47,9 @@ struct AgentOptions {
     int maxStreams = 256;
     int maxStreamsPerClient = 64;
     std::chrono::milliseconds streamStall { 30'000 };
+    // Finished runs kept in memory, the most recently used; the others are read back from
+    // disk when asked for, so memory does not grow with the runs an agent has finished.
+    std::size_t finishedRunsInMemory = 32;
 };
 
 class AgentService final : public v1::Agent::Service {
@@ -79,19 +85,25 @@ public:
     grpc::Status CollectGarbage(
         grpc::ServerContext *, const v1::CollectGarbageRequest *, v1::CollectGarbageResponse *) override;
 
-    // [A-Za-z0-9_.-]{1,64}, not starting with '.': safe as a single path component.
-    static bool isSafeName(const std::string &name);
-
 private:
     grpc::Status authorize(grpc::ServerContext *context) const;
     // authorize(), then the request's size limits (request_limits.h): every handler's first step.
     grpc::Status admit(grpc::ServerContext *context, const google::protobuf::Message &request) const;
     std::vector<v1::Dataset> scanDatasets() const;
-    std::shared_ptr<RunSupervisor> findRun(const std::string &runId) const;
+    // The run's latest attempt: from memory, or read back from its records on disk.
+    std::shared_ptr<RunSupervisor> findRun(const std::string &runId);
+    std::shared_ptr<RunSupervisor> findRunLocked(const std::string &runId); // m_mutex held
+    // The run's RunInfo without keeping it in memory: outcome.json, or its records.
+    std::optional<v1::RunInfo> recordedInfo(const std::string &runId);
+    // `runId` has just finished or been read back: it is now the newest of the finished
+    // runs kept in memory, and the oldest beyond options.finishedRunsInMemory leaves. m_mutex held.
+    void keepRecentLocked(const std::string &runId);
+    // An attempt refused before its records were written: removed from the table and the disk.
+    void forgetUnrecorded(const std::shared_ptr<RunSupervisor> &run);
     void restoreRuns();
     v1::StorageInfo storage() const;
     void releaseFinishedRuns();
-    std::vector<RunOnDisk> runsOnDisk() const;
+    std::vector<RunOnDisk> runsOnDisk();
     bool shuttingDown() const;
     // FAILED_PRECONDITION while an attempt of the run is active here. Caller holds m_mutex.
     grpc::Status refuseWhileActive(const std::string &runId, const char *what) const;
@@ -99,7 +111,15 @@ private:
     AgentOptions m_options;
     ProcessLauncher m_launcher;
     mutable std::mutex m_mutex;
-    std::map<std::string, std::shared_ptr<RunSupervisor>> m_runs; // latest attempt per run
+    // The runs in memory, latest attempt of each: every active run, and the finished ones
+    // used last (at most options.finishedRunsInMemory, oldest first in m_recentFinished).
+    // Every other run is only on disk, read back when asked for, so memory does not grow
+    // with the number of runs an agent has finished.
+    static constexpr int kDefaultRunsPerPage = 100;
+    static constexpr int kMaxRunsPerPage = 1000;
+    std::map<std::string, std::shared_ptr<RunSupervisor>> m_runs;
+    std::deque<std::string> m_recentFinished;
+    std::int64_t m_recordedRuns = 0; // run folders under the state folder
     std::vector<std::shared_ptr<RunSupervisor>> m_unreleased; // started here, threads not yet joined
     bool m_shuttingDown = false;
     std::unique_ptr<DatasetStatisticsCache> m_statistics;

@@ -1,6 +1,6 @@
 #include "checkpoint_transfer.h"
 
-#include "agent_service.h"
+#include "safe_name.h"
 
 #include <algorithm>
 #include <atomic>
@@ -109,7 +109,7 @@ grpc::Status CheckpointSource::open(const fs::path &checkpoints, const std::stri
     std::string sum, name;
     std::set<std::string> names;
     while (manifest >> sum >> name) {
-        if (!isHexSum(sum) || !AgentService::isSafeName(name) || name == "MANIFEST")
+        if (!isHexSum(sum) || !isSafeName(name) || name == "MANIFEST")
             return { grpc::StatusCode::DATA_LOSS,
                 "the MANIFEST of " + m_folder.string() + " has a malformed line ('" + sum + "  " + name
                     + "')" };
@@ -199,7 +199,7 @@ grpc::Status CheckpointSink::begin(const v1::CheckpointManifest &manifest)
             + std::to_string(manifest.files_size()) + ")");
     std::set<std::string> names;
     for (const auto &f : manifest.files()) {
-        if (!AgentService::isSafeName(f.name()) || f.name() == "MANIFEST")
+        if (!isSafeName(f.name()) || f.name() == "MANIFEST")
             return invalid("manifest.files has the name '" + f.name()
                 + "': a checkpoint file name is 1-64 characters from A-Z a-z 0-9 _ - . , not starting "
                   "with '.', without '/' and not MANIFEST");

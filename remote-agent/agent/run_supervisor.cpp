@@ -7,6 +7,7 @@
 #include "checkpoint_transfer.h"
 #include "file_io.h"
 #include "log.h"
+#include "run_records.h"
 
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -75,26 +76,6 @@ bool mentionsMemoryExhaustion(const std::string &text)
         if (text.find(needle) != std::string::npos)
             return true;
     return false;
-}
-
-std::string readText(const std::filesystem::path &file)
-{
-    std::ifstream in(file);
-    std::stringstream text;
-    text << in.rdbuf();
-    return text.str();
-}
-
-// Writes `message` as JSON to `file` atomically (io::replaceFileAtomically): a reader
-// sees the old file or the new one, never a torn or empty one. Empty when it worked.
-std::string writeJson(const google::protobuf::Message &message, const std::filesystem::path &file)
-{
-    std::string json;
-    google::protobuf::util::JsonPrintOptions options;
-    options.add_whitespace = true;
-    if (auto s = google::protobuf::util::MessageToJsonString(message, &json, options); !s.ok())
-        return "cannot encode " + file.filename().string() + ": " + std::string(s.message());
-    return io::replaceFileAtomically(file, json);
 }
 
 } // namespace
@@ -196,7 +177,7 @@ RunSupervisor::RunSupervisor(RunLaunch launch)
     }
 }
 
-RunSupervisor::RunSupervisor(RunLaunch launch, Restored)
+RunSupervisor::RunSupervisor(RunLaunch launch, Restored how)
     : m_launch(std::move(launch))
 {
     m_events = std::make_unique<RunEventLog>(m_launch.runDir / "events.log");
@@ -227,7 +208,7 @@ RunSupervisor::RunSupervisor(RunLaunch launch, Restored)
                     *placement.mutable_exit() = event.rank_exited();
         }
     }
-    if (!isTerminal(m_state)) {
+    if (!isTerminal(m_state) && how.closeIfActive) {
         // The agent went away while this run was active; its workers died with it.
         m_interrupted = true;
         m_stopRequested = true;
@@ -246,7 +227,8 @@ RunSupervisor::RunSupervisor(RunLaunch launch, Restored)
     m_events->close();
 }
 
-std::shared_ptr<RunSupervisor> RunSupervisor::restore(const std::filesystem::path &runDir, std::string *error)
+std::shared_ptr<RunSupervisor> RunSupervisor::restore(
+    const std::filesystem::path &runDir, std::string *error, bool closeIfActive)
 {
     RunLaunch launch;
     launch.runDir = runDir;
@@ -255,7 +237,8 @@ std::shared_ptr<RunSupervisor> RunSupervisor::restore(const std::filesystem::pat
         *error = "no readable request.json in " + runDir.string();
         return nullptr;
     }
-    auto run = std::shared_ptr<RunSupervisor>(new RunSupervisor(std::move(launch), Restored {}));
+    auto run = std::shared_ptr<RunSupervisor>(new RunSupervisor(std::move(launch), Restored { closeIfActive }));
+    run->m_recorded = true;
     if (!run->m_events->error().empty()) {
         *error = run->m_events->error();
         return nullptr;
@@ -359,12 +342,20 @@ void RunSupervisor::setState(v1::RunState state, const std::string &message)
         std::lock_guard lock(m_mutex);
         m_state = state;
         m_message = message;
+        if (isTerminal(state) && m_endedMs == 0)
+            m_endedMs = nowUnixMs();
     }
     auto event = makeEvent(-1);
     event.mutable_state()->set_state(state);
     event.mutable_state()->set_message(message);
     event.mutable_state()->set_interrupted(m_interrupted);
     m_events->append(std::move(event), isTerminal(state));
+    if (isTerminal(state) && m_recorded) {
+        // The terminal state is the last event: the outcome is what a listing reads back.
+        if (const std::string problem = writeOutcome(m_launch.runDir, info()); !problem.empty())
+            logMessage(LogLevel::Warning,
+                "run " + runId() + ": " + problem + " (listing it will read its event log instead)");
+    }
 }
 
 std::string RunSupervisor::start(ProcessLauncher &launcher)
@@ -380,9 +371,9 @@ std::string RunSupervisor::start(ProcessLauncher &launcher)
         v1::RunInfo placement;
         placement.mutable_placements()->Add(m_placements.begin(), m_placements.end());
         *placement.mutable_rendezvous() = m_launch.request.rendezvous();
-        std::string problem = writeJson(placement, m_launch.runDir / "placement.json");
+        std::string problem = writeJsonAtomically(placement, m_launch.runDir / "placement.json");
         if (problem.empty())
-            problem = writeJson(m_launch.request, m_launch.runDir / "request.json"); // last: it marks the attempt
+            problem = writeJsonAtomically(m_launch.request, m_launch.runDir / "request.json"); // last: it marks the attempt
         if (!problem.empty()) {
             problem = "cannot record the run on this agent's disk: " + problem;
             logMessage(LogLevel::Warning, problem);
@@ -392,6 +383,7 @@ std::string RunSupervisor::start(ProcessLauncher &launcher)
             std::filesystem::remove(m_launch.runDir / "request.json", ec);
             return problem;
         }
+        m_recorded = true;
     }
     m_startedMs = nowUnixMs();
     setState(

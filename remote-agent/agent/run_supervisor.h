@@ -70,8 +70,11 @@ public:
     RunSupervisor &operator=(const RunSupervisor &) = delete;
 
     // Reopens runs/<run_id>/<attempt> written by an earlier agent. Returns null with
-    // `error` set when the folder holds no readable request.
-    static std::shared_ptr<RunSupervisor> restore(const std::filesystem::path &runDir, std::string *error);
+    // `error` set when the folder holds no readable request. A run the records show still
+    // active is closed as FAILED, interrupted (the agent that ran it is gone), unless
+    // closeIfActive is false: then it is only read.
+    static std::shared_ptr<RunSupervisor> restore(
+        const std::filesystem::path &runDir, std::string *error, bool closeIfActive = true);
 
     // Starts every rank. Returns an error message (and records FAILED) on failure.
     std::string start(ProcessLauncher &launcher);
@@ -95,6 +98,9 @@ public:
     // kill timer), whose stacks an unjoined thread keeps. Not from those threads; any
     // number of calls. Returns false while the run is still active.
     bool releaseThreads();
+    // Whether the attempt's records (request.json) are on disk: false for an attempt refused
+    // before it could be recorded, which leaves nothing a restarted agent would reopen.
+    bool recorded() const { return m_recorded; }
     // Live ranks' placements (pid > 0), for utilization sampling.
     std::vector<v1::RankPlacement> livePlacements() const;
 
@@ -110,7 +116,9 @@ private:
         long oomKillsAtStart = -1;
         v1::RankExit exit;
     };
-    struct Restored { };
+    struct Restored {
+        bool closeIfActive = true;
+    };
     RunSupervisor(RunLaunch launch, Restored);
 
     void monitor(Rank &rank, int outputFd, int eventFd);
@@ -138,6 +146,7 @@ private:
     std::vector<std::unique_ptr<Rank>> m_ranks;
     std::mutex m_releaseMutex; // releaseThreads() runs once
     bool m_released = false;
+    std::atomic<bool> m_recorded = false; // request.json written (or read back)
     pid_t m_processGroup = 0;
     v1::RunState m_state = v1::STARTING;
     std::string m_message;
