@@ -32,6 +32,8 @@ namespace {
 
 struct ProcessFigures {
     double rssMb = 0;
+    double anonMb = 0; // of which: the heap and other private memory (RssAnon)
+    double fileMb = 0; // and mapped files, the program and its libraries (RssFile)
     int threads = 0;
     int fds = 0;
 };
@@ -44,6 +46,10 @@ ProcessFigures figuresOf(qint64 pid)
         for (const QByteArray &line : status.readAll().split('\n')) {
             if (line.startsWith("VmRSS:"))
                 f.rssMb = line.mid(6).trimmed().split(' ').first().toDouble() / 1024.0;
+            if (line.startsWith("RssAnon:"))
+                f.anonMb = line.mid(8).trimmed().split(' ').first().toDouble() / 1024.0;
+            if (line.startsWith("RssFile:"))
+                f.fileMb = line.mid(8).trimmed().split(' ').first().toDouble() / 1024.0;
             if (line.startsWith("Threads:"))
                 f.threads = line.mid(8).trimmed().toInt();
         }
@@ -159,7 +165,7 @@ int main(int argc, char **argv)
             }
         });
 
-    std::printf("minute runs watches rss_mb threads open_files list_all_ms\n");
+    std::printf("minute runs watches rss_mb (anon file) threads open_files list_all_ms (runs)\n");
     QElapsedTimer clock;
     clock.start();
     for (int minute = 0; minute <= minutes; ++minute) {
@@ -172,8 +178,8 @@ int main(int argc, char **argv)
         QList<v1::RunInfo> all;
         const bool listed = client.listAllRuns(&all).ok();
         const qint64 listMs = listing.elapsed();
-        std::printf("%6d %5ld %7ld %6.1f %7d %10d %11s\n", minute, runs.load(), watches.load(), f.rssMb, f.threads,
-            f.fds, listed ? qPrintable(QStringLiteral("%1 (%2)").arg(listMs).arg(all.size())) : "failed");
+        std::printf("%6d %5ld %7ld %6.1f (%4.1f %4.1f) %7d %10d %11s\n", minute, runs.load(), watches.load(), f.rssMb,
+            f.anonMb, f.fileMb, f.threads, f.fds, listed ? qPrintable(QStringLiteral("%1 (%2)").arg(listMs).arg(all.size())) : "failed");
         std::fflush(stdout);
     }
     stop = true;

@@ -40,6 +40,7 @@ struct AgentTls {
     // These settings when TLS is on here (a CA file), else fromEnvironment(): a per-agent
     // setting wins and SCALELAB_TLS_* stays the default for agents without one.
     AgentTls orEnvironment() const { return enabled() ? *this : fromEnvironment(); }
+    bool operator==(const AgentTls &) const = default;
     // The SCALELAB_TLS_* variables, a line each ("  NAME  meaning"), for --help texts.
     static QString environmentHelp();
 };

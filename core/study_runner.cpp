@@ -82,7 +82,8 @@ void StudyRunner::setAgents(const QList<AgentEndpoint> &agents)
 {
     for (const auto &a : agents) {
         const auto known = m_agents.constFind(a.name);
-        if (known != m_agents.constEnd() && known->address == a.address && known->token == a.token)
+        if (known != m_agents.constEnd() && known->address == a.address && known->token == a.token
+            && known->tls == a.tls)
             continue; // unchanged: keep the client (and the streams that use it)
         m_agents.insert(a.name, a);
         // A stream may still use the old client: it is retired, not destroyed.

@@ -23,6 +23,7 @@
 #include <sys/statvfs.h>
 #include <csignal>
 #include <cstring>
+#include <malloc.h>
 #include <poll.h>
 #include <sys/wait.h>
 #include <QJsonDocument>
@@ -452,12 +453,21 @@ void AgentService::releaseFinishedRuns()
             }
         }
     }
+    if (finished.empty())
+        return;
     for (auto &run : finished)
         run->releaseThreads(); // outside the lock: it waits for the threads to end
-    std::lock_guard lock(m_mutex);
-    for (auto &run : finished)
-        if (const auto it = m_runs.find(run->runId()); it != m_runs.end() && it->second == run)
-            keepRecentLocked(run->runId()); // the oldest finished one leaves memory
+    {
+        std::lock_guard lock(m_mutex);
+        for (auto &run : finished)
+            if (const auto it = m_runs.find(run->runId()); it != m_runs.end() && it->second == run)
+                keepRecentLocked(run->runId()); // the oldest finished one leaves memory
+    }
+    // What a run used is free now, but glibc keeps freed pages in each thread's arena;
+    // gRPC serves from many threads, so without this an agent's resident memory creeps up
+    // with every run although its live heap does not (heaptrack: flat at ~0.5 MB).
+    finished.clear();
+    ::malloc_trim(0);
 }
 
 v1::StorageInfo AgentService::storage() const
