@@ -595,6 +595,25 @@ private Q_SLOTS:
         for (const auto &run : listed)
             QCOMPARE(run.state(), v1::SUCCEEDED);
         QCOMPARE(lastStateName(watchRun(second, "p-5", 1).events), QStringLiteral("SUCCEEDED"));
+        // What a user sees: `scalelab-cli runs`, every run, and where a limited listing stops.
+        QProcess cli;
+        QProcessEnvironment environment = QProcessEnvironment::systemEnvironment();
+        environment.insert(QStringLiteral("SCALELAB_TOKEN"), restarted->token());
+        cli.setProcessEnvironment(environment);
+        cli.start(test::binary("scalelab-cli"), { QStringLiteral("runs"), QStringLiteral("--agent"), restarted->endpoint() });
+        QVERIFY(cli.waitForFinished(30'000));
+        const QString listing = QString::fromLocal8Bit(cli.readAllStandardOutput());
+        QCOMPARE(cli.exitCode(), 0);
+        QVERIFY2(listing.contains(QLatin1String("p-1  attempt 1  SUCCEEDED")), qPrintable(listing));
+        QVERIFY2(listing.contains(QLatin1String("5 of 5 run(s) recorded")), qPrintable(listing));
+        cli.start(test::binary("scalelab-cli"),
+            { QStringLiteral("runs"), QStringLiteral("--agent"), restarted->endpoint(), QStringLiteral("--after"),
+                QStringLiteral("p-3"), QStringLiteral("--limit"), QStringLiteral("1"), QStringLiteral("--json") });
+        QVERIFY(cli.waitForFinished(30'000));
+        const QString json = QString::fromLocal8Bit(cli.readAllStandardOutput());
+        QVERIFY2(json.contains(QLatin1String("\"runId\":\"p-4\"")) && !json.contains(QLatin1String("\"p-5\""))
+                && json.contains(QLatin1String("\"nextPageToken\":\"p-4\"")),
+            qPrintable(json));
         restarted->stop();
     }
 

@@ -467,6 +467,8 @@ private Q_SLOTS:
         QTest::newRow("cli describe")
             << "scalelab-cli" << QStringList { QStringLiteral("describe"), QStringLiteral("--help") }
             << clientNames;
+        QTest::newRow("cli runs")
+            << "scalelab-cli" << QStringList { QStringLiteral("runs"), QStringLiteral("--help") } << clientNames;
         QTest::newRow("cli study run")
             << "scalelab-cli"
             << QStringList { QStringLiteral("study"), QStringLiteral("run"), QStringLiteral("--help") }

@@ -618,8 +618,10 @@ int runsCommand(QStringList arguments)
         all.set_total(page.total());
         for (auto &run : *page.mutable_runs())
             *all.add_runs() = std::move(run);
-        if (page.next_page_token().empty() || all.runs_size() >= limit)
+        if (page.next_page_token().empty() || all.runs_size() >= limit) {
+            all.set_next_page_token(page.next_page_token()); // where --after goes on
             break;
+        }
         request.set_page_token(page.next_page_token());
     }
     if (parser.isSet(QStringLiteral("json"))) {
