@@ -475,6 +475,24 @@ private Q_SLOTS:
         QCOMPARE(inventory.runs(0).run_id(), std::string("long-1"));
         QVERIFY(!QFileInfo::exists(QStringLiteral("/proc/%1").arg(pid)));
         restarted->stop();
+        // Closing it wrote its outcome: the next start reads that, not the log, and the
+        // run is what it was (FAILED, interrupted), not "interrupted" a second time.
+        QVERIFY(QFileInfo::exists(path(QStringLiteral("restart/runs/long-1/1/outcome.json"))));
+        auto third = startAgent(QStringLiteral("restart"));
+        AgentClient thirdClient(third->endpoint(), third->token());
+        QVERIFY(thirdClient.describe(&inventory).ok());
+        QCOMPARE(inventory.runs_size(), 0);
+        QCOMPARE(inventory.runs_recorded(), qint64(2));
+        QList<v1::RunInfo> listed;
+        QVERIFY(thirdClient.listAllRuns(&listed).ok());
+        QCOMPARE(listed.size(), 2);
+        QCOMPARE(listed.at(0).run_id(), std::string("done-1"));
+        QCOMPARE(listed.at(1).state(), v1::FAILED);
+        QVERIFY(listed.at(1).interrupted());
+        QCOMPARE(listed.at(1).last_seq(), watched.events.back().seq());
+        QVERIFY2(agentLog(QStringLiteral("restart")).contains(QLatin1String("; 0 closed as FAILED (interrupted")),
+            qPrintable(agentLog(QStringLiteral("restart")).right(600)));
+        third->stop();
     }
 
     void shutdownMarksActiveRunsInterrupted()

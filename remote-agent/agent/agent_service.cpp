@@ -172,13 +172,12 @@ void AgentService::restoreRuns()
         if (!run)
             continue;
         ++reopened;
-        const v1::RunInfo info = run->info();
-        if (!info.interrupted()) {
+        if (!run->closedOnRestore()) {
             // Ended before there were outcome files: write one, so the next start is quick.
-            writeOutcome(runEntry.path() / std::to_string(run->attempt()), info);
+            writeOutcome(runEntry.path() / std::to_string(run->attempt()), run->info());
             continue;
         }
-        ++interrupted; // the console will ask for these soon: kept at hand
+        ++interrupted; // the console will ask for these soon: kept at hand (its outcome is written)
         m_runs[runId] = std::move(run);
         keepRecentLocked(runId);
     }
@@ -198,8 +197,8 @@ void AgentService::restoreRuns()
     if (m_recordedRuns > 0)
         logMessage(LogLevel::Info,
             std::to_string(m_recordedRuns) + " run(s) recorded in " + runsDir.string() + "; "
-                + std::to_string(interrupted) + " were active when the agent stopped and are now FAILED "
-                + "(interrupted), " + std::to_string(reopened - interrupted) + " older record(s) given an outcome.json");
+                + std::to_string(interrupted) + " closed as FAILED (interrupted: active when the agent stopped), "
+                + std::to_string(reopened - interrupted) + " older record(s) given an outcome.json");
 }
 
 bool AgentService::shuttingDown() const

@@ -180,6 +180,7 @@ RunSupervisor::RunSupervisor(RunLaunch launch)
 RunSupervisor::RunSupervisor(RunLaunch launch, Restored how)
     : m_launch(std::move(launch))
 {
+    m_recorded = true; // read back from its request.json
     m_events = std::make_unique<RunEventLog>(m_launch.runDir / "events.log");
     v1::RunInfo saved;
     if (google::protobuf::util::JsonStringToMessage(readText(m_launch.runDir / "placement.json"), &saved)
@@ -210,6 +211,7 @@ RunSupervisor::RunSupervisor(RunLaunch launch, Restored how)
     }
     if (!isTerminal(m_state) && how.closeIfActive) {
         // The agent went away while this run was active; its workers died with it.
+        m_closedOnRestore = true;
         m_interrupted = true;
         m_stopRequested = true;
         const std::string message = "interrupted: the agent stopped while the run was "
@@ -238,7 +240,6 @@ std::shared_ptr<RunSupervisor> RunSupervisor::restore(
         return nullptr;
     }
     auto run = std::shared_ptr<RunSupervisor>(new RunSupervisor(std::move(launch), Restored { closeIfActive }));
-    run->m_recorded = true;
     if (!run->m_events->error().empty()) {
         *error = run->m_events->error();
         return nullptr;

@@ -101,6 +101,8 @@ public:
     // Whether the attempt's records (request.json) are on disk: false for an attempt refused
     // before it could be recorded, which leaves nothing a restarted agent would reopen.
     bool recorded() const { return m_recorded; }
+    // restore() found the attempt still active and closed it (FAILED, interrupted).
+    bool closedOnRestore() const { return m_closedOnRestore; }
     // Live ranks' placements (pid > 0), for utilization sampling.
     std::vector<v1::RankPlacement> livePlacements() const;
 
@@ -147,6 +149,7 @@ private:
     std::mutex m_releaseMutex; // releaseThreads() runs once
     bool m_released = false;
     std::atomic<bool> m_recorded = false; // request.json written (or read back)
+    bool m_closedOnRestore = false;
     pid_t m_processGroup = 0;
     v1::RunState m_state = v1::STARTING;
     std::string m_message;
