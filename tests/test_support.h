@@ -57,6 +57,15 @@ inline QStringList childProcesses(qint64 parent)
     return found;
 }
 
+// A test's own time limit for waiting on a process, scaled by SCALELAB_TEST_TIME_SCALE
+// (ctest sets 3 in sanitizer builds, whose processes run 2-3 times slower).
+inline int timeLimit(int milliseconds)
+{
+    bool ok = false;
+    const int scale = qEnvironmentVariableIntValue("SCALELAB_TEST_TIME_SCALE", &ok);
+    return ok && scale > 1 ? milliseconds * scale : milliseconds;
+}
+
 inline QString binary(const char *name)
 {
     return QStringLiteral(SCALELAB_BIN_DIR "/") + QLatin1String(name);

@@ -86,7 +86,7 @@ public:
 
     bool finish(int timeoutMs)
     {
-        const bool done = m_process.waitForFinished(timeoutMs);
+        const bool done = m_process.waitForFinished(test::timeLimit(timeoutMs));
         events();
         return done;
     }
