@@ -17,6 +17,9 @@ SCALELAB_PACKAGES=(
   iproute2                      # tst_cluster: hosts made of network namespaces (ip, ss, tc)
 )
 
+# Only for the tests (scripts/test.sh): tst_slurm starts a real Slurm.
+SCALELAB_TEST_PACKAGES=(slurm-wlm munge)
+
 # Only for scripts/fuzz.sh: clang's libFuzzer and sanitizer runtimes (libclang-rt is
 # merely recommended by clang, and recommendations are not installed here).
 SCALELAB_FUZZ_PACKAGES=(clang libclang-rt-14-dev libfuzzer-14-dev)

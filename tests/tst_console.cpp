@@ -1,5 +1,6 @@
 // The console under QT_QPA_PLATFORM=offscreen: it starts a local agent, refuses bad
 // form values inline, launches a run and plots its loss as it arrives.
+#include "agents_view.h"
 #include "chart_controls.h"
 #include "cifar10.h"
 #include "main_window.h"
@@ -121,6 +122,29 @@ private Q_SLOTS:
         QCOMPARE(again.size(), QSize(1111, 777));
         QVERIFY(QApplication::palette().color(QPalette::Window).lightness() < 80);
         app::applyTheme(app::Theme::System);
+    }
+
+    // --agents-file / --agents (a Slurm job's agents.txt): the agents join the Agents tab
+    // and its saved list once, with the console's token; saved ones are not duplicated.
+    void agentsFromTheCommandLineJoinTheAgentsTab()
+    {
+        app::ConsoleOptions options;
+        options.agentEndpoint = QStringLiteral("127.0.0.1:1"); // nothing listens
+        options.moreAgents = { QStringLiteral("127.0.0.1:2"), QStringLiteral("127.0.0.1:3") };
+        options.token = QStringLiteral("job-token");
+        options.stateDir = m_tmp.filePath(QStringLiteral("agents-from-file"));
+        QVERIFY(QDir().mkpath(options.stateDir));
+        for (int start = 0; start < 2; ++start) {
+            app::MainWindow window(options);
+            const auto &agents = window.agentsView()->registry().agents();
+            QCOMPARE(agents.size(), 2);
+            QCOMPARE(agents[0].address, QStringLiteral("127.0.0.1:2"));
+            QCOMPARE(agents[1].name, QStringLiteral("127.0.0.1:3"));
+            QCOMPARE(agents[1].token, QStringLiteral("job-token"));
+        }
+        QFile saved(options.stateDir + QStringLiteral("/agents.json"));
+        QVERIFY(saved.open(QIODevice::ReadOnly));
+        QVERIFY(saved.readAll().contains("127.0.0.1:3"));
     }
 };
 

@@ -1,6 +1,7 @@
 // scalelab-cli study …: durable scale-up studies through core's StudyRunner.
 #include "cli_common.h"
 
+#include "agent_addresses.h"
 #include "agent_client.h"
 #include "journal.h"
 #include "local_agent.h"
@@ -39,9 +40,18 @@ void addJournalOptions(QCommandLineParser &parser)
 void addAgentOptions(QCommandLineParser &parser)
 {
     parser.addOption({ QStringLiteral("agent"),
-        QStringLiteral("Agent address HOST:PORT; repeat for several. Without any, local agents are "
-                       "started on 127.0.0.1 (see --local-agents) and stop when this command ends."),
+        QStringLiteral("Agent address HOST:PORT; repeat for several. Without any agent given (here, "
+                       "--agents-file or --agents), local agents are started on 127.0.0.1 (see "
+                       "--local-agents) and stop when this command ends."),
         QStringLiteral("host:port") });
+    parser.addOption({ QStringLiteral("agents-file"),
+        QStringLiteral("File of agent addresses, one HOST:PORT per line, '#' comments (the Slurm "
+                       "launcher writes one); repeatable."),
+        QStringLiteral("file") });
+    parser.addOption({ QStringLiteral("agents"),
+        QStringLiteral("dns:NAME:PORT: every address NAME resolves to (a Kubernetes headless Service); "
+                       "repeatable."),
+        QStringLiteral("dns:name:port") });
     parser.addOption({ QStringLiteral("token-file"),
         QStringLiteral("File with the agents' token (or set SCALELAB_TOKEN)."), QStringLiteral("path") });
     parser.addOption({ QStringLiteral("local-agents"),
@@ -69,6 +79,19 @@ struct Agents {
     QList<AgentEndpoint> endpoints;
 };
 
+// --agent, --agents-file and --agents, together.
+AgentAddresses givenAgents(const QCommandLineParser &parser)
+{
+    return gatherAgentAddresses(parser.values(QStringLiteral("agent")),
+        parser.values(QStringLiteral("agents-file")), parser.values(QStringLiteral("agents")));
+}
+
+bool agentsGiven(const QCommandLineParser &parser)
+{
+    return parser.isSet(QStringLiteral("agent")) || parser.isSet(QStringLiteral("agents-file"))
+        || parser.isSet(QStringLiteral("agents"));
+}
+
 int setUpAgents(const QCommandLineParser &parser, Agents *agents)
 {
     QString token = QString::fromLocal8Bit(qgetenv("SCALELAB_TOKEN"));
@@ -79,11 +102,11 @@ int setUpAgents(const QCommandLineParser &parser, Agents *agents)
                 QStringLiteral("cannot read token file %1: %2").arg(f.fileName(), f.errorString()));
         token = QString::fromUtf8(f.readAll()).trimmed();
     }
-    for (const QString &address : parser.values(QStringLiteral("agent"))) {
-        if (const QString problem = AgentClient::endpointError(address); !problem.isEmpty())
-            return badInput(problem);
+    const AgentAddresses given = givenAgents(parser);
+    if (!given.ok())
+        return badInput(given.error);
+    for (const QString &address : given.addresses)
         agents->endpoints << AgentEndpoint { address, address, token };
-    }
     if (!agents->endpoints.isEmpty())
         return Ok;
     bool ok = false;
@@ -492,7 +515,7 @@ int watchStudy(const QStringList &arguments)
     bool local = false;
     for (const QString &name : state.agents())
         local = local || name.startsWith(QLatin1String("local-"));
-    if (local && !parser.isSet(QStringLiteral("agent"))) {
+    if (local && !agentsGiven(parser)) {
         QStringList args = arguments;
         args << QStringLiteral("--local-agents") << QString::number(state.agents().size());
         QCommandLineParser again;
@@ -505,7 +528,7 @@ int watchStudy(const QStringList &arguments)
     } else if (int rc = setUpAgents(parser, &agents); rc != Ok) {
         return rc;
     }
-    if (!local && parser.values(QStringLiteral("agent")).isEmpty())
+    if (!local && !agentsGiven(parser))
         agents.endpoints.clear(); // the journal's addresses; only the token is needed
     if (!local) {
         QString token = QString::fromLocal8Bit(qgetenv("SCALELAB_TOKEN"));
@@ -609,12 +632,11 @@ int requestStudyChange(const QStringList &arguments, bool retry)
         return BadInput;
     const QString studyId = parser.positionalArguments().at(0);
     QString error;
-    QStringList addAgents; // a retry may go to agents the study did not have
-    for (const QString &address : parser.values(QStringLiteral("agent"))) {
-        if (const QString problem = AgentClient::endpointError(address); !problem.isEmpty())
-            return badInput(problem);
-        addAgents << address;
-    }
+    // A retry may go to agents the study did not have.
+    const AgentAddresses given = givenAgents(parser);
+    if (!given.ok())
+        return badInput(given.error);
+    const QStringList addAgents = given.addresses;
     const bool recorded = retry ? StudyRunner::requestRetry(&journal, studyId, runId, &error, addAgents)
                                 : StudyRunner::requestCancel(&journal, studyId, runId, &error);
     if (!recorded)

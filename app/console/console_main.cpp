@@ -1,4 +1,5 @@
 // scalelab: the desktop console.
+#include "agent_addresses.h"
 #include "agent_client.h"
 #include "main_window.h"
 #include "theme.h"
@@ -59,7 +60,17 @@ int main(int argc, char **argv)
     parser.addHelpOption();
     parser.addVersionOption();
     parser.addOptions({
-        { QStringLiteral("agent"), QStringLiteral("Agent address HOST:PORT."), QStringLiteral("host:port") },
+        { QStringLiteral("agent"),
+            QStringLiteral("Agent address HOST:PORT for the Run tab; more of them join the Agents tab."),
+            QStringLiteral("host:port") },
+        { QStringLiteral("agents-file"),
+            QStringLiteral("File of agent addresses, one HOST:PORT per line (a Slurm job's agents.txt): "
+                           "they join the Agents tab, and the first is the Run tab's."),
+            QStringLiteral("file") },
+        { QStringLiteral("agents"),
+            QStringLiteral("dns:NAME:PORT: every address NAME resolves to joins the Agents tab (a "
+                           "Kubernetes headless Service)."),
+            QStringLiteral("dns:name:port") },
         { QStringLiteral("token-file"), QStringLiteral("File with the agent's token (or SCALELAB_TOKEN)."),
             QStringLiteral("path") },
         { QStringLiteral("data-dir"), QStringLiteral("Data folder for the local agent."),
@@ -108,7 +119,16 @@ int main(int argc, char **argv)
     }
 
     scalelab::app::ConsoleOptions options;
-    options.agentEndpoint = parser.value(QStringLiteral("agent"));
+    const QStringList singleAgents = parser.values(QStringLiteral("agent"));
+    const scalelab::core::AgentAddresses listed = scalelab::core::gatherAgentAddresses(
+        {}, parser.values(QStringLiteral("agents-file")), parser.values(QStringLiteral("agents")));
+    const scalelab::core::AgentAddresses given = scalelab::core::gatherAgentAddresses(singleAgents, {}, {});
+    if (!listed.ok() || !given.ok()) {
+        std::fprintf(stderr, "scalelab: %s\n", qPrintable(listed.ok() ? given.error : listed.error));
+        return 2;
+    }
+    options.agentEndpoint = singleAgents.isEmpty() ? listed.addresses.value(0) : singleAgents.first();
+    options.moreAgents = singleAgents.mid(1) + listed.addresses;
     options.token = QString::fromLocal8Bit(qgetenv("SCALELAB_TOKEN"));
     if (parser.isSet(QStringLiteral("token-file"))) {
         QFile f(parser.value(QStringLiteral("token-file")));

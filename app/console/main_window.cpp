@@ -31,6 +31,7 @@
 #include <QThreadPool>
 #include <QVBoxLayout>
 
+#include <algorithm>
 #include <cmath>
 
 namespace scalelab::app {
@@ -251,6 +252,7 @@ void MainWindow::buildUi()
         if (!m_agentsView->openRegistry(m_options.stateDir, &error))
             m_log->appendPlainText(tr("error: agent list: %1").arg(error));
     }
+    addAgentsFromCommandLine();
     m_tabs = new QTabWidget;
     m_tabs->setObjectName(QStringLiteral("mainTabs"));
     m_tabs->addTab(split, tr("&Run"));
@@ -505,6 +507,25 @@ void MainWindow::setStatus(const QString &text, bool error)
     statusBar()->showMessage(text);
     if (error)
         m_log->appendPlainText(QStringLiteral("error: ") + text);
+}
+
+void MainWindow::addAgentsFromCommandLine()
+{
+    for (const QString &address : m_options.moreAgents) {
+        const auto &saved = m_agentsView->registry().agents();
+        if (std::any_of(saved.begin(), saved.end(),
+                [&](const core::AgentConfig &a) { return a.address == address || a.name == address; }))
+            continue;
+        core::AgentConfig agent;
+        agent.name = address;
+        agent.address = address;
+        agent.token = m_options.token;
+        QString error;
+        if (m_agentsView->addAgent(agent, &error))
+            m_log->appendPlainText(tr("added agent %1 (from the command line) to the Agents tab").arg(address));
+        else
+            m_log->appendPlainText(tr("error: cannot add agent %1: %2").arg(address, error));
+    }
 }
 
 void MainWindow::connectToAgent()

@@ -40,6 +40,9 @@ class MetricChart;
 
 struct ConsoleOptions {
     QString agentEndpoint; // empty = start a local agent
+    // Agents to add to the Agents tab (and its saved list) when not there yet, named by
+    // their address, with `token` and the SCALELAB_TLS_* settings (--agents-file, ...).
+    QStringList moreAgents;
     QString token;
     core::LocalAgentOptions localAgent;
     QString stateDir; // the study journal (journal.sqlite) and agents.json; empty = neither
@@ -81,6 +84,7 @@ public:
 
 public Q_SLOTS:
     void connectToAgent();
+    void addAgentsFromCommandLine();
     void launchRun();
     void stopRun();
     void createSyntheticDataset();

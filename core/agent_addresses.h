@@ -1,0 +1,37 @@
+// Where agents are, said one of three ways, the same in the CLI, the console and the
+// deployment scripts:
+//   HOST:PORT             one agent (repeatable: --agent)
+//   a file                one HOST:PORT per line, '#' starts a comment (--agents-file; the
+//                         Slurm launcher writes one)
+//   dns:NAME:PORT         every address NAME resolves to (--agents; a Kubernetes headless
+//                         Service), in sorted order; set SCALELAB_TLS_SERVER_NAME when the
+//                         agents' certificates name the Service, not the pods' addresses
+#pragma once
+
+#include <QString>
+#include <QStringList>
+
+namespace scalelab::core {
+
+struct AgentAddresses {
+    QStringList addresses; // HOST:PORT, each once, in the order given
+    QString error; // empty = every source was read and every address is usable
+    bool ok() const { return error.isEmpty(); }
+};
+
+// The addresses in the text of an agents file; `source` names it in errors ("FILE:LINE: …").
+[[nodiscard]] AgentAddresses parseAgentsFile(const QByteArray &text, const QString &source);
+
+// Reads and parses an agents file.
+[[nodiscard]] AgentAddresses readAgentsFile(const QString &path);
+
+// "dns:NAME:PORT" → "ADDRESS:PORT" for every IPv4/IPv6 address of NAME (IPv6 in brackets),
+// sorted; an error when the spec is malformed or NAME has no address.
+[[nodiscard]] AgentAddresses resolveAgentsDns(const QString &spec);
+
+// Everything given, in order: --agent values, then each --agents-file, then each --agents
+// spec. Duplicates are kept once. The first problem stops it.
+[[nodiscard]] AgentAddresses gatherAgentAddresses(
+    const QStringList &agents, const QStringList &files, const QStringList &dnsSpecs);
+
+} // namespace scalelab::core

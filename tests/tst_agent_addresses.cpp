@@ -1,0 +1,119 @@
+// The three ways to say where agents are (core/agent_addresses.h): HOST:PORT, an agents
+// file (as the Slurm launcher writes it) and dns:NAME:PORT.
+#include "agent_addresses.h"
+
+#include <QFile>
+#include <QTemporaryDir>
+#include <QTest>
+
+using namespace scalelab::core;
+
+class TestAgentAddresses : public QObject {
+    Q_OBJECT
+private Q_SLOTS:
+    void fileWithCommentsAndBlankLines()
+    {
+        const AgentAddresses got = parseAgentsFile("# job 42\n"
+                                                   "node1:7450\n"
+                                                   "\n"
+                                                   "  node2:7450   # rank 1's host\n"
+                                                   "10.0.0.3:7451\r\n"
+                                                   "node1:7450\n",
+            QStringLiteral("agents.txt"));
+        QVERIFY2(got.ok(), qPrintable(got.error));
+        QCOMPARE(got.addresses,
+            QStringList({ QStringLiteral("node1:7450"), QStringLiteral("node2:7450"),
+                QStringLiteral("10.0.0.3:7451") }));
+    }
+
+    void fileProblemsNameTheLine()
+    {
+        AgentAddresses got = parseAgentsFile("node1:7450\nnode2\n", QStringLiteral("a.txt"));
+        QVERIFY(!got.ok());
+        QVERIFY2(got.error.startsWith(QLatin1String("a.txt:2: ")), qPrintable(got.error));
+        QVERIFY2(got.error.contains(QLatin1String("HOST:PORT")), qPrintable(got.error));
+
+        got = parseAgentsFile("node1:99999\n", QStringLiteral("a.txt"));
+        QVERIFY2(got.error.startsWith(QLatin1String("a.txt:1: ")) && got.error.contains(QLatin1String("port")),
+            qPrintable(got.error));
+
+        got = parseAgentsFile("node1:7450 node2:7450\n", QStringLiteral("a.txt"));
+        QVERIFY2(got.error.contains(QLatin1String("one agent address per line")), qPrintable(got.error));
+
+        got = parseAgentsFile("# nothing yet\n\n", QStringLiteral("a.txt"));
+        QVERIFY2(got.error.contains(QLatin1String("no agent address")), qPrintable(got.error));
+        QVERIFY(got.addresses.isEmpty());
+    }
+
+    void readsFilesAndSaysWhyNot()
+    {
+        QTemporaryDir dir;
+        const QString path = dir.filePath(QStringLiteral("agents"));
+        AgentAddresses got = readAgentsFile(path);
+        QVERIFY2(got.error.contains(QLatin1String("cannot read agents file")) && got.error.contains(path),
+            qPrintable(got.error));
+        QFile f(path);
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write("h1:7450\nh2:7450\n");
+        f.close();
+        got = readAgentsFile(path);
+        QVERIFY2(got.ok(), qPrintable(got.error));
+        QCOMPARE(got.addresses.size(), 2);
+    }
+
+    void dnsResolvesEveryAddressSorted()
+    {
+        // localhost is in every /etc/hosts: no DNS server is needed.
+        const AgentAddresses got = resolveAgentsDns(QStringLiteral("dns:localhost:7450"));
+        QVERIFY2(got.ok(), qPrintable(got.error));
+        QVERIFY2(got.addresses.contains(QStringLiteral("127.0.0.1:7450")), qPrintable(got.addresses.join(',')));
+        for (const QString &a : got.addresses)
+            QVERIFY2(a == QLatin1String("127.0.0.1:7450") || a == QLatin1String("[::1]:7450"), qPrintable(a));
+        QCOMPARE(got.addresses.first(), QStringLiteral("127.0.0.1:7450")); // IPv4 first
+    }
+
+    void dnsSpecProblems_data()
+    {
+        QTest::addColumn<QString>("spec");
+        QTest::newRow("no prefix") << "localhost:7450";
+        QTest::newRow("no port") << "dns:localhost";
+        QTest::newRow("bad port") << "dns:localhost:0";
+        QTest::newRow("no name") << "dns::7450";
+        QTest::newRow("port not a number") << "dns:localhost:http";
+    }
+    void dnsSpecProblems()
+    {
+        QFETCH(QString, spec);
+        const AgentAddresses got = resolveAgentsDns(spec);
+        QVERIFY(!got.ok());
+        QVERIFY(got.addresses.isEmpty());
+        QVERIFY2(got.error.contains(QLatin1String("dns:NAME:PORT")), qPrintable(got.error));
+    }
+
+    void gatherKeepsOrderAndDropsDuplicates()
+    {
+        QTemporaryDir dir;
+        const QString path = dir.filePath(QStringLiteral("agents"));
+        QFile f(path);
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write("h2:7450\n127.0.0.1:7450\nh3:7450\n");
+        f.close();
+        AgentAddresses got = gatherAgentAddresses({ QStringLiteral("h1:7450"), QStringLiteral("h2:7450") },
+            { path }, { QStringLiteral("dns:localhost:7450") });
+        QVERIFY2(got.ok(), qPrintable(got.error));
+        QCOMPARE(got.addresses.mid(0, 4),
+            QStringList({ QStringLiteral("h1:7450"), QStringLiteral("h2:7450"), QStringLiteral("127.0.0.1:7450"),
+                QStringLiteral("h3:7450") }));
+
+        got = gatherAgentAddresses({ QStringLiteral("h1") }, {}, {});
+        QVERIFY2(got.error.contains(QLatin1String("HOST:PORT")), qPrintable(got.error));
+        got = gatherAgentAddresses({}, { dir.filePath(QStringLiteral("missing")) }, {});
+        QVERIFY2(got.error.contains(QLatin1String("cannot read agents file")), qPrintable(got.error));
+        got = gatherAgentAddresses({}, {}, {});
+        QVERIFY(got.ok());
+        QVERIFY(got.addresses.isEmpty());
+    }
+};
+
+QTEST_GUILESS_MAIN(TestAgentAddresses)
+#include "tst_agent_addresses.moc"

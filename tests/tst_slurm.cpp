@@ -1,0 +1,307 @@
+// packaging/slurm for real: Debian's slurm-wlm on this machine (munged, slurmctld and one
+// slurmd per "node", each node a network namespace with its own address and host name;
+// tests/slurm/slurm-cluster.sh), and the batch script submitted with sbatch as a user
+// would. The study must end SUCCEEDED with its reports in the job's folder; a requeued
+// job continues its study from the journal; scancel stops every worker.
+//
+// Needs root (namespaces), slurm-wlm and munge: ctest label `slurm`. Where the harness
+// cannot run, every case fails with its reason; exclude the label by name there
+// (`ctest -LE slurm`). Nothing is skipped silently.
+#include "test_support.h"
+
+#include <QCoreApplication>
+#include <QDeadlineTimer>
+#include <QFile>
+#include <QFileInfo>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QProcess>
+#include <QRegularExpression>
+#include <QTemporaryDir>
+#include <QTest>
+#include <QThread>
+
+#include <cstdio>
+
+using namespace scalelab;
+
+namespace {
+
+const QString kSource = QStringLiteral(SCALELAB_SOURCE_DIR);
+const QString kHarness = kSource + QStringLiteral("/tests/slurm/slurm-cluster.sh");
+const QString kBatch = kSource + QStringLiteral("/packaging/slurm/scalelab-study.sbatch");
+
+struct Result {
+    int code = -1;
+    QString output;
+};
+
+Result run(const QString &program, const QStringList &args, const QProcessEnvironment &env,
+    int timeoutMs = 60'000, const QString &dir = {})
+{
+    QProcess p;
+    p.setProcessChannelMode(QProcess::MergedChannels);
+    p.setProcessEnvironment(env);
+    if (!dir.isEmpty())
+        p.setWorkingDirectory(dir);
+    p.start(program, args);
+    if (!p.waitForFinished(timeoutMs)) {
+        p.kill();
+        p.waitForFinished();
+    }
+    return { p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1, QString::fromLocal8Bit(p.readAll()) };
+}
+
+QString readAll(const QString &path)
+{
+    QFile f(path);
+    return f.open(QIODevice::ReadOnly) ? QString::fromUtf8(f.readAll()) : QString();
+}
+
+// A study plan on the synthetic set: a baseline (unless `baseline` is false) and one
+// 4-worker run spread over the nodes.
+QByteArray plan(const char *name, int trainImages, int epochs, bool baseline)
+{
+    return QStringLiteral(R"({"name":"%1","dataset":"synthetic","training":{"maxTrainImages":"%2",
+        "maxTestImages":"128"},"baseline":%3,"grid":{"workers":[4],"batchSize":[32],"epochs":[%4]},
+        "maxFailures":2,"placement":"spread"})")
+        .arg(QLatin1String(name))
+        .arg(trainImages)
+        .arg(baseline ? QStringLiteral(R"({"batchSize":32})") : QStringLiteral(R"({"skip":true})"))
+        .arg(epochs)
+        .toUtf8();
+}
+
+void writeFile(const QString &path, const QByteArray &text)
+{
+    QFile f(path);
+    QVERIFY2(f.open(QIODevice::WriteOnly), qPrintable(path));
+    f.write(text);
+}
+
+} // namespace
+
+class TestSlurm : public QObject {
+    Q_OBJECT
+private:
+    QTemporaryDir m_dir { QStringLiteral("/tmp/slslurm-XXXXXX") };
+    bool m_up = false;
+    QString m_error;
+    QProcessEnvironment m_env;
+
+    QString jobsDir() const { return m_dir.path() + QStringLiteral("/jobs"); }
+    QString jobDir(const QString &job) const { return jobsDir() + QStringLiteral("/scalelab-job-") + job; }
+    QString jobOutput(const QString &job) const
+    {
+        return readAll(jobsDir() + QStringLiteral("/scalelab-study-%1.out").arg(job));
+    }
+
+    // sbatch -N NODES scalelab-study.sbatch PLAN --synthetic ...: the job id.
+    QString submit(const QByteArray &planText, int nodes, int trainImages)
+    {
+        const QString planFile = jobsDir() + QStringLiteral("/plan-%1.json").arg(QDateTime::currentMSecsSinceEpoch());
+        writeFile(planFile, planText);
+        const Result r = run(QStringLiteral("sbatch"),
+            { QStringLiteral("--parsable"), QStringLiteral("-N"), QString::number(nodes),
+                QStringLiteral("--chdir=") + jobsDir(), kBatch, planFile, QStringLiteral("--synthetic"),
+                QStringLiteral("--synthetic-train"), QString::number(trainImages), QStringLiteral("--synthetic-test"),
+                QStringLiteral("128") },
+            m_env, 60'000, jobsDir()); // submitted from there: the job's folder is made there
+        if (r.code != 0) {
+            qWarning("sbatch failed: %s", qPrintable(r.output));
+            return {};
+        }
+        return r.output.trimmed().section(QLatin1Char(';'), 0, 0);
+    }
+
+    // Qt Test cuts long messages: the job's whole output goes to standard error, and the
+    // message says where to look.
+    QByteArray shown(const QString &job, const QString &what = {}) const
+    {
+        std::fprintf(stderr, "---- output of job %s ----\n%s---- end of job %s ----\n", qPrintable(job),
+            qPrintable(jobOutput(job)), qPrintable(job));
+        return (what + QStringLiteral(" (job %1's output is above)").arg(job)).toLocal8Bit();
+    }
+
+    QString jobField(const QString &job, const QString &field) const
+    {
+        const Result r = run(QStringLiteral("scontrol"), { QStringLiteral("show"), QStringLiteral("job"),
+                                                            QStringLiteral("-o"), job }, m_env);
+        const QRegularExpression re(QStringLiteral("(?:^| )%1=(\\S*)").arg(field));
+        return re.match(r.output).captured(1);
+    }
+
+    // Waits until the job is in one of `states`; false (with the state it had) on timeout.
+    bool waitForState(const QString &job, const QStringList &states, int timeoutMs, QString *last)
+    {
+        QDeadlineTimer deadline(test::timeLimit(timeoutMs));
+        while (!deadline.hasExpired()) {
+            *last = jobField(job, QStringLiteral("JobState"));
+            if (states.contains(*last))
+                return true;
+            QThread::msleep(500);
+        }
+        return false;
+    }
+
+    bool waitForOutput(const QString &job, const QString &text, int timeoutMs)
+    {
+        QDeadlineTimer deadline(test::timeLimit(timeoutMs));
+        while (!deadline.hasExpired()) {
+            if (jobOutput(job).contains(text))
+                return true;
+            QThread::msleep(300);
+        }
+        return false;
+    }
+
+    // Nothing of the job is left: no agent, worker or CLI mentions its folder.
+    bool nothingLeft(const QString &job, int timeoutMs, QStringList *left)
+    {
+        QDeadlineTimer deadline(test::timeLimit(timeoutMs));
+        do {
+            *left = test::processesMentioning(jobDir(job));
+            if (left->isEmpty())
+                return true;
+            QThread::msleep(300);
+        } while (!deadline.hasExpired());
+        return false;
+    }
+
+    QJsonObject report(const QString &job, QString *studyId)
+    {
+        const auto files = QDir(jobDir(job) + QStringLiteral("/reports"))
+                               .entryList({ QStringLiteral("*.json") }, QDir::Files);
+        if (files.size() != 1)
+            return {};
+        *studyId = files.first().chopped(5);
+        return QJsonDocument::fromJson(readAll(jobDir(job) + QStringLiteral("/reports/") + files.first()).toUtf8())
+            .object();
+    }
+
+private Q_SLOTS:
+    void initTestCase()
+    {
+        QVERIFY(m_dir.isValid());
+        QDir().mkpath(jobsDir());
+        m_env = QProcessEnvironment::systemEnvironment();
+        // Should this test die without taking its cluster down, the harness does it.
+        m_env.insert(QStringLiteral("CLUSTER_OWNER_PID"), QString::number(QCoreApplication::applicationPid()));
+        m_env.insert(QStringLiteral("SCALELAB_BIN_DIR"), QStringLiteral(SCALELAB_BIN_DIR));
+        const Result up = run(QStringLiteral("bash"), { kHarness, QStringLiteral("up"), m_dir.path(), QStringLiteral("2") },
+            m_env, 120'000);
+        m_up = up.code == 0;
+        m_error = up.output;
+        m_env.insert(QStringLiteral("SLURM_CONF"), m_dir.path() + QStringLiteral("/slurm/slurm.conf"));
+    }
+
+    void cleanupTestCase()
+    {
+        run(QStringLiteral("bash"), { kHarness, QStringLiteral("down"), m_dir.path() }, m_env, 120'000);
+    }
+
+    void init() { QVERIFY2(m_up, qPrintable(QStringLiteral("no Slurm cluster: ") + m_error)); }
+
+    // A baseline and a 4-worker run whose ranks span both nodes, to SUCCEEDED, with its
+    // journal and four reports in the job's folder and the agents stopped cleanly.
+    void studyOnTwoNodesSucceeds()
+    {
+        const QString job = submit(plan("slurm-smoke", 512, 1, true), 2, 512);
+        QVERIFY(!job.isEmpty());
+        QString state;
+        QVERIFY2(waitForState(job, { QStringLiteral("COMPLETED"), QStringLiteral("FAILED"),
+                                         QStringLiteral("CANCELLED") },
+                     300'000, &state),
+            shown(job, state).constData());
+        const QString output = jobOutput(job);
+        QVERIFY2(state == QLatin1String("COMPLETED") && jobField(job, QStringLiteral("ExitCode")) == QLatin1String("0:0"),
+            shown(job, state).constData());
+        QVERIFY2(output.contains(QRegularExpression(QStringLiteral("placed on h\\d:7450 \\(2 ranks\\), h\\d:7450 \\(2 ranks\\)"))),
+            shown(job).constData());
+
+        const QString dir = jobDir(job);
+        QCOMPARE(readAll(dir + QStringLiteral("/agents.txt")), QStringLiteral("h1:7450\nh2:7450\n"));
+        QCOMPARE(QFileInfo(dir + QStringLiteral("/token")).permissions() & (QFile::ReadGroup | QFile::ReadOther),
+            QFileDevice::Permissions());
+        QVERIFY(readAll(dir + QStringLiteral("/attach.txt")).contains(QStringLiteral("--agents-file ") + dir));
+        QString studyId;
+        const QJsonObject json = report(job, &studyId);
+        QCOMPARE(json.value(QLatin1String("state")).toString(), QStringLiteral("SUCCEEDED"));
+        QCOMPARE(json.value(QLatin1String("synthetic")).toBool(), true);
+        QCOMPARE(json.value(QLatin1String("runs")).toArray().size(), 2);
+        for (const char *format : { "csv", "html", "pdf" })
+            QVERIFY2(QFileInfo(dir + QStringLiteral("/reports/%1.%2").arg(studyId, QLatin1String(format))).size() > 100,
+                format);
+        // Each agent was asked to stop (SIGTERM to the step), not killed.
+        for (const char *node : { "h1", "h2" })
+            QVERIFY2(readAll(dir + QStringLiteral("/agents/%1/agent.log").arg(QLatin1String(node)))
+                         .contains(QLatin1String("received Terminated")),
+                node);
+        QStringList left;
+        QVERIFY2(nothingLeft(job, 10'000, &left), qPrintable(left.join(QLatin1Char('\n'))));
+    }
+
+    // Requeued after its first epoch (as after a preemption), the job continues the study
+    // from its journal: no second study, and the interrupted run resumes from a checkpoint.
+    void requeueContinuesFromJournal()
+    {
+        const QString job = submit(plan("slurm-requeue", 1024, 3, true), 2, 1024);
+        QVERIFY(!job.isEmpty());
+        QVERIFY2(waitForOutput(job, QStringLiteral("epoch 1:"), 180'000), shown(job).constData());
+        const Result requeue = run(QStringLiteral("scontrol"), { QStringLiteral("requeue"), job }, m_env);
+        QVERIFY2(requeue.code == 0, qPrintable(requeue.output));
+        // Slurm holds a requeued job back for a while (BeginTime); a preempted one would wait
+        // for nodes anyway. Nothing of the first run may be left meanwhile.
+        QStringList left;
+        QVERIFY2(nothingLeft(job, 60'000, &left), qPrintable(left.join(QLatin1Char('\n'))));
+        QString state;
+        QVERIFY2(waitForState(job, { QStringLiteral("COMPLETED"), QStringLiteral("FAILED") }, 480'000, &state),
+            shown(job, state).constData());
+        const QString output = jobOutput(job);
+        QVERIFY2(state == QLatin1String("COMPLETED"), shown(job).constData());
+        QVERIFY2(jobField(job, QStringLiteral("Restarts")) == QLatin1String("1"), shown(job).constData());
+        QVERIFY2(output.contains(QStringLiteral("the journal holds study")), shown(job).constData());
+        QCOMPARE(output.count(QStringLiteral(" created; if this command stops")), 1);
+
+        QString studyId;
+        const QJsonObject json = report(job, &studyId);
+        QCOMPARE(json.value(QLatin1String("state")).toString(), QStringLiteral("SUCCEEDED"));
+        int resumed = 0;
+        for (const auto &r : json.value(QLatin1String("runs")).toArray())
+            for (const auto &a : r.toObject().value(QLatin1String("attempts")).toArray())
+                resumed += a.toObject().value(QLatin1String("resumed_from_epoch")).toInt() > 0 ? 1 : 0;
+        QVERIFY2(resumed >= 1, shown(job).constData());
+    }
+
+    // scancel while ranks train: every worker, agent and the CLI are gone within Slurm's
+    // kill wait, and the journal keeps the study.
+    void scancelStopsEveryWorker()
+    {
+        const QString job = submit(plan("slurm-cancel", 4096, 5, false), 2, 4096);
+        QVERIFY(!job.isEmpty());
+        QVERIFY2(waitForOutput(job, QStringLiteral("placed on"), 180'000), shown(job).constData());
+        QDeadlineTimer deadline(test::timeLimit(60'000));
+        int workers = 0;
+        while (!deadline.hasExpired() && workers < 4) {
+            workers = 0;
+            for (const QString &p : test::processesMentioning(jobDir(job)))
+                workers += p.contains(QLatin1String("scalelab-worker")) ? 1 : 0;
+            QThread::msleep(200);
+        }
+        QCOMPARE(workers, 4);
+        const Result cancel = run(QStringLiteral("scancel"), { job }, m_env);
+        QVERIFY2(cancel.code == 0, qPrintable(cancel.output));
+        QStringList left;
+        // KillWait is 10 s in the test's slurm.conf: SIGKILL follows SIGTERM after it.
+        QVERIFY2(nothingLeft(job, 30'000, &left), qPrintable(left.join(QLatin1Char('\n'))));
+        QString state;
+        QVERIFY2(waitForState(job, { QStringLiteral("CANCELLED") }, 30'000, &state), qPrintable(state));
+        const Result list = run(QStringLiteral(SCALELAB_BIN_DIR "/scalelab-cli"),
+            { QStringLiteral("study"), QStringLiteral("list"), QStringLiteral("--state-dir"), jobDir(job) }, m_env);
+        QVERIFY2(list.output.contains(QLatin1String("slurm-cancel")), qPrintable(list.output));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestSlurm)
+#include "tst_slurm.moc"
