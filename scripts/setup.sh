@@ -17,8 +17,10 @@ SCALELAB_PACKAGES=(
   iproute2                      # tst_cluster: hosts made of network namespaces (ip, ss, tc)
 )
 
-# Only for the tests (scripts/test.sh): tst_slurm starts a real Slurm.
-SCALELAB_TEST_PACKAGES=(slurm-wlm munge)
+# Only for the tests (scripts/test.sh): tst_slurm starts a real Slurm; tst_packaging makes
+# the .debs (dpkg-shlibdeps), checks the unit (systemd-analyze) and installs them into a
+# fresh Debian root (debootstrap).
+SCALELAB_TEST_PACKAGES=(slurm-wlm munge dpkg-dev systemd debootstrap)
 
 # Only for scripts/fuzz.sh: clang's libFuzzer and sanitizer runtimes (libclang-rt is
 # merely recommended by clang, and recommendations are not installed here).

@@ -26,6 +26,14 @@
 
 using namespace scalelab;
 
+// QVERIFY2 builds its message even when the check passes: this prints the job's output
+// only when `condition` fails.
+#define VERIFY_JOB(condition, job, what)                                                                          \
+    do {                                                                                                          \
+        if (!(condition))                                                                                         \
+            QFAIL(shown(job, what).constData());                                                                  \
+    } while (false)
+
 namespace {
 
 const QString kSource = QStringLiteral(SCALELAB_SOURCE_DIR);
@@ -210,15 +218,12 @@ private Q_SLOTS:
         const QString job = submit(plan("slurm-smoke", 512, 1, true), 2, 512);
         QVERIFY(!job.isEmpty());
         QString state;
-        QVERIFY2(waitForState(job, { QStringLiteral("COMPLETED"), QStringLiteral("FAILED"),
+        VERIFY_JOB(waitForState(job, { QStringLiteral("COMPLETED"), QStringLiteral("FAILED"),
                                          QStringLiteral("CANCELLED") },
-                     300'000, &state),
-            shown(job, state).constData());
+                     300'000, &state), job, state);
         const QString output = jobOutput(job);
-        QVERIFY2(state == QLatin1String("COMPLETED") && jobField(job, QStringLiteral("ExitCode")) == QLatin1String("0:0"),
-            shown(job, state).constData());
-        QVERIFY2(output.contains(QRegularExpression(QStringLiteral("placed on h\\d:7450 \\(2 ranks\\), h\\d:7450 \\(2 ranks\\)"))),
-            shown(job).constData());
+        VERIFY_JOB(state == QLatin1String("COMPLETED") && jobField(job, QStringLiteral("ExitCode")) == QLatin1String("0:0"), job, state);
+        VERIFY_JOB(output.contains(QRegularExpression(QStringLiteral("placed on h\\d:7450 \\(2 ranks\\), h\\d:7450 \\(2 ranks\\)"))), job, QString());
 
         const QString dir = jobDir(job);
         QCOMPARE(readAll(dir + QStringLiteral("/agents.txt")), QStringLiteral("h1:7450\nh2:7450\n"));
@@ -248,7 +253,8 @@ private Q_SLOTS:
     {
         const QString job = submit(plan("slurm-requeue", 1024, 3, true), 2, 1024);
         QVERIFY(!job.isEmpty());
-        QVERIFY2(waitForOutput(job, QStringLiteral("epoch 1:"), 180'000), shown(job).constData());
+        // Once epoch 1's checkpoint is committed (the runner copies it after that).
+        VERIFY_JOB(waitForOutput(job, QStringLiteral("checkpoint of epoch 1 copied"), 180'000), job, QString());
         const Result requeue = run(QStringLiteral("scontrol"), { QStringLiteral("requeue"), job }, m_env);
         QVERIFY2(requeue.code == 0, qPrintable(requeue.output));
         // Slurm holds a requeued job back for a while (BeginTime); a preempted one would wait
@@ -256,12 +262,11 @@ private Q_SLOTS:
         QStringList left;
         QVERIFY2(nothingLeft(job, 60'000, &left), qPrintable(left.join(QLatin1Char('\n'))));
         QString state;
-        QVERIFY2(waitForState(job, { QStringLiteral("COMPLETED"), QStringLiteral("FAILED") }, 480'000, &state),
-            shown(job, state).constData());
+        VERIFY_JOB(waitForState(job, { QStringLiteral("COMPLETED"), QStringLiteral("FAILED") }, 480'000, &state), job, state);
         const QString output = jobOutput(job);
-        QVERIFY2(state == QLatin1String("COMPLETED"), shown(job).constData());
-        QVERIFY2(jobField(job, QStringLiteral("Restarts")) == QLatin1String("1"), shown(job).constData());
-        QVERIFY2(output.contains(QStringLiteral("the journal holds study")), shown(job).constData());
+        VERIFY_JOB(state == QLatin1String("COMPLETED"), job, QString());
+        VERIFY_JOB(jobField(job, QStringLiteral("Restarts")) == QLatin1String("1"), job, QString());
+        VERIFY_JOB(output.contains(QStringLiteral("the journal holds study")), job, QString());
         QCOMPARE(output.count(QStringLiteral(" created; if this command stops")), 1);
 
         QString studyId;
@@ -271,7 +276,7 @@ private Q_SLOTS:
         for (const auto &r : json.value(QLatin1String("runs")).toArray())
             for (const auto &a : r.toObject().value(QLatin1String("attempts")).toArray())
                 resumed += a.toObject().value(QLatin1String("resumed_from_epoch")).toInt() > 0 ? 1 : 0;
-        QVERIFY2(resumed >= 1, shown(job).constData());
+        VERIFY_JOB(resumed >= 1, job, QString());
     }
 
     // scancel while ranks train: every worker, agent and the CLI are gone within Slurm's
@@ -280,7 +285,7 @@ private Q_SLOTS:
     {
         const QString job = submit(plan("slurm-cancel", 4096, 5, false), 2, 4096);
         QVERIFY(!job.isEmpty());
-        QVERIFY2(waitForOutput(job, QStringLiteral("placed on"), 180'000), shown(job).constData());
+        VERIFY_JOB(waitForOutput(job, QStringLiteral("placed on"), 180'000), job, QString());
         QDeadlineTimer deadline(test::timeLimit(60'000));
         int workers = 0;
         while (!deadline.hasExpired() && workers < 4) {
