@@ -5,6 +5,8 @@
 // told so rather than "unreachable"; request headers have an explicit limit; every
 // --help names the environment it reads. Real agent processes, no worker needed.
 #include "agent_client.h"
+#include "grpc/health/v1/health.grpc.pb.h"
+#include "scalelab/v1/agent.grpc.pb.h"
 #include "local_agent.h"
 #include "net_address.h"
 #include "test_support.h"
@@ -475,6 +477,51 @@ private Q_SLOTS:
             << clientNames;
         QTest::newRow("console") << "scalelab" << QStringList { QStringLiteral("--help") } << clientNames;
     }
+    // --health-port: a second, plaintext port with gRPC's health service and nothing else
+    // (for Kubernetes' gRPC probes, which speak no TLS); the agent's own port still wants
+    // its token.
+    void healthPortServesOnlyHealth()
+    {
+        QTcpServer probe;
+        QVERIFY(probe.listen(QHostAddress::LocalHost, 0));
+        const int healthPort = probe.serverPort();
+        probe.close();
+        QString error;
+        auto agent = startAgent(QStringLiteral("health"), QStringLiteral("127.0.0.1"), true,
+            { QStringLiteral("--health-port"), QString::number(healthPort) }, &error);
+        QVERIFY2(error.isEmpty(), qPrintable(error));
+        auto channel = grpc::CreateChannel(
+            QStringLiteral("127.0.0.1:%1").arg(healthPort).toStdString(), grpc::InsecureChannelCredentials());
+        auto health = grpc::health::v1::Health::NewStub(channel);
+        grpc::health::v1::HealthCheckRequest request;
+        grpc::health::v1::HealthCheckResponse response;
+        grpc::ClientContext context;
+        context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+        const grpc::Status status = health->Check(&context, request, &response);
+        QVERIFY2(status.ok(), status.error_message().c_str());
+        QCOMPARE(response.status(), grpc::health::v1::HealthCheckResponse::SERVING);
+
+        auto scalelabOnHealthPort = scalelab::v1::Agent::NewStub(channel);
+        scalelab::v1::DescribeRequest describe;
+        scalelab::v1::DescribeResponse inventory;
+        grpc::ClientContext describeContext;
+        describeContext.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+        QCOMPARE(scalelabOnHealthPort->Describe(&describeContext, describe, &inventory).error_code(),
+            grpc::StatusCode::UNIMPLEMENTED);
+
+        // The same port again is refused with a reason, before anything is opened.
+        QVERIFY(probe.listen(QHostAddress::LocalHost, 0));
+        const QString samePort = QString::number(probe.serverPort());
+        probe.close();
+        const Outcome same = run(test::binary("scalelab-agent"),
+            agentArguments(QStringLiteral("health-same"), QStringLiteral("127.0.0.1"), samePort)
+                + QStringList { QStringLiteral("--health-port"), samePort },
+            cleanEnvironment());
+        QCOMPARE(same.exitCode, 2);
+        QVERIFY2(same.output.contains(QLatin1String("is the agent's own port")), qPrintable(same.output));
+        agent->stop();
+    }
+
     void helpListsTheEnvironment()
     {
         QFETCH(QString, program);

@@ -18,6 +18,11 @@ const std::vector<AgentSetting> &agentSettings()
             QStringLiteral("127.0.0.1") },
         { QStringLiteral("port"), QStringLiteral("SCALELAB_AGENT_PORT"), QStringLiteral("port"),
             QStringLiteral("TCP port; 0 picks a free one and prints it."), QStringLiteral("7450") },
+        { QStringLiteral("health-port"), QStringLiteral("SCALELAB_AGENT_HEALTH_PORT"), QStringLiteral("port"),
+            QStringLiteral("A second port, on the --listen address, in plaintext and without a token, serving only "
+                           "gRPC's health service (grpc.health.v1.Health: SERVING or NOT_SERVING, nothing else), "
+                           "for probes that speak no TLS, such as Kubernetes' gRPC probes. 0: none."),
+            QStringLiteral("0") },
         { QStringLiteral("max-streams"), QStringLiteral("SCALELAB_AGENT_MAX_STREAMS"), QStringLiteral("n"),
             QStringLiteral("Calls one client connection may have open at once (HTTP/2 "
                            "MAX_CONCURRENT_STREAMS, 1-100000); more wait until one ends."),

@@ -3,6 +3,7 @@
 #include "advertise.h"
 #include "agent_config.h"
 #include "agent_service.h"
+#include "grpc/health/v1/health.grpc.pb.h"
 #include "checkpoint_transfer.h"
 #include "listen_check.h"
 #include "log.h"
@@ -12,6 +13,9 @@
 #include <QCoreApplication>
 #include <QFile>
 #include <QFileInfo>
+
+
+#include <atomic>
 
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
@@ -80,6 +84,23 @@ bool numberOption(
 
 } // namespace
 
+// grpc.health.v1.Health alone, for --health-port: SERVING while the agent serves. (The
+// default health service needs a server with other synchronous services to run.)
+class HealthOnly final : public grpc::health::v1::Health::Service {
+public:
+    std::atomic<bool> serving { false };
+
+    grpc::Status Check(grpc::ServerContext *, const grpc::health::v1::HealthCheckRequest *request,
+        grpc::health::v1::HealthCheckResponse *response) override
+    {
+        if (!request->service().empty() && request->service() != "scalelab.v1.Agent")
+            return { grpc::StatusCode::NOT_FOUND, "unknown service '" + request->service() + "'" };
+        response->set_status(serving ? grpc::health::v1::HealthCheckResponse::SERVING
+                                     : grpc::health::v1::HealthCheckResponse::NOT_SERVING);
+        return grpc::Status::OK;
+    }
+};
+
 int main(int argc, char **argv)
 {
     // Block the shutdown signals in every thread (gRPC's included); main waits for them.
@@ -133,9 +154,10 @@ int main(int argc, char **argv)
     setLogLevel(level);
 
     std::string error;
-    int portNumber = 0, sampleMs = 0, heartbeatMs = 0, graceMs = 0, maxStreams = 0, stallSeconds = 0,
+    int portNumber = 0, healthPort = 0, sampleMs = 0, heartbeatMs = 0, graceMs = 0, maxStreams = 0, stallSeconds = 0,
         perClient = 0, finishedInMemory = 0;
     if (!numberOption(config, "port", 0, 65535, &portNumber, &error)
+        || !numberOption(config, "health-port", 0, 65535, &healthPort, &error)
         || !numberOption(config, "finished-runs-in-memory", 1, 10'000, &finishedInMemory, &error)
         || !numberOption(config, "stream-stall-s", 5, 3600, &stallSeconds, &error)
         || !numberOption(config, "max-streams-per-client", 1, 10'000, &perClient, &error)
@@ -144,6 +166,8 @@ int main(int argc, char **argv)
         || !numberOption(config, "heartbeat-ms", 100, 5'000, &heartbeatMs, &error)
         || !numberOption(config, "stop-grace-ms", 100, 600'000, &graceMs, &error))
         return fail(error);
+    if (healthPort != 0 && healthPort == portNumber)
+        return fail("--health-port " + std::to_string(healthPort) + " is the agent's own port: pick another");
 
     const QString home = QString::fromLocal8Bit(qgetenv("HOME"));
     QString dataHome = QString::fromLocal8Bit(qgetenv("XDG_DATA_HOME"));
@@ -337,6 +361,30 @@ int main(int argc, char **argv)
                       "name the cause";
         return fail("cannot listen on " + address.toStdString() + ": " + problem);
     }
+    // The health-only port: a server of its own holding nothing but a health service
+    // that answers as the agent's own does.
+    HealthOnly healthOnly;
+    std::unique_ptr<grpc::Server> healthServer;
+    if (healthPort != 0) {
+        const std::string healthAddress
+            = (host.contains(QLatin1Char(':')) && !host.startsWith(QLatin1Char('['))
+                      ? QStringLiteral("[%1]:%2")
+                      : QStringLiteral("%1:%2"))
+                  .arg(host)
+                  .arg(healthPort)
+                  .toStdString();
+        if (const std::string problem = bindProblem(host.toStdString(), healthPort); !problem.empty())
+            return fail("cannot listen on " + healthAddress + " (--health-port): " + problem);
+        grpc::ServerBuilder healthBuilder;
+        healthBuilder.AddListeningPort(healthAddress, grpc::InsecureServerCredentials());
+        healthBuilder.RegisterService(&healthOnly);
+        healthBuilder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+        healthServer = healthBuilder.BuildAndStart();
+        if (!healthServer)
+            return fail("cannot listen on " + healthAddress + " (--health-port): gRPC did not say why");
+        healthOnly.serving = true;
+        logMessage(LogLevel::Info, "health service only, plaintext, on " + healthAddress);
+    }
     server->GetHealthCheckService()->SetServingStatus(true);
 
     // The console and the tests read this line to learn the port: HOST:PORT, an IPv6
@@ -359,8 +407,11 @@ int main(int argc, char **argv)
     sigwait(&shutdownSignals, &signal);
     logMessage(LogLevel::Info, std::string("received ") + strsignal(signal) + ", stopping runs");
     server->GetHealthCheckService()->SetServingStatus(false);
+    healthOnly.serving = false;
     service.shutdown(); // ends every run, so WatchRun streams finish
     server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(3));
+    if (healthServer)
+        healthServer->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
     logMessage(LogLevel::Info, "stopped");
     return 0;
 }

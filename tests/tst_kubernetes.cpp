@@ -1,0 +1,354 @@
+// packaging/kubernetes: the manifests agree with each other (Service and StatefulSet
+// selectors, names, Secret names and keys, ports, probe ports, volumes, NetworkPolicy),
+// a broken one is caught, the certificate make-secrets.sh makes names the pods, and an
+// agent started with the StatefulSet's own arguments serves TLS and its health port.
+// No Kubernetes cluster here: what kubectl and the kubelet would do is not run (README).
+#include "test_support.h"
+#include "yaml_subset.h"
+
+#include "grpc/health/v1/health.grpc.pb.h"
+
+#include <QDir>
+#include <QFile>
+#include <QProcess>
+#include <QTcpServer>
+#include <QTemporaryDir>
+#include <QTest>
+
+#include <grpcpp/grpcpp.h>
+
+using namespace scalelab;
+using test::YamlSubset;
+
+namespace {
+
+const QString kDir = QStringLiteral(SCALELAB_SOURCE_DIR "/packaging/kubernetes");
+
+QString readAll(const QString &path)
+{
+    QFile f(path);
+    return f.open(QIODevice::ReadOnly) ? QString::fromUtf8(f.readAll()) : QString();
+}
+
+QVariant at(const QVariant &node, const QString &path) { return YamlSubset::at(node, path); }
+
+// Sets the value at `path` (keys and list indexes), for breaking a manifest on purpose.
+void setAt(QVariant *node, const QStringList &path, const QVariant &value)
+{
+    if (path.isEmpty()) {
+        *node = value;
+        return;
+    }
+    bool isIndex = false;
+    const int index = path.first().toInt(&isIndex);
+    if (isIndex && node->typeId() == QMetaType::QVariantList) {
+        QVariantList list = node->toList();
+        setAt(&list[index], path.mid(1), value);
+        *node = list;
+    } else {
+        QVariantMap map = node->toMap();
+        QVariant child = map.value(path.first());
+        setAt(&child, path.mid(1), value);
+        map.insert(path.first(), child);
+        *node = map;
+    }
+}
+
+// "--key=value" arguments as a map.
+QMap<QString, QString> arguments(const QVariant &args)
+{
+    QMap<QString, QString> out;
+    for (const QVariant &a : args.toList()) {
+        const QString text = a.toString();
+        const qsizetype eq = text.indexOf(QLatin1Char('='));
+        if (text.startsWith(QLatin1String("--")) && eq > 2)
+            out.insert(text.mid(2, eq - 2), text.mid(eq + 1));
+    }
+    return out;
+}
+
+bool contains(const QVariantMap &labels, const QVariantMap &selector)
+{
+    if (selector.isEmpty())
+        return false;
+    for (auto it = selector.begin(); it != selector.end(); ++it)
+        if (labels.value(it.key()) != it.value())
+            return false;
+    return true;
+}
+
+// Where `path` is mounted from in the agent container: the volume's name, or empty.
+QString volumeAt(const QVariant &container, const QString &path, QString *mountPath = nullptr)
+{
+    QString best;
+    for (const QVariant &m : at(container, QStringLiteral("volumeMounts")).toList()) {
+        const QString mounted = at(m, QStringLiteral("mountPath")).toString();
+        if ((path == mounted || path.startsWith(mounted + QLatin1Char('/'))) && mounted.size() > best.size()) {
+            best = mounted;
+            if (mountPath)
+                *mountPath = mounted;
+        }
+    }
+    for (const QVariant &m : at(container, QStringLiteral("volumeMounts")).toList())
+        if (at(m, QStringLiteral("mountPath")).toString() == best && !best.isEmpty())
+            return at(m, QStringLiteral("name")).toString();
+    return {};
+}
+
+using Documents = QMap<QString, QVariant>; // by kind
+
+// Everything that does not fit together, in words.
+QStringList problems(const Documents &docs)
+{
+    QStringList found;
+    const QVariant kustomization = docs.value(QStringLiteral("Kustomization"));
+    const QVariant service = docs.value(QStringLiteral("Service"));
+    const QVariant set = docs.value(QStringLiteral("StatefulSet"));
+    const QVariant policy = docs.value(QStringLiteral("NetworkPolicy"));
+    const QVariant pod = at(set, QStringLiteral("spec.template.spec"));
+    const QVariantMap podLabels = at(set, QStringLiteral("spec.template.metadata.labels")).toMap();
+    const QVariant container = at(pod, QStringLiteral("containers.0"));
+    const auto args = arguments(at(container, QStringLiteral("args")));
+
+    if (at(kustomization, QStringLiteral("namespace")) != at(docs.value(QStringLiteral("Namespace")), QStringLiteral("metadata.name")))
+        found << QStringLiteral("kustomization namespace is not the Namespace made");
+    // Service <-> StatefulSet.
+    if (at(service, QStringLiteral("spec.clusterIP")).toString() != QLatin1String("None"))
+        found << QStringLiteral("Service is not headless (clusterIP: None)");
+    if (!contains(podLabels, at(service, QStringLiteral("spec.selector")).toMap()))
+        found << QStringLiteral("Service selector does not select the agent pods");
+    if (!contains(podLabels, at(set, QStringLiteral("spec.selector.matchLabels")).toMap()))
+        found << QStringLiteral("StatefulSet selector does not match its pod template");
+    if (at(set, QStringLiteral("spec.serviceName")) != at(service, QStringLiteral("metadata.name")))
+        found << QStringLiteral("StatefulSet serviceName is not the Service");
+    // Ports.
+    QMap<QString, QString> containerPorts; // name -> port
+    for (const QVariant &p : at(container, QStringLiteral("ports")).toList())
+        containerPorts.insert(at(p, QStringLiteral("name")).toString(), at(p, QStringLiteral("containerPort")).toString());
+    if (containerPorts.value(QStringLiteral("grpc")) != args.value(QStringLiteral("port")))
+        found << QStringLiteral("containerPort grpc is not the agent's --port");
+    const QVariant servicePort = at(service, QStringLiteral("spec.ports.0"));
+    if (at(servicePort, QStringLiteral("port")).toString() != args.value(QStringLiteral("port"))
+        || !containerPorts.contains(at(servicePort, QStringLiteral("targetPort")).toString()))
+        found << QStringLiteral("Service port does not lead to the agent's port");
+    if (containerPorts.value(QStringLiteral("health")) != args.value(QStringLiteral("health-port")))
+        found << QStringLiteral("containerPort health is not the agent's --health-port");
+    for (const char *probe : { "readinessProbe", "livenessProbe" })
+        if (at(container, QStringLiteral("%1.grpc.port").arg(QLatin1String(probe))).toString()
+            != args.value(QStringLiteral("health-port")))
+            found << QStringLiteral("%1 does not probe the --health-port").arg(QLatin1String(probe));
+    // Secrets: each file the agent reads is a key of a Secret the kustomization makes.
+    QMap<QString, QStringList> generated; // secret -> keys
+    for (const QVariant &g : at(kustomization, QStringLiteral("secretGenerator")).toList())
+        for (const QVariant &f : at(g, QStringLiteral("files")).toList())
+            generated[at(g, QStringLiteral("name")).toString()] << f.toString().section(QLatin1Char('='), 0, 0);
+    QMap<QString, QVariant> volumes;
+    for (const QVariant &v : at(pod, QStringLiteral("volumes")).toList())
+        volumes.insert(at(v, QStringLiteral("name")).toString(), v);
+    for (const char *option : { "token-file", "tls-cert", "tls-key" }) {
+        const QString file = args.value(QLatin1String(option));
+        QString mount;
+        const QString volume = volumeAt(container, file, &mount);
+        const QString secret = at(volumes.value(volume), QStringLiteral("secret.secretName")).toString();
+        const QString key = file.mid(mount.size() + 1);
+        if (volume.isEmpty() || !generated.value(secret).contains(key))
+            found << QStringLiteral("--%1 %2 is not a key of a Secret the kustomization makes").arg(QLatin1String(option), file);
+    }
+    // State on the pod's own volume; /dev/shm in memory; GPUs asked for.
+    QStringList claims;
+    for (const QVariant &c : at(set, QStringLiteral("spec.volumeClaimTemplates")).toList())
+        claims << at(c, QStringLiteral("metadata.name")).toString();
+    for (const char *option : { "state-dir", "data-dir" })
+        if (!claims.contains(volumeAt(container, args.value(QLatin1String(option)))))
+            found << QStringLiteral("--%1 is not on the pod's volume claim").arg(QLatin1String(option));
+    if (at(volumes.value(volumeAt(container, QStringLiteral("/dev/shm"))), QStringLiteral("emptyDir.medium")).toString()
+        != QLatin1String("Memory"))
+        found << QStringLiteral("/dev/shm is not a memory-backed emptyDir");
+    if (at(container, QStringLiteral("resources.limits")).toMap().value(QStringLiteral("nvidia.com/gpu")).toString().isEmpty())
+        found << QStringLiteral("no nvidia.com/gpu limit");
+    if (args.value(QStringLiteral("advertise-host")) != QLatin1String("$(POD_IP)"))
+        found << QStringLiteral("--advertise-host is not the pod's address");
+    // NetworkPolicy: applies to the agents, admits clients on the port and agents to each other.
+    if (!contains(podLabels, at(policy, QStringLiteral("spec.podSelector.matchLabels")).toMap()))
+        found << QStringLiteral("NetworkPolicy does not select the agent pods");
+    bool clients = false, peers = false;
+    for (const QVariant &rule : at(policy, QStringLiteral("spec.ingress")).toList()) {
+        const QVariantMap from = at(rule, QStringLiteral("from.0.podSelector.matchLabels")).toMap();
+        if (contains(podLabels, from) && at(rule, QStringLiteral("ports")).isNull())
+            peers = true;
+        else if (at(rule, QStringLiteral("ports.0.port")).toString() == args.value(QStringLiteral("port")))
+            clients = true;
+    }
+    if (!clients)
+        found << QStringLiteral("NetworkPolicy admits no client on the agent's port");
+    if (!peers)
+        found << QStringLiteral("NetworkPolicy does not let agents reach each other on every port");
+    return found;
+}
+
+int freePort()
+{
+    QTcpServer probe;
+    return probe.listen(QHostAddress::LocalHost, 0) ? probe.serverPort() : 0;
+}
+
+} // namespace
+
+class TestKubernetes : public QObject {
+    Q_OBJECT
+private:
+    Documents m_docs;
+    QTemporaryDir m_tmp;
+
+private Q_SLOTS:
+    void initTestCase()
+    {
+        QString error;
+        const QVariant kustomization = YamlSubset::parse(readAll(kDir + QStringLiteral("/kustomization.yaml")), &error);
+        QVERIFY2(error.isEmpty(), qPrintable(error));
+        m_docs.insert(QStringLiteral("Kustomization"), kustomization);
+        const QStringList resources = at(kustomization, QStringLiteral("resources")).toStringList();
+        QVERIFY(resources.size() >= 4);
+        for (const QString &file : resources) {
+            const QVariant doc = YamlSubset::parse(readAll(kDir + QLatin1Char('/') + file), &error);
+            QVERIFY2(error.isEmpty() && doc.isValid(), qPrintable(file + QStringLiteral(": ") + error));
+            m_docs.insert(at(doc, QStringLiteral("kind")).toString(), doc);
+        }
+        for (const char *kind : { "Namespace", "Service", "StatefulSet", "NetworkPolicy" })
+            QVERIFY2(m_docs.contains(QLatin1String(kind)), kind);
+    }
+
+    void readerReadsTheSubset()
+    {
+        QString error;
+        const QVariant doc = YamlSubset::parse(QStringLiteral("a: 1 # note\nb:\n  - x\n  - k: \"v # not a comment\"\n"
+                                                              "    j: {}\nc:\n  d: e\n"),
+            &error);
+        QVERIFY2(error.isEmpty(), qPrintable(error));
+        QCOMPARE(at(doc, QStringLiteral("a")).toString(), QStringLiteral("1"));
+        QCOMPARE(at(doc, QStringLiteral("b.0")).toString(), QStringLiteral("x"));
+        QCOMPARE(at(doc, QStringLiteral("b.1.k")).toString(), QStringLiteral("v # not a comment"));
+        QCOMPARE(at(doc, QStringLiteral("b.1.j")).toMap().size(), 0);
+        QCOMPARE(at(doc, QStringLiteral("c.d")).toString(), QStringLiteral("e"));
+        YamlSubset::parse(QStringLiteral("a: 1\n   b: 2\n"), &error);
+        QVERIFY(!error.isEmpty());
+        YamlSubset::parse(QStringLiteral("a: 1\na: 2\n"), &error);
+        QVERIFY(error.contains(QLatin1String("twice")));
+    }
+
+    void manifestsAgree() { QCOMPARE(problems(m_docs), QStringList()); }
+
+    void brokenManifestsAreCaught_data()
+    {
+        QTest::addColumn<QString>("kind");
+        QTest::addColumn<QString>("path");
+        QTest::addColumn<QString>("value");
+        QTest::addColumn<QString>("problem");
+        QTest::newRow("service selector") << "Service" << "spec.selector.app.kubernetes.io/name" << "other"
+                                          << "Service selector";
+        QTest::newRow("service name") << "StatefulSet" << "spec.serviceName" << "agents" << "serviceName";
+        QTest::newRow("secret name") << "StatefulSet" << "spec.template.spec.volumes.0.secret.secretName"
+                                     << "scalelab-tokens" << "--token-file";
+        QTest::newRow("probe port") << "StatefulSet" << "spec.template.spec.containers.0.readinessProbe.grpc.port"
+                                    << "7450" << "readinessProbe";
+        QTest::newRow("agent port") << "StatefulSet" << "spec.template.spec.containers.0.args.1" << "--port=7460"
+                                    << "containerPort grpc";
+        QTest::newRow("state volume") << "StatefulSet" << "spec.volumeClaimTemplates.0.metadata.name" << "data"
+                                      << "--state-dir";
+        QTest::newRow("policy port") << "NetworkPolicy" << "spec.ingress.0.ports.0.port" << "7451"
+                                     << "admits no client";
+        QTest::newRow("headless") << "Service" << "spec.clusterIP" << "10.0.0.1" << "headless";
+    }
+    void brokenManifestsAreCaught()
+    {
+        QFETCH(QString, kind);
+        QFETCH(QString, path);
+        QFETCH(QString, value);
+        QFETCH(QString, problem);
+        Documents broken = m_docs;
+        // Label keys hold dots: "app.kubernetes.io/name" is one key.
+        QStringList parts = path.split(QLatin1Char('.'));
+        const qsizetype label = parts.indexOf(QStringLiteral("app"));
+        if (label >= 0)
+            parts = parts.mid(0, label) + QStringList { parts.mid(label).join(QLatin1Char('.')) };
+        setAt(&broken[kind], parts, value);
+        const QStringList found = problems(broken);
+        QVERIFY2(found.join(QLatin1Char('\n')).contains(problem), qPrintable(found.join(QLatin1Char('\n'))));
+    }
+
+    // make-secrets.sh's certificate names every pod of the StatefulSet behind the Service;
+    // an agent started with the StatefulSet's own arguments (paths moved here) serves TLS
+    // to a client checking that name, and SERVING on the probes' plaintext port.
+    void agentRunsWithTheManifestArguments()
+    {
+        const QString secrets = m_tmp.filePath(QStringLiteral("secrets"));
+        QProcess make;
+        make.setProcessChannelMode(QProcess::MergedChannels);
+        make.start(QStringLiteral("bash"), { kDir + QStringLiteral("/make-secrets.sh"), QStringLiteral("scalelab"), secrets });
+        QVERIFY(make.waitForFinished(60'000));
+        QVERIFY2(make.exitCode() == 0, make.readAll().constData());
+        const QString set = at(m_docs.value(QStringLiteral("StatefulSet")), QStringLiteral("metadata.name")).toString();
+        const QString service = at(m_docs.value(QStringLiteral("Service")), QStringLiteral("metadata.name")).toString();
+        const QString pod0 = QStringLiteral("%1-0.%2").arg(set, service);
+        for (const QString &name : { pod0, pod0 + QStringLiteral(".scalelab.svc.cluster.local"), service }) {
+            QProcess verify;
+            verify.setProcessChannelMode(QProcess::MergedChannels);
+            verify.start(QStringLiteral("openssl"), { QStringLiteral("verify"), QStringLiteral("-CAfile"),
+                secrets + QStringLiteral("/ca.crt"), QStringLiteral("-verify_hostname"), name,
+                secrets + QStringLiteral("/tls.crt") });
+            QVERIFY(verify.waitForFinished(20'000));
+            QVERIFY2(verify.exitCode() == 0, qPrintable(name + QStringLiteral(": ") + verify.readAll()));
+        }
+
+        const int port = freePort();
+        const int healthPort = freePort();
+        QVERIFY(port > 0 && healthPort > 0 && port != healthPort);
+        QStringList args;
+        const QVariant container = at(m_docs.value(QStringLiteral("StatefulSet")), QStringLiteral("spec.template.spec.containers.0"));
+        for (const QVariant &a : at(container, QStringLiteral("args")).toList()) {
+            QString arg = a.toString();
+            arg.replace(QStringLiteral("--port=7450"), QStringLiteral("--port=%1").arg(port))
+                .replace(QStringLiteral("--health-port=7451"), QStringLiteral("--health-port=%1").arg(healthPort))
+                .replace(QStringLiteral("$(POD_IP)"), QStringLiteral("127.0.0.1"))
+                .replace(QStringLiteral("/etc/scalelab/token/"), secrets + QLatin1Char('/'))
+                .replace(QStringLiteral("/etc/scalelab/tls/"), secrets + QLatin1Char('/'))
+                .replace(QStringLiteral("/var/lib/scalelab/"), m_tmp.filePath(QStringLiteral("state/")));
+            args << arg;
+        }
+        QVERIFY(QDir().mkpath(m_tmp.filePath(QStringLiteral("state/data"))));
+        QProcess agent;
+        agent.setProcessChannelMode(QProcess::MergedChannels);
+        agent.start(test::binary("scalelab-agent"), args);
+        QVERIFY(agent.waitForStarted());
+        QByteArray log;
+        for (int i = 0; i < 100 && !log.contains("listening on"); ++i) {
+            agent.waitForReadyRead(200);
+            log += agent.readAll();
+        }
+        QVERIFY2(log.contains("listening on"), log.constData());
+
+        QProcess cli;
+        cli.setProcessChannelMode(QProcess::MergedChannels);
+        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+        env.insert(QStringLiteral("SCALELAB_TLS_CA"), secrets + QStringLiteral("/ca.crt"));
+        env.insert(QStringLiteral("SCALELAB_TLS_SERVER_NAME"), pod0);
+        cli.setProcessEnvironment(env);
+        cli.start(test::binary("scalelab-cli"), { QStringLiteral("describe"), QStringLiteral("--agent"),
+            QStringLiteral("127.0.0.1:%1").arg(port), QStringLiteral("--token-file"), secrets + QStringLiteral("/token") });
+        QVERIFY(cli.waitForFinished(30'000));
+        QVERIFY2(cli.exitCode() == 0, cli.readAll().constData());
+
+        auto health = grpc::health::v1::Health::NewStub(grpc::CreateChannel(
+            QStringLiteral("127.0.0.1:%1").arg(healthPort).toStdString(), grpc::InsecureChannelCredentials()));
+        grpc::ClientContext context;
+        context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+        grpc::health::v1::HealthCheckResponse response;
+        QVERIFY(health->Check(&context, {}, &response).ok());
+        QCOMPARE(response.status(), grpc::health::v1::HealthCheckResponse::SERVING);
+        agent.terminate();
+        QVERIFY(agent.waitForFinished(15'000));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestKubernetes)
+#include "tst_kubernetes.moc"
