@@ -118,20 +118,21 @@ AgentAddresses gatherAgentAddresses(
             return { {}, problem };
         addOnce(&all.addresses, address);
     }
-    for (const QString &path : files) {
-        const AgentAddresses read = readAgentsFile(path);
-        if (!read.ok())
-            return read;
-        for (const QString &address : read.addresses)
-            addOnce(&all.addresses, address);
-    }
-    for (const QString &spec : dnsSpecs) {
-        const AgentAddresses resolved = resolveAgentsDns(spec);
-        if (!resolved.ok())
-            return resolved;
-        for (const QString &address : resolved.addresses)
-            addOnce(&all.addresses, address);
-    }
+    // Each file, then each DNS name: the first problem stops it.
+    const auto merge = [&all](const QStringList &sources, AgentAddresses (*read)(const QString &)) {
+        for (const QString &source : sources) {
+            AgentAddresses more = read(source);
+            if (!more.ok())
+                return more;
+            for (const QString &address : more.addresses)
+                addOnce(&all.addresses, address);
+        }
+        return AgentAddresses {};
+    };
+    if (AgentAddresses problem = merge(files, readAgentsFile); !problem.ok())
+        return problem;
+    if (AgentAddresses problem = merge(dnsSpecs, resolveAgentsDns); !problem.ok())
+        return problem;
     return all;
 }
 
