@@ -2,6 +2,7 @@
 
 #include "agent_client.h"
 
+#include <QDir>
 #include <QFile>
 
 #include <algorithm>
@@ -109,30 +110,80 @@ AgentAddresses resolveAgentsDns(const QString &spec)
     return result;
 }
 
-AgentAddresses gatherAgentAddresses(
-    const QStringList &agents, const QStringList &files, const QStringList &dnsSpecs)
+QString agentSpecError(const QString &spec)
+{
+    if (spec.startsWith(QLatin1String("file:")))
+        return spec.size() > 5 ? QString()
+                               : QStringLiteral("'%1' names no file; give file:PATH (one HOST:PORT per line)")
+                                     .arg(spec);
+    if (spec.startsWith(QLatin1String("dns:"))) {
+        const QString rest = spec.mid(4);
+        const qsizetype colon = rest.lastIndexOf(QLatin1Char(':'));
+        bool portOk = false;
+        const int port = colon > 0 ? rest.mid(colon + 1).toInt(&portOk) : 0;
+        if (colon <= 0 || !portOk || port < 1 || port > 65535)
+            return QStringLiteral("'%1' has no NAME or no valid port (1-65535); give dns:NAME:PORT, for "
+                                  "example dns:scalelab-agents:7450")
+                .arg(spec);
+        return {};
+    }
+    if (const QString problem = AgentClient::endpointError(spec); !problem.isEmpty())
+        return problem + QStringLiteral("; or give file:PATH or dns:NAME:PORT");
+    return {};
+}
+
+namespace {
+
+AgentAddresses resolveAgentSpec(const QString &spec, const QString &baseDir)
+{
+    if (const QString problem = agentSpecError(spec); !problem.isEmpty())
+        return { {}, problem };
+    if (spec.startsWith(QLatin1String("file:"))) {
+        const QString path = spec.mid(5);
+        return readAgentsFile(baseDir.isEmpty() || QDir::isAbsolutePath(path) ? path : QDir(baseDir).filePath(path));
+    }
+    if (spec.startsWith(QLatin1String("dns:")))
+        return resolveAgentsDns(spec);
+    return { { spec }, {} };
+}
+
+// Adds what `more` holds to `all`; false (with the problem in `all`) when it holds one.
+bool merge(AgentAddresses *all, const AgentAddresses &more)
+{
+    if (!more.ok()) {
+        *all = more;
+        return false;
+    }
+    for (const QString &address : more.addresses)
+        addOnce(&all->addresses, address);
+    return true;
+}
+
+} // namespace
+
+AgentAddresses resolveAgentSpecs(const QStringList &specs, const QString &baseDir)
 {
     AgentAddresses all;
-    for (const QString &address : agents) {
+    for (const QString &spec : specs)
+        if (!merge(&all, resolveAgentSpec(spec.trimmed(), baseDir)))
+            break;
+    return all;
+}
+
+AgentAddresses gatherAgentAddresses(
+    const QStringList &agents, const QStringList &files, const QStringList &specs)
+{
+    AgentAddresses all;
+    for (const QString &address : agents)
         if (const QString problem = AgentClient::endpointError(address); !problem.isEmpty())
             return { {}, problem };
+    for (const QString &address : agents)
         addOnce(&all.addresses, address);
-    }
-    // Each file, then each DNS name: the first problem stops it.
-    const auto merge = [&all](const QStringList &sources, AgentAddresses (*read)(const QString &)) {
-        for (const QString &source : sources) {
-            AgentAddresses more = read(source);
-            if (!more.ok())
-                return more;
-            for (const QString &address : more.addresses)
-                addOnce(&all.addresses, address);
-        }
-        return AgentAddresses {};
-    };
-    if (AgentAddresses problem = merge(files, readAgentsFile); !problem.ok())
-        return problem;
-    if (AgentAddresses problem = merge(dnsSpecs, resolveAgentsDns); !problem.ok())
-        return problem;
+    // Each file, then each spec: the first problem stops it.
+    for (const QString &file : files)
+        if (!merge(&all, readAgentsFile(file)))
+            return all;
+    merge(&all, resolveAgentSpecs(specs));
     return all;
 }
 

@@ -29,9 +29,17 @@ struct AgentAddresses {
 // sorted; an error when the spec is malformed or NAME has no address.
 [[nodiscard]] AgentAddresses resolveAgentsDns(const QString &spec);
 
+// What is wrong with the form of one spec, without reading or resolving anything (empty
+// when it is well formed): for plan validation and for the console as the user types.
+[[nodiscard]] QString agentSpecError(const QString &spec);
+
+// The addresses of specs, in order, each once; a relative file: path is read from
+// `baseDir` (a plan's folder) when one is given. The first problem stops it.
+[[nodiscard]] AgentAddresses resolveAgentSpecs(const QStringList &specs, const QString &baseDir = {});
+
 // Everything given, in order: --agent values, then each --agents-file, then each --agents
-// spec. Duplicates are kept once. The first problem stops it.
+// spec (any of the three forms). Duplicates are kept once. The first problem stops it.
 [[nodiscard]] AgentAddresses gatherAgentAddresses(
-    const QStringList &agents, const QStringList &files, const QStringList &dnsSpecs);
+    const QStringList &agents, const QStringList &files, const QStringList &specs);
 
 } // namespace scalelab::core

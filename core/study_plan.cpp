@@ -1,5 +1,6 @@
 #include "study_plan.h"
 
+#include "agent_addresses.h"
 #include "spec_rules.h"
 
 #include <google/protobuf/descriptor.h>
@@ -360,6 +361,9 @@ QStringList validatePlan(const v1::StudyPlan &plan)
     if (!(plan.target_accuracy() >= 0 && plan.target_accuracy() <= 1))
         p << QStringLiteral("targetAccuracy: a fraction in [0, 1] (got %1; 0.7 means 70%)")
                  .arg(plan.target_accuracy());
+    for (int i = 0; i < plan.agents_size(); ++i)
+        if (const QString problem = agentSpecError(str(plan.agents(i))); !problem.isEmpty())
+            p << QStringLiteral("agents[%1]: %2").arg(i).arg(problem);
     if (!plan.placement().empty() && plan.placement() != "pack" && plan.placement() != "spread")
         p << QStringLiteral("placement: must be \"pack\" or \"spread\" (got \"%1\")")
                  .arg(str(plan.placement()));

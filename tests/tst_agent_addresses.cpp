@@ -113,6 +113,68 @@ private Q_SLOTS:
         QVERIFY(got.ok());
         QVERIFY(got.addresses.isEmpty());
     }
+
+    // One string per source, as a plan's "agents" and the console's Agents tab take them.
+    void specFormsAreCheckedWithoutIo_data()
+    {
+        QTest::addColumn<QString>("spec");
+        QTest::addColumn<QString>("problem"); // empty: well formed
+        QTest::newRow("address") << "node1:7450" << "";
+        QTest::newRow("ipv6 address") << "[::1]:7450" << "";
+        QTest::newRow("file") << "file:agents.txt" << "";
+        QTest::newRow("file that does not exist yet") << "file:/nowhere/agents.txt" << "";
+        QTest::newRow("dns") << "dns:scalelab-agents.ns.svc:7450" << "";
+        QTest::newRow("no port") << "node1" << "not HOST:PORT";
+        QTest::newRow("says the other forms") << "node1" << "file:PATH or dns:NAME:PORT";
+        QTest::newRow("empty file") << "file:" << "names no file";
+        QTest::newRow("dns without port") << "dns:scalelab-agents" << "dns:NAME:PORT";
+        QTest::newRow("dns port 0") << "dns:scalelab-agents:0" << "valid port";
+    }
+    void specFormsAreCheckedWithoutIo()
+    {
+        QFETCH(QString, spec);
+        QFETCH(QString, problem);
+        const QString got = agentSpecError(spec);
+        if (problem.isEmpty())
+            QVERIFY2(got.isEmpty(), qPrintable(got));
+        else
+            QVERIFY2(got.contains(problem), qPrintable(got));
+    }
+
+    void specsMixFormsAndReadFilesFromTheBaseFolder()
+    {
+        QTemporaryDir dir;
+        QFile f(dir.filePath(QStringLiteral("agents.txt")));
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write("n2:7450\nn3:7450\n");
+        f.close();
+        const QStringList specs { QStringLiteral("n1:7450"), QStringLiteral(" file:agents.txt "),
+            QStringLiteral("dns:localhost:7450"), QStringLiteral("n2:7450") };
+        AgentAddresses got = resolveAgentSpecs(specs, dir.path());
+        QVERIFY2(got.ok(), qPrintable(got.error));
+        QCOMPARE(got.addresses.mid(0, 4),
+            QStringList({ QStringLiteral("n1:7450"), QStringLiteral("n2:7450"), QStringLiteral("n3:7450"),
+                QStringLiteral("127.0.0.1:7450") }));
+        QCOMPARE(got.addresses.count(QStringLiteral("n2:7450")), 1);
+        // An absolute path is not moved; a relative one without a base folder is the
+        // working directory's (where the file is not).
+        got = resolveAgentSpecs({ QStringLiteral("file:") + f.fileName() });
+        QVERIFY2(got.ok(), qPrintable(got.error));
+        got = resolveAgentSpecs({ QStringLiteral("file:agents.txt"), QStringLiteral("n9:7450") },
+            dir.filePath(QStringLiteral("elsewhere")));
+        QVERIFY(!got.ok());
+        QVERIFY(got.addresses.isEmpty());
+        QVERIFY2(got.error.contains(QLatin1String("cannot read agents file"))
+                && got.error.contains(QLatin1String("elsewhere/agents.txt")),
+            qPrintable(got.error));
+        got = resolveAgentSpecs({ QStringLiteral("n1") });
+        QVERIFY2(got.error.contains(QLatin1String("HOST:PORT")), qPrintable(got.error));
+        // --agents takes every form too.
+        got = gatherAgentAddresses({}, {}, { QStringLiteral("n5:7450"), QStringLiteral("file:") + f.fileName() });
+        QVERIFY2(got.ok(), qPrintable(got.error));
+        QCOMPARE(got.addresses,
+            QStringList({ QStringLiteral("n5:7450"), QStringLiteral("n2:7450"), QStringLiteral("n3:7450") }));
+    }
 };
 
 QTEST_GUILESS_MAIN(TestAgentAddresses)

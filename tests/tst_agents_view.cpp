@@ -355,6 +355,72 @@ private Q_SLOTS:
         QVERIFY(view.reachableAgents().isEmpty());
     }
 
+    // "Add…" takes a list too: file:PATH (as the Slurm launcher writes) or dns:NAME:PORT.
+    // The name is each address; the file is read (or the name resolved) when OK is pressed,
+    // and what cannot be read keeps the dialog open with the reason under the address.
+    void dialogAddsAListOfAgents()
+    {
+        core::AgentRegistry registry;
+        console::AgentDialog dialog(&registry, -1, {});
+        auto *address = dialog.findChild<QLineEdit *>(QStringLiteral("addressEdit"));
+        auto *name = dialog.findChild<QLineEdit *>(QStringLiteral("nameEdit"));
+        auto *token = dialog.findChild<QLineEdit *>(QStringLiteral("tokenEdit"));
+        auto *addressError = dialog.findChild<QLabel *>(QStringLiteral("error:address"));
+        QVERIFY(address && name && token && addressError);
+        QVERIFY(dialog.findChild<QPushButton *>(QStringLiteral("agentsFileButton")));
+        dialog.show();
+        const QString path = m_tmp.filePath(QStringLiteral("dialog-agents.txt"));
+        QTest::keyClicks(address, QStringLiteral("file:") + path);
+        QVERIFY(dialog.isList());
+        QVERIFY(!name->isEnabled()); // each agent is named by its address
+        QVERIFY(!addressError->isVisible());
+        QTest::keyClicks(token, QStringLiteral("shared-token"));
+        dialog.accept(); // the file is not there yet
+        QVERIFY(dialog.isVisible());
+        QVERIFY2(addressError->isVisible() && addressError->text().contains(QLatin1String("cannot read agents file")),
+            qPrintable(addressError->text()));
+        if (const QString dir = qEnvironmentVariable("SCALELAB_SCREENSHOT_DIR"); !dir.isEmpty()) {
+            dialog.adjustSize();
+            dialog.grab().save(dir + QStringLiteral("/agent_dialog_list.png"));
+        }
+        QVERIFY(writeFile(path, "127.0.0.1:8\n127.0.0.1:9\n"));
+        dialog.accept();
+        QCOMPARE(dialog.result(), int(QDialog::Accepted));
+        QCOMPARE(dialog.addresses(), QStringList({ QStringLiteral("127.0.0.1:8"), QStringLiteral("127.0.0.1:9") }));
+
+        // Added once each, with the shared token; again, nothing is added twice.
+        console::AgentsView view;
+        QString error;
+        QVERIFY(view.openRegistry(m_tmp.filePath(QStringLiteral("console-list")), &error));
+        QStringList log;
+        QCOMPARE(view.addAddresses(dialog.addresses(), dialog.config(), &log), 2);
+        QCOMPARE(view.addAddresses(dialog.addresses(), dialog.config(), &log), 0);
+        QVERIFY2(log.last().contains(QLatin1String("already in the Agents tab")), qPrintable(log.join('\n')));
+        QCOMPARE(view.registry().agents().size(), 2);
+        QCOMPARE(view.registry().agents().at(1).name, QStringLiteral("127.0.0.1:9"));
+        QCOMPARE(view.registry().agents().at(1).token, QStringLiteral("shared-token"));
+
+        // A DNS name: every address it resolves to; a malformed one is said as it is typed.
+        console::AgentDialog dns(&registry, -1, {});
+        auto *dnsAddress = dns.findChild<QLineEdit *>(QStringLiteral("addressEdit"));
+        auto *dnsError = dns.findChild<QLabel *>(QStringLiteral("error:address"));
+        dns.show();
+        QTest::keyClicks(dnsAddress, QStringLiteral("dns:localhost"));
+        QVERIFY2(dnsError->isVisible() && dnsError->text().contains(QLatin1String("dns:NAME:PORT")),
+            qPrintable(dnsError->text()));
+        QTest::keyClicks(dnsAddress, QStringLiteral(":7450"));
+        QVERIFY(!dnsError->isVisible());
+        dns.accept();
+        QCOMPARE(dns.result(), int(QDialog::Accepted));
+        QVERIFY2(dns.addresses().contains(QStringLiteral("127.0.0.1:7450")), qPrintable(dns.addresses().join(',')));
+
+        // Editing one agent never turns it into a list.
+        console::AgentDialog edit(&registry, 0, agent(QStringLiteral("one"), QStringLiteral("h:1"), {}));
+        edit.findChild<QLineEdit *>(QStringLiteral("addressEdit"))->setText(QStringLiteral("dns:localhost:7450"));
+        QVERIFY(!edit.isList());
+        QVERIFY(!edit.findChild<QPushButton *>(QStringLiteral("agentsFileButton")));
+    }
+
     void removingAnAgentStopsItsStream()
     {
         console::AgentsView view;

@@ -5,13 +5,16 @@
 #include "cifar10.h"
 #include "main_window.h"
 #include "metric_chart.h"
+#include "study_view.h"
 #include "test_support.h"
 #include "theme.h"
 
 #include <QApplication>
 #include <QComboBox>
 #include <QLabel>
+#include <QLineEdit>
 #include <QLineSeries>
+#include <QPlainTextEdit>
 #include <QPushButton>
 #include <QSlider>
 #include <QSpinBox>
@@ -145,6 +148,51 @@ private Q_SLOTS:
         QFile saved(options.stateDir + QStringLiteral("/agents.json"));
         QVERIFY(saved.open(QIODevice::ReadOnly));
         QVERIFY(saved.readAll().contains("127.0.0.1:3"));
+    }
+
+    // A plan's "agents" (here an agents file next to the plan, and an address) join the
+    // Agents tab when the plan is loaded, and stay in the designer to be saved again.
+    void agentsNamedByAPlanJoinTheAgentsTab()
+    {
+        const QString dir = m_tmp.filePath(QStringLiteral("plan-agents"));
+        QVERIFY(QDir().mkpath(dir + QStringLiteral("/state")));
+        QFile list(dir + QStringLiteral("/agents.txt"));
+        QVERIFY(list.open(QIODevice::WriteOnly));
+        list.write("# written by the Slurm launcher\n127.0.0.1:6\n127.0.0.1:7\n");
+        list.close();
+        QFile plan(dir + QStringLiteral("/plan.json"));
+        QVERIFY(plan.open(QIODevice::WriteOnly));
+        plan.write(R"({"name": "p", "dataset": "syn", "grid": {"workers": [2]},
+                      "agents": ["file:agents.txt", "127.0.0.1:5", "127.0.0.1:6"]})");
+        plan.close();
+        app::ConsoleOptions options;
+        options.agentEndpoint = QStringLiteral("127.0.0.1:1"); // nothing listens
+        options.token = QStringLiteral("study-token");
+        options.stateDir = dir + QStringLiteral("/state");
+        options.planFile = plan.fileName();
+        app::MainWindow window(options);
+        const auto &agents = window.agentsView()->registry().agents();
+        QStringList addresses;
+        for (const auto &a : agents)
+            addresses << a.address;
+        QCOMPARE(addresses,
+            QStringList({ QStringLiteral("127.0.0.1:6"), QStringLiteral("127.0.0.1:7"), QStringLiteral("127.0.0.1:5") }));
+        QCOMPARE(agents[2].token, QStringLiteral("study-token"));
+        auto *field = window.studyView()->findChild<QLineEdit *>(QStringLiteral("planAgents"));
+        QVERIFY(field);
+        QCOMPARE(field->text(), QStringLiteral("file:agents.txt, 127.0.0.1:5, 127.0.0.1:6"));
+        // A plan whose agents cannot be found loads, and says why in the log.
+        QFile broken(dir + QStringLiteral("/broken.json"));
+        QVERIFY(broken.open(QIODevice::WriteOnly));
+        broken.write(R"({"name": "p", "dataset": "syn", "grid": {"workers": [2]}, "agents": ["file:missing.txt"]})");
+        broken.close();
+        QString error;
+        QVERIFY2(window.studyView()->loadPlanFile(broken.fileName(), &error), qPrintable(error));
+        QCOMPARE(window.agentsView()->registry().agents().size(), 3);
+        auto *log = window.findChild<QPlainTextEdit *>(QStringLiteral("log"));
+        QVERIFY(log);
+        QVERIFY2(log->toPlainText().contains(QLatin1String("the plan's agents: cannot read agents file")),
+            qPrintable(log->toPlainText()));
     }
 };
 

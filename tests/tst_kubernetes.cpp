@@ -10,7 +10,9 @@
 
 #include <QDir>
 #include <QFile>
+#include <QFileInfo>
 #include <QProcess>
+#include <QRegularExpression>
 #include <QTcpServer>
 #include <QTemporaryDir>
 #include <QTest>
@@ -96,6 +98,126 @@ QString volumeAt(const QVariant &container, const QString &path, QString *mountP
 }
 
 using Documents = QMap<QString, QVariant>; // by kind
+
+// The logical lines of a Dockerfile: continuations joined, comments and blank lines dropped.
+QStringList dockerLines(const QString &text)
+{
+    QStringList lines;
+    QString current;
+    for (QString line : text.split(QLatin1Char('\n'))) {
+        if (line.trimmed().startsWith(QLatin1Char('#')) && current.isEmpty())
+            continue;
+        const bool continues = line.trimmed().endsWith(QLatin1Char('\\'));
+        if (continues)
+            line = line.trimmed().chopped(1);
+        current += line.trimmed() + QLatin1Char(' ');
+        if (!continues) {
+            if (!current.trimmed().isEmpty())
+                lines << current.simplified();
+            current.clear();
+        }
+    }
+    return lines;
+}
+
+// What does not fit between an agent image's Dockerfile and the rest: stages copied from
+// exist, SCALELAB_ options exist in CMakeLists.txt, the StatefulSet's ports are exposed and
+// its user is the image's, and the last stage installs every Debian package that holds a
+// library the agent links (`agentPackages`, from the built binary).
+QStringList imageProblems(const QString &dockerfile, const Documents &docs, const QStringList &agentPackages,
+    const QString &cmakeLists)
+{
+    QStringList found;
+    QStringList stages;
+    QStringList finalInstalls; // apt-get install arguments of the last stage
+    QString user;
+    QStringList exposed;
+    for (const QString &line : dockerLines(dockerfile)) {
+        const QString instruction = line.section(QLatin1Char(' '), 0, 0).toUpper();
+        if (instruction == QLatin1String("FROM")) {
+            finalInstalls.clear();
+            const QStringList words = line.split(QLatin1Char(' '));
+            if (words.size() >= 4 && words[2].compare(QLatin1String("AS"), Qt::CaseInsensitive) == 0)
+                stages << words[3];
+        } else if (instruction == QLatin1String("COPY") && line.contains(QLatin1String("--from="))) {
+            const QString from = line.section(QLatin1String("--from="), 1).section(QLatin1Char(' '), 0, 0);
+            if (!stages.contains(from))
+                found << QStringLiteral("COPY --from=%1: no stage of that name before it").arg(from);
+        } else if (instruction == QLatin1String("RUN") && line.contains(QLatin1String("apt-get install"))) {
+            for (const QString &word : line.section(QLatin1String("apt-get install"), 1).split(QLatin1Char(' ')))
+                if (word == QLatin1String("&&"))
+                    break;
+                else if (!word.isEmpty() && !word.startsWith(QLatin1Char('-')))
+                    finalInstalls << word;
+        } else if (instruction == QLatin1String("USER")) {
+            user = line.section(QLatin1Char(' '), 1).section(QLatin1Char(':'), 0, 0);
+        } else if (instruction == QLatin1String("EXPOSE")) {
+            exposed << line.section(QLatin1Char(' '), 1).split(QLatin1Char(' '));
+        }
+        static const QRegularExpression option(QStringLiteral("-DSCALELAB_([A-Z_]+)="));
+        for (auto it = option.globalMatch(line); it.hasNext();) {
+            const QString name = QStringLiteral("SCALELAB_") + it.next().captured(1);
+            if (!cmakeLists.contains(QStringLiteral("option(%1 ").arg(name)))
+                found << QStringLiteral("-D%1: no such option in CMakeLists.txt").arg(name);
+        }
+    }
+    const QVariant pod = at(docs.value(QStringLiteral("StatefulSet")), QStringLiteral("spec.template.spec"));
+    const QString runAs = at(pod, QStringLiteral("securityContext.runAsUser")).toString();
+    if (user != runAs)
+        found << QStringLiteral("USER %1 is not the StatefulSet's runAsUser %2").arg(user, runAs);
+    for (const QVariant &p : at(pod, QStringLiteral("containers.0.ports")).toList())
+        if (const QString port = at(p, QStringLiteral("containerPort")).toString(); !exposed.contains(port))
+            found << QStringLiteral("containerPort %1 is not EXPOSEd").arg(port);
+    for (const QString &package : agentPackages)
+        if (!finalInstalls.contains(package))
+            found << QStringLiteral("the image does not install %1, which holds a library scalelab-agent links").arg(package);
+    return found;
+}
+
+// The Debian packages holding the libraries `binary` links directly, less those every
+// Debian image has (libc6, libgcc-s1, libstdc++6, zlib1g).
+QStringList linkedPackages(const QString &binary, QString *error)
+{
+    QProcess ldd;
+    ldd.start(QStringLiteral("ldd"), { binary });
+    QProcess readelf;
+    readelf.start(QStringLiteral("readelf"), { QStringLiteral("-d"), binary });
+    if (!ldd.waitForFinished() || !readelf.waitForFinished() || ldd.exitCode() != 0 || readelf.exitCode() != 0) {
+        *error = QStringLiteral("ldd/readelf failed on %1").arg(binary);
+        return {};
+    }
+    QMap<QString, QString> paths; // soname -> path
+    for (const QString &line : QString::fromUtf8(ldd.readAllStandardOutput()).split(QLatin1Char('\n')))
+        if (line.contains(QLatin1String(" => /")))
+            paths.insert(line.section(QLatin1String(" => "), 0, 0).trimmed(),
+                line.section(QLatin1String(" => "), 1).section(QLatin1Char(' '), 0, 0));
+    static const QStringList base { QStringLiteral("libc6"), QStringLiteral("libgcc-s1"), QStringLiteral("libstdc++6"),
+        QStringLiteral("zlib1g") };
+    QStringList packages;
+    static const QRegularExpression needed(QStringLiteral("\\(NEEDED\\)\\s+Shared library: \\[([^\\]]+)\\]"));
+    for (auto it = needed.globalMatch(QString::fromUtf8(readelf.readAllStandardOutput())); it.hasNext();) {
+        const QString soname = it.next().captured(1);
+        const QString path = paths.value(soname);
+        if (path.isEmpty())
+            continue; // the dynamic loader itself
+        QString package;
+        for (const QString &candidate : { path, QFileInfo(path).canonicalFilePath(), QStringLiteral("/usr") + path }) {
+            QProcess dpkg;
+            dpkg.start(QStringLiteral("dpkg"), { QStringLiteral("-S"), candidate });
+            if (dpkg.waitForFinished() && dpkg.exitCode() == 0) {
+                package = QString::fromUtf8(dpkg.readAllStandardOutput()).section(QLatin1Char(':'), 0, 0).trimmed();
+                break;
+            }
+        }
+        if (package.isEmpty()) {
+            *error = QStringLiteral("no Debian package holds %1 (%2)").arg(soname, path);
+            return {};
+        }
+        if (!base.contains(package) && !packages.contains(package))
+            packages << package;
+    }
+    return packages;
+}
 
 // Everything that does not fit together, in words.
 QStringList problems(const Documents &docs)
@@ -234,6 +356,51 @@ private Q_SLOTS:
         QVERIFY(!error.isEmpty());
         YamlSubset::parse(QStringLiteral("a: 1\na: 2\n"), &error);
         QVERIFY(error.contains(QLatin1String("twice")));
+    }
+
+    // Dockerfile (the .deb) and Dockerfile.cuda (built from source on PyTorch's CUDA
+    // libtorch): neither can be built here (no network, no GPU); what can be checked is.
+    void imagesFitTheManifests_data()
+    {
+        QTest::addColumn<QString>("file");
+        QTest::newRow("cpu") << "Dockerfile";
+        QTest::newRow("cuda") << "Dockerfile.cuda";
+    }
+    void imagesFitTheManifests()
+    {
+        QFETCH(QString, file);
+        const QString dockerfile = readAll(kDir + QLatin1Char('/') + file);
+        QVERIFY(!dockerfile.isEmpty());
+        const QString cmakeLists = readAll(QStringLiteral(SCALELAB_SOURCE_DIR "/CMakeLists.txt"));
+        QStringList packages;
+        if (file.endsWith(QLatin1String(".cuda"))) {
+            // Built from source: the last stage must install the agent's libraries itself
+            // (the CPU image gets them from the .deb's Depends, which tst_packaging checks).
+            QString error;
+            packages = linkedPackages(test::binary("scalelab-agent"), &error);
+            QVERIFY2(error.isEmpty(), qPrintable(error));
+            QVERIFY2(packages.contains(QStringLiteral("libqt6core6")) && packages.contains(QStringLiteral("libgrpc++1.51")),
+                qPrintable(packages.join(' ')));
+            QVERIFY(dockerfile.contains(QLatin1String("ENTRYPOINT [\"/opt/scalelab/bin/scalelab-agent\"]")));
+            QVERIFY(dockerfile.contains(QLatin1String("-DCMAKE_INSTALL_PREFIX=/opt/scalelab")));
+            QVERIFY(dockerfile.contains(QLatin1String("--component agent")));
+            QVERIFY(QFileInfo::exists(kDir + QStringLiteral("/Dockerfile.cuda.dockerignore")));
+        }
+        QCOMPARE(imageProblems(dockerfile, m_docs, packages, cmakeLists), QStringList());
+
+        // Each kind of mistake is caught.
+        const auto broken = [&](const QString &from, const QString &to) {
+            QString changed = dockerfile;
+            changed.replace(from, to);
+            return imageProblems(changed, m_docs, packages, cmakeLists).join('\n');
+        };
+        QVERIFY(broken(QStringLiteral("USER 10001"), QStringLiteral("USER 10002")).contains(QLatin1String("runAsUser")));
+        QVERIFY(broken(QStringLiteral("EXPOSE 7450 7451"), QStringLiteral("EXPOSE 7450")).contains(QLatin1String("7451")));
+        if (!packages.isEmpty()) {
+            QVERIFY(broken(QStringLiteral("--from=build"), QStringLiteral("--from=builder")).contains(QLatin1String("no stage")));
+            QVERIFY(broken(QStringLiteral("-DSCALELAB_CUDA=ON"), QStringLiteral("-DSCALELAB_GPU=ON")).contains(QLatin1String("SCALELAB_GPU")));
+            QVERIFY(broken(QStringLiteral(" libgrpc++1.51 "), QStringLiteral(" ")).contains(QLatin1String("libgrpc++1.51")));
+        }
     }
 
     void manifestsAgree() { QCOMPARE(problems(m_docs), QStringList()); }

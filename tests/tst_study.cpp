@@ -109,15 +109,18 @@ private Q_SLOTS:
         plan.set_max_failures(-2);
         plan.set_target_accuracy(70);
         plan.set_placement("random");
+        plan.add_agents("node1:7450");
+        plan.add_agents("node2"); // no port
         const QStringList p = validatePlan(plan);
         const QString all = p.join('\n');
         for (const char *field :
             { "name:", "dataset:", "grid.workers[2]", "grid.workers[3]: 2 is listed twice",
                 "grid.batchSize[1]", "grid.gpusPerWorker[0]", "grid.gpusPerWorker[1]", "grid.precision[0]",
-                "grid.lrRule[0]", "repeats:", "maxFailures:", "targetAccuracy:", "placement:" })
+                "grid.lrRule[0]", "repeats:", "maxFailures:", "targetAccuracy:", "placement:",
+                "agents[1]: agent address 'node2' is not HOST:PORT" })
             QVERIFY2(all.contains(QLatin1String(field)),
                 qPrintable(QStringLiteral("missing %1 in:\n%2").arg(field, all)));
-        QCOMPARE(p.size(), 13);
+        QCOMPARE(p.size(), 14);
         QVERIFY(validatePlan(validPlan()).isEmpty());
     }
 

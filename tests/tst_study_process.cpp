@@ -575,6 +575,60 @@ private Q_SLOTS:
 
     // scalelab-cli runs baseline + 2 and 4 workers across both agents, is killed with
     // SIGKILL mid-study, and `study watch` finishes it: every run once, all SUCCEEDED.
+    // A plan's "agents" (here an agents file next to it, as the Slurm launcher writes) are
+    // where `study run` runs it when its command line names none; agents given there
+    // replace the plan's, and it says so.
+    void planNamesItsAgents()
+    {
+        QVERIFY(QDir().mkpath(path(QStringLiteral("plan-agents"))));
+        v1::StudyPlan plan = tinyPlan({ 2 });
+        plan.mutable_baseline()->set_skip(true);
+        plan.add_agents("file:agents.txt");
+        QString error;
+        QVERIFY(savePlan(plan, path(QStringLiteral("plan-agents/plan.json")), &error));
+        auto env = QProcessEnvironment::systemEnvironment();
+        env.insert(QStringLiteral("SCALELAB_TOKEN"), kToken);
+        const auto run = [&](const QByteArray &agentsFile, const QStringList &more, QByteArray *stderrText) {
+            QFile list(path(QStringLiteral("plan-agents/agents.txt")));
+            if (!list.open(QIODevice::WriteOnly) || list.write(agentsFile) != agentsFile.size())
+                return QStringLiteral("cannot write agents.txt");
+            list.close();
+            QProcess cli;
+            cli.setProcessEnvironment(env);
+            cli.setWorkingDirectory(m_tmp.path()); // not the plan's folder: the file is found from the plan
+            cli.start(test::binary("scalelab-cli"),
+                QStringList { QStringLiteral("study"), QStringLiteral("run"), QStringLiteral("plan-agents/plan.json"),
+                    QStringLiteral("--json"), QStringLiteral("--state-dir"), path(QStringLiteral("plan-agents/state")) }
+                    + more);
+            if (!cli.waitForFinished(180'000))
+                return QStringLiteral("study run did not end in 3 minutes");
+            *stderrText = cli.readAllStandardError();
+            const QByteArray output = cli.readAllStandardOutput().trimmed();
+            return QJsonDocument::fromJson(output.split('\n').last()).object().value(QLatin1String("state")).toString()
+                + QStringLiteral(" (exit %1)").arg(cli.exitCode());
+        };
+        QByteArray log;
+        QString state = run(QStringLiteral("# from the plan\n%1\n%2\n").arg(m_a.endpoint(), m_b.endpoint()).toUtf8(), {}, &log);
+        QVERIFY2(state == QLatin1String("SUCCEEDED (exit 0)"), qPrintable(state + '\n' + log));
+        QVERIFY2(log.contains(QStringLiteral("agents from the plan: %1, %2").arg(m_a.endpoint(), m_b.endpoint()).toUtf8()),
+            log.constData());
+        // Nothing listens at the plan's agent: the command line's agent runs the study.
+        state = run("127.0.0.1:1\n", { QStringLiteral("--agent"), m_a.endpoint() }, &log);
+        QVERIFY2(state == QLatin1String("SUCCEEDED (exit 0)"), qPrintable(state + '\n' + log));
+        QVERIFY2(log.contains("the plan's agents (file:agents.txt) are replaced by the command line's"), log.constData());
+        // A plan whose agents file is missing is refused before anything is recorded.
+        QVERIFY(QFile::remove(path(QStringLiteral("plan-agents/agents.txt"))));
+        QProcess cli;
+        cli.setProcessEnvironment(env);
+        cli.start(test::binary("scalelab-cli"),
+            { QStringLiteral("study"), QStringLiteral("run"), path(QStringLiteral("plan-agents/plan.json")),
+                QStringLiteral("--state-dir"), path(QStringLiteral("plan-agents/state")) });
+        QVERIFY(cli.waitForFinished(30'000));
+        QCOMPARE(cli.exitCode(), 2);
+        const QByteArray refused = cli.readAllStandardError();
+        QVERIFY2(refused.contains("agents: cannot read agents file"), refused.constData());
+    }
+
     void cliKilledMidStudyAndRestarted()
     {
         const v1::StudyPlan plan = tinyPlan({ 2, 4 });

@@ -19,9 +19,10 @@
 #include <QCoreApplication>
 #include <QDir>
 #include <QDirIterator>
-#include <QFileInfo>
 #include <QFile>
+#include <QFileInfo>
 #include <QGuiApplication>
+#include <QTemporaryDir>
 #include <QTextStream>
 
 #include <google/protobuf/util/json_util.h>
@@ -31,6 +32,7 @@
 #include <cstdio>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -837,6 +839,14 @@ int main(int argc, char **argv)
     const bool painting = argc > 1 && qstrcmp(argv[1], "report") == 0;
     if (painting && qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM"))
         qputenv("QT_QPA_PLATFORM", "offscreen");
+    // Qt's GUI wants a private runtime folder; outside a login session (a batch job, cron)
+    // there is none and it warns. One of this process's own, removed at exit.
+    std::optional<QTemporaryDir> runtimeDir;
+    if (painting && qEnvironmentVariableIsEmpty("XDG_RUNTIME_DIR")) {
+        runtimeDir.emplace(QDir::tempPath() + QStringLiteral("/scalelab-runtime-XXXXXX"));
+        if (runtimeDir->isValid())
+            qputenv("XDG_RUNTIME_DIR", QFile::encodeName(runtimeDir->path()));
+    }
     std::unique_ptr<QCoreApplication> app = painting ? std::make_unique<QGuiApplication>(argc, argv)
                                                      : std::make_unique<QCoreApplication>(argc, argv);
     QCoreApplication::setApplicationName(QStringLiteral("scalelab-cli"));

@@ -15,6 +15,7 @@
 #include <QDateTime>
 #include <QDir>
 #include <QFile>
+#include <QFileInfo>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QStandardPaths>
@@ -50,7 +51,8 @@ void addAgentOptions(QCommandLineParser &parser)
         QStringLiteral("file") });
     parser.addOption({ QStringLiteral("agents"),
         QStringLiteral("dns:NAME:PORT: every address NAME resolves to (a Kubernetes headless Service); "
-                       "repeatable."),
+                       "file:PATH and HOST:PORT work too, as in a plan's \"agents\"; repeatable. Agents "
+                       "given here replace the plan's."),
         QStringLiteral("dns:name:port") });
     parser.addOption({ QStringLiteral("token-file"),
         QStringLiteral("File with the agents' token (or set SCALELAB_TOKEN)."), QStringLiteral("path") });
@@ -92,7 +94,8 @@ bool agentsGiven(const QCommandLineParser &parser)
         || parser.isSet(QStringLiteral("agents"));
 }
 
-int setUpAgents(const QCommandLineParser &parser, Agents *agents)
+// `planAgents`: the addresses a plan names, used when the command line names none.
+int setUpAgents(const QCommandLineParser &parser, Agents *agents, const QStringList &planAgents = {})
 {
     QString token = QString::fromLocal8Bit(qgetenv("SCALELAB_TOKEN"));
     if (parser.isSet(QStringLiteral("token-file"))) {
@@ -105,7 +108,7 @@ int setUpAgents(const QCommandLineParser &parser, Agents *agents)
     const AgentAddresses given = givenAgents(parser);
     if (!given.ok())
         return badInput(given.error);
-    for (const QString &address : given.addresses)
+    for (const QString &address : given.addresses.isEmpty() ? planAgents : given.addresses)
         agents->endpoints << AgentEndpoint { address, address, token };
     if (!agents->endpoints.isEmpty())
         return Ok;
@@ -468,8 +471,25 @@ int runStudy(const QStringList &arguments, bool fromReport)
     Journal journal;
     if (!openJournal(parser, &journal))
         return BadInput;
+    // The plan's agents, unless the command line names its own.
+    QStringList planAgents;
+    if (plan->agents_size() > 0) {
+        QStringList specs;
+        for (const auto &spec : plan->agents())
+            specs << QString::fromStdString(spec);
+        if (agentsGiven(parser)) {
+            err() << "the plan's agents (" << specs.join(QLatin1String(", "))
+                  << ") are replaced by the command line's\n";
+        } else {
+            const AgentAddresses named = resolveAgentSpecs(specs, QFileInfo(source).absolutePath());
+            if (!named.ok())
+                return badInput(QStringLiteral("%1: agents: %2").arg(source, named.error));
+            planAgents = named.addresses;
+            err() << "agents from the plan: " << planAgents.join(QLatin1String(", ")) << "\n";
+        }
+    }
     Agents agents;
-    if (int rc = setUpAgents(parser, &agents); rc != Ok)
+    if (int rc = setUpAgents(parser, &agents, planAgents); rc != Ok)
         return rc;
     if (parser.isSet(QStringLiteral("synthetic")))
         if (int rc = ensureSyntheticDataset(agents.endpoints, QString::fromStdString(plan->dataset()),
@@ -669,6 +689,13 @@ int planCommand(const QStringList &arguments)
         out() << parser.value(QStringLiteral("check")) << ": valid, " << runs.size() << " runs\n";
         for (const auto &r : runs)
             out() << "  " << r.runId << "  " << r.config.key() << "  repeat " << r.repeat + 1 << "\n";
+        if (plan->agents_size() > 0) {
+            QStringList specs;
+            for (const auto &spec : plan->agents())
+                specs << QString::fromStdString(spec);
+            out() << "agents: " << specs.join(QLatin1String(", "))
+                  << " (files are read and names resolved when the study runs)\n";
+        }
         return Ok;
     }
     out() << planToJson(examplePlan(parser.value(QStringLiteral("dataset"))));

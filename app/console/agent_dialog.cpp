@@ -1,5 +1,7 @@
 #include "agent_dialog.h"
 
+#include "agent_addresses.h"
+
 #include <QCheckBox>
 #include <QDialogButtonBox>
 #include <QFile>
@@ -49,7 +51,12 @@ AgentDialog::AgentDialog(
     m_name->setPlaceholderText(tr("gpu-node-1"));
     m_address = new QLineEdit(initial.address);
     m_address->setObjectName(QStringLiteral("addressEdit"));
-    m_address->setPlaceholderText(tr("host:port, e.g. gpu-node-1:50051"));
+    m_address->setPlaceholderText(editing < 0 ? tr("host:port, or several: file:PATH or dns:NAME:PORT")
+                                              : tr("host:port, e.g. gpu-node-1:50051"));
+    m_address->setToolTip(tr("HOST:PORT of one agent. When adding, also file:PATH (one HOST:PORT per line, as "
+                             "the Slurm launcher writes agents.txt) or dns:NAME:PORT (every address NAME "
+                             "resolves to, e.g. a Kubernetes headless Service): one agent per address, named "
+                             "by it"));
     m_token = new QLineEdit(initial.token);
     m_token->setObjectName(QStringLiteral("tokenEdit"));
     m_token->setEchoMode(QLineEdit::Password);
@@ -93,7 +100,23 @@ AgentDialog::AgentDialog(
     };
     auto *form = new QFormLayout;
     form->addRow(tr("Name"), withError(m_name, nullptr, QStringLiteral("name")));
-    form->addRow(tr("Address"), withError(m_address, nullptr, QStringLiteral("address")));
+    auto *addressRow = new QHBoxLayout;
+    addressRow->setContentsMargins(0, 0, 0, 0);
+    addressRow->addWidget(m_address, 1);
+    if (editing < 0) {
+        auto *agentsFile = new QPushButton(tr("Agents file…"));
+        agentsFile->setObjectName(QStringLiteral("agentsFileButton"));
+        agentsFile->setToolTip(tr("Add every agent of a file of addresses (one HOST:PORT per line)"));
+        connect(agentsFile, &QPushButton::clicked, this, [this] {
+            const QString path = QFileDialog::getOpenFileName(this, tr("Agents file"));
+            if (path.isEmpty())
+                return;
+            m_address->setText(QStringLiteral("file:") + path);
+            Q_EMIT m_address->textEdited(m_address->text());
+        });
+        addressRow->addWidget(agentsFile);
+    }
+    form->addRow(tr("Address"), withError(nullptr, addressRow, QStringLiteral("address")));
     form->addRow(tr("Token"), withError(nullptr, tokenRow, QStringLiteral("token")));
 
     m_tls = new QGroupBox(tr("TLS (needed for an agent off this computer)"));
@@ -143,6 +166,13 @@ AgentDialog::AgentDialog(
     };
     connect(m_name, &QLineEdit::textEdited, this, touch(QStringLiteral("name")));
     connect(m_address, &QLineEdit::textEdited, this, touch(QStringLiteral("address")));
+    connect(m_address, &QLineEdit::textChanged, this, [this] {
+        m_listError.clear();
+        // Agents of a list are named by their addresses.
+        m_name->setEnabled(!isList());
+        m_name->setPlaceholderText(isList() ? tr("each agent is named by its address") : tr("gpu-node-1"));
+        m_enabled->setText(isList() ? tr("Connect to these agents") : tr("Connect to this agent"));
+    });
     connect(m_token, &QLineEdit::textChanged, this, touch(QStringLiteral("token")));
     connect(m_ca, &QLineEdit::textChanged, this, touch(QStringLiteral("tls.ca")));
     connect(m_cert, &QLineEdit::textChanged, this, touch(QStringLiteral("tls.cert")));
@@ -192,10 +222,31 @@ core::AgentConfig AgentDialog::config() const
     return c;
 }
 
+bool AgentDialog::isList() const
+{
+    const QString address = m_address->text().trimmed();
+    return m_editing < 0
+        && (address.startsWith(QLatin1String("file:")) || address.startsWith(QLatin1String("dns:")));
+}
+
 QList<core::AgentProblem> AgentDialog::problems() const
 {
-    auto found
-        = m_registry ? m_registry->problems(config(), m_editing) : core::AgentRegistry::problemsOf(config());
+    QList<core::AgentProblem> found;
+    if (isList()) {
+        // The shared settings, checked as for one agent; the name and the address are the list's.
+        core::AgentConfig sample = config();
+        sample.name = QStringLiteral("list");
+        sample.address = QStringLiteral("list:1");
+        for (const auto &p : core::AgentRegistry::problemsOf(sample))
+            if (p.field != QLatin1String("name") && p.field != QLatin1String("address"))
+                found << p;
+        if (const QString problem = core::agentSpecError(config().address); !problem.isEmpty())
+            found << core::AgentProblem { QStringLiteral("address"), problem };
+        else if (!m_listError.isEmpty())
+            found << core::AgentProblem { QStringLiteral("address"), m_listError };
+    } else {
+        found = m_registry ? m_registry->problems(config(), m_editing) : core::AgentRegistry::problemsOf(config());
+    }
     if (m_tls->isChecked() && m_ca->text().trimmed().isEmpty()
         && std::none_of(
             found.begin(), found.end(), [](const auto &p) { return p.field == QLatin1String("tls.ca"); }))
@@ -226,8 +277,20 @@ int AgentDialog::validateAll()
 
 void AgentDialog::accept()
 {
-    if (validateAll() == 0)
-        QDialog::accept();
+    m_listError.clear(); // the list is read again
+    if (validateAll() != 0)
+        return;
+    if (isList()) {
+        // Read the file or ask DNS now, once: the user sees what the list holds, or why not.
+        const core::AgentAddresses listed = core::resolveAgentSpecs({ config().address });
+        if (!listed.ok()) {
+            m_listError = listed.error;
+            validateAll();
+            return;
+        }
+        m_addresses = listed.addresses;
+    }
+    QDialog::accept();
 }
 
 } // namespace scalelab::console

@@ -1,5 +1,8 @@
 // Adds or edits one agent of the console's list: name, address, token (typed or read from
-// a token file), TLS files, enabled. Problems show under the field they concern as the
+// a token file), TLS files, enabled. When adding, the address may also be file:PATH (an
+// agents file, as the Slurm launcher writes) or dns:NAME:PORT (every address of NAME, as
+// for a Kubernetes headless Service): then it adds one agent per address, each named by
+// its address and sharing the token and TLS settings; the list is read when OK is pressed. Problems show under the field they concern as the
 // user types (fields not yet touched stay quiet until OK is pressed), in the registry's
 // words; OK keeps the dialog open while any remain.
 #pragma once
@@ -30,6 +33,11 @@ public:
 
     void accept() override;
 
+    // The address is file:PATH or dns:NAME:PORT: several agents, named by their addresses.
+    bool isList() const;
+    // What the list resolved to when OK was pressed.
+    QStringList addresses() const { return m_addresses; }
+
 private:
     QLineEdit *fileRow(const QString &objectName, const QString &placeholder, QWidget **row);
     void validate();
@@ -48,6 +56,8 @@ private:
     QLineEdit *m_serverName = nullptr;
     QCheckBox *m_enabled = nullptr;
     QMap<QString, QLabel *> m_errors; // field -> its error label
+    QString m_listError; // why the list could not be read, until the address changes
+    QStringList m_addresses;
 };
 
 } // namespace scalelab::console

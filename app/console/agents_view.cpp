@@ -776,6 +776,30 @@ bool AgentsView::addAgent(const core::AgentConfig &agent, QString *error)
     return true;
 }
 
+int AgentsView::addAddresses(const QStringList &addresses, const core::AgentConfig &shared, QStringList *log)
+{
+    int added = 0;
+    for (const QString &address : addresses) {
+        if (std::any_of(m_nodes.begin(), m_nodes.end(), [&](const auto &n) {
+                return n->config.address == address || n->config.name == address;
+            })) {
+            *log << tr("agent %1 is already in the Agents tab").arg(address);
+            continue;
+        }
+        core::AgentConfig agent = shared;
+        agent.name = address;
+        agent.address = address;
+        QString error;
+        if (addAgent(agent, &error)) {
+            *log << tr("added agent %1 to the Agents tab").arg(address);
+            ++added;
+        } else {
+            *log << tr("error: cannot add agent %1: %2").arg(address, error);
+        }
+    }
+    return added;
+}
+
 bool AgentsView::editAgent(const QString &name, const core::AgentConfig &agent, QString *error)
 {
     const int index = m_registry.indexOf(name);
@@ -834,6 +858,16 @@ void AgentsView::runDialog(const QString &editing)
     AgentDialog dialog(
         &m_registry, index, index < 0 ? core::AgentConfig {} : m_registry.agents().at(index), this);
     while (dialog.exec() == QDialog::Accepted) {
+        if (dialog.isList()) {
+            QStringList log;
+            const int added = addAddresses(dialog.addresses(), dialog.config(), &log);
+            QMessageBox::information(this, tr("Agents added"),
+                tr("%1 of %2 agents in %3 added:\n%4")
+                    .arg(added)
+                    .arg(dialog.addresses().size())
+                    .arg(dialog.config().address, log.join(QLatin1Char('\n'))));
+            return;
+        }
         QString error;
         if (index < 0 ? addAgent(dialog.config(), &error) : editAgent(editing, dialog.config(), &error))
             return;

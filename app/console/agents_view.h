@@ -57,6 +57,10 @@ public:
 
     // Changes to the saved list; each saves at once. False with the reason in `error`.
     bool addAgent(const core::AgentConfig &agent, QString *error);
+    // Adds an agent per address, named by it, with `shared`'s token, TLS and enabled
+    // setting; an address already listed (as an address or a name) is skipped. Says what
+    // it did, a line per address, in `log`; returns how many it added.
+    int addAddresses(const QStringList &addresses, const core::AgentConfig &shared, QStringList *log);
     bool editAgent(const QString &name, const core::AgentConfig &agent, QString *error);
     bool removeAgent(const QString &name, QString *error);
 

@@ -69,7 +69,8 @@ int main(int argc, char **argv)
             QStringLiteral("file") },
         { QStringLiteral("agents"),
             QStringLiteral("dns:NAME:PORT: every address NAME resolves to joins the Agents tab (a "
-                           "Kubernetes headless Service)."),
+                           "Kubernetes headless Service); file:PATH and HOST:PORT work too, as in a plan's "
+                           "\"agents\"; repeatable."),
             QStringLiteral("dns:name:port") },
         { QStringLiteral("token-file"), QStringLiteral("File with the agent's token (or SCALELAB_TOKEN)."),
             QStringLiteral("path") },

@@ -1,5 +1,6 @@
 #include "main_window.h"
 
+#include "agent_addresses.h"
 #include "agents_view.h"
 #include "chart_controls.h"
 #include "metric_chart.h"
@@ -253,6 +254,7 @@ void MainWindow::buildUi()
             m_log->appendPlainText(tr("error: agent list: %1").arg(error));
     }
     addAgentsFromCommandLine();
+    connect(m_studyView, &console::StudyView::agentsNamed, this, &MainWindow::addAgentsFromPlan);
     m_tabs = new QTabWidget;
     m_tabs->setObjectName(QStringLiteral("mainTabs"));
     m_tabs->addTab(split, tr("&Run"));
@@ -509,23 +511,28 @@ void MainWindow::setStatus(const QString &text, bool error)
         m_log->appendPlainText(QStringLiteral("error: ") + text);
 }
 
+void MainWindow::addAgentAddresses(const QStringList &addresses, const QString &source)
+{
+    core::AgentConfig shared;
+    shared.token = m_options.token;
+    QStringList log;
+    m_agentsView->addAddresses(addresses, shared, &log);
+    for (const QString &line : log)
+        m_log->appendPlainText(QStringLiteral("%1 (%2)").arg(line, source));
+}
+
 void MainWindow::addAgentsFromCommandLine()
 {
-    for (const QString &address : m_options.moreAgents) {
-        const auto &saved = m_agentsView->registry().agents();
-        if (std::any_of(saved.begin(), saved.end(),
-                [&](const core::AgentConfig &a) { return a.address == address || a.name == address; }))
-            continue;
-        core::AgentConfig agent;
-        agent.name = address;
-        agent.address = address;
-        agent.token = m_options.token;
-        QString error;
-        if (m_agentsView->addAgent(agent, &error))
-            m_log->appendPlainText(tr("added agent %1 (from the command line) to the Agents tab").arg(address));
-        else
-            m_log->appendPlainText(tr("error: cannot add agent %1: %2").arg(address, error));
-    }
+    addAgentAddresses(m_options.moreAgents, tr("from the command line"));
+}
+
+void MainWindow::addAgentsFromPlan(const QStringList &specs, const QString &baseDir)
+{
+    const core::AgentAddresses named = core::resolveAgentSpecs(specs, baseDir);
+    if (named.ok())
+        addAgentAddresses(named.addresses, tr("named by the plan"));
+    else
+        m_log->appendPlainText(tr("error: the plan's agents: %1").arg(named.error));
 }
 
 void MainWindow::connectToAgent()

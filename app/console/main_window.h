@@ -85,6 +85,8 @@ public:
 public Q_SLOTS:
     void connectToAgent();
     void addAgentsFromCommandLine();
+    // A plan's agents (HOST:PORT, file:PATH, dns:NAME:PORT) join the Agents tab.
+    void addAgentsFromPlan(const QStringList &specs, const QString &baseDir);
     void launchRun();
     void stopRun();
     void createSyntheticDataset();
@@ -96,6 +98,9 @@ protected:
     void closeEvent(QCloseEvent *event) override;
 
 private:
+    // Adds agents to the Agents tab with the console's token; says so in the log, with where
+    // they came from.
+    void addAgentAddresses(const QStringList &addresses, const QString &source);
     void buildMenus();
     void saveSettings() const;
     void restoreSettings();

@@ -14,6 +14,7 @@
 #include <QDesktopServices>
 #include <QDoubleSpinBox>
 #include <QFileDialog>
+#include <QFileInfo>
 #include <QFormLayout>
 #include <QGroupBox>
 #include <QHBoxLayout>
@@ -193,6 +194,12 @@ void StudyView::buildUi()
     m_placement = new QComboBox;
     m_placement->addItems({ QStringLiteral("pack"), QStringLiteral("spread") });
     form->addRow(tr("Placement"), m_placement);
+    m_planAgents = line(tr("Agents"), QString(),
+        tr("Where the study's agents are, saved with the plan, comma-separated: HOST:PORT, file:PATH (one "
+           "HOST:PORT per line, as the Slurm launcher writes) or dns:NAME:PORT (every address of NAME). "
+           "Loading or launching the plan adds them to the Agents tab; the study runs on that tab's agents."));
+    m_planAgents->setObjectName(QStringLiteral("planAgents"));
+    m_planAgents->setPlaceholderText(tr("optional: HOST:PORT, file:PATH, dns:NAME:PORT"));
     for (QSpinBox *s : { m_repeats, m_maxFailures, m_maxTrain })
         connect(s, &QSpinBox::valueChanged, this, &StudyView::preview);
     // What an empty list means, as the plan's defaults say.
@@ -426,6 +433,9 @@ v1::StudyPlan StudyView::planFromForm(QStringList *problems) const
     plan.set_max_failures(m_maxFailures->value());
     plan.set_target_accuracy(m_target->value() / 100.0);
     plan.set_placement(m_placement->currentText().toStdString());
+    plan.clear_agents();
+    for (const QString &spec : parseWords(m_planAgents))
+        plan.add_agents(spec.toStdString());
     plan.mutable_training()->set_max_train_images(m_maxTrain->value());
     plan.mutable_training()->clear_learning_rate();
     plan.set_learning_rate_auto(false);
@@ -505,6 +515,10 @@ void StudyView::setForm(const v1::StudyPlan &plan)
                                                   : QString());
     m_placement->setCurrentText(
         plan.placement().empty() ? QStringLiteral("pack") : QString::fromStdString(plan.placement()));
+    words.clear();
+    for (const auto &spec : plan.agents())
+        words << QString::fromStdString(spec);
+    m_planAgents->setText(words.join(QLatin1String(", ")));
 }
 
 // Before launch: the runs the plan makes, where each would go, which cannot be placed.
@@ -581,6 +595,12 @@ bool StudyView::launch(QString *error)
     if (!m_journal.isOpen()) {
         *error = tr("No study journal is open");
         return false;
+    }
+    if (plan.agents_size() > 0) {
+        QStringList specs;
+        for (const auto &spec : plan.agents())
+            specs << QString::fromStdString(spec);
+        Q_EMIT agentsNamed(specs, m_planDir);
     }
     StudyRunner creator(&m_journal);
     creator.setAgents(m_agents);
@@ -811,6 +831,7 @@ void StudyView::saveSettings(QSettings &settings) const
         QStringList ignored;
         return planFromForm(&ignored);
     }())));
+    settings.setValue(QStringLiteral("study/planDir"), m_planDir);
 }
 
 void StudyView::restoreSettings(const QSettings &settings)
@@ -822,6 +843,7 @@ void StudyView::restoreSettings(const QSettings &settings)
     if (const auto plan
         = parsePlanJson(settings.value(QStringLiteral("study/plan")).toString().toUtf8(), &problems))
         setForm(*plan);
+    m_planDir = settings.value(QStringLiteral("study/planDir")).toString();
 }
 
 void StudyView::refreshStudyList()
@@ -876,7 +898,14 @@ bool StudyView::loadPlanFile(const QString &path, QString *error)
         *error = tr("Cannot load %1:\n%2").arg(path, problems.join(QLatin1Char('\n')));
         return false;
     }
+    m_planDir = QFileInfo(path).absolutePath();
     setForm(*plan);
+    if (plan->agents_size() > 0) {
+        QStringList specs;
+        for (const auto &spec : plan->agents())
+            specs << QString::fromStdString(spec);
+        Q_EMIT agentsNamed(specs, m_planDir);
+    }
     return true;
 }
 

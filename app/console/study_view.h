@@ -82,6 +82,9 @@ public Q_SLOTS:
 
 Q_SIGNALS:
     void studyFinished(const QString &state);
+    // A loaded or launched plan names agents (HOST:PORT, file:PATH or dns:NAME:PORT; relative
+    // files are in `baseDir`): the main window adds them to the Agents tab.
+    void agentsNamed(const QStringList &specs, const QString &baseDir);
 
 private:
     void buildUi();
@@ -126,6 +129,8 @@ private:
     QDoubleSpinBox *m_target = nullptr;
     QSpinBox *m_maxTrain = nullptr;
     QComboBox *m_placement = nullptr;
+    QLineEdit *m_planAgents = nullptr;
+    QString m_planDir; // folder of the loaded plan: its relative file: agents are read from there
     QLabel *m_problems = nullptr;
     QLabel *m_status = nullptr;
     QLabel *m_resultsNote = nullptr; // a baseline warning, or why speedups are missing
