@@ -19,8 +19,8 @@ SCALELAB_PACKAGES=(
 
 # Only for the tests (scripts/test.sh): tst_slurm starts a real Slurm; tst_packaging makes
 # the .debs (dpkg-shlibdeps), checks the unit (systemd-analyze) and installs them into a
-# fresh Debian root (debootstrap).
-SCALELAB_TEST_PACKAGES=(slurm-wlm munge dpkg-dev systemd debootstrap)
+# fresh Debian root (debootstrap); tst_reports reads its PDFs' text back (pdftotext).
+SCALELAB_TEST_PACKAGES=(slurm-wlm munge dpkg-dev systemd debootstrap poppler-utils)
 
 # Only for scripts/fuzz.sh: clang's libFuzzer and sanitizer runtimes (libclang-rt is
 # merely recommended by clang, and recommendations are not installed here).

@@ -13,11 +13,13 @@
 #include "net_address.h"
 #include "run_event_log.h"
 #include "run_supervisor.h"
+#include "study_runner.h"
 #include "test_support.h"
 
 #include <QCryptographicHash>
 #include <QElapsedTimer>
 #include <QProcess>
+#include <QSignalSpy>
 #include <QStandardPaths>
 #include <QTemporaryDir>
 #include <QTest>
@@ -938,6 +940,57 @@ private Q_SLOTS:
                 path(QStringLiteral("client.key")), {} });
         const auto r = known.describe(&inventory);
         QVERIFY2(r.ok(), qPrintable(r.message));
+        agent->stop();
+    }
+
+    // The runner copies each committed checkpoint to the console over a channel of its
+    // own; it must use the agent's own TLS settings (here a CA given for this agent alone,
+    // none in the environment), not SCALELAB_TLS_* (issue 22's bug).
+    void studyCopiesCheckpointsFromAnAgentWithItsOwnCa()
+    {
+        qunsetenv("SCALELAB_TLS_CA");
+        auto agent = startAgent(QStringLiteral("own-ca"),
+            { QStringLiteral("--tls-cert"), path(QStringLiteral("server.pem")), QStringLiteral("--tls-key"),
+                path(QStringLiteral("server.key")) });
+        QVERIFY2(!agent->endpoint().isEmpty(), qPrintable(agent->error()));
+        const AgentEndpoint endpoint { QStringLiteral("tls-agent"), agent->endpoint(), agent->token(),
+            AgentTls { path(QStringLiteral("ca.pem")), {}, {}, {} } };
+
+        v1::StudyPlan plan;
+        plan.set_name("own-ca");
+        plan.set_dataset("syn");
+        plan.mutable_baseline()->set_skip(true);
+        plan.mutable_grid()->add_workers(1);
+        plan.mutable_grid()->add_batch_size(50);
+        plan.mutable_grid()->add_epochs(3);
+        plan.mutable_grid()->add_threads_per_worker(1);
+        Journal journal;
+        QString error;
+        QVERIFY2(journal.open(path(QStringLiteral("own-ca-study/journal.sqlite")), &error), qPrintable(error));
+        StudyRunner runner(&journal);
+        runner.setAgents({ endpoint });
+        runner.setTickInterval(100);
+        const QString studyId = runner.createStudy(plan, &error);
+        QVERIFY2(!studyId.isEmpty(), qPrintable(error));
+        QSignalSpy finished(&runner, &StudyRunner::finished);
+        QStringList messages;
+        const QString copy = path(QStringLiteral("own-ca-study/checkpoints/%1-r01/epoch-0001").arg(studyId));
+        QString copyProblem = QStringLiteral("never copied");
+        v1::CheckpointManifest manifest;
+        connect(&runner, &StudyRunner::message, this, [&](const QString &m) {
+            messages << m;
+            // Checked when it lands: a finished run's copies are removed.
+            if (m.contains(QLatin1String("checkpoint of epoch 1 copied from agent tls-agent")))
+                copyProblem = CheckpointTransfer::verifyCopy(copy, &manifest);
+        });
+        QVERIFY2(runner.drive(studyId, &error), qPrintable(error));
+        QVERIFY2(QTest::qWaitFor([&] { return !finished.isEmpty(); }, test::timeLimit(120'000)),
+            qPrintable(messages.join('\n')));
+        QCOMPARE(finished.first().first().toString(), QStringLiteral("SUCCEEDED"));
+        // The checkpoint of epoch 1 reached the console, verified, while epoch 2 trained.
+        QCOMPARE(copyProblem, QString());
+        QCOMPARE(manifest.epoch(), 1);
+        QCOMPARE(manifest.files_size(), 3);
         agent->stop();
     }
 

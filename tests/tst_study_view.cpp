@@ -4,14 +4,13 @@
 // speedup and efficiency against workers); filtering, a run's details with its logs, and
 // a cancelled run retried from the UI.
 #include "agent_client.h"
-#include "local_agent.h"
 #include "lr_find_dialog.h"
 #include "metric_chart.h"
 #include "run_details.h"
 #include "run_plot.h"
 #include "study_charts.h"
 #include "study_view.h"
-#include "test_support.h"
+#include "agent_fixture.h"
 
 #include <QComboBox>
 #include <QLineSeries>
@@ -29,8 +28,7 @@ using namespace scalelab;
 class TestStudyView : public QObject {
     Q_OBJECT
 private:
-    QTemporaryDir m_tmp;
-    core::LocalAgent m_agent;
+    test::AgentFixture m_fixture;
 
     static QString cell(QTableWidget *t, int row, int column)
     {
@@ -41,32 +39,23 @@ private:
 private Q_SLOTS:
     void initTestCase()
     {
-        QVERIFY(QDir().mkpath(m_tmp.filePath(QStringLiteral("data"))));
-        core::LocalAgentOptions options;
-        options.agentBinary = test::binary("scalelab-agent");
-        options.dataDir = m_tmp.filePath(QStringLiteral("data"));
-        options.stateDir = m_tmp.filePath(QStringLiteral("agent"));
-        QVERIFY2(m_agent.start(options), qPrintable(m_agent.error()));
+        test::AgentFixtureOptions options;
+        options.stateName = QStringLiteral("agent");
+        QVERIFY2(m_fixture.start(options), qPrintable(m_fixture.error()));
         v1::CreateSyntheticDatasetRequest request;
         request.set_name("synth");
         request.set_train_images(128);
         request.set_test_images(64);
         v1::Dataset dataset;
-        QVERIFY(core::AgentClient(m_agent.endpoint(), m_agent.token())
-                    .createSyntheticDataset(request, &dataset)
-                    .ok());
+        QVERIFY(m_fixture.client().createSyntheticDataset(request, &dataset).ok());
     }
 
-    void cleanupTestCase()
-    {
-        m_agent.stop();
-        QTRY_VERIFY_WITH_TIMEOUT(test::processesMentioning(m_tmp.path()).isEmpty(), 15000);
-    }
+    void cleanupTestCase() { QVERIFY2(m_fixture.stopAndCheckNothingLeft(), qPrintable(m_fixture.error())); }
 
     void badValuesAreRefusedInline()
     {
         console::StudyView view;
-        view.setAgents({ { QStringLiteral("local"), m_agent.endpoint(), m_agent.token() } });
+        view.setAgents({ m_fixture.endpoint() });
         auto *workers = view.findChildren<QLineEdit *>().at(2);
         workers->setText(QStringLiteral("2, x, 0"));
         const QString text = view.problemsLabel()->text();
@@ -91,7 +80,7 @@ private Q_SLOTS:
     void learningRateIsFoundFromTheDesigner()
     {
         console::StudyView view;
-        view.setAgents({ { QStringLiteral("local"), m_agent.endpoint(), m_agent.token() } });
+        view.setAgents({ m_fixture.endpoint() });
         auto *dataset = view.findChildren<QLineEdit *>().at(1);
         dataset->setText(QStringLiteral("synth"));
         view.findChildren<QLineEdit *>().at(3)->setText(QStringLiteral("16")); // batch per worker
@@ -125,9 +114,9 @@ private Q_SLOTS:
     void datasetChoiceFlagsSyntheticSets()
     {
         console::StudyView view;
-        view.setAgents({ { QStringLiteral("local"), m_agent.endpoint(), m_agent.token() } });
+        view.setAgents({ m_fixture.endpoint() });
         v1::DescribeResponse inventory;
-        QVERIFY(core::AgentClient(m_agent.endpoint(), m_agent.token()).describe(&inventory).ok());
+        QVERIFY(core::AgentClient(m_fixture.address(), m_fixture.token()).describe(&inventory).ok());
         view.setInventory(QStringLiteral("local"), inventory);
         auto *pick = view.findChild<QComboBox *>(QStringLiteral("datasetPick"));
         const int synth = pick->findData(QStringLiteral("synth"));
@@ -146,8 +135,8 @@ private Q_SLOTS:
     {
         console::StudyView view;
         QString error;
-        QVERIFY2(view.openJournal(m_tmp.filePath(QStringLiteral("console")), &error), qPrintable(error));
-        view.setAgents({ { QStringLiteral("local"), m_agent.endpoint(), m_agent.token() } });
+        QVERIFY2(view.openJournal(m_fixture.path(QStringLiteral("console")), &error), qPrintable(error));
+        view.setAgents({ m_fixture.endpoint() });
         v1::StudyPlan plan;
         plan.set_name("ui");
         plan.set_dataset("synth");
@@ -228,8 +217,8 @@ private Q_SLOTS:
         console::StudyView view;
         QString error;
         QVERIFY2(
-            view.openJournal(m_tmp.filePath(QStringLiteral("console-retry")), &error), qPrintable(error));
-        view.setAgents({ { QStringLiteral("local"), m_agent.endpoint(), m_agent.token() } });
+            view.openJournal(m_fixture.path(QStringLiteral("console-retry")), &error), qPrintable(error));
+        view.setAgents({ m_fixture.endpoint() });
         v1::StudyPlan plan;
         plan.set_name("retry");
         plan.set_dataset("synth");

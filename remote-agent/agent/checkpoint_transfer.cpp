@@ -1,10 +1,10 @@
 #include "checkpoint_transfer.h"
 
-#include "safe_name.h"
+#include "checkpoint_layout.h"
+#include "file_io.h"
 
 #include <algorithm>
 #include <atomic>
-#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -29,38 +29,6 @@ grpc::Status internal(const std::string &message)
     return { grpc::StatusCode::INTERNAL, message };
 }
 
-void fsyncPath(const fs::path &path)
-{
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd >= 0) {
-        ::fsync(fd);
-        ::close(fd);
-    }
-}
-
-bool isHexSum(const std::string &sum)
-{
-    return sum.size() == 64 && std::all_of(sum.begin(), sum.end(), [](char c) {
-        return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
-    });
-}
-
-// The epoch of a committed folder "epoch-NNNN" (with a MANIFEST), else 0.
-int committedEpoch(const fs::directory_entry &entry)
-{
-    const std::string name = entry.path().filename().string();
-    // At most 9 digits: std::stoi throws beyond INT_MAX ("epoch-9999999999").
-    if (name.rfind("epoch-", 0) != 0 || name.size() > 15 || name.size() == 6)
-        return 0;
-    const std::string digits = name.substr(6);
-    if (!std::all_of(digits.begin(), digits.end(), ::isdigit))
-        return 0;
-    std::error_code ec;
-    if (!entry.is_directory(ec) || !fs::is_regular_file(entry.path() / "MANIFEST", ec))
-        return 0;
-    return std::stoi(digits);
-}
-
 std::string sizeMismatch(const std::string &name, std::int64_t got, std::int64_t expected)
 {
     return "file '" + name + "' is incomplete: " + std::to_string(got) + " of the " + std::to_string(expected)
@@ -74,23 +42,14 @@ fs::path checkpointsOf(const fs::path &runFolder)
     return runFolder / "checkpoints";
 }
 
-std::string checkpointFolderName(int epoch)
-{
-    char name[32];
-    std::snprintf(name, sizeof name, "epoch-%04d", epoch);
-    return name;
-}
-
 // ---- CheckpointSource ------------------------------------------------------------
 
 grpc::Status CheckpointSource::open(const fs::path &checkpoints, const std::string &runId, int epoch)
 {
-    std::error_code ec;
     std::vector<int> committed;
-    for (const auto &entry : fs::directory_iterator(checkpoints, ec))
-        if (const int e = committedEpoch(entry); e > 0)
-            committed.push_back(e);
-    std::sort(committed.begin(), committed.end());
+    for (const auto &folder : checkpoint::folders(checkpoints, true))
+        if (folder.epoch > 0)
+            committed.push_back(folder.epoch);
     const int chosen = epoch == 0 ? (committed.empty() ? 0 : committed.back())
                                   : (std::count(committed.begin(), committed.end(), epoch) ? epoch : 0);
     if (chosen == 0) {
@@ -102,21 +61,18 @@ grpc::Status CheckpointSource::open(const fs::path &checkpoints, const std::stri
                 + (epoch > 0 ? " of epoch " + std::to_string(epoch) : std::string())
                 + " on this agent (epochs held here: " + (have.empty() ? "none" : have) + ")" };
     }
-    m_folder = checkpoints / checkpointFolderName(chosen);
+    m_folder = checkpoints / checkpoint::folderName(chosen);
     m_manifest.set_run_id(runId);
     m_manifest.set_epoch(chosen);
-    std::ifstream manifest(m_folder / "MANIFEST");
-    std::string sum, name;
-    std::set<std::string> names;
-    while (manifest >> sum >> name) {
-        if (!isHexSum(sum) || !isSafeName(name) || name == "MANIFEST")
-            return { grpc::StatusCode::DATA_LOSS,
-                "the MANIFEST of " + m_folder.string() + " has a malformed line ('" + sum + "  " + name
-                    + "')" };
-        // WriteCheckpoint (CheckpointSink::begin) refuses such a manifest: never send one.
-        if (!names.insert(name).second)
-            return { grpc::StatusCode::DATA_LOSS,
-                "the MANIFEST of " + m_folder.string() + " lists " + name + " twice" };
+    std::ifstream manifest(m_folder / checkpoint::kManifest);
+    std::ostringstream text;
+    text << manifest.rdbuf();
+    std::vector<checkpoint::Entry> entries;
+    // WriteCheckpoint (CheckpointSink::begin) refuses a malformed manifest: never send one.
+    if (const std::string problem = checkpoint::parseManifest(text.str(), &entries); !problem.empty())
+        return { grpc::StatusCode::DATA_LOSS, "the MANIFEST of " + m_folder.string() + " is damaged: " + problem };
+    for (const auto &[sum, name] : entries) {
+        std::error_code ec;
         auto file = std::make_unique<std::ifstream>(m_folder / name, std::ios::binary);
         const auto size = fs::file_size(m_folder / name, ec);
         if (!*file || ec)
@@ -168,7 +124,7 @@ bool CheckpointSource::next(v1::CheckpointChunk *chunk, grpc::Status *status)
                       "cannot be trusted" };
             return false;
         }
-        m_sha = trainer::Sha256();
+        m_sha = Sha256();
         m_offset = 0;
         ++m_file;
     }
@@ -199,7 +155,7 @@ grpc::Status CheckpointSink::begin(const v1::CheckpointManifest &manifest)
             + std::to_string(manifest.files_size()) + ")");
     std::set<std::string> names;
     for (const auto &f : manifest.files()) {
-        if (!isSafeName(f.name()) || f.name() == "MANIFEST")
+        if (!checkpoint::isFileName(f.name()))
             return invalid("manifest.files has the name '" + f.name()
                 + "': a checkpoint file name is 1-64 characters from A-Z a-z 0-9 _ - . , not starting "
                   "with '.', without '/' and not MANIFEST");
@@ -208,14 +164,14 @@ grpc::Status CheckpointSink::begin(const v1::CheckpointManifest &manifest)
         if (f.size() < 0 || f.size() > kCheckpointMaxFileBytes)
             return invalid("manifest.files '" + f.name() + "' has size " + std::to_string(f.size())
                 + ", outside 0.." + std::to_string(kCheckpointMaxFileBytes));
-        if (!isHexSum(f.sha256()))
+        if (!checkpoint::isSha256(f.sha256()))
             return invalid("manifest.files '" + f.name() + "' has sha256 '" + f.sha256()
                 + "': expected 64 lower-case hex digits");
     }
     m_manifest = manifest;
     static std::atomic<int> counter { 0 };
     m_temp = m_checkpoints
-        / (".upload-" + checkpointFolderName(manifest.epoch()) + "-" + std::to_string(::getpid()) + "-"
+        / (".upload-" + checkpoint::folderName(manifest.epoch()) + "-" + std::to_string(::getpid()) + "-"
             + std::to_string(++counter));
     std::error_code ec;
     fs::create_directories(m_checkpoints, ec);
@@ -248,7 +204,7 @@ grpc::Status CheckpointSink::closeCurrent()
             "file '" + entry.name() + "' does not match its sha256 in the manifest (received " + digest
                 + ", manifest says " + entry.sha256()
                 + "): the checkpoint was corrupted at its source or on the way; nothing was written" };
-    m_sha = trainer::Sha256();
+    m_sha = Sha256();
     m_offset = 0;
     ++m_file;
     return grpc::Status::OK;
@@ -310,26 +266,18 @@ grpc::Status CheckpointSink::finish()
     while (m_file < static_cast<std::size_t>(m_manifest.files_size()))
         if (auto s = closeCurrent(); !s.ok())
             return s;
-    // MANIFEST last, in the trainer's format: its presence means "committed".
-    std::ostringstream text;
+    // MANIFEST last: its presence means "committed".
+    std::vector<checkpoint::Entry> entries;
     for (const auto &f : m_manifest.files())
-        text << f.sha256() << "  " << f.name() << "\n";
-    const std::string bytes = text.str();
-    const fs::path path = m_temp / "MANIFEST";
-    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    const bool written
-        = fd >= 0 && ::write(fd, bytes.data(), bytes.size()) == ssize_t(bytes.size()) && ::fsync(fd) == 0;
-    if (fd >= 0)
-        ::close(fd);
-    if (!written)
-        return internal("cannot write " + path.string() + ": " + std::strerror(errno));
-    fsyncPath(m_temp);
+        entries.push_back({ f.sha256(), f.name() });
+    if (const int errnum = checkpoint::writeManifest(m_temp, entries); errnum != 0)
+        return internal("cannot write " + (m_temp / checkpoint::kManifest).string() + ": " + std::strerror(errnum));
     return grpc::Status::OK;
 }
 
 grpc::Status CheckpointSink::commit(fs::path *committed)
 {
-    const fs::path final = m_checkpoints / checkpointFolderName(m_manifest.epoch());
+    const fs::path final = m_checkpoints / checkpoint::folderName(m_manifest.epoch());
     const fs::path replaced = m_temp.string() + ".replaced";
     std::error_code ec;
     // A folder of the same epoch is moved aside first, so some copy is always there.
@@ -342,7 +290,7 @@ grpc::Status CheckpointSink::commit(fs::path *committed)
     if (ec)
         return internal("cannot commit " + final.string() + ": " + ec.message());
     m_committed = true;
-    fsyncPath(m_checkpoints);
+    io::syncFolder(m_checkpoints);
     fs::remove_all(replaced, ec);
     *committed = final;
     return grpc::Status::OK;

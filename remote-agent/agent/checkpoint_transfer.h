@@ -1,7 +1,6 @@
 // Checkpoints leaving and entering an agent (ReadCheckpoint / WriteCheckpoint).
-// A run's checkpoints live in runs/<run_id>/checkpoints/epoch-NNNN/ — the folder the
-// worker is given as --checkpoint-dir — each with a MANIFEST ("<sha256>  <name>" per
-// line) that the trainer writes last: a folder without one was never committed.
+// A run's checkpoints live in runs/<run_id>/checkpoints/ — the folder the worker is
+// given as --checkpoint-dir — laid out as common/checkpoint_layout.h says.
 //
 // CheckpointSource opens one committed checkpoint and hands it out in chunks, hashing
 // as it goes. CheckpointSink validates an incoming one (names, sizes, order, sums),
@@ -28,10 +27,9 @@ constexpr std::int64_t kCheckpointChunkBytes = 1 << 20;
 constexpr int kCheckpointMaxFiles = 32;
 constexpr std::int64_t kCheckpointMaxFileBytes = std::int64_t(16) << 30;
 
-// runs/<run_id>/checkpoints for the run folder runs/<run_id>.
+// runs/<run_id>/checkpoints for the run folder runs/<run_id>; its layout is
+// checkpoint_layout.h's.
 std::filesystem::path checkpointsOf(const std::filesystem::path &runFolder);
-// "epoch-0007": the trainer's name for the checkpoint after epoch 7.
-std::string checkpointFolderName(int epoch);
 
 class CheckpointSource {
 public:
@@ -51,7 +49,7 @@ private:
     std::vector<std::unique_ptr<std::ifstream>> m_files;
     std::size_t m_file = 0;
     std::int64_t m_offset = 0;
-    trainer::Sha256 m_sha;
+    Sha256 m_sha;
     bool m_sentManifest = false;
 };
 
@@ -80,7 +78,7 @@ private:
     std::int64_t m_offset = 0;
     std::int64_t m_bytes = 0;
     int m_fd = -1; // the file being written
-    trainer::Sha256 m_sha;
+    Sha256 m_sha;
     bool m_open = false;
     bool m_committed = false;
 };

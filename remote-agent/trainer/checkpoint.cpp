@@ -1,5 +1,6 @@
 #include "checkpoint.h"
 
+#include "checkpoint_layout.h"
 #include "file_io.h"
 #include "sha256.h"
 #include "torch_compat.h"
@@ -11,9 +12,7 @@
 #include <cstring>
 #include <sys/statvfs.h>
 #include <cstdio>
-#include <fcntl.h>
 #include <filesystem>
-#include <fstream>
 #include <sstream>
 #include <unistd.h>
 
@@ -25,41 +24,15 @@ namespace {
 
 const char *kFiles[] = { "model.pt", "optimizer.pt", "state.pt" };
 
-void fsyncPath(const fs::path &path)
-{
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd >= 0) {
-        ::fsync(fd);
-        ::close(fd);
-    }
-}
-
-std::string folderName(int epoch)
-{
-    char name[32];
-    std::snprintf(name, sizeof name, "epoch-%04d", epoch);
-    return name;
-}
-
-// Empty when every file's sum matches the manifest, else why not.
+// Empty when the checkpoint in `dir` verifies and holds the three files, else why not.
 std::string verify(const fs::path &dir)
 {
-    std::ifstream manifest(dir / "MANIFEST");
-    if (!manifest)
-        return "no MANIFEST (never committed)";
-    std::string sum, name;
-    int verified = 0;
-    while (manifest >> sum >> name) {
-        const std::string actual = Sha256::ofFile((dir / name).string());
-        if (actual.empty())
-            return name + " is missing";
-        if (actual != sum)
-            return name + " does not match its sha256 in MANIFEST";
-        ++verified;
-    }
-    if (verified != int(std::size(kFiles)))
-        return "MANIFEST lists " + std::to_string(verified) + " files, expected "
-            + std::to_string(std::size(kFiles));
+    std::vector<checkpoint::Entry> entries;
+    if (std::string problem = checkpoint::verify(dir, &entries); !problem.empty())
+        return problem;
+    for (const char *name : kFiles)
+        if (std::none_of(entries.begin(), entries.end(), [&](const auto &e) { return e.name == name; }))
+            return std::string("MANIFEST does not list ") + name;
     return {};
 }
 
@@ -126,36 +99,15 @@ std::string serialized(torch::serialize::OutputArchive &archive)
 }
 
 
-std::vector<fs::path> committedCheckpoints(const std::string &root)
-{
-    std::error_code ec;
-    std::vector<fs::path> committed;
-    for (const auto &entry : fs::directory_iterator(root, ec))
-        if (entry.path().filename().string().rfind("epoch-", 0) == 0)
-            committed.push_back(entry.path());
-    std::sort(committed.begin(), committed.end());
-    return committed;
-}
-
-// Removes all but the newest `keep` committed checkpoints other than `except`.
-void pruneCheckpoints(const std::string &root, std::size_t keep, const fs::path &except = {})
-{
-    std::vector<fs::path> committed = committedCheckpoints(root);
-    std::erase(committed, except);
-    std::error_code ec;
-    for (std::size_t i = 0; i + keep < committed.size(); ++i)
-        fs::remove_all(committed[i], ec);
-}
-
 } // namespace
 
 SavedCheckpoint saveCheckpoint(const std::string &root, const CheckpointPosition &position,
     const torch::Device &device, torch::nn::Module &model, torch::optim::Optimizer &optimizer, int keepLast)
 {
     SavedCheckpoint result;
-    const fs::path final = fs::path(root) / folderName(position.epoch);
+    const fs::path final = fs::path(root) / checkpoint::folderName(position.epoch);
     const fs::path temp
-        = fs::path(root) / (".tmp-" + folderName(position.epoch) + "-" + std::to_string(::getpid()));
+        = fs::path(root) / (".tmp-" + checkpoint::folderName(position.epoch) + "-" + std::to_string(::getpid()));
     std::vector<std::pair<const char *, std::string>> files;
     try {
         {
@@ -191,13 +143,13 @@ SavedCheckpoint saveCheckpoint(const std::string &root, const CheckpointPosition
         result.error = std::string("serialising the checkpoint failed: ") + e.what();
         return result;
     }
-    std::string manifest;
+    std::vector<checkpoint::Entry> manifest;
     std::uint64_t needed = 0;
     for (const auto &[name, bytes] : files) {
-        manifest += Sha256::ofBytes(bytes.data(), bytes.size()) + "  " + name + "\n";
+        manifest.push_back({ Sha256::ofBytes(bytes.data(), bytes.size()), name });
         needed += bytes.size();
     }
-    needed += manifest.size();
+    needed += checkpoint::formatManifest(manifest).size();
     result.bytesNeeded = needed;
 
     std::error_code ec;
@@ -211,7 +163,7 @@ SavedCheckpoint saveCheckpoint(const std::string &root, const CheckpointPosition
     // keepLast - 1 stay, so a verified one survives whatever happens next. So does a
     // leftover temporary folder of this epoch.
     const std::size_t keep = std::size_t(std::max(1, keepLast));
-    pruneCheckpoints(root, std::max<std::size_t>(1, keep - 1), final);
+    checkpoint::prune(root, std::max<std::size_t>(1, keep - 1), final);
     fs::remove_all(temp, ec);
     // An existing folder of the same epoch (a re-run) is replaced: its space is reusable.
     std::uint64_t replaced = 0;
@@ -239,15 +191,14 @@ SavedCheckpoint saveCheckpoint(const std::string &root, const CheckpointPosition
         if (const int errnum = io::writeFileSynced(temp / name, bytes); errnum != 0)
             return failed("writing " + (temp / name).string() + " failed: " + std::strerror(errnum), errnum);
     // MANIFEST last: a folder with one is complete and verified.
-    if (const int errnum = io::writeFileSynced(temp / "MANIFEST", manifest); errnum != 0)
+    if (const int errnum = checkpoint::writeManifest(temp, manifest); errnum != 0)
         return failed("writing " + (temp / "MANIFEST").string() + " failed: " + std::strerror(errnum), errnum);
-    fsyncPath(temp);
     fs::remove_all(final, ec); // a re-run of the same epoch replaces it
     fs::rename(temp, final, ec);
     if (ec)
         return failed("cannot commit " + final.string() + ": " + ec.message(), ec.value());
-    fsyncPath(root);
-    pruneCheckpoints(root, keep);
+    io::syncFolder(root);
+    checkpoint::prune(root, keep);
     result.path = final.string();
     return result;
 }
@@ -256,13 +207,11 @@ std::optional<CheckpointPosition> loadLatestCheckpoint(const std::string &root, 
     torch::nn::Module &model, torch::optim::Optimizer &optimizer,
     const std::function<void(const std::string &)> &warn, std::string *loadedFrom)
 {
-    std::error_code ec;
-    std::vector<fs::path> candidates;
-    for (const auto &entry : fs::directory_iterator(root, ec))
-        if (entry.path().filename().string().rfind("epoch-", 0) == 0)
-            candidates.push_back(entry.path());
-    std::sort(candidates.rbegin(), candidates.rend());
-    for (const auto &dir : candidates) {
+    // Newest first, committed or not: one without a MANIFEST is refused in words.
+    std::vector<checkpoint::Folder> candidates = checkpoint::folders(root, false);
+    std::reverse(candidates.begin(), candidates.end());
+    for (const auto &candidate : candidates) {
+        const fs::path &dir = candidate.path;
         if (const std::string problem = verify(dir); !problem.empty()) {
             warn("checkpoint " + dir.string() + " refused: " + problem);
             continue;

@@ -378,7 +378,7 @@ std::optional<DatasetStatistics> measureDataset(const std::string &dir, std::str
     if (!train)
         return std::nullopt;
     DatasetStatistics stats = channelStatistics(*train);
-    trainer::Sha256 digest;
+    Sha256 digest;
     std::vector<char> buffer(1 << 20);
     for (Split split : { Split::Train, Split::Test })
         for (const auto &name : splitFiles(split)) {

@@ -27,7 +27,7 @@ namespace {
 
 std::string sha256Of(const std::string &bytes)
 {
-    trainer::Sha256 sha;
+    Sha256 sha;
     sha.update(bytes.data(), bytes.size());
     return sha.hexDigest();
 }

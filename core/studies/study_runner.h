@@ -17,6 +17,7 @@
 #pragma once
 
 #include "agent_client.h"
+#include "agent_endpoint.h"
 #include "journal.h"
 #include "study_state.h"
 
@@ -35,13 +36,6 @@ namespace scalelab::core {
 
 class RunWatch;
 class CheckpointTransfer;
-
-struct AgentEndpoint {
-    QString name; // how the journal names it; the address unless told otherwise
-    QString address; // HOST:PORT
-    QString token;
-    AgentTls tls = {}; // no CA file: SCALELAB_TLS_* from the environment, as before
-};
 
 class StudyRunner : public QObject {
     Q_OBJECT

@@ -11,7 +11,7 @@
 // when the agent hangs.
 #pragma once
 
-#include "study_runner.h"
+#include "agent_endpoint.h"
 
 #include <QObject>
 

@@ -1,5 +1,7 @@
 #include "checkpoint_copy.h"
 
+#include "checkpoint_layout.h"
+
 #include <grpcpp/grpcpp.h>
 
 #include <QCoreApplication>
@@ -7,8 +9,8 @@
 #include <QDir>
 #include <QFile>
 #include <QFileInfo>
-#include <QRegularExpression>
 
+#include <cstring>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -24,6 +26,11 @@ QString str(const std::string &s)
     return QString::fromStdString(s);
 }
 
+std::filesystem::path fsPath(const QString &path)
+{
+    return std::filesystem::path(QFile::encodeName(path).toStdString());
+}
+
 void fsyncPath(const QString &path)
 {
     const int fd = ::open(QFile::encodeName(path).constData(), O_RDONLY | O_CLOEXEC);
@@ -35,15 +42,7 @@ void fsyncPath(const QString &path)
 
 QString folderName(int epoch)
 {
-    return QStringLiteral("epoch-%1").arg(epoch, 4, 10, QLatin1Char('0'));
-}
-
-// A file name an agent may send: one path component, nothing hidden, not MANIFEST.
-bool isPlainName(const QString &name)
-{
-    static const QRegularExpression pattern(QStringLiteral("^[A-Za-z0-9_.-]{1,64}$"));
-    return pattern.match(name).hasMatch() && !name.startsWith(QLatin1Char('.'))
-        && name != QLatin1String("MANIFEST");
+    return str(checkpoint::folderName(epoch));
 }
 
 CallResult localFailure(int code, const QString &message)
@@ -54,28 +53,14 @@ CallResult localFailure(int code, const QString &message)
 // Writes MANIFEST last and fsyncs the folder: after this the copy counts as committed.
 bool writeManifest(const QString &dir, const v1::CheckpointManifest &manifest, QString *error)
 {
-    QByteArray text;
+    std::vector<checkpoint::Entry> entries;
     for (const auto &f : manifest.files())
-        text += QByteArray::fromStdString(f.sha256()) + "  " + QByteArray::fromStdString(f.name()) + "\n";
-    QFile file(dir + QStringLiteral("/MANIFEST"));
-    if (!file.open(QIODevice::WriteOnly | QIODevice::Truncate) || file.write(text) != text.size()
-        || !file.flush() || ::fsync(file.handle()) != 0) {
-        *error = QStringLiteral("cannot write %1: %2").arg(file.fileName(), file.errorString());
+        entries.push_back({ f.sha256(), f.name() });
+    if (const int errnum = checkpoint::writeManifest(fsPath(dir), entries); errnum != 0) {
+        *error = QStringLiteral("cannot write %1/MANIFEST: %2").arg(dir, QString::fromLocal8Bit(std::strerror(errnum)));
         return false;
     }
-    file.close();
-    fsyncPath(dir);
     return true;
-}
-
-// Keeps the newest `keep` epoch-NNNN folders under `runDir`.
-void prune(const QString &runDir, int keep)
-{
-    QDir dir(runDir);
-    QStringList epochs
-        = dir.entryList({ QStringLiteral("epoch-*") }, QDir::Dirs | QDir::NoDotAndDotDot, QDir::Name);
-    while (keep > 0 && epochs.size() > keep)
-        QDir(dir.filePath(epochs.takeFirst())).removeRecursively();
 }
 
 } // namespace
@@ -168,7 +153,7 @@ CallResult CheckpointTransfer::download(
             if (manifest.files().empty())
                 problem = QStringLiteral("the agent sent no manifest");
             for (const auto &f : manifest.files())
-                if (!isPlainName(str(f.name())))
+                if (!checkpoint::isFileName(f.name()))
                     problem = QStringLiteral("the agent's manifest names the file '%1', which is not a plain "
                                              "file name")
                                   .arg(str(f.name()));
@@ -239,7 +224,8 @@ CallResult CheckpointTransfer::download(
             grpc::StatusCode::INTERNAL, QStringLiteral("cannot rename %1 to %2").arg(temp, final));
     cleanup.dir.clear();
     fsyncPath(runDir);
-    prune(runDir, keep);
+    if (keep > 0)
+        checkpoint::prune(fsPath(runDir), std::size_t(keep));
     copy->epoch = manifest.epoch();
     copy->dir = final;
     return {};
@@ -247,36 +233,21 @@ CallResult CheckpointTransfer::download(
 
 QString CheckpointTransfer::verifyCopy(const QString &dir, v1::CheckpointManifest *manifest)
 {
-    static const QRegularExpression folder(QStringLiteral("^epoch-(\\d{1,8})$"));
-    const auto match = folder.match(QFileInfo(dir).fileName());
-    if (!match.hasMatch())
+    const auto epoch = checkpoint::epochOf(QFileInfo(dir).fileName().toStdString());
+    if (!epoch)
         return QStringLiteral("%1 is not a checkpoint folder (epoch-NNNN)").arg(dir);
-    QFile file(dir + QStringLiteral("/MANIFEST"));
-    if (!file.open(QIODevice::ReadOnly))
-        return QStringLiteral("%1 has no MANIFEST (never committed, or removed)").arg(dir);
+    std::vector<checkpoint::Entry> entries;
+    std::vector<std::uint64_t> sizes;
+    if (const std::string problem = checkpoint::verify(fsPath(dir), &entries, &sizes); !problem.empty())
+        return QStringLiteral("the checkpoint copy in %1 cannot be used: %2").arg(dir, str(problem));
     manifest->Clear();
-    manifest->set_epoch(match.captured(1).toInt());
-    for (const QByteArray &line : file.readAll().split('\n')) {
-        const QList<QByteArray> fields = line.simplified().split(' ');
-        if (line.trimmed().isEmpty())
-            continue;
-        const QString name = QString::fromUtf8(fields.value(1));
-        if (fields.size() != 2 || !isPlainName(name))
-            return QStringLiteral("the MANIFEST in %1 has a malformed line").arg(dir);
-        QFile f(dir + QLatin1Char('/') + name);
-        if (!f.open(QIODevice::ReadOnly))
-            return QStringLiteral("%1 is missing").arg(f.fileName());
-        QCryptographicHash sha(QCryptographicHash::Sha256);
-        sha.addData(&f);
-        if (sha.result().toHex() != fields[0])
-            return QStringLiteral("%1 does not match its sha256 in MANIFEST").arg(f.fileName());
+    manifest->set_epoch(*epoch);
+    for (std::size_t i = 0; i < entries.size(); ++i) {
         auto *entry = manifest->add_files();
-        entry->set_name(name.toStdString());
-        entry->set_sha256(fields[0].toStdString());
-        entry->set_size(f.size());
+        entry->set_name(entries[i].name);
+        entry->set_sha256(entries[i].sha256);
+        entry->set_size(qint64(sizes[i]));
     }
-    if (manifest->files().empty())
-        return QStringLiteral("the MANIFEST in %1 lists no files").arg(dir);
     return {};
 }
 

@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <string_view>
 
-namespace scalelab::agent {
+namespace scalelab {
 
 inline bool isSafeName(std::string_view name)
 {
@@ -18,4 +18,4 @@ inline bool isSafeName(std::string_view name)
     });
 }
 
-} // namespace scalelab::agent
+} // namespace scalelab

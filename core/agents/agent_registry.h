@@ -12,7 +12,7 @@
 #pragma once
 
 #include "agent_client.h"
-#include "study_runner.h"
+#include "agent_endpoint.h"
 
 #include <QList>
 #include <QString>

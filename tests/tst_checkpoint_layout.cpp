@@ -1,0 +1,169 @@
+// common/checkpoint_layout.h: the one definition of a run's checkpoint folders that the
+// worker, the agent and the console share (names, MANIFEST, verification, pruning).
+// Each side's use of it is tested where it is used (tst_trainer, tst_agent,
+// tst_study_process); this is the layout alone, on a temporary folder.
+#include "checkpoint_layout.h"
+#include "sha256.h"
+
+#include <QTemporaryDir>
+#include <QTest>
+
+#include <fstream>
+
+using namespace scalelab;
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kSumA(64, 'a');
+const std::string kSumB(64, '0');
+
+void write(const fs::path &file, const std::string &bytes)
+{
+    fs::create_directories(file.parent_path());
+    std::ofstream(file, std::ios::binary) << bytes;
+}
+
+// A committed checkpoint of `epoch` under `root` holding the given files.
+fs::path commit(const fs::path &root, int epoch, const std::vector<std::pair<std::string, std::string>> &files)
+{
+    const fs::path dir = root / checkpoint::folderName(epoch);
+    std::vector<checkpoint::Entry> entries;
+    for (const auto &[name, bytes] : files) {
+        write(dir / name, bytes);
+        entries.push_back({ Sha256::ofBytes(bytes.data(), bytes.size()), name });
+    }
+    if (checkpoint::writeManifest(dir, entries) != 0)
+        return {};
+    return dir;
+}
+
+QStringList epochsIn(const std::vector<checkpoint::Folder> &folders)
+{
+    QStringList epochs;
+    for (const auto &f : folders)
+        epochs << QString::number(f.epoch);
+    return epochs;
+}
+
+} // namespace
+
+class TestCheckpointLayout : public QObject {
+    Q_OBJECT
+private Q_SLOTS:
+    void folderNamesRoundTrip()
+    {
+        QCOMPARE(checkpoint::folderName(7), std::string("epoch-0007"));
+        QCOMPARE(checkpoint::folderName(12345), std::string("epoch-12345"));
+        QCOMPARE(checkpoint::epochOf("epoch-0007"), std::optional<int>(7));
+        QCOMPARE(checkpoint::epochOf("epoch-12345"), std::optional<int>(12345));
+        QCOMPARE(checkpoint::epochOf("epoch-999999999"), std::optional<int>(999999999));
+        for (const char *bad : { "epoch-", "epoch-1234567890", "epoch-12a", "epoch--1", "Epoch-0001", ".tmp-epoch-0001",
+                 "epoch-0001/", "" })
+            QVERIFY2(!checkpoint::epochOf(bad), bad);
+    }
+
+    void namesAndSums()
+    {
+        QVERIFY(checkpoint::isFileName("model.pt"));
+        for (const char *bad : { "MANIFEST", ".hidden", "", "a/b", "..", "with space" })
+            QVERIFY2(!checkpoint::isFileName(bad), bad);
+        QVERIFY(!checkpoint::isFileName(std::string(65, 'x')));
+        QVERIFY(checkpoint::isSha256(kSumA));
+        QVERIFY(!checkpoint::isSha256(std::string(64, 'A'))); // lower case only
+        QVERIFY(!checkpoint::isSha256(std::string(63, 'a')));
+        QVERIFY(!checkpoint::isSha256(std::string(63, 'a') + "g"));
+    }
+
+    void manifestParsesWhatItFormats()
+    {
+        const std::vector<checkpoint::Entry> entries { { kSumA, "model.pt" }, { kSumB, "state.pt" } };
+        const std::string text = checkpoint::formatManifest(entries);
+        QCOMPARE(text, kSumA + "  model.pt\n" + kSumB + "  state.pt\n");
+        std::vector<checkpoint::Entry> parsed;
+        QCOMPARE(checkpoint::parseManifest(text, &parsed), std::string());
+        QVERIFY(parsed == entries);
+        // Blank lines and other blanks between the fields are read the same.
+        QCOMPARE(checkpoint::parseManifest("\n" + kSumA + "\tmodel.pt\r\n\n" + kSumB + " state.pt", &parsed), std::string());
+        QVERIFY(parsed == entries);
+    }
+
+    void manifestProblemsNameTheLine_data()
+    {
+        QTest::addColumn<QString>("text");
+        QTest::addColumn<QString>("problem");
+        const QString a = QString::fromStdString(kSumA);
+        QTest::newRow("empty") << "" << "lists no files";
+        QTest::newRow("only blanks") << "\n  \n" << "lists no files";
+        QTest::newRow("no name") << a << "line 1: expected";
+        QTest::newRow("three fields") << a + "  model.pt extra\n" << "line 1: expected";
+        QTest::newRow("short sum") << "abc  model.pt\n" << "line 1: 'abc' is not a sha256";
+        QTest::newRow("MANIFEST itself") << a + "  MANIFEST\n" << "not a checkpoint file name";
+        QTest::newRow("path") << a + "  ../model.pt\n" << "not a checkpoint file name";
+        QTest::newRow("twice") << a + "  model.pt\n\n" + a + "  model.pt\n" << "line 3: model.pt is listed twice";
+    }
+    void manifestProblemsNameTheLine()
+    {
+        QFETCH(QString, text);
+        QFETCH(QString, problem);
+        std::vector<checkpoint::Entry> parsed { { kSumA, "stale" } };
+        const QString got = QString::fromStdString(checkpoint::parseManifest(text.toStdString(), &parsed));
+        QVERIFY2(got.contains(problem), qPrintable(got));
+        QVERIFY(problem.contains(QLatin1String("no files")) || parsed.size() <= 1);
+    }
+
+    void foldersAreInEpochOrder()
+    {
+        QTemporaryDir tmp;
+        const fs::path root = tmp.path().toStdString();
+        QVERIFY(checkpoint::folders(root / "missing", false).empty());
+        QVERIFY(!commit(root, 10000, { { "model.pt", "x" } }).empty()); // sorts after 0999 by number
+        QVERIFY(!commit(root, 999, { { "model.pt", "y" } }).empty());
+        fs::create_directories(root / "epoch-0005"); // never committed: no MANIFEST
+        fs::create_directories(root / ".tmp-epoch-0006-42");
+        write(root / "epoch-0007", "a file, not a folder");
+        QCOMPARE(epochsIn(checkpoint::folders(root, true)), QStringList({ "999", "10000" }));
+        QCOMPARE(epochsIn(checkpoint::folders(root, false)), QStringList({ "5", "999", "10000" }));
+        QCOMPARE(checkpoint::folders(root, true).back().path, root / "epoch-10000");
+    }
+
+    void verifySaysWhatIsWrong()
+    {
+        QTemporaryDir tmp;
+        const fs::path root = tmp.path().toStdString();
+        const fs::path dir = commit(root, 3, { { "model.pt", "weights" }, { "empty.pt", "" } });
+        std::vector<checkpoint::Entry> entries;
+        std::vector<std::uint64_t> sizes;
+        QCOMPARE(checkpoint::verify(dir, &entries, &sizes), std::string());
+        QCOMPARE(entries.size(), std::size_t(2));
+        QCOMPARE(entries[0].name, std::string("model.pt"));
+        QCOMPARE(sizes, std::vector<std::uint64_t>({ 7, 0 }));
+
+        write(dir / "model.pt", "weightz");
+        QCOMPARE(checkpoint::verify(dir, &entries), std::string("model.pt does not match its sha256 in MANIFEST"));
+        QVERIFY(entries.empty());
+        fs::remove(dir / "model.pt");
+        QCOMPARE(checkpoint::verify(dir, &entries), std::string("model.pt is missing"));
+        write(dir / "MANIFEST", "garbage\n");
+        QVERIFY(checkpoint::verify(dir, &entries).find("MANIFEST line 1") == 0);
+        fs::remove(dir / "MANIFEST");
+        QCOMPARE(checkpoint::verify(dir, &entries), std::string("no MANIFEST (never committed)"));
+    }
+
+    void pruneKeepsTheNewest()
+    {
+        QTemporaryDir tmp;
+        const fs::path root = tmp.path().toStdString();
+        for (int epoch : { 1, 2, 3, 4 })
+            QVERIFY(!commit(root, epoch, { { "model.pt", std::to_string(epoch) } }).empty());
+        fs::create_directories(root / ".upload-epoch-0009-1"); // not an epoch folder: left alone
+        checkpoint::prune(root, 2, root / "epoch-0001");
+        QCOMPARE(epochsIn(checkpoint::folders(root, true)), QStringList({ "1", "3", "4" }));
+        checkpoint::prune(root, 1);
+        QCOMPARE(epochsIn(checkpoint::folders(root, true)), QStringList({ "4" }));
+        QVERIFY(fs::exists(root / ".upload-epoch-0009-1"));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestCheckpointLayout)
+#include "tst_checkpoint_layout.moc"
