@@ -7,6 +7,8 @@
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QProcess>
+#include <QRegularExpression>
+#include <QStandardPaths>
 #include <QTemporaryDir>
 #include <QTest>
 
@@ -130,6 +132,40 @@ private Q_SLOTS:
                  "test_accuracy=", "wall_seconds=", "images_per_second=", "data=SYNTHETIC" })
             QVERIFY2(last.contains(QLatin1String(field)), qPrintable(last));
         QVERIFY(r.out.contains(QStringLiteral("[SYNTHETIC DATA]")));
+        // Not a terminal: plain lines with the progress in words, no cursor movement.
+        QVERIFY2(!r.out.contains(QLatin1Char('\x1b')), qPrintable(r.out));
+        QVERIFY2(r.out.contains(QLatin1String("epoch 1/1  step 1/2")), qPrintable(r.out));
+    }
+
+    // On a terminal (a pseudo-terminal made by script(1)): one live line, redrawn in place,
+    // with a bar, the epoch and step and an ETA; the summary still ends the output.
+    void terminalGetsALiveProgressLine()
+    {
+        const QString script = QStandardPaths::findExecutable(QStringLiteral("script"));
+        QVERIFY2(!script.isEmpty(), "script(1) makes the pseudo-terminal: apt-get install bsdutils");
+        QStringList command { test::binary("scalelab-cli"), QStringLiteral("run"), QStringLiteral("--data-dir"),
+            m_tmp.filePath(QStringLiteral("data")), QStringLiteral("--state-dir"), m_tmp.filePath(QStringLiteral("state3")),
+            QStringLiteral("--synthetic"), QStringLiteral("--synthetic-train"), QStringLiteral("300"),
+            QStringLiteral("--synthetic-test"), QStringLiteral("100"), QStringLiteral("--batch-size"), QStringLiteral("25"),
+            QStringLiteral("--epochs"), QStringLiteral("2") };
+        for (QString &word : command)
+            word = QLatin1Char('\'') + word + QLatin1Char('\'');
+        QProcess terminal;
+        auto env = QProcessEnvironment::systemEnvironment();
+        env.insert(QStringLiteral("TERM"), QStringLiteral("xterm"));
+        env.remove(QStringLiteral("SCALELAB_PROGRESS"));
+        terminal.setProcessEnvironment(env);
+        terminal.start(script, { QStringLiteral("-qfec"), command.join(QLatin1Char(' ')), QStringLiteral("/dev/null") });
+        QVERIFY(terminal.waitForFinished(test::timeLimit(240'000)));
+        const QString out = QString::fromUtf8(terminal.readAllStandardOutput());
+        QCOMPARE(terminal.exitCode(), 0);
+        QVERIFY2(out.contains(QLatin1String("\x1b[1A\x1b[J")), qPrintable(out.right(2000))); // redrawn in place
+        static const QRegularExpression live(QStringLiteral("\\[#*\\.*\\] +\\d+%  epoch [12]/2  step \\d+/12  loss "));
+        QVERIFY2(live.match(out).hasMatch(), qPrintable(out.right(2000)));
+        QVERIFY2(out.contains(QLatin1String("ETA ")), qPrintable(out.right(2000)));
+        QVERIFY2(!out.contains(QLatin1String(" step 10 loss")), qPrintable(out.right(2000))); // no per-step log lines
+        QVERIFY2(out.contains(QLatin1String("SUCCEEDED workers=1 batch=25 epochs=2")), qPrintable(out.right(2000)));
+        QTRY_VERIFY_WITH_TIMEOUT(test::processesMentioning(m_tmp.filePath(QStringLiteral("state3"))).isEmpty(), 10000);
     }
 
     void twoWorkerRunThroughTheAgent()

@@ -4,6 +4,7 @@
 // Exit codes: 0 success; 1 the run failed or was cancelled; 2 bad input;
 // 3 the agent could not be reached or refused the request.
 #include "cli_common.h"
+#include "progress_display.h"
 
 #include "agent_client.h"
 #include "journal.h"
@@ -117,17 +118,16 @@ public:
         , m_request(request)
         , m_json(json)
     {
+        if (!json && ProgressDisplay::stdoutIsTerminal())
+            m_progress.emplace(true);
         QObject::connect(&m_watch, &RunWatch::eventsArrived, this, [this] { drain(); });
         QObject::connect(&m_watch, &RunWatch::unreachable, this, [this](const QString &error, qint64 since) {
-            err() << m_record.runId() << ": agent unreachable since "
-                  << QDateTime::fromMSecsSinceEpoch(since).toString(QStringLiteral("HH:mm:ss")) << " (" << error
-                  << "); still trying for up to a minute\n";
-            err().flush();
+            notice(QStringLiteral("%1: agent unreachable since %2 (%3); still trying for up to a minute")
+                       .arg(m_record.runId(), QDateTime::fromMSecsSinceEpoch(since).toString(QStringLiteral("HH:mm:ss")),
+                           error));
         });
-        QObject::connect(&m_watch, &RunWatch::reachable, this, [this] {
-            err() << m_record.runId() << ": agent answers again\n";
-            err().flush();
-        });
+        QObject::connect(&m_watch, &RunWatch::reachable, this,
+            [this] { notice(m_record.runId() + QStringLiteral(": agent answers again")); });
         QObject::connect(&m_watch, &RunWatch::finished, this, [this](const QString &error) {
             drain();
             m_streamError = error;
@@ -145,15 +145,41 @@ public:
 private:
     void drain()
     {
-        for (const auto &event : m_watch.takeEvents()) {
+        const std::vector<v1::RunEvent> events = m_watch.takeEvents();
+        for (const auto &event : events) {
             m_record.apply(event);
+            m_meter.apply(event);
             if (m_json) {
                 out() << toJson(event) << "\n";
                 continue;
             }
             printHuman(event);
         }
+        if (!m_json && m_progress.has_value())
+            m_progress->apply(m_record.runId(), m_record.runId(), events);
         out().flush();
+    }
+
+    // Connection trouble: on standard error, or above the live line on a terminal (where
+    // both streams share the screen, and a line the live line does not know of would be
+    // drawn over).
+    void notice(const QString &text)
+    {
+        if (m_progress) {
+            m_progress->print(text);
+        } else {
+            err() << text << "\n";
+            err().flush();
+        }
+    }
+
+    // A line of output, above the live progress line on a terminal.
+    void line(const QString &text)
+    {
+        if (m_progress)
+            m_progress->print(text);
+        else
+            out() << text << "\n";
     }
 
     void printHuman(const v1::RunEvent &event)
@@ -161,53 +187,63 @@ private:
         const QString id = m_record.runId();
         switch (event.kind_case()) {
         case v1::RunEvent::kState:
-            out() << id << " " << RunRecord::stateName(event.state().state()) << ": "
-                  << QString::fromStdString(event.state().message()) << "\n";
+            line(id + QLatin1Char(' ') + RunRecord::stateName(event.state().state()) + QStringLiteral(": ")
+                + QString::fromStdString(event.state().message()));
             break;
         case v1::RunEvent::kStarted: {
             const auto &s = event.started();
-            out() << id << " data set " << QString::fromStdString(s.dataset().name())
-                  << (s.dataset().synthetic() ? QStringLiteral(" [SYNTHETIC DATA]") : QString()) << ": "
-                  << s.dataset().train_images() << " train / " << s.dataset().test_images()
-                  << " test images, " << s.parameters() << " parameters, " << s.threads() << " thread(s) on "
-                  << QString::fromStdString(s.device()) << ", " << s.steps_per_epoch() << " steps per epoch, "
-                  << s.world_size() << " worker(s), global batch " << s.global_batch()
-                  << (s.resumed_from_epoch() > 0
+            line(QStringLiteral("%1 data set %2%3: %4 train / %5 test images, %6 parameters, %7 thread(s) on %8, "
+                                "%9 steps per epoch, %10 worker(s), global batch %11%12")
+                     .arg(id, QString::fromStdString(s.dataset().name()),
+                         s.dataset().synthetic() ? QStringLiteral(" [SYNTHETIC DATA]") : QString())
+                     .arg(s.dataset().train_images())
+                     .arg(s.dataset().test_images())
+                     .arg(s.parameters())
+                     .arg(s.threads())
+                     .arg(QString::fromStdString(s.device()))
+                     .arg(s.steps_per_epoch())
+                     .arg(s.world_size())
+                     .arg(s.global_batch())
+                     .arg(s.resumed_from_epoch() > 0
                              ? QStringLiteral(", resumed after epoch %1").arg(s.resumed_from_epoch())
-                             : QString())
-                  << "\n";
+                             : QString()));
             m_stepsPerEpoch = s.steps_per_epoch();
             break;
         }
         case v1::RunEvent::kStep: {
-            const auto &s = event.step();
+            if (m_progress)
+                break; // the live line shows it
             // Every 10th step and each epoch's last: live, but readable.
+            const auto &s = event.step();
             const bool lastOfEpoch = m_stepsPerEpoch > 0 && s.step() % m_stepsPerEpoch == 0;
             if (s.step() % 10 == 0 || s.step() == 1 || lastOfEpoch)
-                out() << id << " epoch " << s.epoch() << " step " << s.step() << " loss "
-                      << QString::number(s.loss(), 'f', 4) << "  "
-                      << QString::number(s.images_per_second(), 'f', 1) << " img/s\n";
+                line(QDateTime::currentDateTime().toString(QStringLiteral("HH:mm:ss "))
+                    + core::formatProgress(id, m_meter.view(), 0));
             break;
         }
         case v1::RunEvent::kEpoch: {
             const auto &e = event.epoch();
-            out() << id << " epoch " << e.epoch() << " done: train loss "
-                  << QString::number(e.train_loss(), 'f', 4) << ", train acc " << percent(e.train_accuracy())
-                  << ", test loss " << QString::number(e.test_loss(), 'f', 4) << ", test acc "
-                  << percent(e.test_accuracy()) << ", " << QString::number(e.epoch_seconds(), 'f', 1)
-                  << " s, " << QString::number(e.images_per_second(), 'f', 1) << " img/s\n";
+            line(QStringLiteral("%1 epoch %2 done: train loss %3, train acc %4, test loss %5, test acc %6, %7 s, "
+                                "%8 img/s")
+                     .arg(id)
+                     .arg(e.epoch())
+                     .arg(QString::number(e.train_loss(), 'f', 4), percent(e.train_accuracy()),
+                         QString::number(e.test_loss(), 'f', 4), percent(e.test_accuracy()),
+                         QString::number(e.epoch_seconds(), 'f', 1), QString::number(e.images_per_second(), 'f', 1)));
             break;
         }
         case v1::RunEvent::kCheckpoint:
-            out() << id << " checkpoint after epoch " << event.checkpoint().epoch() << " committed\n";
+            line(QStringLiteral("%1 checkpoint after epoch %2 committed").arg(id).arg(event.checkpoint().epoch()));
             break;
         case v1::RunEvent::kStall:
-            out() << id << " " << QString::fromStdString(event.stall().message()) << "\n";
+            line(id + QLatin1Char(' ') + QString::fromStdString(event.stall().message()));
             break;
         case v1::RunEvent::kLog:
             if (event.log().stream() == "error")
-                out() << id << " rank " << event.rank()
-                      << " error: " << QString::fromStdString(event.log().text()) << "\n";
+                line(QStringLiteral("%1 rank %2 error: %3")
+                         .arg(id)
+                         .arg(event.rank())
+                         .arg(QString::fromStdString(event.log().text())));
             break;
         default:
             break;
@@ -216,6 +252,8 @@ private:
 
     int report()
     {
+        if (m_progress)
+            m_progress->clear();
         const auto &summary = m_record.summary();
         if (!m_record.terminal()) {
             err() << "scalelab-cli: lost the run's event stream: " << m_streamError << "\n";
@@ -256,6 +294,9 @@ private:
     bool m_json;
     QString m_streamError;
     qint64 m_stepsPerEpoch = 0;
+    core::ProgressMeter m_meter;
+    // On a terminal: the live progress line (none with --json, or when not a terminal).
+    std::optional<ProgressDisplay> m_progress;
 };
 
 // Ctrl-C / SIGTERM while following a run: stop the run on the agent, then exit.

@@ -1,5 +1,6 @@
 // scalelab-cli study …: durable scale-up studies through core's StudyRunner.
 #include "cli_common.h"
+#include "progress_display.h"
 
 #include "agent_addresses.h"
 #include "agent_client.h"
@@ -281,23 +282,26 @@ int driveStudy(Journal *journal, const QString &studyId, const QList<AgentEndpoi
     StudyRunner runner(journal);
     runner.setAgents(agents);
     int code = Ok;
-    QObject::connect(&runner, &StudyRunner::message, [json](const QString &line) {
-        if (json)
-            return;
-        out() << QDateTime::currentDateTime().toString(QStringLiteral("HH:mm:ss ")) << line << "\n";
-        out().flush();
+    ProgressDisplay progress(ProgressDisplay::stdoutIsTerminal());
+    const auto stamp = [] { return QDateTime::currentDateTime().toString(QStringLiteral("HH:mm:ss ")); };
+    QObject::connect(&runner, &StudyRunner::message, [&, json](const QString &line) {
+        if (!json)
+            progress.print(stamp() + line);
     });
     QObject::connect(&runner, &StudyRunner::runEvents,
-        [json](const QString &runId, int attempt, const std::vector<v1::RunEvent> &events) {
+        [&, json, studyId](const QString &runId, int attempt, const std::vector<v1::RunEvent> &events) {
             if (json)
                 return;
             for (const auto &e : events)
                 if (e.has_epoch())
-                    out() << QDateTime::currentDateTime().toString(QStringLiteral("HH:mm:ss ")) << runId
-                          << " attempt " << attempt << " epoch " << e.epoch().epoch() << ": test accuracy "
-                          << pct(e.epoch().test_accuracy()) << ", " << num(e.epoch().images_per_second(), 1)
-                          << " img/s\n";
-            out().flush();
+                    progress.print(QStringLiteral("%1%2 attempt %3 epoch %4: test accuracy %5, %6 img/s")
+                                       .arg(stamp(), runId)
+                                       .arg(attempt)
+                                       .arg(e.epoch().epoch())
+                                       .arg(pct(e.epoch().test_accuracy()), num(e.epoch().images_per_second(), 1)));
+            // "r01": the study's id is on every line above.
+            const QString label = runId.startsWith(studyId + QLatin1Char('-')) ? runId.mid(studyId.size() + 1) : runId;
+            progress.apply(runId, label, events);
         });
     QObject::connect(&runner, &StudyRunner::finished, [&](const QString &state) {
         code = state == QLatin1String("SUCCEEDED") ? Ok : RunFailed;
@@ -326,10 +330,12 @@ int driveStudy(Journal *journal, const QString &studyId, const QList<AgentEndpoi
     std::signal(SIGINT, SIG_DFL);
     std::signal(SIGTERM, SIG_DFL);
     if (interrupted) {
+        progress.clear();
         err() << "scalelab-cli: interrupted; the study is kept in " << journal->path()
               << "; continue it with: scalelab-cli study watch " << studyId << "\n";
         return RunFailed;
     }
+    progress.clear();
     const StudySnapshot snapshot = runner.snapshot();
     if (json)
         out() << QJsonDocument(studyJson(snapshot)).toJson(QJsonDocument::Compact) << "\n";
