@@ -15,6 +15,7 @@
 #include <QLineEdit>
 #include <QLineSeries>
 #include <QPlainTextEdit>
+#include <QProgressBar>
 #include <QPushButton>
 #include <QSlider>
 #include <QSpinBox>
@@ -83,7 +84,15 @@ private Q_SLOTS:
         QTRY_COMPARE(m_window->testAccuracyPoints().size(), 1);
         QVERIFY(m_window->findChild<QLabel *>(QStringLiteral("syntheticBanner"))->isVisible());
         QCOMPARE(m_window->currentRun()->gaps(), 0);
-        QVERIFY(launch->isEnabled());
+        QTRY_VERIFY(launch->isEnabled()); // when the run's stream has ended, just after its last event
+        // The run's progress: all of it, said in words on the bar.
+        auto *progress = m_window->findChild<QProgressBar *>(QStringLiteral("runProgress"));
+        QVERIFY(progress);
+        QTRY_COMPARE(progress->value(), 1000);
+        QVERIFY(progress->isVisible());
+        QCOMPARE(progress->text(), QStringLiteral("trained: epoch 1/1"));
+        QVERIFY2(m_window->findChild<QLabel *>(QStringLiteral("runLabel"))->text().contains(QLatin1String("epoch 1/1, step 8/8")),
+            qPrintable(m_window->findChild<QLabel *>(QStringLiteral("runLabel"))->text()));
     }
 
     void windowRendersToAnImage()

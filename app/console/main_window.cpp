@@ -23,6 +23,7 @@
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QPlainTextEdit>
+#include <QProgressBar>
 #include <QPushButton>
 #include <QSettings>
 #include <QSpinBox>
@@ -183,6 +184,14 @@ void MainWindow::buildUi()
     leftLayout->addWidget(agentBox);
     leftLayout->addWidget(runBox);
     leftLayout->addWidget(m_runLabel);
+    m_runProgress = new QProgressBar;
+    m_runProgress->setObjectName(QStringLiteral("runProgress"));
+    m_runProgress->setRange(0, 1000);
+    m_runProgress->setTextVisible(true);
+    m_runProgress->setToolTip(tr("Steps trained of the run's epochs; the ETA comes from the measured step rate "
+                                 "and evaluation time, once 5 steps and 2 s have been measured"));
+    m_runProgress->hide();
+    leftLayout->addWidget(m_runProgress);
     leftLayout->addStretch(1);
     left->setMinimumWidth(360);
 
@@ -681,6 +690,7 @@ void MainWindow::launchRun()
     m_formError->hide();
     const QString runId = core::newRunId();
     m_record = std::make_unique<core::RunRecord>(runId);
+    m_meter = core::ProgressMeter();
     m_plotState = {};
     // Short legend labels: workers, batch and the run id's random suffix.
     addRunToCharts(runId,
@@ -757,8 +767,10 @@ void MainWindow::drainEvents()
     for (const auto &event : m_watch->takeEvents()) {
         const bool repeated = event.seq() <= m_record->lastSeq(); // counted by the record, not drawn
         m_record->apply(event);
-        if (!repeated)
+        if (!repeated) {
             plotEvent(event);
+            m_meter.apply(event);
+        }
         if (event.has_log())
             m_log->appendPlainText(QStringLiteral("[rank %1] %2")
                                        .arg(event.rank())
@@ -797,11 +809,26 @@ void MainWindow::refreshRunSummary()
                   .arg(r.started()->dataset().train_images())
                   .arg(r.synthetic() ? tr(" (synthetic)") : QString())
                   .arg(r.started()->parameters());
+    const core::ProgressView progress = m_meter.view();
     if (!r.losses().empty())
-        text += tr("<br>step %1, loss %2, %3 img/s")
-                    .arg(r.losses().back().step)
+        text += tr("<br>epoch %1/%2, step %3/%4, loss %5, %6 img/s")
+                    .arg(progress.epoch)
+                    .arg(progress.epochs)
+                    .arg(progress.stepInEpoch)
+                    .arg(progress.stepsPerEpoch)
                     .arg(r.losses().back().loss, 0, 'f', 4)
                     .arg(r.lastImagesPerSecond(), 0, 'f', 1);
+    const bool running = !r.terminal() && progress.stepsTotal > 0;
+    m_runProgress->setVisible(running || (r.terminal() && progress.done));
+    m_runProgress->setValue(int(progress.fraction * 1000));
+    m_runProgress->setFormat(progress.done ? tr("trained: epoch %1/%1").arg(progress.epochs)
+            : tr("%p% · epoch %1/%2 · step %3/%4 · %5")
+                  .arg(progress.epoch)
+                  .arg(progress.epochs)
+                  .arg(progress.stepInEpoch)
+                  .arg(progress.stepsPerEpoch)
+                  .arg(progress.etaSeconds ? tr("ETA %1").arg(core::formatDuration(*progress.etaSeconds))
+                                           : tr("ETA once the step rate is measured")));
     if (!r.epochs().empty())
         text += tr("<br>epoch %1: test accuracy %2%")
                     .arg(r.epochs().back().epoch())

@@ -8,6 +8,7 @@
 
 #include "agent_client.h"
 #include "local_agent.h"
+#include "progress_meter.h"
 #include "run_plot.h"
 #include "run_record.h"
 #include "run_watch.h"
@@ -24,6 +25,7 @@ class QDoubleSpinBox;
 class QLabel;
 class QLineEdit;
 class QPlainTextEdit;
+class QProgressBar;
 class QPushButton;
 class QSpinBox;
 class QTabWidget;
@@ -145,6 +147,8 @@ private:
     QPushButton *m_stopButton = nullptr;
     QLabel *m_formError = nullptr;
     QLabel *m_runLabel = nullptr;
+    QProgressBar *m_runProgress = nullptr; // epoch and step x/y and the ETA of the run
+    core::ProgressMeter m_meter;
     QLabel *m_syntheticBanner = nullptr;
     MetricChart *m_lossChart = nullptr;
     MetricChart *m_accuracyChart = nullptr;
