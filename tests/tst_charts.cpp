@@ -471,6 +471,13 @@ private Q_SLOTS:
         chart.setSmoothing(0.9); // does not apply to a scaling series
         chart.redraw();
         QCOMPARE(ys(chart.drawnPoints(QStringLiteral("speedup"))), (QList<double> { 1.0, 1.8, 3.1 }));
+        // Workers are whole: ticks at 1, 2, 3 … never at 1.5.
+        const auto horizontal = chart.chart()->axes(Qt::Horizontal);
+        QVERIFY(!horizontal.isEmpty());
+        const auto *workers = qobject_cast<const QValueAxis *>(horizontal.first());
+        QVERIFY(workers);
+        QVERIFY2(workers->tickInterval() >= 1 && workers->tickInterval() == std::floor(workers->tickInterval()),
+            qPrintable(QString::number(workers->tickInterval())));
         const auto *ideal = chart.chart()->findChild<QLineSeries *>(QStringLiteral("reference"));
         QVERIFY(ideal == nullptr || ideal->count() == 2); // found through the series list below
         QLineSeries *reference = nullptr;

@@ -137,6 +137,12 @@ private Q_SLOTS:
         QString error;
         QVERIFY2(view.openJournal(m_fixture.path(QStringLiteral("console")), &error), qPrintable(error));
         view.setAgents({ m_fixture.endpoint() });
+        // Nothing to cancel or export before a study is open.
+        auto *cancel = view.findChild<QPushButton *>(QStringLiteral("cancelStudy"));
+        auto *exportReport = view.findChild<QPushButton *>(QStringLiteral("exportReport"));
+        QVERIFY(cancel && exportReport);
+        QVERIFY(!cancel->isEnabled());
+        QVERIFY(!exportReport->isEnabled());
         v1::StudyPlan plan;
         plan.set_name("ui");
         plan.set_dataset("synth");
@@ -148,7 +154,10 @@ private Q_SLOTS:
         view.setForm(plan);
         QVERIFY2(view.launch(&error), qPrintable(error));
         QTRY_COMPARE_WITH_TIMEOUT(view.runsTable()->rowCount(), 2, 10000);
+        QTRY_VERIFY(exportReport->isEnabled());
         QTRY_VERIFY_WITH_TIMEOUT(view.snapshot().state == QLatin1String("SUCCEEDED"), 180'000);
+        QTRY_VERIFY(!cancel->isEnabled()); // ended: nothing left to cancel
+        QVERIFY(exportReport->isEnabled());
         // The table follows on its coalescing timer (rows may be sorted either way).
         QTRY_VERIFY_WITH_TIMEOUT(cell(view.runsTable(), 0, 2) == QLatin1String("SUCCEEDED")
                 && cell(view.runsTable(), 1, 2) == QLatin1String("SUCCEEDED"),

@@ -234,12 +234,18 @@ void StudyView::buildUi()
     m_studies->setMinimumContentsLength(30);
     auto *openButton = new QPushButton(tr("Open"));
     m_cancel = new QPushButton(tr("Cancel study"));
-    auto *exportButton = new QPushButton(tr("Export report…"));
+    m_cancel->setObjectName(QStringLiteral("cancelStudy"));
+    m_cancel->setToolTip(tr("Stop every run of the open study (its journal keeps what was done)"));
+    m_cancel->setEnabled(false); // no study is open yet
+    m_export = new QPushButton(tr("Export report…"));
+    m_export->setObjectName(QStringLiteral("exportReport"));
+    m_export->setToolTip(tr("Write the open study's report: HTML, PDF, JSON or CSV"));
+    m_export->setEnabled(false);
     studyBar->addWidget(new QLabel(tr("Study")));
     studyBar->addWidget(m_studies, 1);
     studyBar->addWidget(openButton);
     studyBar->addWidget(m_cancel);
-    studyBar->addWidget(exportButton);
+    studyBar->addWidget(m_export);
     connect(openButton, &QPushButton::clicked, this, [this] {
         QString error;
         if (!open(m_studies->currentData().toString(), &error))
@@ -250,7 +256,7 @@ void StudyView::buildUi()
         if (!m_studyId.isEmpty() && !StudyRunner::requestCancel(&m_journal, m_studyId, {}, &error))
             m_status->setText(error);
     });
-    connect(exportButton, &QPushButton::clicked, this, &StudyView::exportReport);
+    connect(m_export, &QPushButton::clicked, this, &StudyView::exportReport);
 
     m_status = new QLabel;
     m_status->setWordWrap(true);
@@ -702,7 +708,8 @@ void StudyView::refresh()
     m_resultsNote->setVisible(!note.isEmpty());
     applyFilter();
     m_charts->update(s, results, m_journal);
-    m_cancel->setEnabled(s.state == QLatin1String("RUNNING"));
+    m_cancel->setEnabled(!m_studyId.isEmpty() && s.state == QLatin1String("RUNNING"));
+    m_export->setEnabled(!m_studyId.isEmpty());
     if (s.synthetic)
         m_status->setText(m_status->text().startsWith(QLatin1String("SYNTHETIC"))
                 ? m_status->text()

@@ -141,7 +141,8 @@ private:
     QSplitter *m_split = nullptr;
     app::StudyCharts *m_charts = nullptr;
     QPushButton *m_launch = nullptr;
-    QPushButton *m_cancel = nullptr;
+    QPushButton *m_cancel = nullptr; // enabled while the open study runs
+    QPushButton *m_export = nullptr; // enabled while a study is open
 };
 
 } // namespace scalelab::console

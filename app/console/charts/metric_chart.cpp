@@ -512,7 +512,9 @@ void MetricChart::setAxisRange(QValueAxis *axis, double from, double to)
         from = at - pad;
         to = at + pad;
     }
-    const double interval = niceInterval(to - from, axis == m_x ? 6 : 5);
+    double interval = niceInterval(to - from, axis == m_x ? 6 : 5);
+    if (axis == m_x && m_xAxis == XAxis::Workers)
+        interval = std::max(1.0, interval); // whole workers: no tick at 1.2 or 1.4
     m_applyingRange = true;
     // Interval first: the new range with the old interval could mean 100,000 tick labels.
     axis->setTickType(QValueAxis::TicksDynamic);
