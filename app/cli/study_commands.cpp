@@ -479,10 +479,7 @@ int runStudy(const QStringList &arguments, bool fromReport)
         return BadInput;
     // The plan's agents, unless the command line names its own.
     QStringList planAgents;
-    if (plan->agents_size() > 0) {
-        QStringList specs;
-        for (const auto &spec : plan->agents())
-            specs << QString::fromStdString(spec);
+    if (const QStringList specs = planAgentSpecs(*plan); !specs.isEmpty()) {
         if (agentsGiven(parser)) {
             err() << "the plan's agents (" << specs.join(QLatin1String(", "))
                   << ") are replaced by the command line's\n";
@@ -695,10 +692,7 @@ int planCommand(const QStringList &arguments)
         out() << parser.value(QStringLiteral("check")) << ": valid, " << runs.size() << " runs\n";
         for (const auto &r : runs)
             out() << "  " << r.runId << "  " << r.config.key() << "  repeat " << r.repeat + 1 << "\n";
-        if (plan->agents_size() > 0) {
-            QStringList specs;
-            for (const auto &spec : plan->agents())
-                specs << QString::fromStdString(spec);
+        if (const QStringList specs = planAgentSpecs(*plan); !specs.isEmpty()) {
             out() << "agents: " << specs.join(QLatin1String(", "))
                   << " (files are read and names resolved when the study runs)\n";
         }

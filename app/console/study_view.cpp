@@ -521,10 +521,7 @@ void StudyView::setForm(const v1::StudyPlan &plan)
                                                   : QString());
     m_placement->setCurrentText(
         plan.placement().empty() ? QStringLiteral("pack") : QString::fromStdString(plan.placement()));
-    words.clear();
-    for (const auto &spec : plan.agents())
-        words << QString::fromStdString(spec);
-    m_planAgents->setText(words.join(QLatin1String(", ")));
+    m_planAgents->setText(core::planAgentSpecs(plan).join(QLatin1String(", ")));
 }
 
 // Before launch: the runs the plan makes, where each would go, which cannot be placed.
@@ -602,12 +599,8 @@ bool StudyView::launch(QString *error)
         *error = tr("No study journal is open");
         return false;
     }
-    if (plan.agents_size() > 0) {
-        QStringList specs;
-        for (const auto &spec : plan.agents())
-            specs << QString::fromStdString(spec);
-        Q_EMIT agentsNamed(specs, m_planDir);
-    }
+    if (plan.agents_size() > 0)
+        Q_EMIT agentsNamed(core::planAgentSpecs(plan), m_planDir);
     StudyRunner creator(&m_journal);
     creator.setAgents(m_agents);
     const QString id = creator.createStudy(plan, error);
@@ -907,12 +900,8 @@ bool StudyView::loadPlanFile(const QString &path, QString *error)
     }
     m_planDir = QFileInfo(path).absolutePath();
     setForm(*plan);
-    if (plan->agents_size() > 0) {
-        QStringList specs;
-        for (const auto &spec : plan->agents())
-            specs << QString::fromStdString(spec);
-        Q_EMIT agentsNamed(specs, m_planDir);
-    }
+    if (plan->agents_size() > 0)
+        Q_EMIT agentsNamed(core::planAgentSpecs(*plan), m_planDir);
     return true;
 }
 

@@ -468,6 +468,14 @@ v1::RunSpec runSpecFor(const v1::StudyPlan &plan, const RunConfig &config, const
     return spec;
 }
 
+QStringList planAgentSpecs(const v1::StudyPlan &plan)
+{
+    QStringList specs;
+    for (const auto &spec : plan.agents())
+        specs << str(spec);
+    return specs;
+}
+
 v1::StudyPlan examplePlan(const QString &dataset)
 {
     v1::StudyPlan plan;

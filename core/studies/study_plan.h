@@ -49,6 +49,9 @@ struct FoundLearningRate {
 v1::RunSpec runSpecFor(
     const v1::StudyPlan &plan, const RunConfig &config, const std::optional<FoundLearningRate> &found = std::nullopt);
 
+// The plan's "agents" entries (HOST:PORT, file:PATH, dns:NAME:PORT), as written.
+QStringList planAgentSpecs(const v1::StudyPlan &plan);
+
 // A plan that runs quickly on a laptop: baseline + 2 workers on a synthetic set.
 v1::StudyPlan examplePlan(const QString &dataset);
 
