@@ -224,7 +224,7 @@ measure() {
     other=$(calc "(($(cpu_busy) - $busy0) - $cpu) / $wall")
     other=$(calc "($other < 0) ? 0 : $other")
     m_other=$other
-    line=$(grep -m1 '"type": \?"bench"' "$out" || true)
+    line=$(grep -m1 '^{"bench": \?{' "$out" || true)
     m_ips=$(field images_per_second <<<"$line")
     local label
     label=$(printf '%-8s %-9s %s' "$tag" "$side" "${world}r")
@@ -367,7 +367,7 @@ import collections, json, statistics, sys
 runs = collections.defaultdict(list)
 for line in open(sys.argv[1]):
     tag, _, bench = line.rstrip("\n").partition("\t")
-    runs[tag].append(json.loads(bench))
+    runs[tag].append(json.loads(bench)["bench"])  # a WorkerEvent line: {"bench": {...}}
 phases = ["forward", "backward", "gradient_wait", "optimizer", "step"]
 print("\n%-26s %8s %8s %8s %8s %8s" % ("step breakdown, ms", "forward", "backward", "wait", "optim.", "step"))
 for tag in sys.argv[2:]:

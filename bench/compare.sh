@@ -114,7 +114,7 @@ runs = collections.defaultdict(list)
 for line in open(sys.argv[1]):
     tag, _, bench = line.rstrip("\n").partition("\t")
     if bench:
-        runs[tag].append(json.loads(bench))
+        runs[tag].append(json.loads(bench)["bench"])  # a WorkerEvent line: {"bench": {...}}
 phases = ["forward", "backward", "gradient_wait", "optimizer", "step"]
 print("\n%-46s %8s %8s %8s %8s %8s" % ("step breakdown, ms", "forward", "backward", "wait", "optim.", "step"))
 for world, label in (("1", "1 rank x 1 thread"), ("2i", "ceiling: 2 x (1 rank x 1 thread)"), ("2", "2 ranks x 1 thread")):

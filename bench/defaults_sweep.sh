@@ -32,13 +32,13 @@ for batch in $batches; do
     for warmup in $warmups; do
       for seed in $seeds; do
         log=$out/b$batch-lr$lr-w$warmup-s$seed.jsonl
-        if [ ! -s "$log" ] || ! grep -q '"type":"\(finished\|error\)"' "$log"; then
+        if [ ! -s "$log" ] || ! grep -q '^{"\(finished\|error\)":' "$log"; then
           "$worker" train --data-dir "$data" --epochs "$epochs" --batch-size "$batch" --lr "$lr" \
               --warmup-epochs "$warmup" --seed "$seed" --threads "$threads" >"$log" 2>/dev/null || true
         fi
-        accs=$(grep '"type":"epoch"' "$log" | sed 's/.*"test_accuracy":\([0-9.e-]*\).*/\1/' \
+        accs=$(grep '^{"epoch":' "$log" | sed 's/.*"test_accuracy":\([0-9.e-]*\).*/\1/' \
             | awk '{printf "%s%.1f", (NR>1?", ":""), $1*100}')
-        outcome=$(grep -o '"type":"finished"' "$log" >/dev/null && echo finished \
+        outcome=$(grep -o '^{"finished":' "$log" >/dev/null && echo finished \
             || (grep -o '"message":"[^"]*"' "$log" | head -1 | cut -c12-80))
         echo "| $batch | $lr | $warmup | $seed | ${accs:-–} | ${outcome:-killed} |"
       done

@@ -100,11 +100,13 @@ def main():
             phases["optimizer"].append(end - backward_end)
     median = statistics.median(times)
     if a.rank == 0:
-        result = {"type": "bench", "images_per_second": a.batch_size * a.world_size / median,
+        # The shape of scalelab-worker's bench event (worker.proto's WorkerEvent), so that
+        # one reader takes both; "peer" says which side wrote it.
+        result = {"images_per_second": a.batch_size * a.world_size / median,
                   "median_step_seconds": median, "peer": "pytorch-python " + torch.__version__}
         if device.type != "cuda":  # host-side times: on a GPU only the whole step counts
             result.update({f"median_{k}_seconds": statistics.median(v) for k, v in phases.items()})
-        print(json.dumps(result))
+        print(json.dumps({"bench": result}))
     if a.world_size > 1:
         dist.destroy_process_group()
 

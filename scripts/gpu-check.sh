@@ -18,6 +18,11 @@ if [ -z "$torch_cmake" ] || [ ! -d "$torch_cmake/Torch" ]; then
          "TORCH_CMAKE_PREFIX to a CUDA libtorch's share/cmake folder" >&2
     exit 2
 fi
+# The worker's event lines and options are worker.proto's messages (protobuf, no gRPC).
+if ! command -v protoc >/dev/null || [ ! -e /usr/include/google/protobuf/message.h ]; then
+    echo "gpu-check: the worker needs protobuf: apt-get install protobuf-compiler libprotobuf-dev" >&2
+    exit 2
+fi
 nccl_root="${NCCL_ROOT:-$(python3 -c 'import nvidia.nccl, os; print(list(nvidia.nccl.__path__)[0])' 2>/dev/null || true)}"
 
 if ! cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \

@@ -44,6 +44,8 @@ def check(name, ok, detail):
 
 
 def events(text, kind=None):
+    """The bodies of the WorkerEvent lines (proto/scalelab/v1/worker.proto) of `kind`:
+    {"epoch": {...}} gives {...}. Numbers of type int64 arrive as strings."""
     out = []
     for line in text.splitlines():
         line = line.strip()
@@ -52,8 +54,8 @@ def events(text, kind=None):
                 e = json.loads(line)
             except json.JSONDecodeError:
                 continue
-            if kind is None or e.get("type") == kind:
-                out.append(e)
+            if len(e) == 1 and (kind is None or kind in e):
+                out.append(next(iter(e.values())))
     return out
 
 
@@ -141,7 +143,7 @@ def main():
     (rc2, out2, err2), = run_ranks([train + ["--epochs", str(epochs), "--checkpoint-dir", ck, "--resume", "on"]],
                                    600)
     started = events(out2, "started")
-    resumed = started[0].get("resumed_epoch") if started else None
+    resumed = started[0].get("resumed_from_epoch") if started else None
     done = [e["epoch"] for e in events(out2, "epoch")]
     fin = events(out2, "finished")
     check(f"resume on {on}", rc1 == 0 and rc2 == 0 and resumed == k and done == [k + 1, k + 2] and bool(fin),

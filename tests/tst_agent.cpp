@@ -15,6 +15,7 @@
 #include "run_supervisor.h"
 #include "study_runner.h"
 #include "test_support.h"
+#include "worker_channel.h"
 
 #include <QCryptographicHash>
 #include <QElapsedTimer>
@@ -1197,17 +1198,24 @@ private Q_SLOTS:
         QTest::addColumn<int>("kind");
         QTest::addColumn<QString>("state");
         QTest::addColumn<QString>("message");
-        QTest::newRow("failed") << "echo '{\"type\":\"error\",\"message\":\"disk on fire\"}' >&3; exit 3"
-                                << int(v1::EXIT_FAILED) << "FAILED"
+        // Event lines as the worker writes them, from worker.proto's generated code.
+        const auto line = [](const v1::WorkerEvent &event) {
+            return QString::fromStdString(worker::eventLine(event)).trimmed();
+        };
+        v1::WorkerEvent error;
+        error.mutable_error()->set_message("disk on fire");
+        QTest::newRow("failed") << "echo '" + line(error) + "' >&3; exit 3" << int(v1::EXIT_FAILED) << "FAILED"
                                 << "exited with code 3: disk on fire";
-        QTest::newRow("out of memory")
-            << "echo '{\"type\":\"error\",\"message\":\"std::bad_alloc\"}' >&3; exit 1"
-            << int(v1::EXIT_OUT_OF_MEMORY) << "FAILED"
-            << "ran out of memory";
+        error.mutable_error()->set_message("std::bad_alloc");
+        QTest::newRow("out of memory") << "echo '" + line(error) + "' >&3; exit 1" << int(v1::EXIT_OUT_OF_MEMORY)
+                                       << "FAILED"
+                                       << "ran out of memory";
+        v1::WorkerEvent started;
+        started.mutable_started()->set_world_size(1);
         QTest::newRow("killed") << "kill -SEGV $$" << int(v1::EXIT_KILLED) << "FAILED"
                                 << "killed by signal 11";
         QTest::newRow("stopped")
-            << "trap '' TERM; echo '{\"type\":\"started\"}' >&3; while :; do sleep 1; done"
+            << "trap '' TERM; echo '" + line(started) + "' >&3; while :; do sleep 1; done"
             << int(v1::EXIT_STOPPED) << "CANCELLED"
             << "stopped on request";
     }
@@ -1308,22 +1316,6 @@ private Q_SLOTS:
         QCOMPARE(classifyExit(1, killed, false, {}, false, -1).kind(), v1::EXIT_KILLED);
         QCOMPARE(classifyExit(1, terminated, true, {}, false, 0).kind(), v1::EXIT_STOPPED);
         QCOMPARE(classifyExit(1, terminated, false, {}, false, 0).kind(), v1::EXIT_KILLED);
-    }
-
-    void gpuRanksAskTheWorkerForCuda()
-    {
-        using agent::workerDeviceArguments;
-        using Args = std::vector<std::string>;
-        v1::RunSpec spec;
-        QCOMPARE(workerDeviceArguments(spec, 2, false), Args {}); // a CPU rank: the worker's default
-        spec.set_gpus_per_worker(1);
-        QCOMPARE(workerDeviceArguments(spec, 2, true), (Args { "--device", "cuda" })); // NCCL
-        spec.set_gpus_per_worker(2);
-        QCOMPARE(workerDeviceArguments(spec, 1, true), (Args { "--device", "cuda" }));
-        // Two ranks on one GPU: NCCL would refuse them, Gloo reduces their CUDA tensors.
-        spec.set_gpus_per_worker(0.5);
-        QCOMPARE(workerDeviceArguments(spec, 2, true), (Args { "--device", "cuda", "--backend", "gloo" }));
-        QCOMPARE(workerDeviceArguments(spec, 1, true), (Args { "--device", "cuda" })); // no collectives
     }
 
     void watchNodeSamplesUtilization()

@@ -7,6 +7,7 @@
 // make namespaces, every case fails with the harness's reason; exclude the label by name
 // there (`ctest -LE cluster`). Nothing is skipped silently.
 #include "test_support.h"
+#include "worker_channel.h"
 
 #include <QCoreApplication>
 #include <QDateTime>
@@ -462,12 +463,14 @@ private Q_SLOTS:
                        .hasMatch(),
             qPrintable(listening));
         QVERIFY2(err0.contains(QStringLiteral("gloo on %1").arg(cluster.ip(1))), qPrintable(err0));
-        QJsonObject check;
-        for (const QString &line : out.split(QLatin1Char('\n')))
-            if (line.contains(QLatin1String("gradient_check")))
-                check = QJsonDocument::fromJson(line.toUtf8()).object();
-        const double diff = check.value(QLatin1String("max_abs_diff")).toDouble(-1);
-        const double grad = check.value(QLatin1String("max_abs_grad")).toDouble();
+        double diff = -1, grad = 0;
+        for (const QString &line : out.split(QLatin1Char('\n'))) {
+            std::string why;
+            if (const auto event = worker::parseEventLine(line.toStdString(), &why); event && event->has_gradient_check()) {
+                diff = event->gradient_check().max_abs_diff();
+                grad = event->gradient_check().max_abs_grad();
+            }
+        }
         QVERIFY2(diff >= 0 && grad > 0 && diff <= 1e-6 * std::max(1.0, grad), qPrintable(out));
         qInfo("gradient check across hosts: max |diff| %.3g against max |grad| %.3g", diff, grad);
     }

@@ -12,6 +12,8 @@
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QProcess>
+#include <QRegularExpression>
+#include <QSet>
 #include <QScopeGuard>
 #include <QTcpServer>
 #include <QTemporaryDir>
@@ -21,6 +23,7 @@
 
 #include "spec_rules.h"
 #include "training.h"
+#include "worker_channel.h"
 
 using namespace scalelab;
 
@@ -52,23 +55,35 @@ public:
         }
     }
 
-    // Reads what is available; returns the events of `type` seen so far.
-    QList<QJsonObject> events(const QString &type = {})
+    // Reads what is available; returns the events of `type` (a WorkerEvent field name)
+    // seen so far. Every line is read with worker.proto's generated code, as the agent
+    // reads it; one that does not fit is kept in unreadable().
+    QList<v1::WorkerEvent> events(const QString &type = {})
     {
         m_buffer += m_process.readAllStandardOutput();
         int newline;
         while ((newline = m_buffer.indexOf('\n')) >= 0) {
-            m_events << QJsonDocument::fromJson(m_buffer.left(newline)).object();
+            const std::string line = m_buffer.left(newline).toStdString();
+            m_lines << m_buffer.left(newline);
+            std::string why;
+            if (auto event = worker::parseEventLine(line, &why))
+                m_events << *event;
+            else
+                m_unreadable << QString::fromStdString(why + ": " + line);
             m_buffer.remove(0, newline + 1);
         }
         if (type.isEmpty())
             return m_events;
-        QList<QJsonObject> matching;
-        for (const auto &e : m_events)
-            if (e.value(QStringLiteral("type")).toString() == type)
+        QList<v1::WorkerEvent> matching;
+        for (const auto &e : m_events) {
+            const auto *field = e.GetReflection()->GetOneofFieldDescriptor(e, e.GetDescriptor()->oneof_decl(0));
+            if (field && QString::fromStdString(field->name()) == type)
                 matching << e;
+        }
         return matching;
     }
+    QStringList unreadable() const { return m_unreadable; }
+    QList<QByteArray> lines() const { return m_lines; }
 
     bool waitFor(const QString &type, int timeoutMs)
     {
@@ -105,14 +120,34 @@ public:
 private:
     QProcess m_process;
     QByteArray m_buffer;
-    QList<QJsonObject> m_events;
+    QList<v1::WorkerEvent> m_events;
+    QStringList m_unreadable;
+    QList<QByteArray> m_lines;
 };
+
+// Fields of `descriptor` that `object` lacks: every field without explicit presence is
+// printed by the worker, and so are those of the messages inside it.
+QStringList missingFields(const QJsonObject &object, const google::protobuf::Descriptor *descriptor, const QString &at)
+{
+    QStringList missing;
+    for (int i = 0; i < descriptor->field_count(); ++i) {
+        const auto *field = descriptor->field(i);
+        const QString name = QString::fromStdString(field->name());
+        if (!object.contains(name)) {
+            if (!field->has_presence() || field->is_repeated() || field->is_map())
+                missing << at + name;
+            continue;
+        }
+        if (field->message_type() && !field->is_repeated() && !field->is_map())
+            missing << missingFields(object.value(name).toObject(), field->message_type(), at + name + QLatin1Char('.'));
+    }
+    return missing;
+}
 
 QString digest(Worker &w)
 {
     const auto finished = w.events(QStringLiteral("finished"));
-    return finished.isEmpty() ? QString()
-                              : finished.last().value(QStringLiteral("weights_sha256")).toString();
+    return finished.isEmpty() ? QString() : QString::fromStdString(finished.last().finished().weights_sha256());
 }
 
 } // namespace
@@ -164,9 +199,9 @@ private Q_SLOTS:
         QCOMPARE(rank1.exitCode(), 0);
         const auto check = rank0.events(QStringLiteral("gradient_check"));
         QCOMPARE(check.size(), 1);
-        const double diff = check[0].value(QStringLiteral("max_abs_diff")).toDouble(1);
-        const double grad = check[0].value(QStringLiteral("max_abs_grad")).toDouble();
-        QCOMPARE(check[0].value(QStringLiteral("tensors")).toInt(), 28);
+        const double diff = check[0].gradient_check().max_abs_diff();
+        const double grad = check[0].gradient_check().max_abs_grad();
+        QCOMPARE(check[0].gradient_check().tensors(), 28);
         QVERIFY(grad > 1e-4); // a real gradient was compared
         QVERIFY2(diff <= 1e-5 * grad,
             qPrintable(QStringLiteral("max |diff| %1 vs max |grad| %2").arg(diff).arg(grad)));
@@ -182,8 +217,7 @@ private Q_SLOTS:
         QCOMPARE(stepsA.size(), 8);
         QCOMPARE(stepsB.size(), stepsA.size());
         for (int i = 0; i < stepsA.size(); ++i)
-            QCOMPARE(stepsA[i].value(QStringLiteral("loss")).toDouble(),
-                stepsB[i].value(QStringLiteral("loss")).toDouble());
+            QCOMPARE(stepsA[i].step().loss(), stepsB[i].step().loss());
         QCOMPARE(digest(a), digest(b));
         Worker c(small({ QStringLiteral("--seed"), QStringLiteral("12") }));
         QVERIFY(c.finish(120000));
@@ -214,9 +248,12 @@ private Q_SLOTS:
         QCOMPARE(resumed.exitCode(), 0);
         const auto started = resumed.events(QStringLiteral("started"));
         QCOMPARE(started.size(), 1);
-        QVERIFY(started[0].value(QStringLiteral("resumed_epoch")).toInt() >= 1);
-        QCOMPARE(resumed.events(QStringLiteral("step")).first().value(QStringLiteral("step")).toInt(),
-            started[0].value(QStringLiteral("resumed_epoch")).toInt() * 8 + 1);
+        QVERIFY(started[0].started().resumed_from_epoch() >= 1);
+        // The checkpoint it resumed from is named, with its epoch.
+        QCOMPARE(started[0].started().checkpoint_epoch(), started[0].started().resumed_from_epoch());
+        QVERIFY(QString::fromStdString(started[0].started().resumed_from()).startsWith(dir));
+        QCOMPARE(resumed.events(QStringLiteral("step")).first().step().step(),
+            started[0].started().resumed_from_epoch() * 8 + 1);
         QCOMPARE(digest(resumed), digest(whole));
     }
 
@@ -241,14 +278,9 @@ private Q_SLOTS:
         QCOMPARE(resumed.exitCode(), 0);
         const auto warnings = resumed.events(QStringLiteral("warning"));
         QCOMPARE(warnings.size(), 1);
-        QVERIFY2(warnings[0]
-                     .value(QStringLiteral("message"))
-                     .toString()
-                     .contains(QStringLiteral("model.pt does not match its sha256")),
-            qPrintable(warnings[0].value(QStringLiteral("message")).toString()));
-        QCOMPARE(
-            resumed.events(QStringLiteral("started")).value(0).value(QStringLiteral("resumed_epoch")).toInt(),
-            1);
+        const QString warning = QString::fromStdString(warnings[0].warning().message());
+        QVERIFY2(warning.contains(QStringLiteral("model.pt does not match its sha256")), qPrintable(warning));
+        QCOMPARE(resumed.events(QStringLiteral("started")).value(0).started().resumed_from_epoch(), 1);
         QCOMPARE(resumed.events(QStringLiteral("epoch")).size(), 1); // epoch 2 trained again
         QCOMPARE(digest(resumed), digest(first)); // and deterministically the same
     }
@@ -272,7 +304,7 @@ private Q_SLOTS:
         QVERIFY(rank0.exitCode() != 0);
         const auto errors = rank0.events(QStringLiteral("error"));
         QCOMPARE(errors.size(), 1);
-        QVERIFY(!errors[0].value(QStringLiteral("message")).toString().isEmpty());
+        QVERIFY(!errors[0].error().message().empty());
     }
 
     // The bench's step breakdown (forward, backward to the last gradient, the all-reduce
@@ -295,19 +327,20 @@ private Q_SLOTS:
         const auto bench = rank0.events(QStringLiteral("bench"));
         QCOMPARE(bench.size(), 1);
         QVERIFY(rank1.events(QStringLiteral("bench")).isEmpty()); // rank 0 speaks for the run
-        QCOMPARE(bench[0].value(QStringLiteral("world_size")).toInt(), 2);
-        const double step = bench[0].value(QStringLiteral("median_step_seconds")).toDouble(-1);
+        QCOMPARE(bench[0].bench().world_size(), 2);
+        const double step = bench[0].bench().median_step_seconds();
         QVERIFY(step > 0);
         double parts = 0;
-        for (const char *phase : { "forward", "backward", "gradient_wait", "optimizer" }) {
-            const QString key = QStringLiteral("median_%1_seconds").arg(QLatin1String(phase));
-            const double seconds = bench[0].value(key).toDouble(-1);
-            QVERIFY2(seconds >= 0 && seconds < step,
-                qPrintable(key + QStringLiteral(" = ") + QString::number(seconds)));
+        const v1::BenchResult &b = bench[0].bench();
+        QVERIFY(b.has_median_forward_seconds() && b.has_median_backward_seconds()
+            && b.has_median_gradient_wait_seconds() && b.has_median_optimizer_seconds()); // on a CPU
+        for (const double seconds : { b.median_forward_seconds(), b.median_backward_seconds(),
+                 b.median_gradient_wait_seconds(), b.median_optimizer_seconds() }) {
+            QVERIFY2(seconds >= 0 && seconds < step, qPrintable(QString::number(seconds)));
             parts += seconds;
         }
-        QVERIFY(bench[0].value(QStringLiteral("median_forward_seconds")).toDouble() > 0);
-        QVERIFY(bench[0].value(QStringLiteral("median_backward_seconds")).toDouble() > 0);
+        QVERIFY(bench[0].bench().median_forward_seconds() > 0);
+        QVERIFY(bench[0].bench().median_backward_seconds() > 0);
         // Medians of the parts need not add up exactly to the median step.
         QVERIFY2(parts > 0.5 * step && parts < 1.5 * step,
             qPrintable(QStringLiteral("parts %1 s vs step %2 s").arg(parts).arg(step)));
@@ -338,9 +371,9 @@ private Q_SLOTS:
         QCOMPARE(digest(rank0), digest(rank1)); // one model on every rank
         const auto base = baseline.events(QStringLiteral("epoch")).last();
         const auto dist = rank0.events(QStringLiteral("epoch")).last();
-        QCOMPARE(dist.value(QStringLiteral("test_images")).toInt(), 500); // each test image once
-        const double a = base.value(QStringLiteral("test_accuracy")).toDouble();
-        const double b = dist.value(QStringLiteral("test_accuracy")).toDouble();
+        QCOMPARE(dist.epoch().test_images(), 500); // each test image once
+        const double a = base.epoch().test_accuracy();
+        const double b = dist.epoch().test_accuracy();
         qInfo("test accuracy: 1 worker %.4f, 2 workers %.4f", a, b);
         QVERIFY2(
             std::abs(a - b) <= 0.02, qPrintable(QStringLiteral("1 worker %1 vs 2 workers %2").arg(a).arg(b)));
@@ -366,26 +399,26 @@ private Q_SLOTS:
         QVERIFY(defaults.finish(900'000) && old.finish(900'000));
         QCOMPARE(defaults.exitCode(), 0);
         QCOMPARE(old.exitCode(), 0);
-        const double good = defaults.events(QStringLiteral("epoch")).last().value(QStringLiteral("test_accuracy")).toDouble();
-        const double bad = old.events(QStringLiteral("epoch")).last().value(QStringLiteral("test_accuracy")).toDouble();
+        const double good = defaults.events(QStringLiteral("epoch")).last().epoch().test_accuracy();
+        const double bad = old.events(QStringLiteral("epoch")).last().epoch().test_accuracy();
         qInfo("shapes, 3 epochs: defaults %.3f, lr 0.05 without warm-up %.3f", good, bad);
         QVERIFY2(good >= 0.85, qPrintable(QString::number(good)));
         QVERIFY2(bad <= 0.3, qPrintable(QString::number(bad)));
         // The worker's defaults are the agent's (proto/rules/spec_rules.h).
-        const QJsonObject started = defaults.events(QStringLiteral("started")).first();
-        QCOMPARE(started.value(QStringLiteral("learning_rate")).toDouble(), rules::kDefaultLearningRate);
-        QCOMPARE(started.value(QStringLiteral("momentum")).toDouble(), rules::kDefaultMomentum);
-        QCOMPARE(started.value(QStringLiteral("weight_decay")).toDouble(), rules::kDefaultWeightDecay);
-        QCOMPARE(started.value(QStringLiteral("warmup_epochs")).toDouble(), rules::kDefaultWarmupEpochs);
-        QCOMPARE(started.value(QStringLiteral("divergence_factor")).toDouble(), rules::kDefaultDivergenceFactor);
-        QCOMPARE(started.value(QStringLiteral("divergence_steps")).toInt(), rules::kDefaultDivergenceSteps);
+        const v1::RunStarted started = defaults.events(QStringLiteral("started")).first().started();
+        const v1::RunSpec &recipe = started.effective();
+        QCOMPARE(recipe.learning_rate(), rules::kDefaultLearningRate);
+        QCOMPARE(recipe.momentum(), rules::kDefaultMomentum);
+        QCOMPARE(recipe.weight_decay(), rules::kDefaultWeightDecay);
+        QCOMPARE(recipe.warmup_epochs(), rules::kDefaultWarmupEpochs);
+        QCOMPARE(recipe.divergence_factor(), rules::kDefaultDivergenceFactor);
+        QCOMPARE(recipe.divergence_steps(), rules::kDefaultDivergenceSteps);
         // Normalised with the set's own statistics, measured as the agent measures them.
         const auto stats = cifar::measureDataset(data.toStdString(), &error);
         QVERIFY(stats);
-        QCOMPARE(started.value(QStringLiteral("normalize_measured")).toBool(), true);
-        const QStringList mean = started.value(QStringLiteral("normalize_mean")).toString().split(QLatin1Char(','));
-        QCOMPARE(mean.size(), 3);
-        QCOMPARE(mean[0].toFloat(), float(stats->mean[0]));
+        QCOMPARE(started.normalize_measured(), true);
+        QCOMPARE(started.normalize_mean_size(), 3);
+        QCOMPARE(float(started.normalize_mean(0)), float(stats->mean[0]));
     }
 
     // A loss that is not finite ends the run at once, as diverged, with its own exit code.
@@ -397,8 +430,8 @@ private Q_SLOTS:
         QCOMPARE(w.exitCode(), trainer::kDivergedExitCode);
         const auto errors = w.events(QStringLiteral("error"));
         QCOMPARE(errors.size(), 1);
-        QVERIFY(errors[0].value(QStringLiteral("diverged")).toBool());
-        const QString message = errors[0].value(QStringLiteral("message")).toString();
+        QVERIFY(errors[0].error().diverged());
+        const QString message = QString::fromStdString(errors[0].error().message());
         QVERIFY2(message.startsWith(QLatin1String("diverged at step ")), qPrintable(message));
         QVERIFY(w.events(QStringLiteral("finished")).isEmpty());
         // A loss stuck above the bound for the given steps is divergence too.
@@ -427,19 +460,69 @@ private Q_SLOTS:
         const auto points = w.events(QStringLiteral("lr_point"));
         QVERIFY(points.size() >= 20);
         for (int i = 1; i < points.size(); ++i)
-            QVERIFY(points[i].value(QStringLiteral("lr")).toDouble() > points[i - 1].value(QStringLiteral("lr")).toDouble());
-        const QJsonObject found = w.events(QStringLiteral("lr_found")).first();
-        const double best = found.value(QStringLiteral("min_loss_lr")).toDouble();
-        QCOMPARE(found.value(QStringLiteral("suggested_lr")).toDouble(), best / 10);
-        QVERIFY(found.value(QStringLiteral("conclusive")).toBool()); // the learnable set's loss falls clearly
+            QVERIFY(points[i].lr_point().learning_rate() > points[i - 1].lr_point().learning_rate());
+        const v1::LrFindResult found = w.events(QStringLiteral("lr_found")).first().lr_found();
+        const double best = found.min_loss_learning_rate();
+        QCOMPARE(found.suggested_learning_rate(), best / 10);
+        QVERIFY(found.conclusive()); // the learnable set's loss falls clearly
         QVERIFY(best > 1e-5 && best < 10);
         double lowest = 1e9, lowestLr = 0;
         for (const auto &p : points)
-            if (p.value(QStringLiteral("smoothed")).toDouble() < lowest) {
-                lowest = p.value(QStringLiteral("smoothed")).toDouble();
-                lowestLr = p.value(QStringLiteral("lr")).toDouble();
+            if (p.lr_point().smoothed_loss() < lowest) {
+                lowest = p.lr_point().smoothed_loss();
+                lowestLr = p.lr_point().learning_rate();
             }
         QCOMPARE(best, lowestLr);
+    }
+
+    // The contract with the agent, on a real worker: every line it writes is a WorkerEvent
+    // the generated code reads, with every field printed (none missing, none unknown), and
+    // every option of WorkerLaunch is one its usage documents.
+    void eventsAndOptionsFollowWorkerProto()
+    {
+        const QString dir = m_tmp.filePath(QStringLiteral("ck-contract"));
+        Worker first(small({ QStringLiteral("--epochs"), QStringLiteral("1"), QStringLiteral("--checkpoint-dir"), dir }));
+        QVERIFY(first.finish(180000));
+        QCOMPARE(first.exitCode(), 0);
+        Worker resumed(small({ QStringLiteral("--epochs"), QStringLiteral("2"), QStringLiteral("--checkpoint-dir"), dir,
+            QStringLiteral("--resume"), QStringLiteral("on") }));
+        QVERIFY(resumed.finish(180000));
+        QCOMPARE(resumed.exitCode(), 0);
+        QSet<QString> kinds;
+        for (Worker *w : { &first, &resumed }) {
+            QVERIFY2(w->unreadable().isEmpty(), qPrintable(w->unreadable().join(QLatin1Char('\n'))));
+            for (const QByteArray &line : w->lines()) {
+                const QJsonObject object = QJsonDocument::fromJson(line).object();
+                QCOMPARE(object.size(), 1); // one event per line
+                const QString kind = object.keys().first();
+                kinds << kind;
+                const auto *field = v1::WorkerEvent::descriptor()->FindFieldByName(kind.toStdString());
+                QVERIFY2(field && field->containing_oneof(), qPrintable(kind));
+                const QStringList missing = missingFields(object.value(kind).toObject(), field->message_type(), kind + QLatin1Char('.'));
+                QVERIFY2(missing.isEmpty(), qPrintable(missing.join(QStringLiteral(", ")) + QStringLiteral(" in ") + QString::fromUtf8(line)));
+            }
+        }
+        for (const char *kind : { "started", "step", "epoch", "checkpoint", "finished" })
+            QVERIFY2(kinds.contains(QLatin1String(kind)), kind);
+        const auto started = resumed.events(QStringLiteral("started"));
+        QCOMPARE(started.size(), 1);
+        QCOMPARE(started[0].started().resumed_from_epoch(), 1);
+        QCOMPARE(started[0].started().checkpoint_epoch(), 1);
+        QCOMPARE(QString::fromStdString(started[0].started().resumed_from()), dir + QStringLiteral("/epoch-0001"));
+        QCOMPARE(QString::fromStdString(resumed.events(QStringLiteral("finished")).first().finished().weights_sha256()).size(), 64);
+
+        QProcess help;
+        help.start(test::binary("scalelab-worker"), { QStringLiteral("--help") });
+        QVERIFY(help.waitForFinished(30000));
+        const QString usage = QString::fromUtf8(help.readAllStandardOutput());
+        const auto *launch = v1::WorkerLaunch::descriptor();
+        for (int i = 0; i < launch->field_count(); ++i) {
+            if (launch->field(i)->number() == v1::WorkerLaunch::kCommandFieldNumber)
+                continue;
+            const QString option = QString::fromStdString(worker::optionName(launch->field(i)->name()));
+            QVERIFY2(usage.contains(QRegularExpression(QRegularExpression::escape(option) + QStringLiteral("(?![-a-z])"))),
+                qPrintable(option + QStringLiteral(" is not in the usage")));
+        }
     }
 
     void badOptionsAreRefused()

@@ -9,6 +9,7 @@
 #include "log.h"
 #include "node_sampler.h"
 #include "process_launcher.h"
+#include "worker_channel.h"
 #include "worker_command.h"
 #include "build_info.h"
 #include "spec_rules.h"
@@ -26,8 +27,6 @@
 #include <malloc.h>
 #include <poll.h>
 #include <sys/wait.h>
-#include <QJsonDocument>
-#include <QJsonObject>
 #include <cmath>
 #include <fstream>
 #include <netinet/in.h>
@@ -1085,16 +1084,7 @@ grpc::Status AgentService::FindLearningRate(grpc::ServerContext *context, const 
     launch.workerBinary = m_options.workerBinary;
     launch.threadsPerRank = spec.threads_per_worker() > 0 ? spec.threads_per_worker() : cpuCores();
     SpawnRequest spawn;
-    spawn.argv = workerCommand(launch, 0);
-    spawn.argv[1] = "lr-find";
-    // Keep only what lr-find takes: drop the run-only options and their values.
-    for (const char *runOnly : { "--epochs", "--rank", "--world-size", "--lr", "--lr-scaling", "--schedule",
-             "--warmup-epochs", "--divergence-factor", "--divergence-steps", "--checkpoint-dir", "--checkpoint-every",
-             "--resume", "--max-test-images" })
-        for (auto it = spawn.argv.begin(); it != spawn.argv.end();)
-            it = *it == runOnly && it + 1 != spawn.argv.end() ? spawn.argv.erase(it, it + 2) : it + 1;
-    spawn.argv.insert(spawn.argv.end(),
-        { "--min-lr", rules::exactNumber(minLr), "--max-lr", rules::exactNumber(maxLr), "--steps", std::to_string(steps) });
+    spawn.argv = workerCommand(launch, lrFindLaunch(launch, minLr, maxLr, steps));
     const std::string threads = std::to_string(launch.threadsPerRank);
     spawn.extraEnv = { "OMP_NUM_THREADS=" + threads, "OPENBLAS_NUM_THREADS=" + threads, "CUDA_VISIBLE_DEVICES=" };
     const SpawnedProcess process = m_launcher.spawn(spawn);
@@ -1117,31 +1107,20 @@ grpc::Status AgentService::FindLearningRate(grpc::ServerContext *context, const 
         lastSend = std::chrono::steady_clock::now();
     };
     const auto handleLine = [&](const std::string &line) {
-        const auto doc = QJsonDocument::fromJson(QByteArray::fromStdString(line));
-        const QJsonObject o = doc.object();
-        const QString type = o.value(QLatin1String("type")).toString();
-        const auto num = [&](const char *key) { return o.value(QLatin1String(key)).toDouble(std::nan("")); };
-        if (type == QLatin1String("lr_point")) {
-            auto *p = pending.add_points();
-            p->set_step(int(num("step")));
-            p->set_learning_rate(num("lr"));
-            p->set_loss(num("loss"));
-            p->set_smoothed_loss(num("smoothed"));
-        } else if (type == QLatin1String("lr_found")) {
-            auto *r = result.mutable_result();
-            r->set_suggested_learning_rate(num("suggested_lr"));
-            r->set_min_loss_learning_rate(num("min_loss_lr"));
-            r->set_steepest_learning_rate(num("steepest_lr"));
-            r->set_steps(int(num("steps")));
-            r->set_stopped_early(o.value(QLatin1String("stopped_early")).toBool());
-            r->set_rule(o.value(QLatin1String("rule")).toString().toStdString());
-            r->set_batch_size(int(num("batch_size")));
-            r->set_conclusive(o.value(QLatin1String("conclusive")).toBool(true));
-            r->set_note(o.value(QLatin1String("note")).toString().toStdString());
-            r->mutable_worker_command()->Add(spawn.argv.begin(), spawn.argv.end());
+        std::string why;
+        std::optional<v1::WorkerEvent> event = worker::parseEventLine(line, &why);
+        if (!event) {
+            logMessage(LogLevel::Warning, "learning-rate range test: unparseable worker event (" + why + ")");
+            return;
+        }
+        if (event->has_lr_point()) {
+            *pending.add_points() = event->lr_point();
+        } else if (event->has_lr_found()) {
+            *result.mutable_result() = event->lr_found();
+            result.mutable_result()->mutable_worker_command()->Add(spawn.argv.begin(), spawn.argv.end());
             haveResult = true;
-        } else if (type == QLatin1String("error")) {
-            workerError = o.value(QLatin1String("message")).toString().toStdString();
+        } else if (event->has_error()) {
+            workerError = event->error().message();
         }
     };
     while (eventsOpen || outputOpen) {

@@ -2,6 +2,7 @@
 
 #include "spec_rules.h"
 #include "training.h"
+#include "worker_channel.h"
 #include "worker_command.h"
 
 #include "checkpoint_transfer.h"
@@ -9,8 +10,6 @@
 #include "log.h"
 #include "run_records.h"
 
-#include <QJsonDocument>
-#include <QJsonObject>
 
 #include <google/protobuf/util/json_util.h>
 
@@ -97,15 +96,6 @@ long cgroupOomKills()
         if (key == "oom_kill")
             return value;
     return -1;
-}
-
-std::vector<std::string> workerDeviceArguments(const v1::RunSpec &spec, int worldSize, bool rankHasGpus)
-{
-    if (!rankHasGpus)
-        return {};
-    if (worldSize > 1 && spec.gpus_per_worker() < 1)
-        return { "--device", "cuda", "--backend", "gloo" };
-    return { "--device", "cuda" };
 }
 
 v1::RankExit classifyExit(int rank, int waitStatus, bool stopRequested, const std::string &workerError,
@@ -393,7 +383,7 @@ std::string RunSupervisor::start(ProcessLauncher &launcher)
     const std::string threads = std::to_string(m_launch.threadsPerRank);
     for (int rankNumber : m_launch.request.ranks()) {
         SpawnRequest request;
-        request.argv = workerCommand(m_launch, rankNumber);
+        request.argv = workerCommand(m_launch, workerLaunch(m_launch, rankNumber));
         if (rankNumber == 0)
             m_rankZeroCommand = request.argv;
         // The rank sees only its GPUs (none for a CPU rank), numbered from 0.
@@ -516,18 +506,17 @@ void RunSupervisor::handleOutputLine(int rank, const std::string &line)
 
 void RunSupervisor::handleEventLine(int rank, const std::string &line)
 {
-    QJsonParseError parseError;
-    const auto doc = QJsonDocument::fromJson(QByteArray::fromStdString(line), &parseError);
-    if (!doc.isObject()) {
-        handleOutputLine(rank, "unparseable worker event: " + line);
+    std::string why;
+    std::optional<v1::WorkerEvent> parsed = worker::parseEventLine(line, &why);
+    if (!parsed) {
+        handleOutputLine(rank, "unparseable worker event (" + why + "): " + line);
         return;
     }
-    const QJsonObject o = doc.object();
-    const QString type = o.value(QLatin1String("type")).toString();
-    auto num = [&](const char *key) { return o.value(QLatin1String(key)).toDouble(); };
+    v1::WorkerEvent &in = *parsed;
     auto event = makeEvent(rank);
     bool durable = false;
-    if (type == QLatin1String("started")) {
+    switch (in.kind_case()) {
+    case v1::WorkerEvent::kStarted: {
         bool first = false;
         {
             std::lock_guard lock(m_mutex);
@@ -536,130 +525,64 @@ void RunSupervisor::handleEventLine(int rank, const std::string &line)
         if (first)
             setState(v1::RUNNING, "training");
         auto *s = event.mutable_started();
-        *s->mutable_dataset() = m_launch.dataset;
-        s->mutable_dataset()->set_synthetic(o.value(QLatin1String("synthetic")).toBool());
-        s->mutable_dataset()->set_train_images(static_cast<std::int64_t>(num("train_images")));
-        s->mutable_dataset()->set_test_images(static_cast<std::int64_t>(num("test_images")));
-        s->set_parameters(static_cast<std::int64_t>(num("parameters")));
-        s->set_threads(static_cast<int>(num("threads")));
-        s->set_device(o.value(QLatin1String("device")).toString().toStdString());
-        s->set_steps_per_epoch(static_cast<std::int64_t>(num("steps_per_epoch")));
-        s->set_world_size(static_cast<int>(num("world_size")));
-        s->set_global_batch(static_cast<std::int64_t>(num("global_batch")));
-        s->set_peak_learning_rate(num("peak_lr"));
-        s->set_resumed_from_epoch(static_cast<int>(num("resumed_epoch")));
-        s->set_resumed_from(o.value(QLatin1String("resumed_from")).toString().toStdString());
-        s->set_warmup_steps(static_cast<std::int64_t>(num("warmup_steps")));
-        // The recipe the worker reports it runs, field by field; what it does not report
-        // (an older worker) stays as the agent asked.
+        *s = std::move(*in.mutable_started());
+        // The worker knows the data set's kind and sizes; the agent its name and content.
+        v1::Dataset dataset = m_launch.dataset;
+        dataset.set_synthetic(s->dataset().synthetic());
+        dataset.set_train_images(s->dataset().train_images());
+        dataset.set_test_images(s->dataset().test_images());
+        *s->mutable_dataset() = std::move(dataset);
+        // The recipe the worker runs, over what the agent asked (the data set's name, the
+        // GPUs and the stall time, which the worker does not decide). Fields the worker
+        // leaves unset or zero keep the agent's value.
         v1::RunSpec effective = rules::withDefaults(m_launch.request.spec());
-        const auto has = [&](const char *key) { return o.contains(QLatin1String(key)); };
-        const auto text = [&](const char *key) { return o.value(QLatin1String(key)).toString().toStdString(); };
-        if (has("batch_size"))
-            effective.set_batch_size(static_cast<int>(num("batch_size")));
-        if (has("epochs"))
-            effective.set_epochs(static_cast<int>(num("epochs")));
-        if (has("learning_rate"))
-            effective.set_learning_rate(num("learning_rate"));
-        if (has("momentum"))
-            effective.set_momentum(num("momentum"));
-        if (has("weight_decay"))
-            effective.set_weight_decay(num("weight_decay"));
-        if (has("warmup_epochs"))
-            effective.set_warmup_epochs(num("warmup_epochs"));
-        if (has("label_smoothing"))
-            effective.set_label_smoothing(num("label_smoothing"));
-        if (has("lr_scaling"))
-            effective.set_lr_scaling(text("lr_scaling"));
-        if (has("schedule"))
-            effective.set_schedule(text("schedule"));
-        if (has("seed"))
-            effective.set_seed(static_cast<std::uint64_t>(o.value(QLatin1String("seed")).toInteger()));
-        if (has("divergence_factor"))
-            effective.set_divergence_factor(num("divergence_factor"));
-        if (has("divergence_steps"))
-            effective.set_divergence_steps(static_cast<int>(num("divergence_steps")));
-        if (has("augment"))
-            effective.set_no_augment(!o.value(QLatin1String("augment")).toBool());
-        if (has("precision"))
-            effective.set_precision(text("precision") == "bf16" ? v1::BF16 : v1::FP32);
-        *s->mutable_effective() = effective;
-        for (const char *key : { "normalize_mean", "normalize_std" }) {
-            const QStringList parts = o.value(QLatin1String(key)).toString().split(QLatin1Char(','));
-            auto *list = key == std::string_view("normalize_mean") ? s->mutable_normalize_mean()
-                                                                    : s->mutable_normalize_std();
-            for (const QString &part : parts)
-                if (!part.isEmpty())
-                    list->Add(part.toDouble());
-        }
-        auto &software = *s->mutable_software();
-        for (const char *key : { "torch_version", "blas", "compiler" })
-            if (has(key))
-                software[key == std::string_view("torch_version") ? "torch" : key] = text(key);
-        {
-            std::lock_guard lock(m_mutex);
-            s->mutable_worker_command()->Add(m_rankZeroCommand.begin(), m_rankZeroCommand.end());
-            if (rank == 0) // said once, and the event log keeps it: no copy per run in memory
-                std::vector<std::string>().swap(m_rankZeroCommand);
-        }
-    } else if (type == QLatin1String("step")) {
-        auto *s = event.mutable_step();
-        s->set_epoch(static_cast<int>(num("epoch")));
-        s->set_step(static_cast<std::int64_t>(num("step")));
-        // A diverged loss arrives as JSON null; keep it visible as NaN.
-        s->set_loss(o.value(QLatin1String("loss")).isNull() ? std::nan("") : num("loss"));
-        s->set_learning_rate(num("lr"));
-        s->set_images_per_second(num("images_per_second"));
-        s->set_elapsed_seconds(num("elapsed_seconds"));
-    } else if (type == QLatin1String("epoch")) {
-        auto *e = event.mutable_epoch();
-        e->set_epoch(static_cast<int>(num("epoch")));
-        e->set_train_loss(num("train_loss"));
-        e->set_train_accuracy(num("train_accuracy"));
-        e->set_test_loss(num("test_loss"));
-        e->set_test_accuracy(num("test_accuracy"));
-        e->set_epoch_seconds(num("epoch_seconds"));
-        e->set_images_per_second(num("images_per_second"));
-        e->set_elapsed_seconds(num("elapsed_seconds"));
-        e->set_test_images(static_cast<std::int64_t>(num("test_images")));
+        effective.MergeFrom(s->effective());
+        *s->mutable_effective() = std::move(effective);
+        std::lock_guard lock(m_mutex);
+        s->mutable_worker_command()->Add(m_rankZeroCommand.begin(), m_rankZeroCommand.end());
+        if (rank == 0) // said once, and the event log keeps it: no copy per run in memory
+            std::vector<std::string>().swap(m_rankZeroCommand);
+        break;
+    }
+    case v1::WorkerEvent::kStep:
+        *event.mutable_step() = std::move(*in.mutable_step());
+        break;
+    case v1::WorkerEvent::kEpoch:
+        *event.mutable_epoch() = std::move(*in.mutable_epoch());
         durable = true;
-    } else if (type == QLatin1String("checkpoint")) {
-        auto *c = event.mutable_checkpoint();
-        c->set_epoch(static_cast<int>(num("epoch")));
-        c->set_step(static_cast<std::int64_t>(num("step")));
-        c->set_path(o.value(QLatin1String("path")).toString().toStdString());
+        break;
+    case v1::WorkerEvent::kCheckpoint:
+        *event.mutable_checkpoint() = std::move(*in.mutable_checkpoint());
         durable = true;
-    } else if (type == QLatin1String("progress")) {
+        break;
+    case v1::WorkerEvent::kProgress:
         if (rank == 0)
-            noteProgress(0, static_cast<int>(num("epoch")));
+            noteProgress(0, in.progress().epoch());
         return; // liveness only: nothing to keep
-    } else if (type == QLatin1String("warning")) {
+    case v1::WorkerEvent::kWarning:
         event.mutable_log()->set_stream("warning");
-        event.mutable_log()->set_text(o.value(QLatin1String("message")).toString().toStdString());
-    } else if (type == QLatin1String("finished")) {
-        v1::RunSummary summary;
-        summary.set_final_test_accuracy(num("final_test_accuracy"));
-        summary.set_best_test_accuracy(num("best_test_accuracy"));
-        summary.set_wall_seconds(num("wall_seconds"));
-        summary.set_images_per_second(num("images_per_second"));
-        summary.set_epochs_completed(static_cast<int>(num("epochs_completed")));
+        event.mutable_log()->set_text(in.warning().message());
+        break;
+    case v1::WorkerEvent::kFinished: {
         std::lock_guard lock(m_mutex);
         if (rank == 0 || !m_finished)
-            m_finished = summary;
+            m_finished = in.finished();
         m_finishedRanks.insert(rank);
         return; // reported in the terminal summary, once the process has exited
-    } else if (type == QLatin1String("error")) {
-        const std::string message = o.value(QLatin1String("message")).toString().toStdString();
+    }
+    case v1::WorkerEvent::kError: {
         {
             std::lock_guard lock(m_mutex);
-            m_rankErrors[rank] = message;
-            if (o.contains(QLatin1String("bytes_needed")))
-                m_rankBytesNeeded[rank] = std::int64_t(o.value(QLatin1String("bytes_needed")).toDouble());
+            m_rankErrors[rank] = in.error().message();
+            if (in.error().bytes_needed() > 0)
+                m_rankBytesNeeded[rank] = in.error().bytes_needed();
         }
         event.mutable_log()->set_stream("error");
-        event.mutable_log()->set_text(message);
-    } else {
-        handleOutputLine(rank, "unknown worker event type: " + line);
+        event.mutable_log()->set_text(in.error().message());
+        break;
+    }
+    default: // an event of another command (bench, lr-find, gradient-check)
+        handleOutputLine(rank, "unexpected worker event for a training run: " + line);
         return;
     }
     const bool progress = event.has_started() || event.has_step() || event.has_epoch() || event.has_checkpoint();

@@ -53,13 +53,6 @@ v1::RankExit classifyExit(int rank, int waitStatus, bool stopRequested, const st
 // The kernel's oom_kill count for this process's cgroup (cgroup v2), or -1.
 long cgroupOomKills();
 
-// scalelab-worker options that put a rank on its device: none for a CPU rank (no GPUs
-// assigned), "--device cuda" for a rank with GPUs, and with it "--backend gloo" when a
-// data-parallel run's ranks share GPUs (gpus_per_worker below 1), because NCCL refuses
-// two ranks of one communicator on one GPU. Decided from the spec alone, so every agent
-// of a run picks the same collectives.
-std::vector<std::string> workerDeviceArguments(const v1::RunSpec &spec, int worldSize, bool rankHasGpus);
-
 class RunSupervisor {
 public:
     // What started this attempt (the StartWorkers request, rendezvous filled in).

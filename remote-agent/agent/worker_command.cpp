@@ -2,55 +2,107 @@
 
 #include "checkpoint_transfer.h"
 #include "spec_rules.h"
+#include "worker_channel.h"
 
 #include <algorithm>
 
 namespace scalelab::agent {
 
-std::vector<std::string> workerCommand(const RunLaunch &launch, int rank)
+void placeOnDevice(v1::WorkerLaunch *worker, const v1::RunSpec &spec, int worldSize, bool rankHasGpus)
 {
-    using rules::exactNumber;
+    if (!rankHasGpus)
+        return;
+    worker->set_device("cuda");
+    if (worldSize > 1 && spec.gpus_per_worker() < 1)
+        worker->set_backend("gloo");
+}
+
+v1::WorkerLaunch workerLaunch(const RunLaunch &launch, int rank)
+{
     const v1::RunSpec spec = rules::withDefaults(launch.request.spec());
     const int worldSize = launch.request.world_size();
-    std::vector<std::string> argv = { launch.workerBinary, "train", "--data-dir", launch.datasetDir, "--batch-size",
-        std::to_string(spec.batch_size()), "--epochs", std::to_string(spec.epochs()), "--seed",
-        std::to_string(spec.seed()), "--threads", std::to_string(launch.threadsPerRank), "--rank",
-        std::to_string(rank), "--world-size", std::to_string(worldSize), "--event-fd", "3", "--lr",
-        exactNumber(spec.learning_rate()), "--momentum", exactNumber(spec.momentum()), "--weight-decay",
-        exactNumber(spec.weight_decay()), "--lr-scaling", spec.lr_scaling(), "--schedule", spec.schedule(),
-        "--warmup-epochs", exactNumber(spec.warmup_epochs()), "--label-smoothing",
-        exactNumber(spec.label_smoothing()), "--divergence-factor", exactNumber(spec.divergence_factor()),
-        "--divergence-steps", std::to_string(spec.divergence_steps()), "--augment",
-        spec.no_augment() ? "off" : "on", "--channels-last", spec.channels_last() ? "on" : "off", "--precision",
-        spec.precision() == v1::BF16 ? "bf16" : "fp32" };
-    const auto add = [&](std::initializer_list<std::string> items) { argv.insert(argv.end(), items); };
+    v1::WorkerLaunch w;
+    w.set_command("train");
+    w.set_data_dir(launch.datasetDir);
+    w.set_batch_size(spec.batch_size());
+    w.set_epochs(spec.epochs());
+    w.set_seed(spec.seed());
+    w.set_threads(launch.threadsPerRank);
+    w.set_rank(rank);
+    w.set_world_size(worldSize);
+    w.set_event_fd(3);
+    w.set_lr(spec.learning_rate());
+    w.set_momentum(spec.momentum());
+    w.set_weight_decay(spec.weight_decay());
+    w.set_lr_scaling(spec.lr_scaling());
+    w.set_schedule(spec.schedule());
+    w.set_warmup_epochs(spec.warmup_epochs());
+    w.set_label_smoothing(spec.label_smoothing());
+    w.set_divergence_factor(spec.divergence_factor());
+    w.set_divergence_steps(spec.divergence_steps());
+    w.set_augment(!spec.no_augment());
+    w.set_channels_last(spec.channels_last());
+    w.set_precision(spec.precision() == v1::BF16 ? "bf16" : "fp32");
     if (spec.max_train_images() > 0)
-        add({ "--max-train-images", std::to_string(spec.max_train_images()) });
+        w.set_max_train_images(spec.max_train_images());
     if (spec.max_test_images() > 0)
-        add({ "--max-test-images", std::to_string(spec.max_test_images()) });
+        w.set_max_test_images(spec.max_test_images());
     const auto &dataset = launch.dataset;
     if (dataset.channel_mean_size() == 3 && dataset.channel_std_size() == 3) {
-        const auto triple = [](const auto &v) {
-            return exactNumber(v.Get(0)) + "," + exactNumber(v.Get(1)) + "," + exactNumber(v.Get(2));
-        };
-        add({ "--normalize-mean", triple(dataset.channel_mean()), "--normalize-std", triple(dataset.channel_std()) });
+        *w.mutable_normalize_mean() = dataset.channel_mean();
+        *w.mutable_normalize_std() = dataset.channel_std();
     }
     if (worldSize > 1) {
         const auto &r = launch.request.rendezvous();
-        add({ "--rendezvous", r.host() + ":" + std::to_string(r.port()) });
+        w.set_rendezvous(r.host() + ":" + std::to_string(r.port()));
         if (!launch.bindAddress.empty())
-            add({ "--bind-address", launch.bindAddress });
-        add({ "--collective-timeout-s", std::to_string(spec.collective_timeout_seconds()) });
+            w.set_bind_address(launch.bindAddress);
+        w.set_collective_timeout_s(spec.collective_timeout_seconds());
     }
     // Checkpoints live with the run, shared by its attempts: attempt N > 1 resumes from
     // the newest one that verifies.
-    add({ "--checkpoint-dir", checkpointsOf(launch.runDir.parent_path()).string(), "--checkpoint-every",
-        std::to_string(std::max(1, spec.checkpoint_every_epochs())), "--keep-checkpoints",
-        std::to_string(spec.keep_checkpoints()), "--resume",
-        launch.request.attempt() > 1 ? "on" : "off" });
-    const bool hasGpus = launch.gpus.count(rank) > 0 && !launch.gpus.at(rank).empty();
-    const auto device = workerDeviceArguments(spec, worldSize, hasGpus);
-    argv.insert(argv.end(), device.begin(), device.end());
+    w.set_checkpoint_dir(checkpointsOf(launch.runDir.parent_path()).string());
+    w.set_checkpoint_every(std::max(1, spec.checkpoint_every_epochs()));
+    w.set_keep_checkpoints(spec.keep_checkpoints());
+    w.set_resume(launch.request.attempt() > 1);
+    const auto gpus = launch.gpus.find(rank);
+    placeOnDevice(&w, spec, worldSize, gpus != launch.gpus.end() && !gpus->second.empty());
+    return w;
+}
+
+v1::WorkerLaunch lrFindLaunch(const RunLaunch &launch, double minLr, double maxLr, int steps)
+{
+    const v1::WorkerLaunch run = workerLaunch(launch, 0);
+    v1::WorkerLaunch w;
+    w.set_command("lr-find");
+    w.set_data_dir(run.data_dir());
+    w.set_batch_size(run.batch_size());
+    w.set_seed(run.seed());
+    w.set_threads(run.threads());
+    w.set_event_fd(run.event_fd());
+    w.set_momentum(run.momentum());
+    w.set_weight_decay(run.weight_decay());
+    w.set_label_smoothing(run.label_smoothing());
+    w.set_augment(run.augment());
+    w.set_channels_last(run.channels_last());
+    w.set_precision(run.precision());
+    if (run.has_max_train_images())
+        w.set_max_train_images(run.max_train_images());
+    *w.mutable_normalize_mean() = run.normalize_mean();
+    *w.mutable_normalize_std() = run.normalize_std();
+    if (run.has_device())
+        w.set_device(run.device());
+    w.set_min_lr(minLr);
+    w.set_max_lr(maxLr);
+    w.set_steps(steps);
+    return w;
+}
+
+std::vector<std::string> workerCommand(const RunLaunch &launch, const v1::WorkerLaunch &worker)
+{
+    std::vector<std::string> argv = { launch.workerBinary };
+    const auto arguments = worker::launchArguments(worker);
+    argv.insert(argv.end(), arguments.begin(), arguments.end());
     return argv;
 }
 

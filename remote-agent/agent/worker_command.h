@@ -1,17 +1,33 @@
-// The scalelab-worker command line of one rank, built in one place from the run's spec.
+// The scalelab-worker command line of one rank, built in one place from the run's spec as
+// worker.proto's WorkerLaunch, and written by the channel's own code (worker_channel.h).
+// Pure functions.
 #pragma once
 
 #include "run_supervisor.h"
+#include "scalelab/v1/worker.pb.h"
 
 #include <string>
 #include <vector>
 
 namespace scalelab::agent {
 
-// Every training value is passed explicitly, from rules::withDefaults(spec): the worker's
+// Every training value is set explicitly, from rules::withDefaults(spec): the worker's
 // own defaults never decide a run the agent started, zero is a value (momentum 0 turns
-// momentum off), and numbers are written so they read back exactly (1e-07, not 0.000000).
-// The data set's measured normalisation is passed when the agent has it.
-std::vector<std::string> workerCommand(const RunLaunch &launch, int rank);
+// momentum off), and numbers reach the worker exactly (1e-07, not 0.000000). The data
+// set's measured normalisation is passed when the agent has it.
+[[nodiscard]] v1::WorkerLaunch workerLaunch(const RunLaunch &launch, int rank);
+
+// The learning-rate range test's launch: the options of workerLaunch(launch, 0) that
+// lr-find takes (the data, the optimizer, the device), and its own three.
+[[nodiscard]] v1::WorkerLaunch lrFindLaunch(const RunLaunch &launch, double minLr, double maxLr, int steps);
+
+// argv of the worker for `launch`: launch.workerBinary, then worker::launchArguments.
+[[nodiscard]] std::vector<std::string> workerCommand(const RunLaunch &launch, const v1::WorkerLaunch &worker);
+
+// Puts a rank on its device: nothing for a CPU rank (no GPUs assigned), device "cuda" for a
+// rank with GPUs, and with it backend "gloo" when a data-parallel run's ranks share GPUs
+// (gpus_per_worker below 1), because NCCL refuses two ranks of one communicator on one GPU.
+// Decided from the spec alone, so every agent of a run picks the same collectives.
+void placeOnDevice(v1::WorkerLaunch *worker, const v1::RunSpec &spec, int worldSize, bool rankHasGpus);
 
 } // namespace scalelab::agent

@@ -1,5 +1,8 @@
 #include "event_writer.h"
 
+#include "training.h"
+#include "worker_channel.h"
+
 #include <cerrno>
 #include <charconv>
 #include <cmath>
@@ -49,26 +52,246 @@ std::string EventWriter::number(double value)
     return std::string(buf, result.ptr);
 }
 
-void EventWriter::emit(std::string_view type, const Fields &fields)
+namespace {
+
+// Protobuf's strings must be UTF-8; a message from the system (a path, errno's text) may
+// not be. Invalid bytes become U+FFFD rather than losing the event.
+std::string utf8(std::string_view text)
 {
-    std::string line = "{\"type\":\"" + escape(type) + "\"";
-    for (const auto &f : fields) {
-        line += ",\"" + escape(f.key) + "\":";
-        if (const auto *i = std::get_if<std::int64_t>(&f.value)) {
-            line += std::to_string(*i);
-        } else if (const auto *d = std::get_if<double>(&f.value)) {
-            if (std::isfinite(*d)) {
-                line += number(*d);
-            } else {
-                line += "null"; // JSON has no NaN; a diverged loss shows as null
-            }
-        } else if (const auto *b = std::get_if<bool>(&f.value)) {
-            line += *b ? "true" : "false";
+    std::string out;
+    out.reserve(text.size());
+    for (std::size_t i = 0; i < text.size();) {
+        const auto c = static_cast<unsigned char>(text[i]);
+        const int length = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+        bool valid = length > 0 && i + length <= text.size();
+        for (int k = 1; valid && k < length; ++k)
+            valid = (static_cast<unsigned char>(text[i + k]) & 0xC0) == 0x80;
+        if (valid) {
+            out.append(text.substr(i, length));
+            i += length;
         } else {
-            line += "\"" + escape(std::get<std::string>(f.value)) + "\"";
+            out += "\xEF\xBF\xBD";
+            ++i;
         }
     }
-    line += "}\n";
+    return out;
+}
+
+} // namespace
+
+void EventWriter::started(const TrainingConfig &config, const StartedReport &report)
+{
+    v1::WorkerEvent event;
+    auto *s = event.mutable_started();
+    s->mutable_dataset()->set_synthetic(report.synthetic);
+    s->mutable_dataset()->set_train_images(report.trainImages);
+    s->mutable_dataset()->set_test_images(report.testImages);
+    s->set_parameters(report.parameters);
+    s->set_threads(report.threads);
+    s->set_device(report.device);
+    s->set_steps_per_epoch(report.stepsPerEpoch);
+    s->set_world_size(config.worldSize);
+    s->set_global_batch(report.globalBatch);
+    s->set_peak_learning_rate(report.peakLr);
+    s->set_resumed_from_epoch(report.resumedEpoch);
+    // A checkpoint holds the epoch it was committed after, which is where training goes on.
+    s->set_checkpoint_epoch(report.resumedFrom.empty() ? 0 : report.resumedEpoch);
+    s->set_resumed_from(utf8(report.resumedFrom));
+    s->set_warmup_steps(report.warmupSteps);
+    for (double v : report.normalizeMean)
+        s->add_normalize_mean(v);
+    for (double v : report.normalizeStd)
+        s->add_normalize_std(v);
+    s->set_normalize_measured(report.normalizeMeasured);
+    (*s->mutable_software())["torch"] = report.torchVersion;
+    (*s->mutable_software())["blas"] = report.blas;
+    (*s->mutable_software())["compiler"] = report.compiler;
+    // The recipe as run, every field that the worker decides set (the agent adds the
+    // rest: data set name, GPUs, stall time).
+    auto *e = s->mutable_effective();
+    e->set_batch_size(config.batchSize);
+    e->set_epochs(config.epochs);
+    e->set_learning_rate(config.learningRate);
+    e->set_momentum(config.momentum);
+    e->set_weight_decay(config.weightDecay);
+    e->set_seed(config.seed);
+    e->set_threads_per_worker(report.threads);
+    e->set_precision(config.precision == "bf16" ? v1::BF16 : v1::FP32);
+    e->set_checkpoint_every_epochs(config.checkpointDir.empty() ? 0 : config.checkpointEvery);
+    e->set_max_train_images(config.maxTrainImages);
+    e->set_max_test_images(config.maxTestImages);
+    e->set_lr_scaling(config.lrScaling);
+    e->set_schedule(config.schedule);
+    e->set_warmup_epochs(report.warmupEpochs);
+    e->set_label_smoothing(config.labelSmoothing);
+    e->set_no_augment(!config.augment);
+    e->set_channels_last(config.channelsLast);
+    e->set_collective_timeout_seconds(config.collectiveTimeoutSeconds);
+    e->set_divergence_factor(config.divergenceFactor);
+    e->set_divergence_steps(config.divergenceSteps);
+    e->set_keep_checkpoints(config.keepCheckpoints);
+    write(worker::eventLine(event));
+}
+
+void EventWriter::step(int epoch, std::int64_t step, double loss, double lr, double imagesPerSecond, double elapsedSeconds)
+{
+    v1::WorkerEvent event;
+    auto *s = event.mutable_step();
+    s->set_epoch(epoch);
+    s->set_step(step);
+    s->set_loss(loss);
+    s->set_learning_rate(lr);
+    s->set_images_per_second(imagesPerSecond);
+    s->set_elapsed_seconds(elapsedSeconds);
+    write(worker::eventLine(event));
+}
+
+void EventWriter::epoch(const EpochReport &report)
+{
+    v1::WorkerEvent event;
+    auto *e = event.mutable_epoch();
+    e->set_epoch(report.epoch);
+    e->set_train_loss(report.trainLoss);
+    e->set_train_accuracy(report.trainAccuracy);
+    e->set_test_loss(report.testLoss);
+    e->set_test_accuracy(report.testAccuracy);
+    e->set_epoch_seconds(report.epochSeconds);
+    e->set_images_per_second(report.imagesPerSecond);
+    e->set_elapsed_seconds(report.elapsedSeconds);
+    e->set_test_images(report.testImages);
+    write(worker::eventLine(event));
+}
+
+void EventWriter::checkpoint(int epoch, std::int64_t step, const std::string &path)
+{
+    v1::WorkerEvent event;
+    auto *c = event.mutable_checkpoint();
+    c->set_epoch(epoch);
+    c->set_step(step);
+    c->set_path(utf8(path));
+    write(worker::eventLine(event));
+}
+
+void EventWriter::evaluating(int epoch, std::int64_t done, std::int64_t total)
+{
+    v1::WorkerEvent event;
+    auto *p = event.mutable_progress();
+    p->set_phase("evaluating");
+    p->set_epoch(epoch);
+    p->set_done(done);
+    p->set_total(total);
+    write(worker::eventLine(event));
+}
+
+void EventWriter::warning(const std::string &message)
+{
+    v1::WorkerEvent event;
+    event.mutable_warning()->set_message(utf8(message));
+    write(worker::eventLine(event));
+}
+
+void EventWriter::finished(const FinishedReport &report)
+{
+    v1::WorkerEvent event;
+    auto *f = event.mutable_finished();
+    f->set_final_test_accuracy(report.finalTestAccuracy);
+    f->set_best_test_accuracy(report.bestTestAccuracy);
+    f->set_wall_seconds(report.wallSeconds);
+    f->set_images_per_second(report.imagesPerSecond);
+    f->set_epochs_completed(report.epochsCompleted);
+    f->set_weights_sha256(report.weightsSha256);
+    write(worker::eventLine(event));
+}
+
+void EventWriter::error(const std::string &message)
+{
+    v1::WorkerEvent event;
+    event.mutable_error()->set_message(utf8(message));
+    write(worker::eventLine(event));
+}
+
+void EventWriter::noSpace(const std::string &message, std::int64_t bytesNeeded)
+{
+    v1::WorkerEvent event;
+    event.mutable_error()->set_message(utf8(message));
+    event.mutable_error()->set_bytes_needed(bytesNeeded);
+    write(worker::eventLine(event));
+}
+
+void EventWriter::diverged(const std::string &message, std::int64_t step)
+{
+    v1::WorkerEvent event;
+    event.mutable_error()->set_message(utf8(message));
+    event.mutable_error()->set_diverged(true);
+    event.mutable_error()->set_step(step);
+    write(worker::eventLine(event));
+}
+
+void EventWriter::gradientCheck(double maxAbsDiff, double maxAbsGrad, int tensors, int worldSize)
+{
+    v1::WorkerEvent event;
+    auto *g = event.mutable_gradient_check();
+    g->set_max_abs_diff(maxAbsDiff);
+    g->set_max_abs_grad(maxAbsGrad);
+    g->set_tensors(tensors);
+    g->set_world_size(worldSize);
+    write(worker::eventLine(event));
+}
+
+void EventWriter::bench(const BenchReport &report)
+{
+    v1::WorkerEvent event;
+    auto *b = event.mutable_bench();
+    b->set_images_per_second(report.imagesPerSecond);
+    b->set_median_step_seconds(report.medianStepSeconds);
+    b->set_batch_size(report.batchSize);
+    b->set_threads(report.threads);
+    b->set_world_size(report.worldSize);
+    b->set_precision(report.precision);
+    b->set_channels_last(report.channelsLast);
+    b->set_device(report.device);
+    b->set_steps(report.steps);
+    if (report.medianForwardSeconds)
+        b->set_median_forward_seconds(*report.medianForwardSeconds);
+    if (report.medianBackwardSeconds)
+        b->set_median_backward_seconds(*report.medianBackwardSeconds);
+    if (report.medianGradientWaitSeconds)
+        b->set_median_gradient_wait_seconds(*report.medianGradientWaitSeconds);
+    if (report.medianOptimizerSeconds)
+        b->set_median_optimizer_seconds(*report.medianOptimizerSeconds);
+    write(worker::eventLine(event));
+}
+
+void EventWriter::lrPoint(int step, double lr, double loss, double smoothed)
+{
+    v1::WorkerEvent event;
+    auto *p = event.mutable_lr_point();
+    p->set_step(step);
+    p->set_learning_rate(lr);
+    p->set_loss(loss);
+    p->set_smoothed_loss(smoothed);
+    write(worker::eventLine(event));
+}
+
+void EventWriter::lrFound(const LrFoundReport &report)
+{
+    v1::WorkerEvent event;
+    auto *r = event.mutable_lr_found();
+    r->set_suggested_learning_rate(report.suggestedLr);
+    r->set_min_loss_learning_rate(report.minLossLr);
+    r->set_min_smoothed_loss(report.minSmoothedLoss);
+    r->set_steepest_learning_rate(report.steepestLr);
+    r->set_steps(report.steps);
+    r->set_stopped_early(report.stoppedEarly);
+    r->set_conclusive(report.conclusive);
+    r->set_note(report.note);
+    r->set_batch_size(report.batchSize);
+    r->set_rule(report.rule);
+    write(worker::eventLine(event));
+}
+
+void EventWriter::write(const std::string &line)
+{
     std::lock_guard lock(m_mutex);
     const char *p = line.data();
     std::size_t left = line.size();

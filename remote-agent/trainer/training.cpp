@@ -325,11 +325,6 @@ torch::Tensor normalise(const torch::Tensor &pixels, const Normalization &n)
     return (pixels.to(torch::kFloat).div_(255.0f) - mean) / std;
 }
 
-std::string triple(const float (&v)[3])
-{
-    return EventWriter::number(v[0]) + "," + EventWriter::number(v[1]) + "," + EventWriter::number(v[2]);
-}
-
 // The BLAS library libtorch's linear layers end up in (OpenBLAS, or the slow reference).
 std::string blasInUse()
 {
@@ -477,11 +472,11 @@ std::string validate(const TrainingConfig &c)
 int runTraining(const TrainingConfig &config, EventWriter &events)
 {
     const auto fail = [&](const std::string &message) {
-        events.emit("error", { { "message", message } });
+        events.error(message);
         return 1;
     };
     const auto failNoSpace = [&](const std::string &message, std::uint64_t needed) { // the disk failed, not the run
-        events.emit("error", { { "message", message }, { "bytes_needed", std::int64_t(needed) } });
+        events.noSpace(message, std::int64_t(needed));
         std::cerr << "scalelab-worker: " << message << std::endl;
         return kNoSpaceExitCode;
     };
@@ -543,7 +538,7 @@ int runTraining(const TrainingConfig &config, EventWriter &events)
         auto loaded = loadLatestCheckpoint(
             config.checkpointDir, device, *net, optimizer,
             [&](const std::string &warning) {
-                events.emit("warning", { { "message", warning } });
+                events.warning(warning);
             },
             &resumedFrom);
         if (loaded)
@@ -582,29 +577,26 @@ int runTraining(const TrainingConfig &config, EventWriter &events)
     for (const auto &p : net->parameters())
         parameterCount += p.numel();
     if (reports)
-        events.emit("started",
-            { { "dataset_dir", summary->directory }, { "synthetic", summary->synthetic },
-                { "train_images", std::int64_t(train->size()) }, { "test_images", testCount },
-                { "parameters", parameterCount }, { "threads", std::int64_t { threads } },
-                { "device", device.str() }, { "steps_per_epoch", stepsPerEpoch },
-                { "world_size", std::int64_t { config.worldSize } }, { "global_batch", globalBatch },
-                { "peak_lr", peakLr }, { "resumed_epoch", std::int64_t { position.epoch } },
-                { "resumed_from", resumedFrom },
-                // The effective recipe, after defaults and scaling rules: what a report
-                // needs to rerun it.
-                { "batch_size", std::int64_t { config.batchSize } }, { "epochs", std::int64_t { config.epochs } },
-                { "learning_rate", config.learningRate }, { "lr_scaling", config.lrScaling },
-                { "base_batch", std::int64_t { config.baseBatch } }, { "momentum", config.momentum },
-                { "weight_decay", config.weightDecay }, { "schedule", config.schedule },
-                { "warmup_epochs", warmupEpochs }, { "warmup_steps", warmupSteps },
-                { "label_smoothing", config.labelSmoothing }, { "augment", config.augment },
-                { "precision", config.precision }, { "channels_last", config.channelsLast },
-                { "seed", std::int64_t(config.seed) }, { "normalize_mean", triple(normalization.mean) },
-                { "normalize_std", triple(normalization.std) }, { "normalize_measured", normalization.measured },
-                { "divergence_factor", config.divergenceFactor },
-                { "divergence_steps", std::int64_t { config.divergenceSteps } },
-                { "torch_version", std::string(TORCH_VERSION) }, { "blas", blasInUse() },
-                { "compiler", compilerName() } });
+        events.started(config,
+            { .synthetic = summary->synthetic,
+                .trainImages = std::int64_t(train->size()),
+                .testImages = testCount,
+                .parameters = parameterCount,
+                .threads = threads,
+                .device = device.str(),
+                .stepsPerEpoch = stepsPerEpoch,
+                .globalBatch = globalBatch,
+                .peakLr = peakLr,
+                .resumedEpoch = position.epoch,
+                .resumedFrom = resumedFrom,
+                .warmupEpochs = warmupEpochs,
+                .warmupSteps = warmupSteps,
+                .normalizeMean = { normalization.mean[0], normalization.mean[1], normalization.mean[2] },
+                .normalizeStd = { normalization.std[0], normalization.std[1], normalization.std[2] },
+                .normalizeMeasured = normalization.measured,
+                .torchVersion = TORCH_VERSION,
+                .blas = blasInUse(),
+                .compiler = compilerName() });
 
     DivergenceWatch divergence(config.divergenceFactor, config.divergenceSteps);
     const auto runStart = Clock::now();
@@ -650,7 +642,7 @@ int runTraining(const TrainingConfig &config, EventWriter &events)
             const auto n = images.size(0);
             const double lossValue = loss.item<double>();
             if (const auto why = divergence.observe(step + 1, lossValue); !why.empty()) {
-                events.emit("error", { { "message", why }, { "diverged", true }, { "step", step + 1 } });
+                events.diverged(why, step + 1);
                 std::cerr << "scalelab-worker: " << why << std::endl;
                 return kDivergedExitCode;
             }
@@ -660,11 +652,8 @@ int runTraining(const TrainingConfig &config, EventWriter &events)
             ++step;
             imagesSeen += n * config.worldSize;
             if (reports)
-                events.emit("step",
-                    { { "epoch", std::int64_t { epoch } }, { "step", step }, { "loss", lossValue },
-                        { "lr", lr },
-                        { "images_per_second", double(n * config.worldSize) / secondsSince(stepStart) },
-                        { "elapsed_seconds", secondsSince(runStart) } });
+                events.step(epoch, step, lossValue, lr, double(n * config.worldSize) / secondsSince(stepStart),
+                    secondsSince(runStart));
         }
         const double epochTrainSeconds = secondsSince(epochStart);
         trainSeconds += epochTrainSeconds;
@@ -686,9 +675,7 @@ int runTraining(const TrainingConfig &config, EventWriter &events)
                  begin += kEvalBatch * config.worldSize) {
                 if (reports && secondsSince(lastProgress) >= 2.0) {
                     lastProgress = Clock::now();
-                    events.emit("progress",
-                        { { "phase", std::string("evaluating") }, { "epoch", std::int64_t { epoch } },
-                            { "done", begin / config.worldSize }, { "total", testCount / config.worldSize } });
+                    events.evaluating(epoch, begin / config.worldSize, testCount / config.worldSize);
                 }
                 const auto end = std::min(begin + kEvalBatch, testCount);
                 auto xs = normalise(testPixels.slice(0, begin, end), normalization).to(device);
@@ -714,14 +701,15 @@ int runTraining(const TrainingConfig &config, EventWriter &events)
         lastAccuracy = testStats[1].item<double>() / testN;
         bestAccuracy = std::max(bestAccuracy, lastAccuracy);
         if (reports)
-            events.emit("epoch",
-                { { "epoch", std::int64_t { epoch } },
-                    { "train_loss", trainStats[0].item<double>() / trainN },
-                    { "train_accuracy", trainStats[1].item<double>() / trainN },
-                    { "test_loss", testStats[0].item<double>() / testN }, { "test_accuracy", lastAccuracy },
-                    { "test_images", std::int64_t(testN) }, { "epoch_seconds", secondsSince(epochStart) },
-                    { "images_per_second", trainN / epochTrainSeconds },
-                    { "elapsed_seconds", secondsSince(runStart) } });
+            events.epoch({ .epoch = epoch,
+                .trainLoss = trainStats[0].item<double>() / trainN,
+                .trainAccuracy = trainStats[1].item<double>() / trainN,
+                .testLoss = testStats[0].item<double>() / testN,
+                .testAccuracy = lastAccuracy,
+                .testImages = std::int64_t(testN),
+                .epochSeconds = secondsSince(epochStart),
+                .imagesPerSecond = trainN / epochTrainSeconds,
+                .elapsedSeconds = secondsSince(runStart) });
 
         const bool checkpointNow = !config.checkpointDir.empty()
             && (epoch % config.checkpointEvery == 0 || epoch == config.epochs);
@@ -730,18 +718,17 @@ int runTraining(const TrainingConfig &config, EventWriter &events)
                 = saveCheckpoint(config.checkpointDir, { epoch, step }, device, *net, optimizer, config.keepCheckpoints);
             if (!saved.ok())
                 return saved.noSpace ? failNoSpace(saved.error, saved.bytesNeeded) : fail(saved.error);
-            events.emit("checkpoint",
-                { { "epoch", std::int64_t { epoch } }, { "step", step }, { "path", saved.path } });
+            events.checkpoint(epoch, step, saved.path);
         }
         if (checkpointNow && parallel)
             parallel->barrier(); // nobody runs ahead of a checkpoint that may be resumed
     }
-    events.emit("finished",
-        { { "final_test_accuracy", lastAccuracy }, { "best_test_accuracy", bestAccuracy },
-            { "wall_seconds", secondsSince(runStart) },
-            { "images_per_second", trainSeconds > 0 ? double(imagesSeen) / trainSeconds : 0.0 },
-            { "epochs_completed", std::int64_t { config.epochs } },
-            { "weights_sha256", weightsDigest(*net) } });
+    events.finished({ .finalTestAccuracy = lastAccuracy,
+        .bestTestAccuracy = bestAccuracy,
+        .wallSeconds = secondsSince(runStart),
+        .imagesPerSecond = trainSeconds > 0 ? double(imagesSeen) / trainSeconds : 0.0,
+        .epochsCompleted = config.epochs,
+        .weightsSha256 = weightsDigest(*net) });
     return 0;
 }
 
@@ -752,7 +739,7 @@ namespace scalelab::trainer {
 int runGradientCheck(const TrainingConfig &config, EventWriter &events)
 {
     if (auto problem = validate(config); !problem.empty()) {
-        events.emit("error", { { "message", problem } });
+        events.error(problem);
         return 1;
     }
     torch::set_num_threads(config.threads > 0 ? config.threads : 1);
@@ -761,8 +748,7 @@ int runGradientCheck(const TrainingConfig &config, EventWriter &events)
     const auto total = std::int64_t(config.batchSize) * config.worldSize;
     auto images = cifar::readSplit(config.dataDir, cifar::Split::Train, std::size_t(total), &error);
     if (!images || std::int64_t(images->size()) < total) {
-        events.emit("error",
-            { { "message", images ? "need " + std::to_string(total) + " training images" : error } });
+        events.error(images ? "need " + std::to_string(total) + " training images" : error);
         return 1;
     }
     const torch::Device device = torchDevice(config.device);
@@ -814,10 +800,7 @@ int runGradientCheck(const TrainingConfig &config, EventWriter &events)
             maxDiff = std::max(maxDiff, (averaged[i].grad() - whole[i].grad()).abs().max().item<double>());
             maxGrad = std::max(maxGrad, whole[i].grad().abs().max().item<double>());
         }
-        events.emit("gradient_check",
-            { { "max_abs_diff", maxDiff }, { "max_abs_grad", maxGrad },
-                { "tensors", std::int64_t(averaged.size()) },
-                { "world_size", std::int64_t { config.worldSize } } });
+        events.gradientCheck(maxDiff, maxGrad, int(averaged.size()), config.worldSize);
     }
     if (parallel)
         parallel->barrier();
@@ -903,19 +886,26 @@ int runBench(const TrainingConfig &config, int warmupSteps, int steps, EventWrit
     };
     const double step = median(seconds);
     if (config.rank == 0) {
-        EventWriter::Fields fields { { "images_per_second",
-                                         double(config.batchSize) * config.worldSize / step },
-            { "median_step_seconds", step }, { "batch_size", std::int64_t { config.batchSize } },
-            { "threads", std::int64_t { threads } }, { "world_size", std::int64_t { config.worldSize } },
-            { "precision", config.precision }, { "channels_last", config.channelsLast },
-            { "device", device.str() }, { "steps", std::int64_t { steps } } };
+        BenchReport report { .imagesPerSecond = double(config.batchSize) * config.worldSize / step,
+            .medianStepSeconds = step,
+            .batchSize = config.batchSize,
+            .threads = threads,
+            .worldSize = config.worldSize,
+            .precision = config.precision,
+            .channelsLast = config.channelsLast,
+            .device = device.str(),
+            .steps = steps,
+            .medianForwardSeconds = std::nullopt,
+            .medianBackwardSeconds = std::nullopt,
+            .medianGradientWaitSeconds = std::nullopt,
+            .medianOptimizerSeconds = std::nullopt };
         if (!device.is_cuda()) {
-            fields.push_back({ "median_forward_seconds", median(forward) });
-            fields.push_back({ "median_backward_seconds", median(backward) });
-            fields.push_back({ "median_gradient_wait_seconds", median(gradientWait) });
-            fields.push_back({ "median_optimizer_seconds", median(optimizerStep) });
+            report.medianForwardSeconds = median(forward);
+            report.medianBackwardSeconds = median(backward);
+            report.medianGradientWaitSeconds = median(gradientWait);
+            report.medianOptimizerSeconds = median(optimizerStep);
         }
-        events.emit("bench", fields);
+        events.bench(report);
     }
     return 0;
 }
@@ -936,7 +926,7 @@ std::string validate(const LrFindOptions &o)
 int runLrFind(const TrainingConfig &config, const LrFindOptions &options, EventWriter &events)
 {
     const auto fail = [&](const std::string &message) {
-        events.emit("error", { { "message", message } });
+        events.error(message);
         return 1;
     };
     if (auto problem = validate(config); !problem.empty())
@@ -990,8 +980,7 @@ int runLrFind(const TrainingConfig &config, const LrFindOptions &options, EventW
             const double value = loss.item<double>();
             ++step;
             if (!std::isfinite(value)) {
-                events.emit("lr_point", { { "step", std::int64_t { step } }, { "lr", lr }, { "loss", value },
-                                            { "smoothed", value } });
+                events.lrPoint(step, lr, value, value);
                 stoppedEarly = true;
                 break;
             }
@@ -1001,8 +990,7 @@ int runLrFind(const TrainingConfig &config, const LrFindOptions &options, EventW
             const double s = average / (1 - std::pow(kBeta, step));
             lrs.push_back(lr);
             smoothed.push_back(s);
-            events.emit("lr_point",
-                { { "step", std::int64_t { step } }, { "lr", lr }, { "loss", value }, { "smoothed", s } });
+            events.lrPoint(step, lr, value, s);
             if (s < bestSmoothed) {
                 bestSmoothed = s;
                 bestLr = lr;
@@ -1037,12 +1025,16 @@ int runLrFind(const TrainingConfig &config, const LrFindOptions &options, EventW
         : "the smoothed loss hardly fell (" + EventWriter::number(std::round(start * 1000) / 1000) + " -> lowest "
             + EventWriter::number(std::round(bestSmoothed * 1000) / 1000)
             + "), so the test cannot tell: keep the default learning rate, or run more steps or a larger batch";
-    events.emit("lr_found",
-        { { "suggested_lr", suggested }, { "min_loss_lr", bestLr }, { "min_smoothed_loss", bestSmoothed },
-            { "conclusive", conclusive }, { "note", note },
-            { "steepest_lr", steepestLr }, { "steps", std::int64_t { step } }, { "stopped_early", stoppedEarly },
-            { "batch_size", std::int64_t { config.batchSize } },
-            { "rule", std::string("the lr at the lowest smoothed loss / 10 (Smith 2017; fast.ai)") } });
+    events.lrFound({ .suggestedLr = suggested,
+        .minLossLr = bestLr,
+        .minSmoothedLoss = bestSmoothed,
+        .steepestLr = steepestLr,
+        .steps = int(step),
+        .stoppedEarly = stoppedEarly,
+        .conclusive = conclusive,
+        .note = note,
+        .batchSize = config.batchSize,
+        .rule = "the lr at the lowest smoothed loss / 10 (Smith 2017; fast.ai)" });
     return 0;
 }
 

@@ -86,8 +86,8 @@ inline double warmupEpochsOf(const TrainingConfig &config)
     return config.warmupEpochs < 0 ? defaultWarmupEpochs(config.epochs) : config.warmupEpochs;
 }
 
-// Trains and evaluates, writing "started", "step", "epoch", "checkpoint", "finished" or
-// "error" events. Returns the process exit code (0 on success).
+// Trains and evaluates, writing started, step, progress, epoch, checkpoint, finished or
+// error events (worker.proto's WorkerEvent). Returns the process exit code (0 on success).
 int runTraining(const TrainingConfig &config, EventWriter &events);
 
 } // namespace scalelab::trainer
@@ -98,7 +98,7 @@ namespace scalelab::trainer {
 // model (eval mode, so the loss is a plain mean over images) on its slice of the first
 // batchSize x worldSize training images and lets c10d average them; rank 0 also computes
 // the gradient of one replica on the whole concatenated batch and emits
-// {"type":"gradient_check","max_abs_diff":..,"max_abs_grad":..,"tensors":..}.
+// a gradient_check event (max_abs_diff, max_abs_grad, tensors).
 int runGradientCheck(const TrainingConfig &config, EventWriter &events);
 
 } // namespace scalelab::trainer
@@ -107,7 +107,7 @@ namespace scalelab::trainer {
 
 // Throughput of the training step alone (no data loading, no orchestration): a fixed
 // random batch per rank, `warmupSteps` untimed then `steps` timed; emits
-// {"type":"bench","images_per_second":<global, from the median step>,...} on rank 0.
+// a bench event on rank 0 (images_per_second: all ranks', from the median step).
 int runBench(const TrainingConfig &config, int warmupSteps, int steps, EventWriter &events);
 
 } // namespace scalelab::trainer
@@ -118,9 +118,8 @@ namespace scalelab::trainer {
 // Networks", 2017; as fast.ai's lr_find): trains a fresh seed model from `config` (one
 // process, batch config.batchSize) for up to `steps` steps with the learning rate rising
 // exponentially from minLr to maxLr, and stops early once the smoothed loss exceeds 4x its
-// lowest value or is not finite. Emits one {"type":"lr_point","step","lr","loss","smoothed"}
-// per step and then {"type":"lr_found","suggested_lr","min_loss_lr","steepest_lr","steps",
-// "stopped_early","rule"}: the suggestion is the lr at the lowest smoothed loss divided by
+// lowest value or is not finite. Emits an lr_point event per step and then lr_found: the
+// suggestion is the lr at the lowest smoothed loss divided by
 // 10, the rule of thumb of Smith and fast.ai, never above the steepest descent's lr x 10.
 struct LrFindOptions {
     double minLr = 1e-5;

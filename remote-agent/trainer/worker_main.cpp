@@ -9,6 +9,7 @@
 #include "event_writer.h"
 #include "seed_model.h"
 #include "training.h"
+#include "worker_options.h"
 
 #include <charconv>
 #include <cstdio>
@@ -153,36 +154,6 @@ template <typename T> bool take(Args &args, const std::string &key, T &out)
     }
 }
 
-// "a,b,c": three numbers.
-bool takeTriple(Args &args, const std::string &key, std::vector<double> &out)
-{
-    std::string text;
-    if (!take(args, key, text) || text.empty())
-        return args.error.empty();
-    std::vector<double> values;
-    std::size_t begin = 0;
-    while (true) {
-        const std::size_t comma = text.find(',', begin);
-        const std::string item = text.substr(begin, comma == std::string::npos ? std::string::npos : comma - begin);
-        double value = 0;
-        const auto [ptr, ec] = std::from_chars(item.data(), item.data() + item.size(), value);
-        if (item.empty() || ec != std::errc() || ptr != item.data() + item.size()) {
-            args.error = "--" + key + " expects three comma-separated numbers (red,green,blue), got '" + text + "'";
-            return false;
-        }
-        values.push_back(value);
-        if (comma == std::string::npos)
-            break;
-        begin = comma + 1;
-    }
-    if (values.size() != 3) {
-        args.error = "--" + key + " expects three comma-separated numbers (red,green,blue), got '" + text + "'";
-        return false;
-    }
-    out = values;
-    return true;
-}
-
 // on|off, true|false, 1|0
 bool takeFlag(Args &args, const std::string &key, bool &out)
 {
@@ -298,84 +269,33 @@ int main(int argc, char **argv)
         return 0;
     }
 
-    if (args.command == "bench") {
-        trainer::TrainingConfig config;
-        config.dataDir = "(synthetic)";
-        int warmup = 5, steps = 20, eventFd = 1;
-        take(args, "batch-size", config.batchSize) && take(args, "threads", config.threads)
-            && take(args, "rank", config.rank) && take(args, "world-size", config.worldSize)
-            && take(args, "rendezvous", config.rendezvous) && take(args, "bucket-mb", config.bucketMb)
-            && take(args, "bind-address", config.bindAddress) && take(args, "iface", config.interfaces)
-            && take(args, "precision", config.precision) && take(args, "device", config.device)
-            && take(args, "backend", config.backend) && takeFlag(args, "channels-last", config.channelsLast)
-            && take(args, "warmup-steps", warmup) && take(args, "steps", steps)
-            && take(args, "seed", config.seed) && take(args, "event-fd", eventFd);
-        if (leftovers(args))
-            return usageError(args.error);
+    if (trainer::isRunCommand(args.command)) {
+        // train, lr-find, gradient-check and bench read worker.proto's WorkerLaunch, as
+        // the agent writes it.
+        std::string error;
+        const auto options = trainer::parseWorkerOptions(std::vector<std::string>(argv + 1, argv + argc), &error);
+        if (!options)
+            return usageError(error);
+        const trainer::TrainingConfig &config = options->config;
         if (auto problem = trainer::validate(config); !problem.empty())
             return usageError(problem);
-        if (warmup < 0 || steps < 1)
-            return usageError("--steps must be at least 1 and --warmup-steps at least 0");
-        trainer::EventWriter events(eventFd);
-        try {
-            return trainer::runBench(config, warmup, steps, events);
-        } catch (const std::exception &e) {
-            std::cerr << "scalelab-worker: " << e.what() << "\n";
-            return 1;
-        }
-    }
-
-    if (args.command == "train" || args.command == "gradient-check" || args.command == "lr-find") {
-        trainer::TrainingConfig config;
-        trainer::LrFindOptions lrFind;
-        int eventFd = 1;
-        const bool warmupGiven = args.options.count("warmup-epochs") > 0;
-        if (args.command == "lr-find" && !(take(args, "min-lr", lrFind.minLr) && take(args, "max-lr", lrFind.maxLr)
-                && take(args, "steps", lrFind.steps)))
-            return usageError(args.error);
-        take(args, "data-dir", config.dataDir) && take(args, "batch-size", config.batchSize)
-            && take(args, "epochs", config.epochs) && take(args, "lr", config.learningRate)
-            && take(args, "momentum", config.momentum) && take(args, "weight-decay", config.weightDecay)
-            && take(args, "seed", config.seed) && take(args, "threads", config.threads)
-            && take(args, "max-train-images", config.maxTrainImages)
-            && take(args, "max-test-images", config.maxTestImages) && take(args, "rank", config.rank)
-            && take(args, "world-size", config.worldSize) && take(args, "rendezvous", config.rendezvous)
-            && take(args, "bind-address", config.bindAddress) && take(args, "iface", config.interfaces)
-            && take(args, "bucket-mb", config.bucketMb)
-            && take(args, "collective-timeout-s", config.collectiveTimeoutSeconds)
-            && take(args, "lr-scaling", config.lrScaling) && take(args, "base-batch", config.baseBatch)
-            && take(args, "schedule", config.schedule) && take(args, "warmup-epochs", config.warmupEpochs)
-            && take(args, "label-smoothing", config.labelSmoothing)
-            && takeTriple(args, "normalize-mean", config.normalizeMean)
-            && takeTriple(args, "normalize-std", config.normalizeStd)
-            && take(args, "divergence-factor", config.divergenceFactor)
-            && take(args, "divergence-steps", config.divergenceSteps)
-            && take(args, "precision", config.precision) && take(args, "device", config.device)
-            && take(args, "backend", config.backend) && take(args, "checkpoint-dir", config.checkpointDir)
-            && take(args, "checkpoint-every", config.checkpointEvery)
-            && take(args, "keep-checkpoints", config.keepCheckpoints)
-            && takeFlag(args, "augment", config.augment)
-            && takeFlag(args, "channels-last", config.channelsLast) && takeFlag(args, "resume", config.resume)
-            && take(args, "event-fd", eventFd);
-        if (leftovers(args))
-            return usageError(args.error);
-        if (warmupGiven && !(config.warmupEpochs >= 0))
-            return usageError("--warmup-epochs must be 0 (no warm-up) or more");
-        if (auto problem = trainer::validate(config); !problem.empty())
-            return usageError(problem);
-        if (args.command == "lr-find")
-            if (auto problem = trainer::validate(lrFind); !problem.empty())
+        if (options->command == "lr-find")
+            if (auto problem = trainer::validate(options->lrFind); !problem.empty())
                 return usageError(problem);
-        trainer::EventWriter events(eventFd);
+        if (options->command == "bench" && (options->benchWarmupSteps < 0 || options->benchSteps < 1))
+            return usageError("--steps must be at least 1 and --warmup-steps at least 0");
+        trainer::EventWriter events(options->eventFd);
         try {
-            if (args.command == "lr-find")
-                return trainer::runLrFind(config, lrFind, events);
-            return args.command == "train" ? trainer::runTraining(config, events)
-                                           : trainer::runGradientCheck(config, events);
+            if (options->command == "bench")
+                return trainer::runBench(config, options->benchWarmupSteps, options->benchSteps, events);
+            if (options->command == "lr-find")
+                return trainer::runLrFind(config, options->lrFind, events);
+            return options->command == "train" ? trainer::runTraining(config, events)
+                                               : trainer::runGradientCheck(config, events);
         } catch (const std::exception &e) {
             // libtorch reports shape, memory and device problems as c10::Error.
             std::string what = e.what();
-            events.emit("error", { { "message", what.substr(0, what.find('\n')) } });
+            events.error(what.substr(0, what.find('\n')));
             std::cerr << "scalelab-worker: " << what << "\n";
             return 1;
         }

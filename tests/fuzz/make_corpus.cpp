@@ -5,6 +5,7 @@
 #include "sha256.h"
 #include "study_plan.h"
 #include "study_state.h"
+#include "worker_channel.h"
 
 #include "scalelab/v1/agent.pb.h"
 
@@ -14,6 +15,7 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -302,6 +304,66 @@ void agentSeeds()
 
 } // namespace
 
+// fuzz_worker_channel: byte 0 even = an event line, odd = a command line split at NULs.
+void workerChannelSeeds()
+{
+    const auto event = [](const std::string &name, const v1::WorkerEvent &e) {
+        std::string line = worker::eventLine(e);
+        line.pop_back(); // the agent splits at newlines: a line arrives without one
+        seed("fuzz_worker_channel", name, std::string(1, '\0') + line);
+    };
+    v1::WorkerEvent e;
+    auto *started = e.mutable_started();
+    started->mutable_dataset()->set_synthetic(true);
+    started->mutable_dataset()->set_train_images(256);
+    started->set_steps_per_epoch(4);
+    started->add_normalize_mean(0.49);
+    started->mutable_effective()->set_learning_rate(0.02);
+    (*started->mutable_software())["torch"] = "1.13.1";
+    event("event-started", e);
+    e.Clear();
+    e.mutable_step()->set_step(3);
+    e.mutable_step()->set_loss(std::nan(""));
+    event("event-step-nan", e);
+    e.Clear();
+    e.mutable_epoch()->set_test_accuracy(0.41);
+    e.mutable_epoch()->set_test_images(10000);
+    event("event-epoch", e);
+    e.Clear();
+    e.mutable_error()->set_message("no space left on device: checkpoint needs 39 MB");
+    e.mutable_error()->set_bytes_needed(39000000);
+    event("event-error", e);
+    e.Clear();
+    e.mutable_bench()->set_median_forward_seconds(0.01);
+    event("event-bench", e);
+    seed("fuzz_worker_channel", "event-unknown-field", std::string(1, '\0') + R"({"step":{"lr":1}})");
+
+    const auto launch = [](const std::string &name, const v1::WorkerLaunch &l) {
+        std::string bytes(1, '\1');
+        const auto arguments = worker::launchArguments(l);
+        for (std::size_t i = 0; i < arguments.size(); ++i)
+            bytes += (i ? std::string(1, '\0') : std::string()) + arguments[i];
+        seed("fuzz_worker_channel", name, bytes);
+    };
+    v1::WorkerLaunch l;
+    l.set_command("train");
+    l.set_data_dir("/data/set");
+    l.set_batch_size(64);
+    l.set_lr(1e-7);
+    l.add_normalize_mean(0.49);
+    l.add_normalize_mean(0.48);
+    l.add_normalize_mean(0.45);
+    l.set_augment(false);
+    l.set_seed(18446744073709551615ull);
+    l.set_max_train_images(5000000000);
+    launch("launch-train", l);
+    l.Clear();
+    l.set_command("bench");
+    l.set_steps(20);
+    l.set_channels_last(true);
+    launch("launch-bench", l);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -315,6 +377,7 @@ int main(int argc, char **argv)
     manifestSeeds();
     journalSeeds();
     agentSeeds();
+    workerChannelSeeds();
     std::printf("seeds written under %s\n", g_root.c_str());
     return 0;
 }

@@ -1,0 +1,190 @@
+#include "worker_options.h"
+
+#include "worker_channel.h"
+
+#include <set>
+
+namespace scalelab::trainer {
+
+namespace {
+
+using Launch = v1::WorkerLaunch;
+
+// The options each command takes, by field number of WorkerLaunch.
+const std::set<int> &optionsOf(const std::string &command)
+{
+    static const std::set<int> common = { Launch::kBatchSizeFieldNumber, Launch::kSeedFieldNumber,
+        Launch::kPrecisionFieldNumber, Launch::kDeviceFieldNumber, Launch::kBackendFieldNumber,
+        Launch::kChannelsLastFieldNumber, Launch::kThreadsFieldNumber, Launch::kRankFieldNumber,
+        Launch::kWorldSizeFieldNumber, Launch::kRendezvousFieldNumber, Launch::kBindAddressFieldNumber,
+        Launch::kIfaceFieldNumber, Launch::kBucketMbFieldNumber, Launch::kCollectiveTimeoutSFieldNumber,
+        Launch::kEventFdFieldNumber };
+    const auto with = [&](std::initializer_list<int> more) {
+        std::set<int> all = common;
+        all.insert(more);
+        return all;
+    };
+    // What a model learns from: the data and the optimizer.
+    const std::initializer_list<int> recipe = { Launch::kDataDirFieldNumber, Launch::kMomentumFieldNumber,
+        Launch::kWeightDecayFieldNumber, Launch::kLabelSmoothingFieldNumber, Launch::kNormalizeMeanFieldNumber,
+        Launch::kNormalizeStdFieldNumber, Launch::kAugmentFieldNumber, Launch::kMaxTrainImagesFieldNumber };
+    static const std::set<int> train = [&] {
+        auto all = with(recipe);
+        all.insert({ Launch::kEpochsFieldNumber, Launch::kLrFieldNumber, Launch::kLrScalingFieldNumber,
+            Launch::kBaseBatchFieldNumber, Launch::kScheduleFieldNumber, Launch::kWarmupEpochsFieldNumber,
+            Launch::kDivergenceFactorFieldNumber, Launch::kDivergenceStepsFieldNumber,
+            Launch::kMaxTestImagesFieldNumber, Launch::kCheckpointDirFieldNumber, Launch::kCheckpointEveryFieldNumber,
+            Launch::kKeepCheckpointsFieldNumber, Launch::kResumeFieldNumber });
+        return all;
+    }();
+    static const std::set<int> gradientCheck = [&] {
+        auto all = with(recipe);
+        all.insert(Launch::kLrFieldNumber);
+        return all;
+    }();
+    static const std::set<int> lrFind = [&] {
+        auto all = with(recipe);
+        all.insert({ Launch::kMinLrFieldNumber, Launch::kMaxLrFieldNumber, Launch::kStepsFieldNumber });
+        return all;
+    }();
+    static const std::set<int> bench
+        = with({ Launch::kStepsFieldNumber, Launch::kWarmupStepsFieldNumber });
+    static const std::set<int> none;
+    if (command == "train")
+        return train;
+    if (command == "gradient-check")
+        return gradientCheck;
+    if (command == "lr-find")
+        return lrFind;
+    if (command == "bench")
+        return bench;
+    return none;
+}
+
+} // namespace
+
+bool isRunCommand(const std::string &command)
+{
+    return !optionsOf(command).empty();
+}
+
+std::optional<WorkerOptions> parseWorkerOptions(const std::vector<std::string> &arguments, std::string *error)
+{
+    const auto parsed = worker::parseLaunchArguments(arguments, error);
+    if (!parsed)
+        return std::nullopt;
+    const Launch &l = *parsed;
+    const auto &allowed = optionsOf(l.command());
+    if (allowed.empty()) {
+        *error = "unknown command '" + l.command() + "'";
+        return std::nullopt;
+    }
+    // Every option given must be one this command takes: a misplaced one is a mistake.
+    std::vector<const google::protobuf::FieldDescriptor *> given;
+    l.GetReflection()->ListFields(l, &given);
+    for (const auto *field : given)
+        if (field->number() != Launch::kCommandFieldNumber && !allowed.count(field->number())) {
+            *error = "option " + worker::optionName(field->name()) + " does not apply to " + l.command();
+            return std::nullopt;
+        }
+    for (const auto *field : { Launch::descriptor()->FindFieldByNumber(Launch::kNormalizeMeanFieldNumber),
+             Launch::descriptor()->FindFieldByNumber(Launch::kNormalizeStdFieldNumber) })
+        if (const int n = l.GetReflection()->FieldSize(l, field); n != 0 && n != 3) {
+            *error = worker::optionName(field->name())
+                + " expects three comma-separated numbers (red,green,blue), got " + std::to_string(n);
+            return std::nullopt;
+        }
+    if (l.has_warmup_epochs() && !(l.warmup_epochs() >= 0)) {
+        *error = "--warmup-epochs must be 0 (no warm-up) or more";
+        return std::nullopt;
+    }
+
+    WorkerOptions options;
+    options.command = l.command();
+    TrainingConfig &c = options.config;
+    if (l.command() == "bench")
+        c.dataDir = "(synthetic)";
+    if (l.has_data_dir())
+        c.dataDir = l.data_dir();
+    if (l.has_batch_size())
+        c.batchSize = l.batch_size();
+    if (l.has_epochs())
+        c.epochs = l.epochs();
+    if (l.has_lr())
+        c.learningRate = l.lr();
+    if (l.has_momentum())
+        c.momentum = l.momentum();
+    if (l.has_weight_decay())
+        c.weightDecay = l.weight_decay();
+    if (l.has_seed())
+        c.seed = l.seed();
+    if (l.has_lr_scaling())
+        c.lrScaling = l.lr_scaling();
+    if (l.has_base_batch())
+        c.baseBatch = l.base_batch();
+    if (l.has_schedule())
+        c.schedule = l.schedule();
+    if (l.has_warmup_epochs())
+        c.warmupEpochs = l.warmup_epochs();
+    if (l.has_label_smoothing())
+        c.labelSmoothing = l.label_smoothing();
+    c.normalizeMean.assign(l.normalize_mean().begin(), l.normalize_mean().end());
+    c.normalizeStd.assign(l.normalize_std().begin(), l.normalize_std().end());
+    if (l.has_divergence_factor())
+        c.divergenceFactor = l.divergence_factor();
+    if (l.has_divergence_steps())
+        c.divergenceSteps = l.divergence_steps();
+    if (l.has_augment())
+        c.augment = l.augment();
+    if (l.has_precision())
+        c.precision = l.precision();
+    if (l.has_device())
+        c.device = l.device();
+    if (l.has_backend())
+        c.backend = l.backend();
+    if (l.has_channels_last())
+        c.channelsLast = l.channels_last();
+    if (l.has_threads())
+        c.threads = l.threads();
+    if (l.has_max_train_images())
+        c.maxTrainImages = l.max_train_images();
+    if (l.has_max_test_images())
+        c.maxTestImages = l.max_test_images();
+    if (l.has_rank())
+        c.rank = l.rank();
+    if (l.has_world_size())
+        c.worldSize = l.world_size();
+    if (l.has_rendezvous())
+        c.rendezvous = l.rendezvous();
+    if (l.has_bind_address())
+        c.bindAddress = l.bind_address();
+    if (l.has_iface())
+        c.interfaces = l.iface();
+    if (l.has_bucket_mb())
+        c.bucketMb = l.bucket_mb();
+    if (l.has_collective_timeout_s())
+        c.collectiveTimeoutSeconds = l.collective_timeout_s();
+    if (l.has_checkpoint_dir())
+        c.checkpointDir = l.checkpoint_dir();
+    if (l.has_checkpoint_every())
+        c.checkpointEvery = l.checkpoint_every();
+    if (l.has_keep_checkpoints())
+        c.keepCheckpoints = l.keep_checkpoints();
+    if (l.has_resume())
+        c.resume = l.resume();
+    if (l.has_event_fd())
+        options.eventFd = l.event_fd();
+    if (l.has_min_lr())
+        options.lrFind.minLr = l.min_lr();
+    if (l.has_max_lr())
+        options.lrFind.maxLr = l.max_lr();
+    if (l.has_steps()) {
+        options.lrFind.steps = l.steps();
+        options.benchSteps = l.steps();
+    }
+    if (l.has_warmup_steps())
+        options.benchWarmupSteps = l.warmup_steps();
+    return options;
+}
+
+} // namespace scalelab::trainer
