@@ -2,6 +2,7 @@
 // and the journal's event-sourced state (replay of every prefix).
 #include "journal.h"
 #include "placement.h"
+#include "run_request.h"
 #include "study_plan.h"
 #include "study_state.h"
 #include "spec_rules.h"
@@ -66,6 +67,27 @@ struct RunScript {
 class TestStudy : public QObject {
     Q_OBJECT
 private Q_SLOTS:
+    // The Run tab and `scalelab-cli run` refuse what the agent's StartWorkers refuses, in
+    // the form's words, before anything is sent.
+    void singleRunRefusesWhatTheAgentRefuses()
+    {
+        core::RunRequest ok;
+        ok.dataset = QStringLiteral("synthetic-1");
+        QVERIFY2(ok.problems().isEmpty(), qPrintable(ok.problems().join(u'\n')));
+        core::RunRequest big = ok;
+        big.batchSize = rules::kMaxBatchSize + 1;
+        QCOMPARE(big.problems(),
+            QStringList { QStringLiteral("batch size: must be between 1 and %1 (got %2)")
+                              .arg(rules::kMaxBatchSize)
+                              .arg(rules::kMaxBatchSize + 1) });
+        core::RunRequest long_ = ok;
+        long_.epochs = rules::kMaxEpochs + 1;
+        QCOMPARE(long_.problems().size(), 1);
+        QVERIFY(long_.problems().first().startsWith(QStringLiteral("epochs: must be between 1 and")));
+        for (const core::RunRequest &r : { big, long_ })
+            QVERIFY(!rules::checkRunSpec(r.toStartWorkers(QStringLiteral("x")).spec(), { "spec.", false, false }).empty());
+    }
+
     void planJsonRoundTrip()
     {
         const QByteArray json = R"({"name":"s1","dataset":"cifar-10-batches-bin",

@@ -33,6 +33,11 @@ QStringList RunRequest::problems() const
         p << QStringLiteral("threads per worker must be 0 (automatic) or more");
     if (maxTrainImages < 0 || maxTestImages < 0)
         p << QStringLiteral("image limits must not be negative (0 = the whole split)");
+    // Then the agent's own rules (the ranges it enforces), so the form refuses exactly what
+    // StartWorkers would: "batch size: must be between 1 and 4096 (got 5000)".
+    if (p.isEmpty())
+        for (const auto &problem : rules::checkRunSpec(toStartWorkers(QStringLiteral("check")).spec(), { "", false, false }))
+            p << QString::fromStdString(problem.text()).replace(u'_', u' ');
     return p;
 }
 
