@@ -6,6 +6,7 @@
 #include "agent_client.h"
 #include "agent_dialog.h"
 #include "agent_registry.h"
+#include "agents_model.h"
 #include "agents_view.h"
 #include "local_agent.h"
 #include "main_window.h"
@@ -94,6 +95,113 @@ private:
     }
 
 private Q_SLOTS:
+    // What each cell of the Agents table says, from the model alone: words, tooltips, the
+    // state's colour per theme, gauge fractions, and change notifications.
+    void modelSaysWhatEachCellShows()
+    {
+        using M = console::AgentsModel;
+        M model;
+        QSignalSpy changed(&model, &QAbstractItemModel::dataChanged);
+        QCOMPARE(model.columnCount(), 8);
+        QCOMPARE(model.headerData(M::StateColumn, Qt::Horizontal).toString(), QStringLiteral("Connection"));
+        M::Agent a;
+        a.label = QStringLiteral("node-a");
+        a.address = QStringLiteral("10.0.0.5:7460");
+        a.tls = true;
+        a.status = { core::AgentStatus::Unreachable, QStringLiteral("unreachable: connection refused"),
+            QStringLiteral("Is scalelab-agent running there?"), 2500 };
+        QCOMPARE(model.addAgent(a), 0);
+        QCOMPARE(model.rowCount(), 1);
+        const auto cell = [&](int column, int role = Qt::DisplayRole) { return model.data(model.index(0, column), role); };
+        QCOMPARE(cell(M::NameColumn, Qt::ToolTipRole).toString(), QStringLiteral("node-a at 10.0.0.5:7460, TLS"));
+        QCOMPARE(cell(M::StateColumn).toString(), QStringLiteral("unreachable: connection refused — retrying in 3 s"));
+        QVERIFY(cell(M::StateColumn, Qt::ToolTipRole).toString().endsWith(QStringLiteral("\nIs scalelab-agent running there?")));
+        QVERIFY(cell(M::HostColumn).toString().isEmpty()); // nothing known yet
+        QVERIFY(cell(M::CpuColumn, M::GaugeRole).toList().isEmpty());
+
+        a.status = { core::AgentStatus::Connected, QStringLiteral("connected"), {}, 0 };
+        v1::DescribeResponse inventory;
+        inventory.set_hostname("gpu-7");
+        inventory.set_cpu_cores(64);
+        inventory.set_memory_bytes(std::int64_t(503) << 30);
+        inventory.set_free_slots(62);
+        auto *d = inventory.add_datasets();
+        d->set_name("cifar-10");
+        d = inventory.add_datasets();
+        d->set_name("synth");
+        d->set_synthetic(true);
+        inventory.add_gpus()->set_name("H100");
+        inventory.add_gpus()->set_name("H100");
+        a.inventory = inventory;
+        v1::NodeSample sample;
+        sample.set_cpu_percent(52.4);
+        sample.set_memory_used_bytes(std::int64_t(128) << 30);
+        sample.set_memory_total_bytes(std::int64_t(512) << 30);
+        for (int i = 0; i < 2; ++i) {
+            auto *g = sample.add_gpus();
+            g->set_index(i);
+            g->set_utilization_percent(i == 0 ? 90 : 10);
+            g->set_memory_used_bytes(std::int64_t(40) << 30);
+            g->set_memory_total_bytes(std::int64_t(80) << 30);
+        }
+        sample.set_cpu_cores(4);
+        for (int rank = 0; rank < 2; ++rank) { // two ranks, 1.5 cores between them, of 4
+            auto *p = sample.add_processes();
+            p->set_run_id("r01");
+            p->set_attempt(1);
+            p->set_rank(rank);
+            p->set_pid(100 + rank);
+            p->set_cpu_percent(75);
+            p->set_rss_bytes(std::int64_t(3) << 29);
+        }
+        a.last = sample;
+        model.setAgent(0, a);
+        QVERIFY(!changed.isEmpty());
+        QCOMPARE(cell(M::StateColumn).toString(), QStringLiteral("connected"));
+        QCOMPARE(cell(M::HostColumn).toString(), QStringLiteral("gpu-7 · 64 cores · 503 GiB"));
+        QCOMPARE(cell(M::DataColumn).toString(), QStringLiteral("cifar-10, synth (synthetic)"));
+        QCOMPARE(cell(M::SlotsColumn).toString(), QStringLiteral("62"));
+        QCOMPARE(cell(M::CpuColumn).toString(), QStringLiteral("52% · ranks 38%")); // 1.5 of 4 cores
+        QCOMPARE(M::ranksMemoryBytes(sample), std::int64_t(3) << 30);
+        QVERIFY2(cell(M::CpuColumn, Qt::ToolTipRole).toString().contains(
+                     QStringLiteral("r01 attempt 1, rank 1 (pid 101): 75% of a core, 1.5 GiB")),
+            qPrintable(cell(M::CpuColumn, Qt::ToolTipRole).toString()));
+        QCOMPARE(cell(M::CpuColumn, M::GaugeRole).toList().size(), 1);
+        QVERIFY(qFuzzyCompare(cell(M::CpuColumn, M::GaugeRole).toList().first().toDouble(), 0.524));
+        QCOMPARE(cell(M::MemoryColumn).toString(), QStringLiteral("128/512 GiB"));
+        QCOMPARE(cell(M::MemoryColumn, M::GaugeRole).toList(), QVariantList { 0.25 });
+        QCOMPARE(cell(M::GpuColumn).toString(), QStringLiteral("50% · 80.0/160 GiB"));
+        QCOMPARE(cell(M::GpuColumn, M::GaugeRole).toList(), (QVariantList { 0.9, 0.1 }));
+        QCOMPARE(cell(M::GpuColumn, Qt::ToolTipRole).toString(),
+            QStringLiteral("GPU 0 H100: 90% busy, 40.0/80.0 GiB\nGPU 1 H100: 10% busy, 40.0/80.0 GiB"));
+
+        // The state's colour reads on either theme: lighter on a dark one.
+        QPalette light, dark;
+        light.setColor(QPalette::Window, Qt::white);
+        dark.setColor(QPalette::Window, QColor(0x20, 0x20, 0x20));
+        model.setPalette(light);
+        const QColor onLight = cell(M::StateColumn, Qt::ForegroundRole).value<QColor>();
+        changed.clear();
+        model.setPalette(dark);
+        QCOMPARE(changed.size(), 1); // the state column repaints
+        const QColor onDark = cell(M::StateColumn, Qt::ForegroundRole).value<QColor>();
+        QVERIFY(onDark.lightness() > onLight.lightness());
+        QVERIFY(!cell(M::HostColumn, Qt::ForegroundRole).isValid());
+
+        QCOMPARE(M::noGpuSentence("no GPU: NVML (libnvidia-ml.so.1) not found (libnvidia-ml.so.1: cannot open shared "
+                                  "object file: No such file or directory)"),
+            QStringLiteral("No GPUs on this node: it has no NVIDIA driver (libnvidia-ml.so.1 is not installed), so runs "
+                           "here train on its CPUs."));
+        QCOMPARE(M::noGpuSentence("no GPU: nvmlInit failed: Driver Not Loaded"),
+            QStringLiteral("No GPUs on this node (nvmlInit failed: Driver Not Loaded): runs here train on its CPUs."));
+
+        model.addAgent({ QStringLiteral("node-b"), QStringLiteral("10.0.0.6:7460"), false, {}, {}, {} });
+        model.removeAgent(0);
+        QCOMPARE(model.rowCount(), 1);
+        QCOMPARE(model.text(0, M::NameColumn), QStringLiteral("node-b"));
+        QCOMPARE(model.data(model.index(0, M::GpuColumn)).toString(), QString()); // no inventory: nothing claimed
+    }
+
     void initTestCase()
     {
         QVERIFY(QDir().mkpath(m_tmp.filePath(QStringLiteral("data"))));
@@ -290,10 +398,9 @@ private Q_SLOTS:
         QCOMPARE(view.cpuChart(QStringLiteral("node-a"))->xAxis(), app::XAxis::WallClock);
         const auto *memory = view.memoryChart(QStringLiteral("node-a"))->data(QStringLiteral("used"));
         QVERIFY(memory->rawValue(0) > 0.01); // GiB in use: the node has some memory busy
-        const auto *table = view.table();
-        QVERIFY2(
-            table->item(0, 4)->text().contains(QLatin1String("GiB")), qPrintable(table->item(0, 4)->text()));
-        QVERIFY(table->item(0, 3)->text().endsWith(QLatin1Char('%')));
+        const auto *model = view.model();
+        QVERIFY2(model->text(0, 4).contains(QLatin1String("GiB")), qPrintable(model->text(0, 4)));
+        QVERIFY(model->text(0, 3).endsWith(QLatin1Char('%')));
         // Reachable agents go to the Study tab.
         QTRY_VERIFY(!changed.isEmpty());
         const auto reachable = changed.last().at(0).value<QList<core::AgentEndpoint>>();
@@ -490,7 +597,7 @@ private Q_SLOTS:
             QTRY_VERIFY_WITH_TIMEOUT(window.isConnected(), 20000);
             auto *agents = window.agentsView();
             QCOMPARE(agents->agentNames(), QStringList { QStringLiteral("local-1") });
-            QCOMPARE(agents->table()->item(0, 0)->text(), QStringLiteral("local-1 (started by the console)"));
+            QCOMPARE(agents->model()->text(0, 0), QStringLiteral("local-1 (started by the console)"));
             QTRY_COMPARE_WITH_TIMEOUT(
                 agents->stateText(QStringLiteral("local-1")), QStringLiteral("connected"), 10000);
             QVERIFY(agents->localAgent());

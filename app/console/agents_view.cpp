@@ -1,6 +1,7 @@
 #include "agents_view.h"
 
 #include "agent_dialog.h"
+#include "agents_model.h"
 #include "metric_chart.h"
 
 #include <QDateTime>
@@ -16,7 +17,7 @@
 #include <QSplitter>
 #include <QStackedWidget>
 #include <QStyledItemDelegate>
-#include <QTableWidget>
+#include <QTableView>
 #include <QVBoxLayout>
 
 namespace scalelab::console {
@@ -29,37 +30,12 @@ namespace {
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 const QString kLocalName = QStringLiteral("local-1");
 
-enum Column {
-    NameColumn,
-    StateColumn,
-    HostColumn,
-    CpuColumn,
-    MemoryColumn,
-    GpuColumn,
-    DataColumn,
-    SlotsColumn
-};
-constexpr int kGaugeRole = Qt::UserRole + 1; // QVariantList of fractions in [0, 1]
+using enum AgentsModel::Column;
+constexpr int kGaugeRole = AgentsModel::GaugeRole;
 
 bool darkPalette(const QPalette &p)
 {
     return p.color(QPalette::Window).lightness() < 128;
-}
-
-// Colours that read on light and dark backgrounds alike.
-QColor stateColor(core::AgentStatus::State state, const QPalette &palette)
-{
-    const bool dark = darkPalette(palette);
-    switch (state) {
-    case core::AgentStatus::Connected:
-        return dark ? QColor(0x81, 0xc7, 0x84) : QColor(0x2e, 0x7d, 0x32);
-    case core::AgentStatus::Connecting:
-        return dark ? QColor(0xff, 0xd5, 0x4f) : QColor(0x8d, 0x6e, 0x00);
-    case core::AgentStatus::Stopped:
-        return palette.color(QPalette::Disabled, QPalette::Text);
-    default:
-        return dark ? QColor(0xff, 0x8a, 0x80) : QColor(0xc6, 0x28, 0x28);
-    }
 }
 
 QColor levelColor(double fraction, const QPalette &palette)
@@ -71,11 +47,6 @@ QColor levelColor(double fraction, const QPalette &palette)
         return dark ? QColor(0xff, 0xb7, 0x4d) : QColor(0xf5, 0x7c, 0x00);
     // Green, not blue: a blue bar would vanish in a selected (highlighted) row.
     return dark ? QColor(0x66, 0xbb, 0x6a) : QColor(0x38, 0x8e, 0x3c);
-}
-
-QString gib(qint64 bytes)
-{
-    return QString::number(double(bytes) / kGiB, 'f', bytes >= 100 * kGiB ? 0 : 1);
 }
 
 // Bars (one per value of kGaugeRole, side by side) at the left of the cell, the text
@@ -204,10 +175,11 @@ void AgentsView::buildUi()
     actions->addWidget(m_startLocal);
     actions->addStretch(1);
 
-    m_table = new QTableWidget(0, 8);
+    m_model = new AgentsModel(this);
+    m_model->setPalette(palette());
+    m_table = new QTableView;
     m_table->setObjectName(QStringLiteral("agentsTable"));
-    m_table->setHorizontalHeaderLabels({ tr("Agent"), tr("Connection"), tr("Node"), tr("CPU"), tr("Memory"),
-        tr("GPUs"), tr("Data sets"), tr("Free slots") });
+    m_table->setModel(m_model);
     m_table->setSelectionBehavior(QAbstractItemView::SelectRows);
     m_table->setSelectionMode(QAbstractItemView::SingleSelection);
     m_table->setEditTriggers(QAbstractItemView::NoEditTriggers);
@@ -229,16 +201,16 @@ void AgentsView::buildUi()
     // Widths for typical contents.
     m_table->setColumnWidth(NameColumn, widthOf("local-1 (started by the console)"));
     m_table->setColumnWidth(HostColumn, widthOf("node-name · 64 cores · 503 GiB"));
-    m_table->setColumnWidth(CpuColumn, GaugeDelegate::kBarsWidth + widthOf("100%"));
+    m_table->setColumnWidth(CpuColumn, GaugeDelegate::kBarsWidth + widthOf("100% · ranks 100%"));
     m_table->setColumnWidth(MemoryColumn, GaugeDelegate::kBarsWidth + widthOf("503/503 GiB"));
     m_table->setColumnWidth(GpuColumn, GaugeDelegate::kBarsWidth + widthOf("100% · 80/80 GiB"));
     m_table->setColumnWidth(DataColumn, widthOf("cifar-10, synth"));
     m_table->setColumnWidth(SlotsColumn, widthOf("Free slots") - 12);
-    connect(m_table, &QTableWidget::itemSelectionChanged, this, [this] {
+    connect(m_table->selectionModel(), &QItemSelectionModel::selectionChanged, this, [this] {
         updateDetails();
         updateActions();
     });
-    connect(m_table, &QTableWidget::itemDoubleClicked, this, [this] {
+    connect(m_table, &QTableView::doubleClicked, this, [this] {
         if (m_edit->isEnabled())
             editFromDialog();
     });
@@ -284,8 +256,7 @@ void AgentsView::changeEvent(QEvent *event)
 {
     QWidget::changeEvent(event);
     if (event->type() == QEvent::PaletteChange) { // state colours follow a light/dark switch
-        for (const auto &n : m_nodes)
-            updateRow(*n);
+        m_model->setPalette(palette());
         updateDetails();
     }
 }
@@ -381,7 +352,7 @@ AgentsView::Node *AgentsView::find(const QString &name) const
 
 AgentsView::Node *AgentsView::selected() const
 {
-    const int row = m_table->currentRow();
+    const int row = m_table->currentIndex().row();
     const auto selection = m_table->selectionModel()->selectedRows();
     if (selection.isEmpty() || row < 0 || row >= int(m_nodes.size()))
         return nullptr;
@@ -403,10 +374,12 @@ void AgentsView::addNode(const core::AgentConfig &config, const QString &origin)
     node->page = new QWidget;
     node->cpu = chart(tr("CPU — %1").arg(config.name), tr("% of all cores"));
     node->cpu->setObjectName(QStringLiteral("cpuChart"));
-    node->cpu->addSeries(QStringLiteral("cpu"), tr("CPU"));
+    node->cpu->addSeries(QStringLiteral("cpu"), tr("whole node"));
+    node->cpu->addSeries(QStringLiteral("ranks"), tr("ScaleLab ranks")); // told from other load
     node->memory = chart(tr("Memory — %1").arg(config.name), tr("GiB"));
     node->memory->setObjectName(QStringLiteral("memoryChart"));
     node->memory->addSeries(QStringLiteral("used"), tr("used"));
+    node->memory->addSeries(QStringLiteral("ranks"), tr("ScaleLab ranks"));
     node->memory->addSeries(QStringLiteral("total"), tr("total"), { QColor(), Qt::DashLine, false, false });
     node->gpu = chart(tr("GPU utilization — %1").arg(config.name), tr("%"));
     node->gpu->setObjectName(QStringLiteral("gpuChart"));
@@ -431,10 +404,7 @@ void AgentsView::addNode(const core::AgentConfig &config, const QString &origin)
     node->gpuMemory->hide();
     m_pages->addWidget(node->page);
 
-    const int row = m_table->rowCount();
-    m_table->insertRow(row);
-    for (int c = 0; c < m_table->columnCount(); ++c)
-        m_table->setItem(row, c, new QTableWidgetItem);
+    const int row = m_model->addAgent({});
     Node &n = *node;
     m_nodes.push_back(std::move(node));
     if (n.config.enabled)
@@ -442,7 +412,7 @@ void AgentsView::addNode(const core::AgentConfig &config, const QString &origin)
     else
         n.status = { core::AgentStatus::Stopped, tr("disabled (not contacted)"), {}, 0 };
     updateRow(n);
-    if (m_table->currentRow() < 0)
+    if (!m_table->currentIndex().isValid())
         m_table->selectRow(row);
     updateDetails();
     emitIfReachableChanged();
@@ -474,7 +444,7 @@ void AgentsView::removeNode(const QString &name)
             node->monitor->disconnect(this); // nothing more from it reaches a dead Node
             node->monitor->stop();
         }
-        m_table->removeRow(int(i));
+        m_model->removeAgent(int(i));
         m_pages->removeWidget(node->page);
         node->page->deleteLater();
         break;
@@ -499,9 +469,7 @@ void AgentsView::onInventory(Node *node, const v1::DescribeResponse &inventory)
 {
     node->inventory = inventory;
     if (inventory.gpus_size() == 0)
-        node->noGpus->setText(inventory.gpu_status().empty()
-                ? tr("No GPUs on this node.")
-                : tr("No GPUs on this node (%1).").arg(QString::fromStdString(inventory.gpu_status())));
+        node->noGpus->setText(AgentsModel::noGpuSentence(inventory.gpu_status()));
     ensureGpuSeries(*node, inventory.gpus_size());
     updateRow(*node);
     if (selected() == node)
@@ -534,6 +502,10 @@ void AgentsView::onSamples(Node *node)
         const auto &s = t.sample;
         const double x = double(t.receivedMs - m_originMs) / 1000.0;
         node->cpu->append(QStringLiteral("cpu"), MetricPoint::at(XAxis::WallClock, x, s.cpu_percent()));
+        node->cpu->append(
+            QStringLiteral("ranks"), MetricPoint::at(XAxis::WallClock, x, AgentsModel::ranksCpuPercent(s)));
+        node->memory->append(QStringLiteral("ranks"),
+            MetricPoint::at(XAxis::WallClock, x, double(AgentsModel::ranksMemoryBytes(s)) / kGiB));
         node->memory->append(QStringLiteral("used"),
             MetricPoint::at(XAxis::WallClock, x, double(s.memory_used_bytes()) / kGiB));
         node->memory->append(QStringLiteral("total"),
@@ -558,80 +530,12 @@ void AgentsView::onSamples(Node *node)
 
 void AgentsView::updateRow(const Node &node)
 {
-    int row = -1;
     for (std::size_t i = 0; i < m_nodes.size(); ++i)
-        if (m_nodes[i].get() == &node)
-            row = int(i);
-    if (row < 0)
-        return;
-    const auto set = [&](int column, const QString &text, const QString &tip = {}) {
-        QTableWidgetItem *item = m_table->item(row, column);
-        item->setText(text);
-        item->setToolTip(tip.isEmpty() ? text : tip);
-        return item;
-    };
-    set(NameColumn, node.label(),
-        tr("%1 at %2%3")
-            .arg(node.label(), node.config.address, node.config.tls.enabled() ? tr(", TLS") : QString()));
-    QString words = node.status.words;
-    if (node.status.retryInMs > 0)
-        words += tr(" — retrying in %1 s").arg((node.status.retryInMs + 999) / 1000);
-    set(StateColumn, words,
-        node.status.advice.isEmpty() ? words : words + QLatin1Char('\n') + node.status.advice)
-        ->setForeground(stateColor(node.status.state, palette()));
-
-    const auto *inv = node.inventory ? &*node.inventory : nullptr;
-    set(HostColumn,
-        inv ? tr("%1 · %2 cores · %3 GiB")
-                  .arg(QString::fromStdString(inv->hostname()))
-                  .arg(inv->cpu_cores())
-                  .arg(gib(inv->memory_bytes()))
-            : QString());
-    QStringList datasets;
-    if (inv)
-        for (const auto &d : inv->datasets())
-            datasets << QString::fromStdString(d.name()) + (d.synthetic() ? tr(" (synthetic)") : QString());
-    set(DataColumn,
-        inv ? (datasets.isEmpty() ? tr("none") : datasets.join(QStringLiteral(", "))) : QString());
-    set(SlotsColumn, inv ? QString::number(inv->free_slots()) : QString());
-
-    const auto *s = node.last ? &*node.last : nullptr;
-    auto *cpu = set(CpuColumn, s ? QStringLiteral("%1%").arg(s->cpu_percent(), 0, 'f', 0) : QString());
-    cpu->setData(kGaugeRole, s ? QVariantList { s->cpu_percent() / 100.0 } : QVariantList {});
-    const double memory = s && s->memory_total_bytes() > 0
-        ? double(s->memory_used_bytes()) / double(s->memory_total_bytes())
-        : 0;
-    auto *mem = set(MemoryColumn,
-        s ? tr("%1/%2 GiB").arg(gib(s->memory_used_bytes()), gib(s->memory_total_bytes())) : QString());
-    mem->setData(kGaugeRole, s ? QVariantList { memory } : QVariantList {});
-
-    QVariantList gpuGauges;
-    QString gpuText;
-    if (s && s->gpus_size() > 0) {
-        double util = 0;
-        qint64 used = 0, total = 0;
-        QStringList tips;
-        for (const auto &g : s->gpus()) {
-            gpuGauges << g.utilization_percent() / 100.0;
-            util += g.utilization_percent();
-            used += g.memory_used_bytes();
-            total += g.memory_total_bytes();
-            QString name = tr("GPU %1").arg(g.index());
-            if (inv && g.index() < inv->gpus_size())
-                name += QStringLiteral(" ") + QString::fromStdString(inv->gpus(g.index()).name());
-            tips << tr("%1: %2% busy, %3/%4 GiB")
-                        .arg(name)
-                        .arg(g.utilization_percent(), 0, 'f', 0)
-                        .arg(gib(g.memory_used_bytes()), gib(g.memory_total_bytes()));
+        if (m_nodes[i].get() == &node) {
+            m_model->setAgent(int(i),
+                { node.label(), node.config.address, node.config.tls.enabled(), node.status, node.inventory, node.last });
+            return;
         }
-        gpuText = tr("%1% · %2/%3 GiB").arg(util / s->gpus_size(), 0, 'f', 0).arg(gib(used), gib(total));
-        set(GpuColumn, gpuText, tips.join(QLatin1Char('\n')));
-    } else if (inv) {
-        set(GpuColumn, inv->gpus_size() == 0 ? tr("none") : tr("%1 GPU(s)").arg(inv->gpus_size()));
-    } else {
-        set(GpuColumn, QString());
-    }
-    m_table->item(row, GpuColumn)->setData(kGaugeRole, gpuGauges);
 }
 
 void AgentsView::updateDetails()
@@ -649,7 +553,7 @@ void AgentsView::updateDetails()
     QString html = QStringLiteral("<b>%1</b><br>%2%3<br><span style='color:%4'>%5</span>")
                        .arg(n->label().toHtmlEscaped(), n->config.address.toHtmlEscaped(),
                            n->config.tls.enabled() ? tr(" · TLS") : tr(" · no TLS"),
-                           stateColor(n->status.state, palette()).name(), n->status.words.toHtmlEscaped());
+                           AgentsModel::stateColor(n->status.state, palette()).name(), n->status.words.toHtmlEscaped());
     if (n->status.retryInMs > 0)
         html += tr(" (retrying in %1 s)").arg((n->status.retryInMs + 999) / 1000);
     if (!n->status.advice.isEmpty())
@@ -660,7 +564,7 @@ void AgentsView::updateDetails()
                     .arg(QString::fromStdString(inv->hostname()).toHtmlEscaped(),
                         QString::fromStdString(inv->agent_version()).toHtmlEscaped())
                     .arg(inv->cpu_cores())
-                    .arg(gib(inv->memory_bytes()))
+                    .arg(AgentsModel::gib(inv->memory_bytes()))
                     .arg(inv->free_slots())
                     .arg(inv->runs_recorded());
         if (!inv->advertise_address().empty())
@@ -673,18 +577,15 @@ void AgentsView::updateDetails()
                             inv->network_warning().empty()
                                 ? QString()
                                 : QStringLiteral("<br><span style=\"color:%1\">%2</span>")
-                                      .arg(stateColor(core::AgentStatus::Connecting, palette()).name(),
+                                      .arg(AgentsModel::stateColor(core::AgentStatus::Connecting, palette()).name(),
                                           QString::fromStdString(inv->network_warning()).toHtmlEscaped()));
         html += tr("<p><b>GPUs</b><br>");
-        if (inv->gpus_size() == 0)
-            html += tr("none")
-                + (inv->gpu_status().empty() ? QString()
-                                             : QStringLiteral(" (%1)").arg(
-                                                 QString::fromStdString(inv->gpu_status()).toHtmlEscaped()));
+        if (inv->gpus_size() == 0) // why is said once, under the charts
+            html += tr("none");
         for (const auto &g : inv->gpus())
             html += tr("%1: %2, %3 GiB<br>")
                         .arg(g.index())
-                        .arg(QString::fromStdString(g.name()).toHtmlEscaped(), gib(g.memory_bytes()));
+                        .arg(QString::fromStdString(g.name()).toHtmlEscaped(), AgentsModel::gib(g.memory_bytes()));
         html += tr("</p><p><b>Data sets</b> in %1<br>")
                     .arg(QString::fromStdString(inv->data_dir()).toHtmlEscaped());
         if (inv->datasets_size() == 0)
@@ -698,15 +599,20 @@ void AgentsView::updateDetails()
         html += QStringLiteral("</p>");
     }
     if (const auto *s = n->last ? &*n->last : nullptr) {
-        html += tr("<p><b>Now</b><br>CPU %1%, memory %2 of %3 GiB, %4 worker process(es)")
+        html += tr("<p><b>Now</b><br>CPU %1%, memory %2 of %3 GiB<br>")
                     .arg(s->cpu_percent(), 0, 'f', 1)
-                    .arg(gib(s->memory_used_bytes()), gib(s->memory_total_bytes()))
-                    .arg(s->processes_size());
+                    .arg(AgentsModel::gib(s->memory_used_bytes()), AgentsModel::gib(s->memory_total_bytes()));
+        html += s->processes_size() == 0
+            ? tr("no ScaleLab rank running")
+            : tr("ScaleLab's %1 rank(s): CPU %2%, memory %3 GiB")
+                  .arg(s->processes_size())
+                  .arg(AgentsModel::ranksCpuPercent(*s), 0, 'f', 1)
+                  .arg(AgentsModel::gib(AgentsModel::ranksMemoryBytes(*s)));
         for (const auto &g : s->gpus())
             html += tr("<br>GPU %1: %2% busy, %3 of %4 GiB")
                         .arg(g.index())
                         .arg(g.utilization_percent(), 0, 'f', 0)
-                        .arg(gib(g.memory_used_bytes()), gib(g.memory_total_bytes()));
+                        .arg(AgentsModel::gib(g.memory_used_bytes()), AgentsModel::gib(g.memory_total_bytes()));
         html += QStringLiteral("</p>");
     }
     m_details->setText(html);
@@ -916,7 +822,7 @@ QString AgentsView::stateText(const QString &name) const
 {
     for (std::size_t i = 0; i < m_nodes.size(); ++i)
         if (m_nodes[i]->config.name == name)
-            return m_table->item(int(i), StateColumn)->text();
+            return m_model->text(int(i), StateColumn);
     return {};
 }
 
@@ -926,7 +832,7 @@ QString AgentsView::inventoryText(const QString &name) const
         if (m_nodes[i]->config.name == name) {
             QStringList cells;
             for (int c : { HostColumn, GpuColumn, DataColumn, SlotsColumn })
-                cells << m_table->item(int(i), c)->text();
+                cells << m_model->text(int(i), c);
             return cells.join(QStringLiteral(" | "));
         }
     return {};

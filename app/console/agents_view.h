@@ -24,13 +24,15 @@
 class QLabel;
 class QPushButton;
 class QStackedWidget;
-class QTableWidget;
+class QTableView;
 
 namespace scalelab::app {
 class MetricChart;
 }
 
 namespace scalelab::console {
+
+class AgentsModel;
 
 class AgentsView : public QWidget {
     Q_OBJECT
@@ -81,7 +83,8 @@ public:
     app::MetricChart *memoryChart(const QString &name) const;
     app::MetricChart *gpuChart(const QString &name) const;
     app::MetricChart *gpuMemoryChart(const QString &name) const;
-    QTableWidget *table() const { return m_table; }
+    QTableView *table() const { return m_table; }
+    const AgentsModel *model() const { return m_model; }
     void select(const QString &name);
     QLabel *bannerLabel() const { return m_banner; }
 
@@ -130,7 +133,8 @@ private:
     QString m_reachableKey; // what agentsChanged last said
 
     QLabel *m_banner = nullptr;
-    QTableWidget *m_table = nullptr;
+    AgentsModel *m_model = nullptr;
+    QTableView *m_table = nullptr;
     QPushButton *m_add = nullptr;
     QPushButton *m_edit = nullptr;
     QPushButton *m_remove = nullptr;

@@ -1,0 +1,292 @@
+#include "agents_model.h"
+
+#include <QColor>
+
+#include <algorithm>
+#include <cmath>
+
+namespace scalelab::console {
+
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+bool darkPalette(const QPalette &p)
+{
+    return p.color(QPalette::Window).lightness() < 128;
+}
+
+} // namespace
+
+QString AgentsModel::gib(qint64 bytes)
+{
+    return QString::number(double(bytes) / kGiB, 'f', bytes >= 100 * kGiB ? 0 : 1);
+}
+
+double AgentsModel::ranksCpuPercent(const v1::NodeSample &sample)
+{
+    double cores = 0; // ProcessSample.cpu_percent is of one core
+    for (const auto &p : sample.processes())
+        cores += p.cpu_percent() / 100.0;
+    return 100.0 * cores / std::max(1, sample.cpu_cores());
+}
+
+QString AgentsModel::noGpuSentence(const std::string &gpuStatus)
+{
+    const QString status = QString::fromStdString(gpuStatus);
+    if (status.isEmpty())
+        return tr("No GPUs on this node: runs here train on its CPUs.");
+    if (status.contains(QLatin1String("libnvidia-ml.so.1")) && status.contains(QLatin1String("not found")))
+        return tr("No GPUs on this node: it has no NVIDIA driver (libnvidia-ml.so.1 is not installed), so "
+                  "runs here train on its CPUs.");
+    QString why = status;
+    if (why.startsWith(QLatin1String("no GPU: ")))
+        why = why.mid(8);
+    return tr("No GPUs on this node (%1): runs here train on its CPUs.").arg(why);
+}
+
+qint64 AgentsModel::ranksMemoryBytes(const v1::NodeSample &sample)
+{
+    qint64 bytes = 0;
+    for (const auto &p : sample.processes())
+        bytes += p.rss_bytes();
+    return bytes;
+}
+
+// Colours that read on light and dark backgrounds alike.
+QColor AgentsModel::stateColor(core::AgentStatus::State state, const QPalette &palette)
+{
+    const bool dark = darkPalette(palette);
+    switch (state) {
+    case core::AgentStatus::Connected:
+        return dark ? QColor(0x81, 0xc7, 0x84) : QColor(0x2e, 0x7d, 0x32);
+    case core::AgentStatus::Connecting:
+        return dark ? QColor(0xff, 0xd5, 0x4f) : QColor(0x8d, 0x6e, 0x00);
+    case core::AgentStatus::Stopped:
+        return palette.color(QPalette::Disabled, QPalette::Text);
+    default:
+        return dark ? QColor(0xff, 0x8a, 0x80) : QColor(0xc6, 0x28, 0x28);
+    }
+}
+
+AgentsModel::AgentsModel(QObject *parent)
+    : QAbstractTableModel(parent)
+{ }
+
+int AgentsModel::rowCount(const QModelIndex &parent) const
+{
+    return parent.isValid() ? 0 : int(m_agents.size());
+}
+
+int AgentsModel::columnCount(const QModelIndex &parent) const
+{
+    return parent.isValid() ? 0 : ColumnCount;
+}
+
+QVariant AgentsModel::headerData(int section, Qt::Orientation orientation, int role) const
+{
+    if (orientation != Qt::Horizontal || role != Qt::DisplayRole)
+        return {};
+    switch (section) {
+    case NameColumn:
+        return tr("Agent");
+    case StateColumn:
+        return tr("Connection");
+    case HostColumn:
+        return tr("Node");
+    case CpuColumn:
+        return tr("CPU");
+    case MemoryColumn:
+        return tr("Memory");
+    case GpuColumn:
+        return tr("GPUs");
+    case DataColumn:
+        return tr("Data sets");
+    case SlotsColumn:
+        return tr("Free slots");
+    default:
+        return {};
+    }
+}
+
+QVariant AgentsModel::data(const QModelIndex &index, int role) const
+{
+    if (!index.isValid() || index.row() >= rowCount() || index.column() >= ColumnCount)
+        return {};
+    switch (role) {
+    case Qt::DisplayRole:
+        return text(index.row(), index.column());
+    case Qt::ToolTipRole:
+        return tooltip(index.row(), index.column());
+    case Qt::ForegroundRole:
+        if (index.column() == StateColumn)
+            return stateColor(agent(index.row()).status.state, m_palette);
+        return {};
+    case GaugeRole:
+        return gauges(index.row(), index.column());
+    default:
+        return {};
+    }
+}
+
+QString AgentsModel::text(int row, int column) const
+{
+    const Agent &a = agent(row);
+    const auto *inv = a.inventory ? &*a.inventory : nullptr;
+    const auto *s = a.last ? &*a.last : nullptr;
+    switch (column) {
+    case NameColumn:
+        return a.label;
+    case StateColumn: {
+        QString words = a.status.words;
+        if (a.status.retryInMs > 0)
+            words += tr(" — retrying in %1 s").arg((a.status.retryInMs + 999) / 1000);
+        return words;
+    }
+    case HostColumn:
+        return inv ? tr("%1 · %2 cores · %3 GiB")
+                         .arg(QString::fromStdString(inv->hostname()))
+                         .arg(inv->cpu_cores())
+                         .arg(gib(inv->memory_bytes()))
+                   : QString();
+    case CpuColumn:
+        if (!s)
+            return {};
+        if (s->processes_size() == 0)
+            return QStringLiteral("%1%").arg(s->cpu_percent(), 0, 'f', 0);
+        return tr("%1% · ranks %2%").arg(s->cpu_percent(), 0, 'f', 0).arg(ranksCpuPercent(*s), 0, 'f', 0);
+    case MemoryColumn:
+        return s ? tr("%1/%2 GiB").arg(gib(s->memory_used_bytes()), gib(s->memory_total_bytes())) : QString();
+    case GpuColumn: {
+        if (s && s->gpus_size() > 0) {
+            double util = 0;
+            qint64 used = 0, total = 0;
+            for (const auto &g : s->gpus()) {
+                util += g.utilization_percent();
+                used += g.memory_used_bytes();
+                total += g.memory_total_bytes();
+            }
+            return tr("%1% · %2/%3 GiB").arg(util / s->gpus_size(), 0, 'f', 0).arg(gib(used), gib(total));
+        }
+        if (inv)
+            return inv->gpus_size() == 0 ? tr("none") : tr("%1 GPU(s)").arg(inv->gpus_size());
+        return {};
+    }
+    case DataColumn: {
+        if (!inv)
+            return {};
+        QStringList datasets;
+        for (const auto &d : inv->datasets())
+            datasets << QString::fromStdString(d.name()) + (d.synthetic() ? tr(" (synthetic)") : QString());
+        return datasets.isEmpty() ? tr("none") : datasets.join(QStringLiteral(", "));
+    }
+    case SlotsColumn:
+        return inv ? QString::number(inv->free_slots()) : QString();
+    default:
+        return {};
+    }
+}
+
+QString AgentsModel::tooltip(int row, int column) const
+{
+    const Agent &a = agent(row);
+    switch (column) {
+    case NameColumn:
+        return tr("%1 at %2%3").arg(a.label, a.address, a.tls ? tr(", TLS") : QString());
+    case StateColumn:
+        return a.status.advice.isEmpty() ? text(row, column) : text(row, column) + QLatin1Char('\n') + a.status.advice;
+    case CpuColumn:
+        if (a.last && a.last->processes_size() > 0) {
+            QStringList tips { tr("The whole node: %1% of %2 cores; ScaleLab's ranks: %3%")
+                                   .arg(a.last->cpu_percent(), 0, 'f', 0)
+                                   .arg(a.last->cpu_cores())
+                                   .arg(ranksCpuPercent(*a.last), 0, 'f', 0) };
+            for (const auto &p : a.last->processes())
+                tips << tr("%1 attempt %2, rank %3 (pid %4): %5% of a core, %6 GiB")
+                            .arg(QString::fromStdString(p.run_id()))
+                            .arg(p.attempt())
+                            .arg(p.rank())
+                            .arg(p.pid())
+                            .arg(p.cpu_percent(), 0, 'f', 0)
+                            .arg(gib(p.rss_bytes()));
+            return tips.join(QLatin1Char('\n'));
+        }
+        return text(row, column);
+    case GpuColumn:
+        if (a.last && a.last->gpus_size() > 0) {
+            QStringList tips;
+            for (const auto &g : a.last->gpus()) {
+                QString name = tr("GPU %1").arg(g.index());
+                if (a.inventory && g.index() < a.inventory->gpus_size())
+                    name += QStringLiteral(" ") + QString::fromStdString(a.inventory->gpus(g.index()).name());
+                tips << tr("%1: %2% busy, %3/%4 GiB")
+                            .arg(name)
+                            .arg(g.utilization_percent(), 0, 'f', 0)
+                            .arg(gib(g.memory_used_bytes()), gib(g.memory_total_bytes()));
+            }
+            return tips.join(QLatin1Char('\n'));
+        }
+        return text(row, column);
+    default:
+        return text(row, column);
+    }
+}
+
+QVariantList AgentsModel::gauges(int row, int column) const
+{
+    const auto &s = agent(row).last;
+    if (!s)
+        return {};
+    switch (column) {
+    case CpuColumn:
+        return { s->cpu_percent() / 100.0 };
+    case MemoryColumn:
+        return { s->memory_total_bytes() > 0 ? double(s->memory_used_bytes()) / double(s->memory_total_bytes()) : 0.0 };
+    case GpuColumn: {
+        QVariantList bars;
+        for (const auto &g : s->gpus())
+            bars << g.utilization_percent() / 100.0;
+        return bars;
+    }
+    default:
+        return {};
+    }
+}
+
+int AgentsModel::addAgent(const Agent &agent)
+{
+    const int row = rowCount();
+    beginInsertRows({}, row, row);
+    m_agents.push_back(agent);
+    endInsertRows();
+    return row;
+}
+
+void AgentsModel::removeAgent(int row)
+{
+    if (row < 0 || row >= rowCount())
+        return;
+    beginRemoveRows({}, row, row);
+    m_agents.erase(m_agents.begin() + row);
+    endRemoveRows();
+}
+
+void AgentsModel::setAgent(int row, const Agent &agent)
+{
+    m_agents.at(std::size_t(row)) = agent;
+    rowChanged(row);
+}
+
+void AgentsModel::setPalette(const QPalette &palette)
+{
+    m_palette = palette;
+    if (rowCount() > 0)
+        Q_EMIT dataChanged(index(0, StateColumn), index(rowCount() - 1, StateColumn), { Qt::ForegroundRole });
+}
+
+void AgentsModel::rowChanged(int row)
+{
+    Q_EMIT dataChanged(index(row, 0), index(row, ColumnCount - 1));
+}
+
+} // namespace scalelab::console
