@@ -3,6 +3,7 @@
 #include "journal.h"
 #include "placement.h"
 #include "run_request.h"
+#include "study_model.h"
 #include "study_plan.h"
 #include "study_state.h"
 #include "spec_rules.h"
@@ -86,6 +87,28 @@ private Q_SLOTS:
         QVERIFY(long_.problems().first().startsWith(QStringLiteral("epochs: must be between 1 and")));
         for (const core::RunRequest &r : { big, long_ })
             QVERIFY(!rules::checkRunSpec(r.toStartWorkers(QStringLiteral("x")).spec(), { "spec.", false, false }).empty());
+    }
+
+    void runsAreLabelledByWhatDiffers()
+    {
+        core::RunConfig base;
+        base.baseline = true;
+        base.batchSize = 64;
+        base.threadsPerWorker = 1;
+        core::RunConfig a = base, b = base;
+        a.baseline = b.baseline = false;
+        a.workers = b.workers = 2;
+        a.batchSize = 32;
+        QCOMPARE(core::distinguishingLabels({ base, a, b }),
+            (QStringList { QStringLiteral("baseline · 1 worker · b64"), QStringLiteral("2 workers · b32"),
+                QStringLiteral("2 workers · b64") }));
+        b.batchSize = 32;
+        b.precision = QStringLiteral("bf16");
+        b.epochs = 3;
+        QCOMPARE(core::distinguishingLabels({ a, b }),
+            (QStringList { QStringLiteral("2 workers · 1 epoch · fp32"), QStringLiteral("2 workers · 3 epochs · bf16") }));
+        QCOMPARE(core::distinguishingLabels({ a }), QStringList { QStringLiteral("2 workers · b32") });
+        QVERIFY(core::distinguishingLabels({}).isEmpty());
     }
 
     void planJsonRoundTrip()

@@ -9,6 +9,7 @@
 #include "run_details.h"
 #include "run_plot.h"
 #include "study_charts.h"
+#include "frozen_columns.h"
 #include "study_view.h"
 #include "agent_fixture.h"
 
@@ -19,6 +20,9 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QPushButton>
+#include <QRegularExpression>
+#include <QScrollBar>
+#include <QSettings>
 #include <QTableWidget>
 #include <QTemporaryDir>
 #include <QTest>
@@ -71,7 +75,7 @@ private Q_SLOTS:
             qPrintable(view.problemsLabel()->text()));
         bool infeasible = false;
         for (int row = 0; row < view.runsTable()->rowCount(); ++row)
-            infeasible = infeasible || cell(view.runsTable(), row, 2) == QLatin1String("INFEASIBLE");
+            infeasible = infeasible || cell(view.runsTable(), row, console::StudyView::StateCol) == QLatin1String("INFEASIBLE");
         QVERIFY(infeasible);
     }
 
@@ -159,15 +163,21 @@ private Q_SLOTS:
         QTRY_VERIFY(!cancel->isEnabled()); // ended: nothing left to cancel
         QVERIFY(exportReport->isEnabled());
         // The table follows on its coalescing timer (rows may be sorted either way).
-        QTRY_VERIFY_WITH_TIMEOUT(cell(view.runsTable(), 0, 2) == QLatin1String("SUCCEEDED")
-                && cell(view.runsTable(), 1, 2) == QLatin1String("SUCCEEDED"),
+        QTRY_VERIFY_WITH_TIMEOUT(cell(view.runsTable(), 0, console::StudyView::StateCol) == QLatin1String("SUCCEEDED")
+                && cell(view.runsTable(), 1, console::StudyView::StateCol) == QLatin1String("SUCCEEDED"),
             5000);
         for (int row = 0; row < 2; ++row) {
-            QVERIFY(cell(view.runsTable(), row, 6).endsWith(QLatin1Char('%'))); // test accuracy
-            QVERIFY2(!cell(view.runsTable(), row, 10).isEmpty(), // wall-clock
-                qPrintable(cell(view.runsTable(), row, 0) + QLatin1Char(' ') + cell(view.runsTable(), row, 2)
-                    + QLatin1Char(' ') + cell(view.runsTable(), row, 5) + QLatin1Char(' ')
-                    + cell(view.runsTable(), row, 11)));
+            using V = console::StudyView;
+            QVERIFY(cell(view.runsTable(), row, V::AccuracyCol).endsWith(QLatin1Char('%'))); // test accuracy
+            QVERIFY2(!cell(view.runsTable(), row, V::WallCol).isEmpty(), // wall-clock
+                qPrintable(cell(view.runsTable(), row, V::RunCol) + QLatin1Char(' ')
+                    + cell(view.runsTable(), row, V::StateCol) + QLatin1Char(' ')
+                    + cell(view.runsTable(), row, V::ProgressCol) + QLatin1Char(' ')
+                    + cell(view.runsTable(), row, V::WhyCol)));
+            QCOMPARE(cell(view.runsTable(), row, V::ProgressCol), QStringLiteral("1/1 epochs"));
+            // The run's short name; its full id is kept for the actions.
+            QVERIFY(QRegularExpression(QStringLiteral("^r0[12]$")).match(cell(view.runsTable(), row, V::RunCol)).hasMatch());
+            QVERIFY(view.runIdAt(row).endsWith(cell(view.runsTable(), row, V::RunCol)));
         }
         // The charts: every run's curves, and the scaling point of the 2-worker run
         // beside the baseline's (1, 1×).
@@ -190,17 +200,56 @@ private Q_SLOTS:
         // The table's img/s is the run's, as the CLI and the reports define it (core::runImagesPerSecond).
         for (int row = 0; row < view.runsTable()->rowCount(); ++row)
             for (const auto &run : view.snapshot().runs)
-                if (cell(view.runsTable(), row, 0) == run.runId)
-                    QCOMPARE(cell(view.runsTable(), row, 7), QString::number(run.imagesPerSecond, 'f', 1));
+                if (view.runIdAt(row) == run.runId)
+                    QCOMPARE(cell(view.runsTable(), row, console::StudyView::ImagesCol),
+                        QString::number(run.imagesPerSecond, 'f', 1));
 
-        // Filtering hides rows; clearing it shows them again.
+        // Sorted by the run's name, as the plan lists them.
+        QCOMPARE(cell(view.runsTable(), 0, console::StudyView::RunCol), QStringLiteral("r01"));
+        QCOMPARE(cell(view.runsTable(), 1, console::StudyView::RunCol), QStringLiteral("r02"));
+
+        // Filtering hides rows (in the frozen columns too); clearing it shows them again.
         auto *states = view.findChild<QComboBox *>(QStringLiteral("stateFilter"));
         states->setCurrentIndex(states->findData(QStringLiteral("FAILED|CANCELLED")));
         QVERIFY(view.runsTable()->isRowHidden(0) && view.runsTable()->isRowHidden(1));
+        QVERIFY(view.frozenColumns()->isRowHidden(0) && view.frozenColumns()->isRowHidden(1));
         states->setCurrentIndex(0);
         view.runFilter()->setText(QStringLiteral("w2-"));
         QCOMPARE(int(view.runsTable()->isRowHidden(0)) + int(view.runsTable()->isRowHidden(1)), 1);
+        QCOMPARE(view.frozenColumns()->isRowHidden(0), view.runsTable()->isRowHidden(0));
         view.runFilter()->clear();
+
+        // The frozen columns are the run and its configuration, as wide as the table's.
+        for (int c = 0; c < console::StudyView::RunColumnCount; ++c)
+            QCOMPARE(view.frozenColumns()->isColumnHidden(c), c > console::StudyView::ConfigCol);
+        QCOMPARE(view.frozenColumns()->columnWidth(console::StudyView::ConfigCol),
+            view.runsTable()->columnWidth(console::StudyView::ConfigCol));
+
+        // Scrolled to its right end in a narrow window, the run and configuration still show.
+        if (const QByteArray shot = qgetenv("SCALELAB_SCREENSHOT_DIR"); !shot.isEmpty()) {
+            view.resize(900, 600);
+            view.show();
+            QTest::qWait(300);
+            view.runsTable()->horizontalScrollBar()->setValue(view.runsTable()->horizontalScrollBar()->maximum());
+            QTest::qWait(100);
+            view.grab().save(QString::fromLocal8Bit(shot) + QStringLiteral("/runs-scrolled.png"));
+        }
+
+        // Attempt, agents and wall time show when chosen, and the choice is remembered.
+        QVERIFY(view.runsTable()->isColumnHidden(console::StudyView::AttemptCol));
+        QVERIFY(!view.runsTable()->isColumnHidden(console::StudyView::EfficiencyCol));
+        view.setRunColumnVisible(console::StudyView::AttemptCol, true);
+        view.setRunColumnVisible(console::StudyView::EfficiencyCol, false);
+        {
+            QSettings settings(m_fixture.path(QStringLiteral("columns.ini")), QSettings::IniFormat);
+            view.saveSettings(settings);
+        }
+        console::StudyView reopened;
+        reopened.restoreSettings(QSettings(m_fixture.path(QStringLiteral("columns.ini")), QSettings::IniFormat));
+        QVERIFY(!reopened.runsTable()->isColumnHidden(console::StudyView::AttemptCol));
+        QVERIFY(reopened.runsTable()->isColumnHidden(console::StudyView::EfficiencyCol));
+        QVERIFY(reopened.runsTable()->isColumnHidden(console::StudyView::AgentsCol));
+        view.setRunColumnVisible(console::StudyView::EfficiencyCol, true);
 
         // A run's details: its attempt and the worker's log lines.
         console::RunDetails *details = view.showRunDetails(view.snapshot().runs.first().runId);

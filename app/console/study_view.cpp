@@ -1,6 +1,7 @@
 #include "study_view.h"
 
 #include "chart_controls.h"
+#include "frozen_columns.h"
 #include "report.h"
 #include "run_details.h"
 #include "study_charts.h"
@@ -23,11 +24,13 @@
 #include <QLineEdit>
 #include <QMenu>
 #include <QMessageBox>
+#include <QPainter>
 #include <QPushButton>
 #include <QSettings>
 #include <QSignalBlocker>
 #include <QSpinBox>
 #include <QSplitter>
+#include <QStyledItemDelegate>
 #include <QTableWidget>
 #include <QUrl>
 #include <QVBoxLayout>
@@ -90,6 +93,60 @@ QTableWidgetItem *item(const QString &text)
     i->setFlags(i->flags() & ~Qt::ItemIsEditable);
     return i;
 }
+
+constexpr int kRunIdRole = Qt::UserRole; // the run's full id, on the Run column
+constexpr int kFractionRole = Qt::UserRole + 1; // how far the run is, 0..1, on Progress
+
+// A bar under the Progress column's text, filled as far as the run is.
+class ProgressDelegate : public QStyledItemDelegate {
+public:
+    using QStyledItemDelegate::QStyledItemDelegate;
+    void paint(QPainter *painter, const QStyleOptionViewItem &option, const QModelIndex &index) const override
+    {
+        QStyledItemDelegate::paint(painter, option, index);
+        const QVariant fraction = index.data(kFractionRole);
+        if (!fraction.isValid())
+            return;
+        const QRect bar = option.rect.adjusted(4, option.rect.height() - 5, -4, -2);
+        painter->save();
+        painter->setPen(Qt::NoPen);
+        painter->setBrush(option.palette.color(QPalette::Mid));
+        painter->drawRect(bar);
+        painter->setBrush(option.palette.color(QPalette::Highlight));
+        painter->drawRect(QRect(bar.left(), bar.top(), int(std::lround(bar.width() * qBound(0.0, fraction.toDouble(), 1.0))),
+            bar.height()));
+        painter->restore();
+    }
+};
+
+// What the Progress column says: live progress while the run trains (epoch, percent, ETA
+// once the step rate is stable), else epochs done of planned.
+QString progressText(const core::RunResult &r, const core::ProgressView *live, double *fraction)
+{
+    const int planned = r.config.epochs;
+    const int done = int(r.epochs.size());
+    *fraction = planned > 0 ? double(done) / planned : 0;
+    if (live && r.state == QLatin1String("RUNNING") && live->stepsTotal > 0) {
+        *fraction = live->fraction;
+        QString text = QStringLiteral("epoch %1/%2 · %3%")
+                           .arg(live->epoch)
+                           .arg(live->epochs)
+                           .arg(int(std::floor(live->fraction * 100)));
+        if (live->etaSeconds)
+            text += QStringLiteral(" · ETA ") + core::formatDuration(*live->etaSeconds);
+        return text;
+    }
+    return QStringLiteral("%1/%2 epochs").arg(done).arg(planned);
+}
+
+// The run's name within its study: "r01" of "<study>-r01".
+QString shortRunName(const QString &runId, const QString &studyId)
+{
+    return runId.startsWith(studyId + QLatin1Char('-')) ? runId.mid(studyId.size() + 1) : runId;
+}
+
+const char *const kRunColumnKeys[] = { "run", "configuration", "state", "progress", "accuracy", "images",
+    "speedup", "efficiency", "attempt", "agents", "wall", "why" };
 
 } // namespace
 
@@ -276,11 +333,27 @@ void StudyView::buildUi()
     filterBar->addWidget(m_filter, 1);
     filterBar->addWidget(m_stateFilter);
 
-    m_runs = new QTableWidget(0, 12);
-    m_runs->setHorizontalHeaderLabels(
-        { tr("Run"), tr("Configuration"), tr("State"), tr("Attempt"), tr("Agents"), tr("Epochs"),
-            tr("Test acc"), tr("img/s"), tr("Speedup"), tr("Efficiency"), tr("Wall s"), tr("Why") });
+    m_runs = new QTableWidget(0, RunColumnCount);
+    m_runs->setObjectName(QStringLiteral("runsTable"));
+    m_runs->setHorizontalHeaderLabels({ tr("Run"), tr("Configuration"), tr("State"), tr("Progress"), tr("Test acc"),
+        tr("img/s"), tr("Speedup"), tr("Efficiency"), tr("Attempt"), tr("Agents"), tr("Wall s"), tr("Why") });
+    m_runs->setItemDelegateForColumn(ProgressCol, new ProgressDelegate(m_runs));
     m_runs->setSortingEnabled(true);
+    m_runs->sortByColumn(RunCol, Qt::AscendingOrder); // r01, r02, …: the plan's order
+    for (int c : { AttemptCol, AgentsCol, WallCol })
+        m_runs->setColumnHidden(c, true);
+    // Which columns show: right-click the header.
+    m_runs->horizontalHeader()->setContextMenuPolicy(Qt::CustomContextMenu);
+    connect(m_runs->horizontalHeader(), &QWidget::customContextMenuRequested, this, [this](const QPoint &at) {
+        QMenu menu;
+        for (int c = ConfigCol; c < RunColumnCount; ++c) {
+            QAction *action = menu.addAction(m_runs->horizontalHeaderItem(c)->text());
+            action->setCheckable(true);
+            action->setChecked(!m_runs->isColumnHidden(c));
+            connect(action, &QAction::toggled, this, [this, c](bool on) { setRunColumnVisible(c, on); });
+        }
+        menu.exec(m_runs->horizontalHeader()->mapToGlobal(at));
+    });
     m_runs->horizontalHeader()->setStretchLastSection(true);
     m_runs->verticalHeader()->hide();
     m_runs->setSelectionBehavior(QAbstractItemView::SelectRows);
@@ -289,10 +362,12 @@ void StudyView::buildUi()
     m_runs->setToolTip(
         tr("Double-click a run for its attempts and worker logs; right-click to retry or cancel it"));
     connect(m_runs, &QTableWidget::customContextMenuRequested, this, &StudyView::showRunMenu);
-    connect(m_runs, &QTableWidget::cellDoubleClicked, this, [this](int row) {
-        if (const QTableWidgetItem *id = m_runs->item(row, 0); id && !m_studyId.isEmpty())
-            showRunDetails(id->text());
+    connect(m_runs, &QTableView::doubleClicked, this, [this](const QModelIndex &index) {
+        if (const QString id = runIdAt(index.row()); !id.isEmpty() && !m_studyId.isEmpty())
+            showRunDetails(id);
     });
+    // The run and its configuration stay in view when the table scrolls sideways.
+    m_frozen = new FrozenColumns(m_runs, ConfigCol + 1);
 
     auto *tablePane = new QWidget;
     auto *top = new QVBoxLayout(tablePane);
@@ -625,7 +700,17 @@ bool StudyView::open(const QString &studyId, QString *error)
     runner->moveToThread(&m_thread);
     m_runner = runner;
     connect(runner, &StudyRunner::stateChanged, this, [this] { m_dirty = true; });
-    connect(runner, &StudyRunner::runEvents, this, [this] { m_dirty = true; });
+    connect(runner, &StudyRunner::runEvents, this,
+        [this](const QString &runId, int attempt, const std::vector<v1::RunEvent> &events) {
+            auto &[measured, meter] = m_progress[runId];
+            if (measured != attempt) { // a new attempt measures afresh
+                measured = attempt;
+                meter = core::ProgressMeter();
+            }
+            for (const auto &event : events)
+                meter.apply(event);
+            m_dirty = true;
+        });
     connect(runner, &StudyRunner::message, this, [this](const QString &line) { m_status->setText(line); });
     connect(runner, &StudyRunner::fatal, this,
         [this](const QString &e) { m_status->setText(tr("Stopped: %1").arg(e)); });
@@ -672,26 +757,46 @@ void StudyView::refresh()
     const StudyResults results = computeStudyResults(s);
     m_runs->setSortingEnabled(false);
     m_runs->setRowCount(int(s.runs.size()));
+    QList<RunConfig> configs;
+    for (const RunResult &r : s.runs)
+        configs << r.config;
+    const QStringList labels = distinguishingLabels(configs);
     for (int i = 0; i < s.runs.size(); ++i) {
         const RunResult &r = s.runs[i];
         const Speedup sp = i < results.runs.size() ? results.runs[i].byWallClock : Speedup {};
         const QStringList agents = r.attempts.isEmpty() ? QStringList() : r.attempts.last().agents;
-        m_runs->setItem(i, 0, item(r.runId));
-        m_runs->setItem(i, 1, item(r.config.key()));
-        m_runs->setItem(i, 2, item(r.state));
-        m_runs->setItem(i, 3, item(QString::number(r.attempts.size())));
-        m_runs->setItem(i, 4, item(agents.join(QLatin1String(", "))));
-        m_runs->setItem(i, 5, item(QStringLiteral("%1/%2").arg(r.epochs.size()).arg(r.config.epochs)));
-        m_runs->setItem(i, 6, item(pct(r.epochs.isEmpty() ? kNotMeasured : r.epochs.last().testAccuracy)));
+        QTableWidgetItem *name = item(shortRunName(r.runId, m_studyId));
+        name->setData(kRunIdRole, r.runId);
+        name->setToolTip(r.runId);
+        m_runs->setItem(i, RunCol, name);
+        QTableWidgetItem *config = item(labels.value(i));
+        config->setToolTip(r.config.key()); // the whole configuration
+        m_runs->setItem(i, ConfigCol, config);
+        m_runs->setItem(i, StateCol, item(r.state));
+        const auto live = m_progress.find(r.runId);
+        const core::ProgressView view = live != m_progress.end() ? live->second.second.view() : core::ProgressView {};
+        double fraction = 0;
+        QTableWidgetItem *progress
+            = item(progressText(r, live != m_progress.end() ? &view : nullptr, &fraction));
+        progress->setData(kFractionRole, fraction);
+        m_runs->setItem(i, ProgressCol, progress);
+        m_runs->setItem(i, AccuracyCol, item(pct(r.epochs.isEmpty() ? kNotMeasured : r.epochs.last().testAccuracy)));
         m_runs->setItem(
-            i, 7, item(num(r.imagesPerSecond, 1))); // core::runImagesPerSecond, as every report
-        m_runs->setItem(i, 8, item(num(sp.speedup, 2)));
-        m_runs->setItem(i, 9, item(pct(sp.efficiency)));
-        m_runs->setItem(i, 10, item(num(r.wallSeconds, 1)));
-        m_runs->setItem(i, 11, item(r.stateReason));
+            i, ImagesCol, item(num(r.imagesPerSecond, 1))); // core::runImagesPerSecond, as every report
+        m_runs->setItem(i, SpeedupCol, item(num(sp.speedup, 2)));
+        m_runs->setItem(i, EfficiencyCol, item(pct(sp.efficiency)));
+        m_runs->setItem(i, AttemptCol, item(QString::number(r.attempts.size())));
+        m_runs->setItem(i, AgentsCol, item(agents.join(QLatin1String(", "))));
+        m_runs->setItem(i, WallCol, item(num(r.wallSeconds, 1)));
+        QTableWidgetItem *why = item(r.stateReason);
+        why->setToolTip(r.stateReason);
+        m_runs->setItem(i, WhyCol, why);
     }
     m_runs->setSortingEnabled(true);
     m_runs->resizeColumnsToContents();
+    // The configuration can be long: a third of the table at most, whole in its tooltip.
+    m_runs->setColumnWidth(ConfigCol, qMin(m_runs->columnWidth(ConfigCol), qMax(160, m_runs->width() / 3)));
+    m_runs->setColumnWidth(ProgressCol, qMax(m_runs->columnWidth(ProgressCol), 120));
     const QString note = !results.baselineWarning.isEmpty()
         ? tr("Warning: %1").arg(results.baselineWarning)
         : results.baselineNote;
@@ -715,16 +820,18 @@ void StudyView::applyFilter()
     const QStringList states
         = m_stateFilter->currentData().toString().split(QLatin1Char('|'), Qt::SkipEmptyParts);
     for (int row = 0; row < m_runs->rowCount(); ++row) {
-        const QTableWidgetItem *state = m_runs->item(row, 2);
+        const QTableWidgetItem *state = m_runs->item(row, StateCol);
         bool show = states.isEmpty() || (state && states.contains(state->text()));
         if (show && !text.isEmpty()) {
             show = false;
             for (int c = 0; c < m_runs->columnCount() && !show; ++c)
                 if (const QTableWidgetItem *i = m_runs->item(row, c))
-                    show = i->text().contains(text, Qt::CaseInsensitive);
+                    show = i->text().contains(text, Qt::CaseInsensitive) // or the full id and key
+                        || i->toolTip().contains(text, Qt::CaseInsensitive);
         }
         m_runs->setRowHidden(row, !show);
     }
+    m_frozen->sync();
 }
 
 QString StudyView::selectedRun() const
@@ -732,8 +839,21 @@ QString StudyView::selectedRun() const
     const auto rows = m_runs->selectionModel()->selectedRows();
     if (rows.isEmpty() || m_studyId.isEmpty())
         return {};
-    const QTableWidgetItem *id = m_runs->item(rows.first().row(), 0);
-    return id ? id->text() : QString();
+    return runIdAt(rows.first().row());
+}
+
+QString StudyView::runIdAt(int row) const
+{
+    const QTableWidgetItem *name = m_runs->item(row, RunCol);
+    return name ? name->data(kRunIdRole).toString() : QString();
+}
+
+void StudyView::setRunColumnVisible(int column, bool visible)
+{
+    if (column <= RunCol || column >= RunColumnCount)
+        return; // the run's name always shows
+    m_runs->setColumnHidden(column, !visible);
+    m_frozen->sync();
 }
 
 void StudyView::showRunMenu(const QPoint &position)
@@ -832,6 +952,11 @@ void StudyView::saveSettings(QSettings &settings) const
         return planFromForm(&ignored);
     }())));
     settings.setValue(QStringLiteral("study/planDir"), m_planDir);
+    QStringList hidden;
+    for (int c = ConfigCol; c < RunColumnCount; ++c)
+        if (m_runs->isColumnHidden(c))
+            hidden << QLatin1String(kRunColumnKeys[c]);
+    settings.setValue(QStringLiteral("study/hiddenColumns"), hidden.isEmpty() ? QStringLiteral("none") : hidden.join(u','));
 }
 
 void StudyView::restoreSettings(const QSettings &settings)
@@ -844,6 +969,11 @@ void StudyView::restoreSettings(const QSettings &settings)
         = parsePlanJson(settings.value(QStringLiteral("study/plan")).toString().toUtf8(), &problems))
         setForm(*plan);
     m_planDir = settings.value(QStringLiteral("study/planDir")).toString();
+    if (settings.contains(QStringLiteral("study/hiddenColumns"))) {
+        const QStringList hidden = settings.value(QStringLiteral("study/hiddenColumns")).toString().split(u',');
+        for (int c = ConfigCol; c < RunColumnCount; ++c)
+            setRunColumnVisible(c, !hidden.contains(QLatin1String(kRunColumnKeys[c])));
+    }
 }
 
 void StudyView::refreshStudyList()

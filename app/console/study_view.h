@@ -6,12 +6,15 @@
 #pragma once
 
 #include "journal.h"
+#include "progress_meter.h"
 #include "study_runner.h"
 
 #include <QPointer>
 #include <QThread>
 #include <QTimer>
 #include <QWidget>
+
+#include <map>
 
 class QCheckBox;
 class QDialog;
@@ -31,11 +34,31 @@ class StudyCharts;
 
 namespace scalelab::console {
 
+class FrozenColumns;
 class RunDetails;
 
 class StudyView : public QWidget {
     Q_OBJECT
 public:
+    // The runs table's columns. The identifying ones (run, configuration) stay in place
+    // when the table scrolls sideways; attempt, agents and wall time are hidden until
+    // chosen (right-click the header), and the choice is remembered.
+    enum RunColumn {
+        RunCol,
+        ConfigCol,
+        StateCol,
+        ProgressCol,
+        AccuracyCol,
+        ImagesCol,
+        SpeedupCol,
+        EfficiencyCol,
+        AttemptCol,
+        AgentsCol,
+        WallCol,
+        WhyCol,
+        RunColumnCount
+    };
+
     explicit StudyView(QWidget *parent = nullptr);
     ~StudyView() override;
 
@@ -57,6 +80,9 @@ public:
     QString currentStudy() const { return m_studyId; }
     core::StudySnapshot snapshot() const;
     QTableWidget *runsTable() const { return m_runs; }
+    FrozenColumns *frozenColumns() const { return m_frozen; }
+    QString runIdAt(int row) const; // the table shows the short name ("r01")
+    void setRunColumnVisible(int column, bool visible);
     QLabel *problemsLabel() const { return m_problems; }
     app::StudyCharts *charts() const { return m_charts; }
     QLineEdit *runFilter() const { return m_filter; }
@@ -136,6 +162,9 @@ private:
     QLabel *m_resultsNote = nullptr; // a baseline warning, or why speedups are missing
     QComboBox *m_studies = nullptr;
     QTableWidget *m_runs = nullptr;
+    FrozenColumns *m_frozen = nullptr;
+    // Live progress per run, from the runner's events: the attempt it measures, and how far.
+    std::map<QString, std::pair<int, core::ProgressMeter>> m_progress;
     QLineEdit *m_filter = nullptr;
     QComboBox *m_stateFilter = nullptr;
     QSplitter *m_split = nullptr;

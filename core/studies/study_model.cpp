@@ -16,6 +16,44 @@ QString RunConfig::key() const
     return baseline ? QStringLiteral("baseline-") + key : key;
 }
 
+QStringList distinguishingLabels(const QList<RunConfig> &configs)
+{
+    const auto differs = [&](auto field) {
+        for (const RunConfig &c : configs)
+            if (field(c) != field(configs.first()))
+                return true;
+        return false;
+    };
+    const bool batch = differs([](const RunConfig &c) { return c.batchSize; }) || configs.size() == 1;
+    const bool epochs = differs([](const RunConfig &c) { return c.epochs; });
+    const bool device = differs([](const RunConfig &c) { return c.gpusPerWorker; });
+    const bool threads = differs([](const RunConfig &c) { return c.threadsPerWorker; });
+    const bool precision = differs([](const RunConfig &c) { return c.precision; });
+    const bool lrRule = differs([](const RunConfig &c) { return c.lrRule; });
+    QStringList labels;
+    for (const RunConfig &c : configs) {
+        QStringList parts;
+        if (c.baseline)
+            parts << QStringLiteral("baseline");
+        parts << (c.workers == 1 ? QStringLiteral("1 worker") : QStringLiteral("%1 workers").arg(c.workers));
+        if (batch)
+            parts << QStringLiteral("b%1").arg(c.batchSize);
+        if (epochs)
+            parts << QStringLiteral("%1 epoch%2").arg(c.epochs).arg(c.epochs == 1 ? "" : "s");
+        if (device)
+            parts << (c.gpusPerWorker > 0 ? QStringLiteral("%1 GPU").arg(c.gpusPerWorker) : QStringLiteral("CPU"));
+        if (threads)
+            parts << (c.threadsPerWorker > 0 ? QStringLiteral("%1 thread%2").arg(c.threadsPerWorker).arg(c.threadsPerWorker == 1 ? "" : "s")
+                                             : QStringLiteral("auto threads"));
+        if (precision)
+            parts << c.precision;
+        if (lrRule)
+            parts << QStringLiteral("lr %1").arg(c.lrRule);
+        labels << parts.join(QStringLiteral(" · "));
+    }
+    return labels;
+}
+
 QString resumeNote(const AttemptRecord &a)
 {
     const int epoch = a.resumedFromEpoch > 0 ? a.resumedFromEpoch : a.transferredEpoch;

@@ -35,6 +35,12 @@ struct RunConfig {
     bool operator==(const RunConfig &) const = default;
 };
 
+// Short labels that tell `configs` apart, in a reader's words: the workers always (what a
+// scale-up study varies), then only the fields that differ between them, e.g.
+// "baseline · 1 worker · b64", "2 workers · b32". For tables and legends; key() stays the
+// identity.
+QStringList distinguishingLabels(const QList<RunConfig> &configs);
+
 struct EpochPoint {
     int epoch = 0; // 1-based
     double trainLoss = kNotMeasured;
