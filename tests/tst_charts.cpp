@@ -12,7 +12,7 @@
 #include <QLegend>
 #include <QLegendMarker>
 #include <QLineSeries>
-#include <QLogValueAxis>
+#include <QCategoryAxis>
 #include <QSignalSpy>
 #include <QSvgRenderer>
 #include <QTemporaryDir>
@@ -338,15 +338,45 @@ private Q_SLOTS:
         QCOMPARE(chart.drawnPoints(QStringLiteral("a")).size(), 4);
 
         chart.setLogScale(true);
-        QCOMPARE(chart.yAxisItem()->type(), QAbstractAxis::AxisTypeLogValue);
-        QCOMPARE(ys(chart.drawnPoints(QStringLiteral("a"))), (QList<double> { 2.0, 0.5, 0.01 }));
-        const auto *log = static_cast<QLogValueAxis *>(chart.yAxisItem());
-        QVERIFY(log->min() > 0 && log->min() < 0.01 && log->max() > 2.0);
+        QCOMPARE(chart.yAxisItem()->type(), QAbstractAxis::AxisTypeCategory);
+        const QList<double> drawn = ys(chart.drawnPoints(QStringLiteral("a"))); // in the data's units
+        QCOMPARE(drawn.size(), 3);
+        QVERIFY(qFuzzyCompare(drawn[0], 2.0) && qFuzzyCompare(drawn[1], 0.5) && qFuzzyCompare(drawn[2], 0.01));
+        // Drawn at log10(y), labelled at the decades over this long range (0.01 to 2).
+        QCOMPARE(chart.line(QStringLiteral("a"))->points().first().y(), std::log10(2.0));
+        auto *log = static_cast<QCategoryAxis *>(chart.yAxisItem());
+        QVERIFY(log->min() < -2 && log->max() > std::log10(2.0));
+        QCOMPARE(log->categoriesLabels(), (QStringList { QStringLiteral("0.01"), QStringLiteral("0.02"),
+                                              QStringLiteral("0.05"), QStringLiteral("0.1"), QStringLiteral("0.2"),
+                                              QStringLiteral("0.5"), QStringLiteral("1"), QStringLiteral("2") }));
         QVERIFY(chart.line(QStringLiteral("a"))->attachedAxes().contains(chart.yAxisItem()));
 
         chart.setLogScale(false);
         QCOMPARE(chart.yAxisItem()->type(), QAbstractAxis::AxisTypeValue);
         QCOMPARE(chart.drawnPoints(QStringLiteral("a")).size(), 4);
+    }
+
+    // A loss between 0.3 and 3 (less than a decade each side of 1) still has labels to read.
+    void logScaleLabelsAShortRange()
+    {
+        MetricChart chart(QStringLiteral("Loss"), QStringLiteral("loss"));
+        chart.addSeries(QStringLiteral("a"), QStringLiteral("run a"));
+        chart.append(QStringLiteral("a"),
+            { MetricPoint::at(XAxis::Step, 1, 2.9), MetricPoint::at(XAxis::Step, 2, 1.2),
+                MetricPoint::at(XAxis::Step, 3, 0.31) });
+        chart.setLogScale(true);
+        chart.redraw();
+        auto *axis = static_cast<QCategoryAxis *>(chart.yAxisItem());
+        QCOMPARE(axis->categoriesLabels(), (QStringList { QStringLiteral("0.3"), QStringLiteral("0.5"), QStringLiteral("1"),
+                                               QStringLiteral("2"), QStringLiteral("3") }));
+        // Over less than half a decade, every digit.
+        chart.removeAllSeries();
+        chart.addSeries(QStringLiteral("b"), QStringLiteral("run b"));
+        chart.append(QStringLiteral("b"), { MetricPoint::at(XAxis::Step, 1, 0.9), MetricPoint::at(XAxis::Step, 2, 0.45) });
+        chart.redraw();
+        QCOMPARE(static_cast<QCategoryAxis *>(chart.yAxisItem())->categoriesLabels(),
+            (QStringList { QStringLiteral("0.5"), QStringLiteral("0.6"), QStringLiteral("0.7"), QStringLiteral("0.8"),
+                QStringLiteral("0.9") }));
     }
 
     void xAxisModesPlaceSamplesByStepEpochOrTime()
@@ -547,6 +577,15 @@ private Q_SLOTS:
         const QString path = qEnvironmentVariable("SCALELAB_TEST_SCREENSHOT_DIR");
         if (!path.isEmpty())
             QVERIFY(chart.exportPng(path + QStringLiteral("/dark.png")));
+        // On a log scale too: the axis made for it takes the palette.
+        chart.setLogScale(true);
+        chart.redraw();
+        QTest::qWait(50); // Qt Charts removes the old axis's items from the scene on the event loop
+        QCOMPARE(chart.chart()->axes(Qt::Vertical).size(), 1);
+        QCOMPARE(chart.yAxisItem()->labelsBrush().color(), QColor(0xe0e0e0));
+        QVERIFY(!static_cast<QCategoryAxis *>(chart.yAxisItem())->categoriesLabels().isEmpty());
+        if (!path.isEmpty())
+            QVERIFY(chart.exportPng(path + QStringLiteral("/dark-log.png")));
     }
 
     void feedBringsSamplesFromAnotherThreadInBatches()

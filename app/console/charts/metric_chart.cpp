@@ -10,7 +10,7 @@
 #include <QLegend>
 #include <QLegendMarker>
 #include <QLineSeries>
-#include <QLogValueAxis>
+#include <QCategoryAxis>
 #include <QMenu>
 #include <QMouseEvent>
 #include <QPainter>
@@ -253,10 +253,11 @@ void MetricChart::rebuildYAxis()
 {
     QAbstractAxis *axis = nullptr;
     if (m_logScale) {
-        auto *log = new QLogValueAxis;
-        log->setBase(10);
-        log->setLabelFormat(QStringLiteral("%g"));
-        log->setMinorTickCount(8); // 2..9 between decades, so a short range still has grid lines
+        // Lines are drawn at log10(y) against a value axis whose labels are placed at the
+        // decades and, over a short range, the values between them (setLogTicks): Qt's
+        // QLogValueAxis labels decades only, so a loss between 0.3 and 3 had one label.
+        auto *log = new QCategoryAxis;
+        log->setLabelsPosition(QCategoryAxis::AxisLabelsPositionOnValue);
         axis = log;
     } else {
         axis = new QValueAxis;
@@ -368,13 +369,46 @@ QLineSeries *MetricChart::line(const QString &id) const
 QList<QPointF> MetricChart::drawnPoints(const QString &id) const
 {
     const Entry *e = find(id);
-    return e ? e->line.points() : QList<QPointF> {};
+    return e ? fromPlot(e->line.points()) : QList<QPointF> {};
+}
+
+QList<QPointF> MetricChart::fromPlot(QList<QPointF> points) const
+{
+    if (m_logScale)
+        for (QPointF &p : points)
+            p.setY(std::pow(10.0, p.y()));
+    return points;
+}
+
+void MetricChart::setLogTicks(double from, double to)
+{
+    auto *axis = static_cast<QCategoryAxis *>(m_yAxis);
+    m_applyingRange = true;
+    for (const QString &label : axis->categoriesLabels())
+        axis->remove(label);
+    // Decades always; 2 and 5 times them over fewer than 3 decades, 3 times them too over
+    // fewer than 1.5, every digit over less than half a decade: a short range still reads.
+    const double span = to - from;
+    const std::vector<int> mantissas = span > 3 ? std::vector<int> { 1 }
+        : span > 1.5                           ? std::vector<int> { 1, 2, 5 }
+        : span > 0.5                           ? std::vector<int> { 1, 2, 3, 5 }
+                                               : std::vector<int> { 1, 2, 3, 4, 5, 6, 7, 8, 9 };
+    axis->setStartValue(from);
+    for (int decade = int(std::floor(from)); decade <= int(std::ceil(to)); ++decade)
+        for (int m : mantissas) {
+            const double value = m * std::pow(10.0, decade);
+            const double at = std::log10(value);
+            if (at >= from && at <= to)
+                axis->append(QString::number(value, 'g', 6), at);
+        }
+    axis->setRange(from, to);
+    m_applyingRange = false;
 }
 
 QList<QPointF> MetricChart::drawnRawPoints(const QString &id) const
 {
     const Entry *e = find(id);
-    return e ? e->raw.points() : QList<QPointF> {};
+    return e ? fromPlot(e->raw.points()) : QList<QPointF> {};
 }
 
 QAbstractAxis *MetricChart::xAxisItem() const
@@ -587,8 +621,11 @@ void MetricChart::redraw()
                     if (smoothed)
                         rawPoints = e->data.downsample(m_xAxis, x0, x1, pixels, false, first, last);
                     for (auto *points : { &shownPoints, &rawPoints }) {
-                        if (m_logScale)
+                        if (m_logScale) {
                             points->removeIf([](const QPointF &p) { return !(p.y() > 0); });
+                            for (QPointF &p : *points)
+                                p.setY(std::log10(p.y()));
+                        }
                         extent.add(*points, x0, x1);
                     }
                 }
@@ -607,8 +644,13 @@ void MetricChart::redraw()
         all.merge(e->tailExtent);
     }
     if (m_reference) {
-        const QList<QPointF> ideal { { x0, m_referenceSlope * x0 + m_referenceIntercept },
+        QList<QPointF> ideal { { x0, m_referenceSlope * x0 + m_referenceIntercept },
             { x1, m_referenceSlope * x1 + m_referenceIntercept } };
+        if (m_logScale) {
+            ideal.removeIf([](const QPointF &p) { return !(p.y() > 0); });
+            for (QPointF &p : ideal)
+                p.setY(std::log10(p.y()));
+        }
         all.add(ideal, x0, x1);
         stage(m_reference, ideal);
     }
@@ -623,17 +665,16 @@ void MetricChart::redraw()
     double y0 = all.lo, y1 = all.hi;
     double from = 0, to = 0;
     bool yChanges = false;
-    if (m_logScale) {
+    if (m_logScale) { // in log10(y), as drawn
         if (y0 > y1) {
-            y0 = 0.1;
-            y1 = 1;
+            y0 = -1;
+            y1 = 0;
         }
-        const double lo = std::log10(y0), hi = std::log10(y1), pad = std::max(0.02, (hi - lo) * 0.05);
-        const auto *axis = static_cast<QLogValueAxis *>(m_yAxis);
-        const double shownLo = std::log10(axis->min()), shownHi = std::log10(axis->max());
-        yChanges = !(shownLo <= lo && shownHi >= hi && (shownHi - shownLo) <= (hi - lo + 2 * pad) * 1.3);
-        from = std::pow(10.0, lo - pad);
-        to = std::pow(10.0, hi + pad);
+        const double pad = std::max(0.02, (y1 - y0) * 0.05);
+        const auto *axis = static_cast<QValueAxis *>(m_yAxis);
+        yChanges = !(axis->min() <= y0 && axis->max() >= y1 && (axis->max() - axis->min()) <= (y1 - y0 + 2 * pad) * 1.3);
+        from = y0 - pad;
+        to = y1 + pad;
     } else {
         if (m_yInclude) { // e.g. 0–100 % for utilization: a flat 2 % must not fill the plot
             y0 = std::min(y0, m_yInclude->first);
@@ -659,9 +700,7 @@ void MetricChart::redraw()
                 line->clear();
     setAxisRange(m_x, x0, x1);
     if (yChanges && m_logScale) {
-        m_applyingRange = true;
-        m_yAxis->setRange(from, to);
-        m_applyingRange = false;
+        setLogTicks(from, to);
     } else if (yChanges) {
         setAxisRange(static_cast<QValueAxis *>(m_yAxis), from, to);
     }
@@ -764,6 +803,14 @@ bool MetricChart::eventFilter(QObject *watched, QEvent *event)
         QToolTip::hideText();
         m_hover->clear();
         break;
+    case QEvent::ToolTip:
+        // The mouse rests: over a point, its read-out stays (the view's hint about zooming
+        // would replace it); elsewhere the hint shows.
+        if (readOutAt(static_cast<QHelpEvent *>(event)->pos())) {
+            showReadOut(static_cast<QHelpEvent *>(event)->pos());
+            return true;
+        }
+        break;
     case QEvent::MouseButtonDblClick:
         resetZoom();
         return true;
@@ -800,7 +847,8 @@ std::optional<ReadOut> MetricChart::readOutAt(const QPoint &viewPosition) const
         const double shown = e->data.shownValue(i);
         if (m_logScale && !(shown > 0))
             continue;
-        const QPointF position = m_chart->mapToPosition(QPointF(e->data.column(m_xAxis)[i], shown), m_hover);
+        const QPointF position
+            = m_chart->mapToPosition(QPointF(e->data.column(m_xAxis)[i], m_logScale ? std::log10(shown) : shown), m_hover);
         const double distance = QLineF(position, at).length();
         if (distance >= bestDistance)
             continue;
@@ -829,7 +877,7 @@ void MetricChart::showReadOut(const QPoint &position)
     }
     const Entry *e = find(r->seriesId);
     m_hover->setBorderColor(e->color);
-    m_hover->replace({ QPointF(r->point.x[int(m_xAxis)], r->shown) });
+    m_hover->replace({ QPointF(r->point.x[int(m_xAxis)], m_logScale ? std::log10(r->shown) : r->shown) });
     QToolTip::showText(m_view->viewport()->mapToGlobal(position), r->text(), m_view->viewport());
 }
 

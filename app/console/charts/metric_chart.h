@@ -134,6 +134,11 @@ private:
     void showContextMenu(const QPoint &position);
     void showReadOut(const QPoint &position);
     void setAxisRange(QValueAxis *axis, double from, double to);
+    // Log scale: the y range [from, to] in log10(y), labelled at decades (and between them
+    // over a short range).
+    void setLogTicks(double from, double to);
+    // Drawn points back in the data's units (10^y on a log scale).
+    QList<QPointF> fromPlot(QList<QPointF> points) const;
     bool renderTo(QPaintDevice *device, const QSize &size);
 
     QString m_yTitle;
