@@ -356,6 +356,16 @@ private Q_SLOTS:
         QCOMPARE(chart.drawnPoints(QStringLiteral("a")).size(), 4);
     }
 
+    // An empty percentage chart reads 0–100 %, not 0–1.
+    void emptyChartShowsItsEmptyRange()
+    {
+        MetricChart chart(QStringLiteral("Accuracy"), QStringLiteral("accuracy %"));
+        chart.setYEmptyRange(0, 100);
+        chart.redraw();
+        const auto *axis = static_cast<QValueAxis *>(chart.yAxisItem());
+        QVERIFY(axis->min() <= 0 && axis->max() >= 100 && axis->max() < 110);
+    }
+
     // A loss between 0.3 and 3 (less than a decade each side of 1) still has labels to read.
     void logScaleLabelsAShortRange()
     {

@@ -26,6 +26,7 @@
 #include <QTableWidget>
 #include <QTemporaryDir>
 #include <QTest>
+#include <QValueAxis>
 
 using namespace scalelab;
 
@@ -196,6 +197,19 @@ private Q_SLOTS:
         QCOMPARE(speedup->rawValue(0), 1.0); // the baseline
         QVERIFY(speedup->rawValue(1) > 0);
         QVERIFY(!charts->efficiencyChart()->seriesIds().isEmpty());
+        // A single run per point says so; efficiency is read from 0, as in the reports.
+        auto *note = charts->findChild<QLabel *>(QStringLiteral("scalingNote"));
+        QVERIFY(note);
+        QTRY_VERIFY(note->text().startsWith(QStringLiteral("Each point is a single run")));
+        QTRY_VERIFY(static_cast<QValueAxis *>(charts->efficiencyChart()->yAxisItem())->min() <= 0);
+        // Train accuracy is told from test by its legend's colour and words, not only its dash.
+        {
+            const auto &run = view.snapshot().runs.first();
+            const app::RunLines lines { app::StudyCharts::attemptPrefix(run.runId, 1) };
+            QVERIFY(charts->accuracyChart()->line(lines.trainAccuracy())->name().endsWith(QStringLiteral("train (dashed)")));
+            QVERIFY(charts->accuracyChart()->line(lines.trainAccuracy())->color()
+                != charts->accuracyChart()->line(lines.testAccuracy())->color());
+        }
 
         // The table's img/s is the run's, as the CLI and the reports define it (core::runImagesPerSecond).
         for (int row = 0; row < view.runsTable()->rowCount(); ++row)

@@ -26,6 +26,7 @@
 #include <QProgressBar>
 #include <QPushButton>
 #include <QSettings>
+#include <QTime>
 #include <QSpinBox>
 #include <QSplitter>
 #include <QStatusBar>
@@ -438,7 +439,8 @@ QWidget *MainWindow::buildCharts()
 {
     m_lossChart = new MetricChart(tr("Training loss"), tr("loss"));
     m_lossChart->setObjectName(QStringLiteral("lossChart"));
-    m_accuracyChart = new MetricChart(tr("Accuracy per epoch"), tr("accuracy %"));
+    m_accuracyChart = new MetricChart(tr("Accuracy after each epoch"), tr("accuracy %"));
+    m_accuracyChart->setYEmptyRange(0, 100);
     m_accuracyChart->setObjectName(QStringLiteral("accuracyChart"));
     m_throughputChart = new MetricChart(tr("Throughput"), tr("images / s"));
     m_throughputChart->setObjectName(QStringLiteral("throughputChart"));
@@ -692,12 +694,14 @@ void MainWindow::launchRun()
     m_record = std::make_unique<core::RunRecord>(runId);
     m_meter = core::ProgressMeter();
     m_plotState = {};
-    // Short legend labels: workers, batch and the run id's random suffix.
+    // Legend labels that tell overlaid runs apart: the run's number in this session, what it
+    // trains, and when it started.
     addRunToCharts(runId,
-        tr("w%1 b%2 · %3")
-            .arg(request.workers)
+        tr("#%1 · %2 · b%3 · %4")
+            .arg(m_runsPlotted + 1)
+            .arg(request.workers == 1 ? tr("1 worker") : tr("%1 workers").arg(request.workers))
             .arg(request.batchSize)
-            .arg(runId.section(QLatin1Char('-'), -1)));
+            .arg(QTime::currentTime().toString(QStringLiteral("HH:mm:ss"))));
     m_log->clear();
     m_syntheticBanner->hide();
     m_runLabel->setText(tr("%1: starting…").arg(runId));

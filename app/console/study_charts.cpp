@@ -5,11 +5,13 @@
 #include "metric_chart.h"
 #include "study_results.h"
 
+#include <QLabel>
 #include <QSplitter>
 #include <QTabWidget>
 #include <QVBoxLayout>
 
 #include <algorithm>
+#include <limits>
 
 namespace scalelab::app {
 namespace {
@@ -41,27 +43,39 @@ StudyCharts::StudyCharts(QWidget *parent)
 {
     m_charts.loss = new MetricChart(tr("Training loss, every run"), tr("loss"));
     m_charts.loss->setObjectName(QStringLiteral("studyLossChart"));
-    m_charts.accuracy = new MetricChart(tr("Accuracy per epoch, every run"), tr("accuracy %"));
+    m_charts.accuracy = new MetricChart(tr("Accuracy after each epoch, every run"), tr("accuracy %"));
     m_charts.accuracy->setObjectName(QStringLiteral("studyAccuracyChart"));
+    m_charts.accuracy->setYEmptyRange(0, 100);
     m_charts.throughput = new MetricChart(tr("Throughput, every run"), tr("images / s"));
     m_charts.throughput->setObjectName(QStringLiteral("studyThroughputChart"));
     m_speedup = new MetricChart(tr("Speedup against the baseline"), tr("speedup ×"));
     m_speedup->setObjectName(QStringLiteral("speedupChart"));
     m_speedup->setXAxis(XAxis::Workers);
     m_speedup->setReferenceLine(tr("ideal (linear)"), 1, 0);
+    m_speedup->setYInclude(0, 1); // from 0, as the reports draw it
     m_efficiency = new MetricChart(tr("Scaling efficiency"), tr("efficiency %"));
     m_efficiency->setObjectName(QStringLiteral("efficiencyChart"));
     m_efficiency->setXAxis(XAxis::Workers);
     m_efficiency->setReferenceLine(tr("ideal (100%)"), 0, 100);
+    m_efficiency->setYInclude(0, 100);
+    m_scalingNote = new QLabel;
+    m_scalingNote->setObjectName(QStringLiteral("scalingNote"));
+    m_scalingNote->setWordWrap(true);
+    m_scalingNote->hide();
 
     m_controls = new ChartControls;
     m_controls->setObjectName(QStringLiteral("studyChartControls"));
     m_controls->drive({ m_charts.loss, m_charts.accuracy, m_charts.throughput },
         { m_charts.loss, m_charts.throughput }, { m_charts.loss });
 
-    auto *scaling = new QSplitter(Qt::Horizontal);
-    scaling->addWidget(m_speedup);
-    scaling->addWidget(m_efficiency);
+    auto *charts = new QSplitter(Qt::Horizontal);
+    charts->addWidget(m_speedup);
+    charts->addWidget(m_efficiency);
+    auto *scaling = new QWidget;
+    auto *scalingLayout = new QVBoxLayout(scaling);
+    scalingLayout->setContentsMargins(0, 0, 0, 0);
+    scalingLayout->addWidget(charts, 1);
+    scalingLayout->addWidget(m_scalingNote);
     m_tabs = new QTabWidget;
     m_tabs->setDocumentMode(true);
     m_tabs->addTab(m_charts.loss, tr("Loss"));
@@ -151,7 +165,12 @@ void StudyCharts::drawScaling(const core::StudyResults &results)
 {
     const ConfigResult *baseline = results.baseline();
     std::map<QString, std::vector<ScalingPoint>> speedups, efficiencies;
+    int fewest = std::numeric_limits<int>::max(), most = 0; // succeeded runs behind a point
     for (const ConfigResult &c : results.configs) {
+        if (c.succeeded > 0) {
+            fewest = std::min(fewest, c.succeeded);
+            most = std::max(most, c.succeeded);
+        }
         if (&c == baseline || !c.byWallClock.available())
             continue;
         const QString group = scalingGroup(c.config);
@@ -167,6 +186,17 @@ void StudyCharts::drawScaling(const core::StudyResults &results)
                          .arg(p.workers)
                          .arg(p.wallClock)
                          .arg(p.timeToAccuracy);
+    // How much each point stands for: a single run shows no spread.
+    if (most == 0)
+        m_scalingNote->hide();
+    else {
+        m_scalingNote->setText(most == 1
+                ? tr("Each point is a single run: how much it varies is not shown. Give the plan repeats ≥ 3 to "
+                     "see the spread.")
+                : fewest == most ? tr("Each point is the mean of %1 runs.").arg(most)
+                                 : tr("Each point is the mean of %1 to %2 runs.").arg(fewest).arg(most));
+        m_scalingNote->show();
+    }
     if (drawn == m_scalingDrawn)
         return;
     m_scalingDrawn = drawn;
@@ -183,8 +213,11 @@ void StudyCharts::drawScaling(const core::StudyResults &results)
             const QString prefix = oneGroup ? QString() : group + QStringLiteral(" · ");
             const QString wallId = group + QStringLiteral("/wall");
             const QString ttaId = group + QStringLiteral("/tta");
-            chart->addSeries(wallId, prefix + tr("by wall-clock"), { c, Qt::SolidLine, true, false });
-            chart->addSeries(ttaId, prefix + tr("by time to accuracy"), { c, Qt::DashLine, true, false });
+            // Time to target: dashed and lighter, so its legend entry differs as well.
+            const QColor light = QColor::fromHslF(
+                c.hslHueF(), c.hslSaturationF() * 0.6, std::min(0.85, c.lightnessF() + (1 - c.lightnessF()) * 0.45));
+            chart->addSeries(wallId, prefix + tr("wall-clock"), { c, Qt::SolidLine, true, false });
+            chart->addSeries(ttaId, prefix + tr("time to target"), { light, Qt::DashLine, true, false });
             if (baseline) {
                 chart->append(wallId, MetricPoint::at(XAxis::Workers, baseline->config.workers, atBaseline));
                 chart->append(ttaId, MetricPoint::at(XAxis::Workers, baseline->config.workers, atBaseline));

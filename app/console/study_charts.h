@@ -14,6 +14,7 @@
 
 #include <map>
 
+class QLabel;
 class QTabWidget;
 
 namespace scalelab::core {
@@ -66,6 +67,7 @@ private:
     RunCharts m_charts;
     MetricChart *m_speedup = nullptr;
     MetricChart *m_efficiency = nullptr;
+    QLabel *m_scalingNote = nullptr; // how many runs a point stands for
     std::map<QString, AttemptFeed> m_feeds; // by attemptPrefix
     QString m_scalingDrawn; // what the scaling charts show, to redraw only on change
 };

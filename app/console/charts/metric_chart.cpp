@@ -521,6 +521,12 @@ void MetricChart::setYInclude(double low, double high)
     scheduleRedraw();
 }
 
+void MetricChart::setYEmptyRange(double low, double high)
+{
+    m_yEmpty = { low, high };
+    scheduleRedraw();
+}
+
 void MetricChart::resetZoom()
 {
     m_zoom.reset();
@@ -680,10 +686,8 @@ void MetricChart::redraw()
             y0 = std::min(y0, m_yInclude->first);
             y1 = std::max(y1, m_yInclude->second);
         }
-        if (y0 > y1) {
-            y0 = 0;
-            y1 = 1;
-        }
+        if (y0 > y1)
+            std::tie(y0, y1) = m_yEmpty;
         const double pad = y1 > y0 ? (y1 - y0) * 0.05 : std::max(std::abs(y0) * 0.05, 0.5);
         const auto *axis = static_cast<QValueAxis *>(m_yAxis);
         yChanges = !(

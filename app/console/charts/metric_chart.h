@@ -90,6 +90,8 @@ public:
     bool isSeriesVisible(const QString &id) const;
     // The linear y axis always spans at least [low, high] (0–100 for a percentage).
     void setYInclude(double low, double high);
+    // The linear y range while nothing is drawn (0–1 unless set): 0–100 for a percentage.
+    void setYEmptyRange(double low, double high);
     void setXRange(double from, double to); // zoom; resetZoom() follows the data again
     void resetZoom();
 
@@ -157,6 +159,7 @@ private:
     bool m_dense = false; // more points drawn than antialiasing is worth: thin, aliased lines
     std::optional<std::pair<double, double>> m_zoom;
     std::optional<std::pair<double, double>> m_yInclude;
+    std::pair<double, double> m_yEmpty { 0, 1 };
     bool m_applyingRange = false;
     bool m_rubberBandReleased = false;
     QTimer m_redrawTimer;

@@ -14,8 +14,11 @@ void addRunLines(const RunCharts &charts, const RunLines &lines, const QString &
     charts.throughput->addSeries(lines.throughput(), label, { color });
     charts.accuracy->addSeries(lines.testAccuracy(),
         QCoreApplication::translate("RunPlot", "%1 test").arg(label), { color, Qt::SolidLine, true });
+    // Train: dashed and lighter, so its legend square differs from test's too.
+    const QColor train = QColor::fromHslF(color.hslHueF(), color.hslSaturationF() * 0.6,
+        std::min(0.85, color.lightnessF() + (1 - color.lightnessF()) * 0.45));
     charts.accuracy->addSeries(lines.trainAccuracy(),
-        QCoreApplication::translate("RunPlot", "%1 train").arg(label), { color, Qt::DashLine, true });
+        QCoreApplication::translate("RunPlot", "%1 train (dashed)").arg(label), { train, Qt::DashLine, true });
 }
 
 void removeRunLines(const RunCharts &charts, const RunLines &lines)
