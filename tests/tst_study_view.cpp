@@ -272,6 +272,11 @@ private Q_SLOTS:
         QTRY_VERIFY2_WITH_TIMEOUT(details->log()->toPlainText().contains(QLatin1String("started: "))
                 && details->log()->toPlainText().contains(QLatin1String("state SUCCEEDED")),
             qPrintable(details->log()->toPlainText()), 10000);
+        // The log says what the attempt trains with, each epoch's metrics, and the outcome.
+        const QString log = details->log()->toPlainText();
+        for (const char *expected : { "batch 16/rank (global 16)", "seed ", "thread(s)/rank on cpu", "(SYNTHETIC)",
+                 "epoch 1: train loss ", "summary: SUCCEEDED after 1 epoch(s)", "weights sha256 " })
+            QVERIFY2(log.contains(QLatin1String(expected)), qPrintable(QLatin1String(expected) + QLatin1Char('\n') + log));
         details->close();
 
         // The widget tree renders.

@@ -56,7 +56,7 @@ FrozenColumns::FrozenColumns(QTableView *table, int count)
     connect(this, &QWidget::customContextMenuRequested, table, [this](const QPoint &at) {
         Q_EMIT m_table->customContextMenuRequested(m_table->viewport()->mapFromGlobal(viewport()->mapToGlobal(at)));
     });
-    connect(table->model(), &QAbstractItemModel::modelReset, this, &FrozenColumns::sync);
+    // Not modelReset: a QTableWidget's model resets while the table is being destroyed.
     connect(table->model(), &QAbstractItemModel::rowsInserted, this, &FrozenColumns::sync);
     connect(table->model(), &QAbstractItemModel::layoutChanged, this, &FrozenColumns::sync);
     table->installEventFilter(this); // resizes
