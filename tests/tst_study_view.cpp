@@ -65,13 +65,24 @@ private Q_SLOTS:
         workers->setText(QStringLiteral("2, x, 0"));
         const QString text = view.problemsLabel()->text();
         QVERIFY2(text.contains(QLatin1String("'x' is not a whole number")), qPrintable(text));
-        QVERIFY2(text.contains(QLatin1String("grid.workers[1]: must be between 1 and 1024 (got 0)")),
+        // In the form's words, not the plan's paths, and the field is marked.
+        QVERIFY2(text.contains(QLatin1String("Workers (value 2): must be between 1 and 1024 (got 0)")),
             qPrintable(text));
+        QVERIFY2(!text.contains(QLatin1String("grid.")), qPrintable(text));
+        QVERIFY(workers->styleSheet().contains(QLatin1String("border")));
+        QCOMPARE(view.runsTable()->rowCount(), 0); // no preview of an earlier, valid plan
+        if (const QByteArray shot = qgetenv("SCALELAB_SCREENSHOT_DIR"); !shot.isEmpty()) {
+            view.resize(1280, 720);
+            view.show();
+            QTest::qWait(200);
+            view.grab().save(QString::fromLocal8Bit(shot) + QStringLiteral("/designer-problems.png"));
+        }
         QString error;
         QVERIFY(!view.launch(&error));
         QVERIFY(error.contains(QLatin1String("'x'")));
         // The preview names what cannot be placed: 4096 workers on a small node.
         workers->setText(QStringLiteral("1024"));
+        QVERIFY(workers->styleSheet().isEmpty()); // valid again: no longer marked
         QVERIFY2(view.problemsLabel()->text().contains(QLatin1String("cannot be placed")),
             qPrintable(view.problemsLabel()->text()));
         bool infeasible = false;

@@ -204,16 +204,27 @@ void StudyView::buildUi()
     m_baseline->setChecked(true);
     form->addRow(tr("Baseline"), m_baseline);
     connect(m_baseline, &QCheckBox::toggled, this, &StudyView::preview);
-    m_workers
-        = line(tr("Workers"), QStringLiteral("2, 4"), tr("Distributed runs: comma-separated worker counts"));
+    m_workers = line(tr("Workers"), QStringLiteral("2"), tr("Distributed runs: comma-separated worker counts"));
     m_batch = line(tr("Batch per worker"), QStringLiteral("64"), tr("Comma-separated"));
     m_epochs = line(tr("Epochs"), QStringLiteral("2"), tr("Comma-separated"));
     m_gpus = line(tr("GPUs per worker"), QStringLiteral("0"), tr("0 = CPU; 0.5 = two workers share a GPU"));
     m_threads
         = line(tr("Threads per worker"), QStringLiteral("1"), tr("0 = cores of the node / ranks on it"));
-    m_precision = line(tr("Precision"), QStringLiteral("fp32"), tr("fp32, bf16"));
-    m_lrRule = line(
-        tr("LR rule"), QStringLiteral("none"), tr("none (fixed) or linear (scaled with the global batch)"));
+    const auto choice = [&](const QString &label, const QStringList &items, const QString &tip) {
+        auto *c = new QComboBox;
+        c->addItems(items);
+        c->setToolTip(tip);
+        form->addRow(label, c);
+        connect(c, &QComboBox::currentIndexChanged, this, &StudyView::preview);
+        return c;
+    };
+    m_precision = choice(tr("Precision"), { QStringLiteral("fp32"), QStringLiteral("bf16"), QStringLiteral("fp32, bf16") },
+        tr("fp32, or bf16 autocast (AVX-512 BF16/AMX CPUs, GPUs of compute capability 8.0+); both: a run of each"));
+    m_precision->setObjectName(QStringLiteral("precision"));
+    m_lrRule = choice(tr("LR rule"), { QStringLiteral("none"), QStringLiteral("linear"), QStringLiteral("none, linear") },
+        tr("none: the learning rate as given; linear: scaled with the global batch (x global batch / 64); "
+           "both: a run of each"));
+    m_lrRule->setObjectName(QStringLiteral("lrRule"));
     // The learning rate: empty = the default recipe, a number, or "auto" (the range test
     // runs first). "Find…" runs the test now and shows its curve.
     m_lr = new QLineEdit;
@@ -262,9 +273,23 @@ void StudyView::buildUi()
     // What an empty list means, as the plan's defaults say.
     m_gpus->setPlaceholderText(tr("0 (CPU)"));
     m_threads->setPlaceholderText(tr("0 (cores / ranks)"));
-    m_precision->setPlaceholderText(QStringLiteral("fp32"));
-    m_lrRule->setPlaceholderText(QStringLiteral("none"));
+    m_fields = { { QStringLiteral("name"), tr("Name"), m_name }, { QStringLiteral("dataset"), tr("Data set"), m_dataset },
+        { QStringLiteral("grid.workers"), tr("Workers"), m_workers },
+        { QStringLiteral("grid.batchSize"), tr("Batch per worker"), m_batch },
+        { QStringLiteral("grid.epochs"), tr("Epochs"), m_epochs },
+        { QStringLiteral("grid.gpusPerWorker"), tr("GPUs per worker"), m_gpus },
+        { QStringLiteral("grid.threadsPerWorker"), tr("Threads per worker"), m_threads },
+        { QStringLiteral("grid.precision"), tr("Precision"), m_precision },
+        { QStringLiteral("grid.lrRule"), tr("LR rule"), m_lrRule },
+        { QStringLiteral("training.learningRate"), tr("Learning rate"), m_lr },
+        { QStringLiteral("training.maxTrainImages"), tr("Train images"), m_maxTrain },
+        { QStringLiteral("repeats"), tr("Repeats"), m_repeats },
+        { QStringLiteral("maxFailures"), tr("Max failures"), m_maxFailures },
+        { QStringLiteral("targetAccuracy"), tr("Target accuracy"), m_target },
+        { QStringLiteral("placement"), tr("Placement"), m_placement },
+        { QStringLiteral("agents"), tr("Agents"), m_planAgents } };
     m_problems = new QLabel;
+    m_problems->setObjectName(QStringLiteral("designerProblems"));
     m_problems->setWordWrap(true);
     m_problems->setTextFormat(Qt::PlainText);
     form->addRow(m_problems);
@@ -506,10 +531,10 @@ v1::StudyPlan StudyView::planFromForm(QStringList *problems) const
         g->add_gpus_per_worker(v);
     for (int v : parseList<int>(m_threads, tr("Threads per worker"), problems))
         g->add_threads_per_worker(v);
-    for (const QString &w : parseWords(m_precision))
-        g->add_precision(w.toStdString());
-    for (const QString &w : parseWords(m_lrRule))
-        g->add_lr_rule(w.toStdString());
+    for (const QString &w : m_precision->currentText().split(QLatin1Char(','), Qt::SkipEmptyParts))
+        g->add_precision(w.trimmed().toStdString());
+    for (const QString &w : m_lrRule->currentText().split(QLatin1Char(','), Qt::SkipEmptyParts))
+        g->add_lr_rule(w.trimmed().toStdString());
     plan.set_repeats(m_repeats->value());
     plan.set_max_failures(m_maxFailures->value());
     plan.set_target_accuracy(m_target->value() / 100.0);
@@ -582,11 +607,17 @@ void StudyView::setForm(const v1::StudyPlan &plan)
     QStringList words;
     for (const auto &w : g.precision())
         words << QString::fromStdString(w);
-    m_precision->setText(words.join(QLatin1String(", ")));
+    const auto choose = [](QComboBox *box, const QStringList &values, const QString &empty) {
+        const QString text = values.isEmpty() ? empty : values.join(QLatin1String(", "));
+        if (box->findText(text) < 0)
+            box->addItem(text); // a plan's own list ("bf16, fp32"): kept as it is
+        box->setCurrentText(text);
+    };
+    choose(m_precision, words, QStringLiteral("fp32"));
     words.clear();
     for (const auto &w : g.lr_rule())
         words << QString::fromStdString(w);
-    m_lrRule->setText(words.join(QLatin1String(", ")));
+    choose(m_lrRule, words, QStringLiteral("none"));
     m_repeats->setValue(std::max(1, plan.repeats()));
     m_maxFailures->setValue(plan.has_max_failures() ? plan.max_failures() : 2);
     m_target->setValue(plan.target_accuracy() * 100);
@@ -599,6 +630,48 @@ void StudyView::setForm(const v1::StudyPlan &plan)
     m_planAgents->setText(core::planAgentSpecs(plan).join(QLatin1String(", ")));
 }
 
+QString StudyView::describeProblem(const QString &problem, QWidget **field) const
+{
+    *field = nullptr;
+    for (const FormField &f : m_fields) {
+        // "grid.batchSize[1]: must be ..." (the plan's path) or "Batch per worker: ..." (the form's).
+        QString rest;
+        if (problem.startsWith(f.path + QLatin1Char('[')) || problem.startsWith(f.path + QLatin1Char(':')))
+            rest = problem.mid(f.path.size());
+        else if (problem.startsWith(f.label + QLatin1Char(':')))
+            rest = problem.mid(f.label.size());
+        else
+            continue;
+        *field = f.widget;
+        if (rest.startsWith(QLatin1Char('['))) { // the n-th value of a list, counted from 1
+            const int close = int(rest.indexOf(QLatin1Char(']')));
+            rest = tr(" (value %1)").arg(rest.mid(1, close - 1).toInt() + 1) + rest.mid(close + 1);
+        }
+        return f.label + rest;
+    }
+    return problem; // a part of the plan the designer does not show (loaded from a file)
+}
+
+void StudyView::markProblems(const QStringList &problems)
+{
+    for (const FormField &f : std::as_const(m_fields))
+        f.widget->setStyleSheet({});
+    if (problems.isEmpty()) {
+        m_problems->setStyleSheet({});
+        return;
+    }
+    QStringList lines;
+    for (const QString &problem : problems) {
+        QWidget *field = nullptr;
+        lines << QStringLiteral("• ") + describeProblem(problem, &field);
+        if (field)
+            field->setStyleSheet(QStringLiteral("border: 1px solid #d32f2f;"));
+    }
+    const bool dark = palette().color(QPalette::Window).lightness() < 128;
+    m_problems->setStyleSheet(QStringLiteral("color: %1; font-weight: 600;").arg(dark ? "#ff8a80" : "#c62828"));
+    m_problems->setText(tr("Cannot launch:\n") + lines.join(QLatin1Char('\n')));
+}
+
 // Before launch: the runs the plan makes, where each would go, which cannot be placed.
 void StudyView::preview()
 {
@@ -606,10 +679,23 @@ void StudyView::preview()
         return; // the table shows the live study
     QStringList problems;
     const v1::StudyPlan plan = planFromForm(&problems);
+    // A data set no connected agent has: every run would wait. Said before launch, not after.
+    const auto anyAgentHas = [this](const std::string &name) {
+        for (const auto &inventory : std::as_const(m_inventories))
+            for (const auto &d : inventory.datasets())
+                if (d.name() == name)
+                    return true;
+        return false;
+    };
+    if (!m_inventories.isEmpty() && !plan.dataset().empty() && !anyAgentHas(plan.dataset()))
+        problems << tr("dataset: no connected agent has a data set '%1' (pick one of theirs, or create a synthetic "
+                       "set on one: Run tab, New synthetic set)")
+                        .arg(QString::fromStdString(plan.dataset()));
     m_launch->setEnabled(problems.isEmpty());
+    markProblems(problems);
     if (!problems.isEmpty()) {
-        m_problems->setStyleSheet(QStringLiteral("color: palette(highlight)"));
-        m_problems->setText(tr("Cannot launch:\n") + problems.join(QLatin1Char('\n')));
+        m_runs->setRowCount(0); // not the last valid plan's runs: this one has none yet
+        m_status->setText(tr("Preview: the plan cannot be launched as it is"));
         return;
     }
     QList<NodeCapacity> nodes;
@@ -637,6 +723,10 @@ void StudyView::preview()
     int infeasible = 0;
     m_runs->setSortingEnabled(false);
     m_runs->setRowCount(int(runs.size()));
+    QList<RunConfig> configs;
+    for (const auto &r : runs)
+        configs << r.config;
+    const QStringList labels = distinguishingLabels(configs);
     for (int i = 0; i < runs.size(); ++i) {
         const Placement p = placeRun(runs[i].config, nodes,
             plan.placement() == "spread" ? PlacementPolicy::Spread : PlacementPolicy::Pack, false,
@@ -645,14 +735,22 @@ void StudyView::preview()
         for (const auto &portion : p.portions)
             where << QStringLiteral("%1 ×%2").arg(portion.agent).arg(portion.ranks.size());
         infeasible += p.infeasible ? 1 : 0;
-        m_runs->setItem(i, 0, item(runs[i].runId));
-        m_runs->setItem(i, 1, item(runs[i].config.key()));
-        m_runs->setItem(i, 2, item(p.infeasible ? tr("INFEASIBLE") : tr("planned")));
-        for (int c = 3; c < 12; ++c)
+        for (int c = 0; c < RunColumnCount; ++c)
             m_runs->setItem(i, c, item({}));
-        m_runs->setItem(i, 4, item(where.join(QLatin1String(", "))));
-        m_runs->setItem(i, 11, item(p.ok() ? QString() : p.reason));
+        QTableWidgetItem *name = item(shortRunName(runs[i].runId, QStringLiteral("new")));
+        name->setData(kRunIdRole, runs[i].runId);
+        m_runs->setItem(i, RunCol, name);
+        QTableWidgetItem *config = item(labels.value(i));
+        config->setToolTip(runs[i].config.key());
+        m_runs->setItem(i, ConfigCol, config);
+        m_runs->setItem(i, StateCol, item(p.infeasible ? tr("INFEASIBLE") : tr("planned")));
+        m_runs->setItem(i, AgentsCol, item(where.join(QLatin1String(", "))));
+        // Where it would run, or why it cannot: in view, not in a hidden column.
+        QTableWidgetItem *why = item(p.ok() ? tr("on %1").arg(where.join(QLatin1String(", "))) : p.reason);
+        why->setToolTip(why->text());
+        m_runs->setItem(i, WhyCol, why);
     }
+    m_frozen->sync();
     m_problems->setStyleSheet({});
     m_problems->setText(tr("%n run(s)", nullptr, int(runs.size()))
         + (infeasible ? tr("; %1 cannot be placed on the agents (they wait, PENDING, with the reason)")

@@ -145,8 +145,8 @@ private:
     QLineEdit *m_epochs = nullptr;
     QLineEdit *m_gpus = nullptr;
     QLineEdit *m_threads = nullptr;
-    QLineEdit *m_precision = nullptr;
-    QLineEdit *m_lrRule = nullptr;
+    QComboBox *m_precision = nullptr; // "fp32", "bf16" or both
+    QComboBox *m_lrRule = nullptr; // "none", "linear" or both
     QLineEdit *m_lr = nullptr; // empty, a number, or "auto"
     QPointer<QDialog> m_lrDialog; // the range test, while open
     QStringList m_agentsWithDataset; // of the designer's data set, as the note found them
@@ -158,6 +158,16 @@ private:
     QLineEdit *m_planAgents = nullptr;
     QString m_planDir; // folder of the loaded plan: its relative file: agents are read from there
     QLabel *m_problems = nullptr;
+    // The designer's fields by the plan path validatePlan names them with ("grid.batchSize"),
+    // with their labels: a problem is shown in the label's words and its field is marked.
+    struct FormField {
+        QString path;
+        QString label;
+        QWidget *widget = nullptr;
+    };
+    QList<FormField> m_fields;
+    QString describeProblem(const QString &problem, QWidget **field) const;
+    void markProblems(const QStringList &problems);
     QLabel *m_status = nullptr;
     QLabel *m_resultsNote = nullptr; // a baseline warning, or why speedups are missing
     QComboBox *m_studies = nullptr;
