@@ -22,6 +22,8 @@
 #include <QTabWidget>
 #include <QTemporaryDir>
 #include <QTest>
+#include <QStatusBar>
+#include <QMenu>
 
 using namespace scalelab;
 
@@ -70,6 +72,30 @@ private Q_SLOTS:
             qPrintable(error->text()));
         QVERIFY(m_window->currentRun() == nullptr); // nothing was sent
         batch->setValue(25);
+    }
+
+    // "New synthetic set" offers sizes, says what it made, and selects it; a complaint about
+    // the data set goes once a set is chosen.
+    void syntheticSetOfAChosenSizeIsCreatedAndSelected()
+    {
+        auto *button = m_window->findChild<QPushButton *>(QStringLiteral("syntheticButton"));
+        QVERIFY(button && button->menu());
+        const auto actions = button->menu()->actions();
+        QCOMPARE(actions.size(), 3);
+        QVERIFY2(actions[1]->text().contains(QStringLiteral("10,000 train / 2,000 test")), qPrintable(actions[1]->text()));
+        auto *error = m_window->findChild<QLabel *>(QStringLiteral("formError"));
+        error->setText(QStringLiteral("data set: choose one"));
+        error->show();
+        auto *datasets = m_window->findChild<QComboBox *>(QStringLiteral("datasetCombo"));
+        actions[1]->trigger();
+        QTRY_COMPARE_WITH_TIMEOUT(datasets->currentData().toString(), QStringLiteral("synthetic-10k"), 30000);
+        QVERIFY(datasets->currentText().startsWith(QStringLiteral("synthetic-10k [SYNTHETIC] — 10000 train")));
+        QVERIFY(!error->isVisible());
+        QVERIFY2(m_window->statusBar()->currentMessage().contains(
+                     QStringLiteral("SYNTHETIC data set 'synthetic-10k' created on the agent and selected")),
+            qPrintable(m_window->statusBar()->currentMessage()));
+        // Back to the small set the other tests use.
+        datasets->setCurrentIndex(datasets->findData(QStringLiteral("syn")));
     }
 
     void launchedRunDrawsLossAndAccuracy()

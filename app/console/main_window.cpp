@@ -9,6 +9,7 @@
 #include "study_view.h"
 #include "theme.h"
 
+#include <QAbstractItemView>
 #include <QActionGroup>
 #include <QCloseEvent>
 #include <QComboBox>
@@ -25,6 +26,7 @@
 #include <QPlainTextEdit>
 #include <QProgressBar>
 #include <QPushButton>
+#include <QMenu>
 #include <QSettings>
 #include <QTime>
 #include <QSpinBox>
@@ -120,11 +122,20 @@ void MainWindow::buildUi()
     m_datasetCombo = new QComboBox;
     m_datasetCombo->setObjectName(QStringLiteral("datasetCombo"));
     m_syntheticButton = new QPushButton(tr("New synthetic set"));
-    m_syntheticButton->setToolTip(
-        tr("Generate a SYNTHETIC CIFAR-format data set on the agent (2000 train / 500 test images)"));
-    connect(m_syntheticButton, &QPushButton::clicked, this, &MainWindow::createSyntheticDataset);
+    m_syntheticButton->setObjectName(QStringLiteral("syntheticButton"));
+    m_syntheticButton->setToolTip(tr("Generate a SYNTHETIC CIFAR-format data set on the agent: choose its size"));
+    auto *sizes = new QMenu(m_syntheticButton);
+    for (const auto &[train, test] : { std::pair { 2000, 500 }, std::pair { 10000, 2000 }, std::pair { 50000, 10000 } })
+        sizes->addAction(tr("%L1 train / %L2 test images%3")
+                             .arg(train)
+                             .arg(test)
+                             .arg(train == 50000 ? tr(" (CIFAR-10's size)") : QString()),
+            this, [this, train, test] { createSyntheticDataset(train, test); });
+    m_syntheticButton->setMenu(sizes);
     m_datasetCombo->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
     m_datasetCombo->setMinimumContentsLength(24);
+    // A choice made answers the form's complaint about it.
+    connect(m_datasetCombo, &QComboBox::currentIndexChanged, this, [this] { m_formError->hide(); });
     m_workersSpin = new QSpinBox;
     m_workersSpin->setObjectName(QStringLiteral("workersSpin"));
     m_workersSpin->setRange(0, 256); // 0 is refused with a message
@@ -620,56 +631,71 @@ void MainWindow::applyInventory(const v1::DescribeResponse &inventory)
                               .arg(inventory.cpu_cores())
                               .arg(double(inventory.memory_bytes()) / (1 << 30), 0, 'f', 1)
                               .arg(inventory.gpus_size()));
-    const QString previous
-        = m_datasetCombo->count() ? m_datasetCombo->currentData().toString() : m_options.dataset;
+    QString previous = m_datasetCombo->count() ? m_datasetCombo->currentData().toString() : m_options.dataset;
+    QString created;
+    if (!m_pendingDataset.isEmpty()) // just created: select it once it is listed
+        previous = created = std::exchange(m_pendingDataset, QString());
     m_datasetCombo->clear();
     for (const auto &d : inventory.datasets()) {
         const QString name = QString::fromStdString(d.name());
-        m_datasetCombo->addItem(tr("%1 — %2 train / %3 test%4")
+        // [SYNTHETIC] right after the name: a narrow box cuts the end, never the warning.
+        m_datasetCombo->addItem(tr("%1%4 — %2 train / %3 test")
                                     .arg(name)
                                     .arg(d.train_images())
                                     .arg(d.test_images())
                                     .arg(d.synthetic() ? tr(" [SYNTHETIC]") : QString()),
             name);
     }
+    m_datasetCombo->view()->setMinimumWidth(m_datasetCombo->view()->sizeHintForColumn(0) + 24);
     if (inventory.datasets().empty())
         m_datasetCombo->setPlaceholderText(tr("no data set: create a synthetic one or add CIFAR-10"));
     const int index = m_datasetCombo->findData(previous);
     if (index >= 0)
         m_datasetCombo->setCurrentIndex(index);
     m_launchButton->setEnabled(m_watch == nullptr);
-    setStatus(tr("Connected"));
+    setStatus(created.isEmpty() ? tr("Connected")
+                                : tr("Connected; SYNTHETIC data set '%1' created on the agent and selected").arg(created));
     Q_EMIT connectedChanged(true);
     if (std::exchange(m_options.launchWhenConnected, false))
         launchRun();
 }
 
-void MainWindow::createSyntheticDataset()
+void MainWindow::createSyntheticDataset(int trainImages, int testImages)
 {
     if (!m_client)
         return;
-    setStatus(tr("Generating a SYNTHETIC data set on the agent…"));
+    // "synthetic" for the small set (as before), else named by its size: "synthetic-10k".
+    const QString name = trainImages == 2000 ? kSyntheticName
+                                             : QStringLiteral("%1-%2k").arg(kSyntheticName).arg(trainImages / 1000);
+    setStatus(tr("Generating SYNTHETIC data set '%1' (%L2 train / %L3 test images) on the agent…")
+                  .arg(name)
+                  .arg(trainImages)
+                  .arg(testImages));
+    m_syntheticButton->setEnabled(false);
     inBackground(
-        [](core::AgentClient &client) {
+        [name, trainImages, testImages](core::AgentClient &client) {
             v1::CreateSyntheticDatasetRequest request;
-            request.set_name(kSyntheticName.toStdString());
-            request.set_train_images(2000);
-            request.set_test_images(500);
+            request.set_name(name.toStdString());
+            request.set_train_images(trainImages);
+            request.set_test_images(testImages);
             request.set_seed(1);
+            request.set_kind("shapes");
             v1::Dataset dataset;
             return client.createSyntheticDataset(request, &dataset);
         },
-        [this](const core::CallResult &r) {
+        [this, name, trainImages, testImages](const core::CallResult &r) {
+            m_syntheticButton->setEnabled(true);
             if (!r.ok()) {
-                setStatus(r.message, true);
+                setStatus(tr("Synthetic set '%1' not created: %2").arg(name, r.message), true);
                 return;
             }
+            m_log->appendPlainText(tr("Created SYNTHETIC data set '%1' (%L2 train / %L3 test images, shapes) on the agent")
+                                       .arg(name)
+                                       .arg(trainImages)
+                                       .arg(testImages));
+            m_formError->hide();
+            m_pendingDataset = name;
             refreshInventory();
-            QTimer::singleShot(300, this, [this] {
-                const int i = m_datasetCombo->findData(kSyntheticName);
-                if (i >= 0)
-                    m_datasetCombo->setCurrentIndex(i);
-            });
         });
 }
 

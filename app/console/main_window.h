@@ -91,7 +91,9 @@ public Q_SLOTS:
     void addAgentsFromPlan(const QStringList &specs, const QString &baseDir);
     void launchRun();
     void stopRun();
-    void createSyntheticDataset();
+    // Generates a SYNTHETIC set on the agent and selects it: `trainImages` / `testImages`
+    // of the "shapes" kind (closer to real data than "patterns"), named by its size.
+    void createSyntheticDataset(int trainImages = 2000, int testImages = 500);
 
 Q_SIGNALS:
     void connectedChanged(bool connected);
@@ -137,6 +139,7 @@ private:
     QPushButton *m_connectButton = nullptr;
     QLabel *m_agentLabel = nullptr;
     QComboBox *m_datasetCombo = nullptr;
+    QString m_pendingDataset; // a set just created, to select once the inventory lists it
     QPushButton *m_syntheticButton = nullptr;
     QSpinBox *m_workersSpin = nullptr;
     QSpinBox *m_batchSpin = nullptr;
