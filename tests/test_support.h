@@ -3,6 +3,7 @@
 
 #include <QDir>
 #include <QFile>
+#include <QProcess>
 #include <QString>
 #include <QStringList>
 
@@ -69,6 +70,18 @@ inline int timeLimit(int milliseconds)
 inline QString binary(const char *name)
 {
     return QStringLiteral(SCALELAB_BIN_DIR "/") + QLatin1String(name);
+}
+
+// Runs a tool (openssl, tar, …) to its end, at most a minute: empty when it succeeded,
+// else what it printed.
+inline QString runTool(const QString &program, const QStringList &args)
+{
+    QProcess p;
+    p.setProcessChannelMode(QProcess::MergedChannels);
+    p.start(program, args);
+    p.waitForFinished(60'000);
+    return p.exitStatus() == QProcess::NormalExit && p.exitCode() == 0 ? QString()
+                                                                       : QString::fromLocal8Bit(p.readAll());
 }
 
 } // namespace scalelab::test

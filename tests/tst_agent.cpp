@@ -88,15 +88,6 @@ v1::StartWorkersRequest runRequest(const std::string &id, int epochs, int worldS
     return r;
 }
 
-QString runTool(const QString &program, const QStringList &args)
-{
-    QProcess p;
-    p.setProcessChannelMode(QProcess::MergedChannels);
-    p.start(program, args);
-    p.waitForFinished(60'000);
-    return p.exitCode() == 0 ? QString() : QString::fromLocal8Bit(p.readAll());
-}
-
 bool writeFile(const QString &path, const QByteArray &bytes, QFile::Permissions permissions = {})
 {
     QFile f(path);
@@ -229,7 +220,7 @@ private Q_SLOTS:
         const QStringList ec = { QStringLiteral("-newkey"), QStringLiteral("ec"), QStringLiteral("-pkeyopt"),
             QStringLiteral("ec_paramgen_curve:prime256v1"), QStringLiteral("-nodes") };
         for (const QString &ca : { QStringLiteral("ca"), QStringLiteral("other-ca") }) {
-            const QString problem = runTool(openssl,
+            const QString problem = test::runTool(openssl,
                 QStringList { QStringLiteral("req"), QStringLiteral("-x509") } + ec
                     + QStringList { QStringLiteral("-keyout"), path(ca + QStringLiteral(".key")),
                         QStringLiteral("-out"), path(ca + QStringLiteral(".pem")), QStringLiteral("-days"),
@@ -239,14 +230,14 @@ private Q_SLOTS:
         }
         QVERIFY(writeFile(path(QStringLiteral("san.ext")), "subjectAltName=DNS:localhost,IP:127.0.0.1\n"));
         for (const QString &who : { QStringLiteral("server"), QStringLiteral("client") }) {
-            QString problem = runTool(openssl,
+            QString problem = test::runTool(openssl,
                 QStringList { QStringLiteral("req") } + ec
                     + QStringList { QStringLiteral("-keyout"), path(who + QStringLiteral(".key")),
                         QStringLiteral("-out"), path(who + QStringLiteral(".csr")), QStringLiteral("-subj"),
                         QStringLiteral("/CN=")
                             + (who == QLatin1String("server") ? QStringLiteral("localhost") : who) });
             QVERIFY2(problem.isEmpty(), qPrintable(problem));
-            problem = runTool(openssl,
+            problem = test::runTool(openssl,
                 { QStringLiteral("x509"), QStringLiteral("-req"), QStringLiteral("-in"),
                     path(who + QStringLiteral(".csr")), QStringLiteral("-CA"), path(QStringLiteral("ca.pem")),
                     QStringLiteral("-CAkey"), path(QStringLiteral("ca.key")),
@@ -1331,7 +1322,7 @@ private Q_SLOTS:
         QVERIFY(cifar::writeSyntheticDataset(
             (source + QStringLiteral("/cifar-10-batches-bin")).toStdString(), 60, 20, 5, &error));
         const QString tarball = path(QStringLiteral("cifar-10-binary.tar.gz"));
-        const QString problem = runTool(QStringLiteral("tar"),
+        const QString problem = test::runTool(QStringLiteral("tar"),
             { QStringLiteral("-czf"), tarball, QStringLiteral("-C"), source,
                 QStringLiteral("cifar-10-batches-bin") });
         QVERIFY2(problem.isEmpty(), qPrintable(problem));

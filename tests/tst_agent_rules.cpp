@@ -7,6 +7,7 @@
 #include "net_address.h"
 #include "run_event_log.h"
 #include "run_supervisor.h"
+#include "test_support.h"
 
 #include <QDir>
 #include <QFile>
@@ -21,15 +22,6 @@
 using namespace scalelab;
 
 namespace {
-
-QString runTool(const QString &program, const QStringList &args)
-{
-    QProcess p;
-    p.setProcessChannelMode(QProcess::MergedChannels);
-    p.start(program, args);
-    p.waitForFinished(60'000);
-    return p.exitCode() == 0 ? QString() : QString::fromLocal8Bit(p.readAll());
-}
 
 bool writeFile(const QString &path, const QByteArray &bytes)
 {
@@ -111,7 +103,7 @@ private Q_SLOTS:
         QVERIFY(QDir().mkpath(inner));
         QVERIFY(writeFile(path(QStringLiteral("evil/escape.txt")), "outside\n"));
         const QString tarball = path(QStringLiteral("evil.tar.gz"));
-        const QString problem = runTool(QStringLiteral("tar"),
+        const QString problem = test::runTool(QStringLiteral("tar"),
             { QStringLiteral("-czPf"), tarball, QStringLiteral("-C"), inner,
                 QStringLiteral("../escape.txt") });
         QVERIFY2(problem.isEmpty(), qPrintable(problem));

@@ -28,16 +28,6 @@ using namespace scalelab::core;
 
 namespace {
 
-QString runTool(const QString &program, const QStringList &args)
-{
-    QProcess p;
-    p.setProcessChannelMode(QProcess::MergedChannels);
-    p.start(program, args);
-    p.waitForFinished(60'000);
-    return p.exitStatus() == QProcess::NormalExit && p.exitCode() == 0 ? QString()
-                                                                       : QString::fromLocal8Bit(p.readAll());
-}
-
 bool writeFile(const QString &path, const QByteArray &bytes)
 {
     QFile f(path);
@@ -131,7 +121,7 @@ class AgentSecurityTest : public QObject {
         return agent;
     }
 
-    QString openssl(const QStringList &args) const { return runTool(QStringLiteral("openssl"), args); }
+    QString openssl(const QStringList &args) const { return test::runTool(QStringLiteral("openssl"), args); }
 
     // A self-signed certificate and its key, or a server certificate signed by `ca`.
     QString makeCertificate(const QString &name, const QString &ca = {}) const
@@ -241,7 +231,7 @@ private Q_SLOTS:
         QFETCH(QString, addresses);
         const QString unshare = QStandardPaths::findExecutable(QStringLiteral("unshare"));
         if (unshare.isEmpty()
-            || !runTool(unshare,
+            || !test::runTool(unshare,
                 { QStringLiteral("-rm"), QStringLiteral("mount"), QStringLiteral("--bind"),
                     QStringLiteral("/etc/hosts"), QStringLiteral("/etc/hosts") })
                     .isEmpty())
