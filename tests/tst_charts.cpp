@@ -387,6 +387,23 @@ private Q_SLOTS:
         QCOMPARE(static_cast<QCategoryAxis *>(chart.yAxisItem())->categoriesLabels(),
             (QStringList { QStringLiteral("0.5"), QStringLiteral("0.6"), QStringLiteral("0.7"), QStringLiteral("0.8"),
                 QStringLiteral("0.9") }));
+        // Between two whole digits (1.2 to 1.8): evenly spaced labels, not none.
+        chart.removeAllSeries();
+        chart.addSeries(QStringLiteral("c"), QStringLiteral("run c"));
+        chart.append(QStringLiteral("c"), { MetricPoint::at(XAxis::Step, 1, 1.8), MetricPoint::at(XAxis::Step, 2, 1.2) });
+        chart.redraw();
+        auto *axis2 = static_cast<QCategoryAxis *>(chart.yAxisItem());
+        QVERIFY2(axis2->count() >= 3, qPrintable(axis2->categoriesLabels().join(u',')));
+        for (const QString &label : axis2->categoriesLabels()) {
+            const double v = label.toDouble();
+            QVERIFY2(v > 1.1 && v < 2.0, qPrintable(label));
+        }
+        // One value: labelled too.
+        chart.removeAllSeries();
+        chart.addSeries(QStringLiteral("d"), QStringLiteral("run d"));
+        chart.append(QStringLiteral("d"), { MetricPoint::at(XAxis::Step, 1, 1.0), MetricPoint::at(XAxis::Step, 2, 1.0) });
+        chart.redraw();
+        QVERIFY(static_cast<QCategoryAxis *>(chart.yAxisItem())->count() >= 1);
     }
 
     void xAxisModesPlaceSamplesByStepEpochOrTime()

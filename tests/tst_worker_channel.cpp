@@ -2,6 +2,7 @@
 // line the agent writes for a rank reads back into the same launch, every option is one
 // the worker's usage names, event lines round-trip through protobuf's JSON mapping (NaN
 // included) and anything outside the contract is refused. Pure: no process is started.
+#include "event_writer.h"
 #include "run_supervisor.h"
 #include "worker_channel.h"
 #include "worker_command.h"
@@ -12,6 +13,7 @@
 #include <google/protobuf/util/message_differencer.h>
 
 #include <cmath>
+#include <unistd.h>
 
 using namespace scalelab;
 using google::protobuf::FieldDescriptor;
@@ -159,6 +161,30 @@ private Q_SLOTS:
         QVERIFY(std::isnan(back->step().loss()));
         QCOMPARE(back->step().learning_rate(), 0.1 + 0.2);
         QCOMPARE(back->step().step(), std::int64_t(1) << 40);
+    }
+
+    // Text from the system (a path, errno's words) may not be UTF-8; the worker's event still
+    // reaches the agent, its bad bytes replaced, instead of being refused whole.
+    void workerEventsCarryTextThatIsNotUtf8()
+    {
+        int fds[2];
+        QCOMPARE(::pipe(fds), 0);
+        {
+            trainer::EventWriter events(fds[1]);
+            events.noSpace("no space left on device: /data/\xED\xA0\x80x/\xC0\xAF/\xF5" "ck and caf\xC3\xA9", 4096);
+        }
+        ::close(fds[1]);
+        char buffer[4096];
+        const ssize_t n = ::read(fds[0], buffer, sizeof buffer);
+        ::close(fds[0]);
+        QVERIFY(n > 0);
+        std::string error;
+        const auto event = worker::parseEventLine(std::string(buffer, std::size_t(n)), &error);
+        QVERIFY2(event && event->has_error(), error.c_str());
+        QCOMPARE(event->error().bytes_needed(), 4096);
+        const QString message = QString::fromStdString(event->error().message());
+        QVERIFY2(message.startsWith(QStringLiteral("no space left on device: /data/")), qPrintable(message));
+        QVERIFY2(message.contains(QChar(0xFFFD)) && message.endsWith(QStringLiteral("café")), qPrintable(message));
     }
 
     void eventsOutsideTheContractAreRefused_data()

@@ -59,7 +59,13 @@ FrozenColumns::FrozenColumns(QTableView *table, int count)
     // Not modelReset: a QTableWidget's model resets while the table is being destroyed.
     connect(table->model(), &QAbstractItemModel::rowsInserted, this, &FrozenColumns::sync);
     connect(table->model(), &QAbstractItemModel::layoutChanged, this, &FrozenColumns::sync);
-    table->installEventFilter(this); // resizes
+    // Resizes: of the table, and of its viewport (a horizontal scrollbar appearing after a
+    // layout shrinks the viewport without resizing the table).
+    table->installEventFilter(this);
+    table->viewport()->installEventFilter(this);
+    connect(table->horizontalScrollBar(), &QScrollBar::rangeChanged, this, &FrozenColumns::place);
+    // Sideways by pixels, so no column is reachable only under the frozen ones.
+    table->setHorizontalScrollMode(QAbstractItemView::ScrollPerPixel);
     sync();
     show();
 }
@@ -84,7 +90,8 @@ void FrozenColumns::sync()
 
 bool FrozenColumns::eventFilter(QObject *watched, QEvent *event)
 {
-    if (watched == m_table && (event->type() == QEvent::Resize || event->type() == QEvent::Show))
+    if ((watched == m_table || watched == m_table->viewport())
+        && (event->type() == QEvent::Resize || event->type() == QEvent::Show))
         place();
     return QTableView::eventFilter(watched, event);
 }

@@ -790,8 +790,10 @@ bool StudyView::open(const QString &studyId, QString *error)
         return false;
     }
     stopRunner();
-    if (studyId != m_studyId)
+    if (studyId != m_studyId) {
         m_charts->clear();
+        m_progress.clear();
+    }
     m_studyId = studyId;
     auto *runner = new StudyRunner(&m_journal);
     runner->setAgents(m_agents);
@@ -806,7 +808,8 @@ bool StudyView::open(const QString &studyId, QString *error)
                 meter = core::ProgressMeter();
             }
             for (const auto &event : events)
-                meter.apply(event);
+                if (event.rank() <= 0) // rank 0 and the run's own; every rank says "started"
+                    meter.apply(event);
             m_dirty = true;
         });
     connect(runner, &StudyRunner::message, this, [this](const QString &line) { m_status->setText(line); });

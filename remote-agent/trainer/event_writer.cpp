@@ -62,10 +62,20 @@ std::string utf8(std::string_view text)
     out.reserve(text.size());
     for (std::size_t i = 0; i < text.size();) {
         const auto c = static_cast<unsigned char>(text[i]);
-        const int length = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+        const auto next = i + 1 < text.size() ? static_cast<unsigned char>(text[i + 1]) : 0;
+        // Well-formed UTF-8 only (Unicode 3.9, table 3-7): no overlong forms (C0, C1, E0 80..9F,
+        // F0 80..8F), no surrogates (ED A0..BF), nothing above U+10FFFF (F4 90.., F5..).
+        const int length = c < 0x80 ? 1
+            : c >= 0xC2 && c <= 0xDF ? 2
+            : c >= 0xE0 && c <= 0xEF ? 3
+            : c >= 0xF0 && c <= 0xF4 ? 4
+                                     : 0;
         bool valid = length > 0 && i + length <= text.size();
         for (int k = 1; valid && k < length; ++k)
             valid = (static_cast<unsigned char>(text[i + k]) & 0xC0) == 0x80;
+        if (valid && length > 1)
+            valid = !(c == 0xE0 && next < 0xA0) && !(c == 0xED && next > 0x9F) && !(c == 0xF0 && next < 0x90)
+                && !(c == 0xF4 && next > 0x8F);
         if (valid) {
             out.append(text.substr(i, length));
             i += length;

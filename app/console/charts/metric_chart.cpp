@@ -401,6 +401,22 @@ void MetricChart::setLogTicks(double from, double to)
             if (at >= from && at <= to)
                 axis->append(QString::number(value, 'g', 6), at);
         }
+    if (axis->count() < 2) {
+        // A range between two whole digits (a loss from 1.2 to 1.8): evenly spaced labels
+        // in log space, rounded for reading, instead of none.
+        for (const QString &label : axis->categoriesLabels())
+            axis->remove(label);
+        double previous = -kInf;
+        for (int i = 0; i <= 4; ++i) {
+            const double at = from + (to - from) * (0.1 + 0.2 * i);
+            const QString label = QString::number(std::pow(10.0, at), 'g', 3);
+            const double labelled = std::log10(label.toDouble()); // where the rounded value lies
+            if (labelled > previous && labelled >= from && labelled <= to && !axis->categoriesLabels().contains(label)) {
+                axis->append(label, labelled);
+                previous = labelled;
+            }
+        }
+    }
     axis->setRange(from, to);
     m_applyingRange = false;
 }
@@ -703,6 +719,8 @@ void MetricChart::redraw()
             if (line->count() > 0)
                 line->clear();
     setAxisRange(m_x, x0, x1);
+    if (m_logScale && static_cast<QCategoryAxis *>(m_yAxis)->count() == 0)
+        yChanges = true; // a new log axis has no labels yet, whatever its default range holds
     if (yChanges && m_logScale) {
         setLogTicks(from, to);
     } else if (yChanges) {
