@@ -16,7 +16,7 @@ if ! [[ "$seconds" =~ ^[0-9]+$ ]] || [ "$seconds" -lt 1 ]; then
 fi
 build="${SCALELAB_FUZZ_BUILD:-$SCALELAB_ROOT/build-fuzz}"
 targets=(${SCALELAB_FUZZ_TARGETS:-fuzz_plan_json fuzz_cifar10 fuzz_run_event_log fuzz_checkpoint_manifest
-  fuzz_journal_replay fuzz_agent_requests})
+  fuzz_journal_replay fuzz_agent_requests fuzz_worker_channel})
 
 # --- clang and libFuzzer -------------------------------------------------------------
 if ! scalelab_install_dependencies || ! scalelab_install_dependencies "${SCALELAB_FUZZ_PACKAGES[@]}"; then
