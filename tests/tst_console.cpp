@@ -1,10 +1,12 @@
 // The console under QT_QPA_PLATFORM=offscreen: it starts a local agent, refuses bad
 // form values inline, launches a run and plots its loss as it arrives.
+#include "agent_fixture.h"
 #include "agents_view.h"
 #include "chart_controls.h"
 #include "cifar10.h"
 #include "main_window.h"
 #include "metric_chart.h"
+#include "run_history.h"
 #include "study_view.h"
 #include "test_support.h"
 #include "theme.h"
@@ -24,6 +26,7 @@
 #include <QTest>
 #include <QStatusBar>
 #include <QMenu>
+#include <QTreeWidget>
 
 using namespace scalelab;
 
@@ -119,6 +122,90 @@ private Q_SLOTS:
         QCOMPARE(progress->text(), QStringLiteral("trained: epoch 1/1"));
         QVERIFY2(m_window->findChild<QLabel *>(QStringLiteral("runLabel"))->text().contains(QLatin1String("epoch 1/1, step 8/8")),
             qPrintable(m_window->findChild<QLabel *>(QStringLiteral("runLabel"))->text()));
+    }
+
+    // Single runs are kept in the journal: after a restart they are listed newest first, the
+    // newest is shown as it was left and followed to its end, an earlier one can be drawn
+    // beside it and reopened, and the form is as it was left.
+    void runHistorySurvivesARestart()
+    {
+        test::AgentFixture agent;
+        test::AgentFixtureOptions agentOptions;
+        agentOptions.syntheticSet = QStringLiteral("syn");
+        QVERIFY2(agent.start(agentOptions), qPrintable(agent.error()));
+        app::ConsoleOptions options;
+        options.agentEndpoint = agent.agent().endpoint();
+        options.token = agent.agent().token();
+        options.stateDir = agent.path(QStringLiteral("console-state"));
+        options.batchSize = 25;
+        QString first, second;
+        {
+            app::MainWindow window(options);
+            window.show();
+            QTRY_VERIFY_WITH_TIMEOUT(window.isConnected(), 20000);
+            QTRY_COMPARE(window.findChild<QComboBox *>(QStringLiteral("datasetCombo"))->count(), 1);
+            window.findChild<QSpinBox *>(QStringLiteral("epochsSpin"))->setValue(1);
+            window.findChild<QSpinBox *>(QStringLiteral("threadsSpin"))->setValue(1);
+            auto *launch = window.findChild<QPushButton *>(QStringLiteral("launchButton"));
+            QTest::mouseClick(launch, Qt::LeftButton);
+            QTRY_VERIFY_WITH_TIMEOUT(window.currentRun() && window.currentRun()->terminal(), 120000);
+            QCOMPARE(window.currentRun()->state(), v1::SUCCEEDED);
+            first = window.currentRun()->runId();
+            QTRY_VERIFY(launch->isEnabled());
+            // The second run is left running when the console goes.
+            window.findChild<QSpinBox *>(QStringLiteral("epochsSpin"))->setValue(3);
+            QTest::mouseClick(launch, Qt::LeftButton);
+            QTRY_VERIFY_WITH_TIMEOUT(window.currentRun()->runId() != first && !window.lossPoints().isEmpty(), 60000);
+            second = window.currentRun()->runId();
+            QCOMPARE(window.runHistory()->runIds(), (QStringList { second, first }));
+            window.close();
+        }
+        app::MainWindow again(options);
+        again.show();
+        // Listed newest first, with their labels; the newest shown at once, from the journal.
+        QCOMPARE(again.runHistory()->runIds(), (QStringList { second, first }));
+        auto *tree = again.runHistory()->tree();
+        QVERIFY2(tree->topLevelItem(1)->text(0).startsWith(QStringLiteral("#1 · 1 worker · b25")),
+            qPrintable(tree->topLevelItem(1)->text(0)));
+        QVERIFY(tree->topLevelItem(1)->text(0).endsWith(QStringLiteral("[SYNTHETIC]")));
+        QCOMPARE(tree->topLevelItem(1)->text(console::RunHistoryView::StateColumn), QStringLiteral("SUCCEEDED"));
+        QVERIFY(tree->topLevelItem(1)->text(console::RunHistoryView::AccuracyColumn).endsWith(QLatin1Char('%')));
+        QVERIFY(tree->topLevelItem(0)->text(0).startsWith(QStringLiteral("#2 ")));
+        QVERIFY(again.currentRun() && again.currentRun()->runId() == second);
+        QTRY_VERIFY(!again.lossPoints().isEmpty());
+        QCOMPARE(again.runHistory()->current(), second);
+        // The form as it was left: the command line gave the batch; epochs and threads were set.
+        QCOMPARE(again.findChild<QSpinBox *>(QStringLiteral("threadsSpin"))->value(), 1);
+        QCOMPARE(again.findChild<QSpinBox *>(QStringLiteral("epochsSpin"))->value(), 3);
+        QCOMPARE(again.findChild<QSpinBox *>(QStringLiteral("batchSpin"))->value(), 25);
+        // Followed from where the journal stopped, to its end: every step once.
+        QTRY_VERIFY_WITH_TIMEOUT(again.isConnected(), 20000);
+        QTRY_VERIFY_WITH_TIMEOUT(again.currentRun()->terminal(), 120000);
+        QCOMPARE(again.currentRun()->state(), v1::SUCCEEDED);
+        QCOMPARE(again.currentRun()->gaps(), 0);
+        QCOMPARE(again.currentRun()->duplicates(), 0);
+        QTRY_COMPARE(again.lossPoints().size(), 24); // 3 epochs of ceil(200 / 25) steps
+        QTRY_COMPARE(tree->topLevelItem(0)->text(console::RunHistoryView::StateColumn), QStringLiteral("SUCCEEDED"));
+        // The first run drawn beside it, from the journal.
+        QVERIFY(!again.lossChart()->hasSeries(first + QStringLiteral("/loss")));
+        tree->topLevelItem(1)->setCheckState(0, Qt::Checked);
+        QTRY_COMPARE(again.lossChart()->drawnPoints(first + QStringLiteral("/loss")).size(), 8);
+        // Reopened: it becomes the run the tab shows.
+        Q_EMIT again.runHistory()->openRequested(first);
+        QCOMPARE(again.currentRun()->runId(), first);
+        QCOMPARE(again.currentRun()->state(), v1::SUCCEEDED);
+        QTRY_COMPARE(again.lossPoints().size(), 8);
+        QVERIFY(again.lossChart()->hasSeries(second + QStringLiteral("/loss"))); // still drawn
+        // Forgotten: gone from the list, the charts and the journal.
+        Q_EMIT again.runHistory()->forgetRequested(second);
+        QCOMPARE(again.runHistory()->runIds(), QStringList { first });
+        QVERIFY(!again.lossChart()->hasSeries(second + QStringLiteral("/loss")));
+        core::Journal journal;
+        QString error;
+        QVERIFY2(journal.open(options.stateDir + QStringLiteral("/journal.sqlite"), &error), qPrintable(error));
+        QCOMPARE(journal.singleRuns().size(), 1);
+        QVERIFY(journal.runEvents(second, 1, options.agentEndpoint).empty());
+        QVERIFY(!journal.runEvents(first, 1, options.agentEndpoint).empty());
     }
 
     void windowRendersToAnImage()

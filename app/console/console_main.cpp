@@ -82,12 +82,14 @@ int main(int argc, char **argv)
             QStringLiteral("dir") },
         { QStringLiteral("dataset"), QStringLiteral("Data set to select in the form."),
             QStringLiteral("name") },
-        { QStringLiteral("batch-size"), QStringLiteral("Batch size per worker in the form."),
-            QStringLiteral("n"), QStringLiteral("64") },
-        { QStringLiteral("epochs"), QStringLiteral("Epochs in the form."), QStringLiteral("n"),
-            QStringLiteral("2") },
-        { QStringLiteral("workers"), QStringLiteral("Data-parallel workers in the form."),
-            QStringLiteral("n"), QStringLiteral("1") },
+        { QStringLiteral("batch-size"),
+            QStringLiteral("Batch size per worker in the form (default: as last time, else 64)."),
+            QStringLiteral("n") },
+        { QStringLiteral("epochs"), QStringLiteral("Epochs in the form (default: as last time, else 2)."),
+            QStringLiteral("n") },
+        { QStringLiteral("workers"),
+            QStringLiteral("Data-parallel workers in the form (default: as last time, else 1)."),
+            QStringLiteral("n") },
         { QStringLiteral("launch"), QStringLiteral("Launch a run with the form's values once connected.") },
         { QStringLiteral("open-study"),
             QStringLiteral("Open this study (from the journal) once connected, and drive it if unfinished."),
@@ -149,9 +151,18 @@ int main(int argc, char **argv)
     options.localAgent.stateDir = options.stateDir + QStringLiteral("/agents/local-1");
 
     options.dataset = parser.value(QStringLiteral("dataset"));
-    options.batchSize = parser.value(QStringLiteral("batch-size")).toInt();
-    options.epochs = parser.value(QStringLiteral("epochs")).toInt();
-    options.workers = parser.value(QStringLiteral("workers")).toInt();
+    for (const auto &[name, field] : { std::pair { "batch-size", &options.batchSize },
+             std::pair { "epochs", &options.epochs }, std::pair { "workers", &options.workers } }) {
+        if (!parser.isSet(QLatin1String(name)))
+            continue; // 0: as the form was left last time
+        bool ok = false;
+        *field = parser.value(QLatin1String(name)).toInt(&ok);
+        if (!ok || *field < 1) {
+            std::fprintf(stderr, "scalelab: --%s must be a whole number of 1 or more (got '%s')\n", name,
+                qPrintable(parser.value(QLatin1String(name))));
+            return 2;
+        }
+    }
     options.launchWhenConnected = parser.isSet(QStringLiteral("launch"));
     options.openStudy = parser.value(QStringLiteral("open-study"));
     options.reopenStudies = !parser.isSet(QStringLiteral("no-reopen"));

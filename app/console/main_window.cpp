@@ -5,6 +5,7 @@
 #include "chart_controls.h"
 #include "metric_chart.h"
 #include "run_plot.h"
+#include "run_history.h"
 #include "run_request.h"
 #include "study_view.h"
 #include "theme.h"
@@ -62,6 +63,7 @@ MainWindow::MainWindow(ConsoleOptions options, QWidget *parent)
     buildUi();
     buildMenus();
     restoreSettings();
+    loadHistory();
     if (!m_options.planFile.isEmpty()) {
         QString error;
         if (m_studyView->loadPlanFile(m_options.planFile, &error))
@@ -139,22 +141,24 @@ void MainWindow::buildUi()
     m_workersSpin = new QSpinBox;
     m_workersSpin->setObjectName(QStringLiteral("workersSpin"));
     m_workersSpin->setRange(0, 256); // 0 is refused with a message
-    m_workersSpin->setValue(m_options.workers);
+    m_workersSpin->setValue(m_options.workers > 0 ? m_options.workers : 1);
     m_workersSpin->setToolTip(tr("Data-parallel workers (one process per rank, c10d Gloo); 1 = baseline"));
     m_batchSpin = new QSpinBox;
     m_batchSpin->setObjectName(QStringLiteral("batchSpin"));
     m_batchSpin->setRange(0, 65536); // 0 is refused with a message, not silently clamped
-    m_batchSpin->setValue(m_options.batchSize);
+    m_batchSpin->setValue(m_options.batchSize > 0 ? m_options.batchSize : 64);
     m_epochsSpin = new QSpinBox;
     m_epochsSpin->setObjectName(QStringLiteral("epochsSpin"));
     m_epochsSpin->setRange(0, 10000);
-    m_epochsSpin->setValue(m_options.epochs);
+    m_epochsSpin->setValue(m_options.epochs > 0 ? m_options.epochs : 2);
     m_lrSpin = new QDoubleSpinBox;
+    m_lrSpin->setObjectName(QStringLiteral("lrSpin"));
     m_lrSpin->setDecimals(4);
     m_lrSpin->setRange(0, 10);
     m_lrSpin->setSingleStep(0.01);
     m_lrSpin->setSpecialValueText(tr("default (0.05)"));
     m_threadsSpin = new QSpinBox;
+    m_threadsSpin->setObjectName(QStringLiteral("threadsSpin"));
     m_threadsSpin->setRange(0, 1024);
     m_threadsSpin->setSpecialValueText(tr("automatic"));
     auto *form = new QFormLayout;
@@ -204,7 +208,14 @@ void MainWindow::buildUi()
                                  "and evaluation time, once 5 steps and 2 s have been measured"));
     m_runProgress->hide();
     leftLayout->addWidget(m_runProgress);
-    leftLayout->addStretch(1);
+    auto *historyBox = new QGroupBox(tr("History"));
+    m_history = new console::RunHistoryView;
+    auto *historyLayout = new QVBoxLayout(historyBox);
+    historyLayout->addWidget(m_history);
+    connect(m_history, &console::RunHistoryView::drawnChanged, this, &MainWindow::setRunDrawn);
+    connect(m_history, &console::RunHistoryView::openRequested, this, &MainWindow::openRun);
+    connect(m_history, &console::RunHistoryView::forgetRequested, this, &MainWindow::forgetRun);
+    leftLayout->addWidget(historyBox, 1);
     left->setMinimumWidth(360);
 
     // --- right: charts and log ---------------------------------------------------
@@ -237,6 +248,9 @@ void MainWindow::buildUi()
         QString error;
         if (!m_studyView->openJournal(m_options.stateDir, &error))
             m_log->appendPlainText(tr("error: study journal: %1").arg(error));
+        // The Run tab's history lives in the same journal, through a connection of its own.
+        else if (!m_journal.open(m_options.stateDir + QStringLiteral("/journal.sqlite"), &error))
+            m_log->appendPlainText(tr("error: run history: %1").arg(error));
     }
     // Agents: the saved list (STATE/agents.json), their state and live utilization; the
     // Study tab plans on those that answer.
@@ -381,6 +395,7 @@ void MainWindow::saveSettings() const
     settings.setValue(QStringLiteral("window/theme"), m_theme);
     m_chartControls->save(settings, QStringLiteral("charts"));
     m_studyView->saveSettings(settings);
+    saveRunForm(settings);
 }
 
 void MainWindow::setTheme(const QString &name)
@@ -402,6 +417,34 @@ void MainWindow::restoreSettings()
     m_tabs->setCurrentIndex(settings.value(QStringLiteral("window/tab"), 0).toInt());
     m_chartControls->restore(settings, QStringLiteral("charts"));
     m_studyView->restoreSettings(settings);
+    restoreRunForm(settings);
+}
+
+void MainWindow::saveRunForm(QSettings &settings) const
+{
+    if (m_datasetCombo->currentIndex() >= 0)
+        settings.setValue(QStringLiteral("run/dataset"), m_datasetCombo->currentData().toString());
+    settings.setValue(QStringLiteral("run/workers"), m_workersSpin->value());
+    settings.setValue(QStringLiteral("run/batchSize"), m_batchSpin->value());
+    settings.setValue(QStringLiteral("run/epochs"), m_epochsSpin->value());
+    settings.setValue(QStringLiteral("run/learningRate"), m_lrSpin->value());
+    settings.setValue(QStringLiteral("run/threads"), m_threadsSpin->value());
+}
+
+void MainWindow::restoreRunForm(const QSettings &settings)
+{
+    // The command line's values win; what it leaves out is as the form was left.
+    const auto restore = [&settings](const char *key, QSpinBox *spin, int given) {
+        if (given <= 0 && settings.contains(QLatin1String(key)))
+            spin->setValue(settings.value(QLatin1String(key)).toInt());
+    };
+    restore("run/workers", m_workersSpin, m_options.workers);
+    restore("run/batchSize", m_batchSpin, m_options.batchSize);
+    restore("run/epochs", m_epochsSpin, m_options.epochs);
+    restore("run/threads", m_threadsSpin, 0);
+    m_lrSpin->setValue(settings.value(QStringLiteral("run/learningRate"), m_lrSpin->value()).toDouble());
+    if (m_options.dataset.isEmpty())
+        m_options.dataset = settings.value(QStringLiteral("run/dataset")).toString();
 }
 
 void MainWindow::closeEvent(QCloseEvent *event)
@@ -490,8 +533,10 @@ QWidget *MainWindow::buildCharts()
 
 void MainWindow::addRunToCharts(const QString &runId, const QString &label)
 {
-    addRunLines(runCharts(), { runId }, label, MetricChart::cycleColor(m_runsPlotted++));
-    m_clearRunsButton->setEnabled(m_runsPlotted > 1);
+    const QColor color = MetricChart::cycleColor(m_runsPlotted++);
+    addRunLines(runCharts(), { runId }, label, color);
+    m_runColors.insert(runId, color);
+    m_clearRunsButton->setEnabled(m_runColors.size() > 1);
 }
 
 RunCharts MainWindow::runCharts() const
@@ -502,12 +547,125 @@ RunCharts MainWindow::runCharts() const
 void MainWindow::clearOldRuns()
 {
     const QString current = m_record ? m_record->runId() : QString();
-    for (auto *chart : { runCharts().loss, runCharts().accuracy, runCharts().throughput })
-        for (const QString &id : chart->seriesIds())
-            if (current.isEmpty() || !id.startsWith(current + QLatin1Char('/')))
-                chart->removeSeries(id);
+    for (const QString &id : m_runColors.keys())
+        if (id != current) {
+            setRunDrawn(id, false);
+            m_history->setDrawn(id, false);
+        }
     m_runsPlotted = current.isEmpty() ? 0 : 1;
     m_clearRunsButton->setEnabled(false);
+}
+
+void MainWindow::setRunDrawn(const QString &runId, bool drawn)
+{
+    if (!drawn) {
+        if (m_record && m_record->runId() == runId)
+            return; // the current run is always drawn
+        removeRunLines(runCharts(), { runId });
+        m_runColors.remove(runId);
+        m_clearRunsButton->setEnabled(m_runColors.size() > 1);
+        return;
+    }
+    if (m_runColors.contains(runId) || !m_runs.contains(runId))
+        return;
+    const core::SingleRunEntry &entry = m_runs[runId];
+    addRunToCharts(runId, entry.label);
+    RunPlotState state;
+    if (m_journal.isOpen())
+        for (const auto &event : m_journal.runEvents(runId, 1, entry.agent))
+            plotRunEvent(runCharts(), { runId }, state, event);
+}
+
+void MainWindow::forgetRun(const QString &runId)
+{
+    if (m_record && m_record->runId() == runId)
+        return; // the current run stays
+    QString error;
+    if (m_journal.isOpen() && !m_journal.forgetSingleRun(runId, &error)) {
+        setStatus(error, true);
+        return;
+    }
+    setRunDrawn(runId, false);
+    m_runs.remove(runId);
+    m_history->removeRun(runId);
+    setStatus(tr("Removed run %1 from the history (its agent still has it)").arg(runId));
+}
+
+QString MainWindow::agentKey() const
+{
+    // A local agent gets a new port each time it starts, but keeps its state folder.
+    return m_localAgent ? QStringLiteral("local") : (m_client ? m_client->endpoint() : QString());
+}
+
+namespace {
+
+console::RunHistoryResult resultOf(const core::RunRecord &r)
+{
+    console::RunHistoryResult result;
+    if (!r.epochs().empty()) {
+        result.testAccuracy = r.epochs().back().test_accuracy();
+        result.epochsDone = r.epochs().back().epoch();
+    }
+    result.imagesPerSecond = r.summary() ? r.summary()->images_per_second() : r.lastImagesPerSecond();
+    result.epochs = r.started() ? r.started()->effective().epochs() : 0;
+    result.synthetic = r.synthetic();
+    return result;
+}
+
+} // namespace
+
+void MainWindow::loadHistory()
+{
+    if (!m_journal.isOpen())
+        return;
+    for (const core::SingleRunEntry &entry : m_journal.singleRuns()) {
+        core::RunRecord record(entry.runId);
+        for (const auto &event : m_journal.runEvents(entry.runId, 1, entry.agent))
+            record.apply(event);
+        m_runs.insert(entry.runId, entry);
+        m_history->setRun(entry, resultOf(record));
+    }
+    // The newest run comes back as it was left: drawn, its log and summary shown.
+    if (const QStringList ids = m_history->runIds(); !ids.isEmpty())
+        openRun(ids.first());
+}
+
+void MainWindow::updateHistoryRow(const QString &runId)
+{
+    if (m_runs.contains(runId) && m_record && m_record->runId() == runId)
+        m_history->setRun(m_runs[runId], resultOf(*m_record));
+}
+
+void MainWindow::openRun(const QString &runId)
+{
+    if (!m_runs.contains(runId) || (m_record && m_record->runId() == runId))
+        return;
+    if (m_watch) {
+        setStatus(tr("Run %1 is being followed: open another run once it has ended").arg(m_record->runId()), true);
+        return;
+    }
+    const core::SingleRunEntry entry = m_runs[runId];
+    setRunDrawn(runId, false); // drawn again below, from its first event
+    m_record = std::make_unique<core::RunRecord>(runId);
+    m_meter = core::ProgressMeter();
+    m_plotState = {};
+    m_log->clear();
+    m_syntheticBanner->hide();
+    addRunToCharts(runId, entry.label);
+    m_history->setCurrent(runId);
+    if (m_journal.isOpen())
+        for (const auto &event : m_journal.runEvents(runId, 1, entry.agent))
+            applyEvent(event);
+    m_dirty = true;
+    refreshRunSummary();
+    updateHistoryRow(runId);
+    if (m_record->terminal())
+        return;
+    if (m_connected && entry.agent == agentKey())
+        followCurrentRun(m_record->lastSeq() + 1);
+    else
+        setStatus(tr("Run %1 had not ended when last seen; it runs on %2: connect to that agent to follow it")
+                      .arg(runId, entry.agent));
 }
 
 QList<QPointF> MainWindow::lossPoints() const
@@ -656,6 +814,11 @@ void MainWindow::applyInventory(const v1::DescribeResponse &inventory)
     setStatus(created.isEmpty() ? tr("Connected")
                                 : tr("Connected; SYNTHETIC data set '%1' created on the agent and selected").arg(created));
     Q_EMIT connectedChanged(true);
+    // A run of the history left unfinished on this agent: follow it from where the journal
+    // stopped (the console was closed or killed while it ran).
+    if (m_record && !m_record->terminal() && !m_watch && m_runs.contains(m_record->runId())
+        && m_runs[m_record->runId()].agent == agentKey())
+        followCurrentRun(m_record->lastSeq() + 1);
     if (std::exchange(m_options.launchWhenConnected, false))
         launchRun();
 }
@@ -717,22 +880,36 @@ void MainWindow::launchRun()
     }
     m_formError->hide();
     const QString runId = core::newRunId();
+    const auto start = request.toStartWorkers(runId);
+    // Legend labels that tell overlaid runs apart: the run's number in the history, what it
+    // trains, and when it started.
+    int number = m_runsPlotted;
+    for (const auto &entry : std::as_const(m_runs))
+        number = std::max(number, entry.label.section(QLatin1Char(' '), 0, 0).mid(1).toInt());
+    core::SingleRunEntry entry;
+    entry.runId = runId;
+    entry.agent = agentKey();
+    entry.label = tr("#%1 · %2 · b%3 · %4")
+                      .arg(number + 1)
+                      .arg(request.workers == 1 ? tr("1 worker") : tr("%1 workers").arg(request.workers))
+                      .arg(request.batchSize)
+                      .arg(QTime::currentTime().toString(QStringLiteral("HH:mm:ss")));
+    entry.launchedUnixMs = QDateTime::currentMSecsSinceEpoch();
+    entry.request = start;
+    // Recorded before it is started: a console killed a moment later still knows the run.
+    if (QString error; m_journal.isOpen() && !m_journal.recordSingleRun(entry, &error))
+        setStatus(tr("The run will not be in the history: %1").arg(error), true);
+    m_runs.insert(runId, entry);
+    m_history->setRun(entry, {});
     m_record = std::make_unique<core::RunRecord>(runId);
     m_meter = core::ProgressMeter();
     m_plotState = {};
-    // Legend labels that tell overlaid runs apart: the run's number in this session, what it
-    // trains, and when it started.
-    addRunToCharts(runId,
-        tr("#%1 · %2 · b%3 · %4")
-            .arg(m_runsPlotted + 1)
-            .arg(request.workers == 1 ? tr("1 worker") : tr("%1 workers").arg(request.workers))
-            .arg(request.batchSize)
-            .arg(QTime::currentTime().toString(QStringLiteral("HH:mm:ss"))));
+    addRunToCharts(runId, entry.label);
+    m_history->setCurrent(runId);
     m_log->clear();
     m_syntheticBanner->hide();
     m_runLabel->setText(tr("%1: starting…").arg(runId));
     setRunning(true);
-    const auto start = request.toStartWorkers(runId);
     inBackground(
         [start](core::AgentClient &client) {
             v1::StartWorkersResponse response;
@@ -744,27 +921,42 @@ void MainWindow::launchRun()
                 m_formError->show();
                 m_runLabel->setText(tr("%1 was not started.").arg(runId));
                 setRunning(false);
+                // Never run, so not history: the form says why.
+                QString error;
+                if (m_journal.isOpen())
+                    m_journal.forgetSingleRun(runId, &error);
+                m_runs.remove(runId);
+                m_history->removeRun(runId);
                 return;
             }
-            m_watch = std::make_unique<core::RunWatch>(m_client.get(), runId);
-            connect(m_watch.get(), &core::RunWatch::eventsArrived, this, &MainWindow::drainEvents);
-            connect(m_watch.get(), &core::RunWatch::unreachable, this, [this](const QString &error, qint64 since) {
-                setStatus(tr("The agent has not answered since %1: %2 (still trying)")
-                              .arg(QDateTime::fromMSecsSinceEpoch(since).toString(QStringLiteral("HH:mm:ss")), error),
-                    true);
-            });
-            connect(m_watch.get(), &core::RunWatch::reachable, this,
-                [this] { statusBar()->showMessage(tr("The agent answers again"), 10'000); });
-            connect(m_watch.get(), &core::RunWatch::finished, this, [this](const QString &error) {
-                drainEvents();
-                refreshRunSummary();
-                if (!error.isEmpty())
-                    setStatus(tr("Lost the run's event stream: %1").arg(error), true);
-                m_watch.release()->deleteLater();
-                setRunning(false);
-            });
-            m_watch->start(1);
+            followCurrentRun(1);
         });
+}
+
+void MainWindow::followCurrentRun(qint64 fromSeq)
+{
+    if (!m_record || m_watch || !m_client)
+        return;
+    const QString runId = m_record->runId();
+    m_watch = std::make_unique<core::RunWatch>(m_client.get(), runId);
+    connect(m_watch.get(), &core::RunWatch::eventsArrived, this, &MainWindow::drainEvents);
+    connect(m_watch.get(), &core::RunWatch::unreachable, this, [this](const QString &error, qint64 since) {
+        setStatus(tr("The agent has not answered since %1: %2 (still trying)")
+                      .arg(QDateTime::fromMSecsSinceEpoch(since).toString(QStringLiteral("HH:mm:ss")), error),
+            true);
+    });
+    connect(m_watch.get(), &core::RunWatch::reachable, this,
+        [this] { statusBar()->showMessage(tr("The agent answers again"), 10'000); });
+    connect(m_watch.get(), &core::RunWatch::finished, this, [this](const QString &error) {
+        drainEvents();
+        refreshRunSummary();
+        if (!error.isEmpty())
+            setStatus(tr("Lost the run's event stream: %1").arg(error), true);
+        m_watch.release()->deleteLater();
+        setRunning(false);
+    });
+    m_watch->start(fromSeq);
+    setRunning(true);
 }
 
 void MainWindow::stopRun()
@@ -794,32 +986,54 @@ void MainWindow::drainEvents()
 {
     if (!m_watch || !m_record)
         return;
-    for (const auto &event : m_watch->takeEvents()) {
-        const bool repeated = event.seq() <= m_record->lastSeq(); // counted by the record, not drawn
-        m_record->apply(event);
-        if (!repeated) {
-            plotEvent(event);
-            m_meter.apply(event);
-        }
-        if (event.has_log())
-            m_log->appendPlainText(QStringLiteral("[rank %1] %2")
-                                       .arg(event.rank())
-                                       .arg(QString::fromStdString(event.log().text())));
-        else if (event.has_state())
-            m_log->appendPlainText(
-                QStringLiteral("%1: %2").arg(core::RunRecord::stateName(event.state().state()),
-                    QString::fromStdString(event.state().message())));
-        else if (event.has_stall()) {
-            // Rank 0 made no progress for the run's stall_seconds (or does again).
-            const QString text = QString::fromStdString(event.stall().message());
-            m_log->appendPlainText(text);
-            statusBar()->showMessage(event.stall().stalled() ? tr("Run %1 %2").arg(m_record->runId(), text) : text,
-                event.stall().stalled() ? 0 : 10'000);
-        }
+    const std::vector<v1::RunEvent> events = m_watch->takeEvents();
+    const QString runId = m_record->runId();
+    if (m_runs.contains(runId) && m_journal.isOpen())
+        if (QString error; !m_journal.appendRunEvents(QString(), runId, 1, m_runs[runId].agent, events, &error))
+            setStatus(error, true);
+    const v1::RunState before = m_record->state();
+    bool measured = false;
+    for (const auto &event : events) {
+        applyEvent(event);
+        measured = measured || event.has_epoch() || event.has_summary();
     }
+    if (m_runs.contains(runId) && m_record->state() != before) {
+        core::SingleRunEntry &entry = m_runs[runId];
+        entry.state = m_record->state();
+        entry.endedUnixMs = m_record->terminal() ? QDateTime::currentMSecsSinceEpoch() : 0;
+        if (QString error; m_journal.isOpen() && !m_journal.setSingleRunState(runId, entry.state, entry.endedUnixMs, &error))
+            setStatus(error, true);
+    }
+    if (measured || m_record->state() != before)
+        updateHistoryRow(runId);
     m_dirty = true;
     if (!m_refreshTimer.isActive())
         m_refreshTimer.start();
+}
+
+void MainWindow::applyEvent(const v1::RunEvent &event)
+{
+    const bool repeated = event.seq() <= m_record->lastSeq(); // counted by the record, not drawn
+    m_record->apply(event);
+    if (!repeated) {
+        plotEvent(event);
+        m_meter.apply(event);
+    }
+    if (event.has_log())
+        m_log->appendPlainText(QStringLiteral("[rank %1] %2")
+                                   .arg(event.rank())
+                                   .arg(QString::fromStdString(event.log().text())));
+    else if (event.has_state())
+        m_log->appendPlainText(
+            QStringLiteral("%1: %2").arg(core::RunRecord::stateName(event.state().state()),
+                QString::fromStdString(event.state().message())));
+    else if (event.has_stall()) {
+        // Rank 0 made no progress for the run's stall_seconds (or does again).
+        const QString text = QString::fromStdString(event.stall().message());
+        m_log->appendPlainText(text);
+        statusBar()->showMessage(event.stall().stalled() ? tr("Run %1 %2").arg(m_record->runId(), text) : text,
+            event.stall().stalled() ? 0 : 10'000);
+    }
 }
 
 void MainWindow::refreshRunSummary()

@@ -7,6 +7,7 @@
 #pragma once
 
 #include "agent_client.h"
+#include "journal.h"
 #include "local_agent.h"
 #include "progress_meter.h"
 #include "run_plot.h"
@@ -14,6 +15,7 @@
 #include "run_watch.h"
 
 #include <QList>
+#include <QMap>
 #include <QMainWindow>
 #include <QPointF>
 #include <QTimer>
@@ -26,12 +28,14 @@ class QLabel;
 class QLineEdit;
 class QPlainTextEdit;
 class QProgressBar;
+class QSettings;
 class QPushButton;
 class QSpinBox;
 class QTabWidget;
 
 namespace scalelab::console {
 class AgentsView;
+class RunHistoryView;
 class StudyView;
 } // namespace scalelab::console
 
@@ -49,10 +53,11 @@ struct ConsoleOptions {
     core::LocalAgentOptions localAgent;
     QString stateDir; // the study journal (journal.sqlite) and agents.json; empty = neither
     // Form presets; with launchWhenConnected the run starts as soon as the agent answers.
+    // 0 (or empty) = as the form was left last time, else 1 worker, batch 64, 2 epochs.
     QString dataset;
-    int workers = 1;
-    int batchSize = 64;
-    int epochs = 2;
+    int workers = 0;
+    int batchSize = 0;
+    int epochs = 0;
     bool launchWhenConnected = false;
     // Studies: reattach at start-up to the study left unfinished (a console that was
     // killed mid-study picks it up again), or open this one.
@@ -83,6 +88,8 @@ public:
     // Window layout, chart controls and the study form, kept in STATE_DIR/console.ini.
     QString settingsPath() const;
     console::AgentsView *agentsView() const { return m_agentsView; }
+    // Single runs of this console, kept in the journal: listed, reopened, drawn side by side.
+    console::RunHistoryView *runHistory() const { return m_history; }
 
 public Q_SLOTS:
     void connectToAgent();
@@ -91,6 +98,9 @@ public Q_SLOTS:
     void addAgentsFromPlan(const QStringList &specs, const QString &baseDir);
     void launchRun();
     void stopRun();
+    // Shows a run of the history as the current one (its charts, log and summary, from the
+    // journal), and follows it live when it has not ended and its agent is connected.
+    void openRun(const QString &runId);
     // Generates a SYNTHETIC set on the agent and selects it: `trainImages` / `testImages`
     // of the "shapes" kind (closer to real data than "patterns"), named by its size.
     void createSyntheticDataset(int trainImages = 2000, int testImages = 500);
@@ -119,7 +129,18 @@ private:
     void refreshInventory();
     void applyInventory(const v1::DescribeResponse &inventory);
     void drainEvents();
+    // Folds one event of the current run into its record, charts, progress and log.
+    void applyEvent(const v1::RunEvent &event);
     void refreshRunSummary();
+    // The history: loaded from the journal at start-up; a row per run, kept up to date.
+    void loadHistory();
+    void updateHistoryRow(const QString &runId);
+    void setRunDrawn(const QString &runId, bool drawn);
+    void forgetRun(const QString &runId);
+    void followCurrentRun(qint64 fromSeq);
+    QString agentKey() const; // how the journal names the connected agent
+    void saveRunForm(QSettings &settings) const;
+    void restoreRunForm(const QSettings &settings);
     void setStatus(const QString &text, bool error = false);
     void setRunning(bool running);
     template <typename Work, typename Done> void inBackground(Work work, Done done);
@@ -165,6 +186,10 @@ private:
     QTimer m_launchDeadline; // --launch-study: launch with the agents that answer by then
     QString m_theme = QStringLiteral("system");
     console::AgentsView *m_agentsView = nullptr;
+    core::Journal m_journal; // single runs; closed when there is no state folder
+    QMap<QString, core::SingleRunEntry> m_runs; // the history, by run id
+    QMap<QString, QColor> m_runColors; // of the runs drawn
+    console::RunHistoryView *m_history = nullptr;
 };
 
 } // namespace scalelab::app

@@ -66,6 +66,15 @@ CREATE TABLE IF NOT EXISTS run_events (
   event BLOB NOT NULL,
   PRIMARY KEY (run_id, attempt, agent, seq)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS single_runs (
+  run_id TEXT PRIMARY KEY,
+  agent TEXT NOT NULL,
+  label TEXT NOT NULL,
+  launched_unix_ms INTEGER NOT NULL,
+  request BLOB NOT NULL,
+  state INTEGER NOT NULL,
+  ended_unix_ms INTEGER NOT NULL
+);
 )sql";
 
 } // namespace
@@ -240,6 +249,77 @@ std::vector<v1::RunEvent> Journal::runEvents(
             out.push_back(std::move(e));
     }
     return out;
+}
+
+bool Journal::recordSingleRun(const SingleRunEntry &entry, QString *error)
+{
+    Statement st(m_db,
+        "INSERT INTO single_runs (run_id, agent, label, launched_unix_ms, request, state, ended_unix_ms) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?)");
+    st.bind(1, entry.runId);
+    st.bind(2, entry.agent);
+    st.bind(3, entry.label);
+    st.bind(4, entry.launchedUnixMs);
+    st.bindBlob(5, entry.request.SerializeAsString());
+    st.bind(6, qint64(entry.state));
+    st.bind(7, entry.endedUnixMs);
+    if (!st.ok() || st.step() != SQLITE_DONE) {
+        *error = QStringLiteral("cannot record run %1 in %2: %3").arg(entry.runId, m_path, lastError());
+        return false;
+    }
+    return true;
+}
+
+bool Journal::setSingleRunState(const QString &runId, v1::RunState state, qint64 endedUnixMs, QString *error)
+{
+    Statement st(m_db, "UPDATE single_runs SET state = ?, ended_unix_ms = ? WHERE run_id = ?");
+    st.bind(1, qint64(state));
+    st.bind(2, endedUnixMs);
+    st.bind(3, runId);
+    if (!st.ok() || st.step() != SQLITE_DONE) {
+        *error = QStringLiteral("cannot record the state of run %1 in %2: %3").arg(runId, m_path, lastError());
+        return false;
+    }
+    return true;
+}
+
+QList<SingleRunEntry> Journal::singleRuns() const
+{
+    QList<SingleRunEntry> out;
+    Statement st(m_db,
+        "SELECT run_id, agent, label, launched_unix_ms, request, state, ended_unix_ms FROM single_runs "
+        "ORDER BY launched_unix_ms, run_id");
+    while (st.step() == SQLITE_ROW) {
+        SingleRunEntry e;
+        e.runId = st.text(0);
+        e.agent = st.text(1);
+        e.label = st.text(2);
+        e.launchedUnixMs = st.int64(3);
+        e.request.ParseFromString(st.blob(4));
+        const qint64 state = st.int64(5);
+        e.state = v1::RunState_IsValid(int(state)) ? v1::RunState(state) : v1::PENDING;
+        e.endedUnixMs = st.int64(6);
+        out << e;
+    }
+    return out;
+}
+
+bool Journal::forgetSingleRun(const QString &runId, QString *error)
+{
+    if (!exec("BEGIN IMMEDIATE", error))
+        return false;
+    for (const char *sql : { "DELETE FROM run_events WHERE study_id = '' AND run_id = ?",
+             "DELETE FROM single_runs WHERE run_id = ?" }) {
+        Statement st(m_db, sql);
+        st.bind(1, runId);
+        if (!st.ok() || st.step() != SQLITE_DONE) {
+            *error = QStringLiteral("cannot remove run %1 from %2: %3").arg(runId, m_path, lastError());
+            QString ignored;
+            exec("ROLLBACK", &ignored);
+            return false;
+        }
+    }
+    return exec("COMMIT", error);
 }
 
 } // namespace scalelab::core

@@ -18,6 +18,19 @@ struct sqlite3;
 
 namespace scalelab::core {
 
+// A run launched on its own (the console's Run tab), kept so that it is listed, reopened
+// and compared after a restart: what was asked, where, and the last state recorded. Its
+// events are stored as a study run's are (runEvents(runId, 1, agent)).
+struct SingleRunEntry {
+    QString runId;
+    QString agent; // HOST:PORT it was started on
+    QString label; // what it trains, in words: "2 workers · b64 · syn"
+    qint64 launchedUnixMs = 0;
+    v1::StartWorkersRequest request;
+    v1::RunState state = v1::PENDING; // as last recorded; PENDING until the agent says more
+    qint64 endedUnixMs = 0; // 0 while not terminal
+};
+
 struct JournalEvent {
     qint64 id = 0; // global order of the journal
     QString studyId;
@@ -56,6 +69,14 @@ public:
     // newer ones (a view that polls reads each event once).
     std::vector<v1::RunEvent> runEvents(
         const QString &runId, int attempt, const QString &agent, qint64 afterSeq = 0) const;
+
+    // Single runs (the Run tab's history). Recording a run id twice is refused.
+    bool recordSingleRun(const SingleRunEntry &entry, QString *error);
+    bool setSingleRunState(const QString &runId, v1::RunState state, qint64 endedUnixMs, QString *error);
+    // Every single run recorded, oldest first.
+    QList<SingleRunEntry> singleRuns() const;
+    // Removes the run and its stored events from the history (not from its agent).
+    bool forgetSingleRun(const QString &runId, QString *error);
 
     QString lastError() const;
 
