@@ -202,6 +202,32 @@ private Q_SLOTS:
         QCOMPARE(model.data(model.index(0, M::GpuColumn)).toString(), QString()); // no inventory: nothing claimed
     }
 
+    // The utilization charts mark where each run started and ended on the node.
+    void runMarksSayWhereRunsStartAndEnd()
+    {
+        using M = console::AgentsModel;
+        const auto sample = [](std::initializer_list<std::pair<const char *, int>> runs) {
+            v1::NodeSample s;
+            for (const auto &[id, attempt] : runs) {
+                auto *p = s.add_processes();
+                p->set_run_id(id);
+                p->set_attempt(attempt);
+            }
+            return s;
+        };
+        QSet<QString> live;
+        QCOMPARE(M::runMarks(&live, sample({})), QStringList {});
+        QCOMPARE(M::runMarks(&live, sample({ { "study-1-r01", 1 }, { "study-1-r01", 1 } })),
+            QStringList { QStringLiteral("r01 \u25B6") }); // two ranks, one run
+        QCOMPARE(M::runMarks(&live, sample({ { "study-1-r01", 1 } })), QStringList {});
+        QCOMPARE(M::runMarks(&live, sample({ { "study-1-r01", 2 }, { "run-20261124-220437-872b", 1 } })),
+            (QStringList { QStringLiteral("r01 \u25A0"), QStringLiteral("872b \u25B6"),
+                QStringLiteral("r01 #2 \u25B6") }));
+        QCOMPARE(M::runMarks(&live, sample({})),
+            (QStringList { QStringLiteral("872b \u25A0"), QStringLiteral("r01 #2 \u25A0") }));
+        QVERIFY(live.isEmpty());
+    }
+
     void initTestCase()
     {
         QVERIFY(QDir().mkpath(m_tmp.filePath(QStringLiteral("data"))));

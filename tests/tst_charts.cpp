@@ -428,6 +428,39 @@ private Q_SLOTS:
         QCOMPARE(chart.data(QStringLiteral("a"))->column(XAxis::WallClock).back(), 15.0);
     }
 
+    // Epoch boundaries: vertical lines where each x axis puts them, labelled, removed as a group.
+    void verticalMarkersFollowTheXAxis()
+    {
+        MetricChart chart(QStringLiteral("Loss"), QStringLiteral("loss"));
+        chart.resize(640, 400);
+        chart.show();
+        chart.addSeries(QStringLiteral("a"), QStringLiteral("run a"));
+        chart.append(QStringLiteral("a"), lossCurve(300)); // 100 steps per epoch, 20 steps per second
+        for (int epoch : { 1, 2, 3 })
+            chart.addVerticalMarker(QStringLiteral("a/epochs"),
+                MetricPoint::timeline(epoch * 100, epoch, epoch * 5, MetricPoint::kNone),
+                QStringLiteral("epoch %1").arg(epoch));
+        chart.addVerticalMarker(QStringLiteral("other"), MetricPoint::at(XAxis::WallClock, 7, 0), QStringLiteral("start"));
+        chart.redraw();
+        QTRY_COMPARE(chart.shownVerticalMarkers(),
+            (QList<std::pair<double, QString>> { { 100, QStringLiteral("epoch 1") }, { 200, QStringLiteral("epoch 2") },
+                { 300, QStringLiteral("epoch 3") } })); // "start" has no step
+        chart.setXAxis(XAxis::Epoch);
+        QTRY_COMPARE(chart.shownVerticalMarkers().size(), 3);
+        QCOMPARE(chart.shownVerticalMarkers().first().first, 1.0);
+        chart.setXAxis(XAxis::WallClock);
+        QTRY_COMPARE(chart.shownVerticalMarkers().size(), 4);
+        QCOMPARE(chart.shownVerticalMarkers().at(1), (std::pair<double, QString> { 7.0, QStringLiteral("start") }));
+        // Outside a zoomed range: not drawn.
+        chart.setXRange(0, 6);
+        chart.redraw();
+        QTRY_COMPARE(chart.shownVerticalMarkers().size(), 1);
+        chart.removeVerticalMarkers(QStringLiteral("a/epochs"));
+        chart.resetZoom();
+        chart.redraw();
+        QTRY_COMPARE(chart.shownVerticalMarkers(), (QList<std::pair<double, QString>> { { 7.0, QStringLiteral("start") } }));
+    }
+
     void redrawBoundsLinesByThePlotWidth()
     {
         MetricChart chart(QStringLiteral("Loss"), QStringLiteral("loss"));

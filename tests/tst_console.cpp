@@ -111,6 +111,9 @@ private Q_SLOTS:
         QCOMPARE(m_window->currentRun()->state(), v1::SUCCEEDED);
         QTRY_COMPARE(m_window->lossPoints().size(), 8); // ceil(200 / 25) steps, all drawn
         QTRY_COMPARE(m_window->testAccuracyPoints().size(), 1);
+        // Where the epoch ended, on the step axis.
+        QTRY_COMPARE(m_window->lossChart()->shownVerticalMarkers(),
+            (QList<std::pair<double, QString>> { { 8.0, QStringLiteral("epoch 1") } }));
         QVERIFY(m_window->findChild<QLabel *>(QStringLiteral("syntheticBanner"))->isVisible());
         QCOMPARE(m_window->currentRun()->gaps(), 0);
         QTRY_VERIFY(launch->isEnabled()); // when the run's stream has ended, just after its last event

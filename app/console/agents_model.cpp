@@ -289,4 +289,29 @@ void AgentsModel::rowChanged(int row)
     Q_EMIT dataChanged(index(row, 0), index(row, ColumnCount - 1));
 }
 
+QStringList AgentsModel::runMarks(QSet<QString> *live, const v1::NodeSample &sample)
+{
+    QSet<QString> now;
+    for (const auto &p : sample.processes())
+        now.insert(QStringLiteral("%1#%2").arg(QString::fromStdString(p.run_id())).arg(p.attempt()));
+    const auto name = [](const QString &key) {
+        const QString runId = key.section(QLatin1Char('#'), 0, 0);
+        const int attempt = key.section(QLatin1Char('#'), 1).toInt();
+        const QString shortName = runId.section(QLatin1Char('-'), -1);
+        return attempt > 1 ? QStringLiteral("%1 #%2").arg(shortName).arg(attempt) : shortName;
+    };
+    QStringList marks;
+    QStringList started(now.begin(), now.end()), ended(live->begin(), live->end());
+    started.sort();
+    ended.sort();
+    for (const QString &key : ended)
+        if (!now.contains(key))
+            marks << QStringLiteral("%1 \u25A0").arg(name(key)); // ■
+    for (const QString &key : started)
+        if (!live->contains(key))
+            marks << QStringLiteral("%1 \u25B6").arg(name(key)); // ▶
+    *live = now;
+    return marks;
+}
+
 } // namespace scalelab::console

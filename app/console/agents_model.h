@@ -11,6 +11,7 @@
 #include "scalelab/v1/agent.pb.h"
 
 #include <QAbstractTableModel>
+#include <QSet>
 #include <QColor>
 #include <QPalette>
 
@@ -65,6 +66,10 @@ public:
     // charts would be.
     static QString noGpuSentence(const std::string &gpuStatus);
     static qint64 ranksMemoryBytes(const v1::NodeSample &sample);
+    // Runs that started or ended between the sample before and `sample`, as labels for the
+    // utilization charts ("r01 ▶", "r01 ■"; a single run by its id's last part); `live`
+    // holds the runs (id#attempt) of the sample before and is updated.
+    static QStringList runMarks(QSet<QString> *live, const v1::NodeSample &sample);
 
 private:
     QString tooltip(int row, int column) const;

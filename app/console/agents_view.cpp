@@ -113,6 +113,7 @@ struct AgentsView::Node {
     std::optional<v1::NodeSample> last;
     qint64 samples = 0;
     int gpuSeries = 0;
+    QSet<QString> liveRuns; // run#attempt with ranks in the last sample, for the start/end marks
     QWidget *page = nullptr;
     MetricChart *cpu = nullptr;
     MetricChart *memory = nullptr;
@@ -512,6 +513,10 @@ void AgentsView::onSamples(Node *node)
             MetricPoint::at(XAxis::WallClock, x, double(s.memory_total_bytes()) / kGiB));
         if (s.gpus_size() > node->gpuSeries)
             ensureGpuSeries(*node, s.gpus_size());
+        // Where runs started and ended, on every chart of the node.
+        for (const QString &mark : AgentsModel::runMarks(&node->liveRuns, s))
+            for (MetricChart *chart : { node->cpu, node->memory, node->gpu, node->gpuMemory })
+                chart->addVerticalMarker(QStringLiteral("runs"), MetricPoint::at(XAxis::WallClock, x, 0), mark);
         for (const auto &g : s.gpus()) {
             const QString id = QStringLiteral("gpu%1").arg(g.index());
             if (!node->gpu->hasSeries(id))

@@ -541,7 +541,15 @@ void MainWindow::addRunToCharts(const QString &runId, const QString &label)
 
 RunCharts MainWindow::runCharts() const
 {
-    return { m_lossChart, m_accuracyChart, m_throughputChart };
+    // Epoch boundaries are marked for the current run only: overlaid runs' would crowd it.
+    return { m_lossChart, m_accuracyChart, m_throughputChart, true };
+}
+
+void MainWindow::unmarkCurrentRun()
+{
+    if (m_record)
+        for (MetricChart *chart : { m_lossChart, m_throughputChart })
+            chart->removeVerticalMarkers(RunLines { m_record->runId() }.epochMarkers());
 }
 
 void MainWindow::clearOldRuns()
@@ -571,9 +579,11 @@ void MainWindow::setRunDrawn(const QString &runId, bool drawn)
     const core::SingleRunEntry &entry = m_runs[runId];
     addRunToCharts(runId, entry.label);
     RunPlotState state;
+    RunCharts charts = runCharts();
+    charts.epochMarkers = false;
     if (m_journal.isOpen())
         for (const auto &event : m_journal.runEvents(runId, 1, entry.agent))
-            plotRunEvent(runCharts(), { runId }, state, event);
+            plotRunEvent(charts, { runId }, state, event);
 }
 
 void MainWindow::forgetRun(const QString &runId)
@@ -646,6 +656,7 @@ void MainWindow::openRun(const QString &runId)
     }
     const core::SingleRunEntry entry = m_runs[runId];
     setRunDrawn(runId, false); // drawn again below, from its first event
+    unmarkCurrentRun();
     m_record = std::make_unique<core::RunRecord>(runId);
     m_meter = core::ProgressMeter();
     m_plotState = {};
@@ -901,6 +912,7 @@ void MainWindow::launchRun()
         setStatus(tr("The run will not be in the history: %1").arg(error), true);
     m_runs.insert(runId, entry);
     m_history->setRun(entry, {});
+    unmarkCurrentRun();
     m_record = std::make_unique<core::RunRecord>(runId);
     m_meter = core::ProgressMeter();
     m_plotState = {};

@@ -124,6 +124,7 @@ private:
     QWidget *buildCharts();
     void addRunToCharts(const QString &runId, const QString &label);
     RunCharts runCharts() const;
+    void unmarkCurrentRun(); // its epoch boundaries off the charts, before another run is shown
     void plotEvent(const v1::RunEvent &event);
     void clearOldRuns();
     void refreshInventory();

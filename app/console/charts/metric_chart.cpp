@@ -6,6 +6,9 @@
 #include <QContextMenuEvent>
 #include <QFile>
 #include <QFileDialog>
+#include <QGraphicsLineItem>
+#include <QGraphicsScene>
+#include <QGraphicsSimpleTextItem>
 #include <QImage>
 #include <QLegend>
 #include <QLegendMarker>
@@ -220,6 +223,9 @@ MetricChart::MetricChart(const QString &title, const QString &yTitle, QWidget *p
     if (auto *marker = markerOf(m_chart, m_hover))
         marker->setVisible(false);
 
+    connect(m_chart, &QChart::plotAreaChanged, this, &MetricChart::placeVerticalMarkers);
+    connect(m_x, &QValueAxis::rangeChanged, this, &MetricChart::placeVerticalMarkers);
+
     m_view = new QChartView(m_chart);
     m_view->setRenderHint(QPainter::Antialiasing);
     m_view->setRubberBand(QChartView::HorizontalRubberBand);
@@ -240,6 +246,74 @@ MetricChart::MetricChart(const QString &title, const QString &yTitle, QWidget *p
 }
 
 MetricChart::~MetricChart() = default;
+
+void MetricChart::addVerticalMarker(const QString &group, const MetricPoint &at, const QString &label)
+{
+    VerticalMarker marker { group, at, new QGraphicsLineItem(m_chart), new QGraphicsSimpleTextItem(label, m_chart) };
+    QFont small = font();
+    small.setPointSizeF(small.pointSizeF() * 0.8);
+    marker.label->setFont(small);
+    // Behind the lines, above the plot's background.
+    marker.line->setZValue(1);
+    marker.label->setZValue(1);
+    m_markers.push_back(marker);
+    applyPalette();
+    placeVerticalMarkers();
+}
+
+void MetricChart::removeVerticalMarkers(const QString &group)
+{
+    std::erase_if(m_markers, [&group](const VerticalMarker &m) {
+        if (m.group != group)
+            return false;
+        delete m.line;
+        delete m.label;
+        return true;
+    });
+}
+
+QList<std::pair<double, QString>> MetricChart::shownVerticalMarkers() const
+{
+    QList<std::pair<double, QString>> shown;
+    for (const auto &m : m_markers)
+        if (m.line->isVisible())
+            shown.append({ m.at.x[std::size_t(m_xAxis)], m.label->text() });
+    std::sort(shown.begin(), shown.end(), [](const auto &a, const auto &b) { return a.first < b.first; });
+    return shown;
+}
+
+void MetricChart::placeVerticalMarkers()
+{
+    const QRectF plot = m_chart->plotArea();
+    const double from = m_x->min(), to = m_x->max();
+    double labelRight = -kInf; // labels that would overlap the previous one are left out
+    std::vector<VerticalMarker *> ordered;
+    for (auto &m : m_markers)
+        ordered.push_back(&m);
+    const auto xOf = [this](const VerticalMarker *m) { return m->at.x[std::size_t(m_xAxis)]; };
+    std::sort(ordered.begin(), ordered.end(), [&](auto *a, auto *b) { return xOf(a) < xOf(b); });
+    for (VerticalMarker *m : ordered) {
+        const double x = xOf(m);
+        const bool shown = std::isfinite(x) && to > from && x >= from && x <= to && plot.width() > 0;
+        m->line->setVisible(shown);
+        m->label->setVisible(false);
+        if (!shown)
+            continue;
+        const double px = plot.left() + (x - from) / (to - from) * plot.width();
+        m->line->setLine(px, plot.top(), px, plot.bottom());
+        // The label ends at its line: "epoch 2" is written over epoch 2, left of where it ends.
+        const QRectF box = m->label->boundingRect();
+        // At the plot's left edge it goes right of its line instead.
+        double left = px - 3 - box.width();
+        if (left < plot.left())
+            left = px + 3;
+        if (left > labelRight && left + box.width() <= plot.right()) {
+            m->label->setPos(left, plot.top() + 1);
+            m->label->setVisible(true);
+            labelRight = std::max(px, left + box.width()) + 4;
+        }
+    }
+}
 
 MetricChart::Entry *MetricChart::find(const QString &id) const
 {
@@ -798,6 +872,10 @@ void MetricChart::applyPalette()
         m_view->setBackgroundBrush(base);
     if (m_reference)
         m_reference->setPen(QPen(withAlpha(text, 0.6), 1.4, Qt::DashLine));
+    for (auto &m : m_markers) {
+        m.line->setPen(QPen(withAlpha(text, 0.35), 1, Qt::DotLine));
+        m.label->setBrush(withAlpha(text, 0.6));
+    }
     m_hover->setColor(withAlpha(text, 0.0));
     m_hover->setBorderColor(text);
     for (auto &e : m_entries) {

@@ -5,6 +5,8 @@
 // - TensorBoard-style smoothing (debiased EMA, weight in [0, 0.999]) with the raw line
 //   kept faintly behind, and a logarithmic y axis;
 // - reference lines y = a·x + b (the ideal speedup or efficiency);
+// - vertical markers at points of the x axis (epoch boundaries, a run's start and end),
+//   in groups that are added and removed together, each with a short label at the top;
 // - hover read-out of the nearest sample; horizontal rubber-band zoom, double-click to
 //   reset; export as PNG or SVG (context menu or exportPng()/exportSvg()).
 // Redraws are coalesced: append() schedules one redraw within 40 ms, and a redraw
@@ -30,6 +32,8 @@
 #include <vector>
 
 class QAbstractAxis;
+class QGraphicsLineItem;
+class QGraphicsSimpleTextItem;
 class QChart;
 class QChartView;
 class QLineSeries;
@@ -78,6 +82,12 @@ public:
 
     // A dashed line y = slope·x + intercept across the x range (e.g. ideal speedup).
     void setReferenceLine(const QString &label, double slope, double intercept);
+
+    // A vertical line at `at` (on each x axis it gives), labelled at the top, in `group`.
+    void addVerticalMarker(const QString &group, const MetricPoint &at, const QString &label);
+    void removeVerticalMarkers(const QString &group);
+    // Where markers are drawn now (x in the axis' units) and what they say, left to right.
+    QList<std::pair<double, QString>> shownVerticalMarkers() const;
 
     void setXAxis(XAxis axis);
     XAxis xAxis() const { return m_xAxis; }
@@ -128,7 +138,14 @@ protected:
 
 private:
     struct Entry;
+    struct VerticalMarker {
+        QString group;
+        MetricPoint at;
+        QGraphicsLineItem *line = nullptr; // owned by the chart's scene
+        QGraphicsSimpleTextItem *label = nullptr;
+    };
     Entry *find(const QString &id) const;
+    void placeVerticalMarkers();
     void rebuildYAxis();
     void applyPalette();
     void styleEntry(Entry &entry);
@@ -152,6 +169,7 @@ private:
     QLineSeries *m_reference = nullptr;
     double m_referenceSlope = 0, m_referenceIntercept = 0;
     std::vector<std::unique_ptr<Entry>> m_entries;
+    std::vector<VerticalMarker> m_markers;
     int m_nextColor = 0;
     XAxis m_xAxis = XAxis::Step;
     double m_smoothing = 0;

@@ -27,6 +27,8 @@ void removeRunLines(const RunCharts &charts, const RunLines &lines)
     charts.throughput->removeSeries(lines.throughput());
     charts.accuracy->removeSeries(lines.testAccuracy());
     charts.accuracy->removeSeries(lines.trainAccuracy());
+    charts.loss->removeVerticalMarkers(lines.epochMarkers());
+    charts.throughput->removeVerticalMarkers(lines.epochMarkers());
 }
 
 void plotRunEvent(
@@ -58,6 +60,10 @@ void plotRunEvent(
         };
         charts.accuracy->append(lines.trainAccuracy(), at(e.train_accuracy() * 100));
         charts.accuracy->append(lines.testAccuracy(), at(e.test_accuracy() * 100));
+        if (charts.epochMarkers)
+            for (MetricChart *chart : { charts.loss, charts.throughput })
+                chart->addVerticalMarker(lines.epochMarkers(), at(MetricPoint::kNone),
+                    QCoreApplication::translate("RunPlot", "epoch %1").arg(e.epoch()));
     } else if (event.has_summary()) {
         state.lastSeconds = std::max(state.lastSeconds, event.summary().wall_seconds());
     }

@@ -19,6 +19,7 @@ struct RunCharts {
     MetricChart *loss = nullptr;
     MetricChart *accuracy = nullptr;
     MetricChart *throughput = nullptr;
+    bool epochMarkers = false; // mark where each epoch ends on the loss and throughput charts
 };
 
 // The series of one run (or one attempt of a run) on RunCharts, by id prefix.
@@ -28,6 +29,7 @@ struct RunLines {
     QString trainAccuracy() const { return prefix + QStringLiteral("/train"); }
     QString testAccuracy() const { return prefix + QStringLiteral("/test"); }
     QString throughput() const { return prefix + QStringLiteral("/throughput"); }
+    QString epochMarkers() const { return prefix + QStringLiteral("/epochs"); }
 };
 
 // What the plotter remembers between events of one run attempt.
