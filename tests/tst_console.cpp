@@ -111,6 +111,16 @@ private Q_SLOTS:
         QCOMPARE(m_window->currentRun()->state(), v1::SUCCEEDED);
         QTRY_COMPARE(m_window->lossPoints().size(), 8); // ceil(200 / 25) steps, all drawn
         QTRY_COMPARE(m_window->testAccuracyPoints().size(), 1);
+        // The per-step series: learning rate, gradient norm, and the step's time in compute and
+        // in all-reduce wait (none with one worker).
+        QTRY_COMPARE(m_window->learningRateChart()->pointCount(m_window->currentRun()->runId() + QStringLiteral("/lr")), 8u);
+        QCOMPARE(m_window->gradNormChart()->pointCount(m_window->currentRun()->runId() + QStringLiteral("/gradnorm")), 8u);
+        const auto *compute = m_window->stepTimeChart()->data(m_window->currentRun()->runId() + QStringLiteral("/compute"));
+        const auto *wait = m_window->stepTimeChart()->data(m_window->currentRun()->runId() + QStringLiteral("/wait"));
+        QVERIFY(compute && wait);
+        QCOMPARE(compute->size(), 8u);
+        QVERIFY(compute->rawValue(0) > 0);
+        QCOMPARE(wait->rawValue(7), 0.0);
         // Where the epoch ended, on the step axis.
         QTRY_COMPARE(m_window->lossChart()->shownVerticalMarkers(),
             (QList<std::pair<double, QString>> { { 8.0, QStringLiteral("epoch 1") } }));

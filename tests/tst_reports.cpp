@@ -10,6 +10,7 @@
 
 #include <QFile>
 #include <QFileInfo>
+#include <QFontMetricsF>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -92,20 +93,27 @@ int pdfPageCount(const QByteArray &pdf)
 
 // The text of a PDF, through poppler's pdftotext (scripts/setup.sh installs it for the
 // tests); a message saying what failed when it cannot be read.
-QString pdfText(const QByteArray &pdf)
+// pdftotext's output for `pdf` with `options` (poppler-utils, which the test set-up
+// installs); empty when the file cannot be written.
+QString runPdfToText(const QByteArray &pdf, const QStringList &options)
 {
-    const QString tool = QStandardPaths::findExecutable(QStringLiteral("pdftotext"));
-    if (tool.isEmpty())
-        return QStringLiteral("(no pdftotext: apt-get install poppler-utils)");
     QTemporaryDir dir;
     QFile file(dir.filePath(QStringLiteral("r.pdf")));
     if (!file.open(QIODevice::WriteOnly) || file.write(pdf) != pdf.size())
         return {};
     file.close();
     QProcess p;
-    p.start(tool, { file.fileName(), QStringLiteral("-") });
+    p.start(QStandardPaths::findExecutable(QStringLiteral("pdftotext")),
+        options + QStringList { file.fileName(), QStringLiteral("-") });
     p.waitForFinished(30000);
     return QString::fromUtf8(p.readAllStandardOutput());
+}
+
+QString pdfText(const QByteArray &pdf)
+{
+    if (QStandardPaths::findExecutable(QStringLiteral("pdftotext")).isEmpty())
+        return QStringLiteral("(no pdftotext: apt-get install poppler-utils)");
+    return runPdfToText(pdf, {});
 }
 
 } // namespace
@@ -137,6 +145,9 @@ private Q_SLOTS:
     void writeReportNamesPathAndError();
     void writeCsvWritesEpochFileBeside();
     void sampleReports();
+    void htmlRunsTableFitsA1400PxWindow();
+    void targetLineSitsAtTheTarget();
+    void pdfLastPageIsNotNearlyEmpty();
 };
 
 void TestReports::statIsSampleStddevAndSkipsNaN()
@@ -801,6 +812,256 @@ void TestReports::sampleReports()
         for (const auto &run : s.runs)
             QVERIFY2(text.contains(run.runId),
                 qPrintable(QStringLiteral("%1 does not name run %2").arg(name, run.runId)));
+    }
+}
+
+namespace {
+
+// The text of every <th> (lines joined by '\n') and its title, and the lines of every <td>
+// with the font each line is set in, of the HTML table whose caption paragraph follows
+// `<h2>title</h2>`.
+struct HtmlCell {
+    QStringList lines;
+    QList<bool> subLines; // per line: set in the smaller .sub type
+    QString title;
+    bool header = false;
+    int column = 0;
+};
+
+QList<HtmlCell> htmlTableCells(const QString &html, const QString &title)
+{
+    const qsizetype at = html.indexOf(QStringLiteral(">%1</h").arg(title));
+    const qsizetype start = html.indexOf(QStringLiteral("<table"), at);
+    const qsizetype end = html.indexOf(QStringLiteral("</table>"), start);
+    if (at < 0 || start < 0 || end < 0)
+        return {};
+    const QString table = html.mid(start, end - start);
+    static const QRegularExpression row(QStringLiteral("<tr[^>]*>(.*?)</tr>"));
+    static const QRegularExpression cell(
+        QStringLiteral("<(th|td)([^>]*)>(.*?)</t[hd]>"), QRegularExpression::DotMatchesEverythingOption);
+    static const QRegularExpression titleAttr(QStringLiteral("title=\"([^\"]*)\""));
+    static const QRegularExpression sub(QStringLiteral("<span class=\"sub\">(.*?)</span>"));
+    static const QRegularExpression tag(QStringLiteral("<[^>]+>"));
+    const auto text = [](QString s) {
+        s.remove(tag);
+        return s.replace(QStringLiteral("&lt;"), QStringLiteral("<"))
+            .replace(QStringLiteral("&gt;"), QStringLiteral(">"))
+            .replace(QStringLiteral("&quot;"), QStringLiteral("\""))
+            .replace(QStringLiteral("&amp;"), QStringLiteral("&"));
+    };
+    QList<HtmlCell> cells;
+    for (auto r = row.globalMatch(table); r.hasNext();) {
+        int column = 0;
+        for (auto c = cell.globalMatch(r.next().captured(1)); c.hasNext(); ++column) {
+            const auto m = c.next();
+            HtmlCell out;
+            out.header = m.captured(1) == QLatin1String("th");
+            out.column = column;
+            out.title = text(titleAttr.match(m.captured(2)).captured(1));
+            QString body = m.captured(3);
+            QStringList subs;
+            for (auto s = sub.globalMatch(body); s.hasNext();)
+                subs << text(s.next().captured(1));
+            body.remove(sub);
+            for (const QString &line : body.split(QStringLiteral("<br>"))) {
+                out.lines << text(line);
+                out.subLines << false;
+            }
+            for (const QString &line : std::as_const(subs)) {
+                out.lines << line;
+                out.subLines << true;
+            }
+            cells << out;
+        }
+    }
+    return cells;
+}
+
+// How far down each page of a PDF its text reaches above the page's footer, as a fraction of
+// the page (pdftotext -bbox); empty when poppler is not installed.
+QList<qreal> pdfPageTextBottoms(const QByteArray &pdf)
+{
+    if (QStandardPaths::findExecutable(QStringLiteral("pdftotext")).isEmpty())
+        return {};
+    const QString out = runPdfToText(pdf, { QStringLiteral("-bbox") });
+    static const QRegularExpression page(
+        QStringLiteral("<page width=\"[0-9.]+\" height=\"([0-9.]+)\">(.*?)</page>"),
+        QRegularExpression::DotMatchesEverythingOption);
+    static const QRegularExpression word(
+        QStringLiteral("<word xMin=\"[0-9.]+\" yMin=\"([0-9.]+)\" xMax=\"[0-9.]+\" yMax=\"([0-9.]+)\""));
+    QList<qreal> bottoms;
+    for (auto pm = page.globalMatch(out); pm.hasNext();) {
+        const auto m = pm.next();
+        QList<QPair<qreal, qreal>> words; // (yMin, yMax)
+        for (auto wm = word.globalMatch(m.captured(2)); wm.hasNext();) {
+            const auto w = wm.next();
+            words.append({ w.captured(1).toDouble(), w.captured(2).toDouble() });
+        }
+        qreal footerTop = 0, bottom = 0;
+        for (const auto &w : std::as_const(words))
+            footerTop = std::max(footerTop, w.first);
+        for (const auto &w : std::as_const(words))
+            if (w.second < footerTop - 1)
+                bottom = std::max(bottom, w.second);
+        bottoms << bottom / m.captured(1).toDouble();
+    }
+    return bottoms;
+}
+
+} // namespace
+
+// Issue 21: the runs table overflowed a 1400-px window and its headers wrapped onto four
+// lines. There is no browser here, so the table's narrowest width is worked out as a browser
+// does (every line that may not wrap at its full width, plus cell padding) in DejaVu Sans,
+// the widest of the page's fonts, and compared with main's content width in that window.
+void TestReports::htmlRunsTableFitsA1400PxWindow()
+{
+    StudySnapshot s = sampleSnapshot();
+    for (int i = 0; i < s.runs.size(); ++i) // the run ids the study runner gives
+        s.runs[i].runId = QStringLiteral("st-20240611-100000-ab12-r%1").arg(i + 1, 2, 10, QLatin1Char('0'));
+    const QString html = QString::fromUtf8(reportHtml(s).bytes);
+    const ReportContent content = buildReportContent(s);
+
+    // Headers break only at the report's <br>, into two lines at most, and name the full
+    // header in a tooltip when they shorten it.
+    QVERIFY(html.contains(QStringLiteral("white-space: nowrap; }\nth[title]")));
+    for (const ReportTable &t : content.tables) {
+        const QList<HtmlCell> cells = htmlTableCells(html, t.title);
+        if (t.rows.isEmpty())
+            continue;
+        QVERIFY2(!cells.isEmpty(), qPrintable(t.title));
+        int headers = 0;
+        for (const HtmlCell &c : cells) {
+            if (!c.header)
+                continue;
+            ++headers;
+            QVERIFY2(c.lines.size() <= 2, qPrintable(c.lines.join(QLatin1Char('/'))));
+            const QString full = t.headers[c.column];
+            QVERIFY2(c.lines.join(QLatin1Char(' ')) == full || c.title == full,
+                qPrintable(QStringLiteral("%1: %2 without its full name")
+                               .arg(t.title, c.lines.join(QLatin1Char(' ')))));
+        }
+        QCOMPARE(headers, int(t.headers.size())); // every column kept
+    }
+
+    // The CSS this model follows: main at most 1360 px wide with 28-px sides, the runs table in
+    // compact type (11.5-px bold headers, 12-px cells, 10.5-px second lines, 6-px sides).
+    QVERIFY(
+        html.contains(QStringLiteral("main { max-width: 1360px; margin: 0 auto; padding: 32px 28px 40px;")));
+    QVERIFY(html.contains(QStringLiteral("<h2>Runs</h2>")));
+    const qsizetype runs = html.indexOf(QStringLiteral("<h2>Runs</h2>"));
+    QVERIFY(html.indexOf(QStringLiteral("<table class=\"compact\">"), runs) > runs);
+    QVERIFY(html.contains(QStringLiteral("table.compact th { font-size: 11.5px; }")));
+    const qreal viewport = 1400 - 17; // a window 1400 px wide, less a scroll bar
+    const qreal contentWidth = std::min<qreal>(1360, viewport) - 2 * 28;
+    const auto fontOf = [](qreal px, bool bold) {
+        QFont f(QStringLiteral("DejaVu Sans"));
+        f.setPixelSize(100); // measured large, scaled down: no hinting rounds it
+        f.setBold(bold);
+        return QPair<QFontMetricsF, qreal>(QFontMetricsF(f), px / 100);
+    };
+    const auto head = fontOf(11.5, true), body = fontOf(12, false), sub = fontOf(10.5, false);
+    const ReportTable &runTable = content.tables[2];
+    QCOMPARE(runTable.title, QStringLiteral("Runs"));
+    QList<qreal> columns(runTable.headers.size(), 0);
+    for (const HtmlCell &c : htmlTableCells(html, runTable.title)) {
+        for (int i = 0; i < c.lines.size(); ++i) {
+            const auto &[fm, scale] = c.header ? head : c.subLines[i] ? sub : body;
+            columns[c.column] = std::max(columns[c.column], fm.horizontalAdvance(c.lines[i]) * scale + 2 * 6);
+        }
+    }
+    qreal width = 0;
+    for (const qreal w : std::as_const(columns))
+        width += w;
+    QVERIFY2(width <= contentWidth,
+        qPrintable(QStringLiteral("the runs table needs %1 px of %2").arg(width).arg(contentWidth)));
+}
+
+// Issue 21: the target accuracy's line sat on the x axis when every measured accuracy was at
+// or above the target (the y range started at the target). The line must be at the target's
+// place on the y axis, and clear of the axis.
+void TestReports::targetLineSitsAtTheTarget()
+{
+    for (const double target : { 0.5, 0.7 }) {
+        StudySnapshot s = handSnapshot();
+        s.runs.removeLast(); // the failed run's 0% epoch
+        s.targetAccuracy = target; // 0.5: the lowest accuracy measured (w2-1's first epoch)
+        const StudyResults results = computeStudyResults(s);
+        int checked = 0;
+        for (const ChartSpec &chart : studyCharts(s, results)) {
+            if (chart.referenceLines.isEmpty())
+                continue;
+            ++checked;
+            QCOMPARE(chart.referenceLines.first().y, target);
+            const QString svg = QString::fromUtf8(chartSvg(chart, QSizeF(580, 350)));
+            // The dashed target line, the grid lines (one per y tick, bottom one on the x axis)
+            // and the y tick labels.
+            static const QRegularExpression targetLine(
+                QStringLiteral("stroke=\"#b03030\"[^>]*stroke-dasharray[^>]*>\\s*<polyline[^>]*points=\"[0-9."
+                               "]+,([0-9.]+) [0-9.]+,([0-9.]+) \""));
+            static const QRegularExpression grid(
+                QStringLiteral("stroke=\"#e4e4e4\"[^>]*>\\s*<polyline[^>]*points=\"[0-9.]+,([0-9.]+) "));
+            static const QRegularExpression tick(QStringLiteral(">([0-9]+)%</text>"));
+            const auto line = targetLine.match(svg);
+            QVERIFY2(line.hasMatch(), qPrintable(chart.title));
+            QCOMPARE(line.captured(1), line.captured(2)); // horizontal
+            const double y = line.captured(1).toDouble();
+            QList<double> gridYs, tickValues;
+            for (auto m = grid.globalMatch(svg); m.hasNext();)
+                gridYs << m.next().captured(1).toDouble();
+            for (auto m = tick.globalMatch(svg); m.hasNext();)
+                tickValues << m.next().captured(1).toDouble() / 100;
+            QVERIFY2(gridYs.size() >= 2 && gridYs.size() == tickValues.size(), qPrintable(chart.title));
+            // Ticks go up the axis: the first is the lowest, on the x axis.
+            const double axisY = gridYs.first();
+            const double perUnit
+                = (gridYs.first() - gridYs.last()) / (tickValues.last() - tickValues.first());
+            const double expected = axisY - (target - tickValues.first()) * perUnit;
+            QVERIFY2(qAbs(y - expected) < 0.5,
+                qPrintable(QStringLiteral("%1: target %2 drawn at y %3, expected %4")
+                               .arg(chart.title)
+                               .arg(target)
+                               .arg(y)
+                               .arg(expected)));
+            QVERIFY2(axisY - y >= 10,
+                qPrintable(QStringLiteral("%1: target line %2 px above the x axis")
+                               .arg(chart.title)
+                               .arg(axisY - y)));
+        }
+        QCOMPARE(checked, 2); // accuracy by epoch and over time
+    }
+}
+
+// Issue 21: the PDF's last page carried a few lines. A report whose last page would be
+// nearly empty is laid out a little smaller when that saves the page.
+void TestReports::pdfLastPageIsNotNearlyEmpty()
+{
+    QVERIFY2(!QStandardPaths::findExecutable(QStringLiteral("pdftotext")).isEmpty(),
+        "pdftotext is needed to read the PDF's pages: apt-get install poppler-utils");
+    // The sample study with 0 to 24 more runs: every length of the runs table's last page.
+    const StudySnapshot base = sampleSnapshot();
+    for (int extra = 0; extra <= 24; ++extra) {
+        StudySnapshot s = base;
+        for (int i = 0; i < extra; ++i) {
+            RunResult r = base.runs[i % base.runs.size()];
+            r.runId += QStringLiteral("-x%1").arg(i);
+            s.runs.append(r);
+        }
+        const RenderedReport pdf = reportPdf(s);
+        QVERIFY2(pdf.ok(), qPrintable(pdf.error));
+        const QList<qreal> bottoms = pdfPageTextBottoms(pdf.bytes);
+        QCOMPARE(int(bottoms.size()), pdfPageCount(pdf.bytes));
+        if (const QString dir = qEnvironmentVariable("SCALELAB_REPORT_SAMPLES_DIR");
+            !dir.isEmpty() && extra == 13) {
+            QFile file(dir + QStringLiteral("/sample-19-runs.pdf")); // to look at, as sampleReports()
+            QVERIFY(file.open(QIODevice::WriteOnly) && file.write(pdf.bytes) == pdf.bytes.size());
+        }
+        // Without the second layout, 13 and 24 more runs left 15% (a table's last rows).
+        QVERIFY2(bottoms.size() < 2 || bottoms.last() >= 0.3,
+            qPrintable(QStringLiteral("%1 more runs: %2 pages, the last one's text ends %3% down")
+                           .arg(extra)
+                           .arg(bottoms.size())
+                           .arg(qRound(bottoms.last() * 100))));
     }
 }
 

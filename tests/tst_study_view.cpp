@@ -16,6 +16,7 @@
 #include <QComboBox>
 #include <QLineSeries>
 #include <QPlainTextEdit>
+#include <QProgressBar>
 
 #include <QLabel>
 #include <QLineEdit>
@@ -279,6 +280,9 @@ private Q_SLOTS:
         // A run's details: its attempt and the worker's log lines.
         console::RunDetails *details = view.showRunDetails(view.snapshot().runs.first().runId);
         QCOMPARE(details->attempts()->rowCount(), 1);
+        // Its progress: every planned epoch trained (live steps and ETA while it runs).
+        QCOMPARE(details->progress()->value(), 1000);
+        QCOMPARE(details->progress()->text(), QStringLiteral("1/1 epochs trained"));
         // The details follow the journal on a timer: the last lines may come a moment later.
         QTRY_VERIFY2_WITH_TIMEOUT(details->log()->toPlainText().contains(QLatin1String("started: "))
                 && details->log()->toPlainText().contains(QLatin1String("state SUCCEEDED")),

@@ -369,6 +369,22 @@ private Q_SLOTS:
         QCOMPARE(rank0.exitCode(), 0);
         QCOMPARE(rank1.exitCode(), 0);
         QCOMPARE(digest(rank0), digest(rank1)); // one model on every rank
+        // Every step says where its time went and how large its gradients were: on one rank
+        // nothing waits for an all-reduce; on two, the exposed wait is part of the step.
+        for (const auto &e : baseline.events(QStringLiteral("step"))) {
+            QVERIFY(e.step().grad_norm() > 0 && std::isfinite(e.step().grad_norm()));
+            QVERIFY(e.step().step_seconds() > 0);
+            QCOMPARE(e.step().exposed_allreduce_seconds(), 0.0);
+        }
+        double waited = 0;
+        for (const auto &e : rank0.events(QStringLiteral("step"))) {
+            QVERIFY(e.step().grad_norm() > 0);
+            QVERIFY(e.step().exposed_allreduce_seconds() >= 0
+                && e.step().exposed_allreduce_seconds() < e.step().step_seconds());
+            waited += e.step().exposed_allreduce_seconds();
+        }
+        QVERIFY(waited > 0); // the last bucket's all-reduce, at least, is never hidden
+        QVERIFY(rank1.events(QStringLiteral("step")).isEmpty()); // rank 0 speaks for the run
         const auto base = baseline.events(QStringLiteral("epoch")).last();
         const auto dist = rank0.events(QStringLiteral("epoch")).last();
         QCOMPARE(dist.epoch().test_images(), 500); // each test image once

@@ -429,6 +429,7 @@ void MainWindow::saveRunForm(QSettings &settings) const
     settings.setValue(QStringLiteral("run/epochs"), m_epochsSpin->value());
     settings.setValue(QStringLiteral("run/learningRate"), m_lrSpin->value());
     settings.setValue(QStringLiteral("run/threads"), m_threadsSpin->value());
+    settings.setValue(QStringLiteral("run/stepChart"), m_stepCharts->currentIndex());
 }
 
 void MainWindow::restoreRunForm(const QSettings &settings)
@@ -442,6 +443,7 @@ void MainWindow::restoreRunForm(const QSettings &settings)
     restore("run/batchSize", m_batchSpin, m_options.batchSize);
     restore("run/epochs", m_epochsSpin, m_options.epochs);
     restore("run/threads", m_threadsSpin, 0);
+    m_stepCharts->setCurrentIndex(settings.value(QStringLiteral("run/stepChart"), 0).toInt());
     m_lrSpin->setValue(settings.value(QStringLiteral("run/learningRate"), m_lrSpin->value()).toDouble());
     if (m_options.dataset.isEmpty())
         m_options.dataset = settings.value(QStringLiteral("run/dataset")).toString();
@@ -498,12 +500,18 @@ QWidget *MainWindow::buildCharts()
     m_accuracyChart->setObjectName(QStringLiteral("accuracyChart"));
     m_throughputChart = new MetricChart(tr("Throughput"), tr("images / s"));
     m_throughputChart->setObjectName(QStringLiteral("throughputChart"));
+    m_stepTimeChart = new MetricChart(tr("Step time: compute and exposed all-reduce wait"), tr("ms / step"));
+    m_stepTimeChart->setObjectName(QStringLiteral("stepTimeChart"));
+    m_lrChart = new MetricChart(tr("Learning rate"), tr("learning rate"));
+    m_lrChart->setObjectName(QStringLiteral("lrChart"));
+    m_gradNormChart = new MetricChart(tr("Gradient norm (all ranks, before the step)"), tr("L2 norm"));
+    m_gradNormChart->setObjectName(QStringLiteral("gradNormChart"));
 
     // One set of controls for every chart, as TensorBoard's sidebar.
     m_chartControls = new ChartControls;
     m_chartControls->setObjectName(QStringLiteral("runChartControls"));
-    m_chartControls->drive({ m_lossChart, m_accuracyChart, m_throughputChart },
-        { m_lossChart, m_throughputChart }, { m_lossChart });
+    m_chartControls->drive({ m_lossChart, m_accuracyChart, m_throughputChart, m_stepTimeChart, m_lrChart, m_gradNormChart },
+        { m_lossChart, m_throughputChart, m_stepTimeChart, m_gradNormChart }, { m_lossChart });
     m_clearRunsButton = new QPushButton(tr("Clear earlier runs"));
     m_clearRunsButton->setToolTip(tr("Remove every run but the current one from the charts"));
     m_clearRunsButton->setEnabled(false);
@@ -514,8 +522,16 @@ QWidget *MainWindow::buildCharts()
     top->addWidget(m_lossChart);
     top->addWidget(m_accuracyChart);
     top->setSizes({ 560, 400 });
+    // Per-step series share the lower-left place, a tab each.
+    m_stepCharts = new QTabWidget;
+    m_stepCharts->setObjectName(QStringLiteral("stepCharts"));
+    m_stepCharts->setDocumentMode(true);
+    m_stepCharts->addTab(m_throughputChart, tr("Throughput"));
+    m_stepCharts->addTab(m_stepTimeChart, tr("Step time"));
+    m_stepCharts->addTab(m_lrChart, tr("Learning rate"));
+    m_stepCharts->addTab(m_gradNormChart, tr("Gradient norm"));
     auto *bottom = new QSplitter(Qt::Horizontal);
-    bottom->addWidget(m_throughputChart);
+    bottom->addWidget(m_stepCharts);
     bottom->addWidget(m_log);
     bottom->setSizes({ 560, 400 });
     auto *rows = new QSplitter(Qt::Vertical);
@@ -542,7 +558,7 @@ void MainWindow::addRunToCharts(const QString &runId, const QString &label)
 RunCharts MainWindow::runCharts() const
 {
     // Epoch boundaries are marked for the current run only: overlaid runs' would crowd it.
-    return { m_lossChart, m_accuracyChart, m_throughputChart, true };
+    return { m_lossChart, m_accuracyChart, m_throughputChart, m_lrChart, m_gradNormChart, m_stepTimeChart, true };
 }
 
 void MainWindow::unmarkCurrentRun()
@@ -892,19 +908,19 @@ void MainWindow::launchRun()
     m_formError->hide();
     const QString runId = core::newRunId();
     const auto start = request.toStartWorkers(runId);
-    // Legend labels that tell overlaid runs apart: the run's number in the history, what it
-    // trains, and when it started.
+    // Legend labels that tell overlaid runs apart: the run's number in the history and what
+    // it trains.
     int number = m_runsPlotted;
     for (const auto &entry : std::as_const(m_runs))
         number = std::max(number, entry.label.section(QLatin1Char(' '), 0, 0).mid(1).toInt());
     core::SingleRunEntry entry;
     entry.runId = runId;
     entry.agent = agentKey();
-    entry.label = tr("#%1 · %2 · b%3 · %4")
+    // Short, so that legends with several runs are not cut: when it ran is in the history.
+    entry.label = tr("#%1 · %2 · b%3")
                       .arg(number + 1)
                       .arg(request.workers == 1 ? tr("1 worker") : tr("%1 workers").arg(request.workers))
-                      .arg(request.batchSize)
-                      .arg(QTime::currentTime().toString(QStringLiteral("HH:mm:ss")));
+                      .arg(request.batchSize);
     entry.launchedUnixMs = QDateTime::currentMSecsSinceEpoch();
     entry.request = start;
     // Recorded before it is started: a console killed a moment later still knows the run.

@@ -82,6 +82,9 @@ public:
     MetricChart *lossChart() const { return m_lossChart; }
     MetricChart *accuracyChart() const { return m_accuracyChart; }
     MetricChart *throughputChart() const { return m_throughputChart; }
+    MetricChart *stepTimeChart() const { return m_stepTimeChart; }
+    MetricChart *learningRateChart() const { return m_lrChart; }
+    MetricChart *gradNormChart() const { return m_gradNormChart; }
     console::StudyView *studyView() const { return m_studyView; }
     ChartControls *chartControls() const { return m_chartControls; }
     QTabWidget *tabs() const { return m_tabs; }
@@ -178,6 +181,10 @@ private:
     MetricChart *m_lossChart = nullptr;
     MetricChart *m_accuracyChart = nullptr;
     MetricChart *m_throughputChart = nullptr;
+    MetricChart *m_stepTimeChart = nullptr;
+    MetricChart *m_lrChart = nullptr;
+    MetricChart *m_gradNormChart = nullptr;
+    QTabWidget *m_stepCharts = nullptr; // throughput, step time, learning rate, gradient norm
     ChartControls *m_chartControls = nullptr;
     QPushButton *m_clearRunsButton = nullptr;
     QPlainTextEdit *m_log = nullptr;

@@ -1,6 +1,7 @@
 #include "run_details.h"
 
 #include "journal.h"
+#include "progress_meter.h"
 #include "run_record.h"
 #include "study_model.h"
 
@@ -10,12 +11,14 @@
 #include <QHeaderView>
 #include <QLabel>
 #include <QPlainTextEdit>
+#include <QProgressBar>
 #include <QPushButton>
 #include <QSplitter>
 #include <QTableWidget>
 #include <QVBoxLayout>
 
 #include <algorithm>
+#include <cmath>
 
 namespace scalelab::console {
 namespace {
@@ -156,6 +159,10 @@ RunDetails::RunDetails(const core::Journal &journal, const QString &runId,
     m_header = new QLabel;
     m_header->setWordWrap(true);
     m_header->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_progress = new QProgressBar;
+    m_progress->setObjectName(QStringLiteral("runDetailsProgress"));
+    m_progress->setRange(0, 1000);
+    m_progress->setTextVisible(true);
     m_attempts = new QTableWidget(0, 7);
     m_attempts->setHorizontalHeaderLabels({ tr("Attempt"), tr("Agents"), tr("Outcome"),
         tr("Resumed after epoch"), tr("Started"), tr("Ended"), tr("Why it ended") });
@@ -181,12 +188,19 @@ RunDetails::RunDetails(const core::Journal &journal, const QString &runId,
 
     auto *layout = new QVBoxLayout(this);
     layout->addWidget(m_header);
+    layout->addWidget(m_progress);
     layout->addWidget(split, 1);
     layout->addWidget(buttons);
 
     m_timer.setInterval(1000);
     connect(&m_timer, &QTimer::timeout, this, &RunDetails::refresh);
     m_timer.start();
+    refresh();
+}
+
+void RunDetails::setProgressSource(std::function<std::optional<core::ProgressView>()> progress)
+{
+    m_progressSource = std::move(progress);
     refresh();
 }
 
@@ -207,6 +221,24 @@ void RunDetails::refresh()
     const bool ended = run.state == QLatin1String("FAILED") || run.state == QLatin1String("CANCELLED");
     m_retry->setEnabled(ended);
     m_cancel->setEnabled(!ended && run.state != QLatin1String("SUCCEEDED"));
+    // Progress: live from the view's meter while it trains, else epochs done of planned.
+    const std::optional<core::ProgressView> live = m_progressSource ? m_progressSource() : std::nullopt;
+    if (live && run.state == QLatin1String("RUNNING") && live->stepsTotal > 0) {
+        m_progress->setValue(int(live->fraction * 1000));
+        m_progress->setFormat(tr("epoch %1/%2 · step %3/%4 · %5% · %6")
+                                  .arg(live->epoch)
+                                  .arg(live->epochs)
+                                  .arg(live->stepInEpoch)
+                                  .arg(live->stepsPerEpoch)
+                                  .arg(int(std::floor(live->fraction * 100)))
+                                  .arg(live->etaSeconds ? tr("ETA %1").arg(core::formatDuration(*live->etaSeconds))
+                                                        : tr("ETA once the step rate is measured")));
+    } else {
+        const int planned = run.config.epochs;
+        const int done = int(run.epochs.size());
+        m_progress->setValue(planned > 0 ? done * 1000 / planned : 0);
+        m_progress->setFormat(tr("%1/%2 epochs trained").arg(done).arg(planned));
+    }
 
     m_attempts->setRowCount(int(run.attempts.size()));
     for (int i = 0; i < run.attempts.size(); ++i) {

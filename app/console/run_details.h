@@ -9,15 +9,18 @@
 #include <QTimer>
 
 #include <functional>
+#include <optional>
 
 class QLabel;
 class QPlainTextEdit;
+class QProgressBar;
 class QPushButton;
 class QTableWidget;
 
 namespace scalelab::core {
 class Journal;
 struct RunResult;
+struct ProgressView;
 } // namespace scalelab::core
 
 namespace scalelab::console {
@@ -29,7 +32,11 @@ public:
     RunDetails(const core::Journal &journal, const QString &runId,
         std::function<bool(core::RunResult *)> lookup, QWidget *parent = nullptr);
 
+    // Live progress while the run trains (the view's meter); nothing when not followed.
+    void setProgressSource(std::function<std::optional<core::ProgressView>()> progress);
+
     QString runId() const { return m_runId; }
+    QProgressBar *progress() const { return m_progress; }
     QPlainTextEdit *log() const { return m_log; }
     QTableWidget *attempts() const { return m_attempts; }
     void refresh(); // the timer calls this every second
@@ -43,7 +50,9 @@ private:
     QString m_runId;
     std::function<bool(core::RunResult *)> m_lookup;
     QMap<QString, qint64> m_lastSeq; // "attempt/agent" -> last event read
+    std::function<std::optional<core::ProgressView>()> m_progressSource;
     QLabel *m_header = nullptr;
+    QProgressBar *m_progress = nullptr; // epoch and step x/y, percent and ETA
     QTableWidget *m_attempts = nullptr;
     QPlainTextEdit *m_log = nullptr;
     QPushButton *m_retry = nullptr;

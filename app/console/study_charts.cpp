@@ -48,6 +48,12 @@ StudyCharts::StudyCharts(QWidget *parent)
     m_charts.accuracy->setYEmptyRange(0, 100);
     m_charts.throughput = new MetricChart(tr("Throughput, every run"), tr("images / s"));
     m_charts.throughput->setObjectName(QStringLiteral("studyThroughputChart"));
+    m_charts.stepTime = new MetricChart(tr("Step time: compute and exposed all-reduce wait, every run"), tr("ms / step"));
+    m_charts.stepTime->setObjectName(QStringLiteral("studyStepTimeChart"));
+    m_charts.learningRate = new MetricChart(tr("Learning rate, every run"), tr("learning rate"));
+    m_charts.learningRate->setObjectName(QStringLiteral("studyLearningRateChart"));
+    m_charts.gradNorm = new MetricChart(tr("Gradient norm, every run"), tr("L2 norm"));
+    m_charts.gradNorm->setObjectName(QStringLiteral("studyGradNormChart"));
     m_speedup = new MetricChart(tr("Speedup against the baseline"), tr("speedup ×"));
     m_speedup->setObjectName(QStringLiteral("speedupChart"));
     m_speedup->setXAxis(XAxis::Workers);
@@ -65,8 +71,9 @@ StudyCharts::StudyCharts(QWidget *parent)
 
     m_controls = new ChartControls;
     m_controls->setObjectName(QStringLiteral("studyChartControls"));
-    m_controls->drive({ m_charts.loss, m_charts.accuracy, m_charts.throughput },
-        { m_charts.loss, m_charts.throughput }, { m_charts.loss });
+    m_controls->drive({ m_charts.loss, m_charts.accuracy, m_charts.throughput, m_charts.stepTime,
+                          m_charts.learningRate, m_charts.gradNorm },
+        { m_charts.loss, m_charts.throughput, m_charts.stepTime, m_charts.gradNorm }, { m_charts.loss });
 
     auto *charts = new QSplitter(Qt::Horizontal);
     charts->addWidget(m_speedup);
@@ -82,6 +89,9 @@ StudyCharts::StudyCharts(QWidget *parent)
     m_tabs->addTab(m_charts.accuracy, tr("Accuracy"));
     m_tabs->addTab(m_charts.throughput, tr("Throughput"));
     m_tabs->addTab(scaling, tr("Speedup && efficiency"));
+    m_tabs->addTab(m_charts.stepTime, tr("Step time"));
+    m_tabs->addTab(m_charts.learningRate, tr("Learning rate"));
+    m_tabs->addTab(m_charts.gradNorm, tr("Gradient norm"));
 
     auto *layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);

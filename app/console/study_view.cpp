@@ -993,6 +993,12 @@ RunDetails *StudyView::showRunDetails(const QString &runId)
             return false;
         },
         this);
+    details->setProgressSource([this, runId]() -> std::optional<core::ProgressView> {
+        const auto live = m_progress.find(runId);
+        if (live == m_progress.end())
+            return std::nullopt;
+        return live->second.second.view();
+    });
     connect(details, &RunDetails::retryRequested, this, [this, details](const QString &id) {
         QString error;
         if (!retryRun(id, &error))

@@ -34,6 +34,8 @@ const QColor kGridColor(0xE4, 0xE4, 0xE4);
 const QColor kTextColor(0x22, 0x22, 0x22);
 // Step curves are thinned to what a chart's width can show.
 constexpr int kMaxPointsPerCurve = 400;
+// Room kept between a reference line and the plot's frame, as a fraction of the y span.
+constexpr double kReferenceMargin = 0.08;
 
 QFont chartFont(qreal pixelSize, bool bold = false)
 {
@@ -185,9 +187,23 @@ void paintChart(QPainter &p, const QRectF &rect, const ChartSpec &chart, qreal u
         }
     }
     if (any) {
+        // A reference line (the target accuracy) below or above every point would sit on the
+        // frame, where the x axis hides it: keep a margin on both sides of it, never crossing
+        // zero (or 100% on a percent axis) that the line itself does not cross.
+        double refMin = INFINITY, refMax = -INFINITY;
         for (const ChartReferenceLine &r : chart.referenceLines) {
-            yMin = std::min(yMin, r.y);
-            yMax = std::max(yMax, r.y);
+            refMin = std::min(refMin, r.y);
+            refMax = std::max(refMax, r.y);
+        }
+        if (std::isfinite(refMin)) {
+            const double margin = kReferenceMargin * (std::max(yMax, refMax) - std::min(yMin, refMin));
+            double below = refMin - margin, above = refMax + margin;
+            if (refMin >= 0 && yMin >= 0)
+                below = std::max(below, 0.0);
+            if (chart.yPercent && refMax <= 1 && yMax <= 1)
+                above = std::min(above, 1.0);
+            yMin = std::min(yMin, below);
+            yMax = std::max(yMax, above);
         }
         if (chart.yFloor)
             yMin = std::min(yMin, *chart.yFloor);

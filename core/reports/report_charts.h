@@ -3,7 +3,8 @@
 //
 // A ChartSpec is a plain value: axes, series and reference lines. paintChart() lays it out
 // inside a rectangle: title, plot with ticked and labelled axes, legend below. The axis
-// ranges always contain every point, so nothing needs clipping (the SVG engine does not clip).
+// ranges always contain every point, so nothing needs clipping (the SVG engine does not clip),
+// and every reference line with room around it, so none lies on the frame.
 //
 // Painting text needs a QGuiApplication (QT_QPA_PLATFORM=offscreen is enough); the
 // functions are not thread-safe beyond what QPainter is: paint from the GUI thread.

@@ -98,6 +98,10 @@ ReportTable comparisonTable(const StudyResults &r)
         QStringLiteral("Efficiency to %1").arg(target), QStringLiteral("Baseline accuracy"),
         QStringLiteral("Distributed accuracy"), QStringLiteral("Note") };
     t.numeric = { false, true, true, true, true, true, true, true, true, true, false };
+    t.shortHeaders = QStringList { t.headers[0], t.headers[1], QStringLiteral("Baseline\ntime (s)"),
+        QStringLiteral("Distributed\ntime (s)"), t.headers[4], t.headers[5],
+        QStringLiteral("Speedup\nto %1").arg(target), QStringLiteral("Efficiency\nto %1").arg(target),
+        QStringLiteral("Baseline\naccuracy"), QStringLiteral("Distributed\naccuracy"), t.headers[10] };
     for (const SeedComparison &s : r.comparisons) {
         const ConfigResult *c = r.config(s.configKey);
         QStringList notes;
@@ -129,6 +133,11 @@ ReportTable configTable(const StudyResults &r)
         QStringLiteral("Wall-clock (s)"), QStringLiteral("Images / s"), QStringLiteral("Time to target (s)"),
         QStringLiteral("Reached target") };
     t.numeric = { false, false, true, true, true, true, true, true, true, true, true, true };
+    t.shortHeaders = QStringList { t.headers[0], t.headers[1], t.headers[2],
+        QStringLiteral("Batch\nworker/global"), t.headers[4], QStringLiteral("Runs\nok / all"),
+        QStringLiteral("Final\naccuracy"), QStringLiteral("Best\naccuracy"),
+        QStringLiteral("Wall-clock\n(s)"), QStringLiteral("Images\n/ s"),
+        QStringLiteral("Time to\ntarget (s)"), QStringLiteral("Reached\ntarget") };
     const auto pct = [](double v) { return formatPercent(v, 2); };
     const auto secs = [](double v) { return formatSeconds(v); };
     const auto rate = [](double v) { return formatNumber(v, 1); };
@@ -164,6 +173,16 @@ ReportTable runTable(const StudySnapshot &snapshot, const StudyResults &r)
         QStringLiteral("Speedup (to target)"), QStringLiteral("Efficiency (to target)") };
     t.numeric = { false, false, true, true, true, true, true, true, true, true, true, true, true, true, true,
         true };
+    // Sixteen columns: the HTML page fits them in a 1400-px window with two-line headers.
+    t.shortHeaders = QStringList { t.headers[0], t.headers[1], t.headers[2], t.headers[3],
+        QStringLiteral("Batch\nworker/global"), t.headers[5], t.headers[6], QStringLiteral("Final\naccuracy"),
+        QStringLiteral("Best\naccuracy"), QStringLiteral("Wall-clock\n(s)"),
+        QStringLiteral("Time to\ntarget (s)"), QStringLiteral("Images\n/ s"), QStringLiteral("Speedup\nwall"),
+        QStringLiteral("Eff.\nwall"), QStringLiteral("Speedup\nto target"),
+        QStringLiteral("Eff.\nto target") };
+    t.legend
+        = QStringLiteral("Eff. = scaling efficiency; wall = by wall-clock; to target = by time to the target "
+                         "accuracy.");
     for (int i = 0; i < snapshot.runs.size(); ++i) {
         const RunResult &run = snapshot.runs[i];
         const RunOutcome &o = r.runs[i];
@@ -192,6 +211,8 @@ ReportTable attemptTable(const StudySnapshot &snapshot)
         QStringLiteral("Agents"), QStringLiteral("Resumed from epoch"), QStringLiteral("Started"),
         QStringLiteral("Duration (s)"), QStringLiteral("Reason") };
     t.numeric = { false, true, false, false, true, false, true, false };
+    t.shortHeaders = QStringList { t.headers[0], t.headers[1], t.headers[2], t.headers[3],
+        QStringLiteral("Resumed\nfrom epoch"), t.headers[5], QStringLiteral("Duration\n(s)"), t.headers[7] };
     for (const RunResult &run : snapshot.runs) {
         if (run.attempts.size() <= 1 && isSucceeded(run))
             continue;
@@ -225,6 +246,8 @@ ReportTable nodeTable(const StudySnapshot &snapshot)
         QStringLiteral("CPU"), QStringLiteral("CPU cores"), QStringLiteral("Memory"), QStringLiteral("GPUs"),
         QStringLiteral("OS") };
     t.numeric = { false, false, false, false, true, true, false, false };
+    t.shortHeaders = QStringList { t.headers[0], t.headers[1], QStringLiteral("Agent\nversion"), t.headers[3],
+        QStringLiteral("CPU\ncores"), t.headers[5], t.headers[6], t.headers[7] };
     for (const NodeInfo &n : snapshot.nodes) {
         const QString commit = n.software.value(QStringLiteral("git_commit"));
         t.rows.append({ n.agent, n.hostname.isEmpty() ? kDash : n.hostname,
@@ -255,6 +278,9 @@ ReportTable recipeTable(const StudySnapshot &snapshot)
         QStringLiteral("Label smoothing"), QStringLiteral("Seed"), QStringLiteral("Normalisation (mean / std)"),
         QStringLiteral("Data set") };
     t.numeric = { false, true, true, true, true, false, true, true, false, false };
+    t.shortHeaders = QStringList { t.headers[0], t.headers[1], t.headers[2], QStringLiteral("Weight\ndecay"),
+        t.headers[4], t.headers[5], QStringLiteral("Label\nsmoothing"), t.headers[7],
+        QStringLiteral("Normalisation\n(mean / std)"), t.headers[9] };
     const auto number = [](const QJsonValue &v) {
         return v.isDouble() ? QString::number(v.toDouble(), 'g', QLocale::FloatingPointShortest) : kDash;
     };

@@ -20,6 +20,10 @@ struct ReportTable {
     QString title;
     QString caption; // one or two sentences under the title
     QStringList headers;
+    // Per column, optional: a header of at most two lines ('\n' between them) for layouts
+    // short of width (the HTML page), which show `headers` as the full name beside it.
+    QStringList shortHeaders;
+    QString legend; // explains abbreviations in shortHeaders; empty when there are none
     QList<bool> numeric; // per column: right-aligned, tabular figures
     QList<QStringList> rows;
     QList<bool> mutedRows; // per row: failed, cancelled or unfinished runs

@@ -17,7 +17,7 @@ const char kStyle[] = R"css(
 * { box-sizing: border-box; }
 body { margin: 0; background: #eef0f3; color: var(--ink);
   font: 14px/1.45 "Inter", "Segoe UI", "Helvetica Neue", Arial, "DejaVu Sans", sans-serif; }
-main { max-width: 1240px; margin: 0 auto; padding: 32px 40px 40px; background: #fff; }
+main { max-width: 1360px; margin: 0 auto; padding: 32px 28px 40px; background: #fff; }
 .kicker { text-transform: uppercase; letter-spacing: .08em; font-size: 12px; color: var(--muted); font-weight: 600; }
 h1 { font-size: 28px; margin: 2px 0 18px; font-weight: 650; }
 h2 { font-size: 18px; margin: 34px 0 8px; padding-bottom: 5px; border-bottom: 2px solid var(--ink); }
@@ -39,12 +39,20 @@ figure { margin: 0; border: 1px solid var(--rule); border-radius: 6px; padding: 
 figure svg { width: 100%; height: auto; display: block; }
 .table-wrap { overflow-x: auto; }
 table { border-collapse: collapse; width: 100%; font-size: 12.5px; }
+/* Headers break only where the report puts a <br>: two lines at most. */
 th { text-align: left; font-weight: 600; border-bottom: 1.5px solid var(--ink); padding: 6px 8px;
-  vertical-align: bottom; }
+  vertical-align: bottom; white-space: nowrap; }
+th[title] { cursor: help; }
 td { padding: 5px 8px; border-bottom: 1px solid var(--rule); vertical-align: top; overflow-wrap: break-word; }
 td:first-child { white-space: nowrap; }
 th.num, td.num { text-align: right; font-variant-numeric: tabular-nums; }
 td.num { white-space: nowrap; }
+/* Tables of many columns (the runs) in compact type, so they fit a 1400-px window. */
+table.compact { font-size: 12px; }
+table.compact th { font-size: 11.5px; }
+table.compact th, table.compact td { padding: 5px 6px; }
+table.compact .sub { font-size: 10.5px; }
+.legend { color: var(--muted); font-size: 11.5px; margin: 4px 0 0; }
 tbody tr:nth-child(even) { background: #f8f9fb; }
 tr.muted td { color: #8a919c; }
 .sub { display: block; font-size: 11px; color: var(--muted); }
@@ -91,9 +99,22 @@ QString tableHtml(const ReportTable &t, const QString &heading)
     const auto cls = [&](int column) {
         return column < t.numeric.size() && t.numeric[column] ? QStringLiteral(" class=\"num\"") : QString();
     };
-    html += QStringLiteral("<div class=\"table-wrap\"><table>\n<thead><tr>");
-    for (int i = 0; i < t.headers.size(); ++i)
-        html += QStringLiteral("<th%1>%2</th>").arg(cls(i), esc(t.headers[i]));
+    // Tables this wide get compact type (see the style sheet).
+    constexpr int kCompactColumns = 12;
+    html += t.headers.size() >= kCompactColumns
+        ? QStringLiteral("<div class=\"table-wrap\"><table class=\"compact\">\n<thead><tr>")
+        : QStringLiteral("<div class=\"table-wrap\"><table>\n<thead><tr>");
+    for (int i = 0; i < t.headers.size(); ++i) {
+        // The short header, its lines joined by <br>, with the full name as its tooltip.
+        const QString shown
+            = i < t.shortHeaders.size() && !t.shortHeaders[i].isEmpty() ? t.shortHeaders[i] : t.headers[i];
+        QStringList lines;
+        for (const QString &line : shown.split(QLatin1Char('\n')))
+            lines << esc(line);
+        const QString title
+            = shown == t.headers[i] ? QString() : QStringLiteral(" title=\"%1\"").arg(esc(t.headers[i]));
+        html += QStringLiteral("<th%1%2>%3</th>").arg(cls(i), title, lines.join(QStringLiteral("<br>")));
+    }
     html += QStringLiteral("</tr></thead>\n<tbody>\n");
     for (int r = 0; r < t.rows.size(); ++r) {
         const bool muted = r < t.mutedRows.size() && t.mutedRows[r];
@@ -102,7 +123,10 @@ QString tableHtml(const ReportTable &t, const QString &heading)
             html += QStringLiteral("<td%1>%2</td>").arg(cls(i), cellHtml(t.rows[r][i]));
         html += QStringLiteral("</tr>\n");
     }
-    return html + QStringLiteral("</tbody></table></div>\n");
+    html += QStringLiteral("</tbody></table></div>\n");
+    if (!t.legend.isEmpty())
+        html += QStringLiteral("<p class=\"legend\">%1</p>\n").arg(esc(t.legend));
+    return html;
 }
 
 } // namespace

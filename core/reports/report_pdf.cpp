@@ -1,6 +1,8 @@
 // The PDF report: A4 landscape, the same content as the HTML report, charts painted by the
 // same chart painter. Laid out with a cursor that moves down the page and breaks pages
-// before a block that does not fit (tables repeat their header on the next page).
+// before a block that does not fit (tables repeat their header on the next page). A last
+// page that would carry only a few lines is avoided by laying the report out again a little
+// smaller, when that saves the page.
 #include "report.h"
 #include "report_content.h"
 
@@ -26,6 +28,10 @@ constexpr qreal kChartUnitPt = 0.8;
 constexpr qreal kMarginMm = 10;
 // Two charts side by side, two rows to a page.
 constexpr qreal kChartHeightPt = 225;
+// A last page filled less than this (a fraction of its height) is worth a second layout...
+constexpr qreal kSparseLastPage = 0.3;
+// ... at these scales (everything, type included, shrinks alike); the first that saves a page wins.
+constexpr qreal kShrinkSteps[] = { 0.95, 0.9 };
 
 const QColor kInk(0x1D, 0x24, 0x30);
 const QColor kMuted(0x5B, 0x64, 0x72);
@@ -48,14 +54,20 @@ QFont font(qreal points, bool bold = false)
 
 class PdfLayout {
 public:
-    PdfLayout(QPdfWriter &writer, QPainter &painter, const ReportContent &content)
+    // `scale` < 1 paints everything that much smaller, so a page holds more.
+    PdfLayout(QPdfWriter &writer, QPainter &painter, const ReportContent &content, qreal scale = 1.0)
         : m_writer(writer)
         , m_p(painter)
         , m_content(content)
     {
-        m_page = QRectF(0, 0, writer.width(), writer.height());
+        m_p.scale(scale, scale);
+        m_page = QRectF(0, 0, writer.width() / scale, writer.height() / scale);
         startPage();
     }
+
+    int pageCount() const { return m_pageNumber; }
+    // How much of the current (last) page's content area is used, 0 to 1.
+    qreal pageFill() const { return (m_y - m_top) / (m_bottom - m_top); }
 
     void titleBlock();
     void banner(const QString &title, const QString &text, const QColor &line, const QColor &fill);
@@ -93,6 +105,7 @@ private:
     const ReportContent &m_content;
     QRectF m_page;
     qreal m_y = 0;
+    qreal m_top = 0;
     qreal m_bottom = 0;
     int m_pageNumber = 0;
     qreal m_cellPad = 4 * kUnit; // per table: wide tables pad less
@@ -124,7 +137,7 @@ void PdfLayout::startPage()
     m_p.drawText(footer, Qt::AlignLeft | Qt::AlignVCenter, m_content.footer);
     m_p.drawText(footer, Qt::AlignRight | Qt::AlignVCenter, QStringLiteral("Page %1").arg(m_pageNumber));
 
-    m_y = header.bottom() + 10 * kUnit;
+    m_y = m_top = header.bottom() + 10 * kUnit;
     m_bottom = footer.top() - 8 * kUnit;
 }
 
@@ -393,14 +406,14 @@ void PdfLayout::charts(const QList<ChartSpec> &charts)
     }
 }
 
-} // namespace
+struct LaidOutPdf {
+    RenderedReport report;
+    int pages = 0;
+    qreal lastPageFill = 1;
+};
 
-RenderedReport reportPdf(const StudySnapshot &snapshot)
+LaidOutPdf layOutPdf(const ReportContent &content, qreal scale)
 {
-    if (const QString why = paintingUnavailableReason(); !why.isEmpty())
-        return { {}, why };
-    const ReportContent content = buildReportContent(snapshot);
-
     QBuffer buffer;
     buffer.open(QIODevice::WriteOnly);
     QPdfWriter writer(&buffer);
@@ -413,12 +426,14 @@ RenderedReport reportPdf(const StudySnapshot &snapshot)
             .arg(content.title, content.studyName,
                 content.syntheticBanner.isEmpty() ? QString() : QStringLiteral(" (SYNTHETIC DATA)")));
     writer.setCreator(QStringLiteral("ScaleLab %1").arg(QStringLiteral(SCALELAB_VERSION)));
+    int pages = 0;
+    qreal fill = 1;
     {
         QPainter painter;
         if (!painter.begin(&writer))
-            return { {}, QStringLiteral("the PDF writer could not start painting") };
+            return { { {}, QStringLiteral("the PDF writer could not start painting") } };
         painter.setRenderHint(QPainter::Antialiasing);
-        PdfLayout layout(writer, painter, content);
+        PdfLayout layout(writer, painter, content, scale);
         layout.titleBlock();
         if (!content.syntheticBanner.isEmpty())
             layout.banner(QStringLiteral("SYNTHETIC DATA"), content.syntheticBanner, kAlert, kAlertFill);
@@ -435,8 +450,28 @@ RenderedReport reportPdf(const StudySnapshot &snapshot)
         layout.charts(content.charts);
         for (qsizetype i = 2; i < content.tables.size(); ++i)
             layout.table(content.tables[i]);
+        pages = layout.pageCount();
+        fill = layout.pageFill();
     }
-    return { buffer.data(), {} };
+    return { { buffer.data(), {} }, pages, fill };
+}
+
+} // namespace
+
+RenderedReport reportPdf(const StudySnapshot &snapshot)
+{
+    if (const QString why = paintingUnavailableReason(); !why.isEmpty())
+        return { {}, why };
+    const ReportContent content = buildReportContent(snapshot);
+    const LaidOutPdf full = layOutPdf(content, 1.0);
+    if (!full.report.ok() || full.pages < 2 || full.lastPageFill >= kSparseLastPage)
+        return full.report;
+    for (const qreal scale : kShrinkSteps) {
+        const LaidOutPdf smaller = layOutPdf(content, scale);
+        if (smaller.report.ok() && smaller.pages < full.pages)
+            return smaller.report;
+    }
+    return full.report;
 }
 
 } // namespace scalelab::core

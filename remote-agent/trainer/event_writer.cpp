@@ -143,16 +143,19 @@ void EventWriter::started(const TrainingConfig &config, const StartedReport &rep
     write(worker::eventLine(event));
 }
 
-void EventWriter::step(int epoch, std::int64_t step, double loss, double lr, double imagesPerSecond, double elapsedSeconds)
+void EventWriter::step(const StepReport &report)
 {
     v1::WorkerEvent event;
     auto *s = event.mutable_step();
-    s->set_epoch(epoch);
-    s->set_step(step);
-    s->set_loss(loss);
-    s->set_learning_rate(lr);
-    s->set_images_per_second(imagesPerSecond);
-    s->set_elapsed_seconds(elapsedSeconds);
+    s->set_epoch(report.epoch);
+    s->set_step(report.step);
+    s->set_loss(report.loss);
+    s->set_learning_rate(report.lr);
+    s->set_images_per_second(report.imagesPerSecond);
+    s->set_elapsed_seconds(report.elapsedSeconds);
+    s->set_grad_norm(report.gradNorm);
+    s->set_step_seconds(report.stepSeconds);
+    s->set_exposed_allreduce_seconds(report.exposedAllReduceSeconds);
     write(worker::eventLine(event));
 }
 

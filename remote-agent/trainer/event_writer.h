@@ -93,6 +93,19 @@ struct LrFoundReport {
     std::string rule;
 };
 
+// One optimizer step, as rank 0 reports it.
+struct StepReport {
+    int epoch = 0;
+    std::int64_t step = 0;
+    double loss = 0;
+    double lr = 0;
+    double imagesPerSecond = 0;
+    double elapsedSeconds = 0;
+    double gradNorm = 0;
+    double stepSeconds = 0;
+    double exposedAllReduceSeconds = 0;
+};
+
 class EventWriter {
 public:
     explicit EventWriter(int fd)
@@ -100,7 +113,7 @@ public:
     { }
 
     void started(const TrainingConfig &config, const StartedReport &report);
-    void step(int epoch, std::int64_t step, double loss, double lr, double imagesPerSecond, double elapsedSeconds);
+    void step(const StepReport &report);
     void epoch(const EpochReport &report);
     void checkpoint(int epoch, std::int64_t step, const std::string &path);
     // Rank 0 is alive while it evaluates (the agent takes silence for a stall).

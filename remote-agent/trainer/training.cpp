@@ -605,6 +605,16 @@ int runTraining(const TrainingConfig &config, EventWriter &events)
     double trainSeconds = 0;
     double bestAccuracy = 0, lastAccuracy = 0;
     const bool bf16 = config.precision == "bf16";
+    // Where rank 0's step time goes (as bench's breakdown): the all-reduce time backward's
+    // compute did not hide is from the last gradient produced to backward's return.
+    std::atomic<Clock::rep> lastGradient { 0 };
+    if (reports && parallel)
+        for (auto &p : net->parameters())
+            p.register_hook([&lastGradient](const at::TensorBase &) {
+                const Clock::rep now = Clock::now().time_since_epoch().count();
+                Clock::rep seen = lastGradient.load();
+                while (seen < now && !lastGradient.compare_exchange_weak(seen, now)) { }
+            });
     for (int epoch = position.epoch + 1; epoch <= config.epochs; ++epoch) {
         const auto epochStart = Clock::now();
         BatchProducer batches(*train, normalization,
@@ -638,6 +648,19 @@ int runTraining(const TrainingConfig &config, EventWriter &events)
             if (parallel)
                 parallel->beforeBackward();
             loss.backward();
+            const auto backwardEnd = Clock::now();
+            // The gradients' norm is queued before the optimizer step changes nothing it reads,
+            // and read with the loss: one wait for the device per step, as before.
+            torch::Tensor gradNorm;
+            if (reports) {
+                torch::NoGradGuard noGrad;
+                std::vector<torch::Tensor> norms;
+                for (const auto &p : net->parameters())
+                    if (p.grad().defined())
+                        norms.push_back(p.grad().detach().to(torch::kFloat).norm());
+                if (!norms.empty())
+                    gradNorm = torch::stack(norms).norm();
+            }
             sgdStep(optimizer);
             const auto n = images.size(0);
             const double lossValue = loss.item<double>();
@@ -651,9 +674,21 @@ int runTraining(const TrainingConfig &config, EventWriter &events)
             seen += n;
             ++step;
             imagesSeen += n * config.worldSize;
-            if (reports)
-                events.step(epoch, step, lossValue, lr, double(n * config.worldSize) / secondsSince(stepStart),
-                    secondsSince(runStart));
+            if (reports) {
+                const double stepSeconds = secondsSince(stepStart);
+                const auto lastGradientAt = Clock::time_point(Clock::duration(lastGradient.load()));
+                events.step({ .epoch = epoch,
+                    .step = step,
+                    .loss = lossValue,
+                    .lr = lr,
+                    .imagesPerSecond = double(n * config.worldSize) / stepSeconds,
+                    .elapsedSeconds = secondsSince(runStart),
+                    .gradNorm = gradNorm.defined() ? gradNorm.item<double>() : 0.0,
+                    .stepSeconds = stepSeconds,
+                    .exposedAllReduceSeconds = parallel && lastGradientAt > stepStart
+                        ? std::max(0.0, std::chrono::duration<double>(backwardEnd - lastGradientAt).count())
+                        : 0.0 });
+            }
         }
         const double epochTrainSeconds = secondsSince(epochStart);
         trainSeconds += epochTrainSeconds;

@@ -19,6 +19,17 @@ void addRunLines(const RunCharts &charts, const RunLines &lines, const QString &
         std::min(0.85, color.lightnessF() + (1 - color.lightnessF()) * 0.45));
     charts.accuracy->addSeries(lines.trainAccuracy(),
         QCoreApplication::translate("RunPlot", "%1 train (dashed)").arg(label), { train, Qt::DashLine, true });
+    if (charts.learningRate)
+        charts.learningRate->addSeries(lines.learningRate(), label, { color, Qt::SolidLine, false, false });
+    if (charts.gradNorm)
+        charts.gradNorm->addSeries(lines.gradNorm(), label, { color });
+    if (charts.stepTime) {
+        charts.stepTime->addSeries(
+            lines.compute(), QCoreApplication::translate("RunPlot", "%1 compute").arg(label), { color });
+        charts.stepTime->addSeries(lines.allReduceWait(),
+            QCoreApplication::translate("RunPlot", "%1 all-reduce wait (dashed)").arg(label),
+            { train, Qt::DashLine });
+    }
 }
 
 void removeRunLines(const RunCharts &charts, const RunLines &lines)
@@ -27,6 +38,14 @@ void removeRunLines(const RunCharts &charts, const RunLines &lines)
     charts.throughput->removeSeries(lines.throughput());
     charts.accuracy->removeSeries(lines.testAccuracy());
     charts.accuracy->removeSeries(lines.trainAccuracy());
+    if (charts.learningRate)
+        charts.learningRate->removeSeries(lines.learningRate());
+    if (charts.gradNorm)
+        charts.gradNorm->removeSeries(lines.gradNorm());
+    if (charts.stepTime) {
+        charts.stepTime->removeSeries(lines.compute());
+        charts.stepTime->removeSeries(lines.allReduceWait());
+    }
     charts.loss->removeVerticalMarkers(lines.epochMarkers());
     charts.throughput->removeVerticalMarkers(lines.epochMarkers());
 }
@@ -46,9 +65,18 @@ void plotRunEvent(
             = state.stepsPerEpoch > 0 ? double(s.step()) / double(state.stepsPerEpoch) : double(s.epoch());
         const double seconds = state.secondsOffset + s.elapsed_seconds();
         charts.loss->append(lines.loss(), MetricPoint::timeline(double(s.step()), epoch, seconds, s.loss()));
+        const auto at = [&](double value) { return MetricPoint::timeline(double(s.step()), epoch, seconds, value); };
         if (s.images_per_second() > 0)
-            charts.throughput->append(lines.throughput(),
-                MetricPoint::timeline(double(s.step()), epoch, seconds, s.images_per_second()));
+            charts.throughput->append(lines.throughput(), at(s.images_per_second()));
+        if (charts.learningRate && s.learning_rate() > 0)
+            charts.learningRate->append(lines.learningRate(), at(s.learning_rate()));
+        if (charts.gradNorm && s.grad_norm() > 0)
+            charts.gradNorm->append(lines.gradNorm(), at(s.grad_norm()));
+        if (charts.stepTime && s.step_seconds() > 0) {
+            const double wait = std::clamp(s.exposed_allreduce_seconds(), 0.0, s.step_seconds());
+            charts.stepTime->append(lines.compute(), at((s.step_seconds() - wait) * 1000));
+            charts.stepTime->append(lines.allReduceWait(), at(wait * 1000));
+        }
     } else if (event.has_epoch()) {
         const auto &e = event.epoch();
         state.lastSeconds = std::max(state.lastSeconds, e.elapsed_seconds());

@@ -2,6 +2,8 @@
 // the single-run tab and the study view so both draw a run the same way:
 // - loss and throughput per optimizer step, placed by step, fractional epoch and seconds;
 // - train and test accuracy per epoch (percent), with markers;
+// - when the charts are given: learning rate and gradient norm per step, and the step's
+//   time split into compute and the all-reduce wait it did not hide (milliseconds);
 // - a resumed attempt starts where its checkpoint left off, so its line begins at the
 //   resume point; seconds continue from the earlier attempts (secondsOffset).
 #pragma once
@@ -19,6 +21,9 @@ struct RunCharts {
     MetricChart *loss = nullptr;
     MetricChart *accuracy = nullptr;
     MetricChart *throughput = nullptr;
+    MetricChart *learningRate = nullptr; // optional, as the two below
+    MetricChart *gradNorm = nullptr;
+    MetricChart *stepTime = nullptr;
     bool epochMarkers = false; // mark where each epoch ends on the loss and throughput charts
 };
 
@@ -29,6 +34,10 @@ struct RunLines {
     QString trainAccuracy() const { return prefix + QStringLiteral("/train"); }
     QString testAccuracy() const { return prefix + QStringLiteral("/test"); }
     QString throughput() const { return prefix + QStringLiteral("/throughput"); }
+    QString learningRate() const { return prefix + QStringLiteral("/lr"); }
+    QString gradNorm() const { return prefix + QStringLiteral("/gradnorm"); }
+    QString compute() const { return prefix + QStringLiteral("/compute"); }
+    QString allReduceWait() const { return prefix + QStringLiteral("/wait"); }
     QString epochMarkers() const { return prefix + QStringLiteral("/epochs"); }
 };
 
