@@ -175,6 +175,17 @@ private Q_SLOTS:
         QTRY_VERIFY_WITH_TIMEOUT(view.snapshot().state == QLatin1String("SUCCEEDED"), 180'000);
         QTRY_VERIFY(!cancel->isEnabled()); // ended: nothing left to cancel
         QVERIFY(exportReport->isEnabled());
+        // With a study open, the designer is still checked and summarised as it is edited.
+        plan.mutable_grid()->add_workers(4);
+        view.setForm(plan);
+        QTRY_VERIFY2(view.problemsLabel()->text().startsWith(QLatin1String("The designer's plan: 3 run(s)")),
+            qPrintable(view.problemsLabel()->text()));
+        QCOMPARE(view.runsTable()->rowCount(), 2); // the table still shows the open study
+        plan.mutable_grid()->set_workers(1, 0);
+        view.setForm(plan);
+        QVERIFY2(view.problemsLabel()->text().contains(QLatin1String("must be between 1 and")),
+            qPrintable(view.problemsLabel()->text()));
+        QCOMPARE(view.runsTable()->rowCount(), 2);
         // The table follows on its coalescing timer (rows may be sorted either way).
         QTRY_VERIFY_WITH_TIMEOUT(cell(view.runsTable(), 0, console::StudyView::StateCol) == QLatin1String("SUCCEEDED")
                 && cell(view.runsTable(), 1, console::StudyView::StateCol) == QLatin1String("SUCCEEDED"),

@@ -675,8 +675,9 @@ void StudyView::markProblems(const QStringList &problems)
 // Before launch: the runs the plan makes, where each would go, which cannot be placed.
 void StudyView::preview()
 {
-    if (!m_studyId.isEmpty() && m_runner)
-        return; // the table shows the live study
+    // While a study runs the table shows it; the designer is still checked and summarised
+    // below it, so an edit is answered at once, and Launch starts the edited plan.
+    const bool studyShown = !m_studyId.isEmpty() && m_runner;
     QStringList problems;
     const v1::StudyPlan plan = planFromForm(&problems);
     // A data set no connected agent has: every run would wait. Said before launch, not after.
@@ -694,8 +695,10 @@ void StudyView::preview()
     m_launch->setEnabled(problems.isEmpty());
     markProblems(problems);
     if (!problems.isEmpty()) {
-        m_runs->setRowCount(0); // not the last valid plan's runs: this one has none yet
-        m_status->setText(tr("Preview: the plan cannot be launched as it is"));
+        if (!studyShown) {
+            m_runs->setRowCount(0); // not the last valid plan's runs: this one has none yet
+            m_status->setText(tr("Preview: the plan cannot be launched as it is"));
+        }
         return;
     }
     QList<NodeCapacity> nodes;
@@ -721,6 +724,19 @@ void StudyView::preview()
     }
     const auto runs = expandPlan(plan, QStringLiteral("new"));
     int infeasible = 0;
+    const auto placementOf = [&](const RunConfig &config) {
+        return placeRun(config, nodes, plan.placement() == "spread" ? PlacementPolicy::Spread : PlacementPolicy::Pack,
+            false, QString::fromStdString(plan.dataset()));
+    };
+    if (studyShown) {
+        for (const auto &r : runs)
+            infeasible += placementOf(r.config).infeasible ? 1 : 0;
+        m_problems->setStyleSheet({});
+        m_problems->setText(tr("The designer's plan: %n run(s)", nullptr, int(runs.size()))
+            + (infeasible ? tr(", %1 cannot be placed").arg(infeasible) : QString())
+            + tr(". The table shows study %1; Launch starts the designer's plan as a new study.").arg(m_studyId));
+        return;
+    }
     m_runs->setSortingEnabled(false);
     m_runs->setRowCount(int(runs.size()));
     QList<RunConfig> configs;
@@ -728,9 +744,7 @@ void StudyView::preview()
         configs << r.config;
     const QStringList labels = distinguishingLabels(configs);
     for (int i = 0; i < runs.size(); ++i) {
-        const Placement p = placeRun(runs[i].config, nodes,
-            plan.placement() == "spread" ? PlacementPolicy::Spread : PlacementPolicy::Pack, false,
-            QString::fromStdString(plan.dataset()));
+        const Placement p = placementOf(runs[i].config);
         QStringList where;
         for (const auto &portion : p.portions)
             where << QStringLiteral("%1 ×%2").arg(portion.agent).arg(portion.ranks.size());
