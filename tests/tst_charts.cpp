@@ -461,6 +461,31 @@ private Q_SLOTS:
         QTRY_COMPARE(chart.shownVerticalMarkers(), (QList<std::pair<double, QString>> { { 7.0, QStringLiteral("start") } }));
     }
 
+    // A scaling point's spread: an I-beam from its slowest to its fastest run, at its x, within
+    // the plot; removed with its group when the points are drawn again.
+    void rangeBarsShowASpread()
+    {
+        MetricChart chart(QStringLiteral("Speedup"), QStringLiteral("speedup"));
+        chart.resize(640, 400);
+        chart.show();
+        chart.setXAxis(XAxis::Workers);
+        chart.addSeries(QStringLiteral("wall"), QStringLiteral("wall-clock"), { QColor(Qt::blue), Qt::SolidLine, true, false });
+        chart.append(QStringLiteral("wall"),
+            { MetricPoint::at(XAxis::Workers, 1, 1.0), MetricPoint::at(XAxis::Workers, 2, 1.7),
+                MetricPoint::at(XAxis::Workers, 4, 3.0) });
+        chart.addRangeBar(QStringLiteral("spread"), MetricPoint::at(XAxis::Workers, 2, 1.7), 1.5, 1.9, Qt::blue);
+        chart.addRangeBar(QStringLiteral("spread"), MetricPoint::at(XAxis::Workers, 4, 3.0), 2.6, 3.3, Qt::blue);
+        chart.redraw();
+        QTRY_COMPARE(chart.shownRangeBars(),
+            (QList<std::tuple<double, double, double>> { { 2.0, 1.5, 1.9 }, { 4.0, 2.6, 3.3 } }));
+        QVERIFY(chart.shownVerticalMarkers().isEmpty()); // bars are not labelled markers
+        // Drawn where the y axis puts those values: the bar's ends bracket its point.
+        const auto *y = qobject_cast<const QValueAxis *>(chart.yAxisItem());
+        QVERIFY(y && y->min() <= 1.5 && y->max() >= 3.3);
+        chart.removeVerticalMarkers(QStringLiteral("spread"));
+        QVERIFY(chart.shownRangeBars().isEmpty());
+    }
+
     void redrawBoundsLinesByThePlotWidth()
     {
         MetricChart chart(QStringLiteral("Loss"), QStringLiteral("loss"));

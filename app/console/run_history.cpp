@@ -3,6 +3,7 @@
 #include "run_record.h"
 
 #include <QDateTime>
+#include <QEvent>
 #include <QGuiApplication>
 #include <QClipboard>
 #include <QHeaderView>
@@ -54,6 +55,25 @@ RunHistoryView::RunHistoryView(QWidget *parent)
     auto *layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
     layout->addWidget(m_tree);
+    fitCheckBoxesToPalette();
+}
+
+void RunHistoryView::changeEvent(QEvent *event)
+{
+    QWidget::changeEvent(event);
+    if (event->type() == QEvent::PaletteChange)
+        fitCheckBoxesToPalette();
+}
+
+void RunHistoryView::fitCheckBoxesToPalette()
+{
+    // Fusion outlines an unticked box in the window colour, darkened: on a dark base that is
+    // invisible. The tree's own window colour (it paints nothing else with it) is lifted so
+    // the boxes show in a dark theme too.
+    QPalette p = palette();
+    if (p.color(QPalette::Base).lightness() < 128)
+        p.setColor(QPalette::Window, p.color(QPalette::Text).darker(150));
+    m_tree->setPalette(p);
 }
 
 QTreeWidgetItem *RunHistoryView::item(const QString &runId) const

@@ -48,6 +48,9 @@ public:
 
     QTreeWidget *tree() const { return m_tree; }
 
+protected:
+    void changeEvent(QEvent *event) override;
+
 Q_SIGNALS:
     void drawnChanged(const QString &runId, bool drawn);
     void openRequested(const QString &runId);
@@ -56,6 +59,7 @@ Q_SIGNALS:
 private:
     QTreeWidgetItem *item(const QString &runId) const;
     void showMenu(const QPoint &at);
+    void fitCheckBoxesToPalette();
 
     QTreeWidget *m_tree = nullptr;
     QString m_current;

@@ -11,6 +11,7 @@
 #include <QVBoxLayout>
 
 #include <algorithm>
+#include <optional>
 #include <limits>
 
 namespace scalelab::app {
@@ -34,7 +35,19 @@ struct ScalingPoint {
     int workers;
     double wallClock; // speedup, or efficiency in percent
     double timeToAccuracy;
+    // The slowest and fastest run's (wall-clock), when more than one run stands behind it.
+    std::optional<std::pair<double, double>> wallClockSpread;
 };
+
+// Speedup over the baseline's mean from the slowest to the fastest run of a configuration
+// (NaN-free, two runs or more); times `scale` (1 for speedup, 100 / workers for efficiency).
+std::optional<std::pair<double, double>> wallClockSpread(const ConfigResult &c, const ConfigResult &baseline, double scale)
+{
+    const double base = baseline.wallSeconds.mean;
+    if (c.wallSeconds.count < 2 || !(c.wallSeconds.min > 0) || !(base > 0))
+        return std::nullopt;
+    return std::make_pair(base / c.wallSeconds.max * scale, base / c.wallSeconds.min * scale);
+}
 
 } // namespace
 
@@ -184,9 +197,11 @@ void StudyCharts::drawScaling(const core::StudyResults &results)
         if (&c == baseline || !c.byWallClock.available())
             continue;
         const QString group = scalingGroup(c.config);
-        speedups[group].push_back({ c.config.workers, c.byWallClock.speedup, c.byTimeToAccuracy.speedup });
-        efficiencies[group].push_back(
-            { c.config.workers, c.byWallClock.efficiency * 100, c.byTimeToAccuracy.efficiency * 100 });
+        speedups[group].push_back({ c.config.workers, c.byWallClock.speedup, c.byTimeToAccuracy.speedup,
+            baseline ? wallClockSpread(c, *baseline, 1.0) : std::nullopt });
+        efficiencies[group].push_back({ c.config.workers, c.byWallClock.efficiency * 100,
+            c.byTimeToAccuracy.efficiency * 100,
+            baseline ? wallClockSpread(c, *baseline, 100.0 / c.config.workers) : std::nullopt });
     }
     QString drawn;
     for (const auto &[group, points] : speedups)
@@ -195,7 +210,9 @@ void StudyCharts::drawScaling(const core::StudyResults &results)
                          .arg(group)
                          .arg(p.workers)
                          .arg(p.wallClock)
-                         .arg(p.timeToAccuracy);
+                         .arg(p.timeToAccuracy)
+                     + (p.wallClockSpread ? QStringLiteral("%1-%2;").arg(p.wallClockSpread->first).arg(p.wallClockSpread->second)
+                                          : QString());
     // How much each point stands for: a single run shows no spread.
     if (most == 0)
         m_scalingNote->hide();
@@ -203,8 +220,9 @@ void StudyCharts::drawScaling(const core::StudyResults &results)
         m_scalingNote->setText(most == 1
                 ? tr("Each point is a single run: how much it varies is not shown. Give the plan repeats ≥ 3 to "
                      "see the spread.")
-                : fewest == most ? tr("Each point is the mean of %1 runs.").arg(most)
-                                 : tr("Each point is the mean of %1 to %2 runs.").arg(fewest).arg(most));
+                : (fewest == most ? tr("Each point is the mean of %1 runs").arg(most)
+                                  : tr("Each point is the mean of %1 to %2 runs").arg(fewest).arg(most))
+                    + tr("; a bar spans its slowest and fastest run (wall-clock)."));
         m_scalingNote->show();
     }
     if (drawn == m_scalingDrawn)
@@ -215,6 +233,7 @@ void StudyCharts::drawScaling(const core::StudyResults &results)
     const auto draw = [&](MetricChart *chart, std::map<QString, std::vector<ScalingPoint>> &groups,
                           double atBaseline) {
         chart->removeAllSeries();
+        chart->removeVerticalMarkers(QStringLiteral("spread"));
         int color = 0;
         for (auto &[group, points] : groups) {
             std::sort(points.begin(), points.end(),
@@ -235,6 +254,9 @@ void StudyCharts::drawScaling(const core::StudyResults &results)
             for (const ScalingPoint &p : points) {
                 chart->append(wallId, MetricPoint::at(XAxis::Workers, p.workers, p.wallClock));
                 chart->append(ttaId, MetricPoint::at(XAxis::Workers, p.workers, p.timeToAccuracy));
+                if (p.wallClockSpread)
+                    chart->addRangeBar(QStringLiteral("spread"), MetricPoint::at(XAxis::Workers, p.workers, p.wallClock),
+                        p.wallClockSpread->first, p.wallClockSpread->second, c);
             }
         }
     };

@@ -6,7 +6,7 @@
 #include <QContextMenuEvent>
 #include <QFile>
 #include <QFileDialog>
-#include <QGraphicsLineItem>
+#include <QGraphicsPathItem>
 #include <QGraphicsScene>
 #include <QGraphicsSimpleTextItem>
 #include <QImage>
@@ -249,7 +249,7 @@ MetricChart::~MetricChart() = default;
 
 void MetricChart::addVerticalMarker(const QString &group, const MetricPoint &at, const QString &label)
 {
-    VerticalMarker marker { group, at, new QGraphicsLineItem(m_chart), new QGraphicsSimpleTextItem(label, m_chart) };
+    VerticalMarker marker { group, at, new QGraphicsPathItem(m_chart), new QGraphicsSimpleTextItem(label, m_chart), {}, {} };
     QFont small = font();
     small.setPointSizeF(small.pointSizeF() * 0.8);
     marker.label->setFont(small);
@@ -272,11 +272,31 @@ void MetricChart::removeVerticalMarkers(const QString &group)
     });
 }
 
+void MetricChart::addRangeBar(const QString &group, const MetricPoint &at, double low, double high, const QColor &color)
+{
+    VerticalMarker bar { group, at, new QGraphicsPathItem(m_chart), nullptr, std::make_pair(low, high), color };
+    bar.line->setZValue(3); // over the lines, as the points it belongs to
+    bar.line->setPen(QPen(color, 1.6));
+    m_markers.push_back(bar);
+    scheduleRedraw(); // its ends widen the y range
+    placeVerticalMarkers();
+}
+
+QList<std::tuple<double, double, double>> MetricChart::shownRangeBars() const
+{
+    QList<std::tuple<double, double, double>> shown;
+    for (const auto &m : m_markers)
+        if (m.span && m.line->isVisible())
+            shown.append({ m.at.x[std::size_t(m_xAxis)], m.span->first, m.span->second });
+    std::sort(shown.begin(), shown.end());
+    return shown;
+}
+
 QList<std::pair<double, QString>> MetricChart::shownVerticalMarkers() const
 {
     QList<std::pair<double, QString>> shown;
     for (const auto &m : m_markers)
-        if (m.line->isVisible())
+        if (m.label && m.line->isVisible())
             shown.append({ m.at.x[std::size_t(m_xAxis)], m.label->text() });
     std::sort(shown.begin(), shown.end(), [](const auto &a, const auto &b) { return a.first < b.first; });
     return shown;
@@ -292,15 +312,37 @@ void MetricChart::placeVerticalMarkers()
         ordered.push_back(&m);
     const auto xOf = [this](const VerticalMarker *m) { return m->at.x[std::size_t(m_xAxis)]; };
     std::sort(ordered.begin(), ordered.end(), [&](auto *a, auto *b) { return xOf(a) < xOf(b); });
+    const auto *y = qobject_cast<const QValueAxis *>(m_yAxis); // QCategoryAxis is one too
+    const auto yPixel = [&](double v) {
+        if (m_logScale)
+            v = v > 0 ? std::log10(v) : -kInf;
+        const double y0 = y ? y->min() : 0, y1 = y ? y->max() : 1;
+        return std::clamp(plot.bottom() - (v - y0) / (y1 - y0) * plot.height(), plot.top(), plot.bottom());
+    };
     for (VerticalMarker *m : ordered) {
         const double x = xOf(m);
         const bool shown = std::isfinite(x) && to > from && x >= from && x <= to && plot.width() > 0;
         m->line->setVisible(shown);
-        m->label->setVisible(false);
+        if (m->label)
+            m->label->setVisible(false);
         if (!shown)
             continue;
         const double px = plot.left() + (x - from) / (to - from) * plot.width();
-        m->line->setLine(px, plot.top(), px, plot.bottom());
+        QPainterPath path;
+        if (m->span) { // an I-beam from low to high
+            const double top = yPixel(m->span->second), bottom = yPixel(m->span->first);
+            path.moveTo(px, top);
+            path.lineTo(px, bottom);
+            for (const double at : { top, bottom }) {
+                path.moveTo(px - 4, at);
+                path.lineTo(px + 4, at);
+            }
+            m->line->setPath(path);
+            continue;
+        }
+        path.moveTo(px, plot.top());
+        path.lineTo(px, plot.bottom());
+        m->line->setPath(path);
         // The label ends at its line: "epoch 2" is written over epoch 2, left of where it ends.
         const QRectF box = m->label->boundingRect();
         // At the plot's left edge it goes right of its line instead.
@@ -750,6 +792,19 @@ void MetricChart::redraw()
         all.add(ideal, x0, x1);
         stage(m_reference, ideal);
     }
+    // Range bars are seen whole: their ends count towards the y range.
+    for (const auto &m : m_markers) {
+        const double x = m.at.x[std::size_t(m_xAxis)];
+        if (!m.span || !std::isfinite(x))
+            continue;
+        QList<QPointF> ends { { x, m.span->first }, { x, m.span->second } };
+        if (m_logScale) {
+            ends.removeIf([](const QPointF &p) { return !(p.y() > 0); });
+            for (QPointF &p : ends)
+                p.setY(std::log10(p.y()));
+        }
+        all.add(ends, x0, x1);
+    }
     if (const bool dense = all.points > kAntialiasedPoints; dense != m_dense) {
         m_dense = dense;
         m_view->setRenderHint(QPainter::Antialiasing, !dense);
@@ -802,6 +857,7 @@ void MetricChart::redraw()
     }
     for (auto &[line, points] : replacements)
         line->replace(points);
+    placeVerticalMarkers(); // the y range may have moved under the range bars
     Q_EMIT redrawn();
 }
 
@@ -873,6 +929,8 @@ void MetricChart::applyPalette()
     if (m_reference)
         m_reference->setPen(QPen(withAlpha(text, 0.6), 1.4, Qt::DashLine));
     for (auto &m : m_markers) {
+        if (m.span)
+            continue; // a range bar keeps its point's colour
         m.line->setPen(QPen(withAlpha(text, 0.35), 1, Qt::DotLine));
         m.label->setBrush(withAlpha(text, 0.6));
     }

@@ -32,7 +32,7 @@
 #include <vector>
 
 class QAbstractAxis;
-class QGraphicsLineItem;
+class QGraphicsPathItem;
 class QGraphicsSimpleTextItem;
 class QChart;
 class QChartView;
@@ -88,6 +88,11 @@ public:
     void removeVerticalMarkers(const QString &group);
     // Where markers are drawn now (x in the axis' units) and what they say, left to right.
     QList<std::pair<double, QString>> shownVerticalMarkers() const;
+    // A vertical bar from `low` to `high` (y units) at `at`, with caps: the spread of a point
+    // (the slowest and fastest of its runs). Removed with its group.
+    void addRangeBar(const QString &group, const MetricPoint &at, double low, double high, const QColor &color);
+    // The bars drawn now: x and their y span, left to right.
+    QList<std::tuple<double, double, double>> shownRangeBars() const;
 
     void setXAxis(XAxis axis);
     XAxis xAxis() const { return m_xAxis; }
@@ -141,8 +146,10 @@ private:
     struct VerticalMarker {
         QString group;
         MetricPoint at;
-        QGraphicsLineItem *line = nullptr; // owned by the chart's scene
-        QGraphicsSimpleTextItem *label = nullptr;
+        QGraphicsPathItem *line = nullptr; // owned by the chart's scene
+        QGraphicsSimpleTextItem *label = nullptr; // none for a range bar
+        std::optional<std::pair<double, double>> span; // a range bar's y span; none: full height
+        QColor color; // a range bar's; markers take the palette's
     };
     Entry *find(const QString &id) const;
     void placeVerticalMarkers();
