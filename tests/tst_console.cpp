@@ -165,8 +165,8 @@ private Q_SLOTS:
             QCOMPARE(window.currentRun()->state(), v1::SUCCEEDED);
             first = window.currentRun()->runId();
             QTRY_VERIFY(launch->isEnabled());
-            // The second run is left running when the console goes.
-            window.findChild<QSpinBox *>(QStringLiteral("epochsSpin"))->setValue(3);
+            // The second run is left running when the console goes (20 epochs: some seconds).
+            window.findChild<QSpinBox *>(QStringLiteral("epochsSpin"))->setValue(20);
             QTest::mouseClick(launch, Qt::LeftButton);
             QTRY_VERIFY_WITH_TIMEOUT(window.currentRun()->runId() != first && !window.lossPoints().isEmpty(), 60000);
             second = window.currentRun()->runId();
@@ -185,11 +185,12 @@ private Q_SLOTS:
         QVERIFY(tree->topLevelItem(1)->text(console::RunHistoryView::AccuracyColumn).endsWith(QLatin1Char('%')));
         QVERIFY(tree->topLevelItem(0)->text(0).startsWith(QStringLiteral("#2 ")));
         QVERIFY(again.currentRun() && again.currentRun()->runId() == second);
+        QVERIFY(!again.currentRun()->terminal()); // as the journal had it: still running
         QTRY_VERIFY(!again.lossPoints().isEmpty());
         QCOMPARE(again.runHistory()->current(), second);
         // The form as it was left: the command line gave the batch; epochs and threads were set.
         QCOMPARE(again.findChild<QSpinBox *>(QStringLiteral("threadsSpin"))->value(), 1);
-        QCOMPARE(again.findChild<QSpinBox *>(QStringLiteral("epochsSpin"))->value(), 3);
+        QCOMPARE(again.findChild<QSpinBox *>(QStringLiteral("epochsSpin"))->value(), 20);
         QCOMPARE(again.findChild<QSpinBox *>(QStringLiteral("batchSpin"))->value(), 25);
         // Followed from where the journal stopped, to its end: every step once.
         QTRY_VERIFY_WITH_TIMEOUT(again.isConnected(), 20000);
@@ -197,7 +198,7 @@ private Q_SLOTS:
         QCOMPARE(again.currentRun()->state(), v1::SUCCEEDED);
         QCOMPARE(again.currentRun()->gaps(), 0);
         QCOMPARE(again.currentRun()->duplicates(), 0);
-        QTRY_COMPARE(again.lossPoints().size(), 24); // 3 epochs of ceil(200 / 25) steps
+        QTRY_COMPARE(again.lossPoints().size(), 160); // 20 epochs of ceil(200 / 25) steps
         QTRY_COMPARE(tree->topLevelItem(0)->text(console::RunHistoryView::StateColumn), QStringLiteral("SUCCEEDED"));
         // The first run drawn beside it, from the journal.
         QVERIFY(!again.lossChart()->hasSeries(first + QStringLiteral("/loss")));
@@ -219,6 +220,7 @@ private Q_SLOTS:
         QCOMPARE(journal.singleRuns().size(), 1);
         QVERIFY(journal.runEvents(second, 1, options.agentEndpoint).empty());
         QVERIFY(!journal.runEvents(first, 1, options.agentEndpoint).empty());
+        QCOMPARE(journal.singleRuns().first().state, v1::SUCCEEDED);
     }
 
     void windowRendersToAnImage()

@@ -30,6 +30,7 @@
 #include <QMenu>
 #include <QSettings>
 #include <QTime>
+#include <QTreeWidget>
 #include <QSpinBox>
 #include <QSplitter>
 #include <QStatusBar>
@@ -500,7 +501,7 @@ QWidget *MainWindow::buildCharts()
     m_accuracyChart->setObjectName(QStringLiteral("accuracyChart"));
     m_throughputChart = new MetricChart(tr("Throughput"), tr("images / s"));
     m_throughputChart->setObjectName(QStringLiteral("throughputChart"));
-    m_stepTimeChart = new MetricChart(tr("Step time: compute and exposed all-reduce wait"), tr("ms / step"));
+    m_stepTimeChart = new MetricChart(tr("Step time: compute and exposed all-reduce wait (CPU runs)"), tr("ms / step"));
     m_stepTimeChart->setObjectName(QStringLiteral("stepTimeChart"));
     m_lrChart = new MetricChart(tr("Learning rate"), tr("learning rate"));
     m_lrChart->setObjectName(QStringLiteral("lrChart"));
@@ -549,7 +550,10 @@ QWidget *MainWindow::buildCharts()
 
 void MainWindow::addRunToCharts(const QString &runId, const QString &label)
 {
-    const QColor color = MetricChart::cycleColor(m_runsPlotted++);
+    // The next colour of the cycle that no drawn run has.
+    QColor color = MetricChart::cycleColor(m_runsPlotted++);
+    for (int tries = 0; tries < 16 && m_runColors.values().contains(color); ++tries)
+        color = MetricChart::cycleColor(m_runsPlotted++);
     addRunLines(runCharts(), { runId }, label, color);
     m_runColors.insert(runId, color);
     m_clearRunsButton->setEnabled(m_runColors.size() > 1);
@@ -604,7 +608,7 @@ void MainWindow::setRunDrawn(const QString &runId, bool drawn)
 
 void MainWindow::forgetRun(const QString &runId)
 {
-    if (m_record && m_record->runId() == runId)
+    if ((m_record && m_record->runId() == runId) || m_launching)
         return; // the current run stays
     QString error;
     if (m_journal.isOpen() && !m_journal.forgetSingleRun(runId, &error)) {
@@ -642,12 +646,27 @@ console::RunHistoryResult resultOf(const core::RunRecord &r)
 
 void MainWindow::loadHistory()
 {
-    if (!m_journal.isOpen())
+    if (!m_journal.isOpen()) {
+        // Nothing to keep runs in: say so rather than list runs that cannot be redrawn.
+        m_history->tree()->hide();
+        auto *note = new QLabel(tr("Runs are kept, listed and reopened when the console has a state folder "
+                                   "(--state-dir or SCALELAB_STATE_DIR)."));
+        note->setWordWrap(true);
+        m_history->layout()->addWidget(note);
         return;
-    for (const core::SingleRunEntry &entry : m_journal.singleRuns()) {
+    }
+    for (core::SingleRunEntry entry : m_journal.singleRuns()) {
         core::RunRecord record(entry.runId);
         for (const auto &event : m_journal.runEvents(entry.runId, 1, entry.agent))
             record.apply(event);
+        // The events are the truth: a console that died between storing them and the state
+        // left the state behind.
+        if (record.state() != entry.state && record.lastSeq() > 0) {
+            entry.state = record.state();
+            entry.endedUnixMs = record.terminal() ? entry.endedUnixMs : 0; // when is not known
+            if (QString error; !m_journal.setSingleRunState(entry.runId, entry.state, entry.endedUnixMs, &error))
+                setStatus(error, true);
+        }
         m_runs.insert(entry.runId, entry);
         m_history->setRun(entry, resultOf(record));
     }
@@ -666,7 +685,7 @@ void MainWindow::openRun(const QString &runId)
 {
     if (!m_runs.contains(runId) || (m_record && m_record->runId() == runId))
         return;
-    if (m_watch) {
+    if (m_watch || m_launching) {
         setStatus(tr("Run %1 is being followed: open another run once it has ended").arg(m_record->runId()), true);
         return;
     }
@@ -910,7 +929,7 @@ void MainWindow::launchRun()
     const auto start = request.toStartWorkers(runId);
     // Legend labels that tell overlaid runs apart: the run's number in the history and what
     // it trains.
-    int number = m_runsPlotted;
+    int number = 0;
     for (const auto &entry : std::as_const(m_runs))
         number = std::max(number, entry.label.section(QLatin1Char(' '), 0, 0).mid(1).toInt());
     core::SingleRunEntry entry;
@@ -938,12 +957,14 @@ void MainWindow::launchRun()
     m_syntheticBanner->hide();
     m_runLabel->setText(tr("%1: starting…").arg(runId));
     setRunning(true);
+    m_launching = true;
     inBackground(
         [start](core::AgentClient &client) {
             v1::StartWorkersResponse response;
             return client.startWorkers(start, &response);
         },
         [this, runId](const core::CallResult &r) {
+            m_launching = false;
             if (!r.ok()) {
                 m_formError->setText(r.message);
                 m_formError->show();
@@ -957,7 +978,8 @@ void MainWindow::launchRun()
                 m_history->removeRun(runId);
                 return;
             }
-            followCurrentRun(1);
+            if (m_record && m_record->runId() == runId) // nothing else can be opened meanwhile
+                followCurrentRun(1);
         });
 }
 

@@ -197,6 +197,7 @@ private:
     core::Journal m_journal; // single runs; closed when there is no state folder
     QMap<QString, core::SingleRunEntry> m_runs; // the history, by run id
     QMap<QString, QColor> m_runColors; // of the runs drawn
+    bool m_launching = false; // StartWorkers in flight: the current run may not change
     console::RunHistoryView *m_history = nullptr;
 };
 

@@ -61,7 +61,7 @@ StudyCharts::StudyCharts(QWidget *parent)
     m_charts.accuracy->setYEmptyRange(0, 100);
     m_charts.throughput = new MetricChart(tr("Throughput, every run"), tr("images / s"));
     m_charts.throughput->setObjectName(QStringLiteral("studyThroughputChart"));
-    m_charts.stepTime = new MetricChart(tr("Step time: compute and exposed all-reduce wait, every run"), tr("ms / step"));
+    m_charts.stepTime = new MetricChart(tr("Step time: compute and exposed all-reduce wait, every CPU run"), tr("ms / step"));
     m_charts.stepTime->setObjectName(QStringLiteral("studyStepTimeChart"));
     m_charts.learningRate = new MetricChart(tr("Learning rate, every run"), tr("learning rate"));
     m_charts.learningRate->setObjectName(QStringLiteral("studyLearningRateChart"));

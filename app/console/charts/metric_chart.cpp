@@ -270,6 +270,7 @@ void MetricChart::removeVerticalMarkers(const QString &group)
         delete m.label;
         return true;
     });
+    scheduleRedraw(); // range bars widened the y range
 }
 
 void MetricChart::addRangeBar(const QString &group, const MetricPoint &at, double low, double high, const QColor &color)

@@ -56,6 +56,8 @@ void plotRunEvent(
     if (event.has_started()) {
         state.stepsPerEpoch = event.started().steps_per_epoch();
         state.resumedFromEpoch = event.started().resumed_from_epoch();
+        // On a GPU the work is queued: host-side times do not split a step (worker.proto).
+        state.hostTimes = event.started().effective().gpus_per_worker() <= 0;
     } else if (event.has_step()) {
         const auto &s = event.step();
         state.lastStep = s.step();
@@ -72,7 +74,7 @@ void plotRunEvent(
             charts.learningRate->append(lines.learningRate(), at(s.learning_rate()));
         if (charts.gradNorm && s.grad_norm() > 0)
             charts.gradNorm->append(lines.gradNorm(), at(s.grad_norm()));
-        if (charts.stepTime && s.step_seconds() > 0) {
+        if (charts.stepTime && s.step_seconds() > 0 && state.hostTimes) {
             const double wait = std::clamp(s.exposed_allreduce_seconds(), 0.0, s.step_seconds());
             charts.stepTime->append(lines.compute(), at((s.step_seconds() - wait) * 1000));
             charts.stepTime->append(lines.allReduceWait(), at(wait * 1000));

@@ -48,6 +48,7 @@ struct RunPlotState {
     double secondsOffset = 0; // wall-clock of earlier attempts, added to this one's seconds
     double lastSeconds = 0; // the largest elapsed seconds seen (without the offset)
     int resumedFromEpoch = 0;
+    bool hostTimes = true; // step times split into compute and wait mean something (not on a GPU)
 };
 
 void addRunLines(const RunCharts &charts, const RunLines &lines, const QString &label, const QColor &color);
