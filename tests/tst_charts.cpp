@@ -2,11 +2,15 @@
 // downsampling, hover read-outs, legend toggles, export, and the cross-thread feed.
 #include "chart_feed.h"
 #include "downsample.h"
+#include "journal.h"
 #include "metric_chart.h"
+#include "study_charts.h"
+#include "study_results.h"
 
 #include <QAbstractAxis>
 #include <QChart>
 #include <QChartView>
+#include <QCheckBox>
 #include <QFile>
 #include <QImage>
 #include <QLegend>
@@ -28,6 +32,8 @@ using namespace scalelab;
 using app::MetricChart;
 using app::MetricPoint;
 using app::XAxis;
+using app::MetricSeries;
+using app::repeatBand;
 
 namespace {
 
@@ -484,6 +490,102 @@ private Q_SLOTS:
         QVERIFY(y && y->min() <= 1.5 && y->max() >= 3.3);
         chart.removeVerticalMarkers(QStringLiteral("spread"));
         QVERIFY(chart.shownRangeBars().isEmpty());
+    }
+
+    // Repeats' spread: at the steps every run reached, mean, lowest and highest; a retried
+    // run's later attempt replaces its earlier samples from where it resumed.
+    void repeatBandAlignsRunsByStep()
+    {
+        const auto series = [](std::initializer_list<std::pair<double, double>> stepAndY) {
+            MetricSeries s;
+            for (const auto &[step, y] : stepAndY)
+                s.append(MetricPoint::timeline(step, step / 4, step * 10, y));
+            return s;
+        };
+        const MetricSeries a = series({ { 1, 1 }, { 2, 2 }, { 3, 3 }, { 4, 4 } });
+        const MetricSeries b = series({ { 1, 3 }, { 2, 2 }, { 3, 1 } });
+        const MetricSeries c1 = series({ { 1, 5 }, { 2, 5 }, { 3, 5 } });
+        const MetricSeries c2 = series({ { 3, 0 }, { 4, 0 } }); // attempt 2, resumed at step 3
+        const auto band = repeatBand({ { &a }, { &b }, { &c1, &c2 } });
+        QCOMPARE(band.size(), 3u); // b never reached step 4
+        const double expected[][4] = { { 1, 3, 1, 5 }, { 2, 3, 2, 5 }, { 3, 4.0 / 3, 0, 3 } };
+        for (std::size_t i = 0; i < band.size(); ++i) {
+            QCOMPARE(band[i].mean.x[0], expected[i][0]);
+            QCOMPARE(band[i].mean.y, expected[i][1]);
+            QCOMPARE(band[i].low, expected[i][2]);
+            QCOMPARE(band[i].high, expected[i][3]);
+            QCOMPARE(band[i].mean.x[2], expected[i][0] * 10); // seconds averaged
+        }
+        QVERIFY(repeatBand({ { &a } }).empty()); // one run has no spread
+        const MetricSeries noSteps;
+        QVERIFY(repeatBand({ { &a }, { &noSteps } }).empty());
+    }
+
+    // The study charts draw a repeated configuration as its mean with a band, hiding its
+    // runs' own lines, and give them back when "Mean of repeats" is cleared.
+    void studyChartsDrawRepeatsAsMeanAndBand()
+    {
+        QTemporaryDir dir;
+        core::Journal journal;
+        QString error;
+        QVERIFY2(journal.open(dir.filePath(QStringLiteral("journal.sqlite")), &error), qPrintable(error));
+        core::StudySnapshot snapshot;
+        const auto addRun = [&](const QString &id, int workers, double lossOffset) {
+            core::RunResult run;
+            run.runId = id;
+            run.config.workers = workers;
+            run.config.epochs = 1;
+            core::AttemptRecord attempt;
+            attempt.agents = { QStringLiteral("a:1") };
+            run.attempts << attempt;
+            snapshot.runs << run;
+            std::vector<v1::RunEvent> events;
+            v1::RunEvent started;
+            started.set_seq(1);
+            started.mutable_started()->set_steps_per_epoch(10);
+            events.push_back(started);
+            for (int step = 1; step <= 10; ++step) {
+                v1::RunEvent e;
+                e.set_seq(step + 1);
+                e.mutable_step()->set_step(step);
+                e.mutable_step()->set_epoch(1);
+                e.mutable_step()->set_loss(2.0 - step * 0.1 + lossOffset);
+                e.mutable_step()->set_elapsed_seconds(step);
+                e.mutable_step()->set_images_per_second(100);
+                events.push_back(e);
+            }
+            QVERIFY2(journal.appendRunEvents(QStringLiteral("st"), id, 1, QStringLiteral("a:1"), events, &error),
+                qPrintable(error));
+        };
+        addRun(QStringLiteral("st-r01"), 2, 0.0);
+        addRun(QStringLiteral("st-r02"), 2, 0.2);
+        addRun(QStringLiteral("st-r03"), 4, 0.5);
+        app::StudyCharts charts;
+        charts.resize(900, 600);
+        charts.show();
+        charts.update(snapshot, core::StudyResults {}, journal);
+        const app::RunLines mean { app::StudyCharts::repeatsPrefix(snapshot.runs[0].config.key()) };
+        MetricChart *loss = charts.lossChart();
+        QVERIFY(charts.groupRepeatsBox()->isEnabled());
+        QVERIFY(loss->hasSeries(mean.loss()));
+        QCOMPARE(loss->pointCount(mean.loss()), 10u);
+        QCOMPARE(loss->data(mean.loss())->rawValue(0), 2.0 - 0.1 + 0.1); // (1.9 + 2.1) / 2
+        QVERIFY2(loss->line(mean.loss())->name().contains(QLatin1String("mean of 2")),
+            qPrintable(loss->line(mean.loss())->name()));
+        const QString r01 = app::RunLines { app::StudyCharts::attemptPrefix(QStringLiteral("st-r01"), 1) }.loss();
+        const QString r03 = app::RunLines { app::StudyCharts::attemptPrefix(QStringLiteral("st-r03"), 1) }.loss();
+        QVERIFY(!loss->isSeriesVisible(r01));
+        QVERIFY(loss->isSeriesVisible(r03)); // a single run stands for itself
+        loss->redraw();
+        QTRY_VERIFY(!loss->bandPath(mean.loss()).isEmpty());
+        QVERIFY(loss->chart()->plotArea().adjusted(-1, -1, 1, 1).contains(loss->bandPath(mean.loss()).boundingRect()));
+        if (const QString dir = qEnvironmentVariable("SCALELAB_TEST_SCREENSHOT_DIR"); !dir.isEmpty())
+            QVERIFY(loss->grab().save(dir + QStringLiteral("/repeats_band.png"))); // to look at
+        // Cleared: the runs come back, the mean and band go.
+        charts.groupRepeatsBox()->setChecked(false);
+        QVERIFY(!loss->hasSeries(mean.loss()));
+        QVERIFY(loss->bandPath(mean.loss()).isEmpty());
+        QVERIFY(loss->isSeriesVisible(r01));
     }
 
     void redrawBoundsLinesByThePlotWidth()

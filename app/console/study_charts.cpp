@@ -5,6 +5,7 @@
 #include "metric_chart.h"
 #include "study_results.h"
 
+#include <QCheckBox>
 #include <QLabel>
 #include <QSplitter>
 #include <QTabWidget>
@@ -84,9 +85,18 @@ StudyCharts::StudyCharts(QWidget *parent)
 
     m_controls = new ChartControls;
     m_controls->setObjectName(QStringLiteral("studyChartControls"));
+    m_groupRepeats = new QCheckBox(tr("Mean of repeats"));
+    m_groupRepeats->setObjectName(QStringLiteral("groupRepeats"));
+    m_groupRepeats->setChecked(true);
+    m_groupRepeats->setEnabled(false); // until a configuration has two runs
+    m_groupRepeats->setToolTip(tr("Draw runs repeated with one configuration as their mean, with a band from "
+                                  "the lowest to the highest run at each step"));
+    connect(m_groupRepeats, &QCheckBox::toggled, this, &StudyCharts::drawRepeats);
     m_controls->drive({ m_charts.loss, m_charts.accuracy, m_charts.throughput, m_charts.stepTime,
                           m_charts.learningRate, m_charts.gradNorm },
         { m_charts.loss, m_charts.throughput, m_charts.stepTime, m_charts.gradNorm }, { m_charts.loss });
+
+    m_controls->trailing()->addWidget(m_groupRepeats);
 
     auto *charts = new QSplitter(Qt::Horizontal);
     charts->addWidget(m_speedup);
@@ -124,12 +134,25 @@ QString StudyCharts::runLabel(const core::RunResult &run)
                                : tr("%1 · %2 workers").arg(shortId).arg(run.config.workers);
 }
 
+QString StudyCharts::repeatsPrefix(const QString &configKey)
+{
+    return QStringLiteral("repeats:") + configKey;
+}
+
 void StudyCharts::clear()
 {
     for (const auto &[prefix, feed] : m_feeds)
         if (feed.added)
             removeRunLines(m_charts, feed.lines);
     m_feeds.clear();
+    for (const auto &[id, count] : m_meanPoints) {
+        for (MetricChart *chart : { m_charts.loss, m_charts.accuracy, m_charts.throughput }) {
+            chart->removeSeries(id);
+            chart->removeBand(id);
+        }
+    }
+    m_meanPoints.clear();
+    m_snapshot = {};
     m_speedup->removeAllSeries();
     m_efficiency->removeAllSeries();
     m_scalingDrawn.clear();
@@ -160,7 +183,92 @@ void StudyCharts::update(
             earlierSeconds = feed.plot.secondsOffset + feed.plot.lastSeconds;
         }
     }
+    m_snapshot = snapshot;
+    drawRepeats();
     drawScaling(results);
+}
+
+void StudyCharts::drawRepeats()
+{
+    // Runs by configuration, in the plan's order.
+    std::map<QString, std::vector<const core::RunResult *>> byConfig;
+    std::map<QString, int> firstRun; // the configuration's colour is its first run's
+    QList<RunConfig> configs;
+    for (int i = 0; i < m_snapshot.runs.size(); ++i) {
+        const core::RunResult &run = m_snapshot.runs.at(i);
+        auto &runs = byConfig[run.config.key()];
+        if (runs.empty()) {
+            configs << run.config;
+            firstRun[run.config.key()] = i;
+        }
+        runs.push_back(&run);
+    }
+    const QStringList labels = distinguishingLabels(configs);
+    bool anyRepeated = false;
+    for (int c = 0; c < configs.size(); ++c) {
+        const QString key = configs[c].key();
+        const auto &runs = byConfig[key];
+        const bool repeated = runs.size() >= 2;
+        anyRepeated = anyRepeated || repeated;
+        const bool grouped = repeated && m_groupRepeats->isChecked();
+        // The member runs' own lines: hidden while their mean stands for them.
+        for (const core::RunResult *run : runs)
+            for (const core::AttemptRecord &attempt : run->attempts) {
+                const RunLines lines { attemptPrefix(run->runId, attempt.attempt) };
+                for (const auto &[chart, id] :
+                    { std::pair { m_charts.loss, lines.loss() }, std::pair { m_charts.throughput, lines.throughput() },
+                        std::pair { m_charts.accuracy, lines.testAccuracy() },
+                        std::pair { m_charts.accuracy, lines.trainAccuracy() } })
+                    if (chart->hasSeries(id) && chart->isSeriesVisible(id) == grouped)
+                        chart->setSeriesVisible(id, !grouped);
+            }
+        const RunLines mean { repeatsPrefix(key) };
+        const std::pair<MetricChart *, QString> means[] = { { m_charts.loss, mean.loss() },
+            { m_charts.throughput, mean.throughput() }, { m_charts.accuracy, mean.testAccuracy() } };
+        for (const auto &[chart, id] : means) {
+            if (!grouped) {
+                if (m_meanPoints.erase(id) > 0) {
+                    chart->removeSeries(id);
+                    chart->removeBand(id);
+                }
+                continue;
+            }
+            // Each run's series of this kind, one per attempt in order.
+            std::vector<std::vector<const MetricSeries *>> series;
+            for (const core::RunResult *run : runs) {
+                auto &attempts = series.emplace_back();
+                for (const core::AttemptRecord &attempt : run->attempts) {
+                    const RunLines lines { attemptPrefix(run->runId, attempt.attempt) };
+                    const QString member = chart == m_charts.loss ? lines.loss()
+                        : chart == m_charts.throughput            ? lines.throughput()
+                                                                  : lines.testAccuracy();
+                    if (const MetricSeries *data = chart->data(member))
+                        attempts.push_back(data);
+                }
+            }
+            std::vector<BandPoint> band = repeatBand(series);
+            const QColor color = MetricChart::cycleColor(firstRun[key]);
+            auto [count, added] = m_meanPoints.try_emplace(id, 0);
+            if (!added && band.size() < count->second) { // a run started again from a checkpoint
+                chart->removeSeries(id);
+                count->second = 0;
+                added = true;
+            }
+            if (added)
+                chart->addSeries(id,
+                    tr("%1 · mean of %2%3")
+                        .arg(labels.value(c))
+                        .arg(runs.size())
+                        .arg(chart == m_charts.accuracy ? tr(" (test)") : QString()),
+                    { color, Qt::SolidLine, chart == m_charts.accuracy });
+            // Once every run has passed a step its mean is final: only new steps are appended.
+            for (std::size_t i = count->second; i < band.size(); ++i)
+                chart->append(id, band[i].mean);
+            count->second = std::max(count->second, band.size());
+            chart->setBand(id, std::move(band), color);
+        }
+    }
+    m_groupRepeats->setEnabled(anyRepeated);
 }
 
 void StudyCharts::feedAttempt(

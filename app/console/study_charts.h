@@ -2,6 +2,8 @@
 // train and test accuracy per epoch), one line per attempt so a retried run shows where
 // its new attempt resumed; and the study's point, speedup and efficiency against the
 // number of workers beside the ideal line, by wall-clock and by time to accuracy.
+// Runs repeated with one configuration are drawn, while "Mean of repeats" is ticked, as
+// their mean with a band from the lowest to the highest run, step by step.
 // Fed from the journal, the durable record, so a reopened study draws exactly what a
 // live one did; each stored event is read once (update() asks only for newer ones).
 #pragma once
@@ -14,6 +16,7 @@
 
 #include <map>
 
+class QCheckBox;
 class QLabel;
 class QTabWidget;
 
@@ -48,6 +51,9 @@ public:
     MetricChart *throughputChart() const { return m_charts.throughput; }
     MetricChart *speedupChart() const { return m_speedup; }
     MetricChart *efficiencyChart() const { return m_efficiency; }
+    QCheckBox *groupRepeatsBox() const { return m_groupRepeats; }
+    // The mean line of a repeated configuration on RunCharts: RunLines { repeatsPrefix(key) }.
+    static QString repeatsPrefix(const QString &configKey);
 
 private:
     struct AttemptFeed {
@@ -61,6 +67,7 @@ private:
     };
     void feedAttempt(AttemptFeed &feed, const core::Journal &journal, const QString &runId, int attempt);
     void drawScaling(const core::StudyResults &results);
+    void drawRepeats();
 
     ChartControls *m_controls = nullptr;
     QTabWidget *m_tabs = nullptr;
@@ -70,6 +77,9 @@ private:
     QLabel *m_scalingNote = nullptr; // how many runs a point stands for
     std::map<QString, AttemptFeed> m_feeds; // by attemptPrefix
     QString m_scalingDrawn; // what the scaling charts show, to redraw only on change
+    QCheckBox *m_groupRepeats = nullptr;
+    core::StudySnapshot m_snapshot; // the last one drawn, for the box's toggles
+    std::map<QString, std::size_t> m_meanPoints; // mean series id -> points appended
 };
 
 } // namespace scalelab::app

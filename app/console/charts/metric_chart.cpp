@@ -17,6 +17,7 @@
 #include <QMenu>
 #include <QMouseEvent>
 #include <QPainter>
+#include <QPainterPath>
 #include <QScatterSeries>
 #include <QSvgGenerator>
 #include <QToolTip>
@@ -225,6 +226,7 @@ MetricChart::MetricChart(const QString &title, const QString &yTitle, QWidget *p
 
     connect(m_chart, &QChart::plotAreaChanged, this, &MetricChart::placeVerticalMarkers);
     connect(m_x, &QValueAxis::rangeChanged, this, &MetricChart::placeVerticalMarkers);
+    connect(m_chart, &QChart::plotAreaChanged, this, &MetricChart::placeBands);
 
     m_view = new QChartView(m_chart);
     m_view->setRenderHint(QPainter::Antialiasing);
@@ -281,6 +283,92 @@ void MetricChart::addRangeBar(const QString &group, const MetricPoint &at, doubl
     m_markers.push_back(bar);
     scheduleRedraw(); // its ends widen the y range
     placeVerticalMarkers();
+}
+
+void MetricChart::setBand(const QString &id, std::vector<BandPoint> points, const QColor &color)
+{
+    Band &band = m_bands[id];
+    if (!band.item) {
+        band.item = new QGraphicsPathItem(m_chart);
+        band.item->setZValue(0.5); // under the lines and markers
+        band.item->setPen(Qt::NoPen);
+    }
+    QColor fill = color;
+    fill.setAlphaF(0.2);
+    band.item->setBrush(fill);
+    band.points = std::move(points);
+    scheduleRedraw(); // the band's ends count towards the y range
+}
+
+void MetricChart::removeBand(const QString &id)
+{
+    if (const auto it = m_bands.find(id); it != m_bands.end()) {
+        delete it->second.item;
+        m_bands.erase(it);
+        scheduleRedraw();
+    }
+}
+
+QPainterPath MetricChart::bandPath(const QString &id) const
+{
+    const auto it = m_bands.find(id);
+    return it == m_bands.end() || !it->second.item->isVisible() ? QPainterPath() : it->second.item->path();
+}
+
+void MetricChart::placeBands()
+{
+    const QRectF plot = m_chart->plotArea();
+    const double from = m_x->min(), to = m_x->max();
+    const auto *y = qobject_cast<const QValueAxis *>(m_yAxis);
+    const double y0 = y ? y->min() : 0, y1 = y ? y->max() : 1;
+    const auto yPixel = [&](double v) {
+        if (m_logScale)
+            v = v > 0 ? std::log10(v) : y0;
+        return plot.bottom() - (v - y0) / (y1 - y0) * plot.height();
+    };
+    const std::size_t axis = std::size_t(m_xAxis);
+    const int columns = std::max(1, int(plot.width()));
+    for (auto &[id, band] : m_bands) {
+        // Smoothed as the lines are (debiased EMA), then the lowest low and highest high per
+        // pixel column, so a long band costs the plot's width, not its length.
+        std::vector<std::pair<double, double>> column(std::size_t(columns), { kInf, -kInf });
+        double lowAccumulator = 0, highAccumulator = 0, power = 1;
+        for (const BandPoint &p : band.points) {
+            double low = p.low, high = p.high;
+            if (m_smoothing > 0) {
+                lowAccumulator = m_smoothing * lowAccumulator + (1 - m_smoothing) * low;
+                highAccumulator = m_smoothing * highAccumulator + (1 - m_smoothing) * high;
+                power *= m_smoothing;
+                low = lowAccumulator / (1 - power);
+                high = highAccumulator / (1 - power);
+            }
+            const double x = p.mean.x[axis];
+            if (!std::isfinite(x) || x < from || x > to || !(to > from))
+                continue;
+            const int c = std::clamp(int((x - from) / (to - from) * columns), 0, columns - 1);
+            column[std::size_t(c)].first = std::min(column[std::size_t(c)].first, low);
+            column[std::size_t(c)].second = std::max(column[std::size_t(c)].second, high);
+        }
+        QPolygonF top, bottom;
+        for (int c = 0; c < columns; ++c) {
+            const auto &[low, high] = column[std::size_t(c)];
+            if (low > high)
+                continue;
+            const double px = plot.left() + (c + 0.5) / columns * plot.width();
+            top << QPointF(px, yPixel(high));
+            bottom.prepend(QPointF(px, yPixel(low)));
+        }
+        QPainterPath path;
+        if (top.size() >= 2 && y1 > y0) {
+            path.addPolygon(top + bottom);
+            path.closeSubpath();
+            QPainterPath clip;
+            clip.addRect(plot);
+            path = path.intersected(clip);
+        }
+        band.item->setPath(path);
+        band.item->setVisible(!path.isEmpty());
+    }
 }
 
 QList<std::tuple<double, double, double>> MetricChart::shownRangeBars() const
@@ -793,6 +881,21 @@ void MetricChart::redraw()
         all.add(ideal, x0, x1);
         stage(m_reference, ideal);
     }
+    // Bands are seen whole, as range bars are: their ends count towards the y range.
+    for (const auto &[id, band] : m_bands) {
+        QList<QPointF> ends;
+        for (const BandPoint &p : band.points) {
+            const double x = p.mean.x[std::size_t(m_xAxis)];
+            if (std::isfinite(x))
+                ends << QPointF(x, p.low) << QPointF(x, p.high);
+        }
+        if (m_logScale) {
+            ends.removeIf([](const QPointF &p) { return !(p.y() > 0); });
+            for (QPointF &p : ends)
+                p.setY(std::log10(p.y()));
+        }
+        all.add(ends, x0, x1);
+    }
     // Range bars are seen whole: their ends count towards the y range.
     for (const auto &m : m_markers) {
         const double x = m.at.x[std::size_t(m_xAxis)];
@@ -859,6 +962,7 @@ void MetricChart::redraw()
     for (auto &[line, points] : replacements)
         line->replace(points);
     placeVerticalMarkers(); // the y range may have moved under the range bars
+    placeBands();
     Q_EMIT redrawn();
 }
 

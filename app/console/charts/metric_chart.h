@@ -27,12 +27,14 @@
 #include <QTimer>
 #include <QWidget>
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <vector>
 
 class QAbstractAxis;
 class QGraphicsPathItem;
+class QPainterPath;
 class QGraphicsSimpleTextItem;
 class QChart;
 class QChartView;
@@ -93,6 +95,13 @@ public:
     void addRangeBar(const QString &group, const MetricPoint &at, double low, double high, const QColor &color);
     // The bars drawn now: x and their y span, left to right.
     QList<std::tuple<double, double, double>> shownRangeBars() const;
+    // A shaded band from each point's low to its high along x (the spread of repeated runs),
+    // in `color` made translucent, under the lines and smoothed as they are; its ends count
+    // towards the y range. Replaces the band of that id.
+    void setBand(const QString &id, std::vector<BandPoint> points, const QColor &color);
+    void removeBand(const QString &id);
+    // The band's outline as drawn (chart coordinates): empty when there is none in view.
+    QPainterPath bandPath(const QString &id) const;
 
     void setXAxis(XAxis axis);
     XAxis xAxis() const { return m_xAxis; }
@@ -177,6 +186,12 @@ private:
     double m_referenceSlope = 0, m_referenceIntercept = 0;
     std::vector<std::unique_ptr<Entry>> m_entries;
     std::vector<VerticalMarker> m_markers;
+    struct Band {
+        std::vector<BandPoint> points;
+        QGraphicsPathItem *item = nullptr; // owned by the chart's scene
+    };
+    std::map<QString, Band> m_bands;
+    void placeBands();
     int m_nextColor = 0;
     XAxis m_xAxis = XAxis::Step;
     double m_smoothing = 0;

@@ -98,4 +98,75 @@ std::size_t MetricSeries::nearest(XAxis axis, double x) const
     return x - c[after - 1] <= c[after] - x ? after - 1 : after;
 }
 
+namespace {
+
+struct StepSample {
+    double step, epoch, seconds, y;
+};
+
+// A run's samples in step order, later attempts replacing earlier ones from their first step.
+std::vector<StepSample> mergedAttempts(const std::vector<const MetricSeries *> &attempts)
+{
+    std::vector<StepSample> merged;
+    for (const MetricSeries *series : attempts) {
+        if (!series || series->size() == 0 || !series->hasAxis(XAxis::Step))
+            continue;
+        const auto &steps = series->column(XAxis::Step);
+        const double first = steps[0];
+        while (!merged.empty() && merged.back().step >= first)
+            merged.pop_back();
+        const bool epochs = series->hasAxis(XAxis::Epoch), seconds = series->hasAxis(XAxis::WallClock);
+        for (std::size_t i = 0; i < series->size(); ++i)
+            merged.push_back({ steps[i], epochs ? series->column(XAxis::Epoch)[i] : MetricPoint::kNone,
+                seconds ? series->column(XAxis::WallClock)[i] : MetricPoint::kNone, series->rawValue(i) });
+    }
+    return merged;
+}
+
+} // namespace
+
+std::vector<BandPoint> repeatBand(const std::vector<std::vector<const MetricSeries *>> &runs)
+{
+    if (runs.size() < 2)
+        return {};
+    std::vector<std::vector<StepSample>> merged;
+    for (const auto &attempts : runs) {
+        merged.push_back(mergedAttempts(attempts));
+        if (merged.back().empty())
+            return {};
+    }
+    // Walk the first run's steps; the others follow with one cursor each (all sorted by step).
+    std::vector<std::size_t> at(merged.size(), 0);
+    std::vector<BandPoint> band;
+    for (const StepSample &lead : merged[0]) {
+        double sum = 0, low = lead.y, high = lead.y, epochs = 0, seconds = 0;
+        bool everyRun = true;
+        for (std::size_t r = 0; r < merged.size(); ++r) {
+            const auto &samples = merged[r];
+            std::size_t &i = at[r];
+            while (i < samples.size() && samples[i].step < lead.step)
+                ++i;
+            if (i == samples.size() || samples[i].step != lead.step) {
+                everyRun = false;
+                break;
+            }
+            const StepSample &s = samples[i];
+            sum += s.y;
+            low = std::min(low, s.y);
+            high = std::max(high, s.y);
+            epochs += s.epoch;
+            seconds += s.seconds;
+        }
+        if (!everyRun)
+            continue;
+        const double n = double(merged.size());
+        BandPoint p;
+        p.mean = MetricPoint::timeline(lead.step, epochs / n, seconds / n, sum / n);
+        p.low = low;
+        p.high = high;
+        band.push_back(p);
+    }
+    return band;
+}
+
 } // namespace scalelab::app

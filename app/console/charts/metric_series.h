@@ -82,4 +82,19 @@ private:
     std::size_t m_rejected = 0;
 };
 
+// One step of repeats' spread: their mean (x: the step, the epoch and seconds averaged;
+// y: the mean value) and their lowest and highest value.
+struct BandPoint {
+    MetricPoint mean;
+    double low = 0;
+    double high = 0;
+};
+
+// The spread of runs repeated with the same configuration, step by step: at each step
+// every run reached (aligned on XAxis::Step), the mean, lowest and highest raw value. A run
+// may be drawn as several series (one per attempt, in order): a later attempt's samples
+// replace an earlier one's from its first step on (it resumed from a checkpoint). Fewer
+// than two runs, or a run without a step axis, give nothing.
+std::vector<BandPoint> repeatBand(const std::vector<std::vector<const MetricSeries *>> &runs);
+
 } // namespace scalelab::app
