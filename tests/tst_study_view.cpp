@@ -303,6 +303,26 @@ private Q_SLOTS:
         for (const char *expected : { "batch 16/rank (global 16)", "seed ", "thread(s)/rank on cpu", "(SYNTHETIC)",
                  "epoch 1: train loss ", "summary: SUCCEEDED after 1 epoch(s)", "weights sha256 " })
             QVERIFY2(log.contains(QLatin1String(expected)), qPrintable(QLatin1String(expected) + QLatin1Char('\n') + log));
+        // The exact command rank 0 ran; the log filtered to what is searched for; saved whole.
+        QTRY_VERIFY2(details->log()->toPlainText().contains(QLatin1String("worker command (rank 0): ")),
+            qPrintable(details->log()->toPlainText()));
+        QVERIFY(details->log()->toPlainText().contains(QLatin1String("scalelab-worker train ")));
+        details->setLogFilter(QStringLiteral("EPOCH 1:"));
+        const QStringList shown = details->log()->toPlainText().split(QLatin1Char('\n'));
+        QVERIFY(!shown.isEmpty());
+        for (const QString &line : shown)
+            QVERIFY2(line.contains(QLatin1String("epoch 1:")), qPrintable(line));
+        QString saveError;
+        const QString saved = m_fixture.path(QStringLiteral("r01.log"));
+        QVERIFY2(details->saveLog(saved, &saveError), qPrintable(saveError));
+        QFile savedFile(saved);
+        QVERIFY(savedFile.open(QIODevice::ReadOnly));
+        const QString savedText = QString::fromUtf8(savedFile.readAll());
+        QVERIFY(savedText.contains(QLatin1String("started: ")) && savedText.contains(QLatin1String("worker command")));
+        details->setLogFilter({});
+        QVERIFY(details->log()->toPlainText().contains(QLatin1String("started: ")));
+        if (const QString dir = qEnvironmentVariable("SCALELAB_SCREENSHOT_DIR"); !dir.isEmpty())
+            details->grab().save(dir + QStringLiteral("/run_details.png")); // to look at
         details->close();
 
         // The widget tree renders.

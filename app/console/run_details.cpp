@@ -7,6 +7,10 @@
 
 #include <QDateTime>
 #include <QDialogButtonBox>
+#include <QFileDialog>
+#include <QLineEdit>
+#include <QMessageBox>
+#include <QSaveFile>
 #include <QFontDatabase>
 #include <QHeaderView>
 #include <QLabel>
@@ -173,15 +177,33 @@ RunDetails::RunDetails(const core::Journal &journal, const QString &runId,
     m_log->setReadOnly(true);
     m_log->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
     m_log->setMaximumBlockCount(100'000);
+    m_filter = new QLineEdit;
+    m_filter->setObjectName(QStringLiteral("runLogFilter"));
+    m_filter->setPlaceholderText(tr("Show only log lines containing… (rank 1, error, epoch 3, …)"));
+    m_filter->setClearButtonEnabled(true);
+    connect(m_filter, &QLineEdit::textChanged, this, &RunDetails::setLogFilter);
+    auto *logBox = new QWidget;
+    auto *logLayout = new QVBoxLayout(logBox);
+    logLayout->setContentsMargins(0, 0, 0, 0);
+    logLayout->addWidget(m_filter);
+    logLayout->addWidget(m_log, 1);
     auto *split = new QSplitter(Qt::Vertical);
     split->addWidget(m_attempts);
-    split->addWidget(m_log);
+    split->addWidget(logBox);
     split->setSizes({ 150, 450 });
 
     auto *buttons = new QDialogButtonBox(QDialogButtonBox::Close);
     m_retry = buttons->addButton(tr("&Retry run"), QDialogButtonBox::ActionRole);
     m_retry->setToolTip(tr("One more attempt of this FAILED or CANCELLED run, from its last checkpoint"));
     m_cancel = buttons->addButton(tr("&Cancel run"), QDialogButtonBox::ActionRole);
+    QPushButton *save = buttons->addButton(tr("&Save log…"), QDialogButtonBox::ActionRole);
+    save->setToolTip(tr("Write the whole log (every rank, every attempt) to a text file"));
+    connect(save, &QPushButton::clicked, this, [this] {
+        const QString path = QFileDialog::getSaveFileName(this, tr("Save the log of %1").arg(m_runId),
+            m_runId + QStringLiteral(".log"), tr("Text (*.log *.txt)"));
+        if (QString error; !path.isEmpty() && !saveLog(path, &error))
+            QMessageBox::warning(this, tr("Log not saved"), error);
+    });
     connect(buttons, &QDialogButtonBox::rejected, this, &QDialog::reject);
     connect(m_retry, &QPushButton::clicked, this, [this] { Q_EMIT retryRequested(m_runId); });
     connect(m_cancel, &QPushButton::clicked, this, [this] { Q_EMIT cancelRequested(m_runId); });
@@ -198,10 +220,42 @@ RunDetails::RunDetails(const core::Journal &journal, const QString &runId,
     refresh();
 }
 
+void RunDetails::setLogFilter(const QString &text)
+{
+    if (m_filter->text() != text)
+        m_filter->setText(text); // comes back here through textChanged
+    m_log->clear();
+    for (const QString &line : std::as_const(m_lines))
+        if (text.isEmpty() || line.contains(text, Qt::CaseInsensitive))
+            m_log->appendPlainText(line);
+}
+
+bool RunDetails::saveLog(const QString &path, QString *error) const
+{
+    QSaveFile file(path);
+    if (!file.open(QIODevice::WriteOnly | QIODevice::Text)) {
+        *error = tr("cannot write %1: %2").arg(path, file.errorString());
+        return false;
+    }
+    file.write(m_lines.join(QLatin1Char('\n')).toUtf8() + '\n');
+    if (!file.commit()) {
+        *error = tr("cannot write %1: %2").arg(path, file.errorString());
+        return false;
+    }
+    return true;
+}
+
 void RunDetails::setProgressSource(std::function<std::optional<core::ProgressView>()> progress)
 {
     m_progressSource = std::move(progress);
     refresh();
+}
+
+void RunDetails::appendLogLine(const QString &line)
+{
+    m_lines << line;
+    if (m_filter->text().isEmpty() || line.contains(m_filter->text(), Qt::CaseInsensitive))
+        m_log->appendPlainText(line);
 }
 
 void RunDetails::refresh()
@@ -274,7 +328,15 @@ void RunDetails::refresh()
         std::stable_sort(
             lines.begin(), lines.end(), [](const auto &x, const auto &y) { return x.first < y.first; });
         for (const auto &line : std::as_const(lines))
-            m_log->appendPlainText(line.second);
+            appendLogLine(line.second);
+    }
+    // The exact command rank 0's worker ran, once known (and again if a new attempt differs).
+    if (!run.workerCommand.isEmpty() && run.workerCommand != m_commandShown) {
+        m_commandShown = run.workerCommand;
+        QStringList quoted;
+        for (const QString &arg : run.workerCommand)
+            quoted << (arg.contains(QLatin1Char(' ')) || arg.isEmpty() ? QLatin1Char('\'') + arg + QLatin1Char('\'') : arg);
+        appendLogLine(tr("worker command (rank 0): %1").arg(quoted.join(QLatin1Char(' '))));
     }
 }
 

@@ -12,6 +12,7 @@
 #include <optional>
 
 class QLabel;
+class QLineEdit;
 class QPlainTextEdit;
 class QProgressBar;
 class QPushButton;
@@ -38,6 +39,11 @@ public:
     QString runId() const { return m_runId; }
     QProgressBar *progress() const { return m_progress; }
     QPlainTextEdit *log() const { return m_log; }
+    // Only the log lines holding this text (case-insensitive); empty: every line.
+    void setLogFilter(const QString &text);
+    QLineEdit *logFilter() const { return m_filter; }
+    // The whole log (not only the lines the filter shows) to a text file.
+    bool saveLog(const QString &path, QString *error) const;
     QTableWidget *attempts() const { return m_attempts; }
     void refresh(); // the timer calls this every second
 
@@ -46,6 +52,8 @@ Q_SIGNALS:
     void cancelRequested(const QString &runId);
 
 private:
+    void appendLogLine(const QString &line);
+
     const core::Journal &m_journal;
     QString m_runId;
     std::function<bool(core::RunResult *)> m_lookup;
@@ -55,6 +63,9 @@ private:
     QProgressBar *m_progress = nullptr; // epoch and step x/y, percent and ETA
     QTableWidget *m_attempts = nullptr;
     QPlainTextEdit *m_log = nullptr;
+    QLineEdit *m_filter = nullptr;
+    QStringList m_lines; // every log line read, in order; the view shows those matching the filter
+    QStringList m_commandShown; // the worker command last written to the log
     QPushButton *m_retry = nullptr;
     QPushButton *m_cancel = nullptr;
     QTimer m_timer;
