@@ -576,6 +576,14 @@ private Q_SLOTS:
         const QString r03 = app::RunLines { app::StudyCharts::attemptPrefix(QStringLiteral("st-r03"), 1) }.loss();
         QVERIFY(!loss->isSeriesVisible(r01));
         QVERIFY(loss->isSeriesVisible(r03)); // a single run stands for itself
+        // The legend names the mean, not the runs it stands for.
+        const auto legendShows = [&](const QString &id) {
+            const auto markers = loss->chart()->legend()->markers(loss->line(id));
+            return !markers.isEmpty() && markers.first()->isVisible();
+        };
+        QTRY_VERIFY(legendShows(r03)); // laid out on the event loop
+        QVERIFY(legendShows(mean.loss()));
+        QVERIFY(!legendShows(r01));
         loss->redraw();
         QTRY_VERIFY(!loss->bandPath(mean.loss()).isEmpty());
         QVERIFY(loss->chart()->plotArea().adjusted(-1, -1, 1, 1).contains(loss->bandPath(mean.loss()).boundingRect()));
@@ -586,6 +594,7 @@ private Q_SLOTS:
         QVERIFY(!loss->hasSeries(mean.loss()));
         QVERIFY(loss->bandPath(mean.loss()).isEmpty());
         QVERIFY(loss->isSeriesVisible(r01));
+        QTRY_VERIFY(legendShows(r01));
     }
 
     void redrawBoundsLinesByThePlotWidth()

@@ -486,7 +486,10 @@ void MainWindow::reopenStudy()
         setStatus(tr("Could not reopen study %1: %2").arg(id, error), true);
         return;
     }
-    if (!unfinished.isEmpty()) {
+    if (!m_options.openStudy.isEmpty() && m_studyView->unfinishedStudy(id) != id) {
+        m_tabs->setCurrentWidget(m_studyView);
+        setStatus(tr("Opened study %1 (it has ended)").arg(id));
+    } else if (!unfinished.isEmpty()) {
         m_tabs->setCurrentWidget(m_studyView);
         setStatus(tr("Reattached to study %1, left unfinished: its runs go on from where they were").arg(id));
     }

@@ -220,7 +220,7 @@ void StudyCharts::drawRepeats()
                         std::pair { m_charts.accuracy, lines.testAccuracy() },
                         std::pair { m_charts.accuracy, lines.trainAccuracy() } })
                     if (chart->hasSeries(id) && chart->isSeriesVisible(id) == grouped)
-                        chart->setSeriesVisible(id, !grouped);
+                        chart->setSeriesVisible(id, !grouped, !grouped); // the mean's legend entry stands for it
             }
         const RunLines mean { repeatsPrefix(key) };
         const std::pair<MetricChart *, QString> means[] = { { m_charts.loss, mean.loss() },

@@ -165,6 +165,7 @@ struct MetricChart::Entry {
     int split = 0; // columns [0, split) are drawn by the bodies, the rest by the tails
     Extent bodyExtent, tailExtent;
     bool visible = true;
+    bool inLegend = true; // a hidden line keeps its (dimmed) legend entry unless told not to
     std::array<QLineSeries *, 4> series() const { return { raw.body, raw.tail, line.body, line.tail }; }
 };
 
@@ -709,12 +710,13 @@ void MetricChart::setLogScale(bool on)
     redraw();
 }
 
-void MetricChart::setSeriesVisible(const QString &id, bool visible)
+void MetricChart::setSeriesVisible(const QString &id, bool visible, bool inLegend)
 {
     Entry *e = find(id);
-    if (!e || e->visible == visible)
+    if (!e || (e->visible == visible && e->inLegend == inLegend))
         return;
     e->visible = visible;
+    e->inLegend = inLegend || visible;
     e->line.body->setVisible(visible);
     e->line.tail->setVisible(visible);
     updateLegendMarker(*e);
@@ -994,7 +996,7 @@ void MetricChart::updateLegendMarker(Entry &e)
     QLegendMarker *marker = markerOf(m_chart, e.line.body);
     if (!marker)
         return;
-    marker->setVisible(true); // hiding a series hides its marker; we keep it to click again
+    marker->setVisible(e.inLegend); // hiding a series hides its marker; we keep it to click again
     const qreal alpha = e.visible ? 1.0 : 0.35;
     QColor label = palette().color(QPalette::Text);
     label.setAlphaF(alpha);

@@ -109,8 +109,9 @@ public:
     double smoothing() const { return m_smoothing; }
     void setLogScale(bool on);
     bool logScale() const { return m_logScale; }
-    // Hidden series keep their data; the legend entry stays, dimmed.
-    void setSeriesVisible(const QString &id, bool visible);
+    // Hidden series keep their data; the legend entry stays, dimmed, unless `inLegend` is
+    // false (a line another stands for, as a repeated run under its mean).
+    void setSeriesVisible(const QString &id, bool visible, bool inLegend = true);
     bool isSeriesVisible(const QString &id) const;
     // The linear y axis always spans at least [low, high] (0–100 for a percentage).
     void setYInclude(double low, double high);
