@@ -697,65 +697,18 @@ void StudyRunner::followAttempt(const RunProgress &run)
     }
 
     const bool cancelling = run.cancelRequested || m_state.cancelRequested();
-    // An agent that cannot be reached is lost when its ranks cannot be alive any more:
-    // it refuses connections (the agent process is gone, and its ranks with it), another
-    // portion has ended (its ranks have no peers left), or it has been silent for longer
-    // than a collective may wait.
+    // The rules are in attempt_outcome.h; the runner supplies the clock and does the I/O.
+    std::vector<PortionState *> portions;
+    for (auto &w : watches)
+        portions.push_back(&w);
     const qint64 now = QDateTime::currentMSecsSinceEpoch();
     const int collectiveSeconds = m_state.plan().training().collective_timeout_seconds() > 0
         ? m_state.plan().training().collective_timeout_seconds()
         : 120;
-    // A portion that failed leaves the others' ranks without peers; one that succeeded
-    // does not (the silent one may well have finished too): keep waiting for it.
-    bool anyEnded = false;
-    for (const auto &w : watches)
-        anyEnded = anyEnded || (!w.outcome.isEmpty() && w.outcome != QLatin1String("SUCCEEDED"));
-    for (auto &w : watches) {
-        if (!w.outcome.isEmpty() || w.unreachableSinceMs == 0)
-            continue;
-        const qint64 down = now - w.unreachableSinceMs;
-        const bool refused = w.unreachableError.contains(QLatin1String("refused"), Qt::CaseInsensitive);
-        if ((refused && down >= RunWatch::kUnreachableMs) || anyEnded || cancelling
-            || down > qint64(collectiveSeconds + 60) * 1000) {
-            w.outcome = QStringLiteral("LOST");
-            w.message = QStringLiteral("%1 unreachable since %2 (%3)")
-                            .arg(agentLabel(w.agent), clockTime(w.unreachableSinceMs), w.unreachableError);
-        }
-    }
-    bool anyFailed = false, allEnded = true;
-    QString firstFailure;
-    QStringList lost, lostWhy;
-    qint64 lostSince = 0;
-    for (const auto &w : watches) {
-        allEnded = allEnded && !w.outcome.isEmpty();
-        if (w.outcome == QLatin1String("LOST")) {
-            anyFailed = true;
-            lost << w.agent;
-            lostWhy << w.message;
-            lostSince = lostSince == 0 ? w.unreachableSinceMs : std::min(lostSince, w.unreachableSinceMs);
-        } else if (w.outcome == QLatin1String("FAILED") && firstFailure.isEmpty()) {
-            anyFailed = true;
-            firstFailure = w.message;
-        }
-    }
-    // A diverged portion is the cause; its peers only lost their partner. So is a full disk.
-    bool diverged = false;
-    QString spaceShortOn;
-    qint64 spaceNeeded = 0;
-    for (const auto &w : watches) {
-        if (w.diverged && !diverged) {
-            diverged = true;
-            firstFailure = w.message;
-        }
-        if (w.spaceNeeded > 0 && spaceShortOn.isEmpty()) {
-            spaceShortOn = w.agent;
-            spaceNeeded = w.spaceNeeded;
-            if (!diverged)
-                firstFailure = w.message;
-        }
-    }
+    markLostPortions(portions, now, collectiveSeconds, cancelling, RunWatch::kUnreachableMs,
+        [this](const QString &agent) { return agentLabel(agent); }, clockTime);
     // A failed portion or a cancel stops every other portion of the attempt.
-    if (anyFailed || cancelling)
+    if (anyPortionFailed(portions) || cancelling)
         for (auto &w : watches)
             if (w.outcome.isEmpty() && !w.stopSent)
                 if (AgentClient *c = client(w.agent)) {
@@ -771,13 +724,9 @@ void StudyRunner::followAttempt(const RunProgress &run)
                         w.unreachableSinceMs = w.unreachableSinceMs ? w.unreachableSinceMs : now;
                         w.message = QStringLiteral("%1 unreachable since %2 (%3)")
                                         .arg(agentLabel(w.agent), clockTime(w.unreachableSinceMs), result.message);
-                        lost << w.agent;
-                        lostWhy << w.message;
-                        lostSince = lostSince == 0 ? w.unreachableSinceMs : std::min(lostSince, w.unreachableSinceMs);
                     }
                 }
-    allEnded = std::all_of(watches.begin(), watches.end(), [](const PortionWatch &w) { return !w.outcome.isEmpty(); });
-    if (!allEnded) {
+    if (!allPortionsEnded(portions)) {
         // A stall goes on: say so every 10 s, with what can and cannot be reached.
         if (run.stalledSinceMs > 0 && now - m_stallMessageMs[id] >= 10'000) {
             m_stallMessageMs[id] = now;
@@ -789,26 +738,16 @@ void StudyRunner::followAttempt(const RunProgress &run)
         }
         return;
     }
-    bool allSucceeded = true;
-    for (const auto &w : watches)
-        allSucceeded = allSucceeded && w.outcome == QLatin1String("SUCCEEDED");
-    QString outcome = allSucceeded   ? QStringLiteral("SUCCEEDED")
-        : (cancelling && !anyFailed) ? QStringLiteral("CANCELLED")
-        : cancelling                 ? QStringLiteral("CANCELLED")
-                                     : QStringLiteral("FAILED");
-    QString reason = allSucceeded ? QString()
-        : cancelling              ? QStringLiteral("cancelled by the user")
-                                  : firstFailure;
-    if (!allSucceeded && !cancelling && !lost.isEmpty())
-        reason = lostWhy.join(QLatin1String("; "))
-            + (firstFailure.isEmpty() ? QString() : QStringLiteral("; then on the other agents: ") + firstFailure);
+    const AttemptOutcome ended = attemptOutcome(portions, cancelling);
+    const QString &outcome = ended.outcome;
+    const QString &reason = ended.reason;
     m_watches.erase(id);
     m_stallMessageMs.erase(id);
     if (outcome == QLatin1String("FAILED")) {
         // A diverged run would diverge again from its checkpoint: the recipe failed, not a
         // machine. It ends FAILED now; `study retry` after a change of recipe is the way on.
-        endFailedAttempt(run, diverged || !spaceShortOn.isEmpty() ? firstFailure : reason, lost, lostSince, !diverged,
-            diverged ? QString() : spaceShortOn, spaceNeeded);
+        endFailedAttempt(run, ended.failure, ended.lostAgents, ended.lostSinceMs, ended.retry, ended.spaceShortOn,
+            ended.spaceNeeded);
     } else {
         record(QStringLiteral("attempt_ended"),
             QJsonObject { { QStringLiteral("runId"), id }, { QStringLiteral("attempt"), run.attempt },

@@ -17,6 +17,7 @@
 #pragma once
 
 #include "agent_client.h"
+#include "attempt_outcome.h"
 #include "agent_endpoint.h"
 #include "journal.h"
 #include "study_state.h"
@@ -85,17 +86,11 @@ Q_SIGNALS:
     void crashed(); // see setCrashAfterEvents()
 
 private:
-    struct PortionWatch {
+    // What a portion has come to (attempt_outcome.h decides from it), and its stream.
+    struct PortionWatch : PortionState {
         std::unique_ptr<RunWatch> watch;
-        QString agent;
         int attempt = 0;
-        QString outcome; // terminal state seen ("" while running); LOST = agent unreachable
-        QString message;
         bool stopSent = false;
-        qint64 unreachableSinceMs = 0; // the agent stopped answering then (0 = it answers)
-        QString unreachableError;
-        bool diverged = false; // its summary said the loss diverged
-        qint64 spaceNeeded = 0; // a rank's checkpoint did not fit on the agent's disk
     };
 
     struct CopyJob {

@@ -1,0 +1,155 @@
+// How a run attempt ends, from what its portions came to (core/studies/attempt_outcome.h):
+// when an unreachable agent counts as lost, what stops the others, the outcome and the
+// reason in words, and what a failure is blamed on and whether it is retried.
+#include "attempt_outcome.h"
+
+#include <QTest>
+
+using namespace scalelab::core;
+
+namespace {
+
+constexpr qint64 kNow = 1'000'000;
+
+PortionState portion(const QString &agent, const QString &outcome = {}, const QString &message = {})
+{
+    PortionState p;
+    p.agent = agent;
+    p.outcome = outcome;
+    p.message = message;
+    return p;
+}
+
+std::vector<PortionState *> all(std::vector<PortionState> &ps)
+{
+    std::vector<PortionState *> out;
+    for (auto &p : ps)
+        out.push_back(&p);
+    return out;
+}
+
+void mark(std::vector<PortionState> &ps, qint64 now = kNow, bool cancelling = false)
+{
+    markLostPortions(all(ps), now, /*collectiveSeconds=*/120, cancelling, /*refusedForMs=*/3000,
+        [](const QString &agent) { return QStringLiteral("node %1").arg(agent); },
+        [](qint64 ms) { return QStringLiteral("t%1").arg(ms); });
+}
+
+} // namespace
+
+class TestAttemptOutcome : public QObject {
+    Q_OBJECT
+private Q_SLOTS:
+    void everyPortionSucceeded()
+    {
+        std::vector<PortionState> ps { portion("a", "SUCCEEDED"), portion("b", "SUCCEEDED") };
+        QVERIFY(allPortionsEnded(all(ps)));
+        QVERIFY(!anyPortionFailed(all(ps)));
+        const AttemptOutcome o = attemptOutcome(all(ps), false);
+        QCOMPARE(o.outcome, QStringLiteral("SUCCEEDED"));
+        QVERIFY(o.reason.isEmpty());
+        QVERIFY(o.lostAgents.isEmpty());
+    }
+
+    // Refused connections: the agent's process is gone, its ranks with it — after 3 s.
+    void aRefusingAgentIsLostAfterItsGrace()
+    {
+        std::vector<PortionState> ps { portion("a"), portion("b") };
+        ps[1].unreachableSinceMs = kNow - 2999;
+        ps[1].unreachableError = QStringLiteral("Connection refused");
+        mark(ps);
+        QVERIFY(ps[1].outcome.isEmpty());
+        mark(ps, kNow + 1);
+        QCOMPARE(ps[1].outcome, QStringLiteral("LOST"));
+        QCOMPARE(ps[1].message, QStringLiteral("node b unreachable since t%1 (Connection refused)").arg(kNow - 2999));
+        QVERIFY(anyPortionFailed(all(ps)));
+        QVERIFY(!allPortionsEnded(all(ps))); // a: still to be stopped
+    }
+
+    // Silent (not refusing): waited for as long as a collective may wait, plus a minute,
+    // unless another portion failed (its ranks have no peers left) or the attempt is cancelled.
+    void aSilentAgentIsWaitedForAsLongAsACollective()
+    {
+        std::vector<PortionState> ps { portion("a"), portion("b") };
+        ps[1].unreachableSinceMs = kNow - 180'000;
+        ps[1].unreachableError = QStringLiteral("Deadline Exceeded");
+        mark(ps);
+        QVERIFY(ps[1].outcome.isEmpty()); // 180 s = 120 + 60: not longer
+        mark(ps, kNow + 1);
+        QCOMPARE(ps[1].outcome, QStringLiteral("LOST"));
+
+        std::vector<PortionState> failed { portion("a", "FAILED", "rank 0 exited 1"), portion("b") };
+        failed[1].unreachableSinceMs = kNow - 1;
+        mark(failed);
+        QCOMPARE(failed[1].outcome, QStringLiteral("LOST"));
+
+        std::vector<PortionState> cancelled { portion("a"), portion("b") };
+        cancelled[1].unreachableSinceMs = kNow - 1;
+        mark(cancelled, kNow, /*cancelling=*/true);
+        QCOMPARE(cancelled[1].outcome, QStringLiteral("LOST"));
+    }
+
+    // A portion that succeeded leaves the silent one alone: it may well have finished too.
+    void aSuccessDoesNotOrphanTheOthers()
+    {
+        std::vector<PortionState> ps { portion("a", "SUCCEEDED"), portion("b") };
+        ps[1].unreachableSinceMs = kNow - 60'000;
+        ps[1].unreachableError = QStringLiteral("Deadline Exceeded");
+        mark(ps);
+        QVERIFY(ps[1].outcome.isEmpty());
+        QVERIFY(!anyPortionFailed(all(ps)));
+    }
+
+    void lostAgentsComeFirstInTheReason()
+    {
+        std::vector<PortionState> ps { portion("a", "FAILED", "rank 0: peer closed the connection"),
+            portion("b", "LOST", "node b unreachable since 10:00:00 (refused)"),
+            portion("c", "LOST", "node c unreachable since 09:59:00 (refused)") };
+        ps[1].unreachableSinceMs = 2000;
+        ps[2].unreachableSinceMs = 1000;
+        const AttemptOutcome o = attemptOutcome(all(ps), false);
+        QCOMPARE(o.outcome, QStringLiteral("FAILED"));
+        QCOMPARE(o.reason,
+            QStringLiteral("node b unreachable since 10:00:00 (refused); node c unreachable since 09:59:00 (refused); "
+                           "then on the other agents: rank 0: peer closed the connection"));
+        QCOMPARE(o.failure, o.reason);
+        QVERIFY(o.retry);
+        QCOMPARE(o.lostAgents, (QStringList { QStringLiteral("b"), QStringLiteral("c") }));
+        QCOMPARE(o.lostSinceMs, 1000);
+    }
+
+    void cancellingEndsCancelled()
+    {
+        std::vector<PortionState> ps { portion("a", "CANCELLED"), portion("b", "FAILED", "stopped") };
+        const AttemptOutcome o = attemptOutcome(all(ps), true);
+        QCOMPARE(o.outcome, QStringLiteral("CANCELLED"));
+        QCOMPARE(o.reason, QStringLiteral("cancelled by the user"));
+    }
+
+    // A divergence is the cause (its peers only lost their partner) and is not retried: it
+    // would diverge again from its checkpoint. A full disk is the cause too, and is retried.
+    void divergenceAndFullDiskAreTheCause()
+    {
+        std::vector<PortionState> diverged { portion("a", "FAILED", "lost its peer"),
+            portion("b", "FAILED", "loss diverged at step 40") };
+        diverged[1].diverged = true;
+        diverged[0].spaceNeeded = 1 << 20;
+        AttemptOutcome o = attemptOutcome(all(diverged), false);
+        QCOMPARE(o.failure, QStringLiteral("loss diverged at step 40"));
+        QVERIFY(!o.retry);
+        QVERIFY(o.spaceShortOn.isEmpty());
+
+        std::vector<PortionState> full { portion("a", "FAILED", "lost its peer"),
+            portion("b", "FAILED", "checkpoint of epoch 2 does not fit: 1.0 MiB needed") };
+        full[1].spaceNeeded = 1 << 20;
+        o = attemptOutcome(all(full), false);
+        QCOMPARE(o.failure, QStringLiteral("checkpoint of epoch 2 does not fit: 1.0 MiB needed"));
+        QCOMPARE(o.reason, o.failure); // said first, not the peer's lost connection
+        QVERIFY(o.retry);
+        QCOMPARE(o.spaceShortOn, QStringLiteral("b"));
+        QCOMPARE(o.spaceNeeded, qint64(1 << 20));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestAttemptOutcome)
+#include "tst_attempt_outcome.moc"
