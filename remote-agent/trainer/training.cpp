@@ -6,6 +6,7 @@
 #include "device.h"
 #include "event_writer.h"
 #include "fused_ops.h"
+#include "lr_schedule.h"
 #include "net_address.h"
 #include "seed_model.h"
 #include "seed_model_impl.h"
@@ -561,15 +562,10 @@ int runTraining(const TrainingConfig &config, EventWriter &events)
     const std::int64_t totalSteps = stepsPerEpoch * config.epochs;
     const double warmupEpochs = warmupEpochsOf(config);
     const auto warmupSteps = std::int64_t(std::llround(warmupEpochs * double(stepsPerEpoch)));
-    const auto lrAt = [&](std::int64_t step) { // step: 0-based
-        if (step < warmupSteps)
-            return peakLr * (0.1 + 0.9 * double(step) / double(warmupSteps));
-        if (config.schedule == "constant")
-            return peakLr;
-        const double progress
-            = double(step - warmupSteps) / double(std::max<std::int64_t>(1, totalSteps - warmupSteps));
-        return peakLr * 0.5 * (1.0 + std::cos(M_PI * progress));
-    };
+    const LrSchedule schedule { .peak = peakLr,
+        .warmupSteps = warmupSteps,
+        .totalSteps = totalSteps,
+        .constant = config.schedule == "constant" };
 
     // Counted on the live model: building another one would draw from the generator a
     // checkpoint just restored, and a resumed run would no longer match.
@@ -628,7 +624,7 @@ int runTraining(const TrainingConfig &config, EventWriter &events)
         std::int64_t seen = 0;
         for (Batch batch = batches.next(); batch.images.defined(); batch = batches.next()) {
             const auto stepStart = Clock::now();
-            const double lr = lrAt(step);
+            const double lr = schedule.at(step);
             for (auto &group : optimizer.param_groups())
                 static_cast<torch::optim::SGDOptions &>(group.options()).lr(lr);
             // The same tensors on the CPU; asynchronous copies from pinned memory on a GPU.
