@@ -17,6 +17,8 @@
 #include <QPlainTextEdit>
 #include <QProgressBar>
 #include <QPushButton>
+#include <QRegularExpression>
+#include <QTextCursor>
 #include <QSplitter>
 #include <QTableWidget>
 #include <QVBoxLayout>
@@ -222,12 +224,20 @@ RunDetails::RunDetails(const core::Journal &journal, const QString &runId,
 
 void RunDetails::setLogFilter(const QString &text)
 {
-    if (m_filter->text() != text)
+    if (m_filter->text() != text) {
         m_filter->setText(text); // comes back here through textChanged
-    m_log->clear();
+        return;
+    }
+    // One document built at once (line by line would freeze on a long log), at most the
+    // view's limit of the latest matching lines.
+    QStringList shown;
     for (const QString &line : std::as_const(m_lines))
         if (text.isEmpty() || line.contains(text, Qt::CaseInsensitive))
-            m_log->appendPlainText(line);
+            shown << line;
+    if (shown.size() > m_log->maximumBlockCount())
+        shown.remove(0, shown.size() - m_log->maximumBlockCount());
+    m_log->setPlainText(shown.join(QLatin1Char('\n')));
+    m_log->moveCursor(QTextCursor::End);
 }
 
 bool RunDetails::saveLog(const QString &path, QString *error) const
@@ -253,6 +263,9 @@ void RunDetails::setProgressSource(std::function<std::optional<core::ProgressVie
 
 void RunDetails::appendLogLine(const QString &line)
 {
+    // The view keeps 100,000 lines; the filter and Save log look at up to twice that.
+    if (m_lines.size() >= 2 * m_log->maximumBlockCount())
+        m_lines.remove(0, m_log->maximumBlockCount());
     m_lines << line;
     if (m_filter->text().isEmpty() || line.contains(m_filter->text(), Qt::CaseInsensitive))
         m_log->appendPlainText(line);
@@ -333,9 +346,13 @@ void RunDetails::refresh()
     // The exact command rank 0's worker ran, once known (and again if a new attempt differs).
     if (!run.workerCommand.isEmpty() && run.workerCommand != m_commandShown) {
         m_commandShown = run.workerCommand;
+        // Quoted as a POSIX shell reads it, so the line can be pasted into one.
+        static const QRegularExpression plain(QStringLiteral("^[A-Za-z0-9_@%+=:,./-]+$"));
         QStringList quoted;
         for (const QString &arg : run.workerCommand)
-            quoted << (arg.contains(QLatin1Char(' ')) || arg.isEmpty() ? QLatin1Char('\'') + arg + QLatin1Char('\'') : arg);
+            quoted << (plain.match(arg).hasMatch()
+                    ? arg
+                    : QLatin1Char('\'') + QString(arg).replace(QLatin1Char('\''), QLatin1String("'\\''")) + QLatin1Char('\''));
         appendLogLine(tr("worker command (rank 0): %1").arg(quoted.join(QLatin1Char(' '))));
     }
 }

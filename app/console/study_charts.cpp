@@ -145,13 +145,14 @@ void StudyCharts::clear()
         if (feed.added)
             removeRunLines(m_charts, feed.lines);
     m_feeds.clear();
-    for (const auto &[id, count] : m_meanPoints) {
+    for (const auto &[id, drawn] : m_meanDrawn) {
         for (MetricChart *chart : { m_charts.loss, m_charts.accuracy, m_charts.throughput }) {
             chart->removeSeries(id);
             chart->removeBand(id);
         }
     }
-    m_meanPoints.clear();
+    m_meanDrawn.clear();
+    m_hiddenByGrouping.clear();
     m_snapshot = {};
     m_speedup->removeAllSeries();
     m_efficiency->removeAllSeries();
@@ -208,63 +209,73 @@ void StudyCharts::drawRepeats()
     for (int c = 0; c < configs.size(); ++c) {
         const QString key = configs[c].key();
         const auto &runs = byConfig[key];
-        const bool repeated = runs.size() >= 2;
-        anyRepeated = anyRepeated || repeated;
-        const bool grouped = repeated && m_groupRepeats->isChecked();
-        // The member runs' own lines: hidden while their mean stands for them.
-        for (const core::RunResult *run : runs)
-            for (const core::AttemptRecord &attempt : run->attempts) {
-                const RunLines lines { attemptPrefix(run->runId, attempt.attempt) };
-                for (const auto &[chart, id] :
-                    { std::pair { m_charts.loss, lines.loss() }, std::pair { m_charts.throughput, lines.throughput() },
-                        std::pair { m_charts.accuracy, lines.testAccuracy() },
-                        std::pair { m_charts.accuracy, lines.trainAccuracy() } })
-                    if (chart->hasSeries(id) && chart->isSeriesVisible(id) == grouped)
-                        chart->setSeriesVisible(id, !grouped, !grouped); // the mean's legend entry stands for it
-            }
+        anyRepeated = anyRepeated || runs.size() >= 2;
         const RunLines mean { repeatsPrefix(key) };
         const std::pair<MetricChart *, QString> means[] = { { m_charts.loss, mean.loss() },
             { m_charts.throughput, mean.throughput() }, { m_charts.accuracy, mean.testAccuracy() } };
         for (const auto &[chart, id] : means) {
-            if (!grouped) {
-                if (m_meanPoints.erase(id) > 0) {
-                    chart->removeSeries(id);
-                    chart->removeBand(id);
-                }
-                continue;
-            }
-            // Each run's series of this kind, one per attempt in order.
+            // Each run's series of this kind, one per attempt in order; the runs with data.
             std::vector<std::vector<const MetricSeries *>> series;
+            QStringList members; // their ids, with the train accuracy beside the test one
+            QString drawnFrom; // sizes: the mean is drawn again only when they change
             for (const core::RunResult *run : runs) {
-                auto &attempts = series.emplace_back();
+                std::vector<const MetricSeries *> attempts;
+                QStringList ids;
                 for (const core::AttemptRecord &attempt : run->attempts) {
                     const RunLines lines { attemptPrefix(run->runId, attempt.attempt) };
                     const QString member = chart == m_charts.loss ? lines.loss()
                         : chart == m_charts.throughput            ? lines.throughput()
                                                                   : lines.testAccuracy();
-                    if (const MetricSeries *data = chart->data(member))
+                    if (const MetricSeries *data = chart->data(member); data && data->size() > 0) {
                         attempts.push_back(data);
+                        ids << member;
+                        if (chart == m_charts.accuracy)
+                            ids << lines.trainAccuracy();
+                        drawnFrom += QStringLiteral("%1:%2;").arg(member).arg(data->size());
+                    }
+                }
+                if (!attempts.empty()) {
+                    series.push_back(std::move(attempts));
+                    members << ids;
                 }
             }
-            std::vector<BandPoint> band = repeatBand(series);
-            const QColor color = MetricChart::cycleColor(firstRun[key]);
-            auto [count, added] = m_meanPoints.try_emplace(id, 0);
-            if (!added && band.size() < count->second) { // a run started again from a checkpoint
-                chart->removeSeries(id);
-                count->second = 0;
-                added = true;
+            const bool grouped = series.size() >= 2 && m_groupRepeats->isChecked();
+            // The member runs' own lines: hidden while their mean stands for them; given back
+            // only if the grouping hid them (a legend click stays the user's).
+            for (const QString &member : std::as_const(members)) {
+                if (grouped && chart->isSeriesVisible(member)) {
+                    chart->setSeriesVisible(member, false, false);
+                    m_hiddenByGrouping.insert(member);
+                } else if (!grouped && m_hiddenByGrouping.remove(member)) {
+                    chart->setSeriesVisible(member, true);
+                }
             }
-            if (added)
-                chart->addSeries(id,
-                    tr("%1 · mean of %2%3")
-                        .arg(labels.value(c))
-                        .arg(runs.size())
-                        .arg(chart == m_charts.accuracy ? tr(" (test)") : QString()),
-                    { color, Qt::SolidLine, chart == m_charts.accuracy });
-            // Once every run has passed a step its mean is final: only new steps are appended.
-            for (std::size_t i = count->second; i < band.size(); ++i)
-                chart->append(id, band[i].mean);
-            count->second = std::max(count->second, band.size());
+            if (!grouped) {
+                if (m_meanDrawn.erase(id) > 0) {
+                    chart->removeSeries(id);
+                    chart->removeBand(id);
+                }
+                continue;
+            }
+            if (const auto drawn = m_meanDrawn.find(id); drawn != m_meanDrawn.end() && drawn->second == drawnFrom)
+                continue; // nothing new since it was drawn
+            m_meanDrawn[id] = drawnFrom;
+            // Drawn whole each time: a step's mean changes as more runs reach it, and a retried
+            // run's new attempt replaces its samples from where it resumed.
+            const QColor color = MetricChart::cycleColor(firstRun[key]);
+            chart->removeSeries(id);
+            chart->addSeries(id,
+                tr("%1 · mean of %2%3")
+                    .arg(labels.value(c))
+                    .arg(series.size())
+                    .arg(chart == m_charts.accuracy ? tr(" (test)") : QString()),
+                { color, Qt::SolidLine, chart == m_charts.accuracy });
+            std::vector<BandPoint> band = repeatBand(series);
+            std::vector<MetricPoint> points;
+            points.reserve(band.size());
+            for (const BandPoint &p : band)
+                points.push_back(p.mean);
+            chart->append(id, points);
             chart->setBand(id, std::move(band), color);
         }
     }

@@ -12,6 +12,7 @@
 #include "study_model.h"
 
 #include <QHash>
+#include <QSet>
 #include <QWidget>
 
 #include <map>
@@ -79,7 +80,8 @@ private:
     QString m_scalingDrawn; // what the scaling charts show, to redraw only on change
     QCheckBox *m_groupRepeats = nullptr;
     core::StudySnapshot m_snapshot; // the last one drawn, for the box's toggles
-    std::map<QString, std::size_t> m_meanPoints; // mean series id -> points appended
+    std::map<QString, QString> m_meanDrawn; // mean series id -> what it was drawn from (sizes)
+    QSet<QString> m_hiddenByGrouping; // run lines the means stand for (a legend click is the user's)
 };
 
 } // namespace scalelab::app

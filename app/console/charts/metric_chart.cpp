@@ -330,6 +330,10 @@ void MetricChart::placeBands()
     const std::size_t axis = std::size_t(m_xAxis);
     const int columns = std::max(1, int(plot.width()));
     for (auto &[id, band] : m_bands) {
+        if (const Entry *line = find(id); line && !line->visible) {
+            band.item->setVisible(false); // hidden with the line it belongs to
+            continue;
+        }
         // Smoothed as the lines are (debiased EMA), then the lowest low and highest high per
         // pixel column, so a long band costs the plot's width, not its length.
         std::vector<std::pair<double, double>> column(std::size_t(columns), { kInf, -kInf });
@@ -885,6 +889,8 @@ void MetricChart::redraw()
     }
     // Bands are seen whole, as range bars are: their ends count towards the y range.
     for (const auto &[id, band] : m_bands) {
+        if (const Entry *line = find(id); line && !line->visible)
+            continue;
         QList<QPointF> ends;
         for (const BandPoint &p : band.points) {
             const double x = p.mean.x[std::size_t(m_xAxis)];

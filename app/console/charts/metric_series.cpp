@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 namespace scalelab::app {
 
@@ -127,43 +128,31 @@ std::vector<StepSample> mergedAttempts(const std::vector<const MetricSeries *> &
 
 std::vector<BandPoint> repeatBand(const std::vector<std::vector<const MetricSeries *>> &runs)
 {
-    if (runs.size() < 2)
-        return {};
-    std::vector<std::vector<StepSample>> merged;
-    for (const auto &attempts : runs) {
-        merged.push_back(mergedAttempts(attempts));
-        if (merged.back().empty())
-            return {};
-    }
-    // Walk the first run's steps; the others follow with one cursor each (all sorted by step).
-    std::vector<std::size_t> at(merged.size(), 0);
-    std::vector<BandPoint> band;
-    for (const StepSample &lead : merged[0]) {
-        double sum = 0, low = lead.y, high = lead.y, epochs = 0, seconds = 0;
-        bool everyRun = true;
-        for (std::size_t r = 0; r < merged.size(); ++r) {
-            const auto &samples = merged[r];
-            std::size_t &i = at[r];
-            while (i < samples.size() && samples[i].step < lead.step)
-                ++i;
-            if (i == samples.size() || samples[i].step != lead.step) {
-                everyRun = false;
-                break;
-            }
-            const StepSample &s = samples[i];
-            sum += s.y;
-            low = std::min(low, s.y);
-            high = std::max(high, s.y);
-            epochs += s.epoch;
-            seconds += s.seconds;
+    // Every run's samples by step; a step counts once two runs or more have reached it, so a
+    // repeat that started late (or ended early) does not hold the others back.
+    struct Sum {
+        int runs = 0;
+        double y = 0, low = 0, high = 0, epoch = 0, seconds = 0;
+    };
+    std::map<double, Sum> steps;
+    for (const auto &attempts : runs)
+        for (const StepSample &s : mergedAttempts(attempts)) {
+            Sum &sum = steps[s.step];
+            sum.low = sum.runs == 0 ? s.y : std::min(sum.low, s.y);
+            sum.high = sum.runs == 0 ? s.y : std::max(sum.high, s.y);
+            ++sum.runs;
+            sum.y += s.y;
+            sum.epoch += s.epoch;
+            sum.seconds += s.seconds;
         }
-        if (!everyRun)
+    std::vector<BandPoint> band;
+    for (const auto &[step, sum] : steps) {
+        if (sum.runs < 2)
             continue;
-        const double n = double(merged.size());
         BandPoint p;
-        p.mean = MetricPoint::timeline(lead.step, epochs / n, seconds / n, sum / n);
-        p.low = low;
-        p.high = high;
+        p.mean = MetricPoint::timeline(step, sum.epoch / sum.runs, sum.seconds / sum.runs, sum.y / sum.runs);
+        p.low = sum.low;
+        p.high = sum.high;
         band.push_back(p);
     }
     return band;

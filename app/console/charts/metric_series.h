@@ -90,11 +90,11 @@ struct BandPoint {
     double high = 0;
 };
 
-// The spread of runs repeated with the same configuration, step by step: at each step
-// every run reached (aligned on XAxis::Step), the mean, lowest and highest raw value. A run
-// may be drawn as several series (one per attempt, in order): a later attempt's samples
-// replace an earlier one's from its first step on (it resumed from a checkpoint). Fewer
-// than two runs, or a run without a step axis, give nothing.
+// The spread of runs repeated with the same configuration, step by step (aligned on
+// XAxis::Step): at each step two runs or more reached, their mean, lowest and highest raw
+// value. A run may be drawn as several series (one per attempt, in order): a later
+// attempt's samples replace an earlier one's from its first step on (it resumed from a
+// checkpoint). Runs without samples on the step axis count for nothing.
 std::vector<BandPoint> repeatBand(const std::vector<std::vector<const MetricSeries *>> &runs);
 
 } // namespace scalelab::app
