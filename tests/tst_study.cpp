@@ -341,6 +341,30 @@ private Q_SLOTS:
         QCOMPARE(spec.checkpoint_every_epochs(), 1);
     }
 
+    // Repeats train with the plan's seed unless it says "vary": then repeat r uses seed + r.
+    void repeatSeedsSameOrVary()
+    {
+        v1::StudyPlan plan = validPlan();
+        plan.mutable_training()->set_seed(42);
+        RunConfig c;
+        QCOMPARE(runSpecFor(plan, c, std::nullopt, 2).seed(), 42u);
+        plan.set_repeat_seeds("vary");
+        QCOMPARE(runSpecFor(plan, c, std::nullopt, 0).seed(), 42u);
+        QCOMPARE(runSpecFor(plan, c, std::nullopt, 2).seed(), 44u);
+        QVERIFY(validatePlan(plan).isEmpty());
+        plan.mutable_training()->clear_seed(); // the default seed, 1, shifted too
+        QCOMPARE(runSpecFor(plan, c, std::nullopt, 1).seed(), 2u);
+        plan.set_repeat_seeds("random");
+        const QStringList problems = validatePlan(plan);
+        QCOMPARE(problems.size(), 1);
+        QVERIFY2(problems.first().startsWith(QLatin1String("repeatSeeds: \"same\"")), qPrintable(problems.first()));
+        // A plan file says it in its own words, and says it back.
+        QStringList parseProblems;
+        const auto parsed = parsePlanJson(R"({"name":"x","dataset":"d","repeats":3,"repeatSeeds":"vary"})", &parseProblems);
+        QVERIFY2(parsed, qPrintable(parseProblems.join('\n')));
+        QCOMPARE(parsed->repeat_seeds(), std::string("vary"));
+    }
+
     void placementPacksSpreadsAndExplains()
     {
         RunConfig four;

@@ -175,6 +175,17 @@ private Q_SLOTS:
         QTRY_VERIFY_WITH_TIMEOUT(view.snapshot().state == QLatin1String("SUCCEEDED"), 180'000);
         QTRY_VERIFY(!cancel->isEnabled()); // ended: nothing left to cancel
         QVERIFY(exportReport->isEnabled());
+        // "A seed each" for repeats goes into the plan and comes back from it.
+        {
+            v1::StudyPlan varied = plan;
+            varied.set_repeat_seeds("vary");
+            view.setForm(varied);
+            QCOMPARE(view.findChild<QComboBox *>(QStringLiteral("repeatSeeds"))->currentIndex(), 1);
+            QStringList formProblems;
+            QCOMPARE(view.planFromForm(&formProblems).repeat_seeds(), std::string("vary"));
+            view.setForm(plan);
+            QVERIFY(view.planFromForm(&formProblems).repeat_seeds().empty()); // "same": the default, left out
+        }
         // With a study open, the designer is still checked and summarised as it is edited.
         plan.mutable_grid()->add_workers(4);
         view.setForm(plan);

@@ -245,7 +245,17 @@ void StudyView::buildUi()
     form->addRow(tr("Learning rate"), lrRow);
     m_repeats = new QSpinBox;
     m_repeats->setRange(1, 100);
-    form->addRow(tr("Repeats"), m_repeats);
+    m_repeatSeeds = new QComboBox;
+    m_repeatSeeds->setObjectName(QStringLiteral("repeatSeeds"));
+    m_repeatSeeds->addItem(tr("same seed"), QStringLiteral("same"));
+    m_repeatSeeds->addItem(tr("a seed each"), QStringLiteral("vary"));
+    m_repeatSeeds->setToolTip(tr("Same seed: repeats differ only in time (the spread of a speedup). A seed each "
+                                 "(seed + repeat): repeats also show how much training varies (the band of a curve)."));
+    connect(m_repeatSeeds, &QComboBox::currentIndexChanged, this, &StudyView::preview);
+    auto *repeatsRow = new QHBoxLayout;
+    repeatsRow->addWidget(m_repeats, 1);
+    repeatsRow->addWidget(m_repeatSeeds, 1);
+    form->addRow(tr("Repeats"), repeatsRow);
     m_maxFailures = new QSpinBox;
     m_maxFailures->setRange(0, 20);
     m_maxFailures->setValue(2);
@@ -284,6 +294,7 @@ void StudyView::buildUi()
         { QStringLiteral("training.learningRate"), tr("Learning rate"), m_lr },
         { QStringLiteral("training.maxTrainImages"), tr("Train images"), m_maxTrain },
         { QStringLiteral("repeats"), tr("Repeats"), m_repeats },
+        { QStringLiteral("repeatSeeds"), tr("Repeat seeds"), m_repeatSeeds },
         { QStringLiteral("maxFailures"), tr("Max failures"), m_maxFailures },
         { QStringLiteral("targetAccuracy"), tr("Target accuracy"), m_target },
         { QStringLiteral("placement"), tr("Placement"), m_placement },
@@ -536,6 +547,8 @@ v1::StudyPlan StudyView::planFromForm(QStringList *problems) const
     for (const QString &w : m_lrRule->currentText().split(QLatin1Char(','), Qt::SkipEmptyParts))
         g->add_lr_rule(w.trimmed().toStdString());
     plan.set_repeats(m_repeats->value());
+    if (m_repeatSeeds->currentData().toString() == QLatin1String("vary"))
+        plan.set_repeat_seeds("vary"); // "same" is the default: left out of the plan file
     plan.set_max_failures(m_maxFailures->value());
     plan.set_target_accuracy(m_target->value() / 100.0);
     plan.set_placement(m_placement->currentText().toStdString());
@@ -619,6 +632,7 @@ void StudyView::setForm(const v1::StudyPlan &plan)
         words << QString::fromStdString(w);
     choose(m_lrRule, words, QStringLiteral("none"));
     m_repeats->setValue(std::max(1, plan.repeats()));
+    m_repeatSeeds->setCurrentIndex(plan.repeat_seeds() == "vary" ? 1 : 0);
     m_maxFailures->setValue(plan.has_max_failures() ? plan.max_failures() : 2);
     m_target->setValue(plan.target_accuracy() * 100);
     m_maxTrain->setValue(int(plan.training().max_train_images()));

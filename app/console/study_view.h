@@ -151,6 +151,7 @@ private:
     QPointer<QDialog> m_lrDialog; // the range test, while open
     QStringList m_agentsWithDataset; // of the designer's data set, as the note found them
     QSpinBox *m_repeats = nullptr;
+    QComboBox *m_repeatSeeds = nullptr; // "same" | "vary"
     QSpinBox *m_maxFailures = nullptr;
     QDoubleSpinBox *m_target = nullptr;
     QSpinBox *m_maxTrain = nullptr;

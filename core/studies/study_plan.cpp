@@ -353,6 +353,10 @@ QStringList validatePlan(const v1::StudyPlan &plan)
         if (const QString problem = checkPrecision(str(b.precision())); !problem.isEmpty())
             p << QStringLiteral("baseline.precision: %1").arg(problem);
 
+    if (!plan.repeat_seeds().empty() && plan.repeat_seeds() != "same" && plan.repeat_seeds() != "vary")
+        p << QStringLiteral("repeatSeeds: \"same\" (every repeat with the plan's seed) or \"vary\" (repeat r with "
+                            "seed + r) (got \"%1\")")
+                 .arg(str(plan.repeat_seeds()));
     if (plan.repeats() < 0 || plan.repeats() > 100)
         p << QStringLiteral("repeats: must be between 1 and 100, or unset for 1 (got %1)")
                  .arg(plan.repeats());
@@ -445,7 +449,8 @@ QList<PlannedRun> expandPlan(const v1::StudyPlan &plan, const QString &studyId)
     return runs;
 }
 
-v1::RunSpec runSpecFor(const v1::StudyPlan &plan, const RunConfig &config, const std::optional<FoundLearningRate> &found)
+v1::RunSpec runSpecFor(
+    const v1::StudyPlan &plan, const RunConfig &config, const std::optional<FoundLearningRate> &found, int repeat)
 {
     v1::RunSpec spec = plan.training();
     if (plan.learning_rate_auto() && found) {
@@ -463,6 +468,8 @@ v1::RunSpec runSpecFor(const v1::StudyPlan &plan, const RunConfig &config, const
     spec.set_lr_scaling(config.lrRule.toStdString());
     if (spec.seed() == 0)
         spec.set_seed(1);
+    if (plan.repeat_seeds() == "vary")
+        spec.set_seed(spec.seed() + std::uint64_t(std::max(0, repeat)));
     if (spec.checkpoint_every_epochs() == 0)
         spec.set_checkpoint_every_epochs(1); // retries resume from the last epoch
     return spec;

@@ -45,9 +45,10 @@ struct FoundLearningRate {
 };
 
 // What the agent is asked to train for one run of the plan. With learningRateAuto, `found`
-// is the range test's choice (the run cannot start before there is one).
-v1::RunSpec runSpecFor(
-    const v1::StudyPlan &plan, const RunConfig &config, const std::optional<FoundLearningRate> &found = std::nullopt);
+// is the range test's choice (the run cannot start before there is one). `repeat` (0-based)
+// shifts the seed when the plan's repeatSeeds is "vary".
+v1::RunSpec runSpecFor(const v1::StudyPlan &plan, const RunConfig &config,
+    const std::optional<FoundLearningRate> &found = std::nullopt, int repeat = 0);
 
 // The plan's "agents" entries (HOST:PORT, file:PATH, dns:NAME:PORT), as written.
 QStringList planAgentSpecs(const v1::StudyPlan &plan);

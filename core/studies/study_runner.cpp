@@ -542,7 +542,8 @@ void StudyRunner::placePending(QList<NodeCapacity> &nodes)
 
 void StudyRunner::startAttempt(const RunProgress &run)
 {
-    const v1::RunSpec spec = runSpecFor(m_state.plan(), run.planned.config, m_state.learningRateSearch().found);
+    const v1::RunSpec spec
+        = runSpecFor(m_state.plan(), run.planned.config, m_state.learningRateSearch().found, run.planned.repeat);
     v1::Endpoint rendezvous;
     auto fail = [&](const QString &reason, bool retryable, const QString &unreachableAgent = {}) {
         for (const auto &p : run.portions) // ranks already started must not linger
