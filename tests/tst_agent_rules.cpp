@@ -1,12 +1,13 @@
 // The agent's pure rules and file formats, without an agent process: which address ranks
-// of other hosts reach us at, how a rank's exit is classified, that unpacking refuses paths
-// leaving its folder, and that a run's event log survives a torn tail. (Moved out of
-// tst_agent, which starts real agents.)
+// of other hosts reach us at, how a rank's exit is classified, what a RunSpec may ask of
+// the model and its schedule, that unpacking refuses paths leaving its folder, and that a
+// run's event log survives a torn tail. (Moved out of tst_agent, which starts real agents.)
 #include "advertise.h"
 #include "dataset_fetcher.h"
 #include "net_address.h"
 #include "run_event_log.h"
 #include "run_supervisor.h"
+#include "spec_rules.h"
 #include "test_support.h"
 
 #include <QDir>
@@ -16,6 +17,7 @@
 #include <QTemporaryDir>
 #include <QTest>
 
+#include <cmath>
 #include <csignal>
 #include <filesystem>
 
@@ -95,6 +97,57 @@ private Q_SLOTS:
         QCOMPARE(classifyExit(1, killed, false, {}, false, -1).kind(), v1::EXIT_KILLED);
         QCOMPARE(classifyExit(1, terminated, true, {}, false, 0).kind(), v1::EXIT_STOPPED);
         QCOMPARE(classifyExit(1, terminated, false, {}, false, 0).kind(), v1::EXIT_KILLED);
+    }
+
+    // Dropout rates are probabilities below 1 (0 turns dropout off), and a run stops after
+    // an epoch of its own schedule or not at all: refused by field, in both namings.
+    void runSpecBoundsDropoutAndStopAfterEpochs()
+    {
+        const auto problems = [](const v1::RunSpec &spec, const rules::SpecContext &context) {
+            QStringList all;
+            for (const auto &p : rules::checkRunSpec(spec, context))
+                all << QString::fromStdString(p.text());
+            return all;
+        };
+        const rules::SpecContext agent { "spec.", false, false };
+        v1::RunSpec spec;
+        spec.set_batch_size(32);
+        spec.set_epochs(3);
+        QCOMPARE(problems(spec, agent), QStringList());
+        spec.set_block_dropout(0);
+        spec.set_dense_dropout(0);
+        spec.set_stop_after_epochs(3); // the whole schedule: allowed
+        QCOMPARE(problems(spec, agent), QStringList());
+        spec.set_block_dropout(1);
+        spec.set_dense_dropout(std::nan(""));
+        spec.set_stop_after_epochs(4);
+        QCOMPARE(problems(spec, agent),
+            (QStringList { QStringLiteral("spec.block_dropout: must be a number in [0, 1) (got 1)"),
+                QStringLiteral("spec.dense_dropout: must be a number in [0, 1) (got NaN)"),
+                QStringLiteral("spec.stop_after_epochs: must be 0 (train every epoch) or between 1 and the run's 3 "
+                               "epochs (got 4)") }));
+        spec.set_block_dropout(-0.125);
+        spec.set_dense_dropout(HUGE_VAL);
+        spec.set_stop_after_epochs(-1);
+        QCOMPARE(problems(spec, agent).size(), 3);
+        // In a plan's training the grid decides the epochs: bounded by the most a run may have.
+        const rules::SpecContext plan { "training.", true, true };
+        v1::RunSpec training;
+        training.set_stop_after_epochs(rules::kMaxEpochs + 1);
+        training.set_dense_dropout(1);
+        QCOMPARE(problems(training, plan),
+            (QStringList { QStringLiteral("training.denseDropout: must be a number in [0, 1) (got 1)"),
+                QStringLiteral("training.stopAfterEpochs: must be 0 (train every epoch) or between 1 and 10000 (got "
+                               "10001)") }));
+        // Unset rates run as the seed CNN always has; zero stays zero.
+        v1::RunSpec unset;
+        unset.set_epochs(3);
+        const v1::RunSpec filled = rules::withDefaults(unset);
+        QCOMPARE(filled.block_dropout(), 0.25);
+        QCOMPARE(filled.dense_dropout(), 0.5);
+        QCOMPARE(filled.stop_after_epochs(), 0);
+        unset.set_block_dropout(0);
+        QVERIFY(rules::withDefaults(unset).has_block_dropout() && rules::withDefaults(unset).block_dropout() == 0);
     }
 
     void unpackRefusesPathsLeavingTheFolder()

@@ -1,6 +1,7 @@
 // The training engine, driven through scalelab-worker processes: data-parallel
 // gradients equal single-process ones, runs are reproducible, a killed run resumes to
-// bit-identical weights, corrupt checkpoints are refused, a dead rank is noticed,
+// bit-identical weights, so does a run stopped after an epoch of its schedule, dropout
+// rates are options, corrupt checkpoints are refused, a dead rank is noticed,
 // 2 workers learn as well as 1 at the same global batch, and a worker asked for a GPU
 // it cannot use says why.
 #include "cifar10.h"
@@ -255,6 +256,106 @@ private Q_SLOTS:
         QCOMPARE(resumed.events(QStringLiteral("step")).first().step().step(),
             started[0].started().resumed_from_epoch() * 8 + 1);
         QCOMPARE(digest(resumed), digest(whole));
+    }
+
+    // A run told to stop after epoch 1 of a 3-epoch schedule ends there, successfully, with
+    // a checkpoint; resumed to epoch 3 it trains epochs 2 and 3 exactly as an uninterrupted
+    // run does (same learning rates, same losses to the bit, same weights). Resumed again
+    // to a point it has passed, it ends at once.
+    void stoppedRunResumesAsIfNeverStopped()
+    {
+        const QStringList epochs = { QStringLiteral("--epochs"), QStringLiteral("3") };
+        Worker whole(small(epochs));
+        const QString dir = m_tmp.filePath(QStringLiteral("ck-stopped"));
+        Worker stopped(small(epochs
+            + QStringList { QStringLiteral("--checkpoint-dir"), dir, QStringLiteral("--stop-after-epoch"),
+                QStringLiteral("1") }));
+        QVERIFY(whole.finish(180000) && stopped.finish(180000));
+        QCOMPARE(whole.exitCode(), 0);
+        QCOMPARE(stopped.exitCode(), 0); // the agent's SUCCEEDED
+        QCOMPARE(stopped.events(QStringLiteral("started")).value(0).started().effective().stop_after_epochs(), 1);
+        QCOMPARE(stopped.events(QStringLiteral("epoch")).size(), 1);
+        QCOMPARE(stopped.events(QStringLiteral("step")).size(), 8);
+        const auto checkpoints = stopped.events(QStringLiteral("checkpoint"));
+        QCOMPARE(checkpoints.size(), 1);
+        QCOMPARE(checkpoints[0].checkpoint().epoch(), 1);
+        QVERIFY(QFile::exists(dir + QStringLiteral("/epoch-0001/MANIFEST"))); // committed
+        QVERIFY(!QFile::exists(dir + QStringLiteral("/epoch-0002")));
+        const auto finished = stopped.events(QStringLiteral("finished"));
+        QCOMPARE(finished.size(), 1);
+        QCOMPARE(finished[0].finished().epochs_completed(), 1);
+
+        const QStringList resume = { QStringLiteral("--checkpoint-dir"), dir, QStringLiteral("--resume"),
+            QStringLiteral("on") };
+        Worker resumed(small(epochs + resume + QStringList { QStringLiteral("--stop-after-epoch"), QStringLiteral("3") }));
+        QVERIFY(resumed.finish(180000));
+        QCOMPARE(resumed.exitCode(), 0);
+        QCOMPARE(resumed.events(QStringLiteral("started")).value(0).started().resumed_from_epoch(), 1);
+        const auto epochsAfter = resumed.events(QStringLiteral("epoch"));
+        QCOMPARE(epochsAfter.size(), 2);
+        QCOMPARE(epochsAfter[0].epoch().epoch(), 2);
+        QCOMPARE(epochsAfter[1].epoch().epoch(), 3);
+        const auto wholeEpochs = whole.events(QStringLiteral("epoch"));
+        QCOMPARE(wholeEpochs.size(), 3);
+        for (int i = 0; i < 2; ++i) {
+            const auto &a = epochsAfter[i].epoch();
+            const auto &b = wholeEpochs[i + 1].epoch();
+            QVERIFY2(a.train_loss() == b.train_loss() && a.test_loss() == b.test_loss()
+                    && a.test_accuracy() == b.test_accuracy(),
+                qPrintable(QStringLiteral("epoch %1: train loss %2 vs %3").arg(a.epoch()).arg(a.train_loss(), 0, 'g', 17).arg(b.train_loss(), 0, 'g', 17)));
+        }
+        const auto steps = resumed.events(QStringLiteral("step"));
+        const auto wholeSteps = whole.events(QStringLiteral("step"));
+        QCOMPARE(steps.size(), 16);
+        QCOMPARE(wholeSteps.size(), 24);
+        for (int i = 0; i < steps.size(); ++i) {
+            const auto &a = steps[i].step();
+            const auto &b = wholeSteps[i + 8].step();
+            QCOMPARE(a.step(), b.step());
+            QVERIFY2(a.learning_rate() == b.learning_rate() && a.loss() == b.loss(),
+                qPrintable(QStringLiteral("step %1: lr %2 vs %3, loss %4 vs %5").arg(a.step())
+                        .arg(a.learning_rate(), 0, 'g', 17).arg(b.learning_rate(), 0, 'g', 17)
+                        .arg(a.loss(), 0, 'g', 17).arg(b.loss(), 0, 'g', 17)));
+        }
+        QCOMPARE(resumed.events(QStringLiteral("finished")).value(0).finished().epochs_completed(), 3);
+        QCOMPARE(digest(resumed), digest(whole));
+
+        // Already past where it is told to stop: nothing to train, a success at once.
+        Worker passed(small(epochs + resume + QStringList { QStringLiteral("--stop-after-epoch"), QStringLiteral("2") }));
+        QVERIFY(passed.finish(60000));
+        QCOMPARE(passed.exitCode(), 0);
+        QVERIFY(passed.events(QStringLiteral("step")).isEmpty());
+        QVERIFY(passed.events(QStringLiteral("checkpoint")).isEmpty());
+        QCOMPARE(passed.events(QStringLiteral("finished")).value(0).finished().epochs_completed(), 3);
+    }
+
+    // The seed CNN's dropout rates are options: off (0 and 0) the same weights train to a
+    // different loss; the defaults are today's 0.25 and 0.5, given or not, bit for bit.
+    void dropoutRatesAreOptions()
+    {
+        const QStringList zero = { QStringLiteral("--block-dropout"), QStringLiteral("0"),
+            QStringLiteral("--dense-dropout"), QStringLiteral("0") };
+        const QStringList given = { QStringLiteral("--block-dropout"), QStringLiteral("0.25"),
+            QStringLiteral("--dense-dropout"), QStringLiteral("0.5") };
+        Worker defaults(small({})), off(small(zero)), explicitDefaults(small(given));
+        QVERIFY(defaults.finish(120000) && off.finish(120000) && explicitDefaults.finish(120000));
+        QCOMPARE(defaults.exitCode(), 0);
+        QCOMPARE(off.exitCode(), 0);
+        QCOMPARE(explicitDefaults.exitCode(), 0);
+        const v1::RunSpec recipe = defaults.events(QStringLiteral("started")).value(0).started().effective();
+        QCOMPARE(recipe.block_dropout(), 0.25);
+        QCOMPARE(recipe.dense_dropout(), 0.5);
+        QCOMPARE(recipe.block_dropout(), rules::kDefaultBlockDropout); // the agent's defaults
+        QCOMPARE(recipe.dense_dropout(), rules::kDefaultDenseDropout);
+        QCOMPARE(recipe.stop_after_epochs(), 0);
+        const v1::RunSpec offRecipe = off.events(QStringLiteral("started")).value(0).started().effective();
+        QVERIFY(offRecipe.has_block_dropout() && offRecipe.block_dropout() == 0);
+        QVERIFY(offRecipe.has_dense_dropout() && offRecipe.dense_dropout() == 0);
+        const double withDropout = defaults.events(QStringLiteral("epoch")).value(0).epoch().train_loss();
+        const double without = off.events(QStringLiteral("epoch")).value(0).epoch().train_loss();
+        QVERIFY2(std::isfinite(without) && without != withDropout,
+            qPrintable(QStringLiteral("train loss %1 with dropout, %2 without").arg(withDropout).arg(without)));
+        QCOMPARE(digest(explicitDefaults), digest(defaults));
     }
 
     void corruptCheckpointIsRefusedAndThePreviousUsed()
@@ -558,6 +659,15 @@ private Q_SLOTS:
         QVERIFY(ncclOnCpu.finish(30000));
         QCOMPARE(ncclOnCpu.exitCode(), 2);
         QVERIFY(ncclOnCpu.stderrText().contains(QStringLiteral("--backend nccl needs --device cuda")));
+        Worker certainDropout(small({ QStringLiteral("--block-dropout"), QStringLiteral("1") }));
+        QVERIFY(certainDropout.finish(30000));
+        QCOMPARE(certainDropout.exitCode(), 2);
+        QVERIFY(certainDropout.stderrText().contains(QStringLiteral("--block-dropout must be in [0, 1)")));
+        Worker stopPastTheEnd(small({ QStringLiteral("--epochs"), QStringLiteral("2"), QStringLiteral("--stop-after-epoch"),
+            QStringLiteral("3") }));
+        QVERIFY(stopPastTheEnd.finish(30000));
+        QCOMPARE(stopPastTheEnd.exitCode(), 2);
+        QVERIFY(stopPastTheEnd.stderrText().contains(QStringLiteral("--stop-after-epoch must be 0")));
     }
 
     // A worker without CUDA, or with no GPU to use, says so before it trains; the agent

@@ -4,6 +4,7 @@
 // included) and anything outside the contract is refused. Pure: no process is started.
 #include "event_writer.h"
 #include "run_supervisor.h"
+#include "spec_rules.h"
 #include "worker_channel.h"
 #include "worker_command.h"
 
@@ -224,6 +225,8 @@ private Q_SLOTS:
         spec->set_learning_rate(1e-7);
         spec->set_momentum(0);
         spec->set_gpus_per_worker(0.5);
+        spec->set_block_dropout(0); // zero is a value: no dropout after the conv blocks
+        spec->set_stop_after_epochs(2);
         run.datasetDir = "/data/set";
         run.runDir = "/state/runs/r1/2";
         run.workerBinary = "/bin/scalelab-worker";
@@ -236,6 +239,9 @@ private Q_SLOTS:
         QCOMPARE(rank1.lr(), 1e-7);
         QVERIFY(rank1.has_momentum() && rank1.momentum() == 0);
         QVERIFY(rank1.resume()); // attempt 2 resumes
+        QVERIFY(rank1.has_block_dropout() && rank1.block_dropout() == 0);
+        QCOMPARE(rank1.dense_dropout(), rules::kDefaultDenseDropout); // unset: the default, explicitly
+        QCOMPARE(rank1.stop_after_epoch(), 2);
         QCOMPARE(rank1.rendezvous(), std::string("10.0.0.1:29500"));
         QCOMPARE(rank1.bind_address(), std::string("10.0.0.2"));
         QCOMPARE(rank1.device(), std::string("cuda"));
@@ -244,12 +250,26 @@ private Q_SLOTS:
         const auto argv = agent::workerCommand(run, rank1);
         QCOMPARE(argv.front(), run.workerBinary);
         QVERIFY(std::find(argv.begin(), argv.end(), "1e-07") != argv.end());
+        const auto valueOf = [&](const std::string &option) {
+            const auto it = std::find(argv.begin(), argv.end(), option);
+            return it == argv.end() || it + 1 == argv.end() ? std::string("(missing)") : *(it + 1);
+        };
+        QCOMPARE(valueOf("--block-dropout"), std::string("0"));
+        QCOMPARE(valueOf("--dense-dropout"), std::string("0.5"));
+        QCOMPARE(valueOf("--stop-after-epoch"), std::string("2"));
+        // A run that trains its whole schedule says nothing of stopping.
+        spec->set_stop_after_epochs(0);
+        QVERIFY(!agent::workerLaunch(run, 1).has_stop_after_epoch());
+        spec->set_stop_after_epochs(2);
 
         const v1::WorkerLaunch lrFind = agent::lrFindLaunch(run, 1e-5, 10, 100);
         QCOMPARE(lrFind.command(), std::string("lr-find"));
         QCOMPARE(lrFind.steps(), 100);
+        // The range test trains the run's model: with its dropout.
+        QVERIFY(lrFind.has_block_dropout() && lrFind.block_dropout() == 0);
+        QCOMPARE(lrFind.dense_dropout(), rules::kDefaultDenseDropout);
         for (const char *runOnly : { "epochs", "lr", "rank", "world_size", "checkpoint_dir", "keep_checkpoints",
-                 "resume", "schedule", "rendezvous" }) {
+                 "resume", "schedule", "rendezvous", "stop_after_epoch" }) {
             const auto *field = v1::WorkerLaunch::descriptor()->FindFieldByName(runOnly);
             QVERIFY2(!lrFind.GetReflection()->HasField(lrFind, field), runOnly);
         }

@@ -10,6 +10,7 @@
 #include "study_plan.h"
 #include "study_results.h"
 #include "study_runner.h"
+#include "tune_plan.h"
 
 #include <QCommandLineParser>
 #include <QCoreApplication>
@@ -196,7 +197,7 @@ QJsonObject runJson(const RunResult &r)
             { QStringLiteral("transferredEpoch"), a.transferredEpoch },
             { QStringLiteral("transferredFrom"), a.transferredFrom },
             { QStringLiteral("resume"), resumeNote(a) } });
-    return QJsonObject { { QStringLiteral("runId"), r.runId },
+    QJsonObject o { { QStringLiteral("runId"), r.runId },
         { QStringLiteral("config"), configToJson(r.config) }, { QStringLiteral("key"), r.config.key() },
         { QStringLiteral("repeat"), r.repeat }, { QStringLiteral("state"), r.state },
         { QStringLiteral("reason"), r.stateReason },
@@ -207,6 +208,15 @@ QJsonObject runJson(const RunResult &r)
         { QStringLiteral("timeToTargetSeconds"),
             r.timeToTargetSeconds ? QJsonValue(*r.timeToTargetSeconds) : QJsonValue() },
         { QStringLiteral("attempts"), attempts } };
+    if (r.trial) {
+        QJsonArray decisions;
+        for (const auto &d : r.decisions)
+            decisions.append(d.toJson());
+        o.insert(QStringLiteral("params"), r.params);
+        o.insert(QStringLiteral("trialState"), trialStatus(r));
+        o.insert(QStringLiteral("decisions"), decisions);
+    }
+    return o;
 }
 
 QJsonObject studyJson(const StudySnapshot &s)
@@ -214,15 +224,74 @@ QJsonObject studyJson(const StudySnapshot &s)
     QJsonArray runs;
     for (const auto &r : s.runs)
         runs.append(runJson(r));
-    return QJsonObject { { QStringLiteral("studyId"), s.studyId }, { QStringLiteral("name"), s.name },
+    QJsonObject tune;
+    if (s.tune) {
+        const int best = bestTrialIndex(s);
+        tune = QJsonObject { { QStringLiteral("metric"), s.tuneMetric },
+            { QStringLiteral("mode"), s.tuneMaximize ? QStringLiteral("max") : QStringLiteral("min") },
+            { QStringLiteral("scheduler"), s.tuneScheduler }, { QStringLiteral("epochsSpent"), epochsSpent(s) },
+            { QStringLiteral("epochsWithoutStopping"), epochsWithoutStopping(s) },
+            { QStringLiteral("bestTrial"), best >= 0 ? s.runs[best].runId : QString() } };
+        if (best >= 0) {
+            tune.insert(QStringLiteral("bestParams"), s.runs[best].params);
+            const double v = trialMetric(s, s.runs[best].epochs.last());
+            tune.insert(QStringLiteral("bestValue"), std::isfinite(v) ? QJsonValue(v) : QJsonValue());
+            tune.insert(QStringLiteral("bestEpochs"), int(s.runs[best].epochs.size()));
+        }
+    }
+    QJsonObject study { { QStringLiteral("studyId"), s.studyId }, { QStringLiteral("name"), s.name },
         { QStringLiteral("state"), s.state }, { QStringLiteral("dataset"), s.dataset },
         { QStringLiteral("synthetic"), s.synthetic },
         { QStringLiteral("createdUnixMs"), double(s.createdUnixMs) },
         { QStringLiteral("finishedUnixMs"), double(s.finishedUnixMs) }, { QStringLiteral("runs"), runs } };
+    if (s.tune)
+        study.insert(QStringLiteral("tune"), tune);
+    return study;
+}
+
+// A tune's trials: hyperparameters, state, the metric at each rung, the best so far.
+QStringList tuneTable(const StudySnapshot &s)
+{
+    QStringList lines;
+    const int best = bestTrialIndex(s);
+    lines << QStringLiteral("  %1 %2 %3 %4  %5")
+                 .arg(QStringLiteral("trial"), -6)
+                 .arg(QStringLiteral("state"), -30)
+                 .arg(QStringLiteral("epochs"), 6)
+                 .arg(s.tuneMetric, 13)
+                 .arg(QStringLiteral("hyperparameters | metric at each rung"));
+    for (int i = 0; i < s.runs.size(); ++i) {
+        const RunResult &r = s.runs[i];
+        const QString label = r.runId.startsWith(s.studyId + QLatin1Char('-')) ? r.runId.mid(s.studyId.size() + 1) : r.runId;
+        const double last = r.epochs.isEmpty() ? kNotMeasured : trialMetric(s, r.epochs.last());
+        lines << QStringLiteral("  %1 %2 %3 %4  %5 | %6")
+                     .arg(label + (i == best ? QStringLiteral("*") : QString()), -6)
+                     .arg(trialStatus(r), -30)
+                     .arg(r.epochs.size(), 6)
+                     .arg(metricText(s.tuneMetric, last), 13)
+                     .arg(paramsText(r.params), rungValuesText(s, r));
+        if (r.state == QLatin1String("STOPPED") && !r.decisions.isEmpty())
+            lines << QStringLiteral("         %1").arg(r.decisions.last().reason);
+    }
+    lines << QStringLiteral("  * best so far (the best %1 at a trial's last epoch, as Ray's get_best_result); "
+                            "scheduler: %2; epochs trained: %3 of %4 without early stopping")
+                 .arg(s.tuneMetric, s.tuneScheduler)
+                 .arg(epochsSpent(s))
+                 .arg(epochsWithoutStopping(s));
+    return lines;
 }
 
 void printStudy(const StudySnapshot &s)
 {
+    if (s.tune) {
+        out() << "tune " << s.studyId << " (" << s.name << "): " << s.state << ", data set " << s.dataset
+              << (s.synthetic ? QStringLiteral(" [SYNTHETIC DATA]") : QString()) << "\n";
+        out() << tuneTable(s).join(QLatin1Char('\n')) << "\n";
+        if (const int best = bestTrialIndex(s); best >= 0)
+            out() << "  best trial: " << s.runs[best].runId << ": " << paramsText(s.runs[best].params) << "\n";
+        out().flush();
+        return;
+    }
     out() << "study " << s.studyId << " (" << s.name << "): " << s.state << ", data set " << s.dataset
           << (s.synthetic ? QStringLiteral(" [SYNTHETIC DATA]") : QString()) << "\n";
     const StudyResults results = computeStudyResults(s);
@@ -303,6 +372,14 @@ int driveStudy(Journal *journal, const QString &studyId, const QList<AgentEndpoi
             const QString label = runId.startsWith(studyId + QLatin1Char('-')) ? runId.mid(studyId.size() + 1) : runId;
             progress.apply(runId, label, events);
         });
+    // A tune: the trials table again after each decision of its scheduler.
+    QObject::connect(&runner, &StudyRunner::stateChanged, [&, json](const JournalEvent &event) {
+        // In a terminal; a log gets the decisions (messages) and the table at the end.
+        if (json || event.type != QLatin1String("trial_decision") || !ProgressDisplay::stdoutIsTerminal())
+            return;
+        for (const QString &line : tuneTable(runner.snapshot()))
+            progress.print(line);
+    });
     QObject::connect(&runner, &StudyRunner::finished, [&](const QString &state) {
         code = state == QLatin1String("SUCCEEDED") ? Ok : RunFailed;
         QCoreApplication::exit(0);
@@ -548,8 +625,9 @@ int watchStudy(const QStringList &arguments)
         again.parse(args);
         if (int rc = setUpAgents(again, &agents); rc != Ok)
             return rc;
-    } else if (int rc = setUpAgents(parser, &agents); rc != Ok) {
-        return rc;
+    } else if (agentsGiven(parser)) { // else the journal's agents, reached below: no local one to start
+        if (int rc = setUpAgents(parser, &agents); rc != Ok)
+            return rc;
     }
     if (!local && !agentsGiven(parser))
         agents.endpoints.clear(); // the journal's addresses; only the token is needed
@@ -670,10 +748,70 @@ int requestStudyChange(const QStringList &arguments, bool retry)
     return Ok;
 }
 
+// `study continue ID --run RUN|best --epochs N`: one more stretch of a tune's trial,
+// recorded, then driven to its end as `study watch` would.
+int continueTrial(const QStringList &arguments)
+{
+    QCommandLineParser parser;
+    addJournalOptions(parser);
+    addAgentOptions(parser);
+    parser.addOption({ QStringLiteral("run"),
+        QStringLiteral("The trial to continue (a run id), or \"best\" for the best so far."), QStringLiteral("id") });
+    parser.addOption({ QStringLiteral("epochs"), QStringLiteral("How many more epochs to train it."), QStringLiteral("n") });
+    parser.addPositionalArgument(QStringLiteral("id"), QStringLiteral("Tune (study) id."));
+    int code = Ok;
+    if (!parse(parser,
+            arguments, QStringLiteral("Continue a tune's trial for more epochs, from its last checkpoint, and drive the tune to its end."),
+            &code))
+        return code;
+    const QString usage = QStringLiteral("scalelab-cli study continue ID --run RUN|best --epochs N");
+    if (parser.positionalArguments().size() != 1 || !parser.isSet(QStringLiteral("run"))
+        || !parser.isSet(QStringLiteral("epochs")))
+        return badInput(QStringLiteral("give a tune, a trial and a number of epochs: %1").arg(usage));
+    bool ok = false;
+    const int more = parser.value(QStringLiteral("epochs")).toInt(&ok);
+    if (!ok)
+        return badInput(QStringLiteral("--epochs: \"%1\" is not a whole number").arg(parser.value(QStringLiteral("epochs"))));
+    Journal journal;
+    QString studyId;
+    if (!openStudy(parser, &journal, &studyId))
+        return BadInput;
+    QString runId = parser.value(QStringLiteral("run"));
+    if (runId == QLatin1String("best")) {
+        const StudySnapshot s = buildSnapshot(StudyState::replay(journal.events(studyId)), journal);
+        const int best = bestTrialIndex(s);
+        if (best < 0)
+            return badInput(QStringLiteral("tune %1 has no trial with a result yet").arg(studyId));
+        runId = s.runs[best].runId;
+    } else if (!runId.startsWith(studyId)) {
+        runId = studyId + QLatin1Char('-') + runId; // "t03"
+    }
+    QString error;
+    if (!StudyRunner::requestContinue(&journal, studyId, runId, more, &error))
+        return badInput(error);
+    out() << "continuing " << runId << " for " << more << " more epoch(s)\n";
+    out().flush();
+    // Then as `study watch ID`, without this command's own options.
+    QStringList rest;
+    for (int i = 0; i < arguments.size(); ++i) {
+        const QString &a = arguments[i];
+        if (a == QLatin1String("--run") || a == QLatin1String("--epochs")) {
+            ++i;
+            continue;
+        }
+        if (a.startsWith(QLatin1String("--run=")) || a.startsWith(QLatin1String("--epochs=")))
+            continue;
+        rest << a;
+    }
+    return watchStudy(rest);
+}
+
 int planCommand(const QStringList &arguments)
 {
     QCommandLineParser parser;
     parser.addOption({ QStringLiteral("example"), QStringLiteral("Print an example plan.") });
+    parser.addOption({ QStringLiteral("example-tune"),
+        QStringLiteral("Print an example tune: 9 trials, ASHA early stopping, 9 epochs at most.") });
     parser.addOption({ QStringLiteral("dataset"), QStringLiteral("Data set of the example plan."),
         QStringLiteral("name"), QStringLiteral("synthetic") });
     parser.addOption({ QStringLiteral("check"), QStringLiteral("Validate a plan file and list its runs."),
@@ -689,13 +827,21 @@ int planCommand(const QStringList &arguments)
                 QStringLiteral("%1:\n  %2")
                     .arg(parser.value(QStringLiteral("check")), problems.join(QLatin1String("\n  "))));
         const auto runs = expandPlan(*plan, QStringLiteral("ID"));
-        out() << parser.value(QStringLiteral("check")) << ": valid, " << runs.size() << " runs\n";
+        out() << parser.value(QStringLiteral("check")) << ": valid, " << runs.size() << (isTune(*plan) ? " trials\n" : " runs\n");
         for (const auto &r : runs)
-            out() << "  " << r.runId << "  " << r.config.key() << "  repeat " << r.repeat + 1 << "\n";
+            if (r.trial)
+                out() << "  " << r.runId << "  " << paramsText(r.params) << "  (" << r.config.workers << " worker(s), "
+                      << r.config.epochs << " epochs at most)\n";
+            else
+                out() << "  " << r.runId << "  " << r.config.key() << "  repeat " << r.repeat + 1 << "\n";
         if (const QStringList specs = planAgentSpecs(*plan); !specs.isEmpty()) {
             out() << "agents: " << specs.join(QLatin1String(", "))
                   << " (files are read and names resolved when the study runs)\n";
         }
+        return Ok;
+    }
+    if (parser.isSet(QStringLiteral("example-tune"))) {
+        out() << planToJson(exampleTunePlan(parser.value(QStringLiteral("dataset"))));
         return Ok;
     }
     out() << planToJson(examplePlan(parser.value(QStringLiteral("dataset"))));
@@ -780,7 +926,9 @@ int studyCommand(QStringList arguments)
   retry ID --run RUN [--agent HOST:PORT]  one more attempt of a FAILED or CANCELLED run, from
                        its checkpoint (also on agents the study did not have, via the
                        console's copy of the checkpoint)
-  plan            print an example plan (--example) or check one (--check FILE)
+  continue ID --run RUN|best --epochs N  train a tune's trial N more epochs from its last
+                       checkpoint (its schedule stretched to the new length), then drive the tune
+  plan            print an example plan (--example, --example-tune) or check one (--check FILE)
 )";
     if (arguments.size() < 2 || arguments[1] == QLatin1String("--help")
         || arguments[1] == QLatin1String("-h")) {
@@ -805,6 +953,8 @@ int studyCommand(QStringList arguments)
         return requestStudyChange(arguments, true);
     if (sub == QLatin1String("plan"))
         return planCommand(arguments);
+    if (sub == QLatin1String("continue"))
+        return continueTrial(arguments);
     return badInput(QStringLiteral("unknown study command '%1'; see `scalelab-cli study --help`").arg(sub));
 }
 

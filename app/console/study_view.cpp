@@ -5,6 +5,8 @@
 #include "report.h"
 #include "run_details.h"
 #include "study_charts.h"
+#include "tune_charts.h"
+#include "tune_plan.h"
 #include "study_plan.h"
 #include "study_results.h"
 #include "lr_find_dialog.h"
@@ -420,10 +422,17 @@ void StudyView::buildUi()
     m_resultsNote->hide();
     top->addWidget(m_resultsNote);
     m_charts = new app::StudyCharts;
+    m_tune = new app::TuneCharts; // in the charts' place while a tune is open
+    m_tune->hide();
+    connect(m_tune, &app::TuneCharts::trialActivated, this, [this](const QString &runId) {
+        if (!m_studyId.isEmpty())
+            showRunDetails(runId);
+    });
     m_split = new QSplitter(Qt::Vertical);
     m_split->setObjectName(QStringLiteral("studySplit"));
     m_split->addWidget(tablePane);
     m_split->addWidget(m_charts);
+    m_split->addWidget(m_tune);
     m_split->setStretchFactor(0, 2);
     m_split->setStretchFactor(1, 3);
     auto *layout = new QHBoxLayout(this);
@@ -527,11 +536,13 @@ void StudyView::setDefaultDataset(const QString &dataset)
 v1::StudyPlan StudyView::planFromForm(QStringList *problems) const
 {
     v1::StudyPlan plan = m_loaded; // overrides, baseline sizes, training options: as loaded
+    const bool tune = plan.has_tune(); // its trials come from its search space, not the grid
     plan.clear_grid();
     plan.set_name(m_name->text().trimmed().toStdString());
     plan.set_dataset(m_dataset->text().trimmed().toStdString());
-    plan.mutable_baseline()->set_skip(!m_baseline->isChecked());
-    auto *g = plan.mutable_grid();
+    plan.mutable_baseline()->set_skip(tune || !m_baseline->isChecked());
+    v1::StudyGrid ignored;
+    auto *g = tune ? &ignored : plan.mutable_grid();
     for (int v : parseList<int>(m_workers, tr("Workers"), problems))
         g->add_workers(v);
     for (int v : parseList<int>(m_batch, tr("Batch per worker"), problems))
@@ -546,8 +557,8 @@ v1::StudyPlan StudyView::planFromForm(QStringList *problems) const
         g->add_precision(w.trimmed().toStdString());
     for (const QString &w : m_lrRule->currentText().split(QLatin1Char(','), Qt::SkipEmptyParts))
         g->add_lr_rule(w.trimmed().toStdString());
-    plan.set_repeats(m_repeats->value());
-    if (m_repeatSeeds->currentData().toString() == QLatin1String("vary"))
+    plan.set_repeats(tune ? 0 : m_repeats->value());
+    if (!tune && m_repeatSeeds->currentData().toString() == QLatin1String("vary"))
         plan.set_repeat_seeds("vary"); // "same" is the default: left out of the plan file
     plan.set_max_failures(m_maxFailures->value());
     plan.set_target_accuracy(m_target->value() / 100.0);
@@ -642,6 +653,15 @@ void StudyView::setForm(const v1::StudyPlan &plan)
     m_placement->setCurrentText(
         plan.placement().empty() ? QStringLiteral("pack") : QString::fromStdString(plan.placement()));
     m_planAgents->setText(core::planAgentSpecs(plan).join(QLatin1String(", ")));
+    // A tune draws its trials from its search space: the grid's fields do not apply.
+    const QString tuneNote = tr("A tune: its trials are drawn from the plan's search space (load another plan to "
+                                "design a grid)");
+    for (QWidget *w : std::initializer_list<QWidget *> { m_baseline, m_workers, m_batch, m_epochs, m_gpus, m_threads,
+             m_precision, m_lrRule, m_repeats, m_repeatSeeds, m_lr }) {
+        w->setEnabled(!plan.has_tune());
+        w->setToolTip(plan.has_tune() ? tuneNote : QString());
+    }
+    m_launch->setText(plan.has_tune() ? tr("Launch tune") : tr("Launch study"));
 }
 
 QString StudyView::describeProblem(const QString &problem, QWidget **field) const
@@ -768,7 +788,7 @@ void StudyView::preview()
         QTableWidgetItem *name = item(shortRunName(runs[i].runId, QStringLiteral("new")));
         name->setData(kRunIdRole, runs[i].runId);
         m_runs->setItem(i, RunCol, name);
-        QTableWidgetItem *config = item(labels.value(i));
+        QTableWidgetItem *config = item(runs[i].trial ? paramsText(runs[i].params) : labels.value(i));
         config->setToolTip(runs[i].config.key());
         m_runs->setItem(i, ConfigCol, config);
         m_runs->setItem(i, StateCol, item(p.infeasible ? tr("INFEASIBLE") : tr("planned")));
@@ -780,7 +800,11 @@ void StudyView::preview()
     }
     m_frozen->sync();
     m_problems->setStyleSheet({});
-    m_problems->setText(tr("%n run(s)", nullptr, int(runs.size()))
+    m_problems->setText((isTune(plan) ? tr("A tune of %n trial(s); scheduler %1", nullptr, int(runs.size()))
+                                              .arg(QString::fromStdString(plan.tune().scheduler().kind().empty()
+                                                      ? "none"
+                                                      : plan.tune().scheduler().kind()))
+                                        : tr("%n run(s)", nullptr, int(runs.size())))
         + (infeasible ? tr("; %1 cannot be placed on the agents (they wait, PENDING, with the reason)")
                             .arg(infeasible)
                       : QString()));
@@ -820,6 +844,7 @@ bool StudyView::open(const QString &studyId, QString *error)
     stopRunner();
     if (studyId != m_studyId) {
         m_charts->clear();
+        m_tune->clear();
         m_progress.clear();
     }
     m_studyId = studyId;
@@ -898,10 +923,10 @@ void StudyView::refresh()
         name->setData(kRunIdRole, r.runId);
         name->setToolTip(r.runId);
         m_runs->setItem(i, RunCol, name);
-        QTableWidgetItem *config = item(labels.value(i));
+        QTableWidgetItem *config = item(r.trial ? paramsText(r.params) : labels.value(i));
         config->setToolTip(r.config.key()); // the whole configuration
         m_runs->setItem(i, ConfigCol, config);
-        m_runs->setItem(i, StateCol, item(r.state));
+        m_runs->setItem(i, StateCol, item(r.trial ? trialStatus(r) : r.state));
         const auto live = m_progress.find(r.runId);
         const core::ProgressView view = live != m_progress.end() ? live->second.second.view() : core::ProgressView {};
         double fraction = 0;
@@ -932,9 +957,25 @@ void StudyView::refresh()
     m_resultsNote->setText(note);
     m_resultsNote->setStyleSheet(results.baselineWarning.isEmpty() ? QString()
                                                                    : QStringLiteral("color: #b45309; font-weight: 600;"));
-    m_resultsNote->setVisible(!note.isEmpty());
+    m_resultsNote->setVisible(!note.isEmpty() && !s.tune); // a tune has no baseline by design
+    // Speedups need a baseline: a tune's table has none to show. Hidden for the tune
+    // only, so the user's own choice of columns comes back with the next study.
+    for (int c : { SpeedupCol, EfficiencyCol }) {
+        if (s.tune && !m_runs->isColumnHidden(c)) {
+            m_runs->setColumnHidden(c, true);
+            m_hiddenForTune.insert(c);
+        } else if (!s.tune && m_hiddenForTune.remove(c)) {
+            m_runs->setColumnHidden(c, false);
+        }
+    }
     applyFilter();
-    m_charts->update(s, results, m_journal);
+    // A tune has no speedups: its trials, their metric and hyperparameters instead.
+    m_charts->setVisible(!s.tune);
+    m_tune->setVisible(s.tune);
+    if (s.tune)
+        m_tune->update(s);
+    else
+        m_charts->update(s, results, m_journal);
     m_cancel->setEnabled(!m_studyId.isEmpty() && s.state == QLatin1String("RUNNING"));
     m_export->setEnabled(!m_studyId.isEmpty());
     if (s.synthetic)
@@ -1081,6 +1122,7 @@ void StudyView::saveSettings(QSettings &settings) const
     settings.setValue(QStringLiteral("study/split"), m_split->saveState());
     settings.setValue(QStringLiteral("study/lastStudy"), m_studyId);
     settings.setValue(QStringLiteral("study/chartTab"), m_charts->tabs()->currentIndex());
+    settings.setValue(QStringLiteral("study/tuneTab"), m_tune->tabs()->currentIndex());
     m_charts->controls()->save(settings, QStringLiteral("studyCharts"));
     settings.setValue(QStringLiteral("study/plan"), QString::fromUtf8(planToJson([this] {
         QStringList ignored;
@@ -1089,7 +1131,7 @@ void StudyView::saveSettings(QSettings &settings) const
     settings.setValue(QStringLiteral("study/planDir"), m_planDir);
     QStringList hidden;
     for (int c = ConfigCol; c < RunColumnCount; ++c)
-        if (m_runs->isColumnHidden(c))
+        if (m_runs->isColumnHidden(c) && !m_hiddenForTune.contains(c))
             hidden << QLatin1String(kRunColumnKeys[c]);
     settings.setValue(QStringLiteral("study/hiddenColumns"), hidden.isEmpty() ? QStringLiteral("none") : hidden.join(u','));
 }
@@ -1098,6 +1140,7 @@ void StudyView::restoreSettings(const QSettings &settings)
 {
     m_split->restoreState(settings.value(QStringLiteral("study/split")).toByteArray());
     m_charts->tabs()->setCurrentIndex(settings.value(QStringLiteral("study/chartTab"), 0).toInt());
+    m_tune->tabs()->setCurrentIndex(settings.value(QStringLiteral("study/tuneTab"), 0).toInt());
     m_charts->controls()->restore(settings, QStringLiteral("studyCharts"));
     QStringList problems;
     if (const auto plan

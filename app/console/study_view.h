@@ -10,6 +10,7 @@
 #include "study_runner.h"
 
 #include <QPointer>
+#include <QSet>
 #include <QThread>
 #include <QTimer>
 #include <QWidget>
@@ -30,6 +31,7 @@ class QTableWidget;
 
 namespace scalelab::app {
 class StudyCharts;
+class TuneCharts;
 }
 
 namespace scalelab::console {
@@ -85,6 +87,7 @@ public:
     void setRunColumnVisible(int column, bool visible);
     QLabel *problemsLabel() const { return m_problems; }
     app::StudyCharts *charts() const { return m_charts; }
+    app::TuneCharts *tuneCharts() const { return m_tune; }
     QLineEdit *runFilter() const { return m_filter; }
 
     // One more attempt of a FAILED or CANCELLED run of the open study; the study is
@@ -180,6 +183,8 @@ private:
     QComboBox *m_stateFilter = nullptr;
     QSplitter *m_split = nullptr;
     app::StudyCharts *m_charts = nullptr;
+    app::TuneCharts *m_tune = nullptr; // shown instead of m_charts for a tune
+    QSet<int> m_hiddenForTune; // runs-table columns hidden because a tune is shown
     QPushButton *m_launch = nullptr;
     QPushButton *m_cancel = nullptr; // enabled while the open study runs
     QPushButton *m_export = nullptr; // enabled while a study is open

@@ -2,7 +2,9 @@
 // The HTML and PDF renderers live in report_html.cpp and report_pdf.cpp.
 #include "report.h"
 
+#include "report_tune.h"
 #include "study_results.h"
+#include "tune_plan.h"
 
 #include <QFileInfo>
 #include <QJsonArray>
@@ -62,7 +64,7 @@ QJsonObject configJson(const RunConfig &c)
         { QStringLiteral("precision"), c.precision }, { QStringLiteral("lr_rule"), c.lrRule } };
 }
 
-QJsonObject runJson(const RunResult &run, const RunOutcome &o)
+QJsonObject runJson(const StudySnapshot &snapshot, const RunResult &run, const RunOutcome &o)
 {
     QJsonArray attempts, epochs, steps;
     for (const AttemptRecord &a : run.attempts) {
@@ -89,7 +91,7 @@ QJsonObject runJson(const RunResult &run, const RunOutcome &o)
             { QStringLiteral("loss"), number(s.loss) },
             { QStringLiteral("elapsed_seconds"), number(s.elapsedSeconds) } });
     }
-    return QJsonObject { { QStringLiteral("run_id"), run.runId },
+    QJsonObject json { { QStringLiteral("run_id"), run.runId },
         { QStringLiteral("config"), configJson(run.config) }, { QStringLiteral("repeat"), run.repeat },
         { QStringLiteral("state"), run.state }, { QStringLiteral("state_reason"), run.stateReason },
         { QStringLiteral("final_test_accuracy"), number(run.finalTestAccuracy) },
@@ -102,6 +104,75 @@ QJsonObject runJson(const RunResult &run, const RunOutcome &o)
         { QStringLiteral("attempts"), attempts }, { QStringLiteral("epochs"), epochs },
         { QStringLiteral("steps"), steps }, { QStringLiteral("recipe"), run.recipe },
         { QStringLiteral("worker_command"), QJsonArray::fromStringList(run.workerCommand) } };
+    if (snapshot.tune) {
+        // A tune has no baseline: no speedup to report.
+        json.remove(QStringLiteral("speedup_by_wall_clock"));
+        json.remove(QStringLiteral("speedup_by_time_to_accuracy"));
+    }
+    if (run.trial) {
+        QJsonArray decisions;
+        for (const TrialDecision &d : run.decisions)
+            decisions.append(d.toJson());
+        json.insert(QStringLiteral("trial"), true);
+        json.insert(QStringLiteral("params"), run.params);
+        json.insert(QStringLiteral("trial_state"), trialStatus(run));
+        json.insert(QStringLiteral("trial_target"), run.trialTarget);
+        json.insert(QStringLiteral("epochs_trained"), int(run.epochs.size()));
+        json.insert(QStringLiteral("final_metric"),
+            number(run.epochs.isEmpty() ? kNotMeasured : trialMetric(snapshot, run.epochs.last())));
+        json.insert(QStringLiteral("decisions"), decisions);
+    }
+    return json;
+}
+
+// A tune's search, scheduler, best trial and budget; its decisions in the order they were
+// made (each is also under its run).
+QJsonObject tuneJson(const StudySnapshot &snapshot)
+{
+    const TuneReport t = tuneReport(snapshot);
+    QJsonArray space;
+    for (const TuneDimension &d : t.space) {
+        QJsonObject o { { QStringLiteral("name"), d.name }, { QStringLiteral("label"), d.label },
+            { QStringLiteral("kind"), d.kind }, { QStringLiteral("log_scale"), d.logScale } };
+        if (d.choice()) {
+            o.insert(QStringLiteral("values"), d.values);
+        } else {
+            o.insert(QStringLiteral("low"), number(d.low));
+            o.insert(QStringLiteral("high"), number(d.high));
+            if (std::isfinite(d.q))
+                o.insert(QStringLiteral("q"), d.q);
+        }
+        space.append(o);
+    }
+    QJsonValue best;
+    if (t.best >= 0) {
+        const RunResult &b = snapshot.runs[t.best];
+        best = QJsonObject { { QStringLiteral("run_id"), b.runId }, { QStringLiteral("params"), b.params },
+            { QStringLiteral("value"), number(t.bestValue) }, { QStringLiteral("epoch"), t.bestEpoch },
+            { QStringLiteral("trial_state"), trialStatus(b) } };
+    }
+    QJsonArray rungs;
+    for (const int e : t.rungEpochs)
+        rungs.append(e);
+    QJsonArray decisions;
+    for (const TuneDecisionRef &ref : t.decisions)
+        decisions.append(snapshot.runs[ref.run].decisions[ref.index].toJson());
+    QJsonObject o { { QStringLiteral("metric"), t.metric },
+        { QStringLiteral("mode"), t.maximize ? QStringLiteral("max") : QStringLiteral("min") },
+        { QStringLiteral("scheduler"), t.scheduler }, { QStringLiteral("space"), space },
+        { QStringLiteral("trials"), t.trials }, { QStringLiteral("best_trial"), best },
+        { QStringLiteral("epochs_spent"), t.epochsSpent },
+        { QStringLiteral("epochs_without_stopping"), t.epochsWithoutStopping },
+        { QStringLiteral("rung_epochs"), rungs }, { QStringLiteral("decisions"), decisions } };
+    if (t.planRead) {
+        o.insert(QStringLiteral("searcher"), t.searcher);
+        o.insert(QStringLiteral("samples"), t.samples);
+        // JSON numbers are doubles: a seed past 2^53 is written as a string, as protobuf does.
+        o.insert(QStringLiteral("seed"),
+            t.seed <= (quint64(1) << 53) ? QJsonValue(double(t.seed)) : QJsonValue(QString::number(t.seed)));
+        o.insert(QStringLiteral("trial_epochs"), t.trialEpochs);
+    }
+    return o;
 }
 
 // What each number means, written into every JSON report (the README says the same).
@@ -226,6 +297,14 @@ QString epochCsvPath(const QString &runsCsvPath)
     return base + QStringLiteral(".epochs.csv");
 }
 
+QString decisionsCsvPath(const QString &runsCsvPath)
+{
+    QString base = runsCsvPath;
+    if (hasSuffix(base, ".csv"))
+        base.chop(4);
+    return base + QStringLiteral(".decisions.csv");
+}
+
 QByteArray reportJson(const StudySnapshot &snapshot)
 {
     const StudyResults r = computeStudyResults(snapshot);
@@ -262,7 +341,7 @@ QByteArray reportJson(const StudySnapshot &snapshot)
     }
     QJsonArray runs;
     for (int i = 0; i < snapshot.runs.size(); ++i)
-        runs.append(runJson(snapshot.runs[i], r.runs[i]));
+        runs.append(runJson(snapshot, snapshot.runs[i], r.runs[i]));
     QJsonArray nodes;
     for (const NodeInfo &n : snapshot.nodes) {
         nodes.append(QJsonObject { { QStringLiteral("agent"), n.agent },
@@ -297,6 +376,27 @@ QByteArray reportJson(const StudySnapshot &snapshot)
         root.insert(QStringLiteral("learning_rate_search"),
             QJsonObject { { QStringLiteral("note"), snapshot.learningRateNote }, { QStringLiteral("curve"), curve } });
     }
+    if (snapshot.tune) {
+        // A tune compares trials with each other, not with a baseline.
+        root.remove(QStringLiteral("baseline_key"));
+        root.remove(QStringLiteral("seed_study_comparison"));
+        root.remove(QStringLiteral("configurations"));
+        root.insert(QStringLiteral("tune"), tuneJson(snapshot));
+        QJsonObject definitions = root.value(QStringLiteral("definitions")).toObject();
+        definitions.remove(QStringLiteral("speedup"));
+        definitions.remove(QStringLiteral("efficiency"));
+        definitions.insert(QStringLiteral("final_metric"),
+            QStringLiteral("the tune's metric at the trial's last completed epoch"));
+        definitions.insert(QStringLiteral("best_trial"),
+            QStringLiteral("the trial whose last completed epoch has the best metric (as Ray Tune's "
+                           "get_best_result with scope \"last\")"));
+        definitions.insert(QStringLiteral("epochs_spent"),
+            QStringLiteral(
+                "epochs trained by all trials together; epochs_without_stopping: what the same trials "
+                "would have trained without early stopping"));
+        root.insert(QStringLiteral("definitions"), definitions);
+        return QJsonDocument(root).toJson(QJsonDocument::Indented);
+    }
     if (!r.baselineNote.isEmpty())
         root.insert(QStringLiteral("baseline_note"), r.baselineNote);
     if (!r.baselineWarning.isEmpty())
@@ -304,8 +404,72 @@ QByteArray reportJson(const StudySnapshot &snapshot)
     return QJsonDocument(root).toJson(QJsonDocument::Indented);
 }
 
+namespace {
+
+// A tune's runs CSV: one row per trial, a column per hyperparameter and per judged epoch.
+QByteArray tuneTrialsCsv(const StudySnapshot &snapshot)
+{
+    const TuneReport t = tuneReport(snapshot);
+    const QStringList params = tuneParamNames(snapshot, t);
+    QStringList header { QStringLiteral("study_id"), QStringLiteral("synthetic"), QStringLiteral("run_id"),
+        QStringLiteral("best"), QStringLiteral("state"), QStringLiteral("trial_state") };
+    header << params;
+    header << QStringLiteral("epochs_trained") << QStringLiteral("final_") + t.metric;
+    for (const int e : t.judgedEpochs)
+        header << QStringLiteral("%1_at_epoch_%2").arg(t.metric).arg(e);
+    header << QStringLiteral("cutoff_missed") << QStringLiteral("workers") << QStringLiteral("attempts")
+           << QStringLiteral("wall_seconds") << QStringLiteral("images_per_second")
+           << QStringLiteral("reason");
+    QByteArray out = csvLine(header);
+    for (int i = 0; i < snapshot.runs.size(); ++i) {
+        const RunResult &run = snapshot.runs[i];
+        QStringList row { snapshot.studyId, boolText(snapshot.synthetic), run.runId, boolText(i == t.best),
+            run.state, run.trial ? trialStatus(run) : QString() };
+        for (const QString &name : params) {
+            const QJsonValue v = run.params.value(name);
+            row << (v.isString() ? v.toString() : v.isDouble() ? csvNumber(v.toDouble()) : QString());
+        }
+        row << QString::number(run.epochs.size()) << csvNumber(t.finalMetric.value(i, kNotMeasured));
+        for (const int e : t.judgedEpochs)
+            row << csvNumber(judgedValue(run, e));
+        const TrialDecision *last = run.decisions.isEmpty() ? nullptr : &run.decisions.last();
+        const bool stopped = last && last->action == QLatin1String("stop");
+        row << (stopped && last->cutoff ? csvNumber(*last->cutoff) : QString())
+            << QString::number(run.config.workers) << QString::number(run.attempts.size())
+            << csvNumber(run.wallSeconds) << csvNumber(run.imagesPerSecond)
+            << (stopped ? last->reason : run.stateReason);
+        out += csvLine(row);
+    }
+    return out;
+}
+
+} // namespace
+
+QByteArray reportDecisionsCsv(const StudySnapshot &snapshot)
+{
+    QByteArray out = csvLine({ QStringLiteral("study_id"), QStringLiteral("synthetic"),
+        QStringLiteral("order"), QStringLiteral("run_id"), QStringLiteral("action"), QStringLiteral("epoch"),
+        QStringLiteral("rung_index"), QStringLiteral("value"), QStringLiteral("cutoff"),
+        QStringLiteral("seen"), QStringLiteral("next_target"), QStringLiteral("reason") });
+    const TuneReport t = tuneReport(snapshot);
+    for (int i = 0; i < t.decisions.size(); ++i) {
+        const TrialDecision &d = snapshot.runs[t.decisions[i].run].decisions[t.decisions[i].index];
+        QStringList seen;
+        for (const double v : d.seen)
+            seen << (std::isfinite(v) ? csvNumber(v) : QStringLiteral("nan"));
+        out += csvLine({ snapshot.studyId, boolText(snapshot.synthetic), QString::number(i + 1),
+            snapshot.runs[t.decisions[i].run].runId, d.action, QString::number(d.epoch),
+            d.rung >= 0 ? QString::number(d.rung) : QString(), csvNumber(d.value),
+            d.cutoff ? csvNumber(*d.cutoff) : QString(), seen.join(QLatin1Char(' ')),
+            d.nextTarget > 0 ? QString::number(d.nextTarget) : QString(), d.reason });
+    }
+    return out;
+}
+
 QByteArray reportRunsCsv(const StudySnapshot &snapshot)
 {
+    if (snapshot.tune)
+        return tuneTrialsCsv(snapshot);
     const StudyResults r = computeStudyResults(snapshot);
     QByteArray out = csvLine({ QStringLiteral("study_id"), QStringLiteral("synthetic"),
         QStringLiteral("run_id"), QStringLiteral("config_key"), QStringLiteral("baseline"),
@@ -390,6 +554,13 @@ WrittenReport writeReport(const StudySnapshot &snapshot, ReportFormat format, co
         if (!written.ok())
             return written;
         written.paths << epochs;
+        if (snapshot.tune) {
+            const QString decisions = decisionsCsvPath(path);
+            written.error = writeFile(decisions, reportDecisionsCsv(snapshot));
+            if (!written.ok())
+                return written;
+            written.paths << decisions;
+        }
     }
     return written;
 }

@@ -13,6 +13,17 @@
 //             [0, 1], times in seconds.
 // - csv       one row per run. writeReport() also writes the per-epoch metrics beside it,
 //             to epochCsvPath(path) ("report.csv" -> "report.epochs.csv").
+//
+// A tune (snapshot.tune, issue 18) is reported as a search, not as a scale-up: no speedup
+// or efficiency anywhere. JSON drops the baseline's comparison and configurations and adds
+// a "tune" object (metric, mode, scheduler, searcher, samples, seed, the search space,
+// best_trial, epochs_spent, epochs_without_stopping, rung_epochs, every decision in the
+// order it was made) and, per trial run, params, trial_state, final_metric and its
+// decisions (TrialDecision::toJson(), the journal's own form). The csv is one row per
+// trial (a column per hyperparameter, named as in the plan, and one per epoch a trial
+// was judged at: "<metric>_at_epoch_<N>"); writeReport() writes the decisions beside it too,
+// to decisionsCsvPath(path) ("report.csv" -> "report.decisions.csv"). HTML and PDF show
+// the search space, the trials, the decisions and the tune's charts.
 // - epoch-csv one row per (run, epoch) alone.
 // - html      one file, no external resource: CSS inline, charts as inline SVG.
 // - pdf       A4 landscape, the same content and charts as the HTML.
@@ -43,6 +54,8 @@ QString reportFormatName(ReportFormat format);
 QStringList reportFormatNames();
 // Where writeReport(Csv) puts the per-epoch metrics: "dir/x.csv" -> "dir/x.epochs.csv".
 QString epochCsvPath(const QString &runsCsvPath);
+// Where writeReport(Csv) puts a tune's decisions: "dir/x.csv" -> "dir/x.decisions.csv".
+QString decisionsCsvPath(const QString &runsCsvPath);
 
 struct RenderedReport {
     QByteArray bytes;
@@ -51,7 +64,7 @@ struct RenderedReport {
 };
 
 struct WrittenReport {
-    QStringList paths; // the files written (two for Csv)
+    QStringList paths; // the files written (two for Csv, three for a tune's)
     QString error; // names the path and the OS error; empty on success
     bool ok() const { return error.isEmpty(); }
 };
@@ -65,6 +78,9 @@ WrittenReport writeReport(const StudySnapshot &snapshot, ReportFormat format, co
 QByteArray reportJson(const StudySnapshot &snapshot);
 QByteArray reportRunsCsv(const StudySnapshot &snapshot);
 QByteArray reportEpochsCsv(const StudySnapshot &snapshot);
+// A tune's decisions, one row each, in the order they were made (empty but for its header
+// for a study).
+QByteArray reportDecisionsCsv(const StudySnapshot &snapshot);
 RenderedReport reportHtml(const StudySnapshot &snapshot);
 RenderedReport reportPdf(const StudySnapshot &snapshot);
 

@@ -1,6 +1,8 @@
 #include "report_charts.h"
 
 #include "downsample.h"
+#include "report_tune.h"
+#include "tune_plan.h"
 
 #include <QBuffer>
 #include <QFont>
@@ -147,10 +149,258 @@ void drawSwatch(QPainter &p, const ChartSeries &s, const QRectF &box, qreal u)
         drawMarker(p, QPointF(box.center().x(), y), s.color, u);
 }
 
+// The colour scale's row of a legend at `at` (its top-left): "label  from ▬▬▬ to".
+void drawColorScale(
+    QPainter &p, const ChartColorScale &scale, QPointF at, qreal rowH, const QFontMetricsF &fm, qreal u)
+{
+    p.setFont(chartFont(10.5 * u));
+    p.setPen(kTextColor);
+    qreal x = at.x();
+    const auto text = [&](const QString &t) {
+        if (t.isEmpty())
+            return;
+        const qreal w = fm.horizontalAdvance(t) + 2 * u;
+        p.drawText(QRectF(x, at.y(), w, rowH), Qt::AlignLeft | Qt::AlignVCenter, t);
+        x += w + 5 * u;
+    };
+    text(scale.label);
+    text(scale.fromText);
+    const qreal barW = 110 * u, barH = std::min(rowH * 0.6, 9 * u);
+    const QRectF bar(x, at.y() + (rowH - barH) / 2, barW, barH);
+    const int steps = 40;
+    p.setPen(Qt::NoPen);
+    for (int i = 0; i < steps && !scale.colors.isEmpty(); ++i) {
+        // Each step's colour interpolated between the two stops around it.
+        const double f = (i + 0.5) / steps * (scale.colors.size() - 1);
+        const int k = std::min(int(f), int(scale.colors.size()) - 1);
+        const QColor a = scale.colors[k], b = scale.colors[std::min(k + 1, int(scale.colors.size()) - 1)];
+        const double w = f - k;
+        const QColor c = QColor::fromRgbF(float(a.redF() + (b.redF() - a.redF()) * w),
+            float(a.greenF() + (b.greenF() - a.greenF()) * w),
+            float(a.blueF() + (b.blueF() - a.blueF()) * w));
+        p.setBrush(c);
+        // A hair wider than the step, so no seam shows between steps.
+        p.drawRect(
+            QRectF(bar.left() + bar.width() * i / steps, bar.top(), bar.width() / steps + 0.3 * u, barH));
+    }
+    p.setBrush(Qt::NoBrush);
+    p.setPen(QPen(kAxisColor, 0.6 * u));
+    p.drawRect(bar);
+    x += barW + 5 * u;
+    p.setPen(kTextColor);
+    text(scale.toText);
+}
+
+// Ticks of a parallel-coordinates axis: (value on the axis, label).
+QList<QPair<double, QString>> parallelTicks(const ChartParallelAxis &a)
+{
+    QList<QPair<double, QString>> ticks;
+    if (!a.categories.isEmpty()) {
+        for (int i = 0; i < a.categories.size(); ++i)
+            ticks.append({ double(i), a.categories[i] });
+        return ticks;
+    }
+    const auto label = [&](double v) {
+        return a.percent ? QString::number(v * 100, 'g', 3) + QLatin1Char('%') : QString::number(v, 'g', 3);
+    };
+    if (a.log && a.lo > 0) {
+        // Decades; with fewer than three in range, 1-3-10 or 1-2-5 steps.
+        const QList<QList<double>> steps { { 1.0 }, { 1.0, 3.0 }, { 1.0, 2.0, 5.0 } };
+        for (const QList<double> &multiples : steps) {
+            ticks.clear();
+            for (double d = std::pow(10.0, std::floor(std::log10(a.lo))); d <= a.hi * (1 + 1e-9); d *= 10)
+                for (const double f : multiples)
+                    if (d * f >= a.lo * (1 - 1e-9) && d * f <= a.hi * (1 + 1e-9))
+                        ticks.append({ d * f, label(d * f) });
+            if (ticks.size() >= 3)
+                break;
+        }
+        if (ticks.size() < 2)
+            ticks = { { a.lo, label(a.lo) }, { a.hi, label(a.hi) } };
+        return ticks;
+    }
+    if (!(a.hi > a.lo))
+        return { { a.lo, label(a.lo) } };
+    const double step = niceStep(a.hi - a.lo, 4);
+    for (double t = std::ceil(a.lo / step - 1e-9) * step; t <= a.hi + step * 1e-9; t += step)
+        ticks.append({ std::abs(t) < step * 1e-9 ? 0.0 : t, label(std::abs(t) < step * 1e-9 ? 0.0 : t) });
+    return ticks;
+}
+
+// A parallel-coordinates chart: one vertical axis per entry of chart.parallelAxes, evenly
+// spaced, each series a line across them. Title on top, legend (colour scale first) below.
+void paintParallelChart(QPainter &p, const QRectF &rect, const ChartSpec &chart, qreal u)
+{
+    p.save();
+    p.setRenderHint(QPainter::Antialiasing);
+    p.setPen(Qt::NoPen);
+    p.setBrush(Qt::white);
+    p.drawRect(rect);
+
+    const QFont titleFont = chartFont(13 * u, true);
+    const QFont labelFont = chartFont(11 * u);
+    const QFont tickFont = chartFont(10 * u);
+    const QFont legendFont = chartFont(10.5 * u);
+    const QFontMetricsF titleFm(titleFont, p.device()), labelFm(labelFont, p.device()),
+        tickFm(tickFont, p.device()), legendFm(legendFont, p.device());
+    const qreal pad = 8 * u;
+
+    // Each axis' range, widened to hold every value on it.
+    QList<ChartParallelAxis> axes = chart.parallelAxes;
+    bool any = false;
+    for (const ChartSeries &s : chart.series) {
+        for (const QPointF &pt : s.points) {
+            const int i = int(std::lround(pt.x()));
+            if (!finite(pt) || i < 0 || i >= axes.size() || (axes[i].log && pt.y() <= 0))
+                continue;
+            any = true;
+            if (axes[i].categories.isEmpty()) {
+                axes[i].lo = std::min(axes[i].lo, pt.y());
+                axes[i].hi = std::max(axes[i].hi, pt.y());
+            }
+        }
+    }
+    const auto position = [&](const ChartParallelAxis &a, double v) -> double { // 0 bottom, 1 top
+        if (!a.categories.isEmpty())
+            return (v + 0.5) / a.categories.size();
+        if (a.log) {
+            if (!(v > 0) || !(a.lo > 0) || !(a.hi > a.lo))
+                return v > 0 ? 0.5 : kNotMeasured;
+            return (std::log10(v) - std::log10(a.lo)) / (std::log10(a.hi) - std::log10(a.lo));
+        }
+        return a.hi > a.lo ? (v - a.lo) / (a.hi - a.lo) : 0.5;
+    };
+
+    // Legend rows.
+    const QList<LegendEntry> legend = legendEntries(chart);
+    const qreal swatchW = 22 * u, gap = 14 * u, rowH = legendFm.height() + 4 * u;
+    const qreal legendWidth = rect.width() - 2 * pad;
+    QList<QPair<QPointF, const LegendEntry *>> legendSlots;
+    qreal lx = 0, ly = 0;
+    for (const LegendEntry &e : legend) {
+        const qreal w = swatchW + 5 * u + legendFm.horizontalAdvance(e.name);
+        if (lx > 0 && lx + w > legendWidth) {
+            lx = 0;
+            ly += rowH;
+        }
+        legendSlots.append({ QPointF(lx, ly), &e });
+        lx += w + gap;
+    }
+    const qreal scaleH = chart.colorScale ? rowH : 0;
+    const qreal legendH = (legend.isEmpty() ? 0 : ly + rowH) + scaleH;
+
+    // The plot: axis names over it, tick labels right of each axis.
+    QList<QList<QPair<double, QString>>> ticks;
+    for (const ChartParallelAxis &a : std::as_const(axes))
+        ticks << parallelTicks(a);
+    const auto widest = [&](int i) {
+        qreal w = 0;
+        for (const auto &t : ticks[i])
+            w = std::max(w, tickFm.horizontalAdvance(t.second));
+        return w;
+    };
+    const int n = int(axes.size());
+    const qreal firstName = labelFm.horizontalAdvance(axes.first().name);
+    const qreal lastName = labelFm.horizontalAdvance(axes.last().name);
+    const QRectF plot(QPointF(rect.left() + pad + std::max(firstName / 2, 4 * u),
+                          rect.top() + pad + titleFm.height() + 10 * u + labelFm.height() + 8 * u),
+        QPointF(rect.right() - pad - std::max(widest(n - 1) + 8 * u, lastName / 2),
+            rect.bottom() - pad - legendH - (legendH > 0 ? 10 * u : 0) - tickFm.height() / 2));
+    const auto axisX
+        = [&](int i) { return n == 1 ? plot.center().x() : plot.left() + plot.width() * i / (n - 1); };
+    const auto axisY = [&](int i, double v) { return plot.bottom() - position(axes[i], v) * plot.height(); };
+
+    p.setPen(kTextColor);
+    p.setFont(titleFont);
+    p.drawText(QRectF(rect.left() + pad, rect.top() + pad, rect.width() - 2 * pad, titleFm.height()),
+        Qt::AlignLeft | Qt::AlignVCenter, chart.title);
+
+    if (!any) {
+        p.setFont(labelFont);
+        p.setPen(QColor(0x77, 0x77, 0x77));
+        p.drawText(plot, Qt::AlignCenter, chart.emptyText);
+    }
+
+    // Lines, in the order given (the last on top); a value missing on an axis is a gap.
+    for (const ChartSeries &s : chart.series) {
+        QPainterPath path;
+        bool open = false;
+        QList<QPointF> alone; // a value with no neighbour on either side: a marker shows it
+        for (int k = 0; k < s.points.size(); ++k) {
+            const QPointF pt = s.points[k];
+            const int i = int(std::lround(pt.x()));
+            const double y = finite(pt) && i >= 0 && i < n ? axisY(i, pt.y()) : kNotMeasured;
+            if (!std::isfinite(y)) {
+                open = false;
+                continue;
+            }
+            const QPointF at(axisX(i), y);
+            if (open) {
+                path.lineTo(at);
+            } else {
+                path.moveTo(at);
+                const bool nextOk = k + 1 < s.points.size() && finite(s.points[k + 1]);
+                if (!nextOk)
+                    alone << at;
+            }
+            open = true;
+        }
+        p.setBrush(Qt::NoBrush);
+        p.setPen(QPen(s.color, s.width * u, s.style, Qt::RoundCap, Qt::RoundJoin));
+        p.drawPath(path);
+        for (const QPointF &at : std::as_const(alone))
+            drawMarker(p, at, s.color, u);
+    }
+
+    // Axes, their names and ticks over the lines; each label on a white ground, so lines do
+    // not run through it.
+    for (int i = 0; i < n; ++i) {
+        const qreal x = axisX(i);
+        p.setPen(QPen(kAxisColor, 1.0 * u));
+        p.drawLine(QPointF(x, plot.top()), QPointF(x, plot.bottom()));
+        p.setFont(labelFont);
+        p.setPen(kTextColor);
+        const qreal nameW = labelFm.horizontalAdvance(axes[i].name) + 2 * u;
+        p.drawText(QRectF(x - nameW / 2, plot.top() - 8 * u - labelFm.height(), nameW, labelFm.height()),
+            Qt::AlignCenter, axes[i].name);
+        p.setFont(tickFont);
+        for (const auto &[value, text] : std::as_const(ticks[i])) {
+            const qreal y = axisY(i, value);
+            if (!std::isfinite(y))
+                continue;
+            p.setPen(QPen(kAxisColor, 0.8 * u));
+            p.drawLine(QPointF(x, y), QPointF(x + 4 * u, y));
+            const QRectF box(
+                x + 5 * u, y - tickFm.height() / 2, tickFm.horizontalAdvance(text) + 3 * u, tickFm.height());
+            p.fillRect(box, QColor(255, 255, 255, 215));
+            p.setPen(kTextColor);
+            p.drawText(box.adjusted(1 * u, 0, 0, 0), Qt::AlignLeft | Qt::AlignVCenter, text);
+        }
+    }
+    // Legend.
+    if (chart.colorScale)
+        drawColorScale(p, *chart.colorScale, QPointF(rect.left() + pad, rect.bottom() - pad - legendH), rowH,
+            legendFm, u);
+    p.setFont(legendFont);
+    const QPointF legendOrigin(rect.left() + pad, rect.bottom() - pad - legendH + scaleH);
+    for (const auto &[offset, entry] : std::as_const(legendSlots)) {
+        const QPointF at = legendOrigin + offset;
+        drawSwatch(p, *entry->series, QRectF(at.x(), at.y(), swatchW, rowH), u);
+        p.setPen(kTextColor);
+        p.drawText(QRectF(at.x() + swatchW + 5 * u, at.y(), legendWidth, rowH),
+            Qt::AlignLeft | Qt::AlignVCenter, entry->name);
+    }
+    p.restore();
+}
+
 } // namespace
 
 void paintChart(QPainter &p, const QRectF &rect, const ChartSpec &chart, qreal u)
 {
+    if (!chart.parallelAxes.isEmpty()) {
+        paintParallelChart(p, rect, chart, u);
+        return;
+    }
     p.save();
     p.setRenderHint(QPainter::Antialiasing);
     p.setPen(Qt::NoPen);
@@ -205,6 +455,10 @@ void paintChart(QPainter &p, const QRectF &rect, const ChartSpec &chart, qreal u
             yMin = std::min(yMin, below);
             yMax = std::max(yMax, above);
         }
+        for (const ChartVerticalLine &v : chart.verticalLines) {
+            xMin = std::min(xMin, v.x);
+            xMax = std::max(xMax, v.x);
+        }
         if (chart.yFloor)
             yMin = std::min(yMin, *chart.yFloor);
         if (chart.yCeiling)
@@ -228,7 +482,9 @@ void paintChart(QPainter &p, const QRectF &rect, const ChartSpec &chart, qreal u
         legendSlots.append({ QPointF(lx, ly), &e });
         lx += w + gap;
     }
-    const qreal legendH = legend.isEmpty() ? 0 : ly + rowH;
+    // A colour scale takes the legend's first row.
+    const qreal scaleH = chart.colorScale ? rowH : 0;
+    const qreal legendH = (legend.isEmpty() ? 0 : ly + rowH) + scaleH;
 
     qreal yTickW = 0;
     for (double t : yAxis.ticks)
@@ -304,6 +560,19 @@ void paintChart(QPainter &p, const QRectF &rect, const ChartSpec &chart, qreal u
             Qt::AlignRight | Qt::AlignBottom, r.label);
     }
 
+    // Vertical lines (a tune's rungs), labelled at the top, under the data.
+    for (const ChartVerticalLine &v : chart.verticalLines) {
+        if (!any)
+            break;
+        const qreal x = px(v.x);
+        p.setPen(QPen(v.color, 1.0 * u, Qt::DashLine, Qt::FlatCap));
+        p.drawLine(QPointF(x, plot.bottom()), QPointF(x, plot.top()));
+        p.setFont(tickFont);
+        p.setPen(v.color);
+        p.drawText(QRectF(x + 3 * u, plot.top(), tickFm.horizontalAdvance(v.label) + 2 * u, tickFm.height()),
+            Qt::AlignLeft | Qt::AlignTop, v.label);
+    }
+
     // Series: error bars, then lines, then markers on top.
     for (const ChartSeries &s : chart.series) {
         p.setBrush(Qt::NoBrush);
@@ -347,7 +616,10 @@ void paintChart(QPainter &p, const QRectF &rect, const ChartSpec &chart, qreal u
 
     // Legend.
     p.setFont(legendFont);
-    const QPointF legendOrigin(rect.left() + pad, rect.bottom() - pad - legendH);
+    if (chart.colorScale)
+        drawColorScale(p, *chart.colorScale, QPointF(rect.left() + pad, rect.bottom() - pad - legendH), rowH,
+            legendFm, u);
+    const QPointF legendOrigin(rect.left() + pad, rect.bottom() - pad - legendH + scaleH);
     for (const auto &[offset, entry] : std::as_const(legendSlots)) {
         const QPointF at = legendOrigin + offset;
         drawSwatch(p, *entry->series, QRectF(at.x(), at.y(), swatchW, rowH), u);
@@ -628,6 +900,233 @@ QList<ChartSpec> studyCharts(const StudySnapshot &snapshot, const StudyResults &
         charts.append(c);
     }
     return charts;
+}
+
+// ---- A tune's charts ----------------------------------------------------------------------
+
+namespace {
+
+// Viridis from its dark end to before its yellow (which is lost on white): the best trial
+// dark, the worst light.
+const QList<QColor> &metricScale()
+{
+    static const QList<QColor> colors { QColor(0xA0, 0xDA, 0x39), QColor(0x4A, 0xC1, 0x6D),
+        QColor(0x1F, 0xA1, 0x87), QColor(0x27, 0x7F, 0x8E), QColor(0x36, 0x5C, 0x8D),
+        QColor(0x46, 0x33, 0x7E), QColor(0x44, 0x01, 0x54) };
+    return colors;
+}
+
+QColor scaleColor(double goodness)
+{
+    const QList<QColor> &c = metricScale();
+    const double f = std::clamp(goodness, 0.0, 1.0) * (c.size() - 1);
+    const int k = std::min(int(f), int(c.size()) - 2);
+    const double w = f - k;
+    return QColor::fromRgbF(float(c[k].redF() + (c[k + 1].redF() - c[k].redF()) * w),
+        float(c[k].greenF() + (c[k + 1].greenF() - c[k].greenF()) * w),
+        float(c[k].blueF() + (c[k + 1].blueF() - c[k].blueF()) * w));
+}
+
+// A stopped trial's colour: most of the way to white.
+QColor faded(const QColor &c)
+{
+    constexpr double keep = 0.4;
+    return QColor::fromRgbF(float(1 - (1 - c.redF()) * keep), float(1 - (1 - c.greenF()) * keep),
+        float(1 - (1 - c.blueF()) * keep));
+}
+
+const QColor kUnmeasured(0x99, 0x99, 0x99);
+
+bool stoppedEarly(const RunResult &run)
+{
+    return run.state == QLatin1String("STOPPED");
+}
+
+// How each trial is drawn in both charts: its colour by its final metric (the same trial the
+// same colour in both), stopped ones faded, the best one thick and drawn last.
+struct TrialLook {
+    int run;
+    QColor color;
+    qreal width;
+};
+
+QList<TrialLook> trialLooks(const StudySnapshot &s, const TuneReport &t, double *worst, double *best)
+{
+    *worst = kNotMeasured;
+    *best = kNotMeasured;
+    for (int i = 0; i < s.runs.size(); ++i) {
+        const double v = t.finalMetric.value(i, kNotMeasured);
+        if (!s.runs[i].trial || !std::isfinite(v))
+            continue;
+        const bool better = t.maximize ? v > *best : v < *best;
+        const bool worse = t.maximize ? v < *worst : v > *worst;
+        if (!std::isfinite(*best) || better)
+            *best = v;
+        if (!std::isfinite(*worst) || worse)
+            *worst = v;
+    }
+    QList<TrialLook> looks;
+    for (const int pass : { 0, 1, 2 }) { // stopped, the others, the best
+        for (int i = 0; i < s.runs.size(); ++i) {
+            const RunResult &run = s.runs[i];
+            const int want = i == t.best ? 2 : stoppedEarly(run) ? 0 : 1;
+            if (!run.trial || want != pass)
+                continue;
+            const double v = t.finalMetric.value(i, kNotMeasured);
+            QColor color = kUnmeasured;
+            if (std::isfinite(v))
+                color = scaleColor(*best == *worst ? 1.0 : (v - *worst) / (*best - *worst));
+            looks.append({ i, pass == 0 ? faded(color) : color, pass == 2 ? 2.8 : pass == 0 ? 1.1 : 1.6 });
+        }
+    }
+    return looks;
+}
+
+// The legend's entry for stopped trials, which are drawn without a name of their own.
+ChartSeries stoppedLegendSeries()
+{
+    ChartSeries stopped;
+    stopped.name = QStringLiteral("stopped early (faded)");
+    stopped.color = faded(metricScale()[metricScale().size() / 2]);
+    stopped.width = 1.1;
+    return stopped;
+}
+
+QString capitalized(QString text)
+{
+    if (!text.isEmpty())
+        text[0] = text[0].toUpper();
+    return text;
+}
+
+} // namespace
+
+QList<ChartSpec> tuneCharts(const StudySnapshot &s, const TuneReport &t)
+{
+    const bool fraction = tuneMetricIsFraction(t.metric);
+    const QString metricName = tuneMetricName(t.metric);
+    double worst = kNotMeasured, best = kNotMeasured;
+    const QList<TrialLook> looks = trialLooks(s, t, &worst, &best);
+    bool anyStopped = false;
+    for (const RunResult &run : s.runs)
+        anyStopped = anyStopped || (run.trial && stoppedEarly(run));
+
+    std::optional<ChartColorScale> scale;
+    if (std::isfinite(best)) {
+        ChartColorScale c;
+        c.label = QStringLiteral("final %1:").arg(metricName);
+        c.fromText = metricText(t.metric, worst);
+        c.toText = metricText(t.metric, best) + QStringLiteral(" (best)");
+        c.colors = metricScale();
+        scale = c;
+    }
+    const QString bestName
+        = t.best >= 0 ? QStringLiteral("best trial (%1)").arg(s.runs[t.best].runId) : QString();
+
+    ChartSpec curves;
+    curves.title = QStringLiteral("%1 of every trial").arg(capitalized(metricName));
+    curves.xLabel = QStringLiteral("Epochs completed");
+    curves.yLabel = capitalized(metricName);
+    curves.yPercent = fraction;
+    curves.xIntegerTicks = true;
+    curves.emptyText = QStringLiteral("No trial has completed an epoch yet");
+    curves.colorScale = scale;
+    for (int r = 0; r < t.rungEpochs.size(); ++r)
+        curves.verticalLines.append(
+            { double(t.rungEpochs[r]), QStringLiteral("rung %1").arg(r + 1), kIdealColor });
+    if (anyStopped)
+        curves.series << stoppedLegendSeries();
+    for (const TrialLook &look : looks) {
+        const RunResult &run = s.runs[look.run];
+        ChartSeries series;
+        series.name = look.run == t.best ? bestName : QString();
+        series.color = look.color;
+        series.width = look.width;
+        series.markers = true;
+        for (const EpochPoint &e : run.epochs)
+            series.points.append({ double(e.epoch), trialMetric(s, e) });
+        curves.series << series;
+    }
+
+    ChartSpec parallel;
+    parallel.title = QStringLiteral("Hyperparameters of every trial, coloured by final %1").arg(metricName);
+    parallel.emptyText = QStringLiteral("No trial has been drawn yet");
+    parallel.colorScale = scale;
+    const QStringList names = tuneParamNames(s, t);
+    for (const QString &name : names) {
+        ChartParallelAxis axis;
+        axis.name = paramLabel(name);
+        const TuneDimension *dim = nullptr;
+        for (const TuneDimension &d : t.space)
+            if (d.name == name)
+                dim = &d;
+        double lo = INFINITY, hi = -INFINITY;
+        bool words = false;
+        for (const RunResult &run : s.runs) {
+            const QJsonValue v = run.params.value(name);
+            words = words || v.isString();
+            if (v.isDouble()) {
+                lo = std::min(lo, v.toDouble());
+                hi = std::max(hi, v.toDouble());
+            }
+        }
+        if (dim && dim->choice()) {
+            for (const QJsonValue &v : dim->values)
+                axis.categories << paramValueText(v);
+        } else if (words) {
+            for (const RunResult &run : s.runs) {
+                const QString v = paramValueText(run.params.value(name));
+                if (!v.isEmpty() && !axis.categories.contains(v))
+                    axis.categories << v;
+            }
+            std::sort(axis.categories.begin(), axis.categories.end());
+        } else {
+            axis.log = dim && dim->logScale;
+            if (dim && std::isfinite(dim->low) && std::isfinite(dim->high)) {
+                lo = std::min(lo, dim->low);
+                hi = std::max(hi, dim->high);
+            }
+            axis.lo = std::isfinite(lo) ? lo : 0;
+            axis.hi = std::isfinite(hi) ? hi : 1;
+            if (axis.log && !(axis.lo > 0))
+                axis.log = false;
+        }
+        if (axis.log)
+            axis.name += QStringLiteral(" (log)");
+        parallel.parallelAxes << axis;
+    }
+    {
+        ChartParallelAxis axis;
+        axis.name = QStringLiteral("final %1").arg(metricName);
+        axis.percent = fraction;
+        axis.lo = std::isfinite(best) ? std::min(best, worst) : 0;
+        axis.hi = std::isfinite(best) ? std::max(best, worst) : 1;
+        parallel.parallelAxes << axis;
+    }
+    if (anyStopped)
+        parallel.series << stoppedLegendSeries();
+    for (const TrialLook &look : looks) {
+        const RunResult &run = s.runs[look.run];
+        ChartSeries series;
+        series.name = look.run == t.best ? bestName : QString();
+        series.color = look.color;
+        series.width = look.width;
+        for (int i = 0; i < names.size(); ++i) {
+            const ChartParallelAxis &axis = parallel.parallelAxes[i];
+            const QJsonValue v = run.params.value(names[i]);
+            double y = kNotMeasured;
+            if (!axis.categories.isEmpty()) {
+                const qsizetype k = axis.categories.indexOf(paramValueText(v));
+                y = k >= 0 ? double(k) : kNotMeasured;
+            } else if (v.isDouble()) {
+                y = v.toDouble();
+            }
+            series.points.append({ double(i), y });
+        }
+        series.points.append({ double(names.size()), t.finalMetric.value(look.run, kNotMeasured) });
+        parallel.series << series;
+    }
+    return { curves, parallel };
 }
 
 } // namespace scalelab::core

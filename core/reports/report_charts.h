@@ -44,6 +44,33 @@ struct ChartReferenceLine {
     QColor color;
 };
 
+// A vertical line across the plot at x (a tune's rung), labelled at its top.
+struct ChartVerticalLine {
+    double x = 0;
+    QString label;
+    QColor color;
+};
+
+// A colour legend: `colors` spread evenly from left to right, `fromText` under the left end,
+// `toText` under the right, `label` before them (e.g. how a parallel-coordinates chart's
+// lines are coloured).
+struct ChartColorScale {
+    QString label;
+    QString fromText;
+    QString toText;
+    QList<QColor> colors;
+};
+
+// One axis of a parallel-coordinates chart.
+struct ChartParallelAxis {
+    QString name; // over the axis
+    bool log = false; // values spread in log space (all > 0)
+    QStringList categories; // a category axis: values are indices into it, spread evenly
+    double lo = 0; // numeric axes: the range shown (widened to hold every value)
+    double hi = 1;
+    bool percent = false; // ticks read "70%"
+};
+
 struct ChartSpec {
     QString title;
     QString xLabel; // with its unit, e.g. "Wall-clock (s)"
@@ -55,6 +82,11 @@ struct ChartSpec {
     std::optional<double> yFloor; // include this value in the y range (e.g. 0)
     std::optional<double> yCeiling;
     QString emptyText = QStringLiteral("No measured values yet");
+    QList<ChartVerticalLine> verticalLines; // under the data; the x range holds them
+    std::optional<ChartColorScale> colorScale; // the legend's first row
+    // Not empty: a parallel-coordinates chart. Each series is one line across the axes,
+    // point i = (i, its value on axis i); a NaN value leaves a gap. x/y labels are unused.
+    QList<ChartParallelAxis> parallelAxes;
 };
 
 // `unit` scales every length and font size: 1 for SVG (CSS pixels), the device units per
@@ -68,6 +100,12 @@ QByteArray chartSvg(const ChartSpec &chart, const QSizeF &size);
 // The charts of a study report: loss and test accuracy curves, throughput, speedup and
 // efficiency versus workers (with the ideal lines). Everything comes from the snapshot.
 QList<ChartSpec> studyCharts(const StudySnapshot &snapshot, const StudyResults &results);
+
+struct TuneReport;
+// The charts of a tune (issue 18): its metric against epochs for every trial (stopped trials
+// faded, rungs marked), and a parallel-coordinates chart of the hyperparameters coloured by
+// each trial's final metric (log axes for parameters drawn in log space).
+QList<ChartSpec> tuneCharts(const StudySnapshot &snapshot, const TuneReport &tune);
 
 // A short readable name of a configuration for legends and tables, e.g. "4 workers · batch 64";
 // it names only the axes that vary across `configs`.

@@ -1,5 +1,8 @@
 #include "report_content.h"
 
+#include "report_tune.h"
+#include "tune_plan.h"
+
 #include <QCoreApplication>
 #include <QDateTime>
 #include <QGuiApplication>
@@ -206,7 +209,11 @@ ReportTable attemptTable(const StudySnapshot &snapshot)
 {
     ReportTable t;
     t.title = QStringLiteral("Retries and failures");
-    t.caption = QStringLiteral("Every attempt of the runs that were retried or did not succeed.");
+    t.caption = snapshot.tune
+        ? QStringLiteral(
+            "Every attempt of a trial that failed or was cancelled. A trial's other attempts are its "
+            "rungs: each ends at a rung, and the next resumes from its checkpoint.")
+        : QStringLiteral("Every attempt of the runs that were retried or did not succeed.");
     t.headers = QStringList { QStringLiteral("Run"), QStringLiteral("Attempt"), QStringLiteral("Outcome"),
         QStringLiteral("Agents"), QStringLiteral("Resumed from epoch"), QStringLiteral("Started"),
         QStringLiteral("Duration (s)"), QStringLiteral("Reason") };
@@ -216,6 +223,24 @@ ReportTable attemptTable(const StudySnapshot &snapshot)
     for (const RunResult &run : snapshot.runs) {
         if (run.attempts.size() <= 1 && isSucceeded(run))
             continue;
+        if (snapshot.tune) {
+            // A trial's attempts end at its rungs: only those that did not get there count.
+            for (const AttemptRecord &a : run.attempts) {
+                if (a.outcome == QLatin1String("SUCCEEDED") || a.outcome == QLatin1String("RUNNING"))
+                    continue;
+                const double seconds = a.endedUnixMs > 0 && a.startedUnixMs > 0
+                    ? double(a.endedUnixMs - a.startedUnixMs) / 1000.0
+                    : kNotMeasured;
+                t.rows.append(
+                    { run.runId, QString::number(a.attempt), a.outcome, a.agents.join(QStringLiteral("\n")),
+                        a.resumedFromEpoch > 0 ? QString::number(a.resumedFromEpoch)
+                                               : QStringLiteral("fresh start"),
+                        formatUnixMs(a.startedUnixMs), formatSeconds(seconds),
+                        a.reason.isEmpty() ? kDash : a.reason });
+                t.mutedRows.append(true);
+            }
+            continue;
+        }
         if (run.attempts.isEmpty()) {
             t.rows.append({ run.runId, kDash, run.state, kDash, kDash, kDash, kDash, run.stateReason });
             t.mutedRows.append(true);
@@ -234,7 +259,8 @@ ReportTable attemptTable(const StudySnapshot &snapshot)
             t.mutedRows.append(a.outcome != QLatin1String("SUCCEEDED"));
         }
     }
-    t.emptyText = QStringLiteral("Every run succeeded on its first attempt.");
+    t.emptyText = snapshot.tune ? QStringLiteral("No attempt of a trial failed.")
+                                : QStringLiteral("Every run succeeded on its first attempt.");
     return t;
 }
 
@@ -327,10 +353,233 @@ ReportTable softwareTable(const StudySnapshot &snapshot)
     return t;
 }
 
+// ---- A tune (issue 18) ----------------------------------------------------------------------
+
+bool isStoppedEarly(const RunResult &run)
+{
+    return run.state == QLatin1String("STOPPED");
+}
+
+QString searchText(const TuneReport &t)
+{
+    if (!t.planRead)
+        return kDash;
+    return QStringLiteral("%1, %2 sample%3, seed %4")
+        .arg(t.searcher)
+        .arg(t.samples)
+        .arg(t.samples == 1 ? QString() : QStringLiteral("s"))
+        .arg(t.seed);
+}
+
+ReportTable searchSpaceTable(const StudySnapshot &s, const TuneReport &t)
+{
+    ReportTable table;
+    table.title = QStringLiteral("Search space");
+    table.caption = t.planRead
+        ? QStringLiteral(
+            "Searcher: %1. Each trial draws every dimension (a grid searcher crosses the choices); "
+            "quantized kinds round to a multiple of the step in the space they are drawn in. The "
+            "last column is the best trial's configuration.")
+              .arg(searchText(t))
+        : QString();
+    table.headers = QStringList { QStringLiteral("Hyperparameter"), QStringLiteral("Distribution"),
+        QStringLiteral("Range or values"), QStringLiteral("Step"), QStringLiteral("Scale"),
+        QStringLiteral("Best trial") };
+    table.numeric = { false, false, false, true, false, true };
+    const RunResult *best = t.best >= 0 ? &s.runs[t.best] : nullptr;
+    for (const TuneDimension &d : t.space) {
+        table.rows.append({ d.label + QLatin1Char('\n') + d.name, d.kind, dimensionRangeText(d),
+            std::isfinite(d.q) ? QString::number(d.q, 'g', 4) : kDash,
+            d.choice()       ? QStringLiteral("categories")
+                : d.logScale ? QStringLiteral("log")
+                             : QStringLiteral("linear"),
+            best && best->params.contains(d.name) ? paramValueText(best->params.value(d.name)) : kDash });
+        table.mutedRows.append(false);
+    }
+    table.emptyText = QStringLiteral("The plan's search space could not be read from the study.");
+    table.keepTogether = true;
+    return table;
+}
+
+ReportTable trialTable(const StudySnapshot &s, const TuneReport &t)
+{
+    ReportTable table;
+    const QString metric = tuneMetricName(t.metric);
+    table.title = QStringLiteral("Trials");
+    table.caption = QStringLiteral(
+        "Every trial with its hyperparameters, its state, the epochs it trained and its %1 at each epoch the "
+        "scheduler judged it at. The best trial (best %1 at its last epoch) is marked; trials stopped early "
+        "are "
+        "greyed out, with the cutoff they missed.")
+                        .arg(metric);
+    const QStringList params = tuneParamNames(s, t);
+    table.headers << QStringLiteral("Trial");
+    table.shortHeaders << QStringLiteral("Trial");
+    table.numeric << false;
+    for (const QString &name : params) {
+        table.headers << QStringLiteral("%1 (%2)").arg(paramLabel(name), name);
+        table.shortHeaders << paramLabel(name);
+        table.numeric << true;
+    }
+    table.headers << QStringLiteral("State") << QStringLiteral("Epochs")
+                  << QStringLiteral("Final %1").arg(metric);
+    table.shortHeaders << QStringLiteral("State") << QStringLiteral("Epochs")
+                       << QStringLiteral("Final\n%1").arg(metric);
+    table.numeric << false << true << true;
+    for (const int e : t.judgedEpochs) {
+        table.headers << QStringLiteral("%1 at epoch %2").arg(metric).arg(e);
+        table.shortHeaders << QStringLiteral("At\nepoch %1").arg(e);
+        table.numeric << true;
+    }
+    table.headers << QStringLiteral("Reason");
+    table.shortHeaders << QStringLiteral("Reason");
+    table.numeric << false;
+    if (!t.judgedEpochs.isEmpty())
+        table.legend
+            = QStringLiteral("At epoch N = the %1 the scheduler judged the trial by at epoch N.").arg(metric);
+
+    for (int i = 0; i < s.runs.size(); ++i) {
+        const RunResult &run = s.runs[i];
+        if (!run.trial)
+            continue;
+        QStringList row { run.runId + (i == t.best ? QStringLiteral("\nbest") : QString()) };
+        for (const QString &name : params) {
+            const QString v = paramValueText(run.params.value(name));
+            row << (v.isEmpty() ? kDash : v);
+        }
+        const TrialDecision *last = run.decisions.isEmpty() ? nullptr : &run.decisions.last();
+        QString state = trialStatus(run);
+        if (isStoppedEarly(run) && last && last->cutoff)
+            state += QStringLiteral("\nmissed the cutoff %1").arg(tuneMetricCell(t.metric, *last->cutoff));
+        row << state << QString::number(run.epochs.size())
+            << tuneMetricCell(t.metric, t.finalMetric.value(i));
+        for (const int e : t.judgedEpochs) {
+            bool judged = false;
+            const double v = judgedValue(run, e, &judged);
+            row << (judged ? tuneMetricCell(t.metric, v) : QString());
+        }
+        const bool failed = run.state == QLatin1String("FAILED") || run.state == QLatin1String("CANCELLED");
+        const QString reason = !failed && last ? last->reason : run.stateReason;
+        row << (reason.isEmpty() ? kDash : reason);
+        table.rows << row;
+        table.mutedRows << (isStoppedEarly(run) || failed);
+    }
+    table.emptyText = QStringLiteral("The tune has no trials yet.");
+    table.keepTogether = true;
+    return table;
+}
+
+ReportTable decisionTable(const StudySnapshot &s, const TuneReport &t)
+{
+    ReportTable table;
+    table.title = QStringLiteral("Decisions");
+    table.caption = QStringLiteral("Every decision of the scheduler, oldest first, with what it was decided "
+                                   "on: the trial's %1 at the epoch, "
+                                   "the values already recorded at that rung, and the cutoff (the (1 − 1/η) "
+                                   "quantile of those values, NaN "
+                                   "ignored; a trial stops only when strictly worse than it).")
+                        .arg(tuneMetricName(t.metric));
+    table.headers = QStringList { QStringLiteral("#"), QStringLiteral("Trial"), QStringLiteral("Action"),
+        QStringLiteral("Epoch"), QStringLiteral("Rung"), QStringLiteral("Value"), QStringLiteral("Cutoff"),
+        QStringLiteral("Values seen at the rung"), QStringLiteral("Next target"), QStringLiteral("Reason") };
+    table.shortHeaders = QStringList { table.headers[0], table.headers[1], table.headers[2], table.headers[3],
+        table.headers[4], table.headers[5], table.headers[6], QStringLiteral("Values seen\nat the rung"),
+        QStringLiteral("Next\ntarget"), table.headers[9] };
+    table.numeric = { true, false, false, true, true, true, true, false, true, false };
+    for (int i = 0; i < t.decisions.size(); ++i) {
+        const RunResult &run = s.runs[t.decisions[i].run];
+        const TrialDecision &d = run.decisions[t.decisions[i].index];
+        QStringList seen;
+        for (const double v : d.seen)
+            seen << tuneMetricCell(t.metric, v);
+        table.rows.append({ QString::number(i + 1), run.runId, d.action, QString::number(d.epoch),
+            d.rung >= 0 ? QString::number(d.rung + 1) : kDash, tuneMetricCell(t.metric, d.value),
+            d.cutoff ? tuneMetricCell(t.metric, *d.cutoff) : kDash,
+            seen.isEmpty() ? QStringLiteral("none") : seen.join(QStringLiteral(", ")),
+            d.nextTarget > 0 ? QString::number(d.nextTarget) : kDash,
+            d.reason.isEmpty() ? kDash : d.reason });
+        table.mutedRows.append(false);
+    }
+    table.emptyText = QStringLiteral("The scheduler has not decided anything yet.");
+    return table;
+}
+
+ReportContent buildTuneContent(const StudySnapshot &snapshot)
+{
+    const TuneReport t = tuneReport(snapshot);
+    ReportContent content;
+    content.title = QStringLiteral("Hyperparameter tune report");
+    content.studyName = snapshot.name.isEmpty() ? snapshot.studyId : snapshot.name;
+
+    QMap<QString, int> states; // in words: finished, stopped early, …
+    for (const RunResult &run : snapshot.runs) {
+        if (!run.trial)
+            continue;
+        const QString word = run.state == QLatin1String("SUCCEEDED") ? QStringLiteral("finished")
+            : isStoppedEarly(run)                                    ? QStringLiteral("stopped early")
+                                                                     : run.state.toLower();
+        ++states[word];
+    }
+    QStringList parts;
+    for (auto it = states.cbegin(); it != states.cend(); ++it)
+        parts << QStringLiteral("%1 %2").arg(it.value()).arg(it.key());
+    content.facts = {
+        { QStringLiteral("Tune"), snapshot.studyId },
+        { QStringLiteral("State"), snapshot.state },
+        { QStringLiteral("Dataset"),
+            (snapshot.dataset.isEmpty() ? kDash : snapshot.dataset)
+                + (snapshot.synthetic ? QStringLiteral(" (synthetic)") : QString()) },
+        { QStringLiteral("Search"), searchText(t) },
+        { QStringLiteral("Trials"),
+            parts.isEmpty() ? QString::number(t.trials)
+                            : QStringLiteral("%1 — %2").arg(t.trials).arg(parts.join(QStringLiteral(", "))) },
+        { QStringLiteral("Created"), formatUnixMs(snapshot.createdUnixMs) },
+        { QStringLiteral("Finished"), formatUnixMs(snapshot.finishedUnixMs) },
+    };
+    if (snapshot.synthetic) {
+        content.syntheticBanner = QStringLiteral(
+            "These trials trained on generated images, not on a real dataset. The metric, the ranking of the "
+            "trials and the best configuration say nothing about real-data results.");
+    }
+
+    const QString metric = tuneMetricName(t.metric);
+    if (t.best >= 0) {
+        const RunResult &best = snapshot.runs[t.best];
+        content.headlines.append({ QStringLiteral("Best trial"),
+            QStringLiteral("%1: %2 %3 at epoch %4\n%5")
+                .arg(best.runId, metricText(t.metric, t.bestValue), metric)
+                .arg(t.bestEpoch)
+                .arg(paramsText(best.params)) });
+    } else {
+        content.headlines.append({ QStringLiteral("Best trial"), QStringLiteral("none measured yet") });
+    }
+    content.headlines.append({ QStringLiteral("Metric"),
+        QStringLiteral("%1, %2").arg(metric,
+            t.maximize ? QStringLiteral("higher is better (max)")
+                       : QStringLiteral("lower is better (min)")) });
+    content.headlines.append({ QStringLiteral("Scheduler"), t.scheduler.isEmpty() ? kDash : t.scheduler });
+    QString epochs = QStringLiteral("%1 of the %2 without early stopping")
+                         .arg(t.epochsSpent)
+                         .arg(t.epochsWithoutStopping);
+    if (t.epochsWithoutStopping > 0 && t.epochsSpent < t.epochsWithoutStopping)
+        epochs += QStringLiteral(" (%1 saved)")
+                      .arg(formatPercent(1.0 - double(t.epochsSpent) / t.epochsWithoutStopping, 0));
+    content.headlines.append({ QStringLiteral("Epochs trained"), epochs });
+
+    content.charts = tuneCharts(snapshot, t);
+    content.tables = { searchSpaceTable(snapshot, t), trialTable(snapshot, t), decisionTable(snapshot, t),
+        attemptTable(snapshot), recipeTable(snapshot), nodeTable(snapshot), softwareTable(snapshot) };
+    content.footer
+        = QStringLiteral("ScaleLab %1 · tune %2").arg(QStringLiteral(SCALELAB_VERSION), snapshot.studyId);
+    return content;
+}
+
 } // namespace
 
 ReportContent buildReportContent(const StudySnapshot &snapshot)
 {
+    if (snapshot.tune)
+        return buildTuneContent(snapshot);
     const StudyResults r = computeStudyResults(snapshot);
     ReportContent content;
     content.title = QStringLiteral("Scale-up study report");

@@ -28,6 +28,8 @@ struct ReportTable {
     QList<QStringList> rows;
     QList<bool> mutedRows; // per row: failed, cancelled or unfinished runs
     QString emptyText; // printed instead of an empty table
+    // PDF: start the table on a new page rather than split it, when it fits on one.
+    bool keepTogether = false;
 };
 
 struct ReportContent {

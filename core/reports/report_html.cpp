@@ -163,9 +163,10 @@ RenderedReport reportHtml(const StudySnapshot &snapshot)
     if (!c.headlines.isEmpty()) {
         html += QStringLiteral("<div class=\"headlines\">\n");
         for (const auto &[key, value] : c.headlines) {
-            html += QStringLiteral(
-                "<div class=\"headline\"><div class=\"k\">%1</div><div class=\"v\">%2</div></div>\n")
-                        .arg(esc(key), esc(value));
+            html
+                += QStringLiteral(
+                    "<div class=\"headline\"><div class=\"k\">%1</div><div class=\"v\">%2</div></div>\n")
+                       .arg(esc(key), cellHtml(value)); // a second line (a tune's best configuration) smaller
         }
         html += QStringLiteral("</div>\n");
     }

@@ -347,6 +347,25 @@ void PdfLayout::drawRow(const QStringList &cells, const QList<qreal> &widths, co
 
 void PdfLayout::table(const ReportTable &t, bool subHeading)
 {
+    if (t.keepTogether && !t.rows.isEmpty()) {
+        // The whole table, measured as it will be laid out: a new page when it does not fit
+        // what is left of this one but would fit a page of its own.
+        const bool wide = t.headers.size() > 10;
+        const qreal size = wide ? 7 : 8.5;
+        const qreal pad = m_cellPad;
+        m_cellPad = (wide ? 2.5 : 4) * kUnit;
+        const QFont body = font(size), head = font(size, true), sub = font(size - 1);
+        const QList<qreal> widths = columnWidths(t, body, head);
+        qreal h = QFontMetricsF(font(subHeading ? 11 : 14, true), &m_writer).height() + 14 * kUnit
+            + rowHeight(t.headers, widths, head, head);
+        if (!t.caption.isEmpty())
+            h += textHeight(font(8), m_page.width(), t.caption) + 4 * kUnit;
+        for (const QStringList &row : t.rows)
+            h += rowHeight(row, widths, body, sub);
+        m_cellPad = pad;
+        if (!fits(h) && h <= m_bottom - m_top)
+            newPage();
+    }
     heading(t.title, subHeading ? 11 : 14, !subHeading);
     const QFont caption = font(8);
     if (!t.caption.isEmpty())

@@ -136,4 +136,26 @@ bool PromotionRungs::promoted(const std::string &trial, int fromRung) const
     return std::any_of(entries.begin(), entries.end(), [&](const Entry &e) { return e.trial == trial && e.promoted; });
 }
 
+bool PromotionRungs::markPromoted(const std::string &trial, int fromRung)
+{
+    if (fromRung < 0 || fromRung >= int(m_rungs.size()))
+        return false;
+    for (Entry &e : m_rungs[std::size_t(fromRung)])
+        if (e.trial == trial) {
+            e.promoted = true;
+            return true;
+        }
+    return false;
+}
+
+std::vector<double> PromotionRungs::values(int rung) const
+{
+    std::vector<double> out;
+    if (rung < 0 || rung >= int(m_rungs.size()))
+        return out;
+    for (const Entry &e : m_rungs[std::size_t(rung)])
+        out.push_back(e.value);
+    return out;
+}
+
 } // namespace scalelab::core::asha

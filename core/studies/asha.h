@@ -80,6 +80,11 @@ public:
     std::optional<Promotion> nextPromotion();
 
     [[nodiscard]] bool promoted(const std::string &trial, int fromRung) const;
+    // Marks a promotion decided before (a journal replayed): false when the trial was
+    // not recorded at that rung.
+    bool markPromoted(const std::string &trial, int fromRung);
+    // The values recorded at `rung`, in recording order.
+    [[nodiscard]] std::vector<double> values(int rung) const;
 
 private:
     double m_reductionFactor;

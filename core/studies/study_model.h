@@ -77,6 +77,29 @@ struct AttemptRecord {
 // from agent 127.0.0.1:7450", "resumed from epoch 2", or "" for a fresh start.
 QString resumeNote(const AttemptRecord &attempt);
 
+// What a tune's scheduler decided about a trial (tune_decisions.h), as journalled.
+struct TrialDecision {
+    QString runId;
+    // continue: trains on to nextTarget; stop: early-stopped (ASHA stopping, or not
+    // promoted when the promotion variant ends); pause: waits at a rung for a promotion;
+    // promote: resumes to nextTarget; finish: trained all its epochs.
+    QString action;
+    int epoch = 0; // completed epochs the value is of
+    double value = 0; // the metric then (NaN when not measured)
+    int rung = -1; // index into the trial's targets: the rung judged, paused at or left; -1 none
+    std::optional<double> cutoff; // the value it had to reach (stopping), when the rung had results
+    QList<double> seen; // the values recorded at that rung before this decision
+    int nextTarget = 0; // continue, promote: the epoch the next attempt stops after
+    QString reason; // in words, for tables and logs
+    // Where the journal holds it (set when replayed; not part of the payload): the
+    // decisions of all trials, in the order they were made, sort by eventId.
+    qint64 eventId = 0;
+    qint64 unixMs = 0;
+
+    [[nodiscard]] QJsonObject toJson() const;
+    [[nodiscard]] static TrialDecision fromJson(const QJsonObject &json);
+};
+
 struct RunResult {
     QString runId;
     RunConfig config;
@@ -100,6 +123,11 @@ struct RunResult {
     // report ("learning_rate", "normalize_mean", ...). Empty until the run has started.
     QJsonObject recipe;
     QStringList workerCommand; // rank 0's command line, as its agent ran it
+    // A tune's trial: the hyperparameters drawn for it and its scheduler's decisions.
+    bool trial = false;
+    QJsonObject params;
+    QList<TrialDecision> decisions;
+    int trialTarget = 0; // the epoch its open or next attempt stops after
 };
 
 // The one definition of a run's throughput, used by the console, the CLI and every report:
@@ -139,6 +167,12 @@ struct StudySnapshot {
     // (learning rate, smoothed loss). Empty for a plan with a fixed learning rate.
     QString learningRateNote;
     QList<QPair<double, double>> learningRateCurve;
+    // A tune (tune_plan.h): the metric its scheduler compares and in which direction,
+    // and its scheduler in words ("ASHA stopping, η 3, grace 1, at most 9 epochs").
+    bool tune = false;
+    QString tuneMetric;
+    bool tuneMaximize = true;
+    QString tuneScheduler;
 };
 
 } // namespace scalelab::core

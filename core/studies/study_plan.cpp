@@ -2,6 +2,7 @@
 
 #include "agent_addresses.h"
 #include "spec_rules.h"
+#include "tune_plan.h"
 
 #include <google/protobuf/descriptor.h>
 #include <google/protobuf/util/json_util.h>
@@ -151,9 +152,29 @@ void checkShape(const QJsonObject &object, const google::protobuf::Descriptor *t
         const QJsonValue value = it.value();
         if (value.isNull())
             continue; // JSON null: the field's default
+        if (field->is_map()) { // an object whose values are of the map's value type
+            if (!value.isObject()) {
+                *problems << QStringLiteral("%1: must be an object ({\"name\": ...})").arg(where);
+                continue;
+            }
+            const FD *valueField = field->message_type()->map_value();
+            const QJsonObject entries = value.toObject();
+            for (auto e = entries.begin(); e != entries.end(); ++e) {
+                const QString at = where + QLatin1Char('.') + e.key();
+                if (valueField->cpp_type() != FD::CPPTYPE_MESSAGE)
+                    continue; // protobuf's parser names a scalar of the wrong kind
+                if (!e.value().isObject())
+                    *problems << QStringLiteral("%1: must be an object ({...})").arg(at);
+                else
+                    checkShape(e.value().toObject(), valueField->message_type(), at, problems);
+            }
+            continue;
+        }
         const auto kindOf = [&](const QJsonValue &v, const QString &at) {
             switch (field->cpp_type()) {
             case FD::CPPTYPE_MESSAGE:
+                if (field->message_type()->full_name() == "google.protobuf.Value")
+                    break; // any JSON value
                 if (!v.isObject())
                     *problems << QStringLiteral("%1: must be an object ({...})").arg(at);
                 else
@@ -270,6 +291,10 @@ bool savePlan(const v1::StudyPlan &plan, const QString &path, QString *error)
     return true;
 }
 
+namespace {
+QStringList validateGrid(const v1::StudyPlan &plan);
+}
+
 QStringList validatePlan(const v1::StudyPlan &plan)
 {
     QStringList p;
@@ -291,6 +316,39 @@ QStringList validatePlan(const v1::StudyPlan &plan)
     if (plan.learning_rate_auto() && t.has_learning_rate())
         p << QStringLiteral("training.learningRate: give a number or \"auto\", not both (learningRateAuto is set)");
 
+    if (isTune(plan)) {
+        p << validateTune(plan);
+    } else {
+        p << validateGrid(plan);
+    }
+    if (plan.max_failures() < 0)
+        p << QStringLiteral("maxFailures: must be 0 or more (got %1)").arg(plan.max_failures());
+    if (!(plan.target_accuracy() >= 0 && plan.target_accuracy() <= 1))
+        p << QStringLiteral("targetAccuracy: a fraction in [0, 1] (got %1; 0.7 means 70%)")
+                 .arg(plan.target_accuracy());
+    for (int i = 0; i < plan.agents_size(); ++i)
+        if (const QString problem = agentSpecError(str(plan.agents(i))); !problem.isEmpty())
+            p << QStringLiteral("agents[%1]: %2").arg(i).arg(problem);
+    if (!plan.placement().empty() && plan.placement() != "pack" && plan.placement() != "spread")
+        p << QStringLiteral("placement: must be \"pack\" or \"spread\" (got \"%1\")")
+                 .arg(str(plan.placement()));
+    for (int i = 0; i < plan.overrides_size(); ++i) {
+        const auto &o = plan.overrides(i);
+        if (o.match().empty())
+            p << QStringLiteral("overrides[%1].match: name a configuration key or a run id").arg(i);
+        if (o.max_failures() < 0)
+            p << QStringLiteral("overrides[%1].maxFailures: must be 0 or more").arg(i);
+    }
+    return p;
+}
+
+namespace {
+
+// The problems of a scale-up plan's grid, baseline and repeats.
+QStringList validateGrid(const v1::StudyPlan &plan)
+{
+    QStringList p;
+    const auto &t = plan.training();
     const auto &g = plan.grid();
     checkList(g.workers(), QStringLiteral("grid.workers"), &p, [](int v) {
         return v >= 1 && v <= rules::kMaxWorkers
@@ -360,29 +418,31 @@ QStringList validatePlan(const v1::StudyPlan &plan)
     if (plan.repeats() < 0 || plan.repeats() > 100)
         p << QStringLiteral("repeats: must be between 1 and 100, or unset for 1 (got %1)")
                  .arg(plan.repeats());
-    if (plan.max_failures() < 0)
-        p << QStringLiteral("maxFailures: must be 0 or more (got %1)").arg(plan.max_failures());
-    if (!(plan.target_accuracy() >= 0 && plan.target_accuracy() <= 1))
-        p << QStringLiteral("targetAccuracy: a fraction in [0, 1] (got %1; 0.7 means 70%)")
-                 .arg(plan.target_accuracy());
-    for (int i = 0; i < plan.agents_size(); ++i)
-        if (const QString problem = agentSpecError(str(plan.agents(i))); !problem.isEmpty())
-            p << QStringLiteral("agents[%1]: %2").arg(i).arg(problem);
-    if (!plan.placement().empty() && plan.placement() != "pack" && plan.placement() != "spread")
-        p << QStringLiteral("placement: must be \"pack\" or \"spread\" (got \"%1\")")
-                 .arg(str(plan.placement()));
-    for (int i = 0; i < plan.overrides_size(); ++i) {
-        const auto &o = plan.overrides(i);
-        if (o.match().empty())
-            p << QStringLiteral("overrides[%1].match: name a configuration key or a run id").arg(i);
-        if (o.max_failures() < 0)
-            p << QStringLiteral("overrides[%1].maxFailures: must be 0 or more").arg(i);
-    }
     return p;
 }
 
+} // namespace
+
 QList<PlannedRun> expandPlan(const v1::StudyPlan &plan, const QString &studyId)
 {
+    if (isTune(plan)) {
+        const int maxFailures = plan.has_max_failures() ? plan.max_failures() : 2;
+        QList<PlannedRun> trials;
+        for (const TrialDraw &draw : drawTrials(plan)) {
+            PlannedRun run;
+            run.runId = QStringLiteral("%1-t%2").arg(studyId).arg(trials.size() + 1, 2, 10, QLatin1Char('0'));
+            run.config = trialConfig(plan, draw.params);
+            run.maxFailures = maxFailures;
+            run.trial = true;
+            run.params = draw.params;
+            run.bracket = draw.bracket;
+            for (const auto &o : plan.overrides())
+                if (str(o.match()) == run.runId)
+                    run.maxFailures = o.max_failures();
+            trials << run;
+        }
+        return trials;
+    }
     const auto &g = plan.grid();
     const auto workers = valuesOr<int>(g.workers(), 2);
     const auto batches = valuesOr<int>(g.batch_size(), 64);
@@ -472,6 +532,14 @@ v1::RunSpec runSpecFor(
         spec.set_seed(spec.seed() + std::uint64_t(std::max(0, repeat)));
     if (spec.checkpoint_every_epochs() == 0)
         spec.set_checkpoint_every_epochs(1); // retries resume from the last epoch
+    return spec;
+}
+
+v1::RunSpec runSpecFor(const v1::StudyPlan &plan, const PlannedRun &run, const std::optional<FoundLearningRate> &found)
+{
+    v1::RunSpec spec = runSpecFor(plan, run.config, found, run.repeat);
+    if (run.trial)
+        applyTrialParams(run.params, &spec);
     return spec;
 }
 

@@ -7,6 +7,7 @@
 #include "scalelab/v1/study.pb.h"
 
 #include <QByteArray>
+#include <QJsonObject>
 #include <QList>
 #include <QString>
 #include <QStringList>
@@ -20,6 +21,10 @@ struct PlannedRun {
     RunConfig config;
     int repeat = 0;
     int maxFailures = 2;
+    // A tune's trial (tune_plan.h): the hyperparameters drawn for it, and its ASHA bracket.
+    bool trial = false;
+    QJsonObject params;
+    int bracket = 0;
 };
 
 // Parses a plan in protobuf's JSON mapping. On failure returns nothing and says why
@@ -36,6 +41,7 @@ QStringList validatePlan(const v1::StudyPlan &plan);
 
 // The runs of a valid plan: the baseline (unless skipped), then the grid's cross
 // product, each repeated. Run ids are "<studyId>-r<NN>", stable for the same plan.
+// A tune's runs are its trials, "<studyId>-t<NN>" (drawTrials).
 QList<PlannedRun> expandPlan(const v1::StudyPlan &plan, const QString &studyId);
 
 // The learning rate a range test chose for a plan with learningRateAuto.
@@ -49,6 +55,10 @@ struct FoundLearningRate {
 // shifts the seed when the plan's repeatSeeds is "vary".
 v1::RunSpec runSpecFor(const v1::StudyPlan &plan, const RunConfig &config,
     const std::optional<FoundLearningRate> &found = std::nullopt, int repeat = 0);
+
+// The same, for a planned run: a trial's drawn hyperparameters applied.
+v1::RunSpec runSpecFor(const v1::StudyPlan &plan, const PlannedRun &run,
+    const std::optional<FoundLearningRate> &found = std::nullopt);
 
 // The plan's "agents" entries (HOST:PORT, file:PATH, dns:NAME:PORT), as written.
 QStringList planAgentSpecs(const v1::StudyPlan &plan);

@@ -12,6 +12,8 @@
 #include <QJsonArray>
 #include <QRandomGenerator>
 
+#include <limits>
+
 namespace scalelab::core {
 namespace {
 
@@ -183,6 +185,40 @@ bool StudyRunner::requestRetry(
         != 0;
 }
 
+bool StudyRunner::requestContinue(
+    Journal *journal, const QString &studyId, const QString &runId, int moreEpochs, QString *error)
+{
+    if (!knownStudy(*journal, studyId, error))
+        return false;
+    const StudyState state = StudyState::replay(journal->events(studyId));
+    if (!state.isTune()) {
+        *error = QStringLiteral("study %1 is not a tune: only a tune's trials can be continued (a study's run is "
+                                "retried with `study retry`)")
+                     .arg(studyId);
+        return false;
+    }
+    const RunProgress *run = state.run(runId);
+    if (!run) {
+        *error = QStringLiteral("tune %1 has no trial %2 (see `scalelab-cli study show %1`)").arg(studyId, runId);
+        return false;
+    }
+    if (run->phase != RunPhase::Succeeded && run->phase != RunPhase::Stopped && run->phase != RunPhase::Paused) {
+        *error = QStringLiteral("trial %1 is %2: only a finished, stopped or paused trial can be continued")
+                     .arg(runId, phaseName(run->phase));
+        return false;
+    }
+    const int total = run->epochsDone() + moreEpochs;
+    if (moreEpochs < 1 || total > rules::kMaxEpochs) {
+        *error = QStringLiteral("--epochs: give 1 to %1 more epochs (got %2)")
+                     .arg(rules::kMaxEpochs - run->epochsDone())
+                     .arg(moreEpochs);
+        return false;
+    }
+    return journal->append(studyId, QStringLiteral("trial_continued"),
+               QJsonObject { { QStringLiteral("runId"), runId }, { QStringLiteral("epochs"), total } }, error)
+        != 0;
+}
+
 bool StudyRunner::drive(const QString &studyId, QString *error)
 {
     if (!knownStudy(*m_journal, studyId, error))
@@ -310,6 +346,19 @@ void StudyRunner::tick()
         return;
     m_busy = true;
     syncJournal(); // requests from other processes (cancel)
+
+    if (m_state.isTune())
+        decideTrials();
+    if (m_crashed) {
+        m_busy = false;
+        return;
+    }
+    if (m_state.isTune() && m_state.scheduler().settings().promotion())
+        promoteTrials();
+    if (m_crashed) {
+        m_busy = false;
+        return;
+    }
 
     bool anyPending = false, freshRetry = false;
     for (const auto &run : m_state.runs()) {
@@ -450,7 +499,14 @@ void StudyRunner::learningRateSearched(const QString &agent, int batch, const Ca
 
 void StudyRunner::placePending(QList<NodeCapacity> &nodes)
 {
-    const bool exclusive = !m_state.plan().share_nodes();
+    // A scale-up study measures each run alone; a tune's trials share nodes (issue 18).
+    const bool exclusive = !m_state.plan().share_nodes() && !m_state.isTune();
+    int openTrials = 0;
+    for (const auto &run : m_state.runs())
+        openTrials += run.attemptOpen() ? 1 : 0;
+    const int maxOpen = m_state.isTune() && m_state.scheduler().settings().maxConcurrent > 0
+        ? m_state.scheduler().settings().maxConcurrent
+        : std::numeric_limits<int>::max();
     const auto policy
         = m_state.plan().placement() == "spread" ? PlacementPolicy::Spread : PlacementPolicy::Pack;
     // Hosts that run an open attempt of this study.
@@ -478,12 +534,28 @@ void StudyRunner::placePending(QList<NodeCapacity> &nodes)
     for (const auto &run : m_state.runs())
         if (run.phase == RunPhase::Pending && !run.cancelRequested)
             ids << run.planned.runId;
+    // A trial that goes on (continued, promoted, retried) before one that never ran, as
+    // ASHA's get_job prefers promotions to new trials.
+    std::stable_partition(ids.begin(), ids.end(), [&](const QString &id) { return m_state.run(id)->attempt > 0; });
     for (const QString &id : ids) {
         if (m_crashed)
             return;
+        if (openTrials >= maxOpen)
+            return; // tune.maxConcurrentTrials
         const RunProgress run = *m_state.run(id);
         if (run.notBeforeMs > QDateTime::currentMSecsSinceEpoch())
             continue; // backing off after a failure
+        // A trial resumes from the checkpoint of its last rung: until the console holds a
+        // copy, only the agent that wrote it can take it (a copy is on its way).
+        bool copyPending = m_copyQueue.count(id) > 0 || (m_copying && m_copying->runId == id);
+        if (run.planned.trial && run.epochsDone() > run.checkpoint.epoch && !copyPending && !run.portions.isEmpty()
+            && m_copyFailed.value(id) < run.epochsDone()) {
+            // Not asked for yet (a runner started again after the attempt ended).
+            queueCopy(CopyJob { id, run.attempt, run.epochsDone(), run.portions.first().agent });
+            copyPending = m_copyQueue.count(id) > 0 || (m_copying && m_copying->runId == id);
+        }
+        const bool onlyItsAgent = run.planned.trial && run.epochsDone() > run.checkpoint.epoch && copyPending
+            && !run.portions.isEmpty();
         // A retry prefers the agent that holds its checkpoints (rank 0's last time).
         QList<NodeCapacity> ordered = nodes;
         if (run.spaceNeeded > 0) {
@@ -496,6 +568,11 @@ void StudyRunner::placePending(QList<NodeCapacity> &nodes)
         if (!run.portions.isEmpty())
             std::stable_partition(ordered.begin(), ordered.end(),
                 [&](const NodeCapacity &n) { return n.agent == run.portions.first().agent; });
+        if (onlyItsAgent) {
+            ordered.removeIf([&](const NodeCapacity &n) { return n.agent != run.portions.first().agent; });
+            if (ordered.isEmpty())
+                continue;
+        }
         const Placement placement
             = placeRun(run.planned.config, ordered, policy, exclusive, str(m_state.plan().dataset()));
         // An attempt lost to an unreachable host waits for it, unless the run fits on as
@@ -520,6 +597,7 @@ void StudyRunner::placePending(QList<NodeCapacity> &nodes)
         if (!record(QStringLiteral("attempt_starting"),
                 StudyState::attemptStarting(id, run.attempt + 1, placement.portions)))
             return;
+        ++openTrials;
         QStringList where;
         for (const auto &p : placement.portions) {
             busyAgents.insert(p.agent);
@@ -542,8 +620,9 @@ void StudyRunner::placePending(QList<NodeCapacity> &nodes)
 
 void StudyRunner::startAttempt(const RunProgress &run)
 {
-    const v1::RunSpec spec
-        = runSpecFor(m_state.plan(), run.planned.config, m_state.learningRateSearch().found, run.planned.repeat);
+    v1::RunSpec spec = runSpecFor(m_state.plan(), run.planned, m_state.learningRateSearch().found);
+    if (run.planned.trial && run.target > 0 && run.target < run.planned.config.epochs)
+        spec.set_stop_after_epochs(run.target); // a tune's rung: the scheduler decides what follows
     v1::Endpoint rendezvous;
     auto fail = [&](const QString &reason, bool retryable, const QString &unreachableAgent = {}) {
         for (const auto &p : run.portions) // ranks already started must not linger
@@ -808,6 +887,97 @@ void StudyRunner::onEvents(const QString &runId, int portion)
         QTimer::singleShot(0, this, &StudyRunner::tick);
 }
 
+std::pair<int, double> StudyRunner::trialResult(const RunProgress &run) const
+{
+    const QString metric = m_state.scheduler().settings().metric;
+    int epoch = 0;
+    double value = std::numeric_limits<double>::quiet_NaN();
+    // The newest epoch any attempt reported (rank 0's agent reports epochs); a later
+    // attempt's report of the same epoch wins.
+    for (const AttemptRecord &a : run.attempts) {
+        if (a.agents.isEmpty())
+            continue;
+        for (const auto &e : m_journal->runEvents(run.planned.runId, a.attempt, a.agents.first()))
+            if (e.has_epoch() && e.epoch().epoch() >= epoch) {
+                epoch = e.epoch().epoch();
+                value = epochMetric(metric, e.epoch().test_accuracy(), e.epoch().test_loss(), e.epoch().train_loss());
+            }
+    }
+    return { epoch, value };
+}
+
+void StudyRunner::decideTrials()
+{
+    // In the order their attempts ended, so a runner started again decides as the one
+    // that stopped would have.
+    QList<const RunProgress *> due;
+    for (const auto &run : m_state.runs())
+        if (run.decisionDue)
+            due << &run;
+    std::sort(due.begin(), due.end(),
+        [](const RunProgress *a, const RunProgress *b) { return a->dueSinceEventId < b->dueSinceEventId; });
+    QStringList ids;
+    for (const RunProgress *run : due)
+        ids << run->planned.runId;
+    for (const QString &id : ids) {
+        const RunProgress *run = m_state.run(id);
+        const auto [epoch, value] = trialResult(*run);
+        const TrialDecision decision = m_state.scheduler().decide(id, epoch, value, run->continuedTo);
+        if (!record(QStringLiteral("trial_decision"), decision.toJson()))
+            return;
+        Q_EMIT message(QStringLiteral("%1: %2").arg(id, decision.reason));
+    }
+}
+
+void StudyRunner::promoteTrials()
+{
+    if (m_state.cancelRequested())
+        return;
+    const int workers = std::max(1, m_state.scheduler().settings().workers);
+    int open = 0, queued = 0, fresh = 0;
+    bool due = false;
+    for (const auto &run : m_state.runs()) {
+        open += run.attemptOpen() ? 1 : 0;
+        queued += run.phase == RunPhase::Pending && run.attempt > 0 ? 1 : 0;
+        fresh += run.phase == RunPhase::Pending && run.attempt == 0 ? 1 : 0;
+        due = due || run.decisionDue;
+    }
+    if (due)
+        return; // decided first
+    // Algorithm 2 promotes when a worker asks for a job: when a trial fits now.
+    const int maxConcurrent = m_state.scheduler().settings().maxConcurrent;
+    int slots = maxConcurrent > 0 ? maxConcurrent - open - queued : std::numeric_limits<int>::max();
+    int fits = 0;
+    for (const auto &n : refreshCapacity(false))
+        if (n.reachable)
+            fits += std::max(0, n.freeSlots) / workers;
+    slots = std::min(slots, fits - queued);
+    while (slots-- > 0) {
+        const auto promotion = m_state.scheduler().nextPromotion();
+        if (!promotion)
+            break;
+        if (!record(QStringLiteral("trial_decision"), promotion->toJson()))
+            return;
+        Q_EMIT message(QStringLiteral("%1: %2").arg(promotion->runId, promotion->reason));
+    }
+    // Nothing runs, nothing waits and nothing can be promoted: the paused trials stay
+    // where they are, stopped at their rung.
+    if (open > 0 || queued > 0 || fresh > 0 || m_state.scheduler().nextPromotion())
+        return;
+    QStringList paused;
+    for (const auto &run : m_state.runs())
+        if (run.phase == RunPhase::Paused)
+            paused << run.planned.runId;
+    for (const QString &id : paused) {
+        const RunProgress *run = m_state.run(id);
+        const TrialDecision last = run->decisions.isEmpty() ? TrialDecision {} : run->decisions.last();
+        const TrialDecision decision = m_state.scheduler().closeOut(id, last.epoch, last.value);
+        if (!record(QStringLiteral("trial_decision"), decision.toJson()))
+            return;
+        Q_EMIT message(QStringLiteral("%1: %2").arg(id, decision.reason));
+    }
+}
+
 void StudyRunner::finishIfDone()
 {
     if (m_state.runs().isEmpty() || !m_state.allRunsTerminal())
@@ -880,6 +1050,7 @@ void StudyRunner::copyFinished(const CopyJob &job, const CallResult &result, con
                            .arg(job.epoch)
                            .arg(job.agent));
     } else {
+        m_copyFailed[job.runId] = std::max(m_copyFailed.value(job.runId), job.epoch); // not asked again
         Q_EMIT message(QStringLiteral("%1: could not copy the checkpoint of epoch %2 from agent %3 (%4); a "
                                       "retry elsewhere resumes from the last copy")
                            .arg(job.runId)

@@ -65,6 +65,12 @@ public:
     static bool requestRetry(Journal *journal, const QString &studyId, const QString &runId, QString *error,
         const QStringList &addAgents = {});
 
+    // A tune's finished, stopped or paused trial trains on to `moreEpochs` more epochs than
+    // it has, resumed from its last checkpoint (its learning-rate schedule stretched to the
+    // new length); the tune runs again until it is done.
+    static bool requestContinue(
+        Journal *journal, const QString &studyId, const QString &runId, int moreEpochs, QString *error);
+
     const StudyState &state() const { return m_state; }
     StudySnapshot snapshot() const { return buildSnapshot(m_state, *m_journal); }
     void setTickInterval(int ms) { m_timer.setInterval(ms); }
@@ -113,6 +119,14 @@ private:
     void followAttempt(const RunProgress &run);
     void onEvents(const QString &runId, int portion);
     void finishIfDone();
+    // A tune: journals the scheduler's decision for every trial whose attempt ended at
+    // its target, in the order they ended.
+    void decideTrials();
+    // A tune with ASHA promotion: resumes the paused trials Algorithm 2 picks while
+    // trials fit; when nothing runs or can be promoted, stops the paused ones.
+    void promoteTrials();
+    // The newest completed epoch the trial reported and its metric then (NaN: none).
+    std::pair<int, double> trialResult(const RunProgress &run) const;
     AgentClient *client(const QString &agent);
     void queueCopy(const CopyJob &job);
     void startNextCopy();
@@ -152,6 +166,7 @@ private:
     // Checkpoint copies: one in flight at a time, the newest checkpoint queued per run.
     std::map<QString, CopyJob> m_copyQueue;
     std::optional<CopyJob> m_copying;
+    QMap<QString, int> m_copyFailed; // the newest epoch whose copy failed, per run
     std::unique_ptr<AgentClient> m_copyClient; // of the copy in flight (its own channel)
     std::unique_ptr<CheckpointTransfer> m_copyTransfer;
     std::thread m_copyThread;

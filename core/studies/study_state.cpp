@@ -60,13 +60,18 @@ QString phaseName(RunPhase phase)
         return QStringLiteral("FAILED");
     case RunPhase::Cancelled:
         return QStringLiteral("CANCELLED");
+    case RunPhase::Paused:
+        return QStringLiteral("PAUSED");
+    case RunPhase::Stopped:
+        return QStringLiteral("STOPPED");
     }
     return {};
 }
 
 bool isTerminal(RunPhase phase)
 {
-    return phase == RunPhase::Succeeded || phase == RunPhase::Failed || phase == RunPhase::Cancelled;
+    return phase == RunPhase::Succeeded || phase == RunPhase::Failed || phase == RunPhase::Cancelled
+        || phase == RunPhase::Stopped;
 }
 
 QJsonObject configToJson(const RunConfig &c)
@@ -96,10 +101,16 @@ QJsonObject StudyState::studyCreated(
     const QString &name, const v1::StudyPlan &plan, const QStringList &agents, const QList<PlannedRun> &runs)
 {
     QJsonArray runArray;
-    for (const auto &r : runs)
-        runArray.append(QJsonObject { { QStringLiteral("runId"), r.runId },
-            { QStringLiteral("repeat"), r.repeat }, { QStringLiteral("maxFailures"), r.maxFailures },
-            { QStringLiteral("config"), configToJson(r.config) } });
+    for (const auto &r : runs) {
+        QJsonObject o { { QStringLiteral("runId"), r.runId }, { QStringLiteral("repeat"), r.repeat },
+            { QStringLiteral("maxFailures"), r.maxFailures }, { QStringLiteral("config"), configToJson(r.config) } };
+        if (r.trial) {
+            o.insert(QStringLiteral("trial"), true);
+            o.insert(QStringLiteral("params"), r.params);
+            o.insert(QStringLiteral("bracket"), r.bracket);
+        }
+        runArray.append(o);
+    }
     return QJsonObject { { QStringLiteral("name"), name },
         { QStringLiteral("plan"), QString::fromUtf8(planToJson(plan)) },
         { QStringLiteral("agents"), QJsonArray::fromStringList(agents) },
@@ -165,7 +176,18 @@ void StudyState::apply(const JournalEvent &event)
             run.planned.repeat = o.value(QLatin1String("repeat")).toInt();
             run.planned.maxFailures = o.value(QLatin1String("maxFailures")).toInt();
             run.planned.config = configFromJson(o.value(QLatin1String("config")).toObject());
+            run.planned.trial = o.value(QLatin1String("trial")).toBool();
+            run.planned.params = o.value(QLatin1String("params")).toObject();
+            run.planned.bracket = o.value(QLatin1String("bracket")).toInt();
             m_runs << run;
+        }
+        if (m_plan.has_tune()) {
+            QList<PlannedRun> trials;
+            for (const auto &r : m_runs)
+                trials << r.planned;
+            m_scheduler = TrialScheduler(tuneSettings(m_plan), trials);
+            for (auto &r : m_runs)
+                r.target = m_scheduler.targets(r.planned.runId).value(0);
         }
         return;
     }
@@ -231,7 +253,7 @@ void StudyState::apply(const JournalEvent &event)
             if (!runId.isEmpty() && r.planned.runId != runId)
                 continue;
             r.cancelRequested = true;
-            if (r.phase == RunPhase::Pending) { // nothing runs: cancelled at once
+            if (r.phase == RunPhase::Pending || r.phase == RunPhase::Paused) { // nothing runs: cancelled at once
                 r.phase = RunPhase::Cancelled;
                 r.reason = QStringLiteral("cancelled before it started");
             }
@@ -250,6 +272,28 @@ void StudyState::apply(const JournalEvent &event)
         run->cancelRequested = false;
         run->reason = QStringLiteral("retry requested by the user");
         ++run->extraAttempts;
+        m_cancelRequested = false;
+        m_endState.clear();
+        m_ended = 0;
+        return;
+    }
+    if (type == QLatin1String("trial_continued")) {
+        // The user continues a trial beyond its schedule: it is trained to `epochs`, resumed
+        // from its last checkpoint; the tune runs again until it is done.
+        RunProgress *run = mutableRun(p.value(QLatin1String("runId")).toString());
+        if (!run || !run->planned.trial
+            || (run->phase != RunPhase::Succeeded && run->phase != RunPhase::Stopped && run->phase != RunPhase::Paused))
+            return;
+        const int epochs = p.value(QLatin1String("epochs")).toInt();
+        if (epochs <= run->epochsDone())
+            return;
+        // Within its schedule it stops there; past it, the schedule is stretched.
+        run->planned.config.epochs = std::max(run->planned.config.epochs, epochs);
+        run->target = epochs;
+        run->continuedTo = epochs;
+        run->phase = RunPhase::Pending;
+        run->cancelRequested = false;
+        run->reason = QStringLiteral("continued by the user to epoch %1").arg(epochs);
         m_cancelRequested = false;
         m_endState.clear();
         m_ended = 0;
@@ -314,6 +358,24 @@ void StudyState::apply(const JournalEvent &event)
             return;
         run->stalledSinceMs = 0;
         run->stallDetail.clear();
+    } else if (type == QLatin1String("trial_decision")) {
+        TrialDecision d = TrialDecision::fromJson(p);
+        d.eventId = event.id;
+        d.unixMs = event.unixMs;
+        m_scheduler.apply(d);
+        run->decisions << d;
+        run->decisionDue = false;
+        run->reason = d.reason;
+        if (d.action == QLatin1String("continue") || d.action == QLatin1String("promote")) {
+            run->target = d.nextTarget;
+            run->phase = run->cancelRequested ? RunPhase::Cancelled : RunPhase::Pending;
+        } else if (d.action == QLatin1String("stop")) {
+            run->phase = RunPhase::Stopped;
+        } else if (d.action == QLatin1String("finish")) {
+            run->phase = RunPhase::Succeeded;
+        } else { // pause: waits for a promotion
+            run->phase = run->cancelRequested ? RunPhase::Cancelled : RunPhase::Paused;
+        }
     } else if (type == QLatin1String("attempt_ended")) {
         if (p.value(QLatin1String("attempt")).toInt() != run->attempt || !run->attemptOpen())
             return;
@@ -332,7 +394,13 @@ void StudyState::apply(const JournalEvent &event)
         run->spaceNeeded = 0;
         run->spaceShortOn.clear();
         run->notBeforeMs = p.value(QLatin1String("notBefore")).toInteger();
-        if (outcome == QLatin1String("SUCCEEDED")) {
+        if (outcome == QLatin1String("SUCCEEDED") && run->planned.trial) {
+            // At its target: the tune's scheduler decides what follows (trial_decision).
+            run->phase = RunPhase::Paused;
+            run->decisionDue = true;
+            run->dueSinceEventId = event.id;
+            run->reason = QStringLiteral("reached epoch %1; waiting for the scheduler's decision").arg(run->target);
+        } else if (outcome == QLatin1String("SUCCEEDED")) {
             run->phase = RunPhase::Succeeded;
             // Said in words; the snapshot refines it with the epoch the worker reported.
             if (!run->attempts.isEmpty() && run->attempts.last().transferredEpoch > 0)
@@ -415,7 +483,7 @@ QString StudyState::state() const
     if (m_cancelRequested)
         return QStringLiteral("CANCELLED");
     for (const auto &r : m_runs)
-        if (r.phase != RunPhase::Succeeded)
+        if (r.phase != RunPhase::Succeeded && r.phase != RunPhase::Stopped)
             return QStringLiteral("FAILED");
     return QStringLiteral("SUCCEEDED");
 }
@@ -517,9 +585,27 @@ StudySnapshot buildSnapshot(const StudyState &state, const Journal &journal)
         for (auto it = node.software.cbegin(); it != node.software.cend(); ++it)
             if (!s.software.contains(QStringLiteral("agent: %1").arg(it.key())))
                 s.software.insert(QStringLiteral("agent: %1").arg(it.key()), it.value());
+    if (state.isTune()) {
+        const TuneSettings &t = state.scheduler().settings();
+        s.tune = true;
+        s.tuneMetric = t.metric;
+        s.tuneMaximize = t.maximize;
+        s.tuneScheduler = t.asha()
+            ? QStringLiteral("ASHA %1, η %2, grace %3 epoch(s), at most %4 epochs%5")
+                  .arg(t.variant)
+                  .arg(t.reductionFactor)
+                  .arg(t.gracePeriod)
+                  .arg(t.trialEpochs)
+                  .arg(t.brackets > 1 ? QStringLiteral(", %1 brackets").arg(t.brackets) : QString())
+            : QStringLiteral("none: every trial trains %1 epoch(s)").arg(t.trialEpochs);
+    }
     for (const auto &progress : state.runs()) {
         RunResult r;
         r.runId = progress.planned.runId;
+        r.trial = progress.planned.trial;
+        r.params = progress.planned.params;
+        r.decisions = progress.decisions;
+        r.trialTarget = progress.target;
         r.config = progress.planned.config;
         r.repeat = progress.planned.repeat;
         r.state = phaseName(progress.phase);

@@ -3,7 +3,8 @@
 // two events resumes from exactly what was committed.
 //
 // Journal event types and their payloads:
-//   study_created    {name, plan (JSON text), agents [names], runs [{runId, repeat, maxFailures, config}]}
+//   study_created    {name, plan (JSON text), agents [names], runs [{runId, repeat, maxFailures, config,
+//                     trial?, params?, bracket?}]}   a tune's trials carry their drawn hyperparameters
 //   nodes_seen       {nodes [NodeInfo]}
 //   run_pending      {runId, reason}                      why it waits (capacity, retry)
 //   attempt_starting {runId, attempt, portions [{agent, ranks}]}   placed; StartWorkers may be in flight
@@ -30,6 +31,10 @@
 //                     points [[lr, smoothed loss], ...]}     the range test of a learningRateAuto plan
 //   lr_find_failed   {reason, final}                       final: it will not be tried again and the
 //                                                          runs still pending fail with the reason
+//   trial_decision   TrialDecision::toJson()              a tune's scheduler decided about a trial
+//                                                          (tune_decisions.h): continue, stop, pause,
+//                                                          promote or finish, with its inputs
+//   trial_continued  {runId, epochs}                      the user continues a tune's trial to `epochs`
 //   study_ended      {state}
 #pragma once
 
@@ -37,6 +42,7 @@
 #include "placement.h"
 #include "study_model.h"
 #include "study_plan.h"
+#include "tune_decisions.h"
 
 #include <QJsonObject>
 #include <QList>
@@ -44,7 +50,10 @@
 
 namespace scalelab::core {
 
-enum class RunPhase { Pending, Starting, Running, Succeeded, Failed, Cancelled };
+// Paused and Stopped are a tune's trials': Paused, an attempt ended at a rung and the
+// trial waits for its decision or (ASHA promotion) its promotion; Stopped, the scheduler
+// ended it early, which is a success for the study.
+enum class RunPhase { Pending, Starting, Running, Succeeded, Failed, Cancelled, Paused, Stopped };
 QString phaseName(RunPhase phase);
 bool isTerminal(RunPhase phase);
 
@@ -82,6 +91,15 @@ struct RunProgress {
     qint64 stalledSinceMs = 0;
     QString stallDetail;
     bool attemptOpen() const { return phase == RunPhase::Starting || phase == RunPhase::Running; }
+
+    // A tune's trial: the epoch its open (or next) attempt stops after, its decisions in
+    // order, and whether its last attempt ended at a target and awaits one.
+    int target = 0;
+    QList<TrialDecision> decisions;
+    bool decisionDue = false;
+    qint64 dueSinceEventId = 0; // decisions are made in the order attempts ended
+    int continuedTo = 0; // the epoch the user continued it to (trial_continued); 0 = not continued
+    int epochsDone() const { return decisions.isEmpty() ? 0 : decisions.last().epoch; }
 };
 
 // The learning-rate range test of a plan with learningRateAuto, as journalled.
@@ -124,6 +142,9 @@ public:
     // A learningRateAuto plan whose runs must wait for the range test's choice.
     bool waitsForLearningRate() const { return m_plan.learning_rate_auto() && !m_lrSearch.found && !m_lrSearch.gaveUp; }
     qint64 lastEventId() const { return m_lastEventId; }
+    // A tune: its scheduler, holding every decision journalled so far.
+    bool isTune() const { return m_plan.has_tune(); }
+    const TrialScheduler &scheduler() const { return m_scheduler; }
 
     // The run's next attempt is a retry (it failed before and may go again).
     bool shouldRetry(const RunProgress &run) const;
@@ -143,6 +164,7 @@ private:
     QList<RunProgress> m_runs;
     QList<NodeInfo> m_nodes;
     LearningRateSearch m_lrSearch;
+    TrialScheduler m_scheduler;
     bool m_cancelRequested = false;
     QString m_endState;
     qint64 m_created = 0;

@@ -1,5 +1,6 @@
 #include "spec_rules.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 
@@ -54,6 +55,19 @@ private:
     const SpecContext &m_context;
     std::vector<FieldProblem> m_problems;
 };
+
+// A run that pauses after an epoch of its schedule: never past the schedule's end. In a
+// plan the grid decides the epochs; each run's spec is checked again with them.
+void checkStopAfter(Checker &c, const v1::RunSpec &s, const SpecContext &context)
+{
+    const int stop = s.stop_after_epochs();
+    const int most = context.gridDecides ? kMaxEpochs : std::max(1, s.epochs());
+    if (stop < 0 || stop > most)
+        c.add("stop_after_epochs",
+            "must be 0 (train every epoch) or between 1 and "
+                + (context.gridDecides ? std::to_string(most) : "the run's " + std::to_string(most) + " epochs")
+                + " (got " + std::to_string(stop) + ")");
+}
 
 } // namespace
 
@@ -134,6 +148,11 @@ std::vector<FieldProblem> checkRunSpec(const v1::RunSpec &s, const SpecContext &
         c.add("keep_checkpoints",
             "must be between 1 and " + std::to_string(kMaxKeepCheckpoints) + " (got "
                 + std::to_string(s.keep_checkpoints()) + ")");
+    if (s.has_block_dropout())
+        c.range("block_dropout", s.block_dropout(), 0, 1, false, true);
+    if (s.has_dense_dropout())
+        c.range("dense_dropout", s.dense_dropout(), 0, 1, false, true);
+    checkStopAfter(c, s, context);
     return c.take();
 }
 
@@ -156,6 +175,10 @@ v1::RunSpec withDefaults(const v1::RunSpec &spec)
         s.set_divergence_steps(kDefaultDivergenceSteps);
     if (!s.has_keep_checkpoints())
         s.set_keep_checkpoints(kDefaultKeepCheckpoints);
+    if (!s.has_block_dropout())
+        s.set_block_dropout(kDefaultBlockDropout);
+    if (!s.has_dense_dropout())
+        s.set_dense_dropout(kDefaultDenseDropout);
     if (s.lr_scaling().empty())
         s.set_lr_scaling("none");
     if (s.schedule().empty())

@@ -31,6 +31,8 @@ inline constexpr double kDefaultLabelSmoothing = 0.0;
 inline constexpr double kDefaultDivergenceFactor = 4.0;
 inline constexpr int kDefaultDivergenceSteps = 20;
 inline constexpr int kDefaultKeepCheckpoints = 2;
+inline constexpr double kDefaultBlockDropout = 0.25; // the seed CNN's, after each conv block
+inline constexpr double kDefaultDenseDropout = 0.5; // and before its last dense layer
 inline constexpr int kMaxKeepCheckpoints = 1000;
 
 struct FieldProblem {

@@ -694,8 +694,12 @@ void RunSupervisor::tidyCheckpoints(v1::RunState state)
     const std::filesystem::path stateDir = runFolder.parent_path().parent_path(); // <state>/runs/<id>
     const std::string runId = runFolder.filename().string();
     const RunOnDisk self { runId, state, nowUnixMs(), false };
-    // A SUCCEEDED run also loses what the agent's rule does not keep.
-    const std::vector<Removal> removed = state == v1::SUCCEEDED
+    // A SUCCEEDED run also loses what the agent's rule does not keep, unless it stopped
+    // before its schedule's end (stop_after_epochs): it is paused, and its checkpoints are
+    // what the attempt that continues it resumes from.
+    const auto &spec = m_launch.request.spec();
+    const bool paused = spec.stop_after_epochs() > 0 && spec.stop_after_epochs() < spec.epochs();
+    const std::vector<Removal> removed = state == v1::SUCCEEDED && !paused
         ? collectGarbage(stateDir, { self }, v1::CollectGarbageRequest {}, m_launch.retention, nowUnixMs())
         : sweepTemporary(stateDir, { self });
     std::int64_t bytes = 0;

@@ -5,7 +5,8 @@
 //
 // Retention: a worker keeps the newest K committed checkpoints of its run (RunSpec
 // keep_checkpoints). Once a run has SUCCEEDED, the agent's rule applies: keep its final
-// checkpoint (the default), keep none, and optionally only for N days. A FAILED or
+// checkpoint (the default), keep none, and optionally only for N days (not when its
+// attempt ends, for a run paused by stop_after_epochs: the next attempt resumes). A FAILED or
 // CANCELLED run keeps its checkpoints, since `study retry` resumes from them, until a
 // CollectGarbage that asks for it. Records are never removed here.
 #pragma once

@@ -38,6 +38,8 @@ v1::WorkerLaunch workerLaunch(const RunLaunch &launch, int rank)
     w.set_schedule(spec.schedule());
     w.set_warmup_epochs(spec.warmup_epochs());
     w.set_label_smoothing(spec.label_smoothing());
+    w.set_block_dropout(spec.block_dropout());
+    w.set_dense_dropout(spec.dense_dropout());
     w.set_divergence_factor(spec.divergence_factor());
     w.set_divergence_steps(spec.divergence_steps());
     w.set_augment(!spec.no_augment());
@@ -65,6 +67,10 @@ v1::WorkerLaunch workerLaunch(const RunLaunch &launch, int rank)
     w.set_checkpoint_every(std::max(1, spec.checkpoint_every_epochs()));
     w.set_keep_checkpoints(spec.keep_checkpoints());
     w.set_resume(launch.request.attempt() > 1);
+    // A paused run (a tuning trial at a rung) ends after this epoch of its schedule; the
+    // attempt that continues it resumes from the checkpoint this one leaves.
+    if (spec.stop_after_epochs() > 0)
+        w.set_stop_after_epoch(spec.stop_after_epochs());
     const auto gpus = launch.gpus.find(rank);
     placeOnDevice(&w, spec, worldSize, gpus != launch.gpus.end() && !gpus->second.empty());
     return w;
@@ -83,6 +89,8 @@ v1::WorkerLaunch lrFindLaunch(const RunLaunch &launch, double minLr, double maxL
     w.set_momentum(run.momentum());
     w.set_weight_decay(run.weight_decay());
     w.set_label_smoothing(run.label_smoothing());
+    w.set_block_dropout(run.block_dropout());
+    w.set_dense_dropout(run.dense_dropout());
     w.set_augment(run.augment());
     w.set_channels_last(run.channels_last());
     w.set_precision(run.precision());

@@ -18,7 +18,7 @@ namespace scalelab::agent {
 [[nodiscard]] v1::WorkerLaunch workerLaunch(const RunLaunch &launch, int rank);
 
 // The learning-rate range test's launch: the options of workerLaunch(launch, 0) that
-// lr-find takes (the data, the optimizer, the device), and its own three.
+// lr-find takes (the data, the optimizer, the model's dropout, the device), and its own three.
 [[nodiscard]] v1::WorkerLaunch lrFindLaunch(const RunLaunch &launch, double minLr, double maxLr, int steps);
 
 // argv of the worker for `launch`: launch.workerBinary, then worker::launchArguments.

@@ -140,6 +140,9 @@ void EventWriter::started(const TrainingConfig &config, const StartedReport &rep
     e->set_divergence_factor(config.divergenceFactor);
     e->set_divergence_steps(config.divergenceSteps);
     e->set_keep_checkpoints(config.keepCheckpoints);
+    e->set_block_dropout(config.blockDropout);
+    e->set_dense_dropout(config.denseDropout);
+    e->set_stop_after_epochs(config.stopAfterEpoch);
     write(worker::eventLine(event));
 }
 

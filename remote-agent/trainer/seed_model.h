@@ -8,8 +8,12 @@
 namespace scalelab::trainer {
 
 // 3 blocks of two 3x3 convs (64/128/256) with BatchNorm + ReLU, 2x2 max-pool and
-// dropout 0.25; dense 512 + ReLU + dropout 0.5; dense 10.
+// dropout (0.25 by default); dense 512 + ReLU + dropout (0.5); dense 10.
 inline constexpr std::int64_t kSeedModelParameters = 3'249'994;
+// The dropout probabilities unless a run sets them (--block-dropout, --dense-dropout);
+// proto/rules/spec_rules.h holds the same for the agent.
+inline constexpr double kDefaultBlockDropout = 0.25;
+inline constexpr double kDefaultDenseDropout = 0.5;
 
 // Builds the model with libtorch and counts its trainable parameters.
 std::int64_t seedModelParameterCount();

@@ -430,6 +430,10 @@ std::string validate(const TrainingConfig &c)
         return "--warmup-epochs must be between 0 and --epochs";
     if (!(c.labelSmoothing >= 0 && c.labelSmoothing < 1))
         return "--label-smoothing must be in [0, 1)";
+    if (!(c.blockDropout >= 0 && c.blockDropout < 1))
+        return "--block-dropout must be in [0, 1)";
+    if (!(c.denseDropout >= 0 && c.denseDropout < 1))
+        return "--dense-dropout must be in [0, 1)";
     if (c.normalizeMean.size() != c.normalizeStd.size()
         || (!c.normalizeMean.empty() && c.normalizeMean.size() != 3))
         return "--normalize-mean and --normalize-std take three comma-separated values each (red, green, blue)";
@@ -467,6 +471,8 @@ std::string validate(const TrainingConfig &c)
         return "--keep-checkpoints must be between 1 and 1000";
     if (c.resume && c.checkpointDir.empty())
         return "--resume needs --checkpoint-dir";
+    if (c.stopAfterEpoch < 0 || c.stopAfterEpoch > c.epochs)
+        return "--stop-after-epoch must be 0 (train every epoch) or between 1 and --epochs";
     return {};
 }
 
@@ -516,7 +522,7 @@ int runTraining(const TrainingConfig &config, EventWriter &events)
 
     // Weights are drawn on the CPU, so a seed gives the same initial model on every device.
     const torch::Device device = torchDevice(config.device);
-    SeedNet net;
+    SeedNet net(config.blockDropout, config.denseDropout);
     if (device.is_cuda())
         net->to(device);
     const auto memoryFormat
@@ -611,7 +617,10 @@ int runTraining(const TrainingConfig &config, EventWriter &events)
                 Clock::rep seen = lastGradient.load();
                 while (seen < now && !lastGradient.compare_exchange_weak(seen, now)) { }
             });
-    for (int epoch = position.epoch + 1; epoch <= config.epochs; ++epoch) {
+    // A run told to stop early trains its schedule's first epochs only; one resumed at or
+    // past that point has nothing left to train and finishes at once.
+    const int lastEpoch = lastEpochOf(config);
+    for (int epoch = position.epoch + 1; epoch <= lastEpoch; ++epoch) {
         const auto epochStart = Clock::now();
         BatchProducer batches(*train, normalization,
             shardForEpoch(std::int64_t(train->size()), config.seed, epoch, config.rank, config.worldSize),
@@ -742,8 +751,9 @@ int runTraining(const TrainingConfig &config, EventWriter &events)
                 .imagesPerSecond = trainN / epochTrainSeconds,
                 .elapsedSeconds = secondsSince(runStart) });
 
+        // The last epoch always leaves a checkpoint: where a stopped run is resumed from.
         const bool checkpointNow = !config.checkpointDir.empty()
-            && (epoch % config.checkpointEvery == 0 || epoch == config.epochs);
+            && (epoch % config.checkpointEvery == 0 || epoch == lastEpoch);
         if (checkpointNow && config.rank == 0) {
             const SavedCheckpoint saved
                 = saveCheckpoint(config.checkpointDir, { epoch, step }, device, *net, optimizer, config.keepCheckpoints);
@@ -758,7 +768,7 @@ int runTraining(const TrainingConfig &config, EventWriter &events)
         .bestTestAccuracy = bestAccuracy,
         .wallSeconds = secondsSince(runStart),
         .imagesPerSecond = trainSeconds > 0 ? double(imagesSeen) / trainSeconds : 0.0,
-        .epochsCompleted = config.epochs,
+        .epochsCompleted = std::max(position.epoch, lastEpoch),
         .weightsSha256 = weightsDigest(*net) });
     return 0;
 }
@@ -978,7 +988,7 @@ int runLrFind(const TrainingConfig &config, const LrFindOptions &options, EventW
         return fail("the training split is empty");
     const Normalization normalization = normalizationFor(config, *train);
     const torch::Device device = torchDevice(config.device);
-    SeedNet net;
+    SeedNet net(config.blockDropout, config.denseDropout);
     if (device.is_cuda())
         net->to(device);
     net->train();

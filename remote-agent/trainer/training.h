@@ -1,6 +1,8 @@
 // One rank's training run: configuration and entry point. Torch-free header.
 #pragma once
 
+#include "seed_model.h"
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -25,6 +27,9 @@ struct TrainingConfig {
     // epoch, or half the run when it is shorter than two (see defaultWarmupEpochs).
     double warmupEpochs = -1;
     double labelSmoothing = 0;
+    // The seed CNN's dropout probabilities (seed_model.h), each in [0, 1); 0 turns it off.
+    double blockDropout = kDefaultBlockDropout;
+    double denseDropout = kDefaultDenseDropout;
     // Per-channel mean and standard deviation of pixels in [0, 1], three values each (the
     // agent passes the ones it measured on the whole data set). Empty: measured on the
     // training images this rank loads.
@@ -62,6 +67,10 @@ struct TrainingConfig {
     int checkpointEvery = 1;
     int keepCheckpoints = 2; // the newest K committed checkpoints are kept
     bool resume = false; // continue from the newest valid checkpoint in checkpointDir
+    // Stop after this epoch of the `epochs`-long schedule, with a checkpoint, and finish
+    // successfully (a later run with resume continues from it as if never stopped). 0 =
+    // train to `epochs`.
+    int stopAfterEpoch = 0;
 };
 
 // The exit code of a run that diverged: its recipe, not its machine, failed, so a retry
@@ -84,6 +93,12 @@ inline double defaultWarmupEpochs(int epochs)
 inline double warmupEpochsOf(const TrainingConfig &config)
 {
     return config.warmupEpochs < 0 ? defaultWarmupEpochs(config.epochs) : config.warmupEpochs;
+}
+
+// The last epoch `config` trains to: stopAfterEpoch, or the schedule's end.
+inline int lastEpochOf(const TrainingConfig &config)
+{
+    return config.stopAfterEpoch > 0 ? config.stopAfterEpoch : config.epochs;
 }
 
 // Trains and evaluates, writing started, step, progress, epoch, checkpoint, finished or

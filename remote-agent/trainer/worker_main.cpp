@@ -54,6 +54,10 @@ train options:
   --warmup-epochs X     linear warm-up from lr/10 over X epochs (default 1, or half the
                         run when it has fewer than 2 epochs; 0 = none)
   --label-smoothing X   cross-entropy label smoothing in [0, 1) (default 0)
+  --block-dropout X     dropout probability after each conv block, in [0, 1) (default 0.25;
+                        0 = none); also for lr-find
+  --dense-dropout X     dropout probability before the last dense layer, in [0, 1) (default
+                        0.5; 0 = none); also for lr-find
   --normalize-mean R,G,B  per-channel mean of pixels in [0, 1] to subtract (default: measured
                         on the training images loaded; the agent passes the whole set's)
   --normalize-std R,G,B   per-channel standard deviation to divide by (with --normalize-mean)
@@ -86,6 +90,9 @@ train options:
   --checkpoint-every K  every K epochs, and at the end (default 1)
   --keep-checkpoints K  keep the newest K committed checkpoints (default 2)
   --resume on|off       continue from the newest valid checkpoint in --checkpoint-dir
+  --stop-after-epoch N  train epochs 1..N of the --epochs schedule (lr and warm-up those of
+                        --epochs), write a checkpoint at N and exit 0; with --resume, go on
+                        from the checkpoint to N (0 = to --epochs, the default)
   --event-fd N          file descriptor for JSON-line events (default 1)
 
 generate-synthetic options:

@@ -28,13 +28,17 @@ const std::set<int> &optionsOf(const std::string &command)
     const std::initializer_list<int> recipe = { Launch::kDataDirFieldNumber, Launch::kMomentumFieldNumber,
         Launch::kWeightDecayFieldNumber, Launch::kLabelSmoothingFieldNumber, Launch::kNormalizeMeanFieldNumber,
         Launch::kNormalizeStdFieldNumber, Launch::kAugmentFieldNumber, Launch::kMaxTrainImagesFieldNumber };
+    // The model's dropout: what the commands that train take (gradient-check compares in
+    // eval mode, where dropout does nothing).
+    const std::initializer_list<int> dropout = { Launch::kBlockDropoutFieldNumber, Launch::kDenseDropoutFieldNumber };
     static const std::set<int> train = [&] {
         auto all = with(recipe);
         all.insert({ Launch::kEpochsFieldNumber, Launch::kLrFieldNumber, Launch::kLrScalingFieldNumber,
             Launch::kBaseBatchFieldNumber, Launch::kScheduleFieldNumber, Launch::kWarmupEpochsFieldNumber,
             Launch::kDivergenceFactorFieldNumber, Launch::kDivergenceStepsFieldNumber,
             Launch::kMaxTestImagesFieldNumber, Launch::kCheckpointDirFieldNumber, Launch::kCheckpointEveryFieldNumber,
-            Launch::kKeepCheckpointsFieldNumber, Launch::kResumeFieldNumber });
+            Launch::kKeepCheckpointsFieldNumber, Launch::kResumeFieldNumber, Launch::kStopAfterEpochFieldNumber });
+        all.insert(dropout.begin(), dropout.end());
         return all;
     }();
     static const std::set<int> gradientCheck = [&] {
@@ -45,6 +49,7 @@ const std::set<int> &optionsOf(const std::string &command)
     static const std::set<int> lrFind = [&] {
         auto all = with(recipe);
         all.insert({ Launch::kMinLrFieldNumber, Launch::kMaxLrFieldNumber, Launch::kStepsFieldNumber });
+        all.insert(dropout.begin(), dropout.end());
         return all;
     }();
     static const std::set<int> bench
@@ -128,6 +133,10 @@ std::optional<WorkerOptions> parseWorkerOptions(const std::vector<std::string> &
         c.warmupEpochs = l.warmup_epochs();
     if (l.has_label_smoothing())
         c.labelSmoothing = l.label_smoothing();
+    if (l.has_block_dropout())
+        c.blockDropout = l.block_dropout();
+    if (l.has_dense_dropout())
+        c.denseDropout = l.dense_dropout();
     c.normalizeMean.assign(l.normalize_mean().begin(), l.normalize_mean().end());
     c.normalizeStd.assign(l.normalize_std().begin(), l.normalize_std().end());
     if (l.has_divergence_factor())
@@ -172,6 +181,8 @@ std::optional<WorkerOptions> parseWorkerOptions(const std::vector<std::string> &
         c.keepCheckpoints = l.keep_checkpoints();
     if (l.has_resume())
         c.resume = l.resume();
+    if (l.has_stop_after_epoch())
+        c.stopAfterEpoch = l.stop_after_epoch();
     if (l.has_event_fd())
         options.eventFd = l.event_fd();
     if (l.has_min_lr())

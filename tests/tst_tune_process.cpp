@@ -1,0 +1,358 @@
+// Tunes end to end (issue 18) against two real agents and real workers on a small
+// synthetic set: 9 trials, η = 3, grace 1, at most 9 epochs, with ASHA promotion (the
+// budget is then exact: 9·1 + 3·2 + 1·6 = 21 epochs) and with ASHA stopping; and a tune
+// whose runner "crashes" after every journal event it commits, continued by the next.
+// Each checks that no trial trains past the rung it stopped at, that no epoch is trained
+// twice (paused trials resume from their checkpoints), and that the journal replays to
+// the same decisions.
+#include "agent_client.h"
+#include "journal.h"
+#include "local_agent.h"
+#include "study_runner.h"
+#include "test_support.h"
+#include "tune_plan.h"
+
+#include <QSignalSpy>
+#include <QTemporaryDir>
+#include <QTest>
+
+using namespace scalelab;
+using namespace scalelab::core;
+
+namespace {
+
+const QString kToken = QStringLiteral("tune-test-token-0123456789abcdef");
+
+v1::StudyPlan tunePlan(const QString &variant, int samples, double eta, int maxEpochs)
+{
+    v1::StudyPlan plan;
+    plan.set_name("tune");
+    plan.set_dataset("synth");
+    plan.mutable_baseline()->set_skip(true);
+    plan.mutable_training()->set_max_train_images(128);
+    plan.mutable_training()->set_max_test_images(64);
+    plan.mutable_training()->set_threads_per_worker(1);
+    plan.mutable_training()->set_batch_size(32);
+    auto *t = plan.mutable_tune();
+    auto &lr = (*t->mutable_space())["learningRate"];
+    lr.set_kind("loguniform");
+    lr.set_low(0.005);
+    lr.set_high(0.5);
+    auto &dropout = (*t->mutable_space())["blockDropout"];
+    dropout.set_kind("quniform");
+    dropout.set_low(0);
+    dropout.set_high(0.5);
+    dropout.set_q(0.25);
+    t->set_samples(samples);
+    t->set_seed(11);
+    t->set_max_concurrent_trials(2);
+    auto *s = t->mutable_scheduler();
+    s->set_kind("asha");
+    s->set_variant(variant.toStdString());
+    s->set_grace_period(1);
+    s->set_reduction_factor(eta);
+    s->set_max_epochs(maxEpochs);
+    return plan;
+}
+
+// Every epoch a trial's workers reported, over its attempts in order, and the epoch each
+// attempt resumed from.
+struct TrialTraining {
+    QList<int> epochs;
+    QList<int> resumedFrom;
+};
+
+TrialTraining trialTraining(const Journal &journal, const RunProgress &run)
+{
+    TrialTraining t;
+    for (const auto &a : run.attempts) {
+        if (a.agents.isEmpty())
+            continue;
+        for (const auto &e : journal.runEvents(run.planned.runId, a.attempt, a.agents.first())) {
+            if (e.has_started())
+                t.resumedFrom << e.started().resumed_from_epoch();
+            if (e.has_epoch())
+                t.epochs << e.epoch().epoch();
+        }
+    }
+    return t;
+}
+
+QString joined(const QList<int> &values)
+{
+    QStringList parts;
+    for (int v : values)
+        parts << QString::number(v);
+    return parts.join(QLatin1Char(','));
+}
+
+// Replays the journal up to each trial_decision and decides again: "" when every
+// decision comes out the same, else the first that does not.
+QString replayDecisions(const QList<JournalEvent> &events, int *count)
+{
+    *count = 0;
+    for (int i = 0; i < events.size(); ++i) {
+        if (events[i].type != QLatin1String("trial_decision"))
+            continue;
+        const StudyState before = StudyState::replay(events.mid(0, i));
+        const TrialDecision made = TrialDecision::fromJson(events[i].payload);
+        std::optional<TrialDecision> again;
+        if (made.action == QLatin1String("promote"))
+            again = before.scheduler().nextPromotion();
+        else if (made.action == QLatin1String("stop") && before.scheduler().settings().promotion())
+            again = before.scheduler().closeOut(made.runId, made.epoch, made.value);
+        else
+            again = before.scheduler().decide(made.runId, made.epoch, made.value, before.run(made.runId)->continuedTo);
+        if (!again || again->toJson() != made.toJson())
+            return QStringLiteral("event %1 (%2 %3) decides differently on replay").arg(i).arg(made.action, made.runId);
+        ++*count;
+    }
+    return {};
+}
+
+} // namespace
+
+class TestTuneProcess : public QObject {
+    Q_OBJECT
+private:
+    QTemporaryDir m_tmp;
+    LocalAgent m_a, m_b;
+    QList<AgentEndpoint> m_agents;
+
+    QString path(const QString &name) const { return m_tmp.filePath(name); }
+
+    // Drives the study with fresh runners until it ends; each commits `crashAfter` events
+    // (0 = no crash) and then "dies". Returns the final state, or what went wrong.
+    QString driveToEnd(Journal *journal, const QString &studyId, int crashAfter, int *runners = nullptr)
+    {
+        for (int n = 1; n <= 1000; ++n) {
+            StudyRunner runner(journal);
+            runner.setAgents(m_agents);
+            runner.setTickInterval(100);
+            runner.setCrashAfterEvents(crashAfter);
+            QSignalSpy finished(&runner, &StudyRunner::finished);
+            QSignalSpy crashed(&runner, &StudyRunner::crashed);
+            QString error;
+            if (!runner.drive(studyId, &error))
+                return QStringLiteral("drive failed: ") + error;
+            if (!QTest::qWaitFor([&] { return finished.count() + crashed.count() > 0; }, 300'000))
+                return QStringLiteral("runner %1 neither finished nor crashed in 5 minutes").arg(n);
+            if (runners)
+                *runners = n;
+            if (!finished.isEmpty())
+                return finished.first().first().toString();
+        }
+        return QStringLiteral("never finished");
+    }
+
+    // What every tune must satisfy, whatever its scheduler; returns the epochs trained.
+    int checkTune(const Journal &journal, const QString &studyId)
+    {
+        const StudyState state = StudyState::replay(journal.events(studyId));
+        QSet<QString> agentsUsed;
+        int spent = 0;
+        for (const RunProgress &run : state.runs()) {
+            const QString id = run.planned.runId;
+            if (run.phase != RunPhase::Succeeded && run.phase != RunPhase::Stopped) {
+                QTest::qFail(qPrintable(QStringLiteral("%1 ended %2").arg(id, phaseName(run.phase))), __FILE__, __LINE__);
+                return -1;
+            }
+            const TrialTraining t = trialTraining(journal, run);
+            // Epochs 1, 2, …, n exactly once each: resumed from where the last attempt
+            // stopped, never past the epoch of its last decision.
+            QList<int> expected;
+            for (int e = 1; e <= run.epochsDone(); ++e)
+                expected << e;
+            if (t.epochs != expected) {
+                QStringList attempts;
+                for (const auto &a : run.attempts)
+                    attempts << QStringLiteral("attempt %1 on %2 %3 transferred %4")
+                                    .arg(a.attempt)
+                                    .arg(a.agents.join(QLatin1Char(',')), a.outcome)
+                                    .arg(a.transferredEpoch);
+                QTest::qFail(qPrintable(QStringLiteral("%1 trained epochs %2, expected 1..%3 (resumed from %4; %5)")
+                                            .arg(id, joined(t.epochs))
+                                            .arg(run.epochsDone())
+                                            .arg(joined(t.resumedFrom), attempts.join(QLatin1String("; ")))),
+                    __FILE__, __LINE__);
+                return -1;
+            }
+            // Each attempt after the first resumed where the one before stopped.
+            const QList<int> targets = state.scheduler().targets(id);
+            for (int k = 1; k < t.resumedFrom.size(); ++k)
+                if (!targets.contains(t.resumedFrom[k])) {
+                    QTest::qFail(qPrintable(QStringLiteral("%1 attempt %2 resumed from epoch %3, not a rung")
+                                                .arg(id)
+                                                .arg(k + 1)
+                                                .arg(t.resumedFrom[k])),
+                        __FILE__, __LINE__);
+                    return -1;
+                }
+            if (run.phase == RunPhase::Stopped && run.epochsDone() >= state.scheduler().settings().trialEpochs) {
+                QTest::qFail(qPrintable(id + QStringLiteral(" stopped after its last epoch")), __FILE__, __LINE__);
+                return -1;
+            }
+            for (const auto &a : run.attempts)
+                agentsUsed.unite(QSet<QString>(a.agents.begin(), a.agents.end()));
+            spent += int(t.epochs.size());
+        }
+        int decisions = 0;
+        const QString replay = replayDecisions(journal.events(studyId), &decisions);
+        if (!replay.isEmpty()) {
+            QTest::qFail(qPrintable(replay), __FILE__, __LINE__);
+            return -1;
+        }
+        if (decisions < state.runs().size() || agentsUsed.size() != 2) {
+            QTest::qFail(qPrintable(QStringLiteral("%1 decisions, %2 agents used").arg(decisions).arg(agentsUsed.size())),
+                __FILE__, __LINE__);
+            return -1;
+        }
+        return spent;
+    }
+
+private Q_SLOTS:
+    void initTestCase()
+    {
+        QVERIFY(m_tmp.isValid());
+        QVERIFY(QDir().mkpath(path(QStringLiteral("data"))));
+        for (LocalAgent *agent : { &m_a, &m_b }) {
+            LocalAgentOptions options;
+            options.agentBinary = test::binary("scalelab-agent");
+            options.dataDir = path(QStringLiteral("data"));
+            options.stateDir = path(QStringLiteral("agent-%1").arg(m_agents.size() + 1));
+            options.token = kToken;
+            QVERIFY2(agent->start(options), qPrintable(agent->error()));
+            m_agents << AgentEndpoint { agent->endpoint(), agent->endpoint(), kToken };
+        }
+        AgentClient client(m_a.endpoint(), kToken);
+        v1::CreateSyntheticDatasetRequest request;
+        request.set_name("synth");
+        request.set_train_images(128);
+        request.set_test_images(64);
+        request.set_seed(3);
+        v1::Dataset dataset;
+        const auto result = client.createSyntheticDataset(request, &dataset);
+        QVERIFY2(result.ok(), qPrintable(result.message));
+    }
+
+    void cleanupTestCase()
+    {
+        m_a.stop();
+        m_b.stop();
+        QTRY_VERIFY_WITH_TIMEOUT(test::processesMentioning(m_tmp.path()).isEmpty(), 15000);
+    }
+
+    // Li et al.'s Algorithm 2 with 9 trials: exactly 3 reach epoch 3 and 1 reaches 9.
+    void promotionTuneSpendsAshasBudget()
+    {
+        Journal journal;
+        QString error;
+        QVERIFY2(journal.open(path(QStringLiteral("promotion/journal.sqlite")), &error), qPrintable(error));
+        StudyRunner creator(&journal);
+        creator.setAgents(m_agents);
+        const v1::StudyPlan plan = tunePlan(QStringLiteral("promotion"), 9, 3, 9);
+        QVERIFY2(validatePlan(plan).isEmpty(), qPrintable(validatePlan(plan).join('\n')));
+        const QString studyId = creator.createStudy(plan, &error);
+        QVERIFY2(!studyId.isEmpty(), qPrintable(error));
+        QCOMPARE(driveToEnd(&journal, studyId, 0), QStringLiteral("SUCCEEDED"));
+        const int spent = checkTune(journal, studyId);
+        QCOMPARE(spent, 21);
+        const StudyState state = StudyState::replay(journal.events(studyId));
+        int finished = 0, atThree = 0;
+        for (const RunProgress &run : state.runs()) {
+            finished += run.phase == RunPhase::Succeeded ? 1 : 0;
+            atThree += run.epochsDone() >= 3 ? 1 : 0;
+        }
+        QCOMPARE(finished, 1);
+        QCOMPARE(atThree, 3);
+        // The trials table and the best trial, as the CLI and the console show them.
+        const StudySnapshot snapshot = buildSnapshot(state, journal);
+        QVERIFY(snapshot.tune);
+        const int best = bestTrialIndex(snapshot);
+        QVERIFY(best >= 0);
+        QCOMPARE(epochsSpent(snapshot), 21);
+        QCOMPARE(epochsWithoutStopping(snapshot), 81);
+        for (const RunResult &r : snapshot.runs)
+            QVERIFY2(trialStatus(r).startsWith(QLatin1String("finished")) || trialStatus(r).startsWith(QLatin1String("stopped at rung")),
+                qPrintable(trialStatus(r)));
+
+        // "Continue the best trial for N more epochs" is one action: past its schedule
+        // (stretched), and a trial stopped at rung 1 within its own (unchanged).
+        const QString bestId = snapshot.runs[best].runId;
+        QString stoppedId;
+        for (const RunProgress &run : state.runs())
+            if (run.phase == RunPhase::Stopped && run.epochsDone() == 1 && stoppedId.isEmpty())
+                stoppedId = run.planned.runId;
+        QVERIFY(!stoppedId.isEmpty());
+        QVERIFY(!StudyRunner::requestContinue(&journal, studyId, bestId, 0, &error));
+        QVERIFY2(error.contains(QLatin1String("--epochs: give 1 to")), qPrintable(error));
+        const int bestBefore = state.run(bestId)->epochsDone();
+        QVERIFY2(StudyRunner::requestContinue(&journal, studyId, bestId, 2, &error), qPrintable(error));
+        QVERIFY2(StudyRunner::requestContinue(&journal, studyId, stoppedId, 1, &error), qPrintable(error));
+        QCOMPARE(driveToEnd(&journal, studyId, 0), QStringLiteral("SUCCEEDED"));
+        QCOMPARE(checkTune(journal, studyId), 21 + 2 + 1); // nothing trained twice
+        const StudyState after = StudyState::replay(journal.events(studyId));
+        QCOMPARE(after.run(bestId)->epochsDone(), bestBefore + 2);
+        QCOMPARE(after.run(bestId)->planned.config.epochs, bestBefore + 2);
+        QVERIFY2(after.run(bestId)->decisions.last().reason.contains(QLatin1String("as the user asked")),
+            qPrintable(after.run(bestId)->decisions.last().reason));
+        QCOMPARE(after.run(stoppedId)->epochsDone(), 2);
+        QCOMPARE(after.run(stoppedId)->planned.config.epochs, 9); // its schedule as it was
+        QCOMPARE(after.run(stoppedId)->phase, RunPhase::Succeeded);
+    }
+
+    void stoppingTuneStopsBelowTheCutoff()
+    {
+        Journal journal;
+        QString error;
+        QVERIFY2(journal.open(path(QStringLiteral("stopping/journal.sqlite")), &error), qPrintable(error));
+        StudyRunner creator(&journal);
+        creator.setAgents(m_agents);
+        const QString studyId = creator.createStudy(tunePlan(QStringLiteral("stopping"), 9, 3, 9), &error);
+        QVERIFY2(!studyId.isEmpty(), qPrintable(error));
+        QCOMPARE(driveToEnd(&journal, studyId, 0), QStringLiteral("SUCCEEDED"));
+        const int spent = checkTune(journal, studyId);
+        QVERIFY(spent > 0);
+        QVERIFY2(spent < 81, qPrintable(QString::number(spent)));
+        // Every stop names the cutoff it missed, and the value was below it.
+        const StudyState state = StudyState::replay(journal.events(studyId));
+        int stopped = 0;
+        for (const RunProgress &run : state.runs())
+            if (run.phase == RunPhase::Stopped) {
+                ++stopped;
+                const TrialDecision &d = run.decisions.last();
+                QVERIFY(d.cutoff);
+                QVERIFY2(d.value < *d.cutoff, qPrintable(d.reason));
+            }
+        QVERIFY(stopped > 0);
+    }
+
+    // The runner dies after every journal event; fresh runners finish the tune with the
+    // same decisions, no epoch trained twice, and each agent's attempts all succeeded.
+    void crashAfterEveryJournalEvent()
+    {
+        Journal journal;
+        QString error;
+        QVERIFY2(journal.open(path(QStringLiteral("crash/journal.sqlite")), &error), qPrintable(error));
+        StudyRunner creator(&journal);
+        creator.setAgents(m_agents);
+        const QString studyId = creator.createStudy(tunePlan(QStringLiteral("promotion"), 4, 2, 2), &error);
+        QVERIFY2(!studyId.isEmpty(), qPrintable(error));
+        int runners = 0;
+        QCOMPARE(driveToEnd(&journal, studyId, 1, &runners), QStringLiteral("SUCCEEDED"));
+        QVERIFY2(runners >= 20, qPrintable(QString::number(runners)));
+        // 4 trials to epoch 1, the top 2 to epoch 2: 6 epochs.
+        QCOMPARE(checkTune(journal, studyId), 6);
+        for (const auto &agent : m_agents) {
+            AgentClient client(agent.address, kToken);
+            v1::ListRunsResponse runs;
+            QVERIFY(client.listRuns({}, &runs).ok());
+            for (const auto &r : runs.runs())
+                if (QString::fromStdString(r.run_id()).startsWith(studyId))
+                    QCOMPARE(r.state(), v1::SUCCEEDED);
+        }
+    }
+};
+
+QTEST_GUILESS_MAIN(TestTuneProcess)
+#include "tst_tune_process.moc"
