@@ -597,8 +597,8 @@ private Q_SLOTS:
         loss->setSeriesVisible(r03, true);
         QCOMPARE(loss->pointCount(mean.loss()), 10u); // drawn again the same
         QVERIFY(loss->chart()->plotArea().adjusted(-1, -1, 1, 1).contains(loss->bandPath(mean.loss()).boundingRect()));
-        if (const QString dir = qEnvironmentVariable("SCALELAB_TEST_SCREENSHOT_DIR"); !dir.isEmpty())
-            QVERIFY(loss->grab().save(dir + QStringLiteral("/repeats_band.png"))); // to look at
+        if (const QString shots = qEnvironmentVariable("SCALELAB_TEST_SCREENSHOT_DIR"); !shots.isEmpty())
+            QVERIFY(loss->grab().save(shots + QStringLiteral("/repeats_band.png"))); // to look at
         // Cleared: the runs come back, the mean and band go.
         charts.groupRepeatsBox()->setChecked(false);
         QVERIFY(!loss->hasSeries(mean.loss()));

@@ -7,6 +7,7 @@
 #include "journal.h"
 #include "local_agent.h"
 #include "study_runner.h"
+#include "study_driver.h"
 #include "test_support.h"
 
 #include <QFileInfo>
@@ -88,28 +89,9 @@ private:
 
     QString path(const QString &name) const { return m_tmp.filePath(name); }
 
-    // Drives a study with fresh runners until it ends; each runner commits
-    // `crashAfter` events (0 = no crash) and then "dies".
     QString driveToEnd(Journal *journal, const QString &studyId, int crashAfter, int *runners = nullptr)
     {
-        for (int n = 1; n <= 200; ++n) {
-            StudyRunner runner(journal);
-            runner.setAgents(m_agents);
-            runner.setTickInterval(100);
-            runner.setCrashAfterEvents(crashAfter);
-            QSignalSpy finished(&runner, &StudyRunner::finished);
-            QSignalSpy crashed(&runner, &StudyRunner::crashed);
-            QString error;
-            if (!runner.drive(studyId, &error))
-                return QStringLiteral("drive failed: ") + error;
-            if (!QTest::qWaitFor([&] { return finished.count() + crashed.count() > 0; }, 180'000))
-                return QStringLiteral("runner %1 neither finished nor crashed in 3 minutes").arg(n);
-            if (runners)
-                *runners = n;
-            if (!finished.isEmpty())
-                return finished.first().first().toString();
-        }
-        return QStringLiteral("never finished");
+        return test::driveStudyToEnd(journal, studyId, m_agents, crashAfter, runners, 200, 180'000);
     }
 
     // Creates a study from `plan` in a journal of its own under `folder` and drives it with

@@ -9,6 +9,9 @@
 #include "run_details.h"
 #include "run_plot.h"
 #include "study_charts.h"
+#include "tune_charts.h"
+#include "tune_plan.h"
+#include "parallel_coordinates.h"
 #include "frozen_columns.h"
 #include "study_view.h"
 #include "agent_fixture.h"
@@ -346,6 +349,83 @@ private Q_SLOTS:
 
     // A run cancelled while it trains is retried from the UI: the study, which had ended
     // FAILED (one run did not succeed), runs again and ends SUCCEEDED with two attempts.
+    // A tune loaded into the designer and launched: the grid's fields step aside, the trials
+    // fill the runs table with their hyperparameters, and the tune's panel replaces the
+    // speedup charts: the best so far, the trials table with a column per hyperparameter
+    // and per rung, the metric by epoch with rungs marked and a parallel-coordinates line
+    // per trial.
+    void tuneShowsTrialsAndTheirCharts()
+    {
+        console::StudyView view;
+        QString error;
+        QVERIFY2(view.openJournal(m_fixture.path(QStringLiteral("console-tune")), &error), qPrintable(error));
+        view.setAgents({ m_fixture.endpoint() });
+        v1::StudyPlan plan = core::exampleTunePlan(QStringLiteral("synth"));
+        plan.mutable_training()->set_max_train_images(64);
+        plan.mutable_training()->set_max_test_images(32);
+        plan.mutable_training()->set_threads_per_worker(1);
+        plan.mutable_tune()->set_samples(4);
+        auto *scheduler = plan.mutable_tune()->mutable_scheduler();
+        scheduler->set_variant("promotion");
+        scheduler->set_reduction_factor(2);
+        scheduler->set_max_epochs(2);
+        view.setForm(plan);
+        auto *workers = view.findChildren<QLineEdit *>().at(2);
+        QVERIFY(!workers->isEnabled()); // a tune's trials come from its space
+        QTRY_VERIFY2(view.problemsLabel()->text().startsWith(QLatin1String("A tune of 4 trial(s)")),
+            qPrintable(view.problemsLabel()->text()));
+        QVERIFY2(view.launch(&error), qPrintable(error));
+        QTRY_VERIFY_WITH_TIMEOUT(view.snapshot().state == QLatin1String("SUCCEEDED"), 240'000);
+        const core::StudySnapshot s = view.snapshot();
+        QVERIFY(s.tune);
+        app::TuneCharts *tune = view.tuneCharts();
+        QTRY_VERIFY(tune->isVisible() || !view.isVisible()); // shown in place of the speedup charts
+        QVERIFY(view.charts()->isHidden());
+        QTRY_COMPARE(tune->trialsTable()->rowCount(), 4);
+        // Columns: trial, state, epochs, metric, one per hyperparameter, one per rung, why.
+        QStringList headers;
+        for (int c = 0; c < tune->trialsTable()->columnCount(); ++c)
+            headers << tune->trialsTable()->horizontalHeaderItem(c)->text();
+        for (const char *h : { "lr", "momentum", "dense dropout", "batch", "at epoch 1", "at epoch 2", "Why" })
+            QVERIFY2(headers.contains(QLatin1String(h)), qPrintable(headers.join(u'|')));
+        int finished = 0, stopped = 0;
+        for (int row = 0; row < 4; ++row) {
+            const QString state = cell(tune->trialsTable(), row, 1);
+            finished += state.startsWith(QLatin1String("finished")) ? 1 : 0;
+            stopped += state.startsWith(QLatin1String("stopped at rung 1")) ? 1 : 0;
+        }
+        QCOMPARE(finished, 2); // ⌊4/2⌋ promoted to epoch 2
+        QCOMPARE(stopped, 2);
+        const int best = core::bestTrialIndex(s);
+        QVERIFY(best >= 0);
+        QVERIFY2(tune->bestLabel()->text().startsWith(
+                     QStringLiteral("Best so far: %1").arg(s.runs[best].runId.section(u'-', -1))),
+            qPrintable(tune->bestLabel()->text()));
+        QVERIFY2(tune->bestLabel()->text().contains(QLatin1String("Epochs trained: 6 of 8")),
+            qPrintable(tune->bestLabel()->text()));
+        // The runs table shows each trial's hyperparameters and state.
+        QTRY_COMPARE(view.runsTable()->rowCount(), 4);
+        QVERIFY2(cell(view.runsTable(), 0, console::StudyView::ConfigCol).startsWith(QLatin1String("lr ")),
+            qPrintable(cell(view.runsTable(), 0, console::StudyView::ConfigCol)));
+        QVERIFY(view.runsTable()->isColumnHidden(console::StudyView::SpeedupCol));
+        // Metric by epoch: a line per trial, the rung marked.
+        QCOMPARE(tune->metricChart()->seriesIds().size(), 4);
+        QCOMPARE(tune->metricChart()->pointCount(s.runs[best].runId), std::size_t(s.runs[best].epochs.size()));
+        // Parallel coordinates: 4 hyperparameters and the metric; a line per trial, lr on a log axis.
+        const auto axes = tune->parallel()->axes();
+        QCOMPARE(axes.size(), 5);
+        QCOMPARE(axes.first().label, QStringLiteral("lr"));
+        QVERIFY(axes.first().log);
+        QCOMPARE(tune->parallel()->lines().size(), 4);
+        tune->tabs()->setCurrentIndex(2);
+        view.resize(1400, 900);
+        view.show();
+        QTest::qWait(300);
+        QCOMPARE(tune->parallel()->polyline(0).size(), 5);
+        if (const QByteArray shot = qgetenv("SCALELAB_SCREENSHOT_DIR"); !shot.isEmpty())
+            view.grab().save(QString::fromLocal8Bit(shot) + QStringLiteral("/tune.png"));
+    }
+
     void cancelledRunIsRetriedFromTheUi()
     {
         console::StudyView view;

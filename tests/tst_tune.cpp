@@ -54,6 +54,21 @@ JournalEvent journalEvent(qint64 id, const QString &type, const QJsonObject &pay
     return e;
 }
 
+// A tune's journal made by hand, and the state it replays to, event by event.
+struct TuneJournal {
+    TuneJournal(const v1::StudyPlan &plan, const QList<PlannedRun> &trials)
+    {
+        append(QStringLiteral("study_created"), StudyState::studyCreated(QStringLiteral("t"), plan, { "a" }, trials));
+    }
+    void append(const QString &type, const QJsonObject &payload)
+    {
+        events << journalEvent(events.size() + 1, type, payload);
+        state.apply(events.last());
+    }
+    QList<JournalEvent> events;
+    StudyState state;
+};
+
 } // namespace
 
 class TestTune : public QObject {
@@ -331,10 +346,11 @@ private Q_SLOTS:
     void journalReplaysToTheSameDecisions_data()
     {
         QTest::addColumn<QByteArray>("scheduler");
-        QTest::newRow("stopping") << QByteArray(R"({"kind":"asha","maxEpochs":9})");
-        QTest::newRow("stopping, 2 brackets") << QByteArray(R"({"kind":"asha","maxEpochs":9,"brackets":2})");
-        QTest::newRow("promotion") << QByteArray(R"({"kind":"asha","variant":"promotion","maxEpochs":9})");
-        QTest::newRow("none") << QByteArray(R"({"kind":"none"})");
+        QTest::addColumn<int>("expectedEpochs"); // ASHA's budget on these curves, against 81 for all 9 epochs
+        QTest::newRow("stopping") << QByteArray(R"({"kind":"asha","maxEpochs":9})") << 25;
+        QTest::newRow("stopping, 2 brackets") << QByteArray(R"({"kind":"asha","maxEpochs":9,"brackets":2})") << 41;
+        QTest::newRow("promotion") << QByteArray(R"({"kind":"asha","variant":"promotion","maxEpochs":9})") << 21; // 9·1 + 3·2 + 1·6
+        QTest::newRow("none") << QByteArray(R"({"kind":"none"})") << 9; // 9 trials of tune.epochs (1)
     }
     void journalReplaysToTheSameDecisions()
     {
@@ -342,13 +358,10 @@ private Q_SLOTS:
         const v1::StudyPlan plan = tunePlan(scheduler, 9);
         QVERIFY2(validatePlan(plan).isEmpty(), qPrintable(validatePlan(plan).join('\n')));
         const QList<PlannedRun> trials = trialsOf(plan);
-        QList<JournalEvent> journal;
-        StudyState state;
-        auto append = [&](const QString &type, const QJsonObject &payload) {
-            journal << journalEvent(journal.size() + 1, type, payload);
-            state.apply(journal.last());
-        };
-        append(QStringLiteral("study_created"), StudyState::studyCreated(QStringLiteral("t"), plan, { "a" }, trials));
+        TuneJournal tune(plan, trials);
+        QList<JournalEvent> &journal = tune.events;
+        StudyState &state = tune.state;
+        auto append = [&](const QString &type, const QJsonObject &payload) { tune.append(type, payload); };
         // A curve per trial: better with a higher lr index, noisy.
         auto curve = [](const QString &id, int epoch) {
             const int i = id.right(2).toInt();
@@ -418,12 +431,51 @@ private Q_SLOTS:
             if (run.phase == RunPhase::Stopped)
                 QVERIFY(run.epochsDone() < 9);
         }
-        if (end.scheduler().settings().promotion())
-            QCOMPARE(epochsSpent, 21);
-        else if (end.scheduler().settings().asha())
-            QVERIFY2(epochsSpent < 81, qPrintable(QString::number(epochsSpent)));
-        else
-            QCOMPARE(epochsSpent, 9); // none: 9 trials of tune.epochs (1)
+        QFETCH(int, expectedEpochs);
+        QCOMPARE(epochsSpent, expectedEpochs);
+    }
+
+    // A paused trial the user continues, or cancels, leaves the promotion rungs: it is
+    // never promoted (which would start it a second time), and a promotion journalled for
+    // a trial no longer paused changes nothing.
+    void continuedOrCancelledTrialsAreNeverPromoted()
+    {
+        const v1::StudyPlan plan = tunePlan(R"({"kind":"asha","variant":"promotion","maxEpochs":9})", 3);
+        const QList<PlannedRun> trials = trialsOf(plan);
+        TuneJournal tune(plan, trials);
+        StudyState &state = tune.state;
+        auto append = [&](const QString &type, const QJsonObject &payload) { tune.append(type, payload); };
+        const double values[] = { 0.9, 0.5, 0.7 };
+        for (int i = 0; i < 3; ++i) {
+            const QString id = trials[i].runId;
+            append(QStringLiteral("attempt_starting"), StudyState::attemptStarting(id, 1, { Portion { "a", { 0 } } }));
+            append(QStringLiteral("attempt_running"), QJsonObject { { "runId", id }, { "attempt", 1 } });
+            append(QStringLiteral("attempt_ended"), QJsonObject { { "runId", id }, { "attempt", 1 }, { "outcome", "SUCCEEDED" } });
+            // The user cannot continue a trial while its decision is due.
+            append(QStringLiteral("trial_continued"), QJsonObject { { "runId", id }, { "epochs", 5 } });
+            QCOMPARE(state.run(id)->continuedTo, 0);
+            append(QStringLiteral("trial_decision"), state.scheduler().decide(id, 1, values[i]).toJson());
+            QCOMPARE(state.run(id)->phase, RunPhase::Paused);
+        }
+        // t01 (0.9) is the one ⌊3/3⌋ promotion; the user continues it first.
+        QCOMPARE(state.scheduler().nextPromotion()->runId, trials[0].runId);
+        const QJsonObject stale = state.scheduler().nextPromotion()->toJson();
+        append(QStringLiteral("trial_continued"), QJsonObject { { "runId", trials[0].runId }, { "epochs", 4 } });
+        QCOMPARE(state.run(trials[0].runId)->phase, RunPhase::Pending);
+        QCOMPARE(state.run(trials[0].runId)->target, 4);
+        QVERIFY(!state.scheduler().nextPromotion());
+        // A promotion recorded before the continue (a runner racing the user) is ignored.
+        append(QStringLiteral("trial_decision"), stale);
+        QCOMPARE(state.run(trials[0].runId)->target, 4);
+        // A cancelled paused trial is not promoted either, and says how far it got.
+        append(QStringLiteral("cancel_requested"), QJsonObject { { "runId", trials[2].runId } });
+        QCOMPARE(state.run(trials[2].runId)->phase, RunPhase::Cancelled);
+        QCOMPARE(state.run(trials[2].runId)->reason, QStringLiteral("cancelled after epoch 1"));
+        // The continued trial finishes where the user asked, and the rungs do not see it.
+        const TrialDecision done = state.scheduler().decide(trials[0].runId, 4, 0.95, 4);
+        QCOMPARE(done.action, QStringLiteral("finish"));
+        QVERIFY(done.continued);
+        QVERIFY2(done.reason.contains(QLatin1String("as the user asked")), qPrintable(done.reason));
     }
 };
 

@@ -9,6 +9,7 @@
 #include "journal.h"
 #include "local_agent.h"
 #include "study_runner.h"
+#include "study_driver.h"
 #include "test_support.h"
 #include "tune_plan.h"
 
@@ -121,28 +122,9 @@ private:
 
     QString path(const QString &name) const { return m_tmp.filePath(name); }
 
-    // Drives the study with fresh runners until it ends; each commits `crashAfter` events
-    // (0 = no crash) and then "dies". Returns the final state, or what went wrong.
     QString driveToEnd(Journal *journal, const QString &studyId, int crashAfter, int *runners = nullptr)
     {
-        for (int n = 1; n <= 1000; ++n) {
-            StudyRunner runner(journal);
-            runner.setAgents(m_agents);
-            runner.setTickInterval(100);
-            runner.setCrashAfterEvents(crashAfter);
-            QSignalSpy finished(&runner, &StudyRunner::finished);
-            QSignalSpy crashed(&runner, &StudyRunner::crashed);
-            QString error;
-            if (!runner.drive(studyId, &error))
-                return QStringLiteral("drive failed: ") + error;
-            if (!QTest::qWaitFor([&] { return finished.count() + crashed.count() > 0; }, 300'000))
-                return QStringLiteral("runner %1 neither finished nor crashed in 5 minutes").arg(n);
-            if (runners)
-                *runners = n;
-            if (!finished.isEmpty())
-                return finished.first().first().toString();
-        }
-        return QStringLiteral("never finished");
+        return test::driveStudyToEnd(journal, studyId, m_agents, crashAfter, runners);
     }
 
     // What every tune must satisfy, whatever its scheduler; returns the epochs trained.
@@ -192,6 +174,24 @@ private:
                 QTest::qFail(qPrintable(id + QStringLiteral(" stopped after its last epoch")), __FILE__, __LINE__);
                 return -1;
             }
+            // Every decision was made on what the workers reported and the journal stored:
+            // a runner started again reads the same inputs (the test accuracy of that epoch).
+            QMap<int, double> reported;
+            for (const auto &a : run.attempts)
+                if (!a.agents.isEmpty())
+                    for (const auto &e : journal.runEvents(id, a.attempt, a.agents.first()))
+                        if (e.has_epoch())
+                            reported[e.epoch().epoch()] = e.epoch().test_accuracy();
+            for (const TrialDecision &d : run.decisions)
+                if (d.action != QLatin1String("promote") && (!reported.contains(d.epoch) || reported[d.epoch] != d.value)) {
+                    QTest::qFail(qPrintable(QStringLiteral("%1: %2 at epoch %3 with %4, but the stored events say %5")
+                                                .arg(id, d.action)
+                                                .arg(d.epoch)
+                                                .arg(d.value)
+                                                .arg(reported.value(d.epoch, -1))),
+                        __FILE__, __LINE__);
+                    return -1;
+                }
             for (const auto &a : run.attempts)
                 agentsUsed.unite(QSet<QString>(a.agents.begin(), a.agents.end()));
             spent += int(t.epochs.size());
@@ -299,6 +299,23 @@ private Q_SLOTS:
         QCOMPARE(after.run(stoppedId)->epochsDone(), 2);
         QCOMPARE(after.run(stoppedId)->planned.config.epochs, 9); // its schedule as it was
         QCOMPARE(after.run(stoppedId)->phase, RunPhase::Succeeded);
+        // Stopped trials keep their last checkpoint on their agent (what a continue resumes
+        // from), even through a garbage collection told to keep nothing of finished runs;
+        // only trials that trained their whole schedule lose theirs.
+        for (const auto &agent : m_agents) {
+            AgentClient client(agent.address, kToken);
+            v1::CollectGarbageRequest gc;
+            gc.set_finished_runs("none");
+            v1::CollectGarbageResponse removed;
+            QVERIFY(client.collectGarbage(gc, &removed).ok());
+            for (const auto &r : removed.removed()) {
+                const RunProgress *run = after.run(QString::fromStdString(r.run_id()));
+                if (!run)
+                    continue; // not this tune's
+                QVERIFY2(run->phase == RunPhase::Succeeded && run->epochsDone() == run->planned.config.epochs,
+                    qPrintable(QString::fromStdString(r.path() + ": " + r.why())));
+            }
+        }
     }
 
     void stoppingTuneStopsBelowTheCutoff()

@@ -22,6 +22,7 @@
 #include <QGroupBox>
 #include <QHBoxLayout>
 #include <QHeaderView>
+#include <QInputDialog>
 #include <QLabel>
 #include <QLineEdit>
 #include <QMenu>
@@ -1046,7 +1047,29 @@ void StudyView::showRunMenu(const QPoint &position)
         QString error;
         report(cancelRun(runId, &error), error);
     });
+    if (const RunProgress *run = StudyState::replay(m_journal.events(m_studyId)).run(runId); run && run->planned.trial) {
+        menu.addSeparator();
+        menu.addAction(tr("Continue trial for more epochs…"), this, [this, runId, report] {
+            bool ok = false;
+            const int more = QInputDialog::getInt(this, tr("Continue trial"),
+                tr("Train %1 this many more epochs, from its last checkpoint:").arg(runId), 3, 1, 1000, 1, &ok);
+            if (!ok)
+                return;
+            QString error;
+            report(continueTrial(runId, more, &error), error);
+        });
+    }
     menu.exec(m_runs->viewport()->mapToGlobal(position));
+}
+
+bool StudyView::continueTrial(const QString &runId, int moreEpochs, QString *error)
+{
+    const bool ended = StudyState::replay(m_journal.events(m_studyId)).ended();
+    if (!StudyRunner::requestContinue(&m_journal, m_studyId, runId, moreEpochs, error))
+        return false;
+    m_status->setText(tr("%1 continues for %2 more epoch(s) from its last checkpoint").arg(runId).arg(moreEpochs));
+    m_dirty = true;
+    return ended || !m_runner ? open(m_studyId, error) : true;
 }
 
 RunDetails *StudyView::showRunDetails(const QString &runId)

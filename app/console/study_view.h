@@ -94,6 +94,8 @@ public:
     // driven again if it had ended.
     bool retryRun(const QString &runId, QString *error);
     bool cancelRun(const QString &runId, QString *error);
+    // A tune's trial trains `moreEpochs` more epochs (StudyRunner::requestContinue).
+    bool continueTrial(const QString &runId, int moreEpochs, QString *error);
     RunDetails *showRunDetails(const QString &runId);
     // The unfinished study to reattach to at start-up: `preferred` when it is unfinished,
     // else the newest unfinished one; empty when every study has ended.

@@ -45,13 +45,26 @@ QString shortName(const QString &runId, const QString &studyId)
     return runId.startsWith(studyId + QLatin1Char('-')) ? runId.mid(studyId.size() + 1) : runId;
 }
 
-// A table cell that sorts by number when it has one.
+// A table cell that sorts by its number when it has one (text sorts "10" before "9"),
+// cells without one after those with one.
+class SortableCell : public QTableWidgetItem {
+public:
+    static constexpr int kSortRole = Qt::UserRole + 1;
+    bool operator<(const QTableWidgetItem &other) const override
+    {
+        const QVariant a = data(kSortRole), b = other.data(kSortRole);
+        if (a.isValid() || b.isValid())
+            return a.isValid() && (!b.isValid() || a.toDouble() < b.toDouble());
+        return QTableWidgetItem::operator<(other);
+    }
+};
+
 QTableWidgetItem *cell(const QString &text, double sortValue = NAN)
 {
-    auto *item = new QTableWidgetItem;
+    auto *item = new SortableCell;
+    item->setText(text);
     if (std::isfinite(sortValue))
-        item->setData(Qt::EditRole, sortValue);
-    item->setData(Qt::DisplayRole, text);
+        item->setData(SortableCell::kSortRole, sortValue);
     item->setFlags(item->flags() & ~Qt::ItemIsEditable);
     return item;
 }
@@ -229,11 +242,18 @@ void TuneCharts::updateMetricChart(const StudySnapshot &s)
 {
     if (!m_rungsMarked) {
         if (const auto plan = planOf(s)) {
-            const QList<int> targets = trialTargets(tuneSettings(*plan), 0);
-            for (int k = 0; k + 1 < targets.size(); ++k) {
+            // Every bracket's rungs (ASHA stopping with brackets > 1 has several).
+            const TuneSettings settings = tuneSettings(*plan);
+            QList<int> rungs;
+            for (int b = 0; b < std::max(1, settings.brackets); ++b)
+                for (int epoch : trialTargets(settings, b))
+                    if (epoch < settings.trialEpochs && !rungs.contains(epoch))
+                        rungs << epoch;
+            std::sort(rungs.begin(), rungs.end());
+            for (int epoch : rungs) {
                 MetricPoint at;
-                at.x[int(XAxis::Epoch)] = targets[k];
-                m_metric->addVerticalMarker(QStringLiteral("rungs"), at, tr("rung %1").arg(k + 1));
+                at.x[int(XAxis::Epoch)] = epoch;
+                m_metric->addVerticalMarker(QStringLiteral("rungs"), at, tr("rung at epoch %1").arg(epoch));
             }
             m_rungsMarked = true;
         }

@@ -227,23 +227,39 @@ QList<QPair<double, QString>> parallelTicks(const ChartParallelAxis &a)
     return ticks;
 }
 
+// A chart's white ground and its type, at scale u, for the painter's device.
+struct ChartPaint {
+    ChartPaint(QPainter &p, const QRectF &rect, qreal u)
+        : titleFont(chartFont(13 * u, true))
+        , labelFont(chartFont(11 * u))
+        , tickFont(chartFont(10 * u))
+        , legendFont(chartFont(10.5 * u))
+        , titleFm(titleFont, p.device())
+        , labelFm(labelFont, p.device())
+        , tickFm(tickFont, p.device())
+        , legendFm(legendFont, p.device())
+        , pad(8 * u)
+    {
+        p.save();
+        p.setRenderHint(QPainter::Antialiasing);
+        p.setPen(Qt::NoPen);
+        p.setBrush(Qt::white);
+        p.drawRect(rect);
+    }
+    const QFont titleFont, labelFont, tickFont, legendFont;
+    const QFontMetricsF titleFm, labelFm, tickFm, legendFm;
+    const qreal pad;
+};
+
 // A parallel-coordinates chart: one vertical axis per entry of chart.parallelAxes, evenly
 // spaced, each series a line across them. Title on top, legend (colour scale first) below.
 void paintParallelChart(QPainter &p, const QRectF &rect, const ChartSpec &chart, qreal u)
 {
-    p.save();
-    p.setRenderHint(QPainter::Antialiasing);
-    p.setPen(Qt::NoPen);
-    p.setBrush(Qt::white);
-    p.drawRect(rect);
-
-    const QFont titleFont = chartFont(13 * u, true);
-    const QFont labelFont = chartFont(11 * u);
-    const QFont tickFont = chartFont(10 * u);
-    const QFont legendFont = chartFont(10.5 * u);
-    const QFontMetricsF titleFm(titleFont, p.device()), labelFm(labelFont, p.device()),
-        tickFm(tickFont, p.device()), legendFm(legendFont, p.device());
-    const qreal pad = 8 * u;
+    const ChartPaint cp(p, rect, u); // p.save()d: restored at the end
+    const QFont &titleFont = cp.titleFont, &labelFont = cp.labelFont, &tickFont = cp.tickFont,
+                &legendFont = cp.legendFont;
+    const QFontMetricsF &titleFm = cp.titleFm, &labelFm = cp.labelFm, &tickFm = cp.tickFm, &legendFm = cp.legendFm;
+    const qreal pad = cp.pad;
 
     // Each axis' range, widened to hold every value on it.
     QList<ChartParallelAxis> axes = chart.parallelAxes;
@@ -401,19 +417,11 @@ void paintChart(QPainter &p, const QRectF &rect, const ChartSpec &chart, qreal u
         paintParallelChart(p, rect, chart, u);
         return;
     }
-    p.save();
-    p.setRenderHint(QPainter::Antialiasing);
-    p.setPen(Qt::NoPen);
-    p.setBrush(Qt::white);
-    p.drawRect(rect);
-
-    const QFont titleFont = chartFont(13 * u, true);
-    const QFont labelFont = chartFont(11 * u);
-    const QFont tickFont = chartFont(10 * u);
-    const QFont legendFont = chartFont(10.5 * u);
-    const QFontMetricsF titleFm(titleFont, p.device()), labelFm(labelFont, p.device()),
-        tickFm(tickFont, p.device()), legendFm(legendFont, p.device());
-    const qreal pad = 8 * u;
+    const ChartPaint cp(p, rect, u); // p.save()d: restored at the end
+    const QFont &titleFont = cp.titleFont, &labelFont = cp.labelFont, &tickFont = cp.tickFont,
+                &legendFont = cp.legendFont;
+    const QFontMetricsF &titleFm = cp.titleFm, &labelFm = cp.labelFm, &tickFm = cp.tickFm, &legendFm = cp.legendFm;
+    const qreal pad = cp.pad;
 
     // Ranges over everything that is drawn.
     double xMin = INFINITY, xMax = -INFINITY, yMin = INFINITY, yMax = -INFINITY;

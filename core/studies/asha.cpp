@@ -148,6 +148,14 @@ bool PromotionRungs::markPromoted(const std::string &trial, int fromRung)
     return false;
 }
 
+void PromotionRungs::withdraw(const std::string &trial)
+{
+    for (auto &entries : m_rungs)
+        for (Entry &e : entries)
+            if (e.trial == trial)
+                e.promoted = true;
+}
+
 std::vector<double> PromotionRungs::values(int rung) const
 {
     std::vector<double> out;

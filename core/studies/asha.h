@@ -83,6 +83,9 @@ public:
     // Marks a promotion decided before (a journal replayed): false when the trial was
     // not recorded at that rung.
     bool markPromoted(const std::string &trial, int fromRung);
+    // The trial left its rungs (continued by hand, or cancelled): never promoted again; its
+    // values still count in the rungs' sizes and ranks.
+    void withdraw(const std::string &trial);
     // The values recorded at `rung`, in recording order.
     [[nodiscard]] std::vector<double> values(int rung) const;
 

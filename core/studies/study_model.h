@@ -91,6 +91,9 @@ struct TrialDecision {
     QList<double> seen; // the values recorded at that rung before this decision
     int nextTarget = 0; // continue, promote: the epoch the next attempt stops after
     QString reason; // in words, for tables and logs
+    // The user continued the trial to this epoch (trial_continued): the scheduler's rungs
+    // do not see it, as Ray's would not hear from a stopped trial again.
+    bool continued = false;
     // Where the journal holds it (set when replayed; not part of the payload): the
     // decisions of all trials, in the order they were made, sort by eventId.
     qint64 eventId = 0;
@@ -128,6 +131,7 @@ struct RunResult {
     QJsonObject params;
     QList<TrialDecision> decisions;
     int trialTarget = 0; // the epoch its open or next attempt stops after
+    int epochsTrained = 0; // every epoch any attempt trained, one trained again counted again
 };
 
 // The one definition of a run's throughput, used by the console, the CLI and every report:
@@ -172,6 +176,7 @@ struct StudySnapshot {
     bool tune = false;
     QString tuneMetric;
     bool tuneMaximize = true;
+    int tuneTrialEpochs = 0; // the most a trial trains, unless the user continues it
     QString tuneScheduler;
 };
 

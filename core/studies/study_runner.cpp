@@ -207,6 +207,13 @@ bool StudyRunner::requestContinue(
                      .arg(runId, phaseName(run->phase));
         return false;
     }
+    if (run->decisionDue) {
+        *error = QStringLiteral("trial %1 has just reached epoch %2 and its scheduler is deciding; try again in a "
+                                "moment")
+                     .arg(runId)
+                     .arg(run->target);
+        return false;
+    }
     const int total = run->epochsDone() + moreEpochs;
     if (moreEpochs < 1 || total > rules::kMaxEpochs) {
         *error = QStringLiteral("--epochs: give 1 to %1 more epochs (got %2)")
@@ -545,17 +552,23 @@ void StudyRunner::placePending(QList<NodeCapacity> &nodes)
         const RunProgress run = *m_state.run(id);
         if (run.notBeforeMs > QDateTime::currentMSecsSinceEpoch())
             continue; // backing off after a failure
-        // A trial resumes from the checkpoint of its last rung: until the console holds a
-        // copy, only the agent that wrote it can take it (a copy is on its way).
+        // A trial resumes from the checkpoint of its last rung, which rank 0's agent of its
+        // last successful attempt holds: until the console has a copy (on its way), only
+        // that agent can take it.
+        QString holder;
+        int holderAttempt = 0;
+        for (auto a = run.attempts.crbegin(); a != run.attempts.crend() && holder.isEmpty(); ++a)
+            if (a->outcome == QLatin1String("SUCCEEDED") && !a->agents.isEmpty()) {
+                holder = a->agents.first();
+                holderAttempt = a->attempt;
+            }
+        const bool needsCopy = run.planned.trial && run.epochsDone() > run.checkpoint.epoch && !holder.isEmpty();
         bool copyPending = m_copyQueue.count(id) > 0 || (m_copying && m_copying->runId == id);
-        if (run.planned.trial && run.epochsDone() > run.checkpoint.epoch && !copyPending && !run.portions.isEmpty()
-            && m_copyFailed.value(id) < run.epochsDone()) {
-            // Not asked for yet (a runner started again after the attempt ended).
-            queueCopy(CopyJob { id, run.attempt, run.epochsDone(), run.portions.first().agent });
+        if (needsCopy && !copyPending && m_copyFailed.value(id) < run.epochsDone()) {
+            // Not asked for yet: a runner started again after the attempt ended.
+            queueCopy(CopyJob { id, holderAttempt, run.epochsDone(), holder });
             copyPending = m_copyQueue.count(id) > 0 || (m_copying && m_copying->runId == id);
         }
-        const bool onlyItsAgent = run.planned.trial && run.epochsDone() > run.checkpoint.epoch && copyPending
-            && !run.portions.isEmpty();
         // A retry prefers the agent that holds its checkpoints (rank 0's last time).
         QList<NodeCapacity> ordered = nodes;
         if (run.spaceNeeded > 0) {
@@ -565,11 +578,12 @@ void StudyRunner::placePending(QList<NodeCapacity> &nodes)
             if (ordered.isEmpty())
                 continue; // its reason says what it waits for
         }
-        if (!run.portions.isEmpty())
-            std::stable_partition(ordered.begin(), ordered.end(),
-                [&](const NodeCapacity &n) { return n.agent == run.portions.first().agent; });
-        if (onlyItsAgent) {
-            ordered.removeIf([&](const NodeCapacity &n) { return n.agent != run.portions.first().agent; });
+        const QString preferred = !holder.isEmpty() ? holder : run.portions.isEmpty() ? QString() : run.portions.first().agent;
+        if (!preferred.isEmpty())
+            std::stable_partition(
+                ordered.begin(), ordered.end(), [&](const NodeCapacity &n) { return n.agent == preferred; });
+        if (needsCopy && copyPending) {
+            ordered.removeIf([&](const NodeCapacity &n) { return n.agent != holder; });
             if (ordered.isEmpty())
                 continue;
         }
@@ -912,7 +926,7 @@ void StudyRunner::decideTrials()
     // that stopped would have.
     QList<const RunProgress *> due;
     for (const auto &run : m_state.runs())
-        if (run.decisionDue)
+        if (run.decisionDue && run.phase == RunPhase::Paused && !run.cancelRequested)
             due << &run;
     std::sort(due.begin(), due.end(),
         [](const RunProgress *a, const RunProgress *b) { return a->dueSinceEventId < b->dueSinceEventId; });
@@ -921,7 +935,19 @@ void StudyRunner::decideTrials()
         ids << run->planned.runId;
     for (const QString &id : ids) {
         const RunProgress *run = m_state.run(id);
-        const auto [epoch, value] = trialResult(*run);
+        auto [epoch, value] = trialResult(*run);
+        if (epoch != run->target) {
+            // Its attempt succeeded without reporting the epoch it stopped at: judged there
+            // with no value (NaN neither stops a trial nor counts in a cutoff, and is never
+            // promoted), so it cannot loop back to the same target.
+            Q_EMIT message(QStringLiteral("%1: no result was reported for epoch %2 (the newest is epoch %3); judged "
+                                          "without a value")
+                               .arg(id)
+                               .arg(run->target)
+                               .arg(epoch));
+            epoch = run->target;
+            value = std::numeric_limits<double>::quiet_NaN();
+        }
         const TrialDecision decision = m_state.scheduler().decide(id, epoch, value, run->continuedTo);
         if (!record(QStringLiteral("trial_decision"), decision.toJson()))
             return;
@@ -947,10 +973,11 @@ void StudyRunner::promoteTrials()
     // Algorithm 2 promotes when a worker asks for a job: when a trial fits now.
     const int maxConcurrent = m_state.scheduler().settings().maxConcurrent;
     int slots = maxConcurrent > 0 ? maxConcurrent - open - queued : std::numeric_limits<int>::max();
-    int fits = 0;
+    int freeSlots = 0; // a data-parallel trial may span agents
     for (const auto &n : refreshCapacity(false))
         if (n.reachable)
-            fits += std::max(0, n.freeSlots) / workers;
+            freeSlots += std::max(0, n.freeSlots);
+    const int fits = freeSlots / workers;
     slots = std::min(slots, fits - queued);
     while (slots-- > 0) {
         const auto promotion = m_state.scheduler().nextPromotion();

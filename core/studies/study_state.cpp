@@ -254,8 +254,13 @@ void StudyState::apply(const JournalEvent &event)
                 continue;
             r.cancelRequested = true;
             if (r.phase == RunPhase::Pending || r.phase == RunPhase::Paused) { // nothing runs: cancelled at once
+                r.reason = r.phase == RunPhase::Paused || !r.attempts.isEmpty()
+                    ? QStringLiteral("cancelled after epoch %1").arg(r.epochsDone())
+                    : QStringLiteral("cancelled before it started");
                 r.phase = RunPhase::Cancelled;
-                r.reason = QStringLiteral("cancelled before it started");
+                r.decisionDue = false;
+                if (r.planned.trial)
+                    m_scheduler.withdraw(r.planned.runId);
             }
         }
         if (runId.isEmpty())
@@ -285,8 +290,9 @@ void StudyState::apply(const JournalEvent &event)
             || (run->phase != RunPhase::Succeeded && run->phase != RunPhase::Stopped && run->phase != RunPhase::Paused))
             return;
         const int epochs = p.value(QLatin1String("epochs")).toInt();
-        if (epochs <= run->epochsDone())
+        if (epochs <= run->epochsDone() || run->decisionDue)
             return;
+        m_scheduler.withdraw(run->planned.runId);
         // Within its schedule it stops there; past it, the schedule is stretched.
         run->planned.config.epochs = std::max(run->planned.config.epochs, epochs);
         run->target = epochs;
@@ -363,6 +369,11 @@ void StudyState::apply(const JournalEvent &event)
         d.eventId = event.id;
         d.unixMs = event.unixMs;
         m_scheduler.apply(d);
+        // Decisions are about a trial at a rung (PAUSED), a promotion about one waiting
+        // there with its result recorded; a trial cancelled or continued meanwhile keeps
+        // its own state.
+        if (run->phase != RunPhase::Paused || (d.action == QLatin1String("promote") && run->decisionDue))
+            return;
         run->decisions << d;
         run->decisionDue = false;
         run->reason = d.reason;
@@ -590,6 +601,7 @@ StudySnapshot buildSnapshot(const StudyState &state, const Journal &journal)
         s.tune = true;
         s.tuneMetric = t.metric;
         s.tuneMaximize = t.maximize;
+        s.tuneTrialEpochs = t.trialEpochs;
         s.tuneScheduler = t.asha()
             ? QStringLiteral("ASHA %1, η %2, grace %3 epoch(s), at most %4 epochs%5")
                   .arg(t.variant)
@@ -665,6 +677,7 @@ StudySnapshot buildSnapshot(const StudyState &state, const Journal &journal)
                     lastElapsed = std::max(lastElapsed, m.elapsed_seconds());
                     r.epochs.removeIf([&](const EpochPoint &old) { return old.epoch == p.epoch; });
                     r.epochs << p;
+                    ++r.epochsTrained; // an epoch trained again after a resume counts again
                 } else if (e.has_summary() && e.summary().state() == v1::SUCCEEDED) {
                     lastElapsed = std::max(lastElapsed, e.summary().wall_seconds());
                 }

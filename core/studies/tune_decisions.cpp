@@ -30,6 +30,8 @@ QJsonObject TrialDecision::toJson() const
         { QStringLiteral("epoch"), epoch }, { QStringLiteral("value"), number(value) },
         { QStringLiteral("rung"), rung }, { QStringLiteral("seen"), seenArray },
         { QStringLiteral("nextTarget"), nextTarget }, { QStringLiteral("reason"), reason } };
+    if (continued)
+        o.insert(QStringLiteral("continued"), true);
     if (cutoff)
         o.insert(QStringLiteral("cutoff"), number(*cutoff));
     return o;
@@ -49,6 +51,7 @@ TrialDecision TrialDecision::fromJson(const QJsonObject &json)
         d.seen << numberOf(v);
     d.nextTarget = json.value(QLatin1String("nextTarget")).toInt();
     d.reason = json.value(QLatin1String("reason")).toString();
+    d.continued = json.value(QLatin1String("continued")).toBool();
     return d;
 }
 
@@ -102,6 +105,7 @@ TrialDecision TrialScheduler::decide(const QString &runId, int epoch, double val
 
     if (runEpochs > 0 && last) {
         d.action = QStringLiteral("finish");
+        d.continued = true;
         d.reason = QStringLiteral("trained to epoch %1, as the user asked: %2").arg(epoch).arg(valueText(value));
         return d;
     }
@@ -215,8 +219,16 @@ TrialDecision TrialScheduler::closeOut(const QString &runId, int epoch, double v
     return d;
 }
 
+void TrialScheduler::withdraw(const QString &runId)
+{
+    if (m_rungs)
+        m_rungs->withdraw(runId.toStdString());
+}
+
 void TrialScheduler::apply(const TrialDecision &d)
 {
+    if (d.continued)
+        return; // the user's, not ASHA's: the rungs stay as ASHA left them
     const std::string trial = d.runId.toStdString();
     if (m_rungs) {
         if (d.action == QLatin1String("pause") || d.action == QLatin1String("finish"))

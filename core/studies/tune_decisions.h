@@ -43,6 +43,8 @@ public:
 
     // Applies a decision (made now, or read back from the journal).
     void apply(const TrialDecision &decision);
+    // The trial leaves its rungs (continued by the user, cancelled): never promoted.
+    void withdraw(const QString &runId);
 
 private:
     double sign() const { return m_settings.maximize ? 1.0 : -1.0; }

@@ -631,7 +631,7 @@ int epochsSpent(const StudySnapshot &s)
 {
     int total = 0;
     for (const RunResult &r : s.runs)
-        total += r.trial ? int(r.epochs.size()) : 0;
+        total += r.trial ? r.epochsTrained : 0;
     return total;
 }
 
@@ -639,7 +639,7 @@ int epochsWithoutStopping(const StudySnapshot &s)
 {
     int total = 0;
     for (const RunResult &r : s.runs)
-        total += r.trial ? r.config.epochs : 0;
+        total += r.trial ? (s.tuneTrialEpochs > 0 ? s.tuneTrialEpochs : r.config.epochs) : 0;
     return total;
 }
 

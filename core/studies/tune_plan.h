@@ -89,8 +89,9 @@ void applyTrialParams(const QJsonObject &params, v1::RunSpec *spec);
 [[nodiscard]] QString rungValuesText(const StudySnapshot &s, const RunResult &r);
 // A metric value as the tune shows it: accuracy in percent, a loss as a number.
 [[nodiscard]] QString metricText(const QString &metric, double value);
-// Epochs trained by all trials together (a resumed epoch counted again), and what the
-// same trials would train without early stopping.
+// Epochs trained by all trials together (an epoch trained again after a resume from an
+// older checkpoint counted again), and what the same trials would train without early
+// stopping (each the tune's most, trials continued by hand counted as not continued).
 [[nodiscard]] int epochsSpent(const StudySnapshot &s);
 [[nodiscard]] int epochsWithoutStopping(const StudySnapshot &s);
 

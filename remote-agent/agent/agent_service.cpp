@@ -493,7 +493,8 @@ std::vector<RunOnDisk> AgentService::runsOnDisk()
             continue;
         const bool ended = info->state() == v1::SUCCEEDED || info->state() == v1::FAILED
             || info->state() == v1::CANCELLED;
-        runs.push_back(RunOnDisk { id, info->state(), info->ended_unix_ms(), !ended });
+        const bool paused = info->spec().stop_after_epochs() > 0 && info->spec().stop_after_epochs() < info->spec().epochs();
+        runs.push_back(RunOnDisk { id, info->state(), info->ended_unix_ms(), !ended, paused });
     }
     return runs;
 }grpc::Status AgentService::CollectGarbage(

@@ -169,8 +169,8 @@ std::vector<Removal> collectGarbage(const fs::path &stateDir, const std::vector<
         rule = RetentionPolicy::Finished::None;
     const double ageMs = request.older_than_days() * 86'400'000.0;
     for (const auto &run : runs) {
-        if (run.active || run.endedUnixMs <= 0)
-            continue;
+        if (run.active || run.endedUnixMs <= 0 || run.paused)
+            continue; // a paused run resumes from its checkpoints
         if (ageMs > 0 && double(nowUnixMs - run.endedUnixMs) < ageMs)
             continue; // not old enough for what was asked
         const auto found = committed(checkpointsOf(stateDir / "runs" / run.runId));

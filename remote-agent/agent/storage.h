@@ -39,6 +39,9 @@ struct RunOnDisk {
     v1::RunState state = v1::RUN_STATE_UNSPECIFIED;
     std::int64_t endedUnixMs = 0;
     bool active = false; // an attempt is starting or running: never touched
+    // It SUCCEEDED before its schedule's end (RunSpec.stop_after_epochs: a tune's trial at a
+    // rung): its newest checkpoint is what its next attempt resumes from, never collected.
+    bool paused = false;
 };
 
 v1::StorageInfo measureStorage(const std::filesystem::path &stateDir, const RetentionPolicy &policy);

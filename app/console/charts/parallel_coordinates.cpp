@@ -183,7 +183,13 @@ void ParallelCoordinates::paintEvent(QPaintEvent *)
             color.setAlpha(90);
         QPen pen(color, i == m_hovered ? 3.5 : line.best ? 2.8 : 1.6);
         p.setPen(pen);
-        p.drawPolyline(polyline(i).data(), int(polyline(i).size()));
+        // A value the trial does not have leaves a gap, not a line across its axis.
+        for (int a = 1; a < m_axes.size(); ++a) {
+            const double y0 = axisY(a - 1, line.values.value(a - 1, NAN));
+            const double y1 = axisY(a, line.values.value(a, NAN));
+            if (std::isfinite(y0) && std::isfinite(y1))
+                p.drawLine(QPointF(axisX(a - 1), y0), QPointF(axisX(a), y1));
+        }
     }
     // Axes, their labels and their ends.
     QFont small = font();
@@ -208,7 +214,8 @@ void ParallelCoordinates::paintEvent(QPaintEvent *)
             p.drawText(QRectF(x - 60, area.bottom() + 2, 120, 14), Qt::AlignHCenter, tickText(value(r.low)));
         }
     }
-    // The colour bar: the metric's range, best at the top.
+    // The colour bar: the metric's range, its highest value at the top (the brightest for
+    // a metric to maximise, the darkest for a loss).
     const QRectF bar(width() - kMargin - kColorBar + 8, area.top(), 14, area.height());
     const Range &metric = m_ranges.last();
     for (int y = 0; y < int(bar.height()); ++y) {
