@@ -325,9 +325,35 @@ private Q_SLOTS:
         QVERIFY2(journal.open(path(QStringLiteral("stopping/journal.sqlite")), &error), qPrintable(error));
         StudyRunner creator(&journal);
         creator.setAgents(m_agents);
-        const QString studyId = creator.createStudy(tunePlan(QStringLiteral("stopping"), 9, 3, 9), &error);
+        // As many trials at once as the agents have free slots (one per core): no cap.
+        v1::StudyPlan plan = tunePlan(QStringLiteral("stopping"), 9, 3, 9);
+        plan.mutable_tune()->set_max_concurrent_trials(0);
+        const QString studyId = creator.createStudy(plan, &error);
         QVERIFY2(!studyId.isEmpty(), qPrintable(error));
         QCOMPARE(driveToEnd(&journal, studyId, 0), QStringLiteral("SUCCEEDED"));
+        {
+            // Never more attempts at once than the two agents' cores (slots taken since the
+            // last capacity refresh count), give or take the attempts whose end the journal
+            // records a moment after their agent freed the slot: at most half as many again.
+            // Placing on the stale capacity alone started all 9 at once.
+            const StudyState state = StudyState::replay(journal.events(studyId));
+            QList<std::pair<qint64, int>> edges;
+            for (const RunProgress &run : state.runs())
+                for (const auto &a : run.attempts) {
+                    edges.append({ a.startedUnixMs, +1 });
+                    edges.append({ a.endedUnixMs > 0 ? a.endedUnixMs : std::numeric_limits<qint64>::max(), -1 });
+                }
+            std::sort(edges.begin(), edges.end()); // an end before a start at the same moment
+            int open = 0, most = 0;
+            for (const auto &[at, change] : edges)
+                most = std::max(most, open += change);
+            v1::DescribeResponse a, b;
+            QVERIFY(AgentClient(m_agents[0].address, kToken).describe(&a).ok());
+            QVERIFY(AgentClient(m_agents[1].address, kToken).describe(&b).ok());
+            const int cores = a.cpu_cores() + b.cpu_cores();
+            QVERIFY2(most <= cores + cores / 2 && most < 9,
+                qPrintable(QStringLiteral("%1 trials at once on %2 cores").arg(most).arg(cores)));
+        }
         const int spent = checkTune(journal, studyId);
         QVERIFY(spent > 0);
         QVERIFY2(spent < 81, qPrintable(QString::number(spent)));

@@ -536,6 +536,14 @@ void StudyRunner::placePending(QList<NodeCapacity> &nodes)
         }
     };
     markBusy();
+    // The capacity is refreshed every few seconds: attempts placed since then hold slots
+    // the agents did not report yet (else runs sharing nodes oversubscribe them).
+    for (const auto &run : m_state.runs())
+        if (run.attemptOpen() && !run.attempts.isEmpty() && run.attempts.last().startedUnixMs >= m_capacityAtMs)
+            for (const auto &p : run.portions)
+                for (auto &n : nodes)
+                    if (n.agent == p.agent)
+                        n.freeSlots -= int(p.ranks.size());
 
     QStringList ids;
     for (const auto &run : m_state.runs())
