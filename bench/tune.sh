@@ -18,7 +18,8 @@ samples="${2:-9}"
 max_epochs="${3:-9}"
 cli="$PWD/build/bin/scalelab-cli"
 work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
+# SCALELAB_BENCH_KEEP=1 keeps the journals (and their reports) for a look afterwards.
+if [ "${SCALELAB_BENCH_KEEP:-0}" = 1 ]; then echo "keeping $work" >&2; else trap 'rm -rf "$work"' EXIT; fi
 mkdir -p "$work/data"
 
 # The plan: a space over the learning rate, momentum and the dense layer's dropout,
@@ -68,6 +69,45 @@ for kind in full stopping promotion; do
         "$(awk "BEGIN { print ${best[$kind]} * 100 }")" "${trial[$kind]} (${trained[$kind]} ep)" \
         "$(awk "BEGIN { print ${epochs[full]} / ${epochs[$kind]} }")"
 done
+# Why ASHA wins or loses: how well a trial's rank at each rung predicts its rank after the
+# last epoch, measured on the full run (Spearman's rho over the trials; 1 = the rung
+# ranks them as the end does, 0 = no better than chance).
+"$cli" report "$(/usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["studyId"])' "$work/full.out")" \
+    --state-dir "$work/state-full" --format json -o "$work/full-report.json"
+/usr/bin/python3 - "$work/full-report.json" "$max_epochs" <<'PY'
+import json, sys
+runs = json.load(open(sys.argv[1]))["runs"]
+last = int(sys.argv[2])
+def acc(run, epoch):
+    return next((e["test_accuracy"] for e in run["epochs"] if e["epoch"] == epoch), None)
+def ranks(values):
+    order = sorted(range(len(values)), key=lambda i: values[i])
+    r = [0.0] * len(values)
+    i = 0
+    while i < len(order):  # ties share their mean rank
+        j = i
+        while j + 1 < len(order) and values[order[j + 1]] == values[order[i]]:
+            j += 1
+        for k in range(i, j + 1):
+            r[order[k]] = (i + j) / 2.0
+        i = j + 1
+    return r
+def spearman(a, b):
+    ra, rb = ranks(a), ranks(b)
+    n = len(a)
+    ma, mb = sum(ra) / n, sum(rb) / n
+    cov = sum((x - ma) * (y - mb) for x, y in zip(ra, rb))
+    va = sum((x - ma) ** 2 for x in ra) ** 0.5
+    vb = sum((y - mb) ** 2 for y in rb) ** 0.5
+    return cov / (va * vb) if va and vb else float("nan")
+finals = [acc(r, last) for r in runs]
+line = []
+for epoch in (1, 3):
+    pairs = [(acc(r, epoch), f) for r, f in zip(runs, finals) if acc(r, epoch) is not None and f is not None]
+    if len(pairs) > 2:
+        line.append("epoch %d: rho %.2f" % (epoch, spearman([p[0] for p in pairs], [p[1] for p in pairs])))
+print("rank agreement with epoch %d in the full run (how much a rung can know): %s" % (last, ", ".join(line)))
+PY
 for kind in stopping promotion; do
     awk -v k="$kind" -v e="${epochs[full]}" -v a="${epochs[$kind]}" -v b="${best[$kind]}" -v g="${best[full]}" \
         -v w="${seconds[full]}" -v s="${seconds[$kind]}" 'BEGIN {

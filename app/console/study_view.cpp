@@ -767,7 +767,8 @@ void StudyView::preview()
         for (const auto &r : runs)
             infeasible += placementOf(r.config).infeasible ? 1 : 0;
         m_problems->setStyleSheet({});
-        m_problems->setText(tr("The designer's plan: %n run(s)", nullptr, int(runs.size()))
+        m_problems->setText((isTune(plan) ? tr("The designer's plan: a tune of %n trial(s)", nullptr, int(runs.size()))
+                                          : tr("The designer's plan: %n run(s)", nullptr, int(runs.size())))
             + (infeasible ? tr(", %1 cannot be placed").arg(infeasible) : QString())
             + tr(". The table shows study %1; Launch starts the designer's plan as a new study.").arg(m_studyId));
         return;
