@@ -241,7 +241,8 @@ private Q_SLOTS:
         QTRY_VERIFY(static_cast<QValueAxis *>(charts->efficiencyChart()->yAxisItem())->min() <= 0);
         // Train accuracy is told from test by its legend's colour and words, not only its dash.
         {
-            const auto &run = view.snapshot().runs.first();
+            const core::StudySnapshot shown = view.snapshot(); // a reference into a temporary would dangle
+            const auto &run = shown.runs.first();
             const app::RunLines lines { app::StudyCharts::attemptPrefix(run.runId, 1) };
             QVERIFY(charts->accuracyChart()->line(lines.trainAccuracy())->name().endsWith(QStringLiteral("train (dashed)")));
             QVERIFY(charts->accuracyChart()->line(lines.trainAccuracy())->color()
