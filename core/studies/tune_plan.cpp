@@ -631,7 +631,7 @@ int epochsSpent(const StudySnapshot &s)
 {
     int total = 0;
     for (const RunResult &r : s.runs)
-        total += r.trial ? r.epochsTrained : 0;
+        total += r.trial ? std::max(r.epochsTrained, int(r.epochs.size())) : 0; // a snapshot made by hand counts its epochs
     return total;
 }
 
