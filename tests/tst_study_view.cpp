@@ -389,20 +389,27 @@ private Q_SLOTS:
             headers << tune->trialsTable()->horizontalHeaderItem(c)->text();
         for (const char *h : { "lr", "momentum", "dense dropout", "batch", "at epoch 1", "at epoch 2", "Why" })
             QVERIFY2(headers.contains(QLatin1String(h)), qPrintable(headers.join(u'|')));
+        // Every trial finished or stopped at rung 1 (the table follows on its timer): at least
+        // ⌊4/2⌋ promoted to epoch 2, one more when an early promotion fell out of the top half.
         int finished = 0, stopped = 0;
-        for (int row = 0; row < 4; ++row) {
-            const QString state = cell(tune->trialsTable(), row, 1);
-            finished += state.startsWith(QLatin1String("finished")) ? 1 : 0;
-            stopped += state.startsWith(QLatin1String("stopped at rung 1")) ? 1 : 0;
-        }
-        QCOMPARE(finished, 2); // ⌊4/2⌋ promoted to epoch 2
-        QCOMPARE(stopped, 2);
+        QTRY_VERIFY_WITH_TIMEOUT(
+            [&] {
+                finished = stopped = 0;
+                for (int row = 0; row < 4; ++row) {
+                    const QString state = cell(tune->trialsTable(), row, 1);
+                    finished += state.startsWith(QLatin1String("finished")) ? 1 : 0;
+                    stopped += state.startsWith(QLatin1String("stopped at rung 1")) ? 1 : 0;
+                }
+                return finished + stopped == 4;
+            }(),
+            10000);
+        QVERIFY2(finished >= 2 && finished <= 3, qPrintable(QString::number(finished)));
         const int best = core::bestTrialIndex(s);
         QVERIFY(best >= 0);
         QVERIFY2(tune->bestLabel()->text().startsWith(
                      QStringLiteral("Best so far: %1").arg(s.runs[best].runId.section(u'-', -1))),
             qPrintable(tune->bestLabel()->text()));
-        QVERIFY2(tune->bestLabel()->text().contains(QLatin1String("Epochs trained: 6 of 8")),
+        QVERIFY2(tune->bestLabel()->text().contains(QStringLiteral("Epochs trained: %1 of 8").arg(4 + finished)),
             qPrintable(tune->bestLabel()->text()));
         // The runs table shows each trial's hyperparameters and state.
         QTRY_COMPARE(view.runsTable()->rowCount(), 4);

@@ -79,6 +79,16 @@ TrialTraining trialTraining(const Journal &journal, const RunProgress &run)
     return t;
 }
 
+// How many promotions out of `rung` (0-based) the tune's scheduler journalled.
+int promotionsFrom(const StudyState &state, int rung)
+{
+    int n = 0;
+    for (const RunProgress &run : state.runs())
+        for (const TrialDecision &d : run.decisions)
+            n += d.action == QLatin1String("promote") && d.rung == rung ? 1 : 0;
+    return n;
+}
+
 QString joined(const QList<int> &values)
 {
     QStringList parts;
@@ -256,21 +266,27 @@ private Q_SLOTS:
         QVERIFY2(!studyId.isEmpty(), qPrintable(error));
         QCOMPARE(driveToEnd(&journal, studyId, 0), QStringLiteral("SUCCEEDED"));
         const int spent = checkTune(journal, studyId);
-        QCOMPARE(spent, 21);
         const StudyState state = StudyState::replay(journal.events(studyId));
         int finished = 0, atThree = 0;
         for (const RunProgress &run : state.runs()) {
             finished += run.phase == RunPhase::Succeeded ? 1 : 0;
             atThree += run.epochsDone() >= 3 ? 1 : 0;
         }
-        QCOMPARE(finished, 1);
-        QCOMPARE(atThree, 3);
+        // ASHA's budget: every trial 1 epoch, 2 more for each promotion out of rung 1, 6
+        // more out of rung 2 — at least ⌊9/3⌋ and ⌊3/3⌋ of them (21 epochs); asynchronous
+        // promotion may add one that a later result pushed out of the top third.
+        const int fromFirst = promotionsFrom(state, 0), fromSecond = promotionsFrom(state, 1);
+        QCOMPARE(atThree, fromFirst);
+        QCOMPARE(finished, fromSecond);
+        QVERIFY2(fromFirst >= 3 && fromFirst <= 5 && fromSecond >= 1 && fromSecond <= 2,
+            qPrintable(QStringLiteral("%1 and %2 promotions").arg(fromFirst).arg(fromSecond)));
+        QCOMPARE(spent, 9 + 2 * fromFirst + 6 * fromSecond);
         // The trials table and the best trial, as the CLI and the console show them.
         const StudySnapshot snapshot = buildSnapshot(state, journal);
         QVERIFY(snapshot.tune);
         const int best = bestTrialIndex(snapshot);
         QVERIFY(best >= 0);
-        QCOMPARE(epochsSpent(snapshot), 21);
+        QCOMPARE(epochsSpent(snapshot), spent);
         QCOMPARE(epochsWithoutStopping(snapshot), 81);
         for (const RunResult &r : snapshot.runs)
             QVERIFY2(trialStatus(r).startsWith(QLatin1String("finished")) || trialStatus(r).startsWith(QLatin1String("stopped at rung")),
@@ -281,7 +297,7 @@ private Q_SLOTS:
         const QString bestId = snapshot.runs[best].runId;
         QString stoppedId;
         for (const RunProgress &run : state.runs())
-            if (run.phase == RunPhase::Stopped && run.epochsDone() == 1 && stoppedId.isEmpty())
+            if (run.phase == RunPhase::Stopped && run.epochsDone() == 1 && stoppedId.isEmpty() && run.planned.runId != bestId)
                 stoppedId = run.planned.runId;
         QVERIFY(!stoppedId.isEmpty());
         QVERIFY(!StudyRunner::requestContinue(&journal, studyId, bestId, 0, &error));
@@ -290,10 +306,10 @@ private Q_SLOTS:
         QVERIFY2(StudyRunner::requestContinue(&journal, studyId, bestId, 2, &error), qPrintable(error));
         QVERIFY2(StudyRunner::requestContinue(&journal, studyId, stoppedId, 1, &error), qPrintable(error));
         QCOMPARE(driveToEnd(&journal, studyId, 0), QStringLiteral("SUCCEEDED"));
-        QCOMPARE(checkTune(journal, studyId), 21 + 2 + 1); // nothing trained twice
+        QCOMPARE(checkTune(journal, studyId), spent + 2 + 1); // nothing trained twice
         const StudyState after = StudyState::replay(journal.events(studyId));
         QCOMPARE(after.run(bestId)->epochsDone(), bestBefore + 2);
-        QCOMPARE(after.run(bestId)->planned.config.epochs, bestBefore + 2);
+        QCOMPARE(after.run(bestId)->planned.config.epochs, std::max(9, bestBefore + 2)); // stretched only past 9
         QVERIFY2(after.run(bestId)->decisions.last().reason.contains(QLatin1String("as the user asked")),
             qPrintable(after.run(bestId)->decisions.last().reason));
         QCOMPARE(after.run(stoppedId)->epochsDone(), 2);
@@ -334,7 +350,7 @@ private Q_SLOTS:
         {
             // Never more attempts at once than the two agents' cores (slots taken since the
             // last capacity refresh count), give or take the attempts whose end the journal
-            // records a moment after their agent freed the slot: at most half as many again.
+            // records a moment after their agent freed the slot: at most half as many again, and one.
             // Placing on the stale capacity alone started all 9 at once.
             const StudyState state = StudyState::replay(journal.events(studyId));
             QList<std::pair<qint64, int>> edges;
@@ -351,7 +367,7 @@ private Q_SLOTS:
             QVERIFY(AgentClient(m_agents[0].address, kToken).describe(&a).ok());
             QVERIFY(AgentClient(m_agents[1].address, kToken).describe(&b).ok());
             const int cores = a.cpu_cores() + b.cpu_cores();
-            QVERIFY2(most <= cores + cores / 2 && most < 9,
+            QVERIFY2(most <= cores + cores / 2 + 1 && most < 9,
                 qPrintable(QStringLiteral("%1 trials at once on %2 cores").arg(most).arg(cores)));
         }
         const int spent = checkTune(journal, studyId);
@@ -384,8 +400,10 @@ private Q_SLOTS:
         int runners = 0;
         QCOMPARE(driveToEnd(&journal, studyId, 1, &runners), QStringLiteral("SUCCEEDED"));
         QVERIFY2(runners >= 20, qPrintable(QString::number(runners)));
-        // 4 trials to epoch 1, the top 2 to epoch 2: 6 epochs.
-        QCOMPARE(checkTune(journal, studyId), 6);
+        // 4 trials to epoch 1, the top 2 (or 3, asynchronously) to epoch 2.
+        const int promoted = promotionsFrom(StudyState::replay(journal.events(studyId)), 0);
+        QVERIFY2(promoted >= 2 && promoted <= 3, qPrintable(QString::number(promoted)));
+        QCOMPARE(checkTune(journal, studyId), 4 + promoted);
         for (const auto &agent : m_agents) {
             AgentClient client(agent.address, kToken);
             v1::ListRunsResponse runs;

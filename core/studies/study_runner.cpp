@@ -536,10 +536,12 @@ void StudyRunner::placePending(QList<NodeCapacity> &nodes)
         }
     };
     markBusy();
-    // The capacity is refreshed every few seconds: attempts placed since then hold slots
-    // the agents did not report yet (else runs sharing nodes oversubscribe them).
+    // The capacity is refreshed every few seconds: attempts placed since then, or just
+    // before (their ranks may not have started when the agent answered), hold slots the
+    // agents did not report yet; else runs sharing nodes oversubscribe them.
     for (const auto &run : m_state.runs())
-        if (run.attemptOpen() && !run.attempts.isEmpty() && run.attempts.last().startedUnixMs >= m_capacityAtMs)
+        if (run.attemptOpen() && !run.attempts.isEmpty()
+            && run.attempts.last().startedUnixMs >= m_capacityAtMs - kCapacityRefreshMs)
             for (const auto &p : run.portions)
                 for (auto &n : nodes)
                     if (n.agent == p.agent)
