@@ -438,7 +438,8 @@ int main(int argc, char **argv)
     }
 
     if (parser.isSet(QStringLiteral("png")))
-        chart.exportPng(parser.value(QStringLiteral("png")));
+        if (const auto written = chart.exportPng(parser.value(QStringLiteral("png"))); !written)
+            std::fprintf(stderr, "console_frames: %s\n", qPrintable(written.error()));
 
     // Interactive changes on the full data: each is one frame.
     auto timed = [&](auto change) {

@@ -80,8 +80,8 @@ int main(int argc, char **argv)
     options.dataDir = data;
     options.stateDir = tmp.filePath(QStringLiteral("agent"));
     options.extraArguments = { QStringLiteral("--stream-stall-s"), QStringLiteral("10") };
-    if (!agent.start(options)) {
-        std::fprintf(stderr, "soak: cannot start the agent: %s\n", qPrintable(agent.error()));
+    if (const core::Status started = agent.start(options); !started) {
+        std::fprintf(stderr, "soak: cannot start the agent: %s\n", qPrintable(started.error()));
         return 1;
     }
     AgentClient client(agent.endpoint(), agent.token());

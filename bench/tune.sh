@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.."
 source scripts/setup.sh
 scalelab_install_dependencies
 [ -x build/bin/scalelab-cli ] || scalelab_build
-train="${1:-1000}"
+train="${1:-2000}"
 samples="${2:-9}"
 max_epochs="${3:-9}"
 cli="$PWD/build/bin/scalelab-cli"

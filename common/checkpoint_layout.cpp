@@ -56,9 +56,10 @@ std::string formatManifest(const std::vector<Entry> &entries)
     return text;
 }
 
-std::string parseManifest(std::string_view text, std::vector<Entry> *entries)
+common::Result<std::vector<Entry>> parseManifest(std::string_view text)
 {
-    entries->clear();
+    using common::Status;
+    std::vector<Entry> entries;
     std::set<std::string> names;
     std::istringstream lines { std::string(text) };
     std::string line;
@@ -69,19 +70,19 @@ std::string parseManifest(std::string_view text, std::vector<Entry> *entries)
             continue; // a blank line
         const std::string where = "MANIFEST line " + std::to_string(number) + ": ";
         if (!(fields >> name) || (fields >> extra))
-            return where + "expected \"<sha256>  <file name>\"";
+            return Status::failure(where + "expected \"<sha256>  <file name>\"");
         if (!isSha256(sum))
-            return where + "'" + sum.substr(0, 80) + "' is not a sha256 (64 lower-case hex digits)";
+            return Status::failure(where + "'" + sum.substr(0, 80) + "' is not a sha256 (64 lower-case hex digits)");
         if (!isFileName(name))
-            return where + "'" + name.substr(0, 80)
-                + "' is not a checkpoint file name (1-64 of A-Z a-z 0-9 _ - ., not starting with '.', not MANIFEST)";
+            return Status::failure(where + "'" + name.substr(0, 80)
+                + "' is not a checkpoint file name (1-64 of A-Z a-z 0-9 _ - ., not starting with '.', not MANIFEST)");
         if (!names.insert(name).second)
-            return where + name + " is listed twice";
-        entries->push_back({ sum, name });
+            return Status::failure(where + name + " is listed twice");
+        entries.push_back({ sum, name });
     }
-    if (entries->empty())
-        return "MANIFEST lists no files";
-    return {};
+    if (entries.empty())
+        return Status::failure("MANIFEST lists no files");
+    return entries;
 }
 
 std::vector<Folder> folders(const fs::path &root, bool committedOnly)
@@ -100,32 +101,33 @@ std::vector<Folder> folders(const fs::path &root, bool committedOnly)
     return found;
 }
 
-std::string verify(const fs::path &dir, std::vector<Entry> *entries, std::vector<std::uint64_t> *sizes)
+common::Status verify(const fs::path &dir, std::vector<Entry> *entries, std::vector<std::uint64_t> *sizes)
 {
+    using common::Status;
     entries->clear();
     if (sizes)
         sizes->clear();
     std::ifstream in(dir / kManifest);
     if (!in)
-        return "no MANIFEST (never committed)";
+        return Status::failure("no MANIFEST (never committed)");
     std::ostringstream text;
     text << in.rdbuf();
-    std::vector<Entry> listed;
-    if (std::string problem = parseManifest(text.str(), &listed); !problem.empty())
-        return problem;
-    for (const Entry &e : listed) {
+    auto listed = parseManifest(text.str());
+    if (!listed)
+        return Status::failure(listed.error());
+    for (const Entry &e : *listed) {
         std::error_code ec;
         const auto size = fs::file_size(dir / e.name, ec);
         const std::string actual = ec ? std::string() : Sha256::ofFile((dir / e.name).string());
         if (actual.empty())
-            return e.name + " is missing";
+            return Status::failure(e.name + " is missing");
         if (actual != e.sha256)
-            return e.name + " does not match its sha256 in MANIFEST";
+            return Status::failure(e.name + " does not match its sha256 in MANIFEST");
         if (sizes)
             sizes->push_back(size);
     }
-    *entries = std::move(listed);
-    return {};
+    *entries = std::move(listed).value();
+    return Status::success();
 }
 
 int writeManifest(const fs::path &dir, const std::vector<Entry> &entries)

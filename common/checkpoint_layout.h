@@ -15,6 +15,8 @@
 // thread; the file system is the only thing shared.
 #pragma once
 
+#include "status.h"
+
 #include <cstdint>
 #include <filesystem>
 #include <optional>
@@ -47,10 +49,10 @@ struct Entry {
 // The MANIFEST text of `entries`, in their order.
 [[nodiscard]] std::string formatManifest(const std::vector<Entry> &entries);
 
-// Parses MANIFEST text into `entries`: every non-empty line "<sha256> <name>" (any run of
-// blanks between), each name a file name and listed once, at least one. Returns what is
-// wrong, in words naming the line, or empty.
-[[nodiscard]] std::string parseManifest(std::string_view text, std::vector<Entry> *entries);
+// Parses MANIFEST text: every non-empty line "<sha256> <name>" (any run of blanks
+// between), each name a file name and listed once, at least one; or what is wrong, in
+// words naming the line.
+common::Result<std::vector<Entry>> parseManifest(std::string_view text);
 
 struct Folder {
     int epoch = 0;
@@ -63,10 +65,9 @@ struct Folder {
 [[nodiscard]] std::vector<Folder> folders(const std::filesystem::path &root, bool committedOnly);
 
 // The entries of the MANIFEST in `dir`, after checking that every file it names is there
-// and matches its sum (and its size into `sizes`, when given). Returns what is wrong
-// ("no MANIFEST (never committed)", "model.pt does not match its sha256 in MANIFEST", …)
-// or empty.
-[[nodiscard]] std::string verify(const std::filesystem::path &dir, std::vector<Entry> *entries,
+// and matches its sum (and its size into `sizes`, when given); or what is wrong ("no
+// MANIFEST (never committed)", "model.pt does not match its sha256 in MANIFEST", …).
+common::Status verify(const std::filesystem::path &dir, std::vector<Entry> *entries,
     std::vector<std::uint64_t> *sizes = nullptr);
 
 // Writes `entries` as dir/MANIFEST, fsyncs it and then `dir`: the commit's last write

@@ -37,7 +37,7 @@ int writeFileSynced(const std::filesystem::path &file, const std::string &bytes)
     return error;
 }
 
-std::string replaceFileAtomically(const std::filesystem::path &file, const std::string &bytes)
+common::Status replaceFileAtomically(const std::filesystem::path &file, const std::string &bytes)
 {
     const std::filesystem::path temp = file.string() + ".tmp";
     int error = writeFileSynced(temp, bytes);
@@ -45,10 +45,10 @@ std::string replaceFileAtomically(const std::filesystem::path &file, const std::
         error = errno;
     if (error != 0) {
         ::unlink(temp.c_str());
-        return "cannot write " + file.string() + ": " + std::strerror(error);
+        return common::Status::failure("cannot write " + file.string() + ": " + std::strerror(error));
     }
     syncFolder(file.parent_path());
-    return {};
+    return common::Status::success();
 }
 
 void syncFolder(const std::filesystem::path &folder)

@@ -2,6 +2,8 @@
 // Torch-free and Qt-free: the worker and the agent share them.
 #pragma once
 
+#include "status.h"
+
 #include <cstddef>
 #include <filesystem>
 #include <string>
@@ -17,8 +19,8 @@ int writeFileSynced(const std::filesystem::path &file, const std::string &bytes)
 
 // Replaces `file` with `bytes` atomically: a temporary next to it, fsync'ed, renamed over
 // it, the folder fsync'ed. A reader sees the old file or the new one, never a torn or
-// empty one. Empty when it worked, else "cannot write FILE: reason".
-std::string replaceFileAtomically(const std::filesystem::path &file, const std::string &bytes);
+// empty one. Fails with "cannot write FILE: reason".
+common::Status replaceFileAtomically(const std::filesystem::path &file, const std::string &bytes);
 
 // fsync of a folder (after a rename in it), best effort.
 void syncFolder(const std::filesystem::path &folder);

@@ -5,10 +5,10 @@
 //   test::AgentFixture agent;
 //   test::AgentFixtureOptions options;
 //   options.syntheticSet = QStringLiteral("syn");
-//   QVERIFY2(agent.start(options), qPrintable(agent.error()));
+//   VERIFY_OK(agent.start(options));
 //   agent.client().describe(&inventory);
 //   ...
-//   QVERIFY2(agent.stopAndCheckNothingLeft(), qPrintable(agent.error()));
+//   VERIFY_OK(agent.stopAndCheckNothingLeft());
 //
 // Links scalelab_core (LocalAgent, AgentClient) and scalelab_cifar (the synthetic set).
 // Test-thread only.
@@ -39,38 +39,40 @@ struct AgentFixtureOptions {
 
 class AgentFixture {
 public:
-    // Makes the folders (and the set) and starts the agent. False with error() on failure.
-    bool start(const AgentFixtureOptions &options = {})
+    // Makes the folders (and the set) and starts the agent.
+    core::Status start(const AgentFixtureOptions &options = {})
     {
         if (!m_tmp.isValid())
-            return fail(QStringLiteral("no temporary folder: ") + m_tmp.errorString());
+            return core::Status::failure(QStringLiteral("no temporary folder: ") + m_tmp.errorString());
         if (!QDir().mkpath(dataDir()))
-            return fail(QStringLiteral("cannot create ") + dataDir());
+            return core::Status::failure(QStringLiteral("cannot create ") + dataDir());
         if (!options.syntheticSet.isEmpty()) {
-            std::string error;
-            if (!cifar::writeSyntheticDataset((dataDir() + QLatin1Char('/') + options.syntheticSet).toStdString(),
-                    options.trainImages, options.testImages, options.seed, &error))
-                return fail(QString::fromStdString(error));
+            if (const common::Status written
+                = cifar::writeSyntheticDataset((dataDir() + QLatin1Char('/') + options.syntheticSet).toStdString(),
+                    options.trainImages, options.testImages, options.seed);
+                !written)
+                return core::Status::failure(QString::fromStdString(written.error()));
         }
         core::LocalAgentOptions agentOptions;
         agentOptions.agentBinary = binary("scalelab-agent");
         agentOptions.dataDir = dataDir();
         agentOptions.stateDir = path(options.stateName);
         agentOptions.extraArguments = options.extraArguments;
-        if (!m_agent.start(agentOptions))
-            return fail(m_agent.error());
+        if (core::Status started = m_agent.start(agentOptions); !started)
+            return started;
         m_client = std::make_unique<core::AgentClient>(m_agent.endpoint(), m_agent.token());
-        return true;
+        return core::Status::success();
     }
 
     // Stops the agent and waits until no process names the fixture's folder.
-    bool stopAndCheckNothingLeft(int timeoutMs = 15'000)
+    core::Status stopAndCheckNothingLeft(int timeoutMs = 15'000)
     {
         m_client.reset();
         m_agent.stop();
         if (QTest::qWaitFor([this] { return processesMentioning(m_tmp.path()).isEmpty(); }, timeLimit(timeoutMs)))
-            return true;
-        return fail(QStringLiteral("processes left behind:\n") + processesMentioning(m_tmp.path()).join('\n'));
+            return core::Status::success();
+        return core::Status::failure(
+            QStringLiteral("processes left behind:\n") + processesMentioning(m_tmp.path()).join('\n'));
     }
 
     QString path(const QString &name) const { return m_tmp.filePath(name); }
@@ -84,19 +86,11 @@ public:
     {
         return { name, m_agent.endpoint(), m_agent.token() };
     }
-    QString error() const { return m_error; }
 
 private:
-    bool fail(const QString &error)
-    {
-        m_error = error;
-        return false;
-    }
-
     QTemporaryDir m_tmp;
     core::LocalAgent m_agent;
     std::unique_ptr<core::AgentClient> m_client;
-    QString m_error;
 };
 
 } // namespace scalelab::test

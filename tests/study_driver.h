@@ -25,9 +25,8 @@ inline QString driveStudyToEnd(core::Journal *journal, const QString &studyId, c
         runner.setCrashAfterEvents(crashAfter);
         QSignalSpy finished(&runner, &core::StudyRunner::finished);
         QSignalSpy crashed(&runner, &core::StudyRunner::crashed);
-        QString error;
-        if (!runner.drive(studyId, &error))
-            return QStringLiteral("drive failed: ") + error;
+        if (const core::Status driven = runner.drive(studyId); !driven)
+            return QStringLiteral("drive failed: ") + driven.error();
         if (!QTest::qWaitFor([&] { return finished.count() + crashed.count() > 0; }, runnerTimeoutMs))
             return QStringLiteral("runner %1 neither finished nor crashed in %2 s").arg(n).arg(runnerTimeoutMs / 1000);
         if (runners)

@@ -5,6 +5,7 @@
 // torn-tail repair, and checkpoints sent from one agent to another (and the writes an
 // agent refuses). After every test no process it started is left, zombies included.
 #include "advertise.h"
+#include "verify_ok.h"
 #include "agent_client.h"
 #include "checkpoint_copy.h"
 #include "cifar10.h"
@@ -177,7 +178,7 @@ private:
     QString path(const QString &name) const { return m_tmp.filePath(name); }
 
     std::unique_ptr<LocalAgent> startAgent(
-        const QString &name, const QStringList &extra = {}, const QString &data = {}, bool *ok = nullptr)
+        const QString &name, const QStringList &extra = {}, const QString &data = {}, Status *status = nullptr)
     {
         auto agent = std::make_unique<LocalAgent>();
         LocalAgentOptions options;
@@ -185,13 +186,13 @@ private:
         options.dataDir = data.isEmpty() ? m_data : data;
         options.stateDir = path(name);
         options.extraArguments = extra;
-        const bool started = agent->start(options);
-        if (ok)
-            *ok = started;
+        const Status started = agent->start(options);
+        if (status)
+            *status = started;
         if (started)
             m_agentPids.push_back(agent->processId());
-        else if (!ok) // a refusal the caller expects is checked by the caller
-            qWarning("agent %s did not start: %s", qPrintable(name), qPrintable(agent->error()));
+        else if (!status) // a refusal the caller expects is checked by the caller
+            qWarning("agent %s did not start: %s", qPrintable(name), qPrintable(started.error()));
         return agent;
     }
 
@@ -207,10 +208,7 @@ private Q_SLOTS:
         QVERIFY(m_tmp.isValid());
         m_data = path(QStringLiteral("data"));
         QVERIFY(QDir().mkpath(m_data));
-        std::string error;
-        QVERIFY2(
-            cifar::writeSyntheticDataset((m_data + QStringLiteral("/syn")).toStdString(), 200, 40, 7, &error),
-            error.c_str());
+        VERIFY_OK(cifar::writeSyntheticDataset((m_data + QStringLiteral("/syn")).toStdString(), 200, 40, 7));
 
         // TLS material for this run only: a CA, a server certificate for localhost and
         // 127.0.0.1, a client certificate, and a second CA nobody trusts.
@@ -822,14 +820,15 @@ private Q_SLOTS:
         if (tls)
             options.extraArguments = { QStringLiteral("--tls-cert"), path(QStringLiteral("server.pem")),
                 QStringLiteral("--tls-key"), path(QStringLiteral("server.key")) };
-        QVERIFY(!agent.start(options, 10'000));
+        const Status started = agent.start(options, 10'000);
+        QVERIFY(!started);
         QVERIFY(agent.refusedConfiguration());
-        QVERIFY2(agent.error().contains(message), qPrintable(agent.error()));
+        QVERIFY2(started.error().contains(message), qPrintable(started.error()));
     }
 
     void tlsWithTokenOffLoopback()
     {
-        bool ok = false;
+        Status started;
         auto agent = [&] {
             auto a = std::make_unique<LocalAgent>();
             LocalAgentOptions options;
@@ -839,10 +838,10 @@ private Q_SLOTS:
             options.listen = QStringLiteral("0.0.0.0");
             options.extraArguments = { QStringLiteral("--tls-cert"), path(QStringLiteral("server.pem")),
                 QStringLiteral("--tls-key"), path(QStringLiteral("server.key")) };
-            ok = a->start(options);
+            started = a->start(options);
             return a;
         }();
-        QVERIFY2(ok, qPrintable(agent->error()));
+        VERIFY_OK(started);
         m_agentPids.push_back(agent->processId());
         const QString endpoint = QStringLiteral("127.0.0.1:") + agent->endpoint().section(u':', -1);
         const AgentTls trusted { path(QStringLiteral("ca.pem")), {}, {}, {} };
@@ -878,7 +877,7 @@ private Q_SLOTS:
             { QStringLiteral("--tls-cert"), path(QStringLiteral("server.pem")), QStringLiteral("--tls-key"),
                 path(QStringLiteral("server.key")), QStringLiteral("--tls-client-ca"),
                 path(QStringLiteral("ca.pem")) });
-        QVERIFY2(!agent->endpoint().isEmpty(), qPrintable(agent->error()));
+        QVERIFY(!agent->endpoint().isEmpty()); // startAgent warned why
         v1::DescribeResponse inventory;
         AgentClient anonymous(
             agent->endpoint(), agent->token(), AgentTls { path(QStringLiteral("ca.pem")), {}, {}, {} });
@@ -900,7 +899,7 @@ private Q_SLOTS:
         auto agent = startAgent(QStringLiteral("own-ca"),
             { QStringLiteral("--tls-cert"), path(QStringLiteral("server.pem")), QStringLiteral("--tls-key"),
                 path(QStringLiteral("server.key")) });
-        QVERIFY2(!agent->endpoint().isEmpty(), qPrintable(agent->error()));
+        QVERIFY(!agent->endpoint().isEmpty()); // startAgent warned why
         const AgentEndpoint endpoint { QStringLiteral("tls-agent"), agent->endpoint(), agent->token(),
             AgentTls { path(QStringLiteral("ca.pem")), {}, {}, {} } };
 
@@ -913,13 +912,13 @@ private Q_SLOTS:
         plan.mutable_grid()->add_epochs(3);
         plan.mutable_grid()->add_threads_per_worker(1);
         Journal journal;
-        QString error;
-        QVERIFY2(journal.open(path(QStringLiteral("own-ca-study/journal.sqlite")), &error), qPrintable(error));
+        VERIFY_OK(journal.open(path(QStringLiteral("own-ca-study/journal.sqlite"))));
         StudyRunner runner(&journal);
         runner.setAgents({ endpoint });
         runner.setTickInterval(100);
-        const QString studyId = runner.createStudy(plan, &error);
-        QVERIFY2(!studyId.isEmpty(), qPrintable(error));
+        const auto createdStudy = runner.createStudy(plan);
+        VERIFY_OK(createdStudy);
+        const QString studyId = createdStudy.value();
         QSignalSpy finished(&runner, &StudyRunner::finished);
         QStringList messages;
         const QString copy = path(QStringLiteral("own-ca-study/checkpoints/%1-r01/epoch-0001").arg(studyId));
@@ -929,9 +928,9 @@ private Q_SLOTS:
             messages << m;
             // Checked when it lands: a finished run's copies are removed.
             if (m.contains(QLatin1String("checkpoint of epoch 1 copied from agent tls-agent")))
-                copyProblem = CheckpointTransfer::verifyCopy(copy, &manifest);
+                copyProblem = CheckpointTransfer::verifyCopy(copy, &manifest).error();
         });
-        QVERIFY2(runner.drive(studyId, &error), qPrintable(error));
+        VERIFY_OK(runner.drive(studyId));
         QVERIFY2(QTest::qWaitFor([&] { return !finished.isEmpty(); }, test::timeLimit(120'000)),
             qPrintable(messages.join('\n')));
         QCOMPARE(finished.first().first().toString(), QStringLiteral("SUCCEEDED"));
@@ -947,36 +946,36 @@ private Q_SLOTS:
         // A value from the config file is used, checked, and its origin named.
         QVERIFY(
             writeFile(path(QStringLiteral("agent.conf")), "# test\nlog-level = debug\nheartbeat-ms = 5\n"));
-        bool ok = true;
+        Status started;
         auto refused = startAgent(QStringLiteral("conf"),
-            { QStringLiteral("--config"), path(QStringLiteral("agent.conf")) }, {}, &ok);
-        QVERIFY(!ok);
-        QVERIFY2(refused->error().contains(QStringLiteral("--heartbeat-ms must be a whole number from 100"))
-                && refused->error().contains(QStringLiteral("agent.conf:3")),
-            qPrintable(refused->error()));
+            { QStringLiteral("--config"), path(QStringLiteral("agent.conf")) }, {}, &started);
+        QVERIFY(!started);
+        QVERIFY2(started.error().contains(QStringLiteral("--heartbeat-ms must be a whole number from 100"))
+                && started.error().contains(QStringLiteral("agent.conf:3")),
+            qPrintable(started.error()));
         // The command line wins over the file.
         auto agent = startAgent(QStringLiteral("conf"),
             { QStringLiteral("--config"), path(QStringLiteral("agent.conf")),
                 QStringLiteral("--heartbeat-ms"), QStringLiteral("500") },
-            {}, &ok);
-        QVERIFY(ok);
+            {}, &started);
+        VERIFY_OK(started);
         agent->stop();
         // An unknown key names the file and line.
         QVERIFY(writeFile(path(QStringLiteral("bad.conf")), "port = 0\nlisen = 0.0.0.0\n"));
         auto bad = startAgent(QStringLiteral("conf"),
-            { QStringLiteral("--config"), path(QStringLiteral("bad.conf")) }, {}, &ok);
-        QVERIFY(!ok);
-        QVERIFY2(bad->error().contains(QStringLiteral("bad.conf:2: unknown option 'lisen'")),
-            qPrintable(bad->error()));
+            { QStringLiteral("--config"), path(QStringLiteral("bad.conf")) }, {}, &started);
+        QVERIFY(!started);
+        QVERIFY2(started.error().contains(QStringLiteral("bad.conf:2: unknown option 'lisen'")),
+            qPrintable(started.error()));
         // The environment wins over the file, and is named too.
         QVERIFY(writeFile(path(QStringLiteral("good.conf")), "heartbeat-ms = 1000\n"));
         qputenv("SCALELAB_AGENT_HEARTBEAT_MS", "5");
         auto env = startAgent(QStringLiteral("conf"),
-            { QStringLiteral("--config"), path(QStringLiteral("good.conf")) }, {}, &ok);
+            { QStringLiteral("--config"), path(QStringLiteral("good.conf")) }, {}, &started);
         qunsetenv("SCALELAB_AGENT_HEARTBEAT_MS");
-        QVERIFY(!ok);
-        QVERIFY2(env->error().contains(QStringLiteral("from SCALELAB_AGENT_HEARTBEAT_MS")),
-            qPrintable(env->error()));
+        QVERIFY(!started);
+        QVERIFY2(started.error().contains(QStringLiteral("from SCALELAB_AGENT_HEARTBEAT_MS")),
+            qPrintable(started.error()));
     }
 
     void badInputIsRefusedNamingTheField()
@@ -1080,7 +1079,7 @@ private Q_SLOTS:
             expect("StartWorkers, same attempt, other spec", client.startWorkers(changed, &response),
                 grpc::StatusCode::ALREADY_EXISTS, QStringLiteral("different spec"));
             v1::StopRunResponse ignored;
-            client.stopRun(QStringLiteral("same-attempt"), &ignored);
+            QVERIFY(client.stopRun(QStringLiteral("same-attempt"), &ignored).ok());
         }
         {
             v1::FindLearningRateRequest find;
@@ -1318,9 +1317,8 @@ private Q_SLOTS:
     {
         // A tarball in the official layout, served as a file:// mirror.
         const QString source = path(QStringLiteral("mirror-src"));
-        std::string error;
-        QVERIFY(cifar::writeSyntheticDataset(
-            (source + QStringLiteral("/cifar-10-batches-bin")).toStdString(), 60, 20, 5, &error));
+        VERIFY_OK(cifar::writeSyntheticDataset(
+            (source + QStringLiteral("/cifar-10-batches-bin")).toStdString(), 60, 20, 5));
         const QString tarball = path(QStringLiteral("cifar-10-binary.tar.gz"));
         const QString problem = test::runTool(QStringLiteral("tar"),
             { QStringLiteral("-czf"), tarball, QStringLiteral("-C"), source,

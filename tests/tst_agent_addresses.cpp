@@ -134,7 +134,7 @@ private Q_SLOTS:
     {
         QFETCH(QString, spec);
         QFETCH(QString, problem);
-        const QString got = agentSpecError(spec);
+        const QString got = checkAgentSpec(spec).error();
         if (problem.isEmpty())
             QVERIFY2(got.isEmpty(), qPrintable(got));
         else

@@ -3,6 +3,7 @@
 // the model and its schedule, that unpacking refuses paths leaving its folder, and that a
 // run's event log survives a torn tail. (Moved out of tst_agent, which starts real agents.)
 #include "advertise.h"
+#include "verify_ok.h"
 #include "dataset_fetcher.h"
 #include "net_address.h"
 #include "run_event_log.h"
@@ -79,8 +80,9 @@ private Q_SLOTS:
         QVERIFY(!net::isLoopback("127.evil")); // a name, resolving to nothing: not loopback
         QVERIFY(!net::isLoopback("10.0.0.1"));
         QCOMPARE(net::splitInterfaces("eth0,,ib0"), (std::vector<std::string> { "eth0", "ib0" }));
-        std::string error;
-        QCOMPARE(QString::fromStdString(net::localAddressTowards("127.0.0.1", 80, &error)), QStringLiteral("127.0.0.1"));
+        const auto towards = net::localAddressTowards("127.0.0.1", 80);
+        VERIFY_OK(towards);
+        QCOMPARE(QString::fromStdString(towards.value()), QStringLiteral("127.0.0.1"));
     }
 
     void exitClassificationRules()
@@ -162,7 +164,7 @@ private Q_SLOTS:
         QVERIFY2(problem.isEmpty(), qPrintable(problem));
         QVERIFY(QFile::remove(path(QStringLiteral("evil/escape.txt"))));
         const QString into = path(QStringLiteral("evil/inner/unpacked"));
-        const std::string error = agent::unpackTarGz(tarball.toStdString(), into.toStdString(), {});
+        const std::string error = agent::unpackTarGz(tarball.toStdString(), into.toStdString(), {}).error();
         QVERIFY2(QString::fromStdString(error).contains(QStringLiteral("unsafe path '../escape.txt'")),
             error.c_str());
         QVERIFY(!QFileInfo::exists(path(QStringLiteral("evil/escape.txt"))));

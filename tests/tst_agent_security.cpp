@@ -5,6 +5,7 @@
 // told so rather than "unreachable"; request headers have an explicit limit; every
 // --help names the environment it reads. Real agent processes, no worker needed.
 #include "agent_client.h"
+#include "verify_ok.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "scalelab/v1/agent.grpc.pb.h"
 #include "local_agent.h"
@@ -116,8 +117,8 @@ class AgentSecurityTest : public QObject {
         options.listen = listen;
         options.withToken = withToken;
         options.extraArguments = QStringList { QStringLiteral("--worker"), m_worker } + extra;
-        if (!agent->start(options, 20'000) && error)
-            *error = agent->error();
+        if (const core::Status started = agent->start(options, 20'000); !started && error)
+            *error = started.error();
         return agent;
     }
 
@@ -177,20 +178,20 @@ private Q_SLOTS:
     // The same rule in-process: numbers and names by what they resolve to.
     void loopbackIsDecidedOnAddresses()
     {
-        std::string error;
-        QVERIFY(net::listensOnLoopbackOnly("127.0.0.1", &error));
-        QVERIFY(net::listensOnLoopbackOnly("127.1.2.3", &error));
-        QVERIFY(net::listensOnLoopbackOnly("[::1]", &error));
-        QVERIFY(net::listensOnLoopbackOnly("::ffff:127.0.0.1", &error));
-        QVERIFY(net::listensOnLoopbackOnly("localhost", &error));
-        QVERIFY(error.empty());
-        QVERIFY(!net::listensOnLoopbackOnly("0.0.0.0", &error));
-        QVERIFY(!net::listensOnLoopbackOnly("::", &error));
-        QVERIFY(!net::listensOnLoopbackOnly("10.0.0.1", &error));
-        QVERIFY(!net::listensOnLoopbackOnly("::ffff:10.0.0.1", &error));
-        QVERIFY(error.empty());
-        QVERIFY(!net::listensOnLoopbackOnly("127.evil", &error));
-        QVERIFY2(QString::fromStdString(error).contains(QLatin1String("does not resolve")), error.c_str());
+        for (const char *loopback : { "127.0.0.1", "127.1.2.3", "[::1]", "::ffff:127.0.0.1", "localhost" }) {
+            const auto only = net::listensOnLoopbackOnly(loopback);
+            VERIFY_OK(only);
+            QVERIFY2(only.value(), loopback);
+        }
+        for (const char *reachable : { "0.0.0.0", "::", "10.0.0.1", "::ffff:10.0.0.1" }) {
+            const auto only = net::listensOnLoopbackOnly(reachable);
+            VERIFY_OK(only);
+            QVERIFY2(!only.value(), reachable);
+        }
+        const auto unresolved = net::listensOnLoopbackOnly("127.evil");
+        QVERIFY(!unresolved);
+        QVERIFY2(QString::fromStdString(unresolved.error()).contains(QLatin1String("does not resolve")),
+            unresolved.error().c_str());
         QVERIFY(!net::isLoopback("127.evil"));
     }
 

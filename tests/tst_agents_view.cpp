@@ -4,6 +4,7 @@
 // that stop when an agent is removed and come back when an agent restarts, and the
 // console's default local agent listed when none is configured.
 #include "agent_client.h"
+#include "verify_ok.h"
 #include "agent_dialog.h"
 #include "agent_registry.h"
 #include "agents_model.h"
@@ -231,7 +232,7 @@ private Q_SLOTS:
     void initTestCase()
     {
         QVERIFY(QDir().mkpath(m_tmp.filePath(QStringLiteral("data"))));
-        QVERIFY2(m_agent.start(agentOptions(QStringLiteral("agent"))), qPrintable(m_agent.error()));
+        VERIFY_OK(m_agent.start(agentOptions(QStringLiteral("agent"))));
         v1::CreateSyntheticDatasetRequest request;
         request.set_name("synth");
         request.set_train_images(64);
@@ -257,19 +258,18 @@ private Q_SLOTS:
         for (const QString &f : { ca, cert, key })
             QVERIFY(writeFile(f, "-----BEGIN TEST-----\n"));
         core::AgentRegistry registry(core::AgentRegistry::defaultPath(dir));
-        QString error;
         auto a = agent(
             QStringLiteral("gpu-node-1"), QStringLiteral("gpu-node-1:50051"), QStringLiteral("s3cret"));
         a.tls = { ca, cert, key, QStringLiteral("agent.example") };
         auto b = agent(QStringLiteral("spare"), QStringLiteral("[::1]:7450"), QString());
         b.enabled = false;
-        QVERIFY2(registry.add(a, &error), qPrintable(error));
-        QVERIFY2(registry.add(b, &error), qPrintable(error));
-        QVERIFY2(registry.save(&error), qPrintable(error));
+        VERIFY_OK(registry.add(a));
+        VERIFY_OK(registry.add(b));
+        VERIFY_OK(registry.save());
         QCOMPARE(fileMode(registry.path()), 0600);
 
         core::AgentRegistry again(registry.path());
-        QVERIFY2(again.load(&error), qPrintable(error));
+        VERIFY_OK(again.load());
         QVERIFY2(again.warnings().isEmpty(), qPrintable(again.warnings().join(QLatin1Char('\n'))));
         QCOMPARE(again.agents().size(), 2);
         QVERIFY(again.agents().at(0) == a);
@@ -277,9 +277,9 @@ private Q_SLOTS:
         QCOMPARE(again.agents().at(0).tls.serverName, QStringLiteral("agent.example"));
         QVERIFY(!again.agents().at(1).enabled);
         QVERIFY(again.remove(QStringLiteral("spare")));
-        QVERIFY(again.save(&error));
+        VERIFY_OK(again.save());
         core::AgentRegistry third(registry.path());
-        QVERIFY(third.load(&error));
+        VERIFY_OK(third.load());
         QCOMPARE(third.agents().size(), 1);
     }
 
@@ -292,15 +292,14 @@ private Q_SLOTS:
         QVERIFY(writeFile(path, R"({"version":1,"agents":[{"name":"n","address":"h:1","token":"t"}]})"));
         QVERIFY(::chmod(QFile::encodeName(path).constData(), 0644) == 0);
         core::AgentRegistry saving(path);
-        QString error;
-        QVERIFY(saving.add(agent(QStringLiteral("m"), QStringLiteral("h:2"), QStringLiteral("t2")), &error));
-        QVERIFY2(saving.save(&error), qPrintable(error));
+        VERIFY_OK(saving.add(agent(QStringLiteral("m"), QStringLiteral("h:2"), QStringLiteral("t2"))));
+        VERIFY_OK(saving.save());
         QCOMPARE(fileMode(path), 0600);
 
         // Loading a wide file tightens it too, and says so.
         QVERIFY(::chmod(QFile::encodeName(path).constData(), 0644) == 0);
         core::AgentRegistry loading(path);
-        QVERIFY2(loading.load(&error), qPrintable(error));
+        VERIFY_OK(loading.load());
         QCOMPARE(fileMode(path), 0600);
         QCOMPARE(loading.warnings().size(), 1);
         QVERIFY2(loading.warnings().at(0).contains(QLatin1String("readable by other users (0644)")),
@@ -311,9 +310,10 @@ private Q_SLOTS:
         // Not JSON: refused with the file named, nothing loaded.
         QVERIFY(writeFile(path, "not json"));
         core::AgentRegistry broken(path);
-        QVERIFY(!broken.load(&error));
-        QVERIFY2(error.contains(path) && error.contains(QLatin1String("not a ScaleLab agent list")),
-            qPrintable(error));
+        const core::Status loaded = broken.load();
+        QVERIFY(!loaded);
+        QVERIFY2(loaded.error().contains(path) && loaded.error().contains(QLatin1String("not a ScaleLab agent list")),
+            qPrintable(loaded.error()));
     }
 
     void validationSpeaksInWords()
@@ -348,13 +348,12 @@ private Q_SLOTS:
             qPrintable(dump(p)));
 
         AgentRegistry registry;
-        QString error;
-        QVERIFY(registry.add(agent(QStringLiteral("a"), QStringLiteral("h:1"), {}), &error));
-        QVERIFY(!registry.add(agent(QStringLiteral("a"), QStringLiteral("h:2"), {}), &error));
-        QVERIFY2(error.contains(QLatin1String("an agent named 'a' already exists")), qPrintable(error));
+        VERIFY_OK(registry.add(agent(QStringLiteral("a"), QStringLiteral("h:1"), {})));
+        const core::Status twice = registry.add(agent(QStringLiteral("a"), QStringLiteral("h:2"), {}));
+        QVERIFY(!twice);
+        QVERIFY2(twice.error().contains(QLatin1String("an agent named 'a' already exists")), qPrintable(twice.error()));
         // Editing an agent keeps its own name.
-        QVERIFY2(registry.replace(0, agent(QStringLiteral("a"), QStringLiteral("h:3"), {}), &error),
-            qPrintable(error));
+        VERIFY_OK(registry.replace(0, agent(QStringLiteral("a"), QStringLiteral("h:3"), {})));
         QCOMPARE(registry.agents().at(0).address, QStringLiteral("h:3"));
     }
 
@@ -362,7 +361,7 @@ private Q_SLOTS:
     {
         core::AgentRegistry registry;
         QString error;
-        QVERIFY(registry.add(agent(QStringLiteral("taken"), QStringLiteral("h:1"), {}), &error));
+        VERIFY_OK(registry.add(agent(QStringLiteral("taken"), QStringLiteral("h:1"), {})));
         console::AgentDialog dialog(&registry, -1, {});
         auto *address = dialog.findChild<QLineEdit *>(QStringLiteral("addressEdit"));
         auto *name = dialog.findChild<QLineEdit *>(QStringLiteral("nameEdit"));
@@ -405,11 +404,9 @@ private Q_SLOTS:
         console::AgentsView view;
         view.setSampleInterval(200);
         QSignalSpy changed(&view, &console::AgentsView::agentsChanged);
-        QString error;
         const QString state = m_tmp.filePath(QStringLiteral("console-live"));
-        QVERIFY2(view.openRegistry(state, &error), qPrintable(error));
-        QVERIFY2(view.addAgent(agent(QStringLiteral("node-a"), m_agent.endpoint(), m_agent.token()), &error),
-            qPrintable(error));
+        VERIFY_OK(view.openRegistry(state));
+        VERIFY_OK(view.addAgent(agent(QStringLiteral("node-a"), m_agent.endpoint(), m_agent.token())));
         QCOMPARE(fileMode(core::AgentRegistry::defaultPath(state)), 0600);
         QTRY_COMPARE_WITH_TIMEOUT(
             view.stateText(QStringLiteral("node-a")), QStringLiteral("connected"), 10000);
@@ -437,14 +434,13 @@ private Q_SLOTS:
 
         // A fresh view on the same state folder has the agent back.
         console::AgentsView reopened;
-        QVERIFY(reopened.openRegistry(state, &error));
+        VERIFY_OK(reopened.openRegistry(state));
         QCOMPARE(reopened.agentNames(), QStringList { QStringLiteral("node-a") });
         // More rows for the picture: a wrong token and an address nobody answers.
-        QVERIFY(view.addAgent(
-            agent(QStringLiteral("wrong-token"), m_agent.endpoint(), QStringLiteral("x")), &error));
-        QVERIFY(view.addAgent(
-            agent(QStringLiteral("gpu-node-7"), QStringLiteral("127.0.0.1:%1").arg(closedPort()), {}),
-            &error));
+        VERIFY_OK(view.addAgent(
+            agent(QStringLiteral("wrong-token"), m_agent.endpoint(), QStringLiteral("x"))));
+        VERIFY_OK(view.addAgent(
+            agent(QStringLiteral("gpu-node-7"), QStringLiteral("127.0.0.1:%1").arg(closedPort()), {})));
         QTRY_VERIFY_WITH_TIMEOUT(
             view.stateText(QStringLiteral("gpu-node-7")).startsWith(QLatin1String("unreachable")), 10000);
         QTRY_VERIFY_WITH_TIMEOUT(
@@ -457,10 +453,9 @@ private Q_SLOTS:
     void wrongTokenIsRejectedInWords()
     {
         console::AgentsView view;
-        QString error;
-        QVERIFY(view.openRegistry(m_tmp.filePath(QStringLiteral("console-token")), &error));
-        QVERIFY(view.addAgent(
-            agent(QStringLiteral("bad"), m_agent.endpoint(), QStringLiteral("wrong-token")), &error));
+        VERIFY_OK(view.openRegistry(m_tmp.filePath(QStringLiteral("console-token"))));
+        VERIFY_OK(view.addAgent(
+            agent(QStringLiteral("bad"), m_agent.endpoint(), QStringLiteral("wrong-token"))));
         QTRY_VERIFY_WITH_TIMEOUT(
             view.stateText(QStringLiteral("bad")).contains(QLatin1String("token rejected")), 10000);
         QVERIFY2(view.stateText(QStringLiteral("bad")).startsWith(QLatin1String("unauthenticated")),
@@ -474,10 +469,9 @@ private Q_SLOTS:
         const int port = closedPort();
         QVERIFY(port > 0);
         console::AgentsView view;
-        QString error;
-        QVERIFY(view.openRegistry(m_tmp.filePath(QStringLiteral("console-unreachable")), &error));
-        QVERIFY(view.addAgent(
-            agent(QStringLiteral("gone"), QStringLiteral("127.0.0.1:%1").arg(port), {}), &error));
+        VERIFY_OK(view.openRegistry(m_tmp.filePath(QStringLiteral("console-unreachable"))));
+        VERIFY_OK(view.addAgent(
+            agent(QStringLiteral("gone"), QStringLiteral("127.0.0.1:%1").arg(port), {})));
         QTRY_VERIFY_WITH_TIMEOUT(
             view.stateText(QStringLiteral("gone")).startsWith(QLatin1String("unreachable: ")), 15000);
         const QString text = view.stateText(QStringLiteral("gone"));
@@ -524,7 +518,7 @@ private Q_SLOTS:
         // Added once each, with the shared token; again, nothing is added twice.
         console::AgentsView view;
         QString error;
-        QVERIFY(view.openRegistry(m_tmp.filePath(QStringLiteral("console-list")), &error));
+        VERIFY_OK(view.openRegistry(m_tmp.filePath(QStringLiteral("console-list"))));
         QStringList log;
         QCOMPARE(view.addAddresses(dialog.addresses(), dialog.config(), &log), 2);
         QCOMPARE(view.addAddresses(dialog.addresses(), dialog.config(), &log), 0);
@@ -558,18 +552,17 @@ private Q_SLOTS:
     {
         console::AgentsView view;
         view.setSampleInterval(200);
-        QString error;
         const QString state = m_tmp.filePath(QStringLiteral("console-remove"));
-        QVERIFY(view.openRegistry(state, &error));
-        QVERIFY(view.addAgent(agent(QStringLiteral("node-a"), m_agent.endpoint(), m_agent.token()), &error));
-        QVERIFY(view.addAgent(agent(QStringLiteral("node-b"), m_agent.endpoint(), m_agent.token()), &error));
+        VERIFY_OK(view.openRegistry(state));
+        VERIFY_OK(view.addAgent(agent(QStringLiteral("node-a"), m_agent.endpoint(), m_agent.token())));
+        VERIFY_OK(view.addAgent(agent(QStringLiteral("node-b"), m_agent.endpoint(), m_agent.token())));
         QTRY_VERIFY_WITH_TIMEOUT(view.samplesReceived(QStringLiteral("node-a")) >= 1, 10000);
         QCOMPARE(view.activeMonitors(), 2);
         QPointer<app::MetricChart> chart = view.cpuChart(QStringLiteral("node-a"));
         QSignalSpy changed(&view, &console::AgentsView::agentsChanged);
         QElapsedTimer clock;
         clock.start();
-        QVERIFY2(view.removeAgent(QStringLiteral("node-a"), &error), qPrintable(error));
+        VERIFY_OK(view.removeAgent(QStringLiteral("node-a")));
         QVERIFY2(clock.elapsed() < 3000, "stopping a stream must not wait on the network");
         QVERIFY(!view.isWatching(QStringLiteral("node-a")));
         QCOMPARE(view.activeMonitors(), 1);
@@ -578,7 +571,7 @@ private Q_SLOTS:
         QCOMPARE(changed.at(0).at(0).value<QList<core::AgentEndpoint>>().size(), 1);
         QTRY_VERIFY(chart.isNull()); // its charts go with it
         core::AgentRegistry saved(core::AgentRegistry::defaultPath(state));
-        QVERIFY(saved.load(&error));
+        VERIFY_OK(saved.load());
         QCOMPARE(saved.agents().size(), 1);
         QCOMPARE(saved.agents().at(0).name, QStringLiteral("node-b"));
     }
@@ -591,20 +584,19 @@ private Q_SLOTS:
         options.extraArguments = { QStringLiteral("--port"), QString::number(port) };
         options.token = QStringLiteral("restart-token");
         core::LocalAgent restartable;
-        QVERIFY2(restartable.start(options), qPrintable(restartable.error()));
+        VERIFY_OK(restartable.start(options));
         console::AgentsView view;
         view.setSampleInterval(200);
         view.setBackoff(100, 500);
-        QString error;
-        QVERIFY(view.openRegistry(m_tmp.filePath(QStringLiteral("console-restart")), &error));
-        QVERIFY(view.addAgent(agent(QStringLiteral("flaky"), restartable.endpoint(), options.token), &error));
+        VERIFY_OK(view.openRegistry(m_tmp.filePath(QStringLiteral("console-restart"))));
+        VERIFY_OK(view.addAgent(agent(QStringLiteral("flaky"), restartable.endpoint(), options.token)));
         QTRY_VERIFY_WITH_TIMEOUT(view.samplesReceived(QStringLiteral("flaky")) >= 1, 10000);
         restartable.stop();
         QTRY_VERIFY_WITH_TIMEOUT(
             view.stateText(QStringLiteral("flaky")).startsWith(QLatin1String("unreachable")), 10000);
         QVERIFY(view.reachableAgents().isEmpty());
         const qint64 before = view.samplesReceived(QStringLiteral("flaky"));
-        QVERIFY2(restartable.start(options), qPrintable(restartable.error()));
+        VERIFY_OK(restartable.start(options));
         QTRY_COMPARE_WITH_TIMEOUT(
             view.stateText(QStringLiteral("flaky")), QStringLiteral("connected"), 10000);
         QTRY_VERIFY_WITH_TIMEOUT(view.samplesReceived(QStringLiteral("flaky")) > before, 10000);

@@ -1,6 +1,7 @@
 // The live charts: what is drawn for smoothing, log scale and x-axis modes, per-pixel
 // downsampling, hover read-outs, legend toggles, export, and the cross-thread feed.
 #include "chart_feed.h"
+#include "verify_ok.h"
 #include "downsample.h"
 #include "journal.h"
 #include "metric_chart.h"
@@ -527,8 +528,7 @@ private Q_SLOTS:
     {
         QTemporaryDir dir;
         core::Journal journal;
-        QString error;
-        QVERIFY2(journal.open(dir.filePath(QStringLiteral("journal.sqlite")), &error), qPrintable(error));
+        VERIFY_OK(journal.open(dir.filePath(QStringLiteral("journal.sqlite"))));
         core::StudySnapshot snapshot;
         const auto addRun = [&](const QString &id, int workers, double lossOffset) {
             core::RunResult run;
@@ -554,8 +554,7 @@ private Q_SLOTS:
                 e.mutable_step()->set_images_per_second(100);
                 events.push_back(e);
             }
-            QVERIFY2(journal.appendRunEvents(QStringLiteral("st"), id, 1, QStringLiteral("a:1"), events, &error),
-                qPrintable(error));
+            VERIFY_OK(journal.appendRunEvents(QStringLiteral("st"), id, 1, QStringLiteral("a:1"), events));
         };
         addRun(QStringLiteral("st-r01"), 2, 0.0);
         addRun(QStringLiteral("st-r02"), 2, 0.2);
@@ -737,9 +736,8 @@ private Q_SLOTS:
         chart.append(QStringLiteral("a"), lossCurve(1000));
         const QString png = dir.filePath(QStringLiteral("loss.png"));
         const QString svg = dir.filePath(QStringLiteral("loss.svg"));
-        QString error;
-        QVERIFY2(chart.exportPng(png, &error), qPrintable(error));
-        QVERIFY2(chart.exportSvg(svg, &error), qPrintable(error));
+        VERIFY_OK(chart.exportPng(png));
+        VERIFY_OK(chart.exportSvg(svg));
 
         QImage image;
         QVERIFY(image.load(png, "PNG"));
@@ -759,8 +757,9 @@ private Q_SLOTS:
         QVERIFY(text.contains("<svg"));
         QVERIFY(text.contains("Loss"));
 
-        QVERIFY(!chart.exportPng(dir.filePath(QStringLiteral("missing/folder/x.png")), &error));
-        QVERIFY(!error.isEmpty());
+        const core::Status refused = chart.exportPng(dir.filePath(QStringLiteral("missing/folder/x.png")));
+        QVERIFY(!refused);
+        QVERIFY(refused.error().contains(QLatin1String("missing/folder/x.png")));
     }
 
     void colorsFollowThePalette()
@@ -782,7 +781,7 @@ private Q_SLOTS:
         QCOMPARE(chart.chart()->titleBrush().color(), QColor(0xe0e0e0));
         const QString path = qEnvironmentVariable("SCALELAB_TEST_SCREENSHOT_DIR");
         if (!path.isEmpty())
-            QVERIFY(chart.exportPng(path + QStringLiteral("/dark.png")));
+            VERIFY_OK(chart.exportPng(path + QStringLiteral("/dark.png")));
         // On a log scale too: the axis made for it takes the palette.
         chart.setLogScale(true);
         chart.redraw();
@@ -791,7 +790,7 @@ private Q_SLOTS:
         QCOMPARE(chart.yAxisItem()->labelsBrush().color(), QColor(0xe0e0e0));
         QVERIFY(!static_cast<QCategoryAxis *>(chart.yAxisItem())->categoriesLabels().isEmpty());
         if (!path.isEmpty())
-            QVERIFY(chart.exportPng(path + QStringLiteral("/dark-log.png")));
+            VERIFY_OK(chart.exportPng(path + QStringLiteral("/dark-log.png")));
     }
 
     void feedBringsSamplesFromAnotherThreadInBatches()

@@ -1,6 +1,7 @@
 // The console under QT_QPA_PLATFORM=offscreen: it starts a local agent, refuses bad
 // form values inline, launches a run and plots its loss as it arrives.
 #include "agent_fixture.h"
+#include "verify_ok.h"
 #include "agents_view.h"
 #include "chart_controls.h"
 #include "cifar10.h"
@@ -39,10 +40,8 @@ private:
 private Q_SLOTS:
     void initTestCase()
     {
-        std::string error;
-        QVERIFY2(cifar::writeSyntheticDataset(
-                     m_tmp.filePath(QStringLiteral("data/syn")).toStdString(), 200, 50, 1, &error),
-            error.c_str());
+        VERIFY_OK(cifar::writeSyntheticDataset(
+                     m_tmp.filePath(QStringLiteral("data/syn")).toStdString(), 200, 50, 1));
         app::ConsoleOptions options;
         options.localAgent.agentBinary = test::binary("scalelab-agent");
         options.localAgent.dataDir = m_tmp.filePath(QStringLiteral("data"));
@@ -145,7 +144,7 @@ private Q_SLOTS:
         test::AgentFixture agent;
         test::AgentFixtureOptions agentOptions;
         agentOptions.syntheticSet = QStringLiteral("syn");
-        QVERIFY2(agent.start(agentOptions), qPrintable(agent.error()));
+        VERIFY_OK(agent.start(agentOptions));
         app::ConsoleOptions options;
         options.agentEndpoint = agent.agent().endpoint();
         options.token = agent.agent().token();
@@ -215,8 +214,7 @@ private Q_SLOTS:
         QCOMPARE(again.runHistory()->runIds(), QStringList { first });
         QVERIFY(!again.lossChart()->hasSeries(second + QStringLiteral("/loss")));
         core::Journal journal;
-        QString error;
-        QVERIFY2(journal.open(options.stateDir + QStringLiteral("/journal.sqlite"), &error), qPrintable(error));
+        VERIFY_OK(journal.open(options.stateDir + QStringLiteral("/journal.sqlite")));
         QCOMPARE(journal.singleRuns().size(), 1);
         QVERIFY(journal.runEvents(second, 1, options.agentEndpoint).empty());
         QVERIFY(!journal.runEvents(first, 1, options.agentEndpoint).empty());
@@ -323,8 +321,7 @@ private Q_SLOTS:
         QVERIFY(broken.open(QIODevice::WriteOnly));
         broken.write(R"({"name": "p", "dataset": "syn", "grid": {"workers": [2]}, "agents": ["file:missing.txt"]})");
         broken.close();
-        QString error;
-        QVERIFY2(window.studyView()->loadPlanFile(broken.fileName(), &error), qPrintable(error));
+        VERIFY_OK(window.studyView()->loadPlanFile(broken.fileName()));
         QCOMPARE(window.agentsView()->registry().agents().size(), 3);
         auto *log = window.findChild<QPlainTextEdit *>(QStringLiteral("log"));
         QVERIFY(log);

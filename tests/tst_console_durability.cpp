@@ -7,6 +7,7 @@
 // plan file with --launch-study, SIGKILLed while the baseline trains, then started again
 // with no study argument: it must reattach by itself.
 #include "agent_client.h"
+#include "verify_ok.h"
 #include "journal.h"
 #include "local_agent.h"
 #include "study_plan.h"
@@ -52,9 +53,7 @@ private:
     StudyState studyState(QString *studyId)
     {
         Journal journal;
-        QString error;
-        if (!journal.open(path(QStringLiteral("console/journal.sqlite")), &error)
-            || journal.studyIds().isEmpty())
+        if (!journal.open(path(QStringLiteral("console/journal.sqlite"))) || journal.studyIds().isEmpty())
             return {};
         *studyId = journal.studyIds().first();
         return StudyState::replay(journal.events(*studyId));
@@ -63,8 +62,7 @@ private:
     int storedEvents(const QString &studyId, const QString &runId)
     {
         Journal journal;
-        QString error;
-        if (!journal.open(path(QStringLiteral("console/journal.sqlite")), &error))
+        if (!journal.open(path(QStringLiteral("console/journal.sqlite"))))
             return 0;
         const StudyState state = StudyState::replay(journal.events(studyId));
         const RunProgress *run = state.run(runId);
@@ -83,7 +81,7 @@ private Q_SLOTS:
         options.dataDir = path(QStringLiteral("data"));
         options.stateDir = path(QStringLiteral("agent"));
         options.token = kToken;
-        QVERIFY2(m_agent.start(options), qPrintable(m_agent.error()));
+        VERIFY_OK(m_agent.start(options));
         v1::CreateSyntheticDatasetRequest request;
         request.set_name("synth");
         request.set_train_images(256);
@@ -113,8 +111,7 @@ private Q_SLOTS:
         plan.mutable_grid()->add_epochs(3);
         plan.mutable_grid()->add_threads_per_worker(1);
         plan.mutable_baseline()->set_threads_per_worker(1);
-        QString error;
-        QVERIFY2(savePlan(plan, path(QStringLiteral("plan.json")), &error), qPrintable(error));
+        VERIFY_OK(savePlan(plan, path(QStringLiteral("plan.json"))));
 
         QProcess first;
         startConsole(&first, { QStringLiteral("--launch-study"), path(QStringLiteral("plan.json")) });
@@ -155,7 +152,7 @@ private Q_SLOTS:
         }
         // Every event of the baseline once, in order, with no gap across the kill.
         Journal journal;
-        QVERIFY(journal.open(path(QStringLiteral("console/journal.sqlite")), &error));
+        VERIFY_OK(journal.open(path(QStringLiteral("console/journal.sqlite"))));
         const auto events
             = journal.runEvents(baselineId, 1, state.run(baselineId)->attempts.first().agents.first());
         QVERIFY(int(events.size()) > storedBeforeKill);

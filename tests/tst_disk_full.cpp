@@ -7,6 +7,7 @@
 // Needs root (mount -t tmpfs). Elsewhere it fails saying so; exclude it with
 // `ctest -LE root`.
 #include "agent_client.h"
+#include "verify_ok.h"
 #include "journal.h"
 #include "local_agent.h"
 #include "run_event_log.h"
@@ -82,8 +83,8 @@ private:
         options.stateDir = m_mount + QStringLiteral("/agent");
         options.logFile = path(QStringLiteral("agent.log")); // not on the small disk
         options.token = kToken;
-        if (!m_agent.start(options)) {
-            *error = m_agent.error();
+        if (const Status started = m_agent.start(options); !started) {
+            *error = started.error();
             return false;
         }
         m_agents = { AgentEndpoint { m_agent.endpoint(), m_agent.endpoint(), kToken } };
@@ -140,8 +141,7 @@ private Q_SLOTS:
     void fullDiskFailsCleanlyAndTheStudyFinishesOnceSpaceIsFreed()
     {
         Journal journal;
-        QString error;
-        QVERIFY2(journal.open(path(QStringLiteral("console/journal.sqlite")), &error), qPrintable(error));
+        VERIFY_OK(journal.open(path(QStringLiteral("console/journal.sqlite"))));
         v1::StudyPlan plan;
         plan.set_name("full-disk");
         plan.set_dataset("synth");
@@ -156,10 +156,11 @@ private Q_SLOTS:
         runner.setAgents(m_agents);
         runner.setTickInterval(100);
         connect(&runner, &StudyRunner::message, this, [](const QString &line) { qInfo("%s", qPrintable(line)); });
-        const QString studyId = runner.createStudy(plan, &error);
-        QVERIFY2(!studyId.isEmpty(), qPrintable(error));
+        const auto createdStudy = runner.createStudy(plan);
+        VERIFY_OK(createdStudy);
+        const QString studyId = createdStudy.value();
         QSignalSpy finished(&runner, &StudyRunner::finished);
-        QVERIFY(runner.drive(studyId, &error));
+        VERIFY_OK(runner.drive(studyId));
         QCOMPARE(runner.state().runs().size(), 1);
         const QString runId = runner.state().runs().first().planned.runId;
 

@@ -1,6 +1,7 @@
 // The whole path, as a user drives it: scalelab-cli → a real scalelab-agent process on
 // port 0 → scalelab-worker → events back, plus the CLI's answers to bad input.
 #include "local_agent.h"
+#include "verify_ok.h"
 #include "test_support.h"
 
 #include <QFile>
@@ -65,7 +66,7 @@ private Q_SLOTS:
         options.agentBinary = test::binary("scalelab-agent");
         options.dataDir = m_tmp.filePath(QStringLiteral("data"));
         options.stateDir = m_tmp.filePath(QStringLiteral("state"));
-        QVERIFY2(agent.start(options), qPrintable(agent.error())); // --port 0, port read back
+        VERIFY_OK(agent.start(options)); // --port 0, port read back
         QVERIFY(!agent.endpoint().endsWith(QStringLiteral(":0")));
 
         const auto r = runCli(

@@ -2,6 +2,7 @@
 // trip, health, authentication, the bad-input matrix, idempotent starts, resumable
 // event streams and stopping.
 #include "agent_client.h"
+#include "verify_ok.h"
 #include "local_agent.h"
 #include "agent_fixture.h"
 
@@ -66,7 +67,7 @@ private Q_SLOTS:
         options.trainImages = 50;
         options.testImages = 20;
         options.seed = 3;
-        QVERIFY2(m_fixture.start(options), qPrintable(m_fixture.error()));
+        VERIFY_OK(m_fixture.start(options));
         QVERIFY(!m_fixture.token().isEmpty());
         m_client = &m_fixture.client();
     }
@@ -74,7 +75,7 @@ private Q_SLOTS:
     void cleanupTestCase()
     {
         m_client = nullptr;
-        QVERIFY2(m_fixture.stopAndCheckNothingLeft(), qPrintable(m_fixture.error()));
+        VERIFY_OK(m_fixture.stopAndCheckNothingLeft());
     }
 
     // What ScaleLab writes as JSON (scalelab-cli --json, reports, the journal's events)
@@ -132,8 +133,8 @@ private Q_SLOTS:
         QCOMPARE(r.code, int(grpc::StatusCode::UNAVAILABLE));
         QVERIFY2(r.message.contains(QStringLiteral("cannot reach the agent at 127.0.0.1:1")),
             qPrintable(r.message));
-        QVERIFY(!AgentClient::endpointError(QStringLiteral("no-port")).isEmpty());
-        QVERIFY(!AgentClient::endpointError(QStringLiteral("host:99999")).isEmpty());
+        QVERIFY(!AgentClient::checkEndpoint(QStringLiteral("no-port")).error().isEmpty());
+        QVERIFY(!AgentClient::checkEndpoint(QStringLiteral("host:99999")).error().isEmpty());
     }
 
     void badInputIsRefusedNamingTheField_data()

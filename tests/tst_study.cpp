@@ -1,6 +1,7 @@
 // The study control plane's pure parts: plan validation and expansion, placement,
 // and the journal's event-sourced state (replay of every prefix).
 #include "journal.h"
+#include "verify_ok.h"
 #include "placement.h"
 #include "run_request.h"
 #include "study_model.h"
@@ -51,8 +52,7 @@ struct RunScript {
     QString runId;
     void add(const QString &type, const QJsonObject &payload)
     {
-        QString error;
-        QVERIFY2(journal.append(studyId, type, payload, &error) > 0, qPrintable(error));
+        VERIFY_OK(journal.append(studyId, type, payload));
     }
     QJsonObject event(int attempt, std::initializer_list<std::pair<const char *, QJsonValue>> fields) const
     {
@@ -116,26 +116,25 @@ private Q_SLOTS:
         const QByteArray json = R"({"name":"s1","dataset":"cifar-10-batches-bin",
             "grid":{"workers":[2,4],"batchSize":[32,64],"gpusPerWorker":[0.5]},
             "training":{"learningRate":0.05},"repeats":2,"maxFailures":0,"targetAccuracy":0.6})";
-        QStringList problems;
-        const auto plan = parsePlanJson(json, &problems);
-        QVERIFY2(plan, qPrintable(problems.join('\n')));
+        const auto plan = parsePlanJson(json);
+        VERIFY_OK(plan);
         QVERIFY(validatePlan(*plan).isEmpty());
         QCOMPARE(plan->grid().workers_size(), 2);
         QVERIFY(plan->has_max_failures());
         QCOMPARE(plan->max_failures(), 0);
-        const auto again = parsePlanJson(planToJson(*plan), &problems);
-        QVERIFY(again);
+        const auto again = parsePlanJson(planToJson(*plan));
+        VERIFY_OK(again);
         QCOMPARE(again->SerializeAsString(), plan->SerializeAsString());
     }
 
     void planRejectsUnknownFieldsAndGarbage()
     {
-        QStringList problems;
-        QVERIFY(!parsePlanJson(R"({"name":"x","wokers":[2]})", &problems));
-        QVERIFY2(problems.join(' ').contains(QLatin1String("wokers")), qPrintable(problems.join(' ')));
-        problems.clear();
-        QVERIFY(!parsePlanJson("not json", &problems));
-        QCOMPARE(problems.size(), 1);
+        const auto misspelt = parsePlanJson(R"({"name":"x","wokers":[2]})");
+        QVERIFY(!misspelt);
+        QVERIFY2(misspelt.error().join(' ').contains(QLatin1String("wokers")), qPrintable(misspelt.error().join(' ')));
+        const auto notJson = parsePlanJson("not json");
+        QVERIFY(!notJson);
+        QCOMPARE(notJson.error().size(), 1);
     }
 
     void validationListsEveryProblemByField()
@@ -172,20 +171,19 @@ private Q_SLOTS:
     // Malformed JSON says where; every unknown field and wrong kind is listed, with a guess.
     void planJsonErrorsSayWhereAndListEveryOne()
     {
-        QStringList problems;
-        QVERIFY(!parsePlanJson("{\n  \"name\": \"x\",\n  \"grid\": { \"workers\": [2,, 4] }\n}", &problems));
-        QCOMPARE(problems.size(), 1);
-        QVERIFY2(problems[0].contains(QLatin1String("line 3, column")), qPrintable(problems[0]));
-        problems.clear();
-        QVERIFY(!parsePlanJson(R"({"name":"x","datset":"s","training":{"lerningRate":0.1,"momentum":"fast"},
-                                 "grid":{"workers":2,"bachSize":[64]}})",
-            &problems));
-        const QString all = problems.join('\n');
+        const auto syntax = parsePlanJson("{\n  \"name\": \"x\",\n  \"grid\": { \"workers\": [2,, 4] }\n}");
+        QVERIFY(!syntax);
+        QCOMPARE(syntax.error().size(), 1);
+        QVERIFY2(syntax.error()[0].contains(QLatin1String("line 3, column")), qPrintable(syntax.error()[0]));
+        const auto shape = parsePlanJson(R"({"name":"x","datset":"s","training":{"lerningRate":0.1,"momentum":"fast"},
+                                 "grid":{"workers":2,"bachSize":[64]}})");
+        QVERIFY(!shape);
+        const QString all = shape.error().join('\n');
         for (const char *expected : { "datset: unknown field; did you mean \"dataset\"?",
                  "training.lerningRate: unknown field; did you mean \"learningRate\"?", "grid.workers: must be a list",
                  "grid.bachSize: unknown field; did you mean \"batchSize\"?" })
             QVERIFY2(all.contains(QLatin1String(expected)), qPrintable(QStringLiteral("missing %1 in:\n%2").arg(expected, all)));
-        QCOMPARE(problems.size(), 4); // "fast" is a string: protobuf's number-as-string, refused later
+        QCOMPARE(shape.error().size(), 4); // "fast" is a string: protobuf's number-as-string, refused later
     }
 
     // NaN, infinities, values out of range and unknown enums: refused by the one rule set,
@@ -193,12 +191,9 @@ private Q_SLOTS:
     void refusalMatrix()
     {
         const auto problemsOf = [](const QByteArray &training) {
-            QStringList problems;
-            auto plan = parsePlanJson(R"({"name":"x","dataset":"d","grid":{"workers":[2]},"training":)" + training + "}",
-                &problems);
-            if (plan)
-                problems << validatePlan(*plan);
-            return problems.join('\n');
+            const auto plan
+                = parsePlanJson(R"({"name":"x","dataset":"d","grid":{"workers":[2]},"training":)" + training + "}");
+            return (plan ? validatePlan(*plan) : plan.error()).join('\n');
         };
         struct Case {
             const char *training;
@@ -246,12 +241,10 @@ private Q_SLOTS:
     // Zero is a value, and numbers are exact: from the plan's text to the worker's command.
     void numbersReachTheWorkerCommandExactly()
     {
-        QStringList problems;
         const auto plan = parsePlanJson(R"({"name":"x","dataset":"d","grid":{"workers":[2]},
             "training":{"learningRate":1e-7,"momentum":0,"weightDecay":2.5e-7,"labelSmoothing":1.25e-5,
-                        "divergenceFactor":1.2345678901234567}})",
-            &problems);
-        QVERIFY2(plan, qPrintable(problems.join('\n')));
+                        "divergenceFactor":1.2345678901234567}})");
+        VERIFY_OK(plan);
         QVERIFY(validatePlan(*plan).isEmpty());
         RunConfig config;
         config.workers = 2;
@@ -270,11 +263,10 @@ private Q_SLOTS:
         QCOMPARE(rules::exactNumber(0), std::string("0"));
         QCOMPARE(std::stod(rules::exactNumber(1.2345678901234567)), 1.2345678901234567);
         // A plan saved and read again keeps an explicit zero.
-        QStringList again;
-        const auto reread = parsePlanJson(planToJson(*plan), &again);
+        const auto reread = parsePlanJson(planToJson(*plan));
         QVERIFY(reread && reread->training().has_momentum() && reread->training().momentum() == 0);
         // "learningRate": "auto" is the plan's flag, and refuses a number beside it.
-        const auto automatic = parsePlanJson(R"({"name":"x","dataset":"d","training":{"learningRate":"auto"}})", &again);
+        const auto automatic = parsePlanJson(R"({"name":"x","dataset":"d","training":{"learningRate":"auto"}})");
         QVERIFY(automatic && automatic->learning_rate_auto() && !automatic->training().has_learning_rate());
         v1::StudyPlan both = *automatic;
         both.mutable_training()->set_learning_rate(0.1);
@@ -359,9 +351,8 @@ private Q_SLOTS:
         QCOMPARE(problems.size(), 1);
         QVERIFY2(problems.first().startsWith(QLatin1String("repeatSeeds: \"same\"")), qPrintable(problems.first()));
         // A plan file says it in its own words, and says it back.
-        QStringList parseProblems;
-        const auto parsed = parsePlanJson(R"({"name":"x","dataset":"d","repeats":3,"repeatSeeds":"vary"})", &parseProblems);
-        QVERIFY2(parsed, qPrintable(parseProblems.join('\n')));
+        const auto parsed = parsePlanJson(R"({"name":"x","dataset":"d","repeats":3,"repeatSeeds":"vary"})");
+        VERIFY_OK(parsed);
         QCOMPARE(parsed->repeat_seeds(), std::string("vary"));
     }
 
@@ -446,14 +437,13 @@ private Q_SLOTS:
     {
         QTemporaryDir dir;
         Journal journal;
-        QString error;
-        QVERIFY2(journal.open(dir.filePath(QStringLiteral("j.sqlite")), &error), qPrintable(error));
+        VERIFY_OK(journal.open(dir.filePath(QStringLiteral("j.sqlite"))));
         v1::StudyPlan plan = validPlan();
         plan.set_max_failures(1);
         const auto runs = expandPlan(plan, QStringLiteral("s1"));
         QCOMPARE(runs.size(), 3);
         auto add = [&](const QString &type, const QJsonObject &payload) {
-            QVERIFY2(journal.append(QStringLiteral("s1"), type, payload, &error) > 0, qPrintable(error));
+            VERIFY_OK(journal.append(QStringLiteral("s1"), type, payload));
         };
         add(QStringLiteral("study_created"),
             StudyState::studyCreated(QStringLiteral("p"), plan, { QStringLiteral("a") }, runs));
@@ -526,7 +516,7 @@ private Q_SLOTS:
         // Survives a reopen (another process, or after a crash).
         journal.close();
         Journal again;
-        QVERIFY(again.open(dir.filePath(QStringLiteral("j.sqlite")), &error));
+        VERIFY_OK(again.open(dir.filePath(QStringLiteral("j.sqlite"))));
         QCOMPARE(again.events(QStringLiteral("s1")).size(), 15);
         QCOMPARE(again.studyIds(), QStringList { QStringLiteral("s1") });
     }
@@ -537,8 +527,7 @@ private Q_SLOTS:
     {
         QTemporaryDir dir;
         Journal journal;
-        QString error;
-        QVERIFY2(journal.open(dir.filePath(QStringLiteral("j.sqlite")), &error), qPrintable(error));
+        VERIFY_OK(journal.open(dir.filePath(QStringLiteral("j.sqlite"))));
         const auto runs = expandPlan(validPlan(), QStringLiteral("s2"));
         const QString r1 = runs[0].runId;
         RunScript script { journal, QStringLiteral("s2"), r1 };
@@ -607,8 +596,7 @@ private Q_SLOTS:
     {
         QTemporaryDir dir;
         Journal journal;
-        QString error;
-        QVERIFY2(journal.open(dir.filePath(QStringLiteral("j.sqlite")), &error), qPrintable(error));
+        VERIFY_OK(journal.open(dir.filePath(QStringLiteral("j.sqlite"))));
         v1::StudyPlan plan = validPlan();
         plan.set_max_failures(0);
         const auto runs = expandPlan(plan, QStringLiteral("s3"));
@@ -675,8 +663,7 @@ private Q_SLOTS:
     {
         QTemporaryDir dir;
         Journal journal;
-        QString error;
-        QVERIFY2(journal.open(dir.filePath(QStringLiteral("j.sqlite")), &error), qPrintable(error));
+        VERIFY_OK(journal.open(dir.filePath(QStringLiteral("j.sqlite"))));
         v1::StudyPlan plan = validPlan();
         plan.set_max_failures(0);
         const auto runs = expandPlan(plan, QStringLiteral("s4"));
@@ -720,8 +707,7 @@ private Q_SLOTS:
     {
         QTemporaryDir dir;
         Journal journal;
-        QString error;
-        QVERIFY(journal.open(dir.filePath(QStringLiteral("j.sqlite")), &error));
+        VERIFY_OK(journal.open(dir.filePath(QStringLiteral("j.sqlite"))));
         std::vector<v1::RunEvent> batch;
         for (int seq = 1; seq <= 5; ++seq) {
             v1::RunEvent e;
@@ -732,10 +718,10 @@ private Q_SLOTS:
         v1::RunEvent heartbeat;
         heartbeat.mutable_heartbeat();
         batch.push_back(heartbeat); // seq 0: not stored
-        QVERIFY(journal.appendRunEvents(
-            QStringLiteral("s"), QStringLiteral("r"), 1, QStringLiteral("a"), batch, &error));
-        QVERIFY(journal.appendRunEvents(
-            QStringLiteral("s"), QStringLiteral("r"), 1, QStringLiteral("a"), batch, &error)); // again
+        VERIFY_OK(journal.appendRunEvents(
+            QStringLiteral("s"), QStringLiteral("r"), 1, QStringLiteral("a"), batch));
+        VERIFY_OK(journal.appendRunEvents(
+            QStringLiteral("s"), QStringLiteral("r"), 1, QStringLiteral("a"), batch)); // again
         QCOMPARE(journal.lastRunEventSeq(QStringLiteral("r"), 1, QStringLiteral("a")), 5);
         QCOMPARE(journal.lastRunEventSeq(QStringLiteral("r"), 2, QStringLiteral("a")), 0);
         const auto stored = journal.runEvents(QStringLiteral("r"), 1, QStringLiteral("a"));
@@ -751,9 +737,9 @@ private Q_SLOTS:
         junk.write(QByteArray(4096, 'x'));
         junk.close();
         Journal journal;
-        QString error;
-        QVERIFY(!journal.open(junk.fileName(), &error));
-        QVERIFY2(error.contains(junk.fileName()), qPrintable(error));
+        const Status opened = journal.open(junk.fileName());
+        QVERIFY(!opened);
+        QVERIFY2(opened.error().contains(junk.fileName()), qPrintable(opened.error()));
     }
 };
 

@@ -3,6 +3,7 @@
 // an agent killed for good (its run resumes elsewhere from the console's copy of its
 // checkpoint), an infeasible run, and scalelab-cli killed mid-study and started again.
 #include "agent_client.h"
+#include "verify_ok.h"
 #include "checkpoint_copy.h"
 #include "journal.h"
 #include "local_agent.h"
@@ -99,18 +100,18 @@ private:
     QString runStudy(const v1::StudyPlan &plan, const QString &folder, int timeoutMs, Journal *journal,
         QString *studyId, StudySnapshot *snapshot)
     {
-        QString error;
-        if (!journal->open(path(folder + QStringLiteral("/journal.sqlite")), &error))
-            return error;
+        if (const Status opened = journal->open(path(folder + QStringLiteral("/journal.sqlite"))); !opened)
+            return opened.error();
         StudyRunner runner(journal);
         runner.setAgents(m_agents);
         runner.setTickInterval(100);
-        *studyId = runner.createStudy(plan, &error);
-        if (studyId->isEmpty())
-            return error;
+        const auto created = runner.createStudy(plan);
+        if (!created)
+            return created.error();
+        *studyId = created.value();
         QSignalSpy finished(&runner, &StudyRunner::finished);
-        if (!runner.drive(*studyId, &error))
-            return error;
+        if (const Status driven = runner.drive(*studyId); !driven)
+            return driven.error();
         if (!QTest::qWaitFor([&] { return !finished.isEmpty(); }, timeoutMs))
             return QStringLiteral("the study did not end in %1 s").arg(timeoutMs / 1000);
         *snapshot = runner.snapshot();
@@ -119,17 +120,17 @@ private:
 
     // Starts an agent on the shared data folder with its own state folder and adds it
     // to `agents`.
-    bool startAgent(LocalAgent *agent, const QString &stateDir, QList<AgentEndpoint> *agents)
+    Status startAgent(LocalAgent *agent, const QString &stateDir, QList<AgentEndpoint> *agents)
     {
         LocalAgentOptions options;
         options.agentBinary = test::binary("scalelab-agent");
         options.dataDir = path(QStringLiteral("data"));
         options.stateDir = path(stateDir);
         options.token = kToken;
-        if (!agent->start(options))
-            return false;
+        if (Status started = agent->start(options); !started)
+            return started;
         *agents << AgentEndpoint { agent->endpoint(), agent->endpoint(), kToken };
-        return true;
+        return Status::success();
     }
 
 private Q_SLOTS:
@@ -138,8 +139,7 @@ private Q_SLOTS:
         QVERIFY(m_tmp.isValid());
         QVERIFY(QDir().mkpath(path(QStringLiteral("data"))));
         for (LocalAgent *agent : { &m_a, &m_b })
-            QVERIFY2(startAgent(agent, QStringLiteral("agent-%1").arg(m_agents.size() + 1), &m_agents),
-                qPrintable(agent->error()));
+            VERIFY_OK(startAgent(agent, QStringLiteral("agent-%1").arg(m_agents.size() + 1), &m_agents));
         AgentClient client(m_a.endpoint(), kToken);
         v1::CreateSyntheticDatasetRequest request;
         request.set_name("synth");
@@ -163,12 +163,12 @@ private Q_SLOTS:
     void crashAfterEveryJournalEvent()
     {
         Journal journal;
-        QString error;
-        QVERIFY2(journal.open(path(QStringLiteral("crash/journal.sqlite")), &error), qPrintable(error));
+        VERIFY_OK(journal.open(path(QStringLiteral("crash/journal.sqlite"))));
         StudyRunner creator(&journal);
         creator.setAgents(m_agents);
-        const QString studyId = creator.createStudy(tinyPlan({ 2 }), &error);
-        QVERIFY2(!studyId.isEmpty(), qPrintable(error));
+        const auto createdStudy = creator.createStudy(tinyPlan({ 2 }));
+        VERIFY_OK(createdStudy);
+        const QString studyId = createdStudy.value();
 
         int runners = 0;
         QCOMPARE(driveToEnd(&journal, studyId, 1, &runners), QStringLiteral("SUCCEEDED"));
@@ -209,18 +209,19 @@ private Q_SLOTS:
     void infeasibleRunWaitsWithItsReasonUntilCancelled()
     {
         Journal journal;
-        QString error;
-        QVERIFY(journal.open(path(QStringLiteral("infeasible/journal.sqlite")), &error));
+        VERIFY_OK(journal.open(path(QStringLiteral("infeasible/journal.sqlite"))));
         v1::StudyPlan plan = tinyPlan({ 2 });
         plan.mutable_baseline()->set_skip(true);
         plan.mutable_grid()->add_gpus_per_worker(1);
         StudyRunner runner(&journal);
         runner.setAgents(m_agents);
         runner.setTickInterval(100);
-        const QString studyId = runner.createStudy(plan, &error);
+        const auto createdStudy = runner.createStudy(plan);
+        VERIFY_OK(createdStudy);
+        const QString studyId = createdStudy.value();
         QVERIFY(!studyId.isEmpty());
         QSignalSpy finished(&runner, &StudyRunner::finished);
-        QVERIFY(runner.drive(studyId, &error));
+        VERIFY_OK(runner.drive(studyId));
         QTRY_VERIFY_WITH_TIMEOUT(!runner.state().runs().first().reason.isEmpty(), 20000);
         QCOMPARE(runner.state().runs().first().reason,
             QStringLiteral("needs 1 GPU per worker; no agent has a GPU"));
@@ -230,8 +231,8 @@ private Q_SLOTS:
 
         // Cancelled from "another process": the journal carries the request.
         Journal other;
-        QVERIFY(other.open(journal.path(), &error));
-        QVERIFY(StudyRunner::requestCancel(&other, studyId, {}, &error));
+        VERIFY_OK(other.open(journal.path()));
+        VERIFY_OK(StudyRunner::requestCancel(&other, studyId, {}));
         QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 20000);
         QCOMPARE(finished.first().first().toString(), QStringLiteral("CANCELLED"));
         QCOMPARE(runner.state().runs().first().phase, RunPhase::Cancelled);
@@ -273,9 +274,8 @@ private Q_SLOTS:
                           "maxTrainImages": 64, "maxTestImages": 32 },
             "baseline": { "skip": true },
             "grid": { "workers": [1], "batchSize": [16], "epochs": [1], "threadsPerWorker": [1] } })";
-        QStringList problems;
-        const auto plan = parsePlanJson(planText, &problems);
-        QVERIFY2(plan, qPrintable(problems.join(QLatin1Char('\n'))));
+        const auto plan = parsePlanJson(planText);
+        VERIFY_OK(plan);
         QVERIFY2(validatePlan(*plan).isEmpty(), qPrintable(validatePlan(*plan).join(QLatin1Char('\n'))));
         QVERIFY(plan->training().has_momentum());
         Journal journal;
@@ -306,9 +306,8 @@ private Q_SLOTS:
             "baseline": { "threadsPerWorker": 1 },
             "grid": { "workers": [2], "batchSize": [16], "epochs": [1], "threadsPerWorker": [1],
                       "lrRule": ["linear"] } })";
-        QStringList problems;
-        const auto plan = parsePlanJson(planText, &problems);
-        QVERIFY2(plan, qPrintable(problems.join(QLatin1Char('\n'))));
+        const auto plan = parsePlanJson(planText);
+        VERIFY_OK(plan);
         QVERIFY(plan->learning_rate_auto());
         QVERIFY(!plan->training().has_learning_rate());
         Journal journal;
@@ -336,8 +335,7 @@ private Q_SLOTS:
     void killedWorkerIsRetriedFromItsCheckpoint()
     {
         Journal journal;
-        QString error;
-        QVERIFY(journal.open(path(QStringLiteral("retry/journal.sqlite")), &error));
+        VERIFY_OK(journal.open(path(QStringLiteral("retry/journal.sqlite"))));
         v1::StudyPlan plan = tinyPlan({ 2 }, 3);
         plan.mutable_baseline()->set_skip(true);
         plan.set_placement("spread");
@@ -345,7 +343,9 @@ private Q_SLOTS:
         StudyRunner runner(&journal);
         runner.setAgents(m_agents);
         runner.setTickInterval(100);
-        const QString studyId = runner.createStudy(plan, &error);
+        const auto createdStudy = runner.createStudy(plan);
+        VERIFY_OK(createdStudy);
+        const QString studyId = createdStudy.value();
         QVERIFY(!studyId.isEmpty());
         bool killed = false;
         connect(&runner, &StudyRunner::runEvents, this,
@@ -363,7 +363,7 @@ private Q_SLOTS:
                     }
             });
         QSignalSpy finished(&runner, &StudyRunner::finished);
-        QVERIFY(runner.drive(studyId, &error));
+        VERIFY_OK(runner.drive(studyId));
         QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 240'000);
         QVERIFY2(killed, "the worker was never found to kill");
         QCOMPARE(finished.first().first().toString(), QStringLiteral("SUCCEEDED"));
@@ -387,17 +387,16 @@ private Q_SLOTS:
         LocalAgent first, second; // of this test only: one of them dies
         QList<AgentEndpoint> agents;
         for (LocalAgent *agent : { &first, &second })
-            QVERIFY2(startAgent(agent, QStringLiteral("gone-agent-%1").arg(agents.size() + 1), &agents),
-                qPrintable(agent->error()));
+            VERIFY_OK(startAgent(agent, QStringLiteral("gone-agent-%1").arg(agents.size() + 1), &agents));
         Journal journal;
-        QString error;
-        QVERIFY2(journal.open(path(QStringLiteral("gone/journal.sqlite")), &error), qPrintable(error));
+        VERIFY_OK(journal.open(path(QStringLiteral("gone/journal.sqlite"))));
         const v1::StudyPlan plan = resumablePlan();
         StudyRunner runner(&journal);
         runner.setAgents(agents);
         runner.setTickInterval(100);
-        const QString studyId = runner.createStudy(plan, &error);
-        QVERIFY2(!studyId.isEmpty(), qPrintable(error));
+        const auto createdStudy = runner.createStudy(plan);
+        VERIFY_OK(createdStudy);
+        const QString studyId = createdStudy.value();
 
         connect(
             &runner, &StudyRunner::message, this, [](const QString &line) { qInfo("%s", qPrintable(line)); });
@@ -412,12 +411,12 @@ private Q_SLOTS:
             // Journaled only once the copy is complete and verified on disk.
             v1::CheckpointManifest manifest;
             copyProblem
-                = CheckpointTransfer::verifyCopy(e.payload.value(QLatin1String("dir")).toString(), &manifest);
+                = CheckpointTransfer::verifyCopy(e.payload.value(QLatin1String("dir")).toString(), &manifest).error();
             LocalAgent *victim = killed == first.endpoint() ? &first : &second;
             ::kill(pid_t(victim->processId()), SIGKILL);
         });
         QSignalSpy finished(&runner, &StudyRunner::finished);
-        QVERIFY(runner.drive(studyId, &error));
+        VERIFY_OK(runner.drive(studyId));
         QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 360'000);
         QVERIFY2(!killed.isEmpty(), "no checkpoint was ever copied");
         QVERIFY2(copyProblem.isEmpty(), qPrintable(copyProblem));
@@ -481,11 +480,9 @@ private Q_SLOTS:
         LocalAgent first, second;
         QList<AgentEndpoint> agents;
         for (LocalAgent *agent : { &first, &second })
-            QVERIFY2(startAgent(agent, QStringLiteral("failed-agent-%1").arg(agents.size() + 1), &agents),
-                qPrintable(agent->error()));
+            VERIFY_OK(startAgent(agent, QStringLiteral("failed-agent-%1").arg(agents.size() + 1), &agents));
         Journal journal;
-        QString error;
-        QVERIFY2(journal.open(path(QStringLiteral("failed/journal.sqlite")), &error), qPrintable(error));
+        VERIFY_OK(journal.open(path(QStringLiteral("failed/journal.sqlite"))));
         v1::StudyPlan plan = resumablePlan();
         plan.set_max_failures(0);
         QString studyId, runId;
@@ -497,8 +494,9 @@ private Q_SLOTS:
             runner.setTickInterval(100);
             connect(&runner, &StudyRunner::message, this,
                 [](const QString &line) { qInfo("%s", qPrintable(line)); });
-            studyId = runner.createStudy(plan, &error);
-            QVERIFY2(!studyId.isEmpty(), qPrintable(error));
+            const auto createdStudy = runner.createStudy(plan);
+            VERIFY_OK(createdStudy);
+            studyId = createdStudy.value();
             bool killed = false;
             connect(&runner, &StudyRunner::stateChanged, this, [&](const JournalEvent &e) {
                 if (e.type != QLatin1String("checkpoint_copied") || killed)
@@ -514,7 +512,7 @@ private Q_SLOTS:
                     }
             });
             QSignalSpy finished(&runner, &StudyRunner::finished);
-            QVERIFY(runner.drive(studyId, &error));
+            VERIFY_OK(runner.drive(studyId));
             QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 240'000);
             QVERIFY2(killed, "the worker was never found to kill");
             QCOMPARE(finished.first().first().toString(), QStringLiteral("FAILED"));
@@ -522,22 +520,20 @@ private Q_SLOTS:
             QVERIFY(copiedEpoch >= 1 && copiedEpoch < 4);
             // The study has ended, the run failed: the verified copy is still there.
             v1::CheckpointManifest manifest;
-            const QString problem = CheckpointTransfer::verifyCopy(runner.state().run(runId)->checkpoint.dir, &manifest);
-            QVERIFY2(problem.isEmpty(), qPrintable(problem));
+            VERIFY_OK(CheckpointTransfer::verifyCopy(runner.state().run(runId)->checkpoint.dir, &manifest));
             QVERIFY(runner.state().run(runId)->checkpoint.epoch >= copiedEpoch);
         }
         const QString gone = first.endpoint();
         first.stop(); // gone for good, with the checkpoint it wrote
 
         // The retry may use `second`, which the study did not have.
-        QVERIFY2(StudyRunner::requestRetry(&journal, studyId, runId, &error, { second.endpoint() }),
-            qPrintable(error));
+        VERIFY_OK(StudyRunner::requestRetry(&journal, studyId, runId, { second.endpoint() }));
         StudyRunner retry(&journal);
         retry.setAgents(agents);
         retry.setTickInterval(100);
         connect(&retry, &StudyRunner::message, this, [](const QString &line) { qInfo("%s", qPrintable(line)); });
         QSignalSpy finished(&retry, &StudyRunner::finished);
-        QVERIFY2(retry.drive(studyId, &error), qPrintable(error));
+        VERIFY_OK(retry.drive(studyId));
         QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 240'000);
         QCOMPARE(finished.first().first().toString(), QStringLiteral("SUCCEEDED"));
         const RunProgress &run = *retry.state().run(runId);
@@ -566,8 +562,7 @@ private Q_SLOTS:
         v1::StudyPlan plan = tinyPlan({ 2 });
         plan.mutable_baseline()->set_skip(true);
         plan.add_agents("file:agents.txt");
-        QString error;
-        QVERIFY(savePlan(plan, path(QStringLiteral("plan-agents/plan.json")), &error));
+        VERIFY_OK(savePlan(plan, path(QStringLiteral("plan-agents/plan.json"))));
         auto env = QProcessEnvironment::systemEnvironment();
         env.insert(QStringLiteral("SCALELAB_TOKEN"), kToken);
         const auto run = [&](const QByteArray &agentsFile, const QStringList &more, QByteArray *stderrText) {
@@ -614,8 +609,7 @@ private Q_SLOTS:
     void cliKilledMidStudyAndRestarted()
     {
         const v1::StudyPlan plan = tinyPlan({ 2, 4 });
-        QString error;
-        QVERIFY(savePlan(plan, path(QStringLiteral("plan.json")), &error));
+        VERIFY_OK(savePlan(plan, path(QStringLiteral("plan.json"))));
         const QStringList common { QStringLiteral("--state-dir"), path(QStringLiteral("cli")),
             QStringLiteral("--agent"), m_a.endpoint(), QStringLiteral("--agent"), m_b.endpoint() };
         auto env = QProcessEnvironment::systemEnvironment();
@@ -673,7 +667,7 @@ private Q_SLOTS:
 
         // The journal says the same as the CLI.
         Journal journal;
-        QVERIFY(journal.open(path(QStringLiteral("cli/journal.sqlite")), &error));
+        VERIFY_OK(journal.open(path(QStringLiteral("cli/journal.sqlite"))));
         const StudySnapshot s = buildSnapshot(StudyState::replay(journal.events(studyId)), journal);
         for (int i = 0; i < s.runs.size(); ++i)
             QCOMPARE(runs[i].toObject().value(QLatin1String("finalTestAccuracy")).toDouble(),

@@ -4,6 +4,7 @@
 // speedup and efficiency against workers); filtering, a run's details with its logs, and
 // a cancelled run retried from the UI.
 #include "agent_client.h"
+#include "verify_ok.h"
 #include "lr_find_dialog.h"
 #include "metric_chart.h"
 #include "run_details.h"
@@ -50,7 +51,7 @@ private Q_SLOTS:
     {
         test::AgentFixtureOptions options;
         options.stateName = QStringLiteral("agent");
-        QVERIFY2(m_fixture.start(options), qPrintable(m_fixture.error()));
+        VERIFY_OK(m_fixture.start(options));
         v1::CreateSyntheticDatasetRequest request;
         request.set_name("synth");
         request.set_train_images(128);
@@ -59,7 +60,7 @@ private Q_SLOTS:
         QVERIFY(m_fixture.client().createSyntheticDataset(request, &dataset).ok());
     }
 
-    void cleanupTestCase() { QVERIFY2(m_fixture.stopAndCheckNothingLeft(), qPrintable(m_fixture.error())); }
+    void cleanupTestCase() { VERIFY_OK(m_fixture.stopAndCheckNothingLeft()); }
 
     void badValuesAreRefusedInline()
     {
@@ -81,9 +82,9 @@ private Q_SLOTS:
             QTest::qWait(200);
             view.grab().save(QString::fromLocal8Bit(shot) + QStringLiteral("/designer-problems.png"));
         }
-        QString error;
-        QVERIFY(!view.launch(&error));
-        QVERIFY(error.contains(QLatin1String("'x'")));
+        const core::Status launched = view.launch();
+        QVERIFY(!launched);
+        QVERIFY2(launched.error().contains(QLatin1String("'x'")), qPrintable(launched.error()));
         // The preview names what cannot be placed: 4096 workers on a small node.
         workers->setText(QStringLiteral("1024"));
         QVERIFY(workers->styleSheet().isEmpty()); // valid again: no longer marked
@@ -154,8 +155,7 @@ private Q_SLOTS:
     void studyLaunchedFromTheUiFillsTheTable()
     {
         console::StudyView view;
-        QString error;
-        QVERIFY2(view.openJournal(m_fixture.path(QStringLiteral("console")), &error), qPrintable(error));
+        VERIFY_OK(view.openJournal(m_fixture.path(QStringLiteral("console"))));
         view.setAgents({ m_fixture.endpoint() });
         // Nothing to cancel or export before a study is open.
         auto *cancel = view.findChild<QPushButton *>(QStringLiteral("cancelStudy"));
@@ -172,7 +172,7 @@ private Q_SLOTS:
         plan.mutable_grid()->add_threads_per_worker(1);
         plan.set_target_accuracy(0.1);
         view.setForm(plan);
-        QVERIFY2(view.launch(&error), qPrintable(error));
+        VERIFY_OK(view.launch());
         QTRY_COMPARE_WITH_TIMEOUT(view.runsTable()->rowCount(), 2, 10000);
         QTRY_VERIFY(exportReport->isEnabled());
         QTRY_VERIFY_WITH_TIMEOUT(view.snapshot().state == QLatin1String("SUCCEEDED"), 180'000);
@@ -329,7 +329,7 @@ private Q_SLOTS:
             QVERIFY2(line.contains(QLatin1String("epoch 1:")), qPrintable(line));
         QString saveError;
         const QString saved = m_fixture.path(QStringLiteral("r01.log"));
-        QVERIFY2(details->saveLog(saved, &saveError), qPrintable(saveError));
+        VERIFY_OK(details->saveLog(saved));
         QFile savedFile(saved);
         QVERIFY(savedFile.open(QIODevice::ReadOnly));
         const QString savedText = QString::fromUtf8(savedFile.readAll());
@@ -358,8 +358,7 @@ private Q_SLOTS:
     void tuneShowsTrialsAndTheirCharts()
     {
         console::StudyView view;
-        QString error;
-        QVERIFY2(view.openJournal(m_fixture.path(QStringLiteral("console-tune")), &error), qPrintable(error));
+        VERIFY_OK(view.openJournal(m_fixture.path(QStringLiteral("console-tune"))));
         view.setAgents({ m_fixture.endpoint() });
         v1::StudyPlan plan = core::exampleTunePlan(QStringLiteral("synth"));
         plan.mutable_training()->set_max_train_images(64);
@@ -375,7 +374,7 @@ private Q_SLOTS:
         QVERIFY(!workers->isEnabled()); // a tune's trials come from its space
         QTRY_VERIFY2(view.problemsLabel()->text().startsWith(QLatin1String("A tune of 4 trial(s)")),
             qPrintable(view.problemsLabel()->text()));
-        QVERIFY2(view.launch(&error), qPrintable(error));
+        VERIFY_OK(view.launch());
         QTRY_VERIFY_WITH_TIMEOUT(view.snapshot().state == QLatin1String("SUCCEEDED"), 240'000);
         const core::StudySnapshot s = view.snapshot();
         QVERIFY(s.tune);
@@ -437,9 +436,7 @@ private Q_SLOTS:
     void cancelledRunIsRetriedFromTheUi()
     {
         console::StudyView view;
-        QString error;
-        QVERIFY2(
-            view.openJournal(m_fixture.path(QStringLiteral("console-retry")), &error), qPrintable(error));
+        VERIFY_OK(view.openJournal(m_fixture.path(QStringLiteral("console-retry"))));
         view.setAgents({ m_fixture.endpoint() });
         v1::StudyPlan plan;
         plan.set_name("retry");
@@ -450,18 +447,19 @@ private Q_SLOTS:
         plan.mutable_grid()->add_epochs(3);
         plan.mutable_grid()->add_threads_per_worker(1);
         view.setForm(plan);
-        QVERIFY2(view.launch(&error), qPrintable(error));
+        VERIFY_OK(view.launch());
         QTRY_VERIFY_WITH_TIMEOUT(view.snapshot().runs.size() == 1
                 && view.snapshot().runs.first().state == QLatin1String("RUNNING"),
             60'000);
         const QString runId = view.snapshot().runs.first().runId;
-        QVERIFY(!view.retryRun(runId, &error)); // only a FAILED or CANCELLED run
-        QVERIFY2(error.contains(QLatin1String("only a FAILED or CANCELLED run")), qPrintable(error));
-        QVERIFY2(view.cancelRun(runId, &error), qPrintable(error));
+        const core::Status retried = view.retryRun(runId);
+        QVERIFY(!retried); // only a FAILED or CANCELLED run
+        QVERIFY2(retried.error().contains(QLatin1String("only a FAILED or CANCELLED run")), qPrintable(retried.error()));
+        VERIFY_OK(view.cancelRun(runId));
         QTRY_VERIFY_WITH_TIMEOUT(view.snapshot().state == QLatin1String("FAILED"), 60'000);
         QCOMPARE(view.snapshot().runs.first().state, QStringLiteral("CANCELLED"));
 
-        QVERIFY2(view.retryRun(runId, &error), qPrintable(error));
+        VERIFY_OK(view.retryRun(runId));
         QTRY_VERIFY_WITH_TIMEOUT(view.snapshot().state == QLatin1String("SUCCEEDED"), 180'000);
         const core::RunResult run = view.snapshot().runs.first();
         QCOMPARE(run.attempts.size(), 2);

@@ -5,6 +5,7 @@
 // 2 workers learn as well as 1 at the same global batch, and a worker asked for a GPU
 // it cannot use says why.
 #include "cifar10.h"
+#include "verify_ok.h"
 #include "test_support.h"
 
 #include <QDir>
@@ -66,11 +67,10 @@ public:
         while ((newline = m_buffer.indexOf('\n')) >= 0) {
             const std::string line = m_buffer.left(newline).toStdString();
             m_lines << m_buffer.left(newline);
-            std::string why;
-            if (auto event = worker::parseEventLine(line, &why))
+            if (auto event = worker::parseEventLine(line))
                 m_events << *event;
             else
-                m_unreadable << QString::fromStdString(why + ": " + line);
+                m_unreadable << QString::fromStdString(event.error() + ": " + line);
             m_buffer.remove(0, newline + 1);
         }
         if (type.isEmpty())
@@ -171,12 +171,10 @@ private:
 private Q_SLOTS:
     void initTestCase()
     {
-        std::string error;
         m_small = m_tmp.filePath(QStringLiteral("small"));
         m_learnable = m_tmp.filePath(QStringLiteral("learnable"));
-        QVERIFY2(cifar::writeSyntheticDataset(m_small.toStdString(), 256, 100, 5, &error), error.c_str());
-        QVERIFY2(
-            cifar::writeSyntheticDataset(m_learnable.toStdString(), 2000, 500, 6, &error), error.c_str());
+        VERIFY_OK(cifar::writeSyntheticDataset(m_small.toStdString(), 256, 100, 5));
+        VERIFY_OK(cifar::writeSyntheticDataset(m_learnable.toStdString(), 2000, 500, 6));
     }
 
     void cleanupTestCase()
@@ -504,9 +502,7 @@ private Q_SLOTS:
     void defaultsLearnAHardSetWhereTheOldOnesDoNot()
     {
         const QString data = m_tmp.filePath(QStringLiteral("shapes"));
-        std::string error;
-        QVERIFY2(cifar::writeSyntheticDataset(data.toStdString(), 5000, 2000, 11, &error, cifar::SyntheticKind::Shapes),
-            error.c_str());
+        VERIFY_OK(cifar::writeSyntheticDataset(data.toStdString(), 5000, 2000, 11, cifar::SyntheticKind::Shapes));
         const QStringList common = { QStringLiteral("train"), QStringLiteral("--data-dir"), data,
             QStringLiteral("--epochs"), QStringLiteral("3"), QStringLiteral("--threads"), QStringLiteral("1"),
             QStringLiteral("--max-test-images"), QStringLiteral("1000") };
@@ -531,8 +527,8 @@ private Q_SLOTS:
         QCOMPARE(recipe.divergence_factor(), rules::kDefaultDivergenceFactor);
         QCOMPARE(recipe.divergence_steps(), rules::kDefaultDivergenceSteps);
         // Normalised with the set's own statistics, measured as the agent measures them.
-        const auto stats = cifar::measureDataset(data.toStdString(), &error);
-        QVERIFY(stats);
+        const auto stats = cifar::measureDataset(data.toStdString());
+        VERIFY_OK(stats);
         QCOMPARE(started.normalize_measured(), true);
         QCOMPARE(started.normalize_mean_size(), 3);
         QCOMPARE(float(started.normalize_mean(0)), float(stats->mean[0]));

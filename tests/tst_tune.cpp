@@ -23,10 +23,9 @@ const double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 v1::StudyPlan planFrom(const QByteArray &json)
 {
-    QStringList problems;
-    const auto plan = parsePlanJson(json, &problems);
+    const auto plan = parsePlanJson(json);
     if (!plan)
-        qFatal("test plan does not parse: %s", qPrintable(problems.join('\n')));
+        qFatal("test plan does not parse: %s", qPrintable(plan.error().join('\n')));
     return *plan;
 }
 
@@ -215,10 +214,8 @@ private Q_SLOTS:
     {
         QFETCH(QByteArray, tune);
         QFETCH(QString, problem);
-        QStringList problems;
-        const auto plan = parsePlanJson(R"({"name":"bad","dataset":"syn","tune":)" + tune + "}", &problems);
-        if (plan)
-            problems << validatePlan(*plan);
+        const auto plan = parsePlanJson(R"({"name":"bad","dataset":"syn","tune":)" + tune + "}");
+        const QStringList problems = plan ? validatePlan(*plan) : plan.error();
         QVERIFY2(!problems.isEmpty(), "accepted");
         QVERIFY2(problems.join('\n').contains(problem), qPrintable(problems.join('\n')));
     }

@@ -6,6 +6,7 @@
 // twice (paused trials resume from their checkpoints), and that the journal replays to
 // the same decisions.
 #include "agent_client.h"
+#include "verify_ok.h"
 #include "journal.h"
 #include "local_agent.h"
 #include "study_runner.h"
@@ -231,7 +232,7 @@ private Q_SLOTS:
             options.dataDir = path(QStringLiteral("data"));
             options.stateDir = path(QStringLiteral("agent-%1").arg(m_agents.size() + 1));
             options.token = kToken;
-            QVERIFY2(agent->start(options), qPrintable(agent->error()));
+            VERIFY_OK(agent->start(options));
             m_agents << AgentEndpoint { agent->endpoint(), agent->endpoint(), kToken };
         }
         AgentClient client(m_a.endpoint(), kToken);
@@ -256,14 +257,14 @@ private Q_SLOTS:
     void promotionTuneSpendsAshasBudget()
     {
         Journal journal;
-        QString error;
-        QVERIFY2(journal.open(path(QStringLiteral("promotion/journal.sqlite")), &error), qPrintable(error));
+        VERIFY_OK(journal.open(path(QStringLiteral("promotion/journal.sqlite"))));
         StudyRunner creator(&journal);
         creator.setAgents(m_agents);
         const v1::StudyPlan plan = tunePlan(QStringLiteral("promotion"), 9, 3, 9);
         QVERIFY2(validatePlan(plan).isEmpty(), qPrintable(validatePlan(plan).join('\n')));
-        const QString studyId = creator.createStudy(plan, &error);
-        QVERIFY2(!studyId.isEmpty(), qPrintable(error));
+        const auto createdStudy = creator.createStudy(plan);
+        VERIFY_OK(createdStudy);
+        const QString studyId = createdStudy.value();
         QCOMPARE(driveToEnd(&journal, studyId, 0), QStringLiteral("SUCCEEDED"));
         const int spent = checkTune(journal, studyId);
         const StudyState state = StudyState::replay(journal.events(studyId));
@@ -300,11 +301,12 @@ private Q_SLOTS:
             if (run.phase == RunPhase::Stopped && run.epochsDone() == 1 && stoppedId.isEmpty() && run.planned.runId != bestId)
                 stoppedId = run.planned.runId;
         QVERIFY(!stoppedId.isEmpty());
-        QVERIFY(!StudyRunner::requestContinue(&journal, studyId, bestId, 0, &error));
-        QVERIFY2(error.contains(QLatin1String("--epochs: give 1 to")), qPrintable(error));
+        const Status none = StudyRunner::requestContinue(&journal, studyId, bestId, 0);
+        QVERIFY(!none);
+        QVERIFY2(none.error().contains(QLatin1String("--epochs: give 1 to")), qPrintable(none.error()));
         const int bestBefore = state.run(bestId)->epochsDone();
-        QVERIFY2(StudyRunner::requestContinue(&journal, studyId, bestId, 2, &error), qPrintable(error));
-        QVERIFY2(StudyRunner::requestContinue(&journal, studyId, stoppedId, 1, &error), qPrintable(error));
+        VERIFY_OK(StudyRunner::requestContinue(&journal, studyId, bestId, 2));
+        VERIFY_OK(StudyRunner::requestContinue(&journal, studyId, stoppedId, 1));
         QCOMPARE(driveToEnd(&journal, studyId, 0), QStringLiteral("SUCCEEDED"));
         QCOMPARE(checkTune(journal, studyId), spent + 2 + 1); // nothing trained twice
         const StudyState after = StudyState::replay(journal.events(studyId));
@@ -337,15 +339,15 @@ private Q_SLOTS:
     void stoppingTuneStopsBelowTheCutoff()
     {
         Journal journal;
-        QString error;
-        QVERIFY2(journal.open(path(QStringLiteral("stopping/journal.sqlite")), &error), qPrintable(error));
+        VERIFY_OK(journal.open(path(QStringLiteral("stopping/journal.sqlite"))));
         StudyRunner creator(&journal);
         creator.setAgents(m_agents);
         // As many trials at once as the agents have free slots (one per core): no cap.
         v1::StudyPlan plan = tunePlan(QStringLiteral("stopping"), 9, 3, 9);
         plan.mutable_tune()->set_max_concurrent_trials(0);
-        const QString studyId = creator.createStudy(plan, &error);
-        QVERIFY2(!studyId.isEmpty(), qPrintable(error));
+        const auto createdStudy = creator.createStudy(plan);
+        VERIFY_OK(createdStudy);
+        const QString studyId = createdStudy.value();
         QCOMPARE(driveToEnd(&journal, studyId, 0), QStringLiteral("SUCCEEDED"));
         {
             // Never more attempts at once than the two agents' cores (slots taken since the
@@ -391,12 +393,12 @@ private Q_SLOTS:
     void crashAfterEveryJournalEvent()
     {
         Journal journal;
-        QString error;
-        QVERIFY2(journal.open(path(QStringLiteral("crash/journal.sqlite")), &error), qPrintable(error));
+        VERIFY_OK(journal.open(path(QStringLiteral("crash/journal.sqlite"))));
         StudyRunner creator(&journal);
         creator.setAgents(m_agents);
-        const QString studyId = creator.createStudy(tunePlan(QStringLiteral("promotion"), 4, 2, 2), &error);
-        QVERIFY2(!studyId.isEmpty(), qPrintable(error));
+        const auto createdStudy = creator.createStudy(tunePlan(QStringLiteral("promotion"), 4, 2, 2));
+        VERIFY_OK(createdStudy);
+        const QString studyId = createdStudy.value();
         int runners = 0;
         QCOMPARE(driveToEnd(&journal, studyId, 1, &runners), QStringLiteral("SUCCEEDED"));
         QVERIFY2(runners >= 20, qPrintable(QString::number(runners)));

@@ -3,6 +3,7 @@
 // the worker's usage names, event lines round-trip through protobuf's JSON mapping (NaN
 // included) and anything outside the contract is refused. Pure: no process is started.
 #include "event_writer.h"
+#include "verify_ok.h"
 #include "run_supervisor.h"
 #include "spec_rules.h"
 #include "worker_channel.h"
@@ -83,9 +84,8 @@ private Q_SLOTS:
         const v1::WorkerLaunch launch = everyField();
         const auto arguments = worker::launchArguments(launch);
         QCOMPARE(arguments.front(), std::string("train"));
-        std::string error;
-        const auto back = worker::parseLaunchArguments(arguments, &error);
-        QVERIFY2(back, error.c_str());
+        const auto back = worker::parseLaunchArguments(arguments);
+        VERIFY_OK(back);
         const std::string diff = difference(launch, *back);
         QVERIFY2(diff.empty(), diff.c_str());
         // Option names and forms, as the worker's usage documents them.
@@ -98,8 +98,8 @@ private Q_SLOTS:
         QCOMPARE(at("--normalize-mean"), worker::exactNumber(launch.normalize_mean(0)) + ","
                 + worker::exactNumber(launch.normalize_mean(1)) + "," + worker::exactNumber(launch.normalize_mean(2)));
         // --option=value reads as --option value.
-        const auto equals = worker::parseLaunchArguments({ "bench", "--steps=7", "--channels-last=off" }, &error);
-        QVERIFY2(equals, error.c_str());
+        const auto equals = worker::parseLaunchArguments({ "bench", "--steps=7", "--channels-last=off" });
+        VERIFY_OK(equals);
         QCOMPARE(equals->steps(), 7);
         QVERIFY(equals->has_channels_last() && !equals->channels_last());
     }
@@ -137,9 +137,9 @@ private Q_SLOTS:
         std::vector<std::string> args;
         for (const auto &a : arguments)
             args.push_back(a.toStdString());
-        std::string why;
-        QVERIFY(!worker::parseLaunchArguments(args, &why));
-        QCOMPARE(QString::fromStdString(why), error);
+        const auto parsed = worker::parseLaunchArguments(args);
+        QVERIFY(!parsed);
+        QCOMPARE(QString::fromStdString(parsed.error()), error);
     }
 
     void eventsRoundTripWithNaN()
@@ -156,9 +156,8 @@ private Q_SLOTS:
         QVERIFY2(line.find("\"loss\":\"NaN\"") != std::string::npos, line.c_str());
         QVERIFY2(line.find("\"step\":\"1099511627776\"") != std::string::npos, line.c_str());
         QVERIFY2(line.find("\"images_per_second\":0") != std::string::npos, line.c_str()); // printed though zero
-        std::string error;
-        const auto back = worker::parseEventLine(line, &error);
-        QVERIFY2(back, error.c_str());
+        const auto back = worker::parseEventLine(line);
+        VERIFY_OK(back);
         QVERIFY(std::isnan(back->step().loss()));
         QCOMPARE(back->step().learning_rate(), 0.1 + 0.2);
         QCOMPARE(back->step().step(), std::int64_t(1) << 40);
@@ -179,9 +178,9 @@ private Q_SLOTS:
         const ssize_t n = ::read(fds[0], buffer, sizeof buffer);
         ::close(fds[0]);
         QVERIFY(n > 0);
-        std::string error;
-        const auto event = worker::parseEventLine(std::string(buffer, std::size_t(n)), &error);
-        QVERIFY2(event && event->has_error(), error.c_str());
+        const auto event = worker::parseEventLine(std::string(buffer, std::size_t(n)));
+        VERIFY_OK(event);
+        QVERIFY(event->has_error());
         QCOMPARE(event->error().bytes_needed(), 4096);
         const QString message = QString::fromStdString(event->error().message());
         QVERIFY2(message.startsWith(QStringLiteral("no space left on device: /data/")), qPrintable(message));
@@ -203,10 +202,10 @@ private Q_SLOTS:
     {
         QFETCH(QString, line);
         QFETCH(QString, error);
-        std::string why;
-        QVERIFY(!worker::parseEventLine(line.toStdString(), &why));
-        QVERIFY2(!why.empty(), "a refusal says why");
-        QVERIFY2(QString::fromStdString(why).contains(error), why.c_str());
+        const auto parsed = worker::parseEventLine(line.toStdString());
+        QVERIFY(!parsed);
+        QVERIFY2(!parsed.error().empty(), "a refusal says why");
+        QVERIFY2(QString::fromStdString(parsed.error()).contains(error), parsed.error().c_str());
     }
 
     // The agent's launch for a rank: every recipe value explicit and exact, the device

@@ -88,8 +88,8 @@ int connect(const QCommandLineParser &parser, AgentConnection *connection)
         LocalAgentOptions options;
         options.dataDir = parser.value(QStringLiteral("data-dir"));
         options.stateDir = parser.value(QStringLiteral("state-dir"));
-        if (!connection->local->start(options)) {
-            err() << "scalelab-cli: " << connection->local->error() << "\n";
+        if (const Status started = connection->local->start(options); !started) {
+            err() << "scalelab-cli: " << started.error() << "\n";
             return connection->local->refusedConfiguration() ? BadInput : AgentError;
         }
         endpoint = connection->local->endpoint();
@@ -97,7 +97,7 @@ int connect(const QCommandLineParser &parser, AgentConnection *connection)
         err() << "started a local agent at " << endpoint << " (log: " << connection->local->logFile()
               << ")\n";
         err().flush();
-    } else if (const QString problem = AgentClient::endpointError(endpoint); !problem.isEmpty()) {
+    } else if (const QString problem = AgentClient::checkEndpoint(endpoint).error(); !problem.isEmpty()) {
         return badInput(problem);
     }
     connection->client = std::make_unique<AgentClient>(endpoint, token);
@@ -421,7 +421,7 @@ int runCommand(QStringList arguments)
             err() << "\nscalelab-cli: interrupted, stopping run " << runId << "\n";
             err().flush();
             v1::StopRunResponse ignored;
-            client->stopRun(runId, &ignored);
+            (void)client->stopRun(runId, &ignored); // the run's end (or its absence) says the rest
         }
     }).detach();
 
@@ -500,9 +500,8 @@ int gcCommand(QStringList arguments)
     QStringList localRemoved;
     if (QFileInfo::exists(stateDir + QStringLiteral("/journal.sqlite"))) {
         Journal journal;
-        QString error;
-        if (!journal.open(stateDir + QStringLiteral("/journal.sqlite"), &error))
-            return badInput(error);
+        if (const Status opened = journal.open(stateDir + QStringLiteral("/journal.sqlite")); !opened)
+            return badInput(opened.error());
         for (const QString &studyId : journal.studyIds()) {
             const StudyState state = StudyState::replay(journal.events(studyId));
             for (const auto &run : state.runs()) {

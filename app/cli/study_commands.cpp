@@ -69,9 +69,8 @@ bool openJournal(const QCommandLineParser &parser, Journal *journal)
 {
     const QString dir = parser.isSet(QStringLiteral("state-dir")) ? parser.value(QStringLiteral("state-dir"))
                                                                   : defaultStateDir();
-    QString error;
-    if (!journal->open(dir + QStringLiteral("/journal.sqlite"), &error)) {
-        err() << "scalelab-cli: " << error << "\n";
+    if (const Status opened = journal->open(dir + QStringLiteral("/journal.sqlite")); !opened) {
+        err() << "scalelab-cli: " << opened.error() << "\n";
         return false;
     }
     return true;
@@ -128,8 +127,8 @@ int setUpAgents(const QCommandLineParser &parser, Agents *agents, const QStringL
         options.dataDir = parser.value(QStringLiteral("data-dir"));
         // A fixed folder per local agent: a restarted one finds its runs and checkpoints.
         options.stateDir = stateDir + QStringLiteral("/agents/local-%1").arg(i);
-        if (!agent->start(options)) {
-            err() << "scalelab-cli: " << agent->error() << "\n";
+        if (const Status started = agent->start(options); !started) {
+            err() << "scalelab-cli: " << started.error() << "\n";
             return agent->refusedConfiguration() ? BadInput : AgentError;
         }
         err() << "started local agent local-" << i << " at " << agent->endpoint() << "\n";
@@ -389,9 +388,8 @@ int driveStudy(Journal *journal, const QString &studyId, const QList<AgentEndpoi
         code = AgentError;
         QCoreApplication::exit(0);
     });
-    QString error;
-    if (!runner.drive(studyId, &error)) {
-        err() << "scalelab-cli: " << error << "\n";
+    if (const Status driven = runner.drive(studyId); !driven) {
+        err() << "scalelab-cli: " << driven.error() << "\n";
         return BadInput;
     }
     // Ctrl-C leaves the study as it is in the journal: `study watch` continues it.
@@ -453,35 +451,32 @@ bool parse(QCommandLineParser &parser, const QStringList &arguments, const QStri
 }
 
 // The plan inside a JSON report (its "plan" member), checked like a plan file.
-std::optional<v1::StudyPlan> planFromReport(const QString &path, QStringList *problems, QJsonObject *report)
+Checked<v1::StudyPlan> planFromReport(const QString &path, QJsonObject *report)
 {
+    using Plan = Checked<v1::StudyPlan>;
     QFile file(path);
-    if (!file.open(QIODevice::ReadOnly)) {
-        *problems << QStringLiteral("cannot read the report %1: %2").arg(path, file.errorString());
-        return std::nullopt;
-    }
+    if (!file.open(QIODevice::ReadOnly))
+        return Plan::failure({ QStringLiteral("cannot read the report %1: %2").arg(path, file.errorString()) });
     QJsonParseError error {};
     const QJsonDocument document = QJsonDocument::fromJson(file.readAll(), &error);
     if (error.error != QJsonParseError::NoError || !document.isObject()
         || document.object().value(QLatin1String("format")).toString() != QLatin1String("scalelab-study-report")) {
-        *problems << QStringLiteral("%1 is not a ScaleLab JSON report (scalelab-cli report ID --format json writes one)")
-                         .arg(path);
-        return std::nullopt;
+        return Plan::failure(
+            { QStringLiteral("%1 is not a ScaleLab JSON report (scalelab-cli report ID --format json writes one)")
+                    .arg(path) });
     }
     *report = document.object();
     const QJsonObject plan = report->value(QLatin1String("plan")).toObject();
-    if (plan.isEmpty()) {
-        *problems << QStringLiteral("%1 carries no plan: it was written by a ScaleLab older than 0.2; rerun its "
-                                    "study from the plan file instead (scalelab-cli study run PLAN.json)")
-                         .arg(path);
-        return std::nullopt;
-    }
-    auto parsed = parsePlanJson(QJsonDocument(plan).toJson(QJsonDocument::Compact), problems);
+    if (plan.isEmpty())
+        return Plan::failure({ QStringLiteral("%1 carries no plan: it was written by a ScaleLab older than 0.2; "
+                                              "rerun its study from the plan file instead (scalelab-cli study run "
+                                              "PLAN.json)")
+                                   .arg(path) });
+    auto parsed = parsePlanJson(QJsonDocument(plan).toJson(QJsonDocument::Compact));
     if (!parsed)
-        return std::nullopt;
-    *problems << validatePlan(*parsed);
-    if (!problems->isEmpty())
-        return std::nullopt;
+        return parsed;
+    if (const QStringList problems = validatePlan(*parsed); !problems.isEmpty())
+        return Plan::failure(problems);
     return parsed;
 }
 
@@ -545,12 +540,11 @@ int runStudy(const QStringList &arguments, bool fromReport)
     const QString kind = parser.value(QStringLiteral("synthetic-kind"));
     if (kind != QLatin1String("patterns") && kind != QLatin1String("shapes"))
         return badInput(QStringLiteral("--synthetic-kind must be patterns or shapes (got %1)").arg(kind));
-    QStringList problems;
     QJsonObject report;
     const QString source = parser.positionalArguments().at(0);
-    const auto plan = fromReport ? planFromReport(source, &problems, &report) : loadPlan(source, &problems);
+    const auto plan = fromReport ? planFromReport(source, &report) : loadPlan(source);
     if (!plan)
-        return badInput(QStringLiteral("%1:\n  %2").arg(source, problems.join(QLatin1String("\n  "))));
+        return badInput(QStringLiteral("%1:\n  %2").arg(source, plan.error().join(QLatin1String("\n  "))));
     Journal journal;
     if (!openJournal(parser, &journal))
         return BadInput;
@@ -581,10 +575,10 @@ int runStudy(const QStringList &arguments, bool fromReport)
         compareDatasets(report, agents.endpoints);
     StudyRunner creator(&journal);
     creator.setAgents(agents.endpoints);
-    QString error;
-    const QString studyId = creator.createStudy(*plan, &error);
-    if (studyId.isEmpty())
-        return badInput(error);
+    const auto created = creator.createStudy(*plan);
+    if (!created)
+        return badInput(created.error());
+    const QString studyId = created.value();
     err() << "study " << studyId
           << (fromReport ? QStringLiteral(" created from %1 (study %2)")
                                .arg(source, report.value(QLatin1String("study_id")).toString())
@@ -732,16 +726,15 @@ int requestStudyChange(const QStringList &arguments, bool retry)
     if (!openJournal(parser, &journal))
         return BadInput;
     const QString studyId = parser.positionalArguments().at(0);
-    QString error;
     // A retry may go to agents the study did not have.
     const AgentAddresses given = givenAgents(parser);
     if (!given.ok())
         return badInput(given.error);
     const QStringList addAgents = given.addresses;
-    const bool recorded = retry ? StudyRunner::requestRetry(&journal, studyId, runId, &error, addAgents)
-                                : StudyRunner::requestCancel(&journal, studyId, runId, &error);
+    const Status recorded = retry ? StudyRunner::requestRetry(&journal, studyId, runId, addAgents)
+                                  : StudyRunner::requestCancel(&journal, studyId, runId);
     if (!recorded)
-        return badInput(error);
+        return badInput(recorded.error());
     out() << (retry ? "retry of " : "cancel of ") << (runId.isEmpty() ? studyId : runId)
           << " recorded; the process driving the study acts on it (or `study watch " << studyId
           << "` does, if none is)\n";
@@ -786,9 +779,8 @@ int continueTrial(const QStringList &arguments)
     } else if (!runId.startsWith(studyId)) {
         runId = studyId + QLatin1Char('-') + runId; // "t03"
     }
-    QString error;
-    if (!StudyRunner::requestContinue(&journal, studyId, runId, more, &error))
-        return badInput(error);
+    if (const Status recorded = StudyRunner::requestContinue(&journal, studyId, runId, more); !recorded)
+        return badInput(recorded.error());
     out() << "continuing " << runId << " for " << more << " more epoch(s)\n";
     out().flush();
     // Then as `study watch ID`, without this command's own options.
@@ -820,12 +812,11 @@ int planCommand(const QStringList &arguments)
     if (!parse(parser, arguments, QStringLiteral("Write an example plan, or check one."), &code))
         return code;
     if (parser.isSet(QStringLiteral("check"))) {
-        QStringList problems;
-        const auto plan = loadPlan(parser.value(QStringLiteral("check")), &problems);
+        const auto plan = loadPlan(parser.value(QStringLiteral("check")));
         if (!plan)
             return badInput(
                 QStringLiteral("%1:\n  %2")
-                    .arg(parser.value(QStringLiteral("check")), problems.join(QLatin1String("\n  "))));
+                    .arg(parser.value(QStringLiteral("check")), plan.error().join(QLatin1String("\n  "))));
         const auto runs = expandPlan(*plan, QStringLiteral("ID"));
         out() << parser.value(QStringLiteral("check")) << ": valid, " << runs.size() << (isTune(*plan) ? " trials\n" : " runs\n");
         for (const auto &r : runs)

@@ -240,7 +240,7 @@ QList<core::AgentProblem> AgentDialog::problems() const
         for (const auto &p : core::AgentRegistry::problemsOf(sample))
             if (p.field != QLatin1String("name") && p.field != QLatin1String("address"))
                 found << p;
-        if (const QString problem = core::agentSpecError(config().address); !problem.isEmpty())
+        if (const QString problem = core::checkAgentSpec(config().address).error(); !problem.isEmpty())
             found << core::AgentProblem { QStringLiteral("address"), problem };
         else if (!m_listError.isEmpty())
             found << core::AgentProblem { QStringLiteral("address"), m_listError };

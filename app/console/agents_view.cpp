@@ -279,33 +279,27 @@ void AgentsView::showBanner(const QStringList &lines, bool error)
     m_banner->show();
 }
 
-bool AgentsView::openRegistry(const QString &stateDir, QString *error)
+core::Status AgentsView::openRegistry(const QString &stateDir)
 {
     m_registry = core::AgentRegistry(core::AgentRegistry::defaultPath(stateDir));
     m_registryOpen = true;
-    QString loadError;
-    const bool ok = m_registry.load(&loadError);
+    const core::Status loaded = m_registry.load();
     QStringList lines = m_registry.warnings();
-    if (!ok)
-        lines.prepend(loadError);
-    showBanner(lines, !ok);
+    if (!loaded)
+        lines.prepend(loaded.error());
+    showBanner(lines, !loaded);
     for (const auto &agent : m_registry.agents())
         addNode(agent, QString());
-    if (!ok && error)
-        *error = loadError;
-    return ok;
+    return loaded;
 }
 
-core::LocalAgent *AgentsView::startLocalAgent(QString *error)
+core::Result<core::LocalAgent *> AgentsView::startLocalAgent()
 {
     if (m_local)
         return m_local.get();
     auto agent = std::make_unique<core::LocalAgent>();
-    if (!agent->start(m_localOptions)) {
-        if (error)
-            *error = agent->error();
-        return nullptr;
-    }
+    if (const core::Status started = agent->start(m_localOptions); !started)
+        return started;
     m_local = std::move(agent);
     core::AgentConfig config;
     config.name = kLocalName; // stable, so a study reopened after a restart finds it
@@ -318,10 +312,9 @@ core::LocalAgent *AgentsView::startLocalAgent(QString *error)
 
 void AgentsView::startLocalFromAction()
 {
-    QString error;
     m_startLocal->setEnabled(false);
-    if (!startLocalAgent(&error))
-        showBanner({ tr("The local agent did not start: %1").arg(error) }, true);
+    if (const auto started = startLocalAgent(); !started)
+        showBanner({ tr("The local agent did not start: %1").arg(started.error()) }, true);
     updateActions();
 }
 
@@ -661,30 +654,27 @@ QList<core::AgentEndpoint> AgentsView::reachableAgents() const
     return out;
 }
 
-bool AgentsView::saveRegistry(QString *error)
+core::Status AgentsView::saveRegistry()
 {
-    if (!m_registryOpen) {
-        *error = tr("the console has no state folder: agents cannot be remembered");
-        return false;
-    }
-    return m_registry.save(error);
+    if (!m_registryOpen)
+        return core::Status::failure(tr("the console has no state folder: agents cannot be remembered"));
+    return m_registry.save();
 }
 
-bool AgentsView::addAgent(const core::AgentConfig &agent, QString *error)
+core::Status AgentsView::addAgent(const core::AgentConfig &agent)
 {
-    if (const Node *other = find(agent.name); other && !other->origin.isEmpty()) {
-        *error = tr("the name '%1' is taken by %2: pick another name").arg(agent.name, other->label());
-        return false;
-    }
-    if (!m_registry.add(agent, error))
-        return false;
-    if (!saveRegistry(error)) {
+    if (const Node *other = find(agent.name); other && !other->origin.isEmpty())
+        return core::Status::failure(
+            tr("the name '%1' is taken by %2: pick another name").arg(agent.name, other->label()));
+    if (core::Status added = m_registry.add(agent); !added)
+        return added;
+    if (core::Status saved = saveRegistry(); !saved) {
         m_registry.remove(agent.name);
-        return false;
+        return saved;
     }
     addNode(agent, QString());
     select(agent.name);
-    return true;
+    return core::Status::success();
 }
 
 int AgentsView::addAddresses(const QStringList &addresses, const core::AgentConfig &shared, QStringList *log)
@@ -700,56 +690,48 @@ int AgentsView::addAddresses(const QStringList &addresses, const core::AgentConf
         core::AgentConfig agent = shared;
         agent.name = address;
         agent.address = address;
-        QString error;
-        if (addAgent(agent, &error)) {
+        if (const core::Status done = addAgent(agent)) {
             *log << tr("added agent %1 to the Agents tab").arg(address);
             ++added;
         } else {
-            *log << tr("error: cannot add agent %1: %2").arg(address, error);
+            *log << tr("error: cannot add agent %1: %2").arg(address, done.error());
         }
     }
     return added;
 }
 
-bool AgentsView::editAgent(const QString &name, const core::AgentConfig &agent, QString *error)
+core::Status AgentsView::editAgent(const QString &name, const core::AgentConfig &agent)
 {
     const int index = m_registry.indexOf(name);
-    if (index < 0) {
-        *error = tr("no saved agent named '%1'").arg(name);
-        return false;
-    }
-    if (const Node *other = find(agent.name);
-        other && other->config.name != name && !other->origin.isEmpty()) {
-        *error = tr("the name '%1' is taken by %2: pick another name").arg(agent.name, other->label());
-        return false;
-    }
+    if (index < 0)
+        return core::Status::failure(tr("no saved agent named '%1'").arg(name));
+    if (const Node *other = find(agent.name); other && other->config.name != name && !other->origin.isEmpty())
+        return core::Status::failure(
+            tr("the name '%1' is taken by %2: pick another name").arg(agent.name, other->label()));
     const core::AgentConfig before = m_registry.agents().at(index);
-    if (!m_registry.replace(index, agent, error))
-        return false;
-    if (!saveRegistry(error)) {
-        QString ignored;
-        m_registry.replace(index, before, &ignored);
-        return false;
+    if (core::Status replaced = m_registry.replace(index, agent); !replaced)
+        return replaced;
+    if (core::Status saved = saveRegistry(); !saved) {
+        (void)m_registry.replace(index, before); // it was in the list: it validates
+        return saved;
     }
     if (before == agent)
-        return true;
+        return core::Status::success();
     // A changed agent is a new connection: drop the old stream and its charts.
     removeNode(name);
     addNode(agent, QString());
     select(agent.name);
-    return true;
+    return core::Status::success();
 }
 
-bool AgentsView::removeAgent(const QString &name, QString *error)
+core::Status AgentsView::removeAgent(const QString &name)
 {
-    if (!m_registry.remove(name)) {
-        *error = tr("no saved agent named '%1'").arg(name);
-        return false;
-    }
-    if (!saveRegistry(error))
-        return false;
+    if (!m_registry.remove(name))
+        return core::Status::failure(tr("no saved agent named '%1'").arg(name));
+    if (core::Status saved = saveRegistry(); !saved)
+        return saved;
     removeNode(name);
-    return true;
+    return core::Status::success();
 }
 
 void AgentsView::addFromDialog()
@@ -779,10 +761,10 @@ void AgentsView::runDialog(const QString &editing)
                     .arg(dialog.config().address, log.join(QLatin1Char('\n'))));
             return;
         }
-        QString error;
-        if (index < 0 ? addAgent(dialog.config(), &error) : editAgent(editing, dialog.config(), &error))
+        const core::Status done = index < 0 ? addAgent(dialog.config()) : editAgent(editing, dialog.config());
+        if (done)
             return;
-        QMessageBox::warning(this, index < 0 ? tr("Agent not added") : tr("Agent not changed"), error);
+        QMessageBox::warning(this, index < 0 ? tr("Agent not added") : tr("Agent not changed"), done.error());
     }
 }
 
@@ -797,9 +779,8 @@ void AgentsView::removeSelected()
                 .arg(name, n->config.address))
         != QMessageBox::Yes)
         return;
-    QString error;
-    if (!removeAgent(name, &error))
-        QMessageBox::warning(this, tr("Agent not removed"), error);
+    if (const core::Status removed = removeAgent(name); !removed)
+        QMessageBox::warning(this, tr("Agent not removed"), removed.error());
 }
 
 void AgentsView::select(const QString &name)

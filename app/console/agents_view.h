@@ -42,7 +42,7 @@ public:
 
     // Loads STATE/agents.json and starts watching its enabled agents. Problems with the
     // file (permissions tightened, entries that do not validate) are shown in a banner.
-    bool openRegistry(const QString &stateDir, QString *error);
+    core::Status openRegistry(const QString &stateDir);
     const core::AgentRegistry &registry() const { return m_registry; }
     int configuredCount() const { return int(m_registry.agents().size()); }
 
@@ -50,21 +50,21 @@ public:
     void setLocalAgentOptions(const core::LocalAgentOptions &options) { m_localOptions = options; }
     // Starts the console's own agent once (blocking until it listens, as LocalAgent does)
     // and lists it as "local-1 (started by the console)"; later calls return the same one.
-    // Null with the reason in `error` when it cannot start.
-    core::LocalAgent *startLocalAgent(QString *error);
+    // Fails with the reason when it cannot start.
+    core::Result<core::LocalAgent *> startLocalAgent();
     core::LocalAgent *localAgent() const { return m_local.get(); }
     // Lists an agent this session uses but that is not saved (e.g. --agent on the command
     // line), labelled "(origin)"; one per origin, replaced by the next call.
     void setSessionAgent(const QString &origin, const core::AgentConfig &agent);
 
-    // Changes to the saved list; each saves at once. False with the reason in `error`.
-    bool addAgent(const core::AgentConfig &agent, QString *error);
+    // Changes to the saved list; each saves at once.
+    core::Status addAgent(const core::AgentConfig &agent);
     // Adds an agent per address, named by it, with `shared`'s token, TLS and enabled
     // setting; an address already listed (as an address or a name) is skipped. Says what
     // it did, a line per address, in `log`; returns how many it added.
     int addAddresses(const QStringList &addresses, const core::AgentConfig &shared, QStringList *log);
-    bool editAgent(const QString &name, const core::AgentConfig &agent, QString *error);
-    bool removeAgent(const QString &name, QString *error);
+    core::Status editAgent(const QString &name, const core::AgentConfig &agent);
+    core::Status removeAgent(const QString &name);
 
     // The agents that answer now, for the Study tab.
     QList<core::AgentEndpoint> reachableAgents() const;
@@ -118,7 +118,7 @@ private:
     void runDialog(const QString &editing); // empty: a new agent
     void removeSelected();
     void startLocalFromAction();
-    bool saveRegistry(QString *error);
+    core::Status saveRegistry();
     void showBanner(const QStringList &lines, bool error);
 
     core::AgentRegistry m_registry;

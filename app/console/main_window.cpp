@@ -66,11 +66,10 @@ MainWindow::MainWindow(ConsoleOptions options, QWidget *parent)
     restoreSettings();
     loadHistory();
     if (!m_options.planFile.isEmpty()) {
-        QString error;
-        if (m_studyView->loadPlanFile(m_options.planFile, &error))
+        if (const core::Status loaded = m_studyView->loadPlanFile(m_options.planFile))
             m_tabs->setCurrentWidget(m_studyView);
         else
-            setStatus(error, true);
+            setStatus(loaded.error(), true);
     }
     m_refreshTimer.setSingleShot(true);
     m_refreshTimer.setInterval(kRefreshIntervalMs);
@@ -246,12 +245,12 @@ void MainWindow::buildUi()
     // One run in the first tab; studies (baseline + grid, journal, retries) in the second.
     m_studyView = new console::StudyView;
     if (!m_options.stateDir.isEmpty()) {
-        QString error;
-        if (!m_studyView->openJournal(m_options.stateDir, &error))
-            m_log->appendPlainText(tr("error: study journal: %1").arg(error));
+        if (const core::Status opened = m_studyView->openJournal(m_options.stateDir); !opened)
+            m_log->appendPlainText(tr("error: study journal: %1").arg(opened.error()));
         // The Run tab's history lives in the same journal, through a connection of its own.
-        else if (!m_journal.open(m_options.stateDir + QStringLiteral("/journal.sqlite"), &error))
-            m_log->appendPlainText(tr("error: run history: %1").arg(error));
+        else if (const core::Status history = m_journal.open(m_options.stateDir + QStringLiteral("/journal.sqlite"));
+                 !history)
+            m_log->appendPlainText(tr("error: run history: %1").arg(history.error()));
     }
     // Agents: the saved list (STATE/agents.json), their state and live utilization; the
     // Study tab plans on those that answer.
@@ -285,9 +284,8 @@ void MainWindow::buildUi()
             reopenStudy();
     });
     if (!m_options.stateDir.isEmpty()) {
-        QString error;
-        if (!m_agentsView->openRegistry(m_options.stateDir, &error))
-            m_log->appendPlainText(tr("error: agent list: %1").arg(error));
+        if (const core::Status opened = m_agentsView->openRegistry(m_options.stateDir); !opened)
+            m_log->appendPlainText(tr("error: agent list: %1").arg(opened.error()));
     }
     addAgentsFromCommandLine();
     connect(m_studyView, &console::StudyView::agentsNamed, this, &MainWindow::addAgentsFromPlan);
@@ -346,9 +344,8 @@ void MainWindow::buildMenus()
     studyMenu->addAction(
         tr("&Launch study"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_Return), this, [this] {
             m_tabs->setCurrentWidget(m_studyView);
-            QString error;
-            if (!m_studyView->launch(&error) && !error.isEmpty())
-                setStatus(error, true);
+            if (const core::Status launched = m_studyView->launch(); !launched)
+                setStatus(launched.error(), true);
         });
     studyMenu->addAction(tr("&Run details and logs…"), QKeySequence(Qt::CTRL | Qt::Key_L), this, [this] {
         if (const QString selected = m_studyView->selectedRun(); !selected.isEmpty())
@@ -357,10 +354,11 @@ void MainWindow::buildMenus()
             setStatus(tr("Select a run in the Study tab first"));
     });
     studyMenu->addAction(tr("Re&try selected run"), QKeySequence(Qt::CTRL | Qt::Key_R), this, [this] {
-        QString error;
-        if (const QString run = m_studyView->selectedRun();
-            !run.isEmpty() && !m_studyView->retryRun(run, &error))
-            setStatus(error, true);
+        const QString run = m_studyView->selectedRun();
+        if (run.isEmpty())
+            return;
+        if (const core::Status recorded = m_studyView->retryRun(run); !recorded)
+            setStatus(recorded.error(), true);
     });
 
     auto *help = menuBar()->addMenu(tr("&Help"));
@@ -465,9 +463,8 @@ void MainWindow::reopenStudy()
     m_studyReopened = true;
     if (m_options.launchStudyWhenConnected) {
         m_tabs->setCurrentWidget(m_studyView);
-        QString error;
-        if (!m_studyView->launch(&error))
-            setStatus(tr("Could not launch the study: %1").arg(error), true);
+        if (const core::Status launched = m_studyView->launch(); !launched)
+            setStatus(tr("Could not launch the study: %1").arg(launched.error()), true);
         return;
     }
     QString last = m_options.openStudy;
@@ -481,9 +478,8 @@ void MainWindow::reopenStudy()
     const QString id = unfinished.isEmpty() ? last : unfinished;
     if (id.isEmpty())
         return;
-    QString error;
-    if (!m_studyView->open(id, &error)) {
-        setStatus(tr("Could not reopen study %1: %2").arg(id, error), true);
+    if (const core::Status opened = m_studyView->open(id); !opened) {
+        setStatus(tr("Could not reopen study %1: %2").arg(id, opened.error()), true);
         return;
     }
     if (!m_options.openStudy.isEmpty() && m_studyView->unfinishedStudy(id) != id) {
@@ -613,10 +609,11 @@ void MainWindow::forgetRun(const QString &runId)
 {
     if ((m_record && m_record->runId() == runId) || m_launching)
         return; // the current run stays
-    QString error;
-    if (m_journal.isOpen() && !m_journal.forgetSingleRun(runId, &error)) {
-        setStatus(error, true);
-        return;
+    if (m_journal.isOpen()) {
+        if (const core::Status forgotten = m_journal.forgetSingleRun(runId); !forgotten) {
+            setStatus(forgotten.error(), true);
+            return;
+        }
     }
     setRunDrawn(runId, false);
     m_runs.remove(runId);
@@ -667,8 +664,9 @@ void MainWindow::loadHistory()
         if (record.state() != entry.state && record.lastSeq() > 0) {
             entry.state = record.state();
             entry.endedUnixMs = record.terminal() ? entry.endedUnixMs : 0; // when is not known
-            if (QString error; !m_journal.setSingleRunState(entry.runId, entry.state, entry.endedUnixMs, &error))
-                setStatus(error, true);
+            if (const core::Status recorded = m_journal.setSingleRunState(entry.runId, entry.state, entry.endedUnixMs);
+                !recorded)
+                setStatus(recorded.error(), true);
         }
         m_runs.insert(entry.runId, entry);
         m_history->setRun(entry, resultOf(record));
@@ -784,16 +782,17 @@ void MainWindow::connectToAgent()
         // None configured: the console's own agent, listed in the Agents tab.
         if (!m_agentsView->localAgent())
             setStatus(tr("Starting a local agent…"));
-        QString error;
-        m_localAgent = m_agentsView->startLocalAgent(&error);
-        if (!m_localAgent) {
-            m_agentLabel->setText(tr("Local agent failed: %1").arg(error));
-            setStatus(error, true);
+        const auto started = m_agentsView->startLocalAgent();
+        if (!started) {
+            m_localAgent = nullptr;
+            m_agentLabel->setText(tr("Local agent failed: %1").arg(started.error()));
+            setStatus(started.error(), true);
             return;
         }
+        m_localAgent = started.value();
         endpoint = m_localAgent->endpoint();
         token = m_localAgent->token();
-    } else if (const QString problem = core::AgentClient::endpointError(endpoint); !problem.isEmpty()) {
+    } else if (const QString problem = core::AgentClient::checkEndpoint(endpoint).error(); !problem.isEmpty()) {
         m_agentLabel->setText(problem);
         setStatus(problem, true);
         return;
@@ -946,8 +945,9 @@ void MainWindow::launchRun()
     entry.launchedUnixMs = QDateTime::currentMSecsSinceEpoch();
     entry.request = start;
     // Recorded before it is started: a console killed a moment later still knows the run.
-    if (QString error; m_journal.isOpen() && !m_journal.recordSingleRun(entry, &error))
-        setStatus(tr("The run will not be in the history: %1").arg(error), true);
+    if (m_journal.isOpen())
+        if (const core::Status recorded = m_journal.recordSingleRun(entry); !recorded)
+            setStatus(tr("The run will not be in the history: %1").arg(recorded.error()), true);
     m_runs.insert(runId, entry);
     m_history->setRun(entry, {});
     unmarkCurrentRun();
@@ -974,9 +974,8 @@ void MainWindow::launchRun()
                 m_runLabel->setText(tr("%1 was not started.").arg(runId));
                 setRunning(false);
                 // Never run, so not history: the form says why.
-                QString error;
                 if (m_journal.isOpen())
-                    m_journal.forgetSingleRun(runId, &error);
+                    (void)m_journal.forgetSingleRun(runId); // at worst the history lists it, never started
                 m_runs.remove(runId);
                 m_history->removeRun(runId);
                 return;
@@ -1042,8 +1041,9 @@ void MainWindow::drainEvents()
     const std::vector<v1::RunEvent> events = m_watch->takeEvents();
     const QString runId = m_record->runId();
     if (m_runs.contains(runId) && m_journal.isOpen())
-        if (QString error; !m_journal.appendRunEvents(QString(), runId, 1, m_runs[runId].agent, events, &error))
-            setStatus(error, true);
+        if (const core::Status stored = m_journal.appendRunEvents(QString(), runId, 1, m_runs[runId].agent, events);
+            !stored)
+            setStatus(stored.error(), true);
     const v1::RunState before = m_record->state();
     bool measured = false;
     for (const auto &event : events) {
@@ -1054,8 +1054,10 @@ void MainWindow::drainEvents()
         core::SingleRunEntry &entry = m_runs[runId];
         entry.state = m_record->state();
         entry.endedUnixMs = m_record->terminal() ? QDateTime::currentMSecsSinceEpoch() : 0;
-        if (QString error; m_journal.isOpen() && !m_journal.setSingleRunState(runId, entry.state, entry.endedUnixMs, &error))
-            setStatus(error, true);
+        if (m_journal.isOpen())
+            if (const core::Status recorded = m_journal.setSingleRunState(runId, entry.state, entry.endedUnixMs);
+                !recorded)
+                setStatus(recorded.error(), true);
     }
     if (measured || m_record->state() != before)
         updateHistoryRow(runId);

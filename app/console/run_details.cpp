@@ -203,8 +203,10 @@ RunDetails::RunDetails(const core::Journal &journal, const QString &runId,
     connect(save, &QPushButton::clicked, this, [this] {
         const QString path = QFileDialog::getSaveFileName(this, tr("Save the log of %1").arg(m_runId),
             m_runId + QStringLiteral(".log"), tr("Text (*.log *.txt)"));
-        if (QString error; !path.isEmpty() && !saveLog(path, &error))
-            QMessageBox::warning(this, tr("Log not saved"), error);
+        if (path.isEmpty())
+            return;
+        if (const core::Status saved = saveLog(path); !saved)
+            QMessageBox::warning(this, tr("Log not saved"), saved.error());
     });
     connect(buttons, &QDialogButtonBox::rejected, this, &QDialog::reject);
     connect(m_retry, &QPushButton::clicked, this, [this] { Q_EMIT retryRequested(m_runId); });
@@ -240,19 +242,17 @@ void RunDetails::setLogFilter(const QString &text)
     m_log->moveCursor(QTextCursor::End);
 }
 
-bool RunDetails::saveLog(const QString &path, QString *error) const
+core::Status RunDetails::saveLog(const QString &path) const
 {
     QSaveFile file(path);
     if (!file.open(QIODevice::WriteOnly | QIODevice::Text)) {
-        *error = tr("cannot write %1: %2").arg(path, file.errorString());
-        return false;
+        return core::Status::failure(tr("cannot write %1: %2").arg(path, file.errorString()));
     }
     file.write(m_lines.join(QLatin1Char('\n')).toUtf8() + '\n');
     if (!file.commit()) {
-        *error = tr("cannot write %1: %2").arg(path, file.errorString());
-        return false;
+        return core::Status::failure(tr("cannot write %1: %2").arg(path, file.errorString()));
     }
-    return true;
+    return core::Status::success();
 }
 
 void RunDetails::setProgressSource(std::function<std::optional<core::ProgressView>()> progress)

@@ -4,6 +4,8 @@
 // requests the StudyView carries out.
 #pragma once
 
+#include "core_status.h"
+
 #include <QDialog>
 #include <QMap>
 #include <QTimer>
@@ -43,7 +45,7 @@ public:
     void setLogFilter(const QString &text);
     QLineEdit *logFilter() const { return m_filter; }
     // The whole log (not only the lines the filter shows) to a text file.
-    bool saveLog(const QString &path, QString *error) const;
+    core::Status saveLog(const QString &path) const;
     QTableWidget *attempts() const { return m_attempts; }
     void refresh(); // the timer calls this every second
 

@@ -320,9 +320,8 @@ void StudyView::buildUi()
     connect(load, &QPushButton::clicked, this, &StudyView::loadPlan);
     connect(save, &QPushButton::clicked, this, &StudyView::savePlan);
     connect(m_launch, &QPushButton::clicked, this, [this] {
-        QString error;
-        if (!launch(&error) && !error.isEmpty())
-            m_problems->setText(error);
+        if (const Status launched = launch(); !launched)
+            m_problems->setText(launched.error());
     });
 
     auto *studyBar = new QHBoxLayout;
@@ -343,14 +342,14 @@ void StudyView::buildUi()
     studyBar->addWidget(m_cancel);
     studyBar->addWidget(m_export);
     connect(openButton, &QPushButton::clicked, this, [this] {
-        QString error;
-        if (!open(m_studies->currentData().toString(), &error))
-            m_status->setText(error);
+        if (const Status opened = open(m_studies->currentData().toString()); !opened)
+            m_status->setText(opened.error());
     });
     connect(m_cancel, &QPushButton::clicked, this, [this] {
-        QString error;
-        if (!m_studyId.isEmpty() && !StudyRunner::requestCancel(&m_journal, m_studyId, {}, &error))
-            m_status->setText(error);
+        if (m_studyId.isEmpty())
+            return;
+        if (const Status recorded = StudyRunner::requestCancel(&m_journal, m_studyId, {}); !recorded)
+            m_status->setText(recorded.error());
     });
     connect(m_export, &QPushButton::clicked, this, &StudyView::exportReport);
 
@@ -441,12 +440,12 @@ void StudyView::buildUi()
     layout->addWidget(m_split, 1);
 }
 
-bool StudyView::openJournal(const QString &stateDir, QString *error)
+Status StudyView::openJournal(const QString &stateDir)
 {
-    if (!m_journal.open(stateDir + QStringLiteral("/journal.sqlite"), error))
-        return false;
+    if (Status opened = m_journal.open(stateDir + QStringLiteral("/journal.sqlite")); !opened)
+        return opened;
     refreshStudyList();
-    return true;
+    return Status::success();
 }
 
 void StudyView::setAgents(const QList<AgentEndpoint> &agents)
@@ -813,36 +812,32 @@ void StudyView::preview()
     m_status->setText(tr("Preview of the plan — not launched"));
 }
 
-bool StudyView::launch(QString *error)
+Status StudyView::launch()
 {
     QStringList problems;
     const v1::StudyPlan plan = planFromForm(&problems);
     if (!problems.isEmpty()) {
-        *error = tr("Cannot launch:\n") + problems.join(QLatin1Char('\n'));
-        m_problems->setText(*error);
-        return false;
+        const QString why = tr("Cannot launch:\n") + problems.join(QLatin1Char('\n'));
+        m_problems->setText(why);
+        return Status::failure(why);
     }
-    if (!m_journal.isOpen()) {
-        *error = tr("No study journal is open");
-        return false;
-    }
+    if (!m_journal.isOpen())
+        return Status::failure(tr("No study journal is open"));
     if (plan.agents_size() > 0)
         Q_EMIT agentsNamed(core::planAgentSpecs(plan), m_planDir);
     StudyRunner creator(&m_journal);
     creator.setAgents(m_agents);
-    const QString id = creator.createStudy(plan, error);
-    if (id.isEmpty())
-        return false;
+    const auto created = creator.createStudy(plan);
+    if (!created)
+        return Status::failure(created.error());
     refreshStudyList();
-    return open(id, error);
+    return open(created.value());
 }
 
-bool StudyView::open(const QString &studyId, QString *error)
+Status StudyView::open(const QString &studyId)
 {
-    if (studyId.isEmpty() || !m_journal.hasStudy(studyId)) {
-        *error = tr("No study %1 in the journal").arg(studyId);
-        return false;
-    }
+    if (studyId.isEmpty() || !m_journal.hasStudy(studyId))
+        return Status::failure(tr("No study %1 in the journal").arg(studyId));
     stopRunner();
     if (studyId != m_studyId) {
         m_charts->clear();
@@ -877,13 +872,12 @@ bool StudyView::open(const QString &studyId, QString *error)
         Q_EMIT studyFinished(state);
     });
     QMetaObject::invokeMethod(runner, [this, runner, studyId] {
-        QString e;
-        if (!runner->drive(studyId, &e))
-            QMetaObject::invokeMethod(this, [this, e] { m_status->setText(e); });
+        if (const Status driven = runner->drive(studyId); !driven)
+            QMetaObject::invokeMethod(this, [this, e = driven.error()] { m_status->setText(e); });
     });
     m_studies->setCurrentIndex(m_studies->findData(studyId));
     m_dirty = true;
-    return true;
+    return Status::success();
 }
 
 void StudyView::stopRunner()
@@ -1036,18 +1030,12 @@ void StudyView::showRunMenu(const QPoint &position)
     QMenu menu;
     menu.addAction(tr("Details and logs…"), this, [this, runId] { showRunDetails(runId); });
     menu.addSeparator();
-    const auto report = [this](bool ok, const QString &error) {
-        if (!ok)
-            m_status->setText(error);
+    const auto report = [this](const Status &done) {
+        if (!done)
+            m_status->setText(done.error());
     };
-    menu.addAction(tr("Retry run"), this, [this, runId, report] {
-        QString error;
-        report(retryRun(runId, &error), error);
-    });
-    menu.addAction(tr("Cancel run"), this, [this, runId, report] {
-        QString error;
-        report(cancelRun(runId, &error), error);
-    });
+    menu.addAction(tr("Retry run"), this, [this, runId, report] { report(retryRun(runId)); });
+    menu.addAction(tr("Cancel run"), this, [this, runId, report] { report(cancelRun(runId)); });
     if (const RunProgress *run = StudyState::replay(m_journal.events(m_studyId)).run(runId); run && run->planned.trial) {
         menu.addSeparator();
         menu.addAction(tr("Continue trial for more epochs…"), this, [this, runId, report] {
@@ -1056,21 +1044,20 @@ void StudyView::showRunMenu(const QPoint &position)
                 tr("Train %1 this many more epochs, from its last checkpoint:").arg(runId), 3, 1, 1000, 1, &ok);
             if (!ok)
                 return;
-            QString error;
-            report(continueTrial(runId, more, &error), error);
+            report(continueTrial(runId, more));
         });
     }
     menu.exec(m_runs->viewport()->mapToGlobal(position));
 }
 
-bool StudyView::continueTrial(const QString &runId, int moreEpochs, QString *error)
+Status StudyView::continueTrial(const QString &runId, int moreEpochs)
 {
     const bool ended = StudyState::replay(m_journal.events(m_studyId)).ended();
-    if (!StudyRunner::requestContinue(&m_journal, m_studyId, runId, moreEpochs, error))
-        return false;
+    if (Status recorded = StudyRunner::requestContinue(&m_journal, m_studyId, runId, moreEpochs); !recorded)
+        return recorded;
     m_status->setText(tr("%1 continues for %2 more epoch(s) from its last checkpoint").arg(runId).arg(moreEpochs));
     m_dirty = true;
-    return ended || !m_runner ? open(m_studyId, error) : true;
+    return ended || !m_runner ? open(m_studyId) : Status::success();
 }
 
 RunDetails *StudyView::showRunDetails(const QString &runId)
@@ -1093,38 +1080,36 @@ RunDetails *StudyView::showRunDetails(const QString &runId)
         return live->second.second.view();
     });
     connect(details, &RunDetails::retryRequested, this, [this, details](const QString &id) {
-        QString error;
-        if (!retryRun(id, &error))
-            QMessageBox::warning(details, tr("Retry run"), error);
+        if (const Status recorded = retryRun(id); !recorded)
+            QMessageBox::warning(details, tr("Retry run"), recorded.error());
         details->refresh();
     });
     connect(details, &RunDetails::cancelRequested, this, [this, details](const QString &id) {
-        QString error;
-        if (!cancelRun(id, &error))
-            QMessageBox::warning(details, tr("Cancel run"), error);
+        if (const Status recorded = cancelRun(id); !recorded)
+            QMessageBox::warning(details, tr("Cancel run"), recorded.error());
         details->refresh();
     });
     details->show();
     return details;
 }
 
-bool StudyView::retryRun(const QString &runId, QString *error)
+Status StudyView::retryRun(const QString &runId)
 {
     const bool ended = StudyState::replay(m_journal.events(m_studyId)).ended();
-    if (!StudyRunner::requestRetry(&m_journal, m_studyId, runId, error))
-        return false;
+    if (Status recorded = StudyRunner::requestRetry(&m_journal, m_studyId, runId); !recorded)
+        return recorded;
     m_status->setText(tr("Retry of %1 recorded: it resumes from its last checkpoint").arg(runId));
     m_dirty = true;
     // A runner that saw the study end has stopped: start one again to drive the retry.
-    return ended || !m_runner ? open(m_studyId, error) : true;
+    return ended || !m_runner ? open(m_studyId) : Status::success();
 }
 
-bool StudyView::cancelRun(const QString &runId, QString *error)
+Status StudyView::cancelRun(const QString &runId)
 {
-    if (!StudyRunner::requestCancel(&m_journal, m_studyId, runId, error))
-        return false;
+    if (Status recorded = StudyRunner::requestCancel(&m_journal, m_studyId, runId); !recorded)
+        return recorded;
     m_dirty = true;
-    return true;
+    return Status::success();
 }
 
 QString StudyView::unfinishedStudy(const QString &preferred) const
@@ -1166,9 +1151,7 @@ void StudyView::restoreSettings(const QSettings &settings)
     m_charts->tabs()->setCurrentIndex(settings.value(QStringLiteral("study/chartTab"), 0).toInt());
     m_tune->tabs()->setCurrentIndex(settings.value(QStringLiteral("study/tuneTab"), 0).toInt());
     m_charts->controls()->restore(settings, QStringLiteral("studyCharts"));
-    QStringList problems;
-    if (const auto plan
-        = parsePlanJson(settings.value(QStringLiteral("study/plan")).toString().toUtf8(), &problems))
+    if (const auto plan = parsePlanJson(settings.value(QStringLiteral("study/plan")).toString().toUtf8()))
         setForm(*plan);
     m_planDir = settings.value(QStringLiteral("study/planDir")).toString();
     if (settings.contains(QStringLiteral("study/hiddenColumns"))) {
@@ -1217,24 +1200,20 @@ void StudyView::loadPlan()
     const QString path = QFileDialog::getOpenFileName(this, tr("Load plan"), {}, tr("Study plans (*.json)"));
     if (path.isEmpty())
         return;
-    QString error;
-    if (!loadPlanFile(path, &error))
-        m_problems->setText(error);
+    if (const Status loaded = loadPlanFile(path); !loaded)
+        m_problems->setText(loaded.error());
 }
 
-bool StudyView::loadPlanFile(const QString &path, QString *error)
+Status StudyView::loadPlanFile(const QString &path)
 {
-    QStringList problems;
-    const auto plan = core::loadPlan(path, &problems);
-    if (!plan) {
-        *error = tr("Cannot load %1:\n%2").arg(path, problems.join(QLatin1Char('\n')));
-        return false;
-    }
+    const auto plan = core::loadPlan(path);
+    if (!plan)
+        return Status::failure(tr("Cannot load %1:\n%2").arg(path, plan.error().join(QLatin1Char('\n'))));
     m_planDir = QFileInfo(path).absolutePath();
     setForm(*plan);
     if (plan->agents_size() > 0)
         Q_EMIT agentsNamed(core::planAgentSpecs(*plan), m_planDir);
-    return true;
+    return Status::success();
 }
 
 void StudyView::savePlan()
@@ -1247,9 +1226,10 @@ void StudyView::savePlan()
     }
     const QString path = QFileDialog::getSaveFileName(
         this, tr("Save plan"), QStringLiteral("plan.json"), tr("Study plans (*.json)"));
-    QString error;
-    if (!path.isEmpty() && !core::savePlan(plan, path, &error))
-        m_problems->setText(error);
+    if (path.isEmpty())
+        return;
+    if (const Status saved = core::savePlan(plan, path); !saved)
+        m_problems->setText(saved.error());
 }
 
 } // namespace scalelab::console

@@ -65,7 +65,7 @@ public:
     ~StudyView() override;
 
     // Where the journal lives (STATE_DIR/journal.sqlite). False with a message on failure.
-    bool openJournal(const QString &stateDir, QString *error);
+    core::Status openJournal(const QString &stateDir);
     void setAgents(const QList<core::AgentEndpoint> &agents);
     // What an agent has (data sets, slots): the designer offers its data sets and the
     // preview places runs on it without asking the agent again.
@@ -76,9 +76,9 @@ public:
     v1::StudyPlan planFromForm(QStringList *problems) const;
     void setForm(const v1::StudyPlan &plan);
 
-    bool launch(QString *error); // the form's plan, as a new study
-    bool loadPlanFile(const QString &path, QString *error); // into the form
-    bool open(const QString &studyId, QString *error); // reattach and drive to the end
+    core::Status launch(); // the form's plan, as a new study
+    core::Status loadPlanFile(const QString &path); // into the form
+    core::Status open(const QString &studyId); // reattach and drive to the end
     QString currentStudy() const { return m_studyId; }
     core::StudySnapshot snapshot() const;
     QTableWidget *runsTable() const { return m_runs; }
@@ -92,10 +92,10 @@ public:
 
     // One more attempt of a FAILED or CANCELLED run of the open study; the study is
     // driven again if it had ended.
-    bool retryRun(const QString &runId, QString *error);
-    bool cancelRun(const QString &runId, QString *error);
+    core::Status retryRun(const QString &runId);
+    core::Status cancelRun(const QString &runId);
     // A tune's trial trains `moreEpochs` more epochs (StudyRunner::requestContinue).
-    bool continueTrial(const QString &runId, int moreEpochs, QString *error);
+    core::Status continueTrial(const QString &runId, int moreEpochs);
     RunDetails *showRunDetails(const QString &runId);
     // The unfinished study to reattach to at start-up: `preferred` when it is unfinished,
     // else the newest unfinished one; empty when every study has ended.

@@ -84,8 +84,8 @@ QStringList searchedNames(const StudySnapshot &s)
 
 std::optional<v1::StudyPlan> planOf(const StudySnapshot &s)
 {
-    QStringList ignored;
-    return parsePlanJson(s.planJson, &ignored);
+    auto plan = parsePlanJson(s.planJson);
+    return plan ? std::optional(std::move(plan).value()) : std::nullopt;
 }
 
 } // namespace

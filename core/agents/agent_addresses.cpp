@@ -40,7 +40,7 @@ AgentAddresses parseAgentsFile(const QByteArray &text, const QString &source)
                                .arg(address);
             return result;
         }
-        if (const QString problem = AgentClient::endpointError(address); !problem.isEmpty()) {
+        if (const QString problem = AgentClient::checkEndpoint(address).error(); !problem.isEmpty()) {
             result.error = QStringLiteral("%1:%2: %3").arg(source).arg(i + 1).arg(problem);
             return result;
         }
@@ -110,33 +110,33 @@ AgentAddresses resolveAgentsDns(const QString &spec)
     return result;
 }
 
-QString agentSpecError(const QString &spec)
+Status checkAgentSpec(const QString &spec)
 {
     if (spec.startsWith(QLatin1String("file:")))
-        return spec.size() > 5 ? QString()
+        return Status::failureIf(spec.size() > 5 ? QString()
                                : QStringLiteral("'%1' names no file; give file:PATH (one HOST:PORT per line)")
-                                     .arg(spec);
+                                     .arg(spec));
     if (spec.startsWith(QLatin1String("dns:"))) {
         const QString rest = spec.mid(4);
         const qsizetype colon = rest.lastIndexOf(QLatin1Char(':'));
         bool portOk = false;
         const int port = colon > 0 ? rest.mid(colon + 1).toInt(&portOk) : 0;
         if (colon <= 0 || !portOk || port < 1 || port > 65535)
-            return QStringLiteral("'%1' has no NAME or no valid port (1-65535); give dns:NAME:PORT, for "
+            return Status::failure(QStringLiteral("'%1' has no NAME or no valid port (1-65535); give dns:NAME:PORT, for "
                                   "example dns:scalelab-agents:7450")
-                .arg(spec);
-        return {};
+                .arg(spec));
+        return Status::success();
     }
-    if (const QString problem = AgentClient::endpointError(spec); !problem.isEmpty())
-        return problem + QStringLiteral("; or give file:PATH or dns:NAME:PORT");
-    return {};
+    if (const QString problem = AgentClient::checkEndpoint(spec).error(); !problem.isEmpty())
+        return Status::failure(problem + QStringLiteral("; or give file:PATH or dns:NAME:PORT"));
+    return Status::success();
 }
 
 namespace {
 
 AgentAddresses resolveAgentSpec(const QString &spec, const QString &baseDir)
 {
-    if (const QString problem = agentSpecError(spec); !problem.isEmpty())
+    if (const QString problem = checkAgentSpec(spec).error(); !problem.isEmpty())
         return { {}, problem };
     if (spec.startsWith(QLatin1String("file:"))) {
         const QString path = spec.mid(5);
@@ -175,7 +175,7 @@ AgentAddresses gatherAgentAddresses(
 {
     AgentAddresses all;
     for (const QString &address : agents)
-        if (const QString problem = AgentClient::endpointError(address); !problem.isEmpty())
+        if (const QString problem = AgentClient::checkEndpoint(address).error(); !problem.isEmpty())
             return { {}, problem };
     for (const QString &address : agents)
         addOnce(&all.addresses, address);

@@ -8,6 +8,8 @@
 //                         agents' certificates name the Service, not the pods' addresses
 #pragma once
 
+#include "core_status.h"
+
 #include <QString>
 #include <QStringList>
 
@@ -29,9 +31,9 @@ struct AgentAddresses {
 // sorted; an error when the spec is malformed or NAME has no address.
 [[nodiscard]] AgentAddresses resolveAgentsDns(const QString &spec);
 
-// What is wrong with the form of one spec, without reading or resolving anything (empty
-// when it is well formed): for plan validation and for the console as the user types.
-[[nodiscard]] QString agentSpecError(const QString &spec);
+// Whether one spec is well formed, and if not what is wrong with its form, without
+// reading or resolving anything: for plan validation and for the console as the user types.
+Status checkAgentSpec(const QString &spec);
 
 // The addresses of specs, in order, each once; a relative file: path is read from
 // `baseDir` (a plan's folder) when one is given. The first problem stops it.

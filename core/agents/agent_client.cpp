@@ -105,17 +105,17 @@ CallResult CallResult::fromStatus(const grpc::Status &status, const QString &end
     }
 }
 
-QString AgentClient::endpointError(const QString &endpoint)
+Status AgentClient::checkEndpoint(const QString &endpoint)
 {
     const int colon = endpoint.lastIndexOf(QLatin1Char(':'));
     if (colon <= 0)
-        return QStringLiteral("agent address '%1' is not HOST:PORT (for example 127.0.0.1:7450)")
-            .arg(endpoint);
+        return Status::failure(QStringLiteral("agent address '%1' is not HOST:PORT (for example 127.0.0.1:7450)")
+            .arg(endpoint));
     bool ok = false;
     const int port = endpoint.mid(colon + 1).toInt(&ok);
     if (!ok || port < 1 || port > 65535)
-        return QStringLiteral("agent address '%1' has no valid port (1-65535)").arg(endpoint);
-    return {};
+        return Status::failure(QStringLiteral("agent address '%1' has no valid port (1-65535)").arg(endpoint));
+    return Status::success();
 }
 
 QString AgentTls::environmentHelp()

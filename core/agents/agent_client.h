@@ -7,6 +7,7 @@
 // SCALELAB_TLS_SERVER_NAME, so every tool built on it can reach a TLS agent.
 #pragma once
 
+#include "core_status.h"
 #include "scalelab/v1/agent.grpc.pb.h"
 
 #include <QString>
@@ -18,7 +19,9 @@ namespace scalelab::core {
 
 struct AgentTls;
 
-struct CallResult {
+// The result of a remote call: core's Status (core_status.h) with the gRPC code kept, so
+// that an unreachable agent can be told from a refusal.
+struct [[nodiscard]] CallResult {
     int code = 0; // grpc::StatusCode; 0 = OK
     QString message; // empty when ok
     bool ok() const { return code == 0; }
@@ -47,7 +50,7 @@ struct AgentTls {
 
 class AgentClient {
 public:
-    // `endpoint` is HOST:PORT. Check endpointError() before use. TLS settings come
+    // `endpoint` is HOST:PORT. Check checkEndpoint() before use. TLS settings come
     // from the environment (see above).
     AgentClient(const QString &endpoint, const QString &token);
     AgentClient(const QString &endpoint, const QString &token, const AgentTls &tls);
@@ -55,8 +58,8 @@ public:
     // Empty, or why the TLS files could not be used; every call then fails with it.
     QString setupError() const { return m_setupError; }
 
-    // Empty when `endpoint` is a usable HOST:PORT, else what is wrong with it.
-    static QString endpointError(const QString &endpoint);
+    // Whether `endpoint` is a usable HOST:PORT, and if not what is wrong with it.
+    static Status checkEndpoint(const QString &endpoint);
 
     QString endpoint() const { return m_endpoint; }
 

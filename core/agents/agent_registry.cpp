@@ -103,43 +103,43 @@ int AgentRegistry::indexOf(const QString &name) const
     return -1;
 }
 
-QString AgentRegistry::addressProblem(const QString &address)
+Status AgentRegistry::checkAddress(const QString &address)
 {
     const QString &a = address; // not trimmed: " host:1" would not connect either
     if (a.isEmpty())
-        return QStringLiteral("address is empty: write host:port, e.g. %1").arg(kExample);
+        return Status::failure(QStringLiteral("address is empty: write host:port, e.g. %1").arg(kExample));
     if (a.contains(QLatin1Char(' ')) || a.contains(QLatin1Char('/')))
-        return QStringLiteral("address '%1' is not host:port (no spaces, no scheme or path): write "
+        return Status::failure(QStringLiteral("address '%1' is not host:port (no spaces, no scheme or path): write "
                               "host:port, e.g. %2")
-            .arg(a, kExample);
+            .arg(a, kExample));
     // host:port with exactly one colon, or [v6 address]:port.
     QString host, portText;
     if (a.startsWith(QLatin1Char('['))) {
         const int close = a.indexOf(QLatin1Char(']'));
         if (close < 0 || a.mid(close + 1, 1) != QLatin1String(":"))
-            return QStringLiteral("address '%1' has no port: write [host]:port, e.g. [::1]:50051").arg(a);
+            return Status::failure(QStringLiteral("address '%1' has no port: write [host]:port, e.g. [::1]:50051").arg(a));
         host = a.mid(1, close - 1);
         portText = a.mid(close + 2);
     } else {
         const int colons = int(a.count(QLatin1Char(':')));
         if (colons == 0)
-            return QStringLiteral("address '%1' has no port: write host:port, e.g. %2").arg(a, kExample);
+            return Status::failure(QStringLiteral("address '%1' has no port: write host:port, e.g. %2").arg(a, kExample));
         if (colons > 1)
-            return QStringLiteral("address '%1' is ambiguous: write an IPv6 host in brackets, e.g. "
+            return Status::failure(QStringLiteral("address '%1' is ambiguous: write an IPv6 host in brackets, e.g. "
                                   "[::1]:50051")
-                .arg(a);
+                .arg(a));
         host = a.section(QLatin1Char(':'), 0, 0);
         portText = a.section(QLatin1Char(':'), 1);
     }
     if (host.isEmpty())
-        return QStringLiteral("address '%1' has no host: write host:port, e.g. %2").arg(a, kExample);
+        return Status::failure(QStringLiteral("address '%1' has no host: write host:port, e.g. %2").arg(a, kExample));
     if (portText.isEmpty())
-        return QStringLiteral("address '%1' has no port: write host:port, e.g. %2").arg(a, kExample);
+        return Status::failure(QStringLiteral("address '%1' has no port: write host:port, e.g. %2").arg(a, kExample));
     bool ok = false;
     const int port = portText.toInt(&ok);
     if (!ok || port < 1 || port > 65535)
-        return QStringLiteral("address '%1': port '%2' is not a number from 1 to 65535").arg(a, portText);
-    return {};
+        return Status::failure(QStringLiteral("address '%1': port '%2' is not a number from 1 to 65535").arg(a, portText));
+    return Status::success();
 }
 
 QList<AgentProblem> AgentRegistry::problemsOf(const AgentConfig &a)
@@ -154,7 +154,7 @@ QList<AgentProblem> AgentRegistry::problemsOf(const AgentConfig &a)
         out << AgentProblem { QStringLiteral("name"),
             QStringLiteral("name '%1' may not start or end with spaces or hold '/' or line breaks")
                 .arg(a.name) };
-    if (const QString p = addressProblem(a.address); !p.isEmpty())
+    if (const QString p = checkAddress(a.address).error(); !p.isEmpty())
         out << AgentProblem { QStringLiteral("address"), p };
     if (a.token.contains(QLatin1Char('\n')) || a.token.contains(QLatin1Char(' '))
         || a.token.trimmed() != a.token)
@@ -189,28 +189,25 @@ QList<AgentProblem> AgentRegistry::problems(const AgentConfig &agent, int replac
     return out;
 }
 
-bool AgentRegistry::add(const AgentConfig &agent, QString *error)
+Status AgentRegistry::add(const AgentConfig &agent)
 {
     if (const auto p = problems(agent); !p.isEmpty()) {
-        *error = joined(p);
-        return false;
+        return Status::failure(joined(p));
     }
     m_agents << agent;
-    return true;
+    return Status::success();
 }
 
-bool AgentRegistry::replace(int index, const AgentConfig &agent, QString *error)
+Status AgentRegistry::replace(int index, const AgentConfig &agent)
 {
     if (index < 0 || index >= m_agents.size()) {
-        *error = QStringLiteral("no agent at index %1").arg(index);
-        return false;
+        return Status::failure(QStringLiteral("no agent at index %1").arg(index));
     }
     if (const auto p = problems(agent, index); !p.isEmpty()) {
-        *error = joined(p);
-        return false;
+        return Status::failure(joined(p));
     }
     m_agents[index] = agent;
-    return true;
+    return Status::success();
 }
 
 bool AgentRegistry::remove(const QString &name)
@@ -222,13 +219,13 @@ bool AgentRegistry::remove(const QString &name)
     return true;
 }
 
-bool AgentRegistry::load(QString *error)
+Status AgentRegistry::load()
 {
     m_agents.clear();
     m_warnings.clear();
     QFile file(m_path);
     if (!file.exists())
-        return true;
+        return Status::success();
     // Tighten before reading: the tokens should not stay readable by others a moment longer.
     const auto mode = file.permissions();
     if (mode & kOthers) {
@@ -242,26 +239,23 @@ bool AgentRegistry::load(QString *error)
                               .arg(m_path, octal(mode));
     }
     if (!file.open(QIODevice::ReadOnly)) {
-        *error = QStringLiteral("cannot read %1: %2").arg(m_path, file.errorString());
-        return false;
+        return Status::failure(QStringLiteral("cannot read %1: %2").arg(m_path, file.errorString()));
     }
     QJsonParseError parse;
     const QJsonDocument doc = QJsonDocument::fromJson(file.readAll(), &parse);
     if (parse.error != QJsonParseError::NoError || !doc.isObject()) {
-        *error = QStringLiteral("%1 is not a ScaleLab agent list (%2 at byte %3); fix or remove it")
+        return Status::failure(QStringLiteral("%1 is not a ScaleLab agent list (%2 at byte %3); fix or remove it")
                      .arg(m_path,
                          parse.error != QJsonParseError::NoError ? parse.errorString()
                                                                  : QStringLiteral("not a JSON object"))
-                     .arg(parse.offset);
-        return false;
+                     .arg(parse.offset));
     }
     const QJsonObject root = doc.object();
     if (root.value(QStringLiteral("version")).toInt(kFormatVersion) > kFormatVersion) {
-        *error = QStringLiteral("%1 was written by a newer ScaleLab (format %2); this one reads format %3")
+        return Status::failure(QStringLiteral("%1 was written by a newer ScaleLab (format %2); this one reads format %3")
                      .arg(m_path)
                      .arg(root.value(QStringLiteral("version")).toInt())
-                     .arg(kFormatVersion);
-        return false;
+                     .arg(kFormatVersion));
     }
     for (const QJsonValue &v : root.value(QStringLiteral("agents")).toArray()) {
         const AgentConfig agent = fromJson(v.toObject());
@@ -269,33 +263,29 @@ bool AgentRegistry::load(QString *error)
             m_warnings << QStringLiteral("agent '%1': %2").arg(agent.name, joined(p));
         m_agents << agent;
     }
-    return true;
+    return Status::success();
 }
 
-bool AgentRegistry::save(QString *error) const
+Status AgentRegistry::save() const
 {
     const QFileInfo info(m_path);
     if (!QDir().mkpath(info.absolutePath())) {
-        *error = QStringLiteral("cannot create the folder %1").arg(info.absolutePath());
-        return false;
+        return Status::failure(QStringLiteral("cannot create the folder %1").arg(info.absolutePath()));
     }
     // An existing file wider than 0600 is tightened first: QSaveFile gives the new file
     // the old one's permissions.
     if (info.exists() && (QFile::permissions(m_path) & kOthers)
         && !QFile::setPermissions(m_path, kOwnerOnly)) {
-        *error = QStringLiteral("cannot make %1 owner-only (chmod 600)").arg(m_path);
-        return false;
+        return Status::failure(QStringLiteral("cannot make %1 owner-only (chmod 600)").arg(m_path));
     }
     QSaveFile file(m_path);
     if (!file.open(QIODevice::WriteOnly)) {
-        *error = QStringLiteral("cannot write %1: %2").arg(m_path, file.errorString());
-        return false;
+        return Status::failure(QStringLiteral("cannot write %1: %2").arg(m_path, file.errorString()));
     }
     // Owner-only before any token is written (a new file starts as 0666 & ~umask).
     if (!file.setPermissions(kOwnerOnly)) {
         file.cancelWriting();
-        *error = QStringLiteral("cannot make %1 owner-only (chmod 600)").arg(m_path);
-        return false;
+        return Status::failure(QStringLiteral("cannot make %1 owner-only (chmod 600)").arg(m_path));
     }
     QJsonArray list;
     for (const auto &a : m_agents)
@@ -304,10 +294,9 @@ bool AgentRegistry::save(QString *error) const
         { QStringLiteral("agents"), list } };
     file.write(QJsonDocument(root).toJson(QJsonDocument::Indented));
     if (!file.commit()) {
-        *error = QStringLiteral("cannot write %1: %2").arg(m_path, file.errorString());
-        return false;
+        return Status::failure(QStringLiteral("cannot write %1: %2").arg(m_path, file.errorString()));
     }
-    return true;
+    return Status::success();
 }
 
 } // namespace scalelab::core

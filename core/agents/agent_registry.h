@@ -13,6 +13,7 @@
 
 #include "agent_client.h"
 #include "agent_endpoint.h"
+#include "core_status.h"
 
 #include <QList>
 #include <QString>
@@ -46,12 +47,12 @@ public:
     static QString defaultPath(const QString &stateDir); // STATE/agents.json
     QString path() const { return m_path; }
 
-    // Reads the file; a missing file is an empty list. False with the reason (bad JSON,
-    // unreadable) in `error`, leaving the list empty. Entries that do not validate are
-    // kept (so the user can fix them) and named in warnings().
-    bool load(QString *error);
-    // Writes the list atomically with mode 0600. False with the reason in `error`.
-    bool save(QString *error) const;
+    // Reads the file; a missing file is an empty list. Fails (bad JSON, unreadable)
+    // leaving the list empty. Entries that do not validate are kept (so the user can fix
+    // them) and named in warnings().
+    Status load();
+    // Writes the list atomically with mode 0600.
+    Status save() const;
     // What load() noticed and fixed or kept: permissions tightened, invalid entries.
     QStringList warnings() const { return m_warnings; }
 
@@ -63,12 +64,12 @@ public:
     QList<AgentProblem> problems(const AgentConfig &agent, int replacing = -1) const;
     // Without the registry: what is wrong with the agent on its own.
     static QList<AgentProblem> problemsOf(const AgentConfig &agent);
-    static QString addressProblem(const QString &address); // empty when HOST:PORT
+    static Status checkAddress(const QString &address); // ok when HOST:PORT
 
-    // Change the list (in memory: save() to keep it). False with the problems joined
-    // in `error` when the agent does not validate.
-    bool add(const AgentConfig &agent, QString *error);
-    bool replace(int index, const AgentConfig &agent, QString *error);
+    // Change the list (in memory: save() to keep it). Fails with the problems joined
+    // when the agent does not validate.
+    Status add(const AgentConfig &agent);
+    Status replace(int index, const AgentConfig &agent);
     bool remove(const QString &name);
 
 private:

@@ -231,15 +231,16 @@ CallResult CheckpointTransfer::download(
     return {};
 }
 
-QString CheckpointTransfer::verifyCopy(const QString &dir, v1::CheckpointManifest *manifest)
+Status CheckpointTransfer::verifyCopy(const QString &dir, v1::CheckpointManifest *manifest)
 {
     const auto epoch = checkpoint::epochOf(QFileInfo(dir).fileName().toStdString());
     if (!epoch)
-        return QStringLiteral("%1 is not a checkpoint folder (epoch-NNNN)").arg(dir);
+        return Status::failure(QStringLiteral("%1 is not a checkpoint folder (epoch-NNNN)").arg(dir));
     std::vector<checkpoint::Entry> entries;
     std::vector<std::uint64_t> sizes;
-    if (const std::string problem = checkpoint::verify(fsPath(dir), &entries, &sizes); !problem.empty())
-        return QStringLiteral("the checkpoint copy in %1 cannot be used: %2").arg(dir, str(problem));
+    if (const common::Status verified = checkpoint::verify(fsPath(dir), &entries, &sizes); !verified)
+        return Status::failure(
+            QStringLiteral("the checkpoint copy in %1 cannot be used: %2").arg(dir, str(verified.error())));
     manifest->Clear();
     manifest->set_epoch(*epoch);
     for (std::size_t i = 0; i < entries.size(); ++i) {
@@ -248,7 +249,7 @@ QString CheckpointTransfer::verifyCopy(const QString &dir, v1::CheckpointManifes
         entry->set_sha256(entries[i].sha256);
         entry->set_size(qint64(sizes[i]));
     }
-    return {};
+    return Status::success();
 }
 
 CallResult CheckpointTransfer::upload(
@@ -257,8 +258,8 @@ CallResult CheckpointTransfer::upload(
     if (!m_client->setupError().isEmpty())
         return m_client->setupFailure();
     v1::CheckpointManifest manifest;
-    if (const QString problem = verifyCopy(dir, &manifest); !problem.isEmpty())
-        return localFailure(grpc::StatusCode::FAILED_PRECONDITION, problem);
+    if (const Status verified = verifyCopy(dir, &manifest); !verified)
+        return localFailure(grpc::StatusCode::FAILED_PRECONDITION, verified.error());
     manifest.set_run_id(runId.toStdString());
 
     grpc::ClientContext context;

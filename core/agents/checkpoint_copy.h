@@ -13,6 +13,7 @@
 #pragma once
 
 #include "agent_client.h"
+#include "core_status.h"
 
 #include <QString>
 
@@ -46,9 +47,9 @@ public:
 
     void cancel();
 
-    // Empty when `dir` holds a committed copy whose files match its MANIFEST (then
-    // `manifest` describes it), else what is wrong.
-    static QString verifyCopy(const QString &dir, v1::CheckpointManifest *manifest);
+    // Whether `dir` holds a committed copy whose files match its MANIFEST (then
+    // `manifest` describes it), and if not what is wrong.
+    static Status verifyCopy(const QString &dir, v1::CheckpointManifest *manifest);
 
 private:
     void setContext(grpc::ClientContext *context);

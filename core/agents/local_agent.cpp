@@ -34,13 +34,12 @@ QString LocalAgent::findAgentBinary()
     return QStandardPaths::findExecutable(QStringLiteral("scalelab-agent"));
 }
 
-bool LocalAgent::start(const LocalAgentOptions &options, int timeoutMs)
+Status LocalAgent::start(const LocalAgentOptions &options, int timeoutMs)
 {
     const QString binary = options.agentBinary.isEmpty() ? findAgentBinary() : options.agentBinary;
     if (binary.isEmpty() || !QFileInfo(binary).isExecutable()) {
-        m_error = QStringLiteral("cannot find scalelab-agent (looked at $SCALELAB_AGENT_BIN, next "
-                                 "to this program and on PATH); install it or set SCALELAB_AGENT_BIN");
-        return false;
+        return Status::failure(QStringLiteral("cannot find scalelab-agent (looked at $SCALELAB_AGENT_BIN, next "
+                                              "to this program and on PATH); install it or set SCALELAB_AGENT_BIN"));
     }
     m_token.clear();
     if (options.withToken && !options.token.isEmpty()) {
@@ -52,7 +51,6 @@ bool LocalAgent::start(const LocalAgentOptions &options, int timeoutMs)
             = QString::fromLatin1(QByteArray(reinterpret_cast<const char *>(words), sizeof words).toHex());
     }
     m_endpoint.clear();
-    m_error.clear();
     m_refused = false;
 
     QStringList args
@@ -81,8 +79,7 @@ bool LocalAgent::start(const LocalAgentOptions &options, int timeoutMs)
     });
     m_process.start(binary, args);
     if (!m_process.waitForStarted(timeoutMs)) {
-        m_error = QStringLiteral("cannot start %1: %2").arg(binary, m_process.errorString());
-        return false;
+        return Status::failure(QStringLiteral("cannot start %1: %2").arg(binary, m_process.errorString()));
     }
     QDeadlineTimer deadline(timeoutMs);
     QByteArray output;
@@ -96,7 +93,7 @@ bool LocalAgent::start(const LocalAgentOptions &options, int timeoutMs)
                 const int at = line.indexOf(marker);
                 if (at >= 0) {
                     m_endpoint = QString::fromLatin1(line.mid(at + marker.size()));
-                    return true;
+                    return Status::success();
                 }
             }
         }
@@ -111,10 +108,9 @@ bool LocalAgent::start(const LocalAgentOptions &options, int timeoutMs)
     }
     m_refused = m_process.state() == QProcess::NotRunning && m_process.exitStatus() == QProcess::NormalExit
         && m_process.exitCode() == 2;
-    m_error = QStringLiteral("the local agent did not start: %1")
-                  .arg(tail.isEmpty() ? QStringLiteral("no output (see %1)").arg(m_logFile) : tail);
     stop();
-    return false;
+    return Status::failure(QStringLiteral("the local agent did not start: %1")
+                               .arg(tail.isEmpty() ? QStringLiteral("no output (see %1)").arg(m_logFile) : tail));
 }
 
 void LocalAgent::stop()

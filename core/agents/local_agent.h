@@ -1,7 +1,10 @@
 // Starts a scalelab-agent on 127.0.0.1 with a fresh token, for a console or CLI that
 // has no agent configured. The agent is our child: it dies with us (PR_SET_PDEATHSIG),
 // and the destructor stops it (SIGTERM, which stops its workers, then SIGKILL).
+// Threads: a QObject with a QProcess; use it from the thread that created it.
 #pragma once
+
+#include "core_status.h"
 
 #include <QObject>
 #include <QProcess>
@@ -27,14 +30,13 @@ public:
     explicit LocalAgent(QObject *parent = nullptr);
     ~LocalAgent() override;
 
-    // Starts the agent and waits (up to `timeoutMs`) until it listens. On failure
-    // returns false with the reason in error().
-    bool start(const LocalAgentOptions &options, int timeoutMs = 20'000);
+    // Starts the agent and waits (up to `timeoutMs`) until it listens, or says why it
+    // did not (with the tail of its log).
+    Status start(const LocalAgentOptions &options, int timeoutMs = 20'000);
     void stop();
 
     QString endpoint() const { return m_endpoint; }
     QString token() const { return m_token; }
-    QString error() const { return m_error; }
     QString logFile() const { return m_logFile; }
     // The agent's process id while it runs, else 0.
     qint64 processId() const { return m_process.processId(); }
@@ -48,7 +50,6 @@ private:
     QProcess m_process;
     QString m_endpoint;
     QString m_token;
-    QString m_error;
     QString m_logFile;
     bool m_refused = false;
 };

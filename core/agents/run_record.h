@@ -1,6 +1,7 @@
 // Everything known about one run, folded from its events. Checks the stream contract
 // as it folds: sequence numbers must arrive gap-free and without duplicates; any
 // breach is counted (and shown) rather than silently absorbed.
+// A value type: one thread at a time; references it returns last until the next apply().
 #pragma once
 
 #include "scalelab/v1/agent.pb.h"

@@ -103,9 +103,9 @@ TuneReport tuneReport(const StudySnapshot &s)
     t.maximize = s.tuneMaximize;
     t.scheduler = s.tuneScheduler;
 
-    QStringList problems;
-    const std::optional<v1::StudyPlan> plan
-        = s.planJson.isEmpty() ? std::nullopt : parsePlanJson(s.planJson, &problems);
+    std::optional<v1::StudyPlan> plan;
+    if (auto parsed = parsePlanJson(s.planJson); !s.planJson.isEmpty() && parsed)
+        plan = std::move(parsed).value();
     QSet<int> rungs;
     if (plan && plan->has_tune()) {
         t.planRead = true;

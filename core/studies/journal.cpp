@@ -84,32 +84,31 @@ Journal::~Journal()
     close();
 }
 
-bool Journal::open(const QString &path, QString *error)
+Status Journal::open(const QString &path)
 {
     close();
     const QFileInfo info(path);
-    if (!QDir().mkpath(info.absolutePath())) {
-        *error = QStringLiteral("cannot create the folder %1 for the study journal").arg(info.absolutePath());
-        return false;
-    }
+    if (!QDir().mkpath(info.absolutePath()))
+        return Status::failure(
+            QStringLiteral("cannot create the folder %1 for the study journal").arg(info.absolutePath()));
     if (sqlite3_open_v2(
             QFile::encodeName(path).constData(), &m_db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr)
         != SQLITE_OK) {
-        *error = QStringLiteral("cannot open the study journal %1: %2").arg(path, lastError());
+        const QString why = QStringLiteral("cannot open the study journal %1: %2").arg(path, lastError());
         close();
-        return false;
+        return Status::failure(why);
     }
     m_path = path;
     sqlite3_busy_timeout(m_db, 10'000); // another scalelab process may be writing
     // WAL lets readers (a second console, `study list`) run beside the writer;
     // synchronous=FULL makes every commit durable, not just consistent.
-    if (!exec("PRAGMA journal_mode=WAL;", error) || !exec("PRAGMA synchronous=FULL;", error)
-        || !exec(kSchema, error)) {
-        *error = QStringLiteral("cannot use %1 as a study journal: %2").arg(path, *error);
-        close();
-        return false;
+    for (const char *sql : { "PRAGMA journal_mode=WAL;", "PRAGMA synchronous=FULL;", kSchema }) {
+        if (const Status done = exec(sql); !done) {
+            close();
+            return Status::failure(QStringLiteral("cannot use %1 as a study journal: %2").arg(path, done.error()));
+        }
     }
-    return true;
+    return Status::success();
 }
 
 void Journal::close()
@@ -124,35 +123,36 @@ QString Journal::lastError() const
     return m_db ? QString::fromUtf8(sqlite3_errmsg(m_db)) : QStringLiteral("journal not open");
 }
 
-bool Journal::exec(const char *sql, QString *error)
+Status Journal::exec(const char *sql)
 {
     char *message = nullptr;
     if (sqlite3_exec(m_db, sql, nullptr, nullptr, &message) != SQLITE_OK) {
-        *error = QString::fromUtf8(message ? message : "unknown SQLite error");
+        const QString why = QString::fromUtf8(message ? message : "unknown SQLite error");
         sqlite3_free(message);
-        return false;
+        return Status::failure(why);
     }
-    return true;
+    return Status::success();
 }
 
-qint64 Journal::append(
-    const QString &studyId, const QString &type, const QJsonObject &payload, QString *error)
+void Journal::rollback()
+{
+    (void)exec("ROLLBACK"); // the statement's own error is the one to report
+}
+
+Result<qint64> Journal::append(const QString &studyId, const QString &type, const QJsonObject &payload)
 {
     Statement st(m_db, "INSERT INTO study_events (study_id, unix_ms, type, payload) VALUES (?, ?, ?, ?)");
-    if (!st.ok()) {
-        *error = lastError();
-        return 0;
-    }
+    if (!st.ok())
+        return Status::failure(
+            QStringLiteral("cannot record %1 in the study journal %2: %3").arg(type, m_path, lastError()));
     st.bind(1, studyId);
     st.bind(2, QDateTime::currentMSecsSinceEpoch());
     st.bind(3, type);
     st.bind(4, QString::fromUtf8(QJsonDocument(payload).toJson(QJsonDocument::Compact)));
-    if (st.step() != SQLITE_DONE) {
-        *error
-            = QStringLiteral("cannot record %1 in the study journal %2: %3").arg(type, m_path, lastError());
-        return 0;
-    }
-    return sqlite3_last_insert_rowid(m_db);
+    if (st.step() != SQLITE_DONE)
+        return Status::failure(
+            QStringLiteral("cannot record %1 in the study journal %2: %3").arg(type, m_path, lastError()));
+    return qint64(sqlite3_last_insert_rowid(m_db));
 }
 
 QList<JournalEvent> Journal::events(const QString &studyId, qint64 afterId) const
@@ -190,13 +190,13 @@ bool Journal::hasStudy(const QString &studyId) const
     return st.step() == SQLITE_ROW;
 }
 
-bool Journal::appendRunEvents(const QString &studyId, const QString &runId, int attempt, const QString &agent,
-    const std::vector<v1::RunEvent> &events, QString *error)
+Status Journal::appendRunEvents(const QString &studyId, const QString &runId, int attempt, const QString &agent,
+    const std::vector<v1::RunEvent> &events)
 {
     if (events.empty())
-        return true;
-    if (!exec("BEGIN IMMEDIATE", error))
-        return false;
+        return Status::success();
+    if (Status begun = exec("BEGIN IMMEDIATE"); !begun)
+        return begun;
     {
         Statement st(m_db,
             "INSERT OR IGNORE INTO run_events (study_id, run_id, attempt, agent, seq, event) VALUES (?, ?, "
@@ -211,16 +211,15 @@ bool Journal::appendRunEvents(const QString &studyId, const QString &runId, int 
             st.bind(5, qint64(event.seq()));
             st.bindBlob(6, event.SerializeAsString());
             if (st.step() != SQLITE_DONE) {
-                *error = QStringLiteral("cannot store events of run %1 in %2: %3")
-                             .arg(runId, m_path, lastError());
-                QString ignored;
-                exec("ROLLBACK", &ignored);
-                return false;
+                const QString why
+                    = QStringLiteral("cannot store events of run %1 in %2: %3").arg(runId, m_path, lastError());
+                rollback();
+                return Status::failure(why);
             }
             st.reset();
         }
     }
-    return exec("COMMIT", error);
+    return exec("COMMIT");
 }
 
 qint64 Journal::lastRunEventSeq(const QString &runId, int attempt, const QString &agent) const
@@ -251,7 +250,7 @@ std::vector<v1::RunEvent> Journal::runEvents(
     return out;
 }
 
-bool Journal::recordSingleRun(const SingleRunEntry &entry, QString *error)
+Status Journal::recordSingleRun(const SingleRunEntry &entry)
 {
     Statement st(m_db,
         "INSERT INTO single_runs (run_id, agent, label, launched_unix_ms, request, state, ended_unix_ms) "
@@ -263,24 +262,21 @@ bool Journal::recordSingleRun(const SingleRunEntry &entry, QString *error)
     st.bindBlob(5, entry.request.SerializeAsString());
     st.bind(6, qint64(entry.state));
     st.bind(7, entry.endedUnixMs);
-    if (!st.ok() || st.step() != SQLITE_DONE) {
-        *error = QStringLiteral("cannot record run %1 in %2: %3").arg(entry.runId, m_path, lastError());
-        return false;
-    }
-    return true;
+    if (!st.ok() || st.step() != SQLITE_DONE)
+        return Status::failure(QStringLiteral("cannot record run %1 in %2: %3").arg(entry.runId, m_path, lastError()));
+    return Status::success();
 }
 
-bool Journal::setSingleRunState(const QString &runId, v1::RunState state, qint64 endedUnixMs, QString *error)
+Status Journal::setSingleRunState(const QString &runId, v1::RunState state, qint64 endedUnixMs)
 {
     Statement st(m_db, "UPDATE single_runs SET state = ?, ended_unix_ms = ? WHERE run_id = ?");
     st.bind(1, qint64(state));
     st.bind(2, endedUnixMs);
     st.bind(3, runId);
-    if (!st.ok() || st.step() != SQLITE_DONE) {
-        *error = QStringLiteral("cannot record the state of run %1 in %2: %3").arg(runId, m_path, lastError());
-        return false;
-    }
-    return true;
+    if (!st.ok() || st.step() != SQLITE_DONE)
+        return Status::failure(
+            QStringLiteral("cannot record the state of run %1 in %2: %3").arg(runId, m_path, lastError()));
+    return Status::success();
 }
 
 QList<SingleRunEntry> Journal::singleRuns() const
@@ -304,22 +300,21 @@ QList<SingleRunEntry> Journal::singleRuns() const
     return out;
 }
 
-bool Journal::forgetSingleRun(const QString &runId, QString *error)
+Status Journal::forgetSingleRun(const QString &runId)
 {
-    if (!exec("BEGIN IMMEDIATE", error))
-        return false;
+    if (Status begun = exec("BEGIN IMMEDIATE"); !begun)
+        return begun;
     for (const char *sql : { "DELETE FROM run_events WHERE study_id = '' AND run_id = ?",
              "DELETE FROM single_runs WHERE run_id = ?" }) {
         Statement st(m_db, sql);
         st.bind(1, runId);
         if (!st.ok() || st.step() != SQLITE_DONE) {
-            *error = QStringLiteral("cannot remove run %1 from %2: %3").arg(runId, m_path, lastError());
-            QString ignored;
-            exec("ROLLBACK", &ignored);
-            return false;
+            const QString why = QStringLiteral("cannot remove run %1 from %2: %3").arg(runId, m_path, lastError());
+            rollback();
+            return Status::failure(why);
         }
     }
-    return exec("COMMIT", error);
+    return exec("COMMIT");
 }
 
 } // namespace scalelab::core

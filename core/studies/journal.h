@@ -2,9 +2,11 @@
 // changes in SQLite (WAL, synchronous=FULL, so a committed event survives power loss),
 // plus the raw run events received from agents, keyed by (run, attempt, agent, seq)
 // so a restarted console resumes each stream exactly where it stopped.
-// One Journal per thread; several processes may open the same file (SQLite locks).
+// Threads: one Journal per thread (the SQLite handle is not shared); several processes
+// may open the same file (SQLite locks). Returned lists are copies, valid after close().
 #pragma once
 
+#include "core_status.h"
 #include "scalelab/v1/agent.pb.h"
 
 #include <QJsonObject>
@@ -46,15 +48,14 @@ public:
     Journal(const Journal &) = delete;
     Journal &operator=(const Journal &) = delete;
 
-    // Opens (creating if needed) the journal file. On failure says why in `error`.
-    bool open(const QString &path, QString *error);
+    // Opens (creating if needed) the journal file, or says why it cannot.
+    Status open(const QString &path);
     void close();
     bool isOpen() const { return m_db != nullptr; }
     QString path() const { return m_path; }
 
-    // Appends one state change durably (committed before this returns). Returns its id,
-    // or 0 with the reason in `error`.
-    qint64 append(const QString &studyId, const QString &type, const QJsonObject &payload, QString *error);
+    // Appends one state change durably (committed before this returns): its id (> 0).
+    Result<qint64> append(const QString &studyId, const QString &type, const QJsonObject &payload);
     QList<JournalEvent> events(const QString &studyId, qint64 afterId = 0) const;
     // Every study, oldest first.
     QStringList studyIds() const;
@@ -62,8 +63,8 @@ public:
 
     // Stores a batch of events of one run attempt as received from `agent`, in one
     // transaction; events already stored (same seq) are ignored.
-    bool appendRunEvents(const QString &studyId, const QString &runId, int attempt, const QString &agent,
-        const std::vector<v1::RunEvent> &events, QString *error);
+    Status appendRunEvents(const QString &studyId, const QString &runId, int attempt, const QString &agent,
+        const std::vector<v1::RunEvent> &events);
     qint64 lastRunEventSeq(const QString &runId, int attempt, const QString &agent) const;
     // The stored events of one attempt from one agent, in seq order; with afterSeq only the
     // newer ones (a view that polls reads each event once).
@@ -71,17 +72,18 @@ public:
         const QString &runId, int attempt, const QString &agent, qint64 afterSeq = 0) const;
 
     // Single runs (the Run tab's history). Recording a run id twice is refused.
-    bool recordSingleRun(const SingleRunEntry &entry, QString *error);
-    bool setSingleRunState(const QString &runId, v1::RunState state, qint64 endedUnixMs, QString *error);
+    Status recordSingleRun(const SingleRunEntry &entry);
+    Status setSingleRunState(const QString &runId, v1::RunState state, qint64 endedUnixMs);
     // Every single run recorded, oldest first.
     QList<SingleRunEntry> singleRuns() const;
     // Removes the run and its stored events from the history (not from its agent).
-    bool forgetSingleRun(const QString &runId, QString *error);
+    Status forgetSingleRun(const QString &runId);
 
     QString lastError() const;
 
 private:
-    bool exec(const char *sql, QString *error);
+    Status exec(const char *sql);
+    void rollback();
 
     sqlite3 *m_db = nullptr;
     QString m_path;

@@ -213,19 +213,19 @@ void checkShape(const QJsonObject &object, const google::protobuf::Descriptor *t
 
 } // namespace
 
-std::optional<v1::StudyPlan> parsePlanJson(const QByteArray &json, QStringList *problems)
+Checked<v1::StudyPlan> parsePlanJson(const QByteArray &json)
 {
+    using Plan = Checked<v1::StudyPlan>;
     // Syntax first, with where: protobuf's own message has no position.
     QJsonParseError syntax {};
     const QJsonDocument document = QJsonDocument::fromJson(json, &syntax);
     if (syntax.error != QJsonParseError::NoError) {
-        *problems << QStringLiteral("not valid JSON at %1: %2")
-                         .arg(position(json, syntax.offset), syntax.errorString());
-        return std::nullopt;
+        return Plan::failure({ QStringLiteral("not valid JSON at %1: %2")
+                                   .arg(position(json, syntax.offset), syntax.errorString()) });
     }
     if (!document.isObject()) {
-        *problems << QStringLiteral("a study plan is a JSON object ({ \"name\": ..., \"dataset\": ... })");
-        return std::nullopt;
+        return Plan::failure(
+            { QStringLiteral("a study plan is a JSON object ({ \"name\": ..., \"dataset\": ... })") });
     }
     // "learningRate": "auto" is the plan's way of saying learningRateAuto (a double field
     // cannot hold a word).
@@ -237,37 +237,34 @@ std::optional<v1::StudyPlan> parsePlanJson(const QByteArray &json, QStringList *
             root.insert(QStringLiteral("training"), training);
             root.insert(QStringLiteral("learningRateAuto"), true);
         }
-    const qsizetype before = problems->size();
-    checkShape(root, v1::StudyPlan::descriptor(), QString(), problems);
-    if (problems->size() > before)
-        return std::nullopt;
+    QStringList problems;
+    checkShape(root, v1::StudyPlan::descriptor(), QString(), &problems);
+    if (!problems.isEmpty())
+        return Plan::failure(problems);
     const QByteArray normalised = QJsonDocument(root).toJson(QJsonDocument::Compact);
     v1::StudyPlan plan;
     google::protobuf::util::JsonParseOptions options;
     options.ignore_unknown_fields = false;
     const auto status = google::protobuf::util::JsonStringToMessage(normalised.toStdString(), &plan, options);
     if (!status.ok()) {
-        *problems << QStringLiteral(
+        return Plan::failure({ QStringLiteral(
             "not a valid study plan: %1 (see proto/scalelab/v1/study.proto for the fields)")
-                         .arg(str(std::string(status.message())));
-        return std::nullopt;
+                                   .arg(str(std::string(status.message()))) });
     }
     return plan;
 }
 
-std::optional<v1::StudyPlan> loadPlan(const QString &path, QStringList *problems)
+Checked<v1::StudyPlan> loadPlan(const QString &path)
 {
     QFile file(path);
-    if (!file.open(QIODevice::ReadOnly)) {
-        *problems << QStringLiteral("cannot read the plan %1: %2").arg(path, file.errorString());
-        return std::nullopt;
-    }
-    auto plan = parsePlanJson(file.readAll(), problems);
+    if (!file.open(QIODevice::ReadOnly))
+        return Checked<v1::StudyPlan>::failure(
+            { QStringLiteral("cannot read the plan %1: %2").arg(path, file.errorString()) });
+    auto plan = parsePlanJson(file.readAll());
     if (!plan)
-        return std::nullopt;
-    *problems << validatePlan(*plan);
-    if (!problems->isEmpty())
-        return std::nullopt;
+        return plan;
+    if (const QStringList problems = validatePlan(*plan); !problems.isEmpty())
+        return Checked<v1::StudyPlan>::failure(problems);
     return plan;
 }
 
@@ -281,14 +278,12 @@ QByteArray planToJson(const v1::StudyPlan &plan)
     return QByteArray::fromStdString(out);
 }
 
-bool savePlan(const v1::StudyPlan &plan, const QString &path, QString *error)
+Status savePlan(const v1::StudyPlan &plan, const QString &path)
 {
     QSaveFile file(path);
-    if (!file.open(QIODevice::WriteOnly) || file.write(planToJson(plan)) < 0 || !file.commit()) {
-        *error = QStringLiteral("cannot write the plan %1: %2").arg(path, file.errorString());
-        return false;
-    }
-    return true;
+    if (!file.open(QIODevice::WriteOnly) || file.write(planToJson(plan)) < 0 || !file.commit())
+        return Status::failure(QStringLiteral("cannot write the plan %1: %2").arg(path, file.errorString()));
+    return Status::success();
 }
 
 namespace {
@@ -327,7 +322,7 @@ QStringList validatePlan(const v1::StudyPlan &plan)
         p << QStringLiteral("targetAccuracy: a fraction in [0, 1] (got %1; 0.7 means 70%)")
                  .arg(plan.target_accuracy());
     for (int i = 0; i < plan.agents_size(); ++i)
-        if (const QString problem = agentSpecError(str(plan.agents(i))); !problem.isEmpty())
+        if (const QString problem = checkAgentSpec(str(plan.agents(i))).error(); !problem.isEmpty())
             p << QStringLiteral("agents[%1]: %2").arg(i).arg(problem);
     if (!plan.placement().empty() && plan.placement() != "pack" && plan.placement() != "spread")
         p << QStringLiteral("placement: must be \"pack\" or \"spread\" (got \"%1\")")

@@ -2,6 +2,7 @@
 // into the runs it asks for. Pure functions; the only I/O is loading and saving a file.
 #pragma once
 
+#include "core_status.h"
 #include "study_model.h"
 
 #include "scalelab/v1/study.pb.h"
@@ -27,13 +28,13 @@ struct PlannedRun {
     int bracket = 0;
 };
 
-// Parses a plan in protobuf's JSON mapping. On failure returns nothing and says why
-// in `problems` (unknown field, wrong type, not JSON at all).
-std::optional<v1::StudyPlan> parsePlanJson(const QByteArray &json, QStringList *problems);
-// Loads and validates: every problem found, each naming its field, in `problems`.
-std::optional<v1::StudyPlan> loadPlan(const QString &path, QStringList *problems);
-QByteArray planToJson(const v1::StudyPlan &plan);
-bool savePlan(const v1::StudyPlan &plan, const QString &path, QString *error);
+// Parses a plan in protobuf's JSON mapping, or says why it is not one (unknown field,
+// wrong type, not JSON at all). Not validated: see validatePlan().
+Checked<v1::StudyPlan> parsePlanJson(const QByteArray &json);
+// Loads and validates: the plan, or every problem found, each naming its field.
+Checked<v1::StudyPlan> loadPlan(const QString &path);
+[[nodiscard]] QByteArray planToJson(const v1::StudyPlan &plan);
+Status savePlan(const v1::StudyPlan &plan, const QString &path);
 
 // Every problem of the plan, one sentence each, naming the field ("grid.workers[1]:
 // must be 1 or more (got 0)"). Empty = valid.

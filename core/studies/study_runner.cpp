@@ -115,134 +115,119 @@ QString StudyRunner::checkpointRoot() const
     return QFileInfo(m_journal->path()).absolutePath() + QStringLiteral("/checkpoints");
 }
 
-QString StudyRunner::createStudy(const v1::StudyPlan &plan, QString *error)
+Result<QString> StudyRunner::createStudy(const v1::StudyPlan &plan)
 {
-    if (const QStringList problems = validatePlan(plan); !problems.isEmpty()) {
-        *error = QStringLiteral("the plan is not valid:\n  ") + problems.join(QLatin1String("\n  "));
-        return {};
-    }
-    if (m_agents.isEmpty()) {
-        *error = QStringLiteral("no agent to run the study on: give at least one agent");
-        return {};
-    }
+    if (const QStringList problems = validatePlan(plan); !problems.isEmpty())
+        return Status::failure(QStringLiteral("the plan is not valid:\n  ") + problems.join(QLatin1String("\n  ")));
+    if (m_agents.isEmpty())
+        return Status::failure(QStringLiteral("no agent to run the study on: give at least one agent"));
     const QString studyId = newStudyId();
     const QList<PlannedRun> runs = expandPlan(plan, studyId);
     const QJsonObject payload = StudyState::studyCreated(str(plan.name()), plan, m_agents.keys(), runs);
-    if (m_journal->append(studyId, QStringLiteral("study_created"), payload, error) == 0)
-        return {};
+    if (const auto recorded = m_journal->append(studyId, QStringLiteral("study_created"), payload); !recorded)
+        return Status::failure(recorded.error());
     return studyId;
 }
 
 namespace {
-bool knownStudy(const Journal &journal, const QString &studyId, QString *error)
+Status knownStudy(const Journal &journal, const QString &studyId)
 {
     if (journal.hasStudy(studyId))
-        return true;
-    *error = QStringLiteral("no study %1 in %2 (see `scalelab-cli study list`)").arg(studyId, journal.path());
-    return false;
+        return Status::success();
+    return Status::failure(
+        QStringLiteral("no study %1 in %2 (see `scalelab-cli study list`)").arg(studyId, journal.path()));
+}
+
+Status appended(const Result<qint64> &id)
+{
+    return id ? Status::success() : Status::failure(id.error());
 }
 } // namespace
 
-bool StudyRunner::requestCancel(
-    Journal *journal, const QString &studyId, const QString &runId, QString *error)
+Status StudyRunner::requestCancel(Journal *journal, const QString &studyId, const QString &runId)
 {
-    if (!knownStudy(*journal, studyId, error))
-        return false;
+    if (Status known = knownStudy(*journal, studyId); !known)
+        return known;
     QJsonObject payload;
     if (!runId.isEmpty())
         payload.insert(QStringLiteral("runId"), runId);
-    return journal->append(studyId, QStringLiteral("cancel_requested"), payload, error) != 0;
+    return appended(journal->append(studyId, QStringLiteral("cancel_requested"), payload));
 }
 
-bool StudyRunner::requestRetry(
-    Journal *journal, const QString &studyId, const QString &runId, QString *error, const QStringList &addAgents)
+Status StudyRunner::requestRetry(
+    Journal *journal, const QString &studyId, const QString &runId, const QStringList &addAgents)
 {
-    if (!knownStudy(*journal, studyId, error))
-        return false;
+    if (Status known = knownStudy(*journal, studyId); !known)
+        return known;
     const StudyState state = StudyState::replay(journal->events(studyId));
     const RunProgress *run = state.run(runId);
-    if (!run) {
-        *error
-            = QStringLiteral("study %1 has no run %2 (see `scalelab-cli study show %1`)").arg(studyId, runId);
-        return false;
-    }
-    if (run->phase != RunPhase::Failed && run->phase != RunPhase::Cancelled) {
-        *error = QStringLiteral("run %1 is %2: only a FAILED or CANCELLED run can be retried")
-                     .arg(runId, phaseName(run->phase));
-        return false;
-    }
+    if (!run)
+        return Status::failure(
+            QStringLiteral("study %1 has no run %2 (see `scalelab-cli study show %1`)").arg(studyId, runId));
+    if (run->phase != RunPhase::Failed && run->phase != RunPhase::Cancelled)
+        return Status::failure(QStringLiteral("run %1 is %2: only a FAILED or CANCELLED run can be retried")
+                                   .arg(runId, phaseName(run->phase)));
     QStringList added;
     for (const QString &agent : addAgents)
         if (!state.agents().contains(agent) && !added.contains(agent))
             added << agent;
-    if (!added.isEmpty()
-        && journal->append(studyId, QStringLiteral("agents_added"),
-               QJsonObject { { QStringLiteral("agents"), QJsonArray::fromStringList(added) } }, error)
-            == 0)
-        return false;
-    return journal->append(studyId, QStringLiteral("retry_requested"),
-               QJsonObject { { QStringLiteral("runId"), runId } }, error)
-        != 0;
+    if (!added.isEmpty()) {
+        if (Status recorded = appended(journal->append(studyId, QStringLiteral("agents_added"),
+                QJsonObject { { QStringLiteral("agents"), QJsonArray::fromStringList(added) } }));
+            !recorded)
+            return recorded;
+    }
+    return appended(journal->append(
+        studyId, QStringLiteral("retry_requested"), QJsonObject { { QStringLiteral("runId"), runId } }));
 }
 
-bool StudyRunner::requestContinue(
-    Journal *journal, const QString &studyId, const QString &runId, int moreEpochs, QString *error)
+Status StudyRunner::requestContinue(Journal *journal, const QString &studyId, const QString &runId, int moreEpochs)
 {
-    if (!knownStudy(*journal, studyId, error))
-        return false;
+    if (Status known = knownStudy(*journal, studyId); !known)
+        return known;
     const StudyState state = StudyState::replay(journal->events(studyId));
-    if (!state.isTune()) {
-        *error = QStringLiteral("study %1 is not a tune: only a tune's trials can be continued (a study's run is "
-                                "retried with `study retry`)")
-                     .arg(studyId);
-        return false;
-    }
+    if (!state.isTune())
+        return Status::failure(QStringLiteral("study %1 is not a tune: only a tune's trials can be continued (a "
+                                              "study's run is retried with `study retry`)")
+                                   .arg(studyId));
     const RunProgress *run = state.run(runId);
-    if (!run) {
-        *error = QStringLiteral("tune %1 has no trial %2 (see `scalelab-cli study show %1`)").arg(studyId, runId);
-        return false;
-    }
-    if (run->phase != RunPhase::Succeeded && run->phase != RunPhase::Stopped && run->phase != RunPhase::Paused) {
-        *error = QStringLiteral("trial %1 is %2: only a finished, stopped or paused trial can be continued")
-                     .arg(runId, phaseName(run->phase));
-        return false;
-    }
-    if (run->decisionDue) {
-        *error = QStringLiteral("trial %1 has just reached epoch %2 and its scheduler is deciding; try again in a "
-                                "moment")
-                     .arg(runId)
-                     .arg(run->target);
-        return false;
-    }
+    if (!run)
+        return Status::failure(
+            QStringLiteral("tune %1 has no trial %2 (see `scalelab-cli study show %1`)").arg(studyId, runId));
+    if (run->phase != RunPhase::Succeeded && run->phase != RunPhase::Stopped && run->phase != RunPhase::Paused)
+        return Status::failure(
+            QStringLiteral("trial %1 is %2: only a finished, stopped or paused trial can be continued")
+                .arg(runId, phaseName(run->phase)));
+    if (run->decisionDue)
+        return Status::failure(QStringLiteral("trial %1 has just reached epoch %2 and its scheduler is deciding; "
+                                              "try again in a moment")
+                                   .arg(runId)
+                                   .arg(run->target));
     const int total = run->epochsDone() + moreEpochs;
-    if (moreEpochs < 1 || total > rules::kMaxEpochs) {
-        *error = QStringLiteral("--epochs: give 1 to %1 more epochs (got %2)")
-                     .arg(rules::kMaxEpochs - run->epochsDone())
-                     .arg(moreEpochs);
-        return false;
-    }
-    return journal->append(studyId, QStringLiteral("trial_continued"),
-               QJsonObject { { QStringLiteral("runId"), runId }, { QStringLiteral("epochs"), total } }, error)
-        != 0;
+    if (moreEpochs < 1 || total > rules::kMaxEpochs)
+        return Status::failure(QStringLiteral("--epochs: give 1 to %1 more epochs (got %2)")
+                                   .arg(rules::kMaxEpochs - run->epochsDone())
+                                   .arg(moreEpochs));
+    return appended(journal->append(studyId, QStringLiteral("trial_continued"),
+        QJsonObject { { QStringLiteral("runId"), runId }, { QStringLiteral("epochs"), total } }));
 }
 
-bool StudyRunner::drive(const QString &studyId, QString *error)
+Status StudyRunner::drive(const QString &studyId)
 {
-    if (!knownStudy(*m_journal, studyId, error))
-        return false;
+    if (Status known = knownStudy(*m_journal, studyId); !known)
+        return known;
     m_lock = std::make_unique<QLockFile>(lockPath(*m_journal, studyId));
     m_lock->setStaleLockTime(0); // a lock whose process died is stale at once
     if (!m_lock->tryLock(100)) {
         qint64 pid = 0;
         QString host, app;
         m_lock->getLockInfo(&pid, &host, &app);
-        *error = QStringLiteral("study %1 is already driven by %2 (pid %3 on %4); stop that process or "
-                                "watch the study from there")
-                     .arg(studyId, app)
-                     .arg(pid)
-                     .arg(host);
         m_lock.reset();
-        return false;
+        return Status::failure(QStringLiteral("study %1 is already driven by %2 (pid %3 on %4); stop that "
+                                              "process or watch the study from there")
+                                   .arg(studyId, app)
+                                   .arg(pid)
+                                   .arg(host));
     }
     m_studyId = studyId;
     m_state = StudyState();
@@ -256,7 +241,7 @@ bool StudyRunner::drive(const QString &studyId, QString *error)
                        .arg(m_state.state()));
     m_timer.start();
     QTimer::singleShot(0, this, &StudyRunner::tick);
-    return true;
+    return Status::success();
 }
 
 void StudyRunner::syncJournal()
@@ -271,11 +256,10 @@ bool StudyRunner::record(const QString &type, const QJsonObject &payload)
 {
     if (m_crashed)
         return false;
-    QString error;
-    if (m_journal->append(m_studyId, type, payload, &error) == 0) {
+    if (const auto recorded = m_journal->append(m_studyId, type, payload); !recorded) {
         // Acting on a change the journal did not keep would break replay: stop here.
         m_timer.stop();
-        Q_EMIT fatal(error);
+        Q_EMIT fatal(recorded.error());
         return false;
     }
     if (m_crashAfter > 0 && ++m_recorded >= m_crashAfter) {
@@ -652,7 +636,7 @@ void StudyRunner::startAttempt(const RunProgress &run)
         for (const auto &p : run.portions) // ranks already started must not linger
             if (AgentClient *c = client(p.agent)) {
                 v1::StopRunResponse ignored;
-                c->stopRun(run.planned.runId, &ignored);
+                (void)c->stopRun(run.planned.runId, &ignored); // best effort: an agent not reached ends them itself
             }
         endFailedAttempt(run, reason, unreachableAgent.isEmpty() ? QStringList {} : QStringList { unreachableAgent },
             unreachableAgent.isEmpty() ? 0 : QDateTime::currentMSecsSinceEpoch(), retryable);
@@ -688,7 +672,7 @@ void StudyRunner::startAttempt(const RunProgress &run)
             // An earlier attempt lingers there (its host was cut off, say): stop it and
             // try again on the next tick; StartWorkers is idempotent for the portions sent.
             v1::StopRunResponse ignored;
-            c->stopRun(run.planned.runId, &ignored);
+            (void)c->stopRun(run.planned.runId, &ignored); // asked again on the next tick
             Q_EMIT message(QStringLiteral("%1: attempt %2 waits for %3 to stop an earlier attempt")
                                .arg(run.planned.runId)
                                .arg(run.attempt)
@@ -701,7 +685,7 @@ void StudyRunner::startAttempt(const RunProgress &run)
             for (const auto &q : run.portions) // ranks already started must not linger
                 if (AgentClient *other = client(q.agent)) {
                     v1::StopRunResponse ignored;
-                    other->stopRun(run.planned.runId, &ignored);
+                    (void)other->stopRun(run.planned.runId, &ignored); // best effort, as above
                 }
             endFailedAttempt(run, QStringLiteral("%1: %2").arg(agentLabel(p.agent), result.message), {}, 0, true,
                 p.agent, kRecordSpace);
@@ -879,10 +863,9 @@ void StudyRunner::onEvents(const QString &runId, int portion)
     std::vector<v1::RunEvent> events = w.watch->takeEvents();
     if (events.empty())
         return;
-    QString error;
-    if (!m_journal->appendRunEvents(m_studyId, runId, w.attempt, w.agent, events, &error)) {
+    if (const Status stored = m_journal->appendRunEvents(m_studyId, runId, w.attempt, w.agent, events); !stored) {
         m_timer.stop();
-        Q_EMIT fatal(error);
+        Q_EMIT fatal(stored.error());
         return;
     }
     // Rank 0's agent (the first portion's) reports the checkpoints. The last one of a
@@ -1123,7 +1106,8 @@ bool StudyRunner::transferCheckpoint(const RunProgress &run, QString *failure, b
     if (!c)
         return true; // StartWorkers says why
     v1::CheckpointManifest manifest;
-    if (const QString problem = CheckpointTransfer::verifyCopy(copy.dir, &manifest); !problem.isEmpty()) {
+    if (const Status verified = CheckpointTransfer::verifyCopy(copy.dir, &manifest); !verified) {
+        const QString &problem = verified.error();
         Q_EMIT message(
             QStringLiteral("%1: the console's copy of the checkpoint of epoch %2 cannot be used (%3); "
                            "attempt %4 starts without it")

@@ -47,30 +47,29 @@ public:
 
     void setAgents(const QList<AgentEndpoint> &agents);
 
-    // Records a new study for `plan` (which must be valid) on the current agents and
-    // returns its id, or an empty string with the reason in `error`.
-    QString createStudy(const v1::StudyPlan &plan, QString *error);
+    // Records a new study for `plan` (which must be valid) on the current agents: its id.
+    Result<QString> createStudy(const v1::StudyPlan &plan);
 
     // Takes charge of a study: replays its journal, reattaches to runs that kept going
     // and drives it until finished() (at once if it had already ended).
-    bool drive(const QString &studyId, QString *error);
+    Status drive(const QString &studyId);
 
     // Cancels the whole study (runId empty) or one run. Safe from any process: a
     // runner driving the study elsewhere picks the request up from the journal.
-    static bool requestCancel(Journal *journal, const QString &studyId, const QString &runId, QString *error);
+    static Status requestCancel(Journal *journal, const QString &studyId, const QString &runId);
     // Asks for one more attempt of a FAILED or CANCELLED run (it resumes from its last
     // checkpoint); the process that drives the study, or the next one to, starts it.
     // `addAgents` (names) join the study first: the retry may go there when the agents
     // it ran on are gone for good (it is sent the console's copy of its checkpoint).
-    static bool requestRetry(Journal *journal, const QString &studyId, const QString &runId, QString *error,
-        const QStringList &addAgents = {});
+    static Status requestRetry(
+        Journal *journal, const QString &studyId, const QString &runId, const QStringList &addAgents = {});
 
     // A tune's finished, stopped or paused trial trains on to `moreEpochs` more epochs than
     // it has, resumed from its last checkpoint (its learning-rate schedule stretched to the
     // new length); the tune runs again until it is done.
-    static bool requestContinue(
-        Journal *journal, const QString &studyId, const QString &runId, int moreEpochs, QString *error);
+    static Status requestContinue(Journal *journal, const QString &studyId, const QString &runId, int moreEpochs);
 
+    // Runner thread only; valid until the runner handles its next journal event.
     const StudyState &state() const { return m_state; }
     StudySnapshot snapshot() const { return buildSnapshot(m_state, *m_journal); }
     void setTickInterval(int ms) { m_timer.setInterval(ms); }

@@ -162,9 +162,8 @@ void StudyState::apply(const JournalEvent &event)
     if (type == QLatin1String("study_created")) {
         m_studyId = event.studyId;
         m_name = p.value(QLatin1String("name")).toString();
-        QStringList ignored;
-        if (auto plan = parsePlanJson(p.value(QLatin1String("plan")).toString().toUtf8(), &ignored))
-            m_plan = *plan;
+        if (auto plan = parsePlanJson(p.value(QLatin1String("plan")).toString().toUtf8()))
+            m_plan = std::move(plan).value();
         m_agents.clear();
         for (const auto &a : p.value(QLatin1String("agents")).toArray())
             m_agents << a.toString();

@@ -1,6 +1,9 @@
 // A study's state, rebuilt by replaying its journal events (event sourcing). Replaying
 // any prefix of the journal gives a consistent state, so a console killed between any
 // two events resumes from exactly what was committed.
+// A value type, owned by one thread (the runner's); the references its getters return
+// (plan(), runs(), run(), …) stay valid until the next apply() on that thread. Others
+// read a copy (StudyRunner::snapshot(), StudyState::replay()).
 //
 // Journal event types and their payloads:
 //   study_created    {name, plan (JSON text), agents [names], runs [{runId, repeat, maxFailures, config,

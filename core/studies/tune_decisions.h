@@ -2,7 +2,8 @@
 // apply() changes. The runner decides, journals the decision (trial_decision) and
 // applies it; StudyState::replay applies the journalled ones — so a tune continued after
 // a crash holds the rungs it held, and deciding again on the same inputs gives the same
-// answer (tests/tst_tune.cpp replays journals to check it).
+// answer (tests/tst_tune.cpp replays journals to check it). A value type inside
+// StudyState: same thread rules.
 //
 // Values are in the metric's units: mode min is negated inside, as Ray does, and cutoffs
 // and the values seen are given back in the metric's units.

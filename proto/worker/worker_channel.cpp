@@ -153,7 +153,7 @@ std::vector<std::string> launchArguments(const v1::WorkerLaunch &launch)
     return arguments;
 }
 
-std::optional<v1::WorkerLaunch> parseLaunchArguments(const std::vector<std::string> &arguments, std::string *error)
+common::Result<v1::WorkerLaunch> parseLaunchArguments(const std::vector<std::string> &arguments)
 {
     v1::WorkerLaunch launch;
     std::size_t i = 0;
@@ -163,8 +163,7 @@ std::optional<v1::WorkerLaunch> parseLaunchArguments(const std::vector<std::stri
     for (; i < arguments.size(); ++i) {
         const std::string &argument = arguments[i];
         if (argument.rfind("--", 0) != 0) {
-            *error = "unexpected argument '" + argument + "'";
-            return std::nullopt;
+            return common::Status::failure("unexpected argument '" + argument + "'");
         }
         std::string name = argument.substr(2), value;
         if (const auto eq = name.find('='); eq != std::string::npos) {
@@ -173,18 +172,15 @@ std::optional<v1::WorkerLaunch> parseLaunchArguments(const std::vector<std::stri
         } else if (i + 1 < arguments.size()) {
             value = arguments[++i];
         } else {
-            *error = "option " + argument + " needs a value";
-            return std::nullopt;
+            return common::Status::failure("option " + argument + " needs a value");
         }
         if (name.find('_') != std::string::npos) {
-            *error = "unknown option --" + name + " (options are written with dashes: " + optionName(name) + ")";
-            return std::nullopt;
+            return common::Status::failure("unknown option --" + name + " (options are written with dashes: " + optionName(name) + ")");
         }
         std::replace(name.begin(), name.end(), '-', '_');
         const auto *field = descriptor->FindFieldByName(name);
         if (field == nullptr || field->number() == v1::WorkerLaunch::kCommandFieldNumber) {
-            *error = "unknown option " + optionName(name);
-            return std::nullopt;
+            return common::Status::failure("unknown option " + optionName(name));
         }
         if (field->is_repeated()) {
             launch.GetReflection()->ClearField(&launch, field); // the last one given counts
@@ -193,16 +189,14 @@ std::optional<v1::WorkerLaunch> parseLaunchArguments(const std::vector<std::stri
                 const std::size_t comma = value.find(',', begin);
                 const std::string item = value.substr(begin, comma == std::string::npos ? comma : comma - begin);
                 if (auto problem = setScalar(&launch, field, item); !problem.empty()) {
-                    *error = problem + " (a comma-separated list)";
-                    return std::nullopt;
+                    return common::Status::failure(problem + " (a comma-separated list)");
                 }
                 if (comma == std::string::npos)
                     break;
                 begin = comma + 1;
             }
         } else if (auto problem = setScalar(&launch, field, value); !problem.empty()) {
-            *error = problem;
-            return std::nullopt;
+            return common::Status::failure(problem);
         }
     }
     return launch;
@@ -227,7 +221,7 @@ std::string eventLine(const v1::WorkerEvent &event)
     return line;
 }
 
-std::optional<v1::WorkerEvent> parseEventLine(std::string_view line, std::string *error)
+common::Result<v1::WorkerEvent> parseEventLine(std::string_view line)
 {
     while (!line.empty() && (line.back() == '\n' || line.back() == '\r'))
         line.remove_suffix(1);
@@ -237,12 +231,10 @@ std::optional<v1::WorkerEvent> parseEventLine(std::string_view line, std::string
     const auto status = google::protobuf::util::JsonStringToMessage(
         google::protobuf::StringPiece(line.data(), line.size()), &event, options);
     if (!status.ok()) {
-        *error = std::string(status.message());
-        return std::nullopt;
+        return common::Status::failure(std::string(status.message()));
     }
     if (event.kind_case() == v1::WorkerEvent::KIND_NOT_SET) {
-        *error = "no event in the line";
-        return std::nullopt;
+        return common::Status::failure("no event in the line");
     }
     return event;
 }

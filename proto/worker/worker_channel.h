@@ -4,6 +4,7 @@
 #pragma once
 
 #include "scalelab/v1/worker.pb.h"
+#include "status.h"
 
 #include <optional>
 #include <string>
@@ -17,10 +18,9 @@ namespace scalelab::worker {
 [[nodiscard]] std::vector<std::string> launchArguments(const v1::WorkerLaunch &launch);
 
 // The reverse of launchArguments: COMMAND then --option VALUE or --option=VALUE pairs.
-// nullopt with *error ("unknown option --x", "--epochs expects a whole number, got 'x'")
-// when the arguments do not fit worker.proto.
-[[nodiscard]] std::optional<v1::WorkerLaunch> parseLaunchArguments(
-    const std::vector<std::string> &arguments, std::string *error);
+// Fails ("unknown option --x", "--epochs expects a whole number, got 'x'") when the
+// arguments do not fit worker.proto.
+common::Result<v1::WorkerLaunch> parseLaunchArguments(const std::vector<std::string> &arguments);
 
 // The option of a WorkerLaunch field: "batch_size" -> "--batch-size".
 [[nodiscard]] std::string optionName(std::string_view fieldName);
@@ -29,9 +29,9 @@ namespace scalelab::worker {
 // field printed, on one line ending in '\n'.
 [[nodiscard]] std::string eventLine(const v1::WorkerEvent &event);
 
-// One line of the channel, read with the generated code: nullopt with *error when it is
-// not JSON, names a field worker.proto does not have, or carries no event.
-[[nodiscard]] std::optional<v1::WorkerEvent> parseEventLine(std::string_view line, std::string *error);
+// One line of the channel, read with the generated code; fails when it is not JSON,
+// names a field worker.proto does not have, or carries no event.
+common::Result<v1::WorkerEvent> parseEventLine(std::string_view line);
 
 // The shortest decimal text that reads back as exactly `value` (std::to_chars): 1e-07.
 [[nodiscard]] std::string exactNumber(double value);

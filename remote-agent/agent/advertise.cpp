@@ -23,7 +23,7 @@ AdvertiseChoice chooseAdvertiseAddress(
 {
     AdvertiseChoice c;
     // The agent's own rule (agent_main): every address the server binds is loopback.
-    const bool listenLoopback = !isWildcard(listen) && net::listensOnLoopbackOnly(listen, nullptr);
+    const bool listenLoopback = !isWildcard(listen) && net::listensOnLoopbackOnly(listen).valueOr(false);
     auto finish = [&](AdvertiseChoice &choice) -> AdvertiseChoice {
         if (choice.interface.empty())
             choice.interface = net::interfaceOfAddress(choice.address);
@@ -35,12 +35,12 @@ AdvertiseChoice chooseAdvertiseAddress(
     };
 
     if (!advertiseHost.empty()) {
-        std::string error;
-        c.address = net::resolveNumeric(unbracket(advertiseHost), &error);
-        if (c.address.empty()) {
-            c.error = "--advertise-host " + advertiseHost + ": " + error;
+        const auto address = net::resolveNumeric(unbracket(advertiseHost));
+        if (!address) {
+            c.error = "--advertise-host " + advertiseHost + ": " + address.error();
             return c;
         }
+        c.address = address.value();
         c.how = c.address == advertiseHost ? "from --advertise-host" : "--advertise-host " + advertiseHost;
         if (net::interfaceOfAddress(c.address).empty() && !net::isLoopback(c.address))
             c.how += " (no interface here holds it: ranks listen on every address)";
@@ -58,12 +58,12 @@ AdvertiseChoice chooseAdvertiseAddress(
         }
     }
     if (!iface.empty()) {
-        std::string error;
-        c.address = net::addressOfInterface(iface, &error);
-        if (c.address.empty()) {
-            c.error = ifaceSource + " " + iface + ": " + error;
+        const auto address = net::addressOfInterface(iface);
+        if (!address) {
+            c.error = ifaceSource + " " + iface + ": " + address.error();
             return c;
         }
+        c.address = address.value();
         c.interface = iface;
         c.how = "from " + ifaceSource + " " + iface;
         return finish(c);
@@ -74,12 +74,12 @@ AdvertiseChoice chooseAdvertiseAddress(
         return finish(c);
     }
     if (!isWildcard(listen)) {
-        std::string error;
-        c.address = net::resolveNumeric(unbracket(listen), &error);
-        if (c.address.empty()) {
-            c.error = "--listen " + listen + ": " + error;
+        const auto address = net::resolveNumeric(unbracket(listen));
+        if (!address) {
+            c.error = "--listen " + listen + ": " + address.error();
             return c;
         }
+        c.address = address.value();
         c.how = "the --listen address";
         return finish(c);
     }
@@ -96,7 +96,7 @@ AdvertiseChoice chooseAdvertiseAddress(
             firstInterface = a.interface;
         }
     }
-    const std::string named = net::resolveNumeric(hostName, nullptr);
+    const std::string named = net::resolveNumeric(hostName).valueOr({});
     if (!named.empty() && !net::isLoopback(named) && !net::interfaceOfAddress(named).empty()) {
         c.address = named;
         c.how = "the address of host name " + hostName;

@@ -214,9 +214,9 @@ int main(int argc, char **argv)
     {
         bool ok = false;
         const double days = value("finished-days").toDouble(&ok);
-        auto retention = parseRetention(value("finished-checkpoints").toStdString(), ok ? days : -1, &error);
+        auto retention = parseRetention(value("finished-checkpoints").toStdString(), ok ? days : -1);
         if (!retention)
-            return fail(error + " (from " + config.source(QStringLiteral("finished-checkpoints")).toStdString() + ")");
+            return fail(retention.error() + " (from " + config.source(QStringLiteral("finished-checkpoints")).toStdString() + ")");
         options.retention = *retention;
     }
     options.sampleInterval = std::chrono::milliseconds(sampleMs);
@@ -246,18 +246,18 @@ int main(int argc, char **argv)
     // Loopback is decided on the addresses the server will bind, every one of them: a
     // name that merely looks like loopback ("127.evil") is resolved like any other, and
     // one that does not resolve is refused, never guessed at.
-    std::string resolveError;
-    const bool loopbackOnly = net::listensOnLoopbackOnly(host.toStdString(), &resolveError);
-    if (!resolveError.empty())
-        return fail("cannot listen on " + host.toStdString() + ": " + resolveError
+    const auto loopback = net::listensOnLoopbackOnly(host.toStdString());
+    if (!loopback)
+        return fail("cannot listen on " + host.toStdString() + ": " + loopback.error()
             + ". Give --listen a numeric address (127.0.0.1, ::1, 0.0.0.0) or a name this host resolves");
     const bool tls = !value("tls-cert").isEmpty() || !value("tls-key").isEmpty();
+    const bool loopbackOnly = loopback.value();
     if (!loopbackOnly && (options.token.empty() || !tls)) {
         std::string missing = options.token.empty() && !tls ? "a token and TLS"
             : options.token.empty()                         ? "a token"
                                                             : "TLS";
         std::string resolved;
-        for (const auto &address : net::listenAddresses(host.toStdString(), nullptr))
+        for (const auto &address : net::listenAddresses(host.toStdString()).valueOr({}))
             resolved += (resolved.empty() ? "" : ", ") + address;
         if (resolved != host.toStdString())
             resolved = " (" + resolved + ")";
@@ -282,7 +282,7 @@ int main(int argc, char **argv)
         // Checked here because gRPC only says it could not listen, whatever the cause.
         std::string certWarning;
         if (const std::string problem = checkTlsKeyPair(
-                cert, value("tls-cert").toStdString(), key, value("tls-key").toStdString(), &certWarning);
+                cert, value("tls-cert").toStdString(), key, value("tls-key").toStdString(), &certWarning).error();
             !problem.empty())
             return fail(problem);
         if (!certWarning.empty())
@@ -293,7 +293,7 @@ int main(int argc, char **argv)
             if (!fileError.isEmpty())
                 return fail(fileError.toStdString());
             if (const std::string problem
-                = checkCaBundle(ssl.pem_root_certs, value("tls-client-ca").toStdString(), "--tls-client-ca");
+                = checkCaBundle(ssl.pem_root_certs, value("tls-client-ca").toStdString(), "--tls-client-ca").error();
                 !problem.empty())
                 return fail(problem);
             ssl.client_certificate_request = GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;
@@ -327,7 +327,7 @@ int main(int argc, char **argv)
     // A port held by another agent is found before this one opens the state folder and
     // marks runs there as interrupted; gRPC's own failure below says no more than "no".
     if (portNumber != 0)
-        if (const std::string problem = bindProblem(host.toStdString(), portNumber); !problem.empty())
+        if (const std::string problem = checkBind(host.toStdString(), portNumber).error(); !problem.empty())
             return fail("cannot listen on " + address.toStdString() + ": " + problem);
 
     AgentService service(options);
@@ -355,7 +355,7 @@ int main(int argc, char **argv)
     builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 2);
     std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
     if (!server || selectedPort == 0) {
-        std::string problem = bindProblem(host.toStdString(), portNumber);
+        std::string problem = checkBind(host.toStdString(), portNumber).error();
         if (problem.empty())
             problem = "gRPC did not say why, and a plain bind() there works; its own log lines above "
                       "name the cause";
@@ -373,7 +373,7 @@ int main(int argc, char **argv)
                   .arg(host)
                   .arg(healthPort)
                   .toStdString();
-        if (const std::string problem = bindProblem(host.toStdString(), healthPort); !problem.empty())
+        if (const std::string problem = checkBind(host.toStdString(), healthPort).error(); !problem.empty())
             return fail("cannot listen on " + healthAddress + " (--health-port): " + problem);
         grpc::ServerBuilder healthBuilder;
         healthBuilder.AddListeningPort(healthAddress, grpc::InsecureServerCredentials());

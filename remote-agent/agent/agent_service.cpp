@@ -138,10 +138,10 @@ std::shared_ptr<RunSupervisor> openNewestAttempt(
     const std::filesystem::path &runPath, bool closeIfActive, std::vector<std::string> *problems)
 {
     for (int attempt : attemptsOf(runPath)) {
-        std::string error;
-        if (auto run = RunSupervisor::restore(runPath / std::to_string(attempt), &error, closeIfActive))
-            return run;
-        problems->push_back("attempt " + std::to_string(attempt) + ": " + error);
+        auto run = RunSupervisor::restore(runPath / std::to_string(attempt), closeIfActive);
+        if (run)
+            return std::move(run).value();
+        problems->push_back("attempt " + std::to_string(attempt) + ": " + run.error());
     }
     return nullptr;
 }
@@ -172,8 +172,9 @@ void AgentService::restoreRuns()
             continue;
         ++reopened;
         if (!run->closedOnRestore()) {
-            // Ended before there were outcome files: write one, so the next start is quick.
-            writeOutcome(runEntry.path() / std::to_string(run->attempt()), run->info());
+            // Ended before there were outcome files: write one, so the next start is quick
+            // (best effort: without it the next start reads the event log, as this one did).
+            (void)writeOutcome(runEntry.path() / std::to_string(run->attempt()), run->info());
             continue;
         }
         ++interrupted; // the console will ask for these soon: kept at hand (its outcome is written)
@@ -229,7 +230,7 @@ grpc::Status AgentService::admit(grpc::ServerContext *context, const google::pro
 {
     if (auto s = authorize(context); !s.ok())
         return s;
-    if (const std::string problem = checkRequestLimits(request); !problem.empty())
+    if (const std::string problem = checkRequestLimits(request).error(); !problem.empty())
         return invalid(problem);
     return grpc::Status::OK;
 }
@@ -306,8 +307,7 @@ std::vector<v1::Dataset> AgentService::scanDatasets() const
     for (const auto &entry : std::filesystem::directory_iterator(m_options.dataDir, ec)) {
         if (!entry.is_directory() || !isSafeName(entry.path().filename().string()))
             continue;
-        std::string error;
-        const auto summary = cifar::inspectDataset(entry.path().string(), &error);
+        const auto summary = cifar::inspectDataset(entry.path().string());
         if (!summary)
             continue; // not a data set (or a broken one; training would say why)
         v1::Dataset d;
@@ -318,7 +318,7 @@ std::vector<v1::Dataset> AgentService::scanDatasets() const
         d.set_test_images(summary->testImages);
         if (summary->synthetic)
             d.set_synthetic_kind(syntheticKindOf(summary->directory));
-        if (const auto stats = m_statistics->get(d.name(), entry.path().string(), &error)) {
+        if (const auto stats = m_statistics->get(d.name(), entry.path().string())) {
             for (int c = 0; c < cifar::kChannels; ++c) {
                 d.add_channel_mean(stats->mean[c]);
                 d.add_channel_std(stats->std[c]);
@@ -619,8 +619,8 @@ grpc::Status AgentService::StartWorkers(
         std::string names;
         for (const auto &d : datasets)
             names += (names.empty() ? "" : ", ") + d.name() + (d.synthetic() ? " (synthetic)" : "");
-        std::string why;
-        cifar::inspectDataset((m_options.dataDir / spec.dataset()).string(), &why);
+        const auto inspected = cifar::inspectDataset((m_options.dataDir / spec.dataset()).string());
+        const std::string why = inspected ? "it is not listed" : inspected.error();
         return precondition("spec.dataset " + shortQuote(spec.dataset()) + " is not usable on this agent: " + why
             + " Data sets here: " + (names.empty() ? "none" : names)
             + ". Fetch CIFAR-10 with FetchDataset, create a synthetic set with "
@@ -697,7 +697,8 @@ grpc::Status AgentService::StartWorkers(
     logMessage(LogLevel::Info,
         "starting run " + request->run_id() + " attempt " + std::to_string(request->attempt())
             + " on data set " + spec.dataset());
-    if (auto error = run->start(m_launcher); !error.empty()) {
+    if (const common::Status started = run->start(m_launcher); !started) {
+        const std::string &error = started.error();
         logMessage(LogLevel::Error, "run " + request->run_id() + ": " + error);
         if (!run->recorded())
             forgetUnrecorded(run);
@@ -829,9 +830,8 @@ grpc::Status AgentService::ListRuns(
     static std::mutex creating; // two clients creating the same set must not interleave
     std::lock_guard lock(creating);
     const auto dir = m_options.dataDir / request->name();
-    std::string error;
     if (std::filesystem::exists(dir)) {
-        const auto summary = cifar::inspectDataset(dir.string(), &error);
+        const auto summary = cifar::inspectDataset(dir.string());
         if (summary && summary->synthetic && summary->trainImages == request->train_images()
             && summary->testImages == request->test_images()) {
             response->set_name(request->name());
@@ -848,9 +848,10 @@ grpc::Status AgentService::ListRuns(
     const auto kind = cifar::parseSyntheticKind(request->kind().empty() ? "patterns" : request->kind());
     if (!kind)
         return invalid("kind must be \"patterns\" or \"shapes\" (got \"" + request->kind().substr(0, 64) + "\")");
-    if (!cifar::writeSyntheticDataset(
-            dir.string(), request->train_images(), request->test_images(), request->seed(), &error, *kind))
-        return { grpc::StatusCode::INTERNAL, error };
+    if (const common::Status written = cifar::writeSyntheticDataset(
+            dir.string(), request->train_images(), request->test_images(), request->seed(), *kind);
+        !written)
+        return { grpc::StatusCode::INTERNAL, written.error() };
     logMessage(LogLevel::Info,
         "created SYNTHETIC data set " + request->name() + " (" + cifar::syntheticKindName(*kind) + ")");
     response->set_synthetic_kind(cifar::syntheticKindName(*kind));
@@ -995,7 +996,7 @@ grpc::Status AgentService::WriteCheckpoint(grpc::ServerContext *context,
         return invalid("the stream held no message: send the manifest first");
     if (!chunk.has_manifest())
         return invalid("the first message must carry the manifest (run_id, epoch, files)");
-    if (const std::string problem = checkRequestLimits(chunk.manifest()); !problem.empty())
+    if (const std::string problem = checkRequestLimits(chunk.manifest()).error(); !problem.empty())
         return invalid("manifest." + problem);
     const v1::CheckpointManifest manifest = chunk.manifest();
     if (!isSafeName(manifest.run_id()))
@@ -1108,10 +1109,9 @@ grpc::Status AgentService::FindLearningRate(grpc::ServerContext *context, const 
         lastSend = std::chrono::steady_clock::now();
     };
     const auto handleLine = [&](const std::string &line) {
-        std::string why;
-        std::optional<v1::WorkerEvent> event = worker::parseEventLine(line, &why);
+        const auto event = worker::parseEventLine(line);
         if (!event) {
-            logMessage(LogLevel::Warning, "learning-rate range test: unparseable worker event (" + why + ")");
+            logMessage(LogLevel::Warning, "learning-rate range test: unparseable worker event (" + event.error() + ")");
             return;
         }
         if (event->has_lr_point()) {

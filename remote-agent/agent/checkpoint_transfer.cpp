@@ -67,11 +67,12 @@ grpc::Status CheckpointSource::open(const fs::path &checkpoints, const std::stri
     std::ifstream manifest(m_folder / checkpoint::kManifest);
     std::ostringstream text;
     text << manifest.rdbuf();
-    std::vector<checkpoint::Entry> entries;
     // WriteCheckpoint (CheckpointSink::begin) refuses a malformed manifest: never send one.
-    if (const std::string problem = checkpoint::parseManifest(text.str(), &entries); !problem.empty())
-        return { grpc::StatusCode::DATA_LOSS, "the MANIFEST of " + m_folder.string() + " is damaged: " + problem };
-    for (const auto &[sum, name] : entries) {
+    const auto entries = checkpoint::parseManifest(text.str());
+    if (!entries)
+        return { grpc::StatusCode::DATA_LOSS,
+            "the MANIFEST of " + m_folder.string() + " is damaged: " + entries.error() };
+    for (const auto &[sum, name] : *entries) {
         std::error_code ec;
         auto file = std::make_unique<std::ifstream>(m_folder / name, std::ios::binary);
         const auto size = fs::file_size(m_folder / name, ec);

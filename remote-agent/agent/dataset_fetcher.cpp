@@ -62,12 +62,12 @@ bool isSafeRelative(const std::string &path)
 
 } // namespace
 
-std::string unpackTarGz(const std::filesystem::path &archive, const std::filesystem::path &into,
+common::Status unpackTarGz(const std::filesystem::path &archive, const std::filesystem::path &into,
     const std::function<bool(std::int64_t)> &progress)
 {
     gzFile gz = gzopen(archive.c_str(), "rb");
     if (!gz)
-        return "cannot open " + archive.string();
+        return common::Status::failure("cannot open " + archive.string());
     struct Closer {
         gzFile gz;
         ~Closer() { gzclose(gz); }
@@ -75,7 +75,7 @@ std::string unpackTarGz(const std::filesystem::path &archive, const std::filesys
     std::error_code ec;
     std::filesystem::create_directories(into, ec);
     if (ec)
-        return "cannot create " + into.string() + ": " + ec.message();
+        return common::Status::failure("cannot create " + into.string() + ": " + ec.message());
     std::array<char, kTarBlock> header {};
     std::string longName;
     std::int64_t unpacked = 0;
@@ -85,7 +85,7 @@ std::string unpackTarGz(const std::filesystem::path &archive, const std::filesys
         if (n == 0)
             break;
         if (n != int(kTarBlock))
-            return archive.string() + " is truncated or not a gzip-compressed tar file";
+            return common::Status::failure(archive.string() + " is truncated or not a gzip-compressed tar file");
         if (std::all_of(header.begin(), header.end(), [](char c) { return c == 0; }))
             break; // end-of-archive marker
         const std::uint64_t size = octal(header.data() + 124, 12);
@@ -103,18 +103,18 @@ std::string unpackTarGz(const std::filesystem::path &archive, const std::filesys
         std::ofstream out;
         if (type == '0' || type == '\0') {
             if (!isSafeRelative(name))
-                return archive.string() + " holds an unsafe path '" + name + "'; refusing to unpack it";
+                return common::Status::failure(archive.string() + " holds an unsafe path '" + name + "'; refusing to unpack it");
             const auto target = into / std::filesystem::path(name).lexically_normal();
             std::filesystem::create_directories(target.parent_path(), ec);
             out.open(target, std::ios::binary | std::ios::trunc);
             if (!out)
-                return "cannot write " + target.string();
+                return common::Status::failure("cannot write " + target.string());
         } else if (type == '5') {
             if (!isSafeRelative(name))
-                return archive.string() + " holds an unsafe path '" + name + "'; refusing to unpack it";
+                return common::Status::failure(archive.string() + " holds an unsafe path '" + name + "'; refusing to unpack it");
         } else if (type != 'L' && type != 'x' && type != 'g') {
-            return archive.string() + " holds '" + name
-                + "', which is not a plain file or folder; refusing it";
+            return common::Status::failure(archive.string() + " holds '" + name
+                + "', which is not a plain file or folder; refusing it");
         }
         std::uint64_t left = padded;
         std::uint64_t data = size;
@@ -122,7 +122,7 @@ std::string unpackTarGz(const std::filesystem::path &archive, const std::filesys
             const int want = int(std::min<std::uint64_t>(left, buffer.size()));
             const int got = gzread(gz, buffer.data(), unsigned(want));
             if (got != want)
-                return archive.string() + " is truncated";
+                return common::Status::failure(archive.string() + " is truncated");
             const auto useful = std::size_t(std::min<std::uint64_t>(data, std::uint64_t(got)));
             if (keep && type == 'L')
                 content.append(buffer.data(), useful);
@@ -132,17 +132,17 @@ std::string unpackTarGz(const std::filesystem::path &archive, const std::filesys
             left -= std::uint64_t(got);
             unpacked += got;
             if (progress && !progress(unpacked))
-                return "abandoned";
+                return common::Status::failure("abandoned");
         }
         if (type == 'L')
             longName = content.substr(0, content.find('\0'));
         if (out.is_open()) {
             out.close();
             if (!out)
-                return "cannot write into " + into.string() + " (disk full?)";
+                return common::Status::failure("cannot write into " + into.string() + " (disk full?)");
         }
     }
-    return {};
+    return common::Status::success();
 }
 
 FetchResult fetchCifar10(const std::filesystem::path &dataDir, const std::string &name,
@@ -158,14 +158,14 @@ FetchResult fetchCifar10(const std::filesystem::path &dataDir, const std::string
         dataset->set_train_images(summary.trainImages);
         dataset->set_test_images(summary.testImages);
     };
-    std::string why;
     if (std::filesystem::exists(target)) {
-        if (const auto summary = cifar::inspectDataset(target.string(), &why)) {
+        const auto summary = cifar::inspectDataset(target.string());
+        if (summary) {
             fill(*summary);
             return {}; // already here
         }
         return { FetchFailure::Conflict,
-            target.string() + " exists but is not a usable data set (" + why
+            target.string() + " exists but is not a usable data set (" + summary.error()
                 + "); move it away and fetch again." };
     }
 
@@ -260,17 +260,18 @@ FetchResult fetchCifar10(const std::filesystem::path &dataDir, const std::string
         p.set_bytes_done(bytes);
         p.set_message("unpacking");
         return progress(p);
-    });
+    }).error();
     discard();
     if (error.empty()) {
-        if (const auto summary = cifar::inspectDataset(staging.string(), &why)) {
+        if (const auto summary = cifar::inspectDataset(staging.string())) {
             std::filesystem::rename(staging, target, ec);
             if (ec)
                 error = "cannot move " + staging.string() + " to " + target.string() + ": " + ec.message();
             else
                 fill(*summary);
         } else {
-            error = "the archive from " + source.url + " does not hold a CIFAR-10 binary data set: " + why;
+            error = "the archive from " + source.url + " does not hold a CIFAR-10 binary data set: "
+                + summary.error();
         }
     }
     if (!error.empty()) {

@@ -5,6 +5,8 @@
 // Thread-safe: fetches of the same name are serialised.
 #pragma once
 
+#include "status.h"
+
 #include "scalelab/v1/agent.pb.h"
 
 #include <filesystem>
@@ -46,7 +48,7 @@ FetchResult fetchCifar10(const std::filesystem::path &dataDir, const std::string
 
 // Unpacks the regular files of a .tar.gz into `into` (created). Entries with absolute
 // paths, "..", or other than regular files and folders are refused.
-std::string unpackTarGz(const std::filesystem::path &archive, const std::filesystem::path &into,
+common::Status unpackTarGz(const std::filesystem::path &archive, const std::filesystem::path &into,
     const std::function<bool(std::int64_t)> &progress);
 
 } // namespace scalelab::agent

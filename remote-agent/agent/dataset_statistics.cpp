@@ -76,8 +76,8 @@ DatasetStatisticsCache::DatasetStatisticsCache(std::filesystem::path stateDir)
     : m_dir(std::move(stateDir) / "datasets")
 { }
 
-std::optional<cifar::DatasetStatistics> DatasetStatisticsCache::get(
-    const std::string &name, const std::string &dir, std::string *error)
+common::Result<cifar::DatasetStatistics> DatasetStatisticsCache::get(
+    const std::string &name, const std::string &dir)
 {
     const std::string print = fingerprint(dir);
     std::lock_guard lock(m_mutex); // one measurement per set at a time
@@ -86,9 +86,9 @@ std::optional<cifar::DatasetStatistics> DatasetStatisticsCache::get(
     cifar::DatasetStatistics stats;
     const auto file = m_dir / (name + ".statistics");
     if (!readSaved(file, print, &stats)) {
-        auto measured = cifar::measureDataset(dir, error);
+        auto measured = cifar::measureDataset(dir);
         if (!measured)
-            return std::nullopt;
+            return common::Status::failure(measured.error());
         stats = *measured;
         logMessage(LogLevel::Info,
             "measured data set " + name + " (" + std::to_string(stats.images) + " training images): mean "

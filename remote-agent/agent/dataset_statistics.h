@@ -19,8 +19,8 @@ class DatasetStatisticsCache {
 public:
     explicit DatasetStatisticsCache(std::filesystem::path stateDir);
 
-    // nullopt (and why) when the set cannot be read.
-    std::optional<cifar::DatasetStatistics> get(const std::string &name, const std::string &dir, std::string *error);
+    // Fails (saying why) when the set cannot be read.
+    common::Result<cifar::DatasetStatistics> get(const std::string &name, const std::string &dir);
 
 private:
     std::filesystem::path m_dir;

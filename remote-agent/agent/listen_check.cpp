@@ -91,31 +91,31 @@ std::string numericAddress(const sockaddr *address, socklen_t length)
 
 } // namespace
 
-std::string checkTlsKeyPair(const std::string &certPem, const std::string &certPath,
+common::Status checkTlsKeyPair(const std::string &certPem, const std::string &certPath,
     const std::string &keyPem, const std::string &keyPath, std::string *warning)
 {
     std::string problem;
     const Certificate certificate = readCertificates(certPem, "--tls-cert " + certPath, &problem);
     if (!certificate)
-        return problem;
+        return common::Status::failure(problem);
 
     const std::string key = "--tls-key " + keyPath;
     if (keyPem.find("-----BEGIN ENCRYPTED PRIVATE KEY-----") != std::string::npos
         || keyPem.find("Proc-Type: 4,ENCRYPTED") != std::string::npos)
-        return key
+        return common::Status::failure(key
             + " is encrypted (protected by a passphrase), which gRPC cannot use: give the agent "
-              "an unencrypted copy that only it can read (openssl pkey -in KEY -out KEY.plain)";
+              "an unencrypted copy that only it can read (openssl pkey -in KEY -out KEY.plain)");
     if (keyPem.find("PRIVATE KEY-----") == std::string::npos)
-        return key + " holds no PEM private key (a '-----BEGIN PRIVATE KEY-----' block)";
+        return common::Status::failure(key + " holds no PEM private key (a '-----BEGIN PRIVATE KEY-----' block)");
     ERR_clear_error();
     const Bio bio = memoryBio(keyPem);
     const Key privateKey(PEM_read_bio_PrivateKey(bio.get(), nullptr, noPassphrase, nullptr), EVP_PKEY_free);
     if (!privateKey)
-        return key + ": the private key cannot be parsed (" + opensslReason() + ")";
+        return common::Status::failure(key + ": the private key cannot be parsed (" + opensslReason() + ")");
     if (X509_check_private_key(certificate.get(), privateKey.get()) != 1)
-        return key + " is not the private key of the certificate in --tls-cert " + certPath
+        return common::Status::failure(key + " is not the private key of the certificate in --tls-cert " + certPath
             + " (OpenSSL: " + opensslReason()
-            + "): the two files come from different key pairs; give the key the certificate was issued for";
+            + "): the two files come from different key pairs; give the key the certificate was issued for");
     ERR_clear_error();
 
     if (warning) {
@@ -128,17 +128,17 @@ std::string checkTlsKeyPair(const std::string &certPem, const std::string &certP
                 + timeText(X509_get0_notBefore(certificate.get()))
                 + ": clients will refuse it until then (is this host's clock right?)";
     }
-    return {};
+    return common::Status::success();
 }
 
-std::string checkCaBundle(const std::string &pem, const std::string &path, const std::string &option)
+common::Status checkCaBundle(const std::string &pem, const std::string &path, const std::string &option)
 {
     std::string problem;
     readCertificates(pem, option + " " + path, &problem);
-    return problem;
+    return common::Status::failureIf(problem);
 }
 
-std::string bindProblem(const std::string &host, int port)
+common::Status checkBind(const std::string &host, int port)
 {
     addrinfo hints {};
     hints.ai_family = AF_UNSPEC;
@@ -150,7 +150,7 @@ std::string bindProblem(const std::string &host, int port)
     const std::string service = std::to_string(port);
     addrinfo *result = nullptr;
     if (const int rc = ::getaddrinfo(bare.c_str(), service.c_str(), &hints, &result); rc != 0)
-        return "'" + host + "' does not resolve (" + ::gai_strerror(rc) + ")";
+        return common::Status::failure("'" + host + "' does not resolve (" + ::gai_strerror(rc) + ")");
     std::string problem;
     for (const addrinfo *a = result; a && problem.empty(); a = a->ai_next) {
         const std::string address = numericAddress(a->ai_addr, a->ai_addrlen);
@@ -188,7 +188,7 @@ std::string bindProblem(const std::string &host, int port)
         }
     }
     ::freeaddrinfo(result);
-    return problem;
+    return common::Status::failureIf(problem);
 }
 
 } // namespace scalelab::agent

@@ -5,6 +5,8 @@
 // in use, address not of this host, privileged port). Stateless; safe from any thread.
 #pragma once
 
+#include "status.h"
+
 #include <string>
 
 namespace scalelab::agent {
@@ -13,17 +15,17 @@ namespace scalelab::agent {
 // contents; the paths are only named in the message): not PEM, unparsable, an encrypted
 // key, or a key that is not the certificate's. `warning` gets a sentence for a
 // certificate that is expired or not yet valid (clients will refuse it; the agent runs).
-std::string checkTlsKeyPair(const std::string &certPem, const std::string &certPath,
+common::Status checkTlsKeyPair(const std::string &certPem, const std::string &certPath,
     const std::string &keyPem, const std::string &keyPath, std::string *warning);
 
-// Empty, or what is wrong with a PEM bundle of CA certificates given as `option`
-// ("--tls-client-ca").
-std::string checkCaBundle(const std::string &pem, const std::string &path, const std::string &option);
+// Whether a PEM bundle of CA certificates given as `option` ("--tls-client-ca") is
+// usable, and if not what is wrong with it.
+common::Status checkCaBundle(const std::string &pem, const std::string &path, const std::string &option);
 
 // Why a TCP listener on `host`:`port` cannot be set up, found by binding plain sockets
 // to every address `host` resolves to, as gRPC does (SO_REUSEADDR, no SO_REUSEPORT):
 // "port 7450 of 127.0.0.1 is in use ...", "... is not an address of this host ...".
-// Empty when every bind works.
-std::string bindProblem(const std::string &host, int port);
+// Succeeds when every bind works.
+common::Status checkBind(const std::string &host, int port);
 
 } // namespace scalelab::agent

@@ -60,9 +60,9 @@ std::string check(const google::protobuf::Message &message, const std::string &p
 
 } // namespace
 
-std::string checkRequestLimits(const google::protobuf::Message &message)
+common::Status checkRequestLimits(const google::protobuf::Message &message)
 {
-    return check(message, {}, 0);
+    return common::Status::failureIf(check(message, {}, 0));
 }
 
 std::string shortQuote(const std::string &value, std::size_t keep)

@@ -7,6 +7,8 @@
 // "received initial metadata size exceeds limit" instead of the reason.
 #pragma once
 
+#include "status.h"
+
 #include <google/protobuf/message.h>
 
 #include <string>
@@ -17,9 +19,9 @@ inline constexpr std::size_t kMaxString = 4096;
 inline constexpr std::size_t kMaxName = 64; // run_id, dataset, name: also checked as names
 inline constexpr int kMaxRepeated = 4096;
 
-// Empty when every field of `message` (and of the messages inside it) is within the
-// limits, else "FIELD is N bytes; at most M (it starts with "...")".
-std::string checkRequestLimits(const google::protobuf::Message &message);
+// Succeeds when every field of `message` (and of the messages inside it) is within the
+// limits, else fails with "FIELD is N bytes; at most M (it starts with "...")".
+common::Status checkRequestLimits(const google::protobuf::Message &message);
 
 // `value` for a message: itself when short, else its first characters and its length.
 std::string shortQuote(const std::string &value, std::size_t keep = 48);

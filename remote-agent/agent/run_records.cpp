@@ -20,13 +20,13 @@ std::string readText(const std::filesystem::path &file)
     return text.str();
 }
 
-std::string writeJsonAtomically(const google::protobuf::Message &message, const std::filesystem::path &file)
+common::Status writeJsonAtomically(const google::protobuf::Message &message, const std::filesystem::path &file)
 {
     std::string json;
     google::protobuf::util::JsonPrintOptions options;
     options.add_whitespace = true;
     if (auto s = google::protobuf::util::MessageToJsonString(message, &json, options); !s.ok())
-        return "cannot encode " + file.filename().string() + ": " + std::string(s.message());
+        return common::Status::failure("cannot encode " + file.filename().string() + ": " + std::string(s.message()));
     return io::replaceFileAtomically(file, json);
 }
 
@@ -43,7 +43,7 @@ std::vector<int> attemptsOf(const std::filesystem::path &runPath)
     return attempts;
 }
 
-std::string writeOutcome(const std::filesystem::path &attemptDir, const v1::RunInfo &info)
+common::Status writeOutcome(const std::filesystem::path &attemptDir, const v1::RunInfo &info)
 {
     return writeJsonAtomically(info, attemptDir / "outcome.json");
 }

@@ -7,6 +7,7 @@
 #pragma once
 
 #include "scalelab/v1/agent.pb.h"
+#include "status.h"
 
 #include <cstdint>
 #include <filesystem>
@@ -20,15 +21,15 @@ namespace scalelab::agent {
 std::string readText(const std::filesystem::path &file);
 
 // `message` as JSON, written atomically (io::replaceFileAtomically): a reader sees the old
-// file or the new one, never a torn or empty one. Returns the problem, "" when it worked.
-std::string writeJsonAtomically(const google::protobuf::Message &message, const std::filesystem::path &file);
+// file or the new one, never a torn or empty one.
+common::Status writeJsonAtomically(const google::protobuf::Message &message, const std::filesystem::path &file);
 
 // The attempt numbers recorded under runs/<run_id> (folders named by a number), newest first.
 std::vector<int> attemptsOf(const std::filesystem::path &runPath);
 
-// outcome.json of one attempt folder. writeOutcome returns the problem ("" = written);
-// readOutcome gives nothing when the file is missing, unreadable or not a terminal state.
-std::string writeOutcome(const std::filesystem::path &attemptDir, const v1::RunInfo &info);
+// outcome.json of one attempt folder. readOutcome gives nothing when the file is missing,
+// unreadable or not a terminal state.
+common::Status writeOutcome(const std::filesystem::path &attemptDir, const v1::RunInfo &info);
 std::optional<v1::RunInfo> readOutcome(const std::filesystem::path &attemptDir);
 
 // Run ids (folder names that are safe names) under `runsDir` in byte order, at most `max`

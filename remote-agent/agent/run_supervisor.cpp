@@ -219,21 +219,17 @@ RunSupervisor::RunSupervisor(RunLaunch launch, Restored how)
     m_events->close();
 }
 
-std::shared_ptr<RunSupervisor> RunSupervisor::restore(
-    const std::filesystem::path &runDir, std::string *error, bool closeIfActive)
+common::Result<std::shared_ptr<RunSupervisor>> RunSupervisor::restore(
+    const std::filesystem::path &runDir, bool closeIfActive)
 {
     RunLaunch launch;
     launch.runDir = runDir;
     const std::string json = readText(runDir / "request.json");
-    if (json.empty() || !google::protobuf::util::JsonStringToMessage(json, &launch.request).ok()) {
-        *error = "no readable request.json in " + runDir.string();
-        return nullptr;
-    }
+    if (json.empty() || !google::protobuf::util::JsonStringToMessage(json, &launch.request).ok())
+        return common::Status::failure("no readable request.json in " + runDir.string());
     auto run = std::shared_ptr<RunSupervisor>(new RunSupervisor(std::move(launch), Restored { closeIfActive }));
-    if (!run->m_events->error().empty()) {
-        *error = run->m_events->error();
-        return nullptr;
-    }
+    if (!run->m_events->error().empty())
+        return common::Status::failure(run->m_events->error());
     return run;
 }
 
@@ -343,18 +339,18 @@ void RunSupervisor::setState(v1::RunState state, const std::string &message)
     m_events->append(std::move(event), isTerminal(state));
     if (isTerminal(state) && m_recorded) {
         // The terminal state is the last event: the outcome is what a listing reads back.
-        if (const std::string problem = writeOutcome(m_launch.runDir, info()); !problem.empty())
+        if (const common::Status written = writeOutcome(m_launch.runDir, info()); !written)
             logMessage(LogLevel::Warning,
-                "run " + runId() + ": " + problem + " (listing it will read its event log instead)");
+                "run " + runId() + ": " + written.error() + " (listing it will read its event log instead)");
     }
 }
 
-std::string RunSupervisor::start(ProcessLauncher &launcher)
+common::Status RunSupervisor::start(ProcessLauncher &launcher)
 {
     if (!m_events->error().empty()) {
         setState(v1::FAILED, m_events->error());
         m_events->close();
-        return m_events->error();
+        return common::Status::failure(m_events->error());
     }
     // The records first: a run the agent could not record is not started, so a restarted
     // agent never finds a run it cannot reopen (older attempts' records stay as they are).
@@ -362,17 +358,17 @@ std::string RunSupervisor::start(ProcessLauncher &launcher)
         v1::RunInfo placement;
         placement.mutable_placements()->Add(m_placements.begin(), m_placements.end());
         *placement.mutable_rendezvous() = m_launch.request.rendezvous();
-        std::string problem = writeJsonAtomically(placement, m_launch.runDir / "placement.json");
-        if (problem.empty())
-            problem = writeJsonAtomically(m_launch.request, m_launch.runDir / "request.json"); // last: it marks the attempt
-        if (!problem.empty()) {
-            problem = "cannot record the run on this agent's disk: " + problem;
+        common::Status written = writeJsonAtomically(placement, m_launch.runDir / "placement.json");
+        if (written)
+            written = writeJsonAtomically(m_launch.request, m_launch.runDir / "request.json"); // last: it marks the attempt
+        if (!written) {
+            const std::string problem = "cannot record the run on this agent's disk: " + written.error();
             logMessage(LogLevel::Warning, problem);
             setState(v1::FAILED, problem);
             m_events->close();
             std::error_code ec;
             std::filesystem::remove(m_launch.runDir / "request.json", ec);
-            return problem;
+            return common::Status::failure(problem);
         }
         m_recorded = true;
     }
@@ -416,7 +412,7 @@ std::string RunSupervisor::start(ProcessLauncher &launcher)
                 setState(v1::FAILED, message);
                 m_events->close();
             }
-            return message;
+            return common::Status::failure(message);
         }
         std::lock_guard lock(m_mutex);
         if (m_processGroup == 0)
@@ -446,7 +442,7 @@ std::string RunSupervisor::start(ProcessLauncher &launcher)
         if (starting)
             setState(v1::RUNNING, "ranks started; rank 0 on another agent reports training");
     }
-    return {};
+    return common::Status::success();
 }
 
 void RunSupervisor::monitor(Rank &rank, int outputFd, int eventFd)
@@ -506,10 +502,9 @@ void RunSupervisor::handleOutputLine(int rank, const std::string &line)
 
 void RunSupervisor::handleEventLine(int rank, const std::string &line)
 {
-    std::string why;
-    std::optional<v1::WorkerEvent> parsed = worker::parseEventLine(line, &why);
+    auto parsed = worker::parseEventLine(line);
     if (!parsed) {
-        handleOutputLine(rank, "unparseable worker event (" + why + "): " + line);
+        handleOutputLine(rank, "unparseable worker event (" + parsed.error() + "): " + line);
         return;
     }
     v1::WorkerEvent &in = *parsed;

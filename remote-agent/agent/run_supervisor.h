@@ -62,15 +62,15 @@ public:
     RunSupervisor(const RunSupervisor &) = delete;
     RunSupervisor &operator=(const RunSupervisor &) = delete;
 
-    // Reopens runs/<run_id>/<attempt> written by an earlier agent. Returns null with
-    // `error` set when the folder holds no readable request. A run the records show still
-    // active is closed as FAILED, interrupted (the agent that ran it is gone), unless
-    // closeIfActive is false: then it is only read.
-    static std::shared_ptr<RunSupervisor> restore(
-        const std::filesystem::path &runDir, std::string *error, bool closeIfActive = true);
+    // Reopens runs/<run_id>/<attempt> written by an earlier agent; fails when the folder
+    // holds no readable request. A run the records show still active is closed as FAILED,
+    // interrupted (the agent that ran it is gone), unless closeIfActive is false: then it
+    // is only read.
+    static common::Result<std::shared_ptr<RunSupervisor>> restore(
+        const std::filesystem::path &runDir, bool closeIfActive = true);
 
-    // Starts every rank. Returns an error message (and records FAILED) on failure.
-    std::string start(ProcessLauncher &launcher);
+    // Starts every rank; on failure records FAILED and says why.
+    common::Status start(ProcessLauncher &launcher);
 
     // SIGTERM to the run's process group, SIGKILL after `grace`. Returns at once;
     // the terminal state follows when the ranks have exited.

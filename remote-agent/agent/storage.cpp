@@ -85,7 +85,7 @@ std::string RetentionPolicy::words() const
     return text + "; FAILED and CANCELLED runs keep theirs for a retry";
 }
 
-std::optional<RetentionPolicy> parseRetention(const std::string &finished, double finishedDays, std::string *error)
+common::Result<RetentionPolicy> parseRetention(const std::string &finished, double finishedDays)
 {
     RetentionPolicy policy;
     if (finished == "final" || finished.empty()) {
@@ -95,12 +95,11 @@ std::optional<RetentionPolicy> parseRetention(const std::string &finished, doubl
     } else if (finished == "all") {
         policy.finished = RetentionPolicy::Finished::All;
     } else {
-        *error = "--finished-checkpoints must be 'all', 'final' or 'none' (got '" + finished.substr(0, 32) + "')";
-        return std::nullopt;
+        return common::Status::failure(
+            "--finished-checkpoints must be 'all', 'final' or 'none' (got '" + finished.substr(0, 32) + "')");
     }
     if (!std::isfinite(finishedDays) || finishedDays < 0 || finishedDays > 36500) {
-        *error = "--finished-days must be between 0 (keep forever) and 36500";
-        return std::nullopt;
+        return common::Status::failure("--finished-days must be between 0 (keep forever) and 36500");
     }
     policy.finishedDays = finishedDays;
     return policy;

@@ -12,6 +12,7 @@
 #pragma once
 
 #include "scalelab/v1/agent.pb.h"
+#include "status.h"
 
 #include <filesystem>
 #include <optional>
@@ -31,7 +32,7 @@ struct RetentionPolicy {
 };
 
 // Reads the agent flags `--finished-checkpoints all|final|none` and `--finished-days N`.
-std::optional<RetentionPolicy> parseRetention(const std::string &finished, double days, std::string *error);
+common::Result<RetentionPolicy> parseRetention(const std::string &finished, double days);
 
 // A run the agent knows, as garbage collection needs to see it.
 struct RunOnDisk {

@@ -24,15 +24,15 @@ namespace {
 
 const char *kFiles[] = { "model.pt", "optimizer.pt", "state.pt" };
 
-// Empty when the checkpoint in `dir` verifies and holds the three files, else why not.
-std::string verify(const fs::path &dir)
+// Whether the checkpoint in `dir` verifies and holds the three files.
+common::Status verify(const fs::path &dir)
 {
     std::vector<checkpoint::Entry> entries;
-    if (std::string problem = checkpoint::verify(dir, &entries); !problem.empty())
-        return problem;
+    if (common::Status verified = checkpoint::verify(dir, &entries); !verified)
+        return verified;
     for (const char *name : kFiles)
         if (std::none_of(entries.begin(), entries.end(), [&](const auto &e) { return e.name == name; }))
-            return std::string("MANIFEST does not list ") + name;
+            return common::Status::failure(std::string("MANIFEST does not list ") + name);
     return {};
 }
 
@@ -212,8 +212,8 @@ std::optional<CheckpointPosition> loadLatestCheckpoint(const std::string &root, 
     std::reverse(candidates.begin(), candidates.end());
     for (const auto &candidate : candidates) {
         const fs::path &dir = candidate.path;
-        if (const std::string problem = verify(dir); !problem.empty()) {
-            warn("checkpoint " + dir.string() + " refused: " + problem);
+        if (const common::Status verified = verify(dir); !verified) {
+            warn("checkpoint " + dir.string() + " refused: " + verified.error());
             continue;
         }
         try {

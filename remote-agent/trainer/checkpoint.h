@@ -2,7 +2,8 @@
 // Committed atomically: written into a temporary folder, fsync'ed, renamed into place,
 // parent fsync'ed; MANIFEST (sha256 of every file) is written last, so a folder without
 // a valid manifest was never committed. Loading verifies the sums and falls back to the
-// previous checkpoint when one does not match. Trainer-only (libtorch).
+// previous checkpoint when one does not match. Trainer-only (libtorch); called from the
+// training loop's thread (rank 0 saves; every rank loads).
 #pragma once
 
 #include <torch/torch.h>

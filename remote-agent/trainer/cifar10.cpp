@@ -14,11 +14,7 @@ namespace fs = std::filesystem;
 namespace scalelab::cifar {
 namespace {
 
-void setError(std::string *error, std::string message)
-{
-    if (error)
-        *error = std::move(message);
-}
+using common::Status;
 
 std::string hint()
 {
@@ -26,30 +22,26 @@ std::string hint()
            "extract it into the data directory, or generate a synthetic set.";
 }
 
-// Returns the record count of `path`, or nullopt with a message when the file is
-// missing, empty or not a whole number of records.
-std::optional<std::int64_t> recordCount(const fs::path &path, std::string *error)
+// The record count of `path`, or why not: the file is missing, empty or not a whole
+// number of records.
+common::Result<std::int64_t> recordCount(const fs::path &path)
 {
     std::error_code ec;
     if (!fs::is_regular_file(path, ec)) {
-        setError(error, "missing CIFAR-10 file " + path.string() + "." + hint());
-        return std::nullopt;
+        return Status::failure("missing CIFAR-10 file " + path.string() + "." + hint());
     }
     const auto bytes = fs::file_size(path, ec);
     if (ec) {
-        setError(error, "cannot read the size of " + path.string() + ": " + ec.message());
-        return std::nullopt;
+        return Status::failure("cannot read the size of " + path.string() + ": " + ec.message());
     }
     if (bytes == 0 || bytes % kRecordBytes != 0) {
-        setError(error,
-            path.string() + " has " + std::to_string(bytes)
+        return Status::failure(path.string() + " has " + std::to_string(bytes)
                 + " bytes, which is not a whole number of 3073-byte records "
                   "(1 label byte + 3072 pixel bytes): the file is truncated or "
                   "is not CIFAR-10 binary."
                 + hint());
-        return std::nullopt;
     }
-    return static_cast<std::int64_t>(bytes / kRecordBytes);
+    return std::int64_t(bytes / kRecordBytes);
 }
 
 } // namespace
@@ -71,54 +63,49 @@ std::vector<std::string> splitFiles(Split split)
         "data_batch_5.bin" };
 }
 
-std::optional<DatasetSummary> inspectDataset(const std::string &dir, std::string *error)
+common::Result<DatasetSummary> inspectDataset(const std::string &dir)
 {
     std::error_code ec;
     if (!fs::is_directory(dir, ec)) {
-        setError(error, "data directory " + dir + " does not exist or is not a folder." + hint());
-        return std::nullopt;
+        return Status::failure("data directory " + dir + " does not exist or is not a folder." + hint());
     }
     DatasetSummary summary;
     summary.directory = resolveDatasetDirectory(dir);
     summary.synthetic = fs::exists(fs::path(summary.directory) / kSyntheticMarker, ec);
     for (Split split : { Split::Train, Split::Test }) {
         for (const auto &name : splitFiles(split)) {
-            const auto count = recordCount(fs::path(summary.directory) / name, error);
+            const auto count = recordCount(fs::path(summary.directory) / name);
             if (!count)
-                return std::nullopt;
+                return Status::failure(count.error());
             (split == Split::Train ? summary.trainImages : summary.testImages) += *count;
         }
     }
     return summary;
 }
 
-std::optional<Images> readSplit(const std::string &dir, Split split, std::size_t limit, std::string *error)
+common::Result<Images> readSplit(const std::string &dir, Split split, std::size_t limit)
 {
     const fs::path root = resolveDatasetDirectory(dir);
     Images images;
     for (const auto &name : splitFiles(split)) {
         const fs::path path = root / name;
-        const auto count = recordCount(path, error);
+        const auto count = recordCount(path);
         if (!count)
-            return std::nullopt;
+            return Status::failure(count.error());
         std::ifstream in(path, std::ios::binary);
         std::vector<std::uint8_t> record(kRecordBytes);
         for (std::int64_t i = 0; i < *count; ++i) {
             if (limit > 0 && images.size() >= limit)
                 return images;
             if (!in.read(reinterpret_cast<char *>(record.data()), kRecordBytes)) {
-                setError(error,
-                    path.string() + ": read failed at record " + std::to_string(i)
+                return Status::failure(path.string() + ": read failed at record " + std::to_string(i)
                         + " (file changed while reading?)");
-                return std::nullopt;
             }
             if (record[0] >= kClasses) {
-                setError(error,
-                    path.string() + ": record " + std::to_string(i) + " has label "
+                return Status::failure(path.string() + ": record " + std::to_string(i) + " has label "
                         + std::to_string(record[0])
                         + ", but CIFAR-10 labels are 0..9: the file is corrupt or "
                           "not CIFAR-10 (CIFAR-100 binary has 2 label bytes).");
-                return std::nullopt;
             }
             images.labels.push_back(record[0]);
             images.pixels.insert(images.pixels.end(), record.begin() + 1, record.end());
@@ -267,18 +254,16 @@ public:
 
 } // namespace
 
-bool writeSyntheticDataset(const std::string &dir, std::int64_t trainImages, std::int64_t testImages,
-    std::uint64_t seed, std::string *error, SyntheticKind kind)
+Status writeSyntheticDataset(const std::string &dir, std::int64_t trainImages, std::int64_t testImages,
+    std::uint64_t seed, SyntheticKind kind)
 {
     if (trainImages <= 0 || testImages <= 0) {
-        setError(error, "a synthetic data set needs at least one train and one test image");
-        return false;
+        return Status::failure("a synthetic data set needs at least one train and one test image");
     }
     std::error_code ec;
     fs::create_directories(dir, ec);
     if (ec) {
-        setError(error, "cannot create " + dir + ": " + ec.message());
-        return false;
+        return Status::failure("cannot create " + dir + ": " + ec.message());
     }
     Rng rng(seed);
     PatternPainter patterns(rng);
@@ -305,21 +290,17 @@ bool writeSyntheticDataset(const std::string &dir, std::int64_t trainImages, std
     const auto trainNames = splitFiles(Split::Train);
     const auto files = static_cast<std::int64_t>(trainNames.size());
     if (trainImages < files) {
-        setError(error,
-            "a synthetic set needs at least " + std::to_string(files)
+        return Status::failure("a synthetic set needs at least " + std::to_string(files)
                 + " train images (one per data_batch file)");
-        return false;
     }
     for (std::int64_t f = 0; f < files; ++f) {
         const std::int64_t n = trainImages / files + (f < trainImages % files ? 1 : 0);
         if (!writeSplit(fs::path(dir) / trainNames[f], n)) {
-            setError(error, "cannot write " + (fs::path(dir) / trainNames[f]).string());
-            return false;
+            return Status::failure("cannot write " + (fs::path(dir) / trainNames[f]).string());
         }
     }
     if (!writeSplit(fs::path(dir) / "test_batch.bin", testImages)) {
-        setError(error, "cannot write " + (fs::path(dir) / "test_batch.bin").string());
-        return false;
+        return Status::failure("cannot write " + (fs::path(dir) / "test_batch.bin").string());
     }
     if (kind == SyntheticKind::Shapes)
         std::ofstream(fs::path(dir) / "batches.meta.txt")
@@ -331,7 +312,7 @@ bool writeSyntheticDataset(const std::string &dir, std::int64_t trainImages, std
         << "SYNTHETIC data generated by ScaleLab (kind " << syntheticKindName(kind) << ", seed " << seed << ", "
         << trainImages << " train / " << testImages
         << " test images). Not CIFAR-10: accuracies on it say nothing about real data.\n";
-    return true;
+    return Status::success();
 }
 
 DatasetStatistics channelStatistics(const Images &images)
@@ -369,14 +350,14 @@ DatasetStatistics channelStatistics(const Images &images)
     return stats;
 }
 
-std::optional<DatasetStatistics> measureDataset(const std::string &dir, std::string *error)
+common::Result<DatasetStatistics> measureDataset(const std::string &dir)
 {
-    const auto summary = inspectDataset(dir, error);
+    const auto summary = inspectDataset(dir);
     if (!summary)
-        return std::nullopt;
-    const auto train = readSplit(dir, Split::Train, 0, error);
+        return Status::failure(summary.error());
+    const auto train = readSplit(dir, Split::Train, 0);
     if (!train)
-        return std::nullopt;
+        return Status::failure(train.error());
     DatasetStatistics stats = channelStatistics(*train);
     Sha256 digest;
     std::vector<char> buffer(1 << 20);
@@ -389,8 +370,7 @@ std::optional<DatasetStatistics> measureDataset(const std::string &dir, std::str
                 digest.update(buffer.data(), std::size_t(in.gcount()));
             }
             if (!in.eof()) {
-                setError(error, "cannot read " + path.string() + " while computing its checksum");
-                return std::nullopt;
+                return Status::failure("cannot read " + path.string() + " while computing its checksum");
             }
         }
     stats.contentSha256 = digest.hexDigest();

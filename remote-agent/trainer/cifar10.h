@@ -7,6 +7,8 @@
 // Every function reports problems as a message a person can act on; none throws.
 #pragma once
 
+#include "status.h"
+
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -46,10 +48,10 @@ std::string resolveDatasetDirectory(const std::string &dir);
 std::vector<std::string> splitFiles(Split split);
 
 // Checks every file of both splits by size only (cheap) and counts records.
-std::optional<DatasetSummary> inspectDataset(const std::string &dir, std::string *error);
+common::Result<DatasetSummary> inspectDataset(const std::string &dir);
 
 // Reads one split fully and validates labels. `limit` > 0 keeps the first `limit` images.
-std::optional<Images> readSplit(const std::string &dir, Split split, std::size_t limit, std::string *error);
+common::Result<Images> readSplit(const std::string &dir, Split split, std::size_t limit);
 
 // What a generated set looks like.
 //  - Patterns: each class is a fixed random low-frequency colour pattern; samples add
@@ -68,8 +70,8 @@ std::optional<SyntheticKind> parseSyntheticKind(const std::string &name);
 
 // Writes a synthetic set in exactly the CIFAR-10 binary layout, plus the SYNTHETIC
 // marker (which names the kind) and a batches.meta.txt.
-bool writeSyntheticDataset(const std::string &dir, std::int64_t trainImages, std::int64_t testImages,
-    std::uint64_t seed, std::string *error, SyntheticKind kind = SyntheticKind::Patterns);
+common::Status writeSyntheticDataset(const std::string &dir, std::int64_t trainImages, std::int64_t testImages,
+    std::uint64_t seed, SyntheticKind kind = SyntheticKind::Patterns);
 
 // Per-channel statistics of a split's pixels, scaled to [0, 1] (what a trainer subtracts and
 // divides by), and a SHA-256 over the content of every file of both splits in order, so two
@@ -81,8 +83,8 @@ struct DatasetStatistics {
     std::string contentSha256;
 };
 
-// Reads every file of the data set once. Never throws; nullopt with a message on failure.
-std::optional<DatasetStatistics> measureDataset(const std::string &dir, std::string *error);
+// Reads every file of the data set once. Never throws.
+common::Result<DatasetStatistics> measureDataset(const std::string &dir);
 
 // Statistics of images already in memory (the first `count` of `images`).
 DatasetStatistics channelStatistics(const Images &images);

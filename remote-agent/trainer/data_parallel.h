@@ -2,7 +2,8 @@
 // uses: a TCPStore rendezvous (hosted by rank 0), a Gloo or NCCL process group, and c10d's
 // Reducer, which averages gradients in buckets with all-reduces launched from autograd
 // hooks as each bucket fills, so communication overlaps the rest of backward.
-// Only trainer sources include this header (it pulls in libtorch).
+// Only trainer sources include this header (it pulls in libtorch). One instance per rank,
+// used from that rank's training thread (c10d's own threads run the collectives).
 #pragma once
 
 #include <torch/torch.h>

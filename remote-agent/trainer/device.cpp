@@ -34,38 +34,38 @@ bool builtWithCuda()
 #endif
 }
 
-std::string deviceProblem(const std::string &device)
+common::Status checkDevice(const std::string &device)
 {
     if (device == "cpu")
-        return {};
+        return common::Status::success();
     if (device != "cuda")
-        return "--device must be 'cpu' or 'cuda' (got '" + device + "')";
+        return common::Status::failure("--device must be 'cpu' or 'cuda' (got '" + device + "')");
     if (!builtWithCuda())
-        return std::string("--device cuda: ") + kCpuOnlyBuild;
+        return common::Status::failure(std::string("--device cuda: ") + kCpuOnlyBuild);
     if (!torch::cuda::is_available()) {
         const char *visible = std::getenv("CUDA_VISIBLE_DEVICES");
-        return std::string("--device cuda: no CUDA GPU is usable by this process (CUDA_VISIBLE_DEVICES=")
+        return common::Status::failure(std::string("--device cuda: no CUDA GPU is usable by this process (CUDA_VISIBLE_DEVICES=")
             + (visible ? visible : "unset")
-            + "); check the NVIDIA driver with nvidia-smi, or use --device cpu";
+            + "); check the NVIDIA driver with nvidia-smi, or use --device cpu");
     }
-    return {};
+    return common::Status::success();
 }
 
-std::string bf16Problem(const std::string &device)
+common::Status checkBf16(const std::string &device)
 {
     if (device != "cuda")
-        return cpu::hasBf16()
+        return common::Status::failureIf(cpu::hasBf16()
             ? std::string()
-            : "--precision bf16 needs a CPU with AVX-512 BF16 or AMX (this one has neither); use fp32";
+            : "--precision bf16 needs a CPU with AVX-512 BF16 or AMX (this one has neither); use fp32");
 #if SCALELAB_WITH_CUDA
     const cudaDeviceProp *gpu = at::cuda::getDeviceProperties(0);
     if (gpu->major >= kBf16ComputeMajor)
-        return {};
-    return "--precision bf16 needs a GPU of compute capability 8.0 or newer (Ampere); this "
+        return common::Status::success();
+    return common::Status::failure("--precision bf16 needs a GPU of compute capability 8.0 or newer (Ampere); this "
         + std::string(gpu->name) + " is " + std::to_string(gpu->major) + "." + std::to_string(gpu->minor)
-        + "; use fp32";
+        + "; use fp32");
 #else
-    return std::string("--device cuda: ") + kCpuOnlyBuild;
+    return common::Status::failure(std::string("--device cuda: ") + kCpuOnlyBuild);
 #endif
 }
 

@@ -8,6 +8,8 @@
 // --device cuda with a message that says so. Trainer-only (libtorch).
 #pragma once
 
+#include "status.h"
+
 #include <torch/torch.h>
 
 #include <chrono>
@@ -23,13 +25,13 @@ namespace scalelab::trainer {
 // True when this binary was built against a CUDA libtorch (with NCCL).
 bool builtWithCuda();
 
-// Empty when this process can compute on `device` ("cpu" or "cuda"), else a message a
+// Whether this process can compute on `device` ("cpu" or "cuda"); if not, a message a
 // person can act on (an unknown name, a CPU-only build, no visible GPU).
-std::string deviceProblem(const std::string &device);
+common::Status checkDevice(const std::string &device);
 
-// Empty when bf16 autocast runs natively on `device` (deviceProblem() empty), else why
-// not: on the CPU it needs AVX-512 BF16 or AMX, on a GPU compute capability 8.0.
-std::string bf16Problem(const std::string &device);
+// Whether bf16 autocast runs natively on `device` (one checkDevice() accepts), and if not
+// why: on the CPU it needs AVX-512 BF16 or AMX, on a GPU compute capability 8.0.
+common::Status checkBf16(const std::string &device);
 
 // The libtorch device for --device: kCPU, or cuda:0.
 torch::Device torchDevice(const std::string &device);

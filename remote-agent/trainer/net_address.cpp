@@ -53,7 +53,7 @@ std::vector<InterfaceAddress> interfaceAddresses()
     return v4;
 }
 
-std::string addressOfInterface(const std::string &interface, std::string *error)
+common::Result<std::string> addressOfInterface(const std::string &interface)
 {
     std::string names;
     for (const auto &a : interfaceAddresses()) {
@@ -62,10 +62,8 @@ std::string addressOfInterface(const std::string &interface, std::string *error)
         if (names.find(a.interface) == std::string::npos)
             names += (names.empty() ? "" : ", ") + a.interface;
     }
-    if (error)
-        *error = "network interface '" + interface + "' has no address here (interfaces with one: "
-            + (names.empty() ? "none" : names) + ")";
-    return {};
+    return common::Status::failure("network interface '" + interface + "' has no address here (interfaces with one: "
+        + (names.empty() ? "none" : names) + ")");
 }
 
 std::string interfaceOfAddress(const std::string &address)
@@ -76,7 +74,7 @@ std::string interfaceOfAddress(const std::string &address)
     return {};
 }
 
-std::string resolveNumeric(const std::string &host, std::string *error)
+common::Result<std::string> resolveNumeric(const std::string &host)
 {
     addrinfo hints {};
     hints.ai_family = AF_UNSPEC;
@@ -85,17 +83,16 @@ std::string resolveNumeric(const std::string &host, std::string *error)
     const std::string bare = host.size() > 2 && host.front() == '[' && host.back() == ']'
         ? host.substr(1, host.size() - 2)
         : host;
-    if (const int rc = ::getaddrinfo(bare.c_str(), nullptr, &hints, &result); rc != 0) {
-        if (error)
-            *error = "cannot resolve '" + host + "': " + ::gai_strerror(rc);
-        return {};
-    }
+    if (const int rc = ::getaddrinfo(bare.c_str(), nullptr, &hints, &result); rc != 0)
+        return common::Status::failure("cannot resolve '" + host + "': " + ::gai_strerror(rc));
     std::string address = numeric(result->ai_addr, result->ai_addrlen);
     ::freeaddrinfo(result);
+    if (address.empty())
+        return common::Status::failure("'" + host + "' resolves to no usable address");
     return address;
 }
 
-std::vector<std::string> listenAddresses(const std::string &host, std::string *error)
+common::Result<std::vector<std::string>> listenAddresses(const std::string &host)
 {
     addrinfo hints {};
     hints.ai_family = AF_UNSPEC;
@@ -105,23 +102,17 @@ std::vector<std::string> listenAddresses(const std::string &host, std::string *e
     const std::string bare = host.size() > 2 && host.front() == '[' && host.back() == ']'
         ? host.substr(1, host.size() - 2)
         : host;
-    if (bare.empty()) {
-        if (error)
-            *error = "no host given";
-        return {};
-    }
-    if (const int rc = ::getaddrinfo(bare.c_str(), nullptr, &hints, &result); rc != 0) {
-        if (error)
-            *error = "'" + host + "' does not resolve (" + ::gai_strerror(rc) + ")";
-        return {};
-    }
+    if (bare.empty())
+        return common::Status::failure("no host given");
+    if (const int rc = ::getaddrinfo(bare.c_str(), nullptr, &hints, &result); rc != 0)
+        return common::Status::failure("'" + host + "' does not resolve (" + ::gai_strerror(rc) + ")");
     std::vector<std::string> addresses;
     for (const addrinfo *a = result; a; a = a->ai_next)
         if (std::string address = numeric(a->ai_addr, a->ai_addrlen); !address.empty())
             addresses.push_back(address);
     ::freeaddrinfo(result);
-    if (addresses.empty() && error)
-        *error = "'" + host + "' resolves to no usable address";
+    if (addresses.empty())
+        return common::Status::failure("'" + host + "' resolves to no usable address");
     return addresses;
 }
 
@@ -144,32 +135,29 @@ bool isLoopbackNumeric(const std::string &address)
 
 bool isLoopback(const std::string &hostOrAddress)
 {
-    return listensOnLoopbackOnly(hostOrAddress, nullptr);
+    return listensOnLoopbackOnly(hostOrAddress).valueOr(false);
 }
 
-bool listensOnLoopbackOnly(const std::string &host, std::string *error)
+common::Result<bool> listensOnLoopbackOnly(const std::string &host)
 {
-    const auto addresses = listenAddresses(host, error);
-    if (addresses.empty())
-        return false;
-    for (const auto &address : addresses)
+    const auto addresses = listenAddresses(host);
+    if (!addresses)
+        return common::Status::failure(addresses.error());
+    for (const auto &address : *addresses)
         if (!isLoopbackNumeric(address))
             return false;
     return true;
 }
 
-std::string localAddressTowards(const std::string &host, int port, std::string *error)
+common::Result<std::string> localAddressTowards(const std::string &host, int port)
 {
     addrinfo hints {};
     hints.ai_family = AF_UNSPEC;
     hints.ai_socktype = SOCK_DGRAM;
     addrinfo *result = nullptr;
     const std::string service = std::to_string(port > 0 ? port : 9);
-    if (const int rc = ::getaddrinfo(host.c_str(), service.c_str(), &hints, &result); rc != 0) {
-        if (error)
-            *error = "cannot resolve '" + host + "': " + ::gai_strerror(rc);
-        return {};
-    }
+    if (const int rc = ::getaddrinfo(host.c_str(), service.c_str(), &hints, &result); rc != 0)
+        return common::Status::failure("cannot resolve '" + host + "': " + ::gai_strerror(rc));
     std::string local;
     std::string why = "no address of '" + host + "' is routable from here";
     for (const addrinfo *a = result; a && local.empty(); a = a->ai_next) {
@@ -187,8 +175,8 @@ std::string localAddressTowards(const std::string &host, int port, std::string *
         ::close(fd);
     }
     ::freeaddrinfo(result);
-    if (local.empty() && error)
-        *error = why;
+    if (local.empty())
+        return common::Status::failure(why);
     return local;
 }
 

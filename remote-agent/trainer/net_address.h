@@ -7,6 +7,8 @@
 // addresses and interfaces instead.
 #pragma once
 
+#include "status.h"
+
 #include <string>
 #include <vector>
 
@@ -23,20 +25,20 @@ struct InterfaceAddress {
 // Every address of every interface (getifaddrs), IPv4 first, in the kernel's order.
 std::vector<InterfaceAddress> interfaceAddresses();
 
-// The first IPv4 (else IPv6, not link-local) address of `interface`, or "" with `error`
-// naming the interfaces that exist.
-std::string addressOfInterface(const std::string &interface, std::string *error);
+// The first IPv4 (else IPv6, not link-local) address of `interface`; failing, the
+// message names the interfaces that exist.
+common::Result<std::string> addressOfInterface(const std::string &interface);
 
 // The interface that holds `address` (numeric), or "".
 std::string interfaceOfAddress(const std::string &address);
 
-// The numeric address `host` resolves to (the first one), or "" with `error`.
-std::string resolveNumeric(const std::string &host, std::string *error);
+// The numeric address `host` resolves to (the first one).
+common::Result<std::string> resolveNumeric(const std::string &host);
 
 // Every numeric address a server asked to listen on `host` binds: getaddrinfo with
 // AI_PASSIVE, as gRPC resolves a listening address, which binds them all ("[::1]" may be
-// bracketed). Empty, with `error`, when `host` does not resolve.
-std::vector<std::string> listenAddresses(const std::string &host, std::string *error);
+// bracketed); at least one. Fails when `host` does not resolve.
+common::Result<std::vector<std::string>> listenAddresses(const std::string &host);
 
 // True for 127.0.0.0/8, ::1 and ::ffff:127.x. A name is loopback only when every address
 // it resolves to is: "localhost" is, "127.evil" is not (whatever it resolves to, if at all).
@@ -44,13 +46,13 @@ bool isLoopback(const std::string &hostOrAddress);
 
 // The security rule of the agent: a server listening on `host` is reachable from this
 // host only when every address listenAddresses() gives is loopback. Decided on addresses,
-// never on spelling. False, with `error`, when `host` does not resolve.
-bool listensOnLoopbackOnly(const std::string &host, std::string *error);
+// never on spelling. Fails when `host` does not resolve (treat that as "not loopback").
+common::Result<bool> listensOnLoopbackOnly(const std::string &host);
 
 // The local address the kernel would send from to reach host:port (a connected UDP
-// socket, so nothing is sent), or "" with `error`. For a host that is this machine, it
-// is that address itself.
-std::string localAddressTowards(const std::string &host, int port, std::string *error);
+// socket, so nothing is sent). For a host that is this machine, it is that address
+// itself.
+common::Result<std::string> localAddressTowards(const std::string &host, int port);
 
 // A comma-separated interface list (GLOO_SOCKET_IFNAME's format) split into names.
 std::vector<std::string> splitInterfaces(const std::string &list);

@@ -266,13 +266,16 @@ std::unique_ptr<DataParallel> connectRanks(const TrainingConfig &config)
 
     // Our address: the agent's, else the one the kernel routes towards the rendezvous
     // host from (rank 0: the rendezvous address itself), never the host name's.
-    std::string error;
+    std::string error; // why no address was found, when none is
     const char *glooInterfaces = std::getenv("GLOO_SOCKET_IFNAME");
     options.interfaces = net::splitInterfaces(
         !config.interfaces.empty() ? config.interfaces : glooInterfaces ? glooInterfaces : "");
     options.bindAddress = config.bindAddress;
-    if (options.bindAddress.empty() && !options.interfaces.empty())
-        options.bindAddress = net::addressOfInterface(options.interfaces.front(), &error);
+    if (options.bindAddress.empty() && !options.interfaces.empty()) {
+        const auto address = net::addressOfInterface(options.interfaces.front());
+        options.bindAddress = address.valueOr({});
+        error = address.error();
+    }
     // An address no interface here holds (a NAT'ed or floating one the agent advertises)
     // cannot be bound: Gloo then uses the one on the route to the rendezvous host.
     if (!options.bindAddress.empty() && options.interfaces.empty() && !net::isLoopback(options.bindAddress)
@@ -281,8 +284,11 @@ std::unique_ptr<DataParallel> connectRanks(const TrainingConfig &config)
                   << "; Gloo uses the address on the route to the rendezvous instead" << std::endl;
         options.bindAddress.clear();
     }
-    if (options.bindAddress.empty())
-        options.bindAddress = net::localAddressTowards(options.host, options.port, &error);
+    if (options.bindAddress.empty()) {
+        const auto address = net::localAddressTowards(options.host, options.port);
+        options.bindAddress = address.valueOr({});
+        error = address.error();
+    }
     if (options.bindAddress.empty())
         throw std::runtime_error("rank " + std::to_string(config.rank) + " has no address to reach the rendezvous "
             + options.host + ": " + error + " (pass --bind-address or --iface)");
@@ -293,7 +299,7 @@ std::unique_ptr<DataParallel> connectRanks(const TrainingConfig &config)
               "--advertise-host / --iface)");
     // Rank 0 hosts the store on its own address only (when that address is this host's).
     if (config.rank == 0) {
-        const std::string storeAddress = net::resolveNumeric(options.host, nullptr);
+        const std::string storeAddress = net::resolveNumeric(options.host).valueOr({});
         if (!storeAddress.empty() && (net::isLoopback(storeAddress) || !net::interfaceOfAddress(storeAddress).empty()))
             options.storeAddress = storeAddress;
     }
@@ -406,7 +412,9 @@ private:
 
 } // namespace
 
-std::string validate(const TrainingConfig &c)
+namespace {
+// What is wrong with `c`, or empty.
+std::string configProblem(const TrainingConfig &c)
 {
     if (c.dataDir.empty())
         return "--data-dir is required: the folder with the CIFAR-10 .bin files";
@@ -446,14 +454,14 @@ std::string validate(const TrainingConfig &c)
         return "--divergence-steps must be at least 1";
     if (c.precision != "fp32" && c.precision != "bf16")
         return "--precision must be 'fp32' or 'bf16'";
-    if (auto problem = deviceProblem(c.device); !problem.empty())
+    if (auto problem = checkDevice(c.device).error(); !problem.empty())
         return problem;
     if (!c.backend.empty() && c.backend != "gloo" && c.backend != "nccl")
         return "--backend must be 'gloo' or 'nccl'";
     if (c.backend == "nccl" && c.device != "cuda")
         return "--backend nccl needs --device cuda (NCCL runs collectives on GPUs)";
     if (c.precision == "bf16")
-        if (auto problem = bf16Problem(c.device); !problem.empty())
+        if (auto problem = checkBf16(c.device).error(); !problem.empty())
             return problem;
     if (c.threads < 0)
         return "--threads must be 0 (automatic) or more";
@@ -475,6 +483,12 @@ std::string validate(const TrainingConfig &c)
         return "--stop-after-epoch must be 0 (train every epoch) or between 1 and --epochs";
     return {};
 }
+} // namespace
+
+common::Status validate(const TrainingConfig &config)
+{
+    return common::Status::failureIf(configProblem(config));
+}
 
 int runTraining(const TrainingConfig &config, EventWriter &events)
 {
@@ -487,8 +501,8 @@ int runTraining(const TrainingConfig &config, EventWriter &events)
         std::cerr << "scalelab-worker: " << message << std::endl;
         return kNoSpaceExitCode;
     };
-    if (auto problem = validate(config); !problem.empty())
-        return fail(problem);
+    if (const common::Status valid = validate(config); !valid)
+        return fail(valid.error());
     const bool reports = config.rank == 0; // one voice per run: rank 0 reports metrics
 
     // A loopback rendezvous means every rank shares this node's cores.
@@ -502,18 +516,15 @@ int runTraining(const TrainingConfig &config, EventWriter &events)
     setBlasThreads(threads);
     torch::manual_seed(config.seed);
 
-    std::string error;
-    const auto summary = cifar::inspectDataset(config.dataDir, &error);
+    const auto summary = cifar::inspectDataset(config.dataDir);
     if (!summary)
-        return fail(error);
-    auto train
-        = cifar::readSplit(config.dataDir, cifar::Split::Train, std::size_t(config.maxTrainImages), &error);
+        return fail(summary.error());
+    auto train = cifar::readSplit(config.dataDir, cifar::Split::Train, std::size_t(config.maxTrainImages));
     if (!train)
-        return fail(error);
-    auto test
-        = cifar::readSplit(config.dataDir, cifar::Split::Test, std::size_t(config.maxTestImages), &error);
+        return fail(train.error());
+    auto test = cifar::readSplit(config.dataDir, cifar::Split::Test, std::size_t(config.maxTestImages));
     if (!test)
-        return fail(error);
+        return fail(test.error());
     const Normalization normalization = normalizationFor(config, *train);
     const auto testCount = std::int64_t(test->size());
     const auto testPixels = torch::from_blob(test->pixels.data(), { testCount, 3, 32, 32 }, torch::kUInt8);
@@ -779,17 +790,16 @@ namespace scalelab::trainer {
 
 int runGradientCheck(const TrainingConfig &config, EventWriter &events)
 {
-    if (auto problem = validate(config); !problem.empty()) {
-        events.error(problem);
+    if (const common::Status valid = validate(config); !valid) {
+        events.error(valid.error());
         return 1;
     }
     torch::set_num_threads(config.threads > 0 ? config.threads : 1);
     torch::manual_seed(config.seed);
-    std::string error;
     const auto total = std::int64_t(config.batchSize) * config.worldSize;
-    auto images = cifar::readSplit(config.dataDir, cifar::Split::Train, std::size_t(total), &error);
+    auto images = cifar::readSplit(config.dataDir, cifar::Split::Train, std::size_t(total));
     if (!images || std::int64_t(images->size()) < total) {
-        events.error(images ? "need " + std::to_string(total) + " training images" : error);
+        events.error(images ? "need " + std::to_string(total) + " training images" : images.error());
         return 1;
     }
     const torch::Device device = torchDevice(config.device);
@@ -955,13 +965,20 @@ int runBench(const TrainingConfig &config, int warmupSteps, int steps, EventWrit
 
 namespace scalelab::trainer {
 
-std::string validate(const LrFindOptions &o)
+namespace {
+std::string lrFindProblem(const LrFindOptions &o)
 {
     if (!(o.minLr > 0) || !std::isfinite(o.minLr) || !(o.maxLr > o.minLr) || !std::isfinite(o.maxLr) || o.maxLr > 1e3)
         return "--min-lr and --max-lr must be finite, 0 < min < max <= 1000";
     if (o.steps < 10 || o.steps > 100000)
         return "--steps must be between 10 and 100000";
     return {};
+}
+} // namespace
+
+common::Status validate(const LrFindOptions &options)
+{
+    return common::Status::failureIf(lrFindProblem(options));
 }
 
 int runLrFind(const TrainingConfig &config, const LrFindOptions &options, EventWriter &events)
@@ -970,20 +987,18 @@ int runLrFind(const TrainingConfig &config, const LrFindOptions &options, EventW
         events.error(message);
         return 1;
     };
-    if (auto problem = validate(config); !problem.empty())
-        return fail(problem);
-    if (auto problem = validate(options); !problem.empty())
-        return fail(problem);
+    if (const common::Status valid = validate(config); !valid)
+        return fail(valid.error());
+    if (const common::Status valid = validate(options); !valid)
+        return fail(valid.error());
     const int cores = int(std::max(1u, std::thread::hardware_concurrency()));
     const int threads = config.threads > 0 ? config.threads : cores;
     torch::set_num_threads(threads);
     setBlasThreads(threads);
     torch::manual_seed(config.seed);
-    std::string error;
-    auto train
-        = cifar::readSplit(config.dataDir, cifar::Split::Train, std::size_t(config.maxTrainImages), &error);
+    auto train = cifar::readSplit(config.dataDir, cifar::Split::Train, std::size_t(config.maxTrainImages));
     if (!train)
-        return fail(error);
+        return fail(train.error());
     if (train->size() == 0)
         return fail("the training split is empty");
     const Normalization normalization = normalizationFor(config, *train);

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "seed_model.h"
+#include "status.h"
 
 #include <cstdint>
 #include <string>
@@ -80,8 +81,8 @@ inline constexpr int kDivergedExitCode = 3;
 // device: …"): the node, not the recipe, failed, and a retry can work once space is freed.
 inline constexpr int kNoSpaceExitCode = 4;
 
-// Returns an empty string when the configuration is usable, else what is wrong.
-std::string validate(const TrainingConfig &config);
+// Whether the configuration is usable, and if not what is wrong.
+common::Status validate(const TrainingConfig &config);
 
 // The warm-up a run of `epochs` gets when none is given: min(1, epochs / 2).
 inline double defaultWarmupEpochs(int epochs)
@@ -141,7 +142,7 @@ struct LrFindOptions {
     double maxLr = 10.0;
     int steps = 200;
 };
-std::string validate(const LrFindOptions &options);
+common::Status validate(const LrFindOptions &options);
 int runLrFind(const TrainingConfig &config, const LrFindOptions &options, EventWriter &events);
 
 } // namespace scalelab::trainer

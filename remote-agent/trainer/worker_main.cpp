@@ -233,9 +233,8 @@ int main(int argc, char **argv)
         const auto kind = cifar::parseSyntheticKind(kindName);
         if (!kind)
             return usageError("--kind must be 'patterns' or 'shapes', got '" + kindName + "'");
-        std::string error;
-        if (!cifar::writeSyntheticDataset(out, train, test, seed, &error, *kind)) {
-            std::cerr << "scalelab-worker: " << error << "\n";
+        if (const common::Status written = cifar::writeSyntheticDataset(out, train, test, seed, *kind); !written) {
+            std::cerr << "scalelab-worker: " << written.error() << "\n";
             return 1;
         }
         std::cout << "wrote SYNTHETIC CIFAR-format data set (" << kindName << ") to " << out << " (" << train
@@ -249,19 +248,18 @@ int main(int argc, char **argv)
         take(args, "data-dir", dir) && takeFlag(args, "statistics", statistics);
         if (leftovers(args))
             return usageError(args.error);
-        std::string error;
-        const auto summary = cifar::inspectDataset(dir, &error);
+        const auto summary = cifar::inspectDataset(dir);
         if (!summary) {
-            std::cerr << "scalelab-worker: " << error << "\n";
+            std::cerr << "scalelab-worker: " << summary.error() << "\n";
             return 1;
         }
         std::cout << "{\"directory\":\"" << trainer::EventWriter::escape(summary->directory)
                   << "\",\"synthetic\":" << (summary->synthetic ? "true" : "false")
                   << ",\"train_images\":" << summary->trainImages << ",\"test_images\":" << summary->testImages;
         if (statistics) {
-            const auto stats = cifar::measureDataset(dir, &error);
+            const auto stats = cifar::measureDataset(dir);
             if (!stats) {
-                std::cerr << "scalelab-worker: " << error << "\n";
+                std::cerr << "scalelab-worker: " << stats.error() << "\n";
                 return 1;
             }
             const auto list = [](const double (&v)[3]) {
@@ -279,16 +277,15 @@ int main(int argc, char **argv)
     if (trainer::isRunCommand(args.command)) {
         // train, lr-find, gradient-check and bench read worker.proto's WorkerLaunch, as
         // the agent writes it.
-        std::string error;
-        const auto options = trainer::parseWorkerOptions(std::vector<std::string>(argv + 1, argv + argc), &error);
+        const auto options = trainer::parseWorkerOptions(std::vector<std::string>(argv + 1, argv + argc));
         if (!options)
-            return usageError(error);
+            return usageError(options.error());
         const trainer::TrainingConfig &config = options->config;
-        if (auto problem = trainer::validate(config); !problem.empty())
-            return usageError(problem);
+        if (const common::Status valid = trainer::validate(config); !valid)
+            return usageError(valid.error());
         if (options->command == "lr-find")
-            if (auto problem = trainer::validate(options->lrFind); !problem.empty())
-                return usageError(problem);
+            if (const common::Status valid = trainer::validate(options->lrFind); !valid)
+                return usageError(valid.error());
         if (options->command == "bench" && (options->benchWarmupSteps < 0 || options->benchSteps < 1))
             return usageError("--steps must be at least 1 and --warmup-steps at least 0");
         trainer::EventWriter events(options->eventFd);

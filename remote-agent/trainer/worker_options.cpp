@@ -73,35 +73,31 @@ bool isRunCommand(const std::string &command)
     return !optionsOf(command).empty();
 }
 
-std::optional<WorkerOptions> parseWorkerOptions(const std::vector<std::string> &arguments, std::string *error)
+common::Result<WorkerOptions> parseWorkerOptions(const std::vector<std::string> &arguments)
 {
-    const auto parsed = worker::parseLaunchArguments(arguments, error);
+    const auto parsed = worker::parseLaunchArguments(arguments);
     if (!parsed)
-        return std::nullopt;
+        return common::Status::failure(parsed.error());
     const Launch &l = *parsed;
     const auto &allowed = optionsOf(l.command());
     if (allowed.empty()) {
-        *error = "unknown command '" + l.command() + "'";
-        return std::nullopt;
+        return common::Status::failure("unknown command '" + l.command() + "'");
     }
     // Every option given must be one this command takes: a misplaced one is a mistake.
     std::vector<const google::protobuf::FieldDescriptor *> given;
     l.GetReflection()->ListFields(l, &given);
     for (const auto *field : given)
         if (field->number() != Launch::kCommandFieldNumber && !allowed.count(field->number())) {
-            *error = "option " + worker::optionName(field->name()) + " does not apply to " + l.command();
-            return std::nullopt;
+            return common::Status::failure("option " + worker::optionName(field->name()) + " does not apply to " + l.command());
         }
     for (const auto *field : { Launch::descriptor()->FindFieldByNumber(Launch::kNormalizeMeanFieldNumber),
              Launch::descriptor()->FindFieldByNumber(Launch::kNormalizeStdFieldNumber) })
         if (const int n = l.GetReflection()->FieldSize(l, field); n != 0 && n != 3) {
-            *error = worker::optionName(field->name())
-                + " expects three comma-separated numbers (red,green,blue), got " + std::to_string(n);
-            return std::nullopt;
+            return common::Status::failure(worker::optionName(field->name())
+                + " expects three comma-separated numbers (red,green,blue), got " + std::to_string(n));
         }
     if (l.has_warmup_epochs() && !(l.warmup_epochs() >= 0)) {
-        *error = "--warmup-epochs must be 0 (no warm-up) or more";
-        return std::nullopt;
+        return common::Status::failure("--warmup-epochs must be 0 (no warm-up) or more");
     }
 
     WorkerOptions options;

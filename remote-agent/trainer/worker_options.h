@@ -3,6 +3,7 @@
 // two cannot drift. No protobuf type in this header (see event_writer.h for why).
 #pragma once
 
+#include "status.h"
 #include "training.h"
 
 #include <optional>
@@ -20,9 +21,9 @@ struct WorkerOptions {
     int eventFd = 1;
 };
 
-// `arguments` are argv[1..]. nullopt with *error when an option is unknown, does not
-// apply to the command, or has a value of the wrong kind.
-[[nodiscard]] std::optional<WorkerOptions> parseWorkerOptions(const std::vector<std::string> &arguments, std::string *error);
+// `arguments` are argv[1..]. Fails when an option is unknown, does not apply to the
+// command, or has a value of the wrong kind.
+common::Result<WorkerOptions> parseWorkerOptions(const std::vector<std::string> &arguments);
 
 // Whether `command` is one parseWorkerOptions reads.
 [[nodiscard]] bool isRunCommand(const std::string &command);

@@ -52,21 +52,18 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
             records[split == cifar::Split::Train ? 0 : 1] += std::int64_t(bytes.size() / cifar::kRecordBytes);
         }
 
-    std::string error;
-    const auto summary = cifar::inspectDataset(dir.string(), &error);
-    fuzz::check(
-        summary.has_value() == whole, "inspectDataset: accepted a broken set, or refused a whole one");
-    fuzz::check(summary || !error.empty(), "inspectDataset refused without saying why");
+    const auto summary = cifar::inspectDataset(dir.string());
+    fuzz::check(summary.ok() == whole, "inspectDataset: accepted a broken set, or refused a whole one");
+    fuzz::check(summary || !summary.error().empty(), "inspectDataset refused without saying why");
     if (summary) {
         fuzz::check(summary->trainImages == records[0] && summary->testImages == records[1],
             "inspectDataset counted the wrong number of records");
         fuzz::check(summary->synthetic == bool(flags & 2), "inspectDataset: SYNTHETIC marker misread");
     }
     for (cifar::Split split : { cifar::Split::Train, cifar::Split::Test }) {
-        error.clear();
-        const auto images = cifar::readSplit(dir.string(), split, limit, &error);
+        const auto images = cifar::readSplit(dir.string(), split, limit);
         if (!images) {
-            fuzz::check(!error.empty(), "readSplit refused without saying why");
+            fuzz::check(!images.error().empty(), "readSplit refused without saying why");
             continue;
         }
         fuzz::check(images->pixels.size() == images->size() * cifar::kPixelBytes,
@@ -76,8 +73,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
             fuzz::check(label < cifar::kClasses, "readSplit returned a label outside 0..9");
         (void)cifar::channelStatistics(*images);
     }
-    error.clear();
-    if (!cifar::measureDataset(dir.string(), &error))
-        fuzz::check(!error.empty(), "measureDataset refused without saying why");
+    if (const auto measured = cifar::measureDataset(dir.string()); !measured)
+        fuzz::check(!measured.error().empty(), "measureDataset refused without saying why");
     return 0;
 }

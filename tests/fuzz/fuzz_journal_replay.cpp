@@ -31,9 +31,8 @@ core::Journal &journal()
         const auto path = fuzz::scratchRoot() / "journal.sqlite";
         for (const char *suffix : { "", "-wal", "-shm" })
             std::filesystem::remove(path.string() + suffix);
-        QString error;
-        if (!journal.open(QString::fromStdString(path.string()), &error))
-            fuzz::fail("cannot open a journal: " + error.toStdString());
+        if (const core::Status opened = journal.open(QString::fromStdString(path.string())); !opened)
+            fuzz::fail("cannot open a journal: " + opened.error().toStdString());
     }
     return journal;
 }
@@ -65,8 +64,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
     const QString studyId = QStringLiteral("st-fuzz-%1").arg(++studies);
     core::Journal &stored = journal();
     for (const auto &e : events) {
-        QString error;
-        fuzz::check(stored.append(studyId, e.type, e.payload, &error) > 0, "Journal::append: " + error.toStdString());
+        const auto appended = stored.append(studyId, e.type, e.payload);
+        fuzz::check(appended.ok() && appended.value() > 0, "Journal::append: " + appended.error().toStdString());
     }
     const QList<core::JournalEvent> readBack = stored.events(studyId);
     fuzz::check(readBack.size() == events.size(), "Journal::events lost or added events");

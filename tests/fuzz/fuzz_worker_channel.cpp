@@ -23,16 +23,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
     if (size == 0)
         return 0;
     const std::string rest(reinterpret_cast<const char *>(data) + 1, size - 1);
-    std::string error;
     if (data[0] % 2 == 0) {
-        const auto event = worker::parseEventLine(rest, &error);
+        const auto event = worker::parseEventLine(rest);
         if (!event) {
-            if (error.empty())
+            if (event.error().empty())
                 std::abort(); // a refusal always says why
             return 0;
         }
         const std::string line = worker::eventLine(*event);
-        const auto again = worker::parseEventLine(line, &error);
+        const auto again = worker::parseEventLine(line);
         // NaN != NaN: compare the written lines, which spell NaN the same each time.
         if (!again || worker::eventLine(*again) != line)
             std::abort();
@@ -47,14 +46,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
             break;
         begin = nul + 1;
     }
-    const auto launch = worker::parseLaunchArguments(arguments, &error);
+    const auto launch = worker::parseLaunchArguments(arguments);
     if (!launch) {
-        if (error.empty())
+        if (launch.error().empty())
             std::abort();
         return 0;
     }
     const auto written = worker::launchArguments(*launch);
-    const auto again = worker::parseLaunchArguments(written, &error);
+    const auto again = worker::parseLaunchArguments(written);
     if (!again || worker::launchArguments(*again) != written)
         std::abort();
     return 0;

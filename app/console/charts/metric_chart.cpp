@@ -15,6 +15,7 @@
 #include <QLineSeries>
 #include <QCategoryAxis>
 #include <QMenu>
+#include <QMessageBox>
 #include <QMouseEvent>
 #include <QPainter>
 #include <QPainterPath>
@@ -1159,14 +1160,18 @@ void MetricChart::showContextMenu(const QPoint &position)
     menu.addAction(tr("Export as PNG…"), this, [this, title] {
         const QString path = QFileDialog::getSaveFileName(
             this, tr("Export chart"), title + QStringLiteral(".png"), tr("PNG image (*.png)"));
-        if (!path.isEmpty())
-            exportPng(path);
+        if (path.isEmpty())
+            return;
+        if (const core::Status written = exportPng(path); !written)
+            QMessageBox::warning(this, tr("Export chart"), written.error());
     });
     menu.addAction(tr("Export as SVG…"), this, [this, title] {
         const QString path = QFileDialog::getSaveFileName(
             this, tr("Export chart"), title + QStringLiteral(".svg"), tr("SVG image (*.svg)"));
-        if (!path.isEmpty())
-            exportSvg(path);
+        if (path.isEmpty())
+            return;
+        if (const core::Status written = exportSvg(path); !written)
+            QMessageBox::warning(this, tr("Export chart"), written.error());
     });
     menu.addSeparator();
     menu.addAction(tr("Reset zoom"), this, &MetricChart::resetZoom)->setEnabled(m_zoom.has_value());
@@ -1186,28 +1191,22 @@ bool MetricChart::renderTo(QPaintDevice *device, const QSize &size)
     return painter.end();
 }
 
-bool MetricChart::exportPng(const QString &path, QString *error)
+core::Status MetricChart::exportPng(const QString &path)
 {
     const QSize size = m_chart->size().toSize().expandedTo(QSize(1, 1));
     constexpr qreal scale = 2; // crisp on high-density screens and in documents
     QImage image(size * scale, QImage::Format_ARGB32_Premultiplied);
     image.setDevicePixelRatio(scale);
-    if (!renderTo(&image, size) || !image.save(path, "PNG")) {
-        if (error)
-            *error = tr("Could not write %1").arg(path);
-        return false;
-    }
-    return true;
+    if (!renderTo(&image, size) || !image.save(path, "PNG"))
+        return core::Status::failure(tr("Could not write %1").arg(path));
+    return core::Status::success();
 }
 
-bool MetricChart::exportSvg(const QString &path, QString *error)
+core::Status MetricChart::exportSvg(const QString &path)
 {
     QFile file(path);
-    if (!file.open(QIODevice::WriteOnly | QIODevice::Truncate)) {
-        if (error)
-            *error = tr("Could not write %1: %2").arg(path, file.errorString());
-        return false;
-    }
+    if (!file.open(QIODevice::WriteOnly | QIODevice::Truncate))
+        return core::Status::failure(tr("Could not write %1: %2").arg(path, file.errorString()));
     const QSize size = m_chart->size().toSize().expandedTo(QSize(1, 1));
     QSvgGenerator svg;
     svg.setOutputDevice(&file);
@@ -1215,12 +1214,9 @@ bool MetricChart::exportSvg(const QString &path, QString *error)
     svg.setViewBox(QRect(QPoint(), size));
     svg.setTitle(m_chart->title());
     svg.setDescription(tr("ScaleLab chart"));
-    if (!renderTo(&svg, size)) {
-        if (error)
-            *error = tr("Could not render the chart to %1").arg(path);
-        return false;
-    }
-    return true;
+    if (!renderTo(&svg, size))
+        return core::Status::failure(tr("Could not render the chart to %1").arg(path));
+    return core::Status::success();
 }
 
 } // namespace scalelab::app

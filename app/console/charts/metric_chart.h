@@ -18,6 +18,7 @@
 // GUI thread only; feed it from other threads through ChartFeed.
 #pragma once
 
+#include "core_status.h"
 #include "metric_series.h"
 
 #include <QColor>
@@ -123,8 +124,8 @@ public:
     // The nearest sample to a point of the chart view (viewport coordinates).
     std::optional<ReadOut> readOutAt(const QPoint &viewPosition) const;
 
-    bool exportPng(const QString &path, QString *error = nullptr);
-    bool exportSvg(const QString &path, QString *error = nullptr);
+    core::Status exportPng(const QString &path);
+    core::Status exportSvg(const QString &path);
 
     void scheduleRedraw();
     // Redraws now: one replace() per line. The coalescing timer calls this.

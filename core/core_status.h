@@ -1,0 +1,20 @@
+// core's twin of common/status.h: the same Status and Result<T>, with QString messages
+// (what core and the apps show). Every fallible function in core/ returns one of these;
+// a remote call returns a CallResult (agent_client.h), a Status with the gRPC code kept.
+#pragma once
+
+#include "status.h" // common/: BasicStatus, BasicResult
+
+#include <QString>
+#include <QStringList>
+
+namespace scalelab::core {
+
+using Status = BasicStatus<QString>;
+template <class T>
+using Result = BasicResult<T, QString>;
+// A value, or every problem found (a plan's, one per field).
+template <class T>
+using Checked = BasicResult<T, QStringList>;
+
+} // namespace scalelab::core
