@@ -1,7 +1,9 @@
 // How a run attempt ends, from what its portions came to (core/studies/attempt_outcome.h):
 // when an unreachable agent counts as lost, what stops the others, the outcome and the
-// reason in words, and what a failure is blamed on and whether it is retried.
+// reason in words, and what a failure is blamed on and whether it is retried; and where a
+// run's checkpoints travel (core/studies/checkpoint_shuttle.h).
 #include "attempt_outcome.h"
+#include "checkpoint_shuttle.h"
 
 #include <QTest>
 
@@ -148,6 +150,69 @@ private Q_SLOTS:
         QVERIFY(o.retry);
         QCOMPARE(o.spaceShortOn, QStringLiteral("b"));
         QCOMPARE(o.spaceNeeded, qint64(1 << 20));
+    }
+
+    // A committed checkpoint is copied when it is newer than the console's copy, than the
+    // download in flight and than the request already waiting, and not one given up on.
+    void onlyNewerCheckpointsAreCopied()
+    {
+        RunProgress run;
+        run.planned.runId = QStringLiteral("r01");
+        run.planned.config.epochs = 5;
+        run.checkpoint.epoch = 2;
+        const CopyRequest e3 { QStringLiteral("r01"), 1, 3, QStringLiteral("a") };
+        const CopyRequest e4 { QStringLiteral("r01"), 1, 4, QStringLiteral("a") };
+        QVERIFY(wantCopy(&run, e3, std::nullopt, nullptr, 0));
+        QVERIFY(!wantCopy(nullptr, e3, std::nullopt, nullptr, 0)); // an unknown run
+        QVERIFY(!wantCopy(&run, { QStringLiteral("r01"), 1, 2, QStringLiteral("a") }, std::nullopt, nullptr, 0));
+        QVERIFY(!wantCopy(&run, e3, e3, nullptr, 0)); // already downloading it
+        QVERIFY(!wantCopy(&run, e3, e4, nullptr, 0)); // a newer one is downloading
+        QVERIFY(wantCopy(&run, e4, e3, nullptr, 0)); // newer than the one in flight
+        QVERIFY(wantCopy(&run, e3, CopyRequest { QStringLiteral("r02"), 1, 9, {} }, nullptr, 0)); // another run's
+        QVERIFY(wantCopy(&run, e4, std::nullopt, &e3, 0)); // replaces an older waiting one
+        QVERIFY(!wantCopy(&run, e3, std::nullopt, &e4, 0));
+        QVERIFY(!wantCopy(&run, e3, std::nullopt, nullptr, 3)); // failed once: not asked again
+        QVERIFY(wantCopy(&run, e4, std::nullopt, nullptr, 3)); // a newer one is
+        // The last checkpoint is never worth copying: nothing resumes after it.
+        QVERIFY(copyWorthwhile(run, 4));
+        QVERIFY(!copyWorthwhile(run, 5));
+        QVERIFY(!copyWorthwhile(run, 0));
+    }
+
+    void aLandedCopyIsKeptUnlessTheRunSucceeded()
+    {
+        RunProgress run;
+        run.phase = RunPhase::Running;
+        QCOMPARE(copyLanding(&run, true), CopyLanding::Record);
+        QCOMPARE(copyLanding(&run, false), CopyLanding::GiveUp);
+        run.phase = RunPhase::Failed; // kept for `study retry`
+        QCOMPARE(copyLanding(&run, true), CopyLanding::Record);
+        run.phase = RunPhase::Succeeded;
+        QCOMPARE(copyLanding(&run, true), CopyLanding::Discard);
+        QCOMPARE(copyLanding(&run, false), CopyLanding::Discard);
+    }
+
+    // Before an attempt starts, rank 0's agent is sent the console's copy when it did not
+    // write it itself and this attempt has not been sent it yet.
+    void theCopyGoesToRankZerosAgentOnce()
+    {
+        RunProgress run;
+        QVERIFY(!uploadBeforeStart(run)); // no copy, no portions
+        run.checkpoint = CopiedCheckpoint { 3, 1, QStringLiteral("gone:1"), QStringLiteral("/s/checkpoints/r/epoch-0003") };
+        run.portions = { Portion { QStringLiteral("new:1"), { 0 } }, Portion { QStringLiteral("gone:1"), { 1 } } };
+        run.attempts = { AttemptRecord {} };
+        const auto upload = uploadBeforeStart(run);
+        QVERIFY(upload.has_value());
+        QCOMPARE(upload->target, QStringLiteral("new:1"));
+        QCOMPARE(upload->epoch, 3);
+        QCOMPARE(upload->from, QStringLiteral("gone:1"));
+        run.attempts.last().transferredEpoch = 3;
+        QVERIFY(!uploadBeforeStart(run)); // sent already
+        run.attempts.last().transferredEpoch = 0;
+        run.portions.first().agent = QStringLiteral("gone:1"); // it wrote it: it holds it
+        QVERIFY(!uploadBeforeStart(run));
+        QVERIFY(uploadRetryable(14)); // UNAVAILABLE
+        QVERIFY(!uploadRetryable(3)); // INVALID_ARGUMENT: refused again
     }
 };
 

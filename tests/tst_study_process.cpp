@@ -122,15 +122,7 @@ private:
     // to `agents`.
     Status startAgent(LocalAgent *agent, const QString &stateDir, QList<AgentEndpoint> *agents)
     {
-        LocalAgentOptions options;
-        options.agentBinary = test::binary("scalelab-agent");
-        options.dataDir = path(QStringLiteral("data"));
-        options.stateDir = path(stateDir);
-        options.token = kToken;
-        if (Status started = agent->start(options); !started)
-            return started;
-        *agents << AgentEndpoint { agent->endpoint(), agent->endpoint(), kToken };
-        return Status::success();
+        return test::startStudyAgent(agent, path(QStringLiteral("data")), path(stateDir), kToken, agents);
     }
 
 private Q_SLOTS:

@@ -226,15 +226,9 @@ private Q_SLOTS:
     {
         QVERIFY(m_tmp.isValid());
         QVERIFY(QDir().mkpath(path(QStringLiteral("data"))));
-        for (LocalAgent *agent : { &m_a, &m_b }) {
-            LocalAgentOptions options;
-            options.agentBinary = test::binary("scalelab-agent");
-            options.dataDir = path(QStringLiteral("data"));
-            options.stateDir = path(QStringLiteral("agent-%1").arg(m_agents.size() + 1));
-            options.token = kToken;
-            VERIFY_OK(agent->start(options));
-            m_agents << AgentEndpoint { agent->endpoint(), agent->endpoint(), kToken };
-        }
+        for (LocalAgent *agent : { &m_a, &m_b })
+            VERIFY_OK(test::startStudyAgent(agent, path(QStringLiteral("data")),
+                path(QStringLiteral("agent-%1").arg(m_agents.size() + 1)), kToken, &m_agents));
         AgentClient client(m_a.endpoint(), kToken);
         v1::CreateSyntheticDatasetRequest request;
         request.set_name("synth");

@@ -560,7 +560,7 @@ void StudyRunner::placePending(QList<NodeCapacity> &nodes)
         bool copyPending = m_copyQueue.count(id) > 0 || (m_copying && m_copying->runId == id);
         if (needsCopy && !copyPending && m_copyFailed.value(id) < run.epochsDone()) {
             // Not asked for yet: a runner started again after the attempt ended.
-            queueCopy(CopyJob { id, holderAttempt, run.epochsDone(), holder });
+            queueCopy(CopyRequest { id, holderAttempt, run.epochsDone(), holder });
             copyPending = m_copyQueue.count(id) > 0 || (m_copying && m_copying->runId == id);
         }
         // A retry prefers the agent that holds its checkpoints (rank 0's last time).
@@ -736,9 +736,8 @@ void StudyRunner::followAttempt(const RunProgress &run)
                     if (e.has_checkpoint())
                         checkpointEpoch = std::max(checkpointEpoch, e.checkpoint().epoch());
                 }
-                if (i == 0 && w.outcome.isEmpty() && checkpointEpoch > run.checkpoint.epoch
-                    && checkpointEpoch < run.planned.config.epochs)
-                    queueCopy(CopyJob { id, run.attempt, checkpointEpoch, w.agent });
+                if (i == 0 && w.outcome.isEmpty() && copyWorthwhile(run, checkpointEpoch))
+                    queueCopy(CopyRequest { id, run.attempt, checkpointEpoch, w.agent });
                 if (w.outcome.isEmpty()) {
                     w.watch = std::make_unique<RunWatch>(c, id);
                     w.watch->setGiveUpAfterMs(0); // the runner decides when an agent is lost
@@ -872,8 +871,8 @@ void StudyRunner::onEvents(const QString &runId, int portion)
     // run is not copied: nothing is left to resume after it.
     const RunProgress *run = m_state.run(runId);
     for (const auto &e : events)
-        if (portion == 0 && run && e.has_checkpoint() && e.checkpoint().epoch() < run->planned.config.epochs)
-            queueCopy(CopyJob { runId, w.attempt, e.checkpoint().epoch(), w.agent });
+        if (portion == 0 && run && e.has_checkpoint() && copyWorthwhile(*run, e.checkpoint().epoch()))
+            queueCopy(CopyRequest { runId, w.attempt, e.checkpoint().epoch(), w.agent });
     for (const auto &e : events)
         if (portion == 0 && e.has_stall())
             onStall(runId, portion, e.stall());
@@ -1011,15 +1010,13 @@ void StudyRunner::finishIfDone()
     Q_EMIT finished(m_state.state());
 }
 
-void StudyRunner::queueCopy(const CopyJob &job)
+void StudyRunner::queueCopy(const CopyRequest &job)
 {
-    const RunProgress *run = m_state.run(job.runId);
-    if (!run || job.epoch <= run->checkpoint.epoch
-        || (m_copying && m_copying->runId == job.runId && m_copying->epoch >= job.epoch))
+    const auto queued = m_copyQueue.find(job.runId);
+    if (!wantCopy(m_state.run(job.runId), job, m_copying, queued == m_copyQueue.end() ? nullptr : &queued->second,
+            m_copyFailed.value(job.runId)))
         return;
-    CopyJob &queued = m_copyQueue[job.runId];
-    if (job.epoch > queued.epoch)
-        queued = job; // an older one still waiting is not worth copying any more
+    m_copyQueue[job.runId] = job;
     startNextCopy();
 }
 
@@ -1027,7 +1024,7 @@ void StudyRunner::startNextCopy()
 {
     if (m_copying || m_copyQueue.empty() || m_crashed || m_finished)
         return;
-    const CopyJob job = m_copyQueue.begin()->second;
+    const CopyRequest job = m_copyQueue.begin()->second;
     m_copyQueue.erase(m_copyQueue.begin());
     if (!m_agents.contains(job.agent))
         return startNextCopy();
@@ -1047,7 +1044,7 @@ void StudyRunner::startNextCopy()
     });
 }
 
-void StudyRunner::copyFinished(const CopyJob &job, const CallResult &result, const QString &dir)
+void StudyRunner::copyFinished(const CopyRequest &job, const CallResult &result, const QString &dir)
 {
     if (m_copyThread.joinable())
         m_copyThread.join();
@@ -1056,10 +1053,11 @@ void StudyRunner::copyFinished(const CopyJob &job, const CallResult &result, con
     m_copyClient.reset();
     if (m_crashed || m_finished)
         return;
-    const RunProgress *run = m_state.run(job.runId);
-    if (run && run->phase == RunPhase::Succeeded) { // done meanwhile: the copy is of no use
+    switch (copyLanding(m_state.run(job.runId), result.ok())) {
+    case CopyLanding::Discard:
         QDir(checkpointRoot() + QLatin1Char('/') + job.runId).removeRecursively();
-    } else if (result.ok()) { // a FAILED or CANCELLED run keeps it for `study retry`
+        break;
+    case CopyLanding::Record:
         if (!record(QStringLiteral("checkpoint_copied"),
                 QJsonObject { { QStringLiteral("runId"), job.runId },
                     { QStringLiteral("attempt"), job.attempt }, { QStringLiteral("epoch"), job.epoch },
@@ -1069,13 +1067,15 @@ void StudyRunner::copyFinished(const CopyJob &job, const CallResult &result, con
                            .arg(job.runId)
                            .arg(job.epoch)
                            .arg(job.agent));
-    } else {
+        break;
+    case CopyLanding::GiveUp:
         m_copyFailed[job.runId] = std::max(m_copyFailed.value(job.runId), job.epoch); // not asked again
         Q_EMIT message(QStringLiteral("%1: could not copy the checkpoint of epoch %2 from agent %3 (%4); a "
                                       "retry elsewhere resumes from the last copy")
                            .arg(job.runId)
                            .arg(job.epoch)
                            .arg(job.agent, result.message));
+        break;
     }
     startNextCopy();
 }
@@ -1096,12 +1096,11 @@ void StudyRunner::afterAttemptEnded(const QString &runId)
 
 bool StudyRunner::transferCheckpoint(const RunProgress &run, QString *failure, bool *retryable)
 {
-    const CopiedCheckpoint &copy = run.checkpoint;
-    if (copy.epoch == 0 || run.portions.isEmpty() || run.attempts.isEmpty())
+    const auto upload = uploadBeforeStart(run);
+    if (!upload)
         return true;
-    const QString target = run.portions.first().agent; // hosts rank 0, which resumes
-    if (copy.agent == target || run.attempts.last().transferredEpoch > 0)
-        return true; // it wrote the checkpoint itself, or has been sent it already
+    const CopiedCheckpoint &copy = run.checkpoint;
+    const QString &target = upload->target;
     AgentClient *c = client(target);
     if (!c)
         return true; // StartWorkers says why
@@ -1125,7 +1124,7 @@ bool StudyRunner::transferCheckpoint(const RunProgress &run, QString *failure, b
                                   "%3: %4")
                        .arg(copy.epoch)
                        .arg(copy.agent, target, result.message);
-        *retryable = result.code != int(grpc::StatusCode::INVALID_ARGUMENT);
+        *retryable = uploadRetryable(result.code);
         return false;
     }
     const QString runId = run.planned.runId;

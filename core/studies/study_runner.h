@@ -18,6 +18,7 @@
 
 #include "agent_client.h"
 #include "attempt_outcome.h"
+#include "checkpoint_shuttle.h"
 #include "agent_endpoint.h"
 #include "journal.h"
 #include "study_state.h"
@@ -98,12 +99,6 @@ private:
         bool stopSent = false;
     };
 
-    struct CopyJob {
-        QString runId;
-        int attempt = 0;
-        int epoch = 0;
-        QString agent; // rank 0's, which committed it
-    };
 
     void tick();
     // Starts the range test on a node that has the data set, when none runs and none was chosen.
@@ -127,9 +122,9 @@ private:
     // The newest completed epoch the trial reported and its metric then (NaN: none).
     std::pair<int, double> trialResult(const RunProgress &run) const;
     AgentClient *client(const QString &agent);
-    void queueCopy(const CopyJob &job);
+    void queueCopy(const CopyRequest &job);
     void startNextCopy();
-    void copyFinished(const CopyJob &job, const CallResult &result, const QString &dir);
+    void copyFinished(const CopyRequest &job, const CallResult &result, const QString &dir);
     void afterAttemptEnded(const QString &runId);
     // Before a retry starts: sends the console's copy of the run's checkpoint to rank 0's
     // agent when that agent did not write it. False (with the reason) when it must not start.
@@ -163,8 +158,8 @@ private:
     int m_recorded = 0;
     bool m_crashed = false;
     // Checkpoint copies: one in flight at a time, the newest checkpoint queued per run.
-    std::map<QString, CopyJob> m_copyQueue;
-    std::optional<CopyJob> m_copying;
+    std::map<QString, CopyRequest> m_copyQueue;
+    std::optional<CopyRequest> m_copying;
     QMap<QString, int> m_copyFailed; // the newest epoch whose copy failed, per run
     std::unique_ptr<AgentClient> m_copyClient; // of the copy in flight (its own channel)
     std::unique_ptr<CheckpointTransfer> m_copyTransfer;
