@@ -8,6 +8,8 @@
 #include "main_window.h"
 #include "metric_chart.h"
 #include "run_history.h"
+#include "study_driver.h"
+#include "study_plan.h"
 #include "study_view.h"
 #include "test_support.h"
 #include "theme.h"
@@ -264,6 +266,41 @@ private Q_SLOTS:
 
     // --agents-file / --agents (a Slurm job's agents.txt): the agents join the Agents tab
     // and its saved list once, with the console's token; saved ones are not duplicated.
+    // An ended study is a record: --open-study shows it at once, although no agent answers
+    // (a laptop away from the cluster still opens last week's study).
+    void anEndedStudyOpensWithNoAgentReachable()
+    {
+        const QString state = m_tmp.filePath(QStringLiteral("ended"));
+        core::LocalAgent *local = m_window->agentsView()->localAgent();
+        QVERIFY(local);
+        const QList<core::AgentEndpoint> agents { { QStringLiteral("local"), local->endpoint(), local->token() } };
+        QString studyId;
+        {
+            core::Journal journal;
+            VERIFY_OK(journal.open(state + QStringLiteral("/journal.sqlite")));
+            const auto plan = core::parsePlanJson(R"({"name": "record", "dataset": "syn", "baseline": {"skip": true},
+                "training": {"maxTrainImages": 50, "maxTestImages": 25},
+                "grid": {"workers": [1], "batchSize": [25], "epochs": [1], "threadsPerWorker": [1]}})");
+            VERIFY_OK(plan);
+            core::StudyRunner creator(&journal);
+            creator.setAgents(agents);
+            const auto created = creator.createStudy(*plan);
+            VERIFY_OK(created);
+            studyId = created.value();
+            QCOMPARE(test::driveStudyToEnd(&journal, studyId, agents, 0), QStringLiteral("SUCCEEDED"));
+        }
+        app::ConsoleOptions options;
+        options.agentEndpoint = QStringLiteral("127.0.0.1:1"); // nothing listens
+        options.stateDir = state;
+        options.openStudy = studyId;
+        app::MainWindow window(options);
+        QTRY_COMPARE_WITH_TIMEOUT(window.studyView()->snapshot().studyId, studyId, 10000);
+        const core::StudySnapshot shown = window.studyView()->snapshot();
+        QCOMPARE(shown.state, QStringLiteral("SUCCEEDED"));
+        QCOMPARE(shown.runs.size(), 1);
+        QCOMPARE(window.findChild<QTabWidget *>(QStringLiteral("mainTabs"))->currentWidget(), window.studyView());
+    }
+
     void agentsFromTheCommandLineJoinTheAgentsTab()
     {
         app::ConsoleOptions options;

@@ -283,6 +283,15 @@ void MainWindow::buildUi()
         if (!m_agentsView->reachableAgents().isEmpty())
             reopenStudy();
     });
+    // A study that has ended is a record: shown at once, with no agent to wait for (a
+    // laptop away from the cluster still opens last week's study).
+    if (!m_options.stateDir.isEmpty() && !m_options.launchStudyWhenConnected) {
+        const QString named = m_options.openStudy;
+        const bool nothingToDrive = !named.isEmpty() ? m_studyView->unfinishedStudy(named) != named
+                                                     : m_studyView->unfinishedStudy({}).isEmpty();
+        if (nothingToDrive && (!named.isEmpty() || m_options.reopenStudies))
+            QTimer::singleShot(0, this, &MainWindow::reopenStudy);
+    }
     if (!m_options.stateDir.isEmpty()) {
         if (const core::Status opened = m_agentsView->openRegistry(m_options.stateDir); !opened)
             m_log->appendPlainText(tr("error: agent list: %1").arg(opened.error()));
