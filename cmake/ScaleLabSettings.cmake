@@ -12,7 +12,7 @@ target_compile_definitions(scalelab_settings INTERFACE
   QT_NO_FOREACH
   SCALELAB_VERSION="${PROJECT_VERSION}")
 
-# scalelab::gitCommit(): the commit the binaries were built from, for reports. Regenerated
+# scalelab::common::gitCommit(): the commit the binaries were built from, for reports. Regenerated
 # at every build; only its one file recompiles when the commit changes.
 set(_build_info ${CMAKE_BINARY_DIR}/generated/build_info.cpp)
 add_custom_target(scalelab_build_info_gen

@@ -12,7 +12,7 @@
 
 namespace fs = std::filesystem;
 
-namespace scalelab::checkpoint {
+namespace scalelab::common::checkpoint {
 
 std::string folderName(int epoch)
 {
@@ -132,9 +132,9 @@ common::Status verify(const fs::path &dir, std::vector<Entry> *entries, std::vec
 
 int writeManifest(const fs::path &dir, const std::vector<Entry> &entries)
 {
-    if (const int errnum = io::writeFileSynced(dir / kManifest, formatManifest(entries)); errnum != 0)
+    if (const int errnum = common::writeFileSynced(dir / kManifest, formatManifest(entries)); errnum != 0)
         return errnum;
-    io::syncFolder(dir);
+    common::syncFolder(dir);
     return 0;
 }
 
@@ -147,4 +147,4 @@ void prune(const fs::path &root, std::size_t keep, const fs::path &except)
         fs::remove_all(all[i].path, ec);
 }
 
-} // namespace scalelab::checkpoint
+} // namespace scalelab::common::checkpoint

@@ -24,7 +24,7 @@
 #include <string_view>
 #include <vector>
 
-namespace scalelab::checkpoint {
+namespace scalelab::common::checkpoint {
 
 inline constexpr std::string_view kManifest = "MANIFEST";
 
@@ -77,4 +77,4 @@ common::Status verify(const std::filesystem::path &dir, std::vector<Entry> *entr
 // Removes all but the newest `keep` epoch-NNNN folders under `root`, never `except`.
 void prune(const std::filesystem::path &root, std::size_t keep, const std::filesystem::path &except = {});
 
-} // namespace scalelab::checkpoint
+} // namespace scalelab::common::checkpoint

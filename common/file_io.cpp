@@ -5,7 +5,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-namespace scalelab::io {
+namespace scalelab::common {
 
 int writeAll(int fd, const char *data, std::size_t size)
 {
@@ -60,4 +60,4 @@ void syncFolder(const std::filesystem::path &folder)
     }
 }
 
-} // namespace scalelab::io
+} // namespace scalelab::common

@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <string>
 
-namespace scalelab::io {
+namespace scalelab::common {
 
 // Writes all of `size` bytes to `fd` (retrying short writes and EINTR). 0 when it worked,
 // else the errno (ENOSPC when the disk takes no more).
@@ -25,4 +25,4 @@ common::Status replaceFileAtomically(const std::filesystem::path &file, const st
 // fsync of a folder (after a rename in it), best effort.
 void syncFolder(const std::filesystem::path &folder);
 
-} // namespace scalelab::io
+} // namespace scalelab::common

@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <string_view>
 
-namespace scalelab {
+namespace scalelab::common {
 
 inline bool isSafeName(std::string_view name)
 {
@@ -18,4 +18,4 @@ inline bool isSafeName(std::string_view name)
     });
 }
 
-} // namespace scalelab
+} // namespace scalelab::common

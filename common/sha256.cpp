@@ -5,7 +5,7 @@
 #include <fstream>
 #include <vector>
 
-namespace scalelab {
+namespace scalelab::common {
 
 namespace {
 constexpr std::uint32_t kK[64]
@@ -107,4 +107,4 @@ std::string Sha256::ofBytes(const void *data, std::size_t size)
     return sha.hexDigest();
 }
 
-} // namespace scalelab
+} // namespace scalelab::common

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-namespace scalelab {
+namespace scalelab::common {
 
 class Sha256 {
 public:
@@ -25,4 +25,4 @@ private:
     std::uint64_t m_bits = 0;
 };
 
-} // namespace scalelab
+} // namespace scalelab::common

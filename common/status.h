@@ -21,7 +21,7 @@
 #include <string>
 #include <utility>
 
-namespace scalelab {
+namespace scalelab::common {
 
 template <class Text>
 class [[nodiscard]] BasicStatus {
@@ -97,10 +97,6 @@ private:
     std::optional<T> m_value;
     Error m_error;
 };
-
-} // namespace scalelab
-
-namespace scalelab::common {
 
 using Status = BasicStatus<std::string>;
 template <class T>

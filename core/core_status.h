@@ -3,18 +3,18 @@
 // a remote call returns a CallResult (agent_client.h), a Status with the gRPC code kept.
 #pragma once
 
-#include "status.h" // common/: BasicStatus, BasicResult
+#include "status.h" // common/: common::BasicStatus, common::BasicResult
 
 #include <QString>
 #include <QStringList>
 
 namespace scalelab::core {
 
-using Status = BasicStatus<QString>;
+using Status = common::BasicStatus<QString>;
 template <class T>
-using Result = BasicResult<T, QString>;
+using Result = common::BasicResult<T, QString>;
 // A value, or every problem found (a plan's, one per field).
 template <class T>
-using Checked = BasicResult<T, QStringList>;
+using Checked = common::BasicResult<T, QStringList>;
 
 } // namespace scalelab::core

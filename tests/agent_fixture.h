@@ -10,17 +10,24 @@
 //   ...
 //   VERIFY_OK(agent.stopAndCheckNothingLeft());
 //
+// start() again after stop() is a restart: a new agent on the same folders (the same
+// state), with the options given then. AgentFixture(parent) makes the folder inside a
+// test's own, so that the test's own "no process left" check covers this agent too.
+//
 // Links scalelab_core (LocalAgent, AgentClient) and scalelab_cifar (the synthetic set).
 // Test-thread only.
 #pragma once
 
 #include "agent_client.h"
 #include "agent_endpoint.h"
-#include "cifar10.h"
 #include "local_agent.h"
 #include "test_support.h"
 
+#include "cifar10.h"
+
 #include <QDir>
+#include <QFile>
+#include <QFileInfo>
 #include <QTemporaryDir>
 #include <QTest>
 
@@ -29,55 +36,94 @@
 namespace scalelab::test {
 
 struct AgentFixtureOptions {
-    QString syntheticSet; // a synthetic CIFAR-format set of this name in the data folder; empty: none
+    QString syntheticSet; // a synthetic CIFAR-format set of this name in the data folder
+                          // (unless it is there already); empty: none
     int trainImages = 200;
     int testImages = 50;
     int seed = 1;
     QStringList extraArguments; // for scalelab-agent (--tls-cert, ...)
     QString stateName = QStringLiteral("state"); // the agent's state folder, in the fixture's folder
+    QString logFile; // the agent's log; empty: local-agent.log in its state folder
+    QString listen = QStringLiteral("127.0.0.1"); // --listen
+    bool withToken = true; // false: no token at all (the agent allows that on loopback only)
+    QString token; // with withToken: this token instead of a fresh random one
 };
 
 class AgentFixture {
 public:
-    // Makes the folders (and the set) and starts the agent.
+    AgentFixture() = default;
+    // The fixture's folder inside `parent`, a folder of the test's own.
+    explicit AgentFixture(const QString &parent)
+        : m_tmp(parent + QStringLiteral("/agent-XXXXXX"))
+    { }
+
+    // Makes the folders (and the set) and starts the agent; on failure says why (and
+    // agent().refusedConfiguration() whether the agent refused its configuration).
     core::Status start(const AgentFixtureOptions &options = {})
     {
         if (!m_tmp.isValid())
             return core::Status::failure(QStringLiteral("no temporary folder: ") + m_tmp.errorString());
         if (!QDir().mkpath(dataDir()))
             return core::Status::failure(QStringLiteral("cannot create ") + dataDir());
-        if (!options.syntheticSet.isEmpty()) {
-            if (const common::Status written
-                = cifar::writeSyntheticDataset((dataDir() + QLatin1Char('/') + options.syntheticSet).toStdString(),
-                    options.trainImages, options.testImages, options.seed);
+        const QString set = dataDir() + QLatin1Char('/') + options.syntheticSet;
+        if (!options.syntheticSet.isEmpty() && !QFileInfo::exists(set)) {
+            if (const common::Status written = trainer::cifar::writeSyntheticDataset(
+                    set.toStdString(), options.trainImages, options.testImages, options.seed);
                 !written)
                 return core::Status::failure(QString::fromStdString(written.error()));
         }
+        m_stateName = options.stateName;
         core::LocalAgentOptions agentOptions;
         agentOptions.agentBinary = binary("scalelab-agent");
         agentOptions.dataDir = dataDir();
-        agentOptions.stateDir = path(options.stateName);
+        agentOptions.stateDir = stateDir();
+        agentOptions.logFile = options.logFile;
+        agentOptions.listen = options.listen;
+        agentOptions.withToken = options.withToken;
+        agentOptions.token = options.token;
         agentOptions.extraArguments = options.extraArguments;
+        m_client.reset();
         if (core::Status started = m_agent.start(agentOptions); !started)
             return started;
+        m_processIds << m_agent.processId();
         m_client = std::make_unique<core::AgentClient>(m_agent.endpoint(), m_agent.token());
         return core::Status::success();
     }
 
-    // Stops the agent and waits until no process names the fixture's folder.
-    core::Status stopAndCheckNothingLeft(int timeoutMs = 15'000)
+    // Stops the agent (SIGTERM, SIGKILL after 8 s) and keeps its folders.
+    void stop()
     {
         m_client.reset();
         m_agent.stop();
-        if (QTest::qWaitFor([this] { return processesMentioning(m_tmp.path()).isEmpty(); }, timeLimit(timeoutMs)))
-            return core::Status::success();
-        return core::Status::failure(
-            QStringLiteral("processes left behind:\n") + processesMentioning(m_tmp.path()).join('\n'));
+    }
+
+    // Stops the agent and waits until no process names the fixture's folder and none is a
+    // child of an agent it started (zombies too, which have no command line).
+    core::Status stopAndCheckNothingLeft(int timeoutMs = 15'000)
+    {
+        stop();
+        const auto left = [this] {
+            QStringList found = processesMentioning(m_tmp.path());
+            for (qint64 pid : std::as_const(m_processIds))
+                found << childProcesses(pid);
+            return found;
+        };
+        if (!QTest::qWaitFor([&] { return left().isEmpty(); }, timeLimit(timeoutMs)))
+            return core::Status::failure(QStringLiteral("processes left behind:\n") + left().join('\n'));
+        m_processIds.clear();
+        return core::Status::success();
     }
 
     QString path(const QString &name) const { return m_tmp.filePath(name); }
     QString folder() const { return m_tmp.path(); }
     QString dataDir() const { return path(QStringLiteral("data")); }
+    QString stateDir() const { return path(m_stateName); }
+    // What the agent wrote to its log so far (all its starts).
+    QString log() const
+    {
+        QFile file(m_agent.logFile());
+        return file.open(QIODevice::ReadOnly) ? QString::fromLocal8Bit(file.readAll()) : QString();
+    }
     core::LocalAgent &agent() { return m_agent; }
     core::AgentClient &client() { return *m_client; }
     QString address() const { return m_agent.endpoint(); }
@@ -89,8 +135,10 @@ public:
 
 private:
     QTemporaryDir m_tmp;
+    QString m_stateName = QStringLiteral("state");
     core::LocalAgent m_agent;
     std::unique_ptr<core::AgentClient> m_client;
+    QList<qint64> m_processIds; // agents started since the last check
 };
 
 } // namespace scalelab::test

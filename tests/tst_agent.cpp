@@ -1,19 +1,14 @@
 // The node agent as a process (issue 4): a run whose ranks sit on two agents, resuming a
 // stream mid-run, an agent killed with SIGKILL and started again, token and TLS
 // (mutual too) refusals, the bad-input matrix, exit classification through real
-// processes, utilization samples, fetching CIFAR-10 from a mirror, the event log's
-// torn-tail repair, and checkpoints sent from one agent to another (and the writes an
-// agent refuses). After every test no process it started is left, zombies included.
-#include "advertise.h"
+// processes, utilization samples, fetching CIFAR-10 from a mirror, and checkpoints sent
+// from one agent to another (and the writes an agent refuses). The agent's pure rules are
+// tst_agent_rules'. After every test no process it started is left, zombies included.
 #include "verify_ok.h"
 #include "agent_client.h"
+#include "agent_fixture.h"
 #include "checkpoint_copy.h"
 #include "cifar10.h"
-#include "dataset_fetcher.h"
-#include "local_agent.h"
-#include "net_address.h"
-#include "run_event_log.h"
-#include "run_supervisor.h"
 #include "study_runner.h"
 #include "test_support.h"
 #include "worker_channel.h"
@@ -171,44 +166,26 @@ QString lastStateName(const std::vector<v1::RunEvent> &events)
 class TestAgent : public QObject {
     Q_OBJECT
 private:
-    QTemporaryDir m_tmp;
-    QString m_data; // a data folder with the synthetic set "syn"
-    std::vector<qint64> m_agentPids; // agents started by the current test
+    QTemporaryDir m_tmp; // the TLS material, and every agent's folder (test::AgentFixture(m_tmp.path()))
 
     QString path(const QString &name) const { return m_tmp.filePath(name); }
 
-    std::unique_ptr<LocalAgent> startAgent(
-        const QString &name, const QStringList &extra = {}, const QString &data = {}, Status *status = nullptr)
+    // An agent with the synthetic set "syn" in its data folder and `extra` on its command line.
+    static test::AgentFixtureOptions withSyn(const QStringList &extra = {})
     {
-        auto agent = std::make_unique<LocalAgent>();
-        LocalAgentOptions options;
-        options.agentBinary = test::binary("scalelab-agent");
-        options.dataDir = data.isEmpty() ? m_data : data;
-        options.stateDir = path(name);
+        test::AgentFixtureOptions options;
+        options.syntheticSet = QStringLiteral("syn");
+        options.trainImages = 200;
+        options.testImages = 40;
+        options.seed = 7;
         options.extraArguments = extra;
-        const Status started = agent->start(options);
-        if (status)
-            *status = started;
-        if (started)
-            m_agentPids.push_back(agent->processId());
-        else if (!status) // a refusal the caller expects is checked by the caller
-            qWarning("agent %s did not start: %s", qPrintable(name), qPrintable(started.error()));
-        return agent;
-    }
-
-    QString agentLog(const QString &name) const
-    {
-        QFile f(m_tmp.filePath(name + QStringLiteral("/local-agent.log")));
-        return f.open(QIODevice::ReadOnly) ? QString::fromLocal8Bit(f.readAll()) : QString();
+        return options;
     }
 
 private Q_SLOTS:
     void initTestCase()
     {
         QVERIFY(m_tmp.isValid());
-        m_data = path(QStringLiteral("data"));
-        QVERIFY(QDir().mkpath(m_data));
-        VERIFY_OK(cifar::writeSyntheticDataset((m_data + QStringLiteral("/syn")).toStdString(), 200, 40, 7));
 
         // TLS material for this run only: a CA, a server certificate for localhost and
         // 127.0.0.1, a client certificate, and a second CA nobody trusts.
@@ -248,13 +225,11 @@ private Q_SLOTS:
 
     void cleanup()
     {
-        // No process of this test is left: not by command line, not as a zombie.
+        // No process of this test is left by command line (each test's agents are checked
+        // for zombies too, by stopAndCheckNothingLeft()).
         QTRY_VERIFY_WITH_TIMEOUT(test::processesMentioning(m_tmp.path()).isEmpty(), 15000);
         QVERIFY2(test::processesMentioning(m_tmp.path()).isEmpty(),
             qPrintable(test::processesMentioning(m_tmp.path()).join(QLatin1Char('\n'))));
-        for (qint64 pid : m_agentPids)
-            QVERIFY2(test::childProcesses(pid).isEmpty(), qPrintable(test::childProcesses(pid).join(u'\n')));
-        m_agentPids.clear();
     }
 
     // Ranks 0-1 on one agent, 2-3 on another, one c10d group over loopback.
@@ -262,11 +237,12 @@ private Q_SLOTS:
     {
         QElapsedTimer timer;
         timer.start();
-        auto first = startAgent(QStringLiteral("two-a"));
-        auto second = startAgent(QStringLiteral("two-b"));
-        QVERIFY(first->processId() > 0 && second->processId() > 0);
-        AgentClient a(first->endpoint(), first->token());
-        AgentClient b(second->endpoint(), second->token());
+        test::AgentFixture first(m_tmp.path()), second(m_tmp.path());
+        VERIFY_OK(first.start(withSyn()));
+        VERIFY_OK(second.start(withSyn()));
+        QVERIFY(first.agent().processId() > 0 && second.agent().processId() > 0);
+        AgentClient &a = first.client();
+        AgentClient &b = second.client();
 
         v1::StartWorkersResponse onA, onB, again;
         auto r = a.startWorkers(runRequest("multi-1", 1, 4, { 0, 1 }), &onA);
@@ -305,15 +281,16 @@ private Q_SLOTS:
             QCOMPARE(worldSize, client == &a ? 4 : 0); // rank 0 reports for the run
             QCOMPARE(exited, client == &a ? (std::set<int> { 0, 1 }) : (std::set<int> { 2, 3 }));
         }
-        first->stop();
-        second->stop();
+        VERIFY_OK(first.stopAndCheckNothingLeft());
+        VERIFY_OK(second.stopAndCheckNothingLeft());
         qInfo("two agents, four ranks: %.1f s", timer.elapsed() / 1000.0);
     }
 
     void reconnectMidRunIsGapFreeAndDuplicateFree()
     {
-        auto agent = startAgent(QStringLiteral("resume"));
-        AgentClient client(agent->endpoint(), agent->token());
+        test::AgentFixture agent(m_tmp.path());
+        VERIFY_OK(agent.start(withSyn()));
+        AgentClient &client = agent.client();
         v1::StartWorkersResponse started;
         auto request = runRequest("resume-1", 3, 1, { 0 });
         request.mutable_spec()->set_batch_size(10); // 20 steps per epoch
@@ -338,15 +315,16 @@ private Q_SLOTS:
         const auto replay = watchRun(client, "resume-1", 0);
         QCOMPARE(replay.events.size(), joined.size());
         QCOMPARE(replay.events.back().seq(), joined.back().seq());
-        agent->stop();
+        VERIFY_OK(agent.stopAndCheckNothingLeft());
     }
 
     void killedAgentRestartsWithRunHistory()
     {
-        auto agent = startAgent(QStringLiteral("restart"));
-        const qint64 pid = agent->processId();
+        test::AgentFixture agent(m_tmp.path());
+        VERIFY_OK(agent.start(withSyn()));
+        const qint64 pid = agent.agent().processId();
         {
-            AgentClient client(agent->endpoint(), agent->token());
+            AgentClient client(agent.address(), agent.token());
             v1::StartWorkersResponse started;
             auto r = client.startWorkers(runRequest("done-1", 1, 1, { 0 }), &started);
             QVERIFY2(r.ok(), qPrintable(r.message));
@@ -365,15 +343,17 @@ private Q_SLOTS:
             }
             QVERIFY(checkpointed);
         }
+        // Killed by hand, not stopped by the fixture: a death without shutdown is the test.
         QCOMPARE(::kill(pid_t(pid), SIGKILL), 0);
         // The workers die with their agent (PR_SET_PDEATHSIG), even on SIGKILL.
         QTRY_VERIFY_WITH_TIMEOUT(
-            test::processesMentioning(QStringLiteral("scalelab-worker train --data-dir ") + m_data).isEmpty(),
+            test::processesMentioning(QStringLiteral("scalelab-worker train --data-dir ") + agent.dataDir())
+                .isEmpty(),
             10000);
-        agent->stop(); // reaps the killed agent
+        VERIFY_OK(agent.stopAndCheckNothingLeft()); // reaps the killed agent
 
-        auto restarted = startAgent(QStringLiteral("restart"));
-        AgentClient client(restarted->endpoint(), restarted->token());
+        VERIFY_OK(agent.start(withSyn())); // again, on the same state
+        AgentClient client(agent.address(), agent.token());
         v1::ListRunsResponse list;
         auto r = client.listRuns({}, &list);
         QVERIFY2(r.ok(), qPrintable(r.message));
@@ -398,7 +378,7 @@ private Q_SLOTS:
         QVERIFY(watched.events.back().has_state());
         QVERIFY(watched.events.back().state().interrupted());
         // Checkpoints intact: every file matches its sha256 in the manifest.
-        const QDir checkpoints(path(QStringLiteral("restart/runs/long-1/checkpoints")));
+        const QDir checkpoints(agent.stateDir() + QStringLiteral("/runs/long-1/checkpoints"));
         const auto committed = checkpoints.entryList({ QStringLiteral("epoch-*") }, QDir::Dirs);
         QVERIFY(!committed.isEmpty());
         QFile manifest(checkpoints.filePath(committed.last() + QStringLiteral("/MANIFEST")));
@@ -422,12 +402,12 @@ private Q_SLOTS:
         QCOMPARE(inventory.runs_size(), 1);
         QCOMPARE(inventory.runs(0).run_id(), std::string("long-1"));
         QVERIFY(!QFileInfo::exists(QStringLiteral("/proc/%1").arg(pid)));
-        restarted->stop();
+        VERIFY_OK(agent.stopAndCheckNothingLeft());
         // Closing it wrote its outcome: the next start reads that, not the log, and the
         // run is what it was (FAILED, interrupted), not "interrupted" a second time.
-        QVERIFY(QFileInfo::exists(path(QStringLiteral("restart/runs/long-1/1/outcome.json"))));
-        auto third = startAgent(QStringLiteral("restart"));
-        AgentClient thirdClient(third->endpoint(), third->token());
+        QVERIFY(QFileInfo::exists(agent.stateDir() + QStringLiteral("/runs/long-1/1/outcome.json")));
+        VERIFY_OK(agent.start(withSyn()));
+        AgentClient thirdClient(agent.address(), agent.token());
         QVERIFY(thirdClient.describe(&inventory).ok());
         QCOMPARE(inventory.runs_size(), 0);
         QCOMPARE(inventory.runs_recorded(), qint64(2));
@@ -438,16 +418,17 @@ private Q_SLOTS:
         QCOMPARE(listed.at(1).state(), v1::FAILED);
         QVERIFY(listed.at(1).interrupted());
         QCOMPARE(listed.at(1).last_seq(), watched.events.back().seq());
-        QVERIFY2(agentLog(QStringLiteral("restart")).contains(QLatin1String("; 0 closed as FAILED (interrupted")),
-            qPrintable(agentLog(QStringLiteral("restart")).right(600)));
-        third->stop();
+        QVERIFY2(agent.log().contains(QLatin1String("; 0 closed as FAILED (interrupted")),
+            qPrintable(agent.log().right(600)));
+        VERIFY_OK(agent.stopAndCheckNothingLeft());
     }
 
     void shutdownMarksActiveRunsInterrupted()
     {
-        auto agent = startAgent(QStringLiteral("shutdown"));
+        test::AgentFixture agent(m_tmp.path());
+        VERIFY_OK(agent.start(withSyn()));
         {
-            AgentClient client(agent->endpoint(), agent->token());
+            AgentClient client(agent.address(), agent.token());
             v1::StartWorkersResponse started;
             auto r = client.startWorkers(runRequest("cut-1", 1000, 1, { 0 }), &started);
             QVERIFY2(r.ok(), qPrintable(r.message));
@@ -458,9 +439,9 @@ private Q_SLOTS:
                 }(),
                 20000);
         }
-        agent->stop(); // SIGTERM: the agent stops its runs before it exits
-        auto restarted = startAgent(QStringLiteral("shutdown"));
-        AgentClient client(restarted->endpoint(), restarted->token());
+        VERIFY_OK(agent.stopAndCheckNothingLeft()); // SIGTERM: the agent stops its runs before it exits
+        VERIFY_OK(agent.start(withSyn()));
+        AgentClient client(agent.address(), agent.token());
         v1::ListRunsResponse list;
         QVERIFY(client.listRuns({}, &list).ok());
         QCOMPARE(list.runs_size(), 1);
@@ -469,7 +450,7 @@ private Q_SLOTS:
         QVERIFY2(QString::fromStdString(list.runs(0).message()).contains(QStringLiteral("agent shut down")),
             list.runs(0).message().c_str());
         QCOMPARE(list.runs(0).placements(0).exit().kind(), v1::EXIT_STOPPED);
-        restarted->stop();
+        VERIFY_OK(agent.stopAndCheckNothingLeft());
     }
 
     // An agent keeps only its active runs and the finished ones used last in memory
@@ -478,9 +459,10 @@ private Q_SLOTS:
     // StartWorkers (a repeated start is still recognised), before and after a restart.
     void finishedRunsAreReadBackFromDisk()
     {
-        auto agent = startAgent(QStringLiteral("paged"), { QStringLiteral("--finished-runs-in-memory"), QStringLiteral("2") });
-        QVERIFY(agent->processId() > 0);
-        AgentClient client(agent->endpoint(), agent->token());
+        test::AgentFixture agent(m_tmp.path());
+        VERIFY_OK(agent.start(withSyn({ QStringLiteral("--finished-runs-in-memory"), QStringLiteral("2") })));
+        QVERIFY(agent.agent().processId() > 0);
+        AgentClient client(agent.address(), agent.token());
         const std::vector<std::string> ids { "p-1", "p-2", "p-3", "p-4", "p-5" };
         for (const auto &id : ids) {
             v1::StartWorkersResponse started;
@@ -521,7 +503,8 @@ private Q_SLOTS:
             QCOMPARE(all[i].run_id(), ids[i]);
             QCOMPARE(all[i].state(), v1::SUCCEEDED);
             QVERIFY(all[i].ended_unix_ms() >= all[i].started_unix_ms() && all[i].started_unix_ms() > 0);
-            QVERIFY(QFileInfo::exists(path(QStringLiteral("paged/runs/%1/1/outcome.json").arg(QString::fromStdString(ids[i])))));
+            QVERIFY(QFileInfo::exists(agent.stateDir()
+                + QStringLiteral("/runs/%1/1/outcome.json").arg(QString::fromStdString(ids[i]))));
         }
         // The first run left memory long ago: its whole log is served from disk.
         const auto replay = watchRun(client, "p-1", 1);
@@ -547,11 +530,11 @@ private Q_SLOTS:
         r = client.listRuns(bad, &page);
         QCOMPARE(r.code, int(grpc::StatusCode::INVALID_ARGUMENT));
         QVERIFY2(r.message.contains(QLatin1String("page_token")), qPrintable(r.message));
-        agent->stop();
+        VERIFY_OK(agent.stopAndCheckNothingLeft());
 
         // A restarted agent reads the outcomes, not the logs, and lists the same runs.
-        auto restarted = startAgent(QStringLiteral("paged"), { QStringLiteral("--finished-runs-in-memory"), QStringLiteral("2") });
-        AgentClient second(restarted->endpoint(), restarted->token());
+        VERIFY_OK(agent.start(withSyn({ QStringLiteral("--finished-runs-in-memory"), QStringLiteral("2") })));
+        AgentClient second(agent.address(), agent.token());
         QVERIFY(second.describe(&inventory).ok());
         QCOMPARE(inventory.runs_recorded(), qint64(5));
         QCOMPARE(inventory.runs_size(), 0);
@@ -564,23 +547,24 @@ private Q_SLOTS:
         // What a user sees: `scalelab-cli runs`, every run, and where a limited listing stops.
         QProcess cli;
         QProcessEnvironment environment = QProcessEnvironment::systemEnvironment();
-        environment.insert(QStringLiteral("SCALELAB_TOKEN"), restarted->token());
+        environment.insert(QStringLiteral("SCALELAB_TOKEN"), agent.token());
         cli.setProcessEnvironment(environment);
-        cli.start(test::binary("scalelab-cli"), { QStringLiteral("runs"), QStringLiteral("--agent"), restarted->endpoint() });
+        cli.start(test::binary("scalelab-cli"),
+            { QStringLiteral("runs"), QStringLiteral("--agent"), agent.address() });
         QVERIFY(cli.waitForFinished(30'000));
         const QString listing = QString::fromLocal8Bit(cli.readAllStandardOutput());
         QCOMPARE(cli.exitCode(), 0);
         QVERIFY2(listing.contains(QLatin1String("p-1  attempt 1  SUCCEEDED")), qPrintable(listing));
         QVERIFY2(listing.contains(QLatin1String("5 of 5 run(s) recorded")), qPrintable(listing));
         cli.start(test::binary("scalelab-cli"),
-            { QStringLiteral("runs"), QStringLiteral("--agent"), restarted->endpoint(), QStringLiteral("--after"),
+            { QStringLiteral("runs"), QStringLiteral("--agent"), agent.address(), QStringLiteral("--after"),
                 QStringLiteral("p-3"), QStringLiteral("--limit"), QStringLiteral("1"), QStringLiteral("--json") });
         QVERIFY(cli.waitForFinished(30'000));
         const QString json = QString::fromLocal8Bit(cli.readAllStandardOutput());
         QVERIFY2(json.contains(QLatin1String("\"runId\":\"p-4\"")) && !json.contains(QLatin1String("\"p-5\""))
                 && json.contains(QLatin1String("\"nextPageToken\":\"p-4\"")),
             qPrintable(json));
-        restarted->stop();
+        VERIFY_OK(agent.stopAndCheckNothingLeft());
     }
 
     // The trainer's checkpoint read from the agent that wrote it, kept by the console,
@@ -589,15 +573,16 @@ private Q_SLOTS:
     void checkpointTravelsBetweenAgents()
     {
         // ckpt-a keeps every checkpoint of a finished run (not only the final one) to serve both.
-        auto first = startAgent(QStringLiteral("ckpt-a"), { QStringLiteral("--finished-checkpoints"), QStringLiteral("all") });
-        auto second = startAgent(QStringLiteral("ckpt-b"));
-        AgentClient a(first->endpoint(), first->token());
-        AgentClient b(second->endpoint(), second->token());
+        test::AgentFixture first(m_tmp.path()), second(m_tmp.path());
+        VERIFY_OK(first.start(withSyn({ QStringLiteral("--finished-checkpoints"), QStringLiteral("all") })));
+        VERIFY_OK(second.start(withSyn()));
+        AgentClient &a = first.client();
+        AgentClient &b = second.client();
         v1::StartWorkersResponse started;
         auto r = a.startWorkers(runRequest("travel-1", 2, 1, { 0 }), &started);
         QVERIFY2(r.ok(), qPrintable(r.message));
         QCOMPARE(lastStateName(watchRun(a, "travel-1", 1).events), QStringLiteral("SUCCEEDED"));
-        const QString onA = path(QStringLiteral("ckpt-a/runs/travel-1/checkpoints/epoch-0002"));
+        const QString onA = first.stateDir() + QStringLiteral("/runs/travel-1/checkpoints/epoch-0002");
         QCOMPARE(folderSums(onA).size(), 4); // model, optimizer, state, MANIFEST
 
         // Read: the newest (epoch 0) and one by number, verified and committed.
@@ -624,12 +609,12 @@ private Q_SLOTS:
         v1::WriteCheckpointResponse written;
         r = toB.upload(QStringLiteral("travel-1"), newest.dir, &written);
         QVERIFY2(r.ok(), qPrintable(r.message));
-        const QString onB = path(QStringLiteral("ckpt-b/runs/travel-1/checkpoints/epoch-0002"));
+        const QString onB = second.stateDir() + QStringLiteral("/runs/travel-1/checkpoints/epoch-0002");
         QCOMPARE(QString::fromStdString(written.path()), onB);
         QCOMPARE(written.epoch(), 2);
         QCOMPARE(written.bytes(), newest.bytes);
         QCOMPARE(folderSums(onB), folderSums(onA));
-        QCOMPARE(QDir(path(QStringLiteral("ckpt-b/runs/travel-1/checkpoints")))
+        QCOMPARE(QDir(second.stateDir() + QStringLiteral("/runs/travel-1/checkpoints"))
                      .entryList(QDir::AllEntries | QDir::Hidden | QDir::NoDotAndDotDot),
             QStringList({ QStringLiteral("epoch-0002") }));
         // Read back from there: the round trip changes nothing.
@@ -656,17 +641,18 @@ private Q_SLOTS:
         }
         QCOMPARE(resumedFrom, 2);
         QCOMPARE(epochs, std::set<int> { 3 });
-        first->stop();
-        second->stop();
+        VERIFY_OK(first.stopAndCheckNothingLeft());
+        VERIFY_OK(second.stopAndCheckNothingLeft());
     }
 
     // What WriteCheckpoint must refuse, each with a status that says why, leaving
     // nothing behind; and what ReadCheckpoint answers for a checkpoint it does not have.
     void checkpointWritesAreRefusedSafely()
     {
-        auto agent = startAgent(QStringLiteral("ckpt-refuse"));
-        AgentClient client(agent->endpoint(), agent->token());
-        const QString runs = path(QStringLiteral("ckpt-refuse/runs"));
+        test::AgentFixture agent(m_tmp.path());
+        VERIFY_OK(agent.start(withSyn()));
+        AgentClient &client = agent.client();
+        const QString runs = agent.stateDir() + QStringLiteral("/runs");
         QByteArray big(3 * (1 << 20) + 17, '\0'); // several chunks
         for (qsizetype i = 0; i < big.size(); ++i)
             big[i] = char(i * 7 % 251);
@@ -755,10 +741,10 @@ private Q_SLOTS:
             QStringList({ QStringLiteral("epoch-0003") }));
         QCOMPARE(QDir(runs).entryList(QDir::AllEntries | QDir::Hidden | QDir::NoDotAndDotDot),
             QStringList({ QStringLiteral("fresh-1") }));
-        QVERIFY(!QFileInfo::exists(path(QStringLiteral("ckpt-refuse/escaped"))));
+        QVERIFY(!QFileInfo::exists(agent.stateDir() + QStringLiteral("/escaped")));
 
         // Without the token: refused like every other call.
-        AgentClient stranger2(agent->endpoint(), QString());
+        AgentClient stranger2(agent.address(), QString());
         status = writeCheckpoint(stranger2, checkpointChunks("fresh-1", 5, good));
         QCOMPARE(status.error_code(), grpc::StatusCode::UNAUTHENTICATED);
         CheckpointCopy copy;
@@ -793,7 +779,7 @@ private Q_SLOTS:
         status = writeCheckpoint(client, checkpointChunks("busy-1", 999, good));
         QVERIFY2(status.ok(), status.error_message().c_str());
         QVERIFY(QFileInfo::exists(runs + QStringLiteral("/busy-1/checkpoints/epoch-0999/MANIFEST")));
-        agent->stop();
+        VERIFY_OK(agent.stopAndCheckNothingLeft());
     }
 
     void refusesNetworkAddressWithoutTokenAndTls_data()
@@ -810,43 +796,32 @@ private Q_SLOTS:
         QFETCH(bool, token);
         QFETCH(bool, tls);
         QFETCH(QString, message);
-        LocalAgent agent;
-        LocalAgentOptions options;
-        options.agentBinary = test::binary("scalelab-agent");
-        options.dataDir = m_data;
-        options.stateDir = path(QStringLiteral("refused"));
+        test::AgentFixture agent(m_tmp.path());
+        test::AgentFixtureOptions options = withSyn();
         options.listen = QStringLiteral("0.0.0.0");
         options.withToken = token;
         if (tls)
             options.extraArguments = { QStringLiteral("--tls-cert"), path(QStringLiteral("server.pem")),
                 QStringLiteral("--tls-key"), path(QStringLiteral("server.key")) };
-        const Status started = agent.start(options, 10'000);
+        const Status started = agent.start(options);
         QVERIFY(!started);
-        QVERIFY(agent.refusedConfiguration());
+        QVERIFY(agent.agent().refusedConfiguration());
         QVERIFY2(started.error().contains(message), qPrintable(started.error()));
+        VERIFY_OK(agent.stopAndCheckNothingLeft());
     }
 
     void tlsWithTokenOffLoopback()
     {
-        Status started;
-        auto agent = [&] {
-            auto a = std::make_unique<LocalAgent>();
-            LocalAgentOptions options;
-            options.agentBinary = test::binary("scalelab-agent");
-            options.dataDir = m_data;
-            options.stateDir = path(QStringLiteral("tls"));
-            options.listen = QStringLiteral("0.0.0.0");
-            options.extraArguments = { QStringLiteral("--tls-cert"), path(QStringLiteral("server.pem")),
-                QStringLiteral("--tls-key"), path(QStringLiteral("server.key")) };
-            started = a->start(options);
-            return a;
-        }();
-        VERIFY_OK(started);
-        m_agentPids.push_back(agent->processId());
-        const QString endpoint = QStringLiteral("127.0.0.1:") + agent->endpoint().section(u':', -1);
+        test::AgentFixture agent(m_tmp.path());
+        test::AgentFixtureOptions options = withSyn({ QStringLiteral("--tls-cert"),
+            path(QStringLiteral("server.pem")), QStringLiteral("--tls-key"),
+            path(QStringLiteral("server.key")) });
+        options.listen = QStringLiteral("0.0.0.0");
+        VERIFY_OK(agent.start(options));
+        const QString endpoint = QStringLiteral("127.0.0.1:") + agent.address().section(u':', -1);
         const AgentTls trusted { path(QStringLiteral("ca.pem")), {}, {}, {} };
 
-        AgentClient good(endpoint, agent->token(), trusted);
+        AgentClient good(endpoint, agent.token(), trusted);
         v1::DescribeResponse inventory;
         auto r = good.describe(&inventory);
         QVERIFY2(r.ok(), qPrintable(r.message));
@@ -856,38 +831,37 @@ private Q_SLOTS:
         AgentClient noToken(endpoint, QString(), trusted);
         QCOMPARE(noToken.describe(&inventory).code, int(grpc::StatusCode::UNAUTHENTICATED));
         QTRY_VERIFY_WITH_TIMEOUT(
-            agentLog(QStringLiteral("tls")).contains(QStringLiteral("wrong token")), 5000);
-        QVERIFY(agentLog(QStringLiteral("tls")).contains(QStringLiteral("no token")));
+            agent.log().contains(QStringLiteral("wrong token")), 5000);
+        QVERIFY(agent.log().contains(QStringLiteral("no token")));
 
-        AgentClient plaintext(endpoint, agent->token(), AgentTls {});
+        AgentClient plaintext(endpoint, agent.token(), AgentTls {});
         QCOMPARE(plaintext.describe(&inventory, 3000).code, int(grpc::StatusCode::UNAVAILABLE));
         AgentClient untrusted(
-            endpoint, agent->token(), AgentTls { path(QStringLiteral("other-ca.pem")), {}, {}, {} });
+            endpoint, agent.token(), AgentTls { path(QStringLiteral("other-ca.pem")), {}, {}, {} });
         QCOMPARE(untrusted.describe(&inventory, 3000).code, int(grpc::StatusCode::UNAVAILABLE));
         AgentClient missingCa(
-            endpoint, agent->token(), AgentTls { path(QStringLiteral("nope.pem")), {}, {}, {} });
+            endpoint, agent.token(), AgentTls { path(QStringLiteral("nope.pem")), {}, {}, {} });
         QVERIFY(missingCa.setupError().contains(QStringLiteral("nope.pem")));
         QCOMPARE(missingCa.describe(&inventory).code, int(grpc::StatusCode::FAILED_PRECONDITION));
-        agent->stop();
+        VERIFY_OK(agent.stopAndCheckNothingLeft());
     }
 
     void mutualTlsNeedsClientCertificate()
     {
-        auto agent = startAgent(QStringLiteral("mtls"),
-            { QStringLiteral("--tls-cert"), path(QStringLiteral("server.pem")), QStringLiteral("--tls-key"),
-                path(QStringLiteral("server.key")), QStringLiteral("--tls-client-ca"),
-                path(QStringLiteral("ca.pem")) });
-        QVERIFY(!agent->endpoint().isEmpty()); // startAgent warned why
+        test::AgentFixture agent(m_tmp.path());
+        VERIFY_OK(agent.start(withSyn({ QStringLiteral("--tls-cert"), path(QStringLiteral("server.pem")),
+            QStringLiteral("--tls-key"), path(QStringLiteral("server.key")),
+            QStringLiteral("--tls-client-ca"), path(QStringLiteral("ca.pem")) })));
         v1::DescribeResponse inventory;
         AgentClient anonymous(
-            agent->endpoint(), agent->token(), AgentTls { path(QStringLiteral("ca.pem")), {}, {}, {} });
+            agent.address(), agent.token(), AgentTls { path(QStringLiteral("ca.pem")), {}, {}, {} });
         QCOMPARE(anonymous.describe(&inventory, 3000).code, int(grpc::StatusCode::UNAVAILABLE));
-        AgentClient known(agent->endpoint(), agent->token(),
+        AgentClient known(agent.address(), agent.token(),
             AgentTls { path(QStringLiteral("ca.pem")), path(QStringLiteral("client.pem")),
                 path(QStringLiteral("client.key")), {} });
         const auto r = known.describe(&inventory);
         QVERIFY2(r.ok(), qPrintable(r.message));
-        agent->stop();
+        VERIFY_OK(agent.stopAndCheckNothingLeft());
     }
 
     // The runner copies each committed checkpoint to the console over a channel of its
@@ -896,11 +870,10 @@ private Q_SLOTS:
     void studyCopiesCheckpointsFromAnAgentWithItsOwnCa()
     {
         qunsetenv("SCALELAB_TLS_CA");
-        auto agent = startAgent(QStringLiteral("own-ca"),
-            { QStringLiteral("--tls-cert"), path(QStringLiteral("server.pem")), QStringLiteral("--tls-key"),
-                path(QStringLiteral("server.key")) });
-        QVERIFY(!agent->endpoint().isEmpty()); // startAgent warned why
-        const AgentEndpoint endpoint { QStringLiteral("tls-agent"), agent->endpoint(), agent->token(),
+        test::AgentFixture agent(m_tmp.path());
+        VERIFY_OK(agent.start(withSyn({ QStringLiteral("--tls-cert"), path(QStringLiteral("server.pem")),
+            QStringLiteral("--tls-key"), path(QStringLiteral("server.key")) })));
+        const AgentEndpoint endpoint { QStringLiteral("tls-agent"), agent.address(), agent.token(),
             AgentTls { path(QStringLiteral("ca.pem")), {}, {}, {} } };
 
         v1::StudyPlan plan;
@@ -938,7 +911,7 @@ private Q_SLOTS:
         QCOMPARE(copyProblem, QString());
         QCOMPARE(manifest.epoch(), 1);
         QCOMPARE(manifest.files_size(), 3);
-        agent->stop();
+        VERIFY_OK(agent.stopAndCheckNothingLeft());
     }
 
     void configFileAndEnvironmentAreRead()
@@ -946,42 +919,39 @@ private Q_SLOTS:
         // A value from the config file is used, checked, and its origin named.
         QVERIFY(
             writeFile(path(QStringLiteral("agent.conf")), "# test\nlog-level = debug\nheartbeat-ms = 5\n"));
-        Status started;
-        auto refused = startAgent(QStringLiteral("conf"),
-            { QStringLiteral("--config"), path(QStringLiteral("agent.conf")) }, {}, &started);
+        test::AgentFixture agent(m_tmp.path()); // started four times on the same state
+        Status started
+            = agent.start(withSyn({ QStringLiteral("--config"), path(QStringLiteral("agent.conf")) }));
         QVERIFY(!started);
         QVERIFY2(started.error().contains(QStringLiteral("--heartbeat-ms must be a whole number from 100"))
                 && started.error().contains(QStringLiteral("agent.conf:3")),
             qPrintable(started.error()));
         // The command line wins over the file.
-        auto agent = startAgent(QStringLiteral("conf"),
-            { QStringLiteral("--config"), path(QStringLiteral("agent.conf")),
-                QStringLiteral("--heartbeat-ms"), QStringLiteral("500") },
-            {}, &started);
-        VERIFY_OK(started);
-        agent->stop();
+        VERIFY_OK(agent.start(withSyn({ QStringLiteral("--config"), path(QStringLiteral("agent.conf")),
+            QStringLiteral("--heartbeat-ms"), QStringLiteral("500") })));
+        VERIFY_OK(agent.stopAndCheckNothingLeft());
         // An unknown key names the file and line.
         QVERIFY(writeFile(path(QStringLiteral("bad.conf")), "port = 0\nlisen = 0.0.0.0\n"));
-        auto bad = startAgent(QStringLiteral("conf"),
-            { QStringLiteral("--config"), path(QStringLiteral("bad.conf")) }, {}, &started);
+        started = agent.start(withSyn({ QStringLiteral("--config"), path(QStringLiteral("bad.conf")) }));
         QVERIFY(!started);
         QVERIFY2(started.error().contains(QStringLiteral("bad.conf:2: unknown option 'lisen'")),
             qPrintable(started.error()));
         // The environment wins over the file, and is named too.
         QVERIFY(writeFile(path(QStringLiteral("good.conf")), "heartbeat-ms = 1000\n"));
         qputenv("SCALELAB_AGENT_HEARTBEAT_MS", "5");
-        auto env = startAgent(QStringLiteral("conf"),
-            { QStringLiteral("--config"), path(QStringLiteral("good.conf")) }, {}, &started);
+        started = agent.start(withSyn({ QStringLiteral("--config"), path(QStringLiteral("good.conf")) }));
         qunsetenv("SCALELAB_AGENT_HEARTBEAT_MS");
         QVERIFY(!started);
         QVERIFY2(started.error().contains(QStringLiteral("from SCALELAB_AGENT_HEARTBEAT_MS")),
             qPrintable(started.error()));
+        VERIFY_OK(agent.stopAndCheckNothingLeft());
     }
 
     void badInputIsRefusedNamingTheField()
     {
-        auto agent = startAgent(QStringLiteral("bad"));
-        AgentClient client(agent->endpoint(), agent->token());
+        test::AgentFixture agent(m_tmp.path());
+        VERIFY_OK(agent.start(withSyn()));
+        AgentClient &client = agent.client();
         const int invalid = grpc::StatusCode::INVALID_ARGUMENT;
         const int precondition = grpc::StatusCode::FAILED_PRECONDITION;
         struct Case {
@@ -1128,12 +1098,14 @@ private Q_SLOTS:
         expect("FetchDataset unknown name", client.fetchDataset(QStringLiteral("../../etc"), {}, &dataset),
             invalid, QStringLiteral("name"));
         // Nothing was written outside the agent's folders.
-        for (const QString &name :
-            { QStringLiteral("x"), QStringLiteral("bad/x"), QStringLiteral("bad/runs/x"),
-                QStringLiteral("bad/runs/bad-input"), QStringLiteral("data/zero"), QStringLiteral("etc") })
-            QVERIFY2(!QFileInfo::exists(path(name)), qPrintable(name));
+        for (const QString &name : { agent.path(QStringLiteral("x")), agent.stateDir() + QStringLiteral("/x"),
+                 agent.stateDir() + QStringLiteral("/runs/x"),
+                 agent.stateDir() + QStringLiteral("/runs/bad-input"),
+                 agent.dataDir() + QStringLiteral("/zero"), agent.path(QStringLiteral("etc")),
+                 path(QStringLiteral("x")), path(QStringLiteral("etc")) })
+            QVERIFY2(!QFileInfo::exists(name), qPrintable(name));
         QVERIFY(!QFileInfo::exists(QStringLiteral("/tmp/x/1")));
-        agent->stop();
+        VERIFY_OK(agent.stopAndCheckNothingLeft());
     }
 
     // Exits through real processes: a worker that reports an error and fails, one that
@@ -1175,10 +1147,9 @@ private Q_SLOTS:
             = path(QStringLiteral("fake-worker-%1.sh").arg(QTest::currentDataTag()).replace(u' ', u'-'));
         QVERIFY(writeFile(worker, "#!/bin/sh\n" + script.toUtf8() + "\n",
             QFile::ReadOwner | QFile::WriteOwner | QFile::ExeOwner));
-        const QString folder = QStringLiteral("exits-%1")
-                                   .arg(QString::fromLatin1(QTest::currentDataTag()).replace(u' ', u'-'));
-        auto agent = startAgent(folder, { QStringLiteral("--worker"), worker });
-        AgentClient client(agent->endpoint(), agent->token());
+        test::AgentFixture agent(m_tmp.path());
+        VERIFY_OK(agent.start(withSyn({ QStringLiteral("--worker"), worker })));
+        AgentClient &client = agent.client();
         v1::StartWorkersResponse started;
         const std::string id = "exit-" + QByteArray(QTest::currentDataTag()).replace(' ', '-').toStdString();
         auto r = client.startWorkers(runRequest(id, 1, 1, { 0 }), &started);
@@ -1215,7 +1186,7 @@ private Q_SLOTS:
             summary.summary().message().c_str());
         if (kind == v1::EXIT_STOPPED)
             QCOMPARE(exited->rank_exited().signal(), int(SIGKILL)); // it ignored SIGTERM
-        agent->stop();
+        VERIFY_OK(agent.stopAndCheckNothingLeft());
     }
 
     // One failing rank stops the others, and the run is FAILED (not CANCELLED) with the
@@ -1227,8 +1198,9 @@ private Q_SLOTS:
             "#!/bin/sh\ncase \"$*\" in *'--rank 1 '*) sleep 1; exit 3;; esac\n"
             "trap 'exit 143' TERM\nwhile :; do sleep 0.2; done\n",
             QFile::ReadOwner | QFile::WriteOwner | QFile::ExeOwner));
-        auto agent = startAgent(QStringLiteral("rank-fails"), { QStringLiteral("--worker"), worker });
-        AgentClient client(agent->endpoint(), agent->token());
+        test::AgentFixture agent(m_tmp.path());
+        VERIFY_OK(agent.start(withSyn({ QStringLiteral("--worker"), worker })));
+        AgentClient &client = agent.client();
         v1::StartWorkersResponse started;
         auto r = client.startWorkers(runRequest("pair-1", 1, 2, { 0, 1 }), &started);
         QVERIFY2(r.ok(), qPrintable(r.message));
@@ -1245,13 +1217,14 @@ private Q_SLOTS:
         QVERIFY2(
             QString::fromStdString(summary.message()).startsWith(QStringLiteral("rank 1 exited with code 3")),
             summary.message().c_str());
-        agent->stop();
+        VERIFY_OK(agent.stopAndCheckNothingLeft());
     }
 
     void watchNodeSamplesUtilization()
     {
-        auto agent = startAgent(QStringLiteral("node"));
-        AgentClient client(agent->endpoint(), agent->token());
+        test::AgentFixture agent(m_tmp.path());
+        VERIFY_OK(agent.start(withSyn()));
+        AgentClient &client = agent.client();
         v1::DescribeResponse inventory;
         QVERIFY(client.describe(&inventory).ok());
         QVERIFY(inventory.gpus().empty()); // no NVIDIA driver on the test machine...
@@ -1287,18 +1260,19 @@ private Q_SLOTS:
         v1::StopRunResponse stopped;
         QVERIFY(client.stopRun(QStringLiteral("busy-1"), &stopped).ok());
         QCOMPARE(lastStateName(watchRun(client, "busy-1", 1).events), QStringLiteral("CANCELLED"));
-        agent->stop();
+        VERIFY_OK(agent.stopAndCheckNothingLeft());
     }
 
     void fetchWithoutNetworkFailsFastSayingWhatToDo()
     {
-        const QString data = path(QStringLiteral("fetch-offline-data"));
-        QVERIFY(QDir().mkpath(data));
         // An address nothing listens on stands for "no network" whatever the machine.
-        auto agent = startAgent(QStringLiteral("fetch-offline"),
-            { QStringLiteral("--cifar-url"), QStringLiteral("http://127.0.0.1:1/cifar-10-binary.tar.gz") },
-            data);
-        AgentClient client(agent->endpoint(), agent->token());
+        test::AgentFixture agent(m_tmp.path());
+        test::AgentFixtureOptions options; // an empty data folder
+        options.extraArguments
+            = { QStringLiteral("--cifar-url"), QStringLiteral("http://127.0.0.1:1/cifar-10-binary.tar.gz") };
+        VERIFY_OK(agent.start(options));
+        const QString data = agent.dataDir();
+        AgentClient &client = agent.client();
         QElapsedTimer timer;
         timer.start();
         v1::Dataset dataset;
@@ -1310,14 +1284,14 @@ private Q_SLOTS:
                 data + QStringLiteral("/cifar-10"), QStringLiteral("cifar-10-batches-bin") })
             QVERIFY2(r.message.contains(needle), qPrintable(r.message));
         QVERIFY(QDir(data).entryList(QDir::AllEntries | QDir::Hidden | QDir::NoDotAndDotDot).isEmpty());
-        agent->stop();
+        VERIFY_OK(agent.stopAndCheckNothingLeft());
     }
 
     void fetchFromMirrorChecksUnpacksAndReports()
     {
         // A tarball in the official layout, served as a file:// mirror.
         const QString source = path(QStringLiteral("mirror-src"));
-        VERIFY_OK(cifar::writeSyntheticDataset(
+        VERIFY_OK(trainer::cifar::writeSyntheticDataset(
             (source + QStringLiteral("/cifar-10-batches-bin")).toStdString(), 60, 20, 5));
         const QString tarball = path(QStringLiteral("cifar-10-binary.tar.gz"));
         const QString problem = test::runTool(QStringLiteral("tar"),
@@ -1331,23 +1305,26 @@ private Q_SLOTS:
         const QString url = QStringLiteral("file://") + tarball;
 
         // Wrong checksum: refused, nothing left behind.
-        const QString data = path(QStringLiteral("fetch-data"));
-        QVERIFY(QDir().mkpath(data));
-        auto wrong = startAgent(QStringLiteral("fetch-wrong"),
-            { QStringLiteral("--cifar-url"), url, QStringLiteral("--cifar-md5"), QString(32, u'0') }, data);
+        test::AgentFixture agent(m_tmp.path());
+        test::AgentFixtureOptions options; // an empty data folder
+        options.extraArguments
+            = { QStringLiteral("--cifar-url"), url, QStringLiteral("--cifar-md5"), QString(32, u'0') };
+        VERIFY_OK(agent.start(options));
+        const QString data = agent.dataDir();
         {
-            AgentClient client(wrong->endpoint(), wrong->token());
+            AgentClient client(agent.address(), agent.token());
             v1::Dataset dataset;
             const auto r = client.fetchDataset(QStringLiteral("cifar-10"), {}, &dataset);
             QCOMPARE(r.code, int(grpc::StatusCode::DATA_LOSS));
             QVERIFY2(r.message.contains(md5), qPrintable(r.message));
             QVERIFY(QDir(data).entryList(QDir::AllEntries | QDir::Hidden | QDir::NoDotAndDotDot).isEmpty());
         }
-        wrong->stop();
+        VERIFY_OK(agent.stopAndCheckNothingLeft());
 
-        auto agent = startAgent(QStringLiteral("fetch"),
-            { QStringLiteral("--cifar-url"), url, QStringLiteral("--cifar-md5"), md5 }, data);
-        AgentClient client(agent->endpoint(), agent->token());
+        // Started again with the right one, on the same folders.
+        options.extraArguments = { QStringLiteral("--cifar-url"), url, QStringLiteral("--cifar-md5"), md5 };
+        VERIFY_OK(agent.start(options));
+        AgentClient client(agent.address(), agent.token());
         std::vector<v1::FetchProgress::Phase> phases;
         v1::Dataset dataset;
         auto r = client.fetchDataset(
@@ -1378,16 +1355,17 @@ private Q_SLOTS:
         // No leftovers of the download.
         QCOMPARE(QDir(data).entryList(QDir::AllEntries | QDir::Hidden | QDir::NoDotAndDotDot),
             QStringList { QStringLiteral("cifar-10") });
-        agent->stop();
+        VERIFY_OK(agent.stopAndCheckNothingLeft());
     }
 
     // A field far over its limit is refused by name, with a short prefix of the value, not
     // echoed whole (which overflowed the client's metadata limit: RESOURCE_EXHAUSTED).
     void oversizedFieldsAreRefusedByName()
     {
-        auto agent = startAgent(QStringLiteral("bounded"));
-        QVERIFY(agent->processId() > 0);
-        AgentClient client(agent->endpoint(), agent->token());
+        test::AgentFixture agent(m_tmp.path());
+        VERIFY_OK(agent.start(withSyn()));
+        QVERIFY(agent.agent().processId() > 0);
+        AgentClient &client = agent.client();
         v1::StartWorkersRequest big = runRequest(std::string(10'000, 'r'), 1, 1, { 0 });
         v1::StartWorkersResponse response;
         CallResult result = client.startWorkers(big, &response);
@@ -1404,6 +1382,7 @@ private Q_SLOTS:
         // The agent is fine afterwards.
         v1::DescribeResponse d;
         QVERIFY(client.describe(&d).ok());
+        VERIFY_OK(agent.stopAndCheckNothingLeft());
     }
 
     // Clients that open ReadCheckpoint streams and never read: each server Write blocks
@@ -1412,11 +1391,11 @@ private Q_SLOTS:
     // limit is refused, saying which limit.
     void clientsThatNeverReadDoNotHoldTheAgent()
     {
-        auto agent = startAgent(QStringLiteral("stalled"),
-            { QStringLiteral("--stream-stall-s"), QStringLiteral("8"), QStringLiteral("--max-streams-per-client"),
-                QStringLiteral("12") });
-        QVERIFY(agent->processId() > 0);
-        AgentClient client(agent->endpoint(), agent->token());
+        test::AgentFixture agent(m_tmp.path());
+        VERIFY_OK(agent.start(withSyn({ QStringLiteral("--stream-stall-s"), QStringLiteral("8"),
+            QStringLiteral("--max-streams-per-client"), QStringLiteral("12") })));
+        QVERIFY(agent.agent().processId() > 0);
+        AgentClient &client = agent.client();
         QByteArray bytes(32 << 20, Qt::Uninitialized); // 32 MiB: far more than gRPC buffers
         for (qsizetype i = 0; i < bytes.size(); ++i)
             bytes[i] = char(i * 13 % 251);
@@ -1425,7 +1404,7 @@ private Q_SLOTS:
         QVERIFY2(status.ok(), status.error_message().c_str());
 
         const auto threads = [&] {
-            QFile f(QStringLiteral("/proc/%1/status").arg(agent->processId()));
+            QFile f(QStringLiteral("/proc/%1/status").arg(agent.agent().processId()));
             if (!f.open(QIODevice::ReadOnly))
                 return -1;
             for (const QByteArray &line : f.readAll().split('\n'))
@@ -1444,7 +1423,7 @@ private Q_SLOTS:
         const auto openStalled = [&](int count, std::vector<std::unique_ptr<Stalled>> *into) {
             for (int i = 0; i < count; ++i) {
                 auto s = std::make_unique<Stalled>();
-                s->client = std::make_unique<AgentClient>(agent->endpoint(), agent->token());
+                s->client = std::make_unique<AgentClient>(agent.address(), agent.token());
                 s->client->prepareStreamContext(&s->context);
                 v1::ReadCheckpointRequest request;
                 request.set_run_id("big-1");
@@ -1472,8 +1451,8 @@ private Q_SLOTS:
         QTRY_VERIFY_WITH_TIMEOUT(threads() <= before + 2, 30'000);
         qInfo("agent threads: %d before, %d with 10 stalled readers, %d after they were cancelled", before, busy,
             threads());
-        QTRY_VERIFY_WITH_TIMEOUT(agentLog(QStringLiteral("stalled")).contains(QLatin1String("the client took no data for 8 s")),
-            10'000);
+        QTRY_VERIFY_WITH_TIMEOUT(
+            agent.log().contains(QLatin1String("the client took no data for 8 s")), 10'000);
         // A stalled client that reads at last learns that its stream was cancelled.
         while (stalled.front()->reader->Read(&chunk)) { }
         QCOMPARE(stalled.front()->reader->Finish().error_code(), grpc::StatusCode::CANCELLED);
@@ -1484,6 +1463,9 @@ private Q_SLOTS:
             s->context.TryCancel();
         for (auto &s : more)
             s->context.TryCancel();
+        more.clear();
+        stalled.clear();
+        VERIFY_OK(agent.stopAndCheckNothingLeft());
     }
 };
 

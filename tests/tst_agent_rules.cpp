@@ -1,7 +1,8 @@
 // The agent's pure rules and file formats, without an agent process: which address ranks
 // of other hosts reach us at, how a rank's exit is classified, what a RunSpec may ask of
-// the model and its schedule, that unpacking refuses paths leaving its folder, and that a
-// run's event log survives a torn tail. (Moved out of tst_agent, which starts real agents.)
+// the model and its schedule, which StartWorkers requests are well formed and which GPUs
+// each rank gets, that unpacking refuses paths leaving its folder, and that a run's event
+// log survives a torn tail. (Moved out of tst_agent, which starts real agents.)
 #include "advertise.h"
 #include "verify_ok.h"
 #include "dataset_fetcher.h"
@@ -9,6 +10,7 @@
 #include "run_event_log.h"
 #include "run_supervisor.h"
 #include "spec_rules.h"
+#include "start_request.h"
 #include "test_support.h"
 
 #include <QDir>
@@ -21,6 +23,8 @@
 #include <cmath>
 #include <csignal>
 #include <filesystem>
+#include <functional>
+#include <map>
 
 using namespace scalelab;
 
@@ -65,22 +69,22 @@ private Q_SLOTS:
         c = chooseAdvertiseAddress("0.0.0.0", "", "", "localhost");
         QVERIFY(c.error.empty());
         bool anyInterface = false;
-        for (const auto &a : net::interfaceAddresses())
+        for (const auto &a : trainer::net::interfaceAddresses())
             anyInterface = anyInterface || (!a.loopback && a.up);
         if (anyInterface) {
-            QVERIFY2(!net::isLoopback(c.address), c.address.c_str());
+            QVERIFY2(!trainer::net::isLoopback(c.address), c.address.c_str());
             QVERIFY2(QString::fromStdString(c.how).contains(QLatin1String("host name localhost resolves to")), c.how.c_str());
         } else {
             QVERIFY(!c.warning.empty());
         }
 
-        QVERIFY(net::isLoopback("127.0.1.1"));
-        QVERIFY(net::isLoopback("::1"));
-        QVERIFY(net::isLoopback("localhost"));
-        QVERIFY(!net::isLoopback("127.evil")); // a name, resolving to nothing: not loopback
-        QVERIFY(!net::isLoopback("10.0.0.1"));
-        QCOMPARE(net::splitInterfaces("eth0,,ib0"), (std::vector<std::string> { "eth0", "ib0" }));
-        const auto towards = net::localAddressTowards("127.0.0.1", 80);
+        QVERIFY(trainer::net::isLoopback("127.0.1.1"));
+        QVERIFY(trainer::net::isLoopback("::1"));
+        QVERIFY(trainer::net::isLoopback("localhost"));
+        QVERIFY(!trainer::net::isLoopback("127.evil")); // a name, resolving to nothing: not loopback
+        QVERIFY(!trainer::net::isLoopback("10.0.0.1"));
+        QCOMPARE(trainer::net::splitInterfaces("eth0,,ib0"), (std::vector<std::string> { "eth0", "ib0" }));
+        const auto towards = trainer::net::localAddressTowards("127.0.0.1", 80);
         VERIFY_OK(towards);
         QCOMPARE(QString::fromStdString(towards.value()), QStringLiteral("127.0.0.1"));
     }
@@ -99,6 +103,131 @@ private Q_SLOTS:
         QCOMPARE(classifyExit(1, killed, false, {}, false, -1).kind(), v1::EXIT_KILLED);
         QCOMPARE(classifyExit(1, terminated, true, {}, false, 0).kind(), v1::EXIT_STOPPED);
         QCOMPARE(classifyExit(1, terminated, false, {}, false, 0).kind(), v1::EXIT_KILLED);
+    }
+
+    // StartWorkers' own checks, in order, each naming its field; a good request passes.
+    void startRequestsAreCheckedByField()
+    {
+        const auto good = [] {
+            v1::StartWorkersRequest r;
+            r.set_run_id("st-1-r01");
+            r.set_attempt(1);
+            r.set_world_size(2);
+            r.add_ranks(0);
+            r.add_ranks(1);
+            r.mutable_spec()->set_dataset("syn");
+            r.mutable_spec()->set_epochs(1);
+            r.mutable_spec()->set_batch_size(32);
+            return r;
+        };
+        VERIFY_OK(agent::checkStartRequest(good()));
+        const auto refusal = [](const v1::StartWorkersRequest &r) {
+            const common::Status s = agent::checkStartRequest(r);
+            return s ? QString() : QString::fromStdString(s.error());
+        };
+        struct Case {
+            const char *what;
+            std::function<void(v1::StartWorkersRequest &)> change;
+            const char *says;
+        };
+        const std::vector<Case> cases = {
+            { "run id with a slash", [](auto &r) { r.set_run_id("../x"); },
+                "run_id '../x' is not valid: use 1-64 characters" },
+            { "attempt 0", [](auto &r) { r.set_attempt(0); }, "attempt must be 1 or more (got 0)" },
+            { "world size 0", [](auto &r) { r.set_world_size(0); }, "world_size must be 1 or more (got 0)" },
+            { "no ranks", [](auto &r) { r.clear_ranks(); }, "ranks is empty" },
+            { "rank outside", [](auto &r) { r.set_ranks(1, 2); }, "ranks contains 2, outside [0, world_size=2)" },
+            { "rank twice", [](auto &r) { r.set_ranks(1, 0); }, "ranks contains 0 twice" },
+            { "world too large",
+                [](auto &r) {
+                    r.set_world_size(rules::kMaxWorkers + 1);
+                },
+                "world_size must be at most 1024" },
+            { "bad spec", [](auto &r) { r.mutable_spec()->set_epochs(-1); }, "spec.epochs" },
+            { "data set with a slash", [](auto &r) { r.mutable_spec()->set_dataset("a/b"); },
+                "spec.dataset 'a/b' is not a data set name" },
+            { "host without port", [](auto &r) { r.mutable_rendezvous()->set_host("10.0.0.1"); },
+                "rendezvous needs both host and port" },
+            { "port out of range",
+                [](auto &r) {
+                    r.mutable_rendezvous()->set_host("10.0.0.1");
+                    r.mutable_rendezvous()->set_port(70000);
+                },
+                "rendezvous.port must be in 1..65535" },
+            { "host that is an option",
+                [](auto &r) {
+                    r.mutable_rendezvous()->set_host("--evil");
+                    r.mutable_rendezvous()->set_port(29500);
+                },
+                "rendezvous.host '--evil' is not a host name or address" },
+            { "empty rendezvous without rank 0",
+                [](auto &r) {
+                    r.clear_ranks();
+                    r.add_ranks(1);
+                },
+                "rendezvous is empty but rank 0 is not on this agent" },
+        };
+        for (const auto &c : cases) {
+            auto r = good();
+            c.change(r);
+            const QString said = refusal(r);
+            QVERIFY2(said.contains(QLatin1String(c.says)), qPrintable(QLatin1String(c.what) + QStringLiteral(": ") + said));
+        }
+        // One world of one: no rendezvous needed, none checked.
+        auto single = good();
+        single.set_world_size(1);
+        single.clear_ranks();
+        single.add_ranks(0);
+        VERIFY_OK(agent::checkStartRequest(single));
+        // Rank 1 alone is fine once rank 0's agent has reported the rendezvous.
+        auto second = good();
+        second.clear_ranks();
+        second.add_ranks(1);
+        second.mutable_rendezvous()->set_host("10.0.0.1");
+        second.mutable_rendezvous()->set_port(29500);
+        VERIFY_OK(agent::checkStartRequest(second));
+    }
+
+    // Whole GPUs each, or 1/g ranks sharing one; too few GPUs refused with the count.
+    void gpusAreAssignedWholeOrShared()
+    {
+        using Assignment = std::map<int, std::vector<int>>;
+        const std::vector<int> four = { 0, 1, 2, 3 };
+        // CPU training: nothing assigned, even on a node with no GPU.
+        auto none = agent::assignGpus(0, { 0, 1 }, {}, "no NVML");
+        QVERIFY(none);
+        QVERIFY(none->empty());
+        // One each, in the order the ranks are listed (ranks 2 and 3 of a world of 4 here).
+        auto one = agent::assignGpus(1, { 2, 3 }, four, {});
+        QVERIFY(one);
+        QCOMPARE(*one, (Assignment { { 2, { 0 } }, { 3, { 1 } } }));
+        // Two each: consecutive blocks.
+        auto two = agent::assignGpus(2, { 0, 1 }, four, {});
+        QVERIFY(two);
+        QCOMPARE(*two, (Assignment { { 0, { 0, 1 } }, { 1, { 2, 3 } } }));
+        // Device indices are the node's, not positions: a node listing 5 and 7.
+        auto indices = agent::assignGpus(1, { 0, 1 }, { 5, 7 }, {});
+        QVERIFY(indices);
+        QCOMPARE(*indices, (Assignment { { 0, { 5 } }, { 1, { 7 } } }));
+        // Halves: ranks 0 and 1 share GPU 0, ranks 2 and 3 share GPU 1.
+        auto halves = agent::assignGpus(0.5, { 0, 1, 2, 3 }, four, {});
+        QVERIFY(halves);
+        QCOMPARE(*halves, (Assignment { { 0, { 0 } }, { 1, { 0 } }, { 2, { 1 } }, { 3, { 1 } } }));
+        // Thirds: three ranks fit one GPU (1/3 * 3 is not rounded up to 2).
+        auto thirds = agent::assignGpus(1.0 / 3, { 0, 1, 2 }, { 0 }, {});
+        QVERIFY2(thirds, thirds.error().c_str());
+        QCOMPARE(*thirds, (Assignment { { 0, { 0 } }, { 1, { 0 } }, { 2, { 0 } } }));
+        // Too few: says how many are needed and how many there are.
+        auto tooFew = agent::assignGpus(2, { 0, 1, 2 }, four, "unused");
+        QVERIFY(!tooFew);
+        QCOMPARE(QString::fromStdString(tooFew.error()),
+            QStringLiteral("spec.gpus_per_worker 2 x 3 rank(s) needs 6 GPU(s) but this node has 4; use 0 "
+                           "for CPU training or place fewer ranks here"));
+        // None at all: the GPU monitor's reason is added.
+        auto noGpu = agent::assignGpus(0.5, { 0 }, {}, "NVML not found");
+        QVERIFY(!noGpu);
+        QVERIFY2(QString::fromStdString(noGpu.error()).contains(QLatin1String("this node has 0 (NVML not found)")),
+            noGpu.error().c_str());
     }
 
     // Dropout rates are probabilities below 1 (0 turns dropout off), and a run stops after

@@ -5,10 +5,10 @@
 // told so rather than "unreachable"; request headers have an explicit limit; every
 // --help names the environment it reads. Real agent processes, no worker needed.
 #include "agent_client.h"
+#include "agent_fixture.h"
 #include "verify_ok.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "scalelab/v1/agent.grpc.pb.h"
-#include "local_agent.h"
 #include "net_address.h"
 #include "test_support.h"
 
@@ -49,7 +49,9 @@ bool haveIpv6Loopback()
     return ok;
 }
 
-// What a program printed and how it ended.
+// What a program printed and how it ended. The agents that must refuse to start are run
+// this way, by hand rather than with test::AgentFixture: their exit code and their words
+// are what the tests check.
 struct Outcome {
     int exitCode = -1;
     QString output; // stdout and stderr
@@ -105,21 +107,16 @@ class AgentSecurityTest : public QObject {
         return { QStringLiteral("--tls-cert"), path(cert), QStringLiteral("--tls-key"), path(key) };
     }
 
-    // Starts an agent that must listen; it is stopped with the returned object.
-    std::unique_ptr<LocalAgent> startAgent(const QString &name, const QString &listen, bool withToken,
-        const QStringList &extra = {}, QString *error = nullptr)
+    // An agent that must listen, for a test::AgentFixture(m_tmp.path()): its folder lies
+    // in this test's, so cleanup() sees what it leaves.
+    test::AgentFixtureOptions agentOptions(
+        const QString &listen, bool withToken, const QStringList &extra = {}) const
     {
-        auto agent = std::make_unique<LocalAgent>();
-        LocalAgentOptions options;
-        options.agentBinary = test::binary("scalelab-agent");
-        options.dataDir = path(QStringLiteral("data"));
-        options.stateDir = path(name);
+        test::AgentFixtureOptions options;
         options.listen = listen;
         options.withToken = withToken;
         options.extraArguments = QStringList { QStringLiteral("--worker"), m_worker } + extra;
-        if (const core::Status started = agent->start(options, 20'000); !started && error)
-            *error = started.error();
-        return agent;
+        return options;
     }
 
     QString openssl(const QStringList &args) const { return test::runTool(QStringLiteral("openssl"), args); }
@@ -179,20 +176,20 @@ private Q_SLOTS:
     void loopbackIsDecidedOnAddresses()
     {
         for (const char *loopback : { "127.0.0.1", "127.1.2.3", "[::1]", "::ffff:127.0.0.1", "localhost" }) {
-            const auto only = net::listensOnLoopbackOnly(loopback);
+            const auto only = trainer::net::listensOnLoopbackOnly(loopback);
             VERIFY_OK(only);
             QVERIFY2(only.value(), loopback);
         }
         for (const char *reachable : { "0.0.0.0", "::", "10.0.0.1", "::ffff:10.0.0.1" }) {
-            const auto only = net::listensOnLoopbackOnly(reachable);
+            const auto only = trainer::net::listensOnLoopbackOnly(reachable);
             VERIFY_OK(only);
             QVERIFY2(!only.value(), reachable);
         }
-        const auto unresolved = net::listensOnLoopbackOnly("127.evil");
+        const auto unresolved = trainer::net::listensOnLoopbackOnly("127.evil");
         QVERIFY(!unresolved);
         QVERIFY2(QString::fromStdString(unresolved.error()).contains(QLatin1String("does not resolve")),
             unresolved.error().c_str());
-        QVERIFY(!net::isLoopback("127.evil"));
+        QVERIFY(!trainer::net::isLoopback("127.evil"));
     }
 
     // Names that only look like loopback, or do not resolve at all, are refused with
@@ -265,15 +262,14 @@ private Q_SLOTS:
         QFETCH(QString, host);
         if (host.contains(QLatin1Char(':')) && !haveIpv6Loopback())
             QSKIP("this host cannot listen on ::1");
-        QString error;
-        auto agent = startAgent(QStringLiteral("loopback"), host, false, {}, &error);
-        QVERIFY2(error.isEmpty(), qPrintable(error));
-        QVERIFY2(agent->endpoint().startsWith(host + QLatin1Char(':')), qPrintable(agent->endpoint()));
-        AgentClient client(agent->endpoint(), QString(), AgentTls {});
+        test::AgentFixture agent(m_tmp.path());
+        VERIFY_OK(agent.start(agentOptions(host, false)));
+        QVERIFY2(agent.address().startsWith(host + QLatin1Char(':')), qPrintable(agent.address()));
+        AgentClient client(agent.address(), QString(), AgentTls {});
         v1::DescribeResponse inventory;
         const CallResult r = client.describe(&inventory);
         QVERIFY2(r.ok(), qPrintable(r.message));
-        agent->stop();
+        VERIFY_OK(agent.stopAndCheckNothingLeft());
     }
 
     // A key that is not the certificate's is named as the problem (it used to be "is the
@@ -315,21 +311,19 @@ private Q_SLOTS:
         QVERIFY2(o.output.contains(message), qPrintable(o.output));
         QVERIFY2(!o.output.contains(QLatin1String("port in use")), qPrintable(o.output));
         // The good pair starts (so the refusal above was the pair's fault).
-        QString error;
-        auto agent = startAgent(QStringLiteral("goodtls"), QStringLiteral("127.0.0.1"), true,
-            tlsArguments("one.pem", "one.key"), &error);
-        QVERIFY2(error.isEmpty(), qPrintable(error));
-        agent->stop();
+        test::AgentFixture agent(m_tmp.path());
+        VERIFY_OK(
+            agent.start(agentOptions(QStringLiteral("127.0.0.1"), true, tlsArguments("one.pem", "one.key"))));
+        VERIFY_OK(agent.stopAndCheckNothingLeft());
     }
 
     // A port another agent (or any program) holds is said to be in use; an address no
     // interface here holds is said to be not local.
     void bindFailuresSayTheirCause()
     {
-        QString error;
-        auto first = startAgent(QStringLiteral("first"), QStringLiteral("127.0.0.1"), false, {}, &error);
-        QVERIFY2(error.isEmpty(), qPrintable(error));
-        const QString port = first->endpoint().section(QLatin1Char(':'), -1);
+        test::AgentFixture first(m_tmp.path());
+        VERIFY_OK(first.start(agentOptions(QStringLiteral("127.0.0.1"), false)));
+        const QString port = first.address().section(QLatin1Char(':'), -1);
         for (const QString &host : { QStringLiteral("127.0.0.1"), QStringLiteral("localhost") }) {
             const Outcome o = run(test::binary("scalelab-agent"),
                 agentArguments(QStringLiteral("second"), host, port), cleanEnvironment());
@@ -337,7 +331,7 @@ private Q_SLOTS:
             QVERIFY2(o.output.contains(QStringLiteral("port %1 of 127.0.0.1 is in use").arg(port)),
                 qPrintable(o.output));
         }
-        first->stop();
+        VERIFY_OK(first.stopAndCheckNothingLeft());
 
         // A port held by a program that is not an agent.
         QTcpServer other;
@@ -352,7 +346,7 @@ private Q_SLOTS:
 
         // 198.51.100.7 is TEST-NET-2: no host holds it.
         const std::string notLocal = "198.51.100.7";
-        if (!net::interfaceOfAddress(notLocal).empty())
+        if (!trainer::net::interfaceOfAddress(notLocal).empty())
             QSKIP("this host holds 198.51.100.7");
         QProcessEnvironment env = cleanEnvironment();
         env.insert(QStringLiteral("SCALELAB_AGENT_TOKEN"), QStringLiteral("a-token"));
@@ -371,30 +365,29 @@ private Q_SLOTS:
     // such; a refused connection keeps the plain "cannot reach".
     void tlsMismatchesAreSaidAsSuch()
     {
-        QString error;
-        auto tlsAgent = startAgent(QStringLiteral("tls"), QStringLiteral("127.0.0.1"), true,
-            tlsArguments("server.pem", "server.key"), &error);
-        QVERIFY2(error.isEmpty(), qPrintable(error));
-        auto plainAgent = startAgent(QStringLiteral("plain"), QStringLiteral("127.0.0.1"), false, {}, &error);
-        QVERIFY2(error.isEmpty(), qPrintable(error));
+        test::AgentFixture tlsAgent(m_tmp.path());
+        VERIFY_OK(tlsAgent.start(
+            agentOptions(QStringLiteral("127.0.0.1"), true, tlsArguments("server.pem", "server.key"))));
+        test::AgentFixture plainAgent(m_tmp.path());
+        VERIFY_OK(plainAgent.start(agentOptions(QStringLiteral("127.0.0.1"), false)));
         const AgentTls trusted { path(QStringLiteral("ca.pem")), {}, {}, {} };
         v1::DescribeResponse inventory;
 
-        AgentClient good(tlsAgent->endpoint(), tlsAgent->token(), trusted);
+        AgentClient good(tlsAgent.address(), tlsAgent.token(), trusted);
         CallResult r = good.describe(&inventory);
         QVERIFY2(r.ok(), qPrintable(r.message));
 
-        AgentClient plaintext(tlsAgent->endpoint(), tlsAgent->token(), AgentTls {});
+        AgentClient plaintext(tlsAgent.address(), tlsAgent.token(), AgentTls {});
         r = plaintext.describe(&inventory, 3000);
         QCOMPARE(r.code, int(grpc::StatusCode::UNAVAILABLE));
         QVERIFY2(r.message.contains(
                      QStringLiteral("agent %1 most likely speaks TLS, but this client has no CA: set "
                                     "SCALELAB_TLS_CA")
-                         .arg(tlsAgent->endpoint())),
+                         .arg(tlsAgent.address())),
             qPrintable(r.message));
         QVERIFY2(!r.message.contains(QLatin1String("cannot reach")), qPrintable(r.message));
 
-        AgentClient untrusted(tlsAgent->endpoint(), tlsAgent->token(),
+        AgentClient untrusted(tlsAgent.address(), tlsAgent.token(),
             AgentTls { path(QStringLiteral("other-ca.pem")), {}, {}, {} });
         r = untrusted.describe(&inventory, 3000);
         QCOMPARE(r.code, int(grpc::StatusCode::UNAVAILABLE));
@@ -402,41 +395,40 @@ private Q_SLOTS:
                                         .arg(path(QStringLiteral("other-ca.pem")))),
             qPrintable(r.message));
 
-        AgentClient tlsToPlain(plainAgent->endpoint(), QString(), trusted);
+        AgentClient tlsToPlain(plainAgent.address(), QString(), trusted);
         r = tlsToPlain.describe(&inventory, 3000);
         QCOMPARE(r.code, int(grpc::StatusCode::UNAVAILABLE));
         QVERIFY2(r.message.contains(QStringLiteral("agent %1 does not speak TLS, but this client does")
-                                        .arg(plainAgent->endpoint())),
+                                        .arg(plainAgent.address())),
             qPrintable(r.message));
 
         const QString gone
-            = QStringLiteral("127.0.0.1:") + plainAgent->endpoint().section(QLatin1Char(':'), -1);
-        plainAgent->stop();
+            = QStringLiteral("127.0.0.1:") + plainAgent.address().section(QLatin1Char(':'), -1);
+        VERIFY_OK(plainAgent.stopAndCheckNothingLeft());
         AgentClient refused(gone, QString(), AgentTls {});
         r = refused.describe(&inventory, 3000);
         QCOMPARE(r.code, int(grpc::StatusCode::UNAVAILABLE));
         QVERIFY2(r.message.startsWith(QStringLiteral("cannot reach the agent at %1").arg(gone)),
             qPrintable(r.message));
-        tlsAgent->stop();
+        VERIFY_OK(tlsAgent.stopAndCheckNothingLeft());
     }
 
     // Request headers are limited explicitly (16 KiB, where gRPC's default is 8): a long
     // token still reaches the check, a longer one is refused with words.
     void requestHeadersHaveAnExplicitLimit()
     {
-        QString error;
-        auto agent = startAgent(QStringLiteral("headers"), QStringLiteral("127.0.0.1"), true, {}, &error);
-        QVERIFY2(error.isEmpty(), qPrintable(error));
+        test::AgentFixture agent(m_tmp.path());
+        VERIFY_OK(agent.start(agentOptions(QStringLiteral("127.0.0.1"), true)));
         v1::DescribeResponse inventory;
-        AgentClient longToken(agent->endpoint(), QString(12'000, QLatin1Char('x')), AgentTls {});
+        AgentClient longToken(agent.address(), QString(12'000, QLatin1Char('x')), AgentTls {});
         CallResult r = longToken.describe(&inventory);
         QCOMPARE(r.code, int(grpc::StatusCode::UNAUTHENTICATED));
-        AgentClient hugeToken(agent->endpoint(), QString(20'000, QLatin1Char('x')), AgentTls {});
+        AgentClient hugeToken(agent.address(), QString(20'000, QLatin1Char('x')), AgentTls {});
         r = hugeToken.describe(&inventory);
         QCOMPARE(r.code, int(grpc::StatusCode::RESOURCE_EXHAUSTED));
         QVERIFY2(r.message.contains(QLatin1String("refused the call's headers as too large")),
             qPrintable(r.message));
-        agent->stop();
+        VERIFY_OK(agent.stopAndCheckNothingLeft());
     }
 
     // Every --help names the environment it reads.
@@ -477,10 +469,9 @@ private Q_SLOTS:
         QVERIFY(probe.listen(QHostAddress::LocalHost, 0));
         const int healthPort = probe.serverPort();
         probe.close();
-        QString error;
-        auto agent = startAgent(QStringLiteral("health"), QStringLiteral("127.0.0.1"), true,
-            { QStringLiteral("--health-port"), QString::number(healthPort) }, &error);
-        QVERIFY2(error.isEmpty(), qPrintable(error));
+        test::AgentFixture agent(m_tmp.path());
+        VERIFY_OK(agent.start(agentOptions(QStringLiteral("127.0.0.1"), true,
+            { QStringLiteral("--health-port"), QString::number(healthPort) })));
         auto channel = grpc::CreateChannel(
             QStringLiteral("127.0.0.1:%1").arg(healthPort).toStdString(), grpc::InsecureChannelCredentials());
         auto health = grpc::health::v1::Health::NewStub(channel);
@@ -510,7 +501,7 @@ private Q_SLOTS:
             cleanEnvironment());
         QCOMPARE(same.exitCode, 2);
         QVERIFY2(same.output.contains(QLatin1String("is the agent's own port")), qPrintable(same.output));
-        agent->stop();
+        VERIFY_OK(agent.stopAndCheckNothingLeft());
     }
 
     void helpListsTheEnvironment()

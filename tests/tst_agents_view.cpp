@@ -100,7 +100,7 @@ private Q_SLOTS:
     // state's colour per theme, gauge fractions, and change notifications.
     void modelSaysWhatEachCellShows()
     {
-        using M = console::AgentsModel;
+        using M = app::AgentsModel;
         M model;
         QSignalSpy changed(&model, &QAbstractItemModel::dataChanged);
         QCOMPARE(model.columnCount(), 8);
@@ -206,7 +206,7 @@ private Q_SLOTS:
     // The utilization charts mark where each run started and ended on the node.
     void runMarksSayWhereRunsStartAndEnd()
     {
-        using M = console::AgentsModel;
+        using M = app::AgentsModel;
         const auto sample = [](std::initializer_list<std::pair<const char *, int>> runs) {
             v1::NodeSample s;
             for (const auto &[id, attempt] : runs) {
@@ -362,7 +362,7 @@ private Q_SLOTS:
         core::AgentRegistry registry;
         QString error;
         VERIFY_OK(registry.add(agent(QStringLiteral("taken"), QStringLiteral("h:1"), {})));
-        console::AgentDialog dialog(&registry, -1, {});
+        app::AgentDialog dialog(&registry, -1, {});
         auto *address = dialog.findChild<QLineEdit *>(QStringLiteral("addressEdit"));
         auto *name = dialog.findChild<QLineEdit *>(QStringLiteral("nameEdit"));
         auto *addressError = dialog.findChild<QLabel *>(QStringLiteral("error:address"));
@@ -401,9 +401,9 @@ private Q_SLOTS:
 
     void connectedAgentShowsInventoryAndUtilization()
     {
-        console::AgentsView view;
+        app::AgentsView view;
         view.setSampleInterval(200);
-        QSignalSpy changed(&view, &console::AgentsView::agentsChanged);
+        QSignalSpy changed(&view, &app::AgentsView::agentsChanged);
         const QString state = m_tmp.filePath(QStringLiteral("console-live"));
         VERIFY_OK(view.openRegistry(state));
         VERIFY_OK(view.addAgent(agent(QStringLiteral("node-a"), m_agent.endpoint(), m_agent.token())));
@@ -433,7 +433,7 @@ private Q_SLOTS:
         QCOMPARE(view.reachableAgents().size(), 1);
 
         // A fresh view on the same state folder has the agent back.
-        console::AgentsView reopened;
+        app::AgentsView reopened;
         VERIFY_OK(reopened.openRegistry(state));
         QCOMPARE(reopened.agentNames(), QStringList { QStringLiteral("node-a") });
         // More rows for the picture: a wrong token and an address nobody answers.
@@ -452,7 +452,7 @@ private Q_SLOTS:
 
     void wrongTokenIsRejectedInWords()
     {
-        console::AgentsView view;
+        app::AgentsView view;
         VERIFY_OK(view.openRegistry(m_tmp.filePath(QStringLiteral("console-token"))));
         VERIFY_OK(view.addAgent(
             agent(QStringLiteral("bad"), m_agent.endpoint(), QStringLiteral("wrong-token"))));
@@ -468,7 +468,7 @@ private Q_SLOTS:
     {
         const int port = closedPort();
         QVERIFY(port > 0);
-        console::AgentsView view;
+        app::AgentsView view;
         VERIFY_OK(view.openRegistry(m_tmp.filePath(QStringLiteral("console-unreachable"))));
         VERIFY_OK(view.addAgent(
             agent(QStringLiteral("gone"), QStringLiteral("127.0.0.1:%1").arg(port), {})));
@@ -488,7 +488,7 @@ private Q_SLOTS:
     void dialogAddsAListOfAgents()
     {
         core::AgentRegistry registry;
-        console::AgentDialog dialog(&registry, -1, {});
+        app::AgentDialog dialog(&registry, -1, {});
         auto *address = dialog.findChild<QLineEdit *>(QStringLiteral("addressEdit"));
         auto *name = dialog.findChild<QLineEdit *>(QStringLiteral("nameEdit"));
         auto *token = dialog.findChild<QLineEdit *>(QStringLiteral("tokenEdit"));
@@ -516,7 +516,7 @@ private Q_SLOTS:
         QCOMPARE(dialog.addresses(), QStringList({ QStringLiteral("127.0.0.1:8"), QStringLiteral("127.0.0.1:9") }));
 
         // Added once each, with the shared token; again, nothing is added twice.
-        console::AgentsView view;
+        app::AgentsView view;
         QString error;
         VERIFY_OK(view.openRegistry(m_tmp.filePath(QStringLiteral("console-list"))));
         QStringList log;
@@ -528,7 +528,7 @@ private Q_SLOTS:
         QCOMPARE(view.registry().agents().at(1).token, QStringLiteral("shared-token"));
 
         // A DNS name: every address it resolves to; a malformed one is said as it is typed.
-        console::AgentDialog dns(&registry, -1, {});
+        app::AgentDialog dns(&registry, -1, {});
         auto *dnsAddress = dns.findChild<QLineEdit *>(QStringLiteral("addressEdit"));
         auto *dnsError = dns.findChild<QLabel *>(QStringLiteral("error:address"));
         dns.show();
@@ -542,7 +542,7 @@ private Q_SLOTS:
         QVERIFY2(dns.addresses().contains(QStringLiteral("127.0.0.1:7450")), qPrintable(dns.addresses().join(',')));
 
         // Editing one agent never turns it into a list.
-        console::AgentDialog edit(&registry, 0, agent(QStringLiteral("one"), QStringLiteral("h:1"), {}));
+        app::AgentDialog edit(&registry, 0, agent(QStringLiteral("one"), QStringLiteral("h:1"), {}));
         edit.findChild<QLineEdit *>(QStringLiteral("addressEdit"))->setText(QStringLiteral("dns:localhost:7450"));
         QVERIFY(!edit.isList());
         QVERIFY(!edit.findChild<QPushButton *>(QStringLiteral("agentsFileButton")));
@@ -550,7 +550,7 @@ private Q_SLOTS:
 
     void removingAnAgentStopsItsStream()
     {
-        console::AgentsView view;
+        app::AgentsView view;
         view.setSampleInterval(200);
         const QString state = m_tmp.filePath(QStringLiteral("console-remove"));
         VERIFY_OK(view.openRegistry(state));
@@ -559,7 +559,7 @@ private Q_SLOTS:
         QTRY_VERIFY_WITH_TIMEOUT(view.samplesReceived(QStringLiteral("node-a")) >= 1, 10000);
         QCOMPARE(view.activeMonitors(), 2);
         QPointer<app::MetricChart> chart = view.cpuChart(QStringLiteral("node-a"));
-        QSignalSpy changed(&view, &console::AgentsView::agentsChanged);
+        QSignalSpy changed(&view, &app::AgentsView::agentsChanged);
         QElapsedTimer clock;
         clock.start();
         VERIFY_OK(view.removeAgent(QStringLiteral("node-a")));
@@ -585,7 +585,7 @@ private Q_SLOTS:
         options.token = QStringLiteral("restart-token");
         core::LocalAgent restartable;
         VERIFY_OK(restartable.start(options));
-        console::AgentsView view;
+        app::AgentsView view;
         view.setSampleInterval(200);
         view.setBackoff(100, 500);
         VERIFY_OK(view.openRegistry(m_tmp.filePath(QStringLiteral("console-restart"))));
@@ -633,7 +633,7 @@ private Q_SLOTS:
     }
 
 private:
-    void screenshot(console::AgentsView &view, const QString &name)
+    void screenshot(app::AgentsView &view, const QString &name)
     {
         const QString dir = qEnvironmentVariable("SCALELAB_SCREENSHOT_DIR");
         view.resize(1400, 800);

@@ -28,18 +28,18 @@ void write(const fs::path &file, const std::string &bytes)
 // A committed checkpoint of `epoch` under `root` holding the given files.
 fs::path commit(const fs::path &root, int epoch, const std::vector<std::pair<std::string, std::string>> &files)
 {
-    const fs::path dir = root / checkpoint::folderName(epoch);
-    std::vector<checkpoint::Entry> entries;
+    const fs::path dir = root / common::checkpoint::folderName(epoch);
+    std::vector<common::checkpoint::Entry> entries;
     for (const auto &[name, bytes] : files) {
         write(dir / name, bytes);
-        entries.push_back({ Sha256::ofBytes(bytes.data(), bytes.size()), name });
+        entries.push_back({ common::Sha256::ofBytes(bytes.data(), bytes.size()), name });
     }
-    if (checkpoint::writeManifest(dir, entries) != 0)
+    if (common::checkpoint::writeManifest(dir, entries) != 0)
         return {};
     return dir;
 }
 
-QStringList epochsIn(const std::vector<checkpoint::Folder> &folders)
+QStringList epochsIn(const std::vector<common::checkpoint::Folder> &folders)
 {
     QStringList epochs;
     for (const auto &f : folders)
@@ -54,38 +54,38 @@ class TestCheckpointLayout : public QObject {
 private Q_SLOTS:
     void folderNamesRoundTrip()
     {
-        QCOMPARE(checkpoint::folderName(7), std::string("epoch-0007"));
-        QCOMPARE(checkpoint::folderName(12345), std::string("epoch-12345"));
-        QCOMPARE(checkpoint::epochOf("epoch-0007"), std::optional<int>(7));
-        QCOMPARE(checkpoint::epochOf("epoch-12345"), std::optional<int>(12345));
-        QCOMPARE(checkpoint::epochOf("epoch-999999999"), std::optional<int>(999999999));
+        QCOMPARE(common::checkpoint::folderName(7), std::string("epoch-0007"));
+        QCOMPARE(common::checkpoint::folderName(12345), std::string("epoch-12345"));
+        QCOMPARE(common::checkpoint::epochOf("epoch-0007"), std::optional<int>(7));
+        QCOMPARE(common::checkpoint::epochOf("epoch-12345"), std::optional<int>(12345));
+        QCOMPARE(common::checkpoint::epochOf("epoch-999999999"), std::optional<int>(999999999));
         for (const char *bad : { "epoch-", "epoch-1234567890", "epoch-12a", "epoch--1", "Epoch-0001", ".tmp-epoch-0001",
                  "epoch-0001/", "" })
-            QVERIFY2(!checkpoint::epochOf(bad), bad);
+            QVERIFY2(!common::checkpoint::epochOf(bad), bad);
     }
 
     void namesAndSums()
     {
-        QVERIFY(checkpoint::isFileName("model.pt"));
+        QVERIFY(common::checkpoint::isFileName("model.pt"));
         for (const char *bad : { "MANIFEST", ".hidden", "", "a/b", "..", "with space" })
-            QVERIFY2(!checkpoint::isFileName(bad), bad);
-        QVERIFY(!checkpoint::isFileName(std::string(65, 'x')));
-        QVERIFY(checkpoint::isSha256(kSumA));
-        QVERIFY(!checkpoint::isSha256(std::string(64, 'A'))); // lower case only
-        QVERIFY(!checkpoint::isSha256(std::string(63, 'a')));
-        QVERIFY(!checkpoint::isSha256(std::string(63, 'a') + "g"));
+            QVERIFY2(!common::checkpoint::isFileName(bad), bad);
+        QVERIFY(!common::checkpoint::isFileName(std::string(65, 'x')));
+        QVERIFY(common::checkpoint::isSha256(kSumA));
+        QVERIFY(!common::checkpoint::isSha256(std::string(64, 'A'))); // lower case only
+        QVERIFY(!common::checkpoint::isSha256(std::string(63, 'a')));
+        QVERIFY(!common::checkpoint::isSha256(std::string(63, 'a') + "g"));
     }
 
     void manifestParsesWhatItFormats()
     {
-        const std::vector<checkpoint::Entry> entries { { kSumA, "model.pt" }, { kSumB, "state.pt" } };
-        const std::string text = checkpoint::formatManifest(entries);
+        const std::vector<common::checkpoint::Entry> entries { { kSumA, "model.pt" }, { kSumB, "state.pt" } };
+        const std::string text = common::checkpoint::formatManifest(entries);
         QCOMPARE(text, kSumA + "  model.pt\n" + kSumB + "  state.pt\n");
-        const auto parsed = checkpoint::parseManifest(text);
+        const auto parsed = common::checkpoint::parseManifest(text);
         VERIFY_OK(parsed);
         QVERIFY(parsed.value() == entries);
         // Blank lines and other blanks between the fields are read the same.
-        const auto blanks = checkpoint::parseManifest("\n" + kSumA + "\tmodel.pt\r\n\n" + kSumB + " state.pt");
+        const auto blanks = common::checkpoint::parseManifest("\n" + kSumA + "\tmodel.pt\r\n\n" + kSumB + " state.pt");
         VERIFY_OK(blanks);
         QVERIFY(blanks.value() == entries);
     }
@@ -108,7 +108,7 @@ private Q_SLOTS:
     {
         QFETCH(QString, text);
         QFETCH(QString, problem);
-        const auto parsed = checkpoint::parseManifest(text.toStdString());
+        const auto parsed = common::checkpoint::parseManifest(text.toStdString());
         QVERIFY(!parsed);
         const QString got = QString::fromStdString(parsed.error());
         QVERIFY2(got.contains(problem), qPrintable(got));
@@ -118,15 +118,15 @@ private Q_SLOTS:
     {
         QTemporaryDir tmp;
         const fs::path root = tmp.path().toStdString();
-        QVERIFY(checkpoint::folders(root / "missing", false).empty());
+        QVERIFY(common::checkpoint::folders(root / "missing", false).empty());
         QVERIFY(!commit(root, 10000, { { "model.pt", "x" } }).empty()); // sorts after 0999 by number
         QVERIFY(!commit(root, 999, { { "model.pt", "y" } }).empty());
         fs::create_directories(root / "epoch-0005"); // never committed: no MANIFEST
         fs::create_directories(root / ".tmp-epoch-0006-42");
         write(root / "epoch-0007", "a file, not a folder");
-        QCOMPARE(epochsIn(checkpoint::folders(root, true)), QStringList({ "999", "10000" }));
-        QCOMPARE(epochsIn(checkpoint::folders(root, false)), QStringList({ "5", "999", "10000" }));
-        QCOMPARE(checkpoint::folders(root, true).back().path, root / "epoch-10000");
+        QCOMPARE(epochsIn(common::checkpoint::folders(root, true)), QStringList({ "999", "10000" }));
+        QCOMPARE(epochsIn(common::checkpoint::folders(root, false)), QStringList({ "5", "999", "10000" }));
+        QCOMPARE(common::checkpoint::folders(root, true).back().path, root / "epoch-10000");
     }
 
     void verifySaysWhatIsWrong()
@@ -134,22 +134,22 @@ private Q_SLOTS:
         QTemporaryDir tmp;
         const fs::path root = tmp.path().toStdString();
         const fs::path dir = commit(root, 3, { { "model.pt", "weights" }, { "empty.pt", "" } });
-        std::vector<checkpoint::Entry> entries;
+        std::vector<common::checkpoint::Entry> entries;
         std::vector<std::uint64_t> sizes;
-        VERIFY_OK(checkpoint::verify(dir, &entries, &sizes));
+        VERIFY_OK(common::checkpoint::verify(dir, &entries, &sizes));
         QCOMPARE(entries.size(), std::size_t(2));
         QCOMPARE(entries[0].name, std::string("model.pt"));
         QCOMPARE(sizes, std::vector<std::uint64_t>({ 7, 0 }));
 
         write(dir / "model.pt", "weightz");
-        QCOMPARE(checkpoint::verify(dir, &entries).error(), std::string("model.pt does not match its sha256 in MANIFEST"));
+        QCOMPARE(common::checkpoint::verify(dir, &entries).error(), std::string("model.pt does not match its sha256 in MANIFEST"));
         QVERIFY(entries.empty());
         fs::remove(dir / "model.pt");
-        QCOMPARE(checkpoint::verify(dir, &entries).error(), std::string("model.pt is missing"));
+        QCOMPARE(common::checkpoint::verify(dir, &entries).error(), std::string("model.pt is missing"));
         write(dir / "MANIFEST", "garbage\n");
-        QVERIFY(checkpoint::verify(dir, &entries).error().find("MANIFEST line 1") == 0);
+        QVERIFY(common::checkpoint::verify(dir, &entries).error().find("MANIFEST line 1") == 0);
         fs::remove(dir / "MANIFEST");
-        QCOMPARE(checkpoint::verify(dir, &entries).error(), std::string("no MANIFEST (never committed)"));
+        QCOMPARE(common::checkpoint::verify(dir, &entries).error(), std::string("no MANIFEST (never committed)"));
     }
 
     void pruneKeepsTheNewest()
@@ -159,10 +159,10 @@ private Q_SLOTS:
         for (int epoch : { 1, 2, 3, 4 })
             QVERIFY(!commit(root, epoch, { { "model.pt", std::to_string(epoch) } }).empty());
         fs::create_directories(root / ".upload-epoch-0009-1"); // not an epoch folder: left alone
-        checkpoint::prune(root, 2, root / "epoch-0001");
-        QCOMPARE(epochsIn(checkpoint::folders(root, true)), QStringList({ "1", "3", "4" }));
-        checkpoint::prune(root, 1);
-        QCOMPARE(epochsIn(checkpoint::folders(root, true)), QStringList({ "4" }));
+        common::checkpoint::prune(root, 2, root / "epoch-0001");
+        QCOMPARE(epochsIn(common::checkpoint::folders(root, true)), QStringList({ "1", "3", "4" }));
+        common::checkpoint::prune(root, 1);
+        QCOMPARE(epochsIn(common::checkpoint::folders(root, true)), QStringList({ "4" }));
         QVERIFY(fs::exists(root / ".upload-epoch-0009-1"));
     }
 };

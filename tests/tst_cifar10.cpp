@@ -11,7 +11,7 @@
 #include <filesystem>
 #include <fstream>
 
-using namespace scalelab::cifar;
+using namespace scalelab::trainer::cifar;
 namespace fs = std::filesystem;
 
 class TestCifar10 : public QObject {

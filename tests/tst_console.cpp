@@ -42,7 +42,7 @@ private:
 private Q_SLOTS:
     void initTestCase()
     {
-        VERIFY_OK(cifar::writeSyntheticDataset(
+        VERIFY_OK(trainer::cifar::writeSyntheticDataset(
                      m_tmp.filePath(QStringLiteral("data/syn")).toStdString(), 200, 50, 1));
         app::ConsoleOptions options;
         options.localAgent.agentBinary = test::binary("scalelab-agent");
@@ -182,8 +182,8 @@ private Q_SLOTS:
         QVERIFY2(tree->topLevelItem(1)->text(0).startsWith(QStringLiteral("#1 · 1 worker · b25")),
             qPrintable(tree->topLevelItem(1)->text(0)));
         QVERIFY(tree->topLevelItem(1)->text(0).endsWith(QStringLiteral("[SYNTHETIC]")));
-        QCOMPARE(tree->topLevelItem(1)->text(console::RunHistoryView::StateColumn), QStringLiteral("SUCCEEDED"));
-        QVERIFY(tree->topLevelItem(1)->text(console::RunHistoryView::AccuracyColumn).endsWith(QLatin1Char('%')));
+        QCOMPARE(tree->topLevelItem(1)->text(app::RunHistoryView::StateColumn), QStringLiteral("SUCCEEDED"));
+        QVERIFY(tree->topLevelItem(1)->text(app::RunHistoryView::AccuracyColumn).endsWith(QLatin1Char('%')));
         QVERIFY(tree->topLevelItem(0)->text(0).startsWith(QStringLiteral("#2 ")));
         QVERIFY(again.currentRun() && again.currentRun()->runId() == second);
         QVERIFY(!again.currentRun()->terminal()); // as the journal had it: still running
@@ -200,7 +200,7 @@ private Q_SLOTS:
         QCOMPARE(again.currentRun()->gaps(), 0);
         QCOMPARE(again.currentRun()->duplicates(), 0);
         QTRY_COMPARE(again.lossPoints().size(), 160); // 20 epochs of ceil(200 / 25) steps
-        QTRY_COMPARE(tree->topLevelItem(0)->text(console::RunHistoryView::StateColumn), QStringLiteral("SUCCEEDED"));
+        QTRY_COMPARE(tree->topLevelItem(0)->text(app::RunHistoryView::StateColumn), QStringLiteral("SUCCEEDED"));
         // The first run drawn beside it, from the journal.
         QVERIFY(!again.lossChart()->hasSeries(first + QStringLiteral("/loss")));
         tree->topLevelItem(1)->setCheckState(0, Qt::Checked);

@@ -7,15 +7,14 @@
 // plan file with --launch-study, SIGKILLed while the baseline trains, then started again
 // with no study argument: it must reattach by itself.
 #include "agent_client.h"
+#include "agent_fixture.h"
 #include "verify_ok.h"
 #include "journal.h"
-#include "local_agent.h"
 #include "study_plan.h"
 #include "study_state.h"
 #include "test_support.h"
 
 #include <QProcess>
-#include <QTemporaryDir>
 #include <QTest>
 
 #include <csignal>
@@ -30,11 +29,11 @@ const QString kToken = QStringLiteral("console-durability-token-0123456789");
 class TestConsoleDurability : public QObject {
     Q_OBJECT
 private:
-    QTemporaryDir m_tmp;
-    LocalAgent m_agent;
+    test::AgentFixture m_agent; // its folder holds the console's too, so cleanup sees both
 
-    QString path(const QString &name) const { return m_tmp.filePath(name); }
+    QString path(const QString &name) const { return m_agent.path(name); }
 
+    // The console is started (and killed) by hand: it is the program under test.
     void startConsole(QProcess *console, const QStringList &extra)
     {
         auto env = QProcessEnvironment::systemEnvironment();
@@ -43,7 +42,7 @@ private:
         console->setProcessChannelMode(QProcess::MergedChannels);
         console->start(test::binary("scalelab"),
             QStringList { QStringLiteral("--state-dir"), path(QStringLiteral("console")),
-                QStringLiteral("--agent"), m_agent.endpoint(), QStringLiteral("--token-file"),
+                QStringLiteral("--agent"), m_agent.address(), QStringLiteral("--token-file"),
                 path(QStringLiteral("token")) }
                 + extra);
         QVERIFY2(console->waitForStarted(), qPrintable(console->errorString()));
@@ -74,12 +73,8 @@ private:
 private Q_SLOTS:
     void initTestCase()
     {
-        QVERIFY(m_tmp.isValid());
-        QVERIFY(QDir().mkpath(path(QStringLiteral("data"))));
-        LocalAgentOptions options;
-        options.agentBinary = test::binary("scalelab-agent");
-        options.dataDir = path(QStringLiteral("data"));
-        options.stateDir = path(QStringLiteral("agent"));
+        test::AgentFixtureOptions options;
+        options.stateName = QStringLiteral("agent");
         options.token = kToken;
         VERIFY_OK(m_agent.start(options));
         v1::CreateSyntheticDatasetRequest request;
@@ -87,19 +82,14 @@ private Q_SLOTS:
         request.set_train_images(256);
         request.set_test_images(64);
         v1::Dataset dataset;
-        const CallResult made
-            = AgentClient(m_agent.endpoint(), kToken).createSyntheticDataset(request, &dataset);
+        const CallResult made = m_agent.client().createSyntheticDataset(request, &dataset);
         QVERIFY2(made.ok(), qPrintable(made.message));
         QFile token(path(QStringLiteral("token")));
         QVERIFY(token.open(QIODevice::WriteOnly));
         token.write(kToken.toUtf8());
     }
 
-    void cleanupTestCase()
-    {
-        m_agent.stop();
-        QTRY_VERIFY_WITH_TIMEOUT(test::processesMentioning(m_tmp.path()).isEmpty(), 15000);
-    }
+    void cleanupTestCase() { VERIFY_OK(m_agent.stopAndCheckNothingLeft()); }
 
     void consoleKilledMidStudyAndReopened()
     {
@@ -128,7 +118,7 @@ private Q_SLOTS:
 
         // The run kept going on the agent while no console watched it.
         v1::ListRunsResponse listed;
-        QVERIFY(AgentClient(m_agent.endpoint(), kToken).listRuns({}, &listed).ok());
+        QVERIFY(m_agent.client().listRuns({}, &listed).ok());
         bool baselineAlive = false;
         for (const auto &r : listed.runs())
             baselineAlive
@@ -159,7 +149,7 @@ private Q_SLOTS:
         for (std::size_t i = 0; i < events.size(); ++i)
             QCOMPARE(events[i].seq(), qint64(i + 1));
         // The agent ran each configuration exactly once.
-        QVERIFY(AgentClient(m_agent.endpoint(), kToken).listRuns({}, &listed).ok());
+        QVERIFY(m_agent.client().listRuns({}, &listed).ok());
         QCOMPARE(listed.runs_size(), 2);
         for (const auto &r : listed.runs())
             QCOMPARE(r.attempt(), 1);

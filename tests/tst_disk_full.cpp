@@ -7,9 +7,9 @@
 // Needs root (mount -t tmpfs). Elsewhere it fails saying so; exclude it with
 // `ctest -LE root`.
 #include "agent_client.h"
+#include "agent_fixture.h"
 #include "verify_ok.h"
 #include "journal.h"
-#include "local_agent.h"
 #include "run_event_log.h"
 #include "study_runner.h"
 #include "test_support.h"
@@ -18,7 +18,6 @@
 #include <QFileInfo>
 #include <QProcess>
 #include <QSignalSpy>
-#include <QTemporaryDir>
 #include <QTest>
 
 #include <sys/statvfs.h>
@@ -67,28 +66,24 @@ QStringList foldersStartingWith(const QString &dir, const QString &prefix)
 class TestDiskFull : public QObject {
     Q_OBJECT
 private:
-    QTemporaryDir m_tmp;
-    QString m_mount; // the small tmpfs: the agent's state folder
+    test::AgentFixture m_agent;
+    QString m_mount; // the small tmpfs in the fixture's folder: the agent's state folder
     bool m_mounted = false;
-    LocalAgent m_agent;
     QList<AgentEndpoint> m_agents;
 
-    QString path(const QString &name) const { return m_tmp.filePath(name); }
+    QString path(const QString &name) const { return m_agent.path(name); }
 
-    bool startAgent(QString *error)
+    // Starts the agent, again after a stop on the same state.
+    Status startAgent()
     {
-        LocalAgentOptions options;
-        options.agentBinary = test::binary("scalelab-agent");
-        options.dataDir = path(QStringLiteral("data"));
-        options.stateDir = m_mount + QStringLiteral("/agent");
+        test::AgentFixtureOptions options;
+        options.stateName = QStringLiteral("small-disk/agent");
         options.logFile = path(QStringLiteral("agent.log")); // not on the small disk
         options.token = kToken;
-        if (const Status started = m_agent.start(options); !started) {
-            *error = started.error();
-            return false;
-        }
-        m_agents = { AgentEndpoint { m_agent.endpoint(), m_agent.endpoint(), kToken } };
-        return true;
+        if (Status started = m_agent.start(options); !started)
+            return started;
+        m_agents = { m_agent.endpoint(m_agent.address()) };
+        return Status::success();
     }
 
     bool resize(const QString &size, QString *output)
@@ -100,7 +95,7 @@ private:
 private Q_SLOTS:
     void initTestCase()
     {
-        QVERIFY(m_tmp.isValid());
+        QVERIFY(!m_agent.folder().isEmpty());
         if (::geteuid() != 0)
             QFAIL("needs root to mount a small tmpfs as the agent's disk; run as root, or leave the test "
                   "out with `ctest -LE root`");
@@ -116,9 +111,8 @@ private Q_SLOTS:
                      &output),
             qPrintable(QStringLiteral("cannot mount a tmpfs: ") + output));
         m_mounted = true;
-        QString error;
-        QVERIFY2(startAgent(&error), qPrintable(error));
-        AgentClient client(m_agent.endpoint(), kToken);
+        VERIFY_OK(startAgent());
+        AgentClient &client = m_agent.client();
         v1::CreateSyntheticDatasetRequest request;
         request.set_name("synth");
         request.set_train_images(192);
@@ -131,11 +125,12 @@ private Q_SLOTS:
 
     void cleanupTestCase()
     {
-        m_agent.stop();
+        const Status nothingLeft = m_agent.stopAndCheckNothingLeft();
         if (m_mounted) {
             QString output;
             QVERIFY2(run(QStringLiteral("umount"), { m_mount }, &output), qPrintable(output));
         }
+        VERIFY_OK(nothingLeft);
     }
 
     void fullDiskFailsCleanlyAndTheStudyFinishesOnceSpaceIsFreed()
@@ -215,7 +210,7 @@ private Q_SLOTS:
         QCOMPARE(done.attempts.size(), 2);
         int resumed = -1;
         QList<int> trained;
-        for (const auto &e : journal.runEvents(runId, 2, m_agent.endpoint())) {
+        for (const auto &e : journal.runEvents(runId, 2, m_agent.address())) {
             if (e.has_started())
                 resumed = e.started().resumed_from_epoch();
             if (e.has_epoch())
@@ -227,7 +222,7 @@ private Q_SLOTS:
         // The agent's rule: a run that SUCCEEDED keeps its final checkpoint only.
         QCOMPARE(foldersStartingWith(checkpoints, QStringLiteral("epoch-")),
             QStringList { checkpoints + QStringLiteral("/epoch-0003") });
-        AgentClient client(m_agent.endpoint(), kToken);
+        AgentClient &client = m_agent.client();
         v1::DescribeResponse d;
         QTRY_VERIFY(client.describe(&d).ok() && d.storage().temporary_bytes() == 0);
         QVERIFY(d.storage().checkpoint_bytes() > 30'000'000 && d.storage().checkpoint_bytes() < 60'000'000);
@@ -237,7 +232,7 @@ private Q_SLOTS:
 
         // gc --finished none frees it; a dry run first removes nothing.
         QProcess gc;
-        const QStringList common { QStringLiteral("gc"), QStringLiteral("--agent"), m_agent.endpoint(),
+        const QStringList common { QStringLiteral("gc"), QStringLiteral("--agent"), m_agent.address(),
             QStringLiteral("--finished"), QStringLiteral("none"), QStringLiteral("--console-state-dir"),
             path(QStringLiteral("console")) };
         QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
@@ -262,9 +257,8 @@ private Q_SLOTS:
     // of the run before it stay readable, also to an agent restarted meanwhile.
     void unrecordableRunIsRefusedAndOlderRecordsSurvive()
     {
-        AgentClient client(m_agent.endpoint(), kToken);
         v1::DescribeResponse before;
-        QVERIFY(client.describe(&before).ok());
+        QVERIFY(m_agent.client().describe(&before).ok());
         QVERIFY(before.runs_size() >= 1);
         const std::string earlier = before.runs(0).run_id();
         const int earlierAttempt = before.runs(0).attempt();
@@ -289,20 +283,18 @@ private Q_SLOTS:
         request.mutable_spec()->set_batch_size(32);
         request.mutable_spec()->set_epochs(1);
         v1::StartWorkersResponse response;
-        const CallResult result = client.startWorkers(request, &response);
+        const CallResult result = m_agent.client().startWorkers(request, &response);
         QCOMPARE(result.code, int(grpc::StatusCode::RESOURCE_EXHAUSTED));
         QVERIFY2(result.message.contains(QLatin1String(": no space left on device: cannot record the run")), qPrintable(result.message));
         const QString attemptDir = m_mount + QStringLiteral("/agent/runs/no-room/1");
         QVERIFY(!QFileInfo::exists(attemptDir + QStringLiteral("/request.json"))); // no torn record
 
         // A restarted agent reopens the earlier run as it was and ignores the refused one.
-        m_agent.stop();
+        VERIFY_OK(m_agent.stopAndCheckNothingLeft());
         QVERIFY(QFile::remove(filler));
-        QString error;
-        QVERIFY2(startAgent(&error), qPrintable(error));
-        AgentClient again(m_agent.endpoint(), kToken);
+        VERIFY_OK(startAgent());
         QList<v1::RunInfo> after;
-        QVERIFY(again.listAllRuns(&after).ok());
+        QVERIFY(m_agent.client().listAllRuns(&after).ok());
         bool found = false;
         for (const auto &r : after) {
             found = found || (r.run_id() == earlier && r.attempt() == earlierAttempt && r.state() == v1::SUCCEEDED);

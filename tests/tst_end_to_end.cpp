@@ -1,6 +1,6 @@
 // The whole path, as a user drives it: scalelab-cli → a real scalelab-agent process on
 // port 0 → scalelab-worker → events back, plus the CLI's answers to bad input.
-#include "local_agent.h"
+#include "agent_fixture.h"
 #include "verify_ok.h"
 #include "test_support.h"
 
@@ -10,7 +10,6 @@
 #include <QProcess>
 #include <QRegularExpression>
 #include <QStandardPaths>
-#include <QTemporaryDir>
 #include <QTest>
 
 using namespace scalelab;
@@ -45,37 +44,34 @@ CliResult runCli(const QStringList &args, const QString &token = {}, int timeout
 class TestEndToEnd : public QObject {
     Q_OBJECT
 private:
-    QTemporaryDir m_tmp;
+    // Its folder is every test's: the first starts its agent, the others run the CLI in
+    // its local-agent mode by hand (that mode, starting its own agent, is what they test).
+    test::AgentFixture m_fixture;
 
 private Q_SLOTS:
     void initTestCase()
     {
-        QVERIFY(m_tmp.isValid());
-        QVERIFY(QDir().mkpath(m_tmp.filePath(QStringLiteral("data"))));
+        QVERIFY(!m_fixture.folder().isEmpty());
+        QVERIFY(QDir().mkpath(m_fixture.dataDir()));
     }
 
     void cleanupTestCase()
     {
-        QTRY_VERIFY_WITH_TIMEOUT(test::processesMentioning(m_tmp.path()).isEmpty(), 10000);
+        VERIFY_OK(m_fixture.stopAndCheckNothingLeft(10'000));
     }
 
     void baselineRunThroughRealAgent()
     {
-        core::LocalAgent agent;
-        core::LocalAgentOptions options;
-        options.agentBinary = test::binary("scalelab-agent");
-        options.dataDir = m_tmp.filePath(QStringLiteral("data"));
-        options.stateDir = m_tmp.filePath(QStringLiteral("state"));
-        VERIFY_OK(agent.start(options)); // --port 0, port read back
-        QVERIFY(!agent.endpoint().endsWith(QStringLiteral(":0")));
+        VERIFY_OK(m_fixture.start()); // --port 0, port read back
+        QVERIFY(!m_fixture.address().endsWith(QStringLiteral(":0")));
 
         const auto r = runCli(
-            { QStringLiteral("run"), QStringLiteral("--agent"), agent.endpoint(),
+            { QStringLiteral("run"), QStringLiteral("--agent"), m_fixture.address(),
                 QStringLiteral("--synthetic"), QStringLiteral("--synthetic-train"), QStringLiteral("300"),
                 QStringLiteral("--synthetic-test"), QStringLiteral("100"), QStringLiteral("--batch-size"),
                 QStringLiteral("32"), QStringLiteral("--epochs"), QStringLiteral("1"),
                 QStringLiteral("--run-id"), QStringLiteral("e2e-1"), QStringLiteral("--json") },
-            agent.token());
+            m_fixture.token());
         QVERIFY2(r.exitCode == 0, qPrintable(r.err + r.out));
 
         qint64 expected = 1;
@@ -114,15 +110,16 @@ private Q_SLOTS:
         QVERIFY(accuracy >= 0 && accuracy <= 1);
 
         // The human-readable form ends with the summary line.
-        agent.stop();
-        QVERIFY(test::processesMentioning(m_tmp.filePath(QStringLiteral("data"))).isEmpty());
+        m_fixture.stop();
+        QVERIFY2(test::processesMentioning(m_fixture.folder()).isEmpty(),
+            qPrintable(test::processesMentioning(m_fixture.folder()).join(QLatin1Char('\n'))));
     }
 
     void localAgentModePrintsSummary()
     {
         const auto r = runCli(
-            { QStringLiteral("run"), QStringLiteral("--data-dir"), m_tmp.filePath(QStringLiteral("data")),
-                QStringLiteral("--state-dir"), m_tmp.filePath(QStringLiteral("state2")),
+            { QStringLiteral("run"), QStringLiteral("--data-dir"), m_fixture.dataDir(),
+                QStringLiteral("--state-dir"), m_fixture.path(QStringLiteral("state2")),
                 QStringLiteral("--synthetic"), QStringLiteral("--synthetic-train"), QStringLiteral("300"),
                 QStringLiteral("--synthetic-test"), QStringLiteral("100"), QStringLiteral("--batch-size"),
                 QStringLiteral("50"), QStringLiteral("--max-train-images"), QStringLiteral("100") });
@@ -145,7 +142,7 @@ private Q_SLOTS:
         const QString script = QStandardPaths::findExecutable(QStringLiteral("script"));
         QVERIFY2(!script.isEmpty(), "script(1) makes the pseudo-terminal: apt-get install bsdutils");
         QStringList command { test::binary("scalelab-cli"), QStringLiteral("run"), QStringLiteral("--data-dir"),
-            m_tmp.filePath(QStringLiteral("data")), QStringLiteral("--state-dir"), m_tmp.filePath(QStringLiteral("state3")),
+            m_fixture.dataDir(), QStringLiteral("--state-dir"), m_fixture.path(QStringLiteral("state3")),
             QStringLiteral("--synthetic"), QStringLiteral("--synthetic-train"), QStringLiteral("300"),
             QStringLiteral("--synthetic-test"), QStringLiteral("100"), QStringLiteral("--batch-size"), QStringLiteral("25"),
             QStringLiteral("--epochs"), QStringLiteral("2") };
@@ -166,14 +163,15 @@ private Q_SLOTS:
         QVERIFY2(out.contains(QLatin1String("ETA ")), qPrintable(out.right(2000)));
         QVERIFY2(!out.contains(QLatin1String(" step 10 loss")), qPrintable(out.right(2000))); // no per-step log lines
         QVERIFY2(out.contains(QLatin1String("SUCCEEDED workers=1 batch=25 epochs=2")), qPrintable(out.right(2000)));
-        QTRY_VERIFY_WITH_TIMEOUT(test::processesMentioning(m_tmp.filePath(QStringLiteral("state3"))).isEmpty(), 10000);
+        QTRY_VERIFY_WITH_TIMEOUT(
+            test::processesMentioning(m_fixture.path(QStringLiteral("state3"))).isEmpty(), 10000);
     }
 
     void twoWorkerRunThroughTheAgent()
     {
         const auto r = runCli(
-            { QStringLiteral("run"), QStringLiteral("--data-dir"), m_tmp.filePath(QStringLiteral("data")),
-                QStringLiteral("--state-dir"), m_tmp.filePath(QStringLiteral("state-dp")),
+            { QStringLiteral("run"), QStringLiteral("--data-dir"), m_fixture.dataDir(),
+                QStringLiteral("--state-dir"), m_fixture.path(QStringLiteral("state-dp")),
                 QStringLiteral("--synthetic"), QStringLiteral("--synthetic-train"), QStringLiteral("300"),
                 QStringLiteral("--synthetic-test"), QStringLiteral("100"), QStringLiteral("--workers"),
                 QStringLiteral("2"), QStringLiteral("--batch-size"), QStringLiteral("25"),
@@ -203,8 +201,8 @@ private Q_SLOTS:
         QCOMPARE(testImages, 100); // the whole test split, once, across both ranks
         QCOMPARE(checkpoints, 1);
         QVERIFY(QFile::exists(
-            m_tmp.filePath(QStringLiteral("state-dp/runs/dp-1/checkpoints/epoch-0001/MANIFEST"))));
-        QVERIFY(test::processesMentioning(m_tmp.filePath(QStringLiteral("state-dp"))).isEmpty());
+            m_fixture.path(QStringLiteral("state-dp/runs/dp-1/checkpoints/epoch-0001/MANIFEST"))));
+        QVERIFY(test::processesMentioning(m_fixture.path(QStringLiteral("state-dp"))).isEmpty());
     }
 
     void badInputIsRefused_data()
@@ -249,8 +247,8 @@ private Q_SLOTS:
     void unknownDatasetNamesWhatExists()
     {
         const auto r = runCli(
-            { QStringLiteral("run"), QStringLiteral("--data-dir"), m_tmp.filePath(QStringLiteral("data")),
-                QStringLiteral("--state-dir"), m_tmp.filePath(QStringLiteral("state3")),
+            { QStringLiteral("run"), QStringLiteral("--data-dir"), m_fixture.dataDir(),
+                QStringLiteral("--state-dir"), m_fixture.path(QStringLiteral("state3")),
                 QStringLiteral("--dataset"), QStringLiteral("cifar-10") },
             {}, 30'000);
         QCOMPARE(r.exitCode, 3);

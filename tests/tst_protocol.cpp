@@ -14,6 +14,7 @@
 
 #include <google/protobuf/util/json_util.h>
 #include <google/protobuf/util/message_differencer.h>
+#include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 
 using namespace scalelab;
@@ -123,6 +124,58 @@ private Q_SLOTS:
         QCOMPARE(wrong.describe(&inventory).code, int(grpc::StatusCode::UNAUTHENTICATED));
         AgentClient none(m_fixture.address(), QString());
         QCOMPARE(none.describe(&inventory).code, int(grpc::StatusCode::UNAUTHENTICATED));
+    }
+
+    // Every RPC the service defines, called by a stranger (no token), is refused before
+    // its handler does anything: the list comes from agent.proto's descriptor, so an RPC
+    // added later without the check fails here. Called through gRPC's generic stub with
+    // an empty request, for unary and streaming RPCs alike (the wire is the same).
+    void everyRpcRefusesAStranger()
+    {
+        const auto *service
+            = google::protobuf::DescriptorPool::generated_pool()->FindServiceByName("scalelab.v1.Agent");
+        QVERIFY(service != nullptr);
+        QVERIFY2(service->method_count() >= 12, "agent.proto lost RPCs? the list below would be short");
+        const auto channel
+            = grpc::CreateChannel(m_fixture.address().toStdString(), grpc::InsecureChannelCredentials());
+        grpc::GenericStub generic(channel);
+        for (int i = 0; i < service->method_count(); ++i) {
+            const std::string method = "/scalelab.v1.Agent/" + service->method(i)->name();
+            grpc::CompletionQueue queue;
+            grpc::ClientContext context; // no authorization metadata
+            context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+            auto call = generic.PrepareCall(&context, method, &queue);
+            void *tag = nullptr;
+            bool ok = false;
+            const auto step = [&](int expected) {
+                // Each operation completes before the next starts: the one tag is the one awaited.
+                return queue.Next(&tag, &ok) && tag == reinterpret_cast<void *>(static_cast<intptr_t>(expected));
+            };
+            call->StartCall(reinterpret_cast<void *>(1));
+            QVERIFY2(step(1), method.c_str());
+            grpc::Slice empty;
+            grpc::ByteBuffer request(&empty, 1);
+            call->Write(request, reinterpret_cast<void *>(2));
+            QVERIFY2(step(2), method.c_str()); // ok may be false: the agent may have answered already
+            call->WritesDone(reinterpret_cast<void *>(3));
+            QVERIFY2(step(3), method.c_str());
+            grpc::ByteBuffer response;
+            call->Read(&response, reinterpret_cast<void *>(4));
+            QVERIFY2(step(4), method.c_str());
+            QVERIFY2(!ok, qPrintable(QStringLiteral("%1 answered a stranger with a message").arg(method.c_str())));
+            grpc::Status status;
+            call->Finish(&status, reinterpret_cast<void *>(5));
+            QVERIFY2(step(5), method.c_str());
+            QVERIFY2(status.error_code() == grpc::StatusCode::UNAUTHENTICATED,
+                qPrintable(QStringLiteral("%1 answered a stranger with code %2: %3")
+                               .arg(method.c_str())
+                               .arg(status.error_code())
+                               .arg(QString::fromStdString(status.error_message()))));
+            QVERIFY2(QString::fromStdString(status.error_message()).contains(QLatin1String("requires a token")),
+                status.error_message().c_str());
+            queue.Shutdown();
+            while (queue.Next(&tag, &ok)) { }
+        }
     }
 
     void unreachableAgentSaysSo()

@@ -64,7 +64,7 @@ private Q_SLOTS:
 
     void badValuesAreRefusedInline()
     {
-        console::StudyView view;
+        app::StudyView view;
         view.setAgents({ m_fixture.endpoint() });
         auto *workers = view.findChildren<QLineEdit *>().at(2);
         workers->setText(QStringLiteral("2, x, 0"));
@@ -92,7 +92,7 @@ private Q_SLOTS:
             qPrintable(view.problemsLabel()->text()));
         bool infeasible = false;
         for (int row = 0; row < view.runsTable()->rowCount(); ++row)
-            infeasible = infeasible || cell(view.runsTable(), row, console::StudyView::StateCol) == QLatin1String("INFEASIBLE");
+            infeasible = infeasible || cell(view.runsTable(), row, app::StudyView::StateCol) == QLatin1String("INFEASIBLE");
         QVERIFY(infeasible);
     }
 
@@ -100,7 +100,7 @@ private Q_SLOTS:
     // "Use …" puts the suggestion into the designer; "auto" is accepted as a value.
     void learningRateIsFoundFromTheDesigner()
     {
-        console::StudyView view;
+        app::StudyView view;
         view.setAgents({ m_fixture.endpoint() });
         auto *dataset = view.findChildren<QLineEdit *>().at(1);
         dataset->setText(QStringLiteral("synth"));
@@ -113,7 +113,7 @@ private Q_SLOTS:
         lr->setText(QStringLiteral("auto"));
         QVERIFY2(!view.problemsLabel()->text().contains(QLatin1String("Learning rate")), qPrintable(view.problemsLabel()->text()));
         view.findChild<QPushButton *>(QStringLiteral("findLearningRate"))->click();
-        auto *dialog = view.findChild<console::LrFindDialog *>(QStringLiteral("lrFindDialog"));
+        auto *dialog = view.findChild<app::LrFindDialog *>(QStringLiteral("lrFindDialog"));
         QVERIFY(dialog);
         QTRY_VERIFY2_WITH_TIMEOUT(dialog->suggested() > 0, qPrintable(dialog->statusText()), 180'000);
         QVERIFY(dialog->pointCount() >= 50);
@@ -134,7 +134,7 @@ private Q_SLOTS:
     // name no agent has.
     void datasetChoiceFlagsSyntheticSets()
     {
-        console::StudyView view;
+        app::StudyView view;
         view.setAgents({ m_fixture.endpoint() });
         v1::DescribeResponse inventory;
         QVERIFY(core::AgentClient(m_fixture.address(), m_fixture.token()).describe(&inventory).ok());
@@ -154,7 +154,7 @@ private Q_SLOTS:
 
     void studyLaunchedFromTheUiFillsTheTable()
     {
-        console::StudyView view;
+        app::StudyView view;
         VERIFY_OK(view.openJournal(m_fixture.path(QStringLiteral("console"))));
         view.setAgents({ m_fixture.endpoint() });
         // Nothing to cancel or export before a study is open.
@@ -201,11 +201,11 @@ private Q_SLOTS:
             qPrintable(view.problemsLabel()->text()));
         QCOMPARE(view.runsTable()->rowCount(), 2);
         // The table follows on its coalescing timer (rows may be sorted either way).
-        QTRY_VERIFY_WITH_TIMEOUT(cell(view.runsTable(), 0, console::StudyView::StateCol) == QLatin1String("SUCCEEDED")
-                && cell(view.runsTable(), 1, console::StudyView::StateCol) == QLatin1String("SUCCEEDED"),
+        QTRY_VERIFY_WITH_TIMEOUT(cell(view.runsTable(), 0, app::StudyView::StateCol) == QLatin1String("SUCCEEDED")
+                && cell(view.runsTable(), 1, app::StudyView::StateCol) == QLatin1String("SUCCEEDED"),
             5000);
         for (int row = 0; row < 2; ++row) {
-            using V = console::StudyView;
+            using V = app::StudyView;
             QVERIFY(cell(view.runsTable(), row, V::AccuracyCol).endsWith(QLatin1Char('%'))); // test accuracy
             QVERIFY2(!cell(view.runsTable(), row, V::WallCol).isEmpty(), // wall-clock
                 qPrintable(cell(view.runsTable(), row, V::RunCol) + QLatin1Char(' ')
@@ -253,12 +253,12 @@ private Q_SLOTS:
         for (int row = 0; row < view.runsTable()->rowCount(); ++row)
             for (const auto &run : view.snapshot().runs)
                 if (view.runIdAt(row) == run.runId)
-                    QCOMPARE(cell(view.runsTable(), row, console::StudyView::ImagesCol),
+                    QCOMPARE(cell(view.runsTable(), row, app::StudyView::ImagesCol),
                         QString::number(run.imagesPerSecond, 'f', 1));
 
         // Sorted by the run's name, as the plan lists them.
-        QCOMPARE(cell(view.runsTable(), 0, console::StudyView::RunCol), QStringLiteral("r01"));
-        QCOMPARE(cell(view.runsTable(), 1, console::StudyView::RunCol), QStringLiteral("r02"));
+        QCOMPARE(cell(view.runsTable(), 0, app::StudyView::RunCol), QStringLiteral("r01"));
+        QCOMPARE(cell(view.runsTable(), 1, app::StudyView::RunCol), QStringLiteral("r02"));
 
         // Filtering hides rows (in the frozen columns too); clearing it shows them again.
         auto *states = view.findChild<QComboBox *>(QStringLiteral("stateFilter"));
@@ -272,10 +272,10 @@ private Q_SLOTS:
         view.runFilter()->clear();
 
         // The frozen columns are the run and its configuration, as wide as the table's.
-        for (int c = 0; c < console::StudyView::RunColumnCount; ++c)
-            QCOMPARE(view.frozenColumns()->isColumnHidden(c), c > console::StudyView::ConfigCol);
-        QCOMPARE(view.frozenColumns()->columnWidth(console::StudyView::ConfigCol),
-            view.runsTable()->columnWidth(console::StudyView::ConfigCol));
+        for (int c = 0; c < app::StudyView::RunColumnCount; ++c)
+            QCOMPARE(view.frozenColumns()->isColumnHidden(c), c > app::StudyView::ConfigCol);
+        QCOMPARE(view.frozenColumns()->columnWidth(app::StudyView::ConfigCol),
+            view.runsTable()->columnWidth(app::StudyView::ConfigCol));
 
         // Scrolled to its right end in a narrow window, the run and configuration still show.
         if (const QByteArray shot = qgetenv("SCALELAB_SCREENSHOT_DIR"); !shot.isEmpty()) {
@@ -288,23 +288,23 @@ private Q_SLOTS:
         }
 
         // Attempt, agents and wall time show when chosen, and the choice is remembered.
-        QVERIFY(view.runsTable()->isColumnHidden(console::StudyView::AttemptCol));
-        QVERIFY(!view.runsTable()->isColumnHidden(console::StudyView::EfficiencyCol));
-        view.setRunColumnVisible(console::StudyView::AttemptCol, true);
-        view.setRunColumnVisible(console::StudyView::EfficiencyCol, false);
+        QVERIFY(view.runsTable()->isColumnHidden(app::StudyView::AttemptCol));
+        QVERIFY(!view.runsTable()->isColumnHidden(app::StudyView::EfficiencyCol));
+        view.setRunColumnVisible(app::StudyView::AttemptCol, true);
+        view.setRunColumnVisible(app::StudyView::EfficiencyCol, false);
         {
             QSettings settings(m_fixture.path(QStringLiteral("columns.ini")), QSettings::IniFormat);
             view.saveSettings(settings);
         }
-        console::StudyView reopened;
+        app::StudyView reopened;
         reopened.restoreSettings(QSettings(m_fixture.path(QStringLiteral("columns.ini")), QSettings::IniFormat));
-        QVERIFY(!reopened.runsTable()->isColumnHidden(console::StudyView::AttemptCol));
-        QVERIFY(reopened.runsTable()->isColumnHidden(console::StudyView::EfficiencyCol));
-        QVERIFY(reopened.runsTable()->isColumnHidden(console::StudyView::AgentsCol));
-        view.setRunColumnVisible(console::StudyView::EfficiencyCol, true);
+        QVERIFY(!reopened.runsTable()->isColumnHidden(app::StudyView::AttemptCol));
+        QVERIFY(reopened.runsTable()->isColumnHidden(app::StudyView::EfficiencyCol));
+        QVERIFY(reopened.runsTable()->isColumnHidden(app::StudyView::AgentsCol));
+        view.setRunColumnVisible(app::StudyView::EfficiencyCol, true);
 
         // A run's details: its attempt and the worker's log lines.
-        console::RunDetails *details = view.showRunDetails(view.snapshot().runs.first().runId);
+        app::RunDetails *details = view.showRunDetails(view.snapshot().runs.first().runId);
         QCOMPARE(details->attempts()->rowCount(), 1);
         // Its progress: every planned epoch trained (live steps and ETA while it runs).
         QCOMPARE(details->progress()->value(), 1000);
@@ -357,7 +357,7 @@ private Q_SLOTS:
     // per trial.
     void tuneShowsTrialsAndTheirCharts()
     {
-        console::StudyView view;
+        app::StudyView view;
         VERIFY_OK(view.openJournal(m_fixture.path(QStringLiteral("console-tune"))));
         view.setAgents({ m_fixture.endpoint() });
         v1::StudyPlan plan = core::exampleTunePlan(QStringLiteral("synth"));
@@ -412,9 +412,9 @@ private Q_SLOTS:
             qPrintable(tune->bestLabel()->text()));
         // The runs table shows each trial's hyperparameters and state.
         QTRY_COMPARE(view.runsTable()->rowCount(), 4);
-        QVERIFY2(cell(view.runsTable(), 0, console::StudyView::ConfigCol).startsWith(QLatin1String("lr ")),
-            qPrintable(cell(view.runsTable(), 0, console::StudyView::ConfigCol)));
-        QVERIFY(view.runsTable()->isColumnHidden(console::StudyView::SpeedupCol));
+        QVERIFY2(cell(view.runsTable(), 0, app::StudyView::ConfigCol).startsWith(QLatin1String("lr ")),
+            qPrintable(cell(view.runsTable(), 0, app::StudyView::ConfigCol)));
+        QVERIFY(view.runsTable()->isColumnHidden(app::StudyView::SpeedupCol));
         // Metric by epoch: a line per trial, the rung marked.
         QCOMPARE(tune->metricChart()->seriesIds().size(), 4);
         QCOMPARE(tune->metricChart()->pointCount(s.runs[best].runId), std::size_t(s.runs[best].epochs.size()));
@@ -435,7 +435,7 @@ private Q_SLOTS:
 
     void cancelledRunIsRetriedFromTheUi()
     {
-        console::StudyView view;
+        app::StudyView view;
         VERIFY_OK(view.openJournal(m_fixture.path(QStringLiteral("console-retry"))));
         view.setAgents({ m_fixture.endpoint() });
         v1::StudyPlan plan;

@@ -173,8 +173,8 @@ private Q_SLOTS:
     {
         m_small = m_tmp.filePath(QStringLiteral("small"));
         m_learnable = m_tmp.filePath(QStringLiteral("learnable"));
-        VERIFY_OK(cifar::writeSyntheticDataset(m_small.toStdString(), 256, 100, 5));
-        VERIFY_OK(cifar::writeSyntheticDataset(m_learnable.toStdString(), 2000, 500, 6));
+        VERIFY_OK(trainer::cifar::writeSyntheticDataset(m_small.toStdString(), 256, 100, 5));
+        VERIFY_OK(trainer::cifar::writeSyntheticDataset(m_learnable.toStdString(), 2000, 500, 6));
     }
 
     void cleanupTestCase()
@@ -502,7 +502,7 @@ private Q_SLOTS:
     void defaultsLearnAHardSetWhereTheOldOnesDoNot()
     {
         const QString data = m_tmp.filePath(QStringLiteral("shapes"));
-        VERIFY_OK(cifar::writeSyntheticDataset(data.toStdString(), 5000, 2000, 11, cifar::SyntheticKind::Shapes));
+        VERIFY_OK(trainer::cifar::writeSyntheticDataset(data.toStdString(), 5000, 2000, 11, trainer::cifar::SyntheticKind::Shapes));
         const QStringList common = { QStringLiteral("train"), QStringLiteral("--data-dir"), data,
             QStringLiteral("--epochs"), QStringLiteral("3"), QStringLiteral("--threads"), QStringLiteral("1"),
             QStringLiteral("--max-test-images"), QStringLiteral("1000") };
@@ -527,7 +527,7 @@ private Q_SLOTS:
         QCOMPARE(recipe.divergence_factor(), rules::kDefaultDivergenceFactor);
         QCOMPARE(recipe.divergence_steps(), rules::kDefaultDivergenceSteps);
         // Normalised with the set's own statistics, measured as the agent measures them.
-        const auto stats = cifar::measureDataset(data.toStdString());
+        const auto stats = trainer::cifar::measureDataset(data.toStdString());
         VERIFY_OK(stats);
         QCOMPARE(started.normalize_measured(), true);
         QCOMPARE(started.normalize_mean_size(), 3);

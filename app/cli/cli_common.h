@@ -5,7 +5,7 @@
 #include <QString>
 #include <QTextStream>
 
-namespace scalelab::cli {
+namespace scalelab::app {
 
 enum ExitCode { Ok = 0, RunFailed = 1, BadInput = 2, AgentError = 3 };
 
@@ -44,4 +44,4 @@ QString environmentHelp();
 int studyCommand(QStringList arguments);
 int reportCommand(QStringList arguments);
 
-} // namespace scalelab::cli
+} // namespace scalelab::app

@@ -39,7 +39,7 @@
 
 using namespace scalelab;
 using namespace scalelab::core;
-using namespace scalelab::cli;
+using namespace scalelab::app;
 
 namespace {
 
@@ -861,7 +861,7 @@ Exit codes: 0 success, 1 run failed or cancelled, 2 bad input, 3 agent unreachab
 
 } // namespace
 
-QString scalelab::cli::environmentHelp()
+QString scalelab::app::environmentHelp()
 {
     return QStringLiteral(
                "\nEnvironment:\n"

@@ -7,7 +7,7 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
-namespace scalelab::cli {
+namespace scalelab::app {
 
 namespace {
 
@@ -128,4 +128,4 @@ void ProgressDisplay::draw()
     out().flush();
 }
 
-} // namespace scalelab::cli
+} // namespace scalelab::app

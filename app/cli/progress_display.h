@@ -14,7 +14,7 @@
 
 #include <vector>
 
-namespace scalelab::cli {
+namespace scalelab::app {
 
 class ProgressDisplay {
 public:
@@ -42,4 +42,4 @@ private:
     QElapsedTimer m_clock;
 };
 
-} // namespace scalelab::cli
+} // namespace scalelab::app

@@ -25,7 +25,7 @@
 #include <csignal>
 #include <memory>
 
-namespace scalelab::cli {
+namespace scalelab::app {
 namespace {
 
 using namespace scalelab::core;
@@ -949,4 +949,4 @@ int studyCommand(QStringList arguments)
     return badInput(QStringLiteral("unknown study command '%1'; see `scalelab-cli study --help`").arg(sub));
 }
 
-} // namespace scalelab::cli
+} // namespace scalelab::app

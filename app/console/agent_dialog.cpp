@@ -14,7 +14,7 @@
 #include <QPushButton>
 #include <QVBoxLayout>
 
-namespace scalelab::console {
+namespace scalelab::app {
 
 namespace {
 QColor errorColor(const QPalette &palette)
@@ -293,4 +293,4 @@ void AgentDialog::accept()
     QDialog::accept();
 }
 
-} // namespace scalelab::console
+} // namespace scalelab::app

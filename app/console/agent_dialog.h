@@ -17,7 +17,7 @@ class QGroupBox;
 class QLabel;
 class QLineEdit;
 
-namespace scalelab::console {
+namespace scalelab::app {
 
 class AgentDialog : public QDialog {
     Q_OBJECT
@@ -60,4 +60,4 @@ private:
     QStringList m_addresses;
 };
 
-} // namespace scalelab::console
+} // namespace scalelab::app

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
-namespace scalelab::console {
+namespace scalelab::app {
 
 namespace {
 
@@ -314,4 +314,4 @@ QStringList AgentsModel::runMarks(QSet<QString> *live, const v1::NodeSample &sam
     return marks;
 }
 
-} // namespace scalelab::console
+} // namespace scalelab::app

@@ -18,7 +18,7 @@
 #include <optional>
 #include <vector>
 
-namespace scalelab::console {
+namespace scalelab::app {
 
 class AgentsModel : public QAbstractTableModel {
     Q_OBJECT
@@ -80,4 +80,4 @@ private:
     QPalette m_palette;
 };
 
-} // namespace scalelab::console
+} // namespace scalelab::app

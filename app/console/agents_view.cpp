@@ -20,7 +20,7 @@
 #include <QTableView>
 #include <QVBoxLayout>
 
-namespace scalelab::console {
+namespace scalelab::app {
 
 using app::MetricChart;
 using app::MetricPoint;
@@ -868,4 +868,4 @@ MetricChart *AgentsView::gpuMemoryChart(const QString &name) const
     return n ? n->gpuMemory : nullptr;
 }
 
-} // namespace scalelab::console
+} // namespace scalelab::app

@@ -30,7 +30,7 @@ namespace scalelab::app {
 class MetricChart;
 }
 
-namespace scalelab::console {
+namespace scalelab::app {
 
 class AgentsModel;
 
@@ -144,4 +144,4 @@ private:
     QLabel *m_noSelection = nullptr;
 };
 
-} // namespace scalelab::console
+} // namespace scalelab::app

@@ -4,7 +4,7 @@
 #include <QHeaderView>
 #include <QScrollBar>
 
-namespace scalelab::console {
+namespace scalelab::app {
 
 FrozenColumns::FrozenColumns(QTableView *table, int count)
     : QTableView(table)
@@ -107,4 +107,4 @@ void FrozenColumns::place()
     setGeometry(left, frame, width + 1, m_table->viewport()->height() + m_table->horizontalHeader()->height());
 }
 
-} // namespace scalelab::console
+} // namespace scalelab::app

@@ -7,7 +7,7 @@
 
 #include <QTableView>
 
-namespace scalelab::console {
+namespace scalelab::app {
 
 class FrozenColumns : public QTableView {
     Q_OBJECT
@@ -29,4 +29,4 @@ private:
     int m_count;
 };
 
-} // namespace scalelab::console
+} // namespace scalelab::app

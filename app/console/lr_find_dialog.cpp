@@ -14,7 +14,7 @@
 
 #include <cmath>
 
-namespace scalelab::console {
+namespace scalelab::app {
 
 LrFindDialog::LrFindDialog(const core::AgentEndpoint &agent, const v1::FindLearningRateRequest &request, QWidget *parent)
     : QDialog(parent)
@@ -157,4 +157,4 @@ void LrFindDialog::finish(bool ok, const QString &error, const v1::LrFindResult 
     Q_EMIT done(true);
 }
 
-} // namespace scalelab::console
+} // namespace scalelab::app

@@ -18,7 +18,7 @@ class QLogValueAxis;
 class QPushButton;
 class QValueAxis;
 
-namespace scalelab::console {
+namespace scalelab::app {
 
 class LrFindDialog : public QDialog {
     Q_OBJECT
@@ -53,4 +53,4 @@ private:
     std::thread m_thread;
 };
 
-} // namespace scalelab::console
+} // namespace scalelab::app

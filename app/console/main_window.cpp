@@ -209,12 +209,12 @@ void MainWindow::buildUi()
     m_runProgress->hide();
     leftLayout->addWidget(m_runProgress);
     auto *historyBox = new QGroupBox(tr("History"));
-    m_history = new console::RunHistoryView;
+    m_history = new app::RunHistoryView;
     auto *historyLayout = new QVBoxLayout(historyBox);
     historyLayout->addWidget(m_history);
-    connect(m_history, &console::RunHistoryView::drawnChanged, this, &MainWindow::setRunDrawn);
-    connect(m_history, &console::RunHistoryView::openRequested, this, &MainWindow::openRun);
-    connect(m_history, &console::RunHistoryView::forgetRequested, this, &MainWindow::forgetRun);
+    connect(m_history, &app::RunHistoryView::drawnChanged, this, &MainWindow::setRunDrawn);
+    connect(m_history, &app::RunHistoryView::openRequested, this, &MainWindow::openRun);
+    connect(m_history, &app::RunHistoryView::forgetRequested, this, &MainWindow::forgetRun);
     leftLayout->addWidget(historyBox, 1);
     left->setMinimumWidth(360);
 
@@ -243,7 +243,7 @@ void MainWindow::buildUi()
     split->addWidget(right);
     split->setStretchFactor(1, 1);
     // One run in the first tab; studies (baseline + grid, journal, retries) in the second.
-    m_studyView = new console::StudyView;
+    m_studyView = new app::StudyView;
     if (!m_options.stateDir.isEmpty()) {
         if (const core::Status opened = m_studyView->openJournal(m_options.stateDir); !opened)
             m_log->appendPlainText(tr("error: study journal: %1").arg(opened.error()));
@@ -254,13 +254,13 @@ void MainWindow::buildUi()
     }
     // Agents: the saved list (STATE/agents.json), their state and live utilization; the
     // Study tab plans on those that answer.
-    m_agentsView = new console::AgentsView;
+    m_agentsView = new app::AgentsView;
     m_agentsView->setLocalAgentOptions(m_options.localAgent);
-    connect(m_agentsView, &console::AgentsView::agentsChanged, m_studyView, &console::StudyView::setAgents);
+    connect(m_agentsView, &app::AgentsView::agentsChanged, m_studyView, &app::StudyView::setAgents);
     connect(
-        m_agentsView, &console::AgentsView::inventoryChanged, m_studyView, &console::StudyView::setInventory);
+        m_agentsView, &app::AgentsView::inventoryChanged, m_studyView, &app::StudyView::setInventory);
     // Studies are reopened (or launched) once the agents they run on answer.
-    connect(m_agentsView, &console::AgentsView::agentsChanged, this,
+    connect(m_agentsView, &app::AgentsView::agentsChanged, this,
         [this](const QList<core::AgentEndpoint> &reachable) {
             if (reachable.isEmpty() || m_studyReopened)
                 return;
@@ -297,7 +297,7 @@ void MainWindow::buildUi()
             m_log->appendPlainText(tr("error: agent list: %1").arg(opened.error()));
     }
     addAgentsFromCommandLine();
-    connect(m_studyView, &console::StudyView::agentsNamed, this, &MainWindow::addAgentsFromPlan);
+    connect(m_studyView, &app::StudyView::agentsNamed, this, &MainWindow::addAgentsFromPlan);
     m_tabs = new QTabWidget;
     m_tabs->setObjectName(QStringLiteral("mainTabs"));
     m_tabs->addTab(split, tr("&Run"));
@@ -319,7 +319,7 @@ void MainWindow::buildMenus()
         m_studyView->savePlan();
     });
     file->addAction(tr("&Export study report…"), QKeySequence(Qt::CTRL | Qt::Key_E), m_studyView,
-        &console::StudyView::exportReport);
+        &app::StudyView::exportReport);
     file->addSeparator();
     file->addAction(tr("&Quit"), QKeySequence::Quit, this, &QWidget::close);
 
@@ -638,9 +638,9 @@ QString MainWindow::agentKey() const
 
 namespace {
 
-console::RunHistoryResult resultOf(const core::RunRecord &r)
+app::RunHistoryResult resultOf(const core::RunRecord &r)
 {
-    console::RunHistoryResult result;
+    app::RunHistoryResult result;
     if (!r.epochs().empty()) {
         result.testAccuracy = r.epochs().back().test_accuracy();
         result.epochsDone = r.epochs().back().epoch();

@@ -33,11 +33,11 @@ class QPushButton;
 class QSpinBox;
 class QTabWidget;
 
-namespace scalelab::console {
+namespace scalelab::app {
 class AgentsView;
 class RunHistoryView;
 class StudyView;
-} // namespace scalelab::console
+} // namespace scalelab::app
 
 namespace scalelab::app {
 
@@ -85,14 +85,14 @@ public:
     MetricChart *stepTimeChart() const { return m_stepTimeChart; }
     MetricChart *learningRateChart() const { return m_lrChart; }
     MetricChart *gradNormChart() const { return m_gradNormChart; }
-    console::StudyView *studyView() const { return m_studyView; }
+    app::StudyView *studyView() const { return m_studyView; }
     ChartControls *chartControls() const { return m_chartControls; }
     QTabWidget *tabs() const { return m_tabs; }
     // Window layout, chart controls and the study form, kept in STATE_DIR/console.ini.
     QString settingsPath() const;
-    console::AgentsView *agentsView() const { return m_agentsView; }
+    app::AgentsView *agentsView() const { return m_agentsView; }
     // Single runs of this console, kept in the journal: listed, reopened, drawn side by side.
-    console::RunHistoryView *runHistory() const { return m_history; }
+    app::RunHistoryView *runHistory() const { return m_history; }
 
 public Q_SLOTS:
     void connectToAgent();
@@ -188,17 +188,17 @@ private:
     ChartControls *m_chartControls = nullptr;
     QPushButton *m_clearRunsButton = nullptr;
     QPlainTextEdit *m_log = nullptr;
-    console::StudyView *m_studyView = nullptr;
+    app::StudyView *m_studyView = nullptr;
     QTabWidget *m_tabs = nullptr;
     bool m_studyReopened = false; // the start-up reattach is done once
     QTimer m_launchDeadline; // --launch-study: launch with the agents that answer by then
     QString m_theme = QStringLiteral("system");
-    console::AgentsView *m_agentsView = nullptr;
+    app::AgentsView *m_agentsView = nullptr;
     core::Journal m_journal; // single runs; closed when there is no state folder
     QMap<QString, core::SingleRunEntry> m_runs; // the history, by run id
     QMap<QString, QColor> m_runColors; // of the runs drawn
     bool m_launching = false; // StartWorkers in flight: the current run may not change
-    console::RunHistoryView *m_history = nullptr;
+    app::RunHistoryView *m_history = nullptr;
 };
 
 } // namespace scalelab::app

@@ -26,7 +26,7 @@
 #include <algorithm>
 #include <cmath>
 
-namespace scalelab::console {
+namespace scalelab::app {
 namespace {
 
 QString timeOf(qint64 unixMs)
@@ -357,4 +357,4 @@ void RunDetails::refresh()
     }
 }
 
-} // namespace scalelab::console
+} // namespace scalelab::app

@@ -26,7 +26,7 @@ struct RunResult;
 struct ProgressView;
 } // namespace scalelab::core
 
-namespace scalelab::console {
+namespace scalelab::app {
 
 class RunDetails : public QDialog {
     Q_OBJECT
@@ -73,4 +73,4 @@ private:
     QTimer m_timer;
 };
 
-} // namespace scalelab::console
+} // namespace scalelab::app

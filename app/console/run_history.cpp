@@ -12,7 +12,7 @@
 #include <QTreeWidget>
 #include <QVBoxLayout>
 
-namespace scalelab::console {
+namespace scalelab::app {
 namespace {
 
 constexpr int kRunIdRole = Qt::UserRole + 1;
@@ -191,4 +191,4 @@ void RunHistoryView::showMenu(const QPoint &at)
     menu.exec(m_tree->viewport()->mapToGlobal(at));
 }
 
-} // namespace scalelab::console
+} // namespace scalelab::app

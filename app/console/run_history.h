@@ -14,7 +14,7 @@
 class QTreeWidget;
 class QTreeWidgetItem;
 
-namespace scalelab::console {
+namespace scalelab::app {
 
 // What a row shows of a run besides its journal entry (folded from its stored events).
 struct RunHistoryResult {
@@ -66,4 +66,4 @@ private:
     bool m_updating = false; // while the view changes a box itself
 };
 
-} // namespace scalelab::console
+} // namespace scalelab::app

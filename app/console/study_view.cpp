@@ -40,7 +40,7 @@
 
 #include <cmath>
 
-namespace scalelab::console {
+namespace scalelab::app {
 namespace {
 
 using namespace scalelab::core;
@@ -608,9 +608,9 @@ void StudyView::findLearningRate()
             agent = a;
             break;
         }
-    auto *dialog = new console::LrFindDialog(agent, request, this);
+    auto *dialog = new app::LrFindDialog(agent, request, this);
     dialog->setAttribute(Qt::WA_DeleteOnClose);
-    connect(dialog, &console::LrFindDialog::chosen, this,
+    connect(dialog, &app::LrFindDialog::chosen, this,
         [this](double lr) { m_lr->setText(QString::number(lr, 'g', 3)); });
     m_lrDialog = dialog;
     dialog->show();
@@ -1232,4 +1232,4 @@ void StudyView::savePlan()
         m_problems->setText(saved.error());
 }
 
-} // namespace scalelab::console
+} // namespace scalelab::app

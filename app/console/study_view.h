@@ -34,7 +34,7 @@ class StudyCharts;
 class TuneCharts;
 }
 
-namespace scalelab::console {
+namespace scalelab::app {
 
 class FrozenColumns;
 class RunDetails;
@@ -192,4 +192,4 @@ private:
     QPushButton *m_export = nullptr; // enabled while a study is open
 };
 
-} // namespace scalelab::console
+} // namespace scalelab::app

@@ -42,7 +42,7 @@ void fsyncPath(const QString &path)
 
 QString folderName(int epoch)
 {
-    return str(checkpoint::folderName(epoch));
+    return str(common::checkpoint::folderName(epoch));
 }
 
 CallResult localFailure(int code, const QString &message)
@@ -53,10 +53,10 @@ CallResult localFailure(int code, const QString &message)
 // Writes MANIFEST last and fsyncs the folder: after this the copy counts as committed.
 bool writeManifest(const QString &dir, const v1::CheckpointManifest &manifest, QString *error)
 {
-    std::vector<checkpoint::Entry> entries;
+    std::vector<common::checkpoint::Entry> entries;
     for (const auto &f : manifest.files())
         entries.push_back({ f.sha256(), f.name() });
-    if (const int errnum = checkpoint::writeManifest(fsPath(dir), entries); errnum != 0) {
+    if (const int errnum = common::checkpoint::writeManifest(fsPath(dir), entries); errnum != 0) {
         *error = QStringLiteral("cannot write %1/MANIFEST: %2").arg(dir, QString::fromLocal8Bit(std::strerror(errnum)));
         return false;
     }
@@ -153,7 +153,7 @@ CallResult CheckpointTransfer::download(
             if (manifest.files().empty())
                 problem = QStringLiteral("the agent sent no manifest");
             for (const auto &f : manifest.files())
-                if (!checkpoint::isFileName(f.name()))
+                if (!common::checkpoint::isFileName(f.name()))
                     problem = QStringLiteral("the agent's manifest names the file '%1', which is not a plain "
                                              "file name")
                                   .arg(str(f.name()));
@@ -225,7 +225,7 @@ CallResult CheckpointTransfer::download(
     cleanup.dir.clear();
     fsyncPath(runDir);
     if (keep > 0)
-        checkpoint::prune(fsPath(runDir), std::size_t(keep));
+        common::checkpoint::prune(fsPath(runDir), std::size_t(keep));
     copy->epoch = manifest.epoch();
     copy->dir = final;
     return {};
@@ -233,12 +233,12 @@ CallResult CheckpointTransfer::download(
 
 Status CheckpointTransfer::verifyCopy(const QString &dir, v1::CheckpointManifest *manifest)
 {
-    const auto epoch = checkpoint::epochOf(QFileInfo(dir).fileName().toStdString());
+    const auto epoch = common::checkpoint::epochOf(QFileInfo(dir).fileName().toStdString());
     if (!epoch)
         return Status::failure(QStringLiteral("%1 is not a checkpoint folder (epoch-NNNN)").arg(dir));
-    std::vector<checkpoint::Entry> entries;
+    std::vector<common::checkpoint::Entry> entries;
     std::vector<std::uint64_t> sizes;
-    if (const common::Status verified = checkpoint::verify(fsPath(dir), &entries, &sizes); !verified)
+    if (const common::Status verified = common::checkpoint::verify(fsPath(dir), &entries, &sizes); !verified)
         return Status::failure(
             QStringLiteral("the checkpoint copy in %1 cannot be used: %2").arg(dir, str(verified.error())));
     manifest->Clear();

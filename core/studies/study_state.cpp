@@ -586,7 +586,7 @@ StudySnapshot buildSnapshot(const StudyState &state, const Journal &journal)
     }
     // This console's software; the agents' and workers' are added from what they reported.
     s.software.insert(QStringLiteral("console: ScaleLab"),
-        QStringLiteral("%1 (git %2)").arg(QStringLiteral(SCALELAB_VERSION), QString::fromLatin1(gitCommit())));
+        QStringLiteral("%1 (git %2)").arg(QStringLiteral(SCALELAB_VERSION), QString::fromLatin1(common::gitCommit())));
     s.software.insert(QStringLiteral("console: Qt"), QString::fromLatin1(qVersion()));
     s.software.insert(QStringLiteral("console: gRPC"), QString::fromStdString(grpc::Version()));
     s.software.insert(QStringLiteral("console: protobuf"),

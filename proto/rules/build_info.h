@@ -2,9 +2,9 @@
 // time (cmake/BuildInfo.cmake), linked from the scalelab_build_info library.
 #pragma once
 
-namespace scalelab {
+namespace scalelab::common {
 
 // The short git commit of the source tree, "+local changes" when it had uncommitted edits.
 const char *gitCommit();
 
-} // namespace scalelab
+} // namespace scalelab::common

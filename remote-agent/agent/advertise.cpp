@@ -23,11 +23,11 @@ AdvertiseChoice chooseAdvertiseAddress(
 {
     AdvertiseChoice c;
     // The agent's own rule (agent_main): every address the server binds is loopback.
-    const bool listenLoopback = !isWildcard(listen) && net::listensOnLoopbackOnly(listen).valueOr(false);
+    const bool listenLoopback = !isWildcard(listen) && trainer::net::listensOnLoopbackOnly(listen).valueOr(false);
     auto finish = [&](AdvertiseChoice &choice) -> AdvertiseChoice {
         if (choice.interface.empty())
-            choice.interface = net::interfaceOfAddress(choice.address);
-        if (choice.warning.empty() && !listenLoopback && net::isLoopback(choice.address))
+            choice.interface = trainer::net::interfaceOfAddress(choice.address);
+        if (choice.warning.empty() && !listenLoopback && trainer::net::isLoopback(choice.address))
             choice.warning = "advertising loopback address " + choice.address
                 + ": runs with ranks on other hosts will fail to connect. Set --advertise-host to this "
                   "host's cluster address or --iface to its cluster interface";
@@ -35,14 +35,14 @@ AdvertiseChoice chooseAdvertiseAddress(
     };
 
     if (!advertiseHost.empty()) {
-        const auto address = net::resolveNumeric(unbracket(advertiseHost));
+        const auto address = trainer::net::resolveNumeric(unbracket(advertiseHost));
         if (!address) {
             c.error = "--advertise-host " + advertiseHost + ": " + address.error();
             return c;
         }
         c.address = address.value();
         c.how = c.address == advertiseHost ? "from --advertise-host" : "--advertise-host " + advertiseHost;
-        if (net::interfaceOfAddress(c.address).empty() && !net::isLoopback(c.address))
+        if (trainer::net::interfaceOfAddress(c.address).empty() && !trainer::net::isLoopback(c.address))
             c.how += " (no interface here holds it: ranks listen on every address)";
         return finish(c);
     }
@@ -50,7 +50,7 @@ AdvertiseChoice chooseAdvertiseAddress(
     std::string ifaceSource = "--iface";
     if (iface.empty()) {
         if (const char *gloo = std::getenv("GLOO_SOCKET_IFNAME"); gloo && *gloo) {
-            const auto names = net::splitInterfaces(gloo);
+            const auto names = trainer::net::splitInterfaces(gloo);
             if (!names.empty()) {
                 iface = names.front();
                 ifaceSource = "GLOO_SOCKET_IFNAME";
@@ -58,7 +58,7 @@ AdvertiseChoice chooseAdvertiseAddress(
         }
     }
     if (!iface.empty()) {
-        const auto address = net::addressOfInterface(iface);
+        const auto address = trainer::net::addressOfInterface(iface);
         if (!address) {
             c.error = ifaceSource + " " + iface + ": " + address.error();
             return c;
@@ -74,7 +74,7 @@ AdvertiseChoice chooseAdvertiseAddress(
         return finish(c);
     }
     if (!isWildcard(listen)) {
-        const auto address = net::resolveNumeric(unbracket(listen));
+        const auto address = trainer::net::resolveNumeric(unbracket(listen));
         if (!address) {
             c.error = "--listen " + listen + ": " + address.error();
             return c;
@@ -87,7 +87,7 @@ AdvertiseChoice chooseAdvertiseAddress(
     // Every address: find the one other hosts reach us at.
     std::string candidates;
     std::string first, firstInterface;
-    for (const auto &a : net::interfaceAddresses()) {
+    for (const auto &a : trainer::net::interfaceAddresses()) {
         if (a.loopback || !a.up)
             continue;
         candidates += (candidates.empty() ? "" : ", ") + a.address + " (" + a.interface + ")";
@@ -96,16 +96,16 @@ AdvertiseChoice chooseAdvertiseAddress(
             firstInterface = a.interface;
         }
     }
-    const std::string named = net::resolveNumeric(hostName).valueOr({});
-    if (!named.empty() && !net::isLoopback(named) && !net::interfaceOfAddress(named).empty()) {
+    const std::string named = trainer::net::resolveNumeric(hostName).valueOr({});
+    if (!named.empty() && !trainer::net::isLoopback(named) && !trainer::net::interfaceOfAddress(named).empty()) {
         c.address = named;
         c.how = "the address of host name " + hostName;
         return finish(c);
     }
     const std::string hostNote = "host name " + hostName
-        + (named.empty() ? " does not resolve" : " resolves to " + named + (net::isLoopback(named) ? " (loopback)" : " (not an address of this host)"));
+        + (named.empty() ? " does not resolve" : " resolves to " + named + (trainer::net::isLoopback(named) ? " (loopback)" : " (not an address of this host)"));
     if (first.empty()) {
-        c.address = named.empty() || !net::isLoopback(named) ? "127.0.0.1" : named;
+        c.address = named.empty() || !trainer::net::isLoopback(named) ? "127.0.0.1" : named;
         c.how = hostNote;
         c.warning = hostNote + " and no network interface other than loopback has an address: runs "
                                "with ranks on other hosts cannot work. Set --advertise-host or --iface";

@@ -246,7 +246,7 @@ int main(int argc, char **argv)
     // Loopback is decided on the addresses the server will bind, every one of them: a
     // name that merely looks like loopback ("127.evil") is resolved like any other, and
     // one that does not resolve is refused, never guessed at.
-    const auto loopback = net::listensOnLoopbackOnly(host.toStdString());
+    const auto loopback = trainer::net::listensOnLoopbackOnly(host.toStdString());
     if (!loopback)
         return fail("cannot listen on " + host.toStdString() + ": " + loopback.error()
             + ". Give --listen a numeric address (127.0.0.1, ::1, 0.0.0.0) or a name this host resolves");
@@ -257,7 +257,7 @@ int main(int argc, char **argv)
             : options.token.empty()                         ? "a token"
                                                             : "TLS";
         std::string resolved;
-        for (const auto &address : net::listenAddresses(host.toStdString()).valueOr({}))
+        for (const auto &address : trainer::net::listenAddresses(host.toStdString()).valueOr({}))
             resolved += (resolved.empty() ? "" : ", ") + address;
         if (resolved != host.toStdString())
             resolved = " (" + resolved + ")";

@@ -12,6 +12,7 @@
 #include "worker_channel.h"
 #include "worker_command.h"
 #include "build_info.h"
+#include "start_request.h"
 #include "spec_rules.h"
 
 #include <google/protobuf/stubs/common.h>
@@ -93,17 +94,6 @@ int freeTcpPort()
     return port;
 }
 
-// Host names, IPv4 and IPv6 addresses: nothing that could smuggle an option or a path
-// onto the worker's command line.
-bool isHostName(const std::string &host)
-{
-    return !host.empty() && host.size() <= 253 && host.front() != '-'
-        && std::all_of(host.begin(), host.end(), [](char c) {
-               return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.'
-                   || c == '-' || c == ':';
-           });
-}
-
 std::string join(const std::vector<std::string> &parts, const std::string &separator)
 {
     std::string joined;
@@ -114,8 +104,7 @@ std::string join(const std::vector<std::string> &parts, const std::string &separ
 
 grpc::Status badRunId(const std::string &field, const std::string &value)
 {
-    return invalid(field + " " + shortQuote(value)
-        + "' is not valid: use 1-64 characters from A-Z a-z 0-9 _ - . not starting with '.'");
+    return invalid(badNameMessage(field, value));
 }
 
 } // namespace
@@ -155,7 +144,7 @@ void AgentService::restoreRuns()
     int reopened = 0, interrupted = 0;
     for (const auto &runEntry : std::filesystem::directory_iterator(runsDir, ec)) {
         const std::string runId = runEntry.path().filename().string();
-        if (!runEntry.is_directory() || !isSafeName(runId))
+        if (!runEntry.is_directory() || !common::isSafeName(runId))
             continue;
         ++m_recordedRuns;
         // A run that ended is only counted: it is read back from disk when asked for.
@@ -260,7 +249,7 @@ namespace {
 // sets written before there were kinds.
 std::string syntheticKindOf(const std::string &directory)
 {
-    std::ifstream marker(std::filesystem::path(directory) / cifar::kSyntheticMarker);
+    std::ifstream marker(std::filesystem::path(directory) / trainer::cifar::kSyntheticMarker);
     std::string text((std::istreambuf_iterator<char>(marker)), std::istreambuf_iterator<char>());
     const auto at = text.find("(kind ");
     if (at == std::string::npos)
@@ -305,9 +294,9 @@ std::vector<v1::Dataset> AgentService::scanDatasets() const
     std::vector<v1::Dataset> found;
     std::error_code ec;
     for (const auto &entry : std::filesystem::directory_iterator(m_options.dataDir, ec)) {
-        if (!entry.is_directory() || !isSafeName(entry.path().filename().string()))
+        if (!entry.is_directory() || !common::isSafeName(entry.path().filename().string()))
             continue;
-        const auto summary = cifar::inspectDataset(entry.path().string());
+        const auto summary = trainer::cifar::inspectDataset(entry.path().string());
         if (!summary)
             continue; // not a data set (or a broken one; training would say why)
         v1::Dataset d;
@@ -319,7 +308,7 @@ std::vector<v1::Dataset> AgentService::scanDatasets() const
         if (summary->synthetic)
             d.set_synthetic_kind(syntheticKindOf(summary->directory));
         if (const auto stats = m_statistics->get(d.name(), entry.path().string())) {
-            for (int c = 0; c < cifar::kChannels; ++c) {
+            for (int c = 0; c < trainer::cifar::kChannels; ++c) {
                 d.add_channel_mean(stats->mean[c]);
                 d.add_channel_std(stats->std[c]);
             }
@@ -346,7 +335,7 @@ std::shared_ptr<RunSupervisor> AgentService::findRunLocked(const std::string &ru
     // records), so what is read here has ended and is only read.
     const auto runPath = m_options.stateDir / "runs" / runId;
     std::error_code ec;
-    if (!isSafeName(runId) || !std::filesystem::is_directory(runPath, ec))
+    if (!common::isSafeName(runId) || !std::filesystem::is_directory(runPath, ec))
         return nullptr;
     std::vector<std::string> problems;
     auto run = openNewestAttempt(runPath, /*closeIfActive=*/false, &problems);
@@ -407,7 +396,7 @@ grpc::Status AgentService::Describe(
     response->set_cpu_model(cpuModel());
     auto &software = *response->mutable_software();
     software["scalelab"] = SCALELAB_VERSION;
-    software["git_commit"] = gitCommit();
+    software["git_commit"] = common::gitCommit();
     software["grpc"] = grpc::Version();
     software["protobuf"] = google::protobuf::internal::VersionString(GOOGLE_PROTOBUF_VERSION);
 #if defined(__clang__)
@@ -497,7 +486,9 @@ std::vector<RunOnDisk> AgentService::runsOnDisk()
         runs.push_back(RunOnDisk { id, info->state(), info->ended_unix_ms(), !ended, paused });
     }
     return runs;
-}grpc::Status AgentService::CollectGarbage(
+}
+
+grpc::Status AgentService::CollectGarbage(
     grpc::ServerContext *context, const v1::CollectGarbageRequest *request, v1::CollectGarbageResponse *response)
 {
     if (auto s = admit(context, *request); !s.ok())
@@ -536,71 +527,30 @@ grpc::Status AgentService::StartWorkers(
     if (auto s = admit(context, *request); !s.ok())
         return s;
     releaseFinishedRuns(); // finished runs' threads, joined as they come
-    // --- validate every field, naming it -------------------------------------
-    if (!isSafeName(request->run_id()))
-        return badRunId("run_id", request->run_id());
-    if (request->attempt() < 1)
-        return invalid("attempt must be 1 or more (got " + std::to_string(request->attempt()) + ")");
-    if (request->world_size() < 1)
-        return invalid("world_size must be 1 or more (got " + std::to_string(request->world_size()) + ")");
-    if (request->ranks().empty())
-        return invalid("ranks is empty: name the ranks this agent should start");
-    std::set<int> seen;
-    for (int r : request->ranks()) {
-        if (r < 0 || r >= request->world_size())
-            return invalid("ranks contains " + std::to_string(r)
-                + ", outside [0, world_size=" + std::to_string(request->world_size()) + ")");
-        if (!seen.insert(r).second)
-            return invalid("ranks contains " + std::to_string(r) + " twice");
-    }
+    // --- the request's own fields, then what this node has -------------------
+    if (const common::Status checked = checkStartRequest(*request); !checked)
+        return invalid(checked.error());
     const auto &spec = request->spec();
-    if (request->world_size() > rules::kMaxWorkers)
-        return invalid("world_size must be at most " + std::to_string(rules::kMaxWorkers) + " (got "
-            + std::to_string(request->world_size()) + ")");
-    if (const auto problems = rules::checkRunSpec(spec, { "spec.", false, false }); !problems.empty()) {
-        std::string text;
-        for (const auto &problem : problems)
-            text += (text.empty() ? "" : "; ") + problem.text();
-        return invalid(text);
-    }
-    // GPU assignment: whole GPUs each, or several ranks sharing one (fractions).
     std::map<int, std::vector<int>> gpuAssignment;
     if (spec.gpus_per_worker() > 0) {
-        const auto gpus = GpuMonitor::instance().devices();
-        const double g = spec.gpus_per_worker();
-        const int needed = static_cast<int>(std::ceil(g * request->ranks_size() - 1e-9));
-        if (needed > static_cast<int>(gpus.size()))
-            return precondition("spec.gpus_per_worker " + std::to_string(g) + " x "
-                + std::to_string(request->ranks_size()) + " rank(s) needs " + std::to_string(needed)
-                + " GPU(s) but this node has " + std::to_string(gpus.size())
-                + (gpus.empty() ? " (" + GpuMonitor::instance().status() + ")" : std::string())
-                + "; use 0 for CPU training or place fewer ranks here");
-        for (int i = 0; i < request->ranks_size(); ++i) {
-            auto &assigned = gpuAssignment[request->ranks(i)];
-            if (g >= 1)
-                for (int k = 0; k < static_cast<int>(g); ++k)
-                    assigned.push_back(gpus[static_cast<std::size_t>(i * static_cast<int>(g) + k)].index());
-            else
-                assigned.push_back(gpus[static_cast<std::size_t>(std::floor(i * g))].index());
-        }
+        std::vector<int> gpus;
+        for (const auto &gpu : GpuMonitor::instance().devices())
+            gpus.push_back(gpu.index());
+        auto assigned = assignGpus(spec.gpus_per_worker(),
+            std::vector<int>(request->ranks().begin(), request->ranks().end()), gpus,
+            GpuMonitor::instance().status());
+        if (!assigned)
+            return precondition(assigned.error());
+        gpuAssignment = std::move(assigned.value());
     }
     // On GPUs the worker checks bf16 itself (compute capability 8.0) and says so.
-    if (spec.precision() == v1::BF16 && spec.gpus_per_worker() == 0 && !cpu::hasBf16())
+    if (spec.precision() == v1::BF16 && spec.gpus_per_worker() == 0 && !trainer::cpu::hasBf16())
         return precondition("spec.precision BF16 needs a CPU with AVX-512 BF16 or AMX; this node has "
                             "neither. Use FP32");
     // Rendezvous: the agent that hosts rank 0 picks it when the client left it empty.
     v1::Endpoint rendezvous = request->rendezvous();
     if (request->world_size() > 1) {
-        if (rendezvous.host().empty() != (rendezvous.port() == 0))
-            return invalid("rendezvous needs both host and port, or neither (then rank 0's agent picks it)");
-        if (rendezvous.port() < 0 || rendezvous.port() > 65535)
-            return invalid("rendezvous.port must be in 1..65535");
-        if (!rendezvous.host().empty() && !isHostName(rendezvous.host()))
-            return invalid("rendezvous.host '" + rendezvous.host() + "' is not a host name or address");
-        if (rendezvous.port() == 0) {
-            if (seen.count(0) == 0)
-                return invalid("rendezvous is empty but rank 0 is not on this agent: start rank 0 first "
-                               "and pass the rendezvous its agent reported");
+        if (rendezvous.port() == 0) { // rank 0 is here (checkStartRequest)
             const bool allHere = request->ranks_size() == request->world_size();
             rendezvous.set_host(allHere ? "127.0.0.1" : m_options.advertiseHost);
             rendezvous.set_port(freeTcpPort());
@@ -608,10 +558,6 @@ grpc::Status AgentService::StartWorkers(
                 return { grpc::StatusCode::RESOURCE_EXHAUSTED, "no free TCP port for the rendezvous" };
         }
     }
-    if (!isSafeName(spec.dataset()))
-        return invalid("spec.dataset '" + spec.dataset()
-            + "' is not a data set name (a folder name under the agent's data "
-              "directory, no slashes)");
     const auto datasets = scanDatasets();
     const auto dataset = std::find_if(
         datasets.begin(), datasets.end(), [&](const auto &d) { return d.name() == spec.dataset(); });
@@ -619,7 +565,7 @@ grpc::Status AgentService::StartWorkers(
         std::string names;
         for (const auto &d : datasets)
             names += (names.empty() ? "" : ", ") + d.name() + (d.synthetic() ? " (synthetic)" : "");
-        const auto inspected = cifar::inspectDataset((m_options.dataDir / spec.dataset()).string());
+        const auto inspected = trainer::cifar::inspectDataset((m_options.dataDir / spec.dataset()).string());
         const std::string why = inspected ? "it is not listed" : inspected.error();
         return precondition("spec.dataset " + shortQuote(spec.dataset()) + " is not usable on this agent: " + why
             + " Data sets here: " + (names.empty() ? "none" : names)
@@ -737,7 +683,7 @@ grpc::Status AgentService::WatchRun(grpc::ServerContext *context, const v1::Watc
     StreamGuard guard(*m_streams, context, "WatchRun");
     if (!guard.admitted().ok())
         return guard.admitted();
-    if (!isSafeName(request->run_id()))
+    if (!common::isSafeName(request->run_id()))
         return badRunId("run_id", request->run_id());
     if (request->from_seq() < 0)
         return invalid("from_seq must be 0 or more");
@@ -774,7 +720,7 @@ grpc::Status AgentService::StopRun(
 {
     if (auto s = admit(context, *request); !s.ok())
         return s;
-    if (!isSafeName(request->run_id()))
+    if (!common::isSafeName(request->run_id()))
         return badRunId("run_id", request->run_id());
     if (request->grace_ms() < 0 || request->grace_ms() > 600'000)
         return invalid("grace_ms must be 0 (the agent's default) to 600000");
@@ -796,7 +742,7 @@ grpc::Status AgentService::ListRuns(
     if (request->page_size() < 0 || request->page_size() > kMaxRunsPerPage)
         return invalid("page_size must be 0 (the default, " + std::to_string(kDefaultRunsPerPage) + ") to "
             + std::to_string(kMaxRunsPerPage) + " (got " + std::to_string(request->page_size()) + ")");
-    if (!request->page_token().empty() && !isSafeName(request->page_token()))
+    if (!request->page_token().empty() && !common::isSafeName(request->page_token()))
         return invalid("page_token " + shortQuote(request->page_token())
             + " is not one this agent gave: pass the previous page's next_page_token, or \"\" for the first page");
     releaseFinishedRuns(); // finished runs' threads, joined as they come
@@ -814,12 +760,14 @@ grpc::Status AgentService::ListRuns(
         response->set_next_page_token(ids.back());
     response->set_total(total);
     return grpc::Status::OK;
-}grpc::Status AgentService::CreateSyntheticDataset(
+}
+
+grpc::Status AgentService::CreateSyntheticDataset(
     grpc::ServerContext *context, const v1::CreateSyntheticDatasetRequest *request, v1::Dataset *response)
 {
     if (auto s = admit(context, *request); !s.ok())
         return s;
-    if (!isSafeName(request->name()))
+    if (!common::isSafeName(request->name()))
         return badRunId("name", request->name());
     if (request->train_images() < 5 || request->train_images() > 1'000'000)
         return invalid("train_images must be between 5 and 1000000 (got "
@@ -831,7 +779,7 @@ grpc::Status AgentService::ListRuns(
     std::lock_guard lock(creating);
     const auto dir = m_options.dataDir / request->name();
     if (std::filesystem::exists(dir)) {
-        const auto summary = cifar::inspectDataset(dir.string());
+        const auto summary = trainer::cifar::inspectDataset(dir.string());
         if (summary && summary->synthetic && summary->trainImages == request->train_images()
             && summary->testImages == request->test_images()) {
             response->set_name(request->name());
@@ -845,16 +793,16 @@ grpc::Status AgentService::ListRuns(
             "name " + shortQuote(request->name()) + " already exists under " + m_options.dataDir.string()
                 + " with different contents; choose another name" };
     }
-    const auto kind = cifar::parseSyntheticKind(request->kind().empty() ? "patterns" : request->kind());
+    const auto kind = trainer::cifar::parseSyntheticKind(request->kind().empty() ? "patterns" : request->kind());
     if (!kind)
         return invalid("kind must be \"patterns\" or \"shapes\" (got \"" + request->kind().substr(0, 64) + "\")");
-    if (const common::Status written = cifar::writeSyntheticDataset(
+    if (const common::Status written = trainer::cifar::writeSyntheticDataset(
             dir.string(), request->train_images(), request->test_images(), request->seed(), *kind);
         !written)
         return { grpc::StatusCode::INTERNAL, written.error() };
     logMessage(LogLevel::Info,
-        "created SYNTHETIC data set " + request->name() + " (" + cifar::syntheticKindName(*kind) + ")");
-    response->set_synthetic_kind(cifar::syntheticKindName(*kind));
+        "created SYNTHETIC data set " + request->name() + " (" + trainer::cifar::syntheticKindName(*kind) + ")");
+    response->set_synthetic_kind(trainer::cifar::syntheticKindName(*kind));
     response->set_name(request->name());
     response->set_format("cifar10-binary");
     response->set_synthetic(true);
@@ -963,7 +911,7 @@ grpc::Status AgentService::ReadCheckpoint(grpc::ServerContext *context,
     StreamGuard guard(*m_streams, context, "ReadCheckpoint");
     if (!guard.admitted().ok())
         return guard.admitted();
-    if (!isSafeName(request->run_id()))
+    if (!common::isSafeName(request->run_id()))
         return badRunId("run_id", request->run_id());
     if (request->epoch() < 0)
         return invalid("epoch must be 0 (the newest committed checkpoint) or more (got "
@@ -999,7 +947,7 @@ grpc::Status AgentService::WriteCheckpoint(grpc::ServerContext *context,
     if (const std::string problem = checkRequestLimits(chunk.manifest()).error(); !problem.empty())
         return invalid("manifest." + problem);
     const v1::CheckpointManifest manifest = chunk.manifest();
-    if (!isSafeName(manifest.run_id()))
+    if (!common::isSafeName(manifest.run_id()))
         return badRunId("manifest.run_id", manifest.run_id());
     if (manifest.epoch() < 1)
         return invalid("manifest.epoch must be 1 or more (got " + std::to_string(manifest.epoch()) + ")");

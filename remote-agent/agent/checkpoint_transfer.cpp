@@ -47,7 +47,7 @@ fs::path checkpointsOf(const fs::path &runFolder)
 grpc::Status CheckpointSource::open(const fs::path &checkpoints, const std::string &runId, int epoch)
 {
     std::vector<int> committed;
-    for (const auto &folder : checkpoint::folders(checkpoints, true))
+    for (const auto &folder : common::checkpoint::folders(checkpoints, true))
         if (folder.epoch > 0)
             committed.push_back(folder.epoch);
     const int chosen = epoch == 0 ? (committed.empty() ? 0 : committed.back())
@@ -61,14 +61,14 @@ grpc::Status CheckpointSource::open(const fs::path &checkpoints, const std::stri
                 + (epoch > 0 ? " of epoch " + std::to_string(epoch) : std::string())
                 + " on this agent (epochs held here: " + (have.empty() ? "none" : have) + ")" };
     }
-    m_folder = checkpoints / checkpoint::folderName(chosen);
+    m_folder = checkpoints / common::checkpoint::folderName(chosen);
     m_manifest.set_run_id(runId);
     m_manifest.set_epoch(chosen);
-    std::ifstream manifest(m_folder / checkpoint::kManifest);
+    std::ifstream manifest(m_folder / common::checkpoint::kManifest);
     std::ostringstream text;
     text << manifest.rdbuf();
     // WriteCheckpoint (CheckpointSink::begin) refuses a malformed manifest: never send one.
-    const auto entries = checkpoint::parseManifest(text.str());
+    const auto entries = common::checkpoint::parseManifest(text.str());
     if (!entries)
         return { grpc::StatusCode::DATA_LOSS,
             "the MANIFEST of " + m_folder.string() + " is damaged: " + entries.error() };
@@ -125,7 +125,7 @@ bool CheckpointSource::next(v1::CheckpointChunk *chunk, grpc::Status *status)
                       "cannot be trusted" };
             return false;
         }
-        m_sha = Sha256();
+        m_sha = common::Sha256();
         m_offset = 0;
         ++m_file;
     }
@@ -156,7 +156,7 @@ grpc::Status CheckpointSink::begin(const v1::CheckpointManifest &manifest)
             + std::to_string(manifest.files_size()) + ")");
     std::set<std::string> names;
     for (const auto &f : manifest.files()) {
-        if (!checkpoint::isFileName(f.name()))
+        if (!common::checkpoint::isFileName(f.name()))
             return invalid("manifest.files has the name '" + f.name()
                 + "': a checkpoint file name is 1-64 characters from A-Z a-z 0-9 _ - . , not starting "
                   "with '.', without '/' and not MANIFEST");
@@ -165,14 +165,14 @@ grpc::Status CheckpointSink::begin(const v1::CheckpointManifest &manifest)
         if (f.size() < 0 || f.size() > kCheckpointMaxFileBytes)
             return invalid("manifest.files '" + f.name() + "' has size " + std::to_string(f.size())
                 + ", outside 0.." + std::to_string(kCheckpointMaxFileBytes));
-        if (!checkpoint::isSha256(f.sha256()))
+        if (!common::checkpoint::isSha256(f.sha256()))
             return invalid("manifest.files '" + f.name() + "' has sha256 '" + f.sha256()
                 + "': expected 64 lower-case hex digits");
     }
     m_manifest = manifest;
     static std::atomic<int> counter { 0 };
     m_temp = m_checkpoints
-        / (".upload-" + checkpoint::folderName(manifest.epoch()) + "-" + std::to_string(::getpid()) + "-"
+        / (".upload-" + common::checkpoint::folderName(manifest.epoch()) + "-" + std::to_string(::getpid()) + "-"
             + std::to_string(++counter));
     std::error_code ec;
     fs::create_directories(m_checkpoints, ec);
@@ -205,7 +205,7 @@ grpc::Status CheckpointSink::closeCurrent()
             "file '" + entry.name() + "' does not match its sha256 in the manifest (received " + digest
                 + ", manifest says " + entry.sha256()
                 + "): the checkpoint was corrupted at its source or on the way; nothing was written" };
-    m_sha = Sha256();
+    m_sha = common::Sha256();
     m_offset = 0;
     ++m_file;
     return grpc::Status::OK;
@@ -268,17 +268,17 @@ grpc::Status CheckpointSink::finish()
         if (auto s = closeCurrent(); !s.ok())
             return s;
     // MANIFEST last: its presence means "committed".
-    std::vector<checkpoint::Entry> entries;
+    std::vector<common::checkpoint::Entry> entries;
     for (const auto &f : m_manifest.files())
         entries.push_back({ f.sha256(), f.name() });
-    if (const int errnum = checkpoint::writeManifest(m_temp, entries); errnum != 0)
-        return internal("cannot write " + (m_temp / checkpoint::kManifest).string() + ": " + std::strerror(errnum));
+    if (const int errnum = common::checkpoint::writeManifest(m_temp, entries); errnum != 0)
+        return internal("cannot write " + (m_temp / common::checkpoint::kManifest).string() + ": " + std::strerror(errnum));
     return grpc::Status::OK;
 }
 
 grpc::Status CheckpointSink::commit(fs::path *committed)
 {
-    const fs::path final = m_checkpoints / checkpoint::folderName(m_manifest.epoch());
+    const fs::path final = m_checkpoints / common::checkpoint::folderName(m_manifest.epoch());
     const fs::path replaced = m_temp.string() + ".replaced";
     std::error_code ec;
     // A folder of the same epoch is moved aside first, so some copy is always there.
@@ -291,7 +291,7 @@ grpc::Status CheckpointSink::commit(fs::path *committed)
     if (ec)
         return internal("cannot commit " + final.string() + ": " + ec.message());
     m_committed = true;
-    io::syncFolder(m_checkpoints);
+    common::syncFolder(m_checkpoints);
     fs::remove_all(replaced, ec);
     *committed = final;
     return grpc::Status::OK;

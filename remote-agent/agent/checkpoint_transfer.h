@@ -49,7 +49,7 @@ private:
     std::vector<std::unique_ptr<std::ifstream>> m_files;
     std::size_t m_file = 0;
     std::int64_t m_offset = 0;
-    Sha256 m_sha;
+    common::Sha256 m_sha;
     bool m_sentManifest = false;
 };
 
@@ -78,7 +78,7 @@ private:
     std::int64_t m_offset = 0;
     std::int64_t m_bytes = 0;
     int m_fd = -1; // the file being written
-    Sha256 m_sha;
+    common::Sha256 m_sha;
     bool m_open = false;
     bool m_committed = false;
 };

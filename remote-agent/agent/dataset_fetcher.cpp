@@ -151,7 +151,7 @@ FetchResult fetchCifar10(const std::filesystem::path &dataDir, const std::string
     static std::mutex fetching; // one fetch at a time: they write the same files
     std::lock_guard lock(fetching);
     const auto target = dataDir / name;
-    const auto fill = [&](const cifar::DatasetSummary &summary) {
+    const auto fill = [&](const trainer::cifar::DatasetSummary &summary) {
         dataset->set_name(name);
         dataset->set_format("cifar10-binary");
         dataset->set_synthetic(summary.synthetic);
@@ -159,7 +159,7 @@ FetchResult fetchCifar10(const std::filesystem::path &dataDir, const std::string
         dataset->set_test_images(summary.testImages);
     };
     if (std::filesystem::exists(target)) {
-        const auto summary = cifar::inspectDataset(target.string());
+        const auto summary = trainer::cifar::inspectDataset(target.string());
         if (summary) {
             fill(*summary);
             return {}; // already here
@@ -263,7 +263,7 @@ FetchResult fetchCifar10(const std::filesystem::path &dataDir, const std::string
     }).error();
     discard();
     if (error.empty()) {
-        if (const auto summary = cifar::inspectDataset(staging.string())) {
+        if (const auto summary = trainer::cifar::inspectDataset(staging.string())) {
             std::filesystem::rename(staging, target, ec);
             if (ec)
                 error = "cannot move " + staging.string() + " to " + target.string() + ": " + ec.message();

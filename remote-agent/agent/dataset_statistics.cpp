@@ -14,10 +14,10 @@ namespace {
 std::string fingerprint(const std::string &dir)
 {
     namespace fs = std::filesystem;
-    const fs::path root = cifar::resolveDatasetDirectory(dir);
+    const fs::path root = trainer::cifar::resolveDatasetDirectory(dir);
     std::string out;
-    for (auto split : { cifar::Split::Train, cifar::Split::Test })
-        for (const auto &name : cifar::splitFiles(split)) {
+    for (auto split : { trainer::cifar::Split::Train, trainer::cifar::Split::Test })
+        for (const auto &name : trainer::cifar::splitFiles(split)) {
             std::error_code ec;
             const auto size = fs::file_size(root / name, ec);
             const auto time = fs::last_write_time(root / name, ec);
@@ -27,22 +27,22 @@ std::string fingerprint(const std::string &dir)
     return out;
 }
 
-bool readSaved(const std::filesystem::path &path, const std::string &print, cifar::DatasetStatistics *stats)
+bool readSaved(const std::filesystem::path &path, const std::string &print, trainer::cifar::DatasetStatistics *stats)
 {
     std::ifstream in(path);
     std::string savedPrint;
     if (!std::getline(in, savedPrint) || savedPrint != print)
         return false;
-    for (int c = 0; c < cifar::kChannels; ++c)
+    for (int c = 0; c < trainer::cifar::kChannels; ++c)
         in >> stats->mean[c];
-    for (int c = 0; c < cifar::kChannels; ++c)
+    for (int c = 0; c < trainer::cifar::kChannels; ++c)
         in >> stats->std[c];
     in >> stats->images >> stats->contentSha256;
     return static_cast<bool>(in) && stats->contentSha256.size() == 64;
 }
 
 // Temporary file, fsync, rename: a crash leaves the old record or the new one.
-void save(const std::filesystem::path &path, const std::string &print, const cifar::DatasetStatistics &stats)
+void save(const std::filesystem::path &path, const std::string &print, const trainer::cifar::DatasetStatistics &stats)
 {
     std::error_code ec;
     std::filesystem::create_directories(path.parent_path(), ec);
@@ -76,17 +76,17 @@ DatasetStatisticsCache::DatasetStatisticsCache(std::filesystem::path stateDir)
     : m_dir(std::move(stateDir) / "datasets")
 { }
 
-common::Result<cifar::DatasetStatistics> DatasetStatisticsCache::get(
+common::Result<trainer::cifar::DatasetStatistics> DatasetStatisticsCache::get(
     const std::string &name, const std::string &dir)
 {
     const std::string print = fingerprint(dir);
     std::lock_guard lock(m_mutex); // one measurement per set at a time
     if (auto it = m_known.find(name); it != m_known.end() && it->second.first == print)
         return it->second.second;
-    cifar::DatasetStatistics stats;
+    trainer::cifar::DatasetStatistics stats;
     const auto file = m_dir / (name + ".statistics");
     if (!readSaved(file, print, &stats)) {
-        auto measured = cifar::measureDataset(dir);
+        auto measured = trainer::cifar::measureDataset(dir);
         if (!measured)
             return common::Status::failure(measured.error());
         stats = *measured;

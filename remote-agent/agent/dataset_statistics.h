@@ -11,7 +11,7 @@
 
 namespace scalelab::agent {
 
-// Measures a data set's per-channel statistics and checksum (cifar::measureDataset) the
+// Measures a data set's per-channel statistics and checksum (trainer::cifar::measureDataset) the
 // first time it is asked for, and again only when the set's files change (size or
 // modification time). Results are kept in memory and under `stateDir`/datasets/, so an
 // agent restart does not read every image again. Thread-safe.
@@ -20,12 +20,12 @@ public:
     explicit DatasetStatisticsCache(std::filesystem::path stateDir);
 
     // Fails (saying why) when the set cannot be read.
-    common::Result<cifar::DatasetStatistics> get(const std::string &name, const std::string &dir);
+    common::Result<trainer::cifar::DatasetStatistics> get(const std::string &name, const std::string &dir);
 
 private:
     std::filesystem::path m_dir;
     std::mutex m_mutex;
-    std::map<std::string, std::pair<std::string, cifar::DatasetStatistics>> m_known; // name -> (fingerprint, stats)
+    std::map<std::string, std::pair<std::string, trainer::cifar::DatasetStatistics>> m_known; // name -> (fingerprint, stats)
 };
 
 } // namespace scalelab::agent

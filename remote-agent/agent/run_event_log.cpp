@@ -110,7 +110,7 @@ bool RunEventLog::flushPending(bool durable)
         appendRecord(event, &bytes);
     }
     // One write() per flush: a crash leaves at most a torn last record.
-    int error = io::writeAll(m_fd, bytes.data(), bytes.size());
+    int error = common::writeAll(m_fd, bytes.data(), bytes.size());
     if (error == 0 && durable && ::fdatasync(m_fd) != 0)
         error = errno;
     if (error != 0) {

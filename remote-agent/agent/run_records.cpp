@@ -27,7 +27,7 @@ common::Status writeJsonAtomically(const google::protobuf::Message &message, con
     options.add_whitespace = true;
     if (auto s = google::protobuf::util::MessageToJsonString(message, &json, options); !s.ok())
         return common::Status::failure("cannot encode " + file.filename().string() + ": " + std::string(s.message()));
-    return io::replaceFileAtomically(file, json);
+    return common::replaceFileAtomically(file, json);
 }
 
 std::vector<int> attemptsOf(const std::filesystem::path &runPath)
@@ -68,7 +68,7 @@ std::vector<std::string> runIdsPage(
     for (const auto &entry : std::filesystem::directory_iterator(runsDir, ec)) {
         std::string id = entry.path().filename().string();
         std::error_code ignored;
-        if (!isSafeName(id) || !entry.is_directory(ignored))
+        if (!common::isSafeName(id) || !entry.is_directory(ignored))
             continue;
         ++count;
         if (id <= after || max == 0)

@@ -20,7 +20,7 @@ namespace scalelab::agent {
 // The whole file, or "" when it cannot be read.
 std::string readText(const std::filesystem::path &file);
 
-// `message` as JSON, written atomically (io::replaceFileAtomically): a reader sees the old
+// `message` as JSON, written atomically (common::replaceFileAtomically): a reader sees the old
 // file or the new one, never a torn or empty one.
 common::Status writeJsonAtomically(const google::protobuf::Message &message, const std::filesystem::path &file);
 

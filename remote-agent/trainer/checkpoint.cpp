@@ -27,8 +27,8 @@ const char *kFiles[] = { "model.pt", "optimizer.pt", "state.pt" };
 // Whether the checkpoint in `dir` verifies and holds the three files.
 common::Status verify(const fs::path &dir)
 {
-    std::vector<checkpoint::Entry> entries;
-    if (common::Status verified = checkpoint::verify(dir, &entries); !verified)
+    std::vector<common::checkpoint::Entry> entries;
+    if (common::Status verified = common::checkpoint::verify(dir, &entries); !verified)
         return verified;
     for (const char *name : kFiles)
         if (std::none_of(entries.begin(), entries.end(), [&](const auto &e) { return e.name == name; }))
@@ -105,9 +105,9 @@ SavedCheckpoint saveCheckpoint(const std::string &root, const CheckpointPosition
     const torch::Device &device, torch::nn::Module &model, torch::optim::Optimizer &optimizer, int keepLast)
 {
     SavedCheckpoint result;
-    const fs::path final = fs::path(root) / checkpoint::folderName(position.epoch);
+    const fs::path final = fs::path(root) / common::checkpoint::folderName(position.epoch);
     const fs::path temp
-        = fs::path(root) / (".tmp-" + checkpoint::folderName(position.epoch) + "-" + std::to_string(::getpid()));
+        = fs::path(root) / (".tmp-" + common::checkpoint::folderName(position.epoch) + "-" + std::to_string(::getpid()));
     std::vector<std::pair<const char *, std::string>> files;
     try {
         {
@@ -143,13 +143,13 @@ SavedCheckpoint saveCheckpoint(const std::string &root, const CheckpointPosition
         result.error = std::string("serialising the checkpoint failed: ") + e.what();
         return result;
     }
-    std::vector<checkpoint::Entry> manifest;
+    std::vector<common::checkpoint::Entry> manifest;
     std::uint64_t needed = 0;
     for (const auto &[name, bytes] : files) {
-        manifest.push_back({ Sha256::ofBytes(bytes.data(), bytes.size()), name });
+        manifest.push_back({ common::Sha256::ofBytes(bytes.data(), bytes.size()), name });
         needed += bytes.size();
     }
-    needed += checkpoint::formatManifest(manifest).size();
+    needed += common::checkpoint::formatManifest(manifest).size();
     result.bytesNeeded = needed;
 
     std::error_code ec;
@@ -163,7 +163,7 @@ SavedCheckpoint saveCheckpoint(const std::string &root, const CheckpointPosition
     // keepLast - 1 stay, so a verified one survives whatever happens next. So does a
     // leftover temporary folder of this epoch.
     const std::size_t keep = std::size_t(std::max(1, keepLast));
-    checkpoint::prune(root, std::max<std::size_t>(1, keep - 1), final);
+    common::checkpoint::prune(root, std::max<std::size_t>(1, keep - 1), final);
     fs::remove_all(temp, ec);
     // An existing folder of the same epoch (a re-run) is replaced: its space is reusable.
     std::uint64_t replaced = 0;
@@ -188,17 +188,17 @@ SavedCheckpoint saveCheckpoint(const std::string &root, const CheckpointPosition
     if (!fs::create_directories(temp, ec))
         return failed("cannot create " + temp.string() + ": " + ec.message(), ec.value());
     for (const auto &[name, bytes] : files)
-        if (const int errnum = io::writeFileSynced(temp / name, bytes); errnum != 0)
+        if (const int errnum = common::writeFileSynced(temp / name, bytes); errnum != 0)
             return failed("writing " + (temp / name).string() + " failed: " + std::strerror(errnum), errnum);
     // MANIFEST last: a folder with one is complete and verified.
-    if (const int errnum = checkpoint::writeManifest(temp, manifest); errnum != 0)
+    if (const int errnum = common::checkpoint::writeManifest(temp, manifest); errnum != 0)
         return failed("writing " + (temp / "MANIFEST").string() + " failed: " + std::strerror(errnum), errnum);
     fs::remove_all(final, ec); // a re-run of the same epoch replaces it
     fs::rename(temp, final, ec);
     if (ec)
         return failed("cannot commit " + final.string() + ": " + ec.message(), ec.value());
-    io::syncFolder(root);
-    checkpoint::prune(root, keep);
+    common::syncFolder(root);
+    common::checkpoint::prune(root, keep);
     result.path = final.string();
     return result;
 }
@@ -208,7 +208,7 @@ std::optional<CheckpointPosition> loadLatestCheckpoint(const std::string &root, 
     const std::function<void(const std::string &)> &warn, std::string *loadedFrom)
 {
     // Newest first, committed or not: one without a MANIFEST is refused in words.
-    std::vector<checkpoint::Folder> candidates = checkpoint::folders(root, false);
+    std::vector<common::checkpoint::Folder> candidates = common::checkpoint::folders(root, false);
     std::reverse(candidates.begin(), candidates.end());
     for (const auto &candidate : candidates) {
         const fs::path &dir = candidate.path;
@@ -252,7 +252,7 @@ std::optional<CheckpointPosition> loadLatestCheckpoint(const std::string &root, 
 
 std::string weightsDigest(torch::nn::Module &model)
 {
-    Sha256 sha;
+    common::Sha256 sha;
     auto add = [&](const torch::Tensor &t) {
         const auto c = t.detach().contiguous().cpu();
         sha.update(c.data_ptr(), c.numel() * c.element_size());

@@ -11,7 +11,7 @@
 
 namespace fs = std::filesystem;
 
-namespace scalelab::cifar {
+namespace scalelab::trainer::cifar {
 namespace {
 
 using common::Status;
@@ -359,7 +359,7 @@ common::Result<DatasetStatistics> measureDataset(const std::string &dir)
     if (!train)
         return Status::failure(train.error());
     DatasetStatistics stats = channelStatistics(*train);
-    Sha256 digest;
+    common::Sha256 digest;
     std::vector<char> buffer(1 << 20);
     for (Split split : { Split::Train, Split::Test })
         for (const auto &name : splitFiles(split)) {
@@ -377,4 +377,4 @@ common::Result<DatasetStatistics> measureDataset(const std::string &dir)
     return stats;
 }
 
-} // namespace scalelab::cifar
+} // namespace scalelab::trainer::cifar

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-namespace scalelab::cifar {
+namespace scalelab::trainer::cifar {
 
 inline constexpr int kImageSide = 32;
 inline constexpr int kChannels = 3;
@@ -89,4 +89,4 @@ common::Result<DatasetStatistics> measureDataset(const std::string &dir);
 // Statistics of images already in memory (the first `count` of `images`).
 DatasetStatistics channelStatistics(const Images &images);
 
-} // namespace scalelab::cifar
+} // namespace scalelab::trainer::cifar

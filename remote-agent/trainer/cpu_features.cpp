@@ -3,7 +3,7 @@
 #include <fstream>
 #include <string>
 
-namespace scalelab::cpu {
+namespace scalelab::trainer::cpu {
 
 bool hasBf16()
 {
@@ -16,4 +16,4 @@ bool hasBf16()
     return false;
 }
 
-} // namespace scalelab::cpu
+} // namespace scalelab::trainer::cpu

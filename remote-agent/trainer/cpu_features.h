@@ -2,9 +2,9 @@
 // (validating requests) and the worker (validating options) agree.
 #pragma once
 
-namespace scalelab::cpu {
+namespace scalelab::trainer::cpu {
 
 // AVX-512 BF16 or AMX: bf16 autocast runs natively.
 bool hasBf16();
 
-} // namespace scalelab::cpu
+} // namespace scalelab::trainer::cpu

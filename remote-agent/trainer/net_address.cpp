@@ -10,7 +10,7 @@
 
 #include <cstring>
 
-namespace scalelab::net {
+namespace scalelab::trainer::net {
 
 namespace {
 
@@ -197,4 +197,4 @@ std::vector<std::string> splitInterfaces(const std::string &list)
     return names;
 }
 
-} // namespace scalelab::net
+} // namespace scalelab::trainer::net

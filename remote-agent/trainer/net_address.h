@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-namespace scalelab::net {
+namespace scalelab::trainer::net {
 
 struct InterfaceAddress {
     std::string interface; // "eth0"
@@ -74,4 +74,4 @@ public:
     int redirected() const;
 };
 
-} // namespace scalelab::net
+} // namespace scalelab::trainer::net

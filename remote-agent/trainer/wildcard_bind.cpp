@@ -12,7 +12,7 @@
 #include <mutex>
 #include <stdexcept>
 
-namespace scalelab::net {
+namespace scalelab::trainer::net {
 namespace {
 // The redirect in force (one at a time), read by the bind() below.
 struct Redirect {
@@ -54,7 +54,7 @@ int WildcardBindRedirect::redirected() const
     return g_redirect.count;
 }
 
-} // namespace scalelab::net
+} // namespace scalelab::trainer::net
 
 // The process's bind(): libtorch calls it through the PLT, and an executable's definition
 // comes first in symbol lookup, so this sees TCPStore's listening socket. Outside a
@@ -68,8 +68,8 @@ extern "C" int bind(int fd, const sockaddr *address, socklen_t length) noexcept
         errno = ENOSYS;
         return -1;
     }
-    using scalelab::net::g_redirect;
-    std::unique_lock lock(scalelab::net::g_redirectMutex);
+    using scalelab::trainer::net::g_redirect;
+    std::unique_lock lock(scalelab::trainer::net::g_redirectMutex);
     if (!g_redirect.active || !address)
         return lock.unlock(), real(fd, address, length);
     int type = 0;

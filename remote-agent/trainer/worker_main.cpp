@@ -230,10 +230,10 @@ int main(int argc, char **argv)
             return usageError(args.error);
         if (out.empty())
             return usageError("generate-synthetic needs --out DIR");
-        const auto kind = cifar::parseSyntheticKind(kindName);
+        const auto kind = trainer::cifar::parseSyntheticKind(kindName);
         if (!kind)
             return usageError("--kind must be 'patterns' or 'shapes', got '" + kindName + "'");
-        if (const common::Status written = cifar::writeSyntheticDataset(out, train, test, seed, *kind); !written) {
+        if (const common::Status written = trainer::cifar::writeSyntheticDataset(out, train, test, seed, *kind); !written) {
             std::cerr << "scalelab-worker: " << written.error() << "\n";
             return 1;
         }
@@ -248,7 +248,7 @@ int main(int argc, char **argv)
         take(args, "data-dir", dir) && takeFlag(args, "statistics", statistics);
         if (leftovers(args))
             return usageError(args.error);
-        const auto summary = cifar::inspectDataset(dir);
+        const auto summary = trainer::cifar::inspectDataset(dir);
         if (!summary) {
             std::cerr << "scalelab-worker: " << summary.error() << "\n";
             return 1;
@@ -257,7 +257,7 @@ int main(int argc, char **argv)
                   << "\",\"synthetic\":" << (summary->synthetic ? "true" : "false")
                   << ",\"train_images\":" << summary->trainImages << ",\"test_images\":" << summary->testImages;
         if (statistics) {
-            const auto stats = cifar::measureDataset(dir);
+            const auto stats = trainer::cifar::measureDataset(dir);
             if (!stats) {
                 std::cerr << "scalelab-worker: " << stats.error() << "\n";
                 return 1;

@@ -164,7 +164,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
         request.set_test_images(scaled(request.test_images(), 1));
         call<v1::Dataset>(request, "CreateSyntheticDataset",
             [&](auto *c, const auto &q, auto *r) { return stub.CreateSyntheticDataset(c, q, r); });
-        if (isSafeName(request.name()) && request.name() != "cifar-10") {
+        if (common::isSafeName(request.name()) && request.name() != "cifar-10") {
             std::error_code ec;
             std::filesystem::remove_all(agent.dataDir / request.name(), ec);
         }

@@ -25,19 +25,19 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
     const auto files = (flags & 1) ? dir / "cifar-10-batches-bin" : dir;
     std::filesystem::create_directories(files);
     if (flags & 2)
-        fuzz::writeFile(files / cifar::kSyntheticMarker, "SYNTHETIC (kind shapes, seed 1)\n");
+        fuzz::writeFile(files / trainer::cifar::kSyntheticMarker, "SYNTHETIC (kind shapes, seed 1)\n");
 
     std::int64_t records[2] = {}; // what was written per split: train, test
     bool whole = true; // every file present and a whole number of records
-    for (cifar::Split split : { cifar::Split::Train, cifar::Split::Test })
-        for (const auto &name : cifar::splitFiles(split)) {
+    for (trainer::cifar::Split split : { trainer::cifar::Split::Train, trainer::cifar::Split::Test })
+        for (const auto &name : trainer::cifar::splitFiles(split)) {
             std::string bytes;
             if (flags & 4) {
                 bytes = in.ConsumeRandomLengthString(8000);
             } else {
                 const int count = in.ConsumeIntegralInRange(0, 3);
                 for (int r = 0; r < count; ++r) {
-                    std::string record(cifar::kRecordBytes, '\0');
+                    std::string record(trainer::cifar::kRecordBytes, '\0');
                     const std::string head = in.ConsumeRandomLengthString(16);
                     record.replace(0, std::min(head.size(), record.size()), head.substr(0, record.size()));
                     bytes += record;
@@ -48,11 +48,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
                 }
             }
             fuzz::writeFile(files / name, bytes);
-            whole = whole && !bytes.empty() && bytes.size() % cifar::kRecordBytes == 0;
-            records[split == cifar::Split::Train ? 0 : 1] += std::int64_t(bytes.size() / cifar::kRecordBytes);
+            whole = whole && !bytes.empty() && bytes.size() % trainer::cifar::kRecordBytes == 0;
+            records[split == trainer::cifar::Split::Train ? 0 : 1] += std::int64_t(bytes.size() / trainer::cifar::kRecordBytes);
         }
 
-    const auto summary = cifar::inspectDataset(dir.string());
+    const auto summary = trainer::cifar::inspectDataset(dir.string());
     fuzz::check(summary.ok() == whole, "inspectDataset: accepted a broken set, or refused a whole one");
     fuzz::check(summary || !summary.error().empty(), "inspectDataset refused without saying why");
     if (summary) {
@@ -60,20 +60,20 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
             "inspectDataset counted the wrong number of records");
         fuzz::check(summary->synthetic == bool(flags & 2), "inspectDataset: SYNTHETIC marker misread");
     }
-    for (cifar::Split split : { cifar::Split::Train, cifar::Split::Test }) {
-        const auto images = cifar::readSplit(dir.string(), split, limit);
+    for (trainer::cifar::Split split : { trainer::cifar::Split::Train, trainer::cifar::Split::Test }) {
+        const auto images = trainer::cifar::readSplit(dir.string(), split, limit);
         if (!images) {
             fuzz::check(!images.error().empty(), "readSplit refused without saying why");
             continue;
         }
-        fuzz::check(images->pixels.size() == images->size() * cifar::kPixelBytes,
+        fuzz::check(images->pixels.size() == images->size() * trainer::cifar::kPixelBytes,
             "readSplit: pixels do not match labels");
         fuzz::check(limit == 0 || images->size() <= limit, "readSplit read past its limit");
         for (auto label : images->labels)
-            fuzz::check(label < cifar::kClasses, "readSplit returned a label outside 0..9");
-        (void)cifar::channelStatistics(*images);
+            fuzz::check(label < trainer::cifar::kClasses, "readSplit returned a label outside 0..9");
+        (void)trainer::cifar::channelStatistics(*images);
     }
-    if (const auto measured = cifar::measureDataset(dir.string()); !measured)
+    if (const auto measured = trainer::cifar::measureDataset(dir.string()); !measured)
         fuzz::check(!measured.error().empty(), "measureDataset refused without saying why");
     return 0;
 }

@@ -61,7 +61,7 @@ private:
 
 std::string sha256Of(const std::string &bytes)
 {
-    Sha256 sha;
+    common::Sha256 sha;
     sha.update(bytes.data(), bytes.size());
     return sha.hexDigest();
 }

@@ -1,5 +1,7 @@
 #include "metric_chart.h"
 
+#include "axis_policy.h"
+
 #include <QApplication>
 #include <QChart>
 #include <QChartView>
@@ -69,35 +71,6 @@ QString axisTitle(XAxis axis)
     return {};
 }
 
-// A round tick interval (1, 2 or 5 × 10^k) giving about `ticks` intervals over `span`.
-double niceInterval(double span, int ticks)
-{
-    const double raw = span / std::max(1, ticks);
-    if (!(raw > 0) || !std::isfinite(raw))
-        return 1;
-    const double magnitude = std::pow(10.0, std::floor(std::log10(raw)));
-    const double r = raw / magnitude;
-    return magnitude * (r < 1.5 ? 1 : r < 3.5 ? 2 : r < 7.5 ? 5 : 10);
-}
-
-QString labelFormat(double interval)
-{
-    const int decimals = std::clamp(int(std::ceil(-std::log10(interval) - 1e-9)), 0, 6);
-    return QStringLiteral("%.%1f").arg(decimals);
-}
-
-// The x span to show for data on [x0, x1] when the axis now shows [shownFrom, shownTo]:
-// unchanged while the data fits with little room to spare, else the data plus 10 % of
-// headroom, so a live run moves the axis every few seconds rather than every frame (each
-// move re-strokes every line: the console's most expensive frame).
-double grownSpan(double shownFrom, double shownTo, double x0, double x1)
-{
-    const double span = x1 - x0;
-    if (shownFrom == x0 && shownTo >= x1 && shownTo - x1 <= span * 0.2)
-        return shownTo - x0;
-    return span * 1.10;
-}
-
 QLegendMarker *markerOf(QChart *chart, QAbstractSeries *series)
 {
     const auto markers = chart->legend()->markers(series);
@@ -131,28 +104,6 @@ struct Trace {
     }
 };
 
-// The y values drawn inside the x range, and how many points were drawn.
-struct Extent {
-    double lo = kInf, hi = -kInf;
-    qsizetype points = 0;
-    void add(const QList<QPointF> &drawn, double x0, double x1)
-    {
-        points += drawn.size();
-        for (const QPointF &p : drawn) {
-            if (p.x() >= x0 && p.x() <= x1) {
-                lo = std::min(lo, p.y());
-                hi = std::max(hi, p.y());
-            }
-        }
-    }
-    void merge(const Extent &other)
-    {
-        lo = std::min(lo, other.lo);
-        hi = std::max(hi, other.hi);
-        points += other.points;
-    }
-};
-
 struct MetricChart::Entry {
     QString id;
     QString label;
@@ -164,7 +115,7 @@ struct MetricChart::Entry {
     DrawKey drawnFor;
     std::size_t drawnSamples = static_cast<std::size_t>(-1);
     int split = 0; // columns [0, split) are drawn by the bodies, the rest by the tails
-    Extent bodyExtent, tailExtent;
+    YExtent bodyExtent, tailExtent; // what each draws: the y range holds both
     bool visible = true;
     bool inLegend = true; // a hidden line keeps its (dimmed) legend entry unless told not to
     std::array<QLineSeries *, 4> series() const { return { raw.body, raw.tail, line.body, line.tail }; }
@@ -597,37 +548,9 @@ void MetricChart::setLogTicks(double from, double to)
     m_applyingRange = true;
     for (const QString &label : axis->categoriesLabels())
         axis->remove(label);
-    // Decades always; 2 and 5 times them over fewer than 3 decades, 3 times them too over
-    // fewer than 1.5, every digit over less than half a decade: a short range still reads.
-    const double span = to - from;
-    const std::vector<int> mantissas = span > 3 ? std::vector<int> { 1 }
-        : span > 1.5                           ? std::vector<int> { 1, 2, 5 }
-        : span > 0.5                           ? std::vector<int> { 1, 2, 3, 5 }
-                                               : std::vector<int> { 1, 2, 3, 4, 5, 6, 7, 8, 9 };
     axis->setStartValue(from);
-    for (int decade = int(std::floor(from)); decade <= int(std::ceil(to)); ++decade)
-        for (int m : mantissas) {
-            const double value = m * std::pow(10.0, decade);
-            const double at = std::log10(value);
-            if (at >= from && at <= to)
-                axis->append(QString::number(value, 'g', 6), at);
-        }
-    if (axis->count() < 2) {
-        // A range between two whole digits (a loss from 1.2 to 1.8): evenly spaced labels
-        // in log space, rounded for reading, instead of none.
-        for (const QString &label : axis->categoriesLabels())
-            axis->remove(label);
-        double previous = -kInf;
-        for (int i = 0; i <= 4; ++i) {
-            const double at = from + (to - from) * (0.1 + 0.2 * i);
-            const QString label = QString::number(std::pow(10.0, at), 'g', 3);
-            const double labelled = std::log10(label.toDouble()); // where the rounded value lies
-            if (labelled > previous && labelled >= from && labelled <= to && !axis->categoriesLabels().contains(label)) {
-                axis->append(label, labelled);
-                previous = labelled;
-            }
-        }
-    }
+    for (const LogTick &tick : logTicks(from, to))
+        axis->append(tick.label, tick.at);
     axis->setRange(from, to);
     m_applyingRange = false;
 }
@@ -769,28 +692,17 @@ void MetricChart::scheduleRedraw()
 
 void MetricChart::setAxisRange(QValueAxis *axis, double from, double to)
 {
-    // Qt Charts lays dynamic ticks out by adding the interval to the first tick until it
-    // passes the maximum. A range it cannot step through (not finite, or so narrow for its
-    // magnitude, e.g. [54.5182, 54.5182 + 1e-14] around a single sample, that adding the
-    // interval changes nothing) would never end: such a range is widened around its middle.
-    if (const double magnitude = std::max(std::abs(from), std::abs(to));
-        !std::isfinite(from) || !std::isfinite(to) || !(to - from > magnitude * 1e-9)) {
-        const double at = std::isfinite(from + to) ? (from + to) / 2 : 0;
-        const double pad = std::max(std::abs(at) * 0.05, 0.5);
-        from = at - pad;
-        to = at + pad;
-    }
-    double interval = niceInterval(to - from, axis == m_x ? 6 : 5);
-    if (axis == m_x && m_xAxis == XAxis::Workers)
-        interval = std::max(1.0, interval); // whole workers: no tick at 1.2 or 1.4
+    // A range Qt Charts could not step through is widened (valueAxisTicks).
+    const ValueTicks ticks = valueAxisTicks(
+        from, to, axis == m_x ? kXTickIntervals : kYTickIntervals, axis == m_x && m_xAxis == XAxis::Workers);
     m_applyingRange = true;
     // Interval first: the new range with the old interval could mean 100,000 tick labels.
     axis->setTickType(QValueAxis::TicksDynamic);
     axis->setTickAnchor(0);
-    axis->setTickInterval(interval);
-    axis->setLabelFormat(labelFormat(interval));
-    if (axis->min() != from || axis->max() != to)
-        axis->setRange(from, to);
+    axis->setTickInterval(ticks.interval);
+    axis->setLabelFormat(ticks.labelFormat);
+    if (axis->min() != ticks.from || axis->max() != ticks.to)
+        axis->setRange(ticks.from, ticks.to);
     m_applyingRange = false;
 }
 
@@ -811,21 +723,9 @@ void MetricChart::redraw()
         x1 = std::max(x1, c.back());
         markers = markers || e->style.markers;
     }
-    if (m_zoom) {
-        std::tie(x0, x1) = *m_zoom;
-    } else if (x0 > x1) {
-        x0 = 0;
-        x1 = 1;
-    } else if (markers || x1 - x0 <= 0) {
-        // Leave room for the markers at the ends (and give a single point some width).
-        const double pad = std::max((x1 - x0) * 0.04, x1 - x0 <= 0 ? 0.5 : 0.0);
-        x0 -= pad;
-        x1 += pad;
-    }
-
-    // Axes move in steps, not every frame: each change makes Qt Charts re-stroke every line.
-    if (!m_zoom)
-        x1 = x0 + grownSpan(m_x->min(), m_x->max(), x0, x1);
+    // Room for markers at the ends; axes move in steps, not every frame: each change makes
+    // Qt Charts re-stroke every line.
+    std::tie(x0, x1) = xRange(x0, x1, markers, m_zoom, m_x->min(), m_x->max());
 
     // New points for every line whose inputs changed (a finished run keeps its points while
     // the axes hold still, a live one re-draws its tail); the y range from what is drawn
@@ -835,7 +735,7 @@ void MetricChart::redraw()
         if (points != line->points())
             replacements.emplace_back(line, std::move(points));
     };
-    Extent all;
+    YExtent all;
     for (auto &e : m_entries) {
         const bool smoothed = e->style.smoothable && m_smoothing > 0;
         const DrawKey key { m_xAxis, x0, x1, pixels, smoothed ? m_smoothing : 0.0, m_logScale, e->visible };
@@ -847,7 +747,7 @@ void MetricChart::redraw()
             const int complete = drawable
                 ? std::max(0, core::pixelColumn(e->data.column(m_xAxis).back(), x0, x1, pixels) - 1)
                 : 0;
-            auto draw = [&](int first, int last, Extent &extent, QLineSeries *line, QLineSeries *raw) {
+            auto draw = [&](int first, int last, YExtent &extent, QLineSeries *line, QLineSeries *raw) {
                 extent = {};
                 QList<QPointF> shownPoints, rawPoints;
                 if (drawable) {
@@ -855,11 +755,8 @@ void MetricChart::redraw()
                     if (smoothed)
                         rawPoints = e->data.downsample(m_xAxis, x0, x1, pixels, false, first, last);
                     for (auto *points : { &shownPoints, &rawPoints }) {
-                        if (m_logScale) {
-                            points->removeIf([](const QPointF &p) { return !(p.y() > 0); });
-                            for (QPointF &p : *points)
-                                p.setY(std::log10(p.y()));
-                        }
+                        if (m_logScale)
+                            toLogPlot(*points);
                         extent.add(*points, x0, x1);
                     }
                 }
@@ -880,11 +777,8 @@ void MetricChart::redraw()
     if (m_reference) {
         QList<QPointF> ideal { { x0, m_referenceSlope * x0 + m_referenceIntercept },
             { x1, m_referenceSlope * x1 + m_referenceIntercept } };
-        if (m_logScale) {
-            ideal.removeIf([](const QPointF &p) { return !(p.y() > 0); });
-            for (QPointF &p : ideal)
-                p.setY(std::log10(p.y()));
-        }
+        if (m_logScale)
+            toLogPlot(ideal);
         all.add(ideal, x0, x1);
         stage(m_reference, ideal);
     }
@@ -898,11 +792,8 @@ void MetricChart::redraw()
             if (std::isfinite(x))
                 ends << QPointF(x, p.low) << QPointF(x, p.high);
         }
-        if (m_logScale) {
-            ends.removeIf([](const QPointF &p) { return !(p.y() > 0); });
-            for (QPointF &p : ends)
-                p.setY(std::log10(p.y()));
-        }
+        if (m_logScale)
+            toLogPlot(ends);
         all.add(ends, x0, x1);
     }
     // Range bars are seen whole: their ends count towards the y range.
@@ -911,11 +802,8 @@ void MetricChart::redraw()
         if (!m.span || !std::isfinite(x))
             continue;
         QList<QPointF> ends { { x, m.span->first }, { x, m.span->second } };
-        if (m_logScale) {
-            ends.removeIf([](const QPointF &p) { return !(p.y() > 0); });
-            for (QPointF &p : ends)
-                p.setY(std::log10(p.y()));
-        }
+        if (m_logScale)
+            toLogPlot(ends);
         all.add(ends, x0, x1);
     }
     if (const bool dense = all.points > kAntialiasedPoints; dense != m_dense) {
@@ -926,33 +814,10 @@ void MetricChart::redraw()
     }
 
     // y: kept while it holds the data without wasting more than about a quarter of the height.
-    double y0 = all.lo, y1 = all.hi;
-    double from = 0, to = 0;
-    bool yChanges = false;
-    if (m_logScale) { // in log10(y), as drawn
-        if (y0 > y1) {
-            y0 = -1;
-            y1 = 0;
-        }
-        const double pad = std::max(0.02, (y1 - y0) * 0.05);
-        const auto *axis = static_cast<QValueAxis *>(m_yAxis);
-        yChanges = !(axis->min() <= y0 && axis->max() >= y1 && (axis->max() - axis->min()) <= (y1 - y0 + 2 * pad) * 1.3);
-        from = y0 - pad;
-        to = y1 + pad;
-    } else {
-        if (m_yInclude) { // e.g. 0–100 % for utilization: a flat 2 % must not fill the plot
-            y0 = std::min(y0, m_yInclude->first);
-            y1 = std::max(y1, m_yInclude->second);
-        }
-        if (y0 > y1)
-            std::tie(y0, y1) = m_yEmpty;
-        const double pad = y1 > y0 ? (y1 - y0) * 0.05 : std::max(std::abs(y0) * 0.05, 0.5);
-        const auto *axis = static_cast<QValueAxis *>(m_yAxis);
-        yChanges = !(
-            axis->min() <= y0 && axis->max() >= y1 && axis->max() - axis->min() <= (y1 - y0 + 2 * pad) * 1.3);
-        from = y0 - pad;
-        to = y1 + pad;
-    }
+    const auto *yAxis = static_cast<QValueAxis *>(m_yAxis); // QCategoryAxis on a log scale
+    const YRange y = m_logScale ? logYRange(all.lo, all.hi, yAxis->min(), yAxis->max())
+                                : linearYRange(all.lo, all.hi, m_yInclude, m_yEmpty, yAxis->min(), yAxis->max());
+    bool yChanges = y.changes;
 
     // A range change makes Qt Charts re-stroke every line with the points it has; lines about
     // to get new points are emptied first, so each is stroked once, with its new points.
@@ -964,9 +829,9 @@ void MetricChart::redraw()
     if (m_logScale && static_cast<QCategoryAxis *>(m_yAxis)->count() == 0)
         yChanges = true; // a new log axis has no labels yet, whatever its default range holds
     if (yChanges && m_logScale) {
-        setLogTicks(from, to);
+        setLogTicks(y.from, y.to);
     } else if (yChanges) {
-        setAxisRange(static_cast<QValueAxis *>(m_yAxis), from, to);
+        setAxisRange(static_cast<QValueAxis *>(m_yAxis), y.from, y.to);
     }
     for (auto &[line, points] : replacements)
         line->replace(points);

@@ -1,0 +1,80 @@
+// What the training loop (training.cpp) and the worker's other modes (training_tools.cpp:
+// gradient check, bench, lr range test) share: process-group set-up, thread pools,
+// memory format, autocast, and the build facts a run reports. libtorch; no Qt.
+#pragma once
+
+#include "data_parallel.h"
+#include "seed_model.h"
+#include "seed_model_impl.h"
+#include "torch_compat.h"
+#include "training.h"
+
+#include <torch/torch.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+namespace scalelab::trainer {
+
+using Clock = std::chrono::steady_clock;
+
+inline double secondsSince(Clock::time_point t)
+{
+    return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+// OpenBLAS keeps its own pool; size it like torch's so ranks never oversubscribe.
+void setBlasThreads(int threads);
+
+// Gradients are dropped, not zeroed (PyTorch's zero_grad(set_to_none=True)).
+void dropGradients(torch::optim::Optimizer &optimizer);
+
+// The process group for a data-parallel config, or null for a single rank. Throws (with
+// what to pass) when this rank has no address the others can reach.
+std::unique_ptr<DataParallel> connectRanks(const TrainingConfig &config);
+
+// The 4-d parameters in `format` (channels-last), when it is not the default.
+void toMemoryFormat(SeedNet &net, at::MemoryFormat format);
+
+// --channels-last as a memory format for parameters and inputs.
+inline at::MemoryFormat memoryFormatOf(const TrainingConfig &config)
+{
+    return config.channelsLast ? at::MemoryFormat::ChannelsLast : at::MemoryFormat::Contiguous;
+}
+
+// The seed CNN with these dropout rates, on `device`, in the config's memory format, in
+// training mode. Weights are drawn on the CPU, so a seed gives the same initial model on
+// every device.
+SeedNet trainingModel(const TrainingConfig &config, const torch::Device &device, double blockDropout,
+    double denseDropout);
+
+// The BLAS library libtorch's linear layers end up in (OpenBLAS, or the slow reference).
+std::string blasInUse();
+std::string compilerName();
+
+// Autocast to bf16 on `device` for the scope, when asked. CPU and CUDA autocast are
+// separate switches in libtorch.
+class AutocastScope {
+public:
+    AutocastScope(bool enabled, const torch::Device &device)
+        : m_enabled(enabled)
+        , m_device(device.type())
+    {
+        if (m_enabled)
+            setAutocast(m_device, true, at::kBFloat16);
+    }
+    ~AutocastScope()
+    {
+        if (!m_enabled)
+            return;
+        setAutocast(m_device, false);
+        at::autocast::clear_cache();
+    }
+
+private:
+    bool m_enabled;
+    c10::DeviceType m_device;
+};
+
+} // namespace scalelab::trainer

@@ -1,0 +1,326 @@
+// The worker's modes besides training: the gradient check (data-parallel gradients
+// against one replica's), the throughput bench and the learning-rate range test.
+#include "training.h"
+
+#include "cifar10.h"
+#include "data_loader.h"
+#include "data_shard.h"
+#include "device.h"
+#include "event_writer.h"
+#include "fused_ops.h"
+#include "seed_model.h"
+#include "seed_model_impl.h"
+#include "training_support.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <limits>
+#include <thread>
+#include <vector>
+
+namespace scalelab::trainer {
+
+int runGradientCheck(const TrainingConfig &config, EventWriter &events)
+{
+    if (const common::Status valid = validate(config); !valid) {
+        events.error(valid.error());
+        return 1;
+    }
+    torch::set_num_threads(config.threads > 0 ? config.threads : 1);
+    torch::manual_seed(config.seed);
+    const auto total = std::int64_t(config.batchSize) * config.worldSize;
+    auto images = cifar::readSplit(config.dataDir, cifar::Split::Train, std::size_t(total));
+    if (!images || std::int64_t(images->size()) < total) {
+        events.error(images ? "need " + std::to_string(total) + " training images" : images.error());
+        return 1;
+    }
+    const torch::Device device = torchDevice(config.device);
+    const auto x = normalise(torch::from_blob(images->pixels.data(), { total, 3, 32, 32 }, torch::kUInt8),
+        normalizationFor(config, *images))
+                       .to(device);
+    const auto y
+        = torch::from_blob(images->labels.data(), { total }, torch::kUInt8).to(torch::kLong).to(device);
+
+    SeedNet net;
+    if (device.is_cuda())
+        net->to(device);
+    net->eval(); // no dropout, BatchNorm on running statistics: per-image loss terms
+    std::unique_ptr<DataParallel> parallel = connectRanks(config);
+    if (parallel)
+        parallel->attach(*net);
+    // The reference replica: rank 0's weights, the whole batch, no communication.
+    SeedNet reference;
+    if (device.is_cuda())
+        reference->to(device);
+    reference->eval();
+    {
+        torch::NoGradGuard noGrad;
+        auto from = net->parameters();
+        auto to = reference->parameters();
+        for (std::size_t i = 0; i < from.size(); ++i)
+            to[i].copy_(from[i]);
+        auto fromBuffers = net->buffers();
+        auto toBuffers = reference->buffers();
+        for (std::size_t i = 0; i < fromBuffers.size(); ++i)
+            toBuffers[i].copy_(fromBuffers[i]);
+    }
+
+    const auto begin = std::int64_t(config.rank) * config.batchSize;
+    if (parallel)
+        parallel->beforeForward();
+    const auto loss
+        = torch::nn::functional::cross_entropy(net->forward(x.slice(0, begin, begin + config.batchSize)),
+            y.slice(0, begin, begin + config.batchSize));
+    if (parallel)
+        parallel->beforeBackward();
+    loss.backward();
+    if (config.rank == 0) {
+        torch::nn::functional::cross_entropy(reference->forward(x), y).backward();
+        double maxDiff = 0, maxGrad = 0;
+        const auto averaged = net->parameters();
+        const auto whole = reference->parameters();
+        for (std::size_t i = 0; i < averaged.size(); ++i) {
+            maxDiff = std::max(maxDiff, (averaged[i].grad() - whole[i].grad()).abs().max().item<double>());
+            maxGrad = std::max(maxGrad, whole[i].grad().abs().max().item<double>());
+        }
+        events.gradientCheck(maxDiff, maxGrad, int(averaged.size()), config.worldSize);
+    }
+    if (parallel)
+        parallel->barrier();
+    return 0;
+}
+
+} // namespace scalelab::trainer
+
+namespace scalelab::trainer {
+
+int runBench(const TrainingConfig &config, int warmupSteps, int steps, EventWriter &events)
+{
+    const int threads = config.threads > 0 ? config.threads : 1;
+    torch::set_num_threads(threads);
+    setBlasThreads(threads);
+    torch::manual_seed(config.seed);
+    const torch::Device device = torchDevice(config.device);
+    // The seed CNN's own dropout: throughput, not a run's configuration.
+    SeedNet net = trainingModel(config, device, kDefaultBlockDropout, kDefaultDenseDropout);
+    const auto memoryFormat = memoryFormatOf(config);
+    std::unique_ptr<DataParallel> parallel = connectRanks(config);
+    if (parallel)
+        parallel->attach(*net);
+    torch::optim::SGD optimizer(
+        net->parameters(), torch::optim::SGDOptions(0.01).momentum(0.9).weight_decay(5e-4));
+    // Synthetic input: random pixels and labels, generated once (throughput only).
+    auto x = torch::randn({ config.batchSize, 3, 32, 32 }).to(device).contiguous(memoryFormat);
+    const auto y = torch::randint(0, 10, { config.batchSize }, torch::kLong).to(device);
+    const bool bf16 = config.precision == "bf16";
+    // Where a step's time goes, so a scaling efficiency below 1 can be explained: the
+    // forward pass; backward until it has produced its last gradient; from then until
+    // backward returns (with several ranks: the all-reduces that backward's compute did not
+    // hide, the last bucket's at least, and the reducer's copy back); the optimizer step.
+    // Host-side times: on a GPU the work is queued, so only the whole step is meaningful.
+    std::atomic<Clock::rep> lastGradient { 0 };
+    for (auto &p : net->parameters())
+        p.register_hook([&lastGradient](const at::TensorBase &) {
+            const Clock::rep now = Clock::now().time_since_epoch().count();
+            Clock::rep seen = lastGradient.load();
+            while (seen < now && !lastGradient.compare_exchange_weak(seen, now)) { }
+        });
+    std::vector<double> seconds, forward, backward, gradientWait, optimizerStep;
+    for (int i = 0; i < warmupSteps + steps; ++i) {
+        if (parallel)
+            parallel->barrier(); // time the same step on every rank
+        const auto start = Clock::now();
+        dropGradients(optimizer);
+        if (parallel)
+            parallel->beforeForward();
+        torch::Tensor loss;
+        {
+            AutocastScope autocast(bf16, device);
+            loss = torch::nn::functional::cross_entropy(net->forward(x).to(torch::kFloat), y);
+        }
+        const auto forwardEnd = Clock::now();
+        if (parallel)
+            parallel->beforeBackward();
+        loss.backward();
+        const auto backwardEnd = Clock::now();
+        sgdStep(optimizer);
+        loss.item<float>();
+        synchronize(device); // a GPU may still be running the optimizer step
+        if (i < warmupSteps)
+            continue;
+        const auto end = Clock::now();
+        const auto lastGradientAt = Clock::time_point(Clock::duration(lastGradient.load()));
+        seconds.push_back(std::chrono::duration<double>(end - start).count());
+        forward.push_back(std::chrono::duration<double>(forwardEnd - start).count());
+        backward.push_back(std::chrono::duration<double>(lastGradientAt - forwardEnd).count());
+        gradientWait.push_back(std::chrono::duration<double>(backwardEnd - lastGradientAt).count());
+        optimizerStep.push_back(std::chrono::duration<double>(end - backwardEnd).count());
+    }
+    // Medians as Python's statistics.median takes them (the peer's): the mean of the
+    // middle two of an even count.
+    const auto median = [](std::vector<double> values) {
+        std::sort(values.begin(), values.end());
+        const std::size_t middle = values.size() / 2;
+        return values.size() % 2 == 1 ? values[middle] : (values[middle - 1] + values[middle]) / 2.0;
+    };
+    const double step = median(seconds);
+    if (config.rank == 0) {
+        BenchReport report { .imagesPerSecond = double(config.batchSize) * config.worldSize / step,
+            .medianStepSeconds = step,
+            .batchSize = config.batchSize,
+            .threads = threads,
+            .worldSize = config.worldSize,
+            .precision = config.precision,
+            .channelsLast = config.channelsLast,
+            .device = device.str(),
+            .steps = steps,
+            .medianForwardSeconds = std::nullopt,
+            .medianBackwardSeconds = std::nullopt,
+            .medianGradientWaitSeconds = std::nullopt,
+            .medianOptimizerSeconds = std::nullopt };
+        if (!device.is_cuda()) {
+            report.medianForwardSeconds = median(forward);
+            report.medianBackwardSeconds = median(backward);
+            report.medianGradientWaitSeconds = median(gradientWait);
+            report.medianOptimizerSeconds = median(optimizerStep);
+        }
+        events.bench(report);
+    }
+    return 0;
+}
+
+} // namespace scalelab::trainer
+
+namespace scalelab::trainer {
+
+namespace {
+std::string lrFindProblem(const LrFindOptions &o)
+{
+    if (!(o.minLr > 0) || !std::isfinite(o.minLr) || !(o.maxLr > o.minLr) || !std::isfinite(o.maxLr) || o.maxLr > 1e3)
+        return "--min-lr and --max-lr must be finite, 0 < min < max <= 1000";
+    if (o.steps < 10 || o.steps > 100000)
+        return "--steps must be between 10 and 100000";
+    return {};
+}
+} // namespace
+
+common::Status validate(const LrFindOptions &options)
+{
+    return common::Status::failureIf(lrFindProblem(options));
+}
+
+int runLrFind(const TrainingConfig &config, const LrFindOptions &options, EventWriter &events)
+{
+    const auto fail = [&](const std::string &message) {
+        events.error(message);
+        return 1;
+    };
+    if (const common::Status valid = validate(config); !valid)
+        return fail(valid.error());
+    if (const common::Status valid = validate(options); !valid)
+        return fail(valid.error());
+    const int cores = int(std::max(1u, std::thread::hardware_concurrency()));
+    const int threads = config.threads > 0 ? config.threads : cores;
+    torch::set_num_threads(threads);
+    setBlasThreads(threads);
+    torch::manual_seed(config.seed);
+    auto train = cifar::readSplit(config.dataDir, cifar::Split::Train, std::size_t(config.maxTrainImages));
+    if (!train)
+        return fail(train.error());
+    if (train->size() == 0)
+        return fail("the training split is empty");
+    const Normalization normalization = normalizationFor(config, *train);
+    const torch::Device device = torchDevice(config.device);
+    SeedNet net(config.blockDropout, config.denseDropout);
+    if (device.is_cuda())
+        net->to(device);
+    net->train();
+    torch::optim::SGD optimizer(net->parameters(),
+        torch::optim::SGDOptions(options.minLr).momentum(config.momentum).weight_decay(config.weightDecay));
+    const bool bf16 = config.precision == "bf16";
+
+    constexpr double kBeta = 0.98; // smoothing of the loss, with bias correction
+    double average = 0, bestSmoothed = std::numeric_limits<double>::infinity(), bestLr = options.minLr;
+    std::vector<double> lrs, smoothed;
+    bool stoppedEarly = false;
+    int step = 0;
+    for (int epoch = 1; step < options.steps && !stoppedEarly; ++epoch) {
+        BatchProducer batches(*train, normalization,
+            shardForEpoch(std::int64_t(train->size()), config.seed, epoch, 0, 1), config.batchSize, config.augment,
+            config.seed ^ (std::uint64_t(epoch) << 32), device.is_cuda());
+        for (Batch batch = batches.next(); batch.images.defined() && step < options.steps; batch = batches.next()) {
+            const double lr = options.minLr
+                * std::pow(options.maxLr / options.minLr, double(step) / double(std::max(1, options.steps - 1)));
+            for (auto &group : optimizer.param_groups())
+                static_cast<torch::optim::SGDOptions &>(group.options()).lr(lr);
+            dropGradients(optimizer);
+            torch::Tensor loss;
+            {
+                AutocastScope autocast(bf16, device);
+                const auto out = net->forward(batch.images.to(device));
+                loss = torch::nn::functional::cross_entropy(out.to(torch::kFloat), batch.labels.to(device),
+                    torch::nn::functional::CrossEntropyFuncOptions().label_smoothing(config.labelSmoothing));
+            }
+            const double value = loss.item<double>();
+            ++step;
+            if (!std::isfinite(value)) {
+                events.lrPoint(step, lr, value, value);
+                stoppedEarly = true;
+                break;
+            }
+            loss.backward();
+            sgdStep(optimizer);
+            average = kBeta * average + (1 - kBeta) * value;
+            const double s = average / (1 - std::pow(kBeta, step));
+            lrs.push_back(lr);
+            smoothed.push_back(s);
+            events.lrPoint(step, lr, value, s);
+            if (s < bestSmoothed) {
+                bestSmoothed = s;
+                bestLr = lr;
+            }
+            if (step > 10 && s > 4 * bestSmoothed) {
+                stoppedEarly = true;
+                break;
+            }
+        }
+    }
+    if (lrs.size() < 5)
+        return fail("the range test diverged within " + std::to_string(step)
+            + " steps: lower --min-lr (the loss was not finite already at " + EventWriter::number(options.minLr) + ")");
+    // Steepest descent of the smoothed loss against log(lr), over the part before its minimum
+    // and after the first tenth (where the average is still settling). Reported, not used:
+    // on a noisy start it is the least stable number of the test.
+    double steepest = 0, steepestLr = bestLr;
+    for (std::size_t i = std::max<std::size_t>(1, lrs.size() / 10); i < lrs.size() && lrs[i] <= bestLr; ++i) {
+        const double slope = (smoothed[i] - smoothed[i - 1]) / (std::log(lrs[i]) - std::log(lrs[i - 1]));
+        if (slope < steepest) {
+            steepest = slope;
+            steepestLr = lrs[i];
+        }
+    }
+    const double suggested = bestLr / 10;
+    // A test whose loss never clearly fell cannot tell a good lr from a bad one: its
+    // minimum is noise. Said so, so that nobody takes the number for a finding.
+    const double start = smoothed[std::min(smoothed.size() - 1, smoothed.size() / 10)];
+    const bool conclusive = bestSmoothed < 0.95 * start;
+    const std::string note = conclusive
+        ? std::string()
+        : "the smoothed loss hardly fell (" + EventWriter::number(std::round(start * 1000) / 1000) + " -> lowest "
+            + EventWriter::number(std::round(bestSmoothed * 1000) / 1000)
+            + "), so the test cannot tell: keep the default learning rate, or run more steps or a larger batch";
+    events.lrFound({ .suggestedLr = suggested,
+        .minLossLr = bestLr,
+        .minSmoothedLoss = bestSmoothed,
+        .steepestLr = steepestLr,
+        .steps = int(step),
+        .stoppedEarly = stoppedEarly,
+        .conclusive = conclusive,
+        .note = note,
+        .batchSize = config.batchSize,
+        .rule = "the lr at the lowest smoothed loss / 10 (Smith 2017; fast.ai)" });
+    return 0;
+}
+
+} // namespace scalelab::trainer
