@@ -85,7 +85,6 @@ public:
         m_client.reset();
         if (core::Status started = m_agent.start(agentOptions); !started)
             return started;
-        m_processIds << m_agent.processId();
         m_client = std::make_unique<core::AgentClient>(m_agent.endpoint(), m_agent.token());
         return core::Status::success();
     }
@@ -97,20 +96,32 @@ public:
         m_agent.stop();
     }
 
-    // Stops the agent and waits until no process names the fixture's folder and none is a
-    // child of an agent it started (zombies too, which have no command line).
+    // Checks that the running agent has reaped every worker that exited (no zombie child:
+    // a zombie has no command line, and once its parent is gone init reaps it, so this is
+    // the moment to look), then stops the agent and waits until no process names the
+    // fixture's folder.
     core::Status stopAndCheckNothingLeft(int timeoutMs = 15'000)
     {
-        stop();
-        const auto left = [this] {
-            QStringList found = processesMentioning(m_tmp.path());
-            for (qint64 pid : std::as_const(m_processIds))
-                found << childProcesses(pid);
-            return found;
+        const qint64 agentPid = m_agent.processId(); // 0 when it is not running
+        const auto unreaped = [agentPid] {
+            QStringList zombies;
+            if (agentPid > 0)
+                for (const QString &child : childProcesses(agentPid))
+                    if (child.endsWith(QLatin1String(": Z")))
+                        zombies << child;
+            return zombies;
         };
+        // A worker that has just exited is reaped within the agent's next poll.
+        if (!QTest::qWaitFor([&] { return unreaped().isEmpty(); }, timeLimit(5'000))) {
+            const QStringList zombies = unreaped();
+            stop();
+            return core::Status::failure(
+                QStringLiteral("the agent left exited workers unreaped (zombies):\n") + zombies.join('\n'));
+        }
+        stop();
+        const auto left = [this] { return processesMentioning(m_tmp.path()); };
         if (!QTest::qWaitFor([&] { return left().isEmpty(); }, timeLimit(timeoutMs)))
             return core::Status::failure(QStringLiteral("processes left behind:\n") + left().join('\n'));
-        m_processIds.clear();
         return core::Status::success();
     }
 
@@ -138,7 +149,6 @@ private:
     QString m_stateName = QStringLiteral("state");
     core::LocalAgent m_agent;
     std::unique_ptr<core::AgentClient> m_client;
-    QList<qint64> m_processIds; // agents started since the last check
 };
 
 } // namespace scalelab::test

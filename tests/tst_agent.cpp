@@ -3,7 +3,8 @@
 // (mutual too) refusals, the bad-input matrix, exit classification through real
 // processes, utilization samples, fetching CIFAR-10 from a mirror, and checkpoints sent
 // from one agent to another (and the writes an agent refuses). The agent's pure rules are
-// tst_agent_rules'. After every test no process it started is left, zombies included.
+// tst_agent_rules'. After every test no process it started is left, and no agent held an
+// exited worker unreaped.
 #include "verify_ok.h"
 #include "agent_client.h"
 #include "agent_fixture.h"
@@ -226,7 +227,7 @@ private Q_SLOTS:
     void cleanup()
     {
         // No process of this test is left by command line (each test's agents are checked
-        // for zombies too, by stopAndCheckNothingLeft()).
+        // for unreaped workers too, by stopAndCheckNothingLeft()).
         QTRY_VERIFY_WITH_TIMEOUT(test::processesMentioning(m_tmp.path()).isEmpty(), 15000);
         QVERIFY2(test::processesMentioning(m_tmp.path()).isEmpty(),
             qPrintable(test::processesMentioning(m_tmp.path()).join(QLatin1Char('\n'))));

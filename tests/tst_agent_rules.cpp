@@ -173,11 +173,12 @@ private Q_SLOTS:
             const QString said = refusal(r);
             QVERIFY2(said.contains(QLatin1String(c.says)), qPrintable(QLatin1String(c.what) + QStringLiteral(": ") + said));
         }
-        // One world of one: no rendezvous needed, none checked.
+        // One world of one: no rendezvous needed, none checked (whatever it holds).
         auto single = good();
         single.set_world_size(1);
         single.clear_ranks();
         single.add_ranks(0);
+        single.mutable_rendezvous()->set_host("--evil");
         VERIFY_OK(agent::checkStartRequest(single));
         // Rank 1 alone is fine once rank 0's agent has reported the rendezvous.
         auto second = good();
