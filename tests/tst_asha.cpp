@@ -16,6 +16,7 @@ using namespace scalelab::core::asha;
 namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kNone = -12345; // "no cutoff": the rung was empty
 
 struct Result {
@@ -129,9 +130,12 @@ template <std::size_t N> QString replay(const Result (&results)[N], double sign)
         if (r.epoch >= 9) {
             if (!r.finished)
                 return where + QStringLiteral(": max_t reached but not finished");
+            bracket.onComplete(std::to_string(r.trial), r.epoch, sign * r.value); // on_trial_complete
             continue;
         }
         const StopDecision d = bracket.onResult(std::to_string(r.trial), r.epoch, sign * r.value);
+        if (d.stop)
+            bracket.onComplete(std::to_string(r.trial), r.epoch, sign * r.value);
         if (d.stop != r.stop)
             return where + QStringLiteral(": stop %1, Ray says %2").arg(d.stop).arg(r.stop);
         if (d.rung.value_or(0) != r.rung)
@@ -173,6 +177,11 @@ private Q_SLOTS:
                                     << 0.555555555;
         QTest::newRow("q 100") << QList<double> { 3, 1, 2 } << 100.0 << 3.0;
         QTest::newRow("q 0") << QList<double> { 3, 1, 2 } << 0.0 << 1.0;
+        // numpy's arithmetic at the top end, x − (x − x)·(1 − γ): NaN for an infinite x.
+        QTest::newRow("only +inf") << QList<double> { kInf } << 50.0 << kNaN;
+        QTest::newRow("only -inf") << QList<double> { -kInf } << third << kNaN;
+        QTest::newRow("+inf and NaN") << QList<double> { kNaN, kInf } << 50.0 << kNaN;
+        QTest::newRow("q 100, +inf on top") << QList<double> { 1, kInf } << 100.0 << kNaN;
     }
     void percentileIsNumpys()
     {
@@ -181,6 +190,54 @@ private Q_SLOTS:
         QFETCH(double, expected);
         const double got = nanPercentile(std::vector<double>(values.begin(), values.end()), q);
         QVERIFY2(same(got, expected), qPrintable(QString::number(got, 'g', 17)));
+    }
+
+    // The sign of a zero cutoff is numpy's: +0.0 (issue 35; ScaleLab gave −0.0).
+    void percentileOfZerosIsPositiveAsNumpys()
+    {
+        const double got = nanPercentile({ 0.0, 0.0, 0.0, 0.0, -0.0, -0.0, 0.0 }, 75);
+        QCOMPARE(got, 0.0);
+        QVERIFY2(!std::signbit(got), "numpy gives +0.0");
+        QVERIFY(std::signbit(nanPercentile({ -0.0 }, 50))); // numpy: -0.0 - (0.0)·0
+    }
+
+    // Issue 35's repro (η 2, grace 1, max_t 10, mode max): a rung holding only +inf has a
+    // NaN cutoff in numpy, so Ray continues the next trial there; ScaleLab stopped it.
+    void rungOfOnlyInfinityContinuesAsRay()
+    {
+        StoppingBracket b(1, 10, 2, 0);
+        QVERIFY(!b.onResult("A", 1, kInf).stop);
+        const StopDecision d = b.onResult("B", 1, 0.5);
+        QVERIFY(!d.stop);
+        QVERIFY(d.cutoff && std::isnan(*d.cutoff));
+        // Mode min: a loss of −inf is +inf once negated, as Ray's metric_op does.
+        StoppingBracket m(1, 10, 2, 0);
+        QVERIFY(!m.onResult("A", 1, -1 * -kInf).stop);
+        QVERIFY(!m.onResult("B", 1, -1 * 0.5).stop);
+    }
+
+    // Issue 35's repro (η 2, grace 1, max_t 10, mode max): Ray passes a stopped trial's last
+    // result through on_trial_complete, which records B at the milestone (1) it skipped, so
+    // C at 1 meets the median of {0.9, 0.1} = 0.5 and continues (it stopped on 0.9 before).
+    void stoppedTrialIsRecordedAtTheMilestoneItSkipped()
+    {
+        StoppingBracket b(1, 10, 2, 0);
+        QVERIFY(!b.onResult("A", 1, 0.9).stop);
+        QVERIFY(!b.onResult("A", 2, 0.9).stop);
+        const StopDecision stopped = b.onResult("B", 2, 0.1);
+        QVERIFY(stopped.stop);
+        QCOMPARE(stopped.rung, std::optional<double>(2));
+        QCOMPARE(b.cutoff(1), std::optional<double>(0.9));
+        b.onComplete("B", 2, 0.1);
+        QCOMPARE(b.cutoff(1), std::optional<double>(0.5));
+        const StopDecision c = b.onResult("C", 1, 0.5);
+        QVERIFY(!c.stop);
+        QCOMPARE(c.cutoff, std::optional<double>(0.5));
+        QCOMPARE(c.seen, std::vector<double>({ 0.9, 0.1 }));
+        // A trial that skipped no milestone is recorded nowhere again.
+        b.onComplete("A", 2, 0.9);
+        QCOMPARE(b.cutoff(1), std::optional<double>(0.5));
+        QCOMPARE(b.cutoff(2), std::optional<double>(0.5));
     }
 
     void milestonesAreRays()
@@ -305,6 +362,21 @@ private Q_SLOTS:
         QCOMPARE(rungs.nextPromotion()->trial, std::string("a"));
         QCOMPARE(rungs.nextPromotion()->trial, std::string("b"));
         QVERIFY(!rungs.nextPromotion()); // top ⌊4/2⌋ = 2, both gone; NaN never goes up
+    }
+
+    // Issue 35: withdraw marked only the entries recorded then; a trial recorded at a rung
+    // after it was withdrawn could still be promoted from it.
+    void withdrawnTrialIsNeverPromotedFromALaterRung()
+    {
+        PromotionRungs rungs(3, 2);
+        rungs.record("a", 0, 0.9);
+        rungs.record("b", 0, 0.1);
+        QCOMPARE(rungs.nextPromotion()->trial, std::string("a"));
+        rungs.withdraw("a");
+        rungs.record("a", 1, 0.95); // it reached rung 1 all the same (continued by hand)
+        rungs.record("c", 1, 0.2);
+        QVERIFY(rungs.promoted("a", 1));
+        QVERIFY(!rungs.nextPromotion()); // top ⌊2/2⌋ = 1 of rung 1 is a; rung 0's a is gone
     }
 };
 

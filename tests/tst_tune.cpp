@@ -13,6 +13,7 @@
 
 #include <cmath>
 #include <set>
+#include <tuple>
 
 using namespace scalelab;
 using namespace scalelab::core;
@@ -296,6 +297,26 @@ private Q_SLOTS:
         QCOMPARE(d.cutoff, std::optional<double>(1.2)); // in the metric's units
         QVERIFY2(d.reason.contains(QLatin1String("1.5 is above the cutoff 1.2")), qPrintable(d.reason));
         QCOMPARE(s.decide(QStringLiteral("st-t02"), 1, 1.1).action, QStringLiteral("continue"));
+    }
+
+    // A trial judged at rung 2 without a result at rung 1 (its epoch-1 value was missing)
+    // and stopped there: as Ray's on_trial_complete, the stop records its value at rung 1
+    // too, on replay as when decided (issue 35's repro, η 2, grace 1, max_t 10).
+    void stoppedTrialCountsAtTheRungItSkipped()
+    {
+        const v1::StudyPlan plan
+            = tunePlan(R"({"kind":"asha","gracePeriod":1,"reductionFactor":2,"maxEpochs":10})", 3);
+        TrialScheduler s(tuneSettings(plan), trialsOf(plan));
+        for (const auto &[trial, epoch, value] :
+            { std::tuple { "st-t01", 1, 0.9 }, std::tuple { "st-t01", 2, 0.9 } })
+            s.apply(s.decide(QLatin1String(trial), epoch, value));
+        const TrialDecision stopped = s.decide(QStringLiteral("st-t02"), 2, 0.1);
+        QCOMPARE(stopped.action, QStringLiteral("stop"));
+        s.apply(stopped);
+        const TrialDecision c = s.decide(QStringLiteral("st-t03"), 1, 0.5);
+        QCOMPARE(c.action, QStringLiteral("continue"));
+        QCOMPARE(c.cutoff, std::optional<double>(0.5));
+        QCOMPARE(c.seen, (QList<double> { 0.9, 0.1 }));
     }
 
     // Algorithm 2 on recorded values: 9 trials pause at epoch 1; the top ⌊n/3⌋ of the

@@ -11,21 +11,32 @@ double nanPercentile(std::vector<double> values, double q)
     std::erase_if(values, [](double v) { return std::isnan(v); });
     if (values.empty())
         return std::numeric_limits<double>::quiet_NaN();
-    std::sort(values.begin(), values.end());
+    // −0 before +0: numpy's partition leaves equal zeros in an order of its own; this one
+    // is fixed, and gives numpy's +0 where it does (issue 35: {0,0,0,0,−0,−0,0} at 75).
+    std::sort(values.begin(), values.end(),
+        [](double a, double b) { return a < b || (a == b && std::signbit(a) && !std::signbit(b)); });
     const double n = double(values.size());
-    // numpy: quantile = q / 100; virtual index (n − 1)·quantile; the neighbours below and
-    // above it; numpy's _lerp, which interpolates from the nearer end.
+    // numpy's _quantile, method "linear", step by step: the virtual index (n − 1)·q/100;
+    // _get_indexes (above the top both neighbours are the last value and the previous
+    // index is −1; below the bottom both are the first and it is 0); γ = virtual index −
+    // previous index; _lerp, from the nearer end. At the top that is x − (x − x)·(1 − γ):
+    // NaN for an infinite x, as numpy gives (issue 35: a rung holding only +inf).
     const double virtualIndex = (n - 1) * (q / 100.0);
-    if (virtualIndex >= n - 1)
-        return values.back();
-    if (virtualIndex < 0)
-        return values.front();
-    const double below = std::floor(virtualIndex);
-    const double a = values[std::size_t(below)];
-    const double b = values[std::size_t(below) + 1];
-    const double t = virtualIndex - below;
+    double previousIndex = std::floor(virtualIndex);
+    std::size_t below = std::size_t(std::max(0.0, previousIndex));
+    std::size_t above = below + 1;
+    if (virtualIndex >= n - 1) {
+        previousIndex = -1;
+        below = above = values.size() - 1;
+    } else if (virtualIndex < 0) {
+        previousIndex = 0;
+        below = above = 0;
+    }
+    const double a = values[below];
+    const double b = values[above];
+    const double gamma = virtualIndex - previousIndex;
     const double difference = b - a;
-    return t >= 0.5 ? b - difference * (1 - t) : a + difference * t;
+    return gamma >= 0.5 ? b - difference * (1 - gamma) : a + difference * gamma;
 }
 
 std::vector<double> milestones(double gracePeriod, double maxEpochs, double reductionFactor, int s)
@@ -67,6 +78,11 @@ std::optional<double> StoppingBracket::cutoff(double milestone) const
     return std::nullopt;
 }
 
+void StoppingBracket::onComplete(const std::string &trial, double epochs, double value)
+{
+    (void)onResult(trial, epochs, value);
+}
+
 StopDecision StoppingBracket::onResult(const std::string &trial, double epochs, double value)
 {
     StopDecision decision;
@@ -97,7 +113,7 @@ void PromotionRungs::record(const std::string &trial, int rung, double value)
         return;
     auto &entries = m_rungs[std::size_t(rung)];
     if (std::none_of(entries.begin(), entries.end(), [&](const Entry &e) { return e.trial == trial; }))
-        entries.push_back({ trial, value });
+        entries.push_back({ trial, value, m_withdrawn.contains(trial) });
 }
 
 std::optional<PromotionRungs::Promotion> PromotionRungs::nextPromotion()
@@ -150,6 +166,7 @@ bool PromotionRungs::markPromoted(const std::string &trial, int fromRung)
 
 void PromotionRungs::withdraw(const std::string &trial)
 {
+    m_withdrawn.insert(trial); // what it records later is never promoted either
     for (auto &entries : m_rungs)
         for (Entry &e : entries)
             if (e.trial == trial)

@@ -16,13 +16,15 @@
 #pragma once
 
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
 namespace scalelab::core::asha {
 
 // numpy.nanpercentile(values, q) with numpy's default method ("linear", numpy ≥ 1.22),
-// bit for bit: NaN values ignored; NaN when none is left. q in [0, 100].
+// bit for bit: NaN values ignored; NaN when none is left, and NaN where numpy's arithmetic
+// gives it (a set of one infinite value). q in [0, 100]. Of equal zeros, −0 sorts first.
 [[nodiscard]] double nanPercentile(std::vector<double> values, double q);
 
 // The rungs' milestones (completed epochs) of bracket `s`, ascending: grace·η^(k+s) for
@@ -46,6 +48,11 @@ public:
     // A result of `trial` after `epochs` completed epochs. Judged at the highest rung it
     // has reached and is not yet recorded at; recorded there whatever the answer.
     StopDecision onResult(const std::string &trial, double epochs, double value);
+
+    // The trial ended (stopped by this rule, or trained to the end) with this last result:
+    // Ray's on_trial_complete, which passes it to on_result once more, so a trial that
+    // skipped a milestone is recorded there too. Decides nothing.
+    void onComplete(const std::string &trial, double epochs, double value);
 
     // The cutoff a new result at `milestone` would face now (nullopt: an empty rung).
     [[nodiscard]] std::optional<double> cutoff(double milestone) const;
@@ -83,8 +90,8 @@ public:
     // Marks a promotion decided before (a journal replayed): false when the trial was
     // not recorded at that rung.
     bool markPromoted(const std::string &trial, int fromRung);
-    // The trial left its rungs (continued by hand, or cancelled): never promoted again; its
-    // values still count in the rungs' sizes and ranks.
+    // The trial left its rungs (continued by hand, or cancelled): never promoted again, also
+    // from a rung it is recorded at later; its values still count in the rungs' sizes and ranks.
     void withdraw(const std::string &trial);
     // The values recorded at `rung`, in recording order.
     [[nodiscard]] std::vector<double> values(int rung) const;
@@ -97,6 +104,7 @@ private:
         bool promoted = false;
     };
     std::vector<std::vector<Entry>> m_rungs;
+    std::set<std::string> m_withdrawn;
 };
 
 } // namespace scalelab::core::asha

@@ -240,7 +240,13 @@ void TrialScheduler::apply(const TrialDecision &d)
     if (m_brackets.empty() || d.action == QLatin1String("promote") || d.action == QLatin1String("pause"))
         return;
     const int bracket = std::clamp(m_bracketOf.value(d.runId), 0, int(m_brackets.size()) - 1);
-    (void)m_brackets[std::size_t(bracket)].onResult(trial, d.epoch, sign() * d.value);
+    asha::StoppingBracket &b = m_brackets[std::size_t(bracket)];
+    (void)b.onResult(trial, d.epoch, sign() * d.value);
+    // Ray passes a trial its scheduler stopped through on_trial_complete with the same last
+    // result, which records it at a milestone the trial skipped (one judged without a value,
+    // say). A finished trial went through it alone: Ray does not judge a result at max_t.
+    if (d.action == QLatin1String("stop"))
+        b.onComplete(trial, d.epoch, sign() * d.value);
 }
 
 } // namespace scalelab::core

@@ -39,8 +39,10 @@ def run(mode, seed):
         if e >= 9:
             stop, rung, c = True, None, None  # max_t: finished, not judged
             done = True
+            b.on_result(t, e, op * value)  # on_trial_complete
         else:
             stop, rung, c = b.on_result(t, e, op * value); done = False
+            if stop: b.on_result(t, e, op * value)  # on_trial_complete: a skipped milestone
         out.append((t, e, value, stop, done, rung, c))
         if stop: active.remove(t)
     return out
