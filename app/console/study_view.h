@@ -1,38 +1,34 @@
 // The console's study panel: design a plan (or load one), see how many runs it makes,
 // where each would go and which cannot be placed, launch it, follow every run in a
 // table, cancel, reopen a study after a crash, and export its report.
-// The StudyRunner works on a thread of its own (its gRPC calls block); this widget
-// reads the journal through its own connection and redraws on a coalescing timer.
+// Its parts: the plan form (StudyDesigner), the runs table (RunsTable) and the thread
+// the StudyRunner works on (StudyRunnerHost, as its gRPC calls block); this widget ties
+// them together, previews the designer's plan, reads the journal through its own
+// connection and redraws on a coalescing timer. GUI thread only.
 #pragma once
 
 #include "journal.h"
 #include "progress_meter.h"
+#include "runs_table.h"
+#include "study_designer.h"
 #include "study_runner.h"
+#include "study_runner_host.h"
 
-#include <QPointer>
-#include <QSet>
-#include <QThread>
 #include <QTimer>
 #include <QWidget>
 
-#include <map>
-
-class QCheckBox;
-class QDialog;
 class QComboBox;
-class QDoubleSpinBox;
 class QSettings;
 class QSplitter;
 class QLabel;
 class QLineEdit;
 class QPushButton;
-class QSpinBox;
 class QTableWidget;
 
 namespace scalelab::app {
 class StudyCharts;
 class TuneCharts;
-}
+} // namespace scalelab::app
 
 namespace scalelab::app {
 
@@ -81,14 +77,14 @@ public:
     core::Status open(const QString &studyId); // reattach and drive to the end
     QString currentStudy() const { return m_studyId; }
     core::StudySnapshot snapshot() const;
-    QTableWidget *runsTable() const { return m_runs; }
-    FrozenColumns *frozenColumns() const { return m_frozen; }
+    QTableWidget *runsTable() const { return m_runs->table(); }
+    FrozenColumns *frozenColumns() const { return m_runs->frozenColumns(); }
     QString runIdAt(int row) const; // the table shows the short name ("r01")
     void setRunColumnVisible(int column, bool visible);
-    QLabel *problemsLabel() const { return m_problems; }
+    QLabel *problemsLabel() const { return m_designer->problemsLabel(); }
     app::StudyCharts *charts() const { return m_charts; }
     app::TuneCharts *tuneCharts() const { return m_tune; }
-    QLineEdit *runFilter() const { return m_filter; }
+    QLineEdit *runFilter() const { return m_runs->filter(); }
 
     // One more attempt of a FAILED or CANCELLED run of the open study; the study is
     // driven again if it had ended.
@@ -120,74 +116,27 @@ Q_SIGNALS:
 private:
     void buildUi();
     void preview();
-    void updateDatasetChoices();
-    void updateDatasetNote();
-    // Runs the learning-rate range test for the designer's data set and batch (a dialog).
-    void findLearningRate();
     void refresh();
     void refreshStudyList();
-    void stopRunner();
-    void applyFilter();
     void showRunMenu(const QPoint &position);
 
     core::Journal m_journal; // the GUI thread's connection
+    StudyRunnerHost m_host; // the runner of the open study, on its thread; uses m_journal
     QList<core::AgentEndpoint> m_agents;
     QMap<QString, v1::DescribeResponse> m_inventories; // by agent name
     QString m_studyId;
-    v1::StudyPlan m_loaded; // the last plan set on the form: what the form does not show is kept
-    QThread m_thread;
-    QPointer<core::StudyRunner> m_runner;
+    QString m_planDir; // folder of the loaded plan: its relative file: agents are read from there
     QTimer m_redraw;
     bool m_dirty = false;
 
-    QLineEdit *m_name = nullptr;
-    QLineEdit *m_dataset = nullptr;
-    QComboBox *m_datasetPick = nullptr; // the data sets the agents have
-    QLabel *m_datasetNote = nullptr; // SYNTHETIC, or on no agent
-    QCheckBox *m_baseline = nullptr;
-    QLineEdit *m_workers = nullptr;
-    QLineEdit *m_batch = nullptr;
-    QLineEdit *m_epochs = nullptr;
-    QLineEdit *m_gpus = nullptr;
-    QLineEdit *m_threads = nullptr;
-    QComboBox *m_precision = nullptr; // "fp32", "bf16" or both
-    QComboBox *m_lrRule = nullptr; // "none", "linear" or both
-    QLineEdit *m_lr = nullptr; // empty, a number, or "auto"
-    QPointer<QDialog> m_lrDialog; // the range test, while open
-    QStringList m_agentsWithDataset; // of the designer's data set, as the note found them
-    QSpinBox *m_repeats = nullptr;
-    QComboBox *m_repeatSeeds = nullptr; // "same" | "vary"
-    QSpinBox *m_maxFailures = nullptr;
-    QDoubleSpinBox *m_target = nullptr;
-    QSpinBox *m_maxTrain = nullptr;
-    QComboBox *m_placement = nullptr;
-    QLineEdit *m_planAgents = nullptr;
-    QString m_planDir; // folder of the loaded plan: its relative file: agents are read from there
-    QLabel *m_problems = nullptr;
-    // The designer's fields by the plan path validatePlan names them with ("grid.batchSize"),
-    // with their labels: a problem is shown in the label's words and its field is marked.
-    struct FormField {
-        QString path;
-        QString label;
-        QWidget *widget = nullptr;
-    };
-    QList<FormField> m_fields;
-    QString describeProblem(const QString &problem, QWidget **field) const;
-    void markProblems(const QStringList &problems);
+    StudyDesigner *m_designer = nullptr;
+    RunsTable *m_runs = nullptr;
     QLabel *m_status = nullptr;
     QLabel *m_resultsNote = nullptr; // a baseline warning, or why speedups are missing
     QComboBox *m_studies = nullptr;
-    QTableWidget *m_runs = nullptr;
-    FrozenColumns *m_frozen = nullptr;
-    // Live progress per run, from the runner's events: the attempt it measures, and how far.
-    std::map<QString, std::pair<int, core::ProgressMeter>> m_progress;
-    QLineEdit *m_filter = nullptr;
-    QComboBox *m_stateFilter = nullptr;
     QSplitter *m_split = nullptr;
     app::StudyCharts *m_charts = nullptr;
     app::TuneCharts *m_tune = nullptr; // shown instead of m_charts for a tune
-    QSet<int> m_hiddenForTune; // runs-table columns hidden because a tune is shown
-    QPushButton *m_launch = nullptr;
     QPushButton *m_cancel = nullptr; // enabled while the open study runs
     QPushButton *m_export = nullptr; // enabled while a study is open
 };

@@ -11,16 +11,33 @@
 // checkpoint (the one that did is gone, or busy) gets the copy sent there first
 // (checkpoint_uploaded), so it resumes instead of starting afresh.
 //
+// Where each part lives:
+//   study_runner.cpp            lifecycle, agents and their clients, the journal (record,
+//                               crash injection), the tick that drives everything, finishing
+//   study_runner_requests.cpp   createStudy and the requests any process may journal
+//                               (cancel, retry, continue)
+//   study_runner_placement.cpp  the agents' capacity (nodes_seen) and placing pending runs
+//   study_runner_attempts.cpp   starting and following attempts, their events, stalls, and
+//                               how an attempt ends (by the rules of attempt_outcome.h)
+//   study_runner_tune.cpp       a tune's trial decisions and ASHA promotions (the scheduler
+//                               is in tune_decisions.h)
+//   checkpoint_courier.h        CheckpointCourier: the copy queue, its worker thread and the
+//                               uploads before a retry (by the rules of checkpoint_shuttle.h)
+//   learning_rate_finder.h      LearningRateFinder: the range test of a learningRateAuto plan
+// The runner owns the courier and the finder; they reach the study through RunnerContext
+// (runner_context.h), which the runner implements. The rest are StudyRunner's own member
+// functions, split by job: they share its whole state (the study, the watches, the capacity).
+//
 // Blocking gRPC calls (with deadlines) run on the runner's thread: give it a thread of
 // its own in a GUI (moveToThread), or use it from a console program's event loop.
 // Only one process drives a study at a time (a lock file beside the journal).
 #pragma once
 
 #include "agent_client.h"
-#include "attempt_outcome.h"
-#include "checkpoint_shuttle.h"
 #include "agent_endpoint.h"
+#include "attempt_outcome.h"
 #include "journal.h"
+#include "runner_context.h"
 #include "study_state.h"
 
 #include <QLockFile>
@@ -29,17 +46,15 @@
 
 #include <map>
 #include <memory>
-#include <optional>
 #include <set>
-#include <atomic>
-#include <thread>
 
 namespace scalelab::core {
 
+class CheckpointCourier;
+class LearningRateFinder;
 class RunWatch;
-class CheckpointTransfer;
 
-class StudyRunner : public QObject {
+class StudyRunner : public QObject, private RunnerContext {
     Q_OBJECT
 public:
     // `journal` must be open and outlive the runner.
@@ -68,7 +83,8 @@ public:
     // A tune's finished, stopped or paused trial trains on to `moreEpochs` more epochs than
     // it has, resumed from its last checkpoint (its learning-rate schedule stretched to the
     // new length); the tune runs again until it is done.
-    static Status requestContinue(Journal *journal, const QString &studyId, const QString &runId, int moreEpochs);
+    static Status requestContinue(
+        Journal *journal, const QString &studyId, const QString &runId, int moreEpochs);
 
     // Runner thread only; valid until the runner handles its next journal event.
     const StudyState &state() const { return m_state; }
@@ -99,20 +115,43 @@ private:
         bool stopSent = false;
     };
 
-
+    // study_runner.cpp
     void tick();
-    // Starts the range test on a node that has the data set, when none runs and none was chosen.
-    void searchLearningRate(const QList<NodeCapacity> &nodes);
-    void learningRateSearched(const QString &agent, int batch, const CallResult &result,
-        const v1::LrFindResult &found, const QList<QPair<double, double>> &points);
-    bool record(const QString &type, const QJsonObject &payload);
+    bool record(const QString &type, const QJsonObject &payload) override;
     void syncJournal();
+    void finishIfDone();
+    AgentClient *client(const QString &agent) override;
+    // After an attempt ended: a run now terminal is copied no more (CheckpointCourier::runEnded).
+    void afterAttemptEnded(const QString &runId);
+    // "agent 10.0.0.2:7450 (hostB)"
+    QString agentLabel(const QString &agent) const override;
+    // The rest of RunnerContext, for the courier and the learning-rate finder.
+    const StudyState &study() const override;
+    bool driving() const override;
+    const AgentEndpoint *endpoint(const QString &agent) const override;
+    void say(const QString &line) override;
+    void tickSoon() override;
+
+    // study_runner_requests.cpp
+    static Status knownStudy(const Journal &journal, const QString &studyId);
+
+    // study_runner_placement.cpp
     QList<NodeCapacity> refreshCapacity(bool force);
     void placePending(QList<NodeCapacity> &nodes);
+
+    // study_runner_attempts.cpp
     void startAttempt(const RunProgress &run);
     void followAttempt(const RunProgress &run);
     void onEvents(const QString &runId, int portion);
-    void finishIfDone();
+    // Rank 0 reported a stall (or its end): journal it with the unreachable ranks named.
+    void onStall(const QString &runId, int portion, const v1::Stall &stall);
+    // "rank 1 on hostB (agent …) unreachable since 16:03:12", for the other portions.
+    QString unreachableRanks(const QString &runId, bool probe);
+    // Ends the attempt as FAILED with the reason; LOST portions make it not count.
+    void endFailedAttempt(const RunProgress &run, const QString &reason, const QStringList &unreachable,
+        qint64 unreachableSinceMs, bool retryable, const QString &spaceShortOn = {}, qint64 spaceNeeded = 0);
+
+    // study_runner_tune.cpp
     // A tune: journals the scheduler's decision for every trial whose attempt ended at
     // its target, in the order they ended.
     void decideTrials();
@@ -121,23 +160,7 @@ private:
     void promoteTrials();
     // The newest completed epoch the trial reported and its metric then (NaN: none).
     std::pair<int, double> trialResult(const RunProgress &run) const;
-    AgentClient *client(const QString &agent);
-    void queueCopy(const CopyRequest &job);
-    void startNextCopy();
-    void copyFinished(const CopyRequest &job, const CallResult &result, const QString &dir);
-    void afterAttemptEnded(const QString &runId);
-    // Before a retry starts: sends the console's copy of the run's checkpoint to rank 0's
-    // agent when that agent did not write it. False (with the reason) when it must not start.
-    bool transferCheckpoint(const RunProgress &run, QString *failure, bool *retryable);
-    // "agent 10.0.0.2:7450 (hostB)"
-    QString agentLabel(const QString &agent) const;
-    // Rank 0 reported a stall (or its end): journal it with the unreachable ranks named.
-    void onStall(const QString &runId, int portion, const v1::Stall &stall);
-    // "rank 1 on hostB (agent …) unreachable since 16:03:12", for the other portions.
-    QString unreachableRanks(const QString &runId, bool probe);
-    // Ends the attempt as FAILED with the reason; LOST portions make it not count.
-    void endFailedAttempt(const RunProgress &run, const QString &reason, const QStringList &unreachable,
-        qint64 unreachableSinceMs, bool retryable, const QString &spaceShortOn = {}, qint64 spaceNeeded = 0);
+
     Journal *m_journal;
     QString m_studyId;
     StudyState m_state;
@@ -158,17 +181,9 @@ private:
     int m_recorded = 0;
     bool m_crashed = false;
     // Checkpoint copies: one in flight at a time, the newest checkpoint queued per run.
-    std::map<QString, CopyRequest> m_copyQueue;
-    std::optional<CopyRequest> m_copying;
-    QMap<QString, int> m_copyFailed; // the newest epoch whose copy failed, per run
-    std::unique_ptr<AgentClient> m_copyClient; // of the copy in flight (its own channel)
-    std::unique_ptr<CheckpointTransfer> m_copyTransfer;
-    std::thread m_copyThread;
+    std::unique_ptr<CheckpointCourier> m_courier;
     // The learning-rate range test of a learningRateAuto plan: one at a time, on a thread.
-    std::thread m_lrThread;
-    bool m_lrSearching = false;
-    std::atomic<bool> m_lrCancel { false };
-    qint64 m_lrNotBefore = 0; // after a failed test: when to try again
+    std::unique_ptr<LearningRateFinder> m_lrFinder;
 };
 
 } // namespace scalelab::core

@@ -2,27 +2,27 @@
 // Contract: every handler validates its request and answers INVALID_ARGUMENT,
 // NOT_FOUND or FAILED_PRECONDITION with a message that names the field. Nothing a
 // client sends can make the agent write outside its state and data folders.
+// The handlers check requests and answer; what they answer from lives in its own parts:
+// the runs in run_table.h, the node in node_inventory.h, the disk in storage.h, a worker's
+// pipes in worker_pump.h (a run's ranks in run_supervisor.h, the range test in
+// lr_find_session.h), the token check in bearer_token.h.
 // Thread-safe: gRPC calls handlers from its own thread pool.
 #pragma once
 
 #include "dataset_fetcher.h"
+#include "node_inventory.h"
 #include "process_launcher.h"
-#include "dataset_statistics.h"
-
-#include <atomic>
-#include "run_records.h"
-#include "run_supervisor.h"
+#include "run_table.h"
 #include "safe_name.h"
+#include "scalelab/v1/agent.grpc.pb.h"
 #include "storage.h"
 #include "stream_guard.h"
-#include "scalelab/v1/agent.grpc.pb.h"
 
-#include <deque>
+#include <atomic>
+#include <chrono>
 #include <filesystem>
-#include <map>
 #include <memory>
-#include <mutex>
-#include <optional>
+#include <string>
 
 namespace scalelab::agent {
 
@@ -86,48 +86,21 @@ public:
         grpc::ServerContext *, const v1::CollectGarbageRequest *, v1::CollectGarbageResponse *) override;
 
 private:
-    grpc::Status authorize(grpc::ServerContext *context) const;
+    grpc::Status authorize(grpc::ServerContext *context) const; // bearer_token.h
     // authorize(), then the request's size limits (request_limits.h): every handler's first step.
     grpc::Status admit(grpc::ServerContext *context, const google::protobuf::Message &request) const;
-    std::vector<v1::Dataset> scanDatasets() const;
-    // The run's latest attempt: from memory, or read back from its records on disk.
-    std::shared_ptr<RunSupervisor> findRun(const std::string &runId);
-    std::shared_ptr<RunSupervisor> findRunLocked(const std::string &runId); // m_mutex held
-    // The run's RunInfo without keeping it in memory: outcome.json, or its records.
-    std::optional<v1::RunInfo> recordedInfo(const std::string &runId);
-    // `runId` has just finished or been read back: it is now the newest of the finished
-    // runs kept in memory, and the oldest beyond options.finishedRunsInMemory leaves. m_mutex held.
-    void keepRecentLocked(const std::string &runId);
-    // An attempt refused before its records were written: removed from the table and the disk.
-    void forgetUnrecorded(const std::shared_ptr<RunSupervisor> &run);
-    void restoreRuns();
-    v1::StorageInfo storage() const;
-    void releaseFinishedRuns();
-    std::vector<RunOnDisk> runsOnDisk();
-    bool shuttingDown() const;
-    // FAILED_PRECONDITION while an attempt of the run is active here. Caller holds m_mutex.
+    // FAILED_PRECONDITION while an attempt of the run is active here. Caller holds m_runs.lock().
     grpc::Status refuseWhileActive(const std::string &runId, const char *what) const;
 
-    AgentOptions m_options;
-    ProcessLauncher m_launcher;
-    mutable std::mutex m_mutex;
-    // The runs in memory, latest attempt of each: every active run, and the finished ones
-    // used last (at most options.finishedRunsInMemory, oldest first in m_recentFinished).
-    // Every other run is only on disk, read back when asked for, so memory does not grow
-    // with the number of runs an agent has finished.
     static constexpr int kDefaultRunsPerPage = 100;
     static constexpr int kMaxRunsPerPage = 1000;
-    std::map<std::string, std::shared_ptr<RunSupervisor>> m_runs;
-    std::deque<std::string> m_recentFinished;
-    std::int64_t m_recordedRuns = 0; // run folders under the state folder
-    std::vector<std::shared_ptr<RunSupervisor>> m_unreleased; // started here, threads not yet joined
-    bool m_shuttingDown = false;
-    std::unique_ptr<DatasetStatisticsCache> m_statistics;
+    AgentOptions m_options;
+    ProcessLauncher m_launcher; // outlives the runs, which are destroyed first
+    RunTable m_runs; // the runs known here: in memory, or read back from disk when asked for
+    NodeInventory m_inventory; // what Describe says about this node, data sets included
+    StorageGauge m_storage; // the state folder's use, measured at most once a second
     std::atomic<int> m_lrFinds { 0 }; // range tests running: each takes a worker slot
     std::unique_ptr<StreamLimits> m_streams;
-    mutable std::mutex m_storageMutex;
-    mutable v1::StorageInfo m_storage; // guarded by m_storageMutex
-    mutable std::optional<std::chrono::steady_clock::time_point> m_storageAt;
 };
 
 } // namespace scalelab::agent

@@ -9,7 +9,7 @@
 #include "file_io.h"
 #include "log.h"
 #include "run_records.h"
-
+#include "worker_pump.h"
 
 #include <google/protobuf/util/json_util.h>
 
@@ -17,11 +17,9 @@
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <fcntl.h>
-#include <poll.h>
+#include <fstream>
 #include <sstream>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -29,8 +27,6 @@
 namespace scalelab::agent {
 
 namespace {
-
-constexpr std::size_t kMaxLineBytes = 16 * 1024; // longer output lines are cut
 
 std::int64_t nowUnixMs()
 {
@@ -42,31 +38,6 @@ bool isTerminal(v1::RunState s)
 {
     return s == v1::SUCCEEDED || s == v1::FAILED || s == v1::CANCELLED;
 }
-
-// Splits a byte stream into lines; calls `emit` for each complete one.
-class LineSplitter {
-public:
-    template <typename F> void feed(const char *data, std::size_t n, F &&emit)
-    {
-        for (std::size_t i = 0; i < n; ++i) {
-            if (data[i] == '\n') {
-                emit(m_buffer);
-                m_buffer.clear();
-            } else if (m_buffer.size() < kMaxLineBytes) {
-                m_buffer += data[i];
-            }
-        }
-    }
-    template <typename F> void flush(F &&emit)
-    {
-        if (!m_buffer.empty())
-            emit(m_buffer);
-        m_buffer.clear();
-    }
-
-private:
-    std::string m_buffer;
-};
 
 bool mentionsMemoryExhaustion(const std::string &text)
 {
@@ -118,10 +89,12 @@ v1::RankExit classifyExit(int rank, int waitStatus, bool stopRequested, const st
         } else if (stopRequested) {
             exit.set_kind(v1::EXIT_STOPPED);
             exit.set_message(who + " stopped (exit code " + std::to_string(code) + ")");
-        } else if (code == trainer::kNoSpaceExitCode && workerError.rfind("no space left on device", 0) == 0) {
+        } else if (code == trainer::kNoSpaceExitCode
+            && workerError.rfind("no space left on device", 0) == 0) {
             // The worker's own check or a write that hit ENOSPC: the node's disk, not the run.
             exit.set_kind(v1::EXIT_NO_SPACE);
-            exit.set_message(who + ": " + workerError + "; free space there (scalelab-cli gc) and the run goes on");
+            exit.set_message(
+                who + ": " + workerError + "; free space there (scalelab-cli gc) and the run goes on");
         } else if (code == trainer::kDivergedExitCode && workerError.rfind("diverged", 0) == 0) {
             // The worker's own verdict ("diverged at step N (loss nan): ..."), not any exit 3.
             exit.set_kind(v1::EXIT_DIVERGED);
@@ -227,7 +200,8 @@ common::Result<std::shared_ptr<RunSupervisor>> RunSupervisor::restore(
     const std::string json = readText(runDir / "request.json");
     if (json.empty() || !google::protobuf::util::JsonStringToMessage(json, &launch.request).ok())
         return common::Status::failure("no readable request.json in " + runDir.string());
-    auto run = std::shared_ptr<RunSupervisor>(new RunSupervisor(std::move(launch), Restored { closeIfActive }));
+    auto run
+        = std::shared_ptr<RunSupervisor>(new RunSupervisor(std::move(launch), Restored { closeIfActive }));
     if (!run->m_events->error().empty())
         return common::Status::failure(run->m_events->error());
     return run;
@@ -291,7 +265,8 @@ void RunSupervisor::noteProgress(std::int64_t step, int epoch)
 
 void RunSupervisor::watchForStalls()
 {
-    const int seconds = m_launch.request.spec().stall_seconds() > 0 ? m_launch.request.spec().stall_seconds() : 15;
+    const int seconds
+        = m_launch.request.spec().stall_seconds() > 0 ? m_launch.request.spec().stall_seconds() : 15;
     std::unique_lock lock(m_mutex);
     while (!m_stallWatchStop && !isTerminal(m_state)) {
         m_terminalCv.wait_for(lock, std::chrono::milliseconds(500));
@@ -306,8 +281,9 @@ void RunSupervisor::watchForStalls()
         auto *stall = event.mutable_stall();
         fillStall(stall, true, m_lastProgressMs, now);
         const bool spansHosts = m_launch.request.ranks_size() < m_launch.request.world_size();
-        stall->set_message("stalled: no progress for " + std::to_string(int(stall->seconds())) + " s (last step "
-            + std::to_string(m_lastStep) + (spansHosts ? "); waiting for ranks on other hosts" : ")"));
+        stall->set_message("stalled: no progress for " + std::to_string(int(stall->seconds()))
+            + " s (last step " + std::to_string(m_lastStep)
+            + (spansHosts ? "); waiting for ranks on other hosts" : ")"));
         // Under the lock: finish() stops this watch before it writes the terminal events,
         // so a stall is never recorded after them. (The log never calls back into us.)
         m_events->append(std::move(event), /*durable=*/false);
@@ -360,7 +336,8 @@ common::Status RunSupervisor::start(ProcessLauncher &launcher)
         *placement.mutable_rendezvous() = m_launch.request.rendezvous();
         common::Status written = writeJsonAtomically(placement, m_launch.runDir / "placement.json");
         if (written)
-            written = writeJsonAtomically(m_launch.request, m_launch.runDir / "request.json"); // last: it marks the attempt
+            written = writeJsonAtomically(
+                m_launch.request, m_launch.runDir / "request.json"); // last: it marks the attempt
         if (!written) {
             const std::string problem = "cannot record the run on this agent's disk: " + written.error();
             logMessage(LogLevel::Warning, problem);
@@ -376,21 +353,12 @@ common::Status RunSupervisor::start(ProcessLauncher &launcher)
     setState(
         v1::STARTING, "starting " + std::to_string(m_launch.request.ranks_size()) + " rank(s) on this agent");
 
-    const std::string threads = std::to_string(m_launch.threadsPerRank);
     for (int rankNumber : m_launch.request.ranks()) {
         SpawnRequest request;
         request.argv = workerCommand(m_launch, workerLaunch(m_launch, rankNumber));
         if (rankNumber == 0)
             m_rankZeroCommand = request.argv;
-        // The rank sees only its GPUs (none for a CPU rank), numbered from 0.
-        std::string visible;
-        if (auto it = m_launch.gpus.find(rankNumber); it != m_launch.gpus.end())
-            for (int gpu : it->second)
-                visible += (visible.empty() ? "" : ",") + std::to_string(gpu);
-        request.extraEnv = { "OMP_NUM_THREADS=" + threads, "OPENBLAS_NUM_THREADS=" + threads,
-            "CUDA_VISIBLE_DEVICES=" + visible };
-        if (!m_launch.networkInterface.empty() && !std::getenv("NCCL_SOCKET_IFNAME"))
-            request.extraEnv.push_back("NCCL_SOCKET_IFNAME=" + m_launch.networkInterface);
+        request.extraEnv = workerEnvironment(m_launch, rankNumber);
         request.processGroup = m_processGroup;
         const long oomKillsAtStart = cgroupOomKills();
         const SpawnedProcess process = launcher.spawn(std::move(request));
@@ -426,7 +394,7 @@ common::Status RunSupervisor::start(ProcessLauncher &launcher)
                 placement.set_pid(process.pid);
         Rank &ref = *rank;
         m_ranks.push_back(std::move(rank));
-        ref.monitor = std::thread([this, &ref, process] { monitor(ref, process.outputFd, process.eventFd); });
+        ref.monitor = std::thread([this, &ref, process] { monitor(ref, process); });
     }
     // Rank 0 says when training starts; an agent without rank 0 hears nothing from its
     // ranks until they finish, so for it running means started.
@@ -445,46 +413,12 @@ common::Status RunSupervisor::start(ProcessLauncher &launcher)
     return common::Status::success();
 }
 
-void RunSupervisor::monitor(Rank &rank, int outputFd, int eventFd)
+void RunSupervisor::monitor(Rank &rank, const SpawnedProcess &process)
 {
-    LineSplitter outputLines, eventLines;
-    pollfd fds[2] = { { outputFd, POLLIN, 0 }, { eventFd, POLLIN, 0 } };
-    int open = 2;
-    char buffer[8192];
-    while (open > 0) {
-        if (::poll(fds, 2, -1) < 0) {
-            if (errno == EINTR)
-                continue;
-            break;
-        }
-        for (int i = 0; i < 2; ++i) {
-            if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR)))
-                continue;
-            const ssize_t n = ::read(fds[i].fd, buffer, sizeof buffer);
-            if (n < 0 && errno == EINTR)
-                continue;
-            if (n <= 0) {
-                ::close(fds[i].fd);
-                fds[i].fd = -1;
-                --open;
-                continue;
-            }
-            if (i == 0)
-                outputLines.feed(buffer, static_cast<std::size_t>(n),
-                    [&](const std::string &l) { handleOutputLine(rank.rank, l); });
-            else
-                eventLines.feed(buffer, static_cast<std::size_t>(n),
-                    [&](const std::string &l) { handleEventLine(rank.rank, l); });
-        }
-    }
-    outputLines.flush([&](const std::string &l) { handleOutputLine(rank.rank, l); });
-    eventLines.flush([&](const std::string &l) { handleEventLine(rank.rank, l); });
-    for (auto &fd : fds)
-        if (fd.fd >= 0)
-            ::close(fd.fd);
-    int status = 0;
-    while (::waitpid(rank.pid, &status, 0) < 0 && errno == EINTR) { }
-    onRankExited(rank, status);
+    WorkerPump pump;
+    pump.eventLine = [&](const std::string &l) { handleEventLine(rank.rank, l); };
+    pump.outputLine = [&](const std::string &l) { handleOutputLine(rank.rank, l); };
+    onRankExited(rank, pumpWorker(process, pump).waitStatus);
 }
 
 void RunSupervisor::handleOutputLine(int rank, const std::string &line)
@@ -580,8 +514,11 @@ void RunSupervisor::handleEventLine(int rank, const std::string &line)
         handleOutputLine(rank, "unexpected worker event for a training run: " + line);
         return;
     }
-    const bool progress = event.has_started() || event.has_step() || event.has_epoch() || event.has_checkpoint();
-    const std::int64_t step = event.has_step() ? event.step().step() : event.has_checkpoint() ? event.checkpoint().step() : 0;
+    const bool progress
+        = event.has_started() || event.has_step() || event.has_epoch() || event.has_checkpoint();
+    const std::int64_t step = event.has_step() ? event.step().step()
+        : event.has_checkpoint()               ? event.checkpoint().step()
+                                               : 0;
     const int epoch = event.has_step() ? event.step().epoch() : event.has_epoch() ? event.epoch().epoch() : 0;
     m_events->append(std::move(event), durable);
     if (progress && rank == 0)

@@ -10,8 +10,8 @@
 
 #include "process_launcher.h"
 #include "run_event_log.h"
-#include "storage.h"
 #include "scalelab/v1/agent.pb.h"
+#include "storage.h"
 
 #include <atomic>
 #include <chrono>
@@ -116,7 +116,8 @@ private:
     };
     RunSupervisor(RunLaunch launch, Restored);
 
-    void monitor(Rank &rank, int outputFd, int eventFd);
+    // The rank's pipes until they close (worker_pump.h), then its exit.
+    void monitor(Rank &rank, const SpawnedProcess &process);
     void handleEventLine(int rank, const std::string &line);
     void handleOutputLine(int rank, const std::string &line);
     void onRankExited(Rank &rank, int status);

@@ -109,7 +109,7 @@ v1::StorageInfo measureStorage(const fs::path &stateDir, const RetentionPolicy &
 {
     v1::StorageInfo info;
     info.set_state_dir(stateDir.string());
-    struct statvfs stats {};
+    struct statvfs stats { };
     if (::statvfs(stateDir.c_str(), &stats) == 0) {
         info.set_free_bytes(std::int64_t(stats.f_bavail) * std::int64_t(stats.f_frsize));
         info.set_total_bytes(std::int64_t(stats.f_blocks) * std::int64_t(stats.f_frsize));
@@ -143,6 +143,30 @@ v1::StorageInfo measureStorage(const fs::path &stateDir, const RetentionPolicy &
     return info;
 }
 
+StorageGauge::StorageGauge(std::filesystem::path stateDir, RetentionPolicy policy)
+    : m_stateDir(std::move(stateDir))
+    , m_policy(std::move(policy))
+{ }
+
+v1::StorageInfo StorageGauge::read()
+{
+    std::lock_guard lock(m_mutex);
+    const auto now = std::chrono::steady_clock::now();
+    if (!m_measuredAt || now - *m_measuredAt > std::chrono::seconds(1)) {
+        m_storage = measureStorage(m_stateDir, m_policy);
+        m_measuredAt = now;
+    } else if (struct statvfs stats {}; ::statvfs(m_stateDir.c_str(), &stats) == 0) {
+        m_storage.set_free_bytes(std::int64_t(stats.f_bavail) * std::int64_t(stats.f_frsize));
+    }
+    return m_storage;
+}
+
+void StorageGauge::invalidate()
+{
+    std::lock_guard lock(m_mutex);
+    m_measuredAt.reset();
+}
+
 std::vector<Removal> sweepTemporary(const fs::path &stateDir, const std::vector<RunOnDisk> &runs, bool dryRun)
 {
     std::vector<Removal> removed;
@@ -152,7 +176,8 @@ std::vector<Removal> sweepTemporary(const fs::path &stateDir, const std::vector<
         std::error_code ec;
         for (const auto &c : fs::directory_iterator(checkpointsOf(stateDir / "runs" / run.runId), ec))
             if (startsWith(c.path().filename().string(), ".tmp-"))
-                remove(c.path(), run.runId, "unfinished checkpoint folder (its writer is gone)", dryRun, &removed);
+                remove(c.path(), run.runId, "unfinished checkpoint folder (its writer is gone)", dryRun,
+                    &removed);
     }
     return removed;
 }
@@ -177,12 +202,12 @@ std::vector<Removal> collectGarbage(const fs::path &stateDir, const std::vector<
             const bool expired = policy.finishedDays > 0
                 && double(nowUnixMs - run.endedUnixMs) >= policy.finishedDays * 86'400'000.0;
             const std::size_t keep = expired || rule == RetentionPolicy::Finished::None ? 0
-                : rule == RetentionPolicy::Finished::Final                             ? 1
-                                                                                       : found.size();
+                : rule == RetentionPolicy::Finished::Final                              ? 1
+                                                                                        : found.size();
             for (std::size_t i = 0; i + keep < found.size(); ++i)
                 remove(found[i], run.runId,
                     i + 1 == found.size() ? (expired ? "final checkpoint of a run that SUCCEEDED over "
-                                                    + days(policy.finishedDays) + " days ago"
+                                + days(policy.finishedDays) + " days ago"
                                                      : "final checkpoint of a run that SUCCEEDED")
                                           : "older checkpoint of a run that SUCCEEDED",
                     request.dry_run(), &removed);

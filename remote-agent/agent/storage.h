@@ -14,7 +14,9 @@
 #include "scalelab/v1/agent.pb.h"
 #include "status.h"
 
+#include <chrono>
 #include <filesystem>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -46,6 +48,23 @@ struct RunOnDisk {
 };
 
 v1::StorageInfo measureStorage(const std::filesystem::path &stateDir, const RetentionPolicy &policy);
+
+// measureStorage, kept for a second: walking every run's folder on each Describe (every
+// 2 s per console) is wasteful, so the sizes are a second old at most, while free space is
+// asked for every time. Thread-safe.
+class StorageGauge {
+public:
+    StorageGauge(std::filesystem::path stateDir, RetentionPolicy policy);
+    v1::StorageInfo read();
+    void invalidate(); // the next read() measures again (folders were removed)
+
+private:
+    const std::filesystem::path m_stateDir;
+    const RetentionPolicy m_policy;
+    std::mutex m_mutex;
+    v1::StorageInfo m_storage; // guarded by m_mutex
+    std::optional<std::chrono::steady_clock::time_point> m_measuredAt;
+};
 
 using Removal = v1::CollectGarbageResponse::Removed;
 

@@ -5,6 +5,7 @@
 #include "worker_channel.h"
 
 #include <algorithm>
+#include <cstdlib>
 
 namespace scalelab::agent {
 
@@ -112,6 +113,21 @@ std::vector<std::string> workerCommand(const RunLaunch &launch, const v1::Worker
     const auto arguments = worker::launchArguments(worker);
     argv.insert(argv.end(), arguments.begin(), arguments.end());
     return argv;
+}
+
+std::vector<std::string> workerEnvironment(const RunLaunch &launch, int rank)
+{
+    const std::string threads = std::to_string(launch.threadsPerRank);
+    // The rank sees only its GPUs (none for a CPU rank), numbered from 0.
+    std::string visible;
+    if (auto it = launch.gpus.find(rank); it != launch.gpus.end())
+        for (int gpu : it->second)
+            visible += (visible.empty() ? "" : ",") + std::to_string(gpu);
+    std::vector<std::string> environment = { "OMP_NUM_THREADS=" + threads, "OPENBLAS_NUM_THREADS=" + threads,
+        "CUDA_VISIBLE_DEVICES=" + visible };
+    if (!launch.networkInterface.empty() && !std::getenv("NCCL_SOCKET_IFNAME"))
+        environment.push_back("NCCL_SOCKET_IFNAME=" + launch.networkInterface);
+    return environment;
 }
 
 } // namespace scalelab::agent

@@ -1,6 +1,7 @@
 // The scalelab-worker command line of one rank, built in one place from the run's spec as
-// worker.proto's WorkerLaunch, and written by the channel's own code (worker_channel.h).
-// Pure functions.
+// worker.proto's WorkerLaunch, and written by the channel's own code (worker_channel.h),
+// with the environment it runs in. Pure functions (workerEnvironment also reads the agent's
+// own environment); safe from any thread.
 #pragma once
 
 #include "run_supervisor.h"
@@ -23,6 +24,12 @@ namespace scalelab::agent {
 
 // argv of the worker for `launch`: launch.workerBinary, then worker::launchArguments.
 [[nodiscard]] std::vector<std::string> workerCommand(const RunLaunch &launch, const v1::WorkerLaunch &worker);
+
+// What the worker of `rank` gets on top of the agent's environment (SpawnRequest::extraEnv):
+// OMP_NUM_THREADS and OPENBLAS_NUM_THREADS = launch.threadsPerRank; CUDA_VISIBLE_DEVICES =
+// the rank's GPUs from launch.gpus, empty for a CPU rank; and NCCL_SOCKET_IFNAME =
+// launch.networkInterface when that is set and the agent's environment does not set it.
+[[nodiscard]] std::vector<std::string> workerEnvironment(const RunLaunch &launch, int rank);
 
 // Puts a rank on its device: nothing for a CPU rank (no GPUs assigned), device "cuda" for a
 // rank with GPUs, and with it backend "gloo" when a data-parallel run's ranks share GPUs

@@ -1,5 +1,7 @@
 #include "axis_policy.h"
 
+#include "nice_ticks.h"
+
 #include <algorithm>
 #include <cmath>
 #include <tuple>
@@ -9,17 +11,15 @@ namespace scalelab::app {
 
 double niceInterval(double span, int ticks)
 {
-    const double raw = span / std::max(1, ticks);
-    if (!(raw > 0) || !std::isfinite(raw))
+    // The shared rule leaves a span it cannot round to its caller: here it gets 1.
+    if (const double raw = span / std::max(1, ticks); !(raw > 0) || !std::isfinite(raw))
         return 1;
-    const double magnitude = std::pow(10.0, std::floor(std::log10(raw)));
-    const double r = raw / magnitude;
-    return magnitude * (r < 1.5 ? 1 : r < 3.5 ? 2 : r < 7.5 ? 5 : 10);
+    return core::niceStep(span, ticks, core::NiceRounding::Midpoint);
 }
 
 QString labelFormat(double interval)
 {
-    const int decimals = std::clamp(int(std::ceil(-std::log10(interval) - 1e-9)), 0, 6);
+    const int decimals = std::clamp(core::tickDecimals(interval), 0, 6);
     return QStringLiteral("%.%1f").arg(decimals);
 }
 

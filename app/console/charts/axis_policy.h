@@ -21,12 +21,12 @@ inline constexpr int kXTickIntervals = 6;
 inline constexpr int kYTickIntervals = 5;
 
 // A round tick interval (1, 2 or 5 × 10^k) giving about `ticks` intervals over `span`:
-// labels read as round numbers whatever the data. A span that is not positive and finite
-// gets 1.
+// labels read as round numbers whatever the data. core::niceStep() (nice_ticks.h) with
+// midpoint rounding (3.2 → 2, 3.5 → 5). A span that is not positive and finite gets 1.
 double niceInterval(double span, int ticks);
 
 // The printf format of a value axis' labels ("%.2f"): as many decimals as `interval`
-// needs to tell its ticks apart (0 to 6), no more.
+// needs to tell its ticks apart (core::tickDecimals(), capped to 0 to 6), no more.
 QString labelFormat(double interval);
 
 // A value axis as it is set: its range and dynamic ticks (anchored at 0).

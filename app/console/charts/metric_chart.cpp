@@ -1,34 +1,29 @@
 #include "metric_chart.h"
 
 #include "axis_policy.h"
+#include "chart_export.h"
+#include "chart_overlays.h"
+#include "chart_readout.h"
 
-#include <QApplication>
+#include <QCategoryAxis>
 #include <QChart>
 #include <QChartView>
 #include <QContextMenuEvent>
-#include <QFile>
 #include <QFileDialog>
-#include <QGraphicsPathItem>
-#include <QGraphicsScene>
-#include <QGraphicsSimpleTextItem>
-#include <QImage>
 #include <QLegend>
 #include <QLegendMarker>
 #include <QLineSeries>
-#include <QCategoryAxis>
 #include <QMenu>
 #include <QMessageBox>
 #include <QMouseEvent>
 #include <QPainter>
 #include <QPainterPath>
 #include <QScatterSeries>
-#include <QSvgGenerator>
 #include <QToolTip>
 #include <QVBoxLayout>
 #include <QValueAxis>
 
 #include <algorithm>
-#include <array>
 #include <cmath>
 #include <limits>
 
@@ -38,23 +33,11 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr int kMinimumPixels = 64; // resolution of a plot not laid out yet
-constexpr qreal kLineWidth = 1.6;
-// Dense plots: lines of at most one pixel take the raster engine's fast path (a cosmetic
-// stroker); wider ones are stroked segment by segment, several times slower for
-// 2,000-point lines.
-constexpr qreal kDenseLineWidth = 1.0;
-constexpr qreal kMarkerLineWidth = 2.0; // few points (per epoch): worth a bolder line
-constexpr qreal kRawAlpha = 0.28; // the raw line behind a smoothed one, as TensorBoard
 constexpr int kHoverRadius = 24; // pixels around the plot area that still read out
 // Above this many drawn points the chart is painted without antialiasing: dense min/max
 // lines are mostly tall vertical strokes, which antialiased cost about 3× as much to
 // paint (Qt's raster engine even hands their spans to a thread pool) for little gain.
 constexpr qsizetype kAntialiasedPoints = 4000;
-// A live line is drawn as two series: the pixel columns its samples have left behind
-// (unchanged until the axes move) and a tail of at most this many columns that takes the
-// new samples. Qt Charts re-strokes a series whenever its points change (a hit-test
-// outline: about 1 µs per point), so a frame costs ~100 points per live line, not 2,400.
-constexpr int kTailColumns = 48;
 
 QString axisTitle(XAxis axis)
 {
@@ -71,72 +54,7 @@ QString axisTitle(XAxis axis)
     return {};
 }
 
-QLegendMarker *markerOf(QChart *chart, QAbstractSeries *series)
-{
-    const auto markers = chart->legend()->markers(series);
-    return markers.isEmpty() ? nullptr : markers.front();
-}
-
 } // namespace
-
-// The grid a line was last drawn on; while it holds, finished pixel columns keep their points.
-struct DrawKey {
-    XAxis axis = XAxis::Step;
-    double x0 = 0, x1 = 0;
-    int pixels = 0;
-    double smoothing = 0;
-    bool log = false;
-    bool visible = false;
-    bool operator==(const DrawKey &) const = default;
-};
-
-// One drawn line: finished columns and the live tail (see kTailColumns), same pen.
-struct Trace {
-    QLineSeries *body = nullptr; // owns the legend entry
-    QLineSeries *tail = nullptr;
-    QList<QPointF> points() const
-    {
-        QList<QPointF> all = body->points();
-        // After a body, the tail opens with the last sample before its columns, which lies in
-        // the body's last column: drawn there already.
-        all.append(all.isEmpty() ? tail->points() : tail->points().mid(1));
-        return all;
-    }
-};
-
-struct MetricChart::Entry {
-    QString id;
-    QString label;
-    SeriesStyle style;
-    QColor color;
-    MetricSeries data;
-    Trace line; // smoothed (or raw while smoothing is off)
-    Trace raw; // faint raw values behind a smoothed line
-    DrawKey drawnFor;
-    std::size_t drawnSamples = static_cast<std::size_t>(-1);
-    int split = 0; // columns [0, split) are drawn by the bodies, the rest by the tails
-    YExtent bodyExtent, tailExtent; // what each draws: the y range holds both
-    bool visible = true;
-    bool inLegend = true; // a hidden line keeps its (dimmed) legend entry unless told not to
-    std::array<QLineSeries *, 4> series() const { return { raw.body, raw.tail, line.body, line.tail }; }
-};
-
-QString ReadOut::text() const
-{
-    QStringList where;
-    if (std::isfinite(point.x[int(XAxis::Step)]))
-        where << MetricChart::tr("step %1").arg(qint64(point.x[int(XAxis::Step)]));
-    if (std::isfinite(point.x[int(XAxis::Epoch)]))
-        where << MetricChart::tr("epoch %1").arg(point.x[int(XAxis::Epoch)], 0, 'f', 2);
-    if (std::isfinite(point.x[int(XAxis::WallClock)]))
-        where << MetricChart::tr("%1 s").arg(point.x[int(XAxis::WallClock)], 0, 'f', 1);
-    if (std::isfinite(point.x[int(XAxis::Workers)]))
-        where << MetricChart::tr("%1 workers").arg(point.x[int(XAxis::Workers)]);
-    QString value = MetricChart::tr("value %1").arg(shown, 0, 'g', 5);
-    if (shown != point.y)
-        value += MetricChart::tr(" (raw %1)").arg(point.y, 0, 'g', 5);
-    return label + QLatin1Char('\n') + where.join(QStringLiteral(" · ")) + QLatin1Char('\n') + value;
-}
 
 QColor MetricChart::cycleColor(int index)
 {
@@ -162,6 +80,10 @@ MetricChart::MetricChart(const QString &title, const QString &yTitle, QWidget *p
     m_x = new QValueAxis;
     m_x->setTitleText(axisTitle(m_xAxis));
     m_chart->addAxis(m_x, Qt::AlignBottom);
+    m_overlays = std::make_unique<ChartOverlays>(m_chart, m_x, [this](const QString &id) {
+        const ChartLine *line = find(id);
+        return line && !line->visible;
+    });
     connect(m_x, &QValueAxis::rangeChanged, this, [this](double from, double to) {
         if (m_applyingRange || !m_rubberBandReleased)
             return; // our own redraw, or Qt Charts following a series attached to the axis
@@ -202,208 +124,70 @@ MetricChart::MetricChart(const QString &title, const QString &yTitle, QWidget *p
 
 MetricChart::~MetricChart() = default;
 
+OverlayFrame MetricChart::overlayFrame() const
+{
+    return { m_xAxis, m_logScale, m_smoothing, m_yAxis };
+}
+
 void MetricChart::addVerticalMarker(const QString &group, const MetricPoint &at, const QString &label)
 {
-    VerticalMarker marker { group, at, new QGraphicsPathItem(m_chart), new QGraphicsSimpleTextItem(label, m_chart), {}, {} };
-    QFont small = font();
-    small.setPointSizeF(small.pointSizeF() * 0.8);
-    marker.label->setFont(small);
-    // Behind the lines, above the plot's background.
-    marker.line->setZValue(1);
-    marker.label->setZValue(1);
-    m_markers.push_back(marker);
+    m_overlays->addVerticalMarker(group, at, label, font());
     applyPalette();
     placeVerticalMarkers();
 }
 
 void MetricChart::removeVerticalMarkers(const QString &group)
 {
-    std::erase_if(m_markers, [&group](const VerticalMarker &m) {
-        if (m.group != group)
-            return false;
-        delete m.line;
-        delete m.label;
-        return true;
-    });
+    m_overlays->removeGroup(group);
     scheduleRedraw(); // range bars widened the y range
 }
 
-void MetricChart::addRangeBar(const QString &group, const MetricPoint &at, double low, double high, const QColor &color)
+void MetricChart::addRangeBar(
+    const QString &group, const MetricPoint &at, double low, double high, const QColor &color)
 {
-    VerticalMarker bar { group, at, new QGraphicsPathItem(m_chart), nullptr, std::make_pair(low, high), color };
-    bar.line->setZValue(3); // over the lines, as the points it belongs to
-    bar.line->setPen(QPen(color, 1.6));
-    m_markers.push_back(bar);
+    m_overlays->addRangeBar(group, at, low, high, color);
     scheduleRedraw(); // its ends widen the y range
     placeVerticalMarkers();
 }
 
 void MetricChart::setBand(const QString &id, std::vector<BandPoint> points, const QColor &color)
 {
-    Band &band = m_bands[id];
-    if (!band.item) {
-        band.item = new QGraphicsPathItem(m_chart);
-        band.item->setZValue(0.5); // under the lines and markers
-        band.item->setPen(Qt::NoPen);
-    }
-    QColor fill = color;
-    fill.setAlphaF(0.2);
-    band.item->setBrush(fill);
-    band.points = std::move(points);
+    m_overlays->setBand(id, std::move(points), color);
     scheduleRedraw(); // the band's ends count towards the y range
 }
 
 void MetricChart::removeBand(const QString &id)
 {
-    if (const auto it = m_bands.find(id); it != m_bands.end()) {
-        delete it->second.item;
-        m_bands.erase(it);
+    if (m_overlays->removeBand(id))
         scheduleRedraw();
-    }
 }
 
 QPainterPath MetricChart::bandPath(const QString &id) const
 {
-    const auto it = m_bands.find(id);
-    return it == m_bands.end() || !it->second.item->isVisible() ? QPainterPath() : it->second.item->path();
+    return m_overlays->bandPath(id);
 }
 
 void MetricChart::placeBands()
 {
-    const QRectF plot = m_chart->plotArea();
-    const double from = m_x->min(), to = m_x->max();
-    const auto *y = qobject_cast<const QValueAxis *>(m_yAxis);
-    const double y0 = y ? y->min() : 0, y1 = y ? y->max() : 1;
-    const auto yPixel = [&](double v) {
-        if (m_logScale)
-            v = v > 0 ? std::log10(v) : y0;
-        return plot.bottom() - (v - y0) / (y1 - y0) * plot.height();
-    };
-    const std::size_t axis = std::size_t(m_xAxis);
-    const int columns = std::max(1, int(plot.width()));
-    for (auto &[id, band] : m_bands) {
-        if (const Entry *line = find(id); line && !line->visible) {
-            band.item->setVisible(false); // hidden with the line it belongs to
-            continue;
-        }
-        // Smoothed as the lines are (debiased EMA), then the lowest low and highest high per
-        // pixel column, so a long band costs the plot's width, not its length.
-        std::vector<std::pair<double, double>> column(std::size_t(columns), { kInf, -kInf });
-        double lowAccumulator = 0, highAccumulator = 0, power = 1;
-        for (const BandPoint &p : band.points) {
-            double low = p.low, high = p.high;
-            if (m_smoothing > 0) {
-                lowAccumulator = m_smoothing * lowAccumulator + (1 - m_smoothing) * low;
-                highAccumulator = m_smoothing * highAccumulator + (1 - m_smoothing) * high;
-                power *= m_smoothing;
-                low = lowAccumulator / (1 - power);
-                high = highAccumulator / (1 - power);
-            }
-            const double x = p.mean.x[axis];
-            if (!std::isfinite(x) || x < from || x > to || !(to > from))
-                continue;
-            const int c = std::clamp(int((x - from) / (to - from) * columns), 0, columns - 1);
-            column[std::size_t(c)].first = std::min(column[std::size_t(c)].first, low);
-            column[std::size_t(c)].second = std::max(column[std::size_t(c)].second, high);
-        }
-        QPolygonF top, bottom;
-        for (int c = 0; c < columns; ++c) {
-            const auto &[low, high] = column[std::size_t(c)];
-            if (low > high)
-                continue;
-            const double px = plot.left() + (c + 0.5) / columns * plot.width();
-            top << QPointF(px, yPixel(high));
-            bottom.prepend(QPointF(px, yPixel(low)));
-        }
-        QPainterPath path;
-        if (top.size() >= 2 && y1 > y0) {
-            path.addPolygon(top + bottom);
-            path.closeSubpath();
-            QPainterPath clip;
-            clip.addRect(plot);
-            path = path.intersected(clip);
-        }
-        band.item->setPath(path);
-        band.item->setVisible(!path.isEmpty());
-    }
+    m_overlays->placeBands(overlayFrame());
 }
 
 QList<std::tuple<double, double, double>> MetricChart::shownRangeBars() const
 {
-    QList<std::tuple<double, double, double>> shown;
-    for (const auto &m : m_markers)
-        if (m.span && m.line->isVisible())
-            shown.append({ m.at.x[std::size_t(m_xAxis)], m.span->first, m.span->second });
-    std::sort(shown.begin(), shown.end());
-    return shown;
+    return m_overlays->shownRangeBars(m_xAxis);
 }
 
 QList<std::pair<double, QString>> MetricChart::shownVerticalMarkers() const
 {
-    QList<std::pair<double, QString>> shown;
-    for (const auto &m : m_markers)
-        if (m.label && m.line->isVisible())
-            shown.append({ m.at.x[std::size_t(m_xAxis)], m.label->text() });
-    std::sort(shown.begin(), shown.end(), [](const auto &a, const auto &b) { return a.first < b.first; });
-    return shown;
+    return m_overlays->shownVerticalMarkers(m_xAxis);
 }
 
 void MetricChart::placeVerticalMarkers()
 {
-    const QRectF plot = m_chart->plotArea();
-    const double from = m_x->min(), to = m_x->max();
-    double labelRight = -kInf; // labels that would overlap the previous one are left out
-    std::vector<VerticalMarker *> ordered;
-    for (auto &m : m_markers)
-        ordered.push_back(&m);
-    const auto xOf = [this](const VerticalMarker *m) { return m->at.x[std::size_t(m_xAxis)]; };
-    std::sort(ordered.begin(), ordered.end(), [&](auto *a, auto *b) { return xOf(a) < xOf(b); });
-    const auto *y = qobject_cast<const QValueAxis *>(m_yAxis); // QCategoryAxis is one too
-    const auto yPixel = [&](double v) {
-        if (m_logScale)
-            v = v > 0 ? std::log10(v) : -kInf;
-        const double y0 = y ? y->min() : 0, y1 = y ? y->max() : 1;
-        return std::clamp(plot.bottom() - (v - y0) / (y1 - y0) * plot.height(), plot.top(), plot.bottom());
-    };
-    for (VerticalMarker *m : ordered) {
-        const double x = xOf(m);
-        const bool shown = std::isfinite(x) && to > from && x >= from && x <= to && plot.width() > 0;
-        m->line->setVisible(shown);
-        if (m->label)
-            m->label->setVisible(false);
-        if (!shown)
-            continue;
-        const double px = plot.left() + (x - from) / (to - from) * plot.width();
-        QPainterPath path;
-        if (m->span) { // an I-beam from low to high
-            const double top = yPixel(m->span->second), bottom = yPixel(m->span->first);
-            path.moveTo(px, top);
-            path.lineTo(px, bottom);
-            for (const double at : { top, bottom }) {
-                path.moveTo(px - 4, at);
-                path.lineTo(px + 4, at);
-            }
-            m->line->setPath(path);
-            continue;
-        }
-        path.moveTo(px, plot.top());
-        path.lineTo(px, plot.bottom());
-        m->line->setPath(path);
-        // The label ends at its line: "epoch 2" is written over epoch 2, left of where it ends.
-        const QRectF box = m->label->boundingRect();
-        // At the plot's left edge it goes right of its line instead.
-        double left = px - 3 - box.width();
-        if (left < plot.left())
-            left = px + 3;
-        if (left > labelRight && left + box.width() <= plot.right()) {
-            m->label->setPos(left, plot.top() + 1);
-            m->label->setVisible(true);
-            labelRight = std::max(px, left + box.width()) + 4;
-        }
-    }
+    m_overlays->placeMarkers(overlayFrame());
 }
 
-MetricChart::Entry *MetricChart::find(const QString &id) const
+ChartLine *MetricChart::find(const QString &id) const
 {
     for (const auto &e : m_entries)
         if (e->id == id)
@@ -439,31 +223,15 @@ void MetricChart::addSeries(const QString &id, const QString &label, const Serie
 {
     if (find(id))
         return;
-    auto entry = std::make_unique<Entry>();
-    entry->id = id;
-    entry->label = label;
-    entry->style = style;
-    entry->color = style.color.isValid() ? style.color : cycleColor(m_nextColor++);
-    for (Trace *trace : { &entry->raw, &entry->line }) {
-        trace->body = new QLineSeries;
-        trace->tail = new QLineSeries;
-    }
-    entry->line.body->setName(label);
-    entry->line.body->setObjectName(id);
-    for (auto *series : entry->series()) { // raw lines first: drawn behind the smoothed ones
-        m_chart->addSeries(series);
-        series->attachAxis(m_x);
-        series->attachAxis(m_yAxis);
-        if (auto *marker = markerOf(m_chart, series); marker && series != entry->line.body)
-            marker->setVisible(false);
-    }
+    auto entry = std::make_unique<ChartLine>(m_chart, m_x, m_yAxis, id, label, style,
+        style.color.isValid() ? style.color : cycleColor(m_nextColor++));
     if (auto *marker = markerOf(m_chart, entry->line.body)) {
-        Entry *e = entry.get();
+        ChartLine *e = entry.get();
         connect(marker, &QLegendMarker::clicked, this, [this, e] { setSeriesVisible(e->id, !e->visible); });
     }
     if (style.smoothable)
         entry->data.setSmoothing(m_smoothing);
-    styleEntry(*entry);
+    entry->applyStyle(m_dense, palette().color(QPalette::Base));
     m_entries.push_back(std::move(entry));
     // Keep the hover marker above every line.
     m_chart->removeSeries(m_hover);
@@ -512,25 +280,25 @@ QStringList MetricChart::seriesIds() const
 
 std::size_t MetricChart::pointCount(const QString &id) const
 {
-    const Entry *e = find(id);
+    const ChartLine *e = find(id);
     return e ? e->data.size() : 0;
 }
 
 const MetricSeries *MetricChart::data(const QString &id) const
 {
-    const Entry *e = find(id);
+    const ChartLine *e = find(id);
     return e ? &e->data : nullptr;
 }
 
 QLineSeries *MetricChart::line(const QString &id) const
 {
-    const Entry *e = find(id);
+    const ChartLine *e = find(id);
     return e ? e->line.body : nullptr;
 }
 
 QList<QPointF> MetricChart::drawnPoints(const QString &id) const
 {
-    const Entry *e = find(id);
+    const ChartLine *e = find(id);
     return e ? fromPlot(e->line.points()) : QList<QPointF> {};
 }
 
@@ -557,7 +325,7 @@ void MetricChart::setLogTicks(double from, double to)
 
 QList<QPointF> MetricChart::drawnRawPoints(const QString &id) const
 {
-    const Entry *e = find(id);
+    const ChartLine *e = find(id);
     return e ? fromPlot(e->raw.points()) : QList<QPointF> {};
 }
 
@@ -568,7 +336,7 @@ QAbstractAxis *MetricChart::xAxisItem() const
 
 std::size_t MetricChart::append(const QString &id, const MetricPoint &point)
 {
-    Entry *e = find(id);
+    ChartLine *e = find(id);
     if (!e || !e->data.append(point))
         return 0;
     scheduleRedraw();
@@ -577,7 +345,7 @@ std::size_t MetricChart::append(const QString &id, const MetricPoint &point)
 
 std::size_t MetricChart::append(const QString &id, const std::vector<MetricPoint> &points)
 {
-    Entry *e = find(id);
+    ChartLine *e = find(id);
     if (!e)
         return 0;
     std::size_t kept = 0;
@@ -590,16 +358,7 @@ std::size_t MetricChart::append(const QString &id, const std::vector<MetricPoint
 
 void MetricChart::setReferenceLine(const QString &label, double slope, double intercept)
 {
-    if (!m_reference) {
-        m_reference = new QLineSeries;
-        m_reference->setObjectName(QStringLiteral("reference"));
-        m_chart->addSeries(m_reference);
-        m_reference->attachAxis(m_x);
-        m_reference->attachAxis(m_yAxis);
-    }
-    m_reference->setName(label);
-    m_referenceSlope = slope;
-    m_referenceIntercept = intercept;
+    m_overlays->setReferenceLine(label, slope, intercept, m_yAxis);
     applyPalette();
     scheduleRedraw();
 }
@@ -640,21 +399,21 @@ void MetricChart::setLogScale(bool on)
 
 void MetricChart::setSeriesVisible(const QString &id, bool visible, bool inLegend)
 {
-    Entry *e = find(id);
+    ChartLine *e = find(id);
     if (!e || (e->visible == visible && e->inLegend == inLegend))
         return;
     e->visible = visible;
     e->inLegend = inLegend || visible;
     e->line.body->setVisible(visible);
     e->line.tail->setVisible(visible);
-    updateLegendMarker(*e);
+    e->updateLegendMarker(m_chart, palette().color(QPalette::Text));
     m_hover->clear();
     redraw();
 }
 
 bool MetricChart::isSeriesVisible(const QString &id) const
 {
-    const Entry *e = find(id);
+    const ChartLine *e = find(id);
     return e && e->visible;
 }
 
@@ -737,86 +496,29 @@ void MetricChart::redraw()
     };
     YExtent all;
     for (auto &e : m_entries) {
-        const bool smoothed = e->style.smoothable && m_smoothing > 0;
-        const DrawKey key { m_xAxis, x0, x1, pixels, smoothed ? m_smoothing : 0.0, m_logScale, e->visible };
-        const bool regrid = key != e->drawnFor;
-        if (regrid || e->data.size() != e->drawnSamples) {
-            const bool drawable = e->visible && e->data.hasAxis(m_xAxis);
-            // Columns left of the newest sample's are complete: samples only append. One more
-            // stays in the tail, against rounding at the boundary.
-            const int complete = drawable
-                ? std::max(0, core::pixelColumn(e->data.column(m_xAxis).back(), x0, x1, pixels) - 1)
-                : 0;
-            auto draw = [&](int first, int last, YExtent &extent, QLineSeries *line, QLineSeries *raw) {
-                extent = {};
-                QList<QPointF> shownPoints, rawPoints;
-                if (drawable) {
-                    shownPoints = e->data.downsample(m_xAxis, x0, x1, pixels, smoothed, first, last);
-                    if (smoothed)
-                        rawPoints = e->data.downsample(m_xAxis, x0, x1, pixels, false, first, last);
-                    for (auto *points : { &shownPoints, &rawPoints }) {
-                        if (m_logScale)
-                            toLogPlot(*points);
-                        extent.add(*points, x0, x1);
-                    }
-                }
-                stage(line, std::move(shownPoints));
-                stage(raw, std::move(rawPoints));
-            };
-            if (regrid || complete < e->split || complete - e->split > kTailColumns) {
-                e->split = complete;
-                draw(0, e->split, e->bodyExtent, e->line.body, e->raw.body);
-            }
-            draw(e->split, pixels, e->tailExtent, e->line.tail, e->raw.tail);
-            e->drawnFor = key;
-            e->drawnSamples = e->data.size();
-        }
+        e->draw(m_xAxis, x0, x1, pixels, m_smoothing, m_logScale, stage);
         all.merge(e->bodyExtent);
         all.merge(e->tailExtent);
     }
-    if (m_reference) {
-        QList<QPointF> ideal { { x0, m_referenceSlope * x0 + m_referenceIntercept },
-            { x1, m_referenceSlope * x1 + m_referenceIntercept } };
-        if (m_logScale)
-            toLogPlot(ideal);
+    if (QLineSeries *reference = m_overlays->referenceLine()) {
+        QList<QPointF> ideal = m_overlays->referencePoints(x0, x1, m_logScale);
         all.add(ideal, x0, x1);
-        stage(m_reference, ideal);
+        stage(reference, ideal);
     }
-    // Bands are seen whole, as range bars are: their ends count towards the y range.
-    for (const auto &[id, band] : m_bands) {
-        if (const Entry *line = find(id); line && !line->visible)
-            continue;
-        QList<QPointF> ends;
-        for (const BandPoint &p : band.points) {
-            const double x = p.mean.x[std::size_t(m_xAxis)];
-            if (std::isfinite(x))
-                ends << QPointF(x, p.low) << QPointF(x, p.high);
-        }
-        if (m_logScale)
-            toLogPlot(ends);
-        all.add(ends, x0, x1);
-    }
-    // Range bars are seen whole: their ends count towards the y range.
-    for (const auto &m : m_markers) {
-        const double x = m.at.x[std::size_t(m_xAxis)];
-        if (!m.span || !std::isfinite(x))
-            continue;
-        QList<QPointF> ends { { x, m.span->first }, { x, m.span->second } };
-        if (m_logScale)
-            toLogPlot(ends);
-        all.add(ends, x0, x1);
-    }
+    // Bands and range bars are seen whole: their ends count towards the y range.
+    all.merge(m_overlays->extent(overlayFrame(), x0, x1));
     if (const bool dense = all.points > kAntialiasedPoints; dense != m_dense) {
         m_dense = dense;
         m_view->setRenderHint(QPainter::Antialiasing, !dense);
         for (auto &e : m_entries)
-            styleEntry(*e);
+            e->applyStyle(m_dense, palette().color(QPalette::Base));
     }
 
     // y: kept while it holds the data without wasting more than about a quarter of the height.
     const auto *yAxis = static_cast<QValueAxis *>(m_yAxis); // QCategoryAxis on a log scale
-    const YRange y = m_logScale ? logYRange(all.lo, all.hi, yAxis->min(), yAxis->max())
-                                : linearYRange(all.lo, all.hi, m_yInclude, m_yEmpty, yAxis->min(), yAxis->max());
+    const YRange y = m_logScale
+        ? logYRange(all.lo, all.hi, yAxis->min(), yAxis->max())
+        : linearYRange(all.lo, all.hi, m_yInclude, m_yEmpty, yAxis->min(), yAxis->max());
     bool yChanges = y.changes;
 
     // A range change makes Qt Charts re-stroke every line with the points it has; lines about
@@ -838,45 +540,6 @@ void MetricChart::redraw()
     placeVerticalMarkers(); // the y range may have moved under the range bars
     placeBands();
     Q_EMIT redrawn();
-}
-
-void MetricChart::styleEntry(Entry &e)
-{
-    // Default square caps and bevel joins: round ones make the stroker compute arcs at every
-    // vertex, which costs more than everything else in a frame of 1,000-point lines.
-    const qreal width = e.style.markers ? kMarkerLineWidth : m_dense ? kDenseLineWidth : kLineWidth;
-    for (auto *line : { e.line.body, e.line.tail }) {
-        line->setPen(QPen(e.color, width, e.style.pen));
-        line->setColor(e.color);
-        if (e.style.markers) {
-            line->setPointsVisible(true);
-            line->setMarkerSize(4); // Qt 6.4 draws it as the radius
-        }
-    }
-    // Opaque, mixed with the background by hand: blending every pixel of a dense line costs
-    // more than drawing it.
-    const QColor base = palette().color(QPalette::Base);
-    const QColor faint = QColor::fromRgbF(e.color.redF() * kRawAlpha + base.redF() * (1 - kRawAlpha),
-        e.color.greenF() * kRawAlpha + base.greenF() * (1 - kRawAlpha),
-        e.color.blueF() * kRawAlpha + base.blueF() * (1 - kRawAlpha));
-    for (auto *raw : { e.raw.body, e.raw.tail })
-        raw->setPen(QPen(faint, kDenseLineWidth));
-}
-
-void MetricChart::updateLegendMarker(Entry &e)
-{
-    QLegendMarker *marker = markerOf(m_chart, e.line.body);
-    if (!marker)
-        return;
-    marker->setVisible(e.inLegend); // hiding a series hides its marker; we keep it to click again
-    const qreal alpha = e.visible ? 1.0 : 0.35;
-    QColor label = palette().color(QPalette::Text);
-    label.setAlphaF(alpha);
-    marker->setLabelBrush(label);
-    QColor swatch = e.color;
-    swatch.setAlphaF(alpha);
-    marker->setBrush(swatch);
-    marker->setPen(QPen(swatch));
 }
 
 void MetricChart::applyPalette()
@@ -905,19 +568,12 @@ void MetricChart::applyPalette()
     }
     if (m_view)
         m_view->setBackgroundBrush(base);
-    if (m_reference)
-        m_reference->setPen(QPen(withAlpha(text, 0.6), 1.4, Qt::DashLine));
-    for (auto &m : m_markers) {
-        if (m.span)
-            continue; // a range bar keeps its point's colour
-        m.line->setPen(QPen(withAlpha(text, 0.35), 1, Qt::DotLine));
-        m.label->setBrush(withAlpha(text, 0.6));
-    }
+    m_overlays->applyPalette(text);
     m_hover->setColor(withAlpha(text, 0.0));
     m_hover->setBorderColor(text);
     for (auto &e : m_entries) {
-        styleEntry(*e); // the faint raw colour is mixed with the background
-        updateLegendMarker(*e);
+        e->applyStyle(m_dense, base); // the faint raw colour is mixed with the background
+        e->updateLegendMarker(m_chart, text);
     }
 }
 
@@ -975,33 +631,8 @@ std::optional<ReadOut> MetricChart::readOutAt(const QPoint &viewPosition) const
     if (!area.adjusted(-kHoverRadius, -kHoverRadius, kHoverRadius, kHoverRadius).contains(at))
         return std::nullopt;
     const QPointF value = m_chart->mapToValue(at, m_hover);
-    std::optional<ReadOut> best;
-    double bestDistance = kInf;
-    for (const auto &e : m_entries) {
-        if (!e->visible || !e->data.hasAxis(m_xAxis))
-            continue;
-        const std::size_t i = e->data.nearest(m_xAxis, value.x());
-        const double shown = e->data.shownValue(i);
-        if (m_logScale && !(shown > 0))
-            continue;
-        const QPointF position
-            = m_chart->mapToPosition(QPointF(e->data.column(m_xAxis)[i], m_logScale ? std::log10(shown) : shown), m_hover);
-        const double distance = QLineF(position, at).length();
-        if (distance >= bestDistance)
-            continue;
-        bestDistance = distance;
-        ReadOut r;
-        r.seriesId = e->id;
-        r.label = e->label;
-        r.index = i;
-        for (int a = 0; a < kXAxisCount; ++a)
-            if (e->data.hasAxis(XAxis(a)))
-                r.point.x[a] = e->data.column(XAxis(a))[i];
-        r.point.y = e->data.rawValue(i);
-        r.shown = shown;
-        best = r;
-    }
-    return best;
+    return nearestSample(m_entries, m_xAxis, m_logScale, value.x(), at,
+        [this](const QPointF &drawn) { return m_chart->mapToPosition(drawn, m_hover); });
 }
 
 void MetricChart::showReadOut(const QPoint &position)
@@ -1012,7 +643,7 @@ void MetricChart::showReadOut(const QPoint &position)
         m_hover->clear();
         return;
     }
-    const Entry *e = find(r->seriesId);
+    const ChartLine *e = find(r->seriesId);
     m_hover->setBorderColor(e->color);
     m_hover->replace({ QPointF(r->point.x[int(m_xAxis)], m_logScale ? std::log10(r->shown) : r->shown) });
     QToolTip::showText(m_view->viewport()->mapToGlobal(position), r->text(), m_view->viewport());
@@ -1043,45 +674,14 @@ void MetricChart::showContextMenu(const QPoint &position)
     menu.exec(m_view->viewport()->mapToGlobal(position));
 }
 
-bool MetricChart::renderTo(QPaintDevice *device, const QSize &size)
-{
-    redraw(); // what is exported is the latest data, not the last frame
-    QCoreApplication::sendPostedEvents(m_chart, QEvent::LayoutRequest);
-    QPainter painter;
-    if (!painter.begin(device))
-        return false;
-    painter.setRenderHint(QPainter::Antialiasing);
-    painter.fillRect(QRect(QPoint(), size), palette().color(QPalette::Base));
-    m_chart->scene()->render(&painter, QRectF(QPoint(), size), m_chart->geometry());
-    return painter.end();
-}
-
 core::Status MetricChart::exportPng(const QString &path)
 {
-    const QSize size = m_chart->size().toSize().expandedTo(QSize(1, 1));
-    constexpr qreal scale = 2; // crisp on high-density screens and in documents
-    QImage image(size * scale, QImage::Format_ARGB32_Premultiplied);
-    image.setDevicePixelRatio(scale);
-    if (!renderTo(&image, size) || !image.save(path, "PNG"))
-        return core::Status::failure(tr("Could not write %1").arg(path));
-    return core::Status::success();
+    return exportChartPng(m_chart, palette().color(QPalette::Base), path, [this] { redraw(); });
 }
 
 core::Status MetricChart::exportSvg(const QString &path)
 {
-    QFile file(path);
-    if (!file.open(QIODevice::WriteOnly | QIODevice::Truncate))
-        return core::Status::failure(tr("Could not write %1: %2").arg(path, file.errorString()));
-    const QSize size = m_chart->size().toSize().expandedTo(QSize(1, 1));
-    QSvgGenerator svg;
-    svg.setOutputDevice(&file);
-    svg.setSize(size);
-    svg.setViewBox(QRect(QPoint(), size));
-    svg.setTitle(m_chart->title());
-    svg.setDescription(tr("ScaleLab chart"));
-    if (!renderTo(&svg, size))
-        return core::Status::failure(tr("Could not render the chart to %1").arg(path));
-    return core::Status::success();
+    return exportChartSvg(m_chart, palette().color(QPalette::Base), path, [this] { redraw(); });
 }
 
 } // namespace scalelab::app

@@ -15,9 +15,19 @@
 // still, and a short tail that takes the new samples, so a live frame re-strokes and
 // repaints ~100 points per line instead of thousands. Axes move in steps (10 % headroom).
 // Colours come from the widget's palette, so light and dark themes both read.
+//
+// The widget holds the axes, the coalesced redraw, the hover, zoom and context menu, and
+// hands the rest to its parts: each line is a ChartLine (chart_line.h), what is drawn
+// over and under the lines (markers, range bars, bands, the reference line) is its
+// ChartOverlays (chart_overlays.h), axis ranges and ticks are decided in axis_policy.h,
+// the read-out's nearest sample in chart_readout.h, and files written by chart_export.h.
+// Ownership: the chart owns its lines and overlays; their Qt Charts series and graphics
+// items belong to its QChart, which its QChartView (a child widget) owns.
 // GUI thread only; feed it from other threads through ChartFeed.
 #pragma once
 
+#include "chart_line.h"
+#include "chart_readout.h"
 #include "core_status.h"
 #include "metric_series.h"
 
@@ -34,9 +44,7 @@
 #include <vector>
 
 class QAbstractAxis;
-class QGraphicsPathItem;
 class QPainterPath;
-class QGraphicsSimpleTextItem;
 class QChart;
 class QChartView;
 class QLineSeries;
@@ -45,22 +53,8 @@ class QValueAxis;
 
 namespace scalelab::app {
 
-struct SeriesStyle {
-    QColor color; // invalid: the chart picks the next colour of its cycle
-    Qt::PenStyle pen = Qt::SolidLine;
-    bool markers = false; // draw the samples too (per-epoch series with few points)
-    bool smoothable = true; // smoothing applies to this series
-};
-
-// What the pointer is over: the nearest sample of the nearest visible line.
-struct ReadOut {
-    QString seriesId;
-    QString label;
-    std::size_t index = 0;
-    MetricPoint point; // as appended (raw y)
-    double shown = 0; // the y drawn (smoothed when smoothing is on)
-    QString text() const; // "label\nstep 120 · epoch 1.50 · 12.3 s\nvalue 0.4321 (raw 0.4500)"
-};
+class ChartOverlays;
+struct OverlayFrame;
 
 class MetricChart : public QWidget {
     Q_OBJECT
@@ -93,7 +87,8 @@ public:
     QList<std::pair<double, QString>> shownVerticalMarkers() const;
     // A vertical bar from `low` to `high` (y units) at `at`, with caps: the spread of a point
     // (the slowest and fastest of its runs). Removed with its group.
-    void addRangeBar(const QString &group, const MetricPoint &at, double low, double high, const QColor &color);
+    void addRangeBar(
+        const QString &group, const MetricPoint &at, double low, double high, const QColor &color);
     // The bars drawn now: x and their y span, left to right.
     QList<std::tuple<double, double, double>> shownRangeBars() const;
     // A shaded band from each point's low to its high along x (the spread of repeated runs),
@@ -153,21 +148,13 @@ protected:
     void changeEvent(QEvent *event) override;
 
 private:
-    struct Entry;
-    struct VerticalMarker {
-        QString group;
-        MetricPoint at;
-        QGraphicsPathItem *line = nullptr; // owned by the chart's scene
-        QGraphicsSimpleTextItem *label = nullptr; // none for a range bar
-        std::optional<std::pair<double, double>> span; // a range bar's y span; none: full height
-        QColor color; // a range bar's; markers take the palette's
-    };
-    Entry *find(const QString &id) const;
+    ChartLine *find(const QString &id) const;
+    // Where the overlays go: the x axis' choice, the y axis and its scale, the smoothing.
+    OverlayFrame overlayFrame() const;
     void placeVerticalMarkers();
+    void placeBands();
     void rebuildYAxis();
     void applyPalette();
-    void styleEntry(Entry &entry);
-    void updateLegendMarker(Entry &entry);
     void showContextMenu(const QPoint &position);
     void showReadOut(const QPoint &position);
     void setAxisRange(QValueAxis *axis, double from, double to);
@@ -176,7 +163,6 @@ private:
     void setLogTicks(double from, double to);
     // Drawn points back in the data's units (10^y on a log scale).
     QList<QPointF> fromPlot(QList<QPointF> points) const;
-    bool renderTo(QPaintDevice *device, const QSize &size);
 
     QString m_yTitle;
     QChart *m_chart = nullptr;
@@ -184,16 +170,8 @@ private:
     QValueAxis *m_x = nullptr;
     QAbstractAxis *m_yAxis = nullptr;
     QScatterSeries *m_hover = nullptr;
-    QLineSeries *m_reference = nullptr;
-    double m_referenceSlope = 0, m_referenceIntercept = 0;
-    std::vector<std::unique_ptr<Entry>> m_entries;
-    std::vector<VerticalMarker> m_markers;
-    struct Band {
-        std::vector<BandPoint> points;
-        QGraphicsPathItem *item = nullptr; // owned by the chart's scene
-    };
-    std::map<QString, Band> m_bands;
-    void placeBands();
+    std::vector<std::unique_ptr<ChartLine>> m_entries;
+    std::unique_ptr<ChartOverlays> m_overlays; // markers, range bars, bands, the reference line
     int m_nextColor = 0;
     XAxis m_xAxis = XAxis::Step;
     double m_smoothing = 0;

@@ -1,0 +1,135 @@
+#include "learning_rate_finder.h"
+
+#include "runner_context.h"
+#include "spec_rules.h"
+
+#include <QDateTime>
+#include <QJsonArray>
+#include <QJsonObject>
+#include <QMetaObject>
+#include <QObject>
+
+#include <cmath>
+
+namespace scalelab::core {
+
+LearningRateFinder::LearningRateFinder(RunnerContext &runner, QObject *context)
+    : m_runner(runner)
+    , m_context(context)
+{ }
+
+LearningRateFinder::~LearningRateFinder()
+{
+    m_cancel = true; // the test's callback returns false: the agent stops its worker
+    if (m_thread.joinable())
+        m_thread.join();
+}
+
+void LearningRateFinder::search(const QList<NodeCapacity> &nodes)
+{
+    if (m_searching || !m_runner.driving() || QDateTime::currentMSecsSinceEpoch() < m_notBefore)
+        return;
+    const StudyState &state = m_runner.study();
+    const QString dataset = QString::fromStdString(state.plan().dataset());
+    const NodeCapacity *node = nullptr;
+    for (const NodeCapacity &n : nodes)
+        if (n.reachable && n.freeSlots > 0 && n.datasets.contains(dataset) && m_runner.client(n.agent)) {
+            node = &n;
+            break;
+        }
+    if (!node) {
+        m_notBefore = QDateTime::currentMSecsSinceEpoch() + 10'000; // say it every 10 s, not every tick
+        m_runner.say(
+            QStringLiteral("learning rate \"auto\": waiting for an agent with data set %1 and a free "
+                           "slot to run the range test")
+                .arg(dataset));
+        return;
+    }
+    // At the baseline's global batch (the first run of the plan, the baseline unless skipped).
+    const QList<PlannedRun> planned = expandPlan(state.plan(), state.studyId());
+    const RunConfig first = planned.isEmpty() ? RunConfig {} : planned.first().config;
+    const int batch = std::max(1, first.batchSize * std::max(1, first.workers));
+    v1::FindLearningRateRequest request;
+    *request.mutable_spec() = runSpecFor(state.plan(), first);
+    request.mutable_spec()->set_batch_size(batch);
+    request.mutable_spec()->set_gpus_per_worker(0);
+    request.mutable_spec()->set_threads_per_worker(0);
+    const AgentEndpoint endpoint = *m_runner.endpoint(node->agent); // known: it has a client
+    const QString agent = node->agent;
+    m_searching = true;
+    m_cancel = false;
+    m_runner.say(QStringLiteral("learning rate \"auto\": range test on %1 at batch %2 (about 200 steps)")
+                     .arg(m_runner.agentLabel(agent))
+                     .arg(batch));
+    if (m_thread.joinable())
+        m_thread.join();
+    m_thread = std::thread([this, request, endpoint, agent, batch, context = m_context] {
+        AgentClient c(endpoint.address, endpoint.token, endpoint.tls.orEnvironment());
+        QList<QPair<double, double>> points;
+        v1::LrFindResult found;
+        const CallResult result = c.findLearningRate(
+            request,
+            [&](const v1::LrFindProgress &progress) {
+                for (const auto &p : progress.points())
+                    points.append({ p.learning_rate(), p.smoothed_loss() });
+                return !m_cancel.load();
+            },
+            &found);
+        QMetaObject::invokeMethod(
+            context,
+            [this, agent, batch, result, found, points] { searched(agent, batch, result, found, points); },
+            Qt::QueuedConnection);
+    });
+}
+
+void LearningRateFinder::searched(const QString &agent, int batch, const CallResult &result,
+    const v1::LrFindResult &found, const QList<QPair<double, double>> &points)
+{
+    if (m_thread.joinable())
+        m_thread.join();
+    m_searching = false;
+    if (!m_runner.driving())
+        return;
+    constexpr int kMaxFailures = 3;
+    if (!result.ok() || !(found.suggested_learning_rate() > 0)) {
+        const QString reason = result.ok() ? QStringLiteral("no usable suggestion") : result.message;
+        const bool final = m_runner.study().learningRateSearch().failures + 1 >= kMaxFailures;
+        m_runner.record(QStringLiteral("lr_find_failed"),
+            QJsonObject { { QStringLiteral("reason"), reason }, { QStringLiteral("agent"), agent },
+                { QStringLiteral("final"), final } });
+        m_notBefore = QDateTime::currentMSecsSinceEpoch() + 10'000;
+        m_runner.say(QStringLiteral("learning rate \"auto\": the range test on %1 failed (%2)%3")
+                         .arg(m_runner.agentLabel(agent), reason,
+                             final ? QStringLiteral("; the runs fail with it")
+                                   : QStringLiteral("; trying again in 10 s")));
+        return;
+    }
+    // Up to 200 points keep the curve for reports without swelling the journal.
+    QJsonArray curve;
+    const int stride = std::max(1, int(points.size()) / 200);
+    for (int i = 0; i < points.size(); i += stride)
+        curve.append(
+            QJsonArray { points[i].first, std::isfinite(points[i].second) ? points[i].second : 0.0 });
+    // An inconclusive test (the loss never clearly fell) says nothing: the default stays.
+    const double lr = found.conclusive() ? found.suggested_learning_rate() : rules::kDefaultLearningRate;
+    const QString rule = found.conclusive() ? QString::fromStdString(found.rule())
+                                            : QStringLiteral("inconclusive, so the default %1 is used: %2")
+                                                  .arg(rules::kDefaultLearningRate)
+                                                  .arg(QString::fromStdString(found.note()));
+    if (!m_runner.record(QStringLiteral("lr_found"),
+            QJsonObject { { QStringLiteral("learningRate"), lr }, { QStringLiteral("batch"), batch },
+                { QStringLiteral("agent"), agent },
+                { QStringLiteral("minLossLr"), found.min_loss_learning_rate() },
+                { QStringLiteral("steepestLr"), found.steepest_learning_rate() },
+                { QStringLiteral("steps"), found.steps() },
+                { QStringLiteral("stoppedEarly"), found.stopped_early() }, { QStringLiteral("rule"), rule },
+                { QStringLiteral("conclusive"), found.conclusive() }, { QStringLiteral("points"), curve } }))
+        return;
+    m_runner.say(QStringLiteral("learning rate \"auto\": %1 at batch %2 (%3), from the range test on %4")
+                     .arg(QString::number(lr, 'g', 4))
+                     .arg(batch)
+                     .arg(rule, m_runner.agentLabel(agent)));
+    m_runner.tickSoon();
+}
+
+} // namespace scalelab::core

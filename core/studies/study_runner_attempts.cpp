@@ -1,0 +1,451 @@
+// StudyRunner, the attempts part: starting an attempt's ranks on its agents, following
+// their event streams (stored, then acted on), stalls, and how an attempt ends. The
+// contract is in study_runner.h; the rules it decides by are in attempt_outcome.h.
+#include "study_runner.h"
+
+#include "checkpoint_courier.h"
+#include "run_record.h"
+#include "run_watch.h"
+
+#include <QDateTime>
+#include <QJsonArray>
+#include <QRandomGenerator>
+#include <QTimer>
+
+#include <algorithm>
+
+namespace scalelab::core {
+namespace {
+
+// Room an agent needs to record a run (request, placement, the start of its event log).
+constexpr qint64 kRecordSpace = 1'000'000;
+
+QString str(const std::string &s)
+{
+    return QString::fromStdString(s);
+}
+
+// The terminal state an event reports for the ranks of one agent (its last event, the
+// state change after the summary), or "". `diverged` is set when the summary says the
+// loss diverged (a recipe failure: not retried).
+QString terminalState(
+    const v1::RunEvent &e, QString *message, bool *diverged = nullptr, qint64 *spaceNeeded = nullptr)
+{
+    // A rank whose checkpoint did not fit: the disk failed, not the run.
+    if (spaceNeeded && e.has_rank_exited() && e.rank_exited().kind() == v1::EXIT_NO_SPACE)
+        *spaceNeeded = std::max<qint64>({ *spaceNeeded, e.rank_exited().bytes_needed(), 1 });
+    v1::RunState state = v1::RUN_STATE_UNSPECIFIED;
+    if (e.has_state()) {
+        state = e.state().state();
+        *message = str(e.state().message());
+    } else if (e.has_summary()) {
+        // Not the end yet: the agent's terminal state change follows its summary, and a
+        // watch closed here would leave it out of the journal (and the run's log).
+        if (diverged && e.summary().exit_kind() == v1::EXIT_DIVERGED)
+            *diverged = true;
+    }
+    const bool terminal = state == v1::SUCCEEDED || state == v1::FAILED || state == v1::CANCELLED;
+    return terminal ? RunRecord::stateName(state) : QString();
+}
+
+} // namespace
+
+void StudyRunner::startAttempt(const RunProgress &run)
+{
+    v1::RunSpec spec = runSpecFor(m_state.plan(), run.planned, m_state.learningRateSearch().found);
+    if (run.planned.trial && run.target > 0 && run.target < run.planned.config.epochs)
+        spec.set_stop_after_epochs(run.target); // a tune's rung: the scheduler decides what follows
+    v1::Endpoint rendezvous;
+    auto fail = [&](const QString &reason, bool retryable, const QString &unreachableAgent = {}) {
+        for (const auto &p : run.portions) // ranks already started must not linger
+            if (AgentClient *c = client(p.agent)) {
+                v1::StopRunResponse ignored;
+                (void)c->stopRun(
+                    run.planned.runId, &ignored); // best effort: an agent not reached ends them itself
+            }
+        endFailedAttempt(run, reason,
+            unreachableAgent.isEmpty() ? QStringList {} : QStringList { unreachableAgent },
+            unreachableAgent.isEmpty() ? 0 : QDateTime::currentMSecsSinceEpoch(), retryable);
+        Q_EMIT message(QStringLiteral("%1: attempt %2 could not start: %3")
+                           .arg(run.planned.runId)
+                           .arg(run.attempt)
+                           .arg(reason));
+    };
+    QString failure;
+    bool retryable = true;
+    if (!m_courier->sendBeforeStart(run, &failure, &retryable)) {
+        if (!failure.isEmpty())
+            fail(failure, retryable);
+        return;
+    }
+    for (const auto &p : run.portions) {
+        AgentClient *c = client(p.agent);
+        if (!c)
+            return fail(QStringLiteral("agent %1 is not configured in this console").arg(p.agent), true);
+        v1::StartWorkersRequest request;
+        request.set_run_id(run.planned.runId.toStdString());
+        request.set_attempt(run.attempt);
+        request.set_world_size(run.planned.config.workers);
+        for (int rank : p.ranks)
+            request.add_ranks(rank);
+        *request.mutable_spec() = spec;
+        if (!rendezvous.host().empty())
+            *request.mutable_rendezvous() = rendezvous;
+        v1::StartWorkersResponse response;
+        const CallResult result = c->startWorkers(request, &response);
+        if (!result.ok() && result.code == int(grpc::StatusCode::FAILED_PRECONDITION)
+            && result.message.contains(QLatin1String("is still running"))) {
+            // An earlier attempt lingers there (its host was cut off, say): stop it and
+            // try again on the next tick; StartWorkers is idempotent for the portions sent.
+            v1::StopRunResponse ignored;
+            (void)c->stopRun(run.planned.runId, &ignored); // asked again on the next tick
+            Q_EMIT message(QStringLiteral("%1: attempt %2 waits for %3 to stop an earlier attempt")
+                               .arg(run.planned.runId)
+                               .arg(run.attempt)
+                               .arg(agentLabel(p.agent)));
+            return;
+        }
+        if (!result.ok() && result.code == int(grpc::StatusCode::RESOURCE_EXHAUSTED)
+            && result.message.contains(QLatin1String("no space left on device"))) {
+            // The agent could not even record the run: wait for space there, not counted.
+            for (const auto &q : run.portions) // ranks already started must not linger
+                if (AgentClient *other = client(q.agent)) {
+                    v1::StopRunResponse ignored;
+                    (void)other->stopRun(run.planned.runId, &ignored); // best effort, as above
+                }
+            endFailedAttempt(run, QStringLiteral("%1: %2").arg(agentLabel(p.agent), result.message), {}, 0,
+                true, p.agent, kRecordSpace);
+            return;
+        }
+        if (!result.ok()) {
+            // Bad input stays bad; an unreachable or busy agent may do better next time,
+            // and an unreachable one is waited for, not counted.
+            return fail(QStringLiteral("%1: %2").arg(agentLabel(p.agent), result.message),
+                result.code != int(grpc::StatusCode::INVALID_ARGUMENT),
+                result.unreachable() ? p.agent : QString());
+        }
+        if (rendezvous.host().empty()) // an agent asked again (already running) reports it in `run`
+            rendezvous
+                = !response.rendezvous().host().empty() ? response.rendezvous() : response.run().rendezvous();
+    }
+    record(QStringLiteral("attempt_running"),
+        QJsonObject { { QStringLiteral("runId"), run.planned.runId },
+            { QStringLiteral("attempt"), run.attempt },
+            { QStringLiteral("rendezvous"),
+                QStringLiteral("%1:%2").arg(str(rendezvous.host())).arg(rendezvous.port()) } });
+}
+
+void StudyRunner::followAttempt(const RunProgress &run)
+{
+    const QString id = run.planned.runId;
+    auto &watches = m_watches[id];
+    if (!watches.empty() && watches.front().attempt != run.attempt)
+        watches.clear();
+    if (watches.empty()) {
+        for (int i = 0; i < run.portions.size(); ++i) {
+            PortionWatch w;
+            w.agent = run.portions[i].agent;
+            w.attempt = run.attempt;
+            AgentClient *c = client(w.agent);
+            if (!c) {
+                w.outcome = QStringLiteral("FAILED");
+                w.message = QStringLiteral("agent %1 is not configured in this console").arg(w.agent);
+            } else {
+                // Events already stored are not asked for again, and the stored ones
+                // may already say the portion ended (a runner restarted after the end),
+                // or name a checkpoint that was not copied yet.
+                int checkpointEpoch = 0;
+                for (const auto &e : m_journal->runEvents(id, run.attempt, w.agent)) {
+                    if (QString m, s = terminalState(e, &m, &w.diverged, &w.spaceNeeded); !s.isEmpty()) {
+                        w.outcome = s;
+                        w.message = m;
+                    }
+                    if (e.has_checkpoint())
+                        checkpointEpoch = std::max(checkpointEpoch, e.checkpoint().epoch());
+                }
+                if (i == 0 && w.outcome.isEmpty() && copyWorthwhile(run, checkpointEpoch))
+                    m_courier->queue(CopyRequest { id, run.attempt, checkpointEpoch, w.agent });
+                if (w.outcome.isEmpty()) {
+                    w.watch = std::make_unique<RunWatch>(c, id);
+                    w.watch->setGiveUpAfterMs(0); // the runner decides when an agent is lost
+                    connect(
+                        w.watch.get(), &RunWatch::eventsArrived, this, [this, id, i] { onEvents(id, i); });
+                    connect(w.watch.get(), &RunWatch::unreachable, this,
+                        [this, id, i](const QString &error, qint64 since) {
+                            auto &ws = m_watches[id];
+                            if (i >= int(ws.size()))
+                                return;
+                            ws[i].unreachableSinceMs = since;
+                            ws[i].unreachableError = error;
+                            Q_EMIT message(QStringLiteral("%1: %2 unreachable since %3: %4")
+                                               .arg(id, agentLabel(ws[i].agent), clockTime(since), error));
+                            QTimer::singleShot(0, this, &StudyRunner::tick);
+                        });
+                    connect(w.watch.get(), &RunWatch::reachable, this, [this, id, i] {
+                        auto &ws = m_watches[id];
+                        if (i >= int(ws.size()) || ws[i].unreachableSinceMs == 0)
+                            return;
+                        Q_EMIT message(
+                            QStringLiteral("%1: %2 answers again (unreachable for %3 s)")
+                                .arg(id, agentLabel(ws[i].agent))
+                                .arg(
+                                    (QDateTime::currentMSecsSinceEpoch() - ws[i].unreachableSinceMs) / 1000));
+                        ws[i].unreachableSinceMs = 0;
+                        ws[i].unreachableError.clear();
+                    });
+                    connect(w.watch.get(), &RunWatch::finished, this, [this, id, i](const QString &error) {
+                        onEvents(id, i);
+                        auto &ws = m_watches[id];
+                        if (i < int(ws.size()) && ws[i].outcome.isEmpty()) {
+                            ws[i].outcome = QStringLiteral("FAILED");
+                            ws[i].message = error.isEmpty()
+                                ? QStringLiteral("the event stream of agent %1 ended without a final state")
+                                      .arg(ws[i].agent)
+                                : QStringLiteral("lost agent %1: %2").arg(ws[i].agent, error);
+                        }
+                        QTimer::singleShot(0, this, &StudyRunner::tick);
+                    });
+                    w.watch->start(m_journal->lastRunEventSeq(id, run.attempt, w.agent) + 1);
+                }
+            }
+            watches.push_back(std::move(w));
+        }
+    }
+
+    const bool cancelling = run.cancelRequested || m_state.cancelRequested();
+    // The rules are in attempt_outcome.h; the runner supplies the clock and does the I/O.
+    std::vector<PortionState *> portions;
+    for (auto &w : watches)
+        portions.push_back(&w);
+    const qint64 now = QDateTime::currentMSecsSinceEpoch();
+    const int collectiveSeconds = m_state.plan().training().collective_timeout_seconds() > 0
+        ? m_state.plan().training().collective_timeout_seconds()
+        : 120;
+    markLostPortions(
+        portions, now, collectiveSeconds, cancelling, RunWatch::kUnreachableMs,
+        [this](const QString &agent) { return agentLabel(agent); }, clockTime);
+    // A failed portion or a cancel stops every other portion of the attempt.
+    if (anyPortionFailed(portions) || cancelling)
+        for (auto &w : watches)
+            if (w.outcome.isEmpty() && !w.stopSent)
+                if (AgentClient *c = client(w.agent)) {
+                    v1::StopRunResponse ignored;
+                    const CallResult result = c->stopRun(id, &ignored);
+                    w.stopSent = true;
+                    if (!result.ok() && result.code == int(grpc::StatusCode::NOT_FOUND)) {
+                        w.outcome = QStringLiteral("CANCELLED");
+                        w.message = result.message;
+                    } else if (!result.ok() && result.unreachable()) {
+                        // Its ranks have lost their peers: nothing there to wait for.
+                        w.outcome = QStringLiteral("LOST");
+                        w.unreachableSinceMs = w.unreachableSinceMs ? w.unreachableSinceMs : now;
+                        w.message
+                            = QStringLiteral("%1 unreachable since %2 (%3)")
+                                  .arg(agentLabel(w.agent), clockTime(w.unreachableSinceMs), result.message);
+                    }
+                }
+    if (!allPortionsEnded(portions)) {
+        // A stall goes on: say so every 10 s, with what can and cannot be reached.
+        if (run.stalledSinceMs > 0 && now - m_stallMessageMs[id] >= 10'000) {
+            m_stallMessageMs[id] = now;
+            RunProgress current = run;
+            const QString who = unreachableRanks(id, false);
+            if (!who.isEmpty())
+                current.stallDetail = who;
+            Q_EMIT message(QStringLiteral("%1: %2").arg(id, stallText(current, now)));
+        }
+        return;
+    }
+    const AttemptOutcome ended = attemptOutcome(portions, cancelling);
+    const QString &outcome = ended.outcome;
+    const QString &reason = ended.reason;
+    m_watches.erase(id);
+    m_stallMessageMs.erase(id);
+    if (outcome == QLatin1String("FAILED")) {
+        // A diverged run would diverge again from its checkpoint: the recipe failed, not a
+        // machine. It ends FAILED now; `study retry` after a change of recipe is the way on.
+        endFailedAttempt(run, ended.failure, ended.lostAgents, ended.lostSinceMs, ended.retry,
+            ended.spaceShortOn, ended.spaceNeeded);
+    } else {
+        record(QStringLiteral("attempt_ended"),
+            QJsonObject { { QStringLiteral("runId"), id }, { QStringLiteral("attempt"), run.attempt },
+                { QStringLiteral("outcome"), outcome }, { QStringLiteral("reason"), reason },
+                { QStringLiteral("retry"), false } });
+        afterAttemptEnded(id);
+    }
+    const RunProgress *after = m_state.run(id);
+    if (outcome == QLatin1String("FAILED") || !after)
+        return; // endFailedAttempt said it
+    Q_EMIT message(QStringLiteral("%1: attempt %2 %3%4 — run %5")
+                       .arg(id)
+                       .arg(run.attempt)
+                       .arg(outcome)
+                       .arg(reason.isEmpty() ? QString() : QStringLiteral(" (%1)").arg(reason))
+                       .arg(phaseName(after->phase)));
+}
+
+void StudyRunner::onEvents(const QString &runId, int portion)
+{
+    auto it = m_watches.find(runId);
+    if (m_crashed || it == m_watches.end() || portion >= int(it->second.size()) || !it->second[portion].watch)
+        return;
+    PortionWatch &w = it->second[portion];
+    std::vector<v1::RunEvent> events = w.watch->takeEvents();
+    if (events.empty())
+        return;
+    if (const Status stored = m_journal->appendRunEvents(m_studyId, runId, w.attempt, w.agent, events);
+        !stored) {
+        m_timer.stop();
+        Q_EMIT fatal(stored.error());
+        return;
+    }
+    // Rank 0's agent (the first portion's) reports the checkpoints. The last one of a
+    // run is not copied: nothing is left to resume after it.
+    const RunProgress *run = m_state.run(runId);
+    for (const auto &e : events)
+        if (portion == 0 && run && e.has_checkpoint() && copyWorthwhile(*run, e.checkpoint().epoch()))
+            m_courier->queue(CopyRequest { runId, w.attempt, e.checkpoint().epoch(), w.agent });
+    for (const auto &e : events)
+        if (portion == 0 && e.has_stall())
+            onStall(runId, portion, e.stall());
+    if (m_crashed || m_watches.find(runId) == m_watches.end())
+        return;
+    bool ended = false;
+    for (const auto &e : events)
+        if (QString m, s = terminalState(e, &m, &w.diverged, &w.spaceNeeded); !s.isEmpty()) {
+            // A summary may follow the state change; keep the first words of failure.
+            if (w.outcome.isEmpty() || w.message.isEmpty())
+                w.message = m;
+            w.outcome = s;
+            ended = true;
+        }
+    const int attempt = w.attempt;
+    Q_EMIT runEvents(runId, attempt, events);
+    if (ended)
+        QTimer::singleShot(0, this, &StudyRunner::tick);
+}
+
+QString StudyRunner::unreachableRanks(const QString &runId, bool probe)
+{
+    const RunProgress *run = m_state.run(runId);
+    auto it = m_watches.find(runId);
+    if (!run || it == m_watches.end())
+        return {};
+    QStringList parts;
+    for (std::size_t i = 1; i < it->second.size() && int(i) < run->portions.size(); ++i) {
+        PortionWatch &w = it->second[i];
+        QString since;
+        if (w.unreachableSinceMs > 0) {
+            since = clockTime(w.unreachableSinceMs);
+        } else if (probe) {
+            // Its stream may not have noticed yet: ask (briefly).
+            v1::DescribeResponse ignored;
+            AgentClient *c = client(w.agent);
+            if (c && !c->describe(&ignored, 1500).ok())
+                since = QStringLiteral("now");
+        }
+        if (since.isEmpty())
+            continue;
+        QStringList ranks;
+        for (int r : run->portions[int(i)].ranks)
+            ranks << QString::number(r);
+        parts << QStringLiteral("rank%1 %2 on %3 unreachable%4")
+                     .arg(ranks.size() > 1 ? "s" : "", ranks.join(QLatin1String(", ")), agentLabel(w.agent),
+                         since == QLatin1String("now") ? QString() : QStringLiteral(" since ") + since);
+    }
+    return parts.join(QLatin1String("; "));
+}
+
+void StudyRunner::onStall(const QString &runId, int portion, const v1::Stall &stall)
+{
+    const RunProgress *run = m_state.run(runId);
+    auto it = m_watches.find(runId);
+    if (!run || it == m_watches.end() || portion >= int(it->second.size()))
+        return;
+    const int attempt = it->second[portion].attempt;
+    if (stall.stalled()) {
+        QString detail = unreachableRanks(runId, true);
+        if (detail.isEmpty())
+            detail = run->portions.size() > 1
+                ? QStringLiteral("every agent of the run answers: waiting on the network between the ranks")
+                : QStringLiteral("the agent answers; the rank is busy or blocked");
+        if (!record(QStringLiteral("run_stalled"),
+                QJsonObject { { QStringLiteral("runId"), runId }, { QStringLiteral("attempt"), attempt },
+                    { QStringLiteral("since"), double(stall.since_unix_ms()) },
+                    { QStringLiteral("lastStep"), double(stall.last_step()) },
+                    { QStringLiteral("detail"), detail } }))
+            return;
+        m_stallMessageMs[runId] = QDateTime::currentMSecsSinceEpoch();
+        if (const RunProgress *now = m_state.run(runId))
+            Q_EMIT message(QStringLiteral("%1: %2 (last step %3)")
+                               .arg(runId, stallText(*now, QDateTime::currentMSecsSinceEpoch()))
+                               .arg(stall.last_step()));
+    } else {
+        if (!record(QStringLiteral("run_unstalled"),
+                QJsonObject { { QStringLiteral("runId"), runId }, { QStringLiteral("attempt"), attempt },
+                    { QStringLiteral("seconds"), stall.seconds() } }))
+            return;
+        m_stallMessageMs.erase(runId);
+        Q_EMIT message(QStringLiteral("%1: progress again after %2 s without any")
+                           .arg(runId)
+                           .arg(stall.seconds(), 0, 'f', 0));
+    }
+}
+
+void StudyRunner::endFailedAttempt(const RunProgress &run, const QString &reason,
+    const QStringList &unreachable, qint64 unreachableSinceMs, bool retryable, const QString &spaceShortOn,
+    qint64 spaceNeeded)
+{
+    // An attempt lost to an unreachable host does not count against maxFailures: the run
+    // waits for the host (or for others that can take it) instead of burning its retries.
+    // Nor does one whose checkpoint did not fit: it waits for an agent with the space.
+    const bool counts = unreachable.isEmpty() && spaceShortOn.isEmpty();
+    const bool cancelled = run.cancelRequested || m_state.cancelRequested();
+    const bool retry = retryable && !cancelled && (!counts || m_state.shouldRetry(run));
+    int failedAttempts = 0;
+    for (const auto &a : run.attempts)
+        failedAttempts += a.outcome != QLatin1String("SUCCEEDED") ? 1 : 0;
+    const qint64 notBefore = retry ? QDateTime::currentMSecsSinceEpoch()
+            + retryBackoffMs(failedAttempts, QRandomGenerator::global()->generateDouble())
+                                   : 0;
+    QJsonArray agents;
+    QStringList labels;
+    for (const QString &a : unreachable) {
+        agents.append(a);
+        labels << agentLabel(a);
+    }
+    QJsonObject payload { { QStringLiteral("runId"), run.planned.runId },
+        { QStringLiteral("attempt"), run.attempt }, { QStringLiteral("outcome"), QStringLiteral("FAILED") },
+        { QStringLiteral("reason"), reason }, { QStringLiteral("retry"), retry },
+        { QStringLiteral("counts"), counts }, { QStringLiteral("notBefore"), double(notBefore) } };
+    if (!spaceShortOn.isEmpty())
+        payload.insert(QStringLiteral("noSpace"),
+            QJsonObject { { QStringLiteral("agent"), spaceShortOn },
+                { QStringLiteral("bytesNeeded"), double(spaceNeeded) } });
+    if (!unreachable.isEmpty()) {
+        payload.insert(QStringLiteral("unreachable"), agents);
+        payload.insert(QStringLiteral("unreachableSince"), double(unreachableSinceMs));
+        payload.insert(QStringLiteral("unreachableText"), labels.join(QLatin1String(", ")));
+    }
+    if (!record(QStringLiteral("attempt_ended"), payload))
+        return;
+    afterAttemptEnded(run.planned.runId);
+    const RunProgress *after = m_state.run(run.planned.runId);
+    if (!after)
+        return;
+    Q_EMIT message(
+        QStringLiteral("%1: attempt %2 FAILED (%3) — run %4%5")
+            .arg(run.planned.runId)
+            .arg(run.attempt)
+            .arg(reason, phaseName(after->phase))
+            .arg(after->phase == RunPhase::Pending
+                    ? (counts ? QStringLiteral(", next attempt in %1 s")
+                                    .arg((notBefore - QDateTime::currentMSecsSinceEpoch() + 999) / 1000)
+                            : !spaceShortOn.isEmpty()
+                            ? QStringLiteral(", waiting for %1 MB free on an agent")
+                                  .arg((spaceNeeded + 999'999) / 1'000'000)
+                            : QStringLiteral(", waiting for %1").arg(labels.join(QLatin1String(", "))))
+                    : QString()));
+}
+
+} // namespace scalelab::core

@@ -1,0 +1,227 @@
+// StudyRunner, the placement part: what the agents can take now (asked every few seconds,
+// new nodes journaled), and where each pending run's next attempt goes. The contract is in
+// study_runner.h.
+#include "study_runner.h"
+
+#include "checkpoint_courier.h"
+
+#include <QDateTime>
+#include <QJsonArray>
+
+#include <algorithm>
+#include <limits>
+
+namespace scalelab::core {
+namespace {
+
+constexpr qint64 kCapacityRefreshMs = 2000;
+
+QString str(const std::string &s)
+{
+    return QString::fromStdString(s);
+}
+
+} // namespace
+
+QList<NodeCapacity> StudyRunner::refreshCapacity(bool force)
+{
+    const qint64 now = QDateTime::currentMSecsSinceEpoch();
+    if (!force && now - m_capacityAtMs < kCapacityRefreshMs && !m_capacity.isEmpty())
+        return m_capacity;
+    m_capacityAtMs = now;
+    m_capacity.clear();
+    QJsonArray newNodes;
+    for (const QString &agent : m_state.agents()) {
+        NodeCapacity n;
+        n.agent = agent;
+        v1::DescribeResponse d;
+        AgentClient *c = client(agent);
+        const CallResult result
+            = c ? c->describe(&d, 3000) : CallResult { 5, QStringLiteral("unknown agent") };
+        n.reachable = result.ok();
+        n.error = result.message;
+        if (n.reachable) {
+            n.host = str(d.hostname());
+            n.cpuCores = d.cpu_cores();
+            n.freeSlots = d.free_slots();
+            if (d.has_storage())
+                n.freeBytes = d.storage().free_bytes();
+            n.gpus = d.gpus_size();
+            for (const auto &dataset : d.datasets())
+                n.datasets << str(dataset.name());
+            const bool known = std::any_of(m_state.nodes().begin(), m_state.nodes().end(),
+                [&](const NodeInfo &node) { return node.agent == agent; });
+            if (!known && !m_nodesRecorded.count(agent)) {
+                QJsonArray gpus;
+                for (const auto &g : d.gpus())
+                    gpus.append(QStringLiteral("%1: %2 (%3 GiB)")
+                                    .arg(g.index())
+                                    .arg(str(g.name()))
+                                    .arg(double(g.memory_bytes()) / (1 << 30), 0, 'f', 0));
+                QJsonObject software;
+                for (const auto &[component, version] : d.software())
+                    if (component != "os")
+                        software.insert(str(component), str(version));
+                newNodes.append(
+                    QJsonObject { { QStringLiteral("agent"), agent }, { QStringLiteral("hostname"), n.host },
+                        { QStringLiteral("agentVersion"), str(d.agent_version()) },
+                        { QStringLiteral("cpuCores"), n.cpuCores },
+                        { QStringLiteral("memoryBytes"), double(d.memory_bytes()) },
+                        { QStringLiteral("gpus"), gpus }, { QStringLiteral("cpuModel"), str(d.cpu_model()) },
+                        { QStringLiteral("os"), str(d.software().count("os") ? d.software().at("os") : "") },
+                        { QStringLiteral("gpuStatus"), str(d.gpu_status()) },
+                        { QStringLiteral("software"), software } });
+                m_nodesRecorded.insert(agent);
+            }
+        }
+        m_capacity << n;
+    }
+    if (!newNodes.isEmpty())
+        record(QStringLiteral("nodes_seen"), QJsonObject { { QStringLiteral("nodes"), newNodes } });
+    return m_capacity;
+}
+
+void StudyRunner::placePending(QList<NodeCapacity> &nodes)
+{
+    // A scale-up study measures each run alone; a tune's trials share nodes (issue 18).
+    const bool exclusive = !m_state.plan().share_nodes() && !m_state.isTune();
+    int openTrials = 0;
+    for (const auto &run : m_state.runs())
+        openTrials += run.attemptOpen() ? 1 : 0;
+    const int maxOpen = m_state.isTune() && m_state.scheduler().settings().maxConcurrent > 0
+        ? m_state.scheduler().settings().maxConcurrent
+        : std::numeric_limits<int>::max();
+    const auto policy
+        = m_state.plan().placement() == "spread" ? PlacementPolicy::Spread : PlacementPolicy::Pack;
+    // Hosts that run an open attempt of this study.
+    QSet<QString> busyAgents;
+    QMap<QString, double> gpusInUse;
+    for (const auto &run : m_state.runs())
+        if (run.attemptOpen())
+            for (const auto &p : run.portions) {
+                busyAgents.insert(p.agent);
+                gpusInUse[p.agent] += run.planned.config.gpusPerWorker * p.ranks.size();
+            }
+    auto markBusy = [&]() {
+        QSet<QString> busyHosts;
+        for (const auto &n : nodes)
+            if (busyAgents.contains(n.agent) && !n.host.isEmpty())
+                busyHosts.insert(n.host);
+        for (auto &n : nodes) {
+            n.busy = busyAgents.contains(n.agent) || busyHosts.contains(n.host);
+            n.gpusInUse = gpusInUse.value(n.agent);
+        }
+    };
+    markBusy();
+    // The capacity is refreshed every few seconds: attempts placed since then, or just
+    // before (their ranks may not have started when the agent answered), hold slots the
+    // agents did not report yet; else runs sharing nodes oversubscribe them.
+    for (const auto &run : m_state.runs())
+        if (run.attemptOpen() && !run.attempts.isEmpty()
+            && run.attempts.last().startedUnixMs >= m_capacityAtMs - kCapacityRefreshMs)
+            for (const auto &p : run.portions)
+                for (auto &n : nodes)
+                    if (n.agent == p.agent)
+                        n.freeSlots -= int(p.ranks.size());
+
+    QStringList ids;
+    for (const auto &run : m_state.runs())
+        if (run.phase == RunPhase::Pending && !run.cancelRequested)
+            ids << run.planned.runId;
+    // A trial that goes on (continued, promoted, retried) before one that never ran, as
+    // ASHA's get_job prefers promotions to new trials.
+    std::stable_partition(
+        ids.begin(), ids.end(), [&](const QString &id) { return m_state.run(id)->attempt > 0; });
+    for (const QString &id : ids) {
+        if (m_crashed)
+            return;
+        if (openTrials >= maxOpen)
+            return; // tune.maxConcurrentTrials
+        const RunProgress run = *m_state.run(id);
+        if (run.notBeforeMs > QDateTime::currentMSecsSinceEpoch())
+            continue; // backing off after a failure
+        // A trial resumes from the checkpoint of its last rung, which rank 0's agent of its
+        // last successful attempt holds: until the console has a copy (on its way), only
+        // that agent can take it.
+        QString holder;
+        int holderAttempt = 0;
+        for (auto a = run.attempts.crbegin(); a != run.attempts.crend() && holder.isEmpty(); ++a)
+            if (a->outcome == QLatin1String("SUCCEEDED") && !a->agents.isEmpty()) {
+                holder = a->agents.first();
+                holderAttempt = a->attempt;
+            }
+        const bool needsCopy
+            = run.planned.trial && run.epochsDone() > run.checkpoint.epoch && !holder.isEmpty();
+        bool copyPending = m_courier->pending(id);
+        if (needsCopy && !copyPending && m_courier->gaveUpAt(id) < run.epochsDone()) {
+            // Not asked for yet: a runner started again after the attempt ended.
+            m_courier->queue(CopyRequest { id, holderAttempt, run.epochsDone(), holder });
+            copyPending = m_courier->pending(id);
+        }
+        // A retry prefers the agent that holds its checkpoints (rank 0's last time).
+        QList<NodeCapacity> ordered = nodes;
+        if (run.spaceNeeded > 0) {
+            // Its checkpoint did not fit: only agents known to have the room now (the
+            // free space is refreshed with the capacity, every few seconds).
+            ordered.removeIf(
+                [&](const NodeCapacity &n) { return n.freeBytes >= 0 && n.freeBytes < run.spaceNeeded; });
+            if (ordered.isEmpty())
+                continue; // its reason says what it waits for
+        }
+        const QString preferred = !holder.isEmpty() ? holder
+            : run.portions.isEmpty()                ? QString()
+                                                    : run.portions.first().agent;
+        if (!preferred.isEmpty())
+            std::stable_partition(
+                ordered.begin(), ordered.end(), [&](const NodeCapacity &n) { return n.agent == preferred; });
+        if (needsCopy && copyPending) {
+            ordered.removeIf([&](const NodeCapacity &n) { return n.agent != holder; });
+            if (ordered.isEmpty())
+                continue;
+        }
+        const Placement placement
+            = placeRun(run.planned.config, ordered, policy, exclusive, str(m_state.plan().dataset()));
+        // An attempt lost to an unreachable host waits for it, unless the run fits on as
+        // many hosts without it: two ranks on one host is not the run that was asked for.
+        bool waitingForHost = false;
+        if (!run.waitingFor.isEmpty())
+            for (const auto &n : nodes)
+                waitingForHost = waitingForHost || (run.waitingFor.contains(n.agent) && !n.reachable);
+        if (waitingForHost && (!placement.ok() || placement.portions.size() < run.portions.size()))
+            continue; // its reason says whom it waits for
+        if (!placement.ok()) {
+            if (placement.reason != run.reason && !run.reason.startsWith(QLatin1String("retrying")))
+                record(QStringLiteral("run_pending"),
+                    QJsonObject {
+                        { QStringLiteral("runId"), id }, { QStringLiteral("reason"), placement.reason } });
+            else if (run.reason.startsWith(QLatin1String("retrying")) && placement.infeasible)
+                record(QStringLiteral("run_pending"),
+                    QJsonObject {
+                        { QStringLiteral("runId"), id }, { QStringLiteral("reason"), placement.reason } });
+            continue;
+        }
+        if (!record(QStringLiteral("attempt_starting"),
+                StudyState::attemptStarting(id, run.attempt + 1, placement.portions)))
+            return;
+        ++openTrials;
+        QStringList where;
+        for (const auto &p : placement.portions) {
+            busyAgents.insert(p.agent);
+            gpusInUse[p.agent] += run.planned.config.gpusPerWorker * p.ranks.size();
+            for (auto &n : nodes)
+                if (n.agent == p.agent)
+                    n.freeSlots -= int(p.ranks.size());
+            where << QStringLiteral("%1 (%2 rank%3)")
+                         .arg(p.agent)
+                         .arg(p.ranks.size())
+                         .arg(p.ranks.size() == 1 ? "" : "s");
+        }
+        markBusy();
+        Q_EMIT message(QStringLiteral("%1 %2: attempt %3 placed on %4")
+                           .arg(id, run.planned.config.key())
+                           .arg(run.attempt + 1)
+                           .arg(where.join(QLatin1String(", "))));
+    }
+}
+
+} // namespace scalelab::core

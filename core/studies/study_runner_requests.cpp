@@ -1,0 +1,120 @@
+// StudyRunner, the requests part: recording a new study, and what any process may ask of
+// a study through its journal (cancel, retry, continue), for the process that drives it to
+// act on. The contract is in study_runner.h.
+#include "study_runner.h"
+
+#include "spec_rules.h"
+
+#include <QJsonArray>
+
+namespace scalelab::core {
+namespace {
+
+QString str(const std::string &s)
+{
+    return QString::fromStdString(s);
+}
+
+Status appended(const Result<qint64> &id)
+{
+    return id ? Status::success() : Status::failure(id.error());
+}
+
+} // namespace
+
+Result<QString> StudyRunner::createStudy(const v1::StudyPlan &plan)
+{
+    if (const QStringList problems = validatePlan(plan); !problems.isEmpty())
+        return Status::failure(
+            QStringLiteral("the plan is not valid:\n  ") + problems.join(QLatin1String("\n  ")));
+    if (m_agents.isEmpty())
+        return Status::failure(QStringLiteral("no agent to run the study on: give at least one agent"));
+    const QString studyId = newStudyId();
+    const QList<PlannedRun> runs = expandPlan(plan, studyId);
+    const QJsonObject payload = StudyState::studyCreated(str(plan.name()), plan, m_agents.keys(), runs);
+    if (const auto recorded = m_journal->append(studyId, QStringLiteral("study_created"), payload); !recorded)
+        return Status::failure(recorded.error());
+    return studyId;
+}
+
+Status StudyRunner::knownStudy(const Journal &journal, const QString &studyId)
+{
+    if (journal.hasStudy(studyId))
+        return Status::success();
+    return Status::failure(
+        QStringLiteral("no study %1 in %2 (see `scalelab-cli study list`)").arg(studyId, journal.path()));
+}
+
+Status StudyRunner::requestCancel(Journal *journal, const QString &studyId, const QString &runId)
+{
+    if (Status known = knownStudy(*journal, studyId); !known)
+        return known;
+    QJsonObject payload;
+    if (!runId.isEmpty())
+        payload.insert(QStringLiteral("runId"), runId);
+    return appended(journal->append(studyId, QStringLiteral("cancel_requested"), payload));
+}
+
+Status StudyRunner::requestRetry(
+    Journal *journal, const QString &studyId, const QString &runId, const QStringList &addAgents)
+{
+    if (Status known = knownStudy(*journal, studyId); !known)
+        return known;
+    const StudyState state = StudyState::replay(journal->events(studyId));
+    const RunProgress *run = state.run(runId);
+    if (!run)
+        return Status::failure(
+            QStringLiteral("study %1 has no run %2 (see `scalelab-cli study show %1`)").arg(studyId, runId));
+    if (run->phase != RunPhase::Failed && run->phase != RunPhase::Cancelled)
+        return Status::failure(QStringLiteral("run %1 is %2: only a FAILED or CANCELLED run can be retried")
+                                   .arg(runId, phaseName(run->phase)));
+    QStringList added;
+    for (const QString &agent : addAgents)
+        if (!state.agents().contains(agent) && !added.contains(agent))
+            added << agent;
+    if (!added.isEmpty()) {
+        if (Status recorded = appended(journal->append(studyId, QStringLiteral("agents_added"),
+                QJsonObject { { QStringLiteral("agents"), QJsonArray::fromStringList(added) } }));
+            !recorded)
+            return recorded;
+    }
+    return appended(journal->append(
+        studyId, QStringLiteral("retry_requested"), QJsonObject { { QStringLiteral("runId"), runId } }));
+}
+
+Status StudyRunner::requestContinue(
+    Journal *journal, const QString &studyId, const QString &runId, int moreEpochs)
+{
+    if (Status known = knownStudy(*journal, studyId); !known)
+        return known;
+    const StudyState state = StudyState::replay(journal->events(studyId));
+    if (!state.isTune())
+        return Status::failure(
+            QStringLiteral("study %1 is not a tune: only a tune's trials can be continued (a "
+                           "study's run is retried with `study retry`)")
+                .arg(studyId));
+    const RunProgress *run = state.run(runId);
+    if (!run)
+        return Status::failure(
+            QStringLiteral("tune %1 has no trial %2 (see `scalelab-cli study show %1`)").arg(studyId, runId));
+    if (run->phase != RunPhase::Succeeded && run->phase != RunPhase::Stopped
+        && run->phase != RunPhase::Paused)
+        return Status::failure(
+            QStringLiteral("trial %1 is %2: only a finished, stopped or paused trial can be continued")
+                .arg(runId, phaseName(run->phase)));
+    if (run->decisionDue)
+        return Status::failure(
+            QStringLiteral("trial %1 has just reached epoch %2 and its scheduler is deciding; "
+                           "try again in a moment")
+                .arg(runId)
+                .arg(run->target));
+    const int total = run->epochsDone() + moreEpochs;
+    if (moreEpochs < 1 || total > rules::kMaxEpochs)
+        return Status::failure(QStringLiteral("--epochs: give 1 to %1 more epochs (got %2)")
+                                   .arg(rules::kMaxEpochs - run->epochsDone())
+                                   .arg(moreEpochs));
+    return appended(journal->append(studyId, QStringLiteral("trial_continued"),
+        QJsonObject { { QStringLiteral("runId"), runId }, { QStringLiteral("epochs"), total } }));
+}
+
+} // namespace scalelab::core
