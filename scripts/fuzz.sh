@@ -3,47 +3,67 @@
 # SECONDS over a copy of its seed corpus plus its regression inputs; fails when any
 # target crashes (the input is kept, and named, under BUILD/fuzz-run/TARGET/).
 #   ./scripts/fuzz.sh [SECONDS]     30 by default (ctest -L fuzz); 600 for a longer run
+#   ./scripts/fuzz.sh --build-only  configure and build, run nothing (ctest's fuzz_build)
+#   ./scripts/fuzz.sh --no-build [SECONDS]  run what an earlier build left (ctest's fuzz:TARGET)
 # Environment: SCALELAB_FUZZ_BUILD  build folder (default ./build-fuzz)
 #              SCALELAB_FUZZ_TARGETS  the targets to run (default: all of them)
 #              SCALELAB_JOBS        parallel compile jobs (default 2)
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 
+build_step=1
+run_step=1
+case "${1:-}" in
+  --build-only) run_step=0; shift ;;
+  --no-build) build_step=0; shift ;;
+esac
 seconds="${1:-30}"
 if ! [[ "$seconds" =~ ^[0-9]+$ ]] || [ "$seconds" -lt 1 ]; then
-  echo "usage: $0 [SECONDS]   (seconds per target, default 30)" >&2
+  echo "usage: $0 [--build-only | --no-build] [SECONDS]   (seconds per target, default 30)" >&2
   exit 2
 fi
 build="${SCALELAB_FUZZ_BUILD:-$SCALELAB_ROOT/build-fuzz}"
 targets=(${SCALELAB_FUZZ_TARGETS:-fuzz_plan_json fuzz_cifar10 fuzz_run_event_log fuzz_checkpoint_manifest
   fuzz_journal_replay fuzz_agent_requests fuzz_worker_channel})
 
-# --- clang and libFuzzer -------------------------------------------------------------
-if ! scalelab_install_dependencies || ! scalelab_install_dependencies "${SCALELAB_FUZZ_PACKAGES[@]}"; then
-  echo "fuzz: FAILED: cannot install the build dependencies and clang + libFuzzer" \
-    "(${SCALELAB_FUZZ_PACKAGES[*]}); see above" >&2
-  exit 1
-fi
-if ! command -v clang++ >/dev/null 2>&1; then
-  echo "fuzz: FAILED: clang++ is not on PATH after installing ${SCALELAB_FUZZ_PACKAGES[*]}" >&2
-  exit 1
-fi
-if ! echo 'extern "C" int LLVMFuzzerTestOneInput(const char *, unsigned long) { return 0; }' \
-    | clang++ -x c++ -fsanitize=fuzzer,address,undefined -o /dev/null - 2>/tmp/scalelab-fuzz-probe.$$; then
-  echo "fuzz: FAILED: clang++ cannot link a libFuzzer target:" >&2
-  cat /tmp/scalelab-fuzz-probe.$$ >&2
+if [ "$build_step" = 1 ]; then
+  # --- clang and libFuzzer -------------------------------------------------------------
+  if ! scalelab_install_dependencies || ! scalelab_install_dependencies "${SCALELAB_FUZZ_PACKAGES[@]}"; then
+    echo "fuzz: FAILED: cannot install the build dependencies and clang + libFuzzer" \
+      "(${SCALELAB_FUZZ_PACKAGES[*]}); see above" >&2
+    exit 1
+  fi
+  if ! command -v clang++ >/dev/null 2>&1; then
+    echo "fuzz: FAILED: clang++ is not on PATH after installing ${SCALELAB_FUZZ_PACKAGES[*]}" >&2
+    exit 1
+  fi
+  if ! echo 'extern "C" int LLVMFuzzerTestOneInput(const char *, unsigned long) { return 0; }' \
+      | clang++ -x c++ -fsanitize=fuzzer,address,undefined -o /dev/null - 2>/tmp/scalelab-fuzz-probe.$$; then
+    echo "fuzz: FAILED: clang++ cannot link a libFuzzer target:" >&2
+    cat /tmp/scalelab-fuzz-probe.$$ >&2
+    rm -f /tmp/scalelab-fuzz-probe.$$
+    exit 1
+  fi
   rm -f /tmp/scalelab-fuzz-probe.$$
-  exit 1
-fi
-rm -f /tmp/scalelab-fuzz-probe.$$
 
-# --- build: proto, core, the agent library and the CIFAR reader; no console, no torch ----
-start=$SECONDS
-CC=clang CXX=clang++ cmake -S "$SCALELAB_ROOT" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DSCALELAB_FUZZ=ON -DSCALELAB_BUILD_APP=OFF -DSCALELAB_BUILD_AGENT=ON -DSCALELAB_BUILD_TRAINER=OFF \
-  -DSCALELAB_BUILD_TESTS=OFF >/dev/null
-cmake --build "$build" -j "${SCALELAB_JOBS:-2}" --target scalelab_fuzzers
-echo "fuzz: built in $((SECONDS - start)) s"
+  # --- build: proto, core, the agent library and the CIFAR reader; no console, no torch ----
+  start=$SECONDS
+  # The fuzzing build of OSS-Fuzz: -O1 and line tables only (enough for the sanitizers' stack
+  # traces), about half the compile time of -O2 -g.
+  CC=clang CXX=clang++ cmake -S "$SCALELAB_ROOT" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only -fno-omit-frame-pointer -DNDEBUG" \
+    -DSCALELAB_FUZZ=ON -DSCALELAB_BUILD_APP=OFF -DSCALELAB_BUILD_AGENT=ON -DSCALELAB_BUILD_TRAINER=OFF \
+    -DSCALELAB_BUILD_TESTS=OFF >/dev/null
+  cmake --build "$build" -j "${SCALELAB_JOBS:-2}" --target scalelab_fuzzers
+  echo "fuzz: built in $((SECONDS - start)) s"
+fi
+[ "$run_step" = 1 ] || exit 0
+for t in "${targets[@]}"; do
+  if [ ! -x "$build/bin/$t" ]; then
+    echo "fuzz: FAILED: $build/bin/$t is not built (run $0 --build-only first)" >&2
+    exit 1
+  fi
+done
 
 # --- run -------------------------------------------------------------------------------
 export ASAN_OPTIONS="${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1}"

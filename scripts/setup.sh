@@ -22,8 +22,9 @@ SCALELAB_PACKAGES=(
 # fresh Debian root (debootstrap); tst_reports reads its PDFs' text back (pdftotext).
 SCALELAB_TEST_PACKAGES=(slurm-wlm munge dpkg-dev systemd debootstrap poppler-utils)
 
-# Only for scripts/fuzz.sh: clang's libFuzzer and sanitizer runtimes (libclang-rt is
-# merely recommended by clang, and recommendations are not installed here).
+# For scripts/fuzz.sh (and so for the tests, whose fuzz label runs it): clang's libFuzzer and
+# sanitizer runtimes (libclang-rt is merely recommended by clang, and recommendations are not
+# installed here).
 SCALELAB_FUZZ_PACKAGES=(clang libclang-rt-14-dev libfuzzer-14-dev)
 
 # Installs the packages named, or SCALELAB_PACKAGES when none are.

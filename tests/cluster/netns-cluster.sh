@@ -366,6 +366,9 @@ cmd_up() {
         die "$CL_DIR: a cluster is already up here (run '$PROG down $CL_DIR' first)"
     fi
     CL_DATASET=${CLUSTER_DATASET:-synthetic-cluster}
+    # Clusters come up side by side (ctest -j): the subnet is chosen and taken under a lock.
+    exec 9>"${TMPDIR:-/tmp}/scalelab-netns-cluster.lock"
+    flock 9 || die "cannot lock ${TMPDIR:-/tmp}/scalelab-netns-cluster.lock"
     pick_subnet
     # State first, so that `down` finds everything if anything below fails.
     printf 'STATE_N=%q\nSTATE_X=%q\nSTATE_ID=%q\n' "$CL_N" "$CL_X" "$CL_ID" >"$CL_STATE"
@@ -377,6 +380,7 @@ cmd_up() {
     printf '%s\0' "$@" >"$CL_DIR/agent-args"
     [[ $# -gt 0 ]] || : >"$CL_DIR/agent-args"
     make_network
+    flock -u 9; exec 9>&-
     make_tls
     make_token
     write_env

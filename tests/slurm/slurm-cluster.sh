@@ -58,7 +58,10 @@ write_conf() {
         echo "SlurmdPort=6818"
         echo "AuthType=auth/munge"
         echo "CredType=cred/munge"
-        echo "AuthInfo=socket=$dir/munge/munge.socket"
+        # cred_expire is also how long Slurm holds a requeued job back (120 s by default);
+        # 30 s is still ample for a credential on one machine, and tst_slurm's requeue
+        # test waits that much less.
+        echo "AuthInfo=socket=$dir/munge/munge.socket,cred_expire=30"
         echo "SlurmUser=root"
         echo "SlurmdUser=root"
         echo "StateSaveLocation=$dir/slurm/ctld"
