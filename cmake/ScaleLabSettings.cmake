@@ -11,6 +11,15 @@ target_compile_definitions(scalelab_settings INTERFACE
   QT_NO_CONTEXTLESS_CONNECT
   QT_NO_FOREACH
   SCALELAB_VERSION="${PROJECT_VERSION}")
+# Debug information in RelWithDebInfo (the default build): line tables and function names
+# (-g1), what backtraces, sanitizer reports and profilers use, at a fraction of the compile
+# and link time of full -g (docs/testing.md, "How long it takes"). Code generation is the same.
+# ON: full -g, for a debugger's view of variables (or configure a Debug build).
+option(SCALELAB_FULL_DEBUG_INFO "RelWithDebInfo with full debug information (-g), not line tables (-g1)" OFF)
+if(NOT SCALELAB_FULL_DEBUG_INFO)
+  target_compile_options(scalelab_settings INTERFACE
+    $<$<AND:$<CONFIG:RelWithDebInfo>,$<CXX_COMPILER_ID:GNU,Clang>>:-g1>)
+endif()
 
 # scalelab::common::gitCommit(): the commit the binaries were built from, for reports. Regenerated
 # at every build; only its one file recompiles when the commit changes.
@@ -44,3 +53,17 @@ if(SCALELAB_FUZZ OR SCALELAB_SANITIZE)
     -fno-sanitize-recover=all -fno-omit-frame-pointer)
   target_link_options(scalelab_settings INTERFACE -fsanitize=address,undefined -fno-sanitize=vptr)
 endif()
+
+# Precompiled headers for the libraries with many translation units: the Qt, protobuf and
+# gRPC headers nearly every file of the target includes, parsed once per target instead of
+# once per file (the build on 2 cores is the developer's loop and a part of CI's time).
+# Only headers the target's own includes already pull in, so nothing new is linked.
+set(SCALELAB_PCH_QT_CORE <QString> <QStringList> <QList> <QMap> <QObject> <QJsonObject> <QJsonArray>
+  <QJsonDocument> <QDateTime> <QFile> <QDir> <QFileInfo> <algorithm> <cmath> <functional> <memory>
+  <optional> <vector> <map>)
+function(scalelab_precompile target)
+  if(SCALELAB_FUZZ OR NOT CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+    return() # clang's fuzzing build compiles a few files per target: no gain
+  endif()
+  target_precompile_headers(${target} PRIVATE ${SCALELAB_PCH_QT_CORE} ${ARGN})
+endfunction()
