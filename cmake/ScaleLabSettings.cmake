@@ -62,8 +62,5 @@ set(SCALELAB_PCH_QT_CORE <QString> <QStringList> <QList> <QMap> <QObject> <QJson
   <QJsonDocument> <QDateTime> <QFile> <QDir> <QFileInfo> <algorithm> <cmath> <functional> <memory>
   <optional> <vector> <map>)
 function(scalelab_precompile target)
-  if(SCALELAB_FUZZ OR NOT CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
-    return() # clang's fuzzing build compiles a few files per target: no gain
-  endif()
   target_precompile_headers(${target} PRIVATE ${SCALELAB_PCH_QT_CORE} ${ARGN})
 endfunction()

@@ -2,7 +2,7 @@
 // selectors, names, Secret names and keys, ports, probe ports, volumes, NetworkPolicy),
 // a broken one is caught, the certificate make-secrets.sh makes names the pods, and an
 // agent started with the StatefulSet's own arguments serves TLS and its health port.
-// No Kubernetes cluster here: what kubectl and the kubelet would do is not run (README).
+// No Kubernetes cluster here: what kubectl and the kubelet would do is not run (docs/deploying.md, "Kubernetes").
 #include "test_support.h"
 #include "yaml_subset.h"
 

@@ -498,7 +498,7 @@ private Q_SLOTS:
     // The evidence behind the default recipe, kept true: on the generated "shapes" set (one a
     // linear model cannot separate), the defaults (lr 0.02, a 1-epoch warm-up) learn in 3
     // epochs, while the old defaults (lr 0.05, no warm-up) stay at chance. Same data and
-    // seeds as bench/defaults_sweep.sh (TRAIN=5000), whose table is in the README.
+    // seeds as bench/defaults_sweep.sh (TRAIN=5000), whose table is in docs/results.md.
     void defaultsLearnAHardSetWhereTheOldOnesDoNot()
     {
         const QString data = m_tmp.filePath(QStringLiteral("shapes"));

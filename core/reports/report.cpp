@@ -175,7 +175,7 @@ QJsonObject tuneJson(const StudySnapshot &snapshot)
     return o;
 }
 
-// What each number means, written into every JSON report (the README says the same).
+// What each number means, written into every JSON report (docs/results.md, "One definition per number", says the same).
 QJsonObject definitionsJson()
 {
     return QJsonObject {

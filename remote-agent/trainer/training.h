@@ -16,7 +16,7 @@ struct TrainingConfig {
     std::string dataDir;
     int batchSize = 64; // per worker; the global batch is batchSize x worldSize
     int epochs = 1;
-    // Defaults: the README's "Default recipe" gives the evidence; proto/rules/spec_rules.h
+    // Defaults: docs/results.md ("The evidence") gives the evidence; proto/rules/spec_rules.h
     // holds the same values for runs the agent starts (tst_trainer checks they agree).
     double learningRate = 0.02; // at the reference batch (baseBatch) when lrScaling = "linear"
     double momentum = 0.9;

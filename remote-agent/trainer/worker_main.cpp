@@ -44,7 +44,7 @@ train options:
   --data-dir DIR        folder with data_batch_1..5.bin and test_batch.bin (required)
   --batch-size N        images per step on this worker (default 64)
   --epochs N            passes over the training split (default 1)
-  --lr X                learning rate (default 0.02; see the README's "Default recipe")
+  --lr X                learning rate (default 0.02; see docs/results.md, "The default recipe")
   --momentum X          SGD momentum (default 0.9)
   --weight-decay X      L2 weight decay (default 5e-4)
   --seed N              seed for weights and shuffling (default 1)
