@@ -2,7 +2,7 @@
 // journal (STATE/journal.sqlite), listed newest first with its state and results. A row's
 // check box draws the run on the charts beside the current one; double-click (or "Open")
 // makes it the run the tab shows; "Remove from history" forgets it (its agent keeps it).
-// GUI thread only. The view holds no journal: MainWindow reads and writes it.
+// GUI thread only. The view holds no journal: the Run tab (RunTab) reads and writes it.
 #pragma once
 
 #include "journal.h"
