@@ -8,6 +8,7 @@
 // the end. Output: one line per minute, "minute runs watches rss_mb threads fds", and
 // how long listing every recorded run took (ListRuns, page by page) and how many it got.
 #include "agent_client.h"
+#include "agent_grpc.h"
 #include "local_agent.h"
 
 #include <QCoreApplication>
@@ -91,7 +92,7 @@ int main(int argc, char **argv)
     create.set_test_images(32);
     v1::Dataset dataset;
     if (auto r = client.createSyntheticDataset(create, &dataset); !r.ok()) {
-        std::fprintf(stderr, "soak: %s\n", qPrintable(r.message));
+        std::fprintf(stderr, "soak: %s\n", qPrintable(r.error()));
         return 1;
     }
 
@@ -147,12 +148,12 @@ int main(int argc, char **argv)
                     continue;
                 }
                 grpc::ClientContext context;
-                own.prepareStreamContext(&context);
+                own.connection().prepareStream(&context);
                 context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
                 v1::WatchRunRequest request;
                 const int which = w % 4 == 2 ? 1 + int(random() % n) : std::max(1, n - int(random() % 3));
                 request.set_run_id("soak-" + std::to_string(which));
-                auto reader = own.stub().WatchRun(&context, request);
+                auto reader = own.connection().stub->WatchRun(&context, request);
                 v1::RunEvent event;
                 if (w % 4 == 3) {
                     QThread::msleep(2000 + random() % 3000); // connected, reading nothing

@@ -51,7 +51,8 @@ echo "libtorch $version headers from $torch_include; CUDA headers from $cuda_hom
 flags=(-std=c++20 -O2 -Wall -Wextra -Wpedantic -Werror
   -DSCALELAB_WITH_CUDA=1 -DUSE_C10D_NCCL -DUSE_C10D_GLOO -DUSE_DISTRIBUTED -DUSE_RPC -DUSE_TENSORPIPE
   -D_GLIBCXX_USE_CXX11_ABI=1 -DSCALELAB_VERSION='"check"'
-  -I"$trainer" -isystem "$torch_include/torch/csrc/api/include"
+  -I"$trainer" -I"$root/remote-agent/shared" -I"$root/proto/worker" -I"$root/common"
+  -isystem "$torch_include/torch/csrc/api/include"
   -isystem "$work/shim" -isystem "$cuda_home/include" -isystem "$nccl_root/include"
   -idirafter "$trainer/compat" -idirafter "$gloo_include")
 # /usr/include is searched anyway, and naming it with -isystem breaks #include_next.

@@ -5,13 +5,14 @@
 // from one agent to another (and the writes an agent refuses). The agent's pure rules are
 // tst_agent_rules'. After every test no process it started is left, and no agent held an
 // exited worker unreaped.
-#include "verify_ok.h"
 #include "agent_client.h"
 #include "agent_fixture.h"
+#include "agent_grpc.h"
 #include "checkpoint_copy.h"
 #include "cifar10.h"
 #include "study_runner.h"
 #include "test_support.h"
+#include "verify_ok.h"
 #include "worker_channel.h"
 
 #include <QCryptographicHash>
@@ -46,12 +47,12 @@ struct Watched {
 Watched watchRun(AgentClient &client, const std::string &runId, qint64 from, std::size_t stopAfter = 0)
 {
     grpc::ClientContext context;
-    client.prepareStreamContext(&context);
+    client.connection().prepareStream(&context);
     context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(180));
     v1::WatchRunRequest request;
     request.set_run_id(runId);
     request.set_from_seq(from);
-    auto reader = client.stub().WatchRun(&context, request);
+    auto reader = client.connection().stub->WatchRun(&context, request);
     Watched watched;
     v1::RunEvent event;
     while (reader->Read(&event)) {
@@ -132,9 +133,9 @@ grpc::Status writeCheckpoint(AgentClient &client, const std::vector<v1::Checkpoi
     v1::WriteCheckpointResponse *response = nullptr)
 {
     grpc::ClientContext context;
-    client.prepare(&context, 30'000);
+    client.connection().prepare(&context, 30'000);
     v1::WriteCheckpointResponse ignored;
-    auto writer = client.stub().WriteCheckpoint(&context, response ? response : &ignored);
+    auto writer = client.connection().stub->WriteCheckpoint(&context, response ? response : &ignored);
     for (const auto &chunk : chunks)
         if (!writer->Write(chunk))
             break; // the agent already answered
@@ -247,17 +248,17 @@ private Q_SLOTS:
 
         v1::StartWorkersResponse onA, onB, again;
         auto r = a.startWorkers(runRequest("multi-1", 1, 4, { 0, 1 }), &onA);
-        QVERIFY2(r.ok(), qPrintable(r.message));
+        QVERIFY2(r.ok(), qPrintable(r.error()));
         // Rank 0's agent picked the rendezvous; the other agent is told it.
         QCOMPARE(onA.rendezvous().host(), std::string("127.0.0.1"));
         QVERIFY(onA.rendezvous().port() > 0);
         auto second_request = runRequest("multi-1", 1, 4, { 2, 3 });
         *second_request.mutable_rendezvous() = onA.rendezvous();
         r = b.startWorkers(second_request, &onB);
-        QVERIFY2(r.ok(), qPrintable(r.message));
+        QVERIFY2(r.ok(), qPrintable(r.error()));
         QVERIFY(!onB.already_running());
         r = b.startWorkers(second_request, &again);
-        QVERIFY2(r.ok(), qPrintable(r.message));
+        QVERIFY2(r.ok(), qPrintable(r.error()));
         QVERIFY(again.already_running()); // idempotent on (run_id, attempt)
         QCOMPARE(onB.run().placements_size(), 2);
         QVERIFY(onB.run().placements(0).pid() > 0);
@@ -296,7 +297,7 @@ private Q_SLOTS:
         auto request = runRequest("resume-1", 3, 1, { 0 });
         request.mutable_spec()->set_batch_size(10); // 20 steps per epoch
         auto r = client.startWorkers(request, &started);
-        QVERIFY2(r.ok(), qPrintable(r.message));
+        QVERIFY2(r.ok(), qPrintable(r.error()));
 
         // A console reads a few events, loses the connection mid-run, and comes back
         // asking for the event after the last one it saw.
@@ -328,13 +329,13 @@ private Q_SLOTS:
             AgentClient client(agent.address(), agent.token());
             v1::StartWorkersResponse started;
             auto r = client.startWorkers(runRequest("done-1", 1, 1, { 0 }), &started);
-            QVERIFY2(r.ok(), qPrintable(r.message));
+            QVERIFY2(r.ok(), qPrintable(r.error()));
             QCOMPARE(lastStateName(watchRun(client, "done-1", 1).events), QStringLiteral("SUCCEEDED"));
 
             auto request = runRequest("long-1", 1000, 1, { 0 });
             request.mutable_spec()->set_max_train_images(50);
             r = client.startWorkers(request, &started);
-            QVERIFY2(r.ok(), qPrintable(r.message));
+            QVERIFY2(r.ok(), qPrintable(r.error()));
             // Read until a checkpoint is committed.
             bool checkpointed = false;
             for (int tries = 0; tries < 60 && !checkpointed; ++tries) {
@@ -357,7 +358,7 @@ private Q_SLOTS:
         AgentClient client(agent.address(), agent.token());
         v1::ListRunsResponse list;
         auto r = client.listRuns({}, &list);
-        QVERIFY2(r.ok(), qPrintable(r.message));
+        QVERIFY2(r.ok(), qPrintable(r.error()));
         QCOMPARE(list.runs_size(), 2);
         for (const auto &run : list.runs()) {
             if (run.run_id() == "done-1") {
@@ -432,7 +433,7 @@ private Q_SLOTS:
             AgentClient client(agent.address(), agent.token());
             v1::StartWorkersResponse started;
             auto r = client.startWorkers(runRequest("cut-1", 1000, 1, { 0 }), &started);
-            QVERIFY2(r.ok(), qPrintable(r.message));
+            QVERIFY2(r.ok(), qPrintable(r.error()));
             QTRY_VERIFY_WITH_TIMEOUT(
                 [&] {
                     v1::ListRunsResponse list;
@@ -468,7 +469,7 @@ private Q_SLOTS:
         for (const auto &id : ids) {
             v1::StartWorkersResponse started;
             auto r = client.startWorkers(runRequest(id, 1, 1, { 0 }), &started);
-            QVERIFY2(r.ok(), qPrintable(r.message));
+            QVERIFY2(r.ok(), qPrintable(r.error()));
             QCOMPARE(lastStateName(watchRun(client, id, 1).events), QStringLiteral("SUCCEEDED"));
         }
         v1::DescribeResponse inventory;
@@ -484,7 +485,7 @@ private Q_SLOTS:
             for (;;) {
                 v1::ListRunsResponse page;
                 if (auto r = client.listRuns(request, &page); !r.ok()) {
-                    qWarning("ListRuns: %s", qPrintable(r.message));
+                    qWarning("ListRuns: %s", qPrintable(r.error()));
                     return std::vector<v1::RunInfo> {};
                 }
                 ++*pages;
@@ -518,19 +519,20 @@ private Q_SLOTS:
         QVERIFY(client.startWorkers(runRequest("p-2", 1, 1, { 0 }), &again).ok());
         QVERIFY(again.already_running());
         QCOMPARE(again.run().state(), v1::SUCCEEDED);
-        QCOMPARE(client.startWorkers(runRequest("p-3", 2, 1, { 0 }), &again).code, int(grpc::StatusCode::ALREADY_EXISTS));
+        QCOMPARE(
+            client.startWorkers(runRequest("p-3", 2, 1, { 0 }), &again).code(), Status::Code::AlreadyExists);
         // Paging input is checked by name.
         v1::ListRunsRequest bad;
         bad.set_page_size(5000);
         v1::ListRunsResponse page;
         auto r = client.listRuns(bad, &page);
-        QCOMPARE(r.code, int(grpc::StatusCode::INVALID_ARGUMENT));
-        QVERIFY2(r.message.contains(QLatin1String("page_size")), qPrintable(r.message));
+        QCOMPARE(r.code(), Status::Code::InvalidArgument);
+        QVERIFY2(r.error().contains(QLatin1String("page_size")), qPrintable(r.error()));
         bad.set_page_size(0);
         bad.set_page_token("../etc");
         r = client.listRuns(bad, &page);
-        QCOMPARE(r.code, int(grpc::StatusCode::INVALID_ARGUMENT));
-        QVERIFY2(r.message.contains(QLatin1String("page_token")), qPrintable(r.message));
+        QCOMPARE(r.code(), Status::Code::InvalidArgument);
+        QVERIFY2(r.error().contains(QLatin1String("page_token")), qPrintable(r.error()));
         VERIFY_OK(agent.stopAndCheckNothingLeft());
 
         // A restarted agent reads the outcomes, not the logs, and lists the same runs.
@@ -581,7 +583,7 @@ private Q_SLOTS:
         AgentClient &b = second.client();
         v1::StartWorkersResponse started;
         auto r = a.startWorkers(runRequest("travel-1", 2, 1, { 0 }), &started);
-        QVERIFY2(r.ok(), qPrintable(r.message));
+        QVERIFY2(r.ok(), qPrintable(r.error()));
         QCOMPARE(lastStateName(watchRun(a, "travel-1", 1).events), QStringLiteral("SUCCEEDED"));
         const QString onA = first.stateDir() + QStringLiteral("/runs/travel-1/checkpoints/epoch-0002");
         QCOMPARE(folderSums(onA).size(), 4); // model, optimizer, state, MANIFEST
@@ -590,26 +592,26 @@ private Q_SLOTS:
         CheckpointTransfer fromA(&a);
         CheckpointCopy newest, older;
         r = fromA.download(QStringLiteral("travel-1"), 0, path(QStringLiteral("ckpt-copies")), 2, &newest);
-        QVERIFY2(r.ok(), qPrintable(r.message));
+        QVERIFY2(r.ok(), qPrintable(r.error()));
         QCOMPARE(newest.epoch, 2);
         QCOMPARE(newest.dir, path(QStringLiteral("ckpt-copies/travel-1/epoch-0002")));
         QCOMPARE(folderSums(newest.dir), folderSums(onA)); // MANIFEST included, byte for byte
         QVERIFY(newest.bytes > 10'000'000); // the seed CNN's weights and momentum
         r = fromA.download(QStringLiteral("travel-1"), 1, path(QStringLiteral("ckpt-copies")), 2, &older);
-        QVERIFY2(r.ok(), qPrintable(r.message));
+        QVERIFY2(r.ok(), qPrintable(r.error()));
         QCOMPARE(older.epoch, 1);
         QCOMPARE(QDir(path(QStringLiteral("ckpt-copies/travel-1")))
                      .entryList(QDir::AllEntries | QDir::Hidden | QDir::NoDotAndDotDot),
             QStringList({ QStringLiteral("epoch-0001"), QStringLiteral("epoch-0002") })); // no temporary left
         r = fromA.download(QStringLiteral("travel-1"), 7, path(QStringLiteral("ckpt-copies")), 2, &older);
-        QCOMPARE(r.code, int(grpc::StatusCode::NOT_FOUND));
-        QVERIFY2(r.message.contains(QLatin1String("epochs held here: 1, 2")), qPrintable(r.message));
+        QCOMPARE(r.code(), Status::Code::NotFound);
+        QVERIFY2(r.error().contains(QLatin1String("epochs held here: 1, 2")), qPrintable(r.error()));
 
         // Write to the other agent, which never ran travel-1.
         CheckpointTransfer toB(&b);
         v1::WriteCheckpointResponse written;
         r = toB.upload(QStringLiteral("travel-1"), newest.dir, &written);
-        QVERIFY2(r.ok(), qPrintable(r.message));
+        QVERIFY2(r.ok(), qPrintable(r.error()));
         const QString onB = second.stateDir() + QStringLiteral("/runs/travel-1/checkpoints/epoch-0002");
         QCOMPARE(QString::fromStdString(written.path()), onB);
         QCOMPARE(written.epoch(), 2);
@@ -622,14 +624,14 @@ private Q_SLOTS:
         CheckpointTransfer fromB(&b);
         CheckpointCopy back;
         r = fromB.download(QStringLiteral("travel-1"), 0, path(QStringLiteral("ckpt-back")), 1, &back);
-        QVERIFY2(r.ok(), qPrintable(r.message));
+        QVERIFY2(r.ok(), qPrintable(r.error()));
         QCOMPARE(folderSums(back.dir), folderSums(onA));
 
         // Attempt 2 there resumes after epoch 2 and trains only epoch 3.
         auto again = runRequest("travel-1", 3, 1, { 0 });
         again.set_attempt(2);
         r = b.startWorkers(again, &started);
-        QVERIFY2(r.ok(), qPrintable(r.message));
+        QVERIFY2(r.ok(), qPrintable(r.error()));
         const auto watched = watchRun(b, "travel-1", 1);
         QCOMPARE(lastStateName(watched.events), QStringLiteral("SUCCEEDED"));
         int resumedFrom = -1;
@@ -667,10 +669,10 @@ private Q_SLOTS:
         QCOMPARE(written.bytes(), qint64(big.size() + 5));
         {
             grpc::ClientContext context;
-            client.prepare(&context, 30'000);
+            client.connection().prepare(&context, 30'000);
             v1::ReadCheckpointRequest request;
             request.set_run_id("fresh-1");
-            auto reader = client.stub().ReadCheckpoint(&context, request);
+            auto reader = client.connection().stub->ReadCheckpoint(&context, request);
             v1::CheckpointChunk chunk;
             QMap<QString, QByteArray> received;
             int messages = 0;
@@ -751,18 +753,18 @@ private Q_SLOTS:
         CheckpointCopy copy;
         auto r = CheckpointTransfer(&stranger2)
                      .download(QStringLiteral("fresh-1"), 0, path(QStringLiteral("ckpt-refused")), 2, &copy);
-        QCOMPARE(r.code, int(grpc::StatusCode::UNAUTHENTICATED));
+        QCOMPARE(r.code(), Status::Code::Unauthenticated);
         QVERIFY(!QFileInfo::exists(path(QStringLiteral("ckpt-refused/fresh-1/epoch-0003"))));
         r = CheckpointTransfer(&client).download(
             QStringLiteral("never-ran"), 0, path(QStringLiteral("ckpt-refused")), 2, &copy);
-        QCOMPARE(r.code, int(grpc::StatusCode::NOT_FOUND));
+        QCOMPARE(r.code(), Status::Code::NotFound);
 
         // Into a run that is active here: refused until it has stopped; reading is fine.
         auto request = runRequest("busy-1", 1000, 1, { 0 });
         request.mutable_spec()->set_max_train_images(50);
         v1::StartWorkersResponse started;
         r = client.startWorkers(request, &started);
-        QVERIFY2(r.ok(), qPrintable(r.message));
+        QVERIFY2(r.ok(), qPrintable(r.error()));
         status = writeCheckpoint(client, checkpointChunks("busy-1", 1, good));
         QCOMPARE(status.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
         QVERIFY2(
@@ -825,25 +827,25 @@ private Q_SLOTS:
         AgentClient good(endpoint, agent.token(), trusted);
         v1::DescribeResponse inventory;
         auto r = good.describe(&inventory);
-        QVERIFY2(r.ok(), qPrintable(r.message));
+        QVERIFY2(r.ok(), qPrintable(r.error()));
 
         AgentClient wrongToken(endpoint, QStringLiteral("guess"), trusted);
-        QCOMPARE(wrongToken.describe(&inventory).code, int(grpc::StatusCode::UNAUTHENTICATED));
+        QCOMPARE(wrongToken.describe(&inventory).code(), Status::Code::Unauthenticated);
         AgentClient noToken(endpoint, QString(), trusted);
-        QCOMPARE(noToken.describe(&inventory).code, int(grpc::StatusCode::UNAUTHENTICATED));
+        QCOMPARE(noToken.describe(&inventory).code(), Status::Code::Unauthenticated);
         QTRY_VERIFY_WITH_TIMEOUT(
             agent.log().contains(QStringLiteral("wrong token")), 5000);
         QVERIFY(agent.log().contains(QStringLiteral("no token")));
 
         AgentClient plaintext(endpoint, agent.token(), AgentTls {});
-        QCOMPARE(plaintext.describe(&inventory, 3000).code, int(grpc::StatusCode::UNAVAILABLE));
+        QCOMPARE(plaintext.describe(&inventory, 3000).code(), Status::Code::Unavailable);
         AgentClient untrusted(
             endpoint, agent.token(), AgentTls { path(QStringLiteral("other-ca.pem")), {}, {}, {} });
-        QCOMPARE(untrusted.describe(&inventory, 3000).code, int(grpc::StatusCode::UNAVAILABLE));
+        QCOMPARE(untrusted.describe(&inventory, 3000).code(), Status::Code::Unavailable);
         AgentClient missingCa(
             endpoint, agent.token(), AgentTls { path(QStringLiteral("nope.pem")), {}, {}, {} });
-        QVERIFY(missingCa.setupError().contains(QStringLiteral("nope.pem")));
-        QCOMPARE(missingCa.describe(&inventory).code, int(grpc::StatusCode::FAILED_PRECONDITION));
+        QVERIFY(missingCa.setup().error().contains(QStringLiteral("nope.pem")));
+        QCOMPARE(missingCa.describe(&inventory).code(), Status::Code::FailedPrecondition);
         VERIFY_OK(agent.stopAndCheckNothingLeft());
     }
 
@@ -856,12 +858,12 @@ private Q_SLOTS:
         v1::DescribeResponse inventory;
         AgentClient anonymous(
             agent.address(), agent.token(), AgentTls { path(QStringLiteral("ca.pem")), {}, {}, {} });
-        QCOMPARE(anonymous.describe(&inventory, 3000).code, int(grpc::StatusCode::UNAVAILABLE));
+        QCOMPARE(anonymous.describe(&inventory, 3000).code(), Status::Code::Unavailable);
         AgentClient known(agent.address(), agent.token(),
             AgentTls { path(QStringLiteral("ca.pem")), path(QStringLiteral("client.pem")),
                 path(QStringLiteral("client.key")), {} });
         const auto r = known.describe(&inventory);
-        QVERIFY2(r.ok(), qPrintable(r.message));
+        QVERIFY2(r.ok(), qPrintable(r.error()));
         VERIFY_OK(agent.stopAndCheckNothingLeft());
     }
 
@@ -953,11 +955,11 @@ private Q_SLOTS:
         test::AgentFixture agent(m_tmp.path());
         VERIFY_OK(agent.start(withSyn()));
         AgentClient &client = agent.client();
-        const int invalid = grpc::StatusCode::INVALID_ARGUMENT;
-        const int precondition = grpc::StatusCode::FAILED_PRECONDITION;
+        const auto invalid = Status::Code::InvalidArgument;
+        const auto precondition = Status::Code::FailedPrecondition;
         struct Case {
             const char *name;
-            int code;
+            Status::Code code;
             QString mention;
             std::function<void(v1::StartWorkersRequest &)> change;
         };
@@ -1026,16 +1028,18 @@ private Q_SLOTS:
             c.change(request);
             v1::StartWorkersResponse response;
             const auto r = client.startWorkers(request, &response);
-            QVERIFY2(
-                r.code == c.code, qPrintable(QStringLiteral("%1: %2").arg(QLatin1String(c.name), r.message)));
-            QVERIFY2(r.message.contains(c.mention),
-                qPrintable(QStringLiteral("%1: %2").arg(QLatin1String(c.name), r.message)));
+            QVERIFY2(r.code() == c.code,
+                qPrintable(QStringLiteral("%1: %2").arg(QLatin1String(c.name), r.error())));
+            QVERIFY2(r.error().contains(c.mention),
+                qPrintable(QStringLiteral("%1: %2").arg(QLatin1String(c.name), r.error())));
         }
         // The other calls.
-        const auto expect = [](const char *name, const CallResult &r, int code, const QString &mention) {
-            QVERIFY2(r.code == code && r.message.contains(mention),
-                qPrintable(
-                    QStringLiteral("%1: [%2] %3").arg(QLatin1String(name)).arg(r.code).arg(r.message)));
+        const auto expect = [](const char *name, const Status &r, Status::Code code, const QString &mention) {
+            QVERIFY2(r.code() == code && r.error().contains(mention),
+                qPrintable(QStringLiteral("%1: [%2] %3")
+                               .arg(QLatin1String(name))
+                               .arg(int(r.code()))
+                               .arg(r.error())));
         };
         {
             // The same (run, attempt) again: idempotent when identical, refused when not.
@@ -1048,7 +1052,7 @@ private Q_SLOTS:
             auto changed = first;
             changed.mutable_spec()->set_momentum(0);
             expect("StartWorkers, same attempt, other spec", client.startWorkers(changed, &response),
-                grpc::StatusCode::ALREADY_EXISTS, QStringLiteral("different spec"));
+                Status::Code::AlreadyExists, QStringLiteral("different spec"));
             v1::StopRunResponse ignored;
             QVERIFY(client.stopRun(QStringLiteral("same-attempt"), &ignored).ok());
         }
@@ -1068,20 +1072,20 @@ private Q_SLOTS:
             QStringLiteral("run_id"));
         {
             grpc::ClientContext context;
-            client.prepareStreamContext(&context);
+            client.connection().prepareStream(&context);
             v1::StopRunRequest request;
             request.set_run_id("x");
             request.set_grace_ms(-1);
             v1::StopRunResponse response;
             expect("StopRun negative grace",
-                CallResult::fromStatus(client.stub().StopRun(&context, request, &response), {}), invalid,
+                statusFromGrpc(client.connection().stub->StopRun(&context, request, &response), {}), invalid,
                 QStringLiteral("grace_ms"));
         }
         auto watched = watchRun(client, "../x", 1);
-        expect("WatchRun path-like id", CallResult::fromStatus(watched.status, {}), invalid,
-            QStringLiteral("run_id"));
+        expect(
+            "WatchRun path-like id", statusFromGrpc(watched.status, {}), invalid, QStringLiteral("run_id"));
         watched = watchRun(client, "x", -3);
-        expect("WatchRun negative from_seq", CallResult::fromStatus(watched.status, {}), invalid,
+        expect("WatchRun negative from_seq", statusFromGrpc(watched.status, {}), invalid,
             QStringLiteral("from_seq"));
         v1::CreateSyntheticDatasetRequest synthetic;
         synthetic.set_name("../x");
@@ -1154,7 +1158,7 @@ private Q_SLOTS:
         v1::StartWorkersResponse started;
         const std::string id = "exit-" + QByteArray(QTest::currentDataTag()).replace(' ', '-').toStdString();
         auto r = client.startWorkers(runRequest(id, 1, 1, { 0 }), &started);
-        QVERIFY2(r.ok(), qPrintable(r.message));
+        QVERIFY2(r.ok(), qPrintable(r.error()));
         if (kind == v1::EXIT_STOPPED) {
             QTRY_VERIFY_WITH_TIMEOUT(
                 [&] {
@@ -1163,12 +1167,12 @@ private Q_SLOTS:
                 }(),
                 10000);
             grpc::ClientContext context;
-            client.prepareStreamContext(&context);
+            client.connection().prepareStream(&context);
             v1::StopRunRequest stop;
             stop.set_run_id(id);
             stop.set_grace_ms(300);
             v1::StopRunResponse response;
-            QVERIFY(client.stub().StopRun(&context, stop, &response).ok());
+            QVERIFY(client.connection().stub->StopRun(&context, stop, &response).ok());
         }
         QElapsedTimer timer;
         timer.start();
@@ -1204,7 +1208,7 @@ private Q_SLOTS:
         AgentClient &client = agent.client();
         v1::StartWorkersResponse started;
         auto r = client.startWorkers(runRequest("pair-1", 1, 2, { 0, 1 }), &started);
-        QVERIFY2(r.ok(), qPrintable(r.message));
+        QVERIFY2(r.ok(), qPrintable(r.error()));
         const auto watched = watchRun(client, "pair-1", 1);
         QVERIFY(watched.status.ok());
         QCOMPARE(lastStateName(watched.events), QStringLiteral("FAILED"));
@@ -1233,7 +1237,7 @@ private Q_SLOTS:
             inventory.gpu_status().c_str()); // ...and Describe says why
         v1::StartWorkersResponse started;
         auto r = client.startWorkers(runRequest("busy-1", 1000, 1, { 0 }), &started);
-        QVERIFY2(r.ok(), qPrintable(r.message));
+        QVERIFY2(r.ok(), qPrintable(r.error()));
         std::vector<v1::NodeSample> samples;
         bool sawRank = false;
         r = client.watchNode(200, [&](const v1::NodeSample &s) {
@@ -1244,7 +1248,7 @@ private Q_SLOTS:
                     sawRank = true;
             return !(sawRank && samples.size() >= 3) && samples.size() < 100;
         });
-        QVERIFY2(r.ok(), qPrintable(r.message));
+        QVERIFY2(r.ok(), qPrintable(r.error()));
         QVERIFY(sawRank);
         QVERIFY(samples.size() >= 2);
         for (std::size_t i = 0; i < samples.size(); ++i) {
@@ -1278,12 +1282,12 @@ private Q_SLOTS:
         timer.start();
         v1::Dataset dataset;
         const auto r = client.fetchDataset(QStringLiteral("cifar-10"), {}, &dataset);
-        QCOMPARE(r.code, int(grpc::StatusCode::UNAVAILABLE));
+        QCOMPARE(r.code(), Status::Code::Unavailable);
         QVERIFY(timer.elapsed() < 10000);
         for (const QString &needle :
             { QStringLiteral("cannot download"), QStringLiteral("c32a1d4ab5d03f1284b67883e8d87530"),
                 data + QStringLiteral("/cifar-10"), QStringLiteral("cifar-10-batches-bin") })
-            QVERIFY2(r.message.contains(needle), qPrintable(r.message));
+            QVERIFY2(r.error().contains(needle), qPrintable(r.error()));
         QVERIFY(QDir(data).entryList(QDir::AllEntries | QDir::Hidden | QDir::NoDotAndDotDot).isEmpty());
         VERIFY_OK(agent.stopAndCheckNothingLeft());
     }
@@ -1316,8 +1320,8 @@ private Q_SLOTS:
             AgentClient client(agent.address(), agent.token());
             v1::Dataset dataset;
             const auto r = client.fetchDataset(QStringLiteral("cifar-10"), {}, &dataset);
-            QCOMPARE(r.code, int(grpc::StatusCode::DATA_LOSS));
-            QVERIFY2(r.message.contains(md5), qPrintable(r.message));
+            QCOMPARE(r.code(), Status::Code::DataLoss);
+            QVERIFY2(r.error().contains(md5), qPrintable(r.error()));
             QVERIFY(QDir(data).entryList(QDir::AllEntries | QDir::Hidden | QDir::NoDotAndDotDot).isEmpty());
         }
         VERIFY_OK(agent.stopAndCheckNothingLeft());
@@ -1335,7 +1339,7 @@ private Q_SLOTS:
                     phases.push_back(p.phase());
             },
             &dataset);
-        QVERIFY2(r.ok(), qPrintable(r.message));
+        QVERIFY2(r.ok(), qPrintable(r.error()));
         QVERIFY(std::find(phases.begin(), phases.end(), v1::FetchProgress::VERIFYING) != phases.end());
         QVERIFY(std::find(phases.begin(), phases.end(), v1::FetchProgress::UNPACKING) != phases.end());
         QCOMPARE(phases.back(), v1::FetchProgress::DONE);
@@ -1369,17 +1373,19 @@ private Q_SLOTS:
         AgentClient &client = agent.client();
         v1::StartWorkersRequest big = runRequest(std::string(10'000, 'r'), 1, 1, { 0 });
         v1::StartWorkersResponse response;
-        CallResult result = client.startWorkers(big, &response);
-        QCOMPARE(result.code, int(grpc::StatusCode::INVALID_ARGUMENT));
-        QVERIFY2(result.message.contains(QLatin1String("run_id is 10000 bytes; at most 64")), qPrintable(result.message));
-        QVERIFY2(result.message.size() < 400, qPrintable(result.message));
+        Status result = client.startWorkers(big, &response);
+        QCOMPARE(result.code(), Status::Code::InvalidArgument);
+        QVERIFY2(result.error().contains(QLatin1String("run_id is 10000 bytes; at most 64")),
+            qPrintable(result.error()));
+        QVERIFY2(result.error().size() < 400, qPrintable(result.error()));
         big = runRequest("fine", 1, 1, { 0 });
         big.mutable_spec()->set_schedule(std::string(100'000, 'c'));
         result = client.startWorkers(big, &response);
-        QCOMPARE(result.code, int(grpc::StatusCode::INVALID_ARGUMENT));
-        QVERIFY2(result.message.contains(QLatin1String("spec.schedule is 100000 bytes; at most 4096 (it starts with 'ccc")),
-            qPrintable(result.message));
-        QVERIFY2(result.message.size() < 400, qPrintable(result.message));
+        QCOMPARE(result.code(), Status::Code::InvalidArgument);
+        QVERIFY2(result.error().contains(
+                     QLatin1String("spec.schedule is 100000 bytes; at most 4096 (it starts with 'ccc")),
+            qPrintable(result.error()));
+        QVERIFY2(result.error().size() < 400, qPrintable(result.error()));
         // The agent is fine afterwards.
         v1::DescribeResponse d;
         QVERIFY(client.describe(&d).ok());
@@ -1425,10 +1431,10 @@ private Q_SLOTS:
             for (int i = 0; i < count; ++i) {
                 auto s = std::make_unique<Stalled>();
                 s->client = std::make_unique<AgentClient>(agent.address(), agent.token());
-                s->client->prepareStreamContext(&s->context);
+                s->client->connection().prepareStream(&s->context);
                 v1::ReadCheckpointRequest request;
                 request.set_run_id("big-1");
-                s->reader = s->client->stub().ReadCheckpoint(&s->context, request);
+                s->reader = s->client->connection().stub->ReadCheckpoint(&s->context, request);
                 into->push_back(std::move(s));
             }
         };

@@ -1,6 +1,7 @@
 // The three ways to say where agents are (core/agent_addresses.h): HOST:PORT, an agents
 // file (as the Slurm launcher writes it) and dns:NAME:PORT.
 #include "agent_addresses.h"
+#include "verify_ok.h"
 
 #include <QFile>
 #include <QTemporaryDir>
@@ -20,8 +21,8 @@ private Q_SLOTS:
                                                    "10.0.0.3:7451\r\n"
                                                    "node1:7450\n",
             QStringLiteral("agents.txt"));
-        QVERIFY2(got.ok(), qPrintable(got.error));
-        QCOMPARE(got.addresses,
+        VERIFY_OK(got);
+        QCOMPARE(*got,
             QStringList({ QStringLiteral("node1:7450"), QStringLiteral("node2:7450"),
                 QStringLiteral("10.0.0.3:7451") }));
     }
@@ -30,19 +31,20 @@ private Q_SLOTS:
     {
         AgentAddresses got = parseAgentsFile("node1:7450\nnode2\n", QStringLiteral("a.txt"));
         QVERIFY(!got.ok());
-        QVERIFY2(got.error.startsWith(QLatin1String("a.txt:2: ")), qPrintable(got.error));
-        QVERIFY2(got.error.contains(QLatin1String("HOST:PORT")), qPrintable(got.error));
+        QVERIFY2(got.error().startsWith(QLatin1String("a.txt:2: ")), qPrintable(got.error()));
+        QVERIFY2(got.error().contains(QLatin1String("HOST:PORT")), qPrintable(got.error()));
 
         got = parseAgentsFile("node1:99999\n", QStringLiteral("a.txt"));
-        QVERIFY2(got.error.startsWith(QLatin1String("a.txt:1: ")) && got.error.contains(QLatin1String("port")),
-            qPrintable(got.error));
+        QVERIFY2(
+            got.error().startsWith(QLatin1String("a.txt:1: ")) && got.error().contains(QLatin1String("port")),
+            qPrintable(got.error()));
 
         got = parseAgentsFile("node1:7450 node2:7450\n", QStringLiteral("a.txt"));
-        QVERIFY2(got.error.contains(QLatin1String("one agent address per line")), qPrintable(got.error));
+        QVERIFY2(got.error().contains(QLatin1String("one agent address per line")), qPrintable(got.error()));
 
         got = parseAgentsFile("# nothing yet\n\n", QStringLiteral("a.txt"));
-        QVERIFY2(got.error.contains(QLatin1String("no agent address")), qPrintable(got.error));
-        QVERIFY(got.addresses.isEmpty());
+        QVERIFY(!got.ok());
+        QVERIFY2(got.error().contains(QLatin1String("no agent address")), qPrintable(got.error()));
     }
 
     void readsFilesAndSaysWhyNot()
@@ -50,26 +52,26 @@ private Q_SLOTS:
         QTemporaryDir dir;
         const QString path = dir.filePath(QStringLiteral("agents"));
         AgentAddresses got = readAgentsFile(path);
-        QVERIFY2(got.error.contains(QLatin1String("cannot read agents file")) && got.error.contains(path),
-            qPrintable(got.error));
+        QVERIFY2(got.error().contains(QLatin1String("cannot read agents file")) && got.error().contains(path),
+            qPrintable(got.error()));
         QFile f(path);
         QVERIFY(f.open(QIODevice::WriteOnly));
         f.write("h1:7450\nh2:7450\n");
         f.close();
         got = readAgentsFile(path);
-        QVERIFY2(got.ok(), qPrintable(got.error));
-        QCOMPARE(got.addresses.size(), 2);
+        VERIFY_OK(got);
+        QCOMPARE(got->size(), 2);
     }
 
     void dnsResolvesEveryAddressSorted()
     {
         // localhost is in every /etc/hosts: no DNS server is needed.
         const AgentAddresses got = resolveAgentsDns(QStringLiteral("dns:localhost:7450"));
-        QVERIFY2(got.ok(), qPrintable(got.error));
-        QVERIFY2(got.addresses.contains(QStringLiteral("127.0.0.1:7450")), qPrintable(got.addresses.join(',')));
-        for (const QString &a : got.addresses)
+        VERIFY_OK(got);
+        QVERIFY2(got->contains(QStringLiteral("127.0.0.1:7450")), qPrintable(got->join(',')));
+        for (const QString &a : *got)
             QVERIFY2(a == QLatin1String("127.0.0.1:7450") || a == QLatin1String("[::1]:7450"), qPrintable(a));
-        QCOMPARE(got.addresses.first(), QStringLiteral("127.0.0.1:7450")); // IPv4 first
+        QCOMPARE(got->first(), QStringLiteral("127.0.0.1:7450")); // IPv4 first
     }
 
     void dnsSpecProblems_data()
@@ -86,8 +88,7 @@ private Q_SLOTS:
         QFETCH(QString, spec);
         const AgentAddresses got = resolveAgentsDns(spec);
         QVERIFY(!got.ok());
-        QVERIFY(got.addresses.isEmpty());
-        QVERIFY2(got.error.contains(QLatin1String("dns:NAME:PORT")), qPrintable(got.error));
+        QVERIFY2(got.error().contains(QLatin1String("dns:NAME:PORT")), qPrintable(got.error()));
     }
 
     void gatherKeepsOrderAndDropsDuplicates()
@@ -100,18 +101,18 @@ private Q_SLOTS:
         f.close();
         AgentAddresses got = gatherAgentAddresses({ QStringLiteral("h1:7450"), QStringLiteral("h2:7450") },
             { path }, { QStringLiteral("dns:localhost:7450") });
-        QVERIFY2(got.ok(), qPrintable(got.error));
-        QCOMPARE(got.addresses.mid(0, 4),
-            QStringList({ QStringLiteral("h1:7450"), QStringLiteral("h2:7450"), QStringLiteral("127.0.0.1:7450"),
-                QStringLiteral("h3:7450") }));
+        VERIFY_OK(got);
+        QCOMPARE(got->mid(0, 4),
+            QStringList({ QStringLiteral("h1:7450"), QStringLiteral("h2:7450"),
+                QStringLiteral("127.0.0.1:7450"), QStringLiteral("h3:7450") }));
 
         got = gatherAgentAddresses({ QStringLiteral("h1") }, {}, {});
-        QVERIFY2(got.error.contains(QLatin1String("HOST:PORT")), qPrintable(got.error));
+        QVERIFY2(got.error().contains(QLatin1String("HOST:PORT")), qPrintable(got.error()));
         got = gatherAgentAddresses({}, { dir.filePath(QStringLiteral("missing")) }, {});
-        QVERIFY2(got.error.contains(QLatin1String("cannot read agents file")), qPrintable(got.error));
+        QVERIFY2(got.error().contains(QLatin1String("cannot read agents file")), qPrintable(got.error()));
         got = gatherAgentAddresses({}, {}, {});
-        QVERIFY(got.ok());
-        QVERIFY(got.addresses.isEmpty());
+        VERIFY_OK(got);
+        QVERIFY(got->isEmpty());
     }
 
     // One string per source, as a plan's "agents" and the console's Agents tab take them.
@@ -151,28 +152,27 @@ private Q_SLOTS:
         const QStringList specs { QStringLiteral("n1:7450"), QStringLiteral(" file:agents.txt "),
             QStringLiteral("dns:localhost:7450"), QStringLiteral("n2:7450") };
         AgentAddresses got = resolveAgentSpecs(specs, dir.path());
-        QVERIFY2(got.ok(), qPrintable(got.error));
-        QCOMPARE(got.addresses.mid(0, 4),
+        VERIFY_OK(got);
+        QCOMPARE(got->mid(0, 4),
             QStringList({ QStringLiteral("n1:7450"), QStringLiteral("n2:7450"), QStringLiteral("n3:7450"),
                 QStringLiteral("127.0.0.1:7450") }));
-        QCOMPARE(got.addresses.count(QStringLiteral("n2:7450")), 1);
+        QCOMPARE(got->count(QStringLiteral("n2:7450")), 1);
         // An absolute path is not moved; a relative one without a base folder is the
         // working directory's (where the file is not).
         got = resolveAgentSpecs({ QStringLiteral("file:") + f.fileName() });
-        QVERIFY2(got.ok(), qPrintable(got.error));
+        VERIFY_OK(got);
         got = resolveAgentSpecs({ QStringLiteral("file:agents.txt"), QStringLiteral("n9:7450") },
             dir.filePath(QStringLiteral("elsewhere")));
         QVERIFY(!got.ok());
-        QVERIFY(got.addresses.isEmpty());
-        QVERIFY2(got.error.contains(QLatin1String("cannot read agents file"))
-                && got.error.contains(QLatin1String("elsewhere/agents.txt")),
-            qPrintable(got.error));
+        QVERIFY2(got.error().contains(QLatin1String("cannot read agents file"))
+                && got.error().contains(QLatin1String("elsewhere/agents.txt")),
+            qPrintable(got.error()));
         got = resolveAgentSpecs({ QStringLiteral("n1") });
-        QVERIFY2(got.error.contains(QLatin1String("HOST:PORT")), qPrintable(got.error));
+        QVERIFY2(got.error().contains(QLatin1String("HOST:PORT")), qPrintable(got.error()));
         // --agents takes every form too.
         got = gatherAgentAddresses({}, {}, { QStringLiteral("n5:7450"), QStringLiteral("file:") + f.fileName() });
-        QVERIFY2(got.ok(), qPrintable(got.error));
-        QCOMPARE(got.addresses,
+        VERIFY_OK(got);
+        QCOMPARE(*got,
             QStringList({ QStringLiteral("n5:7450"), QStringLiteral("n2:7450"), QStringLiteral("n3:7450") }));
     }
 };

@@ -4,7 +4,6 @@
 // each rank gets, that unpacking refuses paths leaving its folder, and that a run's event
 // log survives a torn tail. (Moved out of tst_agent, which starts real agents.)
 #include "advertise.h"
-#include "verify_ok.h"
 #include "dataset_fetcher.h"
 #include "net_address.h"
 #include "run_event_log.h"
@@ -12,6 +11,8 @@
 #include "spec_rules.h"
 #include "start_request.h"
 #include "test_support.h"
+#include "verify_ok.h"
+#include "worker_command.h"
 
 #include <QDir>
 #include <QFile>
@@ -20,6 +21,7 @@
 #include <QTemporaryDir>
 #include <QTest>
 
+#include <algorithm>
 #include <cmath>
 #include <csignal>
 #include <filesystem>
@@ -50,32 +52,37 @@ private Q_SLOTS:
     {
         using agent::chooseAdvertiseAddress;
         auto c = chooseAdvertiseAddress("127.0.0.1", "", "", "node1");
-        QCOMPARE(QString::fromStdString(c.address), QStringLiteral("127.0.0.1"));
-        QVERIFY(c.warning.empty() && c.error.empty());
+        VERIFY_OK(c);
+        QCOMPARE(QString::fromStdString(c->address), QStringLiteral("127.0.0.1"));
+        QVERIFY(c->warning.empty());
         c = chooseAdvertiseAddress("0.0.0.0", "10.9.8.7", "", "node1");
-        QCOMPARE(QString::fromStdString(c.address), QStringLiteral("10.9.8.7"));
-        QVERIFY(c.error.empty());
+        VERIFY_OK(c);
+        QCOMPARE(QString::fromStdString(c->address), QStringLiteral("10.9.8.7"));
         c = chooseAdvertiseAddress("0.0.0.0", "", "lo", "node1");
-        QCOMPARE(QString::fromStdString(c.address), QStringLiteral("127.0.0.1"));
-        QVERIFY2(QString::fromStdString(c.warning).contains(QLatin1String("other hosts will fail")),
-            c.warning.c_str());
+        VERIFY_OK(c);
+        QCOMPARE(QString::fromStdString(c->address), QStringLiteral("127.0.0.1"));
+        QVERIFY2(QString::fromStdString(c->warning).contains(QLatin1String("other hosts will fail")),
+            c->warning.c_str());
         c = chooseAdvertiseAddress("0.0.0.0", "", "nosuch0", "node1");
-        QVERIFY2(QString::fromStdString(c.error).contains(QLatin1String("'nosuch0' has no address here")),
-            c.error.c_str());
+        QVERIFY(!c.ok());
+        QVERIFY2(QString::fromStdString(c.error()).contains(QLatin1String("'nosuch0' has no address here")),
+            c.error().c_str());
         c = chooseAdvertiseAddress("0.0.0.0", "no-such-host.invalid", "", "node1");
-        QVERIFY(!c.error.empty());
+        QVERIFY(!c.ok());
         // Every address, host name on loopback (stock Debian): an interface's address, or a
         // warning that says nothing but loopback was found.
         c = chooseAdvertiseAddress("0.0.0.0", "", "", "localhost");
-        QVERIFY(c.error.empty());
+        VERIFY_OK(c);
         bool anyInterface = false;
         for (const auto &a : trainer::net::interfaceAddresses())
             anyInterface = anyInterface || (!a.loopback && a.up);
         if (anyInterface) {
-            QVERIFY2(!trainer::net::isLoopback(c.address), c.address.c_str());
-            QVERIFY2(QString::fromStdString(c.how).contains(QLatin1String("host name localhost resolves to")), c.how.c_str());
+            QVERIFY2(!trainer::net::isLoopback(c->address), c->address.c_str());
+            QVERIFY2(
+                QString::fromStdString(c->how).contains(QLatin1String("host name localhost resolves to")),
+                c->how.c_str());
         } else {
-            QVERIFY(!c.warning.empty());
+            QVERIFY(!c->warning.empty());
         }
 
         QVERIFY(trainer::net::isLoopback("127.0.1.1"));
@@ -231,13 +238,44 @@ private Q_SLOTS:
             noGpu.error().c_str());
     }
 
+    // What a rank runs with on top of the agent's environment: its threads, its GPUs (none for
+    // a CPU rank), and idle OpenMP threads that sleep instead of spinning, unless the agent's
+    // own environment chose a policy (or an interface for NCCL).
+    void workerEnvironmentSharesTheCores()
+    {
+        const QByteArray saved = qgetenv("OMP_WAIT_POLICY");
+        qunsetenv("OMP_WAIT_POLICY");
+        agent::RunLaunch launch;
+        launch.threadsPerRank = 3;
+        launch.gpus = { { 1, { 2, 5 } } };
+        launch.networkInterface = "veth-a";
+        auto has = [](const std::vector<std::string> &environment, const std::string &entry) {
+            return std::find(environment.begin(), environment.end(), entry) != environment.end();
+        };
+        const auto cpuRank = agent::workerEnvironment(launch, 0);
+        QVERIFY(has(cpuRank, "OMP_NUM_THREADS=3"));
+        QVERIFY(has(cpuRank, "OPENBLAS_NUM_THREADS=3"));
+        QVERIFY(has(cpuRank, "CUDA_VISIBLE_DEVICES="));
+        QVERIFY(has(cpuRank, "OMP_WAIT_POLICY=PASSIVE"));
+        QCOMPARE(has(cpuRank, "NCCL_SOCKET_IFNAME=veth-a"), qgetenv("NCCL_SOCKET_IFNAME").isEmpty());
+        QVERIFY(has(agent::workerEnvironment(launch, 1), "CUDA_VISIBLE_DEVICES=2,5"));
+        qputenv("OMP_WAIT_POLICY", "ACTIVE");
+        for (const auto &entry : agent::workerEnvironment(launch, 0))
+            QVERIFY2(!entry.starts_with("OMP_WAIT_POLICY="), entry.c_str());
+        if (saved.isNull())
+            qunsetenv("OMP_WAIT_POLICY");
+        else
+            qputenv("OMP_WAIT_POLICY", saved);
+    }
+
     // Dropout rates are probabilities below 1 (0 turns dropout off), and a run stops after
     // an epoch of its own schedule or not at all: refused by field, in both namings.
     void runSpecBoundsDropoutAndStopAfterEpochs()
     {
         const auto problems = [](const v1::RunSpec &spec, const rules::SpecContext &context) {
             QStringList all;
-            for (const auto &p : rules::checkRunSpec(spec, context))
+            const rules::SpecStatus checked = rules::checkRunSpec(spec, context);
+            for (const auto &p : checked.error())
                 all << QString::fromStdString(p.text());
             return all;
         };
@@ -307,7 +345,7 @@ private Q_SLOTS:
         std::filesystem::create_directories(dir);
         {
             agent::RunEventLog log(dir / "events.log");
-            QVERIFY(log.error().empty());
+            VERIFY_OK(log.opened());
             for (int i = 0; i < 3; ++i) {
                 v1::RunEvent e;
                 e.mutable_log()->set_text("line " + std::to_string(i));
@@ -320,7 +358,7 @@ private Q_SLOTS:
             f.write("\x20\x08\x04"); // a record cut short by a crash
         }
         agent::RunEventLog reopened(dir / "events.log");
-        QVERIFY(reopened.error().empty());
+        VERIFY_OK(reopened.opened());
         QCOMPARE(reopened.lastSeq(), qint64(3));
         QCOMPARE(reopened.droppedOnOpen(), std::size_t(3));
         v1::RunEvent e;

@@ -267,8 +267,8 @@ private Q_SLOTS:
         QVERIFY2(agent.address().startsWith(host + QLatin1Char(':')), qPrintable(agent.address()));
         AgentClient client(agent.address(), QString(), AgentTls {});
         v1::DescribeResponse inventory;
-        const CallResult r = client.describe(&inventory);
-        QVERIFY2(r.ok(), qPrintable(r.message));
+        const Status r = client.describe(&inventory);
+        QVERIFY2(r.ok(), qPrintable(r.error()));
         VERIFY_OK(agent.stopAndCheckNothingLeft());
     }
 
@@ -374,42 +374,42 @@ private Q_SLOTS:
         v1::DescribeResponse inventory;
 
         AgentClient good(tlsAgent.address(), tlsAgent.token(), trusted);
-        CallResult r = good.describe(&inventory);
-        QVERIFY2(r.ok(), qPrintable(r.message));
+        Status r = good.describe(&inventory);
+        QVERIFY2(r.ok(), qPrintable(r.error()));
 
         AgentClient plaintext(tlsAgent.address(), tlsAgent.token(), AgentTls {});
         r = plaintext.describe(&inventory, 3000);
-        QCOMPARE(r.code, int(grpc::StatusCode::UNAVAILABLE));
-        QVERIFY2(r.message.contains(
+        QCOMPARE(r.code(), Status::Code::Unavailable);
+        QVERIFY2(r.error().contains(
                      QStringLiteral("agent %1 most likely speaks TLS, but this client has no CA: set "
                                     "SCALELAB_TLS_CA")
                          .arg(tlsAgent.address())),
-            qPrintable(r.message));
-        QVERIFY2(!r.message.contains(QLatin1String("cannot reach")), qPrintable(r.message));
+            qPrintable(r.error()));
+        QVERIFY2(!r.error().contains(QLatin1String("cannot reach")), qPrintable(r.error()));
 
         AgentClient untrusted(tlsAgent.address(), tlsAgent.token(),
             AgentTls { path(QStringLiteral("other-ca.pem")), {}, {}, {} });
         r = untrusted.describe(&inventory, 3000);
-        QCOMPARE(r.code, int(grpc::StatusCode::UNAVAILABLE));
-        QVERIFY2(r.message.contains(QStringLiteral("presented a certificate that %1 does not vouch for")
+        QCOMPARE(r.code(), Status::Code::Unavailable);
+        QVERIFY2(r.error().contains(QStringLiteral("presented a certificate that %1 does not vouch for")
                                         .arg(path(QStringLiteral("other-ca.pem")))),
-            qPrintable(r.message));
+            qPrintable(r.error()));
 
         AgentClient tlsToPlain(plainAgent.address(), QString(), trusted);
         r = tlsToPlain.describe(&inventory, 3000);
-        QCOMPARE(r.code, int(grpc::StatusCode::UNAVAILABLE));
-        QVERIFY2(r.message.contains(QStringLiteral("agent %1 does not speak TLS, but this client does")
+        QCOMPARE(r.code(), Status::Code::Unavailable);
+        QVERIFY2(r.error().contains(QStringLiteral("agent %1 does not speak TLS, but this client does")
                                         .arg(plainAgent.address())),
-            qPrintable(r.message));
+            qPrintable(r.error()));
 
         const QString gone
             = QStringLiteral("127.0.0.1:") + plainAgent.address().section(QLatin1Char(':'), -1);
         VERIFY_OK(plainAgent.stopAndCheckNothingLeft());
         AgentClient refused(gone, QString(), AgentTls {});
         r = refused.describe(&inventory, 3000);
-        QCOMPARE(r.code, int(grpc::StatusCode::UNAVAILABLE));
-        QVERIFY2(r.message.startsWith(QStringLiteral("cannot reach the agent at %1").arg(gone)),
-            qPrintable(r.message));
+        QCOMPARE(r.code(), Status::Code::Unavailable);
+        QVERIFY2(r.error().startsWith(QStringLiteral("cannot reach the agent at %1").arg(gone)),
+            qPrintable(r.error()));
         VERIFY_OK(tlsAgent.stopAndCheckNothingLeft());
     }
 
@@ -421,13 +421,13 @@ private Q_SLOTS:
         VERIFY_OK(agent.start(agentOptions(QStringLiteral("127.0.0.1"), true)));
         v1::DescribeResponse inventory;
         AgentClient longToken(agent.address(), QString(12'000, QLatin1Char('x')), AgentTls {});
-        CallResult r = longToken.describe(&inventory);
-        QCOMPARE(r.code, int(grpc::StatusCode::UNAUTHENTICATED));
+        Status r = longToken.describe(&inventory);
+        QCOMPARE(r.code(), Status::Code::Unauthenticated);
         AgentClient hugeToken(agent.address(), QString(20'000, QLatin1Char('x')), AgentTls {});
         r = hugeToken.describe(&inventory);
-        QCOMPARE(r.code, int(grpc::StatusCode::RESOURCE_EXHAUSTED));
-        QVERIFY2(r.message.contains(QLatin1String("refused the call's headers as too large")),
-            qPrintable(r.message));
+        QCOMPARE(r.code(), Status::Code::ResourceExhausted);
+        QVERIFY2(r.error().contains(QLatin1String("refused the call's headers as too large")),
+            qPrintable(r.error()));
         VERIFY_OK(agent.stopAndCheckNothingLeft());
     }
 

@@ -211,8 +211,10 @@ private Q_SLOTS:
         run.attempts.last().transferredEpoch = 0;
         run.portions.first().agent = QStringLiteral("gone:1"); // it wrote it: it holds it
         QVERIFY(!uploadBeforeStart(run));
-        QVERIFY(uploadRetryable(14)); // UNAVAILABLE
-        QVERIFY(!uploadRetryable(3)); // INVALID_ARGUMENT: refused again
+        QVERIFY(
+            uploadRetryable(Status::failure(Status::Code::Unavailable, QStringLiteral("agent unreachable"))));
+        QVERIFY(!uploadRetryable( // refused again
+            Status::failure(Status::Code::InvalidArgument, QStringLiteral("the copy is malformed"))));
     }
 };
 

@@ -82,8 +82,8 @@ private Q_SLOTS:
         request.set_train_images(256);
         request.set_test_images(64);
         v1::Dataset dataset;
-        const CallResult made = m_agent.client().createSyntheticDataset(request, &dataset);
-        QVERIFY2(made.ok(), qPrintable(made.message));
+        const Status made = m_agent.client().createSyntheticDataset(request, &dataset);
+        QVERIFY2(made.ok(), qPrintable(made.error()));
         QFile token(path(QStringLiteral("token")));
         QVERIFY(token.open(QIODevice::WriteOnly));
         token.write(kToken.toUtf8());

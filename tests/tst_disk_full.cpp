@@ -120,7 +120,7 @@ private Q_SLOTS:
         request.set_seed(5);
         v1::Dataset dataset;
         const auto result = client.createSyntheticDataset(request, &dataset);
-        QVERIFY2(result.ok(), qPrintable(result.message));
+        QVERIFY2(result.ok(), qPrintable(result.error()));
     }
 
     void cleanupTestCase()
@@ -183,7 +183,7 @@ private Q_SLOTS:
         {
             agent::RunEventLog log(
                 (m_mount + QStringLiteral("/agent/runs/") + runId + QStringLiteral("/1/events.log")).toStdString());
-            QVERIFY2(log.error().empty(), log.error().c_str());
+            VERIFY_OK(log.opened());
             QCOMPARE(log.droppedOnOpen(), std::size_t(0));
             std::vector<v1::RunEvent> events;
             log.read(1, 100'000, std::chrono::milliseconds(0), &events);
@@ -283,9 +283,10 @@ private Q_SLOTS:
         request.mutable_spec()->set_batch_size(32);
         request.mutable_spec()->set_epochs(1);
         v1::StartWorkersResponse response;
-        const CallResult result = m_agent.client().startWorkers(request, &response);
-        QCOMPARE(result.code, int(grpc::StatusCode::RESOURCE_EXHAUSTED));
-        QVERIFY2(result.message.contains(QLatin1String(": no space left on device: cannot record the run")), qPrintable(result.message));
+        const Status result = m_agent.client().startWorkers(request, &response);
+        QCOMPARE(result.code(), Status::Code::ResourceExhausted);
+        QVERIFY2(result.error().contains(QLatin1String(": no space left on device: cannot record the run")),
+            qPrintable(result.error()));
         const QString attemptDir = m_mount + QStringLiteral("/agent/runs/no-room/1");
         QVERIFY(!QFileInfo::exists(attemptDir + QStringLiteral("/request.json"))); // no torn record
 

@@ -2,9 +2,10 @@
 // trip, health, authentication, the bad-input matrix, idempotent starts, resumable
 // event streams and stopping.
 #include "agent_client.h"
-#include "verify_ok.h"
-#include "local_agent.h"
 #include "agent_fixture.h"
+#include "agent_grpc.h"
+#include "local_agent.h"
+#include "verify_ok.h"
 
 #include <QElapsedTimer>
 #include <QTemporaryDir>
@@ -45,12 +46,12 @@ private:
     std::vector<v1::RunEvent> watch(const QString &id, qint64 from, grpc::Status *status)
     {
         grpc::ClientContext context;
-        m_client->prepareStreamContext(&context);
+        m_client->connection().prepareStream(&context);
         context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(120));
         v1::WatchRunRequest request;
         request.set_run_id(id.toStdString());
         request.set_from_seq(from);
-        auto reader = m_client->stub().WatchRun(&context, request);
+        auto reader = m_client->connection().stub->WatchRun(&context, request);
         std::vector<v1::RunEvent> events;
         v1::RunEvent e;
         while (reader->Read(&e))
@@ -104,10 +105,10 @@ private Q_SLOTS:
     void healthAndDescribe()
     {
         const auto health = m_client->checkHealth();
-        QVERIFY2(health.ok(), qPrintable(health.message));
+        QVERIFY2(health.ok(), qPrintable(health.error()));
         v1::DescribeResponse inventory;
         const auto r = m_client->describe(&inventory);
-        QVERIFY2(r.ok(), qPrintable(r.message));
+        QVERIFY2(r.ok(), qPrintable(r.error()));
         QVERIFY(inventory.cpu_cores() > 0);
         QVERIFY(inventory.memory_bytes() > 0);
         QCOMPARE(QString::fromStdString(inventory.agent_version()), QStringLiteral(SCALELAB_VERSION));
@@ -121,9 +122,9 @@ private Q_SLOTS:
     {
         AgentClient wrong(m_fixture.address(), QStringLiteral("not-the-token"));
         v1::DescribeResponse inventory;
-        QCOMPARE(wrong.describe(&inventory).code, int(grpc::StatusCode::UNAUTHENTICATED));
+        QCOMPARE(wrong.describe(&inventory).code(), Status::Code::Unauthenticated);
         AgentClient none(m_fixture.address(), QString());
-        QCOMPARE(none.describe(&inventory).code, int(grpc::StatusCode::UNAUTHENTICATED));
+        QCOMPARE(none.describe(&inventory).code(), Status::Code::Unauthenticated);
     }
 
     // Every RPC the service defines, called by a stranger (no token), is refused before
@@ -195,9 +196,9 @@ private Q_SLOTS:
         AgentClient nobody(QStringLiteral("127.0.0.1:1"), QString());
         v1::DescribeResponse inventory;
         const auto r = nobody.describe(&inventory, 3000);
-        QCOMPARE(r.code, int(grpc::StatusCode::UNAVAILABLE));
-        QVERIFY2(r.message.contains(QStringLiteral("cannot reach the agent at 127.0.0.1:1")),
-            qPrintable(r.message));
+        QCOMPARE(r.code(), Status::Code::Unavailable);
+        QVERIFY2(r.error().contains(QStringLiteral("cannot reach the agent at 127.0.0.1:1")),
+            qPrintable(r.error()));
         QVERIFY(!AgentClient::checkEndpoint(QStringLiteral("no-port")).error().isEmpty());
         QVERIFY(!AgentClient::checkEndpoint(QStringLiteral("host:99999")).error().isEmpty());
     }
@@ -205,24 +206,22 @@ private Q_SLOTS:
     void badInputIsRefusedNamingTheField_data()
     {
         QTest::addColumn<QString>("field");
-        QTest::addColumn<int>("code");
+        QTest::addColumn<Status::Code>("code");
         QTest::addColumn<QString>("mention");
-        QTest::newRow("batch 0") << "batch" << int(grpc::StatusCode::INVALID_ARGUMENT) << "spec.batch_size";
-        QTest::newRow("epochs 0") << "epochs" << int(grpc::StatusCode::INVALID_ARGUMENT) << "spec.epochs";
-        QTest::newRow("path-like run id") << "runid" << int(grpc::StatusCode::INVALID_ARGUMENT) << "run_id";
-        QTest::newRow("rank outside world") << "rank" << int(grpc::StatusCode::INVALID_ARGUMENT) << "ranks";
-        QTest::newRow("attempt 0") << "attempt" << int(grpc::StatusCode::INVALID_ARGUMENT) << "attempt";
-        QTest::newRow("unknown data set")
-            << "dataset" << int(grpc::StatusCode::FAILED_PRECONDITION) << "spec.dataset";
+        QTest::newRow("batch 0") << "batch" << Status::Code::InvalidArgument << "spec.batch_size";
+        QTest::newRow("epochs 0") << "epochs" << Status::Code::InvalidArgument << "spec.epochs";
+        QTest::newRow("path-like run id") << "runid" << Status::Code::InvalidArgument << "run_id";
+        QTest::newRow("rank outside world") << "rank" << Status::Code::InvalidArgument << "ranks";
+        QTest::newRow("attempt 0") << "attempt" << Status::Code::InvalidArgument << "attempt";
+        QTest::newRow("unknown data set") << "dataset" << Status::Code::FailedPrecondition << "spec.dataset";
         QTest::newRow("path-like data set")
-            << "dataset-path" << int(grpc::StatusCode::INVALID_ARGUMENT) << "spec.dataset";
-        QTest::newRow("GPU on CPU node")
-            << "gpu" << int(grpc::StatusCode::FAILED_PRECONDITION) << "gpus_per_worker";
+            << "dataset-path" << Status::Code::InvalidArgument << "spec.dataset";
+        QTest::newRow("GPU on CPU node") << "gpu" << Status::Code::FailedPrecondition << "gpus_per_worker";
     }
     void badInputIsRefusedNamingTheField()
     {
         QFETCH(QString, field);
-        QFETCH(int, code);
+        QFETCH(Status::Code, code);
         QFETCH(QString, mention);
         auto request = smallRun(QStringLiteral("bad-input"));
         if (field == QLatin1String("batch"))
@@ -243,8 +242,8 @@ private Q_SLOTS:
             request.mutable_spec()->set_gpus_per_worker(1);
         v1::StartWorkersResponse response;
         const auto r = m_client->startWorkers(request, &response);
-        QCOMPARE(r.code, code);
-        QVERIFY2(r.message.contains(mention), qPrintable(r.message));
+        QCOMPARE(r.code(), code);
+        QVERIFY2(r.error().contains(mention), qPrintable(r.error()));
         QVERIFY(!QDir(m_fixture.path(QStringLiteral("x"))).exists());
         QVERIFY(!QDir(m_fixture.path(QStringLiteral("state/runs/bad-input"))).exists());
     }
@@ -254,10 +253,10 @@ private Q_SLOTS:
         const QString id = QStringLiteral("resume-1");
         v1::StartWorkersResponse first, again;
         auto r = m_client->startWorkers(smallRun(id, 2), &first);
-        QVERIFY2(r.ok(), qPrintable(r.message));
+        QVERIFY2(r.ok(), qPrintable(r.error()));
         QVERIFY(!first.already_running());
         r = m_client->startWorkers(smallRun(id, 2), &again);
-        QVERIFY2(r.ok(), qPrintable(r.message));
+        QVERIFY2(r.ok(), qPrintable(r.error()));
         QVERIFY(again.already_running());
 
         grpc::Status status;
@@ -294,21 +293,20 @@ private Q_SLOTS:
         const QString id = QStringLiteral("stop-1");
         v1::StartWorkersResponse started;
         auto r = m_client->startWorkers(smallRun(id, 1000), &started);
-        QVERIFY2(r.ok(), qPrintable(r.message));
+        QVERIFY2(r.ok(), qPrintable(r.error()));
         QTest::qWait(1500);
         QElapsedTimer timer;
         timer.start();
         v1::StopRunResponse stopped;
         r = m_client->stopRun(id, &stopped);
-        QVERIFY2(r.ok(), qPrintable(r.message));
+        QVERIFY2(r.ok(), qPrintable(r.error()));
         grpc::Status status;
         const auto events = watch(id, 1, &status);
         QVERIFY(status.ok());
         QVERIFY(timer.elapsed() < 10000);
         QCOMPARE(events.back().state().state(), v1::CANCELLED);
         v1::StopRunResponse unknown;
-        QCOMPARE(m_client->stopRun(QStringLiteral("no-such-run"), &unknown).code,
-            int(grpc::StatusCode::NOT_FOUND));
+        QCOMPARE(m_client->stopRun(QStringLiteral("no-such-run"), &unknown).code(), Status::Code::NotFound);
     }
 };
 

@@ -74,19 +74,21 @@ private Q_SLOTS:
     {
         core::RunRequest ok;
         ok.dataset = QStringLiteral("synthetic-1");
-        QVERIFY2(ok.problems().isEmpty(), qPrintable(ok.problems().join(u'\n')));
+        VERIFY_OK(ok.check());
         core::RunRequest big = ok;
         big.batchSize = rules::kMaxBatchSize + 1;
-        QCOMPARE(big.problems(),
+        QCOMPARE(big.check().error(),
             QStringList { QStringLiteral("batch size: must be between 1 and %1 (got %2)")
                               .arg(rules::kMaxBatchSize)
                               .arg(rules::kMaxBatchSize + 1) });
         core::RunRequest long_ = ok;
         long_.epochs = rules::kMaxEpochs + 1;
-        QCOMPARE(long_.problems().size(), 1);
-        QVERIFY(long_.problems().first().startsWith(QStringLiteral("epochs: must be between 1 and")));
-        for (const core::RunRequest &r : { big, long_ })
-            QVERIFY(!rules::checkRunSpec(r.toStartWorkers(QStringLiteral("x")).spec(), { "spec.", false, false }).empty());
+        QCOMPARE(long_.check().error().size(), 1);
+        QVERIFY(long_.check().error().first().startsWith(QStringLiteral("epochs: must be between 1 and")));
+        for (const core::RunRequest &r : { big, long_ }) {
+            const v1::RunSpec spec = r.toStartWorkers(QStringLiteral("x")).spec();
+            QVERIFY(!rules::checkRunSpec(spec, { "spec.", false, false }).ok());
+        }
     }
 
     void runsAreLabelledByWhatDiffers()
@@ -118,7 +120,7 @@ private Q_SLOTS:
             "training":{"learningRate":0.05},"repeats":2,"maxFailures":0,"targetAccuracy":0.6})";
         const auto plan = parsePlanJson(json);
         VERIFY_OK(plan);
-        QVERIFY(validatePlan(*plan).isEmpty());
+        VERIFY_OK(checkPlan(*plan));
         QCOMPARE(plan->grid().workers_size(), 2);
         QVERIFY(plan->has_max_failures());
         QCOMPARE(plan->max_failures(), 0);
@@ -155,7 +157,7 @@ private Q_SLOTS:
         plan.set_placement("random");
         plan.add_agents("node1:7450");
         plan.add_agents("node2"); // no port
-        const QStringList p = validatePlan(plan);
+        const QStringList p = checkPlan(plan).error();
         const QString all = p.join('\n');
         for (const char *field :
             { "name:", "dataset:", "grid.workers[2]", "grid.workers[3]: 2 is listed twice",
@@ -165,7 +167,7 @@ private Q_SLOTS:
             QVERIFY2(all.contains(QLatin1String(field)),
                 qPrintable(QStringLiteral("missing %1 in:\n%2").arg(field, all)));
         QCOMPARE(p.size(), 14);
-        QVERIFY(validatePlan(validPlan()).isEmpty());
+        VERIFY_OK(checkPlan(validPlan()));
     }
 
     // Malformed JSON says where; every unknown field and wrong kind is listed, with a guess.
@@ -193,7 +195,7 @@ private Q_SLOTS:
         const auto problemsOf = [](const QByteArray &training) {
             const auto plan
                 = parsePlanJson(R"({"name":"x","dataset":"d","grid":{"workers":[2]},"training":)" + training + "}");
-            return (plan ? validatePlan(*plan) : plan.error()).join('\n');
+            return (plan ? checkPlan(*plan).error() : plan.error()).join('\n');
         };
         struct Case {
             const char *training;
@@ -220,8 +222,10 @@ private Q_SLOTS:
         v1::StudyPlan plan = validPlan();
         plan.mutable_grid()->add_epochs(1'000'000'000);
         plan.mutable_grid()->add_batch_size(100'000);
-        QVERIFY(validatePlan(plan).join('\n').contains(QLatin1String("grid.epochs[1]: must be between 1 and 10000")));
-        QVERIFY(validatePlan(plan).join('\n').contains(QLatin1String("grid.batchSize[1]: must be between 1 and 65536")));
+        QVERIFY(checkPlan(plan).error().join('\n').contains(
+            QLatin1String("grid.epochs[1]: must be between 1 and 10000")));
+        QVERIFY(checkPlan(plan).error().join('\n').contains(
+            QLatin1String("grid.batchSize[1]: must be between 1 and 65536")));
         // The agent's names for the same rule, and an unknown enum value.
         v1::RunSpec spec;
         spec.set_batch_size(64);
@@ -230,7 +234,8 @@ private Q_SLOTS:
         spec.set_learning_rate(std::numeric_limits<double>::quiet_NaN());
         spec.set_warmup_epochs(3);
         QStringList agent;
-        for (const auto &problem : rules::checkRunSpec(spec, { "spec.", false, false }))
+        const rules::SpecStatus checked = rules::checkRunSpec(spec, { "spec.", false, false });
+        for (const auto &problem : checked.error())
             agent << QString::fromStdString(problem.text());
         const QString all = agent.join('\n');
         QVERIFY2(all.contains(QLatin1String("spec.learning_rate: must be a number in (0, 10] (got NaN)")), qPrintable(all));
@@ -245,7 +250,7 @@ private Q_SLOTS:
             "training":{"learningRate":1e-7,"momentum":0,"weightDecay":2.5e-7,"labelSmoothing":1.25e-5,
                         "divergenceFactor":1.2345678901234567}})");
         VERIFY_OK(plan);
-        QVERIFY(validatePlan(*plan).isEmpty());
+        VERIFY_OK(checkPlan(*plan));
         RunConfig config;
         config.workers = 2;
         config.batchSize = 64;
@@ -270,7 +275,8 @@ private Q_SLOTS:
         QVERIFY(automatic && automatic->learning_rate_auto() && !automatic->training().has_learning_rate());
         v1::StudyPlan both = *automatic;
         both.mutable_training()->set_learning_rate(0.1);
-        QVERIFY(validatePlan(both).join('\n').contains(QLatin1String("give a number or \"auto\", not both")));
+        QVERIFY(checkPlan(both).error().join('\n').contains(
+            QLatin1String("give a number or \"auto\", not both")));
     }
 
     void expansionIsBaselinePlusCrossProductTimesRepeats()
@@ -343,11 +349,11 @@ private Q_SLOTS:
         plan.set_repeat_seeds("vary");
         QCOMPARE(runSpecFor(plan, c, std::nullopt, 0).seed(), 42u);
         QCOMPARE(runSpecFor(plan, c, std::nullopt, 2).seed(), 44u);
-        QVERIFY(validatePlan(plan).isEmpty());
+        VERIFY_OK(checkPlan(plan));
         plan.mutable_training()->clear_seed(); // the default seed, 1, shifted too
         QCOMPARE(runSpecFor(plan, c, std::nullopt, 1).seed(), 2u);
         plan.set_repeat_seeds("random");
-        const QStringList problems = validatePlan(plan);
+        const QStringList problems = checkPlan(plan).error();
         QCOMPARE(problems.size(), 1);
         QVERIFY2(problems.first().startsWith(QLatin1String("repeatSeeds: \"same\"")), qPrintable(problems.first()));
         // A plan file says it in its own words, and says it back.

@@ -22,6 +22,7 @@
 
 #include "spec_rules.h"
 #include "study_results.h"
+#include "worker_contract.h"
 
 #include <csignal>
 
@@ -140,7 +141,7 @@ private Q_SLOTS:
         request.set_seed(3);
         v1::Dataset dataset;
         const auto result = client.createSyntheticDataset(request, &dataset);
-        QVERIFY2(result.ok(), qPrintable(result.message));
+        QVERIFY2(result.ok(), qPrintable(result.error()));
     }
 
     void cleanupTestCase()
@@ -268,7 +269,7 @@ private Q_SLOTS:
             "grid": { "workers": [1], "batchSize": [16], "epochs": [1], "threadsPerWorker": [1] } })";
         const auto plan = parsePlanJson(planText);
         VERIFY_OK(plan);
-        QVERIFY2(validatePlan(*plan).isEmpty(), qPrintable(validatePlan(*plan).join(QLatin1Char('\n'))));
+        VERIFY_OK(checkPlan(*plan));
         QVERIFY(plan->training().has_momentum());
         Journal journal;
         QString studyId;
@@ -318,7 +319,8 @@ private Q_SLOTS:
         // with it scaled to its global batch.
         QCOMPARE(s.runs[0].recipe.value(QLatin1String("peak_learning_rate")).toDouble(), search.found->learningRate);
         QCOMPARE(s.runs[1].recipe.value(QLatin1String("peak_learning_rate")).toDouble(),
-            search.found->learningRate * 64.0 / 16.0 * 32.0 / 64.0);
+            search.found->learningRate * worker::kLinearRuleBaseBatch / 16.0 * 32.0
+                / worker::kLinearRuleBaseBatch);
     }
 
     // A worker killed with SIGKILL after its first checkpoint: the run is retried and

@@ -24,8 +24,8 @@
 #include <memory>
 
 #include "spec_rules.h"
-#include "training.h"
 #include "worker_channel.h"
+#include "worker_contract.h"
 
 using namespace scalelab;
 
@@ -540,7 +540,7 @@ private Q_SLOTS:
         Worker w(small({ QStringLiteral("--lr"), QStringLiteral("1000"), QStringLiteral("--warmup-epochs"),
             QStringLiteral("0"), QStringLiteral("--epochs"), QStringLiteral("2") }));
         QVERIFY(w.finish(120'000));
-        QCOMPARE(w.exitCode(), trainer::kDivergedExitCode);
+        QCOMPARE(w.exitCode(), worker::kExitDiverged);
         const auto errors = w.events(QStringLiteral("error"));
         QCOMPARE(errors.size(), 1);
         QVERIFY(errors[0].error().diverged());
@@ -552,12 +552,12 @@ private Q_SLOTS:
             QStringLiteral("--divergence-steps"), QStringLiteral("1"), QStringLiteral("--lr"), QStringLiteral("5"),
             QStringLiteral("--warmup-epochs"), QStringLiteral("0") }));
         QVERIFY(stuck.finish(120'000));
-        QCOMPARE(stuck.exitCode(), trainer::kDivergedExitCode);
+        QCOMPARE(stuck.exitCode(), worker::kExitDiverged);
         // Infinite and NaN learning rates never get that far.
         for (const char *lr : { "inf", "nan", "-1" }) {
             Worker refused(small({ QStringLiteral("--lr"), QLatin1String(lr) }));
             QVERIFY(refused.finish(30'000));
-            QCOMPARE(refused.exitCode(), 2);
+            QCOMPARE(refused.exitCode(), worker::kExitUsage);
         }
     }
 

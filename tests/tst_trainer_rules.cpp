@@ -3,6 +3,7 @@
 // diverged (divergence_watch.h).
 #include "data_shard.h"
 #include "divergence_watch.h"
+#include "verify_ok.h"
 
 #include <QTest>
 
@@ -97,30 +98,36 @@ private Q_SLOTS:
     void divergenceNeedsStepsInARowAboveTheBound()
     {
         DivergenceWatch nan(4, 3);
-        QVERIFY(nan.observe(1, 2.0).empty());
-        const std::string said = nan.observe(2, std::numeric_limits<double>::quiet_NaN());
-        QCOMPARE(QString::fromStdString(said),
+        VERIFY_OK(nan.observe(1, 2.0));
+        const scalelab::common::Status said = nan.observe(2, std::numeric_limits<double>::quiet_NaN());
+        QVERIFY(!said.ok());
+        QCOMPARE(QString::fromStdString(said.error()),
             QStringLiteral("diverged at step 2 (loss nan): lower the learning rate or lengthen the warm-up"));
-        QVERIFY(QString::fromStdString(DivergenceWatch(4, 3).observe(7, std::numeric_limits<double>::infinity()))
+        const scalelab::common::Status infinite
+            = DivergenceWatch(4, 3).observe(7, std::numeric_limits<double>::infinity());
+        QVERIFY(!infinite.ok());
+        QVERIFY(QString::fromStdString(infinite.error())
                     .startsWith(QLatin1String("diverged at step 7 (loss inf)")));
 
         // Reference max(1.0, ln 10 = 2.302585...) = ln 10: the bound is 4 ln 10 = 9.21.
         DivergenceWatch watch(4, 3);
-        QVERIFY(watch.observe(1, 1.0).empty());
-        QVERIFY(watch.observe(2, 9.3).empty());
-        QVERIFY(watch.observe(3, 9.3).empty());
-        QVERIFY(watch.observe(4, 9.0).empty()); // below the bound: the count starts again
-        QVERIFY(watch.observe(5, 9.3).empty());
-        QVERIFY(watch.observe(6, 9.3).empty());
-        const std::string diverged = watch.observe(7, 9.3);
-        QVERIFY2(QString::fromStdString(diverged).startsWith(QLatin1String("diverged at step 7 (loss 9.3, above 4 x the starting 2.30")),
-            diverged.c_str());
+        VERIFY_OK(watch.observe(1, 1.0));
+        VERIFY_OK(watch.observe(2, 9.3));
+        VERIFY_OK(watch.observe(3, 9.3));
+        VERIFY_OK(watch.observe(4, 9.0)); // below the bound: the count starts again
+        VERIFY_OK(watch.observe(5, 9.3));
+        VERIFY_OK(watch.observe(6, 9.3));
+        const scalelab::common::Status diverged = watch.observe(7, 9.3);
+        QVERIFY(!diverged.ok());
+        QVERIFY2(QString::fromStdString(diverged.error())
+                     .startsWith(QLatin1String("diverged at step 7 (loss 9.3, above 4 x the starting 2.30")),
+            diverged.error().c_str());
 
         // A resumed run whose first loss is high is held to its own reference.
         DivergenceWatch high(2, 1);
-        QVERIFY(high.observe(1, 5.0).empty());
-        QVERIFY(high.observe(2, 10.0).empty()); // not above 2 x 5
-        QVERIFY(!high.observe(3, 10.5).empty());
+        VERIFY_OK(high.observe(1, 5.0));
+        VERIFY_OK(high.observe(2, 10.0)); // not above 2 x 5
+        QVERIFY(!high.observe(3, 10.5).ok());
     }
 };
 

@@ -6,6 +6,7 @@
 #include "study_state.h"
 #include "tune_decisions.h"
 #include "tune_plan.h"
+#include "verify_ok.h"
 
 #include <QJsonArray>
 #include <QJsonDocument>
@@ -77,10 +78,10 @@ private Q_SLOTS:
     void exampleTuneIsValidAndDrawsTheSameTrials()
     {
         const v1::StudyPlan example = exampleTunePlan(QStringLiteral("syn"));
-        QVERIFY2(validatePlan(example).isEmpty(), qPrintable(validatePlan(example).join('\n')));
+        VERIFY_OK(checkPlan(example));
         // Through its file form and back.
         const v1::StudyPlan plan = planFrom(planToJson(example));
-        QVERIFY(validatePlan(plan).isEmpty());
+        VERIFY_OK(checkPlan(plan));
         const QList<PlannedRun> trials = trialsOf(plan);
         QCOMPARE(trials.size(), 9);
         QCOMPARE(trials.first().runId, QStringLiteral("st-t01"));
@@ -122,7 +123,7 @@ private Q_SLOTS:
             "space":{"batchSize":{"kind":"choice","values":[32,64]},
                      "precision":{"kind":"choice","values":["fp32","bf16"]},
                      "momentum":{"kind":"uniform","low":0.5,"high":0.9}}}})");
-        QVERIFY2(validatePlan(plan).isEmpty(), qPrintable(validatePlan(plan).join('\n')));
+        VERIFY_OK(checkPlan(plan));
         const QList<PlannedRun> trials = trialsOf(plan);
         QCOMPARE(trials.size(), 8);
         QStringList points;
@@ -141,7 +142,7 @@ private Q_SLOTS:
                      "batchSize":{"kind":"qrandint","low":16,"high":64,"q":16},
                      "warmupEpochs":{"kind":"randint","low":0,"high":2},
                      "weightDecay":{"kind":"quniform","low":0,"high":0.01,"q":0.0025}}}})");
-        QVERIFY2(validatePlan(plan).isEmpty(), qPrintable(validatePlan(plan).join('\n')));
+        VERIFY_OK(checkPlan(plan));
         std::set<int> batches, warmups;
         std::set<double> decays;
         for (const PlannedRun &t : trialsOf(plan)) {
@@ -216,15 +217,16 @@ private Q_SLOTS:
         QFETCH(QByteArray, tune);
         QFETCH(QString, problem);
         const auto plan = parsePlanJson(R"({"name":"bad","dataset":"syn","tune":)" + tune + "}");
-        const QStringList problems = plan ? validatePlan(*plan) : plan.error();
+        const QStringList problems = plan ? checkPlan(*plan).error() : plan.error();
         QVERIFY2(!problems.isEmpty(), "accepted");
         QVERIFY2(problems.join('\n').contains(problem), qPrintable(problems.join('\n')));
     }
 
     void aTuneIsNotAGrid()
     {
-        const QStringList problems = validatePlan(planFrom(R"({"name":"x","dataset":"syn","grid":{"workers":[2]},
-            "baseline":{"batchSize":32},"repeats":2,"training":{"learningRate":"auto"},"tune":{}})"));
+        const QStringList problems = checkPlan(planFrom(R"({"name":"x","dataset":"syn","grid":{"workers":[2]},
+            "baseline":{"batchSize":32},"repeats":2,"training":{"learningRate":"auto"},"tune":{}})"))
+                                         .error();
         const QString all = problems.join('\n');
         QVERIFY2(all.contains(QLatin1String("grid: a tune's runs are its trials")), qPrintable(all));
         QVERIFY2(all.contains(QLatin1String("baseline: a tune has no baseline run")), qPrintable(all));
@@ -374,7 +376,7 @@ private Q_SLOTS:
     {
         QFETCH(QByteArray, scheduler);
         const v1::StudyPlan plan = tunePlan(scheduler, 9);
-        QVERIFY2(validatePlan(plan).isEmpty(), qPrintable(validatePlan(plan).join('\n')));
+        VERIFY_OK(checkPlan(plan));
         const QList<PlannedRun> trials = trialsOf(plan);
         TuneJournal tune(plan, trials);
         QList<JournalEvent> &journal = tune.events;

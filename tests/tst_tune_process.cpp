@@ -237,7 +237,7 @@ private Q_SLOTS:
         request.set_seed(3);
         v1::Dataset dataset;
         const auto result = client.createSyntheticDataset(request, &dataset);
-        QVERIFY2(result.ok(), qPrintable(result.message));
+        QVERIFY2(result.ok(), qPrintable(result.error()));
     }
 
     void cleanupTestCase()
@@ -255,7 +255,7 @@ private Q_SLOTS:
         StudyRunner creator(&journal);
         creator.setAgents(m_agents);
         const v1::StudyPlan plan = tunePlan(QStringLiteral("promotion"), 9, 3, 9);
-        QVERIFY2(validatePlan(plan).isEmpty(), qPrintable(validatePlan(plan).join('\n')));
+        VERIFY_OK(checkPlan(plan));
         const auto createdStudy = creator.createStudy(plan);
         VERIFY_OK(createdStudy);
         const QString studyId = createdStudy.value();

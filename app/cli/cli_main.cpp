@@ -380,7 +380,8 @@ int runCommand(QStringList arguments)
     request.learningRate = parser.value(QStringLiteral("lr")).toDouble(&lrOk);
     if (!lrOk)
         problems << QStringLiteral("--lr expects a number");
-    problems << request.problems();
+    if (const CheckStatus valid = request.check(); !valid)
+        problems << valid.error();
     if (!problems.isEmpty())
         return badInput(problems.join(QStringLiteral("\nscalelab-cli: ")));
 
@@ -396,8 +397,8 @@ int runCommand(QStringList arguments)
         v1::Dataset dataset;
         const auto result = agent.client->createSyntheticDataset(create, &dataset);
         if (!result.ok()) {
-            err() << "scalelab-cli: " << result.message << "\n";
-            return result.code == grpc::StatusCode::INVALID_ARGUMENT ? BadInput : AgentError;
+            err() << "scalelab-cli: " << result.error() << "\n";
+            return result.isInvalidArgument() ? BadInput : AgentError;
         }
     }
 
@@ -406,8 +407,8 @@ int runCommand(QStringList arguments)
     v1::StartWorkersResponse started;
     const auto result = agent.client->startWorkers(request.toStartWorkers(runId), &started);
     if (!result.ok()) {
-        err() << "scalelab-cli: " << result.message << "\n";
-        return result.code == grpc::StatusCode::INVALID_ARGUMENT ? BadInput : AgentError;
+        err() << "scalelab-cli: " << result.error() << "\n";
+        return result.isInvalidArgument() ? BadInput : AgentError;
     }
 
     // Stop the run if we are interrupted: nothing keeps training unwatched by accident.
@@ -487,7 +488,7 @@ int gcCommand(QStringList arguments)
     v1::CollectGarbageResponse response;
     const auto result = agent.client->collectGarbage(request, &response);
     if (!result.ok()) {
-        err() << "scalelab-cli: " << result.message << "\n";
+        err() << "scalelab-cli: " << result.error() << "\n";
         return AgentError;
     }
     // The console's copies: runs of studies in this journal that SUCCEEDED keep none (the
@@ -559,7 +560,7 @@ int describeCommand(QStringList arguments)
     v1::DescribeResponse inventory;
     const auto result = agent.client->describe(&inventory);
     if (!result.ok()) {
-        err() << "scalelab-cli: " << result.message << "\n";
+        err() << "scalelab-cli: " << result.error() << "\n";
         return AgentError;
     }
     if (parser.isSet(QStringLiteral("json"))) {
@@ -654,7 +655,7 @@ int runsCommand(QStringList arguments)
         request.set_page_size(int(std::min<qint64>(1000, limit - all.runs_size())));
         v1::ListRunsResponse page;
         if (const auto result = agent.client->listRuns(request, &page); !result.ok()) {
-            err() << "scalelab-cli: " << result.message << "\n";
+            err() << "scalelab-cli: " << result.error() << "\n";
             return AgentError;
         }
         all.set_total(page.total());
@@ -802,7 +803,7 @@ int lrFindCommand(QStringList arguments)
           << request.steps() << " steps, lr " << request.min_lr() << " to " << request.max_lr() << "\n";
     err().flush();
     v1::LrFindResult result;
-    const CallResult call = agent.client->findLearningRate(
+    const Status call = agent.client->findLearningRate(
         request,
         [&](const v1::LrFindProgress &progress) {
             for (const auto &p : progress.points()) {
@@ -821,10 +822,8 @@ int lrFindCommand(QStringList arguments)
         },
         &result);
     if (!call.ok()) {
-        err() << "scalelab-cli: " << call.message << "\n";
-        return call.code == int(grpc::StatusCode::INVALID_ARGUMENT) || call.code == int(grpc::StatusCode::FAILED_PRECONDITION)
-            ? BadInput
-            : AgentError;
+        err() << "scalelab-cli: " << call.error() << "\n";
+        return call.isInvalidArgument() || call.isFailedPrecondition() ? BadInput : AgentError;
     }
     if (json) {
         out() << toJson(result) << "\n";

@@ -108,8 +108,8 @@ int setUpAgents(const QCommandLineParser &parser, Agents *agents, const QStringL
     }
     const AgentAddresses given = givenAgents(parser);
     if (!given.ok())
-        return badInput(given.error);
-    for (const QString &address : given.addresses.isEmpty() ? planAgents : given.addresses)
+        return badInput(given.error());
+    for (const QString &address : given->isEmpty() ? planAgents : *given)
         agents->endpoints << AgentEndpoint { address, address, token };
     if (!agents->endpoints.isEmpty())
         return Ok;
@@ -148,7 +148,7 @@ int ensureSyntheticDataset(
         AgentClient client(a.address, a.token);
         v1::DescribeResponse d;
         if (const auto r = client.describe(&d); !r.ok()) {
-            err() << "scalelab-cli: " << r.message << "\n";
+            err() << "scalelab-cli: " << r.error() << "\n";
             return AgentError;
         }
         bool present = false;
@@ -164,8 +164,8 @@ int ensureSyntheticDataset(
         request.set_kind(kind.toStdString());
         v1::Dataset created;
         if (const auto r = client.createSyntheticDataset(request, &created); !r.ok()) {
-            err() << "scalelab-cli: " << r.message << "\n";
-            return r.code == int(grpc::StatusCode::INVALID_ARGUMENT) ? BadInput : AgentError;
+            err() << "scalelab-cli: " << r.error() << "\n";
+            return r.isInvalidArgument() ? BadInput : AgentError;
         }
         err() << "created SYNTHETIC data set " << name << " (" << kind << ") on " << a.name << " (" << train
               << " train / " << test << " test images)\n";
@@ -475,8 +475,8 @@ Checked<v1::StudyPlan> planFromReport(const QString &path, QJsonObject *report)
     auto parsed = parsePlanJson(QJsonDocument(plan).toJson(QJsonDocument::Compact));
     if (!parsed)
         return parsed;
-    if (const QStringList problems = validatePlan(*parsed); !problems.isEmpty())
-        return Plan::failure(problems);
+    if (const CheckStatus valid = checkPlan(*parsed); !valid)
+        return valid;
     return parsed;
 }
 
@@ -557,8 +557,8 @@ int runStudy(const QStringList &arguments, bool fromReport)
         } else {
             const AgentAddresses named = resolveAgentSpecs(specs, QFileInfo(source).absolutePath());
             if (!named.ok())
-                return badInput(QStringLiteral("%1: agents: %2").arg(source, named.error));
-            planAgents = named.addresses;
+                return badInput(QStringLiteral("%1: agents: %2").arg(source, named.error()));
+            planAgents = *named;
             err() << "agents from the plan: " << planAgents.join(QLatin1String(", ")) << "\n";
         }
     }
@@ -729,8 +729,8 @@ int requestStudyChange(const QStringList &arguments, bool retry)
     // A retry may go to agents the study did not have.
     const AgentAddresses given = givenAgents(parser);
     if (!given.ok())
-        return badInput(given.error);
-    const QStringList addAgents = given.addresses;
+        return badInput(given.error());
+    const QStringList addAgents = *given;
     const Status recorded = retry ? StudyRunner::requestRetry(&journal, studyId, runId, addAgents)
                                   : StudyRunner::requestCancel(&journal, studyId, runId);
     if (!recorded)

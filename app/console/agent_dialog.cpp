@@ -284,11 +284,11 @@ void AgentDialog::accept()
         // Read the file or ask DNS now, once: the user sees what the list holds, or why not.
         const core::AgentAddresses listed = core::resolveAgentSpecs({ config().address });
         if (!listed.ok()) {
-            m_listError = listed.error;
+            m_listError = listed.error();
             validateAll();
             return;
         }
-        m_addresses = listed.addresses;
+        m_addresses = *listed;
     }
     QDialog::accept();
 }

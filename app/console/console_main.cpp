@@ -127,11 +127,11 @@ int main(int argc, char **argv)
         {}, parser.values(QStringLiteral("agents-file")), parser.values(QStringLiteral("agents")));
     const scalelab::core::AgentAddresses given = scalelab::core::gatherAgentAddresses(singleAgents, {}, {});
     if (!listed.ok() || !given.ok()) {
-        std::fprintf(stderr, "scalelab: %s\n", qPrintable(listed.ok() ? given.error : listed.error));
+        std::fprintf(stderr, "scalelab: %s\n", qPrintable(listed.ok() ? given.error() : listed.error()));
         return 2;
     }
-    options.agentEndpoint = singleAgents.isEmpty() ? listed.addresses.value(0) : singleAgents.first();
-    options.moreAgents = singleAgents.mid(1) + listed.addresses;
+    options.agentEndpoint = singleAgents.isEmpty() ? listed->value(0) : singleAgents.first();
+    options.moreAgents = singleAgents.mid(1) + *listed;
     options.token = QString::fromLocal8Bit(qgetenv("SCALELAB_TOKEN"));
     if (parser.isSet(QStringLiteral("token-file"))) {
         QFile f(parser.value(QStringLiteral("token-file")));

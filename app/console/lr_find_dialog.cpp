@@ -81,7 +81,7 @@ LrFindDialog::LrFindDialog(const core::AgentEndpoint &agent, const v1::FindLearn
     m_thread = std::thread([this, agent, request] {
         core::AgentClient client(agent.address, agent.token, agent.tls.orEnvironment());
         v1::LrFindResult result;
-        const core::CallResult call = client.findLearningRate(
+        const core::Status call = client.findLearningRate(
             request,
             [this](const v1::LrFindProgress &progress) {
                 QList<QPointF> smoothed, raw;
@@ -98,7 +98,7 @@ LrFindDialog::LrFindDialog(const core::AgentEndpoint &agent, const v1::FindLearn
         if (m_cancel)
             return;
         QMetaObject::invokeMethod(
-            this, [this, call, result] { finish(call.ok(), call.message, result); }, Qt::QueuedConnection);
+            this, [this, call, result] { finish(call.ok(), call.error(), result); }, Qt::QueuedConnection);
     });
 }
 

@@ -316,9 +316,9 @@ void MainWindow::addAgentsFromPlan(const QStringList &specs, const QString &base
 {
     const core::AgentAddresses named = core::resolveAgentSpecs(specs, baseDir);
     if (named.ok())
-        addAgentAddresses(named.addresses, tr("named by the plan"));
+        addAgentAddresses(*named, tr("named by the plan"));
     else
-        m_runTab->appendLog(tr("error: the plan's agents: %1").arg(named.error));
+        m_runTab->appendLog(tr("error: the plan's agents: %1").arg(named.error()));
 }
 
 // --- the Run tab's, forwarded ------------------------------------------------------

@@ -3,7 +3,7 @@
 // worker, an inline complaint, and Launch / Stop.
 //
 //   const core::RunRequest request = form->request(); // as the fields say, not validated
-//   if (problems) form->showError(problems.join('\n')); // RunRequest::problems() judges
+//   if (const auto valid = request.check(); !valid) form->showError(valid.error().join('\n'));
 //
 // The form sends nothing: its buttons and the synthetic-set menu are requests that RunTab
 // carries out (launchRequested, stopRequested, syntheticRequested), and RunTab enables

@@ -386,7 +386,7 @@ void RunTab::connectToAgent()
 void RunTab::refreshInventory()
 {
     struct Result {
-        core::CallResult call;
+        core::Status call;
         v1::DescribeResponse inventory;
     };
     inBackground(
@@ -397,8 +397,8 @@ void RunTab::refreshInventory()
         },
         [this](const Result &r) {
             if (!r.call.ok()) {
-                m_agentLabel->setText(r.call.message);
-                setStatus(r.call.message, true);
+                m_agentLabel->setText(r.call.error());
+                setStatus(r.call.error(), true);
                 Q_EMIT connectedChanged(false);
                 return;
             }
@@ -455,10 +455,10 @@ void RunTab::createSyntheticDataset(int trainImages, int testImages)
             v1::Dataset dataset;
             return client.createSyntheticDataset(request, &dataset);
         },
-        [this, name, trainImages, testImages](const core::CallResult &r) {
+        [this, name, trainImages, testImages](const core::Status &r) {
             m_form->setSyntheticEnabled(true);
             if (!r.ok()) {
-                setStatus(tr("Synthetic set '%1' not created: %2").arg(name, r.message), true);
+                setStatus(tr("Synthetic set '%1' not created: %2").arg(name, r.error()), true);
                 return;
             }
             m_log->appendPlainText(
@@ -477,8 +477,8 @@ void RunTab::launchRun()
     if (!m_client || m_watch)
         return;
     const core::RunRequest request = m_form->request();
-    if (const QStringList problems = request.problems(); !problems.isEmpty()) {
-        m_form->showError(problems.join(QLatin1Char('\n')));
+    if (const core::CheckStatus valid = request.check(); !valid) {
+        m_form->showError(valid.error().join(QLatin1Char('\n')));
         return;
     }
     m_form->hideError();
@@ -521,10 +521,10 @@ void RunTab::launchRun()
             v1::StartWorkersResponse response;
             return client.startWorkers(start, &response);
         },
-        [this, runId](const core::CallResult &r) {
+        [this, runId](const core::Status &r) {
             m_launching = false;
             if (!r.ok()) {
-                m_form->showError(r.message);
+                m_form->showError(r.error());
                 m_runLabel->setText(tr("%1 was not started.").arg(runId));
                 setRunning(false);
                 // Never run, so not history: the form says why.
@@ -576,9 +576,9 @@ void RunTab::stopRun()
             v1::StopRunResponse response;
             return client.stopRun(runId, &response);
         },
-        [this](const core::CallResult &r) {
+        [this](const core::Status &r) {
             if (!r.ok())
-                setStatus(r.message, true);
+                setStatus(r.error(), true);
         });
 }
 

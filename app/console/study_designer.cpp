@@ -3,6 +3,7 @@
 #include "lr_find_dialog.h"
 #include "spec_rules.h"
 #include "study_plan.h"
+#include "worker_contract.h"
 
 #include <QCheckBox>
 #include <QComboBox>
@@ -112,8 +113,9 @@ StudyDesigner::StudyDesigner(QWidget *parent)
     m_precision->setObjectName(QStringLiteral("precision"));
     m_lrRule = choice(tr("LR rule"),
         { QStringLiteral("none"), QStringLiteral("linear"), QStringLiteral("none, linear") },
-        tr("none: the learning rate as given; linear: scaled with the global batch (x global batch / 64); "
-           "both: a run of each"));
+        tr("none: the learning rate as given; linear: scaled with the global batch (x global batch / %1); "
+           "both: a run of each")
+            .arg(worker::kLinearRuleBaseBatch));
     m_lrRule->setObjectName(QStringLiteral("lrRule"));
     // The learning rate: empty = the default recipe, a number, or "auto" (the range test
     // runs first). "Find…" runs the test now and shows its curve.
@@ -335,7 +337,8 @@ v1::StudyPlan StudyDesigner::planFromForm(QStringList *problems) const
         else
             *problems << tr("Learning rate: \"%1\" is neither a number nor \"auto\"").arg(lr);
     }
-    *problems << validatePlan(plan);
+    if (const CheckStatus valid = checkPlan(plan); !valid)
+        *problems << valid.error();
     return plan;
 }
 

@@ -100,7 +100,7 @@ private:
     QLineEdit *m_planAgents = nullptr;
     QLabel *m_problems = nullptr;
     QPushButton *m_launch = nullptr;
-    // The designer's fields by the plan path validatePlan names them with ("grid.batchSize"),
+    // The designer's fields by the plan path checkPlan names them with ("grid.batchSize"),
     // with their labels: a problem is shown in the label's words and its field is marked.
     struct FormField {
         QString path;

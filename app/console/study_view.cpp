@@ -229,9 +229,9 @@ void StudyView::preview()
             d = *known; // kept fresh by the Agents tab
             n.reachable = true;
         } else { // no inventory yet: ask (briefly)
-            const CallResult r = AgentClient(a.address, a.token, a.tls.orEnvironment()).describe(&d, 1500);
+            const Status r = AgentClient(a.address, a.token, a.tls.orEnvironment()).describe(&d, 1500);
             n.reachable = r.ok();
-            n.error = r.message;
+            n.error = r.error();
         }
         n.host = QString::fromStdString(d.hostname());
         n.cpuCores = d.cpu_cores();

@@ -15,11 +15,9 @@
 
 namespace scalelab::core {
 
-struct AgentAddresses {
-    QStringList addresses; // HOST:PORT, each once, in the order given
-    QString error; // empty = every source was read and every address is usable
-    bool ok() const { return error.isEmpty(); }
-};
+// HOST:PORT, each once, in the order given, when every source was read and every address
+// is usable; else what is wrong with the first source that is not (naming it).
+using AgentAddresses = Result<QStringList>;
 
 // The addresses in the text of an agents file; `source` names it in errors ("FILE:LINE: …").
 [[nodiscard]] AgentAddresses parseAgentsFile(const QByteArray &text, const QString &source);

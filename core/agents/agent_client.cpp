@@ -1,5 +1,6 @@
 #include "agent_client.h"
 
+#include "agent_grpc.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 
 #include <grpcpp/grpcpp.h>
@@ -14,11 +15,6 @@ namespace {
 constexpr int kCallTimeoutMs = 10'000;
 constexpr int kMaxMessageBytes = 16 * 1024 * 1024;
 } // namespace
-
-bool CallResult::unreachable() const
-{
-    return code == grpc::StatusCode::UNAVAILABLE || code == grpc::StatusCode::DEADLINE_EXCEEDED;
-}
 
 namespace {
 // What a failed connection set-up most likely means when TLS is involved, from gRPC
@@ -75,33 +71,34 @@ QString tlsProblem(const QString &detail, const QString &endpoint, const AgentTl
 }
 } // namespace
 
-CallResult CallResult::fromStatus(const grpc::Status &status, const QString &endpoint, const AgentTls *tls)
+Status statusFromGrpc(const grpc::Status &status, const QString &endpoint, const AgentTls *tls)
 {
     if (status.ok())
-        return {};
+        return Status::success();
+    const auto code = static_cast<Status::Code>(status.error_code()); // the same numbers
     const QString detail = QString::fromStdString(status.error_message());
     switch (status.error_code()) {
     case grpc::StatusCode::UNAVAILABLE:
         if (const QString problem = tlsProblem(detail, endpoint, tls); !problem.isEmpty())
-            return { status.error_code(), QStringLiteral("%1 (gRPC: %2)").arg(problem, detail) };
-        return { status.error_code(),
+            return Status::failure(code, QStringLiteral("%1 (gRPC: %2)").arg(problem, detail));
+        return Status::failure(code,
             QStringLiteral("cannot reach the agent at %1 (%2). Is scalelab-agent running "
                            "there, and are the address and port right?")
-                .arg(endpoint, detail) };
+                .arg(endpoint, detail));
     case grpc::StatusCode::RESOURCE_EXHAUSTED:
         if (detail.contains(QLatin1String("metadata size exceeds limit")))
-            return { status.error_code(),
+            return Status::failure(code,
                 QStringLiteral("agent %1 refused the call's headers as too large (%2): is the token "
                                "(SCALELAB_TOKEN or --token-file) the right file? Agents take 16 KiB")
-                    .arg(endpoint, detail) };
-        return { status.error_code(), QStringLiteral("agent %1: %2").arg(endpoint, detail) };
+                    .arg(endpoint, detail));
+        return Status::failure(code, QStringLiteral("agent %1: %2").arg(endpoint, detail));
     case grpc::StatusCode::DEADLINE_EXCEEDED:
-        return { status.error_code(),
+        return Status::failure(code,
             QStringLiteral("the agent at %1 did not answer in time; it may be overloaded "
                            "or the network is down")
-                .arg(endpoint) };
+                .arg(endpoint));
     default:
-        return { status.error_code(), QStringLiteral("agent %1: %2").arg(endpoint, detail) };
+        return Status::failure(code, QStringLiteral("agent %1: %2").arg(endpoint, detail));
     }
 }
 
@@ -161,8 +158,9 @@ AgentClient::AgentClient(const QString &endpoint, const QString &token)
 AgentClient::AgentClient(const QString &endpoint, const QString &token, const AgentTls &tls)
     : m_endpoint(endpoint)
     , m_tls(tls)
-    , m_token(token.toStdString())
+    , m_connection(std::make_unique<Connection>())
 {
+    m_connection->token = token.toStdString();
     grpc::ChannelArguments args;
     args.SetMaxReceiveMessageSize(kMaxMessageBytes);
     args.SetMaxSendMessageSize(kMaxMessageBytes);
@@ -185,82 +183,86 @@ AgentClient::AgentClient(const QString &endpoint, const QString &token, const Ag
             args.SetSslTargetNameOverride(tls.serverName.toStdString());
         credentials = grpc::SslCredentials(ssl);
     }
-    m_channel = grpc::CreateCustomChannel(endpoint.toStdString(), credentials, args);
-    m_stub = v1::Agent::NewStub(m_channel);
+    m_connection->channel = grpc::CreateCustomChannel(endpoint.toStdString(), credentials, args);
+    m_connection->stub = v1::Agent::NewStub(m_connection->channel);
 }
 
-void AgentClient::prepare(grpc::ClientContext *context, int timeoutMs) const
+AgentClient::~AgentClient() = default;
+
+void AgentClient::Connection::prepare(grpc::ClientContext *context, int timeoutMs) const
 {
     context->set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(timeoutMs));
-    if (!m_token.empty())
-        context->AddMetadata("authorization", "Bearer " + m_token);
+    prepareStream(context);
 }
 
-void AgentClient::prepareStreamContext(grpc::ClientContext *context) const
+void AgentClient::Connection::prepareStream(grpc::ClientContext *context) const
 {
-    if (!m_token.empty())
-        context->AddMetadata("authorization", "Bearer " + m_token);
+    if (!token.empty())
+        context->AddMetadata("authorization", "Bearer " + token);
 }
 
-CallResult AgentClient::result(const grpc::Status &status) const
+Status AgentClient::setup() const
 {
-    return CallResult::fromStatus(status, m_endpoint, &m_tls);
+    if (m_setupError.isEmpty())
+        return Status::success();
+    return Status::failure(Status::Code::FailedPrecondition, m_setupError);
 }
 
-CallResult AgentClient::setupFailure() const
+QString grpcVersion()
 {
-    return { grpc::StatusCode::FAILED_PRECONDITION, m_setupError };
+    return QString::fromStdString(grpc::Version());
 }
 
-CallResult AgentClient::describe(v1::DescribeResponse *response, int timeoutMs)
+Status AgentClient::describe(v1::DescribeResponse *response, int timeoutMs)
 {
-    if (!m_setupError.isEmpty())
-        return setupFailure();
+    if (Status ready = setup(); !ready.ok())
+        return ready;
     grpc::ClientContext context;
-    prepare(&context, timeoutMs);
-    return result(m_stub->Describe(&context, {}, response));
+    m_connection->prepare(&context, timeoutMs);
+    return statusFromGrpc(m_connection->stub->Describe(&context, {}, response), m_endpoint, &m_tls);
 }
 
-CallResult AgentClient::startWorkers(
-    const v1::StartWorkersRequest &request, v1::StartWorkersResponse *response)
+Status AgentClient::startWorkers(const v1::StartWorkersRequest &request, v1::StartWorkersResponse *response)
 {
-    if (!m_setupError.isEmpty())
-        return setupFailure();
+    if (Status ready = setup(); !ready.ok())
+        return ready;
     grpc::ClientContext context;
-    prepare(&context, kCallTimeoutMs);
-    return result(m_stub->StartWorkers(&context, request, response));
+    m_connection->prepare(&context, kCallTimeoutMs);
+    return statusFromGrpc(m_connection->stub->StartWorkers(&context, request, response), m_endpoint, &m_tls);
 }
 
-CallResult AgentClient::stopRun(const QString &runId, v1::StopRunResponse *response)
+Status AgentClient::stopRun(const QString &runId, v1::StopRunResponse *response)
 {
-    if (!m_setupError.isEmpty())
-        return setupFailure();
+    if (Status ready = setup(); !ready.ok())
+        return ready;
     grpc::ClientContext context;
-    prepare(&context, kCallTimeoutMs);
+    m_connection->prepare(&context, kCallTimeoutMs);
     v1::StopRunRequest request;
     request.set_run_id(runId.toStdString());
-    return result(m_stub->StopRun(&context, request, response));
+    return statusFromGrpc(m_connection->stub->StopRun(&context, request, response), m_endpoint, &m_tls);
 }
 
-CallResult AgentClient::collectGarbage(const v1::CollectGarbageRequest &request, v1::CollectGarbageResponse *response)
+Status AgentClient::collectGarbage(
+    const v1::CollectGarbageRequest &request, v1::CollectGarbageResponse *response)
 {
-    if (!m_setupError.isEmpty())
-        return setupFailure();
+    if (Status ready = setup(); !ready.ok())
+        return ready;
     grpc::ClientContext context;
-    prepare(&context, kCallTimeoutMs);
-    return result(m_stub->CollectGarbage(&context, request, response));
+    m_connection->prepare(&context, kCallTimeoutMs);
+    return statusFromGrpc(
+        m_connection->stub->CollectGarbage(&context, request, response), m_endpoint, &m_tls);
 }
 
-CallResult AgentClient::listRuns(const v1::ListRunsRequest &request, v1::ListRunsResponse *response)
+Status AgentClient::listRuns(const v1::ListRunsRequest &request, v1::ListRunsResponse *response)
 {
-    if (!m_setupError.isEmpty())
-        return setupFailure();
+    if (Status ready = setup(); !ready.ok())
+        return ready;
     grpc::ClientContext context;
-    prepare(&context, kCallTimeoutMs);
-    return result(m_stub->ListRuns(&context, request, response));
+    m_connection->prepare(&context, kCallTimeoutMs);
+    return statusFromGrpc(m_connection->stub->ListRuns(&context, request, response), m_endpoint, &m_tls);
 }
 
-CallResult AgentClient::listAllRuns(QList<v1::RunInfo> *runs)
+Status AgentClient::listAllRuns(QList<v1::RunInfo> *runs)
 {
     v1::ListRunsRequest request;
     request.set_page_size(1000);
@@ -271,47 +273,48 @@ CallResult AgentClient::listAllRuns(QList<v1::RunInfo> *runs)
         for (auto &run : *page.mutable_runs())
             runs->append(std::move(run));
         if (page.next_page_token().empty())
-            return {};
+            return Status::success();
         request.set_page_token(page.next_page_token());
     }
 }
 
-CallResult AgentClient::createSyntheticDataset(
+Status AgentClient::createSyntheticDataset(
     const v1::CreateSyntheticDatasetRequest &request, v1::Dataset *response)
 {
-    if (!m_setupError.isEmpty())
-        return setupFailure();
+    if (Status ready = setup(); !ready.ok())
+        return ready;
     grpc::ClientContext context;
-    prepare(&context, 120'000); // writing a large set takes a while
-    return result(m_stub->CreateSyntheticDataset(&context, request, response));
+    m_connection->prepare(&context, 120'000); // writing a large set takes a while
+    return statusFromGrpc(
+        m_connection->stub->CreateSyntheticDataset(&context, request, response), m_endpoint, &m_tls);
 }
 
-CallResult AgentClient::checkHealth(int timeoutMs)
+Status AgentClient::checkHealth(int timeoutMs)
 {
-    if (!m_setupError.isEmpty())
-        return setupFailure();
-    auto health = grpc::health::v1::Health::NewStub(m_channel);
+    if (Status ready = setup(); !ready.ok())
+        return ready;
+    auto health = grpc::health::v1::Health::NewStub(m_connection->channel);
     grpc::ClientContext context;
-    prepare(&context, timeoutMs);
+    m_connection->prepare(&context, timeoutMs);
     grpc::health::v1::HealthCheckResponse response;
     const auto status = health->Check(&context, {}, &response);
     if (!status.ok())
-        return result(status);
+        return statusFromGrpc(status, m_endpoint, &m_tls);
     if (response.status() != grpc::health::v1::HealthCheckResponse::SERVING)
-        return { grpc::StatusCode::UNAVAILABLE,
-            QStringLiteral("the agent at %1 is not serving (shutting down?)").arg(m_endpoint) };
-    return {};
+        return Status::failure(Status::Code::Unavailable,
+            QStringLiteral("the agent at %1 is not serving (shutting down?)").arg(m_endpoint));
+    return Status::success();
 }
 
-CallResult AgentClient::watchNode(int intervalMs, const std::function<bool(const v1::NodeSample &)> &onSample)
+Status AgentClient::watchNode(int intervalMs, const std::function<bool(const v1::NodeSample &)> &onSample)
 {
-    if (!m_setupError.isEmpty())
-        return setupFailure();
+    if (Status ready = setup(); !ready.ok())
+        return ready;
     grpc::ClientContext context;
-    prepareStreamContext(&context);
+    m_connection->prepareStream(&context);
     v1::WatchNodeRequest request;
     request.set_interval_ms(intervalMs);
-    auto reader = m_stub->WatchNode(&context, request);
+    auto reader = m_connection->stub->WatchNode(&context, request);
     v1::NodeSample sample;
     bool stoppedByUs = false;
     while (reader->Read(&sample)) {
@@ -322,19 +325,19 @@ CallResult AgentClient::watchNode(int intervalMs, const std::function<bool(const
         }
     }
     const grpc::Status status = reader->Finish();
-    return stoppedByUs ? CallResult {} : result(status);
+    return stoppedByUs ? Status::success() : statusFromGrpc(status, m_endpoint, &m_tls);
 }
 
-CallResult AgentClient::fetchDataset(const QString &name,
+Status AgentClient::fetchDataset(const QString &name,
     const std::function<void(const v1::FetchProgress &)> &onProgress, v1::Dataset *dataset, int timeoutMs)
 {
-    if (!m_setupError.isEmpty())
-        return setupFailure();
+    if (Status ready = setup(); !ready.ok())
+        return ready;
     grpc::ClientContext context;
-    prepare(&context, timeoutMs);
+    m_connection->prepare(&context, timeoutMs);
     v1::FetchDatasetRequest request;
     request.set_name(name.toStdString());
-    auto reader = m_stub->FetchDataset(&context, request);
+    auto reader = m_connection->stub->FetchDataset(&context, request);
     v1::FetchProgress progress;
     while (reader->Read(&progress)) {
         if (progress.phase() == v1::FetchProgress::DONE && dataset)
@@ -342,17 +345,17 @@ CallResult AgentClient::fetchDataset(const QString &name,
         if (onProgress)
             onProgress(progress);
     }
-    return result(reader->Finish());
+    return statusFromGrpc(reader->Finish(), m_endpoint, &m_tls);
 }
 
-CallResult AgentClient::findLearningRate(const v1::FindLearningRateRequest &request,
+Status AgentClient::findLearningRate(const v1::FindLearningRateRequest &request,
     const std::function<bool(const v1::LrFindProgress &)> &onPoints, v1::LrFindResult *result, int timeoutMs)
 {
-    if (!m_setupError.isEmpty())
-        return setupFailure();
+    if (Status ready = setup(); !ready.ok())
+        return ready;
     grpc::ClientContext context;
-    prepare(&context, timeoutMs);
-    auto reader = m_stub->FindLearningRate(&context, request);
+    m_connection->prepare(&context, timeoutMs);
+    auto reader = m_connection->stub->FindLearningRate(&context, request);
     v1::LrFindProgress progress;
     bool haveResult = false;
     while (reader->Read(&progress)) {
@@ -364,12 +367,12 @@ CallResult AgentClient::findLearningRate(const v1::FindLearningRateRequest &requ
         if (onPoints && !onPoints(progress)) {
             context.TryCancel();
             (void)reader->Finish();
-            return CallResult { int(grpc::StatusCode::CANCELLED), QStringLiteral("the range test was cancelled") };
+            return Status::failure(Status::Code::Cancelled, QStringLiteral("the range test was cancelled"));
         }
     }
-    CallResult outcome = this->result(reader->Finish()); // `result` is the parameter here
+    Status outcome = statusFromGrpc(reader->Finish(), m_endpoint, &m_tls);
     if (outcome.ok() && !haveResult)
-        return CallResult { int(grpc::StatusCode::INTERNAL), QStringLiteral("the agent sent no result") };
+        return Status::failure(Status::Code::Internal, QStringLiteral("the agent sent no result"));
     return outcome;
 }
 

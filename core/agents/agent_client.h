@@ -1,6 +1,10 @@
 // A connection to one scalelab-agent. Blocking calls, each with a deadline; safe to
-// use from several threads (gRPC stubs are). Errors come back as CallResult with a
-// message a person can act on ("cannot reach the agent at ...: is it running?").
+// use from several threads (gRPC stubs are). Errors come back as a Status (core_status.h)
+// with a message a person can act on ("cannot reach the agent at ...: is it running?")
+// and the kind of failure in its code(): isUnreachable() when the agent could not be
+// reached or did not answer in time, isInvalidArgument() when it refused the request, ...
+// gRPC stays behind this header: calls made elsewhere in core/agents (streams, checkpoint
+// transfers) use the client's Connection through the private agent_grpc.h.
 // TLS: with AgentTls::caFile set the channel is TLS, verified against that CA, and
 // with certFile/keyFile it presents a client certificate (mutual TLS). The two-argument
 // constructor takes them from SCALELAB_TLS_CA, SCALELAB_TLS_CERT, SCALELAB_TLS_KEY and
@@ -8,7 +12,7 @@
 #pragma once
 
 #include "core_status.h"
-#include "scalelab/v1/agent.grpc.pb.h"
+#include "scalelab/v1/agent.pb.h"
 
 #include <QString>
 
@@ -16,22 +20,6 @@
 #include <memory>
 
 namespace scalelab::core {
-
-struct AgentTls;
-
-// The result of a remote call: core's Status (core_status.h) with the gRPC code kept, so
-// that an unreachable agent can be told from a refusal.
-struct [[nodiscard]] CallResult {
-    int code = 0; // grpc::StatusCode; 0 = OK
-    QString message; // empty when ok
-    bool ok() const { return code == 0; }
-    bool unreachable() const; // UNAVAILABLE or DEADLINE_EXCEEDED
-    // `tls`: how the call was made, so that a failed TLS handshake (or TLS on one side
-    // only) is said as such, with what to set; null = not known, a hint on either side.
-    // The code stays UNAVAILABLE; gRPC's own words end the message, in parentheses.
-    static CallResult fromStatus(
-        const grpc::Status &status, const QString &endpoint, const AgentTls *tls = nullptr);
-};
 
 struct AgentTls {
     QString caFile; // PEM CA that signed the agent's certificate; empty = plaintext
@@ -54,60 +42,56 @@ public:
     // from the environment (see above).
     AgentClient(const QString &endpoint, const QString &token);
     AgentClient(const QString &endpoint, const QString &token, const AgentTls &tls);
+    ~AgentClient();
 
-    // Empty, or why the TLS files could not be used; every call then fails with it.
-    QString setupError() const { return m_setupError; }
+    // Success, or why the TLS files could not be used (FailedPrecondition); every call
+    // then fails with it.
+    Status setup() const;
 
     // Whether `endpoint` is a usable HOST:PORT, and if not what is wrong with it.
     static Status checkEndpoint(const QString &endpoint);
 
     QString endpoint() const { return m_endpoint; }
 
-    CallResult describe(v1::DescribeResponse *response, int timeoutMs = 5000);
-    CallResult startWorkers(const v1::StartWorkersRequest &request, v1::StartWorkersResponse *response);
-    CallResult stopRun(const QString &runId, v1::StopRunResponse *response);
-    CallResult collectGarbage(const v1::CollectGarbageRequest &request, v1::CollectGarbageResponse *response);
+    Status describe(v1::DescribeResponse *response, int timeoutMs = 5000);
+    Status startWorkers(const v1::StartWorkersRequest &request, v1::StartWorkersResponse *response);
+    Status stopRun(const QString &runId, v1::StopRunResponse *response);
+    Status collectGarbage(const v1::CollectGarbageRequest &request, v1::CollectGarbageResponse *response);
     // One page of the agent's runs (ListRunsRequest says how pages work) ...
-    CallResult listRuns(const v1::ListRunsRequest &request, v1::ListRunsResponse *response);
+    Status listRuns(const v1::ListRunsRequest &request, v1::ListRunsResponse *response);
     // ... or every page, appended to `runs` in run id order.
-    CallResult listAllRuns(QList<v1::RunInfo> *runs);
-    CallResult createSyntheticDataset(
-        const v1::CreateSyntheticDatasetRequest &request, v1::Dataset *response);
+    Status listAllRuns(QList<v1::RunInfo> *runs);
+    Status createSyntheticDataset(const v1::CreateSyntheticDatasetRequest &request, v1::Dataset *response);
     // grpc.health.v1 Check: SERVING or an error.
-    CallResult checkHealth(int timeoutMs = 3000);
+    Status checkHealth(int timeoutMs = 3000);
 
     // Utilization samples every `intervalMs` (0 = the agent's default), handed to
     // `onSample` until it returns false (then the result is OK) or the stream fails.
-    CallResult watchNode(int intervalMs, const std::function<bool(const v1::NodeSample &)> &onSample);
+    Status watchNode(int intervalMs, const std::function<bool(const v1::NodeSample &)> &onSample);
     // Has the agent download, check and unpack CIFAR-10 ("cifar-10"); progress goes to
     // `onProgress`. On success `dataset` describes what is now on the agent.
-    CallResult fetchDataset(const QString &name,
-        const std::function<void(const v1::FetchProgress &)> &onProgress, v1::Dataset *dataset,
-        int timeoutMs = 3'600'000);
+    Status fetchDataset(const QString &name, const std::function<void(const v1::FetchProgress &)> &onProgress,
+        v1::Dataset *dataset, int timeoutMs = 3'600'000);
 
     // The learning-rate range test: each batch of points goes to `onPoints` (return false
     // to cancel, which stops the worker), the outcome to `result`.
-    CallResult findLearningRate(const v1::FindLearningRateRequest &request,
+    Status findLearningRate(const v1::FindLearningRateRequest &request,
         const std::function<bool(const v1::LrFindProgress &)> &onPoints, v1::LrFindResult *result,
         int timeoutMs = 3'600'000);
 
-    // For RunWatch: a context carrying the token (no deadline: streams are long).
-    void prepareStreamContext(grpc::ClientContext *context) const;
-    // For streaming calls made elsewhere (checkpoint transfer): token and deadline.
-    void prepare(grpc::ClientContext *context, int timeoutMs) const;
-    v1::Agent::Stub &stub() { return *m_stub; }
-    // CallResult::fromStatus with this client's TLS settings: for calls made elsewhere.
-    CallResult result(const grpc::Status &status) const;
-    // Set when the TLS files could not be used: the result every call returns then.
-    CallResult setupFailure() const;
+    // The gRPC side (channel, stub, call contexts), for calls made beside the ones above
+    // (core/agents' watches and transfers, tests): complete in agent_grpc.h only.
+    struct Connection;
+    Connection &connection() const { return *m_connection; }
 
 private:
     QString m_endpoint;
     AgentTls m_tls;
     QString m_setupError;
-    std::string m_token;
-    std::shared_ptr<grpc::Channel> m_channel;
-    std::unique_ptr<v1::Agent::Stub> m_stub;
+    std::unique_ptr<Connection> m_connection;
 };
+
+// The version of the gRPC library this program runs with, for its software list.
+QString grpcVersion();
 
 } // namespace scalelab::core

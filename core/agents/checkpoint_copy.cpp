@@ -1,8 +1,7 @@
 #include "checkpoint_copy.h"
 
+#include "agent_grpc.h"
 #include "checkpoint_layout.h"
-
-#include <grpcpp/grpcpp.h>
 
 #include <QCoreApplication>
 #include <QCryptographicHash>
@@ -45,11 +44,6 @@ QString folderName(int epoch)
     return str(common::checkpoint::folderName(epoch));
 }
 
-CallResult localFailure(int code, const QString &message)
-{
-    return { code, message };
-}
-
 // Writes MANIFEST last and fsyncs the folder: after this the copy counts as committed.
 bool writeManifest(const QString &dir, const v1::CheckpointManifest &manifest, QString *error)
 {
@@ -85,17 +79,17 @@ void CheckpointTransfer::cancel()
         m_context->TryCancel();
 }
 
-CallResult CheckpointTransfer::download(
+Status CheckpointTransfer::download(
     const QString &runId, int epoch, const QString &root, int keep, CheckpointCopy *copy)
 {
-    if (!m_client->setupError().isEmpty())
-        return m_client->setupFailure();
+    if (Status ready = m_client->setup(); !ready.ok())
+        return ready;
     const QString runDir = root + QLatin1Char('/') + runId;
     const QString temp
         = runDir + QStringLiteral("/.tmp-%1-%2").arg(epoch).arg(QCoreApplication::applicationPid());
     QDir(temp).removeRecursively();
     if (!QDir().mkpath(temp))
-        return localFailure(grpc::StatusCode::INTERNAL, QStringLiteral("cannot create %1").arg(temp));
+        return Status::failure(Status::Code::Internal, QStringLiteral("cannot create %1").arg(temp));
     struct Cleanup {
         QString dir;
         ~Cleanup()
@@ -106,12 +100,12 @@ CallResult CheckpointTransfer::download(
     } cleanup { temp };
 
     grpc::ClientContext context;
-    m_client->prepare(&context, kTransferTimeoutMs);
+    m_client->connection().prepare(&context, kTransferTimeoutMs);
     v1::ReadCheckpointRequest request;
     request.set_run_id(runId.toStdString());
     request.set_epoch(epoch);
     setContext(&context);
-    auto reader = m_client->stub().ReadCheckpoint(&context, request);
+    auto reader = m_client->connection().stub->ReadCheckpoint(&context, request);
 
     v1::CheckpointManifest manifest;
     QString problem; // what was wrong with the stream, once the agent said it was OK
@@ -200,7 +194,7 @@ CallResult CheckpointTransfer::download(
     const grpc::Status status = reader->Finish();
     setContext(nullptr);
     if (problem.isEmpty() && !status.ok())
-        return CallResult::fromStatus(status, m_client->endpoint());
+        return statusFromGrpc(status, m_client->endpoint());
     if (problem.isEmpty() && first)
         problem = QStringLiteral("the agent sent nothing");
     // The files after the last one that had data, and that one itself.
@@ -210,25 +204,25 @@ CallResult CheckpointTransfer::download(
         ++file;
     }
     if (!problem.isEmpty())
-        return localFailure(grpc::StatusCode::DATA_LOSS,
+        return Status::failure(Status::Code::DataLoss,
             QStringLiteral("checkpoint of %1 from agent %2 refused: %3")
                 .arg(runId, m_client->endpoint(), problem));
     QString error;
     if (!writeManifest(temp, manifest, &error))
-        return localFailure(grpc::StatusCode::INTERNAL, error);
+        return Status::failure(Status::Code::Internal, error);
 
     const QString final = runDir + QLatin1Char('/') + folderName(manifest.epoch());
     QDir(final).removeRecursively(); // a copy of the same epoch is replaced
     if (!QDir().rename(temp, final))
-        return localFailure(
-            grpc::StatusCode::INTERNAL, QStringLiteral("cannot rename %1 to %2").arg(temp, final));
+        return Status::failure(
+            Status::Code::Internal, QStringLiteral("cannot rename %1 to %2").arg(temp, final));
     cleanup.dir.clear();
     fsyncPath(runDir);
     if (keep > 0)
         common::checkpoint::prune(fsPath(runDir), std::size_t(keep));
     copy->epoch = manifest.epoch();
     copy->dir = final;
-    return {};
+    return Status::success();
 }
 
 Status CheckpointTransfer::verifyCopy(const QString &dir, v1::CheckpointManifest *manifest)
@@ -252,20 +246,20 @@ Status CheckpointTransfer::verifyCopy(const QString &dir, v1::CheckpointManifest
     return Status::success();
 }
 
-CallResult CheckpointTransfer::upload(
+Status CheckpointTransfer::upload(
     const QString &runId, const QString &dir, v1::WriteCheckpointResponse *response)
 {
-    if (!m_client->setupError().isEmpty())
-        return m_client->setupFailure();
+    if (Status ready = m_client->setup(); !ready.ok())
+        return ready;
     v1::CheckpointManifest manifest;
     if (const Status verified = verifyCopy(dir, &manifest); !verified)
-        return localFailure(grpc::StatusCode::FAILED_PRECONDITION, verified.error());
+        return Status::failure(Status::Code::FailedPrecondition, verified.error());
     manifest.set_run_id(runId.toStdString());
 
     grpc::ClientContext context;
-    m_client->prepare(&context, kTransferTimeoutMs);
+    m_client->connection().prepare(&context, kTransferTimeoutMs);
     setContext(&context);
-    auto writer = m_client->stub().WriteCheckpoint(&context, response);
+    auto writer = m_client->connection().stub->WriteCheckpoint(&context, response);
     v1::CheckpointChunk chunk;
     *chunk.mutable_manifest() = manifest;
     bool open = writer->Write(chunk);
@@ -292,7 +286,7 @@ CallResult CheckpointTransfer::upload(
         writer->WritesDone();
     const grpc::Status status = writer->Finish();
     setContext(nullptr);
-    return CallResult::fromStatus(status, m_client->endpoint());
+    return statusFromGrpc(status, m_client->endpoint());
 }
 
 } // namespace scalelab::core

@@ -9,7 +9,7 @@
 // MANIFEST is therefore complete and verified.
 //
 // One CheckpointTransfer per call in progress; cancel() is safe from any other thread
-// (the blocking call then returns CANCELLED). `client` must outlive it.
+// (the blocking call then fails with code Cancelled). `client` must outlive it.
 #pragma once
 
 #include "agent_client.h"
@@ -38,12 +38,12 @@ public:
 
     // Copies checkpoint `epoch` (0 = the newest committed) of `runId` from the agent into
     // <root>/<runId>/ and keeps only the newest `keep` copies of that run.
-    CallResult download(const QString &runId, int epoch, const QString &root, int keep, CheckpointCopy *copy);
+    Status download(const QString &runId, int epoch, const QString &root, int keep, CheckpointCopy *copy);
 
     // Sends the committed copy in `dir` to the agent as checkpoint of `runId`; the
     // agent's next attempt of that run resumes from it. Call verifyCopy() first: a
     // local problem is the caller's to handle, not the agent's.
-    CallResult upload(const QString &runId, const QString &dir, v1::WriteCheckpointResponse *response);
+    Status upload(const QString &runId, const QString &dir, v1::WriteCheckpointResponse *response);
 
     void cancel();
 

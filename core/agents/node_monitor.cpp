@@ -1,6 +1,6 @@
 #include "node_monitor.h"
 
-#include <grpcpp/grpcpp.h>
+#include "agent_grpc.h"
 
 #include <QDateTime>
 
@@ -99,17 +99,17 @@ std::vector<TimedNodeSample> NodeMonitor::takeSamples()
     return std::exchange(m_pending, {});
 }
 
-AgentStatus NodeMonitor::statusFor(const CallResult &result, const AgentEndpoint &endpoint)
+AgentStatus NodeMonitor::statusFor(const Status &result, const AgentEndpoint &endpoint)
 {
     AgentStatus s;
     // The detail gRPC gave, without the "cannot reach the agent at …" frame around it.
-    QString detail = result.message;
-    switch (result.code) {
-    case grpc::StatusCode::OK:
+    QString detail = result.error();
+    switch (result.code()) {
+    case Status::Code::Ok:
         s.state = AgentStatus::Connected;
         s.words = QStringLiteral("connected");
         return s;
-    case grpc::StatusCode::UNAUTHENTICATED:
+    case Status::Code::Unauthenticated:
         s.state = AgentStatus::Unauthenticated;
         s.words = endpoint.token.isEmpty() ? QStringLiteral("unauthenticated: no token given")
                                            : QStringLiteral("unauthenticated: token rejected");
@@ -117,7 +117,7 @@ AgentStatus NodeMonitor::statusFor(const CallResult &result, const AgentEndpoint
             ? QStringLiteral("The agent requires a token: copy it from the agent's token file.")
             : QStringLiteral("The agent expects another token: copy it from the agent's token file.");
         return s;
-    case grpc::StatusCode::UNAVAILABLE: {
+    case Status::Code::Unavailable: {
         const int open = int(detail.indexOf(QLatin1Char('('))),
                   close = int(detail.lastIndexOf(QLatin1Char(')')));
         if (open >= 0 && close > open)
@@ -128,22 +128,22 @@ AgentStatus NodeMonitor::statusFor(const CallResult &result, const AgentEndpoint
         s.advice = reason.advice;
         return s;
     }
-    case grpc::StatusCode::DEADLINE_EXCEEDED:
+    case Status::Code::DeadlineExceeded:
         s.state = AgentStatus::Unreachable;
         s.words = QStringLiteral("unreachable: no answer within %1 s").arg(kDescribeTimeoutMs / 1000);
         s.advice = QStringLiteral("Host down, network or firewall trouble, or the agent is overloaded.");
         return s;
-    case grpc::StatusCode::FAILED_PRECONDITION:
+    case Status::Code::FailedPrecondition:
         s.state = AgentStatus::Misconfigured;
         s.words = QStringLiteral("TLS settings unusable");
         s.advice = detail;
         return s;
-    case grpc::StatusCode::PERMISSION_DENIED:
+    case Status::Code::PermissionDenied:
         s.state = AgentStatus::Unauthenticated;
         s.words = QStringLiteral("permission denied");
         s.advice = detail;
         return s;
-    case grpc::StatusCode::UNIMPLEMENTED:
+    case Status::Code::Unimplemented:
         s.state = AgentStatus::Failed;
         s.words = QStringLiteral("incompatible agent");
         s.advice = QStringLiteral("It lacks a call this console needs: an older scalelab-agent?");
@@ -174,36 +174,36 @@ bool NodeMonitor::waitMs(int ms)
     return !m_wake.wait_for(lock, std::chrono::milliseconds(ms), [this] { return m_stop.load(); });
 }
 
-CallResult NodeMonitor::describe(AgentClient &client, v1::DescribeResponse *response)
+Status NodeMonitor::describe(AgentClient &client, v1::DescribeResponse *response)
 {
     grpc::ClientContext context;
-    client.prepareStreamContext(&context);
+    client.connection().prepareStream(&context);
     context.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(kDescribeTimeoutMs));
     {
         std::lock_guard lock(m_mutex);
         if (m_stop)
-            return { grpc::StatusCode::CANCELLED, QStringLiteral("stopped") };
+            return Status::failure(Status::Code::Cancelled, QStringLiteral("stopped"));
         m_context = &context;
     }
-    const grpc::Status status = client.stub().Describe(&context, {}, response);
+    const grpc::Status status = client.connection().stub->Describe(&context, {}, response);
     std::lock_guard lock(m_mutex);
     m_context = nullptr;
-    return CallResult::fromStatus(status, m_endpoint.address);
+    return statusFromGrpc(status, m_endpoint.address);
 }
 
-CallResult NodeMonitor::watch(AgentClient &client)
+Status NodeMonitor::watch(AgentClient &client)
 {
     grpc::ClientContext context;
-    client.prepareStreamContext(&context);
+    client.connection().prepareStream(&context);
     {
         std::lock_guard lock(m_mutex);
         if (m_stop)
-            return { grpc::StatusCode::CANCELLED, QStringLiteral("stopped") };
+            return Status::failure(Status::Code::Cancelled, QStringLiteral("stopped"));
         m_context = &context;
     }
     v1::WatchNodeRequest request;
     request.set_interval_ms(m_intervalMs);
-    auto reader = client.stub().WatchNode(&context, request);
+    auto reader = client.connection().stub->WatchNode(&context, request);
     TimedNodeSample timed;
     qint64 describedAt = QDateTime::currentMSecsSinceEpoch();
     while (reader->Read(&timed.sample)) {
@@ -222,10 +222,10 @@ CallResult NodeMonitor::watch(AgentClient &client)
             // A short call on the same channel between two samples; a failure here is
             // left to the stream to notice.
             grpc::ClientContext again;
-            client.prepareStreamContext(&again);
+            client.connection().prepareStream(&again);
             again.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(2000));
             v1::DescribeResponse inventory;
-            if (client.stub().Describe(&again, {}, &inventory).ok())
+            if (client.connection().stub->Describe(&again, {}, &inventory).ok())
                 reportInventory(inventory);
         }
     }
@@ -233,8 +233,9 @@ CallResult NodeMonitor::watch(AgentClient &client)
     std::lock_guard lock(m_mutex);
     m_context = nullptr;
     if (status.ok()) // the agent ended the stream without an error: treat as a dropped link
-        return { grpc::StatusCode::UNAVAILABLE, QStringLiteral("(the agent ended the utilization stream)") };
-    return CallResult::fromStatus(status, m_endpoint.address);
+        return Status::failure(
+            Status::Code::Unavailable, QStringLiteral("(the agent ended the utilization stream)"));
+    return statusFromGrpc(status, m_endpoint.address);
 }
 
 void NodeMonitor::loop()
@@ -242,17 +243,15 @@ void NodeMonitor::loop()
     m_failures = 0;
     while (!m_stop) {
         AgentClient client(m_endpoint.address, m_endpoint.token, m_endpoint.tls.orEnvironment());
-        CallResult result;
-        if (!client.setupError().isEmpty()) {
-            result = { grpc::StatusCode::FAILED_PRECONDITION, client.setupError() };
-        } else {
+        Status result = client.setup();
+        if (result.ok()) {
             if (m_failures == 0)
                 report({ AgentStatus::Connecting, QStringLiteral("connecting…"), {}, 0 });
             v1::DescribeResponse inventory;
             result = describe(client, &inventory);
             if (result.ok()) {
                 reportInventory(inventory);
-                report(statusFor({}, m_endpoint));
+                report(statusFor(Status::success(), m_endpoint));
                 result = watch(client);
             }
         }

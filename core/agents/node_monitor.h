@@ -58,7 +58,7 @@ public:
     std::vector<TimedNodeSample> takeSamples();
 
     // A failed call in words, and the state it puts the agent in.
-    static AgentStatus statusFor(const CallResult &result, const AgentEndpoint &endpoint);
+    static AgentStatus statusFor(const Status &result, const AgentEndpoint &endpoint);
 
 Q_SIGNALS:
     void statusChanged(const scalelab::core::AgentStatus &status);
@@ -67,8 +67,8 @@ Q_SIGNALS:
 
 private:
     void loop();
-    CallResult describe(AgentClient &client, v1::DescribeResponse *response);
-    CallResult watch(AgentClient &client);
+    Status describe(AgentClient &client, v1::DescribeResponse *response);
+    Status watch(AgentClient &client);
     bool waitMs(int ms); // false when stopped meanwhile
     void report(const AgentStatus &status);
     void reportInventory(const v1::DescribeResponse &inventory);

@@ -10,7 +10,7 @@
 
 namespace scalelab::core {
 
-QStringList RunRequest::problems() const
+CheckStatus RunRequest::check() const
 {
     QStringList p;
     static const QRegularExpression safeName(QStringLiteral("^[A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}$"));
@@ -36,9 +36,12 @@ QStringList RunRequest::problems() const
     // Then the agent's own rules (the ranges it enforces), so the form refuses exactly what
     // StartWorkers would: "batch size: must be between 1 and 4096 (got 5000)".
     if (p.isEmpty())
-        for (const auto &problem : rules::checkRunSpec(toStartWorkers(QStringLiteral("check")).spec(), { "", false, false }))
-            p << QString::fromStdString(problem.text()).replace(u'_', u' ');
-    return p;
+        if (const rules::SpecStatus spec
+            = rules::checkRunSpec(toStartWorkers(QStringLiteral("check")).spec(), { "", false, false });
+            !spec)
+            for (const auto &problem : spec.error())
+                p << QString::fromStdString(problem.text()).replace(u'_', u' ');
+    return p.isEmpty() ? CheckStatus::success() : CheckStatus::failure(p);
 }
 
 v1::StartWorkersRequest RunRequest::toStartWorkers(const QString &runId) const

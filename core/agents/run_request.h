@@ -3,6 +3,8 @@
 // messages in the form and the CLI.
 #pragma once
 
+#include "core_status.h"
+
 #include "scalelab/v1/agent.pb.h"
 
 #include <QString>
@@ -21,8 +23,9 @@ struct RunRequest {
     qint64 maxTrainImages = 0; // 0 = whole split
     qint64 maxTestImages = 0;
 
-    // Every problem, one sentence each, naming the field. Empty = valid.
-    QStringList problems() const;
+    // Success when the request is valid, else every problem, one sentence each, naming
+    // the field ("batch size: must be between 1 and 65536 (got 70000)").
+    CheckStatus check() const;
 
     v1::StartWorkersRequest toStartWorkers(const QString &runId) const;
 };

@@ -1,8 +1,8 @@
 #include "run_watch.h"
 
-#include <QDateTime>
+#include "agent_grpc.h"
 
-#include <grpcpp/grpcpp.h>
+#include <QDateTime>
 
 namespace scalelab::core {
 
@@ -67,7 +67,7 @@ void RunWatch::loop(qint64 fromSeq)
     QString error;
     while (!m_cancelled) {
         grpc::ClientContext context;
-        m_client->prepareStreamContext(&context);
+        m_client->connection().prepareStream(&context);
         m_silenceCancelled = false;
         m_lastHeardMs = nowMs();
         {
@@ -79,7 +79,7 @@ void RunWatch::loop(qint64 fromSeq)
         v1::WatchRunRequest request;
         request.set_run_id(m_runId.toStdString());
         request.set_from_seq(next);
-        auto reader = m_client->stub().WatchRun(&context, request);
+        auto reader = m_client->connection().stub->WatchRun(&context, request);
         v1::RunEvent event;
         while (reader->Read(&event)) {
             failures = 0;
@@ -111,14 +111,14 @@ void RunWatch::loop(qint64 fromSeq)
         }
         if (status.ok())
             break;
-        auto result = CallResult::fromStatus(status, m_client->endpoint());
+        Status result = statusFromGrpc(status, m_client->endpoint());
         if (m_silenceCancelled && !m_cancelled)
-            result = CallResult { int(grpc::StatusCode::UNAVAILABLE),
+            result = Status::failure(Status::Code::Unavailable,
                 QStringLiteral("no heartbeat from the agent at %1 for %2 s")
                     .arg(m_client->endpoint())
-                    .arg(kSilenceMs / 1000) };
-        if (m_cancelled || !result.unreachable()) {
-            error = m_cancelled ? QString() : result.message;
+                    .arg(kSilenceMs / 1000));
+        if (m_cancelled || !result.isUnreachable()) {
+            error = m_cancelled ? QString() : result.error();
             break;
         }
         ++failures;
@@ -126,11 +126,12 @@ void RunWatch::loop(qint64 fromSeq)
         if (!reportedUnreachable && down >= kUnreachableMs) {
             reportedUnreachable = true;
             QMetaObject::invokeMethod(
-                this, [this, message = result.message, since = lastOkMs] { Q_EMIT unreachable(message, since); },
+                this,
+                [this, message = result.error(), since = lastOkMs] { Q_EMIT unreachable(message, since); },
                 Qt::QueuedConnection);
         }
         if (m_giveUpAfterMs > 0 && down >= m_giveUpAfterMs) {
-            error = QStringLiteral("%1 (unreachable for %2 s)").arg(result.message).arg(down / 1000);
+            error = QStringLiteral("%1 (unreachable for %2 s)").arg(result.error()).arg(down / 1000);
             break;
         }
         // Quick at first (an agent restarting), then every 2 s.

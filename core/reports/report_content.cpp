@@ -38,12 +38,13 @@ QString formatUnixMs(qint64 ms)
         .toString(QStringLiteral("yyyy-MM-dd HH:mm:ss 'UTC'"));
 }
 
-QString paintingUnavailableReason()
+Status checkPainting()
 {
     if (qobject_cast<QGuiApplication *>(QCoreApplication::instance()))
-        return {};
-    return QStringLiteral("charts are painted with QPainter, which needs a QGuiApplication "
-                          "(a headless program can create one with QT_QPA_PLATFORM=offscreen)");
+        return Status::success();
+    return Status::failure(
+        QStringLiteral("charts are painted with QPainter, which needs a QGuiApplication "
+                       "(a headless program can create one with QT_QPA_PLATFORM=offscreen)"));
 }
 
 namespace {

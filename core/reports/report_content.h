@@ -3,6 +3,7 @@
 // buildReportContent(); the renderers never compute a number themselves.
 #pragma once
 
+#include "core_status.h"
 #include "report_charts.h"
 #include "study_model.h"
 #include "study_results.h"
@@ -53,7 +54,8 @@ QString formatSeconds(double seconds);
 QString formatNumber(double value, int decimals);
 QString formatUnixMs(qint64 ms);
 
-// Why QPainter-based rendering cannot run now (no QGuiApplication); empty when it can.
-QString paintingUnavailableReason();
+// Success when QPainter-based rendering can run now (there is a QGuiApplication), else
+// why not and how a headless program gets one.
+Status checkPainting();
 
 } // namespace scalelab::core

@@ -133,8 +133,8 @@ QString tableHtml(const ReportTable &t, const QString &heading)
 
 RenderedReport reportHtml(const StudySnapshot &snapshot)
 {
-    if (const QString why = paintingUnavailableReason(); !why.isEmpty())
-        return { {}, why };
+    if (const Status painting = checkPainting(); !painting)
+        return { {}, painting.error() };
     const ReportContent c = buildReportContent(snapshot);
 
     QString html;

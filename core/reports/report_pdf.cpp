@@ -479,8 +479,8 @@ LaidOutPdf layOutPdf(const ReportContent &content, qreal scale)
 
 RenderedReport reportPdf(const StudySnapshot &snapshot)
 {
-    if (const QString why = paintingUnavailableReason(); !why.isEmpty())
-        return { {}, why };
+    if (const Status painting = checkPainting(); !painting)
+        return { {}, painting.error() };
     const ReportContent content = buildReportContent(snapshot);
     const LaidOutPdf full = layOutPdf(content, 1.0);
     if (!full.report.ok() || full.pages < 2 || full.lastPageFill >= kSparseLastPage)

@@ -67,14 +67,14 @@ void CheckpointCourier::startNext()
     m_copying = job;
     m_thread = std::thread([this, job, transfer = m_transfer.get(), root = m_root, context = m_context] {
         CheckpointCopy copy;
-        const CallResult result = transfer->download(job.runId, job.epoch, root, kKeepCopies, &copy);
+        const Status result = transfer->download(job.runId, job.epoch, root, kKeepCopies, &copy);
         QMetaObject::invokeMethod(
             context, [this, job, result, dir = copy.dir] { finished(job, result, dir); },
             Qt::QueuedConnection);
     });
 }
 
-void CheckpointCourier::finished(const CopyRequest &job, const CallResult &result, const QString &dir)
+void CheckpointCourier::finished(const CopyRequest &job, const Status &result, const QString &dir)
 {
     if (m_thread.joinable())
         m_thread.join();
@@ -104,7 +104,7 @@ void CheckpointCourier::finished(const CopyRequest &job, const CallResult &resul
                                     "retry elsewhere resumes from the last copy")
                          .arg(job.runId)
                          .arg(job.epoch)
-                         .arg(job.agent, result.message));
+                         .arg(job.agent, result.error()));
         break;
     }
     startNext();
@@ -146,13 +146,13 @@ bool CheckpointCourier::sendBeforeStart(const RunProgress &run, QString *failure
     }
     CheckpointTransfer transfer(c);
     v1::WriteCheckpointResponse response;
-    const CallResult result = transfer.upload(run.planned.runId, copy.dir, &response);
+    const Status result = transfer.upload(run.planned.runId, copy.dir, &response);
     if (!result.ok()) {
         *failure = QStringLiteral("could not send the checkpoint of epoch %1 (copied from agent %2) to agent "
                                   "%3: %4")
                        .arg(copy.epoch)
-                       .arg(copy.agent, target, result.message);
-        *retryable = uploadRetryable(result.code);
+                       .arg(copy.agent, target, result.error());
+        *retryable = uploadRetryable(result);
         return false;
     }
     const QString runId = run.planned.runId;

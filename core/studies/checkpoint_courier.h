@@ -63,7 +63,7 @@ public:
 
 private:
     void startNext();
-    void finished(const CopyRequest &job, const CallResult &result, const QString &dir);
+    void finished(const CopyRequest &job, const Status &result, const QString &dir);
 
     RunnerContext &m_runner;
     QObject *m_context;

@@ -2,10 +2,6 @@
 
 namespace scalelab::core {
 
-namespace {
-constexpr int kInvalidArgument = 3; // grpc::StatusCode::INVALID_ARGUMENT, without gRPC's headers
-}
-
 bool wantCopy(const RunProgress *run, const CopyRequest &request, const std::optional<CopyRequest> &inFlight,
     const CopyRequest *queued, int gaveUpAtEpoch)
 {
@@ -39,9 +35,9 @@ std::optional<Upload> uploadBeforeStart(const RunProgress &run)
     return Upload { target, copy.epoch, copy.agent };
 }
 
-bool uploadRetryable(int grpcCode)
+bool uploadRetryable(const Status &refusal)
 {
-    return grpcCode != kInvalidArgument;
+    return !refusal.isInvalidArgument();
 }
 
 } // namespace scalelab::core

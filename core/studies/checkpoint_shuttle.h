@@ -11,6 +11,7 @@
 // Thread: any (values only).
 #pragma once
 
+#include "core_status.h"
 #include "study_state.h"
 
 #include <QString>
@@ -56,7 +57,7 @@ struct Upload {
 [[nodiscard]] std::optional<Upload> uploadBeforeStart(const RunProgress &run);
 
 // Whether a refused upload is worth another attempt: an agent that found the copy
-// malformed (INVALID_ARGUMENT) will refuse it again.
-[[nodiscard]] bool uploadRetryable(int grpcCode);
+// malformed (isInvalidArgument()) will refuse it again.
+[[nodiscard]] bool uploadRetryable(const Status &refusal);
 
 } // namespace scalelab::core

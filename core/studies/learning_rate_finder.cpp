@@ -67,7 +67,7 @@ void LearningRateFinder::search(const QList<NodeCapacity> &nodes)
         AgentClient c(endpoint.address, endpoint.token, endpoint.tls.orEnvironment());
         QList<QPair<double, double>> points;
         v1::LrFindResult found;
-        const CallResult result = c.findLearningRate(
+        const Status result = c.findLearningRate(
             request,
             [&](const v1::LrFindProgress &progress) {
                 for (const auto &p : progress.points())
@@ -82,7 +82,7 @@ void LearningRateFinder::search(const QList<NodeCapacity> &nodes)
     });
 }
 
-void LearningRateFinder::searched(const QString &agent, int batch, const CallResult &result,
+void LearningRateFinder::searched(const QString &agent, int batch, const Status &result,
     const v1::LrFindResult &found, const QList<QPair<double, double>> &points)
 {
     if (m_thread.joinable())
@@ -92,7 +92,7 @@ void LearningRateFinder::searched(const QString &agent, int batch, const CallRes
         return;
     constexpr int kMaxFailures = 3;
     if (!result.ok() || !(found.suggested_learning_rate() > 0)) {
-        const QString reason = result.ok() ? QStringLiteral("no usable suggestion") : result.message;
+        const QString reason = result.ok() ? QStringLiteral("no usable suggestion") : result.error();
         const bool final = m_runner.study().learningRateSearch().failures + 1 >= kMaxFailures;
         m_runner.record(QStringLiteral("lr_find_failed"),
             QJsonObject { { QStringLiteral("reason"), reason }, { QStringLiteral("agent"), agent },

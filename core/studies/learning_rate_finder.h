@@ -44,7 +44,7 @@ public:
     void search(const QList<NodeCapacity> &nodes);
 
 private:
-    void searched(const QString &agent, int batch, const CallResult &result, const v1::LrFindResult &found,
+    void searched(const QString &agent, int batch, const Status &result, const v1::LrFindResult &found,
         const QList<QPair<double, double>> &points);
 
     RunnerContext &m_runner;

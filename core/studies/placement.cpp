@@ -1,5 +1,7 @@
 #include "placement.h"
 
+#include "core_status.h"
+
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -25,8 +27,9 @@ QString plural(int n, const char *one, const char *many)
     return QStringLiteral("%1 %2").arg(n).arg(QLatin1String(n == 1 ? one : many));
 }
 
-// Why the run cannot fit even on idle agents, or empty if it could.
-QString infeasibility(const RunConfig &config, const QList<NodeCapacity> &reachable)
+// Success when the run would fit on the agents once they are idle; else why it cannot,
+// even then ("needs 8 GPUs on one node; the largest node has 4").
+Status checkFeasible(const RunConfig &config, const QList<NodeCapacity> &reachable)
 {
     const double g = config.gpusPerWorker;
     int maxGpus = 0, totalGpus = 0, maxCores = 0, totalFit = 0;
@@ -37,24 +40,25 @@ QString infeasibility(const RunConfig &config, const QList<NodeCapacity> &reacha
         totalFit += workersFit(config, n, true);
     }
     if (totalFit >= config.workers)
-        return {};
+        return Status::success();
     if (config.threadsPerWorker > maxCores)
-        return QStringLiteral("needs %1 threads per worker; the largest node has %2")
-            .arg(config.threadsPerWorker)
-            .arg(plural(maxCores, "core", "cores"));
+        return Status::failure(QStringLiteral("needs %1 threads per worker; the largest node has %2")
+                                   .arg(config.threadsPerWorker)
+                                   .arg(plural(maxCores, "core", "cores")));
     if (g > 0 && totalGpus == 0)
-        return QStringLiteral("needs %1 GPU per worker; no agent has a GPU").arg(g);
+        return Status::failure(QStringLiteral("needs %1 GPU per worker; no agent has a GPU").arg(g));
     if (g > 1 && maxGpus < g)
-        return QStringLiteral("needs %1 GPUs on one node; the largest node has %2").arg(g).arg(maxGpus);
+        return Status::failure(
+            QStringLiteral("needs %1 GPUs on one node; the largest node has %2").arg(g).arg(maxGpus));
     if (g > 0)
-        return QStringLiteral("needs %1 × %2 GPU = %3 GPUs; the agents have %4 in all")
-            .arg(config.workers)
-            .arg(g)
-            .arg(config.workers * g)
-            .arg(totalGpus);
-    return QStringLiteral("needs %1; the agents have %2 in all (one worker per core)")
-        .arg(plural(config.workers, "worker slot", "worker slots"))
-        .arg(totalFit);
+        return Status::failure(QStringLiteral("needs %1 × %2 GPU = %3 GPUs; the agents have %4 in all")
+                                   .arg(config.workers)
+                                   .arg(g)
+                                   .arg(config.workers * g)
+                                   .arg(totalGpus));
+    return Status::failure(QStringLiteral("needs %1; the agents have %2 in all (one worker per core)")
+                               .arg(plural(config.workers, "worker slot", "worker slots"))
+                               .arg(totalFit));
 }
 
 } // namespace
@@ -100,8 +104,8 @@ Placement placeRun(const RunConfig &config, const QList<NodeCapacity> &nodes, Pl
         }
         reachable = holding;
     }
-    if (QString why = infeasibility(config, reachable); !why.isEmpty()) {
-        result.reason = why;
+    if (const Status feasible = checkFeasible(config, reachable); !feasible) {
+        result.reason = feasible.error();
         result.infeasible = true;
         return result;
     }

@@ -3,6 +3,7 @@
 #include "agent_addresses.h"
 #include "spec_rules.h"
 #include "tune_plan.h"
+#include "worker_contract.h"
 
 #include <google/protobuf/descriptor.h>
 #include <google/protobuf/util/json_util.h>
@@ -42,34 +43,39 @@ void checkList(const List &list, const QString &field, QStringList *problems, Ch
         const auto value = list.Get(i);
         const QString text = QVariant::fromValue(value).toString();
         const QString where = QStringLiteral("%1[%2]").arg(field).arg(i);
-        if (const QString problem = check(value); !problem.isEmpty())
-            *problems << QStringLiteral("%1: %2").arg(where, problem);
+        if (const Status valid = check(value); !valid)
+            *problems << QStringLiteral("%1: %2").arg(where, valid.error());
         if (seen.contains(text))
             *problems << QStringLiteral("%1: %2 is listed twice").arg(where, text);
         seen.insert(text);
     }
 }
 
-QString checkGpus(double gpus)
+// Success when `gpus` per worker is a usable share: none, a whole number, or 1/n of one.
+Status checkGpus(double gpus)
 {
     if (gpus < 0 || !std::isfinite(gpus) || gpus > rules::kMaxGpusPerWorker)
-        return QStringLiteral("must be 0 (CPU) up to %1 (got %2)").arg(rules::kMaxGpusPerWorker).arg(gpus);
+        return Status::failure(
+            QStringLiteral("must be 0 (CPU) up to %1 (got %2)").arg(rules::kMaxGpusPerWorker).arg(gpus));
     if (gpus > 0 && gpus < 1
         && (1 / gpus > rules::kMaxWorkersPerGpu + 1e-9 || std::abs(1 / gpus - std::round(1 / gpus)) > 1e-9))
-        return QStringLiteral(
-            "a fraction of a GPU must divide one GPU evenly, down to 1/%1 (0.5, 0.25, …; got %2)")
-            .arg(rules::kMaxWorkersPerGpu)
-            .arg(gpus);
+        return Status::failure(
+            QStringLiteral("a fraction of a GPU must divide one GPU evenly, down to 1/%1 (0.5, 0.25, …; "
+                           "got %2)")
+                .arg(rules::kMaxWorkersPerGpu)
+                .arg(gpus));
     if (gpus > 1 && gpus != std::floor(gpus))
-        return QStringLiteral("more than one GPU per worker must be a whole number (got %1)").arg(gpus);
-    return {};
+        return Status::failure(
+            QStringLiteral("more than one GPU per worker must be a whole number (got %1)").arg(gpus));
+    return Status::success();
 }
 
-QString checkPrecision(const QString &precision)
+// Success when `precision` is one the trainer has: "fp32" or "bf16".
+Status checkPrecision(const QString &precision)
 {
     if (precision != QLatin1String("fp32") && precision != QLatin1String("bf16"))
-        return QStringLiteral("must be \"fp32\" or \"bf16\" (got \"%1\")").arg(precision);
-    return {};
+        return Status::failure(QStringLiteral("must be \"fp32\" or \"bf16\" (got \"%1\")").arg(precision));
+    return Status::success();
 }
 
 template <typename T, typename List> QList<T> valuesOr(const List &list, T fallback)
@@ -263,8 +269,8 @@ Checked<v1::StudyPlan> loadPlan(const QString &path)
     auto plan = parsePlanJson(file.readAll());
     if (!plan)
         return plan;
-    if (const QStringList problems = validatePlan(*plan); !problems.isEmpty())
-        return Checked<v1::StudyPlan>::failure(problems);
+    if (const CheckStatus valid = checkPlan(*plan); !valid)
+        return valid;
     return plan;
 }
 
@@ -287,10 +293,10 @@ Status savePlan(const v1::StudyPlan &plan, const QString &path)
 }
 
 namespace {
-QStringList validateGrid(const v1::StudyPlan &plan);
+CheckStatus checkGrid(const v1::StudyPlan &plan);
 }
 
-QStringList validatePlan(const v1::StudyPlan &plan)
+CheckStatus checkPlan(const v1::StudyPlan &plan)
 {
     QStringList p;
     if (plan.name().empty())
@@ -306,16 +312,14 @@ QStringList validatePlan(const v1::StudyPlan &plan)
                  .arg(str(plan.dataset()));
 
     const auto &t = plan.training();
-    for (const auto &problem : rules::checkRunSpec(t, { "training.", true, true }))
-        p << str(problem.text());
+    if (const rules::SpecStatus spec = rules::checkRunSpec(t, { "training.", true, true }); !spec)
+        for (const auto &problem : spec.error())
+            p << str(problem.text());
     if (plan.learning_rate_auto() && t.has_learning_rate())
         p << QStringLiteral("training.learningRate: give a number or \"auto\", not both (learningRateAuto is set)");
 
-    if (isTune(plan)) {
-        p << validateTune(plan);
-    } else {
-        p << validateGrid(plan);
-    }
+    if (const CheckStatus rest = isTune(plan) ? checkTune(plan) : checkGrid(plan); !rest)
+        p << rest.error();
     if (plan.max_failures() < 0)
         p << QStringLiteral("maxFailures: must be 0 or more (got %1)").arg(plan.max_failures());
     if (!(plan.target_accuracy() >= 0 && plan.target_accuracy() <= 1))
@@ -334,31 +338,34 @@ QStringList validatePlan(const v1::StudyPlan &plan)
         if (o.max_failures() < 0)
             p << QStringLiteral("overrides[%1].maxFailures: must be 0 or more").arg(i);
     }
-    return p;
+    return p.isEmpty() ? CheckStatus::success() : CheckStatus::failure(p);
 }
 
 namespace {
 
-// The problems of a scale-up plan's grid, baseline and repeats.
-QStringList validateGrid(const v1::StudyPlan &plan)
+// Success when a scale-up plan's grid, baseline and repeats are valid, else every problem.
+CheckStatus checkGrid(const v1::StudyPlan &plan)
 {
     QStringList p;
     const auto &t = plan.training();
     const auto &g = plan.grid();
     checkList(g.workers(), QStringLiteral("grid.workers"), &p, [](int v) {
         return v >= 1 && v <= rules::kMaxWorkers
-            ? QString()
-            : QStringLiteral("must be between 1 and %1 (got %2)").arg(rules::kMaxWorkers).arg(v);
+            ? Status::success()
+            : Status::failure(
+                QStringLiteral("must be between 1 and %1 (got %2)").arg(rules::kMaxWorkers).arg(v));
     });
     checkList(g.batch_size(), QStringLiteral("grid.batchSize"), &p, [](int v) {
         return v >= 1 && v <= rules::kMaxBatchSize
-            ? QString()
-            : QStringLiteral("must be between 1 and %1 (got %2)").arg(rules::kMaxBatchSize).arg(v);
+            ? Status::success()
+            : Status::failure(
+                QStringLiteral("must be between 1 and %1 (got %2)").arg(rules::kMaxBatchSize).arg(v));
     });
     checkList(g.epochs(), QStringLiteral("grid.epochs"), &p, [](int v) {
         return v >= 1 && v <= rules::kMaxEpochs
-            ? QString()
-            : QStringLiteral("must be between 1 and %1 (got %2)").arg(rules::kMaxEpochs).arg(v);
+            ? Status::success()
+            : Status::failure(
+                QStringLiteral("must be between 1 and %1 (got %2)").arg(rules::kMaxEpochs).arg(v));
     });
     // The warm-up must fit in every run (the agent refuses it otherwise), the default
     // length of a run (1 epoch) included.
@@ -376,12 +383,13 @@ QStringList validateGrid(const v1::StudyPlan &plan)
     checkList(g.gpus_per_worker(), QStringLiteral("grid.gpusPerWorker"), &p, checkGpus);
     checkList(g.threads_per_worker(), QStringLiteral("grid.threadsPerWorker"), &p, [](int v) {
         return v >= 0 && v <= rules::kMaxThreads
-            ? QString()
-            : QStringLiteral("must be 0 (automatic) up to %1 (got %2)").arg(rules::kMaxThreads).arg(v);
+            ? Status::success()
+            : Status::failure(
+                QStringLiteral("must be 0 (automatic) up to %1 (got %2)").arg(rules::kMaxThreads).arg(v));
     });
     for (int i = 0; i < g.precision_size(); ++i)
-        if (const QString problem = checkPrecision(str(g.precision(i))); !problem.isEmpty())
-            p << QStringLiteral("grid.precision[%1]: %2").arg(i).arg(problem);
+        if (const Status valid = checkPrecision(str(g.precision(i))); !valid)
+            p << QStringLiteral("grid.precision[%1]: %2").arg(i).arg(valid.error());
     for (int i = 0; i < g.lr_rule_size(); ++i)
         if (g.lr_rule(i) != "none" && g.lr_rule(i) != "linear")
             p << QStringLiteral("grid.lrRule[%1]: must be \"none\" or \"linear\" (got \"%2\")")
@@ -398,13 +406,13 @@ QStringList validateGrid(const v1::StudyPlan &plan)
                  .arg(rules::kMaxEpochs)
                  .arg(b.epochs());
 
-    if (const QString problem = checkGpus(b.gpus_per_worker()); !problem.isEmpty())
-        p << QStringLiteral("baseline.gpusPerWorker: %1").arg(problem);
+    if (const Status valid = checkGpus(b.gpus_per_worker()); !valid)
+        p << QStringLiteral("baseline.gpusPerWorker: %1").arg(valid.error());
     if (b.threads_per_worker() < 0 || b.threads_per_worker() > rules::kMaxThreads)
         p << QStringLiteral("baseline.threadsPerWorker: must be 0 (automatic) up to %1").arg(rules::kMaxThreads);
     if (!b.precision().empty())
-        if (const QString problem = checkPrecision(str(b.precision())); !problem.isEmpty())
-            p << QStringLiteral("baseline.precision: %1").arg(problem);
+        if (const Status valid = checkPrecision(str(b.precision())); !valid)
+            p << QStringLiteral("baseline.precision: %1").arg(valid.error());
 
     if (!plan.repeat_seeds().empty() && plan.repeat_seeds() != "same" && plan.repeat_seeds() != "vary")
         p << QStringLiteral("repeatSeeds: \"same\" (every repeat with the plan's seed) or \"vary\" (repeat r with "
@@ -413,7 +421,7 @@ QStringList validateGrid(const v1::StudyPlan &plan)
     if (plan.repeats() < 0 || plan.repeats() > 100)
         p << QStringLiteral("repeats: must be between 1 and 100, or unset for 1 (got %1)")
                  .arg(plan.repeats());
-    return p;
+    return p.isEmpty() ? CheckStatus::success() : CheckStatus::failure(p);
 }
 
 } // namespace
@@ -510,9 +518,12 @@ v1::RunSpec runSpecFor(
     v1::RunSpec spec = plan.training();
     if (plan.learning_rate_auto() && found) {
         // The test's batch was the baseline's global batch; the linear rule scales from the
-        // worker's reference batch (64), so the value it is given is rescaled to match.
+        // worker's reference batch, so the value it is given is rescaled to match.
         const bool linear = config.lrRule == QLatin1String("linear");
-        spec.set_learning_rate(linear ? found->learningRate * 64.0 / double(std::max(1, found->batch)) : found->learningRate);
+        const int testBatch = std::max(1, found->batch);
+        spec.set_learning_rate(linear
+                ? worker::linearRuleLearningRate(found->learningRate, testBatch, worker::kLinearRuleBaseBatch)
+                : found->learningRate);
     }
     spec.set_dataset(plan.dataset());
     spec.set_batch_size(config.batchSize);

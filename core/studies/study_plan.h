@@ -29,16 +29,16 @@ struct PlannedRun {
 };
 
 // Parses a plan in protobuf's JSON mapping, or says why it is not one (unknown field,
-// wrong type, not JSON at all). Not validated: see validatePlan().
+// wrong type, not JSON at all). Not validated: see checkPlan().
 Checked<v1::StudyPlan> parsePlanJson(const QByteArray &json);
 // Loads and validates: the plan, or every problem found, each naming its field.
 Checked<v1::StudyPlan> loadPlan(const QString &path);
 [[nodiscard]] QByteArray planToJson(const v1::StudyPlan &plan);
 Status savePlan(const v1::StudyPlan &plan, const QString &path);
 
-// Every problem of the plan, one sentence each, naming the field ("grid.workers[1]:
-// must be 1 or more (got 0)"). Empty = valid.
-QStringList validatePlan(const v1::StudyPlan &plan);
+// Success when the plan is valid, else every problem of it, one sentence each, naming the
+// field ("grid.workers[1]: must be 1 or more (got 0)").
+CheckStatus checkPlan(const v1::StudyPlan &plan);
 
 // The runs of a valid plan: the baseline (unless skipped), then the grid's cross
 // product, each repeated. Run ids are "<studyId>-r<NN>", stable for the same plan.

@@ -92,9 +92,8 @@ void StudyRunner::startAttempt(const RunProgress &run)
         if (!rendezvous.host().empty())
             *request.mutable_rendezvous() = rendezvous;
         v1::StartWorkersResponse response;
-        const CallResult result = c->startWorkers(request, &response);
-        if (!result.ok() && result.code == int(grpc::StatusCode::FAILED_PRECONDITION)
-            && result.message.contains(QLatin1String("is still running"))) {
+        const Status result = c->startWorkers(request, &response);
+        if (result.isFailedPrecondition() && result.error().contains(QLatin1String("is still running"))) {
             // An earlier attempt lingers there (its host was cut off, say): stop it and
             // try again on the next tick; StartWorkers is idempotent for the portions sent.
             v1::StopRunResponse ignored;
@@ -105,24 +104,23 @@ void StudyRunner::startAttempt(const RunProgress &run)
                                .arg(agentLabel(p.agent)));
             return;
         }
-        if (!result.ok() && result.code == int(grpc::StatusCode::RESOURCE_EXHAUSTED)
-            && result.message.contains(QLatin1String("no space left on device"))) {
+        if (result.isResourceExhausted()
+            && result.error().contains(QLatin1String("no space left on device"))) {
             // The agent could not even record the run: wait for space there, not counted.
             for (const auto &q : run.portions) // ranks already started must not linger
                 if (AgentClient *other = client(q.agent)) {
                     v1::StopRunResponse ignored;
                     (void)other->stopRun(run.planned.runId, &ignored); // best effort, as above
                 }
-            endFailedAttempt(run, QStringLiteral("%1: %2").arg(agentLabel(p.agent), result.message), {}, 0,
+            endFailedAttempt(run, QStringLiteral("%1: %2").arg(agentLabel(p.agent), result.error()), {}, 0,
                 true, p.agent, kRecordSpace);
             return;
         }
         if (!result.ok()) {
             // Bad input stays bad; an unreachable or busy agent may do better next time,
             // and an unreachable one is waited for, not counted.
-            return fail(QStringLiteral("%1: %2").arg(agentLabel(p.agent), result.message),
-                result.code != int(grpc::StatusCode::INVALID_ARGUMENT),
-                result.unreachable() ? p.agent : QString());
+            return fail(QStringLiteral("%1: %2").arg(agentLabel(p.agent), result.error()),
+                !result.isInvalidArgument(), result.isUnreachable() ? p.agent : QString());
         }
         if (rendezvous.host().empty()) // an agent asked again (already running) reports it in `run`
             rendezvous
@@ -230,18 +228,18 @@ void StudyRunner::followAttempt(const RunProgress &run)
             if (w.outcome.isEmpty() && !w.stopSent)
                 if (AgentClient *c = client(w.agent)) {
                     v1::StopRunResponse ignored;
-                    const CallResult result = c->stopRun(id, &ignored);
+                    const Status result = c->stopRun(id, &ignored);
                     w.stopSent = true;
-                    if (!result.ok() && result.code == int(grpc::StatusCode::NOT_FOUND)) {
+                    if (result.isNotFound()) {
                         w.outcome = QStringLiteral("CANCELLED");
-                        w.message = result.message;
-                    } else if (!result.ok() && result.unreachable()) {
+                        w.message = result.error();
+                    } else if (result.isUnreachable()) {
                         // Its ranks have lost their peers: nothing there to wait for.
                         w.outcome = QStringLiteral("LOST");
                         w.unreachableSinceMs = w.unreachableSinceMs ? w.unreachableSinceMs : now;
                         w.message
                             = QStringLiteral("%1 unreachable since %2 (%3)")
-                                  .arg(agentLabel(w.agent), clockTime(w.unreachableSinceMs), result.message);
+                                  .arg(agentLabel(w.agent), clockTime(w.unreachableSinceMs), result.error());
                     }
                 }
     if (!allPortionsEnded(portions)) {

@@ -36,10 +36,10 @@ QList<NodeCapacity> StudyRunner::refreshCapacity(bool force)
         n.agent = agent;
         v1::DescribeResponse d;
         AgentClient *c = client(agent);
-        const CallResult result
-            = c ? c->describe(&d, 3000) : CallResult { 5, QStringLiteral("unknown agent") };
+        const Status result = c ? c->describe(&d, 3000)
+                                : Status::failure(Status::Code::NotFound, QStringLiteral("unknown agent"));
         n.reachable = result.ok();
-        n.error = result.message;
+        n.error = result.error();
         if (n.reachable) {
             n.host = str(d.hostname());
             n.cpuCores = d.cpu_cores();

@@ -24,9 +24,9 @@ Status appended(const Result<qint64> &id)
 
 Result<QString> StudyRunner::createStudy(const v1::StudyPlan &plan)
 {
-    if (const QStringList problems = validatePlan(plan); !problems.isEmpty())
+    if (const CheckStatus valid = checkPlan(plan); !valid)
         return Status::failure(
-            QStringLiteral("the plan is not valid:\n  ") + problems.join(QLatin1String("\n  ")));
+            QStringLiteral("the plan is not valid:\n  ") + valid.error().join(QLatin1String("\n  ")));
     if (m_agents.isEmpty())
         return Status::failure(QStringLiteral("no agent to run the study on: give at least one agent"));
     const QString studyId = newStudyId();

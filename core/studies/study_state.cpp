@@ -1,10 +1,10 @@
 #include "study_state.h"
 
+#include "agent_client.h" // grpcVersion()
 #include "build_info.h"
 #include "study_plan.h"
 
 #include <google/protobuf/stubs/common.h>
-#include <grpcpp/grpcpp.h>
 
 #include <QDateTime>
 #include <QJsonArray>
@@ -588,7 +588,7 @@ StudySnapshot buildSnapshot(const StudyState &state, const Journal &journal)
     s.software.insert(QStringLiteral("console: ScaleLab"),
         QStringLiteral("%1 (git %2)").arg(QStringLiteral(SCALELAB_VERSION), QString::fromLatin1(common::gitCommit())));
     s.software.insert(QStringLiteral("console: Qt"), QString::fromLatin1(qVersion()));
-    s.software.insert(QStringLiteral("console: gRPC"), QString::fromStdString(grpc::Version()));
+    s.software.insert(QStringLiteral("console: gRPC"), grpcVersion());
     s.software.insert(QStringLiteral("console: protobuf"),
         QString::fromStdString(google::protobuf::internal::VersionString(GOOGLE_PROTOBUF_VERSION)));
     for (const NodeInfo &node : s.nodes)

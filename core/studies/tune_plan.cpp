@@ -290,7 +290,7 @@ TuneSettings tuneSettings(const v1::StudyPlan &plan)
     return s;
 }
 
-QStringList validateTune(const v1::StudyPlan &plan)
+CheckStatus checkTune(const v1::StudyPlan &plan)
 {
     QStringList p;
     const auto &t = plan.tune();
@@ -381,7 +381,7 @@ QStringList validateTune(const v1::StudyPlan &plan)
                  .arg(s.trialEpochs);
     if (plan.has_tune() && drawTrialsCount(plan) > 10000)
         p << QStringLiteral("tune.samples: the grid times samples is %1 trials; at most 10000").arg(drawTrialsCount(plan));
-    return p;
+    return p.isEmpty() ? CheckStatus::success() : CheckStatus::failure(p);
 }
 
 bool drawnInLogSpace(const v1::StudyPlan &plan, const QString &name)

@@ -5,6 +5,7 @@
 // standard leaves to the library).
 #pragma once
 
+#include "core_status.h"
 #include "study_model.h"
 
 #include "scalelab/v1/study.pb.h"
@@ -39,9 +40,9 @@ struct TuneSettings {
 [[nodiscard]] inline bool isTune(const v1::StudyPlan &plan) { return plan.has_tune(); }
 [[nodiscard]] TuneSettings tuneSettings(const v1::StudyPlan &plan);
 
-// Every problem of the plan's tune, one sentence each naming its field ("tune.space.
-// momentum.high: must be below 1 (got 1.5)"). Empty = valid. validatePlan() calls it.
-[[nodiscard]] QStringList validateTune(const v1::StudyPlan &plan);
+// Success when the plan's tune is valid, else every problem of it, one sentence each naming
+// its field ("tune.space.momentum.high: must be below 1 (got 1.5)"). checkPlan() calls it.
+CheckStatus checkTune(const v1::StudyPlan &plan);
 
 // The hyperparameters a search space may name, in the order they are drawn.
 [[nodiscard]] QStringList tunableNames();

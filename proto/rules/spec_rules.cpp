@@ -49,7 +49,10 @@ public:
                 + (highOpen ? ")" : "]") + " (got " + got + ")");
     }
 
-    std::vector<FieldProblem> take() { return std::move(m_problems); }
+    SpecStatus status()
+    {
+        return m_problems.empty() ? SpecStatus::success() : SpecStatus::failure(std::move(m_problems));
+    }
 
 private:
     const SpecContext &m_context;
@@ -78,7 +81,15 @@ std::string exactNumber(double value)
     return std::string(buf, result.ptr);
 }
 
-std::vector<FieldProblem> checkRunSpec(const v1::RunSpec &s, const SpecContext &context)
+std::string joinProblems(const std::vector<FieldProblem> &problems)
+{
+    std::string text;
+    for (const auto &problem : problems)
+        text += (text.empty() ? "" : "; ") + problem.text();
+    return text;
+}
+
+SpecStatus checkRunSpec(const v1::RunSpec &s, const SpecContext &context)
 {
     Checker c(context);
     if (!context.gridDecides) {
@@ -153,7 +164,7 @@ std::vector<FieldProblem> checkRunSpec(const v1::RunSpec &s, const SpecContext &
     if (s.has_dense_dropout())
         c.range("dense_dropout", s.dense_dropout(), 0, 1, false, true);
     checkStopAfter(c, s, context);
-    return c.take();
+    return c.status();
 }
 
 v1::RunSpec withDefaults(const v1::RunSpec &spec)

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "scalelab/v1/agent.pb.h"
+#include "status.h" // common/: BasicStatus
 
 #include <string>
 #include <vector>
@@ -49,9 +50,15 @@ struct SpecContext {
     bool gridDecides = false;
 };
 
-// Every problem of `spec`, in field order. NaN and infinities are refused wherever a number
-// is; unknown enum values and names too.
-std::vector<FieldProblem> checkRunSpec(const v1::RunSpec &spec, const SpecContext &context);
+// Success, or every problem found, in field order (a caller may print each field's).
+using SpecStatus = common::BasicStatus<std::vector<FieldProblem>>;
+
+// Success when `spec` keeps every rule, else every problem of it, in field order. NaN and
+// infinities are refused wherever a number is; unknown enum values and names too.
+SpecStatus checkRunSpec(const v1::RunSpec &spec, const SpecContext &context);
+
+// The problems on one line, as the agent refuses a request: "spec.epochs: ...; spec.momentum: ...".
+std::string joinProblems(const std::vector<FieldProblem> &problems);
 
 // The spec a worker runs: every optional number set to its value or the default, names
 // ("cosine", "none") filled in. What StartWorkers passes on and what reports show.

@@ -18,8 +18,8 @@ std::string unbracket(const std::string &host)
 }
 } // namespace
 
-AdvertiseChoice chooseAdvertiseAddress(
-    const std::string &listen, const std::string &advertiseHost, const std::string &interface, const std::string &hostName)
+common::Result<AdvertiseChoice> chooseAdvertiseAddress(const std::string &listen,
+    const std::string &advertiseHost, const std::string &interface, const std::string &hostName)
 {
     AdvertiseChoice c;
     // The agent's own rule (agent_main): every address the server binds is loopback.
@@ -36,10 +36,8 @@ AdvertiseChoice chooseAdvertiseAddress(
 
     if (!advertiseHost.empty()) {
         const auto address = trainer::net::resolveNumeric(unbracket(advertiseHost));
-        if (!address) {
-            c.error = "--advertise-host " + advertiseHost + ": " + address.error();
-            return c;
-        }
+        if (!address)
+            return common::Status::failure("--advertise-host " + advertiseHost + ": " + address.error());
         c.address = address.value();
         c.how = c.address == advertiseHost ? "from --advertise-host" : "--advertise-host " + advertiseHost;
         if (trainer::net::interfaceOfAddress(c.address).empty() && !trainer::net::isLoopback(c.address))
@@ -59,10 +57,8 @@ AdvertiseChoice chooseAdvertiseAddress(
     }
     if (!iface.empty()) {
         const auto address = trainer::net::addressOfInterface(iface);
-        if (!address) {
-            c.error = ifaceSource + " " + iface + ": " + address.error();
-            return c;
-        }
+        if (!address)
+            return common::Status::failure(ifaceSource + " " + iface + ": " + address.error());
         c.address = address.value();
         c.interface = iface;
         c.how = "from " + ifaceSource + " " + iface;
@@ -75,10 +71,8 @@ AdvertiseChoice chooseAdvertiseAddress(
     }
     if (!isWildcard(listen)) {
         const auto address = trainer::net::resolveNumeric(unbracket(listen));
-        if (!address) {
-            c.error = "--listen " + listen + ": " + address.error();
-            return c;
-        }
+        if (!address)
+            return common::Status::failure("--listen " + listen + ": " + address.error());
         c.address = address.value();
         c.how = "the --listen address";
         return finish(c);

@@ -13,6 +13,8 @@
 // that says what was found and what to set.
 #pragma once
 
+#include "status.h"
+
 #include <string>
 
 namespace scalelab::agent {
@@ -22,10 +24,11 @@ struct AdvertiseChoice {
     std::string interface; // that holds it, "" when unknown (a NAT'ed address, say)
     std::string how; // in words: "from --iface eth0", "interface eth0 (host name ... is loopback)"
     std::string warning; // non-empty when ranks on other hosts cannot reach this one
-    std::string error; // non-empty when the operator's setting is unusable: refuse to start
 };
 
-AdvertiseChoice chooseAdvertiseAddress(
-    const std::string &listen, const std::string &advertiseHost, const std::string &interface, const std::string &hostName);
+// The choice, or why the operator's setting (--advertise-host, --iface, --listen) is
+// unusable: then the agent refuses to start.
+common::Result<AdvertiseChoice> chooseAdvertiseAddress(const std::string &listen,
+    const std::string &advertiseHost, const std::string &interface, const std::string &hostName);
 
 } // namespace scalelab::agent

@@ -119,7 +119,7 @@ void AgentConfig::addOptions(QCommandLineParser *parser)
     }
 }
 
-QString AgentConfig::resolve(const QCommandLineParser &parser)
+common::Status AgentConfig::resolve(const QCommandLineParser &parser)
 {
     // The file named on the command line or in the environment.
     QMap<QString, QPair<QString, QString>> fromFile; // name -> (value, "file:line")
@@ -129,7 +129,8 @@ QString AgentConfig::resolve(const QCommandLineParser &parser)
     if (!file.isEmpty()) {
         QFile f(file);
         if (!f.open(QIODevice::ReadOnly | QIODevice::Text))
-            return QStringLiteral("cannot read config file %1: %2").arg(file, f.errorString());
+            return common::Status::failure(
+                QStringLiteral("cannot read config file %1: %2").arg(file, f.errorString()).toStdString());
         QTextStream in(&f);
         for (int number = 1; !in.atEnd(); ++number) {
             const QString line = in.readLine().trimmed();
@@ -138,17 +139,20 @@ QString AgentConfig::resolve(const QCommandLineParser &parser)
             const int eq = line.indexOf(QLatin1Char('='));
             const QString key = line.left(eq).trimmed();
             if (eq < 0)
-                return QStringLiteral("%1:%2: expected 'option = value', got '%3'")
-                    .arg(file)
-                    .arg(number)
-                    .arg(line);
+                return common::Status::failure(QStringLiteral("%1:%2: expected 'option = value', got '%3'")
+                                                   .arg(file)
+                                                   .arg(number)
+                                                   .arg(line)
+                                                   .toStdString());
             const bool known = std::any_of(agentSettings().begin(), agentSettings().end(),
                 [&](const AgentSetting &s) { return s.name == key && s.name != QLatin1String("config"); });
             if (!known)
-                return QStringLiteral("%1:%2: unknown option '%3' (see --help for the names)")
-                    .arg(file)
-                    .arg(number)
-                    .arg(key);
+                return common::Status::failure(
+                    QStringLiteral("%1:%2: unknown option '%3' (see --help for the names)")
+                        .arg(file)
+                        .arg(number)
+                        .arg(key)
+                        .toStdString());
             fromFile[key] = { line.mid(eq + 1).trimmed(), QStringLiteral("%1:%2").arg(file).arg(number) };
         }
     }
@@ -171,7 +175,7 @@ QString AgentConfig::resolve(const QCommandLineParser &parser)
             m_sources[s.name] = QStringLiteral("default");
         }
     }
-    return {};
+    return common::Status::success();
 }
 
 } // namespace scalelab::agent

@@ -4,6 +4,8 @@
 // Not thread-safe; used once at start-up.
 #pragma once
 
+#include "status.h"
+
 #include <QCommandLineParser>
 #include <QMap>
 #include <QString>
@@ -27,9 +29,9 @@ class AgentConfig {
 public:
     // Registers the options (with their variables in the help text) on `parser`.
     void addOptions(QCommandLineParser *parser);
-    // After parser.process(): reads the config file and resolves every value.
-    // Returns an empty string or what is wrong (naming the file, line and key).
-    QString resolve(const QCommandLineParser &parser);
+    // After parser.process(): reads the config file and resolves every value. Success,
+    // or what is wrong (naming the file, line and key).
+    common::Status resolve(const QCommandLineParser &parser);
 
     QString value(const QString &name) const { return m_values.value(name); }
     // Where the value came from: "command line", "SCALELAB_...", "FILE:LINE" or "default".

@@ -139,8 +139,8 @@ int main(int argc, char **argv)
     if (!parser.positionalArguments().isEmpty())
         return fail(
             "unexpected argument '" + parser.positionalArguments().first().toStdString() + "'; see --help");
-    if (const QString problem = config.resolve(parser); !problem.isEmpty())
-        return fail(problem.toStdString());
+    if (const common::Status resolved = config.resolve(parser); !resolved)
+        return fail(resolved.error());
     const auto value = [&](const char *name) { return config.value(QLatin1String(name)); };
 
     if (!value("log-file").isEmpty() && !setLogFile(value("log-file").toStdString()))
@@ -307,16 +307,16 @@ int main(int argc, char **argv)
     {
         char name[256] = {};
         gethostname(name, sizeof name - 1);
-        const AdvertiseChoice choice = chooseAdvertiseAddress(
+        const common::Result<AdvertiseChoice> choice = chooseAdvertiseAddress(
             host.toStdString(), value("advertise-host").toStdString(), value("iface").toStdString(), name);
-        if (!choice.error.empty())
-            return fail(choice.error);
-        options.advertiseHost = choice.address;
-        options.advertiseInterface = choice.interface;
-        options.advertiseHow = choice.how;
-        options.networkWarning = choice.warning;
-        if (!choice.warning.empty())
-            logMessage(LogLevel::Warning, choice.warning);
+        if (!choice)
+            return fail(choice.error());
+        options.advertiseHost = choice->address;
+        options.advertiseInterface = choice->interface;
+        options.advertiseHow = choice->how;
+        options.networkWarning = choice->warning;
+        if (!choice->warning.empty())
+            logMessage(LogLevel::Warning, choice->warning);
     }
 
     const QString address

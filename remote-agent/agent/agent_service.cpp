@@ -609,12 +609,8 @@ grpc::Status AgentService::FindLearningRate(grpc::ServerContext *context,
     spec.set_epochs(1); // not used by the test; keeps the shared rules happy
     spec.clear_learning_rate();
     spec.clear_warmup_epochs();
-    if (const auto problems = rules::checkRunSpec(spec, { "spec.", false, false }); !problems.empty()) {
-        std::string text;
-        for (const auto &problem : problems)
-            text += (text.empty() ? "" : "; ") + problem.text();
-        return invalid(text);
-    }
+    if (const rules::SpecStatus checked = rules::checkRunSpec(spec, { "spec.", false, false }); !checked)
+        return invalid(rules::joinProblems(checked.error()));
     const double minLr = request->min_lr() == 0 ? 1e-5 : request->min_lr();
     const double maxLr = request->max_lr() == 0 ? 10.0 : request->max_lr();
     const int steps = request->steps() == 0 ? 200 : request->steps();

@@ -55,28 +55,25 @@ std::string timeText(const ASN1_TIME *time)
     return std::string(data, size > 0 ? std::size_t(size) : 0);
 }
 
-// Every certificate of a PEM bundle parses; the first is returned (null with `problem`).
-Certificate readCertificates(const std::string &pem, const std::string &what, std::string *problem)
+// The first certificate of a PEM bundle `what` names, when every one of them parses; else
+// what is wrong with the bundle.
+common::Result<Certificate> readCertificates(const std::string &pem, const std::string &what)
 {
-    if (pem.find("-----BEGIN CERTIFICATE-----") == std::string::npos) {
-        *problem = what + " holds no PEM certificate (a '-----BEGIN CERTIFICATE-----' block)";
-        return { nullptr, X509_free };
-    }
+    using common::Status;
+    if (pem.find("-----BEGIN CERTIFICATE-----") == std::string::npos)
+        return Status::failure(what + " holds no PEM certificate (a '-----BEGIN CERTIFICATE-----' block)");
     ERR_clear_error();
     const Bio bio = memoryBio(pem);
     Certificate first(PEM_read_bio_X509(bio.get(), nullptr, noPassphrase, nullptr), X509_free);
-    if (!first) {
-        *problem = what + ": the certificate cannot be parsed (" + opensslReason() + ")";
-        return first;
-    }
+    if (!first)
+        return Status::failure(what + ": the certificate cannot be parsed (" + opensslReason() + ")");
     while (X509 *next = PEM_read_bio_X509(bio.get(), nullptr, noPassphrase, nullptr))
         X509_free(next);
     // The loop ends at the end of the text ("no start line") or at a broken block.
     const unsigned long end = ERR_peek_last_error();
-    if (end != 0 && !(ERR_GET_LIB(end) == ERR_LIB_PEM && ERR_GET_REASON(end) == PEM_R_NO_START_LINE)) {
-        *problem = what + ": a certificate after the first cannot be parsed (" + opensslReason() + ")";
-        return { nullptr, X509_free };
-    }
+    if (end != 0 && !(ERR_GET_LIB(end) == ERR_LIB_PEM && ERR_GET_REASON(end) == PEM_R_NO_START_LINE))
+        return Status::failure(
+            what + ": a certificate after the first cannot be parsed (" + opensslReason() + ")");
     ERR_clear_error();
     return first;
 }
@@ -89,15 +86,50 @@ std::string numericAddress(const sockaddr *address, socklen_t length)
     return host;
 }
 
+// Success when a plain listener binds `a` (port `service`) as gRPC would; else why not.
+common::Status checkBindOne(const addrinfo *a, const std::string &service)
+{
+    using common::Status;
+    const std::string address = numericAddress(a->ai_addr, a->ai_addrlen);
+    const int fd = ::socket(a->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return Status::failure("cannot open a socket for " + address + ": " + std::strerror(errno));
+    const int on = 1;
+    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on); // as gRPC does
+    int error = 0;
+    if (::bind(fd, a->ai_addr, a->ai_addrlen) != 0 || ::listen(fd, 1) != 0)
+        error = errno;
+    ::close(fd);
+    switch (error) {
+    case 0:
+        return Status::success();
+    case EADDRINUSE:
+        return Status::failure("port " + service + " of " + address
+            + " is in use by another program (another scalelab-agent?): stop it, or pick another "
+              "port with --port (--port 0 picks a free one)");
+    case EADDRNOTAVAIL:
+        return Status::failure(address
+            + " is not an address of this host (address not local to this host): listen on one of "
+              "its addresses (ip -brief address), on 0.0.0.0 for all of them, or on 127.0.0.1");
+    case EACCES:
+        return Status::failure("port " + service
+            + " is a privileged port (below 1024; permission denied): run the agent with "
+              "CAP_NET_BIND_SERVICE, or pick a port from 1024 up");
+    default:
+        return Status::failure(
+            "bind() to port " + service + " of " + address + " fails: " + std::strerror(error));
+    }
+}
+
 } // namespace
 
 common::Status checkTlsKeyPair(const std::string &certPem, const std::string &certPath,
     const std::string &keyPem, const std::string &keyPath, std::string *warning)
 {
-    std::string problem;
-    const Certificate certificate = readCertificates(certPem, "--tls-cert " + certPath, &problem);
-    if (!certificate)
-        return common::Status::failure(problem);
+    common::Result<Certificate> read = readCertificates(certPem, "--tls-cert " + certPath);
+    if (!read)
+        return common::Status::failure(read.error());
+    const Certificate certificate = std::move(read).value();
 
     const std::string key = "--tls-key " + keyPath;
     if (keyPem.find("-----BEGIN ENCRYPTED PRIVATE KEY-----") != std::string::npos
@@ -133,9 +165,9 @@ common::Status checkTlsKeyPair(const std::string &certPem, const std::string &ce
 
 common::Status checkCaBundle(const std::string &pem, const std::string &path, const std::string &option)
 {
-    std::string problem;
-    readCertificates(pem, option + " " + path, &problem);
-    return common::Status::failureIf(problem);
+    if (const common::Result<Certificate> read = readCertificates(pem, option + " " + path); !read)
+        return common::Status::failure(read.error());
+    return common::Status::success();
 }
 
 common::Status checkBind(const std::string &host, int port)
@@ -151,44 +183,11 @@ common::Status checkBind(const std::string &host, int port)
     addrinfo *result = nullptr;
     if (const int rc = ::getaddrinfo(bare.c_str(), service.c_str(), &hints, &result); rc != 0)
         return common::Status::failure("'" + host + "' does not resolve (" + ::gai_strerror(rc) + ")");
-    std::string problem;
-    for (const addrinfo *a = result; a && problem.empty(); a = a->ai_next) {
-        const std::string address = numericAddress(a->ai_addr, a->ai_addrlen);
-        const int fd = ::socket(a->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        if (fd < 0) {
-            problem = "cannot open a socket for " + address + ": " + std::strerror(errno);
-            break;
-        }
-        const int on = 1;
-        ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on); // as gRPC does
-        int error = 0;
-        if (::bind(fd, a->ai_addr, a->ai_addrlen) != 0 || ::listen(fd, 1) != 0)
-            error = errno;
-        ::close(fd);
-        switch (error) {
-        case 0:
-            break;
-        case EADDRINUSE:
-            problem = "port " + service + " of " + address
-                + " is in use by another program (another scalelab-agent?): stop it, or pick another "
-                  "port with --port (--port 0 picks a free one)";
-            break;
-        case EADDRNOTAVAIL:
-            problem = address
-                + " is not an address of this host (address not local to this host): listen on one of "
-                  "its addresses (ip -brief address), on 0.0.0.0 for all of them, or on 127.0.0.1";
-            break;
-        case EACCES:
-            problem = "port " + service
-                + " is a privileged port (below 1024; permission denied): run the agent with "
-                  "CAP_NET_BIND_SERVICE, or pick a port from 1024 up";
-            break;
-        default:
-            problem = "bind() to port " + service + " of " + address + " fails: " + std::strerror(error);
-        }
-    }
+    common::Status bound;
+    for (const addrinfo *a = result; a && bound.ok(); a = a->ai_next)
+        bound = checkBindOne(a, service);
     ::freeaddrinfo(result);
-    return common::Status::failureIf(problem);
+    return bound;
 }
 
 } // namespace scalelab::agent

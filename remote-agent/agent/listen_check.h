@@ -11,7 +11,7 @@
 
 namespace scalelab::agent {
 
-// Empty, or what is wrong with a server certificate chain and its private key (PEM
+// Success, or what is wrong with a server certificate chain and its private key (PEM
 // contents; the paths are only named in the message): not PEM, unparsable, an encrypted
 // key, or a key that is not the certificate's. `warning` gets a sentence for a
 // certificate that is expired or not yet valid (clients will refuse it; the agent runs).

@@ -2,6 +2,7 @@
 
 #include "log.h"
 #include "worker_channel.h"
+#include "worker_contract.h"
 
 #include <sys/wait.h>
 
@@ -67,7 +68,7 @@ grpc::Status LrFindSession::finish(const PumpResult &ended)
         return { grpc::StatusCode::CANCELLED, "the client went away; the range test was stopped" };
     sendPoints();
     const int status = ended.waitStatus;
-    if (!m_haveResult || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    if (!m_haveResult || !WIFEXITED(status) || WEXITSTATUS(status) != worker::kExitFinished) {
         const std::string why = !m_workerError.empty() ? m_workerError
             : !m_lastOutput.empty()                    ? m_lastOutput
             : WIFSIGNALED(status) ? "killed by signal " + std::to_string(WTERMSIG(status))

@@ -17,10 +17,13 @@ std::size_t limitOf(const FieldDescriptor *field)
     return kMaxString;
 }
 
-std::string check(const google::protobuf::Message &message, const std::string &prefix, int depth)
+// Success when `message` (at `prefix`, `depth` messages deep) keeps every limit; else the
+// first field that does not, by its path.
+common::Status checkLimits(const google::protobuf::Message &message, const std::string &prefix, int depth)
 {
+    using common::Status;
     if (depth > 16)
-        return prefix + ": nested too deeply";
+        return Status::failure(prefix + ": nested too deeply");
     const auto *reflection = message.GetReflection();
     std::vector<const FieldDescriptor *> fields;
     reflection->ListFields(message, &fields);
@@ -29,18 +32,20 @@ std::string check(const google::protobuf::Message &message, const std::string &p
         if (field->is_repeated()) {
             const int size = reflection->FieldSize(message, field);
             if (size > kMaxRepeated && !field->is_map())
-                return path + " has " + std::to_string(size) + " entries; at most " + std::to_string(kMaxRepeated);
+                return Status::failure(path + " has " + std::to_string(size) + " entries; at most "
+                    + std::to_string(kMaxRepeated));
             for (int i = 0; i < size && i < kMaxRepeated; ++i) {
                 if (field->cpp_type() == FieldDescriptor::CPPTYPE_STRING && field->type() != FieldDescriptor::TYPE_BYTES) {
                     const std::string value = reflection->GetRepeatedString(message, field, i);
                     if (value.size() > kMaxString)
-                        return path + "[" + std::to_string(i) + "] is " + std::to_string(value.size())
-                            + " bytes; at most " + std::to_string(kMaxString) + " (it starts with " + shortQuote(value) + ")";
+                        return Status::failure(path + "[" + std::to_string(i) + "] is "
+                            + std::to_string(value.size()) + " bytes; at most " + std::to_string(kMaxString)
+                            + " (it starts with " + shortQuote(value) + ")");
                 } else if (field->cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE) {
-                    if (auto problem = check(reflection->GetRepeatedMessage(message, field, i),
+                    if (const Status nested = checkLimits(reflection->GetRepeatedMessage(message, field, i),
                             path + "[" + std::to_string(i) + "]", depth + 1);
-                        !problem.empty())
-                        return problem;
+                        !nested)
+                        return nested;
                 }
             }
             continue;
@@ -48,21 +53,22 @@ std::string check(const google::protobuf::Message &message, const std::string &p
         if (field->cpp_type() == FieldDescriptor::CPPTYPE_STRING && field->type() != FieldDescriptor::TYPE_BYTES) {
             const std::string value = reflection->GetString(message, field);
             if (value.size() > limitOf(field))
-                return path + " is " + std::to_string(value.size()) + " bytes; at most "
-                    + std::to_string(limitOf(field)) + " (it starts with " + shortQuote(value) + ")";
+                return Status::failure(path + " is " + std::to_string(value.size()) + " bytes; at most "
+                    + std::to_string(limitOf(field)) + " (it starts with " + shortQuote(value) + ")");
         } else if (field->cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE) {
-            if (auto problem = check(reflection->GetMessage(message, field), path, depth + 1); !problem.empty())
-                return problem;
+            if (const Status nested = checkLimits(reflection->GetMessage(message, field), path, depth + 1);
+                !nested)
+                return nested;
         }
     }
-    return {};
+    return Status::success();
 }
 
 } // namespace
 
 common::Status checkRequestLimits(const google::protobuf::Message &message)
 {
-    return common::Status::failureIf(check(message, {}, 0));
+    return checkLimits(message, {}, 0);
 }
 
 std::string shortQuote(const std::string &value, std::size_t keep)

@@ -51,7 +51,7 @@ RunEventLog::RunEventLog(std::filesystem::path file)
 {
     m_fd = ::open(m_file.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
     if (m_fd < 0) {
-        m_error = "cannot open " + m_file.string() + ": " + std::strerror(errno);
+        m_opened = common::Status::failure("cannot open " + m_file.string() + ": " + std::strerror(errno));
         return;
     }
     // Index what an earlier agent wrote. A crash can leave the last record torn, and a
@@ -79,7 +79,8 @@ RunEventLog::RunEventLog(std::filesystem::path file)
     if (good < bytes.size()) {
         m_dropped = bytes.size() - good;
         if (::ftruncate(m_fd, static_cast<off_t>(good)) != 0)
-            m_error = "cannot cut the torn end of " + m_file.string() + ": " + std::strerror(errno);
+            m_opened = common::Status::failure(
+                "cannot cut the torn end of " + m_file.string() + ": " + std::strerror(errno));
     }
 }
 
@@ -91,12 +92,6 @@ RunEventLog::~RunEventLog()
         ::fdatasync(m_fd);
         ::close(m_fd);
     }
-}
-
-std::string RunEventLog::writeError() const
-{
-    std::lock_guard lock(m_mutex);
-    return m_writeError;
 }
 
 bool RunEventLog::flushPending(bool durable)

@@ -13,6 +13,7 @@
 #pragma once
 
 #include "scalelab/v1/agent.pb.h"
+#include "status.h"
 
 #include <chrono>
 #include <condition_variable>
@@ -26,17 +27,16 @@ namespace scalelab::agent {
 
 class RunEventLog {
 public:
-    // Opens (creating) the log file and indexes the records already in it. Check error()
+    // Opens (creating) the log file and indexes the records already in it. Check opened()
     // afterwards.
     explicit RunEventLog(std::filesystem::path file);
     ~RunEventLog();
     RunEventLog(const RunEventLog &) = delete;
     RunEventLog &operator=(const RunEventLog &) = delete;
 
-    // Why the log could not be opened ("" = it was).
-    const std::string &error() const { return m_error; }
-    // Why the last write failed ("" = every event is on disk).
-    std::string writeError() const;
+    // Success when the log was opened and its torn end (if any) cut, else why not (the file
+    // and the OS error).
+    const common::Status &opened() const { return m_opened; }
 
     // Stamps seq and unix_ms, stores and wakes followers. Returns the sequence number.
     std::int64_t append(v1::RunEvent event, bool durable = false);
@@ -69,8 +69,8 @@ private:
     std::deque<v1::RunEvent> m_pending; // seq persistedCount()+1 ..., not on disk yet
     bool m_closed = false;
     int m_fd = -1;
-    std::string m_error;
-    std::string m_writeError;
+    common::Status m_opened;
+    std::string m_writeError; // why the last write failed ("" = every event is on disk)
     std::size_t m_dropped = 0;
 };
 

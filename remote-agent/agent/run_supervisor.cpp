@@ -1,9 +1,9 @@
 #include "run_supervisor.h"
 
 #include "spec_rules.h"
-#include "training.h"
 #include "worker_channel.h"
 #include "worker_command.h"
+#include "worker_contract.h"
 
 #include "checkpoint_transfer.h"
 #include "file_io.h"
@@ -79,7 +79,7 @@ v1::RankExit classifyExit(int rank, int waitStatus, bool stopRequested, const st
     if (WIFEXITED(waitStatus)) {
         const int code = WEXITSTATUS(waitStatus);
         exit.set_exit_code(code);
-        if (code == 0 && (finished || !stopRequested)) {
+        if (code == worker::kExitFinished && (finished || !stopRequested)) {
             exit.set_kind(finished ? v1::EXIT_SUCCEEDED : v1::EXIT_FAILED);
             exit.set_message(finished ? who + " finished" : who + " exited without reporting a result");
         } else if (mentionsMemoryExhaustion(workerError)) {
@@ -89,13 +89,12 @@ v1::RankExit classifyExit(int rank, int waitStatus, bool stopRequested, const st
         } else if (stopRequested) {
             exit.set_kind(v1::EXIT_STOPPED);
             exit.set_message(who + " stopped (exit code " + std::to_string(code) + ")");
-        } else if (code == trainer::kNoSpaceExitCode
-            && workerError.rfind("no space left on device", 0) == 0) {
+        } else if (code == worker::kExitNoSpace && workerError.rfind("no space left on device", 0) == 0) {
             // The worker's own check or a write that hit ENOSPC: the node's disk, not the run.
             exit.set_kind(v1::EXIT_NO_SPACE);
             exit.set_message(
                 who + ": " + workerError + "; free space there (scalelab-cli gc) and the run goes on");
-        } else if (code == trainer::kDivergedExitCode && workerError.rfind("diverged", 0) == 0) {
+        } else if (code == worker::kExitDiverged && workerError.rfind("diverged", 0) == 0) {
             // The worker's own verdict ("diverged at step N (loss nan): ..."), not any exit 3.
             exit.set_kind(v1::EXIT_DIVERGED);
             exit.set_message(who + ": " + workerError);
@@ -202,8 +201,8 @@ common::Result<std::shared_ptr<RunSupervisor>> RunSupervisor::restore(
         return common::Status::failure("no readable request.json in " + runDir.string());
     auto run
         = std::shared_ptr<RunSupervisor>(new RunSupervisor(std::move(launch), Restored { closeIfActive }));
-    if (!run->m_events->error().empty())
-        return common::Status::failure(run->m_events->error());
+    if (!run->m_events->opened())
+        return run->m_events->opened();
     return run;
 }
 
@@ -323,10 +322,10 @@ void RunSupervisor::setState(v1::RunState state, const std::string &message)
 
 common::Status RunSupervisor::start(ProcessLauncher &launcher)
 {
-    if (!m_events->error().empty()) {
-        setState(v1::FAILED, m_events->error());
+    if (const common::Status &opened = m_events->opened(); !opened) {
+        setState(v1::FAILED, opened.error());
         m_events->close();
-        return common::Status::failure(m_events->error());
+        return opened;
     }
     // The records first: a run the agent could not record is not started, so a restarted
     // agent never finds a run it cannot reopen (older attempts' records stay as they are).

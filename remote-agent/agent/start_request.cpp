@@ -47,12 +47,8 @@ common::Status checkStartRequest(const v1::StartWorkersRequest &request)
     if (request.world_size() > rules::kMaxWorkers)
         return Status::failure("world_size must be at most " + std::to_string(rules::kMaxWorkers) + " (got "
             + std::to_string(request.world_size()) + ")");
-    if (const auto problems = rules::checkRunSpec(request.spec(), { "spec.", false, false }); !problems.empty()) {
-        std::string text;
-        for (const auto &problem : problems)
-            text += (text.empty() ? "" : "; ") + problem.text();
-        return Status::failure(text);
-    }
+    if (const rules::SpecStatus spec = rules::checkRunSpec(request.spec(), { "spec.", false, false }); !spec)
+        return Status::failure(rules::joinProblems(spec.error()));
     if (!common::isSafeName(request.spec().dataset()))
         return Status::failure("spec.dataset " + shortQuote(request.spec().dataset())
             + " is not a data set name (a folder name under the agent's data directory, no slashes)");

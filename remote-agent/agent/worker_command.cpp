@@ -127,6 +127,8 @@ std::vector<std::string> workerEnvironment(const RunLaunch &launch, int rank)
         "CUDA_VISIBLE_DEVICES=" + visible };
     if (!launch.networkInterface.empty() && !std::getenv("NCCL_SOCKET_IFNAME"))
         environment.push_back("NCCL_SOCKET_IFNAME=" + launch.networkInterface);
+    if (!std::getenv("OMP_WAIT_POLICY"))
+        environment.push_back("OMP_WAIT_POLICY=PASSIVE");
     return environment;
 }
 

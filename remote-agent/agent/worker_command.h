@@ -28,7 +28,11 @@ namespace scalelab::agent {
 // What the worker of `rank` gets on top of the agent's environment (SpawnRequest::extraEnv):
 // OMP_NUM_THREADS and OPENBLAS_NUM_THREADS = launch.threadsPerRank; CUDA_VISIBLE_DEVICES =
 // the rank's GPUs from launch.gpus, empty for a CPU rank; and NCCL_SOCKET_IFNAME =
-// launch.networkInterface when that is set and the agent's environment does not set it.
+// launch.networkInterface when that is set and the agent's environment does not set it; and
+// OMP_WAIT_POLICY=PASSIVE unless the agent's environment sets a policy. With libgomp's default
+// (spin before sleeping), a rank's idle threads keep their cores busy after every parallel
+// region: beside a second rank, a data loader or Gloo's threads that halves the throughput
+// of both (bench/omp_wait_policy.sh measures it), while a rank alone runs as fast passive.
 [[nodiscard]] std::vector<std::string> workerEnvironment(const RunLaunch &launch, int rank);
 
 // Puts a rank on its device: nothing for a CPU rank (no GPUs assigned), device "cuda" for a

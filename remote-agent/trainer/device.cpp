@@ -53,10 +53,12 @@ common::Status checkDevice(const std::string &device)
 
 common::Status checkBf16(const std::string &device)
 {
-    if (device != "cuda")
-        return common::Status::failureIf(cpu::hasBf16()
-            ? std::string()
-            : "--precision bf16 needs a CPU with AVX-512 BF16 or AMX (this one has neither); use fp32");
+    if (device != "cuda") {
+        if (cpu::hasBf16())
+            return common::Status::success();
+        return common::Status::failure(
+            "--precision bf16 needs a CPU with AVX-512 BF16 or AMX (this one has neither); use fp32");
+    }
 #if SCALELAB_WITH_CUDA
     const cudaDeviceProp *gpu = at::cuda::getDeviceProperties(0);
     if (gpu->major >= kBf16ComputeMajor)

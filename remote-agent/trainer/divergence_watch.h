@@ -4,6 +4,7 @@
 #pragma once
 
 #include "event_writer.h"
+#include "status.h"
 
 #include <algorithm>
 #include <cmath>
@@ -23,20 +24,21 @@ public:
         , m_steps(steps)
     { }
 
-    // Empty while the run is healthy, else "diverged at step N (...)".
-    std::string observe(std::int64_t step, double loss)
+    // Success while the run is healthy, else a failure that says "diverged at step N (...)".
+    common::Status observe(std::int64_t step, double loss)
     {
         if (!std::isfinite(loss))
-            return "diverged at step " + std::to_string(step) + " (loss " + (std::isnan(loss) ? "nan" : "inf")
-                + "): lower the learning rate or lengthen the warm-up";
+            return common::Status::failure("diverged at step " + std::to_string(step) + " (loss "
+                + (std::isnan(loss) ? "nan" : "inf") + "): lower the learning rate or lengthen the warm-up");
         if (m_reference == 0)
             m_reference = std::max(loss, std::log(10.0));
         m_above = loss > m_factor * m_reference ? m_above + 1 : 0;
         if (m_above >= m_steps)
-            return "diverged at step " + std::to_string(step) + " (loss " + EventWriter::number(loss) + ", above "
-                + EventWriter::number(m_factor) + " x the starting " + EventWriter::number(m_reference) + " for "
-                + std::to_string(m_steps) + " steps): lower the learning rate or lengthen the warm-up";
-        return {};
+            return common::Status::failure("diverged at step " + std::to_string(step) + " (loss "
+                + EventWriter::number(loss) + ", above " + EventWriter::number(m_factor) + " x the starting "
+                + EventWriter::number(m_reference) + " for " + std::to_string(m_steps)
+                + " steps): lower the learning rate or lengthen the warm-up");
+        return common::Status::success();
     }
 
 private:

@@ -62,94 +62,90 @@ void adoptRankZeroProgress(DataParallel &parallel, torch::optim::SGD &optimizer,
 
 } // namespace
 
-namespace {
-// What is wrong with `c`, or empty.
-std::string configProblem(const TrainingConfig &c)
+common::Status validate(const TrainingConfig &c)
 {
+    using common::Status;
     if (c.dataDir.empty())
-        return "--data-dir is required: the folder with the CIFAR-10 .bin files";
+        return Status::failure("--data-dir is required: the folder with the CIFAR-10 .bin files");
     if (c.batchSize <= 0)
-        return "--batch-size must be at least 1 (got " + std::to_string(c.batchSize) + ")";
+        return Status::failure("--batch-size must be at least 1 (got " + std::to_string(c.batchSize) + ")");
     if (c.epochs <= 0)
-        return "--epochs must be at least 1 (got " + std::to_string(c.epochs) + ")";
+        return Status::failure("--epochs must be at least 1 (got " + std::to_string(c.epochs) + ")");
     if (!(c.learningRate > 0) || !std::isfinite(c.learningRate))
-        return "--lr must be a finite number greater than 0";
+        return Status::failure("--lr must be a finite number greater than 0");
     if (!(c.momentum >= 0 && c.momentum < 1))
-        return "--momentum must be in [0, 1)";
+        return Status::failure("--momentum must be in [0, 1)");
     if (!(c.weightDecay >= 0) || !std::isfinite(c.weightDecay))
-        return "--weight-decay must be a finite number, 0 or more";
+        return Status::failure("--weight-decay must be a finite number, 0 or more");
     if (c.lrScaling != "none" && c.lrScaling != "linear")
-        return "--lr-scaling must be 'none' or 'linear'";
+        return Status::failure("--lr-scaling must be 'none' or 'linear'");
     if (c.baseBatch <= 0)
-        return "--base-batch must be at least 1";
+        return Status::failure("--base-batch must be at least 1");
     if (c.schedule != "cosine" && c.schedule != "constant")
-        return "--schedule must be 'cosine' or 'constant'";
+        return Status::failure("--schedule must be 'cosine' or 'constant'");
     if (!(c.warmupEpochs < 0 || c.warmupEpochs <= c.epochs) || std::isnan(c.warmupEpochs))
-        return "--warmup-epochs must be between 0 and --epochs";
+        return Status::failure("--warmup-epochs must be between 0 and --epochs");
     if (!(c.labelSmoothing >= 0 && c.labelSmoothing < 1))
-        return "--label-smoothing must be in [0, 1)";
+        return Status::failure("--label-smoothing must be in [0, 1)");
     if (!(c.blockDropout >= 0 && c.blockDropout < 1))
-        return "--block-dropout must be in [0, 1)";
+        return Status::failure("--block-dropout must be in [0, 1)");
     if (!(c.denseDropout >= 0 && c.denseDropout < 1))
-        return "--dense-dropout must be in [0, 1)";
+        return Status::failure("--dense-dropout must be in [0, 1)");
     if (c.normalizeMean.size() != c.normalizeStd.size()
         || (!c.normalizeMean.empty() && c.normalizeMean.size() != 3))
-        return "--normalize-mean and --normalize-std take three comma-separated values each (red, green, blue)";
+        return Status::failure(
+            "--normalize-mean and --normalize-std take three comma-separated values each (red, green, blue)");
     for (std::size_t i = 0; i < c.normalizeMean.size(); ++i)
         if (!(c.normalizeMean[i] >= 0 && c.normalizeMean[i] <= 1) || !(c.normalizeStd[i] > 0 && c.normalizeStd[i] <= 1))
-            return "--normalize-mean values must be in [0, 1] and --normalize-std values in (0, 1]";
+            return Status::failure(
+                "--normalize-mean values must be in [0, 1] and --normalize-std values in (0, 1]");
     if (!(c.divergenceFactor > 1) || !std::isfinite(c.divergenceFactor))
-        return "--divergence-factor must be a number greater than 1";
+        return Status::failure("--divergence-factor must be a number greater than 1");
     if (c.divergenceSteps < 1)
-        return "--divergence-steps must be at least 1";
+        return Status::failure("--divergence-steps must be at least 1");
     if (c.precision != "fp32" && c.precision != "bf16")
-        return "--precision must be 'fp32' or 'bf16'";
-    if (auto problem = checkDevice(c.device).error(); !problem.empty())
-        return problem;
+        return Status::failure("--precision must be 'fp32' or 'bf16'");
+    if (const Status device = checkDevice(c.device); !device)
+        return device;
     if (!c.backend.empty() && c.backend != "gloo" && c.backend != "nccl")
-        return "--backend must be 'gloo' or 'nccl'";
+        return Status::failure("--backend must be 'gloo' or 'nccl'");
     if (c.backend == "nccl" && c.device != "cuda")
-        return "--backend nccl needs --device cuda (NCCL runs collectives on GPUs)";
+        return Status::failure("--backend nccl needs --device cuda (NCCL runs collectives on GPUs)");
     if (c.precision == "bf16")
-        if (auto problem = checkBf16(c.device).error(); !problem.empty())
-            return problem;
+        if (const Status bf16 = checkBf16(c.device); !bf16)
+            return bf16;
     if (c.threads < 0)
-        return "--threads must be 0 (automatic) or more";
+        return Status::failure("--threads must be 0 (automatic) or more");
     if (c.worldSize < 1 || c.rank < 0 || c.rank >= c.worldSize)
-        return "--rank must be in [0, --world-size)";
+        return Status::failure("--rank must be in [0, --world-size)");
     if (c.worldSize > 1 && c.rendezvous.find(':') == std::string::npos)
-        return "--rendezvous HOST:PORT is required when --world-size > 1 (rank 0 hosts the TCPStore there)";
+        return Status::failure(
+            "--rendezvous HOST:PORT is required when --world-size > 1 (rank 0 hosts the TCPStore there)");
     if (c.bucketMb < 1)
-        return "--bucket-mb must be at least 1";
+        return Status::failure("--bucket-mb must be at least 1");
     if (c.collectiveTimeoutSeconds < 1)
-        return "--collective-timeout-s must be at least 1";
+        return Status::failure("--collective-timeout-s must be at least 1");
     if (c.checkpointEvery < 1)
-        return "--checkpoint-every must be at least 1";
+        return Status::failure("--checkpoint-every must be at least 1");
     if (c.keepCheckpoints < 1 || c.keepCheckpoints > 1000)
-        return "--keep-checkpoints must be between 1 and 1000";
+        return Status::failure("--keep-checkpoints must be between 1 and 1000");
     if (c.resume && c.checkpointDir.empty())
-        return "--resume needs --checkpoint-dir";
+        return Status::failure("--resume needs --checkpoint-dir");
     if (c.stopAfterEpoch < 0 || c.stopAfterEpoch > c.epochs)
-        return "--stop-after-epoch must be 0 (train every epoch) or between 1 and --epochs";
-    return {};
-}
-} // namespace
-
-common::Status validate(const TrainingConfig &config)
-{
-    return common::Status::failureIf(configProblem(config));
+        return Status::failure("--stop-after-epoch must be 0 (train every epoch) or between 1 and --epochs");
+    return Status::success();
 }
 
 int runTraining(const TrainingConfig &config, EventWriter &events)
 {
     const auto fail = [&](const std::string &message) {
         events.error(message);
-        return 1;
+        return worker::kExitFailed;
     };
     const auto failNoSpace = [&](const std::string &message, std::uint64_t needed) { // the disk failed, not the run
         events.noSpace(message, std::int64_t(needed));
         std::cerr << "scalelab-worker: " << message << std::endl;
-        return kNoSpaceExitCode;
+        return worker::kExitNoSpace;
     };
     if (const common::Status valid = validate(config); !valid)
         return fail(valid.error());
@@ -189,7 +185,7 @@ int runTraining(const TrainingConfig &config, EventWriter &events)
 
     const std::int64_t globalBatch = std::int64_t(config.batchSize) * config.worldSize;
     const double peakLr = config.lrScaling == "linear"
-        ? config.learningRate * double(globalBatch) / double(config.baseBatch)
+        ? worker::linearRuleLearningRate(config.learningRate, config.baseBatch, globalBatch)
         : config.learningRate;
     torch::optim::SGD optimizer(net->parameters(),
         torch::optim::SGDOptions(peakLr).momentum(config.momentum).weight_decay(config.weightDecay));
@@ -324,10 +320,10 @@ int runTraining(const TrainingConfig &config, EventWriter &events)
             sgdStep(optimizer);
             const auto n = images.size(0);
             const double lossValue = loss.item<double>();
-            if (const auto why = divergence.observe(step + 1, lossValue); !why.empty()) {
-                events.diverged(why, step + 1);
-                std::cerr << "scalelab-worker: " << why << std::endl;
-                return kDivergedExitCode;
+            if (const common::Status healthy = divergence.observe(step + 1, lossValue); !healthy) {
+                events.diverged(healthy.error(), step + 1);
+                std::cerr << "scalelab-worker: " << healthy.error() << std::endl;
+                return worker::kExitDiverged;
             }
             lossSum += lossValue * double(n);
             correct += out.argmax(1).eq(labels).sum();
@@ -425,7 +421,7 @@ int runTraining(const TrainingConfig &config, EventWriter &events)
         .imagesPerSecond = trainSeconds > 0 ? double(imagesSeen) / trainSeconds : 0.0,
         .epochsCompleted = std::max(position.epoch, lastEpoch),
         .weightsSha256 = weightsDigest(*net) });
-    return 0;
+    return worker::kExitFinished;
 }
 
 } // namespace scalelab::trainer

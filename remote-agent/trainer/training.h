@@ -3,6 +3,7 @@
 
 #include "seed_model.h"
 #include "status.h"
+#include "worker_contract.h"
 
 #include <cstdint>
 #include <string>
@@ -22,7 +23,7 @@ struct TrainingConfig {
     double momentum = 0.9;
     double weightDecay = 5e-4;
     std::string lrScaling = "none"; // "none": lr as given; "linear": lr x global batch / baseBatch
-    int baseBatch = 64;
+    int baseBatch = worker::kLinearRuleBaseBatch;
     std::string schedule = "cosine"; // "cosine" (after warm-up) or "constant"
     // Linear warm-up from lr/10, in epochs (fractions allowed). Negative: the default, one
     // epoch, or half the run when it is shorter than two (see defaultWarmupEpochs).
@@ -38,7 +39,7 @@ struct TrainingConfig {
     std::vector<double> normalizeStd;
     // Divergence: a non-finite loss, or a loss above divergenceFactor x its reference (the
     // first step's loss, at least ln 10 = that of a uniform guess over the 10 classes) for
-    // divergenceSteps steps in a row, ends the run with kDivergedExitCode.
+    // divergenceSteps steps in a row, ends the run with worker::kExitDiverged.
     double divergenceFactor = 4.0;
     int divergenceSteps = 20;
     bool augment = true; // random crop (4-pixel padding) and horizontal flip
@@ -74,13 +75,6 @@ struct TrainingConfig {
     int stopAfterEpoch = 0;
 };
 
-// The exit code of a run that diverged: its recipe, not its machine, failed, so a retry
-// from a checkpoint would only diverge again.
-inline constexpr int kDivergedExitCode = 3;
-// The exit code of a run whose checkpoint did not fit on its disk ("no space left on
-// device: …"): the node, not the recipe, failed, and a retry can work once space is freed.
-inline constexpr int kNoSpaceExitCode = 4;
-
 // Whether the configuration is usable, and if not what is wrong.
 common::Status validate(const TrainingConfig &config);
 
@@ -103,7 +97,7 @@ inline int lastEpochOf(const TrainingConfig &config)
 }
 
 // Trains and evaluates, writing started, step, progress, epoch, checkpoint, finished or
-// error events (worker.proto's WorkerEvent). Returns the process exit code (0 on success).
+// error events (worker.proto's WorkerEvent). Returns the process exit code (worker_contract.h).
 int runTraining(const TrainingConfig &config, EventWriter &events);
 
 } // namespace scalelab::trainer

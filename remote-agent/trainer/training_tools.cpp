@@ -25,7 +25,7 @@ int runGradientCheck(const TrainingConfig &config, EventWriter &events)
 {
     if (const common::Status valid = validate(config); !valid) {
         events.error(valid.error());
-        return 1;
+        return worker::kExitFailed;
     }
     torch::set_num_threads(config.threads > 0 ? config.threads : 1);
     torch::manual_seed(config.seed);
@@ -33,7 +33,7 @@ int runGradientCheck(const TrainingConfig &config, EventWriter &events)
     auto images = cifar::readSplit(config.dataDir, cifar::Split::Train, std::size_t(total));
     if (!images || std::int64_t(images->size()) < total) {
         events.error(images ? "need " + std::to_string(total) + " training images" : images.error());
-        return 1;
+        return worker::kExitFailed;
     }
     const torch::Device device = torchDevice(config.device);
     const auto x = normalise(torch::from_blob(images->pixels.data(), { total, 3, 32, 32 }, torch::kUInt8),
@@ -88,7 +88,7 @@ int runGradientCheck(const TrainingConfig &config, EventWriter &events)
     }
     if (parallel)
         parallel->barrier();
-    return 0;
+    return worker::kExitFinished;
 }
 
 } // namespace scalelab::trainer
@@ -187,34 +187,27 @@ int runBench(const TrainingConfig &config, int warmupSteps, int steps, EventWrit
         }
         events.bench(report);
     }
-    return 0;
+    return worker::kExitFinished;
 }
 
 } // namespace scalelab::trainer
 
 namespace scalelab::trainer {
 
-namespace {
-std::string lrFindProblem(const LrFindOptions &o)
+common::Status validate(const LrFindOptions &o)
 {
     if (!(o.minLr > 0) || !std::isfinite(o.minLr) || !(o.maxLr > o.minLr) || !std::isfinite(o.maxLr) || o.maxLr > 1e3)
-        return "--min-lr and --max-lr must be finite, 0 < min < max <= 1000";
+        return common::Status::failure("--min-lr and --max-lr must be finite, 0 < min < max <= 1000");
     if (o.steps < 10 || o.steps > 100000)
-        return "--steps must be between 10 and 100000";
-    return {};
-}
-} // namespace
-
-common::Status validate(const LrFindOptions &options)
-{
-    return common::Status::failureIf(lrFindProblem(options));
+        return common::Status::failure("--steps must be between 10 and 100000");
+    return common::Status::success();
 }
 
 int runLrFind(const TrainingConfig &config, const LrFindOptions &options, EventWriter &events)
 {
     const auto fail = [&](const std::string &message) {
         events.error(message);
-        return 1;
+        return worker::kExitFailed;
     };
     if (const common::Status valid = validate(config); !valid)
         return fail(valid.error());
@@ -320,7 +313,7 @@ int runLrFind(const TrainingConfig &config, const LrFindOptions &options, EventW
         .note = note,
         .batchSize = config.batchSize,
         .rule = "the lr at the lowest smoothed loss / 10 (Smith 2017; fast.ai)" });
-    return 0;
+    return worker::kExitFinished;
 }
 
 } // namespace scalelab::trainer

@@ -9,6 +9,7 @@
 #include "event_writer.h"
 #include "seed_model.h"
 #include "training.h"
+#include "worker_contract.h"
 #include "worker_options.h"
 
 #include <charconv>
@@ -105,6 +106,9 @@ inspect options:
   --data-dir DIR  --statistics on  also read every image: per-channel mean and std, and a
                         SHA-256 of the content of all files
 )";
+// Numbers of the contract that kUsage spells out.
+static_assert(worker::kExitDiverged == 3, "kUsage: --divergence-factor's exit code");
+static_assert(worker::kLinearRuleBaseBatch == 64, "kUsage: --base-batch's default");
 
 struct Args {
     std::string command;
@@ -192,7 +196,7 @@ bool leftovers(Args &args)
 int usageError(const std::string &message)
 {
     std::cerr << "scalelab-worker: " << message << "\nRun 'scalelab-worker --help' for usage.\n";
-    return 2;
+    return worker::kExitUsage;
 }
 
 } // namespace
@@ -212,12 +216,12 @@ int main(int argc, char **argv)
         return usageError(args.error);
     if (args.command == "help" || args.command.empty()) {
         std::cout << kUsage;
-        return args.command.empty() ? 2 : 0;
+        return args.command.empty() ? worker::kExitUsage : worker::kExitFinished;
     }
 
     if (args.command == "parameters") {
         std::cout << trainer::seedModelParameterCount() << "\n";
-        return 0;
+        return worker::kExitFinished;
     }
 
     if (args.command == "generate-synthetic") {
@@ -235,11 +239,11 @@ int main(int argc, char **argv)
             return usageError("--kind must be 'patterns' or 'shapes', got '" + kindName + "'");
         if (const common::Status written = trainer::cifar::writeSyntheticDataset(out, train, test, seed, *kind); !written) {
             std::cerr << "scalelab-worker: " << written.error() << "\n";
-            return 1;
+            return worker::kExitFailed;
         }
         std::cout << "wrote SYNTHETIC CIFAR-format data set (" << kindName << ") to " << out << " (" << train
                   << " train, " << test << " test images)\n";
-        return 0;
+        return worker::kExitFinished;
     }
 
     if (args.command == "inspect") {
@@ -251,7 +255,7 @@ int main(int argc, char **argv)
         const auto summary = trainer::cifar::inspectDataset(dir);
         if (!summary) {
             std::cerr << "scalelab-worker: " << summary.error() << "\n";
-            return 1;
+            return worker::kExitFailed;
         }
         std::cout << "{\"directory\":\"" << trainer::EventWriter::escape(summary->directory)
                   << "\",\"synthetic\":" << (summary->synthetic ? "true" : "false")
@@ -260,7 +264,7 @@ int main(int argc, char **argv)
             const auto stats = trainer::cifar::measureDataset(dir);
             if (!stats) {
                 std::cerr << "scalelab-worker: " << stats.error() << "\n";
-                return 1;
+                return worker::kExitFailed;
             }
             const auto list = [](const double (&v)[3]) {
                 using trainer::EventWriter;
@@ -271,7 +275,7 @@ int main(int argc, char **argv)
                       << ",\"content_sha256\":\"" << stats->contentSha256 << "\"";
         }
         std::cout << "}\n";
-        return 0;
+        return worker::kExitFinished;
     }
 
     if (trainer::isRunCommand(args.command)) {
@@ -301,7 +305,7 @@ int main(int argc, char **argv)
             std::string what = e.what();
             events.error(what.substr(0, what.find('\n')));
             std::cerr << "scalelab-worker: " << what << "\n";
-            return 1;
+            return worker::kExitFailed;
         }
     }
 

@@ -1,7 +1,7 @@
 // Feeds: the bytes of a study plan file (what `study plan --check`, `study run` and the
 // console's Load plan read). Why: plans come from users and other tools; the parser,
-// checkShape and validatePlan must answer every input with problems, never crash.
-// Checks beyond "no crash": a plan that passes validatePlan survives planToJson ->
+// checkShape and checkPlan must answer every input with problems, never crash.
+// Checks beyond "no crash": a plan that passes checkPlan survives planToJson ->
 // parsePlanJson (what savePlan/loadPlan do) unchanged, and every run it expands to
 // is a RunSpec the agent's own rules (checkRunSpec) accept.
 #include "fuzz_support.h"
@@ -41,7 +41,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
     fuzz::check(plan.ok() == plan.error().isEmpty(), "parsePlanJson: a plan xor problems");
     if (!plan)
         return 0;
-    if (!core::validatePlan(*plan).isEmpty())
+    if (!core::checkPlan(*plan))
         return 0;
 
     // Saved and loaded again, a valid plan is the same plan and still valid.
@@ -49,7 +49,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
     fuzz::check(reread.ok(), "a valid plan, saved, does not load: " + reread.error().join(u"; ").toStdString());
     fuzz::check(google::protobuf::util::MessageDifferencer::Equals(*plan, *reread),
         "a valid plan changes when saved and loaded");
-    fuzz::check(core::validatePlan(*reread).isEmpty(), "a valid plan, saved and loaded, is no longer valid");
+    fuzz::check(core::checkPlan(*reread).ok(), "a valid plan, saved and loaded, is no longer valid");
 
     if (runCount(*plan) > 2000)
         return 0;
@@ -60,10 +60,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
         = plan->learning_rate_auto() ? std::optional(core::FoundLearningRate { 0.05, 64 }) : std::nullopt;
     for (const auto &run : runs) {
         const v1::RunSpec spec = core::runSpecFor(*plan, run.config, found);
-        const auto refused = rules::checkRunSpec(spec, { "spec.", false, false });
-        fuzz::check(refused.empty(),
-            "validatePlan accepts a plan whose run " + run.runId.toStdString()
-                + " the agent refuses: " + (refused.empty() ? std::string() : refused.front().text()));
+        const rules::SpecStatus accepted = rules::checkRunSpec(spec, { "spec.", false, false });
+        fuzz::check(accepted.ok(),
+            "checkPlan accepts a plan whose run " + run.runId.toStdString()
+                + " the agent refuses: " + (accepted.ok() ? std::string() : accepted.error().front().text()));
         (void)rules::withDefaults(spec);
     }
     return 0;

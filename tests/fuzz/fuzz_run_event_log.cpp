@@ -27,7 +27,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
     std::vector<v1::RunEvent> events;
     {
         agent::RunEventLog log(path);
-        fuzz::check(log.error().empty(), "RunEventLog: " + log.error());
+        fuzz::check(log.opened().ok(), "RunEventLog: " + log.opened().error());
         loaded = log.lastSeq();
         fuzz::check(log.droppedOnOpen() <= size, "RunEventLog dropped more bytes than the file had");
         fuzz::check(std::filesystem::file_size(path) == size - log.droppedOnOpen(),

@@ -1,0 +1,49 @@
+// The agent <-> worker contract beyond worker.proto's messages: what a worker's exit code
+// means, and the reference batch of the linear learning-rate rule. The worker returns the
+// codes (remote-agent/trainer); the agent reads them (run_supervisor.cpp,
+// lr_find_session.cpp); core scales learning rates by the same rule (study_plan.cpp).
+//
+//   return worker::kExitDiverged;                                     // the worker
+//   if (code == worker::kExitDiverged && error says "diverged") ...   // the agent
+//   lr = worker::linearRuleLearningRate(lr, batch, worker::kLinearRuleBaseBatch);
+//
+// An exit code alone proves nothing (a crash may exit with any number): the agent believes
+// kExitDiverged and kExitNoSpace only together with the worker's matching error event.
+//
+// Header-only and std-only: the worker's libtorch files include it, and they may include
+// no protobuf header (libtorch bundles its own protobuf; see event_writer.h).
+// Thread: any (constants only).
+#pragma once
+
+#include <cstdint>
+
+namespace scalelab::worker {
+
+// The run finished (or stopped, with a checkpoint, after --stop-after-epoch).
+inline constexpr int kExitFinished = 0;
+// The run failed; its error event (WorkerError) says why.
+inline constexpr int kExitFailed = 1;
+// The command line or its options were refused before anything ran; stderr says why.
+inline constexpr int kExitUsage = 2;
+// The loss diverged (WorkerError.diverged): the recipe, not the machine, failed, so a retry
+// from a checkpoint would only diverge again.
+inline constexpr int kExitDiverged = 3;
+// A checkpoint did not fit on its disk (WorkerError "no space left on device: ...", with
+// bytes_needed): the node, not the recipe, failed, and a retry can work once space is freed.
+inline constexpr int kExitNoSpace = 4;
+
+// The reference batch of the linear scaling rule (Goyal et al., "Accurate, Large Minibatch
+// SGD", 2017): a learning rate given for a global batch of this many images is scaled by
+// global batch / kLinearRuleBaseBatch. It is the worker's --base-batch default (the agent
+// leaves WorkerLaunch.base_batch unset), so RunSpec.learning_rate with lr_scaling "linear"
+// is the rate at this batch.
+inline constexpr int kLinearRuleBaseBatch = 64;
+
+// The learning rate for a global batch of `toBatch` images when `learningRate` suits one of
+// `fromBatch` (> 0), by the linear rule: learningRate x toBatch / fromBatch.
+constexpr double linearRuleLearningRate(double learningRate, std::int64_t fromBatch, std::int64_t toBatch)
+{
+    return learningRate * double(toBatch) / double(fromBatch);
+}
+
+} // namespace scalelab::worker
