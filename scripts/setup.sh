@@ -19,8 +19,9 @@ SCALELAB_PACKAGES=(
 
 # Only for the tests (scripts/test.sh): tst_slurm starts a real Slurm; tst_packaging makes
 # the .debs (dpkg-shlibdeps), checks the unit (systemd-analyze) and installs them into a
-# fresh Debian root (debootstrap); tst_reports reads its PDFs' text back (pdftotext).
-SCALELAB_TEST_PACKAGES=(slurm-wlm munge dpkg-dev systemd debootstrap poppler-utils)
+# fresh Debian root (debootstrap); tst_reports reads its PDFs' text back (pdftotext);
+# tst_tensorboard reads the TensorBoard event files back in Python (python3-protobuf).
+SCALELAB_TEST_PACKAGES=(slurm-wlm munge dpkg-dev systemd debootstrap poppler-utils python3-protobuf)
 
 # For scripts/fuzz.sh (and so for the tests, whose fuzz label runs it): clang's libFuzzer and
 # sanitizer runtimes (libclang-rt is merely recommended by clang, and recommendations are not

@@ -43,5 +43,6 @@ QString environmentHelp();
 
 int studyCommand(QStringList arguments);
 int reportCommand(QStringList arguments);
+int exportCommand(QStringList arguments);
 
 } // namespace scalelab::app

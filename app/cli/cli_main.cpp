@@ -5,6 +5,7 @@
 // 3 the agent could not be reached or refused the request.
 #include "cli_common.h"
 #include "progress_display.h"
+#include "tensorboard_output.h"
 
 #include "agent_client.h"
 #include "journal.h"
@@ -112,11 +113,13 @@ QString percent(double fraction)
 // Follows one run until its terminal event, printing as it goes.
 class RunFollower : public QObject {
 public:
-    RunFollower(AgentClient *client, const QString &runId, const RunRequest &request, bool json)
+    RunFollower(AgentClient *client, const QString &runId, const RunRequest &request, bool json,
+        TensorBoardOutput *tensorBoard)
         : m_watch(client, runId)
         , m_record(runId)
         , m_request(request)
         , m_json(json)
+        , m_tensorBoard(tensorBoard)
     {
         if (!json && ProgressDisplay::stdoutIsTerminal())
             m_progress.emplace(true);
@@ -146,6 +149,7 @@ private:
     void drain()
     {
         const std::vector<v1::RunEvent> events = m_watch.takeEvents();
+        m_tensorBoard->apply(m_record.runId(), 1, events);
         for (const auto &event : events) {
             m_record.apply(event);
             m_meter.apply(event);
@@ -254,6 +258,7 @@ private:
     {
         if (m_progress)
             m_progress->clear();
+        m_tensorBoard->close();
         const auto &summary = m_record.summary();
         if (!m_record.terminal()) {
             err() << "scalelab-cli: lost the run's event stream: " << m_streamError << "\n";
@@ -292,6 +297,7 @@ private:
     RunRecord m_record;
     RunRequest m_request;
     bool m_json;
+    TensorBoardOutput *m_tensorBoard; // --tensorboard: the run's event files, live
     QString m_streamError;
     qint64 m_stepsPerEpoch = 0;
     core::ProgressMeter m_meter;
@@ -345,6 +351,7 @@ int runCommand(QStringList arguments)
         { QStringLiteral("run-id"), QStringLiteral("Run id (default: generated)."), QStringLiteral("id") },
         { QStringLiteral("json"), QStringLiteral("Print every event and the summary as JSON lines.") },
     });
+    addTensorBoardOption(parser);
     if (!parser.parse(arguments))
         return badInput(parser.errorText() + QStringLiteral("; see 'scalelab-cli run --help'"));
     if (parser.isSet(QStringLiteral("help"))) {
@@ -385,6 +392,12 @@ int runCommand(QStringList arguments)
     if (!problems.isEmpty())
         return badInput(problems.join(QStringLiteral("\nscalelab-cli: ")));
 
+    const QString runId
+        = parser.isSet(QStringLiteral("run-id")) ? parser.value(QStringLiteral("run-id")) : newRunId();
+    // The folder is claimed before anything starts: a refused one starts nothing.
+    TensorBoardOutput tensorBoard(parser);
+    if (const Status claimed = tensorBoard.startRun(request.toStartWorkers(runId)); !claimed)
+        return badInput(QStringLiteral("--tensorboard: ") + claimed.error());
     AgentConnection agent;
     if (int rc = connect(parser, &agent); rc != Ok)
         return rc;
@@ -402,8 +415,6 @@ int runCommand(QStringList arguments)
         }
     }
 
-    const QString runId
-        = parser.isSet(QStringLiteral("run-id")) ? parser.value(QStringLiteral("run-id")) : newRunId();
     v1::StartWorkersResponse started;
     const auto result = agent.client->startWorkers(request.toStartWorkers(runId), &started);
     if (!result.ok()) {
@@ -426,7 +437,8 @@ int runCommand(QStringList arguments)
         }
     }).detach();
 
-    RunFollower follower(agent.client.get(), runId, request, parser.isSet(QStringLiteral("json")));
+    RunFollower follower(
+        agent.client.get(), runId, request, parser.isSet(QStringLiteral("json")), &tensorBoard);
     return follower.follow();
 }
 
@@ -853,6 +865,7 @@ Commands:
   gc         free disk space on an agent (and in the console's state) by retention rules
   study      durable scale-up studies: run PLAN, watch ID, list, show ID, cancel ID, retry ID, plan
   report     export a study's report: report ID --format json|csv|html|pdf [-o FILE]
+  export     a study's or run's data for other tools: export tensorboard STUDY_ID|RUN_ID DIR
 
 Run 'scalelab-cli COMMAND --help' for a command's options.
 Exit codes: 0 success, 1 run failed or cancelled, 2 bad input, 3 agent unreachable or refused.
@@ -915,7 +928,9 @@ int main(int argc, char **argv)
         return studyCommand(arguments);
     if (command == QLatin1String("report"))
         return reportCommand(arguments);
-    return badInput(
-        QStringLiteral("unknown command '%1'; commands: run, describe, runs, lr-find, gc, study, report. See --help.")
-            .arg(command));
+    if (command == QLatin1String("export"))
+        return exportCommand(arguments);
+    return badInput(QStringLiteral("unknown command '%1'; commands: run, describe, runs, lr-find, gc, study, "
+                                   "report, export. See --help.")
+                        .arg(command));
 }

@@ -1,6 +1,7 @@
 // scalelab-cli study …: durable scale-up studies through core's StudyRunner.
 #include "cli_common.h"
 #include "progress_display.h"
+#include "tensorboard_output.h"
 
 #include "agent_addresses.h"
 #include "agent_client.h"
@@ -344,9 +345,18 @@ void printStudy(const StudySnapshot &s)
     out().flush();
 }
 
-// Drives a study until it ends or the user interrupts; returns the exit code.
-int driveStudy(Journal *journal, const QString &studyId, const QList<AgentEndpoint> &agents, bool json)
+// Drives a study until it ends or the user interrupts; returns the exit code. With
+// --tensorboard, its event files are written as the runs train.
+int driveStudy(Journal *journal, const QString &studyId, const QList<AgentEndpoint> &agents, bool json,
+    TensorBoardOutput *tensorBoard)
 {
+    // What the journal holds already goes first; the runner's events follow.
+    if (const Status started = tensorBoard->startStudy(*journal, studyId); !started) {
+        err() << "scalelab-cli: --tensorboard: " << started.error()
+              << "\nthe study is kept; continue it with: "
+              << "scalelab-cli study watch " << studyId << " [--tensorboard ANOTHER_DIR]\n";
+        return BadInput;
+    }
     StudyRunner runner(journal);
     runner.setAgents(agents);
     int code = Ok;
@@ -358,6 +368,7 @@ int driveStudy(Journal *journal, const QString &studyId, const QList<AgentEndpoi
     });
     QObject::connect(&runner, &StudyRunner::runEvents,
         [&, json, studyId](const QString &runId, int attempt, const std::vector<v1::RunEvent> &events) {
+            tensorBoard->apply(runId, attempt, events);
             if (json)
                 return;
             for (const auto &e : events)
@@ -406,12 +417,17 @@ int driveStudy(Journal *journal, const QString &studyId, const QList<AgentEndpoi
     std::signal(SIGTERM, SIG_DFL);
     if (interrupted) {
         progress.clear();
+        tensorBoard->close();
         err() << "scalelab-cli: interrupted; the study is kept in " << journal->path()
               << "; continue it with: scalelab-cli study watch " << studyId << "\n";
         return RunFailed;
     }
     progress.clear();
     const StudySnapshot snapshot = runner.snapshot();
+    if (code == AgentError)
+        tensorBoard->close(); // the journal failed: what was written stays, the end is unknown
+    else
+        tensorBoard->finish(snapshot);
     if (json)
         out() << QJsonDocument(studyJson(snapshot)).toJson(QJsonDocument::Compact) << "\n";
     else
@@ -524,6 +540,7 @@ int runStudy(const QStringList &arguments, bool fromReport)
                 QStringLiteral("Kind of a created synthetic set: patterns (easy: learnt to ~100 % in an epoch) or "
                                "shapes (ten shapes in random colours and places: closer to real data)."),
                 QStringLiteral("kind"), QStringLiteral("patterns") } });
+    addTensorBoardOption(parser);
     parser.addPositionalArgument(fromReport ? QStringLiteral("report") : QStringLiteral("plan"),
         fromReport ? QStringLiteral("A JSON report of the study to run again (scalelab-cli report ID --format json).")
                    : QStringLiteral("Study plan (JSON; see `study plan --example`)."));
@@ -585,7 +602,9 @@ int runStudy(const QStringList &arguments, bool fromReport)
                          : QStringLiteral(" created"))
           << "; if this command stops, continue with: scalelab-cli study watch " << studyId << "\n";
     err().flush();
-    return driveStudy(&journal, studyId, agents.endpoints, parser.isSet(QStringLiteral("json")));
+    TensorBoardOutput tensorBoard(parser);
+    return driveStudy(
+        &journal, studyId, agents.endpoints, parser.isSet(QStringLiteral("json")), &tensorBoard);
 }
 
 int watchStudy(const QStringList &arguments)
@@ -593,6 +612,7 @@ int watchStudy(const QStringList &arguments)
     QCommandLineParser parser;
     addJournalOptions(parser);
     addAgentOptions(parser);
+    addTensorBoardOption(parser);
     parser.addPositionalArgument(QStringLiteral("id"), QStringLiteral("Study id (see `study list`)."));
     int code = Ok;
     if (!parse(parser, arguments, QStringLiteral("Reattach to a study and drive it to its end."), &code))
@@ -615,6 +635,7 @@ int watchStudy(const QStringList &arguments)
         QCommandLineParser again;
         addJournalOptions(again);
         addAgentOptions(again);
+        addTensorBoardOption(again);
         again.addHelpOption();
         again.parse(args);
         if (int rc = setUpAgents(again, &agents); rc != Ok)
@@ -637,7 +658,9 @@ int watchStudy(const QStringList &arguments)
                     [&](const AgentEndpoint &e) { return e.name == name; }))
                 agents.endpoints << AgentEndpoint { name, name, token };
     }
-    return driveStudy(&journal, studyId, agents.endpoints, parser.isSet(QStringLiteral("json")));
+    TensorBoardOutput tensorBoard(parser);
+    return driveStudy(
+        &journal, studyId, agents.endpoints, parser.isSet(QStringLiteral("json")), &tensorBoard);
 }
 
 int listStudies(const QStringList &arguments)
