@@ -19,9 +19,11 @@
 #include <QMenu>
 #include <QMessageBox>
 #include <QPushButton>
+#include <QScrollArea>
 #include <QSettings>
 #include <QSignalBlocker>
 #include <QSplitter>
+#include <QStyle>
 #include <QTableWidget>
 #include <QUrl>
 #include <QVBoxLayout>
@@ -140,8 +142,18 @@ void StudyView::buildUi()
     m_split->addWidget(m_tune);
     m_split->setStretchFactor(0, 2);
     m_split->setStretchFactor(1, 3);
+    // The designer scrolls instead of squeezing its rows when the window is short: a long
+    // "Cannot launch" list or the data set's note would otherwise overlap their neighbours.
+    auto *designerScroll = new QScrollArea;
+    designerScroll->setObjectName(QStringLiteral("designerScroll"));
+    designerScroll->setWidget(m_designer);
+    designerScroll->setWidgetResizable(true);
+    designerScroll->setFrameShape(QFrame::NoFrame);
+    designerScroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    designerScroll->setMinimumWidth(
+        m_designer->sizeHint().width() + designerScroll->style()->pixelMetric(QStyle::PM_ScrollBarExtent));
     auto *layout = new QHBoxLayout(this);
-    layout->addWidget(m_designer);
+    layout->addWidget(designerScroll);
     layout->addWidget(m_split, 1);
 }
 
