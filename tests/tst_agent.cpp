@@ -1460,9 +1460,26 @@ private Q_SLOTS:
             threads());
         QTRY_VERIFY_WITH_TIMEOUT(
             agent.log().contains(QLatin1String("the client took no data for 8 s")), 10'000);
-        // A stalled client that reads at last learns that its stream was cancelled.
-        while (stalled.front()->reader->Read(&chunk)) { }
-        QCOMPARE(stalled.front()->reader->Finish().error_code(), grpc::StatusCode::CANCELLED);
+        // A stalled client that reads at last learns that its stream was cancelled. (A stream
+        // whose whole checkpoint fitted in the connection's buffers never stalled: its handler
+        // finished, and its client reads every byte.) At least the 8 whose handlers blocked.
+        int cancelled = 0;
+        for (auto &s : stalled) {
+            qint64 received = 0;
+            while (s->reader->Read(&chunk))
+                received += qint64(chunk.data().size());
+            const grpc::Status end = s->reader->Finish();
+            if (end.error_code() == grpc::StatusCode::CANCELLED)
+                ++cancelled;
+            else
+                QVERIFY2(end.ok() && received >= bytes.size() + 2,
+                    qPrintable(QStringLiteral("%1 after %2 bytes: %3")
+                                   .arg(int(end.error_code()))
+                                   .arg(received)
+                                   .arg(QString::fromStdString(end.error_message()))));
+        }
+        QVERIFY2(
+            cancelled >= 8, qPrintable(QStringLiteral("%1 of 10 stalled streams cancelled").arg(cancelled)));
         // The agent still answers.
         v1::DescribeResponse d;
         QVERIFY(client.describe(&d).ok());
