@@ -14,14 +14,17 @@ SCALELAB_PACKAGES=(
   qt6-svg-dev libsqlite3-dev    # chart export as SVG; the study journal
   zlib1g-dev openssl            # the agent unpacks CIFAR-10; tests make TLS certificates
   libssl-dev                    # the agent checks its TLS certificate and key before serving
+  prometheus-cpp-dev            # the agent's Prometheus metrics (--metrics-port)
   iproute2                      # tst_cluster: hosts made of network namespaces (ip, ss, tc)
 )
 
 # Only for the tests (scripts/test.sh): tst_slurm starts a real Slurm; tst_packaging makes
 # the .debs (dpkg-shlibdeps), checks the unit (systemd-analyze) and installs them into a
 # fresh Debian root (debootstrap); tst_reports reads its PDFs' text back (pdftotext);
-# tst_tensorboard reads the TensorBoard event files back in Python (python3-protobuf).
-SCALELAB_TEST_PACKAGES=(slurm-wlm munge dpkg-dev systemd debootstrap poppler-utils python3-protobuf)
+# tst_tensorboard reads the TensorBoard event files back in Python (python3-protobuf);
+# tst_prometheus scrapes an agent with a real Prometheus and checks its output (promtool).
+SCALELAB_TEST_PACKAGES=(slurm-wlm munge dpkg-dev systemd debootstrap poppler-utils python3-protobuf
+  prometheus)
 
 # For scripts/fuzz.sh (and so for the tests, whose fuzz label runs it): clang's libFuzzer and
 # sanitizer runtimes (libclang-rt is merely recommended by clang, and recommendations are not

@@ -49,6 +49,27 @@ struct AgentFixtureOptions {
     QString token; // with withToken: this token instead of a fresh random one
 };
 
+// A small run on the fixture's synthetic set "syn": batch 25, one thread per rank, at most
+// 40 test images, no augmentation; attempt 1.
+inline v1::StartWorkersRequest runRequest(
+    const std::string &id, int epochs, int worldSize = 1, const std::vector<int> &ranks = { 0 })
+{
+    v1::StartWorkersRequest r;
+    r.set_run_id(id);
+    r.set_attempt(1);
+    r.set_world_size(worldSize);
+    for (int rank : ranks)
+        r.add_ranks(rank);
+    auto *spec = r.mutable_spec();
+    spec->set_dataset("syn");
+    spec->set_batch_size(25);
+    spec->set_epochs(epochs);
+    spec->set_threads_per_worker(1);
+    spec->set_max_test_images(40);
+    spec->set_no_augment(true);
+    return r;
+}
+
 class AgentFixture {
 public:
     AgentFixture() = default;

@@ -68,23 +68,7 @@ Watched watchRun(AgentClient &client, const std::string &runId, qint64 from, std
     return watched;
 }
 
-v1::StartWorkersRequest runRequest(const std::string &id, int epochs, int worldSize, std::vector<int> ranks)
-{
-    v1::StartWorkersRequest r;
-    r.set_run_id(id);
-    r.set_attempt(1);
-    r.set_world_size(worldSize);
-    for (int rank : ranks)
-        r.add_ranks(rank);
-    auto *spec = r.mutable_spec();
-    spec->set_dataset("syn");
-    spec->set_batch_size(25);
-    spec->set_epochs(epochs);
-    spec->set_threads_per_worker(1);
-    spec->set_max_test_images(40);
-    spec->set_no_augment(true);
-    return r;
-}
+using test::runRequest;
 
 bool writeFile(const QString &path, const QByteArray &bytes, QFile::Permissions permissions = {})
 {

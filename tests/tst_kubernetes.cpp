@@ -1,8 +1,10 @@
 // packaging/kubernetes: the manifests agree with each other (Service and StatefulSet
-// selectors, names, Secret names and keys, ports, probe ports, volumes, NetworkPolicy),
+// selectors, names, Secret names and keys, ports, probe ports, volumes, NetworkPolicy, the
+// metrics port's annotations and ServiceMonitor),
 // a broken one is caught, the certificate make-secrets.sh makes names the pods, and an
-// agent started with the StatefulSet's own arguments serves TLS and its health port.
-// No Kubernetes cluster here: what kubectl and the kubelet would do is not run (docs/deploying.md, "Kubernetes").
+// agent started with the StatefulSet's own arguments serves TLS, its health port and metrics.
+// No Kubernetes cluster here: what kubectl and the kubelet would do is not run (docs/deploying.md,
+// "Kubernetes").
 #include "test_support.h"
 #include "yaml_subset.h"
 
@@ -14,6 +16,7 @@
 #include <QProcess>
 #include <QRegularExpression>
 #include <QTcpServer>
+#include <QTcpSocket>
 #include <QTemporaryDir>
 #include <QTest>
 
@@ -259,6 +262,30 @@ QStringList problems(const Documents &docs)
         if (at(container, QStringLiteral("%1.grpc.port").arg(QLatin1String(probe))).toString()
             != args.value(QStringLiteral("health-port")))
             found << QStringLiteral("%1 does not probe the --health-port").arg(QLatin1String(probe));
+    // Prometheus: the metrics port is a container port, annotated for pod discovery, a named
+    // port of the Service, and what the ServiceMonitor scrapes.
+    const QString metricsPort = args.value(QStringLiteral("metrics-port"));
+    if (metricsPort.isEmpty() || containerPorts.value(QStringLiteral("metrics")) != metricsPort)
+        found << QStringLiteral("containerPort metrics is not the agent's --metrics-port");
+    const QVariantMap annotations = at(set, QStringLiteral("spec.template.metadata.annotations")).toMap();
+    if (annotations.value(QStringLiteral("prometheus.io/scrape")).toString() != QLatin1String("true")
+        || annotations.value(QStringLiteral("prometheus.io/port")).toString() != metricsPort
+        || annotations.value(QStringLiteral("prometheus.io/path")).toString() != QLatin1String("/metrics"))
+        found << QStringLiteral(
+            "the pod's prometheus.io annotations do not name the --metrics-port and /metrics");
+    QMap<QString, QString> servicePorts; // name -> the container port it leads to
+    for (const QVariant &p : at(service, QStringLiteral("spec.ports")).toList()) {
+        const QString target = at(p, QStringLiteral("targetPort")).toString();
+        servicePorts.insert(at(p, QStringLiteral("name")).toString(), containerPorts.value(target, target));
+    }
+    const QVariant monitor = docs.value(QStringLiteral("ServiceMonitor"));
+    if (!contains(at(service, QStringLiteral("metadata.labels")).toMap(),
+            at(monitor, QStringLiteral("spec.selector.matchLabels")).toMap()))
+        found << QStringLiteral("ServiceMonitor selector does not select the agents' Service");
+    const QVariant endpoint = at(monitor, QStringLiteral("spec.endpoints.0"));
+    if (servicePorts.value(at(endpoint, QStringLiteral("port")).toString()) != metricsPort
+        || at(endpoint, QStringLiteral("path")).toString() != QLatin1String("/metrics"))
+        found << QStringLiteral("ServiceMonitor endpoint does not scrape the --metrics-port at /metrics");
     // Secrets: each file the agent reads is a key of a Secret the kustomization makes.
     QMap<QString, QStringList> generated; // secret -> keys
     for (const QVariant &g : at(kustomization, QStringLiteral("secretGenerator")).toList())
@@ -303,6 +330,16 @@ QStringList problems(const Documents &docs)
     }
     if (!clients)
         found << QStringLiteral("NetworkPolicy admits no client on the agent's port");
+    bool scrapers = false;
+    for (const QVariant &rule : at(policy, QStringLiteral("spec.ingress")).toList())
+        if (at(rule, QStringLiteral("from.0.podSelector.matchLabels"))
+                    .toMap()
+                    .value(QStringLiteral("app.kubernetes.io/name"))
+                == QLatin1String("prometheus")
+            && at(rule, QStringLiteral("ports.0.port")).toString() == metricsPort)
+            scrapers = true;
+    if (!scrapers)
+        found << QStringLiteral("NetworkPolicy does not let Prometheus reach the --metrics-port");
     if (!peers)
         found << QStringLiteral("NetworkPolicy does not let agents reach each other on every port");
     return found;
@@ -336,7 +373,13 @@ private Q_SLOTS:
             QVERIFY2(error.isEmpty() && doc.isValid(), qPrintable(file + QStringLiteral(": ") + error));
             m_docs.insert(at(doc, QStringLiteral("kind")).toString(), doc);
         }
-        for (const char *kind : { "Namespace", "Service", "StatefulSet", "NetworkPolicy" })
+        // Applied apart from the kustomization (it needs the Prometheus Operator's CRDs).
+        const QVariant monitor
+            = YamlSubset::parse(readAll(kDir + QStringLiteral("/agents-servicemonitor.yaml")), &error);
+        QVERIFY2(error.isEmpty() && monitor.isValid(),
+            qPrintable(QStringLiteral("agents-servicemonitor.yaml: ") + error));
+        m_docs.insert(at(monitor, QStringLiteral("kind")).toString(), monitor);
+        for (const char *kind : { "Namespace", "Service", "StatefulSet", "NetworkPolicy", "ServiceMonitor" })
             QVERIFY2(m_docs.contains(QLatin1String(kind)), kind);
     }
 
@@ -386,7 +429,8 @@ private Q_SLOTS:
             QVERIFY(dockerfile.contains(QLatin1String("--component agent")));
             QVERIFY(QFileInfo::exists(kDir + QStringLiteral("/Dockerfile.cuda.dockerignore")));
         }
-        QCOMPARE(imageProblems(dockerfile, m_docs, packages, cmakeLists), QStringList());
+        const QStringList problems = imageProblems(dockerfile, m_docs, packages, cmakeLists);
+        QVERIFY2(problems.isEmpty(), qPrintable(problems.join('\n')));
 
         // Each kind of mistake is caught.
         const auto broken = [&](const QString &from, const QString &to) {
@@ -395,7 +439,10 @@ private Q_SLOTS:
             return imageProblems(changed, m_docs, packages, cmakeLists).join('\n');
         };
         QVERIFY(broken(QStringLiteral("USER 10001"), QStringLiteral("USER 10002")).contains(QLatin1String("runAsUser")));
-        QVERIFY(broken(QStringLiteral("EXPOSE 7450 7451"), QStringLiteral("EXPOSE 7450")).contains(QLatin1String("7451")));
+        QVERIFY(broken(QStringLiteral("EXPOSE 7450 7451 7452"), QStringLiteral("EXPOSE 7450 7452"))
+                    .contains(QLatin1String("7451")));
+        QVERIFY(broken(QStringLiteral("EXPOSE 7450 7451 7452"), QStringLiteral("EXPOSE 7450 7451"))
+                    .contains(QLatin1String("7452")));
         if (!packages.isEmpty()) {
             QVERIFY(broken(QStringLiteral("--from=build"), QStringLiteral("--from=builder")).contains(QLatin1String("no stage")));
             QVERIFY(broken(QStringLiteral("-DSCALELAB_CUDA=ON"), QStringLiteral("-DSCALELAB_GPU=ON")).contains(QLatin1String("SCALELAB_GPU")));
@@ -403,7 +450,11 @@ private Q_SLOTS:
         }
     }
 
-    void manifestsAgree() { QCOMPARE(problems(m_docs), QStringList()); }
+    void manifestsAgree()
+    {
+        const QStringList found = problems(m_docs);
+        QVERIFY2(found.isEmpty(), qPrintable(found.join('\n')));
+    }
 
     void brokenManifestsAreCaught_data()
     {
@@ -425,6 +476,22 @@ private Q_SLOTS:
         QTest::newRow("policy port") << "NetworkPolicy" << "spec.ingress.0.ports.0.port" << "7451"
                                      << "admits no client";
         QTest::newRow("headless") << "Service" << "spec.clusterIP" << "10.0.0.1" << "headless";
+        QTest::newRow("scrape annotation") << "StatefulSet"
+                                           << "spec.template.metadata.annotations.prometheus.io/port"
+                                           << "7450"
+                                           << "prometheus.io annotations";
+        QTest::newRow("monitor port") << "ServiceMonitor"
+                                      << "spec.endpoints.0.port"
+                                      << "grpc"
+                                      << "ServiceMonitor endpoint";
+        QTest::newRow("monitor selector") << "ServiceMonitor"
+                                          << "spec.selector.matchLabels.app.kubernetes.io/name"
+                                          << "other"
+                                          << "ServiceMonitor selector";
+        QTest::newRow("scraper port") << "NetworkPolicy"
+                                      << "spec.ingress.2.ports.0.port"
+                                      << "7450"
+                                      << "Prometheus reach";
     }
     void brokenManifestsAreCaught()
     {
@@ -435,7 +502,9 @@ private Q_SLOTS:
         Documents broken = m_docs;
         // Label keys hold dots: "app.kubernetes.io/name" is one key.
         QStringList parts = path.split(QLatin1Char('.'));
-        const qsizetype label = parts.indexOf(QStringLiteral("app"));
+        qsizetype label = parts.indexOf(QStringLiteral("app"));
+        if (label < 0)
+            label = parts.indexOf(QStringLiteral("prometheus"));
         if (label >= 0)
             parts = parts.mid(0, label) + QStringList { parts.mid(label).join(QLatin1Char('.')) };
         setAt(&broken[kind], parts, value);
@@ -469,13 +538,18 @@ private Q_SLOTS:
 
         const int port = freePort();
         const int healthPort = freePort();
-        QVERIFY(port > 0 && healthPort > 0 && port != healthPort);
+        const int metricsPort = freePort();
+        QVERIFY(port > 0 && healthPort > 0 && metricsPort > 0 && port != healthPort && metricsPort != port
+            && metricsPort != healthPort);
         QStringList args;
         const QVariant container = at(m_docs.value(QStringLiteral("StatefulSet")), QStringLiteral("spec.template.spec.containers.0"));
         for (const QVariant &a : at(container, QStringLiteral("args")).toList()) {
             QString arg = a.toString();
             arg.replace(QStringLiteral("--port=7450"), QStringLiteral("--port=%1").arg(port))
-                .replace(QStringLiteral("--health-port=7451"), QStringLiteral("--health-port=%1").arg(healthPort))
+                .replace(
+                    QStringLiteral("--health-port=7451"), QStringLiteral("--health-port=%1").arg(healthPort))
+                .replace(QStringLiteral("--metrics-port=7452"),
+                    QStringLiteral("--metrics-port=%1").arg(metricsPort))
                 .replace(QStringLiteral("$(POD_IP)"), QStringLiteral("127.0.0.1"))
                 .replace(QStringLiteral("/etc/scalelab/token/"), secrets + QLatin1Char('/'))
                 .replace(QStringLiteral("/etc/scalelab/tls/"), secrets + QLatin1Char('/'))
@@ -512,6 +586,18 @@ private Q_SLOTS:
         grpc::health::v1::HealthCheckResponse response;
         QVERIFY(health->Check(&context, {}, &response).ok());
         QCOMPARE(response.status(), grpc::health::v1::HealthCheckResponse::SERVING);
+
+        // The metrics port, plain HTTP on the --listen address (0.0.0.0), as Prometheus scrapes it.
+        QTcpSocket scrape;
+        scrape.connectToHost(QHostAddress::LocalHost, quint16(metricsPort));
+        QVERIFY2(scrape.waitForConnected(10'000), qPrintable(scrape.errorString()));
+        scrape.write("GET /metrics HTTP/1.0\r\nHost: localhost\r\n\r\n");
+        QByteArray page;
+        while (scrape.waitForReadyRead(10'000))
+            page += scrape.readAll();
+        page += scrape.readAll();
+        QVERIFY2(page.startsWith("HTTP/1.1 200") && page.contains("\nscalelab_agent_info{version=\""),
+            page.left(2000).constData());
         agent.terminate();
         QVERIFY(agent.waitForFinished(15'000));
     }

@@ -229,7 +229,19 @@ private Q_SLOTS:
         QCOMPARE(readAll(dir + QStringLiteral("/agents.txt")), QStringLiteral("h1:7450\nh2:7450\n"));
         QCOMPARE(QFileInfo(dir + QStringLiteral("/token")).permissions() & (QFile::ReadGroup | QFile::ReadOther),
             QFileDevice::Permissions());
-        QVERIFY(readAll(dir + QStringLiteral("/attach.txt")).contains(QStringLiteral("--agents-file ") + dir));
+        const QString attach = readAll(dir + QStringLiteral("/attach.txt"));
+        QVERIFY2(attach.contains(QStringLiteral("--agents-file ") + dir), qPrintable(attach));
+        // The agents served Prometheus metrics; the job said where, and wrote a file_sd file.
+        QVERIFY2(attach.contains(
+                     QStringLiteral("Prometheus scrape targets (plain HTTP, /metrics): h1:7452 h2:7452")),
+            qPrintable(attach));
+        const QJsonArray targets
+            = QJsonDocument::fromJson(readAll(dir + QStringLiteral("/prometheus-targets.json")).toUtf8())
+                  .array();
+        QCOMPARE(targets.size(), 1);
+        QCOMPARE(targets[0][QLatin1String("targets")].toArray(),
+            QJsonArray({ QStringLiteral("h1:7452"), QStringLiteral("h2:7452") }));
+        QCOMPARE(targets[0][QLatin1String("labels")][QLatin1String("slurm_job_id")].toString(), job);
         QString studyId;
         const QJsonObject json = report(job, &studyId);
         QCOMPARE(json.value(QLatin1String("state")).toString(), QStringLiteral("SUCCEEDED"));
@@ -238,11 +250,15 @@ private Q_SLOTS:
         for (const char *format : { "csv", "html", "pdf" })
             QVERIFY2(QFileInfo(dir + QStringLiteral("/reports/%1.%2").arg(studyId, QLatin1String(format))).size() > 100,
                 format);
-        // Each agent was asked to stop (SIGTERM to the step), not killed.
-        for (const char *node : { "h1", "h2" })
-            QVERIFY2(readAll(dir + QStringLiteral("/agents/%1/agent.log").arg(QLatin1String(node)))
-                         .contains(QLatin1String("received Terminated")),
+        // Each agent served metrics, and was asked to stop (SIGTERM to the step), not killed.
+        for (const char *node : { "h1", "h2" }) {
+            const QString log
+                = readAll(dir + QStringLiteral("/agents/%1/agent.log").arg(QLatin1String(node)));
+            QVERIFY2(log.contains(QLatin1String("received Terminated")), node);
+            QVERIFY2(
+                log.contains(QLatin1String("Prometheus metrics, plain HTTP, at http://0.0.0.0:7452/metrics")),
                 node);
+        }
         QStringList left;
         QVERIFY2(nothingLeft(job, 10'000, &left), qPrintable(left.join(QLatin1Char('\n'))));
     }

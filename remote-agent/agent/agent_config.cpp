@@ -19,9 +19,17 @@ const std::vector<AgentSetting> &agentSettings()
         { QStringLiteral("port"), QStringLiteral("SCALELAB_AGENT_PORT"), QStringLiteral("port"),
             QStringLiteral("TCP port; 0 picks a free one and prints it."), QStringLiteral("7450") },
         { QStringLiteral("health-port"), QStringLiteral("SCALELAB_AGENT_HEALTH_PORT"), QStringLiteral("port"),
-            QStringLiteral("A second port, on the --listen address, in plaintext and without a token, serving only "
-                           "gRPC's health service (grpc.health.v1.Health: SERVING or NOT_SERVING, nothing else), "
-                           "for probes that speak no TLS, such as Kubernetes' gRPC probes. 0: none."),
+            QStringLiteral(
+                "A second port, on the --listen address, in plaintext and without a token, serving only "
+                "gRPC's health service (grpc.health.v1.Health: SERVING or NOT_SERVING, nothing else), "
+                "for probes that speak no TLS, such as Kubernetes' gRPC probes. 0: none."),
+            QStringLiteral("0") },
+        { QStringLiteral("metrics-port"), QStringLiteral("SCALELAB_AGENT_METRICS_PORT"),
+            QStringLiteral("port"),
+            QStringLiteral(
+                "A port, on the --listen address, serving Prometheus metrics at /metrics over plain "
+                "HTTP without a token: the node's CPU, memory and GPUs, and each active run's "
+                "progress, speed and loss. It carries no secrets but says what runs here. 0: none."),
             QStringLiteral("0") },
         { QStringLiteral("max-streams"), QStringLiteral("SCALELAB_AGENT_MAX_STREAMS"), QStringLiteral("n"),
             QStringLiteral("Calls one client connection may have open at once (HTTP/2 "
@@ -61,27 +69,32 @@ const std::vector<AgentSetting> &agentSettings()
             QStringLiteral("Mutual TLS: require a client certificate signed by this PEM CA."), {} },
         { QStringLiteral("finished-checkpoints"), QStringLiteral("SCALELAB_AGENT_FINISHED_CHECKPOINTS"),
             QStringLiteral("rule"),
-            QStringLiteral("What a run that SUCCEEDED keeps on disk: all (the newest its worker kept), final "
-                           "(its last checkpoint) or none. "
-                           "FAILED and CANCELLED runs keep theirs for a retry; `scalelab-cli gc` frees more."),
+            QStringLiteral(
+                "What a run that SUCCEEDED keeps on disk: all (the newest its worker kept), final "
+                "(its last checkpoint) or none. "
+                "FAILED and CANCELLED runs keep theirs for a retry; `scalelab-cli gc` frees more."),
             QStringLiteral("final") },
-        { QStringLiteral("finished-days"), QStringLiteral("SCALELAB_AGENT_FINISHED_DAYS"), QStringLiteral("days"),
+        { QStringLiteral("finished-days"), QStringLiteral("SCALELAB_AGENT_FINISHED_DAYS"),
+            QStringLiteral("days"),
             QStringLiteral("Remove a finished run's final checkpoint this many days after it ended (checked "
                            "at start and by gc); 0 keeps it."),
             QStringLiteral("0") },
-        { QStringLiteral("stream-stall-s"), QStringLiteral("SCALELAB_AGENT_STREAM_STALL_S"), QStringLiteral("s"),
+        { QStringLiteral("stream-stall-s"), QStringLiteral("SCALELAB_AGENT_STREAM_STALL_S"),
+            QStringLiteral("s"),
             QStringLiteral("Cancel a stream (WatchRun, WatchNode, ...) whose client takes no data for this "
                            "long; it reconnects and resumes (5-3600)."),
             QStringLiteral("30") },
         { QStringLiteral("max-streams-per-client"), QStringLiteral("SCALELAB_AGENT_MAX_STREAMS_PER_CLIENT"),
             QStringLiteral("n"),
-            QStringLiteral("Streams one client host may have open at once over all its connections (1-10000); "
-                           "more are refused with RESOURCE_EXHAUSTED. The agent serves at most 4 x --max-streams."),
+            QStringLiteral(
+                "Streams one client host may have open at once over all its connections (1-10000); "
+                "more are refused with RESOURCE_EXHAUSTED. The agent serves at most 4 x --max-streams."),
             QStringLiteral("64") },
         { QStringLiteral("finished-runs-in-memory"), QStringLiteral("SCALELAB_AGENT_FINISHED_RUNS_IN_MEMORY"),
             QStringLiteral("n"),
-            QStringLiteral("Finished runs kept at hand in memory, the most recently used (1-10000); every other "
-                           "run is read back from its records on disk when asked for."),
+            QStringLiteral(
+                "Finished runs kept at hand in memory, the most recently used (1-10000); every other "
+                "run is read back from its records on disk when asked for."),
             QStringLiteral("32") },
         { QStringLiteral("log-level"), QStringLiteral("SCALELAB_AGENT_LOG_LEVEL"), QStringLiteral("level"),
             QStringLiteral("debug, info, warning or error."), QStringLiteral("info") },

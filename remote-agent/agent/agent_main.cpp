@@ -2,9 +2,10 @@
 // supervises scalelab-worker processes, and never leaves a child behind.
 #include "advertise.h"
 #include "agent_config.h"
+#include "agent_metrics.h"
 #include "agent_service.h"
-#include "grpc/health/v1/health.grpc.pb.h"
 #include "checkpoint_transfer.h"
+#include "grpc/health/v1/health.grpc.pb.h"
 #include "listen_check.h"
 #include "log.h"
 #include "net_address.h"
@@ -154,10 +155,11 @@ int main(int argc, char **argv)
     setLogLevel(level);
 
     std::string error;
-    int portNumber = 0, healthPort = 0, sampleMs = 0, heartbeatMs = 0, graceMs = 0, maxStreams = 0, stallSeconds = 0,
-        perClient = 0, finishedInMemory = 0;
+    int portNumber = 0, healthPort = 0, metricsPort = 0, sampleMs = 0, heartbeatMs = 0, graceMs = 0,
+        maxStreams = 0, stallSeconds = 0, perClient = 0, finishedInMemory = 0;
     if (!numberOption(config, "port", 0, 65535, &portNumber, &error)
         || !numberOption(config, "health-port", 0, 65535, &healthPort, &error)
+        || !numberOption(config, "metrics-port", 0, 65535, &metricsPort, &error)
         || !numberOption(config, "finished-runs-in-memory", 1, 10'000, &finishedInMemory, &error)
         || !numberOption(config, "stream-stall-s", 5, 3600, &stallSeconds, &error)
         || !numberOption(config, "max-streams-per-client", 1, 10'000, &perClient, &error)
@@ -168,6 +170,9 @@ int main(int argc, char **argv)
         return fail(error);
     if (healthPort != 0 && healthPort == portNumber)
         return fail("--health-port " + std::to_string(healthPort) + " is the agent's own port: pick another");
+    if (metricsPort != 0 && (metricsPort == portNumber || metricsPort == healthPort))
+        return fail("--metrics-port " + std::to_string(metricsPort) + " is also the agent's "
+            + (metricsPort == portNumber ? "--port" : "--health-port") + ": pick another");
 
     const QString home = QString::fromLocal8Bit(qgetenv("HOME"));
     QString dataHome = QString::fromLocal8Bit(qgetenv("XDG_DATA_HOME"));
@@ -384,6 +389,27 @@ int main(int argc, char **argv)
             return fail("cannot listen on " + healthAddress + " (--health-port): gRPC did not say why");
         healthOnly.serving = true;
         logMessage(LogLevel::Info, "health service only, plaintext, on " + healthAddress);
+    }
+    // Prometheus metrics, plain HTTP on the --listen address, read at each scrape.
+    MetricsExporter metrics;
+    if (metricsPort != 0) {
+        if (const std::string problem = checkBind(host.toStdString(), metricsPort).error(); !problem.empty())
+            return fail("cannot serve metrics on port " + std::to_string(metricsPort)
+                + " (--metrics-port): " + problem);
+        const double startTime = double(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                     std::chrono::system_clock::now().time_since_epoch())
+                                            .count())
+            / 1000.0;
+        if (const common::Status started = metrics.start(host.toStdString(), metricsPort,
+                [&service, startTime] {
+                    AgentSnapshot snapshot = service.metricsSnapshot();
+                    snapshot.version = SCALELAB_VERSION;
+                    snapshot.startTimeSeconds = startTime;
+                    return snapshot;
+                });
+            !started)
+            return fail(started.error() + " (--metrics-port)");
+        logMessage(LogLevel::Info, "Prometheus metrics, plain HTTP, at " + metrics.url());
     }
     server->GetHealthCheckService()->SetServingStatus(true);
 

@@ -242,6 +242,7 @@ grpc::Status AgentService::StartWorkers(
                                                               : std::max(1, cpuCores() / localRanks);
         launch.gpus = gpuAssignment;
         launch.retention = m_options.retention;
+        launch.counters = m_counters;
         // Ranks of a run that spans hosts use the address other hosts reach us at.
         if (request->world_size() > 1 && request->ranks_size() < request->world_size()) {
             launch.bindAddress = m_options.advertiseHost;
@@ -449,6 +450,31 @@ grpc::Status AgentService::WatchNode(grpc::ServerContext *context, const v1::Wat
         if (!guard.write(writer, sampler.sample(processes)))
             return { grpc::StatusCode::CANCELLED, "the client went away" };
     }
+}
+
+AgentSnapshot AgentService::metricsSnapshot()
+{
+    AgentSnapshot snapshot;
+    snapshot.attemptsStarted = m_counters->attemptsStarted;
+    snapshot.retries = m_counters->retries;
+    snapshot.succeeded = m_counters->succeeded;
+    snapshot.failed = m_counters->failed;
+    snapshot.cancelled = m_counters->cancelled;
+    snapshot.checkpoints = m_counters->checkpoints;
+    std::vector<LiveRank> ranks;
+    {
+        const auto lock = m_runs.lock();
+        m_runs.forEachLocked([&](const std::string &id, const std::shared_ptr<RunSupervisor> &run) {
+            RunGauges gauges = run->gauges();
+            if (!gauges.active())
+                return;
+            snapshot.runs.emplace_back(id, std::move(gauges));
+            for (const auto &placement : run->livePlacements())
+                ranks.push_back({ id, placement.rank(), placement.pid() });
+        });
+    }
+    sampleNode(&snapshot, ranks);
+    return snapshot;
 }
 
 grpc::Status AgentService::FetchDataset(grpc::ServerContext *context, const v1::FetchDatasetRequest *request,

@@ -9,6 +9,7 @@
 // Thread-safe: gRPC calls handlers from its own thread pool.
 #pragma once
 
+#include "agent_metrics.h"
 #include "dataset_fetcher.h"
 #include "node_inventory.h"
 #include "process_launcher.h"
@@ -61,6 +62,10 @@ public:
     // Stops every run and waits for its ranks to exit (agent shutdown).
     void shutdown();
 
+    // The node and the active runs now, for the metrics (agent_metrics.h): every field but
+    // the version and the start time. Any thread.
+    AgentSnapshot metricsSnapshot();
+
     grpc::Status Describe(
         grpc::ServerContext *, const v1::DescribeRequest *, v1::DescribeResponse *) override;
     grpc::Status StartWorkers(
@@ -100,6 +105,7 @@ private:
     NodeInventory m_inventory; // what Describe says about this node, data sets included
     StorageGauge m_storage; // the state folder's use, measured at most once a second
     std::atomic<int> m_lrFinds { 0 }; // range tests running: each takes a worker slot
+    std::shared_ptr<AgentCounters> m_counters = std::make_shared<AgentCounters>(); // given to each run
     std::unique_ptr<StreamLimits> m_streams;
 };
 

@@ -17,6 +17,16 @@ std::int64_t nowUnixMs()
     return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
 }
 
+double uptimeSeconds()
+{
+    std::ifstream in("/proc/uptime");
+    double seconds = 0;
+    in >> seconds;
+    return seconds;
+}
+
+} // namespace
+
 // utime + stime (fields 14 and 15 of /proc/PID/stat) and starttime (22), in clock ticks.
 bool readProcessTicks(pid_t pid, std::uint64_t *busy, std::uint64_t *start)
 {
@@ -45,7 +55,7 @@ bool readProcessTicks(pid_t pid, std::uint64_t *busy, std::uint64_t *start)
     return false;
 }
 
-std::int64_t readRssBytes(pid_t pid)
+std::int64_t readResidentBytes(pid_t pid)
 {
     std::ifstream in("/proc/" + std::to_string(pid) + "/statm");
     std::int64_t size = 0, resident = 0;
@@ -54,25 +64,11 @@ std::int64_t readRssBytes(pid_t pid)
     return resident * sysconf(_SC_PAGE_SIZE);
 }
 
-double uptimeSeconds()
-{
-    std::ifstream in("/proc/uptime");
-    double seconds = 0;
-    in >> seconds;
-    return seconds;
-}
-
-} // namespace
-
-NodeSampler::NodeSampler()
-    : m_cpu(readCpu())
-{ }
-
-NodeSampler::CpuTimes NodeSampler::readCpu()
+NodeCpuTicks readNodeCpuTicks()
 {
     std::ifstream in("/proc/stat");
     std::string label;
-    CpuTimes times;
+    NodeCpuTicks times;
     in >> label; // "cpu": the sum over all cores
     std::uint64_t value = 0;
     for (int i = 0; i < 8 && in >> value; ++i) { // user nice system idle iowait irq softirq steal
@@ -83,18 +79,8 @@ NodeSampler::CpuTimes NodeSampler::readCpu()
     return times;
 }
 
-v1::NodeSample NodeSampler::sample(const std::vector<SampledProcess> &processes)
+NodeMemory readNodeMemory()
 {
-    v1::NodeSample sample;
-    sample.set_unix_ms(nowUnixMs());
-    sample.set_cpu_cores(static_cast<int>(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN))));
-
-    const CpuTimes cpu = readCpu();
-    const std::uint64_t total = cpu.total - m_cpu.total;
-    const std::uint64_t idle = cpu.idle - m_cpu.idle;
-    sample.set_cpu_percent(total > 0 ? 100.0 * double(total - std::min(idle, total)) / double(total) : 0.0);
-    m_cpu = cpu;
-
     std::ifstream meminfo("/proc/meminfo");
     std::string key, unit;
     std::int64_t value = 0, memTotal = 0, memAvailable = 0;
@@ -104,8 +90,28 @@ v1::NodeSample NodeSampler::sample(const std::vector<SampledProcess> &processes)
         else if (key == "MemAvailable:")
             memAvailable = value * 1024;
     }
-    sample.set_memory_total_bytes(memTotal);
-    sample.set_memory_used_bytes(memTotal - memAvailable);
+    return { memTotal, memTotal - memAvailable };
+}
+
+NodeSampler::NodeSampler()
+    : m_cpu(readNodeCpuTicks())
+{ }
+
+v1::NodeSample NodeSampler::sample(const std::vector<SampledProcess> &processes)
+{
+    v1::NodeSample sample;
+    sample.set_unix_ms(nowUnixMs());
+    sample.set_cpu_cores(static_cast<int>(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN))));
+
+    const NodeCpuTicks cpu = readNodeCpuTicks();
+    const std::uint64_t total = cpu.total - m_cpu.total;
+    const std::uint64_t idle = cpu.idle - m_cpu.idle;
+    sample.set_cpu_percent(total > 0 ? 100.0 * double(total - std::min(idle, total)) / double(total) : 0.0);
+    m_cpu = cpu;
+
+    const NodeMemory memory = readNodeMemory();
+    sample.set_memory_total_bytes(memory.total);
+    sample.set_memory_used_bytes(memory.used);
 
     const double ticksPerSecond = double(sysconf(_SC_CLK_TCK));
     const auto now = std::chrono::steady_clock::now();
@@ -130,7 +136,7 @@ v1::NodeSample NodeSampler::sample(const std::vector<SampledProcess> &processes)
         p->set_rank(process.rank);
         p->set_pid(process.pid);
         p->set_cpu_percent(percent);
-        p->set_rss_bytes(readRssBytes(process.pid));
+        p->set_rss_bytes(readResidentBytes(process.pid));
     }
     m_processTicks = std::move(seen);
 

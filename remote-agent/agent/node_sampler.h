@@ -15,6 +15,21 @@
 
 namespace scalelab::agent {
 
+// Readings of /proc, shared with the metrics (agent_metrics.h); false or zero when unreadable.
+struct NodeCpuTicks {
+    std::uint64_t total = 0; // every core, every mode, since boot
+    std::uint64_t idle = 0; // idle + iowait
+};
+NodeCpuTicks readNodeCpuTicks();
+// utime + stime of a process and when it started (since boot), in clock ticks.
+bool readProcessTicks(pid_t pid, std::uint64_t *busy, std::uint64_t *start);
+std::int64_t readResidentBytes(pid_t pid);
+struct NodeMemory {
+    std::int64_t total = 0;
+    std::int64_t used = 0; // total minus available
+};
+NodeMemory readNodeMemory();
+
 struct SampledProcess {
     std::string runId;
     int attempt = 0;
@@ -28,13 +43,7 @@ public:
     v1::NodeSample sample(const std::vector<SampledProcess> &processes);
 
 private:
-    struct CpuTimes {
-        std::uint64_t total = 0;
-        std::uint64_t idle = 0;
-    };
-    static CpuTimes readCpu();
-
-    CpuTimes m_cpu;
+    NodeCpuTicks m_cpu;
     std::map<pid_t, std::pair<std::uint64_t, std::chrono::steady_clock::time_point>> m_processTicks;
 };
 

@@ -129,6 +129,9 @@ RunSupervisor::RunSupervisor(RunLaunch launch)
     : m_launch(std::move(launch))
 {
     m_events = std::make_unique<RunEventLog>(m_launch.runDir / "events.log");
+    m_gauges.attempt = m_launch.request.attempt();
+    m_gauges.worldSize = m_launch.request.world_size();
+    m_gauges.epochs = m_launch.request.spec().epochs();
     for (int rank : m_launch.request.ranks()) {
         v1::RankPlacement placement;
         placement.set_rank(rank);
@@ -154,8 +157,13 @@ RunSupervisor::RunSupervisor(RunLaunch launch, Restored how)
     m_events->read(1, std::size_t(-1), std::chrono::milliseconds(0), &all);
     if (!all.empty())
         m_startedMs = all.front().unix_ms();
+    m_gauges.attempt = m_launch.request.attempt();
+    m_gauges.worldSize = m_launch.request.world_size();
+    m_gauges.epochs = m_launch.request.spec().epochs();
     for (const auto &event : all) {
+        m_gauges.observe(event);
         if (event.has_state()) {
+            m_gauges.state = event.state().state();
             m_state = event.state().state();
             m_message = event.state().message();
             m_interrupted = event.state().interrupted();
@@ -259,7 +267,7 @@ void RunSupervisor::noteProgress(std::int64_t step, int epoch)
         std::snprintf(text, sizeof text, "progress again after %.0f s without any", stall->seconds());
         stall->set_message(text);
     }
-    m_events->append(std::move(event), /*durable=*/false);
+    record(std::move(event), /*durable=*/false);
 }
 
 void RunSupervisor::watchForStalls()
@@ -285,7 +293,7 @@ void RunSupervisor::watchForStalls()
             + (spansHosts ? "); waiting for ranks on other hosts" : ")"));
         // Under the lock: finish() stops this watch before it writes the terminal events,
         // so a stall is never recorded after them. (The log never calls back into us.)
-        m_events->append(std::move(event), /*durable=*/false);
+        record(std::move(event), /*durable=*/false);
     }
 }
 
@@ -298,8 +306,27 @@ v1::RunEvent RunSupervisor::makeEvent(int rank) const
     return event;
 }
 
+void RunSupervisor::record(v1::RunEvent event, bool durable)
+{
+    {
+        std::lock_guard lock(m_gaugesMutex);
+        m_gauges.observe(event);
+    }
+    m_events->append(std::move(event), durable);
+}
+
+RunGauges RunSupervisor::gauges() const
+{
+    std::lock_guard lock(m_gaugesMutex);
+    return m_gauges;
+}
+
 void RunSupervisor::setState(v1::RunState state, const std::string &message)
 {
+    {
+        std::lock_guard lock(m_gaugesMutex);
+        m_gauges.state = state;
+    }
     {
         std::lock_guard lock(m_mutex);
         m_state = state;
@@ -394,6 +421,11 @@ common::Status RunSupervisor::start(ProcessLauncher &launcher)
         Rank &ref = *rank;
         m_ranks.push_back(std::move(rank));
         ref.monitor = std::thread([this, &ref, process] { monitor(ref, process); });
+    }
+    if (m_launch.counters) {
+        ++m_launch.counters->attemptsStarted;
+        if (attempt() > 1)
+            ++m_launch.counters->retries;
     }
     // Rank 0 says when training starts; an agent without rank 0 hears nothing from its
     // ranks until they finish, so for it running means started.
@@ -519,7 +551,9 @@ void RunSupervisor::handleEventLine(int rank, const std::string &line)
         : event.has_checkpoint()               ? event.checkpoint().step()
                                                : 0;
     const int epoch = event.has_step() ? event.step().epoch() : event.has_epoch() ? event.epoch().epoch() : 0;
-    m_events->append(std::move(event), durable);
+    if (event.has_checkpoint() && rank == 0 && m_launch.counters)
+        ++m_launch.counters->checkpoints;
+    record(std::move(event), durable);
     if (progress && rank == 0)
         noteProgress(step, epoch);
 }
@@ -609,6 +643,10 @@ void RunSupervisor::finish()
         summary.set_message(message);
     }
     tidyCheckpoints(state);
+    if (m_launch.counters)
+        ++(state == v1::SUCCEEDED     ? m_launch.counters->succeeded
+                : state == v1::FAILED ? m_launch.counters->failed
+                                      : m_launch.counters->cancelled);
     auto event = makeEvent(-1);
     *event.mutable_summary() = summary;
     m_events->append(std::move(event));

@@ -10,6 +10,7 @@
 
 #include "process_launcher.h"
 #include "run_event_log.h"
+#include "run_gauges.h"
 #include "scalelab/v1/agent.pb.h"
 #include "storage.h"
 
@@ -43,6 +44,8 @@ struct RunLaunch {
     // What the run leaves on disk when it ends (see storage.h): unfinished checkpoint
     // folders always go, and a SUCCEEDED run keeps its final checkpoint or none.
     RetentionPolicy retention;
+    // Counted into when set: the attempt's start, checkpoints and outcome (the agent's metrics).
+    std::shared_ptr<AgentCounters> counters;
 };
 
 // Sorts a rank's exit into an ExitKind. `oomKills` is how many processes the kernel's
@@ -98,6 +101,8 @@ public:
     bool closedOnRestore() const { return m_closedOnRestore; }
     // Live ranks' placements (pid > 0), for utilization sampling.
     std::vector<v1::RankPlacement> livePlacements() const;
+    // What the attempt is doing now (its state, rank 0's latest measurements, its counts).
+    RunGauges gauges() const;
 
 private:
     std::vector<std::string> m_rankZeroCommand; // for RunStarted.worker_command
@@ -119,6 +124,8 @@ private:
     // The rank's pipes until they close (worker_pump.h), then its exit.
     void monitor(Rank &rank, const SpawnedProcess &process);
     void handleEventLine(int rank, const std::string &line);
+    // Folds the event into the gauges, then appends it to the log.
+    void record(v1::RunEvent event, bool durable);
     void handleOutputLine(int rank, const std::string &line);
     void onRankExited(Rank &rank, int status);
     void finish();
@@ -170,6 +177,8 @@ private:
     bool m_stalled = false;
     bool m_stallWatchStop = false;
     std::thread m_stallWatch;
+    mutable std::mutex m_gaugesMutex; // alone: taken while m_mutex is held, never the other way
+    RunGauges m_gauges;
 };
 
 } // namespace scalelab::agent
