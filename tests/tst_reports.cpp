@@ -134,6 +134,7 @@ private Q_SLOTS:
     void imagesPerSecondHasOneDefinition();
     void reportCarriesRecipesPlanAndDefinitions();
     void perRunSpeedup();
+    void otherWorkIsComparedByThroughputNotWallClock();
     void seedComparison();
     void formatNames();
     void jsonMatchesSnapshot();
@@ -408,6 +409,72 @@ void TestReports::perRunSpeedup()
     // A failed run has no speedup, and says why.
     QVERIFY(std::isnan(r.runs[6].byWallClock.speedup));
     QVERIFY(r.runs[6].byWallClock.unavailableReason.contains(QStringLiteral("FAILED")));
+}
+
+// A 1-epoch 2-worker run against a 6-epoch baseline did a sixth of the work: by wall-clock
+// it would be "9.52x, efficiency 476 %". It gets no wall-clock speedup, and its speedup by
+// images/s is shown instead, said so in every format.
+void TestReports::otherWorkIsComparedByThroughputNotWallClock()
+{
+    StudySnapshot s;
+    s.studyId = QStringLiteral("s-work");
+    s.state = QStringLiteral("SUCCEEDED");
+    RunConfig longBaseline = config(1, true);
+    longBaseline.epochs = 6;
+    RunConfig shortRun = config(2);
+    shortRun.epochs = 1;
+    RunConfig sameWork = config(2);
+    sameWork.epochs = 6;
+    sameWork.batchSize = 32;
+    s.runs << run(QStringLiteral("base"), longBaseline, 0, 600, 0.7, std::nullopt)
+           << run(QStringLiteral("short"), shortRun, 0, 63, 0.5, std::nullopt)
+           << run(QStringLiteral("same"), sameWork, 0, 400, 0.7, std::nullopt);
+    s.runs[0].imagesPerSecond = 100;
+    s.runs[1].imagesPerSecond = 160;
+    s.runs[2].imagesPerSecond = 150;
+    const StudyResults r = computeStudyResults(s);
+
+    const RunOutcome &other = r.runs[1];
+    QVERIFY(!other.sameWork);
+    QVERIFY(std::isnan(other.byWallClock.speedup) && std::isnan(other.byWallClock.efficiency));
+    QVERIFY2(
+        other.byWallClock.unavailableReason.startsWith(QStringLiteral("trains 1 epoch, the baseline 6:")),
+        qPrintable(other.byWallClock.unavailableReason));
+    QCOMPARE(other.byThroughput.speedup, 1.6);
+    QCOMPARE(other.byThroughput.efficiency, 0.8);
+    QVERIFY(other.byThroughputShown());
+    QCOMPARE(other.shown().speedup, 1.6);
+    const ConfigResult *config = r.config(shortRun.key());
+    QVERIFY(config && !config->sameWork && !config->byWallClock.available());
+    QCOMPARE(config->shown().efficiency, 0.8);
+    // The same work (other batch, same epochs) compares by wall-clock, its throughput beside it.
+    const RunOutcome &same = r.runs[2];
+    QVERIFY(same.sameWork && !same.byThroughputShown());
+    QCOMPARE(same.shown().speedup, 1.5);
+    QCOMPARE(same.byThroughput.speedup, 1.5);
+    // The seed comparison says why there is no speedup.
+    QCOMPARE(r.comparisons.size(), 2);
+    for (const SeedComparison &row : r.comparisons)
+        if (row.configKey == shortRun.key())
+            QVERIFY2(row.note.startsWith(QStringLiteral("trains 1 epoch")) && std::isnan(row.efficiency),
+                qPrintable(row.note));
+        else
+            QVERIFY(row.note.isEmpty() && row.speedup == 1.5);
+
+    const QJsonObject json = QJsonDocument::fromJson(reportJson(s)).object();
+    const QJsonObject shortJson = json[QStringLiteral("runs")].toArray()[1].toObject();
+    QCOMPARE(shortJson[QStringLiteral("same_work_as_baseline")].toBool(), false);
+    QCOMPARE(
+        shortJson[QStringLiteral("speedup_by_throughput")].toObject()[QStringLiteral("speedup")].toDouble(),
+        1.6);
+    QVERIFY(shortJson[QStringLiteral("speedup_by_wall_clock")].toObject().contains(
+        QStringLiteral("unavailable_reason")));
+    const QString csv = QString::fromUtf8(reportRunsCsv(s));
+    QVERIFY(csv.section(QLatin1Char('\n'), 0, 0)
+                .contains(QStringLiteral("speedup_throughput,efficiency_throughput")));
+    const QString html = QString::fromUtf8(reportHtml(s).bytes);
+    QVERIFY(html.contains(QStringLiteral("by img/s")));
+    QVERIFY(!html.contains(QStringLiteral("950.0")) && !html.contains(QStringLiteral("476")));
 }
 
 void TestReports::seedComparison()

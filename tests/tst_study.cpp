@@ -186,6 +186,14 @@ private Q_SLOTS:
                  "grid.bachSize: unknown field; did you mean \"batchSize\"?" })
             QVERIFY2(all.contains(QLatin1String(expected)), qPrintable(QStringLiteral("missing %1 in:\n%2").arg(expected, all)));
         QCOMPARE(shape.error().size(), 4); // "fast" is a string: protobuf's number-as-string, refused later
+        // An empty axis would read as absent and run its default silently (a 2-worker run with
+        // the default epochs): refused, naming the key.
+        const auto empty = parsePlanJson(R"({"name":"x","dataset":"d","grid":{"workers":[],"epochs":[6]}})");
+        QVERIFY(!empty);
+        QCOMPARE(empty.error(),
+            QStringList {
+                "grid.workers: an empty list; give the values to compare (e.g. [1, 2]), or leave the key "
+                "out for its default" });
     }
 
     // NaN, infinities, values out of range and unknown enums: refused by the one rule set,

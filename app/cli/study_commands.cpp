@@ -306,9 +306,14 @@ void printStudy(const StudySnapshot &s)
                  .arg(QStringLiteral("img/s"), 7)
                  .arg(QStringLiteral("speedup"), 7)
                  .arg(QStringLiteral("effic."), 6);
+    bool anyByThroughput = false;
     for (int i = 0; i < s.runs.size(); ++i) {
         const RunResult &r = s.runs[i];
-        const Speedup speedup = i < results.runs.size() ? results.runs[i].byWallClock : Speedup {};
+        const RunOutcome outcome = i < results.runs.size() ? results.runs[i] : RunOutcome {};
+        const Speedup &speedup = outcome.shown();
+        const QString mark
+            = outcome.byThroughputShown() && speedup.available() ? QStringLiteral("t") : QString();
+        anyByThroughput = anyByThroughput || !mark.isEmpty();
         out() << QStringLiteral("  %1 %2 %3 %4 %5 %6 %7 %8 %9 %10")
                      .arg(r.runId + (r.config.baseline ? QStringLiteral("*") : QString()), -28)
                      .arg(r.state, -10)
@@ -318,8 +323,8 @@ void printStudy(const StudySnapshot &s)
                      .arg(pct(r.finalTestAccuracy), 8)
                      .arg(num(r.wallSeconds, 1), 8)
                      .arg(num(r.imagesPerSecond, 1), 7)
-                     .arg(num(speedup.speedup, 2), 7)
-                     .arg(pct(speedup.efficiency), 6);
+                     .arg(num(speedup.speedup, 2) + mark, 7)
+                     .arg(pct(speedup.efficiency) + mark, 6);
         if (r.attempts.size() > 1)
             out() << "  (" << r.attempts.size() << " attempts)";
         if (!r.stateReason.isEmpty())
@@ -338,6 +343,9 @@ void printStudy(const StudySnapshot &s)
     }
     out() << "  * baseline; speedup = baseline wall-clock / run wall-clock (from the first start of training "
              "to the end: retries, their detection and restarts included); efficiency = speedup / workers\n";
+    if (anyByThroughput)
+        out() << "  t: by images/s (run / baseline): the run trains other epochs than the baseline, so their "
+                 "wall-clocks do not compare\n";
     if (!results.baselineNote.isEmpty())
         out() << "  " << results.baselineNote << "\n";
     if (!results.baselineWarning.isEmpty())

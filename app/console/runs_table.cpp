@@ -216,7 +216,8 @@ void RunsTable::showStudy(
     const QStringList labels = distinguishingLabels(configs);
     for (int i = 0; i < s.runs.size(); ++i) {
         const RunResult &r = s.runs[i];
-        const Speedup sp = i < results.runs.size() ? results.runs[i].byWallClock : Speedup {};
+        const RunOutcome outcome = i < results.runs.size() ? results.runs[i] : RunOutcome {};
+        const Speedup &sp = outcome.shown();
         const QStringList agents = r.attempts.isEmpty() ? QStringList() : r.attempts.last().agents;
         Row row;
         row[V::RunCol].text = shortRunName(r.runId, studyId);
@@ -231,8 +232,15 @@ void RunsTable::showStudy(
         row[V::ProgressCol].fraction = fraction;
         row[V::AccuracyCol].text = pct(r.epochs.isEmpty() ? kNotMeasured : r.epochs.last().testAccuracy);
         row[V::ImagesCol].text = num(r.imagesPerSecond, 1); // core::runImagesPerSecond, as every report
-        row[V::SpeedupCol].text = num(sp.speedup, 2);
-        row[V::EfficiencyCol].text = pct(sp.efficiency);
+        // Wall-clock compares runs that do the baseline's work; others by images/s, said so.
+        const QString basis = outcome.byThroughputShown() && sp.available() ? tr(" (img/s)") : QString();
+        row[V::SpeedupCol].text = num(sp.speedup, 2) + basis;
+        row[V::EfficiencyCol].text = pct(sp.efficiency) + basis;
+        const QString why = outcome.byThroughputShown()
+            ? tr("By images/s (this run / the baseline): %1.").arg(outcome.byWallClock.unavailableReason)
+            : sp.unavailableReason;
+        row[V::SpeedupCol].toolTip = why;
+        row[V::EfficiencyCol].toolTip = why;
         row[V::AttemptCol].text = QString::number(r.attempts.size());
         row[V::AgentsCol].text = agents.join(QLatin1String(", "));
         row[V::WallCol].text = num(r.wallSeconds, 1);

@@ -101,13 +101,17 @@ QJsonObject runJson(const StudySnapshot &snapshot, const RunResult &run, const R
         { QStringLiteral("time_to_target_seconds"), number(o.timeToTargetSeconds) },
         { QStringLiteral("speedup_by_wall_clock"), speedupJson(o.byWallClock) },
         { QStringLiteral("speedup_by_time_to_accuracy"), speedupJson(o.byTimeToAccuracy) },
-        { QStringLiteral("attempts"), attempts }, { QStringLiteral("epochs"), epochs },
-        { QStringLiteral("steps"), steps }, { QStringLiteral("recipe"), run.recipe },
+        { QStringLiteral("speedup_by_throughput"), speedupJson(o.byThroughput) },
+        { QStringLiteral("same_work_as_baseline"), o.sameWork }, { QStringLiteral("attempts"), attempts },
+        { QStringLiteral("epochs"), epochs }, { QStringLiteral("steps"), steps },
+        { QStringLiteral("recipe"), run.recipe },
         { QStringLiteral("worker_command"), QJsonArray::fromStringList(run.workerCommand) } };
     if (snapshot.tune) {
         // A tune has no baseline: no speedup to report.
         json.remove(QStringLiteral("speedup_by_wall_clock"));
         json.remove(QStringLiteral("speedup_by_time_to_accuracy"));
+        json.remove(QStringLiteral("speedup_by_throughput"));
+        json.remove(QStringLiteral("same_work_as_baseline"));
     }
     if (run.trial) {
         QJsonArray decisions;
@@ -180,16 +184,25 @@ QJsonObject definitionsJson()
 {
     return QJsonObject {
         { QStringLiteral("images_per_second"),
-            QStringLiteral("training images per second of training time (evaluation and checkpoints excluded), "
-                           "over every completed epoch of the run, across attempts: the harmonic mean of the "
-                           "epochs' rates") },
+            QStringLiteral(
+                "training images per second of training time (evaluation and checkpoints excluded), "
+                "over every completed epoch of the run, across attempts: the harmonic mean of the "
+                "epochs' rates") },
         { QStringLiteral("wall_seconds"),
             QStringLiteral("from the start of training of the run's first attempt to the end of its last, "
                            "failures, their detection and restarts included") },
         { QStringLiteral("speedup"),
-            QStringLiteral("the baseline's mean wall_seconds divided by the configuration's (or the run's); "
-                           "only succeeded runs count") },
-        { QStringLiteral("efficiency"), QStringLiteral("speedup divided by (workers / the baseline's workers)") },
+            QStringLiteral(
+                "the baseline's mean wall_seconds divided by the configuration's (or the run's); "
+                "only succeeded runs count, and only runs that train the baseline's epochs (the same "
+                "work) have one") },
+        { QStringLiteral("speedup_by_throughput"),
+            QStringLiteral(
+                "the configuration's (or the run's) images_per_second divided by the baseline's mean; "
+                "its efficiency divides by (workers / the baseline's workers). What compares runs "
+                "that do different work (same_work_as_baseline false)") },
+        { QStringLiteral("efficiency"),
+            QStringLiteral("speedup divided by (workers / the baseline's workers)") },
         { QStringLiteral("time_to_target_seconds"),
             QStringLiteral("wall-clock from the start of training to the end of the first epoch whose test "
                            "accuracy reached target_accuracy") },
@@ -337,7 +350,9 @@ QByteArray reportJson(const StudySnapshot &snapshot)
             { QStringLiteral("images_per_second"), statJson(c.imagesPerSecond) },
             { QStringLiteral("time_to_target_seconds"), statJson(c.timeToTargetSeconds) },
             { QStringLiteral("speedup_by_wall_clock"), speedupJson(c.byWallClock) },
-            { QStringLiteral("speedup_by_time_to_accuracy"), speedupJson(c.byTimeToAccuracy) } });
+            { QStringLiteral("speedup_by_time_to_accuracy"), speedupJson(c.byTimeToAccuracy) },
+            { QStringLiteral("speedup_by_throughput"), speedupJson(c.byThroughput) },
+            { QStringLiteral("same_work_as_baseline"), c.sameWork } });
     }
     QJsonArray runs;
     for (int i = 0; i < snapshot.runs.size(); ++i)
@@ -481,7 +496,8 @@ QByteArray reportRunsCsv(const StudySnapshot &snapshot)
         QStringLiteral("target_accuracy"), QStringLiteral("time_to_target_seconds"),
         QStringLiteral("images_per_second"), QStringLiteral("speedup_wall_clock"),
         QStringLiteral("efficiency_wall_clock"), QStringLiteral("speedup_time_to_accuracy"),
-        QStringLiteral("efficiency_time_to_accuracy"), QStringLiteral("state_reason") });
+        QStringLiteral("efficiency_time_to_accuracy"), QStringLiteral("speedup_throughput"),
+        QStringLiteral("efficiency_throughput"), QStringLiteral("state_reason") });
     for (int i = 0; i < snapshot.runs.size(); ++i) {
         const RunResult &run = snapshot.runs[i];
         const RunOutcome &o = r.runs[i];
@@ -495,7 +511,8 @@ QByteArray reportRunsCsv(const StudySnapshot &snapshot)
             o.timeToTargetSeconds ? csvNumber(*o.timeToTargetSeconds) : QString(),
             csvNumber(run.imagesPerSecond), csvNumber(o.byWallClock.speedup),
             csvNumber(o.byWallClock.efficiency), csvNumber(o.byTimeToAccuracy.speedup),
-            csvNumber(o.byTimeToAccuracy.efficiency), run.stateReason });
+            csvNumber(o.byTimeToAccuracy.efficiency), csvNumber(o.byThroughput.speedup),
+            csvNumber(o.byThroughput.efficiency), run.stateReason });
     }
     return out;
 }

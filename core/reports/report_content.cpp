@@ -184,9 +184,10 @@ ReportTable runTable(const StudySnapshot &snapshot, const StudyResults &r)
         QStringLiteral("Time to\ntarget (s)"), QStringLiteral("Images\n/ s"), QStringLiteral("Speedup\nwall"),
         QStringLiteral("Eff.\nwall"), QStringLiteral("Speedup\nto target"),
         QStringLiteral("Eff.\nto target") };
-    t.legend
-        = QStringLiteral("Eff. = scaling efficiency; wall = by wall-clock; to target = by time to the target "
-                         "accuracy.");
+    t.legend = QStringLiteral(
+        "Eff. = scaling efficiency; wall = by wall-clock; to target = by time to the target "
+        "accuracy. A run that trains other epochs than the baseline did other work: its wall "
+        "columns show the speedup and efficiency by images/s instead, marked \"by img/s\".");
     for (int i = 0; i < snapshot.runs.size(); ++i) {
         const RunResult &run = snapshot.runs[i];
         const RunOutcome &o = r.runs[i];
@@ -197,9 +198,12 @@ ReportTable runTable(const StudySnapshot &snapshot, const StudyResults &r)
             formatPercent(run.finalTestAccuracy, 2), formatPercent(run.bestTestAccuracy, 2),
             formatSeconds(run.wallSeconds),
             o.timeToTargetSeconds ? formatSeconds(*o.timeToTargetSeconds) : kDash,
-            formatNumber(run.imagesPerSecond, 1), formatSpeedup(o.byWallClock.speedup),
-            formatPercent(o.byWallClock.efficiency), formatSpeedup(o.byTimeToAccuracy.speedup),
-            formatPercent(o.byTimeToAccuracy.efficiency) });
+            formatNumber(run.imagesPerSecond, 1),
+            formatSpeedup(o.shown().speedup)
+                + (o.byThroughputShown() ? QStringLiteral("\nby img/s") : QString()),
+            formatPercent(o.shown().efficiency)
+                + (o.byThroughputShown() ? QStringLiteral("\nby img/s") : QString()),
+            formatSpeedup(o.byTimeToAccuracy.speedup), formatPercent(o.byTimeToAccuracy.efficiency) });
         t.mutedRows.append(!o.succeeded);
     }
     t.emptyText = QStringLiteral("The study has no runs yet.");

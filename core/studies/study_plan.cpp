@@ -245,6 +245,14 @@ Checked<v1::StudyPlan> parsePlanJson(const QByteArray &json)
         }
     QStringList problems;
     checkShape(root, v1::StudyPlan::descriptor(), QString(), &problems);
+    // An empty list would read as "not given", and the axis' default would run silently.
+    const QJsonObject grid = root.value(QLatin1String("grid")).toObject();
+    for (auto it = grid.begin(); it != grid.end(); ++it)
+        if (it.value().isArray() && it.value().toArray().isEmpty())
+            problems << QStringLiteral(
+                "grid.%1: an empty list; give the values to compare (e.g. [1, 2]), or leave "
+                "the key out for its default")
+                            .arg(it.key());
     if (!problems.isEmpty())
         return Plan::failure(problems);
     const QByteArray normalised = QJsonDocument(root).toJson(QJsonDocument::Compact);

@@ -234,13 +234,43 @@ StudyResults computeStudyResults(const StudySnapshot &snapshot)
         ? QString()
         : QStringLiteral("never reached the target (%1)").arg(percent(target));
 
+    // Throughput: the configuration's images/s over the baseline's (a higher rate is faster).
+    const QString rateProblem = !wallProblem.isEmpty() || !base ? wallProblem
+        : base->imagesPerSecond.count == 0 || !(base->imagesPerSecond.mean > 0)
+        ? QStringLiteral("the baseline's images/s was not measured")
+        : QString();
+    const auto throughputFor = [&](const Stat &rate, int workers, const QString &missing) {
+        if (!rateProblem.isEmpty())
+            return unavailable(rateProblem);
+        if (rate.count == 0 || !(rate.mean > 0))
+            return unavailable(missing);
+        return speedupOf(rate.mean, base->imagesPerSecond.mean, baseWorkers, workers);
+    };
+    // Wall-clock only between runs that train the same epochs as the baseline.
+    const auto otherWork = [&](const RunConfig &c) {
+        if (!base || c.epochs == base->config.epochs)
+            return QString();
+        return QStringLiteral(
+            "trains %1 epoch%2, the baseline %3: wall-clock compares only runs that do the same "
+            "work (see the speedup by images/s)")
+            .arg(c.epochs)
+            .arg(c.epochs == 1 ? QString() : QStringLiteral("s"))
+            .arg(base->config.epochs);
+    };
+
     for (ConfigResult &c : results.configs) {
         const int workers = c.config.workers;
         const QString noRun = QStringLiteral("no succeeded run");
-        c.byWallClock = speedupFor(wallProblem, base ? base->wallSeconds.mean : kNotMeasured, c.wallSeconds,
-            workers, c.succeeded ? QStringLiteral("wall-clock not measured") : noRun);
+        const QString other = otherWork(c.config);
+        c.sameWork = other.isEmpty();
+        c.byWallClock = c.sameWork
+            ? speedupFor(wallProblem, base ? base->wallSeconds.mean : kNotMeasured, c.wallSeconds, workers,
+                c.succeeded ? QStringLiteral("wall-clock not measured") : noRun)
+            : unavailable(other);
         c.byTimeToAccuracy = speedupFor(timeProblem, base ? base->timeToTargetSeconds.mean : kNotMeasured,
             c.timeToTargetSeconds, workers, c.succeeded ? neverReached : noRun);
+        c.byThroughput = throughputFor(
+            c.imagesPerSecond, workers, c.succeeded ? QStringLiteral("images/s not measured") : noRun);
     }
 
     for (const RunResult &run : snapshot.runs) {
@@ -250,9 +280,15 @@ StudyResults computeStudyResults(const StudySnapshot &snapshot)
         o.succeeded = isSucceeded(run);
         o.timeToTargetSeconds = effectiveTimeToTarget(run, target);
         const QString notSucceeded = QStringLiteral("run state is %1").arg(run.state);
-        o.byWallClock = speedupFor(wallProblem, base ? base->wallSeconds.mean : kNotMeasured,
-            o.succeeded ? statOf({ run.wallSeconds }) : Stat {}, run.config.workers,
-            o.succeeded ? QStringLiteral("wall-clock not measured") : notSucceeded);
+        const QString other = otherWork(run.config);
+        o.sameWork = other.isEmpty();
+        o.byWallClock = !o.sameWork
+            ? unavailable(other)
+            : speedupFor(wallProblem, base ? base->wallSeconds.mean : kNotMeasured,
+                o.succeeded ? statOf({ run.wallSeconds }) : Stat {}, run.config.workers,
+                o.succeeded ? QStringLiteral("wall-clock not measured") : notSucceeded);
+        o.byThroughput = throughputFor(o.succeeded ? statOf({ run.imagesPerSecond }) : Stat {},
+            run.config.workers, o.succeeded ? QStringLiteral("images/s not measured") : notSucceeded);
         o.byTimeToAccuracy = speedupFor(timeProblem, base ? base->timeToTargetSeconds.mean : kNotMeasured,
             o.succeeded && o.timeToTargetSeconds ? statOf({ *o.timeToTargetSeconds }) : Stat {},
             run.config.workers, o.succeeded ? neverReached : notSucceeded);

@@ -14,6 +14,12 @@
 // - speedup = baseline mean / configuration mean (of wall-clock, or of time to target);
 //   efficiency = speedup / (workers / baseline workers). When either side is missing the
 //   Speedup carries NaN and a sentence saying why.
+// - Wall-clock compares like with like only: a configuration that trains other epochs than
+//   the baseline did other work, and its speedup by wall-clock is not available (a 1-epoch
+//   run against a 6-epoch baseline would show 9.5x and an "efficiency" of 476 %). Its
+//   speedup by throughput is: its images/s over the baseline's, with efficiency = that /
+//   (workers / baseline workers). shown() is the one to print: by wall-clock for the same
+//   work, else by throughput, saying so (byThroughputShown).
 #pragma once
 
 #include "study_model.h"
@@ -62,6 +68,10 @@ struct ConfigResult {
     Stat timeToTargetSeconds; // over the succeeded runs that reached the target
     Speedup byWallClock;
     Speedup byTimeToAccuracy;
+    Speedup byThroughput; // images/s against the baseline's
+    bool sameWork = true; // trains the baseline's epochs (false: wall-clock does not compare)
+    const Speedup &shown() const { return sameWork ? byWallClock : byThroughput; }
+    bool byThroughputShown() const { return !sameWork; }
 };
 
 // One run with the values the reports print for it.
@@ -72,6 +82,10 @@ struct RunOutcome {
     std::optional<double> timeToTargetSeconds; // as effectiveTimeToTarget() gives it
     Speedup byWallClock; // baseline mean / this run's value
     Speedup byTimeToAccuracy;
+    Speedup byThroughput; // this run's images/s / the baseline's mean
+    bool sameWork = true; // as ConfigResult::sameWork
+    const Speedup &shown() const { return sameWork ? byWallClock : byThroughput; }
+    bool byThroughputShown() const { return !sameWork; }
 };
 
 // The seed study's comparison, one row per distributed (non-baseline) configuration:
