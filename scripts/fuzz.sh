@@ -2,7 +2,7 @@
 # Builds the libFuzzer targets of tests/fuzz with clang (ASan + UBSan) and runs each for
 # SECONDS over a copy of its seed corpus plus its regression inputs; fails when any
 # target crashes (the input is kept, and named, under BUILD/fuzz-run/TARGET/).
-#   ./scripts/fuzz.sh [SECONDS]     30 by default (ctest -L fuzz); 600 for a longer run
+#   ./scripts/fuzz.sh [SECONDS]     30 by default (ctest -L fuzz runs 20); 600 for a longer run
 #   ./scripts/fuzz.sh --build-only  configure and build, run nothing (ctest's fuzz_build)
 #   ./scripts/fuzz.sh --no-build [SECONDS]  run what an earlier build left (ctest's fuzz:TARGET)
 # Environment: SCALELAB_FUZZ_BUILD  build folder (default ./build-fuzz)
