@@ -81,6 +81,10 @@ AgentSnapshot fullSnapshot()
     RunGauges elsewhere;
     elsewhere.state = v1::RUNNING;
     s.runs.emplace_back("elsewhere-1", elsewhere);
+    RunGauges ended;
+    ended.state = v1::SUCCEEDED;
+    ended.endedUnixMs = 1;
+    s.runs.emplace_back("ended-1", ended);
     s.ranks.push_back({ "here-1", 0, 12.5, 300 << 20 });
     s.ranks.push_back({ "elsewhere-1", 1, 3, 200 << 20 });
     return s;
@@ -133,9 +137,10 @@ private Q_SLOTS:
     void gaugesFollowRankZeroAndCountWhatTheAttemptTrained()
     {
         RunGauges g;
-        // Resumed from epoch 2's checkpoint (10 steps an epoch): the first step is 21.
+        // Resumed from epoch 2's checkpoint (10 steps an epoch): the first step is 21, of epoch 3.
         g.observe(startedEvent(0, 2, 10, 64));
         QCOMPARE(g.step, std::int64_t(20));
+        QCOMPARE(g.epoch, 3);
         QCOMPARE(g.worldSize, 2);
         QCOMPARE(g.epochs, 6);
         g.observe(stepEvent(0, 21, 2.0));
@@ -214,6 +219,10 @@ private Q_SLOTS:
         QVERIFY(text.contains(QStringLiteral("scalelab_run_state{run_id=\"here-1\",state=\"failed\"} 0\n")));
         QVERIFY(
             text.contains(QStringLiteral("scalelab_agent_attempts_finished_total{state=\"failed\"} 1\n")));
+        // An ended run shows how it ended, and is not active.
+        QVERIFY(
+            text.contains(QStringLiteral("scalelab_run_state{run_id=\"ended-1\",state=\"succeeded\"} 1\n")));
+        QVERIFY(text.contains(QStringLiteral("scalelab_agent_runs_active 2\n")));
     }
 
     void aRunWhoseRankZeroIsElsewhereServesOnlyWhatThisAgentKnows()

@@ -334,6 +334,10 @@ int main(int argc, char **argv)
     if (portNumber != 0)
         if (const std::string problem = checkBind(host.toStdString(), portNumber).error(); !problem.empty())
             return fail("cannot listen on " + address.toStdString() + ": " + problem);
+    if (metricsPort != 0)
+        if (const std::string problem = checkBind(host.toStdString(), metricsPort).error(); !problem.empty())
+            return fail("cannot serve metrics on port " + std::to_string(metricsPort)
+                + " (--metrics-port): " + problem);
 
     AgentService service(options);
     grpc::EnableDefaultHealthCheckService(true);
@@ -393,9 +397,6 @@ int main(int argc, char **argv)
     // Prometheus metrics, plain HTTP on the --listen address, read at each scrape.
     MetricsExporter metrics;
     if (metricsPort != 0) {
-        if (const std::string problem = checkBind(host.toStdString(), metricsPort).error(); !problem.empty())
-            return fail("cannot serve metrics on port " + std::to_string(metricsPort)
-                + " (--metrics-port): " + problem);
         const double startTime = double(std::chrono::duration_cast<std::chrono::milliseconds>(
                                      std::chrono::system_clock::now().time_since_epoch())
                                             .count())

@@ -1,6 +1,7 @@
 #include "agent_metrics.h"
 
 #include "gpu_monitor.h"
+#include "log.h"
 #include "node_sampler.h"
 
 #include <prometheus/collectable.h>
@@ -85,7 +86,9 @@ std::vector<MetricFamily> families(const AgentSnapshot &s)
     Families f;
     f.add("scalelab_agent_info", 1, { { "version", s.version } });
     f.add("scalelab_agent_start_time_seconds", s.startTimeSeconds);
-    f.add("scalelab_agent_runs_active", double(s.runs.size()));
+    f.add("scalelab_agent_runs_active",
+        double(std::count_if(
+            s.runs.begin(), s.runs.end(), [](const auto &run) { return run.second.active(); })));
     f.add("scalelab_agent_attempts_started_total", double(s.attemptsStarted));
     f.add("scalelab_agent_retries_total", double(s.retries));
     f.add("scalelab_agent_attempts_finished_total", double(s.succeeded), { { "state", "succeeded" } });
@@ -118,13 +121,13 @@ std::vector<MetricFamily> families(const AgentSnapshot &s)
             f.add("scalelab_run_state", state == name ? 1 : 0, { { "run_id", runId }, { "state", name } });
         f.add("scalelab_run_attempt", g.attempt, run);
         f.add("scalelab_run_world_size", g.worldSize, run);
-        f.add("scalelab_run_epochs", g.epochs, run);
+        f.add("scalelab_run_planned_epochs", g.epochs, run);
         f.add("scalelab_run_stalled", g.stalled ? 1 : 0, run);
         if (g.stepsPerEpoch == 0)
             continue; // rank 0 is elsewhere, or has not started training
         f.add("scalelab_run_epoch", g.epoch, run);
         f.add("scalelab_run_step", double(g.step), run);
-        f.add("scalelab_run_steps", double(g.stepsPerEpoch * g.epochs), run);
+        f.add("scalelab_run_planned_steps", double(g.stepsPerEpoch * g.epochs), run);
         f.add("scalelab_run_steps_total", double(g.stepsTrained), run);
         f.add("scalelab_run_images_total", double(g.imagesTrained), run);
         f.add("scalelab_run_checkpoints_total", double(g.checkpoints), run);
@@ -152,7 +155,16 @@ public:
     explicit SnapshotCollector(std::function<AgentSnapshot()> snapshot)
         : m_snapshot(std::move(snapshot))
     { }
-    std::vector<MetricFamily> Collect() const override { return families(m_snapshot()); }
+    // On the exposer's threads: nothing may escape (an exception there ends the agent).
+    std::vector<MetricFamily> Collect() const override
+    {
+        try {
+            return families(m_snapshot());
+        } catch (const std::exception &e) {
+            logMessage(LogLevel::Error, std::string("metrics: cannot collect: ") + e.what());
+            return {};
+        }
+    }
 
 private:
     std::function<AgentSnapshot()> m_snapshot;
@@ -167,11 +179,13 @@ const std::vector<MetricDescription> &metricCatalogue()
         { "scalelab_agent_start_time_seconds", "gauge", "", "When the agent started, in Unix time." },
         { "scalelab_agent_runs_active", "gauge", "", "Run attempts starting or running on this agent." },
         { "scalelab_agent_attempts_started_total", "counter", "",
-            "Run attempts this agent started (every rank spawned), since it started." },
+            "Run attempts started, counted by the agent that hosts their rank 0, since it started." },
         { "scalelab_agent_retries_total", "counter", "",
-            "Attempts this agent started that retry an earlier attempt of their run (attempt 2 and later)." },
+            "Attempts started that retry an earlier attempt of their run (attempt 2 and later), counted as "
+            "attempts are." },
         { "scalelab_agent_attempts_finished_total", "counter", "state",
-            "Run attempts that ended on this agent, by their state: succeeded, failed or cancelled." },
+            "Run attempts that ended, by their state (succeeded, failed or cancelled), counted as attempts "
+            "are." },
         { "scalelab_agent_checkpoints_total", "counter", "",
             "Checkpoints committed by ranks 0 on this agent." },
         { "scalelab_node_cpu_cores", "gauge", "", "CPU cores online on this node." },
@@ -191,18 +205,20 @@ const std::vector<MetricDescription> &metricCatalogue()
             "Resident memory of a rank's worker process on this node." },
         { "scalelab_run_state", "gauge", "run_id, state",
             "1 for the run's current state (starting, running, succeeded, failed, cancelled), 0 for the "
-            "others." },
+            "others; "
+            "an ended run is shown 5 minutes." },
         { "scalelab_run_attempt", "gauge", "run_id",
             "The attempt running (1 = the first; each retry adds 1)." },
         { "scalelab_run_world_size", "gauge", "run_id", "Ranks of the run, on every host." },
-        { "scalelab_run_epochs", "gauge", "run_id", "Epochs the run trains." },
+        { "scalelab_run_planned_epochs", "gauge", "run_id", "Epochs the run trains." },
         { "scalelab_run_stalled", "gauge", "run_id",
             "1 while rank 0 has made no progress for the run's stall time, else 0." },
-        { "scalelab_run_epoch", "gauge", "run_id", "The epoch rank 0 is training (1-based)." },
+        { "scalelab_run_epoch", "gauge", "run_id",
+            "The epoch rank 0 is training (1-based), or trained last." },
         { "scalelab_run_step", "gauge", "run_id",
             "Rank 0's latest optimizer step over the whole run (a resumed attempt goes on from its "
             "checkpoint)." },
-        { "scalelab_run_steps", "gauge", "run_id",
+        { "scalelab_run_planned_steps", "gauge", "run_id",
             "Optimizer steps of the whole run: epochs times steps per epoch." },
         { "scalelab_run_steps_total", "counter", "run_id", "Optimizer steps this attempt has trained." },
         { "scalelab_run_images_total", "counter", "run_id",

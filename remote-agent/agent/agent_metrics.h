@@ -7,9 +7,11 @@
 // state (one of five), mode (busy or idle), version; never free text. The catalogue, with
 // what each means, is metricCatalogue() (and docs/observability.md).
 //
-// Runs are shown while active (starting or running) on this agent; the training metrics
-// (scalelab_run_step ... scalelab_run_test_accuracy_ratio) only by the agent that hosts the
-// run's rank 0, which hears them. What ended is counted in scalelab_agent_*_total.
+// Runs are shown while active (starting or running) on this agent, and for
+// kEndedRunsShownSeconds after they end (their state then says how: a dashboard or an alert
+// sees the outcome); the training metrics (scalelab_run_epoch ... scalelab_run_test_loss)
+// only by the agent that hosts the run's rank 0, which hears them. The scalelab_agent_*_total
+// counters count each attempt on the agent that hosts its rank 0.
 #pragma once
 
 #include "run_gauges.h"
@@ -22,6 +24,8 @@
 #include <vector>
 
 namespace scalelab::agent {
+
+inline constexpr int kEndedRunsShownSeconds = 300;
 
 struct RankUsage {
     std::string runId;
@@ -54,7 +58,8 @@ struct AgentSnapshot {
     std::int64_t memoryTotalBytes = 0;
     std::int64_t memoryUsedBytes = 0; // total minus available
     std::vector<GpuUsage> gpus;
-    // The active runs, by run id, and their live ranks on this node.
+    // The active runs and those that ended in the last kEndedRunsShownSeconds, by run id,
+    // and their live ranks on this node.
     std::vector<std::pair<std::string, RunGauges>> runs;
     std::vector<RankUsage> ranks;
 };

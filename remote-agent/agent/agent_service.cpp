@@ -464,9 +464,13 @@ AgentSnapshot AgentService::metricsSnapshot()
     std::vector<LiveRank> ranks;
     {
         const auto lock = m_runs.lock();
+        const std::int64_t shownSince = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                            std::chrono::system_clock::now().time_since_epoch())
+                                            .count()
+            - std::int64_t(kEndedRunsShownSeconds) * 1000;
         m_runs.forEachLocked([&](const std::string &id, const std::shared_ptr<RunSupervisor> &run) {
             RunGauges gauges = run->gauges();
-            if (!gauges.active())
+            if (!gauges.active() && gauges.endedUnixMs < shownSince)
                 return;
             snapshot.runs.emplace_back(id, std::move(gauges));
             for (const auto &placement : run->livePlacements())

@@ -14,6 +14,7 @@ namespace scalelab::agent {
 
 struct RunGauges {
     v1::RunState state = v1::STARTING;
+    std::int64_t endedUnixMs = 0; // when it reached a terminal state; 0 while active
     int attempt = 1;
     int worldSize = 1;
     int epochs = 0; // planned
@@ -55,9 +56,10 @@ struct RunGauges {
             globalBatch = started.global_batch();
             if (started.effective().epochs() > 0)
                 epochs = started.effective().epochs();
-            // Where a resumed attempt goes on from: its first step follows the checkpoint's.
+            // Where a resumed attempt goes on from: its first step follows the checkpoint's,
+            // in the epoch after it.
             step = std::int64_t(started.resumed_from_epoch()) * stepsPerEpoch;
-            epoch = started.resumed_from_epoch();
+            epoch = started.resumed_from_epoch() + 1;
             break;
         }
         case v1::RunEvent::kStep: {
@@ -94,13 +96,14 @@ struct RunGauges {
     }
 };
 
+// Counted by the agent that hosts each attempt's rank 0.
 struct AgentCounters {
     std::atomic<std::int64_t> attemptsStarted { 0 };
     std::atomic<std::int64_t> retries { 0 }; // attempts started with attempt >= 2
     std::atomic<std::int64_t> succeeded { 0 };
     std::atomic<std::int64_t> failed { 0 };
     std::atomic<std::int64_t> cancelled { 0 };
-    std::atomic<std::int64_t> checkpoints { 0 }; // committed by a rank 0 of this agent
+    std::atomic<std::int64_t> checkpoints { 0 }; // committed by rank 0
 };
 
 } // namespace scalelab::agent

@@ -169,6 +169,7 @@ RunSupervisor::RunSupervisor(RunLaunch launch, Restored how)
             m_interrupted = event.state().interrupted();
             if (isTerminal(m_state))
                 m_endedMs = event.unix_ms();
+            m_gauges.endedUnixMs = m_endedMs;
         } else if (event.has_started()) {
             m_launch.dataset = event.started().dataset();
         } else if (event.has_summary()) {
@@ -315,6 +316,21 @@ void RunSupervisor::record(v1::RunEvent event, bool durable)
     m_events->append(std::move(event), durable);
 }
 
+bool RunSupervisor::hostsRankZero() const
+{
+    const auto &ranks = m_launch.request.ranks();
+    return std::find(ranks.begin(), ranks.end(), 0) != ranks.end();
+}
+
+void RunSupervisor::countOutcome(v1::RunState state)
+{
+    if (!m_launch.counters || !hostsRankZero())
+        return;
+    ++(state == v1::SUCCEEDED     ? m_launch.counters->succeeded
+            : state == v1::FAILED ? m_launch.counters->failed
+                                  : m_launch.counters->cancelled);
+}
+
 RunGauges RunSupervisor::gauges() const
 {
     std::lock_guard lock(m_gaugesMutex);
@@ -324,15 +340,18 @@ RunGauges RunSupervisor::gauges() const
 void RunSupervisor::setState(v1::RunState state, const std::string &message)
 {
     {
-        std::lock_guard lock(m_gaugesMutex);
-        m_gauges.state = state;
-    }
-    {
         std::lock_guard lock(m_mutex);
+        // An ended attempt stays ended: a late "running" (a rank that started as another
+        // failed) changes nothing.
+        if (isTerminal(m_state) && !isTerminal(state))
+            return;
         m_state = state;
         m_message = message;
         if (isTerminal(state) && m_endedMs == 0)
             m_endedMs = nowUnixMs();
+        std::lock_guard gaugesLock(m_gaugesMutex); // after m_mutex, as everywhere
+        m_gauges.state = state;
+        m_gauges.endedUnixMs = m_endedMs;
     }
     auto event = makeEvent(-1);
     event.mutable_state()->set_state(state);
@@ -378,6 +397,11 @@ common::Status RunSupervisor::start(ProcessLauncher &launcher)
     m_startedMs = nowUnixMs();
     setState(
         v1::STARTING, "starting " + std::to_string(m_launch.request.ranks_size()) + " rank(s) on this agent");
+    if (m_launch.counters && hostsRankZero()) {
+        ++m_launch.counters->attemptsStarted;
+        if (attempt() > 1)
+            ++m_launch.counters->retries;
+    }
 
     for (int rankNumber : m_launch.request.ranks()) {
         SpawnRequest request;
@@ -403,6 +427,7 @@ common::Status RunSupervisor::start(ProcessLauncher &launcher)
             }
             signalRanks(std::chrono::milliseconds(0), /*requested=*/false);
             if (m_ranks.empty()) {
+                countOutcome(v1::FAILED); // else finish() counts it, once the started ranks exit
                 setState(v1::FAILED, message);
                 m_events->close();
             }
@@ -421,11 +446,6 @@ common::Status RunSupervisor::start(ProcessLauncher &launcher)
         Rank &ref = *rank;
         m_ranks.push_back(std::move(rank));
         ref.monitor = std::thread([this, &ref, process] { monitor(ref, process); });
-    }
-    if (m_launch.counters) {
-        ++m_launch.counters->attemptsStarted;
-        if (attempt() > 1)
-            ++m_launch.counters->retries;
     }
     // Rank 0 says when training starts; an agent without rank 0 hears nothing from its
     // ranks until they finish, so for it running means started.
@@ -643,10 +663,7 @@ void RunSupervisor::finish()
         summary.set_message(message);
     }
     tidyCheckpoints(state);
-    if (m_launch.counters)
-        ++(state == v1::SUCCEEDED     ? m_launch.counters->succeeded
-                : state == v1::FAILED ? m_launch.counters->failed
-                                      : m_launch.counters->cancelled);
+    countOutcome(state);
     auto event = makeEvent(-1);
     *event.mutable_summary() = summary;
     m_events->append(std::move(event));

@@ -44,7 +44,8 @@ struct RunLaunch {
     // What the run leaves on disk when it ends (see storage.h): unfinished checkpoint
     // folders always go, and a SUCCEEDED run keeps its final checkpoint or none.
     RetentionPolicy retention;
-    // Counted into when set: the attempt's start, checkpoints and outcome (the agent's metrics).
+    // Counted into when set, by the agent that hosts rank 0 (so that a sum over agents counts
+    // each attempt once): the attempt's start, its checkpoints and its outcome (the metrics).
     std::shared_ptr<AgentCounters> counters;
 };
 
@@ -126,6 +127,9 @@ private:
     void handleEventLine(int rank, const std::string &line);
     // Folds the event into the gauges, then appends it to the log.
     void record(v1::RunEvent event, bool durable);
+    bool hostsRankZero() const;
+    // The attempt ended in `state`: counted into m_launch.counters (once per attempt).
+    void countOutcome(v1::RunState state);
     void handleOutputLine(int rank, const std::string &line);
     void onRankExited(Rank &rank, int status);
     void finish();
@@ -177,7 +181,7 @@ private:
     bool m_stalled = false;
     bool m_stallWatchStop = false;
     std::thread m_stallWatch;
-    mutable std::mutex m_gaugesMutex; // alone: taken while m_mutex is held, never the other way
+    mutable std::mutex m_gaugesMutex; // last: taken while m_mutex may be held, never the other way
     RunGauges m_gauges;
 };
 
