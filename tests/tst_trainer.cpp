@@ -182,15 +182,27 @@ private Q_SLOTS:
         QTRY_VERIFY_WITH_TIMEOUT(test::processesMentioning(m_tmp.path()).isEmpty(), 10000);
     }
 
+    // For each built-in model (issue 36): the gradients two ranks all-reduce equal those of
+    // one process on the whole batch.
+    void dataParallelGradientsEqualOneProcessOnTheWholeBatch_data()
+    {
+        QTest::addColumn<QString>("model");
+        QTest::addColumn<int>("tensors"); // parameter tensors compared
+        QTest::newRow("seed-cnn") << "seed-cnn" << 28;
+        QTest::newRow("resnet18") << "resnet18" << 62;
+        QTest::newRow("mobilenet_v2") << "mobilenet_v2" << 158;
+    }
     void dataParallelGradientsEqualOneProcessOnTheWholeBatch()
     {
+        QFETCH(QString, model);
+        QFETCH(int, tensors);
         const QString rendezvous = QStringLiteral("127.0.0.1:%1").arg(freePort());
         auto args = [&](int rank) {
             return QStringList { QStringLiteral("gradient-check"), QStringLiteral("--data-dir"), m_small,
                 QStringLiteral("--batch-size"), QStringLiteral("16"), QStringLiteral("--world-size"),
                 QStringLiteral("2"), QStringLiteral("--rank"), QString::number(rank),
-                QStringLiteral("--rendezvous"), rendezvous, QStringLiteral("--threads"),
-                QStringLiteral("1") };
+                QStringLiteral("--rendezvous"), rendezvous, QStringLiteral("--threads"), QStringLiteral("1"),
+                QStringLiteral("--model"), model };
         };
         Worker rank0(args(0)), rank1(args(1));
         QVERIFY(rank0.finish(120000) && rank1.finish(120000));
@@ -200,8 +212,9 @@ private Q_SLOTS:
         QCOMPARE(check.size(), 1);
         const double diff = check[0].gradient_check().max_abs_diff();
         const double grad = check[0].gradient_check().max_abs_grad();
-        QCOMPARE(check[0].gradient_check().tensors(), 28);
+        QCOMPARE(check[0].gradient_check().tensors(), tensors);
         QVERIFY(grad > 1e-4); // a real gradient was compared
+        qInfo("%s: max |diff| %.3g, max |grad| %.3g", qPrintable(model), diff, grad);
         QVERIFY2(diff <= 1e-5 * grad,
             qPrintable(QStringLiteral("max |diff| %1 vs max |grad| %2").arg(diff).arg(grad)));
     }
@@ -317,6 +330,30 @@ private Q_SLOTS:
         }
         QCOMPARE(resumed.events(QStringLiteral("finished")).value(0).finished().epochs_completed(), 3);
         QCOMPARE(digest(resumed), digest(whole));
+
+        // The other built-in models (issue 36) resume bit-exactly too, BatchNorm statistics
+        // and momentum included: 2 epochs of 64 images against 1, stopped, and 1 resumed.
+        for (const QString &model : { QStringLiteral("resnet18"), QStringLiteral("mobilenet_v2") }) {
+            const QStringList brief = { QStringLiteral("--model"), model, QStringLiteral("--epochs"),
+                QStringLiteral("2"), QStringLiteral("--max-train-images"), QStringLiteral("64"),
+                QStringLiteral("--max-test-images"), QStringLiteral("16") };
+            const QString modelDir = m_tmp.filePath(QStringLiteral("ck-stopped-") + model);
+            const QStringList keep = { QStringLiteral("--checkpoint-dir"), modelDir };
+            Worker modelWhole(small(brief));
+            Worker modelStopped(small(
+                brief + keep + QStringList { QStringLiteral("--stop-after-epoch"), QStringLiteral("1") }));
+            QVERIFY(modelWhole.finish(180000) && modelStopped.finish(180000));
+            QCOMPARE(modelStopped.exitCode(), 0);
+            Worker modelResumed(
+                small(brief + keep + QStringList { QStringLiteral("--resume"), QStringLiteral("on") }));
+            QVERIFY(modelResumed.finish(180000));
+            QCOMPARE(modelResumed.exitCode(), 0);
+            QCOMPARE(
+                modelResumed.events(QStringLiteral("started")).value(0).started().resumed_from_epoch(), 1);
+            QVERIFY2(!digest(modelWhole).isEmpty() && digest(modelResumed) == digest(modelWhole),
+                qPrintable(model));
+            QVERIFY(digest(modelWhole) != digest(whole)); // another model was trained
+        }
 
         // Already past where it is told to stop: nothing to train, a success at once.
         Worker passed(small(epochs + resume + QStringList { QStringLiteral("--stop-after-epoch"), QStringLiteral("2") }));
@@ -659,6 +696,12 @@ private Q_SLOTS:
         QVERIFY(certainDropout.finish(30000));
         QCOMPARE(certainDropout.exitCode(), 2);
         QVERIFY(certainDropout.stderrText().contains(QStringLiteral("--block-dropout must be in [0, 1)")));
+        Worker unknownModel(small({ QStringLiteral("--model"), QStringLiteral("resnet50") }));
+        QVERIFY(unknownModel.finish(30000));
+        QCOMPARE(unknownModel.exitCode(), 2);
+        QVERIFY2(unknownModel.stderrText().contains(QStringLiteral(
+                     "--model must be one of seed-cnn, resnet18, mobilenet_v2 (got 'resnet50')")),
+            qPrintable(unknownModel.stderrText()));
         Worker stopPastTheEnd(small({ QStringLiteral("--epochs"), QStringLiteral("2"), QStringLiteral("--stop-after-epoch"),
             QStringLiteral("3") }));
         QVERIFY(stopPastTheEnd.finish(30000));

@@ -14,8 +14,8 @@
 #include "event_writer.h"
 #include "fused_ops.h"
 #include "lr_schedule.h"
+#include "model_zoo.h"
 #include "seed_model.h"
-#include "seed_model_impl.h"
 #include "training_support.h"
 
 #include <algorithm>
@@ -178,7 +178,7 @@ int runTraining(const TrainingConfig &config, EventWriter &events)
         = torch::from_blob(test->labels.data(), { testCount }, torch::kUInt8).to(torch::kLong);
 
     const torch::Device device = torchDevice(config.device);
-    SeedNet net = trainingModel(config, device, config.blockDropout, config.denseDropout);
+    TrainableModel net = trainingModel(config, device, config.blockDropout, config.denseDropout);
     const auto memoryFormat = memoryFormatOf(config);
 
     std::unique_ptr<DataParallel> parallel = connectRanks(config);
@@ -297,7 +297,7 @@ int runTraining(const TrainingConfig &config, EventWriter &events)
             torch::Tensor out, loss;
             {
                 AutocastScope autocast(bf16, device);
-                out = net->forward(x);
+                out = net.forward(x);
                 loss = torch::nn::functional::cross_entropy(out.to(torch::kFloat), labels,
                     torch::nn::functional::CrossEntropyFuncOptions().label_smoothing(config.labelSmoothing));
             }
@@ -374,7 +374,7 @@ int runTraining(const TrainingConfig &config, EventWriter &events)
                     xs = xs.contiguous(memoryFormat);
                 const auto ys = testLabels.slice(0, begin, end).to(device);
                 AutocastScope autocast(bf16, device);
-                const auto logits = net->forward(xs).to(torch::kFloat);
+                const auto logits = net.forward(xs).to(torch::kFloat);
                 testStats[0] += torch::nn::functional::cross_entropy(
                     logits, ys, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
                                     .item<double>();

@@ -15,6 +15,7 @@ class EventWriter;
 
 struct TrainingConfig {
     std::string dataDir;
+    std::string model = "seed-cnn"; // one of model_names.h's
     int batchSize = 64; // per worker; the global batch is batchSize x worldSize
     int epochs = 1;
     // Defaults: docs/results.md ("The evidence") gives the evidence; proto/rules/spec_rules.h

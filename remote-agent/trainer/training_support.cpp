@@ -96,22 +96,22 @@ std::unique_ptr<DataParallel> connectRanks(const TrainingConfig &config)
     return std::make_unique<DataParallel>(options);
 }
 
-void toMemoryFormat(SeedNet &net, at::MemoryFormat format)
+void toMemoryFormat(torch::nn::Module &net, at::MemoryFormat format)
 {
     if (format == at::MemoryFormat::Contiguous)
         return;
-    for (auto &p : net->parameters())
+    for (auto &p : net.parameters())
         if (p.dim() == 4)
             p.set_data(p.contiguous(format));
 }
 
-SeedNet trainingModel(const TrainingConfig &config, const torch::Device &device, double blockDropout,
-    double denseDropout)
+TrainableModel trainingModel(
+    const TrainingConfig &config, const torch::Device &device, double blockDropout, double denseDropout)
 {
-    SeedNet net(blockDropout, denseDropout);
+    TrainableModel net = buildModel(config.model, blockDropout, denseDropout);
     if (device.is_cuda())
         net->to(device);
-    toMemoryFormat(net, memoryFormatOf(config));
+    toMemoryFormat(*net, memoryFormatOf(config));
     net->train();
     return net;
 }

@@ -4,8 +4,8 @@
 #pragma once
 
 #include "data_parallel.h"
+#include "model_zoo.h"
 #include "seed_model.h"
-#include "seed_model_impl.h"
 #include "torch_compat.h"
 #include "training.h"
 
@@ -35,7 +35,7 @@ void dropGradients(torch::optim::Optimizer &optimizer);
 std::unique_ptr<DataParallel> connectRanks(const TrainingConfig &config);
 
 // The 4-d parameters in `format` (channels-last), when it is not the default.
-void toMemoryFormat(SeedNet &net, at::MemoryFormat format);
+void toMemoryFormat(torch::nn::Module &net, at::MemoryFormat format);
 
 // --channels-last as a memory format for parameters and inputs.
 inline at::MemoryFormat memoryFormatOf(const TrainingConfig &config)
@@ -43,11 +43,11 @@ inline at::MemoryFormat memoryFormatOf(const TrainingConfig &config)
     return config.channelsLast ? at::MemoryFormat::ChannelsLast : at::MemoryFormat::Contiguous;
 }
 
-// The seed CNN with these dropout rates, on `device`, in the config's memory format, in
-// training mode. Weights are drawn on the CPU, so a seed gives the same initial model on
-// every device.
-SeedNet trainingModel(const TrainingConfig &config, const torch::Device &device, double blockDropout,
-    double denseDropout);
+// The config's model (config.model) with these dropout rates, on `device`, in the config's
+// memory format, in training mode. Weights are drawn on the CPU, so a seed gives the same
+// initial model on every device.
+TrainableModel trainingModel(
+    const TrainingConfig &config, const torch::Device &device, double blockDropout, double denseDropout);
 
 // The BLAS library libtorch's linear layers end up in (OpenBLAS, or the slow reference).
 std::string blasInUse();

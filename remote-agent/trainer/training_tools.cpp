@@ -8,8 +8,8 @@
 #include "device.h"
 #include "event_writer.h"
 #include "fused_ops.h"
+#include "model_zoo.h"
 #include "seed_model.h"
-#include "seed_model_impl.h"
 #include "training_support.h"
 
 #include <algorithm>
@@ -42,7 +42,7 @@ int runGradientCheck(const TrainingConfig &config, EventWriter &events)
     const auto y
         = torch::from_blob(images->labels.data(), { total }, torch::kUInt8).to(torch::kLong).to(device);
 
-    SeedNet net;
+    TrainableModel net = buildModel(config.model, kDefaultBlockDropout, kDefaultDenseDropout);
     if (device.is_cuda())
         net->to(device);
     net->eval(); // no dropout, BatchNorm on running statistics: per-image loss terms
@@ -50,7 +50,7 @@ int runGradientCheck(const TrainingConfig &config, EventWriter &events)
     if (parallel)
         parallel->attach(*net);
     // The reference replica: rank 0's weights, the whole batch, no communication.
-    SeedNet reference;
+    TrainableModel reference = buildModel(config.model, kDefaultBlockDropout, kDefaultDenseDropout);
     if (device.is_cuda())
         reference->to(device);
     reference->eval();
@@ -70,13 +70,13 @@ int runGradientCheck(const TrainingConfig &config, EventWriter &events)
     if (parallel)
         parallel->beforeForward();
     const auto loss
-        = torch::nn::functional::cross_entropy(net->forward(x.slice(0, begin, begin + config.batchSize)),
+        = torch::nn::functional::cross_entropy(net.forward(x.slice(0, begin, begin + config.batchSize)),
             y.slice(0, begin, begin + config.batchSize));
     if (parallel)
         parallel->beforeBackward();
     loss.backward();
     if (config.rank == 0) {
-        torch::nn::functional::cross_entropy(reference->forward(x), y).backward();
+        torch::nn::functional::cross_entropy(reference.forward(x), y).backward();
         double maxDiff = 0, maxGrad = 0;
         const auto averaged = net->parameters();
         const auto whole = reference->parameters();
@@ -103,7 +103,7 @@ int runBench(const TrainingConfig &config, int warmupSteps, int steps, EventWrit
     torch::manual_seed(config.seed);
     const torch::Device device = torchDevice(config.device);
     // The seed CNN's own dropout: throughput, not a run's configuration.
-    SeedNet net = trainingModel(config, device, kDefaultBlockDropout, kDefaultDenseDropout);
+    TrainableModel net = trainingModel(config, device, kDefaultBlockDropout, kDefaultDenseDropout);
     const auto memoryFormat = memoryFormatOf(config);
     std::unique_ptr<DataParallel> parallel = connectRanks(config);
     if (parallel)
@@ -137,7 +137,7 @@ int runBench(const TrainingConfig &config, int warmupSteps, int steps, EventWrit
         torch::Tensor loss;
         {
             AutocastScope autocast(bf16, device);
-            loss = torch::nn::functional::cross_entropy(net->forward(x).to(torch::kFloat), y);
+            loss = torch::nn::functional::cross_entropy(net.forward(x).to(torch::kFloat), y);
         }
         const auto forwardEnd = Clock::now();
         if (parallel)
@@ -225,7 +225,7 @@ int runLrFind(const TrainingConfig &config, const LrFindOptions &options, EventW
         return fail("the training split is empty");
     const Normalization normalization = normalizationFor(config, *train);
     const torch::Device device = torchDevice(config.device);
-    SeedNet net(config.blockDropout, config.denseDropout);
+    TrainableModel net = buildModel(config.model, config.blockDropout, config.denseDropout);
     if (device.is_cuda())
         net->to(device);
     net->train();
@@ -251,7 +251,7 @@ int runLrFind(const TrainingConfig &config, const LrFindOptions &options, EventW
             torch::Tensor loss;
             {
                 AutocastScope autocast(bf16, device);
-                const auto out = net->forward(batch.images.to(device));
+                const auto out = net.forward(batch.images.to(device));
                 loss = torch::nn::functional::cross_entropy(out.to(torch::kFloat), batch.labels.to(device),
                     torch::nn::functional::CrossEntropyFuncOptions().label_smoothing(config.labelSmoothing));
             }

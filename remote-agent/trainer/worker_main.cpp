@@ -43,6 +43,8 @@ Commands:
 
 train options:
   --data-dir DIR        folder with data_batch_1..5.bin and test_batch.bin (required)
+  --model NAME          seed-cnn (default), resnet18 or mobilenet_v2 (their CIFAR forms;
+                        also for bench, lr-find and gradient-check)
   --batch-size N        images per step on this worker (default 64)
   --epochs N            passes over the training split (default 1)
   --lr X                learning rate (default 0.02; see docs/results.md, "The default recipe")

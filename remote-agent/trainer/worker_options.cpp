@@ -1,5 +1,6 @@
 #include "worker_options.h"
 
+#include "model_names.h"
 #include "worker_channel.h"
 
 #include <set>
@@ -18,7 +19,7 @@ const std::set<int> &optionsOf(const std::string &command)
         Launch::kChannelsLastFieldNumber, Launch::kThreadsFieldNumber, Launch::kRankFieldNumber,
         Launch::kWorldSizeFieldNumber, Launch::kRendezvousFieldNumber, Launch::kBindAddressFieldNumber,
         Launch::kIfaceFieldNumber, Launch::kBucketMbFieldNumber, Launch::kCollectiveTimeoutSFieldNumber,
-        Launch::kEventFdFieldNumber };
+        Launch::kEventFdFieldNumber, Launch::kModelFieldNumber };
     const auto with = [&](std::initializer_list<int> more) {
         std::set<int> all = common;
         all.insert(more);
@@ -96,6 +97,12 @@ common::Result<WorkerOptions> parseWorkerOptions(const std::vector<std::string> 
             return common::Status::failure(worker::optionName(field->name())
                 + " expects three comma-separated numbers (red,green,blue), got " + std::to_string(n));
         }
+    if (l.has_model() && !isModelName(l.model())) {
+        std::string known;
+        for (const auto name : kModelNames)
+            known += (known.empty() ? "" : ", ") + std::string(name);
+        return common::Status::failure("--model must be one of " + known + " (got '" + l.model() + "')");
+    }
     if (l.has_warmup_epochs() && !(l.warmup_epochs() >= 0)) {
         return common::Status::failure("--warmup-epochs must be 0 (no warm-up) or more");
     }
@@ -107,6 +114,8 @@ common::Result<WorkerOptions> parseWorkerOptions(const std::vector<std::string> 
         c.dataDir = "(synthetic)";
     if (l.has_data_dir())
         c.dataDir = l.data_dir();
+    if (l.has_model())
+        c.model = l.model();
     if (l.has_batch_size())
         c.batchSize = l.batch_size();
     if (l.has_epochs())

@@ -1,0 +1,47 @@
+// The models a run can train, built with libtorch's C++ modules. Only trainer sources
+// include this header (it includes libtorch); model_names.h is the torch-free list.
+//
+//   seed-cnn      the seed CNN (seed_model_impl.h), the default; its numerics unchanged
+//   resnet18      ResNet-18 in its usual CIFAR form: a 3x3 stride-1 stem and no max-pool
+//                 (He et al. 2016; torchvision's resnet18 with conv1 3x3/1 and maxpool removed),
+//                 11.2 M parameters
+//   mobilenet_v2  MobileNetV2 in its usual CIFAR form: torchvision's layers with stride 1 in
+//                 the stem and in the second stage (ImageNet's strides would leave a 1x1 map
+//                 of a 32x32 image), 2.2 M parameters (Sandler et al. 2018)
+#pragma once
+
+#include "model_names.h"
+
+#include <torch/torch.h>
+
+#include <memory>
+#include <string>
+
+namespace scalelab::trainer {
+
+// A model whatever its type: its module (parameters, buffers, train/eval, to()) and its
+// forward pass, [N, 3, 32, 32] float to [N, 10] logits.
+class TrainableModel {
+public:
+    TrainableModel() = default;
+    template <typename Holder>
+    explicit TrainableModel(Holder holder)
+        : m_forward(holder)
+        , m_module(holder.ptr())
+    { }
+
+    torch::nn::Module *operator->() const { return m_module.get(); }
+    torch::nn::Module &operator*() const { return *m_module; }
+    torch::Tensor forward(const torch::Tensor &x) { return m_forward.forward(x); }
+
+private:
+    torch::nn::AnyModule m_forward;
+    std::shared_ptr<torch::nn::Module> m_module;
+};
+
+// A new model of that name (one of modelNames()), its weights drawn from torch's generator
+// (torch::manual_seed first for reproducible weights). The dropouts are the seed CNN's
+// (ResNet-18 has none; MobileNetV2 keeps its own 0.2 before the classifier).
+TrainableModel buildModel(const std::string &name, double blockDropout, double denseDropout);
+
+} // namespace scalelab::trainer
