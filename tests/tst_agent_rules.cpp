@@ -296,6 +296,30 @@ private Q_SLOTS:
                 QStringLiteral("spec.dense_dropout: must be a number in [0, 1) (got NaN)"),
                 QStringLiteral("spec.stop_after_epochs: must be 0 (train every epoch) or between 1 and the run's 3 "
                                "epochs (got 4)") }));
+        // The model: a built-in's name, or empty for the default.
+        {
+            v1::RunSpec withModel;
+            withModel.set_batch_size(32);
+            withModel.set_epochs(3);
+            for (const char *model : { "", "seed-cnn", "resnet18", "mobilenet_v2" }) {
+                withModel.set_model(model);
+                QCOMPARE(problems(withModel, agent), QStringList());
+            }
+            withModel.set_model("resnet50");
+            QCOMPARE(problems(withModel, agent),
+                QStringList { QStringLiteral(
+                    "spec.model: must be one of seed-cnn, resnet18, mobilenet_v2 (got 'resnet50')") });
+            // The agent hands it to the worker as --model.
+            agent::RunLaunch launch;
+            launch.request.set_world_size(1);
+            *launch.request.mutable_spec() = withModel;
+            launch.request.mutable_spec()->set_model("resnet18");
+            const v1::WorkerLaunch worker = agent::workerLaunch(launch, 0);
+            QCOMPARE(worker.model(), std::string("resnet18"));
+            const auto command = agent::workerCommand(launch, worker);
+            const auto at = std::find(command.begin(), command.end(), std::string("--model"));
+            QVERIFY(at != command.end() && at + 1 != command.end() && *(at + 1) == "resnet18");
+        }
         spec.set_block_dropout(-0.125);
         spec.set_dense_dropout(HUGE_VAL);
         spec.set_stop_after_epochs(-1);

@@ -205,6 +205,37 @@ private Q_SLOTS:
         QVERIFY(test::processesMentioning(m_fixture.path(QStringLiteral("state-dp"))).isEmpty());
     }
 
+    // The model chosen on the command line is the one the ranks train (issue 36): ResNet-18
+    // over two workers, its parameters counted by the worker and its name in the recipe.
+    void modelChosenOnTheCommandLineIsTrained()
+    {
+        const auto r = runCli({ QStringLiteral("run"), QStringLiteral("--data-dir"), m_fixture.dataDir(),
+            QStringLiteral("--state-dir"), m_fixture.path(QStringLiteral("state-model")),
+            QStringLiteral("--synthetic"), QStringLiteral("--dataset"), QStringLiteral("synthetic-64"),
+            QStringLiteral("--synthetic-train"), QStringLiteral("64"), QStringLiteral("--synthetic-test"),
+            QStringLiteral("32"), QStringLiteral("--workers"), QStringLiteral("2"),
+            QStringLiteral("--batch-size"), QStringLiteral("16"), QStringLiteral("--model"),
+            QStringLiteral("resnet18"), QStringLiteral("--run-id"), QStringLiteral("model-1"),
+            QStringLiteral("--json") });
+        QVERIFY2(r.exitCode == 0, qPrintable(r.err + r.out));
+        QJsonObject started;
+        QString lastState;
+        for (const QString &line : r.out.split(QLatin1Char('\n'), Qt::SkipEmptyParts)) {
+            const auto o = QJsonDocument::fromJson(line.toUtf8()).object();
+            if (o.contains(QStringLiteral("started")))
+                started = o.value(QStringLiteral("started")).toObject();
+            if (o.contains(QStringLiteral("state")))
+                lastState
+                    = o.value(QStringLiteral("state")).toObject().value(QStringLiteral("state")).toString();
+        }
+        QCOMPARE(started.value(QStringLiteral("parameters")).toVariant().toLongLong(), 11'173'962LL);
+        QCOMPARE(
+            started.value(QStringLiteral("effective")).toObject().value(QStringLiteral("model")).toString(),
+            QStringLiteral("resnet18"));
+        QCOMPARE(started.value(QStringLiteral("worldSize")).toInt(), 2);
+        QCOMPARE(lastState, QStringLiteral("SUCCEEDED"));
+    }
+
     void badInputIsRefused_data()
     {
         QTest::addColumn<QStringList>("args");
@@ -233,6 +264,10 @@ private Q_SLOTS:
         } << 2 << "data directory '/nonexistent/scalelab-data' does not exist";
         QTest::newRow("unknown command")
             << QStringList { QStringLiteral("fly") } << 2 << "unknown command 'fly'";
+        QTest::newRow("unknown model")
+            << (QStringList { QStringLiteral("run"), QStringLiteral("--model"), QStringLiteral("resnet50") }
+                   + agentNowhere)
+            << 2 << "model: must be one of seed-cnn, resnet18, mobilenet_v2 (got 'resnet50')";
     }
     void badInputIsRefused()
     {

@@ -342,6 +342,8 @@ int runCommand(QStringList arguments)
             QStringLiteral("0") },
         { QStringLiteral("threads"), QStringLiteral("Threads per worker (0 = automatic)."),
             QStringLiteral("n"), QStringLiteral("0") },
+        { QStringLiteral("model"), QStringLiteral("Model to train: seed-cnn, resnet18 or mobilenet_v2."),
+            QStringLiteral("name"), QStringLiteral("seed-cnn") },
         { QStringLiteral("seed"), QStringLiteral("Seed for weights and shuffling."), QStringLiteral("n"),
             QStringLiteral("1") },
         { QStringLiteral("max-train-images"), QStringLiteral("Use only the first N training images."),
@@ -380,6 +382,7 @@ int runCommand(QStringList arguments)
     integer("seed", &request.seed);
     integer("max-train-images", &request.maxTrainImages);
     integer("max-test-images", &request.maxTestImages);
+    request.model = parser.value(QStringLiteral("model"));
     int syntheticTrain = 0, syntheticTest = 0;
     integer("synthetic-train", &syntheticTrain);
     integer("synthetic-test", &syntheticTest);

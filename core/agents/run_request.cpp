@@ -39,8 +39,13 @@ CheckStatus RunRequest::check() const
         if (const rules::SpecStatus spec
             = rules::checkRunSpec(toStartWorkers(QStringLiteral("check")).spec(), { "", false, false });
             !spec)
-            for (const auto &problem : spec.error())
-                p << QString::fromStdString(problem.text()).replace(u'_', u' ');
+            for (const auto &problem : spec.error()) {
+                // The field's name in words ("batch size: ..."); the rest as said (a value
+                // such as "mobilenet_v2" keeps its underscore).
+                QString text = QString::fromStdString(problem.text());
+                const qsizetype colon = text.indexOf(QLatin1Char(':'));
+                p << (colon < 0 ? text : text.left(colon).replace(u'_', u' ') + text.mid(colon));
+            }
     return p.isEmpty() ? CheckStatus::success() : CheckStatus::failure(p);
 }
 
@@ -63,6 +68,7 @@ v1::StartWorkersRequest RunRequest::toStartWorkers(const QString &runId) const
     spec->set_max_train_images(maxTrainImages);
     spec->set_max_test_images(maxTestImages);
     spec->set_precision(v1::FP32);
+    spec->set_model(model.toStdString());
     return r;
 }
 

@@ -22,6 +22,7 @@ struct RunRequest {
     quint64 seed = 1;
     qint64 maxTrainImages = 0; // 0 = whole split
     qint64 maxTestImages = 0;
+    QString model; // empty: the worker's default (seed-cnn)
 
     // Success when the request is valid, else every problem, one sentence each, naming
     // the field ("batch size: must be between 1 and 65536 (got 70000)").

@@ -1,5 +1,7 @@
 #include "spec_rules.h"
 
+#include "worker_contract.h"
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -119,6 +121,8 @@ SpecStatus checkRunSpec(const v1::RunSpec &s, const SpecContext &context)
         c.add("checkpoint_every_epochs",
             "must be 0 (every epoch) or up to " + std::to_string(kMaxEpochs) + " (got "
                 + std::to_string(s.checkpoint_every_epochs()) + ")");
+    if (!s.model().empty() && !worker::isModelName(s.model()))
+        c.add("model", "must be one of " + worker::modelNamesText() + " (got '" + s.model() + "')");
     if (s.max_train_images() < 0)
         c.add("max_train_images", "must be 0 (the whole split) or more");
     if (s.max_test_images() < 0)

@@ -15,7 +15,10 @@
 // Thread: any (constants only).
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <string>
+#include <string_view>
 
 namespace scalelab::worker {
 
@@ -38,6 +41,28 @@ inline constexpr int kExitNoSpace = 4;
 // leaves WorkerLaunch.base_batch unset), so RunSpec.learning_rate with lr_scaling "linear"
 // is the rate at this batch.
 inline constexpr int kLinearRuleBaseBatch = 64;
+
+// The models a worker builds in (remote-agent/trainer/model_zoo.h), by RunSpec.model and
+// --model; the first is the default.
+inline constexpr std::array<std::string_view, 3> kModelNames = { "seed-cnn", "resnet18", "mobilenet_v2" };
+inline constexpr std::string_view kDefaultModel = kModelNames[0];
+
+inline bool isModelName(std::string_view name)
+{
+    for (const auto known : kModelNames)
+        if (known == name)
+            return true;
+    return false;
+}
+
+// "seed-cnn, resnet18, mobilenet_v2", for messages.
+inline std::string modelNamesText()
+{
+    std::string text;
+    for (const auto name : kModelNames)
+        text += (text.empty() ? "" : ", ") + std::string(name);
+    return text;
+}
 
 // The learning rate for a global batch of `toBatch` images when `learningRate` suits one of
 // `fromBatch` (> 0), by the linear rule: learningRate x toBatch / fromBatch.

@@ -46,6 +46,8 @@ v1::WorkerLaunch workerLaunch(const RunLaunch &launch, int rank)
     w.set_augment(!spec.no_augment());
     w.set_channels_last(spec.channels_last());
     w.set_precision(spec.precision() == v1::BF16 ? "bf16" : "fp32");
+    if (!spec.model().empty())
+        w.set_model(spec.model());
     if (spec.max_train_images() > 0)
         w.set_max_train_images(spec.max_train_images());
     if (spec.max_test_images() > 0)

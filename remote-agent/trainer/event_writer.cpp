@@ -119,6 +119,7 @@ void EventWriter::started(const TrainingConfig &config, const StartedReport &rep
     // The recipe as run, every field that the worker decides set (the agent adds the
     // rest: data set name, GPUs, stall time).
     auto *e = s->mutable_effective();
+    e->set_model(config.model);
     e->set_batch_size(config.batchSize);
     e->set_epochs(config.epochs);
     e->set_learning_rate(config.learningRate);

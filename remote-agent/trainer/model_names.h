@@ -1,21 +1,13 @@
-// The built-in models by name, torch-free (the worker's options check them; model_zoo.h
-// builds them).
+// The built-in models by name, torch-free: the worker contract's list (worker_contract.h),
+// which the agent's rules check too; model_zoo.h builds them.
 #pragma once
 
-#include <array>
-#include <string_view>
+#include "worker_contract.h"
 
 namespace scalelab::trainer {
 
-inline constexpr std::string_view kDefaultModel = "seed-cnn";
-inline constexpr std::array<std::string_view, 3> kModelNames = { "seed-cnn", "resnet18", "mobilenet_v2" };
-
-inline bool isModelName(std::string_view name)
-{
-    for (const auto known : kModelNames)
-        if (known == name)
-            return true;
-    return false;
-}
+using worker::isModelName;
+using worker::kDefaultModel;
+using worker::kModelNames;
 
 } // namespace scalelab::trainer

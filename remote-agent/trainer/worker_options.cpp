@@ -97,12 +97,9 @@ common::Result<WorkerOptions> parseWorkerOptions(const std::vector<std::string> 
             return common::Status::failure(worker::optionName(field->name())
                 + " expects three comma-separated numbers (red,green,blue), got " + std::to_string(n));
         }
-    if (l.has_model() && !isModelName(l.model())) {
-        std::string known;
-        for (const auto name : kModelNames)
-            known += (known.empty() ? "" : ", ") + std::string(name);
-        return common::Status::failure("--model must be one of " + known + " (got '" + l.model() + "')");
-    }
+    if (l.has_model() && !isModelName(l.model()))
+        return common::Status::failure(
+            "--model must be one of " + worker::modelNamesText() + " (got '" + l.model() + "')");
     if (l.has_warmup_epochs() && !(l.warmup_epochs() >= 0)) {
         return common::Status::failure("--warmup-epochs must be 0 (no warm-up) or more");
     }
