@@ -327,6 +327,76 @@ private Q_SLOTS:
         QCOMPARE(noBaseline[3].maxFailures, 5);
     }
 
+    // A study compares models (issue 36): grid.model is an axis, every model has its own
+    // one-worker baseline, the key and the labels name the model, and each run's spec
+    // carries it. The default model keeps the keys and specs of before.
+    void modelsAreAnAxisWithABaselineEach()
+    {
+        v1::StudyPlan plan = validPlan(); // workers [2, 4]
+        plan.mutable_grid()->add_model("seed-cnn");
+        plan.mutable_grid()->add_model("resnet18");
+        VERIFY_OK(checkPlan(plan));
+        const auto runs = expandPlan(plan, QStringLiteral("st-m"));
+        QCOMPARE(runs.size(), 2 * (1 + 2));
+        QStringList keys;
+        QList<RunConfig> configs;
+        for (const auto &r : runs) {
+            keys << r.config.key();
+            configs << r.config;
+        }
+        QCOMPARE(keys,
+            (QStringList { QStringLiteral("baseline-w1-b64-e3-cpu-t0-fp32-lr_none"),
+                QStringLiteral("baseline-w1-b64-e3-cpu-t0-fp32-lr_none-resnet18"),
+                QStringLiteral("w2-b64-e3-cpu-t0-fp32-lr_none"),
+                QStringLiteral("w4-b64-e3-cpu-t0-fp32-lr_none"),
+                QStringLiteral("w2-b64-e3-cpu-t0-fp32-lr_none-resnet18"),
+                QStringLiteral("w4-b64-e3-cpu-t0-fp32-lr_none-resnet18") }));
+        QCOMPARE(distinguishingLabels(configs).at(1), QStringLiteral("baseline · 1 worker · resnet18"));
+        QCOMPARE(distinguishingLabels(configs).at(2), QStringLiteral("2 workers · seed-cnn"));
+        QCOMPARE(runSpecFor(plan, runs[0].config).model(), std::string()); // the default: as before
+        QCOMPARE(runSpecFor(plan, runs[5].config).model(), std::string("resnet18"));
+
+        // One model for the whole study: training.model; its name is in every label.
+        v1::StudyPlan one = validPlan();
+        one.mutable_training()->set_model("mobilenet_v2");
+        const auto oneRuns = expandPlan(one, QStringLiteral("st-o"));
+        QCOMPARE(oneRuns.size(), 3);
+        for (const auto &r : oneRuns) {
+            QCOMPARE(r.config.model, QStringLiteral("mobilenet_v2"));
+            QCOMPARE(runSpecFor(one, r.config).model(), std::string("mobilenet_v2"));
+        }
+        QCOMPARE(distinguishingLabels({ oneRuns[1].config }).first(),
+            QStringLiteral("2 workers · b64 · mobilenet_v2"));
+
+        // baseline.model: one model's baseline only, and it must be one the grid trains.
+        plan.mutable_baseline()->set_model("resnet18");
+        VERIFY_OK(checkPlan(plan));
+        const auto oneBaseline = expandPlan(plan, QStringLiteral("st-b"));
+        QCOMPARE(oneBaseline.size(), 5);
+        QCOMPARE(oneBaseline[0].config.model, QStringLiteral("resnet18"));
+        QVERIFY(!oneBaseline[1].config.baseline);
+        plan.mutable_baseline()->set_model("mobilenet_v2");
+        plan.mutable_grid()->add_model("resnet50");
+        const auto refused = checkPlan(plan);
+        QVERIFY(!refused);
+        QVERIFY2(refused.error().contains(QStringLiteral(
+                     "grid.model[2]: must be one of seed-cnn, resnet18, mobilenet_v2 (got \"resnet50\")")),
+            qPrintable(refused.error().join(QLatin1Char('\n'))));
+        QVERIFY2(
+            refused.error()
+                .join(QLatin1Char('\n'))
+                .contains(QStringLiteral("baseline.model: \"mobilenet_v2\" is not a model the grid trains")),
+            qPrintable(refused.error().join(QLatin1Char('\n'))));
+
+        // The journal keeps the model; a journal from before models reads as the default.
+        RunConfig resnet = runs[5].config;
+        QCOMPARE(configFromJson(configToJson(resnet)), resnet);
+        QJsonObject old = configToJson(runs[2].config);
+        old.remove(QStringLiteral("model"));
+        QCOMPARE(configFromJson(old).model, QStringLiteral("seed-cnn"));
+        QCOMPARE(configFromJson(old).key(), runs[2].config.key());
+    }
+
     void runSpecCarriesTheConfiguration()
     {
         v1::StudyPlan plan = validPlan();

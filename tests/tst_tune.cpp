@@ -135,6 +135,21 @@ private Q_SLOTS:
         QCOMPARE(tuneSettings(plan).trialEpochs, 1);
     }
 
+    // ASHA over a model axis (issue 36): a trial's model is its configuration's, and its spec's.
+    void modelIsAChoiceOfTheSpace()
+    {
+        const v1::StudyPlan plan = planFrom(R"({"name":"m","dataset":"syn","tune":{"searcher":"grid",
+            "space":{"model":{"kind":"choice","values":["seed-cnn","mobilenet_v2"]}},
+            "scheduler":{"kind":"asha","maxEpochs":3}}})");
+        VERIFY_OK(checkPlan(plan));
+        const QList<PlannedRun> trials = trialsOf(plan);
+        QCOMPARE(trials.size(), 2);
+        QCOMPARE(trials[0].config.model, QStringLiteral("seed-cnn"));
+        QCOMPARE(trials[1].config.model, QStringLiteral("mobilenet_v2"));
+        QCOMPARE(runSpecFor(plan, trials[1], std::nullopt).model(), std::string("mobilenet_v2"));
+        QCOMPARE(paramsText(trials[1].params), QStringLiteral("model mobilenet_v2"));
+    }
+
     void quantizedKindsRoundInTheirSpace()
     {
         const v1::StudyPlan plan = planFrom(R"({"name":"q","dataset":"syn","tune":{"samples":400,
@@ -181,8 +196,15 @@ private Q_SLOTS:
                                       << "tune.space.batchSize.values: list the values to choose from";
         QTest::newRow("choice twice") << QByteArray(R"({"space":{"batchSize":{"kind":"choice","values":[32,32]}}})")
                                       << "tune.space.batchSize.values[1]: 32 is listed twice";
-        QTest::newRow("precision word") << QByteArray(R"({"space":{"precision":{"kind":"choice","values":["fp16"]}}})")
-                                        << "tune.space.precision.values[0]: must be \"fp32\" or \"bf16\"";
+        QTest::newRow("precision word")
+            << QByteArray(R"({"space":{"precision":{"kind":"choice","values":["fp16"]}}})")
+            << "tune.space.precision.values[0]: must be one of \"fp32\", \"bf16\"";
+        QTest::newRow("model word")
+            << QByteArray(R"({"space":{"model":{"kind":"choice","values":["resnet18","vgg16"]}}})")
+            << "tune.space.model.values[1]: must be one of \"seed-cnn\", \"resnet18\", \"mobilenet_v2\"";
+        QTest::newRow("model range") << QByteArray(
+            R"({"space":{"model":{"kind":"uniform","low":0,"high":1}}})")
+                                     << "tune.space.model.kind: model is a word; use \"choice\"";
         QTest::newRow("not an object") << QByteArray(R"({"space":{"momentum":3}})")
                                        << "tune.space.momentum: must be an object";
         QTest::newRow("misspelt field") << QByteArray(R"({"space":{"momentum":{"kind":"uniform","lo":0,"high":1}}})")

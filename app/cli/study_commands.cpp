@@ -21,6 +21,7 @@
 #include <QFileInfo>
 #include <QJsonArray>
 #include <QJsonDocument>
+#include <QSet>
 #include <QStandardPaths>
 
 #include <csignal>
@@ -295,9 +296,19 @@ void printStudy(const StudySnapshot &s)
     out() << "study " << s.studyId << " (" << s.name << "): " << s.state << ", data set " << s.dataset
           << (s.synthetic ? QStringLiteral(" [SYNTHETIC DATA]") : QString()) << "\n";
     const StudyResults results = computeStudyResults(s);
-    out() << QStringLiteral("  %1 %2 %3 %4 %5 %6 %7 %8 %9 %10\n")
+    // The model column, when a run trains another than the default.
+    QSet<QString> models;
+    for (const RunResult &r : s.runs)
+        models.insert(r.config.model);
+    const bool modelColumn
+        = models.size() > 1 || (models.size() == 1 && *models.cbegin() != QLatin1String(kDefaultModelName));
+    const auto modelCell = [&](const QString &model) {
+        return modelColumn ? QStringLiteral(" %1").arg(model, -12) : QString();
+    };
+    out() << QStringLiteral("  %1 %2%3 %4 %5 %6 %7 %8 %9 %10 %11\n")
                  .arg(QStringLiteral("run"), -28)
                  .arg(QStringLiteral("state"), -10)
+                 .arg(modelCell(QStringLiteral("model")))
                  .arg(QStringLiteral("workers"), 7)
                  .arg(QStringLiteral("batch"), 5)
                  .arg(QStringLiteral("epochs"), 6)
@@ -314,9 +325,10 @@ void printStudy(const StudySnapshot &s)
         const QString mark
             = outcome.byThroughputShown() && speedup.available() ? QStringLiteral("t") : QString();
         anyByThroughput = anyByThroughput || !mark.isEmpty();
-        out() << QStringLiteral("  %1 %2 %3 %4 %5 %6 %7 %8 %9 %10")
+        out() << QStringLiteral("  %1 %2%3 %4 %5 %6 %7 %8 %9 %10 %11")
                      .arg(r.runId + (r.config.baseline ? QStringLiteral("*") : QString()), -28)
                      .arg(r.state, -10)
+                     .arg(modelCell(r.config.model))
                      .arg(r.config.workers, 7)
                      .arg(r.config.batchSize, 5)
                      .arg(r.config.epochs, 6)
@@ -343,6 +355,8 @@ void printStudy(const StudySnapshot &s)
     }
     out() << "  * baseline; speedup = baseline wall-clock / run wall-clock (from the first start of training "
              "to the end: retries, their detection and restarts included); efficiency = speedup / workers\n";
+    if (models.size() > 1)
+        out() << "  each run is compared with the baseline of its own model\n";
     if (anyByThroughput)
         out() << "  t: by images/s (run / baseline): the run trains other epochs than the baseline, so their "
                  "wall-clocks do not compare\n";

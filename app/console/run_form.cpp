@@ -1,5 +1,7 @@
 #include "run_form.h"
 
+#include "worker_contract.h"
+
 #include <QAbstractItemView>
 #include <QComboBox>
 #include <QDoubleSpinBox>
@@ -42,6 +44,12 @@ RunForm::RunForm(const ConsoleOptions &options, QWidget *parent)
     m_datasetCombo->setMinimumContentsLength(24);
     // A choice made answers the form's complaint about it.
     connect(m_datasetCombo, &QComboBox::currentIndexChanged, this, [this] { m_formError->hide(); });
+    m_modelCombo = new QComboBox;
+    m_modelCombo->setObjectName(QStringLiteral("modelCombo"));
+    for (const auto name : worker::kModelNames)
+        m_modelCombo->addItem(QString::fromLatin1(name.data(), qsizetype(name.size())));
+    m_modelCombo->setToolTip(tr("seed-cnn: the seed CNN (3.25 M parameters); resnet18: ResNet-18, CIFAR form "
+                                "(11.2 M); mobilenet_v2: MobileNetV2, CIFAR form (2.2 M)"));
     m_workersSpin = new QSpinBox;
     m_workersSpin->setObjectName(QStringLiteral("workersSpin"));
     m_workersSpin->setRange(0, 256); // 0 is refused with a message
@@ -68,6 +76,7 @@ RunForm::RunForm(const ConsoleOptions &options, QWidget *parent)
     auto *form = new QFormLayout;
     form->addRow(tr("Data set"), m_datasetCombo);
     form->addRow(QString(), m_syntheticButton);
+    form->addRow(tr("Model"), m_modelCombo);
     form->addRow(tr("Workers"), m_workersSpin);
     form->addRow(tr("Batch size / worker"), m_batchSpin);
     form->addRow(tr("Epochs"), m_epochsSpin);
@@ -104,6 +113,8 @@ core::RunRequest RunForm::request() const
     request.epochs = m_epochsSpin->value();
     request.learningRate = m_lrSpin->value();
     request.threadsPerWorker = m_threadsSpin->value();
+    if (m_modelCombo->currentIndex() > 0) // the first is the default: left out of the spec
+        request.model = m_modelCombo->currentText();
     return request;
 }
 
@@ -166,6 +177,7 @@ void RunForm::save(QSettings &settings) const
     settings.setValue(QStringLiteral("run/epochs"), m_epochsSpin->value());
     settings.setValue(QStringLiteral("run/learningRate"), m_lrSpin->value());
     settings.setValue(QStringLiteral("run/threads"), m_threadsSpin->value());
+    settings.setValue(QStringLiteral("run/model"), m_modelCombo->currentText());
 }
 
 void RunForm::restore(const QSettings &settings)
@@ -180,6 +192,9 @@ void RunForm::restore(const QSettings &settings)
     restoreSpin("run/epochs", m_epochsSpin, m_givenEpochs);
     restoreSpin("run/threads", m_threadsSpin, 0);
     m_lrSpin->setValue(settings.value(QStringLiteral("run/learningRate"), m_lrSpin->value()).toDouble());
+    if (const int model = m_modelCombo->findText(settings.value(QStringLiteral("run/model")).toString());
+        model >= 0)
+        m_modelCombo->setCurrentIndex(model);
     if (m_dataset.isEmpty())
         m_dataset = settings.value(QStringLiteral("run/dataset")).toString();
 }

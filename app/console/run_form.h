@@ -1,5 +1,5 @@
 // The Run tab's form for one run: data set (with "New synthetic set" to generate one on
-// the agent), workers, batch size per worker, epochs, learning rate and threads per
+// the agent), model, workers, batch size per worker, epochs, learning rate and threads per
 // worker, an inline complaint, and Launch / Stop.
 //
 //   const core::RunRequest request = form->request(); // as the fields say, not validated
@@ -65,6 +65,7 @@ private:
 
     QComboBox *m_datasetCombo = nullptr;
     QPushButton *m_syntheticButton = nullptr;
+    QComboBox *m_modelCombo = nullptr; // the worker contract's models
     QSpinBox *m_workersSpin = nullptr;
     QSpinBox *m_batchSpin = nullptr;
     QSpinBox *m_epochsSpin = nullptr;

@@ -25,11 +25,13 @@ using core::RunConfig;
 // form one scaling line.
 QString scalingGroup(const RunConfig &c)
 {
-    return QStringLiteral("b%1 e%2 %3 %4")
-        .arg(c.batchSize)
-        .arg(c.epochs)
-        .arg(c.gpusPerWorker > 0 ? QStringLiteral("%1 GPU").arg(c.gpusPerWorker) : QStringLiteral("CPU"),
-            c.precision);
+    const QString group = QStringLiteral("b%1 e%2 %3 %4")
+                              .arg(c.batchSize)
+                              .arg(c.epochs)
+                              .arg(c.gpusPerWorker > 0 ? QStringLiteral("%1 GPU").arg(c.gpusPerWorker)
+                                                       : QStringLiteral("CPU"),
+                                  c.precision);
+    return c.defaultModel() ? group : group + QLatin1Char(' ') + c.model;
 }
 
 struct ScalingPoint {
@@ -305,7 +307,6 @@ void StudyCharts::feedAttempt(
 // baseline at (1, 1×, 100%) so every line starts from it.
 void StudyCharts::drawScaling(const core::StudyResults &results)
 {
-    const ConfigResult *baseline = results.baseline();
     std::map<QString, std::vector<ScalingPoint>> speedups, efficiencies;
     int fewest = std::numeric_limits<int>::max(), most = 0; // succeeded runs behind a point
     for (const ConfigResult &c : results.configs) {
@@ -313,14 +314,15 @@ void StudyCharts::drawScaling(const core::StudyResults &results)
             fewest = std::min(fewest, c.succeeded);
             most = std::max(most, c.succeeded);
         }
-        if (&c == baseline || !c.byWallClock.available())
+        const ConfigResult *reference = results.baselineFor(c.config); // of the same model
+        if (c.config.baseline || !c.byWallClock.available())
             continue;
         const QString group = scalingGroup(c.config);
         speedups[group].push_back({ c.config.workers, c.byWallClock.speedup, c.byTimeToAccuracy.speedup,
-            baseline ? wallClockSpread(c, *baseline, 1.0) : std::nullopt });
-        efficiencies[group].push_back({ c.config.workers, c.byWallClock.efficiency * 100,
-            c.byTimeToAccuracy.efficiency * 100,
-            baseline ? wallClockSpread(c, *baseline, 100.0 / c.config.workers) : std::nullopt });
+            reference ? wallClockSpread(c, *reference, 1.0) : std::nullopt });
+        efficiencies[group].push_back(
+            { c.config.workers, c.byWallClock.efficiency * 100, c.byTimeToAccuracy.efficiency * 100,
+                reference ? wallClockSpread(c, *reference, 100.0 / c.config.workers) : std::nullopt });
     }
     QString drawn;
     for (const auto &[group, points] : speedups)
@@ -348,6 +350,7 @@ void StudyCharts::drawScaling(const core::StudyResults &results)
         return;
     m_scalingDrawn = drawn;
 
+    const ConfigResult *baseline = results.baseline(); // every baseline is one worker at 1×, 100 %
     const bool oneGroup = speedups.size() == 1;
     const auto draw = [&](MetricChart *chart, std::map<QString, std::vector<ScalingPoint>> &groups,
                           double atBaseline) {

@@ -117,6 +117,16 @@ StudyDesigner::StudyDesigner(QWidget *parent)
            "both: a run of each")
             .arg(worker::kLinearRuleBaseBatch));
     m_lrRule->setObjectName(QStringLiteral("lrRule"));
+    QStringList models;
+    for (const auto name : worker::kModelNames)
+        models << QString::fromLatin1(name.data(), qsizetype(name.size()));
+    m_model = choice(tr("Model"), models + QStringList { models.join(QLatin1String(", ")) },
+        tr("The model every run trains: the seed CNN (%1), ResNet-18 or MobileNetV2 (their CIFAR forms). "
+           "Several, comma-separated: the study compares them, each with its own one-worker baseline.")
+            .arg(QString::fromLatin1(worker::kDefaultModel.data(), qsizetype(worker::kDefaultModel.size()))));
+    m_model->setEditable(true);
+    m_model->setObjectName(QStringLiteral("model"));
+    connect(m_model, &QComboBox::editTextChanged, this, &StudyDesigner::changed);
     // The learning rate: empty = the default recipe, a number, or "auto" (the range test
     // runs first). "Find…" runs the test now and shows its curve.
     m_lr = new QLineEdit;
@@ -188,6 +198,7 @@ StudyDesigner::StudyDesigner(QWidget *parent)
         { QStringLiteral("grid.threadsPerWorker"), tr("Threads per worker"), m_threads },
         { QStringLiteral("grid.precision"), tr("Precision"), m_precision },
         { QStringLiteral("grid.lrRule"), tr("LR rule"), m_lrRule },
+        { QStringLiteral("grid.model"), tr("Model"), m_model },
         { QStringLiteral("training.learningRate"), tr("Learning rate"), m_lr },
         { QStringLiteral("training.maxTrainImages"), tr("Train images"), m_maxTrain },
         { QStringLiteral("repeats"), tr("Repeats"), m_repeats },
@@ -314,6 +325,17 @@ v1::StudyPlan StudyDesigner::planFromForm(QStringList *problems) const
         g->add_precision(w.trimmed().toStdString());
     for (const QString &w : m_lrRule->currentText().split(QLatin1Char(','), Qt::SkipEmptyParts))
         g->add_lr_rule(w.trimmed().toStdString());
+    // One model: training.model (a tune's trials train it too); several: the grid's axis.
+    plan.mutable_training()->clear_model();
+    if (QStringList chosen = m_model->currentText().split(QLatin1Char(','), Qt::SkipEmptyParts);
+        chosen.size() == 1) {
+        if (const QString model = chosen.first().trimmed();
+            model != QLatin1String(worker::kDefaultModel.data(), qsizetype(worker::kDefaultModel.size())))
+            plan.mutable_training()->set_model(model.toStdString());
+    } else {
+        for (const QString &w : chosen)
+            g->add_model(w.trimmed().toStdString());
+    }
     plan.set_repeats(tune ? 0 : m_repeats->value());
     if (!tune && m_repeatSeeds->currentData().toString() == QLatin1String("vary"))
         plan.set_repeat_seeds("vary"); // "same" is the default: left out of the plan file
@@ -401,6 +423,13 @@ void StudyDesigner::setForm(const v1::StudyPlan &plan)
     for (const auto &w : g.lr_rule())
         words << QString::fromStdString(w);
     choose(m_lrRule, words, QStringLiteral("none"));
+    words.clear();
+    for (const auto &w : g.model())
+        words << QString::fromStdString(w);
+    if (words.isEmpty() && !plan.training().model().empty())
+        words << QString::fromStdString(plan.training().model());
+    choose(m_model, words,
+        QString::fromLatin1(worker::kDefaultModel.data(), qsizetype(worker::kDefaultModel.size())));
     m_repeats->setValue(std::max(1, plan.repeats()));
     m_repeatSeeds->setCurrentIndex(plan.repeat_seeds() == "vary" ? 1 : 0);
     m_maxFailures->setValue(plan.has_max_failures() ? plan.max_failures() : 2);

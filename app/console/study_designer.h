@@ -88,6 +88,7 @@ private:
     QLineEdit *m_threads = nullptr;
     QComboBox *m_precision = nullptr; // "fp32", "bf16" or both
     QComboBox *m_lrRule = nullptr; // "none", "linear" or both
+    QComboBox *m_model = nullptr; // one model, or a comma-separated list to compare (grid.model)
     QLineEdit *m_lr = nullptr; // empty, a number, or "auto"
     QPointer<QDialog> m_lrDialog; // the range test, while open
     QStringList m_agentsWithDataset; // of the designer's data set, as the note found them

@@ -234,7 +234,7 @@ QJsonObject hparamsOf(
         { QStringLiteral("gpus_per_worker"), c.gpusPerWorker },
         { QStringLiteral("threads_per_worker"), c.threadsPerWorker },
         { QStringLiteral("precision"), c.precision }, { QStringLiteral("lr_rule"), c.lrRule },
-        { QStringLiteral("baseline"), c.baseline } };
+        { QStringLiteral("model"), c.model }, { QStringLiteral("baseline"), c.baseline } };
     QString name = dataset;
     if (started) {
         if (!started->dataset().name().empty())
@@ -421,16 +421,18 @@ bool hostTimesOf(const v1::RunStarted *started)
 
 QString configText(const RunConfig &c)
 {
-    return QStringLiteral("%1 worker%2 × batch %3 (global %4), %5 epoch%6, %7, %8, learning-rate rule %9")
-        .arg(c.workers)
-        .arg(c.workers == 1 ? QString() : QStringLiteral("s"))
-        .arg(c.batchSize)
-        .arg(c.globalBatch())
-        .arg(c.epochs)
-        .arg(c.epochs == 1 ? QString() : QStringLiteral("s"))
-        .arg(c.gpusPerWorker > 0 ? QStringLiteral("%1 GPU per worker").arg(c.gpusPerWorker)
-                                 : QStringLiteral("CPU"),
-            c.precision, c.lrRule);
+    return QStringLiteral(
+               "%1 worker%2 × batch %3 (global %4), %5 epoch%6, %7, %8, learning-rate rule %9, model ")
+               .arg(c.workers)
+               .arg(c.workers == 1 ? QString() : QStringLiteral("s"))
+               .arg(c.batchSize)
+               .arg(c.globalBatch())
+               .arg(c.epochs)
+               .arg(c.epochs == 1 ? QString() : QStringLiteral("s"))
+               .arg(c.gpusPerWorker > 0 ? QStringLiteral("%1 GPU per worker").arg(c.gpusPerWorker)
+                                        : QStringLiteral("CPU"),
+                   c.precision, c.lrRule)
+        + c.model;
 }
 
 QString syntheticText(bool synthetic)
@@ -517,6 +519,8 @@ QString seriesSuffix(const RunConfig &c, const QList<RunConfig> &configs)
         parts << c.precision;
     if (differs([](const RunConfig &x) { return x.lrRule; }))
         parts << QStringLiteral("lr_") + c.lrRule;
+    if (differs([](const RunConfig &x) { return x.model; }))
+        parts << c.model;
     return parts.join(QLatin1Char('-'));
 }
 
@@ -554,7 +558,6 @@ Status writeStudyFolder(
     for (const SeedComparison &c : r.comparisons)
         if (const ConfigResult *config = r.config(c.configKey))
             distributed << config->config;
-    const ConfigResult *base = r.baseline();
     ScalarSink sink { w, count };
     const auto tag = [](const char *name, const QString &suffix) {
         return suffix.isEmpty() ? QLatin1String(name)
@@ -566,6 +569,7 @@ Status writeStudyFolder(
         if (!config)
             continue;
         const QString suffix = seriesSuffix(config->config, distributed);
+        const ConfigResult *base = r.baselineFor(config->config);
         if (base && !seriesWithBaseline.contains(suffix)) {
             seriesWithBaseline.insert(suffix);
             const qint64 w1 = base->config.workers;
@@ -633,6 +637,8 @@ RunConfig configOf(const v1::StartWorkersRequest &request)
     c.threadsPerWorker = spec.threads_per_worker();
     c.precision = spec.precision() == v1::BF16 ? QStringLiteral("bf16") : QStringLiteral("fp32");
     c.lrRule = spec.lr_scaling().empty() ? QStringLiteral("none") : QString::fromStdString(spec.lr_scaling());
+    if (!spec.model().empty())
+        c.model = QString::fromStdString(spec.model());
     return c;
 }
 

@@ -61,7 +61,8 @@ QJsonObject configJson(const RunConfig &c)
         { QStringLiteral("global_batch"), c.globalBatch() }, { QStringLiteral("epochs"), c.epochs },
         { QStringLiteral("gpus_per_worker"), c.gpusPerWorker },
         { QStringLiteral("threads_per_worker"), c.threadsPerWorker },
-        { QStringLiteral("precision"), c.precision }, { QStringLiteral("lr_rule"), c.lrRule } };
+        { QStringLiteral("precision"), c.precision }, { QStringLiteral("lr_rule"), c.lrRule },
+        { QStringLiteral("model"), c.model } };
 }
 
 QJsonObject runJson(const StudySnapshot &snapshot, const RunResult &run, const RunOutcome &o)
@@ -352,7 +353,9 @@ QByteArray reportJson(const StudySnapshot &snapshot)
             { QStringLiteral("speedup_by_wall_clock"), speedupJson(c.byWallClock) },
             { QStringLiteral("speedup_by_time_to_accuracy"), speedupJson(c.byTimeToAccuracy) },
             { QStringLiteral("speedup_by_throughput"), speedupJson(c.byThroughput) },
-            { QStringLiteral("same_work_as_baseline"), c.sameWork } });
+            { QStringLiteral("same_work_as_baseline"), c.sameWork },
+            { QStringLiteral("baseline_key"),
+                r.baselineFor(c.config) ? QJsonValue(r.baselineFor(c.config)->key) : QJsonValue() } });
     }
     QJsonArray runs;
     for (int i = 0; i < snapshot.runs.size(); ++i)
@@ -491,7 +494,7 @@ QByteArray reportRunsCsv(const StudySnapshot &snapshot)
         QStringLiteral("repeat"), QStringLiteral("state"), QStringLiteral("workers"),
         QStringLiteral("gpus_per_worker"), QStringLiteral("batch_size"), QStringLiteral("global_batch"),
         QStringLiteral("epochs"), QStringLiteral("precision"), QStringLiteral("lr_rule"),
-        QStringLiteral("attempts"), QStringLiteral("final_test_accuracy"),
+        QStringLiteral("model"), QStringLiteral("attempts"), QStringLiteral("final_test_accuracy"),
         QStringLiteral("best_test_accuracy"), QStringLiteral("wall_seconds"),
         QStringLiteral("target_accuracy"), QStringLiteral("time_to_target_seconds"),
         QStringLiteral("images_per_second"), QStringLiteral("speedup_wall_clock"),
@@ -505,7 +508,7 @@ QByteArray reportRunsCsv(const StudySnapshot &snapshot)
         out += csvLine({ snapshot.studyId, boolText(snapshot.synthetic), run.runId, c.key(),
             boolText(c.baseline), QString::number(run.repeat), run.state, QString::number(c.workers),
             csvNumber(c.gpusPerWorker), QString::number(c.batchSize), QString::number(c.globalBatch()),
-            QString::number(c.epochs), c.precision, c.lrRule, QString::number(run.attempts.size()),
+            QString::number(c.epochs), c.precision, c.lrRule, c.model, QString::number(run.attempts.size()),
             csvNumber(run.finalTestAccuracy), csvNumber(run.bestTestAccuracy), csvNumber(run.wallSeconds),
             csvNumber(snapshot.targetAccuracy),
             o.timeToTargetSeconds ? csvNumber(*o.timeToTargetSeconds) : QString(),

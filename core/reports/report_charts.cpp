@@ -56,6 +56,8 @@ QStringList variantParts(const RunConfig &c, const QList<ConfigResult> &configs)
         parts << c.precision;
     if (varies([](const RunConfig &x) { return x.lrRule; }))
         parts << QStringLiteral("LR %1").arg(c.lrRule);
+    if (varies([](const RunConfig &x) { return x.model; }))
+        parts << c.model;
     return parts;
 }
 
@@ -241,7 +243,10 @@ QList<ChartSpec> studyCharts(const StudySnapshot &snapshot, const StudyResults &
         efficiency.series << wallEff << ttaEff;
     }
 
-    // Ideal lines, from the baseline (only where there is one).
+    // Ideal lines, from the baseline (only where there is one). Models differ in images/s:
+    // the ideal throughput of one baseline is no model's ideal when the study compares several.
+    const bool oneModel = std::all_of(results.configs.cbegin(), results.configs.cend(),
+        [&](const ConfigResult &c) { return c.config.model == results.configs.first().config.model; });
     if (base && !speedup.series.isEmpty()) {
         ChartSeries ideal;
         ideal.name = QStringLiteral("ideal (linear)");
@@ -260,7 +265,7 @@ QList<ChartSpec> studyCharts(const StudySnapshot &snapshot, const StudyResults &
                 return std::any_of(s.points.cbegin(), s.points.cend(), isDrawnPoint);
             });
         };
-        if (hasData(throughput))
+        if (hasData(throughput) && oneModel)
             throughput.series.prepend(idealRate);
         if (hasData(speedup))
             speedup.series.prepend(idealSpeedup);

@@ -344,6 +344,55 @@ ReportTable recipeTable(const StudySnapshot &snapshot)
     return t;
 }
 
+// One row per model the study trains: its size and cost per step, as its first started
+// run's worker measured them (model_zoo.h's ModelCost).
+ReportTable modelTable(const StudySnapshot &snapshot)
+{
+    ReportTable t;
+    t.title = QStringLiteral("Models");
+    t.caption = QStringLiteral(
+        "Gradient: the bytes each rank all-reduces per step (every trainable parameter's gradient). "
+        "Forward FLOPs: one 32×32 image, counted by libtorch's profiler (2 per multiply-add of convolutions "
+        "and matrix products, 1 per element of additions and multiplications; normalisation and activations "
+        "not counted). A training step costs about three forwards per image (backward about two).");
+    t.headers = QStringList { QStringLiteral("Model"), QStringLiteral("Parameters"),
+        QStringLiteral("Gradient per step"), QStringLiteral("Forward FLOPs / image"),
+        QStringLiteral("Training FLOPs / image (≈3×)"), QStringLiteral("Runs") };
+    t.numeric = { false, true, true, true, true, true };
+    t.shortHeaders = QStringList { t.headers[0], t.headers[1], QStringLiteral("Gradient\nper step"),
+        QStringLiteral("Forward\nFLOPs / image"), QStringLiteral("Training FLOPs\n/ image (≈3×)"),
+        t.headers[5] };
+    QStringList models;
+    QMap<QString, QJsonObject> measured;
+    QMap<QString, int> runs;
+    for (const RunResult &run : snapshot.runs) {
+        const QString model = run.config.model;
+        if (!models.contains(model))
+            models << model;
+        ++runs[model];
+        if (!measured.contains(model)
+            && run.recipe.value(QLatin1String("forward_flops_per_image")).toDouble() > 0)
+            measured.insert(model, run.recipe);
+    }
+    const auto giga = [](double flops) {
+        return flops > 0 ? QStringLiteral("%1 GFLOP").arg(flops / 1e9, 0, 'f', 3) : kDash;
+    };
+    QLocale grouped = QLocale::c(); // 11,173,962
+    grouped.setNumberOptions({});
+    for (const QString &model : models) {
+        const QJsonObject r = measured.value(model);
+        const double parameters = r.value(QLatin1String("parameters")).toDouble();
+        const double bytes = r.value(QLatin1String("gradient_bytes")).toDouble();
+        const double flops = r.value(QLatin1String("forward_flops_per_image")).toDouble();
+        t.rows.append({ model, parameters > 0 ? grouped.toString(qint64(parameters)) : kDash,
+            bytes > 0 ? QStringLiteral("%1 MB").arg(bytes / 1e6, 0, 'f', 1) : kDash, giga(flops),
+            giga(3 * flops), QString::number(runs.value(model)) });
+        t.mutedRows.append(r.isEmpty());
+    }
+    t.emptyText = QStringLiteral("The study has no runs yet.");
+    return t;
+}
+
 ReportTable softwareTable(const StudySnapshot &snapshot)
 {
     ReportTable t;
@@ -573,7 +622,8 @@ ReportContent buildTuneContent(const StudySnapshot &snapshot)
 
     content.charts = tuneCharts(snapshot, t);
     content.tables = { searchSpaceTable(snapshot, t), trialTable(snapshot, t), decisionTable(snapshot, t),
-        attemptTable(snapshot), recipeTable(snapshot), nodeTable(snapshot), softwareTable(snapshot) };
+        attemptTable(snapshot), modelTable(snapshot), recipeTable(snapshot), nodeTable(snapshot),
+        softwareTable(snapshot) };
     content.footer
         = QStringLiteral("ScaleLab %1 · tune %2").arg(QStringLiteral(SCALELAB_VERSION), snapshot.studyId);
     return content;
@@ -602,7 +652,14 @@ ReportContent buildReportContent(const StudySnapshot &snapshot)
                        .arg(failed);
     if (unfinished > 0)
         runs += QStringLiteral(", %1 not finished").arg(unfinished);
-    const ConfigResult *base = r.baseline();
+    // One baseline per model when the study compares models.
+    QStringList baselines;
+    for (const ConfigResult &c : r.configs)
+        if (c.config.baseline)
+            baselines << configLabel(c.config, r.configs);
+    const QString baselinesText = baselines.isEmpty() ? QStringLiteral("none")
+        : baselines.size() == 1                       ? baselines.first()
+                                : QStringLiteral("one per model: ") + baselines.join(QStringLiteral("; "));
     content.facts = {
         { QStringLiteral("Study"), snapshot.studyId },
         { QStringLiteral("State"), snapshot.state },
@@ -611,8 +668,9 @@ ReportContent buildReportContent(const StudySnapshot &snapshot)
                 + (snapshot.synthetic ? QStringLiteral(" (synthetic)") : QString()) },
         { QStringLiteral("Target accuracy"), formatPercent(snapshot.targetAccuracy) },
         { QStringLiteral("Learning rate"),
-            snapshot.learningRateNote.isEmpty() ? QStringLiteral("as in the plan (see Recipes)") : snapshot.learningRateNote },
-        { QStringLiteral("Baseline"), base ? configLabel(base->config, r.configs) : QStringLiteral("none") },
+            snapshot.learningRateNote.isEmpty() ? QStringLiteral("as in the plan (see Recipes)")
+                                                : snapshot.learningRateNote },
+        { QStringLiteral("Baseline"), baselinesText },
         { QStringLiteral("Runs"), runs },
         { QStringLiteral("Created"), formatUnixMs(snapshot.createdUnixMs) },
         { QStringLiteral("Finished"), formatUnixMs(snapshot.finishedUnixMs) },
@@ -641,7 +699,7 @@ ReportContent buildReportContent(const StudySnapshot &snapshot)
 
     content.charts = studyCharts(snapshot, r);
     content.tables = { comparisonTable(r), configTable(r), runTable(snapshot, r), attemptTable(snapshot),
-        recipeTable(snapshot), nodeTable(snapshot), softwareTable(snapshot) };
+        modelTable(snapshot), recipeTable(snapshot), nodeTable(snapshot), softwareTable(snapshot) };
     content.footer
         = QStringLiteral("ScaleLab %1 · study %2").arg(QStringLiteral(SCALELAB_VERSION), snapshot.studyId);
     return content;

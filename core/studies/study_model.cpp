@@ -1,5 +1,7 @@
 #include "study_model.h"
 
+#include <algorithm>
+
 namespace scalelab::core {
 
 QString RunConfig::key() const
@@ -13,6 +15,8 @@ QString RunConfig::key() const
                       .arg(device)
                       .arg(threadsPerWorker)
                       .arg(precision, lrRule);
+    if (!defaultModel())
+        key += QLatin1Char('-') + model;
     return baseline ? QStringLiteral("baseline-") + key : key;
 }
 
@@ -30,6 +34,9 @@ QStringList distinguishingLabels(const QList<RunConfig> &configs)
     const bool threads = differs([](const RunConfig &c) { return c.threadsPerWorker; });
     const bool precision = differs([](const RunConfig &c) { return c.precision; });
     const bool lrRule = differs([](const RunConfig &c) { return c.lrRule; });
+    const bool model = differs([](const RunConfig &c) {
+        return c.model;
+    }) || std::any_of(configs.cbegin(), configs.cend(), [](const RunConfig &c) { return !c.defaultModel(); });
     QStringList labels;
     for (const RunConfig &c : configs) {
         QStringList parts;
@@ -49,6 +56,8 @@ QStringList distinguishingLabels(const QList<RunConfig> &configs)
             parts << c.precision;
         if (lrRule)
             parts << QStringLiteral("lr %1").arg(c.lrRule);
+        if (model)
+            parts << c.model;
         labels << parts.join(QStringLiteral(" · "));
     }
     return labels;

@@ -18,6 +18,9 @@ namespace scalelab::core {
 
 inline constexpr double kNotMeasured = std::numeric_limits<double>::quiet_NaN();
 
+// The model a run trains when its plan names none (proto/worker/worker_contract.h's first).
+inline constexpr const char *kDefaultModelName = "seed-cnn";
+
 // One point of a study's grid: how a run trains and how wide it is.
 struct RunConfig {
     bool baseline = false; // the one-worker reference every speedup divides by
@@ -28,17 +31,20 @@ struct RunConfig {
     int threadsPerWorker = 0; // 0 = the node's cores / ranks on it
     QString precision = QStringLiteral("fp32"); // "fp32" | "bf16"
     QString lrRule = QStringLiteral("none"); // "none" (fixed) | "linear" (scaled with the global batch)
+    QString model = QString::fromLatin1(kDefaultModelName); // RunSpec.model: "seed-cnn", "resnet18", ...
 
     int globalBatch() const { return batchSize * workers; }
-    // Stable, human-readable identity of the configuration, e.g. "w2-b64-e3-cpu-t1-fp32-lr_none".
+    bool defaultModel() const { return model == QLatin1String(kDefaultModelName); }
+    // Stable, human-readable identity of the configuration, e.g. "w2-b64-e3-cpu-t1-fp32-lr_none",
+    // with "-resnet18" after it for a model other than the default.
     QString key() const;
     bool operator==(const RunConfig &) const = default;
 };
 
 // Short labels that tell `configs` apart, in a reader's words: the workers always (what a
 // scale-up study varies), then only the fields that differ between them, e.g.
-// "baseline · 1 worker · b64", "2 workers · b32". For tables and legends; key() stays the
-// identity.
+// "baseline · 1 worker · b64", "2 workers · b32", and the model whenever it is not the
+// default ("2 workers · b64 · resnet18"). For tables and legends; key() stays the identity.
 QStringList distinguishingLabels(const QList<RunConfig> &configs);
 
 struct EpochPoint {

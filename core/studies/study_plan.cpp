@@ -71,6 +71,28 @@ Status checkGpus(double gpus)
 }
 
 // Success when `precision` is one the trainer has: "fp32" or "bf16".
+Status checkModel(const std::string &model)
+{
+    if (worker::isModelName(model))
+        return Status::success();
+    return Status::failure(
+        QStringLiteral("must be one of %1 (got \"%2\")")
+            .arg(QString::fromStdString(worker::modelNamesText()), QString::fromStdString(model)));
+}
+
+// The models a scale-up plan's runs train: the grid's list, else training.model, else the default.
+QStringList gridModels(const v1::StudyPlan &plan)
+{
+    QStringList models;
+    for (const auto &m : plan.grid().model())
+        if (!models.contains(str(m)))
+            models << str(m);
+    if (models.isEmpty())
+        models << (plan.training().model().empty() ? QString::fromLatin1(kDefaultModelName)
+                                                   : str(plan.training().model()));
+    return models;
+}
+
 Status checkPrecision(const QString &precision)
 {
     if (precision != QLatin1String("fp32") && precision != QLatin1String("bf16"))
@@ -403,6 +425,14 @@ CheckStatus checkGrid(const v1::StudyPlan &plan)
             p << QStringLiteral("grid.lrRule[%1]: must be \"none\" or \"linear\" (got \"%2\")")
                      .arg(i)
                      .arg(str(g.lr_rule(i)));
+    for (int i = 0; i < g.model_size(); ++i)
+        if (const Status valid = checkModel(g.model(i)); !valid)
+            p << QStringLiteral("grid.model[%1]: %2").arg(i).arg(valid.error());
+    if (const QStringList models = gridModels(plan);
+        !plan.baseline().model().empty() && !models.contains(str(plan.baseline().model())))
+        p << QStringLiteral("baseline.model: \"%1\" is not a model the grid trains (%2): a speedup compares "
+                            "runs of one model")
+                 .arg(str(plan.baseline().model()), models.join(QStringLiteral(", ")));
 
     const auto &b = plan.baseline();
     if (b.batch_size() < 0 || b.batch_size() > rules::kMaxBatchSize)
@@ -469,38 +499,47 @@ QList<PlannedRun> expandPlan(const v1::StudyPlan &plan, const QString &studyId)
         precisions << QStringLiteral("fp32");
     if (rules.isEmpty())
         rules << QStringLiteral("none");
+    const QStringList models = gridModels(plan);
 
     QList<RunConfig> configs;
     if (!plan.baseline().skip()) {
         const auto &b = plan.baseline();
-        RunConfig c;
-        c.baseline = true;
-        c.workers = 1;
-        c.batchSize = b.batch_size() > 0 ? b.batch_size() : batches.first();
-        c.epochs = b.epochs() > 0 ? b.epochs() : epochs.first();
-        c.gpusPerWorker = b.gpus_per_worker() > 0 ? b.gpus_per_worker() : gpus.first();
-        c.threadsPerWorker = b.threads_per_worker() > 0 ? b.threads_per_worker() : threads.first();
-        c.precision = b.precision().empty() ? precisions.first() : str(b.precision());
-        c.lrRule = QStringLiteral("none"); // one worker: the global batch is the batch
-        configs << c;
+        // One baseline per model: a speedup compares a model with itself on one worker.
+        for (const QString &model : models) {
+            if (!b.model().empty() && str(b.model()) != model)
+                continue;
+            RunConfig c;
+            c.baseline = true;
+            c.workers = 1;
+            c.batchSize = b.batch_size() > 0 ? b.batch_size() : batches.first();
+            c.epochs = b.epochs() > 0 ? b.epochs() : epochs.first();
+            c.gpusPerWorker = b.gpus_per_worker() > 0 ? b.gpus_per_worker() : gpus.first();
+            c.threadsPerWorker = b.threads_per_worker() > 0 ? b.threads_per_worker() : threads.first();
+            c.precision = b.precision().empty() ? precisions.first() : str(b.precision());
+            c.lrRule = QStringLiteral("none"); // one worker: the global batch is the batch
+            c.model = model;
+            configs << c;
+        }
     }
-    for (int w : workers)
-        for (int batch : batches)
-            for (int e : epochs)
-                for (double gpu : gpus)
-                    for (int t : threads)
-                        for (const QString &precision : precisions)
-                            for (const QString &rule : rules) {
-                                RunConfig c;
-                                c.workers = w;
-                                c.batchSize = batch;
-                                c.epochs = e;
-                                c.gpusPerWorker = gpu;
-                                c.threadsPerWorker = t;
-                                c.precision = precision;
-                                c.lrRule = rule;
-                                configs << c;
-                            }
+    for (const QString &model : models)
+        for (int w : workers)
+            for (int batch : batches)
+                for (int e : epochs)
+                    for (double gpu : gpus)
+                        for (int t : threads)
+                            for (const QString &precision : precisions)
+                                for (const QString &rule : rules) {
+                                    RunConfig c;
+                                    c.workers = w;
+                                    c.batchSize = batch;
+                                    c.epochs = e;
+                                    c.gpusPerWorker = gpu;
+                                    c.threadsPerWorker = t;
+                                    c.precision = precision;
+                                    c.lrRule = rule;
+                                    c.model = model;
+                                    configs << c;
+                                }
 
     const int repeats = std::max(1, plan.repeats());
     const int maxFailures = plan.has_max_failures() ? plan.max_failures() : 2;
@@ -540,6 +579,8 @@ v1::RunSpec runSpecFor(
     spec.set_gpus_per_worker(config.gpusPerWorker);
     spec.set_precision(config.precision == QLatin1String("bf16") ? v1::BF16 : v1::FP32);
     spec.set_lr_scaling(config.lrRule.toStdString());
+    spec.set_model(
+        config.defaultModel() && spec.model().empty() ? std::string() : config.model.toStdString());
     if (spec.seed() == 0)
         spec.set_seed(1);
     if (plan.repeat_seeds() == "vary")

@@ -22,8 +22,8 @@ constexpr double kAccuracyGap = 0.10;
 // Sort key: the baseline first, then the grid's axes in the order people read them.
 auto orderKey(const RunConfig &c)
 {
-    return std::make_tuple(!c.baseline, c.workers, c.batchSize, c.epochs, c.gpusPerWorker, c.threadsPerWorker,
-        c.precision, c.lrRule);
+    return std::make_tuple(!c.baseline, c.model, c.workers, c.batchSize, c.epochs, c.gpusPerWorker,
+        c.threadsPerWorker, c.precision, c.lrRule);
 }
 
 // Speedup of `value` against `baselineMean`, with the efficiency for `workers`.
@@ -118,6 +118,14 @@ std::optional<double> effectiveTimeToTarget(const RunResult &run, double target)
     return std::nullopt;
 }
 
+const ConfigResult *StudyResults::baselineFor(const RunConfig &config) const
+{
+    for (const ConfigResult &c : configs)
+        if (c.config.baseline && c.config.model == config.model)
+            return &c;
+    return nullptr;
+}
+
 const ConfigResult *StudyResults::config(const QString &key) const
 {
     for (const ConfigResult &c : configs) {
@@ -178,6 +186,7 @@ StudyResults computeStudyResults(const StudySnapshot &snapshot)
     }
 
     // The baseline: the configuration flagged as such (the first, should a study have two).
+    // A study that compares models has one per model: each run is compared with its own.
     for (int i = 0; i < results.configs.size(); ++i) {
         if (results.configs[i].config.baseline) {
             results.baselineIndex = i;
@@ -190,18 +199,44 @@ StudyResults computeStudyResults(const StudySnapshot &snapshot)
         results.baselineNote
             = QStringLiteral("Speedup and efficiency are not available: %1.").arg(noBaselineNote);
     }
-    const ConfigResult *base = results.baseline();
-    const int baseWorkers = base ? std::max(1, base->config.workers) : 1;
-    const QString wallProblem
-        = baselineProblem(base, noBaselineNote, base ? base->wallSeconds : Stat {}, false, target);
-    const QString timeProblem
-        = baselineProblem(base, noBaselineNote, base ? base->timeToTargetSeconds : Stat {}, true, target);
-    if (base && !wallProblem.isEmpty())
-        results.baselineNote = QStringLiteral("Speedup by wall-clock is not available: %1.").arg(wallProblem);
+
+    // What a baseline can be the reference of: the problems that make a speedup unavailable.
+    struct Reference {
+        const ConfigResult *base = nullptr;
+        int workers = 1;
+        QString wallProblem, timeProblem, rateProblem;
+    };
+    const auto referenceOf = [&](const ConfigResult *base, const QString &missing) {
+        Reference r;
+        r.base = base;
+        r.workers = base ? std::max(1, base->config.workers) : 1;
+        r.wallProblem = baselineProblem(base, missing, base ? base->wallSeconds : Stat {}, false, target);
+        r.timeProblem
+            = baselineProblem(base, missing, base ? base->timeToTargetSeconds : Stat {}, true, target);
+        r.rateProblem = !r.wallProblem.isEmpty() || !base ? r.wallProblem
+            : base->imagesPerSecond.count == 0 || !(base->imagesPerSecond.mean > 0)
+            ? QStringLiteral("the baseline's images/s was not measured")
+            : QString();
+        return r;
+    };
+    const auto referenceFor = [&](const RunConfig &c) {
+        if (const ConfigResult *base = results.baselineFor(c))
+            return referenceOf(base, {});
+        if (results.baselineIndex < 0)
+            return referenceOf(nullptr, noBaselineNote);
+        return referenceOf(nullptr, QStringLiteral("the study has no baseline of model %1").arg(c.model));
+    };
+    const Reference first = referenceOf(results.baseline(), noBaselineNote);
+    if (first.base && !first.wallProblem.isEmpty())
+        results.baselineNote
+            = QStringLiteral("Speedup by wall-clock is not available: %1.").arg(first.wallProblem);
 
     // A baseline that did not learn makes every speedup against it meaningless: say so.
-    if (base && base->succeeded > 0 && !std::isnan(base->finalTestAccuracy.mean)) {
-        const double baseAccuracy = base->finalTestAccuracy.mean;
+    for (const ConfigResult &base : results.configs) {
+        if (!base.config.baseline || base.succeeded == 0 || std::isnan(base.finalTestAccuracy.mean)
+            || !results.baselineWarning.isEmpty())
+            continue;
+        const double baseAccuracy = base.finalTestAccuracy.mean;
         if (!std::isnan(target) && baseAccuracy < target)
             results.baselineWarning = QStringLiteral(
                 "The baseline ended at %1 test accuracy, below the target %2: speedups by wall-clock compare it "
@@ -209,7 +244,8 @@ StudyResults computeStudyResults(const StudySnapshot &snapshot)
                                           .arg(percent(baseAccuracy), percent(target));
         else
             for (const ConfigResult &c : results.configs)
-                if (!c.config.baseline && c.succeeded > 0 && c.finalTestAccuracy.mean - baseAccuracy > kAccuracyGap) {
+                if (!c.config.baseline && c.config.model == base.config.model && c.succeeded > 0
+                    && c.finalTestAccuracy.mean - baseAccuracy > kAccuracyGap) {
                     results.baselineWarning = QStringLiteral(
                         "The baseline ended at %1 test accuracy, %2 points below %3 (%4): it did not learn "
                         "alike, so speedups against it are not a fair measure. Check its recipe (learning "
@@ -222,76 +258,80 @@ StudyResults computeStudyResults(const StudySnapshot &snapshot)
     }
 
     // A configuration's speedup, or why there is none.
-    const auto speedupFor = [&](const QString &baseProblem, double baseMean, const Stat &stat, int workers,
-                                const QString &missing) {
+    const auto speedupFor = [&](const Reference &ref, const QString &baseProblem, double baseMean,
+                                const Stat &stat, int workers, const QString &missing) {
         if (!baseProblem.isEmpty())
             return unavailable(baseProblem);
         if (stat.count == 0 || stat.mean <= 0)
             return unavailable(missing);
-        return speedupOf(baseMean, stat.mean, baseWorkers, workers);
+        return speedupOf(baseMean, stat.mean, ref.workers, workers);
     };
     const QString neverReached = std::isnan(target)
         ? QString()
         : QStringLiteral("never reached the target (%1)").arg(percent(target));
 
     // Throughput: the configuration's images/s over the baseline's (a higher rate is faster).
-    const QString rateProblem = !wallProblem.isEmpty() || !base ? wallProblem
-        : base->imagesPerSecond.count == 0 || !(base->imagesPerSecond.mean > 0)
-        ? QStringLiteral("the baseline's images/s was not measured")
-        : QString();
-    const auto throughputFor = [&](const Stat &rate, int workers, const QString &missing) {
-        if (!rateProblem.isEmpty())
-            return unavailable(rateProblem);
-        if (rate.count == 0 || !(rate.mean > 0))
-            return unavailable(missing);
-        return speedupOf(rate.mean, base->imagesPerSecond.mean, baseWorkers, workers);
-    };
+    const auto throughputFor
+        = [&](const Reference &ref, const Stat &rate, int workers, const QString &missing) {
+              if (!ref.rateProblem.isEmpty())
+                  return unavailable(ref.rateProblem);
+              if (rate.count == 0 || !(rate.mean > 0))
+                  return unavailable(missing);
+              return speedupOf(rate.mean, ref.base->imagesPerSecond.mean, ref.workers, workers);
+          };
     // Wall-clock only between runs that train the same epochs as the baseline.
-    const auto otherWork = [&](const RunConfig &c) {
-        if (!base || c.epochs == base->config.epochs)
+    const auto otherWork = [&](const Reference &ref, const RunConfig &c) {
+        if (!ref.base || c.epochs == ref.base->config.epochs)
             return QString();
         return QStringLiteral(
             "trains %1 epoch%2, the baseline %3: wall-clock compares only runs that do the same "
             "work (see the speedup by images/s)")
             .arg(c.epochs)
             .arg(c.epochs == 1 ? QString() : QStringLiteral("s"))
-            .arg(base->config.epochs);
+            .arg(ref.base->config.epochs);
+    };
+    const auto meanOf = [](const ConfigResult *base, const Stat ConfigResult::*stat) {
+        return base ? (base->*stat).mean : kNotMeasured;
     };
 
     for (ConfigResult &c : results.configs) {
+        const Reference ref = referenceFor(c.config);
         const int workers = c.config.workers;
         const QString noRun = QStringLiteral("no succeeded run");
-        const QString other = otherWork(c.config);
+        const QString other = otherWork(ref, c.config);
         c.sameWork = other.isEmpty();
         c.byWallClock = c.sameWork
-            ? speedupFor(wallProblem, base ? base->wallSeconds.mean : kNotMeasured, c.wallSeconds, workers,
-                c.succeeded ? QStringLiteral("wall-clock not measured") : noRun)
+            ? speedupFor(ref, ref.wallProblem, meanOf(ref.base, &ConfigResult::wallSeconds), c.wallSeconds,
+                workers, c.succeeded ? QStringLiteral("wall-clock not measured") : noRun)
             : unavailable(other);
-        c.byTimeToAccuracy = speedupFor(timeProblem, base ? base->timeToTargetSeconds.mean : kNotMeasured,
-            c.timeToTargetSeconds, workers, c.succeeded ? neverReached : noRun);
+        c.byTimeToAccuracy
+            = speedupFor(ref, ref.timeProblem, meanOf(ref.base, &ConfigResult::timeToTargetSeconds),
+                c.timeToTargetSeconds, workers, c.succeeded ? neverReached : noRun);
         c.byThroughput = throughputFor(
-            c.imagesPerSecond, workers, c.succeeded ? QStringLiteral("images/s not measured") : noRun);
+            ref, c.imagesPerSecond, workers, c.succeeded ? QStringLiteral("images/s not measured") : noRun);
     }
 
     for (const RunResult &run : snapshot.runs) {
+        const Reference ref = referenceFor(run.config);
         RunOutcome o;
         o.runId = run.runId;
         o.configKey = run.config.key();
         o.succeeded = isSucceeded(run);
         o.timeToTargetSeconds = effectiveTimeToTarget(run, target);
         const QString notSucceeded = QStringLiteral("run state is %1").arg(run.state);
-        const QString other = otherWork(run.config);
+        const QString other = otherWork(ref, run.config);
         o.sameWork = other.isEmpty();
         o.byWallClock = !o.sameWork
             ? unavailable(other)
-            : speedupFor(wallProblem, base ? base->wallSeconds.mean : kNotMeasured,
+            : speedupFor(ref, ref.wallProblem, meanOf(ref.base, &ConfigResult::wallSeconds),
                 o.succeeded ? statOf({ run.wallSeconds }) : Stat {}, run.config.workers,
                 o.succeeded ? QStringLiteral("wall-clock not measured") : notSucceeded);
-        o.byThroughput = throughputFor(o.succeeded ? statOf({ run.imagesPerSecond }) : Stat {},
+        o.byThroughput = throughputFor(ref, o.succeeded ? statOf({ run.imagesPerSecond }) : Stat {},
             run.config.workers, o.succeeded ? QStringLiteral("images/s not measured") : notSucceeded);
-        o.byTimeToAccuracy = speedupFor(timeProblem, base ? base->timeToTargetSeconds.mean : kNotMeasured,
-            o.succeeded && o.timeToTargetSeconds ? statOf({ *o.timeToTargetSeconds }) : Stat {},
-            run.config.workers, o.succeeded ? neverReached : notSucceeded);
+        o.byTimeToAccuracy
+            = speedupFor(ref, ref.timeProblem, meanOf(ref.base, &ConfigResult::timeToTargetSeconds),
+                o.succeeded && o.timeToTargetSeconds ? statOf({ *o.timeToTargetSeconds }) : Stat {},
+                run.config.workers, o.succeeded ? neverReached : notSucceeded);
         results.runs.append(o);
     }
 
@@ -303,7 +343,7 @@ StudyResults computeStudyResults(const StudySnapshot &snapshot)
         row.workers = c.config.workers;
         row.distributedSeconds = c.wallSeconds.mean;
         row.distributedAccuracy = c.finalTestAccuracy.mean;
-        if (base) {
+        if (const ConfigResult *base = results.baselineFor(c.config)) {
             row.baselineSeconds = base->wallSeconds.mean;
             row.baselineAccuracy = base->finalTestAccuracy.mean;
         }

@@ -104,7 +104,7 @@ struct SeedComparison {
 
 struct StudyResults {
     double targetAccuracy = kNotMeasured;
-    // Baseline first, then by workers, batch, epochs, GPUs, threads, precision, LR rule.
+    // Baselines first, then by model, workers, batch, epochs, GPUs, threads, precision, LR rule.
     QList<ConfigResult> configs;
     int baselineIndex = -1; // into configs; -1 when the study has no baseline
     QString baselineNote; // why speedups are not available; empty when they are
@@ -114,7 +114,11 @@ struct StudyResults {
     QList<RunOutcome> runs; // in snapshot order
     QList<SeedComparison> comparisons;
 
+    // The study's first baseline; the reference of the runs of its model.
     const ConfigResult *baseline() const { return baselineIndex >= 0 ? &configs[baselineIndex] : nullptr; }
+    // The baseline a configuration's speedups are against: the one of its model (a study
+    // that compares models has one per model); nullptr when there is none.
+    const ConfigResult *baselineFor(const RunConfig &config) const;
     const ConfigResult *config(const QString &key) const;
 };
 

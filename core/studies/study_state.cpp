@@ -80,7 +80,8 @@ QJsonObject configToJson(const RunConfig &c)
         { QStringLiteral("batchSize"), c.batchSize }, { QStringLiteral("epochs"), c.epochs },
         { QStringLiteral("gpusPerWorker"), c.gpusPerWorker },
         { QStringLiteral("threadsPerWorker"), c.threadsPerWorker },
-        { QStringLiteral("precision"), c.precision }, { QStringLiteral("lrRule"), c.lrRule } };
+        { QStringLiteral("precision"), c.precision }, { QStringLiteral("lrRule"), c.lrRule },
+        { QStringLiteral("model"), c.model } };
 }
 
 RunConfig configFromJson(const QJsonObject &o)
@@ -94,6 +95,8 @@ RunConfig configFromJson(const QJsonObject &o)
     c.threadsPerWorker = o.value(QLatin1String("threadsPerWorker")).toInt();
     c.precision = o.value(QLatin1String("precision")).toString(QStringLiteral("fp32"));
     c.lrRule = o.value(QLatin1String("lrRule")).toString(QStringLiteral("none"));
+    // Journals written before models were a run's: every run trained the default.
+    c.model = o.value(QLatin1String("model")).toString(QString::fromLatin1(kDefaultModelName));
     return c;
 }
 
@@ -523,8 +526,11 @@ QJsonObject recipeOf(const v1::RunStarted &started)
         { QStringLiteral("peak_learning_rate"), started.peak_learning_rate() },
         { QStringLiteral("steps_per_epoch"), double(started.steps_per_epoch()) },
         { QStringLiteral("warmup_steps"), double(started.warmup_steps()) },
-        { QStringLiteral("threads"), started.threads() }, { QStringLiteral("device"), QString::fromStdString(started.device()) },
+        { QStringLiteral("threads"), started.threads() },
+        { QStringLiteral("device"), QString::fromStdString(started.device()) },
         { QStringLiteral("parameters"), double(started.parameters()) },
+        { QStringLiteral("gradient_bytes"), double(started.gradient_bytes()) },
+        { QStringLiteral("forward_flops_per_image"), double(started.forward_flops_per_image()) },
         { QStringLiteral("normalize_mean"), doubles(started.normalize_mean()) },
         { QStringLiteral("normalize_std"), doubles(started.normalize_std()) } };
     if (!d.synthetic_kind().empty())
@@ -541,6 +547,8 @@ QJsonObject recipeOf(const v1::RunStarted &started)
         o.insert(QStringLiteral("label_smoothing"), e.label_smoothing());
         o.insert(QStringLiteral("augment"), !e.no_augment());
         o.insert(QStringLiteral("precision"), e.precision() == v1::BF16 ? QStringLiteral("bf16") : QStringLiteral("fp32"));
+        o.insert(QStringLiteral("model"),
+            e.model().empty() ? QString::fromLatin1(kDefaultModelName) : QString::fromStdString(e.model()));
         o.insert(QStringLiteral("seed"), QString::number(e.seed())); // 64 bits: a string keeps it exact
         o.insert(QStringLiteral("max_train_images"), double(e.max_train_images()));
         o.insert(QStringLiteral("max_test_images"), double(e.max_test_images()));

@@ -2,6 +2,7 @@
 
 #include "asha.h"
 #include "spec_rules.h"
+#include "worker_contract.h"
 
 #include <QJsonArray>
 #include <QSet>
@@ -18,7 +19,7 @@ QString str(const std::string &s)
     return QString::fromStdString(s);
 }
 
-// What a search space may name: a RunSpec field (or the run's batch size or precision),
+// What a search space may name: a RunSpec field (or the run's batch size, precision or model),
 // the range a drawn value must stay in, and how it is shown.
 struct Tunable {
     const char *name;
@@ -28,7 +29,7 @@ struct Tunable {
     bool minOpen; // min itself is refused
     bool maxOpen;
     bool integer;
-    bool word; // precision: "fp32" | "bf16"
+    bool word; // precision ("fp32" | "bf16") or model (worker_contract.h's names): choice only
 };
 
 constexpr double kUnbounded = std::numeric_limits<double>::infinity();
@@ -43,10 +44,24 @@ const QList<Tunable> &tunables()
         { "denseDropout", "dense dropout", 0, 1, false, true, false, false },
         { "batchSize", "batch", 1, rules::kMaxBatchSize, false, false, true, false },
         { "labelSmoothing", "smoothing", 0, 1, false, true, false, false },
-        { "warmupEpochs", "warm-up", 0, kUnbounded, false, false, false, false }, // ≤ trialEpochs, checked apart
+        { "warmupEpochs", "warm-up", 0, kUnbounded, false, false, false,
+            false }, // ≤ trialEpochs, checked apart
         { "precision", "precision", 0, 0, false, false, false, true },
+        { "model", "model", 0, 0, false, false, false, true },
     };
     return list;
+}
+
+// The words a word tunable takes.
+QStringList wordValues(const Tunable &t)
+{
+    if (QLatin1String(t.name) == QLatin1String("model")) {
+        QStringList models;
+        for (const auto name : worker::kModelNames)
+            models << QString::fromLatin1(name.data(), qsizetype(name.size()));
+        return models;
+    }
+    return { QStringLiteral("fp32"), QStringLiteral("bf16") };
 }
 
 const Tunable *findTunable(const QString &name)
@@ -188,8 +203,10 @@ void checkDistribution(const QString &name, const v1::Distribution &d, const Tun
             QString text;
             if (t->word) {
                 text = str(v.string_value());
-                if (!v.has_string_value() || (text != QLatin1String("fp32") && text != QLatin1String("bf16")))
-                    *p << QStringLiteral("%1: must be \"fp32\" or \"bf16\"").arg(where);
+                const QStringList allowed = wordValues(*t);
+                if (!v.has_string_value() || !allowed.contains(text))
+                    *p << QStringLiteral("%1: must be one of \"%2\"")
+                              .arg(where, allowed.join(QStringLiteral("\", \"")));
             } else if (!v.has_number_value()) {
                 *p << QStringLiteral("%1: must be a number").arg(where);
                 continue;
@@ -207,7 +224,8 @@ void checkDistribution(const QString &name, const v1::Distribution &d, const Tun
         return;
     }
     if (t->word) {
-        *p << QStringLiteral("%1.kind: precision is a word; use \"choice\" with values [\"fp32\", \"bf16\"]").arg(at);
+        *p << QStringLiteral("%1.kind: %2 is a word; use \"choice\" with values [\"%3\"]")
+                  .arg(at, name, wordValues(*t).join(QStringLiteral("\", \"")));
         return;
     }
     if (d.values_size() > 0)
@@ -297,12 +315,12 @@ CheckStatus checkTune(const v1::StudyPlan &plan)
     const TuneSettings s = tuneSettings(plan);
     const auto &g = plan.grid();
     if (g.workers_size() + g.batch_size_size() + g.epochs_size() + g.gpus_per_worker_size()
-            + g.threads_per_worker_size() + g.precision_size() + g.lr_rule_size()
+            + g.threads_per_worker_size() + g.precision_size() + g.lr_rule_size() + g.model_size()
         > 0)
         p << QStringLiteral("grid: a tune's runs are its trials, drawn from tune.space: leave grid out");
     const auto &b = plan.baseline();
     if (b.batch_size() != 0 || b.epochs() != 0 || b.gpus_per_worker() != 0 || b.threads_per_worker() != 0
-        || !b.precision().empty())
+        || !b.precision().empty() || !b.model().empty())
         p << QStringLiteral("baseline: a tune has no baseline run: leave baseline out");
     if (plan.repeats() > 1)
         p << QStringLiteral("repeats: a tune draws `tune.samples` trials instead of repeating runs (got %1)")
@@ -513,6 +531,9 @@ RunConfig trialConfig(const v1::StudyPlan &plan, const QJsonObject &params)
         ? params.value(QLatin1String("precision")).toString()
         : (t.precision() == v1::BF16 ? QStringLiteral("bf16") : QStringLiteral("fp32"));
     c.lrRule = t.lr_scaling().empty() ? QStringLiteral("none") : str(t.lr_scaling());
+    c.model = params.contains(QLatin1String("model")) ? params.value(QLatin1String("model")).toString()
+        : t.model().empty()                           ? QString::fromLatin1(kDefaultModelName)
+                                                      : str(t.model());
     return c;
 }
 
@@ -534,7 +555,7 @@ void applyTrialParams(const QJsonObject &params, v1::RunSpec *spec)
         spec->set_label_smoothing(number("labelSmoothing"));
     if (has("warmupEpochs"))
         spec->set_warmup_epochs(number("warmupEpochs"));
-    // batchSize and precision are the run's configuration (trialConfig).
+    // batchSize, precision and model are the run's configuration (trialConfig).
 }
 
 QString paramLabel(const QString &name)

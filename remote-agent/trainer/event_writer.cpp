@@ -97,6 +97,8 @@ void EventWriter::started(const TrainingConfig &config, const StartedReport &rep
     s->mutable_dataset()->set_train_images(report.trainImages);
     s->mutable_dataset()->set_test_images(report.testImages);
     s->set_parameters(report.parameters);
+    s->set_gradient_bytes(report.gradientBytes);
+    s->set_forward_flops_per_image(report.forwardFlopsPerImage);
     s->set_threads(report.threads);
     s->set_device(report.device);
     s->set_steps_per_epoch(report.stepsPerEpoch);

@@ -25,6 +25,8 @@ struct StartedReport {
     std::int64_t trainImages = 0;
     std::int64_t testImages = 0;
     std::int64_t parameters = 0;
+    std::int64_t gradientBytes = 0;
+    std::int64_t forwardFlopsPerImage = 0;
     int threads = 0;
     std::string device;
     std::int64_t stepsPerEpoch = 0;

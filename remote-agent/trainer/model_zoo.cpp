@@ -2,6 +2,8 @@
 
 #include "seed_model_impl.h"
 
+#include <torch/csrc/autograd/profiler_legacy.h>
+
 #include <stdexcept>
 #include <vector>
 
@@ -178,6 +180,39 @@ TrainableModel buildModel(const std::string &name, double blockDropout, double d
     if (name == "mobilenet_v2")
         return TrainableModel(MobileNetV2());
     throw std::invalid_argument("unknown model '" + name + "'");
+}
+
+ModelCost measureModelCost(TrainableModel &net, const torch::Device &device)
+{
+    namespace profiler = torch::autograd::profiler;
+    ModelCost cost;
+    for (const auto &p : net->parameters())
+        if (p.requires_grad()) {
+            cost.parameters += p.numel();
+            cost.gradientBytes += p.numel() * std::int64_t(p.element_size());
+        }
+    const bool training = net->is_training();
+    net->eval(); // batch norm reads its running statistics and updates nothing; no dropout draw
+    {
+        torch::NoGradGuard noGrad;
+        profiler::enableProfilerLegacy(profiler::ProfilerConfig(profiler::ProfilerState::CPU,
+            /*report_input_shapes=*/true, /*profile_memory=*/false, /*with_stack=*/false,
+            /*with_flops=*/true));
+        try {
+            net.forward(torch::zeros({ 1, 3, 32, 32 }, torch::TensorOptions().device(device)));
+        } catch (...) {
+            profiler::disableProfilerLegacy();
+            net->train(training);
+            throw;
+        }
+        for (const auto &thread : profiler::disableProfilerLegacy())
+            for (const auto &event : thread)
+                if (event.kind() == profiler::EventKind::PushRange)
+                    cost.forwardFlopsPerImage
+                        += std::int64_t(const_cast<profiler::LegacyEvent &>(event).flops());
+    }
+    net->train(training);
+    return cost;
 }
 
 } // namespace scalelab::trainer

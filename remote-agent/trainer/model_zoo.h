@@ -44,4 +44,18 @@ private:
 // (ResNet-18 has none; MobileNetV2 keeps its own 0.2 before the classifier).
 TrainableModel buildModel(const std::string &name, double blockDropout, double denseDropout);
 
+// What a model costs per step, for reports and the scaling model: the gradient bytes a rank
+// all-reduces (every trainable parameter's gradient, in its dtype) and the forward FLOPs of
+// one 32x32 image, counted by libtorch's profiler (2 per multiply-add of convolutions and
+// matrix products, 1 per element of additions and multiplications; normalisation and
+// activations not counted). A training step costs about 3x the forward (backward: ~2x).
+struct ModelCost {
+    std::int64_t parameters = 0; // trainable elements
+    std::int64_t gradientBytes = 0;
+    std::int64_t forwardFlopsPerImage = 0;
+};
+// The model is put in eval mode for the count and back; no weight, buffer or random
+// generator changes. `device` is where the model is.
+ModelCost measureModelCost(TrainableModel &net, const torch::Device &device);
+
 } // namespace scalelab::trainer

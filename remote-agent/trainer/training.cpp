@@ -229,12 +229,15 @@ int runTraining(const TrainingConfig &config, EventWriter &events)
     std::int64_t parameterCount = 0;
     for (const auto &p : net->parameters())
         parameterCount += p.numel();
+    const ModelCost cost = reports ? measureModelCost(net, device) : ModelCost {};
     if (reports)
         events.started(config,
             { .synthetic = summary->synthetic,
                 .trainImages = std::int64_t(train->size()),
                 .testImages = testCount,
                 .parameters = parameterCount,
+                .gradientBytes = cost.gradientBytes,
+                .forwardFlopsPerImage = cost.forwardFlopsPerImage,
                 .threads = threads,
                 .device = device.str(),
                 .stepsPerEpoch = stepsPerEpoch,

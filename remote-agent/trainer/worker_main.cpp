@@ -7,6 +7,7 @@
 // Events go to --event-fd (default 1, stdout) as JSON lines; diagnostics to stderr.
 #include "cifar10.h"
 #include "event_writer.h"
+#include "model_zoo.h"
 #include "seed_model.h"
 #include "training.h"
 #include "worker_contract.h"
@@ -28,10 +29,12 @@ namespace {
 const char *kUsage = R"(usage: scalelab-worker COMMAND [options]
 
 Commands:
-  train               train the seed CNN on a CIFAR-10 binary data set (one rank)
+  train               train a model (--model) on a CIFAR-10 binary data set (one rank)
   generate-synthetic  write a SYNTHETIC data set in the CIFAR-10 binary format
   inspect             check a data set and print its record counts as JSON
-  parameters          print the parameter count of the seed model
+  parameters          print a model's parameter count (--model NAME, default seed-cnn); with
+                      --json on, a JSON line with its gradient bytes per step and forward
+                      FLOPs per image as well (model_zoo.h, ModelCost)
   bench               time the training step on a random (synthetic) batch: --batch-size,
                       --threads, --precision, --channels-last, --device, --backend, --steps,
                       --warmup-steps, and --rank/--world-size/--rendezvous for data-parallel
@@ -222,7 +225,22 @@ int main(int argc, char **argv)
     }
 
     if (args.command == "parameters") {
-        std::cout << trainer::seedModelParameterCount() << "\n";
+        std::string model(worker::kDefaultModel);
+        bool json = false;
+        take(args, "model", model) && takeFlag(args, "json", json);
+        if (leftovers(args))
+            return usageError(args.error);
+        if (!worker::isModelName(model))
+            return usageError(
+                "--model must be one of " + worker::modelNamesText() + " (got '" + model + "')");
+        trainer::TrainableModel net = trainer::buildModel(model, 0, 0);
+        const trainer::ModelCost cost = trainer::measureModelCost(net, torch::kCPU);
+        if (json)
+            std::cout << "{\"model\":\"" << model << "\",\"parameters\":" << cost.parameters
+                      << ",\"gradient_bytes\":" << cost.gradientBytes
+                      << ",\"forward_flops_per_image\":" << cost.forwardFlopsPerImage << "}\n";
+        else
+            std::cout << cost.parameters << "\n";
         return worker::kExitFinished;
     }
 
