@@ -22,9 +22,10 @@ SCALELAB_PACKAGES=(
 # the .debs (dpkg-shlibdeps), checks the unit (systemd-analyze) and installs them into a
 # fresh Debian root (debootstrap); tst_reports reads its PDFs' text back (pdftotext);
 # tst_tensorboard reads the TensorBoard event files back in Python (python3-protobuf);
-# tst_prometheus scrapes an agent with a real Prometheus and checks its output (promtool).
+# tst_prometheus scrapes an agent with a real Prometheus and checks its output (promtool);
+# tst_torchscript trains modules scripted by PyTorch and torchvision.
 SCALELAB_TEST_PACKAGES=(slurm-wlm munge dpkg-dev systemd debootstrap poppler-utils python3-protobuf
-  prometheus)
+  prometheus python3-torch python3-torchvision)
 
 # For scripts/fuzz.sh (and so for the tests, whose fuzz label runs it): clang's libFuzzer and
 # sanitizer runtimes (libclang-rt is merely recommended by clang, and recommendations are not

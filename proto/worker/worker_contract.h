@@ -55,6 +55,32 @@ inline bool isModelName(std::string_view name)
     return false;
 }
 
+// A TorchScript module instead of a built-in: the worker's --model file:PATH (an archive
+// written by torch.jit.script(m).save(), PyTorch 1.13 or libtorch), the RunSpec's
+// model sha256:HEX (the content's SHA-256, stored on the agent by UploadModel).
+inline constexpr std::string_view kModelFilePrefix = "file:";
+inline constexpr std::string_view kModelSha256Prefix = "sha256:";
+// The largest module a worker loads and an agent stores (ResNet-50's weights are ~100 MB).
+inline constexpr std::int64_t kMaxModelFileBytes = std::int64_t(512) << 20;
+
+inline bool isModelFile(std::string_view model)
+{
+    return model.size() > kModelFilePrefix.size()
+        && model.substr(0, kModelFilePrefix.size()) == kModelFilePrefix;
+}
+
+// "sha256:" and 64 lower-case hexadecimal digits.
+inline bool isModelSha256(std::string_view model)
+{
+    if (model.size() != kModelSha256Prefix.size() + 64
+        || model.substr(0, kModelSha256Prefix.size()) != kModelSha256Prefix)
+        return false;
+    for (const char c : model.substr(kModelSha256Prefix.size()))
+        if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')))
+            return false;
+    return true;
+}
+
 // "seed-cnn, resnet18, mobilenet_v2", for messages.
 inline std::string modelNamesText()
 {

@@ -3,7 +3,11 @@
 #include "seed_model_impl.h"
 
 #include <torch/csrc/autograd/profiler_legacy.h>
+#include <torch/script.h>
 
+#include <filesystem>
+#include <map>
+#include <sstream>
 #include <stdexcept>
 #include <vector>
 
@@ -169,6 +173,159 @@ struct MobileNetV2Impl : nn::Module {
 };
 TORCH_MODULE(MobileNetV2);
 
+// The first line of an exception's message (libtorch's carry a C++ backtrace after it);
+// for the TorchScript interpreter's, which open with where it failed, the line that says why.
+std::string firstLine(const std::string &message)
+{
+    if (const auto why = message.rfind("RuntimeError: "); why != std::string::npos) {
+        const auto end = message.find('\n', why);
+        return message.substr(why + 14, end == std::string::npos ? std::string::npos : end - why - 14);
+    }
+    const auto end = message.find('\n');
+    return end == std::string::npos ? message : message.substr(0, end);
+}
+
+std::string shapeText(const torch::IntArrayRef sizes)
+{
+    std::ostringstream text;
+    text << '[';
+    for (std::size_t i = 0; i < sizes.size(); ++i)
+        text << (i ? ", " : "") << sizes[i];
+    text << ']';
+    return text.str();
+}
+
+// Mirrors a TorchScript module's parameters, buffers and submodules as torch::nn modules of
+// the same names ("layer1.0.conv1.weight", as PyTorch's state_dict has them). The tensors
+// are shared, not copied: what the optimizer, the all-reduce, a checkpoint or to() does to
+// them, the scripted forward sees.
+void mirror(nn::Module &into, const torch::jit::Module &from)
+{
+    for (const auto &p : from.named_parameters(/*recurse=*/false))
+        into.register_parameter(p.name, p.value, p.value.requires_grad());
+    for (const auto &b : from.named_buffers(/*recurse=*/false))
+        into.register_buffer(b.name, b.value);
+    for (const auto &child : from.named_children()) {
+        auto module = std::make_shared<nn::Module>(child.name);
+        mirror(*module, child.value);
+        into.register_module(child.name, module);
+    }
+}
+
+// A TorchScript module as a torch::nn module: forward runs the scripted code.
+struct TorchScriptNetImpl : nn::Module {
+    explicit TorchScriptNetImpl(torch::jit::Module module)
+        : nn::Module("TorchScriptNet")
+        , scripted(std::move(module))
+    {
+        mirror(*this, scripted);
+        scripted.train(is_training());
+    }
+    void train(bool on = true) override
+    {
+        nn::Module::train(on);
+        scripted.train(on);
+    }
+    torch::Tensor forward(const torch::Tensor &x)
+    {
+        const c10::IValue out = scripted.forward({ x });
+        if (!out.isTensor())
+            throw std::invalid_argument(
+                "model output is a " + out.tagKind() + ", expected a [N, 10] tensor of logits");
+        return out.toTensor();
+    }
+    torch::jit::Module scripted;
+};
+TORCH_MODULE(TorchScriptNet);
+
+// The archive at `path`, or std::invalid_argument in words.
+torch::jit::Module loadArchive(const std::string &path)
+{
+    namespace fs = std::filesystem;
+    std::error_code error;
+    const auto bytes = fs::file_size(path, error);
+    if (error)
+        throw std::invalid_argument("cannot read the model file " + path + ": " + error.message());
+    if (bytes == 0)
+        throw std::invalid_argument(
+            "the model file " + path + " is empty: save the module with torch.jit.script(model).save(path)");
+    if (std::int64_t(bytes) > worker::kMaxModelFileBytes)
+        throw std::invalid_argument("the model file " + path + " has " + std::to_string(bytes)
+            + " bytes, over the " + std::to_string(worker::kMaxModelFileBytes >> 20)
+            + " MiB a model may have");
+    try {
+        return torch::jit::load(path, torch::kCPU);
+    } catch (const std::exception &e) {
+        const std::string why = firstLine(e.what());
+        if (why.find("constants.pkl") != std::string::npos || why.find("code/") != std::string::npos)
+            throw std::invalid_argument("the model file " + path
+                + " is a PyTorch archive but not a TorchScript module (torch.save of an nn.Module?): save it "
+                  "with "
+                  "torch.jit.script(model).save(path)");
+        throw std::invalid_argument("the model file " + path
+            + " is not a TorchScript archive (not a zip archive, or truncated): save it with "
+              "torch.jit.script(model).save(path) (libtorch said: "
+            + why + ")");
+    }
+}
+
+// Why `net` cannot be trained on CIFAR-10 batches; empty when it can. Leaves no gradient.
+std::string checkTrainable(TorchScriptNet &net)
+{
+    std::int64_t trainable = 0;
+    for (const auto &p : net->parameters())
+        if (p.requires_grad())
+            trainable += p.numel();
+    if (trainable == 0)
+        return "the model has no trainable parameters (every parameter has requires_grad False, or it has "
+               "none)";
+    const bool training = net->is_training();
+    net->train();
+    std::string problem;
+    try {
+        torch::Tensor out;
+        try {
+            out = net->forward(torch::zeros({ 2, 3, 32, 32 }));
+        } catch (const std::invalid_argument &) {
+            throw;
+        } catch (const std::exception &e) {
+            throw std::invalid_argument(
+                "the model's forward failed on a [2, 3, 32, 32] float batch: " + firstLine(e.what()));
+        }
+        if (out.sizes() != torch::IntArrayRef { 2, 10 })
+            throw std::invalid_argument("model output has shape " + shapeText(out.sizes())
+                + ", expected [2, 10]: the last layer must have 10 outputs");
+        try {
+            torch::nn::functional::cross_entropy(out.to(torch::kFloat), torch::zeros({ 2 }, torch::kLong))
+                .backward();
+        } catch (const std::exception &e) {
+            throw std::invalid_argument(
+                "no gradient flows back through the model's forward (is its output detached?): "
+                + firstLine(e.what()));
+        }
+        bool reached = false;
+        for (auto &p : net->parameters()) {
+            reached = reached || (p.grad().defined() && p.requires_grad());
+            p.mutable_grad() = torch::Tensor();
+        }
+        if (!reached)
+            throw std::invalid_argument(
+                "no gradient reaches the model's parameters (is its output detached?)");
+    } catch (const std::invalid_argument &e) {
+        problem = e.what();
+    }
+    net->train(training);
+    return problem;
+}
+
+TrainableModel loadTorchScript(const std::string &path)
+{
+    TorchScriptNet net(loadArchive(path));
+    if (const std::string problem = checkTrainable(net); !problem.empty())
+        throw std::invalid_argument(problem);
+    return TrainableModel(net);
+}
+
 } // namespace
 
 TrainableModel buildModel(const std::string &name, double blockDropout, double denseDropout)
@@ -179,7 +336,68 @@ TrainableModel buildModel(const std::string &name, double blockDropout, double d
         return TrainableModel(ResNet18());
     if (name == "mobilenet_v2")
         return TrainableModel(MobileNetV2());
+    if (worker::isModelFile(name))
+        return loadTorchScript(name.substr(worker::kModelFilePrefix.size()));
     throw std::invalid_argument("unknown model '" + name + "'");
+}
+
+std::string copyInitialWeights(TrainableModel &net, const std::string &path)
+{
+    const torch::jit::Module source = loadArchive(path);
+    std::map<std::string, torch::Tensor> tensors;
+    for (const auto &p : source.named_parameters())
+        tensors[p.name] = p.value;
+    for (const auto &b : source.named_buffers())
+        tensors[b.name] = b.value;
+    int copied = 0, total = 0;
+    std::vector<std::string> missing, reshaped;
+    torch::NoGradGuard noGrad;
+    const auto copy = [&](const std::string &name, torch::Tensor &into) {
+        ++total;
+        const auto found = tensors.find(name);
+        if (found == tensors.end())
+            missing.push_back(name);
+        else if (found->second.sizes() != into.sizes())
+            reshaped.push_back(
+                name + " " + shapeText(into.sizes()) + " (file: " + shapeText(found->second.sizes()) + ")");
+        else {
+            into.copy_(found->second);
+            ++copied;
+        }
+    };
+    for (auto &p : net->named_parameters())
+        copy(p.key(), p.value());
+    for (auto &b : net->named_buffers())
+        copy(b.key(), b.value());
+    const auto list = [](const std::vector<std::string> &names) {
+        std::string text;
+        for (std::size_t i = 0; i < names.size() && i < 4; ++i)
+            text += (i ? ", " : "") + names[i];
+        return names.size() > 4 ? text + ", …" : text;
+    };
+    if (copied == 0)
+        throw std::invalid_argument("no weight of " + path
+            + " matches the model by name and shape (the model has "
+            + (missing.empty() ? list(reshaped) : list(missing)) + "): is it the same architecture?");
+    std::string note = "initial weights from " + path + ": " + std::to_string(copied) + " of "
+        + std::to_string(total) + " tensors copied";
+    if (!reshaped.empty())
+        note += "; other shape, kept fresh: " + list(reshaped);
+    if (!missing.empty())
+        note += "; not in the file, kept fresh: " + list(missing);
+    return note;
+}
+
+std::string checkTorchScriptModel(const std::string &path)
+{
+    try {
+        TorchScriptNet net(loadArchive(path));
+        return checkTrainable(net);
+    } catch (const std::invalid_argument &e) {
+        return e.what();
+    } catch (const std::exception &e) {
+        return "the model file " + path + " cannot be used: " + firstLine(e.what());
+    }
 }
 
 ModelCost measureModelCost(TrainableModel &net, const torch::Device &device)

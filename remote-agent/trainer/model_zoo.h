@@ -42,7 +42,23 @@ private:
 // A new model of that name (one of modelNames()), its weights drawn from torch's generator
 // (torch::manual_seed first for reproducible weights). The dropouts are the seed CNN's
 // (ResNet-18 has none; MobileNetV2 keeps its own 0.2 before the classifier).
+// "file:PATH" loads a TorchScript module with the weights it was saved with (checked as
+// checkTorchScriptModel does; std::invalid_argument with its words when it is not fit).
 TrainableModel buildModel(const std::string &name, double blockDropout, double denseDropout);
+
+// Whether the TorchScript archive at `path` can be trained as a CIFAR-10 model, in words
+// that say what to change; empty when it can. Checked in this order: the file's size
+// (worker::kMaxModelFileBytes), that it is a TorchScript archive (not empty, not truncated,
+// not torch.save of a plain module), that it has trainable parameters, that forward takes
+// a [2, 3, 32, 32] float batch and returns [2, 10] logits, and that backward reaches the
+// parameters.
+std::string checkTorchScriptModel(const std::string &path);
+
+// Copies into `net` every parameter and buffer of the TorchScript archive at `path` that
+// has the same name (PyTorch's state_dict names: "layer1.0.conv1.weight") and shape; the
+// rest of `net` keeps its values. Returns what was copied and what was not, in words;
+// std::invalid_argument when the file cannot be read or nothing matches.
+std::string copyInitialWeights(TrainableModel &net, const std::string &path);
 
 // What a model costs per step, for reports and the scaling model: the gradient bytes a rank
 // all-reduces (every trainable parameter's gradient, in its dtype) and the forward FLOPs of

@@ -15,7 +15,8 @@ class EventWriter;
 
 struct TrainingConfig {
     std::string dataDir;
-    std::string model = "seed-cnn"; // one of model_names.h's
+    std::string model = "seed-cnn"; // one of model_names.h's, or file:PATH (TorchScript)
+    std::string initialWeights; // a TorchScript archive to copy matching weights from; empty: none
     int batchSize = 64; // per worker; the global batch is batchSize x worldSize
     int epochs = 1;
     // Defaults: docs/results.md ("The evidence") gives the evidence; proto/rules/spec_rules.h

@@ -105,10 +105,18 @@ void toMemoryFormat(torch::nn::Module &net, at::MemoryFormat format)
             p.set_data(p.contiguous(format));
 }
 
+TrainableModel buildConfiguredModel(const TrainingConfig &config, double blockDropout, double denseDropout)
+{
+    TrainableModel net = buildModel(config.model, blockDropout, denseDropout);
+    if (!config.initialWeights.empty())
+        std::cerr << "scalelab-worker: " << copyInitialWeights(net, config.initialWeights) << std::endl;
+    return net;
+}
+
 TrainableModel trainingModel(
     const TrainingConfig &config, const torch::Device &device, double blockDropout, double denseDropout)
 {
-    TrainableModel net = buildModel(config.model, blockDropout, denseDropout);
+    TrainableModel net = buildConfiguredModel(config, blockDropout, denseDropout);
     if (device.is_cuda())
         net->to(device);
     toMemoryFormat(*net, memoryFormatOf(config));

@@ -46,6 +46,9 @@ inline at::MemoryFormat memoryFormatOf(const TrainingConfig &config)
 // The config's model (config.model) with these dropout rates, on `device`, in the config's
 // memory format, in training mode. Weights are drawn on the CPU, so a seed gives the same
 // initial model on every device.
+// buildModel(config.model, ...) with config.initialWeights copied in (the note on stderr).
+TrainableModel buildConfiguredModel(const TrainingConfig &config, double blockDropout, double denseDropout);
+
 TrainableModel trainingModel(
     const TrainingConfig &config, const torch::Device &device, double blockDropout, double denseDropout);
 

@@ -42,7 +42,7 @@ int runGradientCheck(const TrainingConfig &config, EventWriter &events)
     const auto y
         = torch::from_blob(images->labels.data(), { total }, torch::kUInt8).to(torch::kLong).to(device);
 
-    TrainableModel net = buildModel(config.model, kDefaultBlockDropout, kDefaultDenseDropout);
+    TrainableModel net = buildConfiguredModel(config, kDefaultBlockDropout, kDefaultDenseDropout);
     if (device.is_cuda())
         net->to(device);
     net->eval(); // no dropout, BatchNorm on running statistics: per-image loss terms
@@ -50,7 +50,7 @@ int runGradientCheck(const TrainingConfig &config, EventWriter &events)
     if (parallel)
         parallel->attach(*net);
     // The reference replica: rank 0's weights, the whole batch, no communication.
-    TrainableModel reference = buildModel(config.model, kDefaultBlockDropout, kDefaultDenseDropout);
+    TrainableModel reference = buildConfiguredModel(config, kDefaultBlockDropout, kDefaultDenseDropout);
     if (device.is_cuda())
         reference->to(device);
     reference->eval();
@@ -225,7 +225,7 @@ int runLrFind(const TrainingConfig &config, const LrFindOptions &options, EventW
         return fail("the training split is empty");
     const Normalization normalization = normalizationFor(config, *train);
     const torch::Device device = torchDevice(config.device);
-    TrainableModel net = buildModel(config.model, config.blockDropout, config.denseDropout);
+    TrainableModel net = buildConfiguredModel(config, config.blockDropout, config.denseDropout);
     if (device.is_cuda())
         net->to(device);
     net->train();

@@ -35,6 +35,10 @@ Commands:
   parameters          print a model's parameter count (--model NAME, default seed-cnn); with
                       --json on, a JSON line with its gradient bytes per step and forward
                       FLOPs per image as well (model_zoo.h, ModelCost)
+  check-model         --model file:PATH: whether a TorchScript module can be trained on
+                      CIFAR-10 batches ([N,3,32,32] float in, [N,10] logits out, gradients
+                      back to its parameters); prints its cost as JSON (exit 0) or the
+                      problem in words (exit 1)
   bench               time the training step on a random (synthetic) batch: --batch-size,
                       --threads, --precision, --channels-last, --device, --backend, --steps,
                       --warmup-steps, and --rank/--world-size/--rendezvous for data-parallel
@@ -46,8 +50,9 @@ Commands:
 
 train options:
   --data-dir DIR        folder with data_batch_1..5.bin and test_batch.bin (required)
-  --model NAME          seed-cnn (default), resnet18 or mobilenet_v2 (their CIFAR forms;
-                        also for bench, lr-find and gradient-check)
+  --model NAME          seed-cnn (default), resnet18 or mobilenet_v2 (their CIFAR forms), or
+                        file:PATH, a TorchScript module (torch.jit.script(m).save(PATH)) trained
+                        from the weights it holds; also for bench, lr-find and gradient-check
   --batch-size N        images per step on this worker (default 64)
   --epochs N            passes over the training split (default 1)
   --lr X                learning rate (default 0.02; see docs/results.md, "The default recipe")
@@ -224,20 +229,31 @@ int main(int argc, char **argv)
         return args.command.empty() ? worker::kExitUsage : worker::kExitFinished;
     }
 
-    if (args.command == "parameters") {
-        std::string model(worker::kDefaultModel);
-        bool json = false;
+    // parameters: the count (or with --json on, the cost); check-model: whether a TorchScript
+    // module can be trained, its cost when it can (exit 0), the problem in words when not (1).
+    if (args.command == "parameters" || args.command == "check-model") {
+        const bool check = args.command == "check-model";
+        std::string model(check ? "" : worker::kDefaultModel);
+        bool json = check;
         take(args, "model", model) && takeFlag(args, "json", json);
         if (leftovers(args))
             return usageError(args.error);
-        if (!worker::isModelName(model))
-            return usageError(
-                "--model must be one of " + worker::modelNamesText() + " (got '" + model + "')");
+        if (check && !worker::isModelFile(model))
+            return usageError("check-model needs --model file:PATH (a TorchScript module)");
+        if (!worker::isModelName(model) && !worker::isModelFile(model))
+            return usageError("--model must be one of " + worker::modelNamesText()
+                + ", or file:PATH of a TorchScript module (got '" + model + "')");
+        if (worker::isModelFile(model))
+            if (const std::string problem
+                = trainer::checkTorchScriptModel(model.substr(worker::kModelFilePrefix.size()));
+                !problem.empty()) {
+                std::cerr << "scalelab-worker: " << problem << "\n";
+                return worker::kExitFailed;
+            }
         trainer::TrainableModel net = trainer::buildModel(model, 0, 0);
         const trainer::ModelCost cost = trainer::measureModelCost(net, torch::kCPU);
         if (json)
-            std::cout << "{\"model\":\"" << model << "\",\"parameters\":" << cost.parameters
-                      << ",\"gradient_bytes\":" << cost.gradientBytes
+            std::cout << "{\"parameters\":" << cost.parameters << ",\"gradient_bytes\":" << cost.gradientBytes
                       << ",\"forward_flops_per_image\":" << cost.forwardFlopsPerImage << "}\n";
         else
             std::cout << cost.parameters << "\n";

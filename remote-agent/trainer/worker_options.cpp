@@ -27,8 +27,9 @@ const std::set<int> &optionsOf(const std::string &command)
     };
     // What a model learns from: the data and the optimizer.
     const std::initializer_list<int> recipe = { Launch::kDataDirFieldNumber, Launch::kMomentumFieldNumber,
-        Launch::kWeightDecayFieldNumber, Launch::kLabelSmoothingFieldNumber, Launch::kNormalizeMeanFieldNumber,
-        Launch::kNormalizeStdFieldNumber, Launch::kAugmentFieldNumber, Launch::kMaxTrainImagesFieldNumber };
+        Launch::kWeightDecayFieldNumber, Launch::kLabelSmoothingFieldNumber,
+        Launch::kNormalizeMeanFieldNumber, Launch::kNormalizeStdFieldNumber, Launch::kAugmentFieldNumber,
+        Launch::kMaxTrainImagesFieldNumber, Launch::kInitialWeightsFieldNumber };
     // The model's dropout: what the commands that train take (gradient-check compares in
     // eval mode, where dropout does nothing).
     const std::initializer_list<int> dropout = { Launch::kBlockDropoutFieldNumber, Launch::kDenseDropoutFieldNumber };
@@ -97,9 +98,9 @@ common::Result<WorkerOptions> parseWorkerOptions(const std::vector<std::string> 
             return common::Status::failure(worker::optionName(field->name())
                 + " expects three comma-separated numbers (red,green,blue), got " + std::to_string(n));
         }
-    if (l.has_model() && !isModelName(l.model()))
-        return common::Status::failure(
-            "--model must be one of " + worker::modelNamesText() + " (got '" + l.model() + "')");
+    if (l.has_model() && !isModelName(l.model()) && !worker::isModelFile(l.model()))
+        return common::Status::failure("--model must be one of " + worker::modelNamesText()
+            + ", or file:PATH of a TorchScript module (got '" + l.model() + "')");
     if (l.has_warmup_epochs() && !(l.warmup_epochs() >= 0)) {
         return common::Status::failure("--warmup-epochs must be 0 (no warm-up) or more");
     }
@@ -113,6 +114,8 @@ common::Result<WorkerOptions> parseWorkerOptions(const std::vector<std::string> 
         c.dataDir = l.data_dir();
     if (l.has_model())
         c.model = l.model();
+    if (l.has_initial_weights())
+        c.initialWeights = l.initial_weights();
     if (l.has_batch_size())
         c.batchSize = l.batch_size();
     if (l.has_epochs())

@@ -1,0 +1,253 @@
+// TorchScript modules in the worker (issue 36): a module scripted by PyTorch 1.13
+// (tests/torchscript/make_modules.py, Debian's python3-torch and python3-torchvision) trains
+// as what the file says, data-parallel like a built-in, and a module that cannot be trained
+// is refused before any training, in words that say what to change.
+//
+// Label torchscript: it needs /usr/bin/python3 with torch and torchvision (scripts/setup.sh
+// installs them for the tests; `ctest -LE torchscript` without them).
+#include "test_support.h"
+#include "verify_ok.h"
+#include "worker_channel.h"
+
+#include <QFile>
+#include <QProcess>
+#include <QStandardPaths>
+#include <QTcpServer>
+#include <QTemporaryDir>
+#include <QTest>
+
+#include <cmath>
+
+using namespace scalelab;
+
+namespace {
+
+// A python3 with Debian's PyTorch and torchvision, or empty.
+QString pythonWithTorchvision()
+{
+    for (const QString &candidate :
+        { QStringLiteral("/usr/bin/python3"), QStandardPaths::findExecutable(QStringLiteral("python3")) }) {
+        if (candidate.isEmpty() || !QFile::exists(candidate))
+            continue;
+        QProcess p;
+        p.start(candidate, { QStringLiteral("-c"), QStringLiteral("import torch, torchvision") });
+        if (p.waitForFinished(120'000) && p.exitStatus() == QProcess::NormalExit && p.exitCode() == 0)
+            return candidate;
+    }
+    return {};
+}
+
+// A free loopback port for a TCPStore (freed just before the worker binds it).
+int freePort()
+{
+    QTcpServer probe;
+    probe.listen(QHostAddress::LocalHost, 0);
+    return probe.serverPort();
+}
+
+struct WorkerRun {
+    int exitCode = -1;
+    QString err;
+    QList<v1::WorkerEvent> events;
+    QStringList unreadable;
+};
+
+// scalelab-worker with `args`, to its end.
+WorkerRun runWorker(const QStringList &args, int timeoutMs = 300'000)
+{
+    QProcess p;
+    p.start(test::binary("scalelab-worker"), args);
+    WorkerRun run;
+    if (!p.waitForFinished(test::timeLimit(timeoutMs))) {
+        p.kill();
+        p.waitForFinished(5000);
+        run.err = QStringLiteral("timed out");
+        return run;
+    }
+    run.exitCode = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1;
+    run.err = QString::fromUtf8(p.readAllStandardError());
+    for (const QByteArray &line : p.readAllStandardOutput().split('\n')) {
+        if (line.trimmed().isEmpty())
+            continue;
+        if (auto event = worker::parseEventLine(line.toStdString()))
+            run.events << *event;
+        else
+            run.unreadable << QString::fromUtf8(line);
+    }
+    return run;
+}
+
+QList<double> stepLosses(const WorkerRun &run)
+{
+    QList<double> losses;
+    for (const auto &e : run.events)
+        if (e.has_step())
+            losses << e.step().loss();
+    return losses;
+}
+
+} // namespace
+
+class TestTorchScript : public QObject {
+    Q_OBJECT
+private Q_SLOTS:
+    void initTestCase()
+    {
+        const QString python = pythonWithTorchvision();
+        if (python.isEmpty())
+            QFAIL("no python3 with torch and torchvision: apt-get install python3-torch python3-torchvision "
+                  "(scripts/setup.sh installs them for the tests; ctest -LE torchscript runs without this "
+                  "test)");
+        m_modules = m_tmp.filePath(QStringLiteral("modules"));
+        const QString problem = test::runTool(
+            python, { QStringLiteral(SCALELAB_SOURCE_DIR "/tests/torchscript/make_modules.py"), m_modules });
+        QVERIFY2(problem.isEmpty(), qPrintable(problem));
+        m_data = m_tmp.filePath(QStringLiteral("data"));
+        const WorkerRun data = runWorker({ QStringLiteral("generate-synthetic"), QStringLiteral("--out"),
+            m_data, QStringLiteral("--train"), QStringLiteral("160"), QStringLiteral("--test"),
+            QStringLiteral("32"), QStringLiteral("--kind"), QStringLiteral("shapes") });
+        QVERIFY2(data.exitCode == 0, qPrintable(data.err));
+    }
+
+    void cleanupTestCase()
+    {
+        QTRY_VERIFY_WITH_TIMEOUT(test::processesMentioning(m_tmp.path()).isEmpty(), 10000);
+    }
+
+    // Each module that cannot be trained is refused, saying why and what to do, before any
+    // training; the check prints a good module's cost.
+    void unfitModulesAreRefusedInWords_data()
+    {
+        QTest::addColumn<QString>("file");
+        QTest::addColumn<QString>("expected");
+        QTest::newRow("1000 outputs")
+            << "imagenet_head.pt"
+            << "model output has shape [2, 1000], expected [2, 10]: the last layer must "
+               "have 10 outputs";
+        QTest::newRow("detached output") << "detached.pt"
+                                         << "no gradient flows back through the model's forward";
+        QTest::newRow("nothing to train") << "no_parameters.pt"
+                                          << "the model has no trainable parameters";
+        QTest::newRow("forward fails")
+            << "wrong_input.pt"
+            << "the model's forward failed on a [2, 3, 32, 32] float batch: mat1 and mat2 "
+               "shapes cannot be multiplied";
+        QTest::newRow("torch.save") << "pickled.pt"
+                                    << "is a PyTorch archive but not a TorchScript module (torch.save of an "
+                                       "nn.Module?): save it with torch.jit.script(model).save(path)";
+        QTest::newRow("empty") << "empty.pt"
+                               << "is empty: save the module with torch.jit.script(model).save(path)";
+        QTest::newRow("random bytes") << "random.pt"
+                                      << "is not a TorchScript archive (not a zip archive, or truncated)";
+        QTest::newRow("truncated") << "truncated.pt"
+                                   << "is not a TorchScript archive (not a zip archive, or truncated)";
+        QTest::newRow("too large") << "huge.pt"
+                                   << "over the 512 MiB a model may have";
+    }
+    void unfitModulesAreRefusedInWords()
+    {
+        QFETCH(QString, file);
+        QFETCH(QString, expected);
+        const QString path = m_modules + QLatin1Char('/') + file;
+        if (file == QLatin1String("huge.pt")) { // sparse: 513 MiB of nothing, no disk used
+            QFile huge(path);
+            QVERIFY(huge.open(QIODevice::WriteOnly) && huge.resize(qint64(513) << 20));
+        }
+        const WorkerRun check = runWorker(
+            { QStringLiteral("check-model"), QStringLiteral("--model"), QStringLiteral("file:") + path });
+        QCOMPARE(check.exitCode, 1);
+        QVERIFY2(check.err.contains(expected), qPrintable(check.err));
+        // Training refuses it too, with the same words, before a step.
+        const WorkerRun train = runWorker({ QStringLiteral("train"), QStringLiteral("--data-dir"), m_data,
+            QStringLiteral("--model"), QStringLiteral("file:") + path, QStringLiteral("--batch-size"),
+            QStringLiteral("16"), QStringLiteral("--threads"), QStringLiteral("1") });
+        QVERIFY(train.exitCode != 0);
+        QVERIFY(stepLosses(train).isEmpty());
+        QString said = train.err;
+        for (const auto &e : train.events)
+            if (e.has_error())
+                said += QString::fromStdString(e.error().message());
+        QVERIFY2(said.contains(expected), qPrintable(said));
+
+        const WorkerRun good = runWorker({ QStringLiteral("check-model"), QStringLiteral("--model"),
+            QStringLiteral("file:") + m_modules + QStringLiteral("/small_cnn.pt") });
+        QCOMPARE(good.exitCode, 0);
+        QVERIFY2(good.err.isEmpty(), qPrintable(good.err));
+    }
+
+    // A ResNet-18 scripted from torchvision, with its weights copied into the built-in
+    // resnet18, trains the same 20 steps: the TorchScript path trains what the file says.
+    void scriptedResNetTrainsAsTheBuiltInWithItsWeights()
+    {
+        const QString file = m_modules + QStringLiteral("/resnet18.pt");
+        const auto train = [&](const QStringList &model) {
+            return runWorker(
+                QStringList { QStringLiteral("train"), QStringLiteral("--data-dir"), m_data,
+                    QStringLiteral("--epochs"), QStringLiteral("2"), QStringLiteral("--batch-size"),
+                    QStringLiteral("16"), QStringLiteral("--threads"), QStringLiteral("2") }
+                + model);
+        };
+        const WorkerRun scripted = train({ QStringLiteral("--model"), QStringLiteral("file:") + file });
+        const WorkerRun builtIn = train({ QStringLiteral("--model"), QStringLiteral("resnet18"),
+            QStringLiteral("--initial-weights"), file });
+        QVERIFY2(scripted.exitCode == 0, qPrintable(scripted.err));
+        QVERIFY2(builtIn.exitCode == 0, qPrintable(builtIn.err));
+        QVERIFY2(builtIn.err.contains(QStringLiteral("122 of 122 tensors copied")), qPrintable(builtIn.err));
+        const QList<double> a = stepLosses(scripted), b = stepLosses(builtIn);
+        QCOMPARE(a.size(), 20); // 160 images / 16, two epochs
+        QCOMPARE(b.size(), a.size());
+        double worst = 0;
+        for (int i = 0; i < a.size(); ++i)
+            worst = std::max(worst, std::abs(a[i] - b[i]) / std::max(1e-6, std::abs(b[i])));
+        qInfo("20 steps, largest relative loss difference %.3g (first loss %.6f, last %.6f)", worst,
+            a.first(), a.last());
+        QVERIFY2(worst < 1e-5, qPrintable(QString::number(worst)));
+        for (const auto &e : scripted.events)
+            if (e.has_started()) {
+                QCOMPARE(e.started().parameters(), qint64(11'173'962));
+                QCOMPARE(e.started().gradient_bytes(), qint64(11'173'962) * 4);
+                QVERIFY(e.started().forward_flops_per_image() > 1'000'000'000);
+            }
+    }
+
+    // Two ranks of a scripted module all-reduce the gradient one process computes on the
+    // whole batch, as for the built-ins.
+    void scriptedGradientsAllReduceLikeOneProcess()
+    {
+        const QString rendezvous = QStringLiteral("127.0.0.1:%1").arg(freePort());
+        const auto args = [&](int rank) {
+            return QStringList { QStringLiteral("gradient-check"), QStringLiteral("--data-dir"), m_data,
+                QStringLiteral("--batch-size"), QStringLiteral("16"), QStringLiteral("--world-size"),
+                QStringLiteral("2"), QStringLiteral("--rank"), QString::number(rank),
+                QStringLiteral("--rendezvous"), rendezvous, QStringLiteral("--threads"), QStringLiteral("1"),
+                QStringLiteral("--model"),
+                QStringLiteral("file:") + m_modules + QStringLiteral("/resnet18.pt") };
+        };
+        QProcess rank1;
+        rank1.start(test::binary("scalelab-worker"), args(1));
+        const WorkerRun rank0 = runWorker(args(0));
+        QVERIFY(rank1.waitForFinished(test::timeLimit(60'000)));
+        QVERIFY2(rank0.exitCode == 0, qPrintable(rank0.err));
+        QCOMPARE(rank1.exitCode(), 0);
+        int checks = 0;
+        for (const auto &e : rank0.events)
+            if (e.has_gradient_check()) {
+                ++checks;
+                const auto &g = e.gradient_check();
+                QCOMPARE(g.tensors(), 62);
+                QVERIFY(g.max_abs_grad() > 1e-4);
+                qInfo("TorchScript ResNet-18: max |diff| %.3g, max |grad| %.3g", g.max_abs_diff(),
+                    g.max_abs_grad());
+                QVERIFY(g.max_abs_diff() <= 1e-5 * std::max(1.0, g.max_abs_grad()));
+            }
+        QCOMPARE(checks, 1);
+    }
+
+private:
+    QTemporaryDir m_tmp;
+    QString m_modules;
+    QString m_data;
+};
+
+QTEST_GUILESS_MAIN(TestTorchScript)
+#include "tst_torchscript.moc"
