@@ -308,7 +308,19 @@ private Q_SLOTS:
             withModel.set_model("resnet50");
             QCOMPARE(problems(withModel, agent),
                 QStringList { QStringLiteral(
-                    "spec.model: must be one of seed-cnn, resnet18, mobilenet_v2 (got 'resnet50')") });
+                    "spec.model: must be one of seed-cnn, resnet18, mobilenet_v2, or "
+                    "sha256:HEX of a TorchScript module stored on the agent (got 'resnet50')") });
+            // A stored module by its sum (64 lower-case hex digits), and nothing else of the kind.
+            withModel.set_model("sha256:" + std::string(64, 'a'));
+            QCOMPARE(problems(withModel, agent), QStringList());
+            withModel.set_initial_weights("sha256:" + std::string(63, 'a'));
+            QCOMPARE(problems(withModel, agent),
+                QStringList {
+                    QStringLiteral("spec.initial_weights: must be sha256:HEX of a TorchScript module stored "
+                                   "on the agent, or empty (got 'sha256:%1')")
+                        .arg(QString(63, QLatin1Char('a'))) });
+            withModel.clear_initial_weights();
+            withModel.set_model("resnet50");
             // The agent hands it to the worker as --model.
             agent::RunLaunch launch;
             launch.request.set_world_size(1);
@@ -316,6 +328,15 @@ private Q_SLOTS:
             launch.request.mutable_spec()->set_model("resnet18");
             const v1::WorkerLaunch worker = agent::workerLaunch(launch, 0);
             QCOMPARE(worker.model(), std::string("resnet18"));
+            // A stored module reaches the worker as the agent's file of it.
+            agent::RunLaunch stored = launch;
+            stored.request.mutable_spec()->set_model("sha256:" + std::string(64, 'b'));
+            stored.request.mutable_spec()->set_initial_weights("sha256:" + std::string(64, 'c'));
+            stored.modelFile = "/state/models/" + std::string(64, 'b') + ".pt";
+            stored.initialWeightsFile = "/state/models/" + std::string(64, 'c') + ".pt";
+            const v1::WorkerLaunch storedWorker = agent::workerLaunch(stored, 0);
+            QCOMPARE(storedWorker.model(), "file:/state/models/" + std::string(64, 'b') + ".pt");
+            QCOMPARE(storedWorker.initial_weights(), "/state/models/" + std::string(64, 'c') + ".pt");
             const auto command = agent::workerCommand(launch, worker);
             const auto at = std::find(command.begin(), command.end(), std::string("--model"));
             QVERIFY(at != command.end() && at + 1 != command.end() && *(at + 1) == "resnet18");

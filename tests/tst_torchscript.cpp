@@ -9,7 +9,11 @@
 #include "verify_ok.h"
 #include "worker_channel.h"
 
+#include <QCryptographicHash>
+#include <QDir>
 #include <QFile>
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QProcess>
 #include <QStandardPaths>
 #include <QTcpServer>
@@ -17,6 +21,7 @@
 #include <QTest>
 
 #include <cmath>
+#include <tuple>
 
 using namespace scalelab;
 
@@ -241,6 +246,80 @@ private Q_SLOTS:
                 QVERIFY(g.max_abs_diff() <= 1e-5 * std::max(1.0, g.max_abs_grad()));
             }
         QCOMPARE(checks, 1);
+    }
+
+    // Through the CLI and an agent: a module's file travels by content (PutModel), is stored
+    // once under the agent's state folder, and the run names it by its sum; a module that
+    // cannot be trained is refused by the agent in the worker's words, and nothing is stored;
+    // a run naming a module the agent lacks is refused, saying how to send it.
+    void modulesTravelByContentToTheAgent()
+    {
+        const QString state = m_tmp.filePath(QStringLiteral("state"));
+        const QString data = m_tmp.filePath(QStringLiteral("agent-data"));
+        QVERIFY(QDir().mkpath(data));
+        const auto cli = [&](const QString &model, int workers) {
+            QProcess p;
+            p.start(test::binary("scalelab-cli"),
+                { QStringLiteral("run"), QStringLiteral("--data-dir"), data, QStringLiteral("--state-dir"),
+                    state, QStringLiteral("--synthetic"), QStringLiteral("--dataset"), QStringLiteral("syn"),
+                    QStringLiteral("--synthetic-train"), QStringLiteral("64"),
+                    QStringLiteral("--synthetic-test"), QStringLiteral("32"), QStringLiteral("--workers"),
+                    QString::number(workers), QStringLiteral("--batch-size"), QStringLiteral("16"),
+                    QStringLiteral("--threads"), QStringLiteral("1"), QStringLiteral("--model"), model,
+                    QStringLiteral("--json") });
+            p.waitForFinished(test::timeLimit(180'000));
+            return std::make_tuple(p.exitCode(), QString::fromUtf8(p.readAllStandardOutput()),
+                QString::fromUtf8(p.readAllStandardError()));
+        };
+        const QString file = m_modules + QStringLiteral("/small_cnn.pt");
+        const auto [code, out, err] = cli(file, 2);
+        QVERIFY2(code == 0, qPrintable(err + out));
+        QVERIFY2(err.contains(QStringLiteral("model small_cnn.pt (sha256 "))
+                && err.contains(QStringLiteral("sent to")),
+            qPrintable(err));
+        QFile module(file);
+        QVERIFY(module.open(QIODevice::ReadOnly));
+        const QString sha = QString::fromLatin1(
+            QCryptographicHash::hash(module.readAll(), QCryptographicHash::Sha256).toHex());
+        QVERIFY(QFile::exists(state + QStringLiteral("/models/") + sha + QStringLiteral(".pt")));
+        QJsonObject started;
+        for (const QString &line : out.split(QLatin1Char('\n'), Qt::SkipEmptyParts))
+            if (const auto o = QJsonDocument::fromJson(line.toUtf8()).object();
+                o.contains(QStringLiteral("started")))
+                started = o.value(QStringLiteral("started")).toObject();
+        QCOMPARE(
+            started.value(QStringLiteral("effective")).toObject().value(QStringLiteral("model")).toString(),
+            QStringLiteral("sha256:") + sha);
+        QCOMPARE(started.value(QStringLiteral("parameters")).toVariant().toLongLong(), 5450LL);
+        QVERIFY2(out.contains(QStringLiteral("SUCCEEDED")), qPrintable(out));
+
+        // The second run sends nothing.
+        const auto [again, againOut, againErr] = cli(QStringLiteral("file:") + file, 1);
+        QVERIFY2(again == 0, qPrintable(againErr));
+        QVERIFY2(againErr.contains(QStringLiteral("already on the agent")), qPrintable(againErr));
+
+        // Refused by the agent, in the worker's words; nothing stored.
+        const auto [refused, refusedOut, refusedErr]
+            = cli(m_modules + QStringLiteral("/imagenet_head.pt"), 1);
+        QCOMPARE(refused, 2);
+        QVERIFY2(
+            refusedErr.contains(QStringLiteral(
+                "model output has shape [2, 1000], expected [2, 10]: the last layer must have 10 outputs; "
+                "nothing was stored")),
+            qPrintable(refusedErr));
+        QCOMPARE(QDir(state + QStringLiteral("/models")).entryList(QDir::Files | QDir::Hidden).size(),
+            2); // .pt, .json
+
+        // A sum the agent does not hold.
+        const auto [missing, missingOut, missingErr]
+            = cli(QStringLiteral("sha256:") + QString(64, QLatin1Char('0')), 1);
+        QVERIFY(missing != 0);
+        QVERIFY2(missingErr.contains(QStringLiteral("is not stored on this agent: send the module first")),
+            qPrintable(missingErr));
+        // A file that is not there is the CLI's to say.
+        const auto [noFile, noFileOut, noFileErr] = cli(m_modules + QStringLiteral("/none.pt"), 1);
+        QCOMPARE(noFile, 2);
+        QVERIFY2(noFileErr.contains(QStringLiteral("none.pt: no such file")), qPrintable(noFileErr));
     }
 
 private:

@@ -699,8 +699,10 @@ private Q_SLOTS:
         Worker unknownModel(small({ QStringLiteral("--model"), QStringLiteral("resnet50") }));
         QVERIFY(unknownModel.finish(30000));
         QCOMPARE(unknownModel.exitCode(), 2);
-        QVERIFY2(unknownModel.stderrText().contains(QStringLiteral(
-                     "--model must be one of seed-cnn, resnet18, mobilenet_v2 (got 'resnet50')")),
+        QVERIFY2(unknownModel.stderrText().contains(
+                     QStringLiteral("--model must be one of seed-cnn, resnet18, mobilenet_v2, or file:PATH "
+                                    "of a TorchScript module "
+                                    "(got 'resnet50')")),
             qPrintable(unknownModel.stderrText()));
         Worker stopPastTheEnd(small({ QStringLiteral("--epochs"), QStringLiteral("2"), QStringLiteral("--stop-after-epoch"),
             QStringLiteral("3") }));

@@ -10,6 +10,7 @@
 #include "agent_client.h"
 #include "journal.h"
 #include "local_agent.h"
+#include "model_upload.h"
 #include "run_record.h"
 #include "run_request.h"
 #include "run_watch.h"
@@ -342,7 +343,9 @@ int runCommand(QStringList arguments)
             QStringLiteral("0") },
         { QStringLiteral("threads"), QStringLiteral("Threads per worker (0 = automatic)."),
             QStringLiteral("n"), QStringLiteral("0") },
-        { QStringLiteral("model"), QStringLiteral("Model to train: seed-cnn, resnet18 or mobilenet_v2."),
+        { QStringLiteral("model"),
+            QStringLiteral("Model to train: seed-cnn, resnet18, mobilenet_v2, or a TorchScript module's file "
+                           "(FILE.pt, saved by torch.jit.script(model).save): sent to the agent first."),
             QStringLiteral("name"), QStringLiteral("seed-cnn") },
         { QStringLiteral("seed"), QStringLiteral("Seed for weights and shuffling."), QStringLiteral("n"),
             QStringLiteral("1") },
@@ -383,6 +386,16 @@ int runCommand(QStringList arguments)
     integer("max-train-images", &request.maxTrainImages);
     integer("max-test-images", &request.maxTestImages);
     request.model = parser.value(QStringLiteral("model"));
+    // A module's file: the run names it by its content, and the agent is sent it first.
+    std::optional<ModelFile> modelFile;
+    if (namesModelFile(request.model)) {
+        if (auto file = readModelFile(modelFilePath(request.model)); file) {
+            modelFile = *file;
+            request.model = file->model();
+        } else {
+            problems << QStringLiteral("--model: ") + file.error();
+        }
+    }
     int syntheticTrain = 0, syntheticTest = 0;
     integer("synthetic-train", &syntheticTrain);
     integer("synthetic-test", &syntheticTest);
@@ -404,6 +417,17 @@ int runCommand(QStringList arguments)
     AgentConnection agent;
     if (int rc = connect(parser, &agent); rc != Ok)
         return rc;
+    if (modelFile) {
+        v1::StoredModel stored;
+        bool sent = false;
+        if (const Status s = sendModel(agent.client.get(), *modelFile, &stored, &sent); !s.ok()) {
+            err() << "scalelab-cli: " << modelFile->path << ": " << s.error() << "\n";
+            return s.isInvalidArgument() ? BadInput : AgentError;
+        }
+        err() << "model " << modelFile->name << " (sha256 " << modelFile->sha256.left(12) << "…, "
+              << stored.parameters() << " parameters) " << (sent ? "sent to" : "already on")
+              << " the agent\n";
+    }
     if (synthetic) {
         v1::CreateSyntheticDatasetRequest create;
         create.set_name(request.dataset.toStdString());

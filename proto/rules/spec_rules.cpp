@@ -121,8 +121,15 @@ SpecStatus checkRunSpec(const v1::RunSpec &s, const SpecContext &context)
         c.add("checkpoint_every_epochs",
             "must be 0 (every epoch) or up to " + std::to_string(kMaxEpochs) + " (got "
                 + std::to_string(s.checkpoint_every_epochs()) + ")");
-    if (!s.model().empty() && !worker::isModelName(s.model()))
-        c.add("model", "must be one of " + worker::modelNamesText() + " (got '" + s.model() + "')");
+    if (!s.model().empty() && !worker::isModelName(s.model()) && !worker::isModelSha256(s.model()))
+        c.add("model",
+            "must be one of " + worker::modelNamesText()
+                + ", or sha256:HEX of a TorchScript module stored on the agent (got '"
+                + s.model().substr(0, 80) + "')");
+    if (!s.initial_weights().empty() && !worker::isModelSha256(s.initial_weights()))
+        c.add("initial_weights",
+            "must be sha256:HEX of a TorchScript module stored on the agent, or empty (got '"
+                + s.initial_weights().substr(0, 80) + "')");
     if (s.max_train_images() < 0)
         c.add("max_train_images", "must be 0 (the whole split) or more");
     if (s.max_test_images() < 0)

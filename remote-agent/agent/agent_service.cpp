@@ -50,11 +50,13 @@ AgentService::AgentService(AgentOptions options)
     : m_options(std::move(options))
     , m_runs(m_options.stateDir, m_options.finishedRunsInMemory)
     , m_inventory(m_options.dataDir, m_options.stateDir)
+    , m_models(m_options.stateDir)
     , m_storage(m_options.stateDir, m_options.retention)
     , m_streams(std::make_unique<StreamLimits>(
           m_options.maxStreams, m_options.maxStreamsPerClient, m_options.streamStall))
 {
     m_runs.restore(m_options.retention);
+    m_models.sweep();
 }
 
 AgentService::~AgentService()
@@ -103,6 +105,8 @@ grpc::Status AgentService::Describe(
     response->set_runs_recorded(m_runs.recordedLocked());
     response->set_free_slots(std::max(0, cpuCores() - busyRanks - m_lrFinds.load()));
     *response->mutable_storage() = m_storage.read();
+    for (const v1::StoredModel &model : m_models.list())
+        *response->add_models() = model;
     return grpc::Status::OK;
 }
 
@@ -241,6 +245,8 @@ grpc::Status AgentService::StartWorkers(
         launch.threadsPerRank = spec.threads_per_worker() > 0 ? spec.threads_per_worker()
                                                               : std::max(1, cpuCores() / localRanks);
         launch.gpus = gpuAssignment;
+        if (auto s = resolveModels(&launch); !s.ok())
+            return s;
         launch.retention = m_options.retention;
         launch.counters = m_counters;
         // Ranks of a run that spans hosts use the address other hosts reach us at.
@@ -664,6 +670,8 @@ grpc::Status AgentService::FindLearningRate(grpc::ServerContext *context,
     launch.datasetDir = (m_options.dataDir / dataset->name()).string();
     launch.workerBinary = m_options.workerBinary;
     launch.threadsPerRank = spec.threads_per_worker() > 0 ? spec.threads_per_worker() : cpuCores();
+    if (auto s = resolveModels(&launch); !s.ok())
+        return s;
     SpawnRequest spawn;
     spawn.argv = workerCommand(launch, lrFindLaunch(launch, minLr, maxLr, steps));
     spawn.extraEnv = workerEnvironment(launch, 0); // launch.gpus is empty: no GPU

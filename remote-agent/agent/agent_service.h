@@ -11,6 +11,7 @@
 
 #include "agent_metrics.h"
 #include "dataset_fetcher.h"
+#include "model_store.h"
 #include "node_inventory.h"
 #include "process_launcher.h"
 #include "run_table.h"
@@ -89,6 +90,9 @@ public:
         grpc::ServerWriter<v1::LrFindProgress> *) override;
     grpc::Status CollectGarbage(
         grpc::ServerContext *, const v1::CollectGarbageRequest *, v1::CollectGarbageResponse *) override;
+    // agent_service_models.cpp
+    grpc::Status PutModel(
+        grpc::ServerContext *, grpc::ServerReader<v1::ModelChunk> *, v1::PutModelResponse *) override;
 
 private:
     grpc::Status authorize(grpc::ServerContext *context) const; // bearer_token.h
@@ -96,6 +100,12 @@ private:
     grpc::Status admit(grpc::ServerContext *context, const google::protobuf::Message &request) const;
     // FAILED_PRECONDITION while an attempt of the run is active here. Caller holds m_runs.lock().
     grpc::Status refuseWhileActive(const std::string &runId, const char *what) const;
+    // Points `launch` at the stored modules its spec names (model, initial_weights:
+    // "sha256:HEX"); FAILED_PRECONDITION, saying how to send it, when one is not stored.
+    grpc::Status resolveModels(RunLaunch *launch) const;
+    // scalelab-worker check-model on a received module: its cost, or INVALID_ARGUMENT in the
+    // worker's words.
+    grpc::Status checkModel(const std::filesystem::path &file, v1::StoredModel *cost);
 
     static constexpr int kDefaultRunsPerPage = 100;
     static constexpr int kMaxRunsPerPage = 1000;
@@ -103,6 +113,7 @@ private:
     ProcessLauncher m_launcher; // outlives the runs, which are destroyed first
     RunTable m_runs; // the runs known here: in memory, or read back from disk when asked for
     NodeInventory m_inventory; // what Describe says about this node, data sets included
+    ModelStore m_models; // TorchScript modules sent with PutModel
     StorageGauge m_storage; // the state folder's use, measured at most once a second
     std::atomic<int> m_lrFinds { 0 }; // range tests running: each takes a worker slot
     std::shared_ptr<AgentCounters> m_counters = std::make_shared<AgentCounters>(); // given to each run

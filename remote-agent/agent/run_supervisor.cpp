@@ -517,6 +517,10 @@ void RunSupervisor::handleEventLine(int rank, const std::string &line)
         // leaves unset or zero keep the agent's value.
         v1::RunSpec effective = rules::withDefaults(m_launch.request.spec());
         effective.MergeFrom(s->effective());
+        // A stored module by its sum, not by this agent's path to it: what a rerun names.
+        effective.set_model(
+            m_launch.request.spec().model().empty() ? effective.model() : m_launch.request.spec().model());
+        effective.set_initial_weights(m_launch.request.spec().initial_weights());
         *s->mutable_effective() = std::move(effective);
         std::lock_guard lock(m_mutex);
         s->mutable_worker_command()->Add(m_rankZeroCommand.begin(), m_rankZeroCommand.end());

@@ -35,6 +35,10 @@ struct RunLaunch {
     std::string datasetDir;
     std::filesystem::path runDir; // runs/<run_id>/<attempt>
     std::string workerBinary;
+    // The stored TorchScript modules the spec names by sum (model, initial_weights
+    // "sha256:HEX"), resolved by the agent; empty: none.
+    std::filesystem::path modelFile;
+    std::filesystem::path initialWeightsFile;
     int threadsPerRank = 1;
     std::map<int, std::vector<int>> gpus; // rank -> node GPU indices; missing = CPU
     // For a run spanning hosts: this host's advertised address (--bind-address) and the

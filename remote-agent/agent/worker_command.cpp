@@ -3,6 +3,7 @@
 #include "checkpoint_transfer.h"
 #include "spec_rules.h"
 #include "worker_channel.h"
+#include "worker_contract.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -46,8 +47,12 @@ v1::WorkerLaunch workerLaunch(const RunLaunch &launch, int rank)
     w.set_augment(!spec.no_augment());
     w.set_channels_last(spec.channels_last());
     w.set_precision(spec.precision() == v1::BF16 ? "bf16" : "fp32");
-    if (!spec.model().empty())
+    if (!launch.modelFile.empty())
+        w.set_model(std::string(worker::kModelFilePrefix) + launch.modelFile.string());
+    else if (!spec.model().empty())
         w.set_model(spec.model());
+    if (!launch.initialWeightsFile.empty())
+        w.set_initial_weights(launch.initialWeightsFile.string());
     if (spec.max_train_images() > 0)
         w.set_max_train_images(spec.max_train_images());
     if (spec.max_test_images() > 0)
