@@ -470,7 +470,8 @@ void TestReports::modelsAreComparedEachWithItsOwnBaseline()
             QStringLiteral("resnet18"), QStringLiteral("11,173,962"), QStringLiteral("44.7 MB") }));
 
     const QJsonObject json = QJsonDocument::fromJson(reportJson(s)).object();
-    for (const auto &c : json[QStringLiteral("configs")].toArray()) {
+    QCOMPARE(json[QStringLiteral("configurations")].toArray().size(), 4);
+    for (const auto &c : json[QStringLiteral("configurations")].toArray()) {
         const QJsonObject o = c.toObject();
         const QString model = o[QStringLiteral("config")].toObject()[QStringLiteral("model")].toString();
         QCOMPARE(o[QStringLiteral("baseline_key")].toString(),

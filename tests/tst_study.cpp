@@ -1,18 +1,21 @@
 // The study control plane's pure parts: plan validation and expansion, placement,
 // and the journal's event-sourced state (replay of every prefix).
 #include "journal.h"
-#include "verify_ok.h"
 #include "placement.h"
+#include "plan_models.h"
 #include "run_request.h"
+#include "spec_rules.h"
 #include "study_model.h"
 #include "study_plan.h"
 #include "study_state.h"
-#include "spec_rules.h"
+#include "verify_ok.h"
 
 #include <limits>
 
-#include <QJsonArray>
+#include <QCryptographicHash>
 #include <QDateTime>
+#include <QFile>
+#include <QJsonArray>
 #include <QTemporaryDir>
 #include <QTest>
 
@@ -379,8 +382,9 @@ private Q_SLOTS:
         plan.mutable_grid()->add_model("resnet50");
         const auto refused = checkPlan(plan);
         QVERIFY(!refused);
-        QVERIFY2(refused.error().contains(QStringLiteral(
-                     "grid.model[2]: must be one of seed-cnn, resnet18, mobilenet_v2 (got \"resnet50\")")),
+        QVERIFY2(refused.error().contains(QStringLiteral("grid.model[2]: must be one of seed-cnn, resnet18, "
+                                                         "mobilenet_v2, or file:PATH of a TorchScript "
+                                                         "module (got \"resnet50\")")),
             qPrintable(refused.error().join(QLatin1Char('\n'))));
         QVERIFY2(
             refused.error()
@@ -395,6 +399,54 @@ private Q_SLOTS:
         old.remove(QStringLiteral("model"));
         QCOMPARE(configFromJson(old).model, QStringLiteral("seed-cnn"));
         QCOMPARE(configFromJson(old).key(), runs[2].config.key());
+    }
+
+    // A plan names a module by file (issue 36): creating the study copies it into the
+    // console's store by content and names it by its sum, in every place a plan names a
+    // model, with its file name kept for labels; the plan stays a scale-up (not a tune).
+    void planModulesAreNamedByTheirContent()
+    {
+        QTemporaryDir dir;
+        QFile net(dir.filePath(QStringLiteral("net.pt")));
+        QVERIFY(net.open(QIODevice::WriteOnly) && net.write("not checked here") > 0);
+        net.close();
+        const QString sum = QString::fromLatin1(
+            QCryptographicHash::hash(QByteArrayLiteral("not checked here"), QCryptographicHash::Sha256)
+                .toHex());
+        v1::StudyPlan plan = validPlan();
+        plan.mutable_grid()->add_model("seed-cnn");
+        plan.mutable_grid()->add_model("file:net.pt");
+        plan.mutable_training()->set_initial_weights(
+            "file:" + dir.filePath(QStringLiteral("net.pt")).toStdString());
+        VERIFY_OK(checkPlan(plan));
+        QCOMPARE(planModelFiles(plan).size(), 2);
+        const QString store = dir.filePath(QStringLiteral("store"));
+        VERIFY_OK(resolvePlanModels(&plan, dir.path(), store));
+        QVERIFY(!plan.has_tune());
+        QCOMPARE(plan.grid().model(1), "sha256:" + sum.toStdString());
+        QCOMPARE(plan.training().initial_weights(), "sha256:" + sum.toStdString());
+        QCOMPARE(plan.model_names().at(sum.toStdString()), std::string("net.pt"));
+        QCOMPARE(planModelSums(plan), QStringList { QStringLiteral("sha256:") + sum });
+        VERIFY_OK(checkPlan(plan));
+        const auto stored = storedModelFile(store, QStringLiteral("sha256:") + sum);
+        VERIFY_OK(stored);
+        QFile copy(*stored);
+        QVERIFY(copy.open(QIODevice::ReadOnly));
+        QCOMPARE(copy.readAll(), QByteArrayLiteral("not checked here"));
+        QCOMPARE(modelDisplayName(plan, QStringLiteral("sha256:") + sum), QStringLiteral("net.pt"));
+        const auto runs = expandPlan(plan, QStringLiteral("st-f"));
+        QCOMPARE(
+            runs.last().config.key(), QStringLiteral("w4-b64-e3-cpu-t0-fp32-lr_none-ts_") + sum.left(12));
+
+        // What cannot be resolved is named with its field.
+        v1::StudyPlan missing = validPlan();
+        missing.mutable_training()->set_model("file:gone.pt");
+        const Status gone = resolvePlanModels(&missing, dir.path(), store);
+        QVERIFY(!gone);
+        QVERIFY2(gone.error().startsWith(QStringLiteral("training.model: model file "))
+                && gone.error().contains(QStringLiteral("gone.pt: no such file")),
+            qPrintable(gone.error()));
+        QVERIFY(!storedModelFile(store, QStringLiteral("sha256:") + QString(64, QLatin1Char('0'))));
     }
 
     void runSpecCarriesTheConfiguration()

@@ -12,6 +12,7 @@
 #include <QCryptographicHash>
 #include <QDir>
 #include <QFile>
+#include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QProcess>
@@ -320,6 +321,95 @@ private Q_SLOTS:
         const auto [noFile, noFileOut, noFileErr] = cli(m_modules + QStringLiteral("/none.pt"), 1);
         QCOMPARE(noFile, 2);
         QVERIFY2(noFileErr.contains(QStringLiteral("none.pt: no such file")), qPrintable(noFileErr));
+    }
+
+    // A plan that names a module by file, relative to the plan: `study plan --check` reads
+    // it and has the worker check it; the study sends it from the console's store, compares
+    // it with the seed CNN (each against its own baseline), and its journal and report name
+    // it by its sum, with the file's name.
+    void aPlanComparesAModuleNamedByFile()
+    {
+        const QString dir = m_tmp.filePath(QStringLiteral("plan"));
+        QVERIFY(QDir().mkpath(dir + QStringLiteral("/data")));
+        QVERIFY(QFile::copy(m_modules + QStringLiteral("/small_cnn.pt"), dir + QStringLiteral("/net.pt")));
+        QVERIFY(
+            QFile::copy(m_modules + QStringLiteral("/imagenet_head.pt"), dir + QStringLiteral("/wide.pt")));
+        const auto writePlan = [&](const QString &name, const QString &model) {
+            QFile plan(dir + QLatin1Char('/') + name);
+            QVERIFY(plan.open(QIODevice::WriteOnly));
+            plan.write(QStringLiteral(R"({ "name": "ts", "dataset": "syn",
+                "training": { "maxTrainImages": 64, "maxTestImages": 32 },
+                "grid": { "workers": [2], "batchSize": [16], "epochs": [1], "threadsPerWorker": [1],
+                          "model": ["seed-cnn", "%1"] } })")
+                           .arg(model)
+                           .toUtf8());
+        };
+        writePlan(QStringLiteral("plan.json"), QStringLiteral("file:net.pt"));
+        writePlan(QStringLiteral("wide.json"), QStringLiteral("file:wide.pt"));
+        const auto cli = [&](const QStringList &args) {
+            QProcess p;
+            p.setWorkingDirectory(m_tmp.path()); // not the plan's folder: paths are the plan's
+            p.start(test::binary("scalelab-cli"), args);
+            p.waitForFinished(test::timeLimit(300'000));
+            return std::make_tuple(p.exitCode(), QString::fromUtf8(p.readAllStandardOutput()),
+                QString::fromUtf8(p.readAllStandardError()));
+        };
+        const auto [checked, checkOut, checkErr] = cli({ QStringLiteral("study"), QStringLiteral("plan"),
+            QStringLiteral("--check"), dir + QStringLiteral("/plan.json") });
+        QVERIFY2(checked == 0, qPrintable(checkErr + checkOut));
+        QVERIFY2(checkOut.contains(QStringLiteral("model file:net.pt: sha256 "))
+                && checkOut.contains(QStringLiteral("5,450 parameters")),
+            qPrintable(checkOut));
+        const auto [wide, wideOut, wideErr] = cli({ QStringLiteral("study"), QStringLiteral("plan"),
+            QStringLiteral("--check"), dir + QStringLiteral("/wide.json") });
+        QCOMPARE(wide, 2);
+        QVERIFY2(wideErr.contains(QStringLiteral("model output has shape [2, 1000], expected [2, 10]")),
+            qPrintable(wideErr));
+
+        const QString state = dir + QStringLiteral("/state");
+        const auto [ran, runOut, runErr] = cli({ QStringLiteral("study"), QStringLiteral("run"),
+            dir + QStringLiteral("/plan.json"), QStringLiteral("--synthetic"),
+            QStringLiteral("--local-agents"), QStringLiteral("1"), QStringLiteral("--state-dir"), state,
+            QStringLiteral("--data-dir"), dir + QStringLiteral("/data") });
+        QVERIFY2(ran == 0, qPrintable(runErr + runOut));
+        QVERIFY2(runOut.contains(QStringLiteral("sent the module net.pt")), qPrintable(runOut));
+        QVERIFY2(runOut.contains(QStringLiteral("each run is compared with the baseline of its own model")),
+            qPrintable(runOut));
+        const QString id = runErr.section(QStringLiteral("study "), 1, 1).section(QLatin1Char(' '), 0, 0);
+        const auto [reported, json, reportErr] = cli({ QStringLiteral("report"), id,
+            QStringLiteral("--format"), QStringLiteral("json"), QStringLiteral("--state-dir"), state });
+        QVERIFY2(reported == 0, qPrintable(reportErr));
+        const QJsonObject report = QJsonDocument::fromJson(json.toUtf8()).object();
+        QFile module(dir + QStringLiteral("/net.pt"));
+        QVERIFY(module.open(QIODevice::ReadOnly));
+        const QString sum = QString::fromLatin1(
+            QCryptographicHash::hash(module.readAll(), QCryptographicHash::Sha256).toHex());
+        QVERIFY(QFile::exists(
+            state + QStringLiteral("/models/") + sum + QStringLiteral(".pt"))); // the console's store
+        int succeeded = 0;
+        for (const auto &r : report.value(QStringLiteral("runs")).toArray()) {
+            const QJsonObject run = r.toObject();
+            succeeded += run.value(QStringLiteral("state")).toString() == QLatin1String("SUCCEEDED");
+        }
+        QCOMPARE(succeeded, 4);
+        QStringList models;
+        for (const auto &c : report.value(QStringLiteral("configurations")).toArray())
+            models << c.toObject()
+                          .value(QStringLiteral("config"))
+                          .toObject()
+                          .value(QStringLiteral("model"))
+                          .toString();
+        QVERIFY2(models.contains(QStringLiteral("sha256:") + sum), qPrintable(models.join(QLatin1Char(' '))));
+        // The plan the report carries (`study rerun` runs it) names the module by its sum and keeps its name.
+        const QJsonObject plan = report.value(QStringLiteral("plan")).toObject();
+        QCOMPARE(plan.value(QStringLiteral("modelNames")).toObject().value(sum).toString(),
+            QStringLiteral("net.pt"));
+        QVERIFY2(plan.value(QStringLiteral("grid"))
+                     .toObject()
+                     .value(QStringLiteral("model"))
+                     .toArray()
+                     .contains(QJsonValue(QStringLiteral("sha256:") + sum)),
+            qPrintable(QJsonDocument(plan).toJson()));
     }
 
 private:

@@ -7,6 +7,8 @@
 #include "agent_client.h"
 #include "journal.h"
 #include "local_agent.h"
+#include "model_upload.h"
+#include "plan_models.h"
 #include "report.h"
 #include "study_plan.h"
 #include "study_results.h"
@@ -21,6 +23,7 @@
 #include <QFileInfo>
 #include <QJsonArray>
 #include <QJsonDocument>
+#include <QProcess>
 #include <QSet>
 #include <QStandardPaths>
 
@@ -303,7 +306,8 @@ void printStudy(const StudySnapshot &s)
     const bool modelColumn
         = models.size() > 1 || (models.size() == 1 && *models.cbegin() != QLatin1String(kDefaultModelName));
     const auto modelCell = [&](const QString &model) {
-        return modelColumn ? QStringLiteral(" %1").arg(model, -12) : QString();
+        return modelColumn ? QStringLiteral(" %1").arg(s.modelNames.value(model, modelShortName(model)), -15)
+                           : QString();
     };
     out() << QStringLiteral("  %1 %2%3 %4 %5 %6 %7 %8 %9 %10 %11\n")
                  .arg(QStringLiteral("run"), -28)
@@ -614,7 +618,7 @@ int runStudy(const QStringList &arguments, bool fromReport)
         compareDatasets(report, agents.endpoints);
     StudyRunner creator(&journal);
     creator.setAgents(agents.endpoints);
-    const auto created = creator.createStudy(*plan);
+    const auto created = creator.createStudy(*plan, QFileInfo(source).absolutePath());
     if (!created)
         return badInput(created.error());
     const QString studyId = created.value();
@@ -874,6 +878,27 @@ int planCommand(const QStringList &arguments)
             out() << "agents: " << specs.join(QLatin1String(", "))
                   << " (files are read and names resolved when the study runs)\n";
         }
+        // The modules it names by file: read, and checked by the worker as an agent would.
+        const QString planDir = QFileInfo(parser.value(QStringLiteral("check"))).absolutePath();
+        QStringList problems;
+        for (const QString &value : planModelFiles(*plan)) {
+            const QString path = QDir(planDir).absoluteFilePath(modelFilePath(value));
+            const auto file = readModelFile(path);
+            if (!file) {
+                problems << file.error();
+                continue;
+            }
+            const CheckedModel checked = checkModelWithWorker(path);
+            if (!checked.problem.isEmpty())
+                problems << QStringLiteral("%1: %2").arg(path, checked.problem);
+            else
+                out() << "model " << value << ": sha256 " << file->sha256.left(12) << "…, " << file->size
+                      << " bytes, " << checked.summary << "\n";
+        }
+        if (!problems.isEmpty())
+            return badInput(
+                QStringLiteral("%1:\n  %2")
+                    .arg(parser.value(QStringLiteral("check")), problems.join(QLatin1String("\n  "))));
         return Ok;
     }
     if (parser.isSet(QStringLiteral("example-tune"))) {

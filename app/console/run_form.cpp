@@ -5,6 +5,8 @@
 #include <QAbstractItemView>
 #include <QComboBox>
 #include <QDoubleSpinBox>
+#include <QFileDialog>
+#include <QFileInfo>
 #include <QFormLayout>
 #include <QHBoxLayout>
 #include <QLabel>
@@ -46,10 +48,27 @@ RunForm::RunForm(const ConsoleOptions &options, QWidget *parent)
     connect(m_datasetCombo, &QComboBox::currentIndexChanged, this, [this] { m_formError->hide(); });
     m_modelCombo = new QComboBox;
     m_modelCombo->setObjectName(QStringLiteral("modelCombo"));
-    for (const auto name : worker::kModelNames)
-        m_modelCombo->addItem(QString::fromLatin1(name.data(), qsizetype(name.size())));
-    m_modelCombo->setToolTip(tr("seed-cnn: the seed CNN (3.25 M parameters); resnet18: ResNet-18, CIFAR form "
-                                "(11.2 M); mobilenet_v2: MobileNetV2, CIFAR form (2.2 M)"));
+    for (const auto name : worker::kModelNames) {
+        const QString model = QString::fromLatin1(name.data(), qsizetype(name.size()));
+        m_modelCombo->addItem(model, model);
+    }
+    m_modelCombo->addItem(tr("TorchScript file…"));
+    m_modelCombo->setToolTip(
+        tr("seed-cnn: the seed CNN (3.25 M parameters); resnet18: ResNet-18, CIFAR form "
+           "(11.2 M); mobilenet_v2: MobileNetV2, CIFAR form (2.2 M); or a module saved by "
+           "torch.jit.script(model).save(path), sent to the agent by its content"));
+    // "TorchScript file…" asks for one; the file chosen becomes an item of its own.
+    connect(m_modelCombo, &QComboBox::activated, this, [this](int index) {
+        if (!m_modelCombo->itemData(index).isNull())
+            return;
+        const QString path = QFileDialog::getOpenFileName(this, tr("TorchScript module"), QString(),
+            tr("TorchScript modules (*.pt *.pth *.zip);;All files (*)"));
+        if (path.isEmpty()) {
+            m_modelCombo->setCurrentIndex(0);
+            return;
+        }
+        chooseModelFile(path);
+    });
     m_workersSpin = new QSpinBox;
     m_workersSpin->setObjectName(QStringLiteral("workersSpin"));
     m_workersSpin->setRange(0, 256); // 0 is refused with a message
@@ -114,8 +133,20 @@ core::RunRequest RunForm::request() const
     request.learningRate = m_lrSpin->value();
     request.threadsPerWorker = m_threadsSpin->value();
     if (m_modelCombo->currentIndex() > 0) // the first is the default: left out of the spec
-        request.model = m_modelCombo->currentText();
+        request.model = m_modelCombo->currentData().toString(); // a name, or file:PATH
     return request;
+}
+
+void RunForm::chooseModelFile(const QString &path)
+{
+    const QString data = QStringLiteral("file:") + path;
+    int index = m_modelCombo->findData(data);
+    if (index < 0) {
+        index = m_modelCombo->count() - 1; // before "TorchScript file…"
+        m_modelCombo->insertItem(index, QFileInfo(path).fileName(), data);
+        m_modelCombo->setItemData(index, path, Qt::ToolTipRole);
+    }
+    m_modelCombo->setCurrentIndex(index);
 }
 
 void RunForm::listDatasets(const v1::DescribeResponse &inventory, const QString &select)
@@ -177,7 +208,7 @@ void RunForm::save(QSettings &settings) const
     settings.setValue(QStringLiteral("run/epochs"), m_epochsSpin->value());
     settings.setValue(QStringLiteral("run/learningRate"), m_lrSpin->value());
     settings.setValue(QStringLiteral("run/threads"), m_threadsSpin->value());
-    settings.setValue(QStringLiteral("run/model"), m_modelCombo->currentText());
+    settings.setValue(QStringLiteral("run/model"), m_modelCombo->currentData().toString());
 }
 
 void RunForm::restore(const QSettings &settings)

@@ -46,6 +46,9 @@ public:
     void setStopEnabled(bool enabled);
     void setSyntheticEnabled(bool enabled);
 
+    // Adds a TorchScript module's file to the model choices and selects it.
+    void chooseModelFile(const QString &path);
+
     void save(QSettings &settings) const;
     void restore(const QSettings &settings);
 

@@ -1,5 +1,8 @@
 #include "run_tab.h"
 
+#include "model_upload.h"
+#include "study_model.h"
+
 #include "agents_view.h"
 #include "metric_chart.h"
 #include "run_form.h"
@@ -476,7 +479,18 @@ void RunTab::launchRun()
 {
     if (!m_client || m_watch)
         return;
-    const core::RunRequest request = m_form->request();
+    core::RunRequest request = m_form->request();
+    // A module's file: the run names it by its content, and the agent is sent it first.
+    std::optional<core::ModelFile> modelFile;
+    if (core::namesModelFile(request.model)) {
+        auto file = core::readModelFile(core::modelFilePath(request.model));
+        if (!file) {
+            m_form->showError(file.error());
+            return;
+        }
+        modelFile = *file;
+        request.model = file->model();
+    }
     if (const core::CheckStatus valid = request.check(); !valid) {
         m_form->showError(valid.error().join(QLatin1Char('\n')));
         return;
@@ -497,6 +511,9 @@ void RunTab::launchRun()
                       .arg(number + 1)
                       .arg(request.workers == 1 ? tr("1 worker") : tr("%1 workers").arg(request.workers))
                       .arg(request.batchSize);
+    if (!request.model.isEmpty())
+        entry.label
+            += QStringLiteral(" · ") + (modelFile ? modelFile->name : core::modelShortName(request.model));
     entry.launchedUnixMs = QDateTime::currentMSecsSinceEpoch();
     entry.request = start;
     // Recorded before it is started: a console killed a moment later still knows the run.
@@ -517,7 +534,13 @@ void RunTab::launchRun()
     setRunning(true);
     m_launching = true;
     inBackground(
-        [start](core::AgentClient &client) {
+        [start, modelFile](core::AgentClient &client) {
+            if (modelFile) {
+                v1::StoredModel stored;
+                if (const core::Status sent = core::sendModel(&client, *modelFile, &stored); !sent.ok())
+                    return core::Status::failure(
+                        sent.code(), QStringLiteral("%1: %2").arg(modelFile->name, sent.error()));
+            }
             v1::StartWorkersResponse response;
             return client.startWorkers(start, &response);
         },

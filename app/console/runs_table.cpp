@@ -213,7 +213,7 @@ void RunsTable::showStudy(
     QList<RunConfig> configs;
     for (const RunResult &r : s.runs)
         configs << r.config;
-    const QStringList labels = distinguishingLabels(configs);
+    const QStringList labels = distinguishingLabels(configs, s.modelNames);
     for (int i = 0; i < s.runs.size(); ++i) {
         const RunResult &r = s.runs[i];
         const RunOutcome outcome = i < results.runs.size() ? results.runs[i] : RunOutcome {};

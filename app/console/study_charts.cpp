@@ -206,7 +206,7 @@ void StudyCharts::drawRepeats()
         }
         runs.push_back(&run);
     }
-    const QStringList labels = distinguishingLabels(configs);
+    const QStringList labels = distinguishingLabels(configs, m_snapshot.modelNames);
     bool anyRepeated = false;
     for (int c = 0; c < configs.size(); ++c) {
         const QString key = configs[c].key();

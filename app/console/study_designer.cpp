@@ -8,6 +8,7 @@
 #include <QCheckBox>
 #include <QComboBox>
 #include <QDoubleSpinBox>
+#include <QFileDialog>
 #include <QFormLayout>
 #include <QHBoxLayout>
 #include <QLabel>
@@ -121,11 +122,27 @@ StudyDesigner::StudyDesigner(QWidget *parent)
     for (const auto name : worker::kModelNames)
         models << QString::fromLatin1(name.data(), qsizetype(name.size()));
     m_model = choice(tr("Model"), models + QStringList { models.join(QLatin1String(", ")) },
-        tr("The model every run trains: the seed CNN (%1), ResNet-18 or MobileNetV2 (their CIFAR forms). "
-           "Several, comma-separated: the study compares them, each with its own one-worker baseline.")
+        tr("The model every run trains: the seed CNN (%1), ResNet-18 or MobileNetV2 (their CIFAR forms), or "
+           "file:PATH of a TorchScript module. Several, comma-separated: the study compares them, each with "
+           "its "
+           "own one-worker baseline.")
             .arg(QString::fromLatin1(worker::kDefaultModel.data(), qsizetype(worker::kDefaultModel.size()))));
+    m_model->addItem(tr("TorchScript file…"));
     m_model->setEditable(true);
     m_model->setObjectName(QStringLiteral("model"));
+    // "TorchScript file…" asks for a module and adds it to the models the study compares.
+    connect(m_model, &QComboBox::activated, this, [this, previous = QString()](int index) mutable {
+        if (m_model->itemText(index) != tr("TorchScript file…")) {
+            previous = m_model->itemText(index);
+            return;
+        }
+        const QString path = QFileDialog::getOpenFileName(this, tr("TorchScript module"), QString(),
+            tr("TorchScript modules (*.pt *.pth *.zip);;All files (*)"));
+        const QString before = previous.isEmpty()
+            ? QString::fromLatin1(worker::kDefaultModel.data(), qsizetype(worker::kDefaultModel.size()))
+            : previous;
+        m_model->setEditText(path.isEmpty() ? before : before + QStringLiteral(", file:") + path);
+    });
     connect(m_model, &QComboBox::editTextChanged, this, &StudyDesigner::changed);
     // The learning rate: empty = the default recipe, a number, or "auto" (the range test
     // runs first). "Find…" runs the test now and shows its curve.

@@ -299,7 +299,7 @@ Status StudyView::launch()
         Q_EMIT agentsNamed(core::planAgentSpecs(plan), m_planDir);
     StudyRunner creator(&m_journal);
     creator.setAgents(m_agents);
-    const auto created = creator.createStudy(plan);
+    const auto created = creator.createStudy(plan, m_planDir); // a module named by file is the plan's
     if (!created)
         return Status::failure(created.error());
     refreshStudyList();

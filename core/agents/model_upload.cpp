@@ -3,9 +3,15 @@
 #include "agent_grpc.h"
 #include "worker_contract.h"
 
+#include <QCoreApplication>
 #include <QCryptographicHash>
 #include <QFile>
 #include <QFileInfo>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QLocale>
+#include <QProcess>
+#include <QStandardPaths>
 
 namespace scalelab::core {
 
@@ -63,6 +69,46 @@ Result<ModelFile> readModelFile(const QString &path)
     file.sha256 = QString::fromLatin1(sha.result().toHex());
     file.size = info.size();
     return file;
+}
+
+CheckedModel checkModelWithWorker(const QString &path)
+{
+    QString worker = QString::fromLocal8Bit(qgetenv("SCALELAB_WORKER_BIN"));
+    if (worker.isEmpty()) {
+        const QString sibling = QCoreApplication::applicationDirPath() + QStringLiteral("/scalelab-worker");
+        worker = QFileInfo(sibling).isExecutable()
+            ? sibling
+            : QStandardPaths::findExecutable(QStringLiteral("scalelab-worker"));
+    }
+    if (worker.isEmpty())
+        return { {},
+            QStringLiteral("not checked here (no scalelab-worker next to this program, on PATH or in "
+                           "$SCALELAB_WORKER_BIN); the agent checks it before it stores it") };
+    QProcess p;
+    p.start(
+        worker, { QStringLiteral("check-model"), QStringLiteral("--model"), QStringLiteral("file:") + path });
+    if (!p.waitForFinished(120'000)) {
+        p.kill();
+        p.waitForFinished(5000);
+        return { QStringLiteral("the worker's check did not finish in 120 s"), {} };
+    }
+    if (p.exitStatus() != QProcess::NormalExit || p.exitCode() != 0) {
+        QString said = QString::fromUtf8(p.readAllStandardError()).section(QLatin1Char('\n'), 0, 0);
+        said.remove(QStringLiteral("scalelab-worker: "));
+        return { said.isEmpty() ? QStringLiteral("the worker's check failed") : said, {} };
+    }
+    const QJsonObject cost = QJsonDocument::fromJson(p.readAllStandardOutput()).object();
+    QLocale grouped = QLocale::c();
+    grouped.setNumberOptions({});
+    return { {},
+        QStringLiteral("%1 parameters, %2 of gradient per step, %3 GFLOP per image forward")
+            .arg(grouped.toString(cost.value(QLatin1String("parameters")).toInteger()))
+            .arg(cost.value(QLatin1String("gradient_bytes")).toDouble() >= 1e6
+                    ? QStringLiteral("%1 MB").arg(
+                        cost.value(QLatin1String("gradient_bytes")).toDouble() / 1e6, 0, 'f', 1)
+                    : QStringLiteral("%1 kB").arg(
+                        cost.value(QLatin1String("gradient_bytes")).toDouble() / 1e3, 0, 'f', 1))
+            .arg(cost.value(QLatin1String("forward_flops_per_image")).toDouble() / 1e9, 0, 'f', 3) };
 }
 
 Status sendModel(AgentClient *client, const ModelFile &file, v1::StoredModel *stored, bool *sent)

@@ -37,6 +37,17 @@ bool namesModelFile(const QString &model);
 // The path it names ("file:" removed).
 QString modelFilePath(const QString &model);
 
+// What scalelab-worker check-model says of a module's file here (the agent runs the same
+// check before it stores one): `problem` in the worker's words, or empty with `summary`
+// ("11,173,962 parameters, 44.7 MB of gradient per step, 1.111 GFLOP per image forward").
+// Without a worker next to this program, on PATH or in $SCALELAB_WORKER_BIN, nothing is
+// checked and the summary says so.
+struct CheckedModel {
+    QString problem;
+    QString summary;
+};
+CheckedModel checkModelWithWorker(const QString &path);
+
 // Sends `file` to the agent unless it holds it; `stored` is what the agent lists for it,
 // `sent` whether bytes went (false: it was there).
 Status sendModel(AgentClient *client, const ModelFile &file, v1::StoredModel *stored, bool *sent = nullptr);

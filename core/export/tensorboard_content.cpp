@@ -520,7 +520,7 @@ QString seriesSuffix(const RunConfig &c, const QList<RunConfig> &configs)
     if (differs([](const RunConfig &x) { return x.lrRule; }))
         parts << QStringLiteral("lr_") + c.lrRule;
     if (differs([](const RunConfig &x) { return x.model; }))
-        parts << c.model;
+        parts << modelShortName(c.model);
     return parts.join(QLatin1Char('-'));
 }
 

@@ -57,7 +57,7 @@ QStringList variantParts(const RunConfig &c, const QList<ConfigResult> &configs)
     if (varies([](const RunConfig &x) { return x.lrRule; }))
         parts << QStringLiteral("LR %1").arg(c.lrRule);
     if (varies([](const RunConfig &x) { return x.model; }))
-        parts << c.model;
+        parts << modelShortName(c.model);
     return parts;
 }
 

@@ -1,6 +1,8 @@
 #include "report_content.h"
 
+#include "plan_models.h"
 #include "report_tune.h"
+#include "study_plan.h"
 #include "tune_plan.h"
 
 #include <QCoreApplication>
@@ -379,14 +381,22 @@ ReportTable modelTable(const StudySnapshot &snapshot)
     };
     QLocale grouped = QLocale::c(); // 11,173,962
     grouped.setNumberOptions({});
+    v1::StudyPlan plan;
+    if (const auto parsed = parsePlanJson(snapshot.planJson))
+        plan = *parsed;
     for (const QString &model : models) {
         const QJsonObject r = measured.value(model);
         const double parameters = r.value(QLatin1String("parameters")).toDouble();
         const double bytes = r.value(QLatin1String("gradient_bytes")).toDouble();
         const double flops = r.value(QLatin1String("forward_flops_per_image")).toDouble();
-        t.rows.append({ model, parameters > 0 ? grouped.toString(qint64(parameters)) : kDash,
-            bytes > 0 ? QStringLiteral("%1 MB").arg(bytes / 1e6, 0, 'f', 1) : kDash, giga(flops),
-            giga(3 * flops), QString::number(runs.value(model)) });
+        const QString name = model.startsWith(QLatin1String("sha256:"))
+            ? QStringLiteral("%1 (TorchScript, %2)").arg(modelDisplayName(plan, model), modelShortName(model))
+            : model;
+        t.rows.append({ name, parameters > 0 ? grouped.toString(qint64(parameters)) : kDash,
+            bytes >= 1e6    ? QStringLiteral("%1 MB").arg(bytes / 1e6, 0, 'f', 1)
+                : bytes > 0 ? QStringLiteral("%1 kB").arg(bytes / 1e3, 0, 'f', 1)
+                            : kDash,
+            giga(flops), giga(3 * flops), QString::number(runs.value(model)) });
         t.mutedRows.append(r.isEmpty());
     }
     t.emptyText = QStringLiteral("The study has no runs yet.");

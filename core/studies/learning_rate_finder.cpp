@@ -1,4 +1,7 @@
 #include "learning_rate_finder.h"
+#include "model_upload.h"
+#include "plan_models.h"
+#include "worker_contract.h"
 
 #include "runner_context.h"
 #include "spec_rules.h"
@@ -63,18 +66,30 @@ void LearningRateFinder::search(const QList<NodeCapacity> &nodes)
                      .arg(batch));
     if (m_thread.joinable())
         m_thread.join();
-    m_thread = std::thread([this, request, endpoint, agent, batch, context = m_context] {
+    m_thread = std::thread([this, request, endpoint, agent, batch, context = m_context,
+                               store = m_runner.modelStore()] {
         AgentClient c(endpoint.address, endpoint.token, endpoint.tls.orEnvironment());
         QList<QPair<double, double>> points;
         v1::LrFindResult found;
-        const Status result = c.findLearningRate(
-            request,
-            [&](const v1::LrFindProgress &progress) {
-                for (const auto &p : progress.points())
-                    points.append({ p.learning_rate(), p.smoothed_loss() });
-                return !m_cancel.load();
-            },
-            &found);
+        // A module the plan names by sum goes to the agent first, as for a run.
+        Status sent = Status::success();
+        for (const std::string &model : { request.spec().model(), request.spec().initial_weights() })
+            if (sent.ok() && worker::isModelSha256(model)) {
+                const auto file = storedModelFile(store, QString::fromStdString(model));
+                const auto read
+                    = file ? readModelFile(*file) : Result<ModelFile>(Status::failure(file.error()));
+                v1::StoredModel stored;
+                sent = read ? sendModel(&c, *read, &stored) : Status::failure(read.error());
+            }
+        const Status result = !sent.ok() ? sent
+                                         : c.findLearningRate(
+                                             request,
+                                             [&](const v1::LrFindProgress &progress) {
+                                                 for (const auto &p : progress.points())
+                                                     points.append({ p.learning_rate(), p.smoothed_loss() });
+                                                 return !m_cancel.load();
+                                             },
+                                             &found);
         QMetaObject::invokeMethod(
             context,
             [this, agent, batch, result, found, points] { searched(agent, batch, result, found, points); },

@@ -39,6 +39,8 @@ public:
     virtual void say(const QString &line) = 0;
     // Drives the study again as soon as the event loop allows (one more tick).
     virtual void tickSoon() = 0;
+    // Where the console keeps the TorchScript modules its studies train (plan_models.h).
+    [[nodiscard]] virtual QString modelStore() const = 0;
 
 protected:
     ~RunnerContext() = default;

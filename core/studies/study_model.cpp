@@ -16,11 +16,11 @@ QString RunConfig::key() const
                       .arg(threadsPerWorker)
                       .arg(precision, lrRule);
     if (!defaultModel())
-        key += QLatin1Char('-') + model;
+        key += QLatin1Char('-') + modelShortName(model);
     return baseline ? QStringLiteral("baseline-") + key : key;
 }
 
-QStringList distinguishingLabels(const QList<RunConfig> &configs)
+QStringList distinguishingLabels(const QList<RunConfig> &configs, const QMap<QString, QString> &modelNames)
 {
     const auto differs = [&](auto field) {
         for (const RunConfig &c : configs)
@@ -57,10 +57,16 @@ QStringList distinguishingLabels(const QList<RunConfig> &configs)
         if (lrRule)
             parts << QStringLiteral("lr %1").arg(c.lrRule);
         if (model)
-            parts << c.model;
+            parts << modelNames.value(c.model, modelShortName(c.model));
         labels << parts.join(QStringLiteral(" · "));
     }
     return labels;
+}
+
+QString modelShortName(const QString &model)
+{
+    // A stored module's 64-digit sum, cut to what tells a study's modules apart.
+    return model.startsWith(QLatin1String("sha256:")) ? QStringLiteral("ts_") + model.mid(7, 12) : model;
 }
 
 QString resumeNote(const AttemptRecord &a)

@@ -45,7 +45,15 @@ struct RunConfig {
 // scale-up study varies), then only the fields that differ between them, e.g.
 // "baseline · 1 worker · b64", "2 workers · b32", and the model whenever it is not the
 // default ("2 workers · b64 · resnet18"). For tables and legends; key() stays the identity.
-QStringList distinguishingLabels(const QList<RunConfig> &configs);
+// `modelNames` ("sha256:HEX" -> file name, StudySnapshot::modelNames) names TorchScript
+// modules by their files.
+QStringList distinguishingLabels(
+    const QList<RunConfig> &configs, const QMap<QString, QString> &modelNames = {});
+
+// A model as keys and labels name it: a built-in's name, or "ts_" and the first 12 digits
+// of a TorchScript module's sum ("sha256:HEX"); plan_models.h's modelDisplayName gives
+// the module's file name where the plan is at hand.
+QString modelShortName(const QString &model);
 
 struct EpochPoint {
     int epoch = 0; // 1-based
@@ -176,6 +184,9 @@ struct StudySnapshot {
     // With "learningRate": "auto": what the range test chose and why, and its curve
     // (learning rate, smoothed loss). Empty for a plan with a fixed learning rate.
     QString learningRateNote;
+    // The TorchScript modules the study trains, by sum ("sha256:HEX" -> the file's name in
+    // the plan, plan_models.h): for labels.
+    QMap<QString, QString> modelNames;
     QList<QPair<double, double>> learningRateCurve;
     // A tune (tune_plan.h): the metric its scheduler compares and in which direction,
     // and its scheduler in words ("ASHA stopping, η 3, grace 1, at most 9 epochs").

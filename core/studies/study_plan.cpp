@@ -70,13 +70,18 @@ Status checkGpus(double gpus)
     return Status::success();
 }
 
-// Success when `precision` is one the trainer has: "fp32" or "bf16".
+bool isModelFileValue(const std::string &model)
+{
+    return worker::isModelFile(model);
+}
+
+// Success when `model` is a built-in's name, a stored module's sum or a module's file.
 Status checkModel(const std::string &model)
 {
-    if (worker::isModelName(model))
+    if (worker::isModelName(model) || worker::isModelSha256(model) || worker::isModelFile(model))
         return Status::success();
     return Status::failure(
-        QStringLiteral("must be one of %1 (got \"%2\")")
+        QStringLiteral("must be one of %1, or file:PATH of a TorchScript module (got \"%2\")")
             .arg(QString::fromStdString(worker::modelNamesText()), QString::fromStdString(model)));
 }
 
@@ -93,6 +98,7 @@ QStringList gridModels(const v1::StudyPlan &plan)
     return models;
 }
 
+// Success when `precision` is one the trainer has: "fp32" or "bf16".
 Status checkPrecision(const QString &precision)
 {
     if (precision != QLatin1String("fp32") && precision != QLatin1String("bf16"))
@@ -342,9 +348,19 @@ CheckStatus checkPlan(const v1::StudyPlan &plan)
                  .arg(str(plan.dataset()));
 
     const auto &t = plan.training();
-    if (const rules::SpecStatus spec = rules::checkRunSpec(t, { "training.", true, true }); !spec)
+    // A module's file ("file:PATH") is the plan's to name; the study runs it by its sum.
+    v1::RunSpec training = t;
+    if (isModelFileValue(t.model()))
+        training.clear_model();
+    if (isModelFileValue(t.initial_weights()))
+        training.clear_initial_weights();
+    if (const rules::SpecStatus spec = rules::checkRunSpec(training, { "training.", true, true }); !spec)
         for (const auto &problem : spec.error())
             p << str(problem.text());
+    for (const auto &[sha, name] : plan.model_names())
+        if (!worker::isModelSha256(std::string(worker::kModelSha256Prefix) + sha))
+            p << QStringLiteral("modelNames: \"%1\" is not a module's SHA-256 (64 lower-case hex digits)")
+                     .arg(str(sha).left(80));
     if (plan.learning_rate_auto() && t.has_learning_rate())
         p << QStringLiteral("training.learningRate: give a number or \"auto\", not both (learningRateAuto is set)");
 

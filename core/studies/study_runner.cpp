@@ -75,6 +75,11 @@ QString StudyRunner::checkpointRoot() const
     return QFileInfo(m_journal->path()).absolutePath() + QStringLiteral("/checkpoints");
 }
 
+QString StudyRunner::modelStore() const
+{
+    return QFileInfo(m_journal->path()).absolutePath() + QStringLiteral("/models");
+}
+
 Status StudyRunner::drive(const QString &studyId)
 {
     if (Status known = knownStudy(*m_journal, studyId); !known)

@@ -42,6 +42,7 @@
 
 #include <QLockFile>
 #include <QObject>
+#include <QSet>
 #include <QTimer>
 
 #include <map>
@@ -64,7 +65,9 @@ public:
     void setAgents(const QList<AgentEndpoint> &agents);
 
     // Records a new study for `plan` (which must be valid) on the current agents: its id.
-    Result<QString> createStudy(const v1::StudyPlan &plan);
+    // The modules it names by file (relative to `planDir`; empty: the current folder) are
+    // copied into modelStore() and named by their sums (plan_models.h).
+    Result<QString> createStudy(const v1::StudyPlan &plan, const QString &planDir = {});
 
     // Takes charge of a study: replays its journal, reattaches to runs that kept going
     // and drives it until finished() (at once if it had already ended).
@@ -98,6 +101,8 @@ public:
 
     // Where the console keeps its copies of run checkpoints.
     QString checkpointRoot() const;
+    // Where the console keeps the TorchScript modules its studies train (<state>/models).
+    QString modelStore() const override;
 
 Q_SIGNALS:
     void stateChanged(const scalelab::core::JournalEvent &event); // after a journal event is applied
@@ -141,6 +146,10 @@ private:
 
     // study_runner_attempts.cpp
     void startAttempt(const RunProgress &run);
+    // Sends the modules `spec` names by sum (model, initial weights) from modelStore() to
+    // every agent of the attempt that lacks them; false with why (and whether a later
+    // attempt may do better) when one cannot be sent.
+    bool sendModels(const RunProgress &run, const v1::RunSpec &spec, QString *failure, bool *retryable);
     void followAttempt(const RunProgress &run);
     void onEvents(const QString &runId, int portion);
     // Rank 0 reported a stall (or its end): journal it with the unreachable ranks named.
@@ -175,6 +184,7 @@ private:
     qint64 m_capacityAtMs = 0;
     std::set<QString> m_nodesRecorded;
     std::map<QString, qint64> m_stallMessageMs; // last "still stalled" message per run
+    QSet<QString> m_modelsSent; // "agent|sha256:HEX" known to be on the agent
     bool m_finished = false;
     bool m_busy = false; // re-entrancy guard for tick()
     int m_crashAfter = 0;

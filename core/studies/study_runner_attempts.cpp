@@ -1,7 +1,10 @@
 // StudyRunner, the attempts part: starting an attempt's ranks on its agents, following
 // their event streams (stored, then acted on), stalls, and how an attempt ends. The
 // contract is in study_runner.h; the rules it decides by are in attempt_outcome.h.
+#include "model_upload.h"
+#include "plan_models.h"
 #include "study_runner.h"
+#include "worker_contract.h"
 
 #include "checkpoint_courier.h"
 #include "run_record.h"
@@ -50,6 +53,56 @@ QString terminalState(
 
 } // namespace
 
+bool StudyRunner::sendModels(
+    const RunProgress &run, const v1::RunSpec &spec, QString *failure, bool *retryable)
+{
+    QStringList sums;
+    for (const std::string &model : { spec.model(), spec.initial_weights() })
+        if (worker::isModelSha256(model))
+            sums << str(model);
+    for (const QString &sum : sums) {
+        const auto file = storedModelFile(modelStore(), sum);
+        if (!file) {
+            *failure = file.error();
+            *retryable = false;
+            return false;
+        }
+        for (const auto &p : run.portions) {
+            const QString key = p.agent + QLatin1Char('|') + sum;
+            if (m_modelsSent.contains(key))
+                continue;
+            AgentClient *c = client(p.agent);
+            if (!c)
+                continue; // startAttempt says so
+            auto read = readModelFile(*file);
+            if (!read || read->sha256 != sum.mid(7)) {
+                *failure
+                    = read ? QStringLiteral("%1 no longer has the sum of %2").arg(*file, sum) : read.error();
+                *retryable = false;
+                return false;
+            }
+            read->name = modelDisplayName(m_state.plan(), sum); // the plan's file name, not the store's
+            if (read->name.startsWith(QLatin1String("TorchScript ")))
+                read->name = sum.mid(7, 12) + QStringLiteral(".pt");
+            v1::StoredModel stored;
+            bool sent = false;
+            if (const Status s = sendModel(c, *read, &stored, &sent); !s.ok()) {
+                *failure = QStringLiteral("%1: cannot send the module %2: %3")
+                               .arg(agentLabel(p.agent), read->name, s.error());
+                *retryable = !s.isInvalidArgument();
+                return false;
+            }
+            m_modelsSent.insert(key);
+            if (sent)
+                Q_EMIT message(QStringLiteral("%1: sent the module %2 (%3 bytes) to %4")
+                                   .arg(run.planned.runId, read->name)
+                                   .arg(read->size)
+                                   .arg(agentLabel(p.agent)));
+        }
+    }
+    return true;
+}
+
 void StudyRunner::startAttempt(const RunProgress &run)
 {
     v1::RunSpec spec = runSpecFor(m_state.plan(), run.planned, m_state.learningRateSearch().found);
@@ -73,6 +126,8 @@ void StudyRunner::startAttempt(const RunProgress &run)
     };
     QString failure;
     bool retryable = true;
+    if (!sendModels(run, spec, &failure, &retryable))
+        return fail(failure, retryable);
     if (!m_courier->sendBeforeStart(run, &failure, &retryable)) {
         if (!failure.isEmpty())
             fail(failure, retryable);

@@ -3,6 +3,8 @@
 // act on. The contract is in study_runner.h.
 #include "study_runner.h"
 
+#include "plan_models.h"
+
 #include "spec_rules.h"
 
 #include <QJsonArray>
@@ -22,13 +24,16 @@ Status appended(const Result<qint64> &id)
 
 } // namespace
 
-Result<QString> StudyRunner::createStudy(const v1::StudyPlan &plan)
+Result<QString> StudyRunner::createStudy(const v1::StudyPlan &given, const QString &planDir)
 {
-    if (const CheckStatus valid = checkPlan(plan); !valid)
+    if (const CheckStatus valid = checkPlan(given); !valid)
         return Status::failure(
             QStringLiteral("the plan is not valid:\n  ") + valid.error().join(QLatin1String("\n  ")));
     if (m_agents.isEmpty())
         return Status::failure(QStringLiteral("no agent to run the study on: give at least one agent"));
+    v1::StudyPlan plan = given;
+    if (const Status resolved = resolvePlanModels(&plan, planDir, modelStore()); !resolved)
+        return resolved;
     const QString studyId = newStudyId();
     const QList<PlannedRun> runs = expandPlan(plan, studyId);
     const QJsonObject payload = StudyState::studyCreated(str(plan.name()), plan, m_agents.keys(), runs);

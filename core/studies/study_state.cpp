@@ -569,6 +569,9 @@ StudySnapshot buildSnapshot(const StudyState &state, const Journal &journal)
     s.name = state.name();
     s.state = state.state();
     s.dataset = QString::fromStdString(state.plan().dataset());
+    for (const auto &[sum, name] : state.plan().model_names())
+        s.modelNames.insert(
+            QStringLiteral("sha256:") + QString::fromStdString(sum), QString::fromStdString(name));
     s.targetAccuracy = state.plan().target_accuracy() > 0 ? state.plan().target_accuracy() : kNotMeasured;
     s.createdUnixMs = state.createdUnixMs();
     s.finishedUnixMs = state.endedUnixMs();

@@ -204,7 +204,9 @@ void checkDistribution(const QString &name, const v1::Distribution &d, const Tun
             if (t->word) {
                 text = str(v.string_value());
                 const QStringList allowed = wordValues(*t);
-                if (!v.has_string_value() || !allowed.contains(text))
+                const bool module = QLatin1String(t->name) == QLatin1String("model")
+                    && (worker::isModelFile(v.string_value()) || worker::isModelSha256(v.string_value()));
+                if (!v.has_string_value() || (!allowed.contains(text) && !module))
                     *p << QStringLiteral("%1: must be one of \"%2\"")
                               .arg(where, allowed.join(QStringLiteral("\", \"")));
             } else if (!v.has_number_value()) {
