@@ -1,16 +1,22 @@
 #!/usr/bin/env bash
 # ScaleLab's worker vs PyTorch's Python front end, side by side, same model, batch,
 # threads and precision, interleaved A/B, median of REPEATS runs per side and row.
-#   bench/compare.sh [REPEATS]        (after ./scripts/test.sh or run.sh has built)
-# Needs Debian's python3-torch (installed here if missing). Not a test: numbers vary.
+#   bench/compare.sh [REPEATS] [MODEL]   (after ./scripts/test.sh or run.sh has built)
+# MODEL: seed-cnn (default), resnet18 or mobilenet_v2; the peer builds the same architecture
+# from torchvision. Needs Debian's python3-torch and python3-torchvision (installed here if
+# missing). Not a test: numbers vary.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/setup.sh
-SCALELAB_PACKAGES+=(python3-torch)
+SCALELAB_PACKAGES+=(python3-torch python3-torchvision)
 scalelab_install_dependencies
 [ -x build/bin/scalelab-worker ] || scalelab_build
 repeats="${1:-3}"
+model="${2:-seed-cnn}"
+case "$model" in seed-cnn|resnet18|mobilenet_v2) ;; *) echo "usage: $0 [REPEATS] [seed-cnn|resnet18|mobilenet_v2]" >&2; exit 2 ;; esac
 worker=build/bin/scalelab-worker
+# Training FLOPs per image: three forwards, as the worker counts one (model_zoo.h, ModelCost).
+gflop=$("$worker" parameters --model "$model" --json on | /usr/bin/python3 -c 'import json, sys; print(3 * json.load(sys.stdin)["forward_flops_per_image"] / 1e9)')
 # Debian's interpreter: python3-torch installs there, whatever python3 is first on PATH.
 peer="/usr/bin/python3 bench/pytorch_peer.py"
 port=29700
@@ -37,21 +43,21 @@ run_side() {  # side world threads extra...
         # machine gives two busy cores, the ceiling for 2 ranks x 1 thread.
         local first
         first="$(mktemp)"
-        $cmd --batch-size 64 --threads "$threads" --steps 20 --warmup-steps 5 "$@" | ips >"$first" &
+        $cmd --model "$model" --batch-size 64 --threads "$threads" --steps 20 --warmup-steps 5 "$@" | ips >"$first" &
         local second
-        second="$($cmd --batch-size 64 --threads "$threads" --steps 20 --warmup-steps 5 "$@" | record "$tag")"
+        second="$($cmd --model "$model" --batch-size 64 --threads "$threads" --steps 20 --warmup-steps 5 "$@" | record "$tag")"
         wait
         calc "$(cat "$first") + $second"
         rm -f "$first"
     elif [ "$world" -eq 1 ]; then
-        $cmd --batch-size 64 --threads "$threads" --steps 20 --warmup-steps 5 "$@" | record "$tag"
+        $cmd --model "$model" --batch-size 64 --threads "$threads" --steps 20 --warmup-steps 5 "$@" | record "$tag"
     else
         port=$((port + 1))
         for r in $(seq 1 $((world - 1))); do
-            $cmd --batch-size 64 --threads "$threads" --steps 20 --warmup-steps 5 --world-size "$world" \
+            $cmd --model "$model" --batch-size 64 --threads "$threads" --steps 20 --warmup-steps 5 --world-size "$world" \
                 --rank "$r" --rendezvous "127.0.0.1:$port" "$@" >/dev/null &
         done
-        $cmd --batch-size 64 --threads "$threads" --steps 20 --warmup-steps 5 --world-size "$world" \
+        $cmd --model "$model" --batch-size 64 --threads "$threads" --steps 20 --warmup-steps 5 --world-size "$world" \
             --rank 0 --rendezvous "127.0.0.1:$port" "$@" | record "$tag"
         wait
     fi
@@ -80,13 +86,14 @@ t = time.perf_counter(); n = 20
 for _ in range(n): a @ b
 print(2 * 2048**3 * n / (time.perf_counter() - t) / 1e9)')
 fp32_base="${result["1 1 fp32 off,p"]}"
-printf '\n%-38s %12s %12s %8s %10s\n' "row (batch 64 per rank)" "ScaleLab" "PyTorch" "ratio" "GFLOP/s"
+printf '\nmodel %s, %s GFLOP per training image\n' "$model" "$gflop"
+printf '%-38s %12s %12s %8s %10s\n' "row (batch 64 per rank)" "ScaleLab" "PyTorch" "ratio" "GFLOP/s"
 for row in "${rows[@]}"; do
     read -r world threads precision cl <<<"$row"
     s="${result["$row,s"]}"; p="${result["$row,p"]}"
     label="$world rank x $threads thread, $precision, CL $cl"
     [ "$world" = 2i ] && label="2 x (1 rank x 1 thread), independent"
-    printf '%-38s %12.1f %12.1f %8.3f %10.1f\n' "$label" "$s" "$p" "$(calc "$s / $p")" "$(calc "$s * 0.93")"
+    printf '%-38s %12.1f %12.1f %8.3f %10.1f\n' "$label" "$s" "$p" "$(calc "$s / $p")" "$(calc "$s * $gflop")"
 done
 s1="${result["1 1 fp32 off,s"]}"; s2="${result["2 1 fp32 off,s"]}"
 p1="${result["1 1 fp32 off,p"]}"; p2="${result["2 1 fp32 off,p"]}"
@@ -100,7 +107,7 @@ if [ -n "${result["1 2 bf16 on,s"]:-}" ]; then
     printf 'bf16 + channels-last (ScaleLab, 2 threads) / fp32 eager PyTorch (2 threads): %.3f\n' \
         "$(calc "${result["1 2 bf16 on,s"]} / ${result["1 2 fp32 off,p"]}")"
 fi
-printf 'matmul peak (2048^2 fp32 through BLAS, 2 threads): %.1f GFLOP/s; seed CNN = 0.93 GFLOP per training image\n' "$peak"
+printf 'matmul peak (2048^2 fp32 through BLAS, 2 threads): %.1f GFLOP/s; %s = %s GFLOP per training image\n' "$peak" "$model" "$gflop"
 echo "(convolutions run on oneDNN, not BLAS, and can exceed the BLAS matmul figure)"
 
 # Where a step's time goes (CPU fp32 rows; per side the median over its runs of each run's

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""The peer ScaleLab's worker is measured against: the same seed CNN, step and settings
-in PyTorch's Python front end (Debian's python3-torch, or a GPU node's CUDA PyTorch),
+"""The peer ScaleLab's worker is measured against: the same model (the seed CNN, or
+torchvision's ResNet-18 and MobileNetV2 in the CIFAR forms the worker builds, --model),
+step and settings in PyTorch's Python front end (Debian's python3-torch, or a GPU node's CUDA PyTorch),
 DistributedDataParallel over Gloo (or NCCL, --backend) for several ranks. Prints one
 JSON line like `scalelab-worker bench` (rank 0)."""
 import argparse
@@ -35,8 +36,28 @@ class SeedNet(nn.Module):
         return self.fc2(self.drop(F.relu(self.fc1(x))))
 
 
+# The worker's models (remote-agent/trainer/model_zoo.h), from torchvision (python3-torchvision),
+# with the parameter counts the worker reports: the same architecture, layer for layer.
+def build_model(name):
+    if name == "seed-cnn":
+        return SeedNet(), 3_249_994
+    import torchvision
+    if name == "resnet18":
+        m = torchvision.models.resnet18(num_classes=10)
+        m.conv1 = nn.Conv2d(3, 64, 3, 1, 1, bias=False)  # the CIFAR stem: 3x3, stride 1
+        m.maxpool = nn.Identity()
+        return m, 11_173_962
+    if name == "mobilenet_v2":
+        m = torchvision.models.mobilenet_v2(num_classes=10)
+        m.features[0][0].stride = (1, 1)  # the stem and the second stage keep 32x32 longer
+        m.features[2].conv[1][0].stride = (1, 1)
+        return m, 2_236_682
+    raise SystemExit(f"--model: unknown model {name}")
+
+
 def main():
     p = argparse.ArgumentParser()
+    p.add_argument("--model", default="seed-cnn", choices=["seed-cnn", "resnet18", "mobilenet_v2"])
     p.add_argument("--batch-size", type=int, default=64)
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--steps", type=int, default=20)
@@ -55,8 +76,9 @@ def main():
     torch.manual_seed(1)
     fmt = torch.channels_last if a.channels_last == "on" else torch.contiguous_format
     device = torch.device("cuda", 0) if a.device == "cuda" else torch.device("cpu")
-    model = SeedNet().to(device=device, memory_format=fmt)
-    assert sum(p.numel() for p in model.parameters()) == 3_249_994
+    model, parameters = build_model(a.model)
+    model = model.to(device=device, memory_format=fmt)
+    assert sum(p.numel() for p in model.parameters()) == parameters
     if a.world_size > 1:
         host, port = a.rendezvous.rsplit(":", 1)
         store = dist.TCPStore(host, int(port), a.world_size, a.rank == 0)

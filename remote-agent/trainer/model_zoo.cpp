@@ -113,7 +113,9 @@ struct ConvBnActImpl : nn::Module {
     torch::Tensor forward(const torch::Tensor &x)
     {
         auto y = bn(conv(x));
-        return relu ? torch::clamp(y, 0, 6) : y;
+        // ReLU6 in place on BatchNorm's output, as torchvision's nn.ReLU6(inplace=True):
+        // hardtanh's gradient (0 at the bounds), and no second tensor of the activation's size.
+        return relu ? torch::hardtanh_(y, 0, 6) : y;
     }
     nn::Conv2d conv;
     nn::BatchNorm2d bn;

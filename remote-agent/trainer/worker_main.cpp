@@ -53,6 +53,9 @@ train options:
   --model NAME          seed-cnn (default), resnet18 or mobilenet_v2 (their CIFAR forms), or
                         file:PATH, a TorchScript module (torch.jit.script(m).save(PATH)) trained
                         from the weights it holds; also for bench, lr-find and gradient-check
+  --initial-weights FILE  start from a TorchScript archive's weights: every parameter and
+                        buffer of the same name and shape (a pretrained base; a new head
+                        keeps its fresh values); also for lr-find and gradient-check
   --batch-size N        images per step on this worker (default 64)
   --epochs N            passes over the training split (default 1)
   --lr X                learning rate (default 0.02; see docs/results.md, "The default recipe")
