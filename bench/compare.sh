@@ -66,7 +66,14 @@ calc() { awk "BEGIN { print $1 }"; }
 median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
 rows=("1 1 fp32 off" "1 2 fp32 off" "2 1 fp32 off" "2i 1 fp32 off")
-if grep -qE ' (avx512_bf16|amx_bf16)' /proc/cpuinfo; then rows+=("1 2 bf16 on"); fi
+if grep -qE ' (avx512_bf16|amx_bf16)' /proc/cpuinfo; then
+    if [ "$model" = mobilenet_v2 ]; then
+        # torchvision's ReLU6 is hardtanh, whose CPU backward has no bf16 kernel in PyTorch 1.13.
+        echo "no bf16 row: PyTorch 1.13 cannot train torchvision's MobileNetV2 under bf16 autocast on a CPU" >&2
+    else
+        rows+=("1 2 bf16 on")
+    fi
+fi
 declare -A result
 for row in "${rows[@]}"; do
     read -r world threads precision cl <<<"$row"
