@@ -17,6 +17,12 @@ case "$model" in seed-cnn|resnet18|mobilenet_v2) ;; *) echo "usage: $0 [REPEATS]
 worker=build/bin/scalelab-worker
 # Training FLOPs per image: three forwards, as the worker counts one (model_zoo.h, ModelCost).
 gflop=$("$worker" parameters --model "$model" --json on | /usr/bin/python3 -c 'import json, sys; print(3 * json.load(sys.stdin)["forward_flops_per_image"] / 1e9)')
+# The same BLAS kernel on both sides: where OpenBLAS does not know the CPU and falls back to
+# its generic kernel, the worker switches to a better one (blas_kernel.h); the peer is given
+# that one through OPENBLAS_CORETYPE, as a PyTorch user who knew would set it.
+kernel=$("$worker" blas | /usr/bin/python3 -c 'import json, sys; print(json.load(sys.stdin)["kernel"])')
+blas_env="OPENBLAS_CORETYPE=${kernel:-}"
+[ -n "$kernel" ] || blas_env="SCALELAB_NO_OPENBLAS=1"
 # Debian's interpreter: python3-torch installs there, whatever python3 is first on PATH.
 peer="/usr/bin/python3 bench/pytorch_peer.py"
 port=29700
@@ -37,7 +43,7 @@ run_side() {  # side world threads extra...
     local cmd
     # torch.set_num_threads() leaves OpenBLAS (the linear layers) at one thread per core:
     # the peer is held to the row's threads like the worker, which sets both itself.
-    if [ "$side" = scalelab ]; then cmd="$worker bench"; else cmd="env OPENBLAS_NUM_THREADS=$threads $peer"; fi
+    if [ "$side" = scalelab ]; then cmd="$worker bench"; else cmd="env OPENBLAS_NUM_THREADS=$threads $blas_env $peer"; fi
     if [ "$world" = 2i ]; then
         # Two independent single-rank processes at once, no communication: what the
         # machine gives two busy cores, the ceiling for 2 ranks x 1 thread.
@@ -85,7 +91,7 @@ for row in "${rows[@]}"; do
     result["$row,s"]=$(printf '%s\n' "${a[@]}" | median)
     result["$row,p"]=$(printf '%s\n' "${b[@]}" | median)
 done
-peak=$(/usr/bin/python3 -c '
+peak=$(env $blas_env /usr/bin/python3 -c '
 import time, torch
 torch.set_num_threads(2); a = torch.randn(2048, 2048); b = torch.randn(2048, 2048)
 for _ in range(3): a @ b
@@ -94,6 +100,7 @@ for _ in range(n): a @ b
 print(2 * 2048**3 * n / (time.perf_counter() - t) / 1e9)')
 fp32_base="${result["1 1 fp32 off,p"]}"
 printf '\nmodel %s, %s GFLOP per training image\n' "$model" "$gflop"
+printf 'BLAS: %s\n' "$("$worker" blas | /usr/bin/python3 -c 'import json, sys; b = json.load(sys.stdin); print(b["library"] + " (" + b["how"] + ")")')"
 printf '%-38s %12s %12s %8s %10s\n' "row (batch 64 per rank)" "ScaleLab" "PyTorch" "ratio" "GFLOP/s"
 for row in "${rows[@]}"; do
     read -r world threads precision cl <<<"$row"

@@ -460,6 +460,11 @@ private Q_SLOTS:
         QVERIFY(client.describe(&inventory).ok());
         QCOMPARE(inventory.runs_recorded(), qint64(5));
         QVERIFY2(inventory.runs_size() <= 2, qPrintable(QString::number(inventory.runs_size())));
+        // The BLAS kernel the workers trained with: the agent loads no BLAS of its own.
+        QVERIFY(inventory.software().count("blas"));
+        QVERIFY2(
+            QString::fromStdString(inventory.software().at("blas")).contains(QStringLiteral("; kernel ")),
+            inventory.software().at("blas").c_str());
 
         const auto listAll = [&](int pageSize, int *pages) {
             std::vector<v1::RunInfo> all;

@@ -4,9 +4,10 @@
 // rates are options, corrupt checkpoints are refused, a dead rank is noticed,
 // 2 workers learn as well as 1 at the same global batch, and a worker asked for a GPU
 // it cannot use says why.
+#include "blas_kernel.h"
 #include "cifar10.h"
-#include "verify_ok.h"
 #include "test_support.h"
+#include "verify_ok.h"
 
 #include <QDir>
 #include <QElapsedTimer>
@@ -673,6 +674,63 @@ private Q_SLOTS:
             QVERIFY2(usage.contains(QRegularExpression(QRegularExpression::escape(option) + QStringLiteral("(?![-a-z])"))),
                 qPrintable(option + QStringLiteral(" is not in the usage")));
         }
+    }
+
+    // Issue 36: OpenBLAS's detection falls back to its generic Prescott kernel on CPUs newer
+    // than it knows; the worker runs the best kernel the CPU's flags allow, says which, and
+    // keeps a kernel the user names with OPENBLAS_CORETYPE.
+    void blasKernelIsTheBestTheCpuAllows()
+    {
+        const auto blasOf = [](const QString &coreType) {
+            QProcess blas;
+            QProcessEnvironment environment = QProcessEnvironment::systemEnvironment();
+            environment.remove(QStringLiteral("OPENBLAS_CORETYPE"));
+            if (!coreType.isEmpty())
+                environment.insert(QStringLiteral("OPENBLAS_CORETYPE"), coreType);
+            blas.setProcessEnvironment(environment);
+            blas.start(test::binary("scalelab-worker"), { QStringLiteral("blas") });
+            blas.waitForFinished(30000);
+            return QJsonDocument::fromJson(blas.readAllStandardOutput()).object();
+        };
+        const QJsonObject own = blasOf(QString());
+        const QString kernel = own.value(QStringLiteral("kernel")).toString();
+        const QString detected = own.value(QStringLiteral("detected")).toString();
+        QVERIFY2(!kernel.isEmpty(), "OpenBLAS (libopenblas0-pthread) is what libtorch's GEMMs run on");
+        QVERIFY(own.value(QStringLiteral("library")).toString().contains(kernel));
+        QFile cpuinfo(QStringLiteral("/proc/cpuinfo"));
+        QVERIFY(cpuinfo.open(QIODevice::ReadOnly));
+        const QString flags = QString::fromLatin1(cpuinfo.readAll())
+                                  .section(QStringLiteral("\nflags"), 1, 1)
+                                  .section(u'\n', 0, 0)
+            + u' ';
+        const bool avx2 = flags.contains(QStringLiteral(" avx2 ")) && flags.contains(QStringLiteral(" fma "));
+        const bool generic = trainer::isGenericBlasKernel(detected.toStdString());
+        QCOMPARE(own.value(QStringLiteral("chosen")).toBool(), generic && avx2);
+        if (generic && avx2) {
+            QVERIFY2(QStringList({ QStringLiteral("Cooperlake"), QStringLiteral("SkylakeX"),
+                                     QStringLiteral("Haswell") })
+                         .contains(kernel),
+                qPrintable(kernel));
+            QVERIFY(own.value(QStringLiteral("how"))
+                        .toString()
+                        .contains(QStringLiteral("matched a reference product")));
+        } else {
+            QCOMPARE(kernel, detected);
+        }
+        const QJsonObject asked = blasOf(QStringLiteral("Prescott"));
+        QCOMPARE(asked.value(QStringLiteral("kernel")).toString(), QStringLiteral("Prescott"));
+        QCOMPARE(asked.value(QStringLiteral("chosen")).toBool(), false);
+        QCOMPARE(asked.value(QStringLiteral("how")).toString(), QStringLiteral("OPENBLAS_CORETYPE=Prescott"));
+
+        // A run's recipe names it.
+        Worker run(small({ QStringLiteral("--epochs"), QStringLiteral("1"),
+            QStringLiteral("--max-train-images"), QStringLiteral("32") }));
+        QVERIFY(run.finish(120000));
+        QCOMPARE(run.exitCode(), 0);
+        const auto started = run.events(QStringLiteral("started"));
+        QCOMPARE(started.size(), 1);
+        QVERIFY(QString::fromStdString(started[0].started().software().at("blas"))
+                    .contains(QStringLiteral("; kernel ") + kernel));
     }
 
     void badOptionsAreRefused()

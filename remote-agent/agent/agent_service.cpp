@@ -95,13 +95,19 @@ grpc::Status AgentService::Describe(
     response->set_network_note(m_options.advertiseHow);
     response->set_network_warning(m_options.networkWarning);
     int busyRanks = 0;
+    std::pair<std::string, std::int64_t> blas;
     const auto lock = m_runs.lock();
     m_runs.forEachLocked([&](const std::string &, const std::shared_ptr<RunSupervisor> &run) {
         // the active runs and the latest finished ones
         *response->add_runs() = run->info();
         if (!run->terminal())
             busyRanks += response->runs().rbegin()->ranks_size();
+        if (auto used = run->blasInUse(); !used.first.empty() && used.second >= blas.second)
+            blas = std::move(used);
     });
+    // The agent loads no BLAS itself: the kernel its workers' latest run reported training with.
+    if (!blas.first.empty())
+        (*response->mutable_software())["blas"] = blas.first;
     response->set_runs_recorded(m_runs.recordedLocked());
     response->set_free_slots(std::max(0, cpuCores() - busyRanks - m_lrFinds.load()));
     *response->mutable_storage() = m_storage.read();

@@ -172,6 +172,7 @@ RunSupervisor::RunSupervisor(RunLaunch launch, Restored how)
             m_gauges.endedUnixMs = m_endedMs;
         } else if (event.has_started()) {
             m_launch.dataset = event.started().dataset();
+            rememberBlas(event);
         } else if (event.has_summary()) {
             m_finished = event.summary();
         } else if (event.has_rank_exited()) {
@@ -506,6 +507,10 @@ void RunSupervisor::handleEventLine(int rank, const std::string &line)
             setState(v1::RUNNING, "training");
         auto *s = event.mutable_started();
         *s = std::move(*in.mutable_started());
+        {
+            std::lock_guard lock(m_mutex);
+            rememberBlas(event);
+        }
         // The worker knows the data set's kind and sizes; the agent its name and content.
         v1::Dataset dataset = m_launch.dataset;
         dataset.set_synthetic(s->dataset().synthetic());
@@ -766,6 +771,21 @@ bool RunSupervisor::terminal() const
 {
     std::lock_guard lock(m_mutex);
     return isTerminal(m_state);
+}
+
+void RunSupervisor::rememberBlas(const v1::RunEvent &started)
+{
+    const auto &software = started.started().software();
+    if (const auto blas = software.find("blas"); blas != software.end() && !blas->second.empty()) {
+        m_blas = blas->second;
+        m_blasSinceMs = started.unix_ms();
+    }
+}
+
+std::pair<std::string, std::int64_t> RunSupervisor::blasInUse() const
+{
+    std::lock_guard lock(m_mutex);
+    return { m_blas, m_blasSinceMs };
 }
 
 v1::RunInfo RunSupervisor::info() const

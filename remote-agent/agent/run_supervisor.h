@@ -108,6 +108,9 @@ public:
     std::vector<v1::RankPlacement> livePlacements() const;
     // What the attempt is doing now (its state, rank 0's latest measurements, its counts).
     RunGauges gauges() const;
+    // The BLAS library and kernel rank 0 reported training with ("" before it started, or
+    // when rank 0 runs on another agent), and when it started (ms since the epoch).
+    std::pair<std::string, std::int64_t> blasInUse() const;
 
 private:
     std::vector<std::string> m_rankZeroCommand; // for RunStarted.worker_command
@@ -148,6 +151,8 @@ private:
     void noteProgress(std::int64_t step, int epoch);
     // Reports a stall when rank 0 has made no progress for the spec's stall_seconds.
     void watchForStalls();
+    // Keeps a RunStarted event's BLAS for blasInUse() (m_mutex held, or while restoring).
+    void rememberBlas(const v1::RunEvent &started);
     // A Stall event's fields from the progress last seen (m_mutex held).
     void fillStall(v1::Stall *stall, bool stalled, std::int64_t sinceMs, std::int64_t nowMs) const;
 
@@ -165,6 +170,8 @@ private:
     std::int64_t m_startedMs = 0;
     std::int64_t m_endedMs = 0;
     std::optional<v1::RunSummary> m_finished; // from the worker's "finished" event
+    std::string m_blas; // RunStarted.software["blas"]
+    std::int64_t m_blasSinceMs = 0;
     std::string m_lastOutputLine;
     int m_exitedRanks = 0;
     bool m_stopRequested = false;

@@ -1,5 +1,6 @@
 #include "training_support.h"
 
+#include "blas_kernel.h"
 #include "net_address.h"
 
 #include <cstdlib>
@@ -127,10 +128,7 @@ TrainableModel trainingModel(
 // The BLAS library libtorch's linear layers end up in (OpenBLAS, or the slow reference).
 std::string blasInUse()
 {
-    using Config = char *(*)();
-    if (auto config = reinterpret_cast<Config>(dlsym(RTLD_DEFAULT, "openblas_get_config")))
-        return std::string("OpenBLAS ") + config();
-    return "reference BLAS (install libopenblas0-pthread: ~30x faster linear layers)";
+    return describeBlas(chooseBlasKernel());
 }
 
 std::string compilerName()

@@ -5,6 +5,7 @@
 //   scalelab-worker inspect --data-dir DIR
 //
 // Events go to --event-fd (default 1, stdout) as JSON lines; diagnostics to stderr.
+#include "blas_kernel.h"
 #include "cifar10.h"
 #include "event_writer.h"
 #include "model_zoo.h"
@@ -32,6 +33,10 @@ Commands:
   train               train a model (--model) on a CIFAR-10 binary data set (one rank)
   generate-synthetic  write a SYNTHETIC data set in the CIFAR-10 binary format
   inspect             check a data set and print its record counts as JSON
+  blas                the BLAS kernel training runs with, as JSON: OpenBLAS's own pick
+                      ("detected") and, where that is its generic fallback on a CPU it does
+                      not know, the better one the worker switched to after checking it
+                      (OPENBLAS_CORETYPE set by you is kept)
   parameters          print a model's parameter count (--model NAME, default seed-cnn); with
                       --json on, a JSON line with its gradient bytes per step and forward
                       FLOPs per image as well (model_zoo.h, ModelCost)
@@ -224,6 +229,8 @@ int main(int argc, char **argv)
     mallopt(M_MMAP_THRESHOLD, 32 << 20); // glibc's upper limit
     mallopt(M_TRIM_THRESHOLD, 1 << 30);
     mallopt(M_TOP_PAD, 64 << 20);
+    // Before any BLAS call: the best OpenBLAS kernel this CPU allows (blas_kernel.h).
+    const trainer::BlasKernel &blas = trainer::chooseBlasKernel();
     Args args = parse(argc, argv);
     if (!args.error.empty())
         return usageError(args.error);
@@ -282,6 +289,18 @@ int main(int argc, char **argv)
         }
         std::cout << "wrote SYNTHETIC CIFAR-format data set (" << kindName << ") to " << out << " (" << train
                   << " train, " << test << " test images)\n";
+        return worker::kExitFinished;
+    }
+
+    if (args.command == "blas") {
+        if (leftovers(args))
+            return usageError(args.error);
+        using trainer::EventWriter;
+        std::cout << "{\"library\":\"" << EventWriter::escape(blas.library) << "\",\"kernel\":\""
+                  << EventWriter::escape(blas.kernel) << "\",\"detected\":\""
+                  << EventWriter::escape(blas.detected)
+                  << "\",\"chosen\":" << (blas.chosen ? "true" : "false") << ",\"how\":\""
+                  << EventWriter::escape(blas.how) << "\"}\n";
         return worker::kExitFinished;
     }
 
