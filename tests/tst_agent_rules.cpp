@@ -341,6 +341,44 @@ private Q_SLOTS:
             const auto at = std::find(command.begin(), command.end(), std::string("--model"));
             QVERIFY(at != command.end() && at + 1 != command.end() && *(at + 1) == "resnet18");
         }
+        // Fine-tuning's phases: within the run's epochs, a rate like learning_rate's, a module's
+        // name; the worker gets them as --head-epochs, --head-lr and --head.
+        {
+            v1::RunSpec tuned;
+            tuned.set_batch_size(32);
+            tuned.set_epochs(3);
+            tuned.mutable_finetune()->set_head_epochs(1);
+            tuned.mutable_finetune()->set_head_learning_rate(0.05);
+            tuned.mutable_finetune()->set_head("classifier.1");
+            QCOMPARE(problems(tuned, agent), QStringList());
+            // Warm-up counts the whole-model epochs: 2 of them, so the default one epoch.
+            QCOMPARE(rules::withDefaults(tuned).warmup_epochs(), 1.0);
+            agent::RunLaunch launch;
+            launch.request.set_world_size(1);
+            *launch.request.mutable_spec() = tuned;
+            const v1::WorkerLaunch worker = agent::workerLaunch(launch, 0);
+            QCOMPARE(worker.head_epochs(), 1);
+            QCOMPARE(worker.head_lr(), 0.05);
+            QCOMPARE(worker.head(), std::string("classifier.1"));
+            tuned.mutable_finetune()->set_head_epochs(4);
+            tuned.mutable_finetune()->set_head_learning_rate(0);
+            tuned.mutable_finetune()->set_head("fc; rm -rf /");
+            QCOMPARE(problems(tuned, agent),
+                (QStringList {
+                    QStringLiteral("spec.finetune.head_epochs: must be 0 (one phase) or between 1 and the "
+                                   "run's 3 epochs (got 4)"),
+                    QStringLiteral("spec.finetune.head_learning_rate: must be a number in (0, 10] (got 0)"),
+                    QStringLiteral(
+                        "spec.finetune.head: must name a module as state_dict keys do (letters, digits, "
+                        "'_' and '.', as \"fc\" or \"classifier.1\"; got 'fc; rm -rf /')") }));
+            tuned.mutable_finetune()->set_head_epochs(0);
+            tuned.mutable_finetune()->set_head_learning_rate(0.05);
+            tuned.mutable_finetune()->set_head("fc");
+            QCOMPARE(problems(tuned, agent),
+                QStringList {
+                    QStringLiteral("spec.finetune.head_epochs: must be 1 or more when a head or its "
+                                   "learning rate is given: the epochs that train the head alone") });
+        }
         spec.set_block_dropout(-0.125);
         spec.set_dense_dropout(HUGE_VAL);
         spec.set_stop_after_epochs(-1);

@@ -412,6 +412,130 @@ private Q_SLOTS:
             qPrintable(QJsonDocument(plan).toJson()));
     }
 
+    // Fine-tuning as transfer learning does it (issue 36 item 8): a module pretrained on one
+    // generated set (its checkpoint is the base's weights), fine-tuned on another by 2 ranks:
+    // epoch 1 trains the head alone at its own rate (every other parameter exactly the
+    // pretrained one), epoch 2 the whole model on the run's schedule; paused after phase 1
+    // and resumed, it ends with the same weights.
+    void fineTuningTrainsTheHeadAloneThenTheWholeModel()
+    {
+        const QString module = QStringLiteral("file:") + m_modules + QStringLiteral("/small_cnn.pt");
+        const QString pretrained = m_tmp.filePath(QStringLiteral("pretrained"));
+        const WorkerRun pre = runWorker({ QStringLiteral("train"), QStringLiteral("--data-dir"), m_data,
+            QStringLiteral("--model"), module, QStringLiteral("--epochs"), QStringLiteral("1"),
+            QStringLiteral("--batch-size"), QStringLiteral("32"), QStringLiteral("--threads"),
+            QStringLiteral("1"), QStringLiteral("--checkpoint-dir"), pretrained });
+        QVERIFY2(pre.exitCode == 0, qPrintable(pre.err));
+        const QString base = pretrained + QStringLiteral("/epoch-0001/model.pt");
+        const QString other = m_tmp.filePath(QStringLiteral("other"));
+        const WorkerRun data = runWorker({ QStringLiteral("generate-synthetic"), QStringLiteral("--out"),
+            other, QStringLiteral("--train"), QStringLiteral("128"), QStringLiteral("--test"),
+            QStringLiteral("32"), QStringLiteral("--kind"), QStringLiteral("patterns"),
+            QStringLiteral("--seed"), QStringLiteral("9") });
+        QVERIFY2(data.exitCode == 0, qPrintable(data.err));
+
+        // Two ranks of a fine-tuning run into `checkpoints`, with `extra` options; rank 0's run.
+        const auto fineTune = [&](const QString &checkpoints, const QStringList &extra) {
+            const QString rendezvous = QStringLiteral("127.0.0.1:%1").arg(freePort());
+            const auto args = [&](int rank) {
+                return QStringList { QStringLiteral("train"), QStringLiteral("--data-dir"), other,
+                    QStringLiteral("--model"), module, QStringLiteral("--initial-weights"), base,
+                    QStringLiteral("--epochs"), QStringLiteral("2"), QStringLiteral("--head-epochs"),
+                    QStringLiteral("1"), QStringLiteral("--head-lr"), QStringLiteral("0.05"),
+                    QStringLiteral("--batch-size"), QStringLiteral("32"), QStringLiteral("--threads"),
+                    QStringLiteral("1"), QStringLiteral("--world-size"), QStringLiteral("2"),
+                    QStringLiteral("--rank"), QString::number(rank), QStringLiteral("--rendezvous"),
+                    rendezvous, QStringLiteral("--checkpoint-dir"), checkpoints }
+                + extra;
+            };
+            QProcess rank1;
+            rank1.start(test::binary("scalelab-worker"), args(1));
+            WorkerRun rank0 = runWorker(args(0));
+            if (!rank1.waitForFinished(test::timeLimit(120'000)) || rank1.exitCode() != 0)
+                rank0.exitCode = -2;
+            return rank0;
+        };
+        const QString whole = m_tmp.filePath(QStringLiteral("finetuned"));
+        const WorkerRun run = fineTune(whole, {});
+        QVERIFY2(run.exitCode == 0, qPrintable(run.err));
+        QVERIFY2(run.err.contains(QStringLiteral("phase 1, the head (fc) alone")), qPrintable(run.err));
+        QString finished;
+        QList<double> phase1, phase2;
+        for (const auto &e : run.events) {
+            if (e.has_started()) {
+                const auto &f = e.started().effective().finetune();
+                QCOMPARE(f.head_epochs(), 1);
+                QCOMPARE(f.head(), std::string("fc")); // the classifier: the last [10, ...] weight's module
+                QCOMPARE(f.head_learning_rate(), 0.05);
+            }
+            if (e.has_step())
+                (e.step().epoch() == 1 ? phase1 : phase2) << e.step().learning_rate();
+            if (e.has_finished())
+                finished = QString::fromStdString(e.finished().weights_sha256());
+        }
+        QCOMPARE(phase1.size(), 2); // 128 images / 2 ranks / 32
+        QCOMPARE(phase2.size(), 2);
+        for (double lr : phase1)
+            QCOMPARE(lr, 0.05); // the head's rate, constant
+        QCOMPARE(phase2.first(), 0.002); // the whole model warms up from a tenth of --lr
+        QVERIFY(phase2.last() <= 0.02);
+
+        // The parameters, read back by PyTorch: phase 1 moved the head only, phase 2 the rest too.
+        const QString compare
+            = QStringLiteral("import sys, torch\n"
+                             "p = [dict(torch.jit.load(f).named_parameters()) for f in sys.argv[1:4]]\n"
+                             "for name in p[0]:\n"
+                             "    print(name, int(torch.equal(p[0][name], p[1][name])), "
+                             "int(torch.equal(p[1][name], p[2][name])))\n");
+        QProcess python;
+        python.start(pythonWithTorchvision(),
+            { QStringLiteral("-c"), compare, base, whole + QStringLiteral("/epoch-0001/model.pt"),
+                whole + QStringLiteral("/epoch-0002/model.pt") });
+        QVERIFY(python.waitForFinished(120'000));
+        const QString table = QString::fromUtf8(python.readAllStandardOutput());
+        QVERIFY2(python.exitCode() == 0, qPrintable(python.readAllStandardError()));
+        const QStringList lines = table.trimmed().split(u'\n');
+        QCOMPARE(lines.size(), 8); // conv1, bn1, conv2, fc: weight and bias
+        for (const QString &line : lines) {
+            const QStringList cells = line.split(u' ');
+            const bool inHead = cells[0].startsWith(QStringLiteral("fc."));
+            QVERIFY2(cells[1] == (inHead ? QStringLiteral("0") : QStringLiteral("1")), qPrintable(table));
+            QVERIFY2(cells[2] == QStringLiteral("0"), qPrintable(table));
+        }
+
+        // Paused after phase 1 and resumed: phase 2 begins where it would have.
+        const QString paused = m_tmp.filePath(QStringLiteral("paused"));
+        const WorkerRun first
+            = fineTune(paused, { QStringLiteral("--stop-after-epoch"), QStringLiteral("1") });
+        QVERIFY2(first.exitCode == 0, qPrintable(first.err));
+        const WorkerRun resumed = fineTune(paused, { QStringLiteral("--resume"), QStringLiteral("on") });
+        QVERIFY2(resumed.exitCode == 0, qPrintable(resumed.err));
+        QVERIFY2(
+            resumed.err.contains(QStringLiteral("epoch 2: fine-tuning phase 2")), qPrintable(resumed.err));
+        QString resumedDigest;
+        for (const auto &e : resumed.events)
+            if (e.has_finished())
+                resumedDigest = QString::fromStdString(e.finished().weights_sha256());
+        QCOMPARE(resumedDigest.size(), 64);
+        QCOMPARE(resumedDigest, finished);
+
+        // A head the model lacks is refused before any step, with the modules it could be.
+        const WorkerRun wrong = runWorker(
+            { QStringLiteral("train"), QStringLiteral("--data-dir"), other, QStringLiteral("--model"), module,
+                QStringLiteral("--epochs"), QStringLiteral("1"), QStringLiteral("--head-epochs"),
+                QStringLiteral("1"), QStringLiteral("--head"), QStringLiteral("head") });
+        QCOMPARE(wrong.exitCode, 1);
+        QString error;
+        for (const auto &e : wrong.events) {
+            QVERIFY(!e.has_step());
+            if (e.has_error())
+                error = QString::fromStdString(e.error().message());
+        }
+        QVERIFY2(error.contains(QStringLiteral("--head 'head' names no module"))
+                && error.contains(QStringLiteral("nearest its output are fc, conv2")),
+            qPrintable(error));
+    }
+
 private:
     QTemporaryDir m_tmp;
     QString m_modules;

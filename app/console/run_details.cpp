@@ -76,6 +76,13 @@ QString logLine(const v1::RunEvent &e)
                     .arg(st.dataset().train_images())
                     .arg(st.dataset().test_images())
                     .arg(st.dataset().synthetic() ? QStringLiteral(" (SYNTHETIC)") : QString());
+        if (const auto &f = r.finetune(); f.head_epochs() > 0)
+            text
+                += QStringLiteral(" · fine-tuning: epochs 1-%1 train the head (%2) alone at lr %3, the whole "
+                                  "model after")
+                       .arg(f.head_epochs())
+                       .arg(QString::fromStdString(f.head()))
+                       .arg(f.head_learning_rate());
         const auto software = st.software();
         if (const auto torch = software.find("torch"); torch != software.end())
             text += QStringLiteral(" · torch %1").arg(QString::fromStdString(torch->second));

@@ -331,13 +331,21 @@ ReportTable recipeTable(const StudySnapshot &snapshot)
         t.rows.append({ run.runId, number(r.value(QLatin1String("peak_learning_rate"))),
             number(r.value(QLatin1String("momentum"))), number(r.value(QLatin1String("weight_decay"))),
             QStringLiteral("%1 epochs (%2 steps)")
-                .arg(number(r.value(QLatin1String("warmup_epochs"))), number(r.value(QLatin1String("warmup_steps")))),
-            r.value(QLatin1String("schedule")).toString(), number(r.value(QLatin1String("label_smoothing"))),
-            r.value(QLatin1String("seed")).toString(),
+                .arg(number(r.value(QLatin1String("warmup_epochs"))),
+                    number(r.value(QLatin1String("warmup_steps")))),
+            r.value(QLatin1String("finetune_head_epochs")).toInt() > 0
+                ? QStringLiteral("%1 after %2 head-only epoch(s): %3 at %4, the rest frozen")
+                      .arg(r.value(QLatin1String("schedule")).toString(),
+                          number(r.value(QLatin1String("finetune_head_epochs"))),
+                          r.value(QLatin1String("finetune_head")).toString(),
+                          number(r.value(QLatin1String("finetune_head_learning_rate"))))
+                : r.value(QLatin1String("schedule")).toString(),
+            number(r.value(QLatin1String("label_smoothing"))), r.value(QLatin1String("seed")).toString(),
             QStringLiteral("%1 / %2").arg(triple(r.value(QLatin1String("normalize_mean"))),
                 triple(r.value(QLatin1String("normalize_std")))),
             QStringLiteral("%1: %2 train / %3 test images%4")
-                .arg(r.value(QLatin1String("dataset")).toString(), number(r.value(QLatin1String("dataset_train_images"))),
+                .arg(r.value(QLatin1String("dataset")).toString(),
+                    number(r.value(QLatin1String("dataset_train_images"))),
                     number(r.value(QLatin1String("dataset_test_images"))),
                     sha.isEmpty() ? QString() : QStringLiteral(", sha256 %1…").arg(sha.left(12))) });
         t.mutedRows.append(run.state != QLatin1String("SUCCEEDED"));

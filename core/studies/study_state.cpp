@@ -554,6 +554,11 @@ QJsonObject recipeOf(const v1::RunStarted &started)
         o.insert(QStringLiteral("max_test_images"), double(e.max_test_images()));
         o.insert(QStringLiteral("divergence_factor"), e.divergence_factor());
         o.insert(QStringLiteral("divergence_steps"), e.divergence_steps());
+        if (e.finetune().head_epochs() > 0) {
+            o.insert(QStringLiteral("finetune_head_epochs"), e.finetune().head_epochs());
+            o.insert(QStringLiteral("finetune_head_learning_rate"), e.finetune().head_learning_rate());
+            o.insert(QStringLiteral("finetune_head"), QString::fromStdString(e.finetune().head()));
+        }
     }
     for (const auto &[component, version] : started.software())
         o.insert(QStringLiteral("worker_%1").arg(QString::fromStdString(component)), QString::fromStdString(version));

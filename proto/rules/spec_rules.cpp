@@ -3,6 +3,7 @@
 #include "worker_contract.h"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 
@@ -72,6 +73,36 @@ void checkStopAfter(Checker &c, const v1::RunSpec &s, const SpecContext &context
             "must be 0 (train every epoch) or between 1 and "
                 + (context.gridDecides ? std::to_string(most) : "the run's " + std::to_string(most) + " epochs")
                 + " (got " + std::to_string(stop) + ")");
+}
+
+// Fine-tuning's phases: the head's epochs within the run's, a rate like learning_rate's, and
+// a module name as state_dict keys spell it.
+void checkFinetune(Checker &c, const v1::RunSpec &s, const SpecContext &context)
+{
+    if (!s.has_finetune())
+        return;
+    const v1::Finetune &f = s.finetune();
+    const int most = context.gridDecides ? kMaxEpochs : std::max(1, s.epochs());
+    if (f.head_epochs() < 0 || f.head_epochs() > most)
+        c.add("finetune.head_epochs",
+            "must be 0 (one phase) or between 1 and "
+                + (context.gridDecides ? std::to_string(most)
+                                       : "the run's " + std::to_string(most) + " epochs")
+                + " (got " + std::to_string(f.head_epochs()) + ")");
+    if (f.has_head_learning_rate())
+        c.range("finetune.head_learning_rate", f.head_learning_rate(), 0, kMaxLearningRate, true, false);
+    const bool nameOk = f.head().size() <= 200 && std::all_of(f.head().begin(), f.head().end(), [](char ch) {
+        return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '.';
+    });
+    if (!nameOk)
+        c.add("finetune.head",
+            "must name a module as state_dict keys do (letters, digits, '_' and '.', as \"fc\" or "
+            "\"classifier.1\"; got '"
+                + f.head().substr(0, 80) + "')");
+    if (f.head_epochs() == 0 && (f.has_head_learning_rate() || !f.head().empty()))
+        c.add("finetune.head_epochs",
+            "must be 1 or more when a head or its learning rate is given: the "
+            "epochs that train the head alone");
 }
 
 } // namespace
@@ -175,6 +206,7 @@ SpecStatus checkRunSpec(const v1::RunSpec &s, const SpecContext &context)
     if (s.has_dense_dropout())
         c.range("dense_dropout", s.dense_dropout(), 0, 1, false, true);
     checkStopAfter(c, s, context);
+    checkFinetune(c, s, context);
     return c.status();
 }
 
@@ -187,8 +219,12 @@ v1::RunSpec withDefaults(const v1::RunSpec &spec)
         s.set_momentum(kDefaultMomentum);
     if (!s.has_weight_decay())
         s.set_weight_decay(kDefaultWeightDecay);
-    if (!s.has_warmup_epochs())
-        s.set_warmup_epochs(s.epochs() >= 2 ? kDefaultWarmupEpochs : double(std::max(1, s.epochs())) / 2);
+    if (!s.has_warmup_epochs()) {
+        // Counted in the whole-model epochs, after fine-tuning's head-only ones.
+        const int epochs = s.epochs() - s.finetune().head_epochs();
+        const int least = s.finetune().head_epochs() > 0 ? 0 : 1;
+        s.set_warmup_epochs(epochs >= 2 ? kDefaultWarmupEpochs : double(std::max(least, epochs)) / 2);
+    }
     if (!s.has_label_smoothing())
         s.set_label_smoothing(kDefaultLabelSmoothing);
     if (!s.has_divergence_factor())

@@ -53,6 +53,13 @@ v1::WorkerLaunch workerLaunch(const RunLaunch &launch, int rank)
         w.set_model(spec.model());
     if (!launch.initialWeightsFile.empty())
         w.set_initial_weights(launch.initialWeightsFile.string());
+    if (spec.finetune().head_epochs() > 0) {
+        w.set_head_epochs(spec.finetune().head_epochs());
+        if (spec.finetune().has_head_learning_rate())
+            w.set_head_lr(spec.finetune().head_learning_rate());
+        if (!spec.finetune().head().empty())
+            w.set_head(spec.finetune().head());
+    }
     if (spec.max_train_images() > 0)
         w.set_max_train_images(spec.max_train_images());
     if (spec.max_test_images() > 0)

@@ -96,6 +96,12 @@ void DataParallel::attach(torch::nn::Module &module)
         torch::NoGradGuard noGrad;
         c10d::broadcast_coalesced(m_group, state, kBroadcastBucketBytes, 0);
     }
+    reduceGradientsOf(parameters);
+}
+
+void DataParallel::reduceGradientsOf(const std::vector<torch::Tensor> &parameters)
+{
+    m_reducer.reset();
     auto [buckets, limits] = c10d::compute_bucket_assignment_by_size(parameters,
         { kFirstBucketBytes, m_options.bucketBytes }, std::vector<bool>(parameters.size(), false));
     // Gradients become ready roughly in reverse order of registration.

@@ -52,6 +52,10 @@ public:
     // Makes every rank start from rank 0's weights and buffers, then builds the reducer
     // over `parameters` (buckets in reverse registration order, as DDP does).
     void attach(torch::nn::Module &module);
+    // A new reducer over `parameters` only (fine-tuning's phases: the head, then all): a
+    // frozen parameter's gradient is never produced, and a reducer waiting for it would
+    // wait forever. Every rank calls it at the same step.
+    void reduceGradientsOf(const std::vector<torch::Tensor> &parameters);
 
     // Call right before forward (DDP: prepare_for_forward) and right after it
     // (prepare_for_backward); backward then all-reduces the gradients.

@@ -146,6 +146,12 @@ void EventWriter::started(const TrainingConfig &config, const StartedReport &rep
     e->set_block_dropout(config.blockDropout);
     e->set_dense_dropout(config.denseDropout);
     e->set_stop_after_epochs(config.stopAfterEpoch);
+    if (config.headEpochs > 0) {
+        auto *f = e->mutable_finetune();
+        f->set_head_epochs(config.headEpochs);
+        f->set_head_learning_rate(config.headLr.value_or(config.learningRate));
+        f->set_head(report.finetuneHead);
+    }
     write(worker::eventLine(event));
 }
 

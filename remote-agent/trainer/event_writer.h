@@ -42,6 +42,7 @@ struct StartedReport {
     std::string torchVersion;
     std::string blas;
     std::string compiler;
+    std::string finetuneHead; // the head fine-tuning's phase 1 trains, resolved; "" without
 };
 
 struct EpochReport {

@@ -83,8 +83,18 @@ common::Status validate(const TrainingConfig &c)
         return Status::failure("--base-batch must be at least 1");
     if (c.schedule != "cosine" && c.schedule != "constant")
         return Status::failure("--schedule must be 'cosine' or 'constant'");
-    if (!(c.warmupEpochs < 0 || c.warmupEpochs <= c.epochs) || std::isnan(c.warmupEpochs))
-        return Status::failure("--warmup-epochs must be between 0 and --epochs");
+    if (c.headEpochs < 0 || c.headEpochs > c.epochs)
+        return Status::failure("--head-epochs must be between 0 (no fine-tuning phases) and --epochs (got "
+            + std::to_string(c.headEpochs) + ")");
+    if (c.headLr && !(*c.headLr > 0 && *c.headLr <= 10))
+        return Status::failure("--head-lr must be a number greater than 0, at most 10");
+    if ((c.headLr || !c.head.empty()) && c.headEpochs == 0)
+        return Status::failure(
+            "--head-lr and --head need --head-epochs K: the epochs that train the head alone");
+    if (!(c.warmupEpochs < 0 || c.warmupEpochs <= c.epochs - c.headEpochs) || std::isnan(c.warmupEpochs))
+        return Status::failure(c.headEpochs > 0 ? "--warmup-epochs must be between 0 and --epochs minus "
+                                                  "--head-epochs (the whole-model epochs)"
+                                                : "--warmup-epochs must be between 0 and --epochs");
     if (!(c.labelSmoothing >= 0 && c.labelSmoothing < 1))
         return Status::failure("--label-smoothing must be in [0, 1)");
     if (!(c.blockDropout >= 0 && c.blockDropout < 1))
@@ -216,13 +226,29 @@ int runTraining(const TrainingConfig &config, EventWriter &events)
 
     const std::int64_t perRank = (std::int64_t(train->size()) + config.worldSize - 1) / config.worldSize;
     const std::int64_t stepsPerEpoch = (perRank + config.batchSize - 1) / config.batchSize;
-    const std::int64_t totalSteps = stepsPerEpoch * config.epochs;
+    // Fine-tuning: the head alone at a constant rate for headEpochs, then the schedule over
+    // the whole-model epochs after them.
+    const std::int64_t headSteps = stepsPerEpoch * config.headEpochs;
+    const double headLr = !config.headLr ? peakLr
+        : config.lrScaling == "linear"
+        ? worker::linearRuleLearningRate(*config.headLr, config.baseBatch, globalBatch)
+        : *config.headLr;
+    std::optional<FinetuneHead> head;
+    if (config.headEpochs > 0) {
+        auto found = finetuneHead(*net, config.head);
+        if (!found)
+            return fail(found.error());
+        head = std::move(*found);
+    }
+    const std::int64_t totalSteps = stepsPerEpoch * config.epochs - headSteps;
     const double warmupEpochs = warmupEpochsOf(config);
     const auto warmupSteps = std::int64_t(std::llround(warmupEpochs * double(stepsPerEpoch)));
     const LrSchedule schedule { .peak = peakLr,
         .warmupSteps = warmupSteps,
-        .totalSteps = totalSteps,
+        .totalSteps = std::max<std::int64_t>(1, totalSteps),
         .constant = config.schedule == "constant" };
+    const auto learningRateAt
+        = [&](std::int64_t step) { return step < headSteps ? headLr : schedule.at(step - headSteps); };
 
     // Counted on the live model: building another one would draw from the generator a
     // checkpoint just restored, and a resumed run would no longer match.
@@ -252,7 +278,8 @@ int runTraining(const TrainingConfig &config, EventWriter &events)
                 .normalizeMeasured = normalization.measured,
                 .torchVersion = TORCH_VERSION,
                 .blas = blasInUse(),
-                .compiler = compilerName() });
+                .compiler = compilerName(),
+                .finetuneHead = head ? head->name : std::string() });
 
     DivergenceWatch divergence(config.divergenceFactor, config.divergenceSteps);
     const auto runStart = Clock::now();
@@ -274,7 +301,21 @@ int runTraining(const TrainingConfig &config, EventWriter &events)
     // A run told to stop early trains its schedule's first epochs only; one resumed at or
     // past that point has nothing left to train and finishes at once.
     const int lastEpoch = lastEpochOf(config);
+    bool headOnly = false;
     for (int epoch = position.epoch + 1; epoch <= lastEpoch; ++epoch) {
+        if (head && (epoch == position.epoch + 1 || (epoch <= config.headEpochs) != headOnly)) {
+            // A phase begins (or a resumed run continues in one): the parameters that train
+            // change, and the reducer follows them on every rank.
+            headOnly = epoch <= config.headEpochs;
+            const auto training = trainOnly(*net, headOnly ? &*head : nullptr);
+            if (parallel)
+                parallel->reduceGradientsOf(training);
+            if (reports)
+                std::cerr << "scalelab-worker: epoch " << epoch << ": "
+                          << (headOnly ? "fine-tuning phase 1, the head (" + head->name + ") alone"
+                                       : std::string("fine-tuning phase 2, the whole model"))
+                          << std::endl;
+        }
         const auto epochStart = Clock::now();
         BatchProducer batches(*train, normalization,
             shardForEpoch(std::int64_t(train->size()), config.seed, epoch, config.rank, config.worldSize),
@@ -287,7 +328,7 @@ int runTraining(const TrainingConfig &config, EventWriter &events)
         std::int64_t seen = 0;
         for (Batch batch = batches.next(); batch.images.defined(); batch = batches.next()) {
             const auto stepStart = Clock::now();
-            const double lr = schedule.at(step);
+            const double lr = learningRateAt(step);
             for (auto &group : optimizer.param_groups())
                 static_cast<torch::optim::SGDOptions &>(group.options()).lr(lr);
             // The same tensors on the CPU; asynchronous copies from pinned memory on a GPU.

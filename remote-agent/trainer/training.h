@@ -6,6 +6,7 @@
 #include "worker_contract.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -75,6 +76,12 @@ struct TrainingConfig {
     // successfully (a later run with resume continues from it as if never stopped). 0 =
     // train to `epochs`.
     int stopAfterEpoch = 0;
+    // Fine-tuning (agent.proto's Finetune): epochs 1..headEpochs train only `head` (a
+    // module's name; empty: the classifier) at headLr (unset: learningRate), constant; the
+    // epochs after, the whole model at learningRate and the schedule.
+    int headEpochs = 0;
+    std::optional<double> headLr;
+    std::string head;
 };
 
 // Whether the configuration is usable, and if not what is wrong.
@@ -86,10 +93,12 @@ inline double defaultWarmupEpochs(int epochs)
     return epochs >= 2 ? 1.0 : epochs / 2.0;
 }
 
-// The warm-up of `config`: as given, or the default.
+// The warm-up of `config`: as given, or the default; in fine-tuning's second phase, whose
+// epochs it counts from the first whole-model epoch.
 inline double warmupEpochsOf(const TrainingConfig &config)
 {
-    return config.warmupEpochs < 0 ? defaultWarmupEpochs(config.epochs) : config.warmupEpochs;
+    return config.warmupEpochs < 0 ? defaultWarmupEpochs(config.epochs - config.headEpochs)
+                                   : config.warmupEpochs;
 }
 
 // The last epoch `config` trains to: stopAfterEpoch, or the schedule's end.

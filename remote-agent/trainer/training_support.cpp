@@ -1,8 +1,10 @@
 #include "training_support.h"
 
 #include "blas_kernel.h"
+#include "cifar10.h"
 #include "net_address.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <dlfcn.h>
 #include <iostream>
@@ -112,6 +114,61 @@ TrainableModel buildConfiguredModel(const TrainingConfig &config, double blockDr
     if (!config.initialWeights.empty())
         std::cerr << "scalelab-worker: " << copyInitialWeights(net, config.initialWeights) << std::endl;
     return net;
+}
+
+common::Result<FinetuneHead> finetuneHead(torch::nn::Module &net, const std::string &head)
+{
+    const auto named = net.named_parameters(/*recurse=*/true);
+    if (named.is_empty())
+        return common::Status::failure("the model has no parameters to fine-tune");
+    FinetuneHead found;
+    found.name = head;
+    if (found.name.empty()) {
+        // The classifier: the module of the last weight with one row per class (a Linear's
+        // [10, in], a 1x1 convolution's [10, in, 1, 1]); else that of the last parameter.
+        // Registration order is not forward order (a ResNet registers fc before its layers).
+        std::string last = named.keys().back();
+        for (const auto &item : named)
+            if (item.value().dim() >= 2 && item.value().size(0) == cifar::kClasses)
+                last = item.key();
+        const auto dot = last.rfind('.');
+        found.name = dot == std::string::npos ? last : last.substr(0, dot);
+    }
+    for (const auto &item : named)
+        if (item.key() == found.name || item.key().rfind(found.name + ".", 0) == 0)
+            found.parameters.push_back(item.value());
+    if (found.parameters.empty()) {
+        // The modules nearest the output, where a head is: the owners of the last parameters.
+        std::vector<std::string> modules;
+        const std::vector<std::string> keys = named.keys();
+        for (auto key = keys.rbegin(); key != keys.rend() && modules.size() < 6; ++key) {
+            const auto dot = key->rfind('.');
+            const std::string owner = dot == std::string::npos ? *key : key->substr(0, dot);
+            if (std::find(modules.begin(), modules.end(), owner) == modules.end())
+                modules.push_back(owner);
+        }
+        std::string list;
+        for (const auto &m : modules)
+            list += (list.empty() ? "" : ", ") + m;
+        return common::Status::failure("--head '" + head + "' names no module with parameters in the model; "
+            + "the modules nearest its output are " + list + " (a module's name includes its parents', as in "
+            + "state_dict keys without .weight)");
+    }
+    return found;
+}
+
+std::vector<torch::Tensor> trainOnly(torch::nn::Module &net, const FinetuneHead *head)
+{
+    std::vector<torch::Tensor> training;
+    for (auto &p : net.parameters()) {
+        const bool trains = !head
+            || std::any_of(head->parameters.begin(), head->parameters.end(),
+                [&](const torch::Tensor &h) { return h.is_same(p); });
+        p.requires_grad_(trains);
+        if (trains)
+            training.push_back(p);
+    }
+    return training;
 }
 
 TrainableModel trainingModel(

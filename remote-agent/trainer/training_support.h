@@ -52,6 +52,22 @@ TrainableModel buildConfiguredModel(const TrainingConfig &config, double blockDr
 TrainableModel trainingModel(
     const TrainingConfig &config, const torch::Device &device, double blockDropout, double denseDropout);
 
+// Fine-tuning's head (TrainingConfig::head): its name and its parameters. `head` names a
+// module ("fc", "classifier.1"); its parameters and those of the modules inside it are the
+// head's. Empty: the classifier, the module of the last weight with one row per class
+// ([10, ...]; registration order, not forward order, decides "last"). A name that matches no
+// parameter fails, listing the modules it could be.
+struct FinetuneHead {
+    std::string name;
+    std::vector<torch::Tensor> parameters;
+};
+common::Result<FinetuneHead> finetuneHead(torch::nn::Module &net, const std::string &head);
+
+// Freezes every parameter but the head's (phase 1: requires_grad off, so backward neither
+// computes nor all-reduces their gradients), or unfreezes all (phase 2). Returns the ones
+// that train.
+std::vector<torch::Tensor> trainOnly(torch::nn::Module &net, const FinetuneHead *head);
+
 // The BLAS library libtorch's linear layers end up in (OpenBLAS, or the slow reference).
 std::string blasInUse();
 std::string compilerName();

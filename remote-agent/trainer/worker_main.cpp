@@ -61,6 +61,12 @@ train options:
   --initial-weights FILE  start from a TorchScript archive's weights: every parameter and
                         buffer of the same name and shape (a pretrained base; a new head
                         keeps its fresh values); also for lr-find and gradient-check
+  --head-epochs K       fine-tune in two phases: epochs 1..K train only the head (every other
+                        parameter frozen), the epochs after the whole model at --lr and the
+                        schedule (warm-up and cosine over those epochs); default 0: one phase
+  --head-lr X           the head's learning rate in phase 1, constant (default: --lr)
+  --head NAME           the head, a module by name (fc, classifier.1); default: the classifier,
+                        the module of the last weight with one row per class ([10, ...])
   --batch-size N        images per step on this worker (default 64)
   --epochs N            passes over the training split (default 1)
   --lr X                learning rate (default 0.02; see docs/results.md, "The default recipe")

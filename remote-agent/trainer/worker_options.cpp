@@ -38,8 +38,10 @@ const std::set<int> &optionsOf(const std::string &command)
         all.insert({ Launch::kEpochsFieldNumber, Launch::kLrFieldNumber, Launch::kLrScalingFieldNumber,
             Launch::kBaseBatchFieldNumber, Launch::kScheduleFieldNumber, Launch::kWarmupEpochsFieldNumber,
             Launch::kDivergenceFactorFieldNumber, Launch::kDivergenceStepsFieldNumber,
-            Launch::kMaxTestImagesFieldNumber, Launch::kCheckpointDirFieldNumber, Launch::kCheckpointEveryFieldNumber,
-            Launch::kKeepCheckpointsFieldNumber, Launch::kResumeFieldNumber, Launch::kStopAfterEpochFieldNumber });
+            Launch::kMaxTestImagesFieldNumber, Launch::kCheckpointDirFieldNumber,
+            Launch::kCheckpointEveryFieldNumber, Launch::kKeepCheckpointsFieldNumber,
+            Launch::kResumeFieldNumber, Launch::kStopAfterEpochFieldNumber, Launch::kHeadEpochsFieldNumber,
+            Launch::kHeadLrFieldNumber, Launch::kHeadFieldNumber });
         all.insert(dropout.begin(), dropout.end());
         return all;
     }();
@@ -116,6 +118,12 @@ common::Result<WorkerOptions> parseWorkerOptions(const std::vector<std::string> 
         c.model = l.model();
     if (l.has_initial_weights())
         c.initialWeights = l.initial_weights();
+    if (l.has_head_epochs())
+        c.headEpochs = l.head_epochs();
+    if (l.has_head_lr())
+        c.headLr = l.head_lr();
+    if (l.has_head())
+        c.head = l.head();
     if (l.has_batch_size())
         c.batchSize = l.batch_size();
     if (l.has_epochs())

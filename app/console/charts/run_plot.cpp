@@ -48,6 +48,8 @@ void removeRunLines(const RunCharts &charts, const RunLines &lines)
     }
     charts.loss->removeVerticalMarkers(lines.epochMarkers());
     charts.throughput->removeVerticalMarkers(lines.epochMarkers());
+    charts.loss->removeVerticalMarkers(lines.phaseMarkers());
+    charts.accuracy->removeVerticalMarkers(lines.phaseMarkers());
 }
 
 void plotRunEvent(
@@ -56,6 +58,8 @@ void plotRunEvent(
     if (event.has_started()) {
         state.stepsPerEpoch = event.started().steps_per_epoch();
         state.resumedFromEpoch = event.started().resumed_from_epoch();
+        state.headEpochs = event.started().effective().finetune().head_epochs();
+        state.epochs = event.started().effective().epochs();
         // On a GPU the work is queued: host-side times do not split a step (worker.proto).
         state.hostTimes = event.started().effective().gpus_per_worker() <= 0;
     } else if (event.has_step()) {
@@ -90,6 +94,10 @@ void plotRunEvent(
         };
         charts.accuracy->append(lines.trainAccuracy(), at(e.train_accuracy() * 100));
         charts.accuracy->append(lines.testAccuracy(), at(e.test_accuracy() * 100));
+        if (state.headEpochs > 0 && e.epoch() == state.headEpochs && state.headEpochs < state.epochs)
+            for (MetricChart *chart : { charts.loss, charts.accuracy })
+                chart->addVerticalMarker(lines.phaseMarkers(), at(MetricPoint::kNone),
+                    QCoreApplication::translate("RunPlot", "head trained: whole model from here"));
         if (charts.epochMarkers)
             for (MetricChart *chart : { charts.loss, charts.throughput })
                 chart->addVerticalMarker(lines.epochMarkers(), at(MetricPoint::kNone),

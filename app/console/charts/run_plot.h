@@ -5,7 +5,9 @@
 // - when the charts are given: learning rate and gradient norm per step, and the step's
 //   time split into compute and the all-reduce wait it did not hide (milliseconds);
 // - a resumed attempt starts where its checkpoint left off, so its line begins at the
-//   resume point; seconds continue from the earlier attempts (secondsOffset).
+//   resume point; seconds continue from the earlier attempts (secondsOffset);
+// - a fine-tuning run's phases: where the head-only epochs end, on the loss and accuracy
+//   charts.
 #pragma once
 
 #include "scalelab/v1/agent.pb.h"
@@ -39,6 +41,7 @@ struct RunLines {
     QString compute() const { return prefix + QStringLiteral("/compute"); }
     QString allReduceWait() const { return prefix + QStringLiteral("/wait"); }
     QString epochMarkers() const { return prefix + QStringLiteral("/epochs"); }
+    QString phaseMarkers() const { return prefix + QStringLiteral("/phases"); }
 };
 
 // What the plotter remembers between events of one run attempt.
@@ -48,6 +51,8 @@ struct RunPlotState {
     double secondsOffset = 0; // wall-clock of earlier attempts, added to this one's seconds
     double lastSeconds = 0; // the largest elapsed seconds seen (without the offset)
     int resumedFromEpoch = 0;
+    int headEpochs = 0; // fine-tuning: the head trains alone for these epochs (Finetune)
+    int epochs = 0;
     bool hostTimes = true; // step times split into compute and wait mean something (not on a GPU)
 };
 
