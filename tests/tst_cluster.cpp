@@ -312,6 +312,30 @@ private Q_SLOTS:
         qInfo("two hosts: %s", qPrintable(study.output().section(QLatin1Char('\n'), -3)));
     }
 
+    // Issue 36: a model other than the seed CNN spread over two hosts: ResNet-18, whose 45 MB
+    // of gradients per step cross the link between them.
+    void spreadTwoHostsTrainResNet18()
+    {
+        Cluster cluster(2);
+        QVERIFY2(cluster.up(), qPrintable(cluster.error()));
+        StudyProcess study(cluster,
+            plan(QStringLiteral("two-hosts-resnet18"), cluster.dataset(), 2, 1, 256,
+                QJsonObject { { QStringLiteral("model"), QStringLiteral("resnet18") } }),
+            { 1, 2 });
+        QJsonObject run;
+        expectSucceeded(study, 1, &run);
+        if (QTest::currentTestFailed())
+            return;
+        QCOMPARE(run.value(QLatin1String("config")).toObject().value(QLatin1String("model")).toString(),
+            QStringLiteral("resnet18"));
+        const QString runId = run.value(QLatin1String("runId")).toString();
+        QCOMPARE(cluster.ranksOn(1, runId, 1), QList<int> { 0 });
+        QCOMPARE(cluster.ranksOn(2, runId, 1), QList<int> { 1 });
+        QVERIFY(run.value(QLatin1String("imagesPerSecond")).toDouble() > 0);
+        qInfo(
+            "ResNet-18 on two hosts: %.1f images/s", run.value(QLatin1String("imagesPerSecond")).toDouble());
+    }
+
     void spreadThreeHosts()
     {
         Cluster cluster(3);

@@ -2,10 +2,12 @@
 // gradients equal single-process ones, runs are reproducible, a killed run resumes to
 // bit-identical weights, so does a run stopped after an epoch of its schedule, dropout
 // rates are options, corrupt checkpoints are refused, a dead rank is noticed,
-// 2 workers learn as well as 1 at the same global batch, and a worker asked for a GPU
-// it cannot use says why.
+// 2 workers learn as well as 1 at the same global batch, every built-in model resumes bit
+// for bit and trains channels-last (and bf16), the BLAS kernel is the best the CPU allows,
+// and a worker asked for a GPU it cannot use says why.
 #include "blas_kernel.h"
 #include "cifar10.h"
+#include "cpu_features.h"
 #include "test_support.h"
 #include "verify_ok.h"
 
@@ -218,6 +220,61 @@ private Q_SLOTS:
         qInfo("%s: max |diff| %.3g, max |grad| %.3g", qPrintable(model), diff, grad);
         QVERIFY2(diff <= 1e-5 * grad,
             qPrintable(QStringLiteral("max |diff| %1 vs max |grad| %2").arg(diff).arg(grad)));
+    }
+
+    // Issue 36 item 4, for each built-in: paused after an epoch and resumed from its checkpoint,
+    // a run ends with the weights of one never paused (bit for bit); and it trains in
+    // channels-last and, where the CPU has bf16, under bf16 autocast.
+    void everyModelResumesBitForBitAndTrainsChannelsLast_data()
+    {
+        QTest::addColumn<QString>("model");
+        QTest::newRow("seed-cnn") << "seed-cnn";
+        QTest::newRow("resnet18") << "resnet18";
+        QTest::newRow("mobilenet_v2") << "mobilenet_v2";
+    }
+    void everyModelResumesBitForBitAndTrainsChannelsLast()
+    {
+        QFETCH(QString, model);
+        const QStringList recipe = { QStringLiteral("train"), QStringLiteral("--data-dir"), m_small,
+            QStringLiteral("--model"), model, QStringLiteral("--batch-size"), QStringLiteral("16"),
+            QStringLiteral("--threads"), QStringLiteral("1"), QStringLiteral("--max-train-images"),
+            QStringLiteral("48"), QStringLiteral("--max-test-images"), QStringLiteral("16"),
+            QStringLiteral("--epochs"), QStringLiteral("2") };
+        const QString dir = m_tmp.filePath(QStringLiteral("resume-") + model);
+        Worker whole(recipe);
+        Worker paused(recipe
+            + QStringList { QStringLiteral("--checkpoint-dir"), dir, QStringLiteral("--stop-after-epoch"),
+                QStringLiteral("1") });
+        QVERIFY(whole.finish(240000) && paused.finish(240000));
+        QCOMPARE(whole.exitCode(), 0);
+        QCOMPARE(paused.exitCode(), 0);
+        Worker resumed(recipe
+            + QStringList {
+                QStringLiteral("--checkpoint-dir"), dir, QStringLiteral("--resume"), QStringLiteral("on") });
+        const bool bf16 = trainer::cpu::hasBf16();
+        Worker formats(recipe.mid(0, recipe.size() - 2)
+            + QStringList { QStringLiteral("--epochs"), QStringLiteral("1"),
+                QStringLiteral("--channels-last"), QStringLiteral("on"), QStringLiteral("--precision"),
+                bf16 ? QStringLiteral("bf16") : QStringLiteral("fp32") });
+        QVERIFY(resumed.finish(240000) && formats.finish(240000));
+        QCOMPARE(resumed.exitCode(), 0);
+        QCOMPARE(resumed.events(QStringLiteral("started")).value(0).started().resumed_from_epoch(), 1);
+        QCOMPARE(resumed.events(QStringLiteral("step")).size(), 3); // epoch 2 only: 48 / 16
+        QCOMPARE(digest(resumed).size(), 64);
+        QCOMPARE(digest(resumed), digest(whole));
+        QVERIFY2(formats.exitCode() == 0, qPrintable(formats.stderrText()));
+        const auto started = formats.events(QStringLiteral("started"));
+        QCOMPARE(started.size(), 1);
+        QVERIFY(started[0].started().effective().channels_last());
+        QCOMPARE(started[0].started().effective().precision(), bf16 ? v1::BF16 : v1::FP32);
+        const auto steps = formats.events(QStringLiteral("step"));
+        QCOMPARE(steps.size(), 3);
+        for (const auto &step : steps)
+            QVERIFY(std::isfinite(step.step().loss()) && step.step().loss() > 0);
+        qInfo("%s: resumed = never paused (%s...); %s + channels-last, losses %.4f .. %.4f",
+            qPrintable(model), qPrintable(digest(whole).left(12)),
+            bf16 ? "bf16" : "fp32 (this CPU has no bf16)", steps.first().step().loss(),
+            steps.last().step().loss());
     }
 
     void sameSeedGivesTheSameLossCurve()
