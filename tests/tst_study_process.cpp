@@ -704,6 +704,82 @@ private Q_SLOTS:
         QVERIFY(json.value(QLatin1String("definitions")).toObject().contains(QStringLiteral("images_per_second")));
         QCOMPARE(json.value(QLatin1String("plan")).toObject().value(QLatin1String("name")).toString(), QStringLiteral("tiny"));
 
+        // Why it scales (issue 37): every run's step anatomy (each rank of the multi-worker
+        // ones, a slowest one named), their network probes, and the scaling model fitted on
+        // them, each multi-worker run predicted without itself.
+        for (int i = 0; i < reported.size(); ++i) {
+            const QJsonObject r = reported[i].toObject();
+            const int workers
+                = r.value(QLatin1String("config")).toObject().value(QLatin1String("workers")).toInt();
+            const QJsonObject anatomy = r.value(QLatin1String("anatomy")).toObject();
+            const QJsonObject perStep = anatomy.value(QLatin1String("perStep")).toObject();
+            QVERIFY2(perStep.value(QLatin1String("stepSeconds")).toDouble() > 0,
+                qPrintable(QJsonDocument(r).toJson()));
+            QVERIFY(perStep.value(QLatin1String("backwardSeconds")).toDouble() > 0);
+            QCOMPARE(anatomy.value(QLatin1String("ranks")).toArray().size(), workers);
+            QVERIFY(anatomy.value(QLatin1String("evaluationSeconds")).toDouble() > 0);
+            if (workers > 1) {
+                QVERIFY(anatomy.value(QLatin1String("slowestRank")).toInt() >= 0);
+                const QJsonObject probe = r.value(QLatin1String("network_probe")).toObject();
+                QCOMPARE(probe.value(QLatin1String("world_size")).toInt(), workers);
+                QVERIFY(probe.value(QLatin1String("samples")).toArray().size() >= 3);
+            }
+        }
+        const QJsonArray scaling = json.value(QLatin1String("scaling")).toArray();
+        QCOMPARE(scaling.size(), 1);
+        QVERIFY2(scaling[0]
+                     .toObject()
+                     .value(QLatin1String("fit"))
+                     .toObject()
+                     .value(QLatin1String("valid"))
+                     .toBool(),
+            qPrintable(QJsonDocument(scaling[0].toObject()).toJson()));
+        QCOMPARE(scaling[0].toObject().value(QLatin1String("heldOut")).toArray().size(),
+            2); // the 2- and 4-worker runs
+        QCOMPARE(scaling[0]
+                     .toObject()
+                     .value(QLatin1String("predictions"))
+                     .toArray()
+                     .last()
+                     .toObject()
+                     .value(QLatin1String("workers"))
+                     .toInt(),
+            512);
+        QProcess predict;
+        predict.start(test::binary("scalelab-cli"),
+            { QStringLiteral("study"), QStringLiteral("predict"), studyId, QStringLiteral("--workers"),
+                QStringLiteral("8,64"), QStringLiteral("--bandwidth"), QStringLiteral("10Gbit"),
+                QStringLiteral("--json"), QStringLiteral("--state-dir"), path(QStringLiteral("cli")) });
+        QVERIFY(predict.waitForFinished(60'000));
+        const QByteArray predicted = predict.readAllStandardOutput();
+        QVERIFY2(predict.exitCode() == 0, (predicted + predict.readAllStandardError()).constData());
+        const QJsonArray points = QJsonDocument::fromJson(predicted)
+                                      .object()
+                                      .value(QLatin1String("models"))
+                                      .toArray()[0]
+                                      .toObject()
+                                      .value(QLatin1String("predictions"))
+                                      .toArray();
+        QCOMPARE(points.size(), 2);
+        for (int i = 0; i < 2; ++i) {
+            const QJsonObject p = points[i].toObject();
+            QCOMPARE(p.value(QLatin1String("workers")).toInt(), i == 0 ? 8 : 64);
+            QCOMPARE(p.value(QLatin1String("bandwidthBytesPerSecond")).toDouble(), 1.25e9);
+            const double efficiency = p.value(QLatin1String("efficiency")).toDouble();
+            QVERIFY2(efficiency > 0 && efficiency <= 1, predicted.constData());
+            QVERIFY(p.value(QLatin1String("efficiencyLow")).toDouble()
+                <= p.value(QLatin1String("efficiencyHigh")).toDouble());
+        }
+        QProcess show;
+        show.start(test::binary("scalelab-cli"),
+            { QStringLiteral("study"), QStringLiteral("show"), studyId, QStringLiteral("--state-dir"),
+                path(QStringLiteral("cli")) });
+        QVERIFY(show.waitForFinished(60'000));
+        const QString shown = QString::fromUtf8(show.readAllStandardOutput());
+        QVERIFY2(shown.contains(QStringLiteral("where the time goes"))
+                && shown.contains(QStringLiteral("predicted efficiency at batch 16")),
+            qPrintable(shown));
+
         // The report reruns its study: the same plan, as a new study, to its end.
         const QString reportFile = path(QStringLiteral("report.json"));
         {

@@ -4,18 +4,19 @@
 // speedup and efficiency against workers); filtering, a run's details with its logs, and
 // a cancelled run retried from the UI.
 #include "agent_client.h"
-#include "verify_ok.h"
+#include "agent_fixture.h"
+#include "frozen_columns.h"
 #include "lr_find_dialog.h"
 #include "metric_chart.h"
+#include "parallel_coordinates.h"
 #include "run_details.h"
 #include "run_plot.h"
+#include "scaling_panel.h"
 #include "study_charts.h"
+#include "study_view.h"
 #include "tune_charts.h"
 #include "tune_plan.h"
-#include "parallel_coordinates.h"
-#include "frozen_columns.h"
-#include "study_view.h"
-#include "agent_fixture.h"
+#include "verify_ok.h"
 
 #include <QComboBox>
 #include <QLineSeries>
@@ -239,6 +240,33 @@ private Q_SLOTS:
         QVERIFY(note);
         QTRY_VERIFY(note->text().startsWith(QStringLiteral("Each point is a single run")));
         QTRY_VERIFY(static_cast<QValueAxis *>(charts->efficiencyChart()->yAxisItem())->min() <= 0);
+        // Why it scales (issue 37): a bar per run of where its step's time goes; the scaling
+        // model's predicted line beside the measured points; the What if panel answers, and
+        // follows the link it is given.
+        app::ScalingPanel *panel = charts->scalingPanel();
+        QTRY_COMPARE_WITH_TIMEOUT(panel->barLabels().size(), 2, 5000);
+        QVERIFY2(panel->barLabels().first().startsWith(QStringLiteral("r01 baseline")),
+            qPrintable(panel->barLabels().join(u'|')));
+        QVERIFY2(panel->whatIfText().contains(QStringLiteral(" images/s, speedup ")),
+            qPrintable(panel->whatIfText()));
+        const QString asMeasured = panel->whatIfText();
+        panel->whatIfBandwidth()->setCurrentText(QStringLiteral("100Mbit"));
+        QVERIFY2(
+            panel->whatIfText() != asMeasured && panel->whatIfText().contains(QStringLiteral("12.5 MB/s")),
+            qPrintable(panel->whatIfText()));
+        QVERIFY(charts->speedupChart()->seriesIds().contains(QStringLiteral("predicted/seed-cnn")));
+        QVERIFY(
+            charts->speedupChart()->pointCount(QStringLiteral("predicted/seed-cnn")) >= 5); // 1, 2, 4, 8, 16
+        if (const QString dir = qEnvironmentVariable("SCALELAB_SCREENSHOT_DIR"); !dir.isEmpty()) {
+            view.resize(1400, 900);
+            charts->tabs()->setCurrentWidget(panel);
+            QTest::qWait(300); // the charts redraw on a timer
+            view.grab().save(dir + QStringLiteral("/why_it_scales.png"));
+            charts->tabs()->setCurrentIndex(3);
+            QTest::qWait(300);
+            view.grab().save(dir + QStringLiteral("/speedup_predicted.png"));
+            charts->tabs()->setCurrentIndex(0);
+        }
         // Train accuracy is told from test by its legend's colour and words, not only its dash.
         {
             const core::StudySnapshot shown = view.snapshot(); // a reference into a temporary would dangle

@@ -1,6 +1,7 @@
 // scalelab-cli study …: durable scale-up studies through core's StudyRunner.
 #include "cli_common.h"
 #include "progress_display.h"
+#include "study_cli.h"
 #include "tensorboard_output.h"
 
 #include "agent_addresses.h"
@@ -10,6 +11,7 @@
 #include "model_upload.h"
 #include "plan_models.h"
 #include "report.h"
+#include "scaling_model.h"
 #include "study_plan.h"
 #include "study_results.h"
 #include "study_runner.h"
@@ -35,16 +37,6 @@ namespace {
 
 using namespace scalelab::core;
 
-
-void addJournalOptions(QCommandLineParser &parser)
-{
-    parser.addOption({ QStringLiteral("state-dir"),
-        QStringLiteral("Folder of the study journal (journal.sqlite) and of local agents' state "
-                       "(default: $SCALELAB_STATE_DIR or ~/.local/share/scalelab)."),
-        QStringLiteral("dir") });
-    parser.addOption({ QStringLiteral("json"), QStringLiteral("Machine-readable output (JSON).") });
-}
-
 void addAgentOptions(QCommandLineParser &parser)
 {
     parser.addOption({ QStringLiteral("agent"),
@@ -68,17 +60,6 @@ void addAgentOptions(QCommandLineParser &parser)
         QStringLiteral("n"), QStringLiteral("1") });
     parser.addOption({ QStringLiteral("data-dir"), QStringLiteral("Data folder of the local agents."),
         QStringLiteral("dir") });
-}
-
-bool openJournal(const QCommandLineParser &parser, Journal *journal)
-{
-    const QString dir = parser.isSet(QStringLiteral("state-dir")) ? parser.value(QStringLiteral("state-dir"))
-                                                                  : defaultStateDir();
-    if (const Status opened = journal->open(dir + QStringLiteral("/journal.sqlite")); !opened) {
-        err() << "scalelab-cli: " << opened.error() << "\n";
-        return false;
-    }
-    return true;
 }
 
 // The agents a study runs on: given ones, or local ones this process owns.
@@ -178,17 +159,6 @@ int ensureSyntheticDataset(
     return Ok;
 }
 
-QString pct(double fraction)
-{
-    return std::isfinite(fraction) ? QString::number(fraction * 100, 'f', 1) + QLatin1Char('%')
-                                   : QStringLiteral("-");
-}
-
-QString num(double v, int decimals)
-{
-    return std::isfinite(v) ? QString::number(v, 'f', decimals) : QStringLiteral("-");
-}
-
 QJsonObject runJson(const RunResult &r)
 {
     auto finite = [](double v) { return std::isfinite(v) ? QJsonValue(v) : QJsonValue(); };
@@ -212,6 +182,8 @@ QJsonObject runJson(const RunResult &r)
         { QStringLiteral("timeToTargetSeconds"),
             r.timeToTargetSeconds ? QJsonValue(*r.timeToTargetSeconds) : QJsonValue() },
         { QStringLiteral("attempts"), attempts } };
+    if (r.anatomy.measured())
+        o.insert(QStringLiteral("anatomy"), anatomyJson(r.anatomy));
     if (r.trial) {
         QJsonArray decisions;
         for (const auto &d : r.decisions)
@@ -283,6 +255,65 @@ QStringList tuneTable(const StudySnapshot &s)
                  .arg(epochsSpent(s))
                  .arg(epochsWithoutStopping(s));
     return lines;
+}
+
+// Where each run's time went, and in words where efficiency goes between worker counts.
+void printAnatomy(const StudySnapshot &s)
+{
+    bool any = false;
+    for (const RunResult &r : s.runs)
+        any = any || r.anatomy.measured();
+    if (!any)
+        return;
+    const auto ms = [](double seconds) { return num(seconds * 1000, 1); };
+    out() << "\n  where the time goes: per step (ms, rank 0's mean), and outside the steps (s, the whole "
+             "run)\n";
+    out() << QStringLiteral("  %1 %2 %3 %4 %5 %6 %7 %8 %9  %10\n")
+                 .arg(QStringLiteral("run"), -28)
+                 .arg(QStringLiteral("data"), 7)
+                 .arg(QStringLiteral("forward"), 8)
+                 .arg(QStringLiteral("backward"), 8)
+                 .arg(QStringLiteral("exposed"), 8)
+                 .arg(QStringLiteral("optim."), 7)
+                 .arg(QStringLiteral("step"), 7)
+                 .arg(QStringLiteral("eval s"), 7)
+                 .arg(QStringLiteral("ckpt s"), 7)
+                 .arg(QStringLiteral("slowest rank"));
+    for (const RunResult &r : s.runs) {
+        if (!r.anatomy.measured())
+            continue;
+        const RunAnatomy &a = r.anatomy;
+        out() << QStringLiteral("  %1 %2 %3 %4 %5 %6 %7 %8 %9  %10\n")
+                     .arg(r.runId, -28)
+                     .arg(ms(a.perStep.data), 7)
+                     .arg(ms(a.perStep.forward), 8)
+                     .arg(ms(a.perStep.backward), 8)
+                     .arg(ms(a.perStep.exposedAllReduce), 8)
+                     .arg(ms(a.perStep.optimizer), 7)
+                     .arg(ms(a.perStep.total()), 7)
+                     .arg(num(a.evaluationSeconds, 1), 7)
+                     .arg(num(a.checkpointSeconds, 1), 7)
+                     .arg(a.slowestRank >= 0 ? QStringLiteral("rank %1, +%2 ms a step")
+                                                   .arg(a.slowestRank)
+                                                   .arg(ms(a.slowestLagSeconds))
+                                             : QStringLiteral("-"));
+    }
+    out() << "  data: waiting for the batch; backward: to its last gradient; exposed: the all-reduce "
+             "backward did "
+             "not hide; slowest rank: its own work (all but that wait) against the median rank's\n";
+    for (const StudyScaling &scaling : studyScaling(s)) {
+        for (const QString &loss : scaling.losses)
+            out() << "  " << loss << "\n";
+        if (scaling.fit.valid) {
+            const QList<ScalingPoint> next
+                = predictWithBand(scaling.runs, { 8, 64 }, scaling.batchPerWorker, 0, 100);
+            out() << "  predicted efficiency at batch " << scaling.batchPerWorker << " per worker: 8 workers "
+                  << pct(next[0].efficiency) << " [" << pct(next[0].efficiencyLow) << ", "
+                  << pct(next[0].efficiencyHigh) << "], 64 workers " << pct(next[1].efficiency) << " ["
+                  << pct(next[1].efficiencyLow) << ", " << pct(next[1].efficiencyHigh)
+                  << "] (scalelab-cli study predict " << s.studyId << ")\n";
+        }
+    }
 }
 
 void printStudy(const StudySnapshot &s)
@@ -368,6 +399,7 @@ void printStudy(const StudySnapshot &s)
         out() << "  " << results.baselineNote << "\n";
     if (!results.baselineWarning.isEmpty())
         out() << "  WARNING: " << results.baselineWarning << "\n";
+    printAnatomy(s);
     out().flush();
 }
 
@@ -460,36 +492,6 @@ int driveStudy(Journal *journal, const QString &studyId, const QList<AgentEndpoi
         printStudy(snapshot);
     out().flush();
     return code;
-}
-
-// The journal the options name, and the study given as the one positional argument
-// (checked by the caller), which must be in it. False after saying what is wrong.
-bool openStudy(const QCommandLineParser &parser, Journal *journal, QString *studyId)
-{
-    if (!openJournal(parser, journal))
-        return false;
-    *studyId = parser.positionalArguments().at(0);
-    if (journal->hasStudy(*studyId))
-        return true;
-    badInput(
-        QStringLiteral("no study %1 in %2 (see `scalelab-cli study list`)").arg(*studyId, journal->path()));
-    return false;
-}
-
-bool parse(QCommandLineParser &parser, const QStringList &arguments, const QString &description, int *code)
-{
-    parser.setApplicationDescription(description);
-    parser.addHelpOption();
-    if (!parser.parse(arguments)) {
-        *code = badInput(parser.errorText() + QStringLiteral("; see --help"));
-        return false;
-    }
-    if (parser.isSet(QStringLiteral("help"))) {
-        out() << parser.helpText() << environmentHelp();
-        *code = Ok;
-        return false;
-    }
-    return true;
 }
 
 // The plan inside a JSON report (its "plan" member), checked like a plan file.
@@ -983,6 +985,9 @@ int studyCommand(QStringList arguments)
   watch ID        reattach to a study (after a crash or Ctrl-C) and drive it to its end
   list            the studies in the journal
   show ID         a study's runs and results
+  predict ID [--workers 8,16,64] [--batch-size B] [--bandwidth 10Gbit]  step time, images/s,
+                       speedup and efficiency at other worker counts, from the study's own
+                       step anatomy and network probes, with a 95 % band
   cancel ID       cancel a study (--run RUN for one run)
   retry ID --run RUN [--agent HOST:PORT]  one more attempt of a FAILED or CANCELLED run, from
                        its checkpoint (also on agents the study did not have, via the
@@ -1008,6 +1013,8 @@ int studyCommand(QStringList arguments)
         return listStudies(arguments);
     if (sub == QLatin1String("show"))
         return showStudy(arguments);
+    if (sub == QLatin1String("predict"))
+        return predictStudy(arguments);
     if (sub == QLatin1String("cancel"))
         return requestStudyChange(arguments, false);
     if (sub == QLatin1String("retry"))

@@ -3,10 +3,13 @@
 #include "chart_controls.h"
 #include "journal.h"
 #include "metric_chart.h"
+#include "scaling_model.h"
+#include "scaling_panel.h"
 #include "study_results.h"
 
 #include <QCheckBox>
 #include <QLabel>
+#include <QSpinBox>
 #include <QSplitter>
 #include <QTabWidget>
 #include <QVBoxLayout>
@@ -114,6 +117,11 @@ StudyCharts::StudyCharts(QWidget *parent)
     m_tabs->addTab(m_charts.accuracy, tr("Accuracy"));
     m_tabs->addTab(m_charts.throughput, tr("Throughput"));
     m_tabs->addTab(scaling, tr("Speedup && efficiency"));
+    m_scalingPanel = new ScalingPanel;
+    m_scalingPanel->setObjectName(QStringLiteral("scalingPanel"));
+    m_tabs->addTab(m_scalingPanel, tr("Why it scales"));
+    connect(m_scalingPanel, &ScalingPanel::scalingsChanged, this, &StudyCharts::drawPredicted);
+    connect(m_scalingPanel->whatIfWorkers(), &QSpinBox::valueChanged, this, &StudyCharts::drawPredicted);
     m_tabs->addTab(m_charts.stepTime, tr("Step time"));
     m_tabs->addTab(m_charts.learningRate, tr("Learning rate"));
     m_tabs->addTab(m_charts.gradNorm, tr("Gradient norm"));
@@ -159,6 +167,7 @@ void StudyCharts::clear()
     m_speedup->removeAllSeries();
     m_efficiency->removeAllSeries();
     m_scalingDrawn.clear();
+    m_scalingPanel->clear();
 }
 
 void StudyCharts::update(
@@ -189,6 +198,52 @@ void StudyCharts::update(
     m_snapshot = snapshot;
     drawRepeats();
     drawScaling(results);
+    m_scalingPanel->update(snapshot);
+}
+
+void StudyCharts::drawPredicted()
+{
+    for (MetricChart *chart : { m_speedup, m_efficiency })
+        for (const QString &id : m_predictedIds) {
+            chart->removeSeries(id);
+            chart->removeBand(id);
+        }
+    m_predictedIds.clear();
+    int color = 0;
+    for (const core::StudyScaling &s : m_scalingPanel->scalings()) {
+        if (!s.fit.valid)
+            continue;
+        int measured = 1;
+        for (const core::ScalingRun &r : s.runs)
+            measured = std::max(measured, r.workers);
+        const int most = std::max({ 16, 2 * measured, m_scalingPanel->whatIfWorkers()->value() });
+        QList<int> workers;
+        for (int p = 1; p < most; p *= 2)
+            workers << p;
+        workers << most;
+        const QList<core::ScalingPoint> points
+            = core::predictWithBand(s.runs, workers, s.batchPerWorker, 0, 100);
+        const QString id = QStringLiteral("predicted/") + s.model;
+        m_predictedIds << id;
+        const QColor c = MetricChart::cycleColor(color++);
+        const QString label = tr("predicted by images/s of the steps, b%1%2 (95 % band)")
+                                  .arg(s.batchPerWorker)
+                                  .arg(m_scalingPanel->scalings().size() > 1 ? QStringLiteral(" · ")
+                                              + m_snapshot.modelNames.value(s.model, s.model)
+                                                                             : QString());
+        for (MetricChart *chart : { m_speedup, m_efficiency }) {
+            const bool speedup = chart == m_speedup;
+            chart->addSeries(id, label, { c, Qt::DotLine, false, false });
+            std::vector<BandPoint> band;
+            for (const core::ScalingPoint &p : points) {
+                const double scale = speedup ? p.workers : 100.0;
+                const MetricPoint at = MetricPoint::at(XAxis::Workers, p.workers, p.efficiency * scale);
+                chart->append(id, at);
+                band.push_back({ at, p.efficiencyLow * scale, p.efficiencyHigh * scale });
+            }
+            chart->setBand(id, std::move(band), c);
+        }
+    }
 }
 
 void StudyCharts::drawRepeats()
@@ -338,12 +393,16 @@ void StudyCharts::drawScaling(const core::StudyResults &results)
     if (most == 0)
         m_scalingNote->hide();
     else {
-        m_scalingNote->setText(most == 1
-                ? tr("Each point is a single run: how much it varies is not shown. Give the plan repeats ≥ 3 to "
-                     "see the spread.")
-                : (fewest == most ? tr("Each point is the mean of %1 runs").arg(most)
-                                  : tr("Each point is the mean of %1 to %2 runs").arg(fewest).arg(most))
-                    + tr("; a bar spans its slowest and fastest run (wall-clock)."));
+        m_scalingNote->setText(
+            most == 1 ? tr(
+                "Each point is a single run: how much it varies is not shown. Give the plan repeats ≥ 3 to "
+                "see the spread.")
+                      : (fewest == most ? tr("Each point is the mean of %1 runs").arg(most)
+                                        : tr("Each point is the mean of %1 to %2 runs").arg(fewest).arg(most))
+                    + tr("; a bar spans its slowest and fastest run (wall-clock).")
+                    + tr(" The dotted line is the scaling model's prediction (Why it scales): the training "
+                         "steps' "
+                         "images/s, which wall-clock exceeds by start-up, evaluation and checkpoints."));
         m_scalingNote->show();
     }
     if (drawn == m_scalingDrawn)
@@ -384,6 +443,7 @@ void StudyCharts::drawScaling(const core::StudyResults &results)
     };
     draw(m_speedup, speedups, 1.0);
     draw(m_efficiency, efficiencies, 100.0);
+    drawPredicted(); // removeAllSeries took the predicted lines too
 }
 
 } // namespace scalelab::app

@@ -1,7 +1,8 @@
 // The study view's charts: every run of the study overlaid (loss and throughput per step,
 // train and test accuracy per epoch), one line per attempt so a retried run shows where
 // its new attempt resumed; and the study's point, speedup and efficiency against the
-// number of workers beside the ideal line, by wall-clock and by time to accuracy.
+// number of workers beside the ideal line, by wall-clock and by time to accuracy, with the
+// scaling model's prediction and its band beyond them; and why it scales (ScalingPanel).
 // Runs repeated with one configuration are drawn, while "Mean of repeats" is ticked, as
 // their mean with a band from the lowest to the highest run, step by step.
 // Fed from the journal, the durable record, so a reopened study draws exactly what a
@@ -30,6 +31,7 @@ namespace scalelab::app {
 
 class ChartControls;
 class MetricChart;
+class ScalingPanel;
 
 class StudyCharts : public QWidget {
     Q_OBJECT
@@ -53,6 +55,7 @@ public:
     MetricChart *speedupChart() const { return m_speedup; }
     MetricChart *efficiencyChart() const { return m_efficiency; }
     QCheckBox *groupRepeatsBox() const { return m_groupRepeats; }
+    ScalingPanel *scalingPanel() const { return m_scalingPanel; }
     // The mean line of a repeated configuration on RunCharts: RunLines { repeatsPrefix(key) }.
     static QString repeatsPrefix(const QString &configKey);
 
@@ -69,6 +72,9 @@ private:
     void feedAttempt(AttemptFeed &feed, const core::Journal &journal, const QString &runId, int attempt);
     void drawScaling(const core::StudyResults &results);
     void drawRepeats();
+    // The scaling model's predicted speedup and efficiency with their band, out to the What
+    // if panel's worker count (at least 16).
+    void drawPredicted();
 
     ChartControls *m_controls = nullptr;
     QTabWidget *m_tabs = nullptr;
@@ -76,6 +82,8 @@ private:
     MetricChart *m_speedup = nullptr;
     MetricChart *m_efficiency = nullptr;
     QLabel *m_scalingNote = nullptr; // how many runs a point stands for
+    ScalingPanel *m_scalingPanel = nullptr;
+    QStringList m_predictedIds; // the predicted lines drawn on the speedup charts
     std::map<QString, AttemptFeed> m_feeds; // by attemptPrefix
     QString m_scalingDrawn; // what the scaling charts show, to redraw only on change
     QCheckBox *m_groupRepeats = nullptr;

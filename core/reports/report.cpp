@@ -2,6 +2,8 @@
 // The HTML and PDF renderers live in report_html.cpp and report_pdf.cpp.
 #include "report.h"
 
+#include "scaling_model.h"
+
 #include "report_tune.h"
 #include "study_results.h"
 #include "tune_plan.h"
@@ -107,6 +109,22 @@ QJsonObject runJson(const StudySnapshot &snapshot, const RunResult &run, const R
         { QStringLiteral("epochs"), epochs }, { QStringLiteral("steps"), steps },
         { QStringLiteral("recipe"), run.recipe },
         { QStringLiteral("worker_command"), QJsonArray::fromStringList(run.workerCommand) } };
+    if (run.anatomy.measured())
+        json.insert(QStringLiteral("anatomy"), anatomyJson(run.anatomy));
+    if (run.network.worldSize > 1) {
+        QJsonArray samples;
+        for (const NetworkSample &sample : run.network.samples) {
+            QJsonArray seconds;
+            for (double t : sample.seconds)
+                seconds.append(t);
+            samples.append(QJsonObject {
+                { QStringLiteral("bytes"), double(sample.bytes) }, { QStringLiteral("seconds"), seconds } });
+        }
+        json.insert(QStringLiteral("network_probe"),
+            QJsonObject { { QStringLiteral("world_size"), run.network.worldSize },
+                { QStringLiteral("backend"), run.network.backend },
+                { QStringLiteral("hosts"), run.network.hosts }, { QStringLiteral("samples"), samples } });
+    }
     if (snapshot.tune) {
         // A tune has no baseline: no speedup to report.
         json.remove(QStringLiteral("speedup_by_wall_clock"));
@@ -387,6 +405,16 @@ QByteArray reportJson(const StudySnapshot &snapshot)
         // The plan as it was run: `scalelab-cli study rerun REPORT.json` starts it again.
         { QStringLiteral("plan"), QJsonDocument::fromJson(snapshot.planJson).object() },
         { QStringLiteral("definitions"), definitionsJson() } };
+    // Why it scales and what more workers would give: per model, the fit on the study's own
+    // runs, each multi-worker run predicted without itself, and predictions out to 512.
+    if (!snapshot.tune) {
+        QJsonArray scaling;
+        for (const StudyScaling &s : studyScaling(snapshot))
+            scaling.append(
+                scalingJson(s, predictWithBand(s.runs, defaultPredictionWorkers(), s.batchPerWorker)));
+        if (!scaling.isEmpty())
+            root.insert(QStringLiteral("scaling"), scaling);
+    }
     if (!snapshot.learningRateNote.isEmpty()) {
         QJsonArray curve;
         for (const auto &[lr, loss] : snapshot.learningRateCurve)

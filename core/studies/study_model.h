@@ -65,11 +65,74 @@ struct EpochPoint {
     double imagesPerSecond = kNotMeasured;
 };
 
+// Where a step's time goes (agent.proto's StepAnatomy), in seconds: waiting for the batch,
+// forward, backward to its last gradient, the all-reduce backward did not hide, optimizer.
+struct StepTimes {
+    double data = kNotMeasured;
+    double forward = kNotMeasured;
+    double backward = kNotMeasured;
+    double exposedAllReduce = kNotMeasured;
+    double optimizer = kNotMeasured;
+    double compute() const { return forward + backward + optimizer; }
+    double total() const { return data + compute() + exposedAllReduce; }
+    bool measured() const { return !std::isnan(total()); }
+    static StepTimes zero() { return { 0, 0, 0, 0, 0 }; }
+    StepTimes &operator+=(const StepTimes &o)
+    {
+        data += o.data;
+        forward += o.forward;
+        backward += o.backward;
+        exposedAllReduce += o.exposedAllReduce;
+        optimizer += o.optimizer;
+        return *this;
+    }
+    StepTimes dividedBy(double n) const
+    {
+        return { data / n, forward / n, backward / n, exposedAllReduce / n, optimizer / n };
+    }
+};
+
 struct StepPoint {
     qint64 step = 0; // global optimizer step, 1-based
     int epoch = 0;
     double loss = kNotMeasured;
     double elapsedSeconds = kNotMeasured;
+    StepTimes times; // rank 0's; not measured for runs recorded before the anatomy existed
+};
+
+// One rank's mean step over the run's completed epochs.
+struct RankTimes {
+    int rank = 0;
+    qint64 steps = 0;
+    StepTimes perStep;
+};
+
+// A run's time, taken apart (rank 0 unless said): its steps' mean anatomy, every rank's,
+// and the time outside the steps. The straggler is the rank whose steps took longest
+// without counting the all-reduce wait (which a slow rank makes the others pay); its lag is
+// how much longer than the median rank's, per step.
+struct RunAnatomy {
+    qint64 steps = 0;
+    StepTimes perStep;
+    QList<RankTimes> ranks;
+    double trainSeconds = 0; // steps, data waits included
+    double evaluationSeconds = 0; // the test split after each epoch
+    double checkpointSeconds = 0; // writing and committing checkpoints
+    int slowestRank = -1; // -1: one rank, or not measured
+    double slowestLagSeconds = kNotMeasured;
+    bool measured() const { return steps > 0 && perStep.measured(); }
+};
+
+// All-reduce times by message size between a run's ranks (agent.proto's NetworkProbe).
+struct NetworkSample {
+    qint64 bytes = 0;
+    QList<double> seconds;
+};
+struct RunNetwork {
+    int worldSize = 0; // 0: not measured
+    QString backend;
+    int hosts = 0;
+    QList<NetworkSample> samples;
 };
 
 // One attempt of a run: the first start, then one per retry.
@@ -146,6 +209,9 @@ struct RunResult {
     QList<TrialDecision> decisions;
     int trialTarget = 0; // the epoch its open or next attempt stops after
     int epochsTrained = 0; // every epoch any attempt trained, one trained again counted again
+    RunAnatomy anatomy; // over the epochs it kept (a resumed attempt's replace the ones it retrains)
+    RunNetwork network; // its last attempt's probe
+    double gradientBytes = kNotMeasured; // all-reduced per step (the recipe's gradient_bytes)
 };
 
 // The one definition of a run's throughput, used by the console, the CLI and every report:

@@ -6,6 +6,8 @@
 
 #include <google/protobuf/stubs/common.h>
 
+#include <algorithm>
+
 #include <QDateTime>
 #include <QJsonArray>
 #include <QJsonDocument>
@@ -565,6 +567,79 @@ QJsonObject recipeOf(const v1::RunStarted &started)
     return o;
 }
 
+// One epoch's steps on every rank (EpochMetrics.ranks), summed, and the time around them.
+struct EpochTimes {
+    double trainSeconds = 0;
+    double evaluationSeconds = 0;
+    QList<RankTimes> ranks; // perStep holds the epoch's sums here
+};
+
+EpochTimes epochTimesOf(const v1::EpochMetrics &m)
+{
+    EpochTimes t { m.train_seconds(), m.evaluation_seconds(), {} };
+    for (const auto &r : m.ranks())
+        t.ranks.append({ r.rank(), r.steps(),
+            { r.data_seconds(), r.forward_seconds(), r.backward_seconds(), r.exposed_allreduce_seconds(),
+                r.optimizer_seconds() } });
+    return t;
+}
+
+// The run's anatomy from its kept epochs' sums: means per step, and its straggler.
+RunAnatomy anatomyOf(const QMap<int, EpochTimes> &epochs, double checkpointSeconds)
+{
+    RunAnatomy a;
+    a.checkpointSeconds = checkpointSeconds;
+    QMap<int, RankTimes> sums;
+    for (const EpochTimes &e : epochs) {
+        a.trainSeconds += e.trainSeconds;
+        a.evaluationSeconds += e.evaluationSeconds;
+        for (const RankTimes &r : e.ranks) {
+            RankTimes &sum = sums[r.rank];
+            if (sum.steps == 0)
+                sum = { r.rank, 0, StepTimes::zero() };
+            sum.steps += r.steps;
+            sum.perStep += r.perStep;
+        }
+    }
+    for (RankTimes r : sums) {
+        if (r.steps <= 0)
+            continue;
+        r.perStep = r.perStep.dividedBy(double(r.steps));
+        a.ranks.append(r);
+    }
+    if (a.ranks.isEmpty())
+        return a;
+    a.steps = a.ranks.first().steps;
+    a.perStep = a.ranks.first().perStep;
+    if (a.ranks.size() > 1) {
+        // Its own work: everything but the wait for the others.
+        QList<double> own;
+        for (const RankTimes &r : a.ranks)
+            own << r.perStep.data + r.perStep.compute();
+        QList<double> sorted = own;
+        std::sort(sorted.begin(), sorted.end());
+        const double median = sorted.size() % 2
+            ? sorted[sorted.size() / 2]
+            : (sorted[sorted.size() / 2 - 1] + sorted[sorted.size() / 2]) / 2;
+        const auto slowest = std::max_element(own.begin(), own.end()) - own.begin();
+        a.slowestRank = a.ranks[int(slowest)].rank;
+        a.slowestLagSeconds = own[int(slowest)] - median;
+    }
+    return a;
+}
+
+RunNetwork networkOf(const v1::NetworkProbe &probe)
+{
+    RunNetwork n { probe.world_size(), QString::fromStdString(probe.backend()), probe.hosts(), {} };
+    for (const auto &sample : probe.samples()) {
+        NetworkSample ns { sample.bytes(), {} };
+        for (double t : sample.seconds())
+            ns.seconds << t;
+        n.samples << ns;
+    }
+    return n;
+}
+
 } // namespace
 
 StudySnapshot buildSnapshot(const StudyState &state, const Journal &journal)
@@ -642,6 +717,8 @@ StudySnapshot buildSnapshot(const StudyState &state, const Journal &journal)
         // keeps running through the failure, its detection and the restart.
         double offset = 0; // seconds from the first start of training to this attempt's
         double lastElapsed = 0;
+        QMap<int, EpochTimes> epochTimes;
+        double checkpointSeconds = 0;
         qint64 firstStartMs = 0;
         for (auto &attempt : r.attempts) {
             if (attempt.agents.isEmpty())
@@ -670,6 +747,11 @@ StudySnapshot buildSnapshot(const StudyState &state, const Journal &journal)
                     s.synthetic = s.synthetic || e.started().dataset().synthetic();
                     const int keep = e.started().resumed_from_epoch();
                     r.epochs.removeIf([keep](const EpochPoint &p) { return p.epoch > keep; });
+                    epochTimes.removeIf([keep](const auto &entry) { return entry.key() > keep; });
+                    if (e.started().has_network())
+                        r.network = networkOf(e.started().network());
+                    if (e.started().gradient_bytes() > 0)
+                        r.gradientBytes = double(e.started().gradient_bytes());
                     r.steps.removeIf([keep](const StepPoint &p) { return p.epoch > keep; });
                 } else if (e.has_step()) {
                     StepPoint p;
@@ -677,6 +759,10 @@ StudySnapshot buildSnapshot(const StudyState &state, const Journal &journal)
                     p.epoch = e.step().epoch();
                     p.loss = e.step().loss();
                     p.elapsedSeconds = offset + e.step().elapsed_seconds();
+                    if (e.step().step_seconds() > 0)
+                        p.times = { e.step().data_seconds(), e.step().forward_seconds(),
+                            e.step().backward_seconds(), e.step().exposed_allreduce_seconds(),
+                            e.step().optimizer_seconds() };
                     lastElapsed = std::max(lastElapsed, e.step().elapsed_seconds());
                     r.steps << p;
                 } else if (e.has_epoch()) {
@@ -693,6 +779,10 @@ StudySnapshot buildSnapshot(const StudyState &state, const Journal &journal)
                     r.epochs.removeIf([&](const EpochPoint &old) { return old.epoch == p.epoch; });
                     r.epochs << p;
                     ++r.epochsTrained; // an epoch trained again after a resume counts again
+                    if (m.ranks_size() > 0)
+                        epochTimes.insert(m.epoch(), epochTimesOf(m));
+                } else if (e.has_checkpoint()) {
+                    checkpointSeconds += e.checkpoint().seconds();
                 } else if (e.has_summary() && e.summary().state() == v1::SUCCEEDED) {
                     lastElapsed = std::max(lastElapsed, e.summary().wall_seconds());
                 }
@@ -700,6 +790,7 @@ StudySnapshot buildSnapshot(const StudyState &state, const Journal &journal)
             offset += lastElapsed;
         }
         r.imagesPerSecond = runImagesPerSecond(r.epochs);
+        r.anatomy = anatomyOf(epochTimes, checkpointSeconds);
         if (!r.epochs.isEmpty()) {
             r.finalTestAccuracy = r.epochs.last().testAccuracy;
             r.bestTestAccuracy = 0;

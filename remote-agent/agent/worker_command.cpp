@@ -75,6 +75,8 @@ v1::WorkerLaunch workerLaunch(const RunLaunch &launch, int rank)
         if (!launch.bindAddress.empty())
             w.set_bind_address(launch.bindAddress);
         w.set_collective_timeout_s(spec.collective_timeout_seconds());
+        if (spec.skip_network_probe())
+            w.set_network_probe(false);
     }
     // Checkpoints live with the run, shared by its attempts: attempt N > 1 resumes from
     // the newest one that verifies.

@@ -10,8 +10,11 @@
 #include <torch/csrc/distributed/c10d/reducer.hpp>
 
 #include <cstdlib>
+#include <cstring>
 #include <optional>
+#include <set>
 #include <stdexcept>
+#include <unistd.h>
 
 namespace scalelab::trainer {
 
@@ -156,6 +159,57 @@ void DataParallel::allReduceSum(torch::Tensor &tensor)
 void DataParallel::barrier()
 {
     m_group->barrier()->wait();
+}
+
+std::vector<DataParallel::ProbeSample> DataParallel::probeAllReduce(int repeats, double slowSeconds)
+{
+    torch::NoGradGuard noGrad;
+    const auto options
+        = torch::TensorOptions(torch::kFloat)
+              .device(m_options.backend == "nccl" ? torch::Device(torch::kCUDA) : torch::Device(torch::kCPU));
+    const auto timed = [&](torch::Tensor &t) {
+        std::vector<torch::Tensor> tensors = { t };
+        if (t.is_cuda())
+            synchronize(t.device());
+        const auto start = std::chrono::steady_clock::now();
+        m_group->allreduce(tensors)->wait();
+        if (t.is_cuda())
+            synchronize(t.device());
+        return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    };
+    std::vector<ProbeSample> samples;
+    for (std::int64_t bytes = 4 << 10; bytes <= (64 << 20); bytes *= 4) {
+        torch::Tensor data = torch::zeros({ bytes / 4 }, options);
+        timed(data); // warm-up: connections, buffers
+        torch::Tensor seconds = torch::zeros({ repeats }, torch::kDouble);
+        for (int i = 0; i < repeats; ++i)
+            seconds[i] = timed(data);
+        // Every rank takes the same means, and so the same decision to go on.
+        if (options.device().is_cuda())
+            seconds = seconds.to(options.device());
+        allReduceSum(seconds);
+        seconds = (seconds / double(m_options.worldSize)).to(torch::kCPU);
+        ProbeSample sample { bytes, {} };
+        for (int i = 0; i < repeats; ++i)
+            sample.seconds.push_back(seconds[i].item<double>());
+        samples.push_back(std::move(sample));
+        if (*std::max_element(samples.back().seconds.begin(), samples.back().seconds.end()) > slowSeconds)
+            break;
+    }
+    return samples;
+}
+
+int DataParallel::hosts()
+{
+    char name[256] = {};
+    gethostname(name, sizeof name - 1);
+    const std::string prefix = "scalelab/host/";
+    m_store->set(
+        prefix + std::to_string(m_options.rank), std::vector<uint8_t>(name, name + std::strlen(name)));
+    std::set<std::vector<uint8_t>> distinct;
+    for (int r = 0; r < m_options.worldSize; ++r)
+        distinct.insert(m_store->get(prefix + std::to_string(r)));
+    return int(distinct.size());
 }
 
 } // namespace scalelab::trainer

@@ -48,6 +48,7 @@ public:
 
     int rank() const { return m_options.rank; }
     int worldSize() const { return m_options.worldSize; }
+    const std::string &backend() const { return m_options.backend; }
 
     // Makes every rank start from rank 0's weights and buffers, then builds the reducer
     // over `parameters` (buckets in reverse registration order, as DDP does).
@@ -77,6 +78,17 @@ public:
 
     // Sum of `tensor` over ranks, in place.
     void allReduceSum(torch::Tensor &tensor);
+
+    // All-reduce times of this group by message size (4 KB, x4, up to 64 MB): a warm-up,
+    // then `repeats` timed all-reduces each, the mean over ranks of each; sizes stop growing
+    // once one takes more than `slowSeconds`. Every rank calls it; all get the same result.
+    struct ProbeSample {
+        std::int64_t bytes = 0;
+        std::vector<double> seconds;
+    };
+    std::vector<ProbeSample> probeAllReduce(int repeats = 3, double slowSeconds = 0.25);
+    // How many distinct hosts the ranks run on (by host name, exchanged through the store).
+    int hosts();
     void barrier();
 
 private:

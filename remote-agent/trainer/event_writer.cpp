@@ -99,6 +99,18 @@ void EventWriter::started(const TrainingConfig &config, const StartedReport &rep
     s->set_parameters(report.parameters);
     s->set_gradient_bytes(report.gradientBytes);
     s->set_forward_flops_per_image(report.forwardFlopsPerImage);
+    if (report.network.worldSize > 0) {
+        auto *n = s->mutable_network();
+        n->set_world_size(report.network.worldSize);
+        n->set_backend(report.network.backend);
+        n->set_hosts(report.network.hosts);
+        for (const auto &[bytes, seconds] : report.network.samples) {
+            auto *sample = n->add_samples();
+            sample->set_bytes(bytes);
+            for (double t : seconds)
+                sample->add_seconds(t);
+        }
+    }
     s->set_threads(report.threads);
     s->set_device(report.device);
     s->set_steps_per_epoch(report.stepsPerEpoch);
@@ -168,6 +180,10 @@ void EventWriter::step(const StepReport &report)
     s->set_grad_norm(report.gradNorm);
     s->set_step_seconds(report.stepSeconds);
     s->set_exposed_allreduce_seconds(report.exposedAllReduceSeconds);
+    s->set_data_seconds(report.dataSeconds);
+    s->set_forward_seconds(report.forwardSeconds);
+    s->set_backward_seconds(report.backwardSeconds);
+    s->set_optimizer_seconds(report.optimizerSeconds);
     write(worker::eventLine(event));
 }
 
@@ -184,16 +200,29 @@ void EventWriter::epoch(const EpochReport &report)
     e->set_images_per_second(report.imagesPerSecond);
     e->set_elapsed_seconds(report.elapsedSeconds);
     e->set_test_images(report.testImages);
+    e->set_train_seconds(report.trainSeconds);
+    e->set_evaluation_seconds(report.evaluationSeconds);
+    for (const RankAnatomy &r : report.ranks) {
+        auto *a = e->add_ranks();
+        a->set_rank(r.rank);
+        a->set_steps(r.steps);
+        a->set_data_seconds(r.dataSeconds);
+        a->set_forward_seconds(r.forwardSeconds);
+        a->set_backward_seconds(r.backwardSeconds);
+        a->set_exposed_allreduce_seconds(r.exposedAllReduceSeconds);
+        a->set_optimizer_seconds(r.optimizerSeconds);
+    }
     write(worker::eventLine(event));
 }
 
-void EventWriter::checkpoint(int epoch, std::int64_t step, const std::string &path)
+void EventWriter::checkpoint(int epoch, std::int64_t step, const std::string &path, double seconds)
 {
     v1::WorkerEvent event;
     auto *c = event.mutable_checkpoint();
     c->set_epoch(epoch);
     c->set_step(step);
     c->set_path(utf8(path));
+    c->set_seconds(seconds);
     write(worker::eventLine(event));
 }
 

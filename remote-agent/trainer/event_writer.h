@@ -19,6 +19,25 @@ namespace scalelab::trainer {
 
 struct TrainingConfig;
 
+// All-reduce times of the run's process group by message size (NetworkProbe).
+struct NetworkProbeReport {
+    int worldSize = 0; // 0: not measured
+    std::string backend;
+    int hosts = 0;
+    std::vector<std::pair<std::int64_t, std::vector<double>>> samples; // bytes, seconds of each
+};
+
+// One rank's steps of an epoch, summed (StepAnatomy).
+struct RankAnatomy {
+    int rank = 0;
+    std::int64_t steps = 0;
+    double dataSeconds = 0;
+    double forwardSeconds = 0;
+    double backwardSeconds = 0;
+    double exposedAllReduceSeconds = 0;
+    double optimizerSeconds = 0;
+};
+
 // What a rank trains, after set-up (RunStarted). The recipe comes from the config.
 struct StartedReport {
     bool synthetic = false;
@@ -43,6 +62,7 @@ struct StartedReport {
     std::string blas;
     std::string compiler;
     std::string finetuneHead; // the head fine-tuning's phase 1 trains, resolved; "" without
+    NetworkProbeReport network;
 };
 
 struct EpochReport {
@@ -55,6 +75,9 @@ struct EpochReport {
     double epochSeconds = 0;
     double imagesPerSecond = 0;
     double elapsedSeconds = 0;
+    double trainSeconds = 0;
+    double evaluationSeconds = 0;
+    std::vector<RankAnatomy> ranks;
 };
 
 struct FinishedReport {
@@ -107,6 +130,10 @@ struct StepReport {
     double gradNorm = 0;
     double stepSeconds = 0;
     double exposedAllReduceSeconds = 0;
+    double dataSeconds = 0;
+    double forwardSeconds = 0;
+    double backwardSeconds = 0;
+    double optimizerSeconds = 0;
 };
 
 class EventWriter {
@@ -118,7 +145,7 @@ public:
     void started(const TrainingConfig &config, const StartedReport &report);
     void step(const StepReport &report);
     void epoch(const EpochReport &report);
-    void checkpoint(int epoch, std::int64_t step, const std::string &path);
+    void checkpoint(int epoch, std::int64_t step, const std::string &path, double seconds);
     // Rank 0 is alive while it evaluates (the agent takes silence for a stall).
     void evaluating(int epoch, std::int64_t done, std::int64_t total);
     void warning(const std::string &message);

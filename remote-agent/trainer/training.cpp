@@ -223,6 +223,15 @@ int runTraining(const TrainingConfig &config, EventWriter &events)
         parallel->attach(*net);
         adoptRankZeroProgress(*parallel, optimizer, &position);
     }
+    // The network between the ranks, before training shares it (RunStarted.network).
+    NetworkProbeReport network;
+    if (parallel && config.networkProbe) {
+        network.worldSize = config.worldSize;
+        network.backend = parallel->backend();
+        network.hosts = parallel->hosts();
+        for (auto &sample : parallel->probeAllReduce())
+            network.samples.emplace_back(sample.bytes, std::move(sample.seconds));
+    }
 
     const std::int64_t perRank = (std::int64_t(train->size()) + config.worldSize - 1) / config.worldSize;
     const std::int64_t stepsPerEpoch = (perRank + config.batchSize - 1) / config.batchSize;
@@ -279,7 +288,8 @@ int runTraining(const TrainingConfig &config, EventWriter &events)
                 .torchVersion = TORCH_VERSION,
                 .blas = blasInUse(),
                 .compiler = compilerName(),
-                .finetuneHead = head ? head->name : std::string() });
+                .finetuneHead = head ? head->name : std::string(),
+                .network = std::move(network) });
 
     DivergenceWatch divergence(config.divergenceFactor, config.divergenceSteps);
     const auto runStart = Clock::now();
@@ -290,8 +300,9 @@ int runTraining(const TrainingConfig &config, EventWriter &events)
     const bool bf16 = config.precision == "bf16";
     // Where rank 0's step time goes (as bench's breakdown): the all-reduce time backward's
     // compute did not hide is from the last gradient produced to backward's return.
+    // Every rank times its steps (the epoch's anatomy compares them), so every rank hooks.
     std::atomic<Clock::rep> lastGradient { 0 };
-    if (reports && parallel)
+    if (parallel)
         for (auto &p : net->parameters())
             p.register_hook([&lastGradient](const at::TensorBase &) {
                 const Clock::rep now = Clock::now().time_since_epoch().count();
@@ -326,8 +337,11 @@ int runTraining(const TrainingConfig &config, EventWriter &events)
         torch::Tensor lossSum = torch::zeros({}, torch::TensorOptions(torch::kDouble).device(device));
         torch::Tensor correct = torch::zeros({}, torch::TensorOptions(torch::kLong).device(device));
         std::int64_t seen = 0;
+        RankAnatomy anatomy { .rank = config.rank };
+        auto dataStart = Clock::now();
         for (Batch batch = batches.next(); batch.images.defined(); batch = batches.next()) {
             const auto stepStart = Clock::now();
+            const double dataSeconds = std::chrono::duration<double>(stepStart - dataStart).count();
             const double lr = learningRateAt(step);
             for (auto &group : optimizer.param_groups())
                 static_cast<torch::optim::SGDOptions &>(group.options()).lr(lr);
@@ -345,10 +359,18 @@ int runTraining(const TrainingConfig &config, EventWriter &events)
                 loss = torch::nn::functional::cross_entropy(out.to(torch::kFloat), labels,
                     torch::nn::functional::CrossEntropyFuncOptions().label_smoothing(config.labelSmoothing));
             }
+            const auto forwardEnd = Clock::now();
             if (parallel)
                 parallel->beforeBackward();
             loss.backward();
             const auto backwardEnd = Clock::now();
+            // Backward's compute ends with its last gradient; the rest is all-reduce it did not hide.
+            const auto lastGradientAt = Clock::time_point(Clock::duration(lastGradient.load()));
+            const bool overlapped = parallel && lastGradientAt > forwardEnd && lastGradientAt <= backwardEnd;
+            const double exposedSeconds
+                = overlapped ? std::chrono::duration<double>(backwardEnd - lastGradientAt).count() : 0.0;
+            const double backwardSeconds
+                = std::chrono::duration<double>(backwardEnd - forwardEnd).count() - exposedSeconds;
             // The gradients' norm is queued before the optimizer step changes nothing it reads,
             // and read with the loss: one wait for the device per step, as before.
             torch::Tensor gradNorm;
@@ -374,9 +396,17 @@ int runTraining(const TrainingConfig &config, EventWriter &events)
             seen += n;
             ++step;
             imagesSeen += n * config.worldSize;
+            const auto stepEnd = Clock::now();
+            const double stepSeconds = std::chrono::duration<double>(stepEnd - stepStart).count();
+            const double forwardSeconds = std::chrono::duration<double>(forwardEnd - stepStart).count();
+            const double optimizerSeconds = std::chrono::duration<double>(stepEnd - backwardEnd).count();
+            anatomy.steps += 1;
+            anatomy.dataSeconds += dataSeconds;
+            anatomy.forwardSeconds += forwardSeconds;
+            anatomy.backwardSeconds += backwardSeconds;
+            anatomy.exposedAllReduceSeconds += exposedSeconds;
+            anatomy.optimizerSeconds += optimizerSeconds;
             if (reports) {
-                const double stepSeconds = secondsSince(stepStart);
-                const auto lastGradientAt = Clock::time_point(Clock::duration(lastGradient.load()));
                 events.step({ .epoch = epoch,
                     .step = step,
                     .loss = lossValue,
@@ -385,10 +415,13 @@ int runTraining(const TrainingConfig &config, EventWriter &events)
                     .elapsedSeconds = secondsSince(runStart),
                     .gradNorm = gradNorm.defined() ? gradNorm.item<double>() : 0.0,
                     .stepSeconds = stepSeconds,
-                    .exposedAllReduceSeconds = parallel && lastGradientAt > stepStart
-                        ? std::max(0.0, std::chrono::duration<double>(backwardEnd - lastGradientAt).count())
-                        : 0.0 });
+                    .exposedAllReduceSeconds = exposedSeconds,
+                    .dataSeconds = dataSeconds,
+                    .forwardSeconds = forwardSeconds,
+                    .backwardSeconds = backwardSeconds,
+                    .optimizerSeconds = optimizerSeconds });
             }
+            dataStart = Clock::now();
         }
         const double epochTrainSeconds = secondsSince(epochStart);
         trainSeconds += epochTrainSeconds;
@@ -398,6 +431,14 @@ int runTraining(const TrainingConfig &config, EventWriter &events)
         torch::Tensor trainStats = torch::stack(
             { lossSum, correct.to(torch::kDouble), torch::tensor(double(seen), statsOptions) });
         torch::Tensor testStats = torch::zeros({ 3 }, statsOptions);
+        // Every rank's anatomy, one row each, summed: rank 0 sees all of them.
+        torch::Tensor anatomies = torch::zeros({ config.worldSize, 6 }, torch::kDouble);
+        for (const auto &[column, value] : { std::pair { 0, double(anatomy.steps) },
+                 { 1, anatomy.dataSeconds }, { 2, anatomy.forwardSeconds }, { 3, anatomy.backwardSeconds },
+                 { 4, anatomy.exposedAllReduceSeconds }, { 5, anatomy.optimizerSeconds } })
+            anatomies[config.rank][column] = value;
+        anatomies = anatomies.to(device);
+        const auto evaluationStart = Clock::now();
         if (parallel)
             parallel->syncBuffers();
         {
@@ -427,9 +468,23 @@ int runTraining(const TrainingConfig &config, EventWriter &events)
             }
             net->train();
         }
+        const double evaluationSeconds = secondsSince(evaluationStart);
         if (parallel) {
             parallel->allReduceSum(trainStats);
             parallel->allReduceSum(testStats);
+            parallel->allReduceSum(anatomies);
+        }
+        std::vector<RankAnatomy> ranks;
+        if (reports) {
+            const auto rows = anatomies.to(torch::kCPU);
+            for (int r = 0; r < config.worldSize; ++r)
+                ranks.push_back({ .rank = r,
+                    .steps = std::int64_t(rows[r][0].item<double>()),
+                    .dataSeconds = rows[r][1].item<double>(),
+                    .forwardSeconds = rows[r][2].item<double>(),
+                    .backwardSeconds = rows[r][3].item<double>(),
+                    .exposedAllReduceSeconds = rows[r][4].item<double>(),
+                    .optimizerSeconds = rows[r][5].item<double>() });
         }
         const double trainN = std::max(1.0, trainStats[2].item<double>());
         const double testN = std::max(1.0, testStats[2].item<double>());
@@ -444,17 +499,21 @@ int runTraining(const TrainingConfig &config, EventWriter &events)
                 .testImages = std::int64_t(testN),
                 .epochSeconds = secondsSince(epochStart),
                 .imagesPerSecond = trainN / epochTrainSeconds,
-                .elapsedSeconds = secondsSince(runStart) });
+                .elapsedSeconds = secondsSince(runStart),
+                .trainSeconds = epochTrainSeconds,
+                .evaluationSeconds = evaluationSeconds,
+                .ranks = std::move(ranks) });
 
         // The last epoch always leaves a checkpoint: where a stopped run is resumed from.
         const bool checkpointNow = !config.checkpointDir.empty()
             && (epoch % config.checkpointEvery == 0 || epoch == lastEpoch);
         if (checkpointNow && config.rank == 0) {
+            const auto checkpointStart = Clock::now();
             const SavedCheckpoint saved
                 = saveCheckpoint(config.checkpointDir, { epoch, step }, device, *net, optimizer, config.keepCheckpoints);
             if (!saved.ok())
                 return saved.noSpace ? failNoSpace(saved.error, saved.bytesNeeded) : fail(saved.error);
-            events.checkpoint(epoch, step, saved.path);
+            events.checkpoint(epoch, step, saved.path, secondsSince(checkpointStart));
         }
         if (checkpointNow && parallel)
             parallel->barrier(); // nobody runs ahead of a checkpoint that may be resumed

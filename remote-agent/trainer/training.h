@@ -79,6 +79,9 @@ struct TrainingConfig {
     // Fine-tuning (agent.proto's Finetune): epochs 1..headEpochs train only `head` (a
     // module's name; empty: the classifier) at headLr (unset: learningRate), constant; the
     // epochs after, the whole model at learningRate and the schedule.
+    // Measure the all-reduce times of the run's process group before training (world size
+    // > 1), for RunStarted.network.
+    bool networkProbe = true;
     int headEpochs = 0;
     std::optional<double> headLr;
     std::string head;

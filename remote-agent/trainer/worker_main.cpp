@@ -111,6 +111,8 @@ train options:
                         interface of --bind-address
   --bucket-mb N         gradient all-reduce bucket size (default 4)
   --collective-timeout-s N  give up on a silent peer after N seconds (default 120)
+  --network-probe on|off  before training, time all-reduces of 4 KB to 64 MB between the
+                        ranks (about a second on a fast link; RunStarted.network; default on)
   --checkpoint-dir DIR  write checkpoints there (rank 0)
   --checkpoint-every K  every K epochs, and at the end (default 1)
   --keep-checkpoints K  keep the newest K committed checkpoints (default 2)

@@ -41,7 +41,7 @@ const std::set<int> &optionsOf(const std::string &command)
             Launch::kMaxTestImagesFieldNumber, Launch::kCheckpointDirFieldNumber,
             Launch::kCheckpointEveryFieldNumber, Launch::kKeepCheckpointsFieldNumber,
             Launch::kResumeFieldNumber, Launch::kStopAfterEpochFieldNumber, Launch::kHeadEpochsFieldNumber,
-            Launch::kHeadLrFieldNumber, Launch::kHeadFieldNumber });
+            Launch::kHeadLrFieldNumber, Launch::kHeadFieldNumber, Launch::kNetworkProbeFieldNumber });
         all.insert(dropout.begin(), dropout.end());
         return all;
     }();
@@ -124,6 +124,8 @@ common::Result<WorkerOptions> parseWorkerOptions(const std::vector<std::string> 
         c.headLr = l.head_lr();
     if (l.has_head())
         c.head = l.head();
+    if (l.has_network_probe())
+        c.networkProbe = l.network_probe();
     if (l.has_batch_size())
         c.batchSize = l.batch_size();
     if (l.has_epochs())

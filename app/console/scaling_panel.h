@@ -1,0 +1,61 @@
+// The study view's "Why it scales" tab (docs/scaling.md): where each run's step time goes,
+// as a stacked bar per run (data, forward, backward, exposed all-reduce, optimizer, in ms a
+// step, rank 0's mean), what the study's efficiency loss is made of in words, and a What if
+// panel that asks the scaling model fitted on the study's runs (core/studies/scaling_model.h)
+// for other worker counts, batches per worker and link bandwidths.
+#pragma once
+
+#include "scaling_model.h"
+#include "study_model.h"
+
+#include <QWidget>
+
+class QBarCategoryAxis;
+class QChart;
+class QChartView;
+class QComboBox;
+class QHorizontalStackedBarSeries;
+class QLabel;
+class QSpinBox;
+class QValueAxis;
+
+namespace scalelab::app {
+
+class ScalingPanel : public QWidget {
+    Q_OBJECT
+public:
+    explicit ScalingPanel(QWidget *parent = nullptr);
+
+    // Redraws from the snapshot when its runs' anatomies changed.
+    void update(const core::StudySnapshot &snapshot);
+    void clear();
+
+    // For tests: the bars' categories (run labels) and the answer the What if panel shows.
+    QStringList barLabels() const;
+    QString whatIfText() const;
+    QSpinBox *whatIfWorkers() const { return m_workers; }
+    QSpinBox *whatIfBatch() const { return m_batch; }
+    QComboBox *whatIfBandwidth() const { return m_bandwidth; }
+    // The scalings the panel holds (one per model), for the speedup charts' predicted lines.
+    const QList<core::StudyScaling> &scalings() const { return m_scalings; }
+
+Q_SIGNALS:
+    void scalingsChanged();
+
+private:
+    void drawBars(const core::StudySnapshot &snapshot);
+    void answer();
+
+    QChart *m_chart = nullptr;
+    QChartView *m_view = nullptr;
+    QLabel *m_losses = nullptr;
+    QSpinBox *m_workers = nullptr;
+    QSpinBox *m_batch = nullptr;
+    QComboBox *m_bandwidth = nullptr;
+    QLabel *m_answer = nullptr;
+    QList<core::StudyScaling> m_scalings;
+    QString m_drawn; // the anatomies drawn, to redraw only on change
+    QStringList m_labels;
+};
+
+} // namespace scalelab::app

@@ -1,0 +1,573 @@
+#include "scaling_model.h"
+
+#include <QJsonArray>
+#include <QMap>
+#include <QRegularExpression>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+
+namespace scalelab::core {
+
+namespace {
+
+// c10d's reducer: a first bucket of 1 MB, then 4 MB each (data_parallel.cpp).
+constexpr double kFirstBucketBytes = 1 << 20;
+constexpr double kBucketBytes = 4 << 20;
+
+double median(QList<double> values)
+{
+    values.removeIf([](double v) { return !std::isfinite(v); });
+    if (values.isEmpty())
+        return kNotMeasured;
+    std::sort(values.begin(), values.end());
+    const auto n = values.size();
+    return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
+
+// Least squares of y ≈ a·x1 + b·x2 with relative errors (weights 1/y²); nullopt when the
+// system is singular.
+std::optional<std::pair<double, double>> fitTwo(
+    const QList<double> &x1, const QList<double> &x2, const QList<double> &y)
+{
+    double s11 = 0, s12 = 0, s22 = 0, t1 = 0, t2 = 0;
+    for (int i = 0; i < y.size(); ++i) {
+        const double w = 1 / (y[i] * y[i]);
+        s11 += w * x1[i] * x1[i];
+        s12 += w * x1[i] * x2[i];
+        s22 += w * x2[i] * x2[i];
+        t1 += w * x1[i] * y[i];
+        t2 += w * x2[i] * y[i];
+    }
+    const double det = s11 * s22 - s12 * s12;
+    if (!(std::abs(det) > 1e-300 * std::max(1.0, s11 * s22)))
+        return std::nullopt;
+    return std::pair { (t1 * s22 - t2 * s12) / det, (s11 * t2 - s12 * t1) / det };
+}
+
+// Least squares of y ≈ b·x2 alone (relative errors).
+double fitOne(const QList<double> &x2, const QList<double> &y)
+{
+    double s22 = 0, t2 = 0;
+    for (int i = 0; i < y.size(); ++i) {
+        const double w = 1 / (y[i] * y[i]);
+        s22 += w * x2[i] * x2[i];
+        t2 += w * x2[i] * y[i];
+    }
+    return s22 > 0 ? t2 / s22 : kNotMeasured;
+}
+
+double overlap(double compute, double allReduce, double gamma)
+{
+    if (!(allReduce > 0))
+        return compute;
+    return std::pow(std::pow(compute, gamma) + std::pow(allReduce, gamma), 1 / gamma);
+}
+
+QString percent(double fraction)
+{
+    return QString::number(100 * fraction, 'f', 0) + QStringLiteral(" %");
+}
+
+} // namespace
+
+double allReduceSeconds(const ScalingModel &model, int workers, double bytes)
+{
+    if (workers <= 1 || !(bytes > 0))
+        return 0;
+    const double buckets
+        = bytes <= kFirstBucketBytes ? 1 : 1 + std::ceil((bytes - kFirstBucketBytes) / kBucketBytes);
+    const double p = workers;
+    return buckets * 2 * (p - 1) * model.latency + 2 * (p - 1) / p * bytes / model.bandwidth;
+}
+
+ScalingModel fitScalingModel(const QList<ScalingRun> &input)
+{
+    ScalingModel m;
+    QList<ScalingRun> runs = input;
+    runs.removeIf([](const ScalingRun &r) { return !r.perStep.measured() || r.batchPerWorker <= 0; });
+    if (runs.isEmpty()) {
+        m.problem
+            = QStringLiteral("no run has a measured step anatomy yet (runs of ScaleLab before 0.1 did not "
+                             "record one): the model has nothing to fit");
+        return m;
+    }
+    for (const ScalingRun &r : runs)
+        if (std::isfinite(r.gradientBytes))
+            m.gradientBytes = r.gradientBytes;
+
+    // Compute and data: linear in the batch per worker, from single-worker runs (nothing
+    // shares their cores), or from all when there is none.
+    QList<ScalingRun> alone = runs;
+    alone.removeIf([](const ScalingRun &r) { return r.workers > 1; });
+    if (alone.isEmpty()) {
+        alone = runs;
+        m.notes << QStringLiteral(
+            "No single-worker run: compute fitted on multi-worker runs, and any slowdown "
+            "their communication causes is taken as the model's own compute");
+    }
+    QList<double> ones, batch, compute, data;
+    QList<int> batches;
+    for (const ScalingRun &r : alone) {
+        ones << 1;
+        batch << r.batchPerWorker;
+        compute << r.perStep.compute();
+        data << std::max(0.0, r.perStep.data) / r.batchPerWorker;
+        if (!batches.contains(r.batchPerWorker))
+            batches << r.batchPerWorker;
+    }
+    m.dataPerImage = median(data);
+    std::optional<std::pair<double, double>> line;
+    if (batches.size() >= 2)
+        line = fitTwo(ones, batch, compute);
+    if (line && line->first >= 0 && line->second > 0) {
+        m.computeIntercept = line->first;
+        m.computePerImage = line->second;
+    } else {
+        m.computeIntercept = 0;
+        m.computePerImage = fitOne(batch, compute);
+        m.notes << (batches.size() < 2 ? QStringLiteral("One batch size per worker measured: compute assumed "
+                                                        "proportional to the batch")
+                                       : QStringLiteral("Compute against batch fitted through the origin"));
+    }
+
+    // The network: every probe's median time per size, against the ring all-reduce.
+    QList<double> phases, volume, seconds;
+    for (const ScalingRun &r : runs) {
+        if (r.network.worldSize < 2)
+            continue;
+        m.probeHosts = std::max(m.probeHosts, r.network.hosts);
+        const double p = r.network.worldSize;
+        for (const NetworkSample &s : r.network.samples) {
+            const double t = median(s.seconds);
+            if (!(t > 0))
+                continue;
+            phases << 2 * (p - 1);
+            volume << 2 * (p - 1) / p * double(s.bytes);
+            seconds << t;
+        }
+    }
+    if (seconds.size() < 2) {
+        m.problem = QStringLiteral("no network probe among the runs: a run of 2 or more workers measures one "
+                                   "before training unless the plan skips it (training.skipNetworkProbe)");
+        return m;
+    }
+    auto network = fitTwo(phases, volume, seconds);
+    if (network && network->first < 0)
+        network = std::pair { 0.0, fitOne(volume, seconds) };
+    if (!network || !(network->second > 0)) {
+        m.problem
+            = QStringLiteral("the network probe's times do not grow with the message size: no bandwidth "
+                             "can be fitted");
+        return m;
+    }
+    m.latency = network->first;
+    m.bandwidth = 1 / network->second;
+    if (!std::isfinite(m.gradientBytes)) {
+        m.problem = QStringLiteral("the runs do not say how many gradient bytes a step all-reduces");
+        return m;
+    }
+
+    // Contention: the multi-worker runs' compute beyond a single worker's, per byte reduced.
+    QList<const ScalingRun *> parallel;
+    for (const ScalingRun &r : runs)
+        if (r.workers > 1)
+            parallel << &r;
+    if (!parallel.isEmpty() && alone.size() < runs.size()) {
+        double sxx = 0, sxy = 0;
+        for (const ScalingRun *r : parallel) {
+            const double x = 2.0 * (r->workers - 1) / r->workers * m.gradientBytes;
+            const double excess
+                = r->perStep.compute() - (m.computeIntercept + m.computePerImage * r->batchPerWorker);
+            sxx += x * x;
+            sxy += x * excess;
+        }
+        m.contention = sxx > 0 ? std::max(0.0, sxy / sxx) : 0;
+    }
+
+    // Overlap: the γ in [1, 10] whose step times fit the multi-worker runs best (log errors).
+    if (parallel.isEmpty()) {
+        m.gamma = 1;
+        m.notes << QStringLiteral("No multi-worker run: no overlap assumed (γ = 1), which errs slow");
+    } else {
+        double best = HUGE_VAL;
+        for (int i = 0; i <= 400; ++i) {
+            const double gamma = std::pow(10.0, i / 400.0); // 1 .. 10, log-spaced
+            double error = 0;
+            for (const ScalingRun *r : parallel) {
+                const double tc = m.computeIntercept + m.computePerImage * r->batchPerWorker
+                    + m.contention * 2.0 * (r->workers - 1) / r->workers * m.gradientBytes;
+                const double predicted = m.dataPerImage * r->batchPerWorker
+                    + overlap(tc, allReduceSeconds(m, r->workers, m.gradientBytes), gamma);
+                error += std::pow(std::log(predicted / r->stepSeconds()), 2);
+            }
+            if (error < best) {
+                best = error;
+                m.gamma = gamma;
+            }
+        }
+        m.gammaFitted = true;
+    }
+    if (m.probeHosts <= 1)
+        m.notes << QStringLiteral(
+            "The probes ran between ranks of one node: a network between nodes is slower");
+    m.valid = true;
+    return m;
+}
+
+ScalingPoint predictScaling(const ScalingModel &model, int workers, int batchPerWorker, double bandwidth)
+{
+    ScalingPoint point;
+    point.workers = workers;
+    point.batchPerWorker = batchPerWorker;
+    if (!model.valid || workers < 1 || batchPerWorker < 1)
+        return point;
+    ScalingModel m = model;
+    if (bandwidth > 0)
+        m.bandwidth = bandwidth;
+    point.bandwidth = m.bandwidth;
+    const double alone = m.computeIntercept + m.computePerImage * batchPerWorker;
+    point.computeSeconds = alone + m.contention * 2.0 * (workers - 1) / workers * m.gradientBytes;
+    point.allReduceSeconds = allReduceSeconds(m, workers, m.gradientBytes);
+    const double data = m.dataPerImage * batchPerWorker;
+    const double combined = overlap(point.computeSeconds, point.allReduceSeconds, m.gamma);
+    point.exposedSeconds = combined - point.computeSeconds;
+    point.stepSeconds = data + combined;
+    point.imagesPerSecond = double(workers) * batchPerWorker / point.stepSeconds;
+    const double one = data + alone;
+    point.efficiency = one / point.stepSeconds;
+    point.speedup = workers * point.efficiency;
+    return point;
+}
+
+QList<ScalingPoint> predictWithBand(const QList<ScalingRun> &runs, const QList<int> &workers,
+    int batchPerWorker, double bandwidth, int rounds)
+{
+    const ScalingModel model = fitScalingModel(runs);
+    QList<ScalingPoint> points;
+    for (int p : workers)
+        points << predictScaling(model, p, batchPerWorker, bandwidth);
+    if (!model.valid || rounds < 2)
+        return points;
+    // Stratified: single- and multi-worker runs are resampled within their kind, so every
+    // round has both.
+    QList<int> single, multi;
+    for (int i = 0; i < runs.size(); ++i)
+        (runs[i].workers > 1 ? multi : single) << i;
+    std::mt19937 random(20261126);
+    const auto pick = [&](int n) { return std::uniform_int_distribution<int>(0, n - 1)(random); };
+    QList<QList<double>> ips(workers.size()), efficiency(workers.size());
+    for (int round = 0; round < rounds; ++round) {
+        QList<ScalingRun> sample;
+        for (const QList<int> *group : { &single, &multi })
+            for (int k = 0; k < group->size(); ++k) {
+                ScalingRun r = runs[(*group)[pick(int(group->size()))]];
+                if (r.steps.size() >= 2) {
+                    StepTimes sum = StepTimes::zero();
+                    int n = 0;
+                    for (int s = 0; s < r.steps.size(); ++s) {
+                        const StepTimes &t = r.steps[pick(int(r.steps.size()))];
+                        if (t.measured()) {
+                            sum += t;
+                            ++n;
+                        }
+                    }
+                    if (n > 0)
+                        r.perStep = sum.dividedBy(n);
+                }
+                for (NetworkSample &s : r.network.samples) {
+                    const QList<double> repeats = s.seconds;
+                    for (double &t : s.seconds)
+                        t = repeats[pick(int(repeats.size()))];
+                }
+                sample << r;
+            }
+        const ScalingModel refitted = fitScalingModel(sample);
+        if (!refitted.valid)
+            continue;
+        for (int i = 0; i < workers.size(); ++i) {
+            const ScalingPoint p = predictScaling(refitted, workers[i], batchPerWorker, bandwidth);
+            ips[i] << p.imagesPerSecond;
+            efficiency[i] << p.efficiency;
+        }
+    }
+    const auto quantile = [](QList<double> v, double q) {
+        if (v.isEmpty())
+            return kNotMeasured;
+        std::sort(v.begin(), v.end());
+        return v[std::clamp(int(std::floor(q * (v.size() - 1) + 0.5)), 0, int(v.size()) - 1)];
+    };
+    for (int i = 0; i < points.size(); ++i) {
+        points[i].imagesPerSecondLow = quantile(ips[i], 0.025);
+        points[i].imagesPerSecondHigh = quantile(ips[i], 0.975);
+        points[i].efficiencyLow = quantile(efficiency[i], 0.025);
+        points[i].efficiencyHigh = quantile(efficiency[i], 0.975);
+    }
+    return points;
+}
+
+QList<HeldOutError> leaveOneOut(const QList<ScalingRun> &runs)
+{
+    QList<HeldOutError> errors;
+    for (int i = 0; i < runs.size(); ++i) {
+        const ScalingRun &held = runs[i];
+        if (held.workers < 2 || !held.perStep.measured())
+            continue;
+        QList<ScalingRun> rest = runs;
+        rest.removeAt(i);
+        const ScalingModel model = fitScalingModel(rest);
+        HeldOutError e { held.runId, held.workers, held.batchPerWorker, held.imagesPerSecond(),
+            kNotMeasured };
+        if (model.valid)
+            e.predicted = predictScaling(model, held.workers, held.batchPerWorker).imagesPerSecond;
+        else
+            e.problem = QStringLiteral("the other runs alone cannot be fitted: ") + model.problem;
+        errors << e;
+    }
+    return errors;
+}
+
+QString efficiencyLossText(const ScalingRun &fewer, const ScalingRun &more, const ScalingModel &model)
+{
+    if (fewer.workers >= more.workers || fewer.batchPerWorker != more.batchPerWorker
+        || !fewer.perStep.measured() || !more.perStep.measured())
+        return {};
+    const double perWorkerFewer = fewer.imagesPerSecond() / fewer.workers;
+    const double perWorkerMore = more.imagesPerSecond() / more.workers;
+    const double efficiency = perWorkerMore / perWorkerFewer;
+    QString text = QStringLiteral("%1 → %2 workers (batch %3 per worker) ")
+                       .arg(fewer.workers)
+                       .arg(more.workers)
+                       .arg(more.batchPerWorker);
+    if (efficiency >= 0.995)
+        return text
+            + QStringLiteral("keep their efficiency (%1 → %2 images/s per worker)")
+                  .arg(perWorkerFewer, 0, 'f', 1)
+                  .arg(perWorkerMore, 0, 'f', 1);
+    const double added = more.stepSeconds() - fewer.stepSeconds();
+    const double exposed = more.perStep.exposedAllReduce - fewer.perStep.exposedAllReduce;
+    const double compute = more.perStep.compute() - fewer.perStep.compute();
+    const double data = more.perStep.data - fewer.perStep.data;
+    text += QStringLiteral("lose %1 efficiency (%2 → %3 images/s per worker): of the %4 ms a step grew by, ")
+                .arg(percent(1 - efficiency))
+                .arg(perWorkerFewer, 0, 'f', 1)
+                .arg(perWorkerMore, 0, 'f', 1)
+                .arg(added * 1000, 0, 'f', 0);
+    text += QStringLiteral("%1 is exposed all-reduce, %2 compute, %3 waiting for data")
+                .arg(percent(exposed / added), percent(compute / added), percent(data / added));
+    if (std::isfinite(model.gradientBytes) && std::isfinite(model.bandwidth))
+        text += QStringLiteral("; each step all-reduces %1 MB of gradients at %2")
+                    .arg(model.gradientBytes / 1e6, 0, 'f', 1)
+                    .arg(bandwidthText(model.bandwidth));
+    return text;
+}
+
+ScalingRun scalingRunOf(const RunResult &run)
+{
+    ScalingRun r;
+    r.runId = run.runId;
+    r.workers = run.config.workers;
+    r.batchPerWorker = run.config.batchSize;
+    r.gradientBytes = run.gradientBytes;
+    r.perStep = run.anatomy.perStep;
+    r.network = run.network;
+    for (const StepPoint &p : run.steps)
+        if (p.times.measured())
+            r.steps << p.times;
+    return r;
+}
+
+QList<StudyScaling> studyScaling(const StudySnapshot &snapshot)
+{
+    QList<StudyScaling> all;
+    for (const RunResult &run : snapshot.runs) {
+        if (run.state != QLatin1String("SUCCEEDED") || !run.anatomy.measured())
+            continue;
+        auto it = std::find_if(
+            all.begin(), all.end(), [&](const StudyScaling &s) { return s.model == run.config.model; });
+        if (it == all.end()) {
+            all.append(StudyScaling { run.config.model, {}, {}, {}, {}, 0 });
+            it = all.end() - 1;
+        }
+        it->runs << scalingRunOf(run);
+    }
+    for (StudyScaling &s : all) {
+        s.fit = fitScalingModel(s.runs);
+        s.heldOut = leaveOneOut(s.runs);
+        QMap<int, int> counts;
+        for (const ScalingRun &r : s.runs)
+            ++counts[r.batchPerWorker];
+        for (auto it = counts.cbegin(); it != counts.cend(); ++it)
+            if (s.batchPerWorker == 0 || it.value() > counts.value(s.batchPerWorker))
+                s.batchPerWorker = it.key();
+        // Consecutive worker counts at each batch: the mean run of each count.
+        for (auto b = counts.cbegin(); b != counts.cend(); ++b) {
+            QMap<int, QList<const ScalingRun *>> byWorkers;
+            for (const ScalingRun &r : s.runs)
+                if (r.batchPerWorker == b.key())
+                    byWorkers[r.workers] << &r;
+            const auto mean = [](const QList<const ScalingRun *> &runs) {
+                ScalingRun m = *runs.first();
+                StepTimes sum = StepTimes::zero();
+                for (const ScalingRun *r : runs)
+                    sum += r->perStep;
+                m.perStep = sum.dividedBy(double(runs.size()));
+                return m;
+            };
+            const QList<int> counts = byWorkers.keys();
+            for (int i = 1; i < counts.size(); ++i) {
+                const QString text
+                    = efficiencyLossText(mean(byWorkers[counts[i - 1]]), mean(byWorkers[counts[i]]), s.fit);
+                if (!text.isEmpty())
+                    s.losses << text;
+            }
+        }
+    }
+    return all;
+}
+
+QJsonObject anatomyJson(const RunAnatomy &a)
+{
+    if (!a.measured())
+        return {};
+    const auto times = [](const StepTimes &t) {
+        return QJsonObject { { QStringLiteral("dataSeconds"), t.data },
+            { QStringLiteral("forwardSeconds"), t.forward },
+            { QStringLiteral("backwardSeconds"), t.backward },
+            { QStringLiteral("exposedAllReduceSeconds"), t.exposedAllReduce },
+            { QStringLiteral("optimizerSeconds"), t.optimizer },
+            { QStringLiteral("stepSeconds"), t.total() } };
+    };
+    QJsonArray ranks;
+    for (const RankTimes &r : a.ranks) {
+        QJsonObject o = times(r.perStep);
+        o.insert(QStringLiteral("rank"), r.rank);
+        o.insert(QStringLiteral("steps"), double(r.steps));
+        ranks.append(o);
+    }
+    QJsonObject o { { QStringLiteral("steps"), double(a.steps) },
+        { QStringLiteral("perStep"), times(a.perStep) }, { QStringLiteral("ranks"), ranks },
+        { QStringLiteral("trainSeconds"), a.trainSeconds },
+        { QStringLiteral("evaluationSeconds"), a.evaluationSeconds },
+        { QStringLiteral("checkpointSeconds"), a.checkpointSeconds } };
+    if (a.slowestRank >= 0) {
+        o.insert(QStringLiteral("slowestRank"), a.slowestRank);
+        o.insert(QStringLiteral("slowestLagSeconds"), a.slowestLagSeconds);
+    }
+    return o;
+}
+
+QList<int> defaultPredictionWorkers()
+{
+    QList<int> workers;
+    for (int p = 1; p <= 512; p *= 2)
+        workers << p;
+    return workers;
+}
+
+QJsonObject scalingJson(const StudyScaling &scaling, const QList<ScalingPoint> &predictions)
+{
+    const auto finite = [](double v) { return std::isfinite(v) ? QJsonValue(v) : QJsonValue(); };
+    const ScalingModel &m = scaling.fit;
+    QJsonArray points;
+    for (const ScalingPoint &p : predictions)
+        points.append(QJsonObject { { QStringLiteral("workers"), p.workers },
+            { QStringLiteral("batchPerWorker"), p.batchPerWorker },
+            { QStringLiteral("bandwidthBytesPerSecond"), finite(p.bandwidth) },
+            { QStringLiteral("stepSeconds"), finite(p.stepSeconds) },
+            { QStringLiteral("computeSeconds"), finite(p.computeSeconds) },
+            { QStringLiteral("allReduceSeconds"), finite(p.allReduceSeconds) },
+            { QStringLiteral("exposedAllReduceSeconds"), finite(p.exposedSeconds) },
+            { QStringLiteral("imagesPerSecond"), finite(p.imagesPerSecond) },
+            { QStringLiteral("imagesPerSecondLow"), finite(p.imagesPerSecondLow) },
+            { QStringLiteral("imagesPerSecondHigh"), finite(p.imagesPerSecondHigh) },
+            { QStringLiteral("speedup"), finite(p.speedup) },
+            { QStringLiteral("efficiency"), finite(p.efficiency) },
+            { QStringLiteral("efficiencyLow"), finite(p.efficiencyLow) },
+            { QStringLiteral("efficiencyHigh"), finite(p.efficiencyHigh) } });
+    QJsonArray held;
+    QList<double> errors;
+    for (const HeldOutError &e : scaling.heldOut) {
+        held.append(QJsonObject { { QStringLiteral("runId"), e.runId },
+            { QStringLiteral("workers"), e.workers }, { QStringLiteral("batchPerWorker"), e.batchPerWorker },
+            { QStringLiteral("measuredImagesPerSecond"), finite(e.measured) },
+            { QStringLiteral("predictedImagesPerSecond"), finite(e.predicted) },
+            { QStringLiteral("relativeError"), finite(e.relativeError()) },
+            { QStringLiteral("problem"), e.problem } });
+        if (std::isfinite(e.relativeError()))
+            errors << std::abs(e.relativeError());
+    }
+    QJsonObject fit { { QStringLiteral("valid"), m.valid }, { QStringLiteral("problem"), m.problem },
+        { QStringLiteral("computeInterceptSeconds"), m.computeIntercept },
+        { QStringLiteral("computeSecondsPerImage"), m.computePerImage },
+        { QStringLiteral("dataSecondsPerImage"), m.dataPerImage },
+        { QStringLiteral("contentionSecondsPerByte"), m.contention },
+        { QStringLiteral("latencySeconds"), finite(m.latency) },
+        { QStringLiteral("bandwidthBytesPerSecond"), finite(m.bandwidth) },
+        { QStringLiteral("gamma"), m.gamma }, { QStringLiteral("gammaFitted"), m.gammaFitted },
+        { QStringLiteral("gradientBytes"), finite(m.gradientBytes) },
+        { QStringLiteral("probeHosts"), m.probeHosts }, { QStringLiteral("runs"), int(scaling.runs.size()) },
+        { QStringLiteral("notes"), QJsonArray::fromStringList(m.notes) } };
+    return QJsonObject { { QStringLiteral("model"), scaling.model }, { QStringLiteral("fit"), fit },
+        { QStringLiteral("heldOut"), held },
+        { QStringLiteral("heldOutMedianAbsoluteError"), finite(median(errors)) },
+        { QStringLiteral("losses"), QJsonArray::fromStringList(scaling.losses) },
+        { QStringLiteral("predictions"), points },
+        { QStringLiteral("definitions"),
+            QJsonObject {
+                { QStringLiteral("model"),
+                    QStringLiteral(
+                        "T_step(p, b) = data_per_image*b + ((c0 + c1*b + "
+                        "contention*2(p-1)/p*gradient_bytes)^gamma "
+                        "+ T_ar(p)^gamma)^(1/gamma); "
+                        "T_ar(p) = k*2(p-1)*latency + 2(p-1)/p * gradient_bytes/bandwidth, k the reducer's "
+                        "buckets (1 MB, then 4 MB); AdaptDL/Pollux's form (OSDI 2021)") },
+                { QStringLiteral("speedup"),
+                    QStringLiteral(
+                        "predicted images/s of p workers / predicted images/s of one worker at the same "
+                        "batch per worker") },
+                { QStringLiteral("efficiency"), QStringLiteral("speedup / workers") },
+                { QStringLiteral("band"),
+                    QStringLiteral(
+                        "2.5th and 97.5th percentiles of 200 refits on resampled runs, steps and probe "
+                        "repeats") },
+                { QStringLiteral("heldOut"),
+                    QStringLiteral(
+                        "each multi-worker run's images/s (its mean step) predicted by the model fitted "
+                        "without it; relativeError = predicted / measured - 1") } } } };
+}
+
+double parseBandwidth(const QString &text)
+{
+    static const QRegularExpression re(QStringLiteral(
+        "^\\s*([0-9]*\\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\\s*([kKmMgGtT]?)(bit|bits|b|B|bps|Bps)?(/s)?\\s*$"));
+    const auto match = re.match(text);
+    if (!match.hasMatch())
+        return 0;
+    double value = match.captured(1).toDouble();
+    const QString prefix = match.captured(2).toLower();
+    value *= prefix == QLatin1String("k") ? 1e3
+        : prefix == QLatin1String("m")    ? 1e6
+        : prefix == QLatin1String("g")    ? 1e9
+        : prefix == QLatin1String("t")    ? 1e12
+                                          : 1;
+    const QString unit = match.captured(3);
+    const bool bits
+        = unit.startsWith(QLatin1String("bit")) || unit == QLatin1String("b") || unit == QLatin1String("bps");
+    return bits ? value / 8 : value;
+}
+
+QString bandwidthText(double bytesPerSecond)
+{
+    if (!std::isfinite(bytesPerSecond))
+        return QStringLiteral("unknown bandwidth");
+    return QStringLiteral("%1 MB/s (%2 Gbit/s)")
+        .arg(bytesPerSecond / 1e6, 0, 'f',
+            bytesPerSecond < 1e7       ? 2
+                : bytesPerSecond < 1e8 ? 1
+                                       : 0)
+        .arg(bytesPerSecond * 8 / 1e9, 0, 'g', 3);
+}
+
+} // namespace scalelab::core

@@ -1,0 +1,210 @@
+// core/studies/scaling_model.h: the fit recovers the parameters of runs and probes generated
+// by a known model (with noise, within tolerance; exactly without), predicts what that model
+// says at other worker counts, batches and bandwidths, says what it cannot fit, and its
+// bootstrap band holds the truth. Issue 37 items 3 and 7.
+#include "scaling_model.h"
+
+#include <QTest>
+
+#include <cmath>
+#include <random>
+
+using namespace scalelab::core;
+
+namespace {
+
+// The model the data comes from.
+ScalingModel truth()
+{
+    ScalingModel m;
+    m.valid = true;
+    m.computeIntercept = 0.020; // 20 ms
+    m.computePerImage = 0.004; // 4 ms an image
+    m.dataPerImage = 0.0002;
+    m.contention = 1e-9; // a nanosecond of compute per byte reduced: 13 ms at 2 workers
+    m.latency = 150e-6;
+    m.bandwidth = 120e6; // ~1 Gbit/s
+    m.gamma = 2.5;
+    m.gradientBytes = 13e6;
+    return m;
+}
+
+// A run of the true model at `workers` x `batch`, its probe of the same network; noise is
+// the relative spread of each step and each probe repeat (0: exact).
+ScalingRun run(const ScalingModel &m, int workers, int batch, double noise, std::mt19937 &random)
+{
+    std::normal_distribution<double> jitter(1.0, noise);
+    const auto noisy = [&](double v) { return noise > 0 ? v * std::max(0.5, jitter(random)) : v; };
+    ScalingRun r;
+    r.runId = QStringLiteral("w%1-b%2").arg(workers).arg(batch);
+    r.workers = workers;
+    r.batchPerWorker = batch;
+    r.gradientBytes = m.gradientBytes;
+    const ScalingPoint p = predictScaling(m, workers, batch);
+    StepTimes sum = StepTimes::zero();
+    for (int s = 0; s < 30; ++s) {
+        const double compute = noisy(p.computeSeconds);
+        StepTimes t { noisy(m.dataPerImage * batch), compute * 0.3, compute * 0.65, noisy(p.exposedSeconds),
+            compute * 0.05 };
+        r.steps << t;
+        sum += t;
+    }
+    r.perStep = sum.dividedBy(30);
+    if (workers > 1) {
+        r.network = { workers, QStringLiteral("gloo"), workers, {} };
+        for (qint64 bytes = 4 << 10; bytes <= (64 << 20); bytes *= 4) {
+            NetworkSample s { bytes, {} };
+            // One message: one bucket's worth of latency.
+            const double t
+                = 2 * (workers - 1) * m.latency + 2.0 * (workers - 1) / workers * double(bytes) / m.bandwidth;
+            for (int k = 0; k < 3; ++k)
+                s.seconds << noisy(t);
+            r.network.samples << s;
+        }
+    }
+    return r;
+}
+
+QList<ScalingRun> study(const ScalingModel &m, double noise, unsigned seed = 1)
+{
+    std::mt19937 random(seed);
+    QList<ScalingRun> runs;
+    for (int workers : { 1, 2, 4 })
+        for (int batch : { 32, 128 })
+            runs << run(m, workers, batch, noise, random);
+    return runs;
+}
+
+} // namespace
+
+class TestScalingModel : public QObject {
+    Q_OBJECT
+private Q_SLOTS:
+    void exactDataGivesBackItsParameters()
+    {
+        const ScalingModel t = truth();
+        const ScalingModel fit = fitScalingModel(study(t, 0));
+        QVERIFY2(fit.valid, qPrintable(fit.problem));
+        QVERIFY(fit.gammaFitted);
+        QVERIFY(std::abs(fit.computeIntercept - t.computeIntercept) < 1e-9);
+        QVERIFY(std::abs(fit.computePerImage - t.computePerImage) < 1e-12);
+        QVERIFY(std::abs(fit.dataPerImage - t.dataPerImage) < 1e-12);
+        QVERIFY2(
+            std::abs(fit.contention / t.contention - 1) < 1e-6, qPrintable(QString::number(fit.contention)));
+        QVERIFY(std::abs(fit.latency / t.latency - 1) < 1e-6);
+        QVERIFY(std::abs(fit.bandwidth / t.bandwidth - 1) < 1e-6);
+        QVERIFY2(std::abs(fit.gamma / t.gamma - 1) < 0.01,
+            qPrintable(QString::number(fit.gamma))); // the grid's step
+        QCOMPARE(fit.gradientBytes, t.gradientBytes);
+    }
+
+    // 5 % noise on every step and probe repeat: the parameters within 10 % (γ 20 %), the
+    // prediction at 64 workers within 5 %, and the band around it holds the truth.
+    void noisyDataGivesThemWithinTolerance()
+    {
+        const ScalingModel t = truth();
+        const QList<ScalingRun> runs = study(t, 0.05, 7);
+        const ScalingModel fit = fitScalingModel(runs);
+        QVERIFY2(fit.valid, qPrintable(fit.problem));
+        QVERIFY2(std::abs(fit.computePerImage / t.computePerImage - 1) < 0.1,
+            qPrintable(QString::number(fit.computePerImage)));
+        QVERIFY2(std::abs(fit.bandwidth / t.bandwidth - 1) < 0.1, qPrintable(QString::number(fit.bandwidth)));
+        QVERIFY2(std::abs(fit.gamma / t.gamma - 1) < 0.2, qPrintable(QString::number(fit.gamma)));
+        const ScalingPoint exact = predictScaling(t, 64, 64);
+        const QList<ScalingPoint> band = predictWithBand(runs, { 64 }, 64);
+        QCOMPARE(band.size(), 1);
+        QVERIFY2(std::abs(band[0].imagesPerSecond / exact.imagesPerSecond - 1) < 0.05,
+            qPrintable(QStringLiteral("%1 vs %2").arg(band[0].imagesPerSecond).arg(exact.imagesPerSecond)));
+        QVERIFY(band[0].imagesPerSecondLow <= band[0].imagesPerSecondHigh);
+        QVERIFY2(band[0].efficiencyLow <= exact.efficiency && exact.efficiency <= band[0].efficiencyHigh,
+            qPrintable(QStringLiteral("%1 not in [%2, %3]")
+                           .arg(exact.efficiency)
+                           .arg(band[0].efficiencyLow)
+                           .arg(band[0].efficiencyHigh)));
+        // Leave-one-out on the study's own runs: each multi-worker run within 10 %.
+        const QList<HeldOutError> held = leaveOneOut(runs);
+        QCOMPARE(held.size(), 4);
+        for (const HeldOutError &e : held)
+            QVERIFY2(std::abs(e.relativeError()) < 0.1,
+                qPrintable(e.runId + QStringLiteral(": ") + QString::number(e.relativeError())));
+    }
+
+    // What the model says: the ring's 2(p-1)/p approaches 2, so efficiency falls and levels;
+    // a faster link gives it back; one worker has nothing to all-reduce.
+    void predictionsFollowTheModel()
+    {
+        const ScalingModel t = truth();
+        const ScalingPoint one = predictScaling(t, 1, 64);
+        QCOMPARE(one.allReduceSeconds, 0.0);
+        QCOMPARE(one.efficiency, 1.0);
+        QCOMPARE(one.speedup, 1.0);
+        double last = 1;
+        for (int p : { 2, 4, 8, 16, 64, 512 }) {
+            const ScalingPoint point = predictScaling(t, p, 64);
+            QVERIFY(point.efficiency < last); // latency grows with p
+            QVERIFY(std::abs(point.speedup - p * point.efficiency) < 1e-9);
+            QVERIFY(std::abs(point.imagesPerSecond - p * 64 / point.stepSeconds) < 1e-9);
+            last = point.efficiency;
+        }
+        QVERIFY(
+            predictScaling(t, 16, 64, 10 * t.bandwidth).efficiency > predictScaling(t, 16, 64).efficiency);
+        // Larger batches hide more of the all-reduce behind compute.
+        QVERIFY(predictScaling(t, 16, 256).efficiency > predictScaling(t, 16, 32).efficiency);
+        // 13 MB in c10d's buckets: 1 MB, then three of 4 MB: 4 latencies per ring phase.
+        QCOMPARE(allReduceSeconds(t, 2, 13e6), 4 * 2 * t.latency + 13e6 / t.bandwidth);
+    }
+
+    // What it cannot fit, it says.
+    void missingMeasurementsAreNamed()
+    {
+        QCOMPARE(fitScalingModel({}).valid, false);
+        QVERIFY(fitScalingModel({}).problem.contains(QStringLiteral("anatomy")));
+        std::mt19937 random(1);
+        ScalingRun lone = run(truth(), 2, 64, 0, random);
+        lone.network = {};
+        const ScalingModel noProbe = fitScalingModel({ lone });
+        QVERIFY(!noProbe.valid);
+        QVERIFY2(noProbe.problem.contains(QStringLiteral("skipNetworkProbe")), qPrintable(noProbe.problem));
+        ScalingRun oneNode = run(truth(), 2, 64, 0, random);
+        oneNode.network.hosts = 1; // both ranks on one node
+        const ScalingModel single = fitScalingModel({ run(truth(), 1, 64, 0, random), oneNode });
+        QVERIFY(single.valid);
+        QVERIFY(single.notes.join(u' ').contains(QStringLiteral("One batch size")));
+        QVERIFY(single.notes.join(u' ').contains(QStringLiteral("one node")));
+    }
+
+    void lossIsExplainedInWords()
+    {
+        const ScalingModel t = truth();
+        std::mt19937 random(1);
+        const QString text = efficiencyLossText(run(t, 2, 64, 0, random), run(t, 4, 64, 0, random), t);
+        QVERIFY2(
+            text.startsWith(QStringLiteral("2 → 4 workers (batch 64 per worker) lose ")), qPrintable(text));
+        // Contention adds 6.5 ms of compute from 2 to 4 workers; the rest is all-reduce.
+        QVERIFY2(text.contains(QStringLiteral("is exposed all-reduce"))
+                && text.contains(QStringLiteral("0 % waiting for data")),
+            qPrintable(text));
+        ScalingModel quiet = t;
+        quiet.contention = 0;
+        const QString allReduce
+            = efficiencyLossText(run(quiet, 2, 64, 0, random), run(quiet, 4, 64, 0, random), quiet);
+        QVERIFY2(allReduce.contains(QStringLiteral("100 % is exposed all-reduce, 0 % compute")),
+            qPrintable(allReduce));
+        QVERIFY2(text.contains(QStringLiteral("13.0 MB of gradients at 120 MB/s (0.96 Gbit/s)")),
+            qPrintable(text));
+    }
+
+    void bandwidthsAreRead()
+    {
+        QCOMPARE(parseBandwidth(QStringLiteral("10Gbit")), 1.25e9);
+        QCOMPARE(parseBandwidth(QStringLiteral("1 Gbit/s")), 1.25e8);
+        QCOMPARE(parseBandwidth(QStringLiteral("100Mbit")), 1.25e7);
+        QCOMPARE(parseBandwidth(QStringLiteral("125MB/s")), 1.25e8);
+        QCOMPARE(parseBandwidth(QStringLiteral("1.5e9")), 1.5e9);
+        QCOMPARE(parseBandwidth(QStringLiteral("fast")), 0.0);
+        QCOMPARE(parseBandwidth(QStringLiteral("10 furlongs")), 0.0);
+    }
+};
+
+QTEST_GUILESS_MAIN(TestScalingModel)
+#include "tst_scaling_model.moc"
