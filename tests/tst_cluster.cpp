@@ -334,6 +334,18 @@ private Q_SLOTS:
         QVERIFY(run.value(QLatin1String("imagesPerSecond")).toDouble() > 0);
         qInfo(
             "ResNet-18 on two hosts: %.1f images/s", run.value(QLatin1String("imagesPerSecond")).toDouble());
+        // Issue 37: its network probe ran between the two hosts, over their link.
+        const QJsonObject network = run.value(QLatin1String("network")).toObject();
+        QCOMPARE(network.value(QLatin1String("world_size")).toInt(), 2);
+        QCOMPARE(network.value(QLatin1String("hosts")).toInt(), 2);
+        const QJsonArray samples = network.value(QLatin1String("samples")).toArray();
+        QVERIFY2(samples.size() >= 3, qPrintable(QJsonDocument(network).toJson()));
+        QCOMPARE(samples.first().toObject().value(QLatin1String("bytes")).toInt(), 4096);
+        QVERIFY(samples.last().toObject().value(QLatin1String("seconds")).toArray().first().toDouble()
+            > samples.first().toObject().value(QLatin1String("seconds")).toArray().first().toDouble());
+        // And its anatomy names every rank.
+        QCOMPARE(
+            run.value(QLatin1String("anatomy")).toObject().value(QLatin1String("ranks")).toArray().size(), 2);
     }
 
     void spreadThreeHosts()

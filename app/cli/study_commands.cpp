@@ -184,6 +184,8 @@ QJsonObject runJson(const RunResult &r)
         { QStringLiteral("attempts"), attempts } };
     if (r.anatomy.measured())
         o.insert(QStringLiteral("anatomy"), anatomyJson(r.anatomy));
+    if (r.network.worldSize > 1)
+        o.insert(QStringLiteral("network"), networkJson(r.network));
     if (r.trial) {
         QJsonArray decisions;
         for (const auto &d : r.decisions)

@@ -111,20 +111,8 @@ QJsonObject runJson(const StudySnapshot &snapshot, const RunResult &run, const R
         { QStringLiteral("worker_command"), QJsonArray::fromStringList(run.workerCommand) } };
     if (run.anatomy.measured())
         json.insert(QStringLiteral("anatomy"), anatomyJson(run.anatomy));
-    if (run.network.worldSize > 1) {
-        QJsonArray samples;
-        for (const NetworkSample &sample : run.network.samples) {
-            QJsonArray seconds;
-            for (double t : sample.seconds)
-                seconds.append(t);
-            samples.append(QJsonObject {
-                { QStringLiteral("bytes"), double(sample.bytes) }, { QStringLiteral("seconds"), seconds } });
-        }
-        json.insert(QStringLiteral("network_probe"),
-            QJsonObject { { QStringLiteral("world_size"), run.network.worldSize },
-                { QStringLiteral("backend"), run.network.backend },
-                { QStringLiteral("hosts"), run.network.hosts }, { QStringLiteral("samples"), samples } });
-    }
+    if (run.network.worldSize > 1)
+        json.insert(QStringLiteral("network_probe"), networkJson(run.network));
     if (snapshot.tune) {
         // A tune has no baseline: no speedup to report.
         json.remove(QStringLiteral("speedup_by_wall_clock"));

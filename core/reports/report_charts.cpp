@@ -1,5 +1,7 @@
 #include "report_charts.h"
 
+#include "scaling_model.h"
+
 #include "downsample.h"
 #include "report_tune.h"
 #include "tune_plan.h"
@@ -271,6 +273,47 @@ QList<ChartSpec> studyCharts(const StudySnapshot &snapshot, const StudyResults &
             speedup.series.prepend(idealSpeedup);
         if (hasData(efficiency))
             efficiency.series.prepend(idealEff);
+    }
+    // The scaling model's prediction beside the measured points, out to 16 workers or twice
+    // the most measured, its 95 % band as bars (docs/scaling.md): of the steps' images/s, which
+    // a run's wall-clock exceeds by start-up, evaluation and checkpoints.
+    if (!snapshot.tune && !speedup.series.isEmpty()) {
+        int colorIndex = 0;
+        for (const StudyScaling &s : studyScaling(snapshot)) {
+            if (!s.fit.valid)
+                continue;
+            int measured = 1;
+            for (const ScalingRun &r : s.runs)
+                measured = std::max(measured, r.workers);
+            const int most = std::max(16, 2 * measured);
+            QList<int> workers;
+            for (int p = 1; p < most; p *= 2)
+                workers << p;
+            workers << most;
+            ChartSeries predictedSpeedup;
+            predictedSpeedup.name
+                = QStringLiteral("predicted (steps' images/s, b%1%2), 95 % band")
+                      .arg(s.batchPerWorker)
+                      .arg(oneModel ? QString()
+                                    : QStringLiteral(", ") + snapshot.modelNames.value(s.model, s.model));
+            predictedSpeedup.color = palette().at((6 + colorIndex++) % palette().size());
+            predictedSpeedup.style = Qt::DotLine;
+            ChartSeries predictedEfficiency = predictedSpeedup;
+            for (const ScalingPoint &p : predictWithBand(s.runs, workers, s.batchPerWorker)) {
+                predictedSpeedup.points.append({ double(p.workers), p.speedup });
+                predictedSpeedup.errorBars.append(
+                    { p.efficiencyLow * p.workers, p.efficiencyHigh * p.workers });
+                predictedEfficiency.points.append({ double(p.workers), p.efficiency });
+                predictedEfficiency.errorBars.append({ p.efficiencyLow, p.efficiencyHigh });
+            }
+            speedup.series << predictedSpeedup;
+            efficiency.series << predictedEfficiency;
+            // The ideal line runs as far as the prediction, so the gap between them shows.
+            for (ChartSpec *chart : { &speedup, &efficiency })
+                if (!chart->series.isEmpty() && chart->series.first().color == kIdealColor)
+                    chart->series.first().points.append(
+                        { double(most), chart == &speedup ? double(most) / baseWorkers : 1.0 });
+        }
     }
     charts << throughput << speedup << efficiency;
     if (snapshot.learningRateCurve.size() > 1) {

@@ -458,6 +458,21 @@ QJsonObject anatomyJson(const RunAnatomy &a)
     return o;
 }
 
+QJsonObject networkJson(const RunNetwork &network)
+{
+    QJsonArray samples;
+    for (const NetworkSample &sample : network.samples) {
+        QJsonArray seconds;
+        for (double t : sample.seconds)
+            seconds.append(t);
+        samples.append(QJsonObject {
+            { QStringLiteral("bytes"), double(sample.bytes) }, { QStringLiteral("seconds"), seconds } });
+    }
+    return QJsonObject { { QStringLiteral("world_size"), network.worldSize },
+        { QStringLiteral("backend"), network.backend }, { QStringLiteral("hosts"), network.hosts },
+        { QStringLiteral("samples"), samples } };
+}
+
 QList<int> defaultPredictionWorkers()
 {
     QList<int> workers;

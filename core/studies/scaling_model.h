@@ -130,6 +130,9 @@ QJsonObject scalingJson(const StudyScaling &scaling, const QList<ScalingPoint> &
 // A run's anatomy as JSON (seconds; per step, and outside the steps), for `study show
 // --json` and the JSON report. Empty when not measured.
 QJsonObject anatomyJson(const RunAnatomy &anatomy);
+// A run's network probe as JSON: world size, backend, hosts, and per size its bytes and each
+// timed all-reduce's seconds.
+QJsonObject networkJson(const RunNetwork &network);
 
 // The worker counts predictions are drawn at by default: 1, 2, 4 ... 512.
 QList<int> defaultPredictionWorkers();
