@@ -58,7 +58,8 @@ flags=(-std=c++20 -O2 -Wall -Wextra -Wpedantic -Werror
 # /usr/include is searched anyway, and naming it with -isystem breaks #include_next.
 [[ "$torch_include" == /usr/include ]] || flags+=(-isystem "$torch_include")
 failed=()
-for source in device.cpp checkpoint.cpp data_parallel.cpp fused_ops.cpp seed_model.cpp training.cpp worker_main.cpp; do
+for source in device.cpp checkpoint.cpp data_loader.cpp data_parallel.cpp fused_ops.cpp model_zoo.cpp seed_model.cpp \
+  training.cpp training_support.cpp training_tools.cpp worker_main.cpp; do
   output=(-fsyntax-only)
   [[ "$source" == device.cpp ]] && output=(-c -o "$work/device.o")
   if g++ "${flags[@]}" "${output[@]}" "$trainer/$source"; then
