@@ -50,6 +50,7 @@ ReportContent buildReportContent(const StudySnapshot &snapshot);
 // Formatting shared by the report renderers. NaN prints as kDash.
 inline const QString kDash = QStringLiteral("—");
 QString formatPercent(double fraction, int decimals = 1);
+QString formatSpeedup(double speedup); // "1.93×"
 QString formatSeconds(double seconds);
 QString formatNumber(double value, int decimals);
 QString formatUnixMs(qint64 ms);

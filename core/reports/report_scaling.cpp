@@ -1,0 +1,120 @@
+#include "report_scaling.h"
+
+#include "scaling_model.h"
+
+#include <cmath>
+
+namespace scalelab::core {
+
+// One row per run: where its steps' time went (rank 0's mean), the time outside them, and
+// its slowest rank.
+ReportTable anatomyTable(const StudySnapshot &snapshot)
+{
+    ReportTable t;
+    t.title = QStringLiteral("Where the time goes");
+    t.caption = QStringLiteral("Per step, rank 0's mean in milliseconds: waiting for the batch (data), "
+                               "forward, backward until its last "
+                               "gradient, the all-reduce backward did not hide (exposed), the optimizer. "
+                               "Outside the steps, over the run: "
+                               "evaluation and checkpoints, in seconds. The slowest rank is the one whose "
+                               "own work (all but the wait for "
+                               "the others) took longest, with its lag behind the median rank per step: a "
+                               "straggler every all-reduce waits "
+                               "for.");
+    t.headers = QStringList { QStringLiteral("Run"), QStringLiteral("Data"), QStringLiteral("Forward"),
+        QStringLiteral("Backward"), QStringLiteral("Exposed all-reduce"), QStringLiteral("Optimizer"),
+        QStringLiteral("Step"), QStringLiteral("Evaluation (s)"), QStringLiteral("Checkpoints (s)"),
+        QStringLiteral("Slowest rank") };
+    t.shortHeaders = QStringList { t.headers[0], t.headers[1], t.headers[2], t.headers[3],
+        QStringLiteral("Exposed\nall-reduce"), t.headers[5], t.headers[6], QStringLiteral("Eval\n(s)"),
+        QStringLiteral("Ckpt\n(s)"), QStringLiteral("Slowest\nrank") };
+    t.numeric = { false, true, true, true, true, true, true, true, true, false };
+    const auto ms = [](double seconds) { return QString::number(seconds * 1000, 'f', 1); };
+    for (const RunResult &run : snapshot.runs) {
+        const RunAnatomy &a = run.anatomy;
+        if (!a.measured())
+            continue;
+        t.rows.append({ run.runId, ms(a.perStep.data), ms(a.perStep.forward), ms(a.perStep.backward),
+            ms(a.perStep.exposedAllReduce), ms(a.perStep.optimizer), ms(a.perStep.total()),
+            QString::number(a.evaluationSeconds, 'f', 1), QString::number(a.checkpointSeconds, 'f', 1),
+            a.slowestRank >= 0
+                ? QStringLiteral("rank %1, +%2 ms").arg(a.slowestRank).arg(ms(a.slowestLagSeconds))
+                : kDash });
+        t.mutedRows.append(run.state != QLatin1String("SUCCEEDED"));
+    }
+    t.emptyText = QStringLiteral("No run has finished an epoch with a measured step anatomy yet.");
+    return t;
+}
+
+// Per model: the scaling model fitted on the study's runs, how well it predicts each of
+// them held out, and what it predicts out to 512 workers.
+QList<ReportTable> scalingTables(const StudySnapshot &snapshot)
+{
+    QList<ReportTable> tables;
+    for (const StudyScaling &s : studyScaling(snapshot)) {
+        const QString name = snapshot.modelNames.value(s.model, s.model);
+        ReportTable t;
+        t.title = QStringLiteral("What more workers would give: %1").arg(name);
+        if (!s.fit.valid) {
+            t.caption = QStringLiteral("No prediction: %1.").arg(s.fit.problem);
+            t.emptyText = t.caption;
+            tables << t;
+            continue;
+        }
+        const ScalingModel &m = s.fit;
+        QStringList words = s.losses;
+        QList<double> errors;
+        for (const HeldOutError &e : s.heldOut) {
+            if (!e.problem.isEmpty()) {
+                words << QStringLiteral("%1 cannot be predicted without it (%2)").arg(e.runId, e.problem);
+                continue;
+            }
+            words << QStringLiteral("%1 (%2 workers) predicted without it: %3 img/s, measured %4 (%5%6 %)")
+                         .arg(e.runId)
+                         .arg(e.workers)
+                         .arg(e.predicted, 0, 'f', 1)
+                         .arg(e.measured, 0, 'f', 1)
+                         .arg(e.relativeError() >= 0 ? QStringLiteral("+") : QString())
+                         .arg(100 * e.relativeError(), 0, 'f', 1);
+            errors << std::abs(e.relativeError());
+        }
+        t.caption = QStringLiteral(
+            "Step time = data + ((compute)^γ + (all-reduce)^γ)^(1/γ), a ring all-reduce of the gradients "
+            "overlapped "
+            "with compute (AdaptDL/Pollux's model), compute slowed by the communication it shares cores "
+            "with. Fitted "
+            "on %1 run(s): compute %2 ms + %3 ms × batch (+%10 ms a step at 2 workers); network "
+            "latency %4 µs, %5 (from the runs' all-reduce probes, %6 host(s)); γ %7; %8 MB of gradients a "
+            "step. %9 "
+            "Band: 95 % of 200 bootstrap refits. Speedup: against one worker at the same batch per worker.")
+                        .arg(s.runs.size())
+                        .arg(m.computeIntercept * 1000, 0, 'f', 1)
+                        .arg(m.computePerImage * 1000, 0, 'f', 2)
+                        .arg(m.latency * 1e6, 0, 'f', 0)
+                        .arg(bandwidthText(m.bandwidth))
+                        .arg(m.probeHosts)
+                        .arg(m.gamma, 0, 'f', 2)
+                        .arg(m.gradientBytes / 1e6, 0, 'f', 1)
+                        .arg((words + m.notes).join(QStringLiteral(". ")) + QStringLiteral("."))
+                        .arg(m.contention * m.gradientBytes * 1000, 0, 'f', 1);
+        t.headers = QStringList { QStringLiteral("Workers"), QStringLiteral("Batch per worker"),
+            QStringLiteral("Step (ms)"), QStringLiteral("Exposed all-reduce (ms)"),
+            QStringLiteral("Images/s"), QStringLiteral("Images/s, 95 % band"), QStringLiteral("Speedup"),
+            QStringLiteral("Efficiency"), QStringLiteral("Efficiency, 95 % band") };
+        t.numeric = { true, true, true, true, true, false, true, true, false };
+        for (const ScalingPoint &p : predictWithBand(s.runs, defaultPredictionWorkers(), s.batchPerWorker))
+            t.rows.append({ QString::number(p.workers), QString::number(p.batchPerWorker),
+                QString::number(p.stepSeconds * 1000, 'f', 1),
+                QString::number(p.exposedSeconds * 1000, 'f', 1), QString::number(p.imagesPerSecond, 'f', 1),
+                QStringLiteral("%1 – %2")
+                    .arg(p.imagesPerSecondLow, 0, 'f', 1)
+                    .arg(p.imagesPerSecondHigh, 0, 'f', 1),
+                formatSpeedup(p.speedup), formatPercent(p.efficiency, 0),
+                QStringLiteral("%1 – %2").arg(
+                    formatPercent(p.efficiencyLow, 0), formatPercent(p.efficiencyHigh, 0)) });
+        tables << t;
+    }
+    return tables;
+}
+
+} // namespace scalelab::core

@@ -1,0 +1,14 @@
+// The reports' tables of why a study scales (docs/scaling.md): where each run's step time
+// went, and per model the scaling model fitted on the study's runs with its predictions.
+#pragma once
+
+#include "report_content.h"
+
+namespace scalelab::core {
+
+// One row per run with a measured anatomy.
+ReportTable anatomyTable(const StudySnapshot &snapshot);
+// One table per model: the fit, its held-out checks, and predictions out to 512 workers.
+QList<ReportTable> scalingTables(const StudySnapshot &snapshot);
+
+} // namespace scalelab::core
