@@ -301,6 +301,34 @@ private Q_SLOTS:
         QVERIFY2(inventory.contains(QStringLiteral("ranks reached at %1 on eth0").arg(cluster.ip(1))), qPrintable(inventory));
         QVERIFY2(inventory.contains(QStringLiteral("resolves to 127.0.1.1 (loopback)")), qPrintable(inventory));
 
+        // Issue 37: the network on demand, two ranks on one host and two over the link.
+        QProcess probe;
+        probe.setProcessEnvironment(cluster.clientEnvironment());
+        probe.start(bin("scalelab-cli"),
+            { QStringLiteral("probe"), QStringLiteral("--agent"), cluster.agent(1), QStringLiteral("--agent"),
+                cluster.agent(2), QStringLiteral("--token-file"), cluster.tokenFile(),
+                QStringLiteral("--json") });
+        QVERIFY(probe.waitForFinished(240'000));
+        const QByteArray probed = probe.readAllStandardOutput();
+        QVERIFY2(probe.exitCode() == 0, (probed + probe.readAllStandardError()).constData());
+        const QJsonArray probes
+            = QJsonDocument::fromJson(probed).object().value(QLatin1String("probes")).toArray();
+        QCOMPARE(probes.size(), 2);
+        for (int i = 0; i < 2; ++i) {
+            const QJsonObject p = probes[i].toObject();
+            const bool across = i == 1;
+            QCOMPARE(p.value(QLatin1String("layout")).toString(),
+                across ? QStringLiteral("across hosts") : QStringLiteral("one host"));
+            QCOMPARE(p.value(QLatin1String("hosts")).toArray().size(), across ? 2 : 1);
+            QCOMPARE(p.value(QLatin1String("network")).toObject().value(QLatin1String("hosts")).toInt(),
+                across ? 2 : 1);
+            QVERIFY2(p.value(QLatin1String("bandwidth_bytes_per_second")).toDouble() > 0,
+                qPrintable(QJsonDocument(p).toJson()));
+        }
+        qInfo("probe: one host %.0f MB/s, across hosts %.0f MB/s",
+            probes[0].toObject().value(QLatin1String("bandwidth_bytes_per_second")).toDouble() / 1e6,
+            probes[1].toObject().value(QLatin1String("bandwidth_bytes_per_second")).toDouble() / 1e6);
+
         StudyProcess study(cluster, plan(QStringLiteral("two-hosts"), cluster.dataset(), 2, 2, 1024), { 1, 2 });
         QJsonObject run;
         expectSucceeded(study, 1, &run);

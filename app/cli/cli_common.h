@@ -1,6 +1,8 @@
 // Pieces shared by scalelab-cli's commands: output streams and exit codes.
 #pragma once
 
+#include <QCommandLineParser>
+#include <QFile>
 #include <QStandardPaths>
 #include <QString>
 #include <QTextStream>
@@ -38,11 +40,26 @@ inline QString defaultStateDir()
         + QStringLiteral("/scalelab");
 }
 
+// The agents' token: the file --token-file names when given, else $SCALELAB_TOKEN. Ok, or
+// BadInput after saying why the file cannot be read.
+inline int readToken(const QCommandLineParser &parser, QString *token)
+{
+    *token = QString::fromLocal8Bit(qgetenv("SCALELAB_TOKEN"));
+    if (!parser.isSet(QStringLiteral("token-file")))
+        return Ok;
+    QFile f(parser.value(QStringLiteral("token-file")));
+    if (!f.open(QIODevice::ReadOnly))
+        return badInput(QStringLiteral("cannot read token file %1: %2").arg(f.fileName(), f.errorString()));
+    *token = QString::fromUtf8(f.readAll()).trimmed();
+    return Ok;
+}
+
 // "Environment:" and the variables scalelab-cli reads, a line each: the end of every --help.
 QString environmentHelp();
 
 int studyCommand(QStringList arguments);
 int reportCommand(QStringList arguments);
 int exportCommand(QStringList arguments);
+int probeCommand(const QStringList &arguments);
 
 } // namespace scalelab::app

@@ -77,14 +77,9 @@ void addAgentOptions(QCommandLineParser &parser)
 int connect(const QCommandLineParser &parser, AgentConnection *connection)
 {
     QString endpoint = parser.value(QStringLiteral("agent"));
-    QString token = QString::fromLocal8Bit(qgetenv("SCALELAB_TOKEN"));
-    if (parser.isSet(QStringLiteral("token-file"))) {
-        QFile f(parser.value(QStringLiteral("token-file")));
-        if (!f.open(QIODevice::ReadOnly))
-            return badInput(
-                QStringLiteral("cannot read token file %1: %2").arg(f.fileName(), f.errorString()));
-        token = QString::fromUtf8(f.readAll()).trimmed();
-    }
+    QString token;
+    if (const int rc = readToken(parser, &token); rc != Ok)
+        return rc;
     if (endpoint.isEmpty()) {
         connection->local = std::make_unique<LocalAgent>();
         LocalAgentOptions options;
@@ -893,6 +888,8 @@ Commands:
   study      durable scale-up studies: run PLAN, watch ID, list, show ID, cancel ID, retry ID, plan
   report     export a study's report: report ID --format json|csv|html|pdf [-o FILE]
   export     a study's or run's data for other tools: export tensorboard STUDY_ID|RUN_ID DIR
+  probe      the network between agents: all-reduce times of 2 ... N ranks on one host and
+             across hosts, with the latency and bandwidth fitted to them
 
 Run 'scalelab-cli COMMAND --help' for a command's options.
 Exit codes: 0 success, 1 run failed or cancelled, 2 bad input, 3 agent unreachable or refused.
@@ -957,7 +954,9 @@ int main(int argc, char **argv)
         return reportCommand(arguments);
     if (command == QLatin1String("export"))
         return exportCommand(arguments);
+    if (command == QLatin1String("probe"))
+        return probeCommand(arguments);
     return badInput(QStringLiteral("unknown command '%1'; commands: run, describe, runs, lr-find, gc, study, "
-                                   "report, export. See --help.")
+                                   "report, export, probe. See --help.")
                         .arg(command));
 }

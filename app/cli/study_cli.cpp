@@ -1,7 +1,12 @@
-// Pieces the `study` subcommands share: the journal options, opening a study, parsing.
+// Pieces the `study` subcommands and `probe` share: the agents, the journal options,
+// opening a study, parsing.
 #include "study_cli.h"
 
+#include "agent_addresses.h"
 #include "cli_common.h"
+
+#include <QFile>
+#include <QStandardPaths>
 
 #include <cmath>
 
@@ -68,6 +73,82 @@ bool parse(QCommandLineParser &parser, const QStringList &arguments, const QStri
         return false;
     }
     return true;
+}
+
+void addAgentOptions(QCommandLineParser &parser)
+{
+    parser.addOption({ QStringLiteral("agent"),
+        QStringLiteral("Agent address HOST:PORT; repeat for several. Without any agent given (here, "
+                       "--agents-file or --agents), local agents are started on 127.0.0.1 (see "
+                       "--local-agents) and stop when this command ends."),
+        QStringLiteral("host:port") });
+    parser.addOption({ QStringLiteral("agents-file"),
+        QStringLiteral("File of agent addresses, one HOST:PORT per line, '#' comments (the Slurm "
+                       "launcher writes one); repeatable."),
+        QStringLiteral("file") });
+    parser.addOption({ QStringLiteral("agents"),
+        QStringLiteral("dns:NAME:PORT: every address NAME resolves to (a Kubernetes headless Service); "
+                       "file:PATH and HOST:PORT work too, as in a plan's \"agents\"; repeatable. Agents "
+                       "given here replace the plan's."),
+        QStringLiteral("dns:name:port") });
+    parser.addOption({ QStringLiteral("token-file"),
+        QStringLiteral("File with the agents' token (or set SCALELAB_TOKEN)."), QStringLiteral("path") });
+    parser.addOption({ QStringLiteral("local-agents"),
+        QStringLiteral("How many local agents to start when no --agent is given (default 1)."),
+        QStringLiteral("n"), QStringLiteral("1") });
+    parser.addOption({ QStringLiteral("data-dir"), QStringLiteral("Data folder of the local agents."),
+        QStringLiteral("dir") });
+}
+
+AgentAddresses givenAgents(const QCommandLineParser &parser)
+{
+    return gatherAgentAddresses(parser.values(QStringLiteral("agent")),
+        parser.values(QStringLiteral("agents-file")), parser.values(QStringLiteral("agents")));
+}
+
+bool agentsGiven(const QCommandLineParser &parser)
+{
+    return parser.isSet(QStringLiteral("agent")) || parser.isSet(QStringLiteral("agents-file"))
+        || parser.isSet(QStringLiteral("agents"));
+}
+
+int setUpAgents(const QCommandLineParser &parser, Agents *agents, const QStringList &planAgents)
+{
+    QString token;
+    if (const int rc = readToken(parser, &token); rc != Ok)
+        return rc;
+    const AgentAddresses given = givenAgents(parser);
+    if (!given.ok())
+        return badInput(given.error());
+    for (const QString &address : given->isEmpty() ? planAgents : *given)
+        agents->endpoints << AgentEndpoint { address, address, token };
+    if (!agents->endpoints.isEmpty())
+        return Ok;
+    bool ok = false;
+    const int count = parser.value(QStringLiteral("local-agents")).toInt(&ok);
+    if (!ok || count < 1 || count > 16)
+        return badInput(QStringLiteral("--local-agents must be between 1 and 16 (got '%1')")
+                            .arg(parser.value(QStringLiteral("local-agents"))));
+    const QString stateDir = parser.isSet(QStringLiteral("state-dir"))
+        ? parser.value(QStringLiteral("state-dir"))
+        : defaultStateDir();
+    for (int i = 1; i <= count; ++i) {
+        auto agent = std::make_unique<LocalAgent>();
+        LocalAgentOptions options;
+        options.dataDir = parser.value(QStringLiteral("data-dir"));
+        // A fixed folder per local agent: a restarted one finds its runs and checkpoints.
+        options.stateDir = stateDir + QStringLiteral("/agents/local-%1").arg(i);
+        if (const Status started = agent->start(options); !started) {
+            err() << "scalelab-cli: " << started.error() << "\n";
+            return agent->refusedConfiguration() ? BadInput : AgentError;
+        }
+        err() << "started local agent local-" << i << " at " << agent->endpoint() << "\n";
+        agents->endpoints << AgentEndpoint { QStringLiteral("local-%1").arg(i), agent->endpoint(),
+            agent->token() };
+        agents->local.push_back(std::move(agent));
+    }
+    err().flush();
+    return Ok;
 }
 
 } // namespace scalelab::app

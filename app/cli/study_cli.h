@@ -1,14 +1,39 @@
 // What the `study` subcommands of scalelab-cli share (study_commands.cpp,
-// study_predict.cpp): the journal options, opening a study, parsing, number cells.
+// study_predict.cpp), and `probe` (probe_command.cpp): the agents, the journal options,
+// opening a study, parsing, number cells.
 #pragma once
 
+#include "agent_addresses.h"
+#include "agent_endpoint.h"
 #include "journal.h"
+#include "local_agent.h"
 
 #include <QCommandLineParser>
 #include <QString>
 #include <QStringList>
 
+#include <memory>
+#include <vector>
+
 namespace scalelab::app {
+
+// --agent (repeatable), --agents-file, --agents, --token-file, --local-agents, --data-dir.
+void addAgentOptions(QCommandLineParser &parser);
+
+// The agents a command runs on: given ones, or local ones this process owns (stopped with it).
+struct Agents {
+    std::vector<std::unique_ptr<core::LocalAgent>> local;
+    QList<core::AgentEndpoint> endpoints;
+};
+
+// --agent, --agents-file and --agents, together.
+core::AgentAddresses givenAgents(const QCommandLineParser &parser);
+// Whether --agent, --agents-file or --agents is given.
+bool agentsGiven(const QCommandLineParser &parser);
+
+// The agents the options name; `planAgents` (a plan's addresses) when they name none; else
+// --local-agents local agents, started here. Ok, or the exit code after saying why not.
+int setUpAgents(const QCommandLineParser &parser, Agents *agents, const QStringList &planAgents = {});
 
 // --state-dir and --json.
 void addJournalOptions(QCommandLineParser &parser);

@@ -37,95 +37,6 @@ namespace {
 
 using namespace scalelab::core;
 
-void addAgentOptions(QCommandLineParser &parser)
-{
-    parser.addOption({ QStringLiteral("agent"),
-        QStringLiteral("Agent address HOST:PORT; repeat for several. Without any agent given (here, "
-                       "--agents-file or --agents), local agents are started on 127.0.0.1 (see "
-                       "--local-agents) and stop when this command ends."),
-        QStringLiteral("host:port") });
-    parser.addOption({ QStringLiteral("agents-file"),
-        QStringLiteral("File of agent addresses, one HOST:PORT per line, '#' comments (the Slurm "
-                       "launcher writes one); repeatable."),
-        QStringLiteral("file") });
-    parser.addOption({ QStringLiteral("agents"),
-        QStringLiteral("dns:NAME:PORT: every address NAME resolves to (a Kubernetes headless Service); "
-                       "file:PATH and HOST:PORT work too, as in a plan's \"agents\"; repeatable. Agents "
-                       "given here replace the plan's."),
-        QStringLiteral("dns:name:port") });
-    parser.addOption({ QStringLiteral("token-file"),
-        QStringLiteral("File with the agents' token (or set SCALELAB_TOKEN)."), QStringLiteral("path") });
-    parser.addOption({ QStringLiteral("local-agents"),
-        QStringLiteral("How many local agents to start when no --agent is given (default 1)."),
-        QStringLiteral("n"), QStringLiteral("1") });
-    parser.addOption({ QStringLiteral("data-dir"), QStringLiteral("Data folder of the local agents."),
-        QStringLiteral("dir") });
-}
-
-// The agents a study runs on: given ones, or local ones this process owns.
-struct Agents {
-    std::vector<std::unique_ptr<LocalAgent>> local;
-    QList<AgentEndpoint> endpoints;
-};
-
-// --agent, --agents-file and --agents, together.
-AgentAddresses givenAgents(const QCommandLineParser &parser)
-{
-    return gatherAgentAddresses(parser.values(QStringLiteral("agent")),
-        parser.values(QStringLiteral("agents-file")), parser.values(QStringLiteral("agents")));
-}
-
-bool agentsGiven(const QCommandLineParser &parser)
-{
-    return parser.isSet(QStringLiteral("agent")) || parser.isSet(QStringLiteral("agents-file"))
-        || parser.isSet(QStringLiteral("agents"));
-}
-
-// `planAgents`: the addresses a plan names, used when the command line names none.
-int setUpAgents(const QCommandLineParser &parser, Agents *agents, const QStringList &planAgents = {})
-{
-    QString token = QString::fromLocal8Bit(qgetenv("SCALELAB_TOKEN"));
-    if (parser.isSet(QStringLiteral("token-file"))) {
-        QFile f(parser.value(QStringLiteral("token-file")));
-        if (!f.open(QIODevice::ReadOnly))
-            return badInput(
-                QStringLiteral("cannot read token file %1: %2").arg(f.fileName(), f.errorString()));
-        token = QString::fromUtf8(f.readAll()).trimmed();
-    }
-    const AgentAddresses given = givenAgents(parser);
-    if (!given.ok())
-        return badInput(given.error());
-    for (const QString &address : given->isEmpty() ? planAgents : *given)
-        agents->endpoints << AgentEndpoint { address, address, token };
-    if (!agents->endpoints.isEmpty())
-        return Ok;
-    bool ok = false;
-    const int count = parser.value(QStringLiteral("local-agents")).toInt(&ok);
-    if (!ok || count < 1 || count > 16)
-        return badInput(QStringLiteral("--local-agents must be between 1 and 16 (got '%1')")
-                            .arg(parser.value(QStringLiteral("local-agents"))));
-    const QString stateDir = parser.isSet(QStringLiteral("state-dir"))
-        ? parser.value(QStringLiteral("state-dir"))
-        : defaultStateDir();
-    for (int i = 1; i <= count; ++i) {
-        auto agent = std::make_unique<LocalAgent>();
-        LocalAgentOptions options;
-        options.dataDir = parser.value(QStringLiteral("data-dir"));
-        // A fixed folder per local agent: a restarted one finds its runs and checkpoints.
-        options.stateDir = stateDir + QStringLiteral("/agents/local-%1").arg(i);
-        if (const Status started = agent->start(options); !started) {
-            err() << "scalelab-cli: " << started.error() << "\n";
-            return agent->refusedConfiguration() ? BadInput : AgentError;
-        }
-        err() << "started local agent local-" << i << " at " << agent->endpoint() << "\n";
-        agents->endpoints << AgentEndpoint { QStringLiteral("local-%1").arg(i), agent->endpoint(),
-            agent->token() };
-        agents->local.push_back(std::move(agent));
-    }
-    err().flush();
-    return Ok;
-}
-
 // Creates the plan's synthetic data set on every agent that lacks it.
 int ensureSyntheticDataset(
     const QList<AgentEndpoint> &agents, const QString &name, int train, int test, const QString &kind)
@@ -677,12 +588,9 @@ int watchStudy(const QStringList &arguments)
     if (!local && !agentsGiven(parser))
         agents.endpoints.clear(); // the journal's addresses; only the token is needed
     if (!local) {
-        QString token = QString::fromLocal8Bit(qgetenv("SCALELAB_TOKEN"));
-        if (parser.isSet(QStringLiteral("token-file"))) {
-            QFile f(parser.value(QStringLiteral("token-file")));
-            if (f.open(QIODevice::ReadOnly))
-                token = QString::fromUtf8(f.readAll()).trimmed();
-        }
+        QString token;
+        if (const int rc = readToken(parser, &token); rc != Ok)
+            return rc;
         for (const QString &name : state.agents())
             if (std::none_of(agents.endpoints.begin(), agents.endpoints.end(),
                     [&](const AgentEndpoint &e) { return e.name == name; }))

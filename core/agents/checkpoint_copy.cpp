@@ -2,6 +2,7 @@
 
 #include "agent_grpc.h"
 #include "checkpoint_layout.h"
+#include "qt_text.h"
 
 #include <QCoreApplication>
 #include <QCryptographicHash>
@@ -18,12 +19,7 @@ namespace scalelab::core {
 namespace {
 
 constexpr int kTransferTimeoutMs = 10 * 60'000;
-constexpr qint64 kChunkBytes = 1 << 20; // the agent's limit per chunk
-
-QString str(const std::string &s)
-{
-    return QString::fromStdString(s);
-}
+constexpr qint64 kCheckpointChunkBytes = 1 << 20; // the agent's limit per chunk (checkpoint_transfer.h)
 
 std::filesystem::path fsPath(const QString &path)
 {
@@ -271,7 +267,7 @@ Status CheckpointTransfer::upload(
         }
         qint64 offset = 0;
         while (open && !f.atEnd()) {
-            const QByteArray data = f.read(kChunkBytes);
+            const QByteArray data = f.read(kCheckpointChunkBytes);
             if (data.isEmpty())
                 break;
             chunk.Clear();

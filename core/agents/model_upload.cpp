@@ -18,7 +18,7 @@ namespace scalelab::core {
 namespace {
 
 constexpr int kUploadTimeoutMs = 10 * 60'000;
-constexpr qint64 kChunkBytes = 1 << 20; // the agent's limit per chunk
+constexpr qint64 kModelChunkBytes = 1 << 20; // the agent's limit per chunk (model_store.h)
 
 } // namespace
 
@@ -137,7 +137,7 @@ Status sendModel(AgentClient *client, const ModelFile &file, v1::StoredModel *st
     bool open = writer->Write(chunk);
     qint64 offset = 0;
     while (open && !f.atEnd()) {
-        const QByteArray data = f.read(kChunkBytes);
+        const QByteArray data = f.read(kModelChunkBytes);
         if (data.isEmpty())
             break;
         chunk.Clear();

@@ -1,6 +1,7 @@
 #include "plan_models.h"
 
 #include "model_upload.h"
+#include "qt_text.h"
 #include "worker_contract.h"
 
 #include <QDir>
@@ -13,11 +14,6 @@
 namespace scalelab::core {
 
 namespace {
-
-QString str(const std::string &s)
-{
-    return QString::fromStdString(s);
-}
 
 const QString kFilePrefix = QStringLiteral("file:");
 const QString kSumPrefix = QStringLiteral("sha256:");

@@ -82,6 +82,47 @@ double allReduceSeconds(const ScalingModel &model, int workers, double bytes)
     return buckets * 2 * (p - 1) * model.latency + 2 * (p - 1) / p * bytes / model.bandwidth;
 }
 
+LinkFit fitLink(const QList<RunNetwork> &probes)
+{
+    LinkFit fit;
+    QList<double> phases, volume, seconds;
+    for (const RunNetwork &probe : probes) {
+        if (probe.worldSize < 2)
+            continue;
+        const double p = probe.worldSize;
+        for (const NetworkSample &s : probe.samples) {
+            const double t = median(s.seconds);
+            if (!(t > 0))
+                continue;
+            phases << 2 * (p - 1);
+            volume << 2 * (p - 1) / p * double(s.bytes);
+            seconds << t;
+        }
+    }
+    if (seconds.size() < 2) {
+        fit.problem
+            = QStringLiteral("no network probe among the runs: a run of 2 or more workers measures one "
+                             "before training unless the plan skips it (training.skipNetworkProbe)");
+        return fit;
+    }
+    auto network = fitTwo(phases, volume, seconds);
+    if (network && network->first < 0)
+        network = std::pair { 0.0, fitOne(volume, seconds) };
+    if (!network || !(network->second > 0)) {
+        fit.problem
+            = QStringLiteral("the network probe's times do not grow with the message size: no bandwidth "
+                             "can be fitted");
+        return fit;
+    }
+    fit.latency = network->first;
+    fit.bandwidth = 1 / network->second;
+    // How well the ring's two terms describe what was measured: the worst size's error.
+    for (int i = 0; i < seconds.size(); ++i)
+        fit.worstRelativeError = std::max(fit.worstRelativeError,
+            std::abs(phases[i] * fit.latency + volume[i] / fit.bandwidth - seconds[i]) / seconds[i]);
+    return fit;
+}
+
 ScalingModel fitScalingModel(const QList<ScalingRun> &input)
 {
     ScalingModel m;
@@ -133,37 +174,19 @@ ScalingModel fitScalingModel(const QList<ScalingRun> &input)
     }
 
     // The network: every probe's median time per size, against the ring all-reduce.
-    QList<double> phases, volume, seconds;
-    for (const ScalingRun &r : runs) {
-        if (r.network.worldSize < 2)
-            continue;
-        m.probeHosts = std::max(m.probeHosts, r.network.hosts);
-        const double p = r.network.worldSize;
-        for (const NetworkSample &s : r.network.samples) {
-            const double t = median(s.seconds);
-            if (!(t > 0))
-                continue;
-            phases << 2 * (p - 1);
-            volume << 2 * (p - 1) / p * double(s.bytes);
-            seconds << t;
+    QList<RunNetwork> probes;
+    for (const ScalingRun &r : runs)
+        if (r.network.worldSize >= 2) {
+            probes << r.network;
+            m.probeHosts = std::max(m.probeHosts, r.network.hosts);
         }
-    }
-    if (seconds.size() < 2) {
-        m.problem = QStringLiteral("no network probe among the runs: a run of 2 or more workers measures one "
-                                   "before training unless the plan skips it (training.skipNetworkProbe)");
+    const LinkFit link = fitLink(probes);
+    if (!link.ok()) {
+        m.problem = link.problem;
         return m;
     }
-    auto network = fitTwo(phases, volume, seconds);
-    if (network && network->first < 0)
-        network = std::pair { 0.0, fitOne(volume, seconds) };
-    if (!network || !(network->second > 0)) {
-        m.problem
-            = QStringLiteral("the network probe's times do not grow with the message size: no bandwidth "
-                             "can be fitted");
-        return m;
-    }
-    m.latency = network->first;
-    m.bandwidth = 1 / network->second;
+    m.latency = link.latency;
+    m.bandwidth = link.bandwidth;
     if (!std::isfinite(m.gradientBytes)) {
         m.problem = QStringLiteral("the runs do not say how many gradient bytes a step all-reduces");
         return m;
@@ -317,8 +340,8 @@ QList<HeldOutError> leaveOneOut(const QList<ScalingRun> &runs)
         QList<ScalingRun> rest = runs;
         rest.removeAt(i);
         const ScalingModel model = fitScalingModel(rest);
-        HeldOutError e { held.runId, held.workers, held.batchPerWorker, held.imagesPerSecond(),
-            kNotMeasured };
+        HeldOutError e { held.runId, held.workers, held.batchPerWorker, held.imagesPerSecond(), kNotMeasured,
+            {} };
         if (model.valid)
             e.predicted = predictScaling(model, held.workers, held.batchPerWorker).imagesPerSecond;
         else
@@ -415,10 +438,10 @@ QList<StudyScaling> studyScaling(const StudySnapshot &snapshot)
                 m.perStep = sum.dividedBy(double(runs.size()));
                 return m;
             };
-            const QList<int> counts = byWorkers.keys();
-            for (int i = 1; i < counts.size(); ++i) {
-                const QString text
-                    = efficiencyLossText(mean(byWorkers[counts[i - 1]]), mean(byWorkers[counts[i]]), s.fit);
+            const QList<int> workerCounts = byWorkers.keys();
+            for (int i = 1; i < workerCounts.size(); ++i) {
+                const QString text = efficiencyLossText(
+                    mean(byWorkers[workerCounts[i - 1]]), mean(byWorkers[workerCounts[i]]), s.fit);
                 if (!text.isEmpty())
                     s.losses << text;
             }

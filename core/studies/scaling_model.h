@@ -62,6 +62,17 @@ struct ScalingModel {
     QStringList notes; // what was assumed, and where the fit is thin
 };
 
+// Latency α and bandwidth β of a ring all-reduce fitted to probes' times (each size's median
+// against 2(p−1)·α + 2(p−1)/p·bytes/β, least squares on relative errors; α ≥ 0).
+struct LinkFit {
+    double latency = kNotMeasured; // α, seconds per ring phase
+    double bandwidth = kNotMeasured; // β, bytes per second
+    double worstRelativeError = 0; // of the fitted line against the measured sizes
+    QString problem; // why nothing could be fitted
+    bool ok() const { return problem.isEmpty(); }
+};
+LinkFit fitLink(const QList<RunNetwork> &probes);
+
 // The all-reduce time of `bytes` over `workers` ranks, as c10d's reducer sends it.
 double allReduceSeconds(const ScalingModel &model, int workers, double bytes);
 

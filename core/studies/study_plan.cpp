@@ -1,6 +1,7 @@
 #include "study_plan.h"
 
 #include "agent_addresses.h"
+#include "qt_text.h"
 #include "spec_rules.h"
 #include "tune_plan.h"
 #include "worker_contract.h"
@@ -28,11 +29,6 @@ bool safeName(const QString &name)
 {
     static const QRegularExpression pattern(QStringLiteral("^[A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}$"));
     return pattern.match(name).hasMatch();
-}
-
-QString str(const std::string &s)
-{
-    return QString::fromStdString(s);
 }
 
 template <typename List, typename Check>

@@ -3,6 +3,7 @@
 // contract is in study_runner.h; the rules it decides by are in attempt_outcome.h.
 #include "model_upload.h"
 #include "plan_models.h"
+#include "qt_text.h"
 #include "study_runner.h"
 #include "worker_contract.h"
 
@@ -22,11 +23,6 @@ namespace {
 
 // Room an agent needs to record a run (request, placement, the start of its event log).
 constexpr qint64 kRecordSpace = 1'000'000;
-
-QString str(const std::string &s)
-{
-    return QString::fromStdString(s);
-}
 
 // The terminal state an event reports for the ranks of one agent (its last event, the
 // state change after the summary), or "". `diverged` is set when the summary says the

@@ -1,6 +1,7 @@
 // StudyRunner, the placement part: what the agents can take now (asked every few seconds,
 // new nodes journaled), and where each pending run's next attempt goes. The contract is in
 // study_runner.h.
+#include "qt_text.h"
 #include "study_runner.h"
 
 #include "checkpoint_courier.h"
@@ -15,11 +16,6 @@ namespace scalelab::core {
 namespace {
 
 constexpr qint64 kCapacityRefreshMs = 2000;
-
-QString str(const std::string &s)
-{
-    return QString::fromStdString(s);
-}
 
 } // namespace
 

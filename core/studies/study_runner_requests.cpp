@@ -1,6 +1,7 @@
 // StudyRunner, the requests part: recording a new study, and what any process may ask of
 // a study through its journal (cancel, retry, continue), for the process that drives it to
 // act on. The contract is in study_runner.h.
+#include "qt_text.h"
 #include "study_runner.h"
 
 #include "plan_models.h"
@@ -11,11 +12,6 @@
 
 namespace scalelab::core {
 namespace {
-
-QString str(const std::string &s)
-{
-    return QString::fromStdString(s);
-}
 
 Status appended(const Result<qint64> &id)
 {

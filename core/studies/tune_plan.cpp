@@ -1,6 +1,7 @@
 #include "tune_plan.h"
 
 #include "asha.h"
+#include "qt_text.h"
 #include "spec_rules.h"
 #include "worker_contract.h"
 
@@ -13,11 +14,6 @@
 
 namespace scalelab::core {
 namespace {
-
-QString str(const std::string &s)
-{
-    return QString::fromStdString(s);
-}
 
 // What a search space may name: a RunSpec field (or the run's batch size, precision or model),
 // the range a drawn value must stay in, and how it is shown.

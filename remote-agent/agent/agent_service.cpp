@@ -1,5 +1,6 @@
 #include "agent_service.h"
 
+#include "agent_support.h"
 #include "bearer_token.h"
 #include "checkpoint_transfer.h"
 #include "cifar10.h"
@@ -29,11 +30,6 @@ namespace scalelab::agent {
 
 namespace {
 
-grpc::Status invalid(const std::string &message)
-{
-    return { grpc::StatusCode::INVALID_ARGUMENT, message };
-}
-
 grpc::Status precondition(const std::string &message)
 {
     return { grpc::StatusCode::FAILED_PRECONDITION, message };
@@ -41,7 +37,7 @@ grpc::Status precondition(const std::string &message)
 
 grpc::Status badRunId(const std::string &field, const std::string &value)
 {
-    return invalid(badNameMessage(field, value));
+    return invalidArgument(badNameMessage(field, value));
 }
 
 } // namespace
@@ -74,7 +70,7 @@ grpc::Status AgentService::admit(grpc::ServerContext *context, const google::pro
     if (auto s = authorize(context); !s.ok())
         return s;
     if (const std::string problem = checkRequestLimits(request).error(); !problem.empty())
-        return invalid(problem);
+        return invalidArgument(problem);
     return grpc::Status::OK;
 }
 
@@ -123,11 +119,11 @@ grpc::Status AgentService::CollectGarbage(grpc::ServerContext *context,
         return s;
     if (!request->finished_runs().empty() && request->finished_runs() != "final"
         && request->finished_runs() != "none")
-        return invalid("finished_runs must be \"\" (the agent's rule), \"final\" or \"none\" (got \""
+        return invalidArgument("finished_runs must be \"\" (the agent's rule), \"final\" or \"none\" (got \""
             + request->finished_runs().substr(0, 32) + "\")");
     if (!std::isfinite(request->older_than_days()) || request->older_than_days() < 0
         || request->older_than_days() > 36500)
-        return invalid("older_than_days must be between 0 (any age) and 36500");
+        return invalidArgument("older_than_days must be between 0 (any age) and 36500");
     const auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
         std::chrono::system_clock::now().time_since_epoch())
                          .count();
@@ -156,7 +152,7 @@ grpc::Status AgentService::StartWorkers(
     m_runs.releaseFinished(); // finished runs' threads, joined as they come
     // --- the request's own fields, then what this node has -------------------
     if (const common::Status checked = checkStartRequest(*request); !checked)
-        return invalid(checked.error());
+        return invalidArgument(checked.error());
     const auto &spec = request->spec();
     std::map<int, std::vector<int>> gpuAssignment;
     if (spec.gpus_per_worker() > 0) {
@@ -188,7 +184,7 @@ grpc::Status AgentService::StartWorkers(
     const auto datasets = m_inventory.datasets();
     const auto dataset = std::find_if(
         datasets.begin(), datasets.end(), [&](const auto &d) { return d.name() == spec.dataset(); });
-    if (dataset == datasets.end()) {
+    if (dataset == datasets.end() && !spec.probe_only()) {
         std::string names;
         for (const auto &d : datasets)
             names += (names.empty() ? "" : ", ") + d.name() + (d.synthetic() ? " (synthetic)" : "");
@@ -202,7 +198,7 @@ grpc::Status AgentService::StartWorkers(
     }
     const int localRanks = request->ranks_size();
     if (spec.threads_per_worker() * localRanks > cpuCores() * 4)
-        return invalid("spec.threads_per_worker " + std::to_string(spec.threads_per_worker()) + " x "
+        return invalidArgument("spec.threads_per_worker " + std::to_string(spec.threads_per_worker()) + " x "
             + std::to_string(localRanks) + " ranks oversubscribes this node's " + std::to_string(cpuCores())
             + " cores more than 4 times");
 
@@ -244,8 +240,10 @@ grpc::Status AgentService::StartWorkers(
         RunLaunch launch;
         launch.request = *request;
         *launch.request.mutable_rendezvous() = rendezvous;
-        launch.dataset = *dataset;
-        launch.datasetDir = (m_options.dataDir / dataset->name()).string();
+        if (dataset != datasets.end()) { // a probe-only run may name none
+            launch.dataset = *dataset;
+            launch.datasetDir = (m_options.dataDir / dataset->name()).string();
+        }
         launch.runDir = m_options.stateDir / "runs" / request->run_id() / std::to_string(request->attempt());
         launch.workerBinary = m_options.workerBinary;
         launch.threadsPerRank = spec.threads_per_worker() > 0 ? spec.threads_per_worker()
@@ -268,7 +266,9 @@ grpc::Status AgentService::StartWorkers(
     }
     logMessage(LogLevel::Info,
         "starting run " + request->run_id() + " attempt " + std::to_string(request->attempt())
-            + " on data set " + spec.dataset());
+            + (spec.probe_only()
+                    ? std::string(": a network probe of ") + std::to_string(request->world_size()) + " ranks"
+                    : " on data set " + spec.dataset()));
     if (const common::Status started = run->start(m_launcher); !started) {
         const std::string &error = started.error();
         logMessage(LogLevel::Error, "run " + request->run_id() + ": " + error);
@@ -296,7 +296,7 @@ grpc::Status AgentService::WatchRun(grpc::ServerContext *context, const v1::Watc
     if (!common::isSafeName(request->run_id()))
         return badRunId("run_id", request->run_id());
     if (request->from_seq() < 0)
-        return invalid("from_seq must be 0 or more");
+        return invalidArgument("from_seq must be 0 or more");
     const auto run = m_runs.find(request->run_id());
     if (!run)
         return { grpc::StatusCode::NOT_FOUND,
@@ -333,7 +333,7 @@ grpc::Status AgentService::StopRun(
     if (!common::isSafeName(request->run_id()))
         return badRunId("run_id", request->run_id());
     if (request->grace_ms() < 0 || request->grace_ms() > 600'000)
-        return invalid("grace_ms must be 0 (the agent's default) to 600000");
+        return invalidArgument("grace_ms must be 0 (the agent's default) to 600000");
     const auto run = m_runs.find(request->run_id());
     if (!run)
         return { grpc::StatusCode::NOT_FOUND,
@@ -350,10 +350,11 @@ grpc::Status AgentService::ListRuns(
     if (auto s = admit(context, *request); !s.ok())
         return s;
     if (request->page_size() < 0 || request->page_size() > kMaxRunsPerPage)
-        return invalid("page_size must be 0 (the default, " + std::to_string(kDefaultRunsPerPage) + ") to "
-            + std::to_string(kMaxRunsPerPage) + " (got " + std::to_string(request->page_size()) + ")");
+        return invalidArgument("page_size must be 0 (the default, " + std::to_string(kDefaultRunsPerPage)
+            + ") to " + std::to_string(kMaxRunsPerPage) + " (got " + std::to_string(request->page_size())
+            + ")");
     if (!request->page_token().empty() && !common::isSafeName(request->page_token()))
-        return invalid("page_token " + shortQuote(request->page_token())
+        return invalidArgument("page_token " + shortQuote(request->page_token())
             + " is not one this agent gave: pass the previous page's next_page_token, or \"\" for the first "
               "page");
     m_runs.releaseFinished(); // finished runs' threads, joined as they come
@@ -381,10 +382,10 @@ grpc::Status AgentService::CreateSyntheticDataset(
     if (!common::isSafeName(request->name()))
         return badRunId("name", request->name());
     if (request->train_images() < 5 || request->train_images() > 1'000'000)
-        return invalid("train_images must be between 5 and 1000000 (got "
+        return invalidArgument("train_images must be between 5 and 1000000 (got "
             + std::to_string(request->train_images()) + ")");
     if (request->test_images() < 1 || request->test_images() > 1'000'000)
-        return invalid(
+        return invalidArgument(
             "test_images must be between 1 and 1000000 (got " + std::to_string(request->test_images()) + ")");
     static std::mutex creating; // two clients creating the same set must not interleave
     std::lock_guard lock(creating);
@@ -407,7 +408,7 @@ grpc::Status AgentService::CreateSyntheticDataset(
     const auto kind
         = trainer::cifar::parseSyntheticKind(request->kind().empty() ? "patterns" : request->kind());
     if (!kind)
-        return invalid(
+        return invalidArgument(
             "kind must be \"patterns\" or \"shapes\" (got \"" + request->kind().substr(0, 64) + "\")");
     if (const common::Status written = trainer::cifar::writeSyntheticDataset(
             dir.string(), request->train_images(), request->test_images(), request->seed(), *kind);
@@ -434,7 +435,7 @@ grpc::Status AgentService::WatchNode(grpc::ServerContext *context, const v1::Wat
     if (!guard.admitted().ok())
         return guard.admitted();
     if (request->interval_ms() != 0 && (request->interval_ms() < 100 || request->interval_ms() > 60'000))
-        return invalid("interval_ms must be 0 (the agent's default) or 100..60000 (got "
+        return invalidArgument("interval_ms must be 0 (the agent's default) or 100..60000 (got "
             + std::to_string(request->interval_ms()) + ")");
     const auto interval = request->interval_ms() > 0 ? std::chrono::milliseconds(request->interval_ms())
                                                      : m_options.sampleInterval;
@@ -503,7 +504,7 @@ grpc::Status AgentService::FetchDataset(grpc::ServerContext *context, const v1::
         return guard.admitted();
     const std::string name = request->name().empty() ? "cifar-10" : request->name();
     if (name != "cifar-10")
-        return invalid("name '" + name
+        return invalidArgument("name '" + name
             + "' is not a data set this agent can fetch; the only one is 'cifar-10' "
               "(CreateSyntheticDataset makes synthetic ones)");
     logMessage(LogLevel::Info, "fetching " + name + " from " + m_options.cifarSource.url);
@@ -560,7 +561,7 @@ grpc::Status AgentService::ReadCheckpoint(grpc::ServerContext *context,
     if (!common::isSafeName(request->run_id()))
         return badRunId("run_id", request->run_id());
     if (request->epoch() < 0)
-        return invalid("epoch must be 0 (the newest committed checkpoint) or more (got "
+        return invalidArgument("epoch must be 0 (the newest committed checkpoint) or more (got "
             + std::to_string(request->epoch()) + ")");
     CheckpointSource source;
     if (auto s = source.open(checkpointsOf(m_options.stateDir / "runs" / request->run_id()),
@@ -587,16 +588,17 @@ grpc::Status AgentService::WriteCheckpoint(grpc::ServerContext *context,
         return s;
     v1::CheckpointChunk chunk;
     if (!reader->Read(&chunk))
-        return invalid("the stream held no message: send the manifest first");
+        return invalidArgument("the stream held no message: send the manifest first");
     if (!chunk.has_manifest())
-        return invalid("the first message must carry the manifest (run_id, epoch, files)");
+        return invalidArgument("the first message must carry the manifest (run_id, epoch, files)");
     if (const std::string problem = checkRequestLimits(chunk.manifest()).error(); !problem.empty())
-        return invalid("manifest." + problem);
+        return invalidArgument("manifest." + problem);
     const v1::CheckpointManifest manifest = chunk.manifest();
     if (!common::isSafeName(manifest.run_id()))
         return badRunId("manifest.run_id", manifest.run_id());
     if (manifest.epoch() < 1)
-        return invalid("manifest.epoch must be 1 or more (got " + std::to_string(manifest.epoch()) + ")");
+        return invalidArgument(
+            "manifest.epoch must be 1 or more (got " + std::to_string(manifest.epoch()) + ")");
     {
         const auto lock = m_runs.lock();
         if (m_runs.shuttingDownLocked())
@@ -612,7 +614,7 @@ grpc::Status AgentService::WriteCheckpoint(grpc::ServerContext *context,
         if (context->IsCancelled())
             return { grpc::StatusCode::CANCELLED, "the client went away; nothing was written" };
         if (!first && chunk.has_manifest())
-            return invalid("only the first message may carry a manifest");
+            return invalidArgument("only the first message may carry a manifest");
         first = false;
         if (auto s = sink.add(chunk); !s.ok())
             return s;
@@ -652,16 +654,17 @@ grpc::Status AgentService::FindLearningRate(grpc::ServerContext *context,
     spec.clear_learning_rate();
     spec.clear_warmup_epochs();
     if (const rules::SpecStatus checked = rules::checkRunSpec(spec, { "spec.", false, false }); !checked)
-        return invalid(rules::joinProblems(checked.error()));
+        return invalidArgument(rules::joinProblems(checked.error()));
     const double minLr = request->min_lr() == 0 ? 1e-5 : request->min_lr();
     const double maxLr = request->max_lr() == 0 ? 10.0 : request->max_lr();
     const int steps = request->steps() == 0 ? 200 : request->steps();
     if (!(minLr > 0) || !std::isfinite(minLr) || !(maxLr > minLr) || !std::isfinite(maxLr) || maxLr > 1000)
-        return invalid("min_lr and max_lr must be finite with 0 < min_lr < max_lr <= 1000 (0 = 1e-5 and 10)");
+        return invalidArgument(
+            "min_lr and max_lr must be finite with 0 < min_lr < max_lr <= 1000 (0 = 1e-5 and 10)");
     if (steps < 10 || steps > 100000)
-        return invalid("steps must be 0 (200) or 10..100000 (got " + std::to_string(steps) + ")");
+        return invalidArgument("steps must be 0 (200) or 10..100000 (got " + std::to_string(steps) + ")");
     if (spec.gpus_per_worker() > 0)
-        return invalid("spec.gpus_per_worker: the range test runs on the CPU here; use 0");
+        return invalidArgument("spec.gpus_per_worker: the range test runs on the CPU here; use 0");
     const auto datasets = m_inventory.datasets();
     const auto dataset = std::find_if(
         datasets.begin(), datasets.end(), [&](const auto &d) { return d.name() == spec.dataset(); });

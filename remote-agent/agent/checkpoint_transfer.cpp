@@ -1,5 +1,6 @@
 #include "checkpoint_transfer.h"
 
+#include "agent_support.h"
 #include "checkpoint_layout.h"
 #include "file_io.h"
 
@@ -18,11 +19,6 @@ namespace fs = std::filesystem;
 namespace scalelab::agent {
 
 namespace {
-
-grpc::Status invalid(const std::string &message)
-{
-    return { grpc::StatusCode::INVALID_ARGUMENT, message };
-}
 
 grpc::Status internal(const std::string &message)
 {
@@ -152,21 +148,21 @@ CheckpointSink::~CheckpointSink()
 grpc::Status CheckpointSink::begin(const v1::CheckpointManifest &manifest)
 {
     if (manifest.files().empty() || manifest.files_size() > kCheckpointMaxFiles)
-        return invalid("manifest.files must list 1 to " + std::to_string(kCheckpointMaxFiles) + " files (got "
-            + std::to_string(manifest.files_size()) + ")");
+        return invalidArgument("manifest.files must list 1 to " + std::to_string(kCheckpointMaxFiles)
+            + " files (got " + std::to_string(manifest.files_size()) + ")");
     std::set<std::string> names;
     for (const auto &f : manifest.files()) {
         if (!common::checkpoint::isFileName(f.name()))
-            return invalid("manifest.files has the name '" + f.name()
+            return invalidArgument("manifest.files has the name '" + f.name()
                 + "': a checkpoint file name is 1-64 characters from A-Z a-z 0-9 _ - . , not starting "
                   "with '.', without '/' and not MANIFEST");
         if (!names.insert(f.name()).second)
-            return invalid("manifest.files lists '" + f.name() + "' twice");
+            return invalidArgument("manifest.files lists '" + f.name() + "' twice");
         if (f.size() < 0 || f.size() > kCheckpointMaxFileBytes)
-            return invalid("manifest.files '" + f.name() + "' has size " + std::to_string(f.size())
+            return invalidArgument("manifest.files '" + f.name() + "' has size " + std::to_string(f.size())
                 + ", outside 0.." + std::to_string(kCheckpointMaxFileBytes));
         if (!common::checkpoint::isSha256(f.sha256()))
-            return invalid("manifest.files '" + f.name() + "' has sha256 '" + f.sha256()
+            return invalidArgument("manifest.files '" + f.name() + "' has sha256 '" + f.sha256()
                 + "': expected 64 lower-case hex digits");
     }
     m_manifest = manifest;
@@ -198,7 +194,7 @@ grpc::Status CheckpointSink::closeCurrent()
         return internal(
             "cannot write " + (m_temp / entry.name()).string() + " to disk: " + std::strerror(errno));
     if (m_offset != entry.size())
-        return invalid(sizeMismatch(entry.name(), m_offset, entry.size()));
+        return invalidArgument(sizeMismatch(entry.name(), m_offset, entry.size()));
     const std::string digest = m_sha.hexDigest();
     if (digest != entry.sha256())
         return { grpc::StatusCode::DATA_LOSS,
@@ -215,29 +211,31 @@ grpc::Status CheckpointSink::add(const v1::CheckpointChunk &chunk)
 {
     if (chunk.file().empty()) {
         if (!chunk.data().empty())
-            return invalid("a chunk carries data but no file name");
+            return invalidArgument("a chunk carries data but no file name");
         return grpc::Status::OK;
     }
     if (static_cast<std::int64_t>(chunk.data().size()) > kCheckpointChunkBytes)
-        return invalid("a chunk of '" + chunk.file() + "' carries " + std::to_string(chunk.data().size())
-            + " bytes; at most " + std::to_string(kCheckpointChunkBytes) + " per chunk");
+        return invalidArgument("a chunk of '" + chunk.file() + "' carries "
+            + std::to_string(chunk.data().size()) + " bytes; at most " + std::to_string(kCheckpointChunkBytes)
+            + " per chunk");
     const auto &files = m_manifest.files();
     const auto it
         = std::find_if(files.begin(), files.end(), [&](const auto &f) { return f.name() == chunk.file(); });
     if (it == files.end())
-        return invalid("file '" + chunk.file() + "' is not in the manifest");
+        return invalidArgument("file '" + chunk.file() + "' is not in the manifest");
     const auto index = static_cast<std::size_t>(it - files.begin());
     if (index < m_file)
-        return invalid(
+        return invalidArgument(
             "file '" + chunk.file() + "' arrived again after later files; send files in manifest order");
     while (m_file < index) // the files before it are complete (or empty)
         if (auto s = closeCurrent(); !s.ok())
             return s;
     if (chunk.offset() != m_offset)
-        return invalid("a chunk of '" + chunk.file() + "' starts at offset " + std::to_string(chunk.offset())
-            + "; expected " + std::to_string(m_offset) + " (chunks of a file are consecutive)");
+        return invalidArgument("a chunk of '" + chunk.file() + "' starts at offset "
+            + std::to_string(chunk.offset()) + "; expected " + std::to_string(m_offset)
+            + " (chunks of a file are consecutive)");
     if (m_offset + static_cast<std::int64_t>(chunk.data().size()) > it->size())
-        return invalid("file '" + chunk.file() + "' is larger than the " + std::to_string(it->size())
+        return invalidArgument("file '" + chunk.file() + "' is larger than the " + std::to_string(it->size())
             + " bytes its manifest announces");
     if (m_fd < 0) {
         m_fd = ::open((m_temp / chunk.file()).c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);

@@ -23,7 +23,7 @@ struct nvmlUtilization_t {
 constexpr nvmlReturn_t kNvmlSuccess = 0;
 constexpr int kNameLength = 96;
 
-std::mutex g_mutex; // NVML is thread-safe, but our lazy set-up is not
+std::mutex g_nvmlMutex; // NVML is thread-safe, but our lazy set-up is not
 
 } // namespace
 
@@ -98,7 +98,7 @@ GpuMonitor::~GpuMonitor()
 
 template <typename F> void GpuMonitor::forEachDevice(F &&visit)
 {
-    std::lock_guard lock(g_mutex);
+    std::lock_guard lock(g_nvmlMutex);
     unsigned int count = 0;
     if (!m_api || m_api->deviceCount(&count) != kNvmlSuccess)
         return;

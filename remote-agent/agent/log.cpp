@@ -9,7 +9,7 @@ namespace scalelab::agent {
 
 namespace {
 std::atomic<LogLevel> g_level = LogLevel::Info;
-std::mutex g_mutex;
+std::mutex g_logMutex;
 std::FILE *g_file = nullptr; // null = stderr
 } // namespace
 
@@ -18,7 +18,7 @@ bool setLogFile(const std::string &path)
     std::FILE *file = std::fopen(path.c_str(), "ae"); // append, close-on-exec
     if (!file)
         return false;
-    std::lock_guard lock(g_mutex);
+    std::lock_guard lock(g_logMutex);
     if (g_file)
         std::fclose(g_file);
     g_file = file;
@@ -55,7 +55,7 @@ void logMessage(LogLevel level, const std::string &message)
     std::tm tm {};
     gmtime_r(&now, &tm);
     std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    std::lock_guard lock(g_mutex);
+    std::lock_guard lock(g_logMutex);
     std::FILE *out = g_file ? g_file : stderr;
     std::fprintf(out, "%s %-5s %s\n", stamp, names[static_cast<int>(level)], message.c_str());
     std::fflush(out);

@@ -1,5 +1,6 @@
 #include "model_store.h"
 
+#include "agent_support.h"
 #include "file_io.h"
 #include "safe_name.h"
 #include "worker_contract.h"
@@ -19,11 +20,6 @@ namespace scalelab::agent {
 namespace fs = std::filesystem;
 
 namespace {
-
-grpc::Status invalid(const std::string &message)
-{
-    return { grpc::StatusCode::INVALID_ARGUMENT, message };
-}
 
 bool isHexSum(const std::string &text)
 {
@@ -111,13 +107,14 @@ ModelSink::~ModelSink()
 grpc::Status ModelSink::begin(const v1::ModelChunk &first)
 {
     if (!isHexSum(first.sha256()))
-        return invalid("sha256 must be the module's SHA-256 in 64 lower-case hexadecimal digits (got '"
+        return invalidArgument(
+            "sha256 must be the module's SHA-256 in 64 lower-case hexadecimal digits (got '"
             + first.sha256().substr(0, 80) + "')");
     if (first.size() <= 0 || first.size() > worker::kMaxModelFileBytes)
-        return invalid("size must be 1 byte up to " + std::to_string(worker::kMaxModelFileBytes >> 20)
+        return invalidArgument("size must be 1 byte up to " + std::to_string(worker::kMaxModelFileBytes >> 20)
             + " MiB, the most a model may have (got " + std::to_string(first.size()) + ")");
     if (!first.name().empty() && !common::isSafeName(first.name()))
-        return invalid("name must be a plain file name, [A-Za-z0-9_.-]{1,64} (got '"
+        return invalidArgument("name must be a plain file name, [A-Za-z0-9_.-]{1,64} (got '"
             + first.name().substr(0, 80) + "')");
     m_header = first;
     m_header.clear_data();
@@ -142,12 +139,13 @@ grpc::Status ModelSink::add(const v1::ModelChunk &chunk)
     if (chunk.data().empty())
         return grpc::Status::OK;
     if (chunk.offset() != m_received)
-        return invalid("chunks must come in order: offset " + std::to_string(chunk.offset()) + ", expected "
-            + std::to_string(m_received));
+        return invalidArgument("chunks must come in order: offset " + std::to_string(chunk.offset())
+            + ", expected " + std::to_string(m_received));
     if (std::int64_t(chunk.data().size()) > kModelChunkBytes)
-        return invalid("a chunk may carry at most 1 MiB of data");
+        return invalidArgument("a chunk may carry at most 1 MiB of data");
     if (m_received + std::int64_t(chunk.data().size()) > m_header.size())
-        return invalid("more bytes than the size announced (" + std::to_string(m_header.size()) + ")");
+        return invalidArgument(
+            "more bytes than the size announced (" + std::to_string(m_header.size()) + ")");
     if (common::writeAll(m_fd, chunk.data().data(), chunk.data().size()) != 0)
         return { grpc::StatusCode::RESOURCE_EXHAUSTED,
             "cannot write " + m_temp.string() + ": " + std::strerror(errno) };
@@ -159,7 +157,7 @@ grpc::Status ModelSink::add(const v1::ModelChunk &chunk)
 grpc::Status ModelSink::finish()
 {
     if (m_received != m_header.size())
-        return invalid("the stream ended after " + std::to_string(m_received) + " of "
+        return invalidArgument("the stream ended after " + std::to_string(m_received) + " of "
             + std::to_string(m_header.size()) + " bytes; nothing was stored");
     if (const std::string sum = m_sha.hexDigest(); sum != m_header.sha256())
         return { grpc::StatusCode::DATA_LOSS,

@@ -1,5 +1,6 @@
 #include "node_sampler.h"
 
+#include "agent_support.h"
 #include "gpu_monitor.h"
 
 #include <algorithm>
@@ -10,12 +11,6 @@
 namespace scalelab::agent {
 
 namespace {
-
-std::int64_t nowUnixMs()
-{
-    using namespace std::chrono;
-    return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
-}
 
 double uptimeSeconds()
 {

@@ -1,5 +1,6 @@
 #include "run_event_log.h"
 
+#include "agent_support.h"
 #include "file_io.h"
 #include "log.h"
 
@@ -14,12 +15,6 @@
 namespace scalelab::agent {
 
 namespace {
-
-std::int64_t nowUnixMs()
-{
-    using namespace std::chrono;
-    return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
-}
 
 void appendRecord(const v1::RunEvent &event, std::string *bytes)
 {

@@ -1,5 +1,6 @@
 #include "run_supervisor.h"
 
+#include "agent_support.h"
 #include "spec_rules.h"
 #include "worker_channel.h"
 #include "worker_command.h"
@@ -27,12 +28,6 @@
 namespace scalelab::agent {
 
 namespace {
-
-std::int64_t nowUnixMs()
-{
-    using namespace std::chrono;
-    return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
-}
 
 bool isTerminal(v1::RunState s)
 {

@@ -47,9 +47,21 @@ common::Status checkStartRequest(const v1::StartWorkersRequest &request)
     if (request.world_size() > rules::kMaxWorkers)
         return Status::failure("world_size must be at most " + std::to_string(rules::kMaxWorkers) + " (got "
             + std::to_string(request.world_size()) + ")");
-    if (const rules::SpecStatus spec = rules::checkRunSpec(request.spec(), { "spec.", false, false }); !spec)
-        return Status::failure(rules::joinProblems(spec.error()));
-    if (!common::isSafeName(request.spec().dataset()))
+    if (request.spec().probe_only() && request.world_size() < 2)
+        return Status::failure(
+            "spec.probe_only times all-reduces between ranks: world_size must be 2 or more "
+            "(got "
+            + std::to_string(request.world_size()) + ")");
+    // A probe trains nothing: batch and epochs may be left out (what it does set is checked).
+    v1::RunSpec spec = request.spec();
+    if (spec.probe_only()) {
+        spec.set_batch_size(std::max(1, spec.batch_size()));
+        spec.set_epochs(std::max(1, spec.epochs()));
+    }
+    if (const rules::SpecStatus checked = rules::checkRunSpec(spec, { "spec.", false, false }); !checked)
+        return Status::failure(rules::joinProblems(checked.error()));
+    if (!(request.spec().probe_only() && request.spec().dataset().empty())
+        && !common::isSafeName(request.spec().dataset()))
         return Status::failure("spec.dataset " + shortQuote(request.spec().dataset())
             + " is not a data set name (a folder name under the agent's data directory, no slashes)");
     if (request.world_size() > 1) {

@@ -19,10 +19,37 @@ void placeOnDevice(v1::WorkerLaunch *worker, const v1::RunSpec &spec, int worldS
         worker->set_backend("gloo");
 }
 
+namespace {
+
+// A probe-only run: the rank, its group and how it reaches the others; nothing to train.
+v1::WorkerLaunch probeLaunch(const RunLaunch &launch, const v1::RunSpec &spec, int rank)
+{
+    const int worldSize = launch.request.world_size();
+    v1::WorkerLaunch w;
+    w.set_command("probe");
+    w.set_seed(spec.seed());
+    w.set_threads(launch.threadsPerRank);
+    w.set_rank(rank);
+    w.set_world_size(worldSize);
+    w.set_event_fd(3);
+    const auto &r = launch.request.rendezvous();
+    w.set_rendezvous(r.host() + ":" + std::to_string(r.port()));
+    if (!launch.bindAddress.empty())
+        w.set_bind_address(launch.bindAddress);
+    w.set_collective_timeout_s(spec.collective_timeout_seconds());
+    const auto gpus = launch.gpus.find(rank);
+    placeOnDevice(&w, spec, worldSize, gpus != launch.gpus.end() && !gpus->second.empty());
+    return w;
+}
+
+} // namespace
+
 v1::WorkerLaunch workerLaunch(const RunLaunch &launch, int rank)
 {
     const v1::RunSpec spec = rules::withDefaults(launch.request.spec());
     const int worldSize = launch.request.world_size();
+    if (spec.probe_only())
+        return probeLaunch(launch, spec, rank);
     v1::WorkerLaunch w;
     w.set_command("train");
     w.set_data_dir(launch.datasetDir);

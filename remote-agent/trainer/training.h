@@ -134,6 +134,11 @@ namespace scalelab::trainer {
 // a bench event on rank 0 (images_per_second: all ranks', from the median step).
 int runBench(const TrainingConfig &config, int warmupSteps, int steps, EventWriter &events);
 
+// The network between the ranks and nothing else: they join their process group, time its
+// all-reduces of 4 KB up to 64 MB (DataParallel::probeAllReduce, as a run does before
+// training) and rank 0 reports them as a started event's network, then finished.
+int runNetworkProbe(const TrainingConfig &config, EventWriter &events);
+
 } // namespace scalelab::trainer
 
 namespace scalelab::trainer {

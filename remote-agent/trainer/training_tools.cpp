@@ -1,5 +1,6 @@
 // The worker's modes besides training: the gradient check (data-parallel gradients
-// against one replica's), the throughput bench and the learning-rate range test.
+// against one replica's), the throughput bench, the network probe and the learning-rate
+// range test.
 #include "training.h"
 
 #include "cifar10.h"
@@ -193,6 +194,34 @@ int runBench(const TrainingConfig &config, int warmupSteps, int steps, EventWrit
 } // namespace scalelab::trainer
 
 namespace scalelab::trainer {
+
+int runNetworkProbe(const TrainingConfig &config, EventWriter &events)
+{
+    const auto start = Clock::now();
+    const int threads = config.threads > 0 ? config.threads : 1;
+    torch::set_num_threads(threads);
+    std::unique_ptr<DataParallel> parallel = connectRanks(config);
+    NetworkProbeReport network;
+    network.worldSize = config.worldSize;
+    network.backend = parallel->backend();
+    network.hosts = parallel->hosts();
+    for (auto &sample : parallel->probeAllReduce())
+        network.samples.emplace_back(sample.bytes, std::move(sample.seconds));
+    if (config.rank == 0) {
+        events.started(config,
+            { .threads = threads,
+                .device = config.device,
+                .torchVersion = TORCH_VERSION,
+                .blas = blasInUse(),
+                .compiler = compilerName(),
+                .network = std::move(network) });
+    }
+    // No rank leaves before the others are done with the group.
+    parallel->barrier();
+    // Every rank says it finished (the agent takes a silent exit for a failure).
+    events.finished({ .wallSeconds = std::chrono::duration<double>(Clock::now() - start).count() });
+    return worker::kExitFinished;
+}
 
 common::Status validate(const LrFindOptions &o)
 {

@@ -52,6 +52,9 @@ Commands:
                       the smoothed loss per lr and a suggested learning rate
   gradient-check      compare c10d-averaged gradients of N ranks with one process on
                       the concatenated batch (train options; run one process per rank)
+  probe               time all-reduces of 4 KB to 64 MB between --world-size ranks (one
+                      process per rank: --rank, --rendezvous, --backend, --threads) and
+                      report them as a run's network (RunStarted.network); no data, no model
 
 train options:
   --data-dir DIR        folder with data_batch_1..5.bin and test_batch.bin (required)
@@ -358,12 +361,17 @@ int main(int argc, char **argv)
                 return usageError(valid.error());
         if (options->command == "bench" && (options->benchWarmupSteps < 0 || options->benchSteps < 1))
             return usageError("--steps must be at least 1 and --warmup-steps at least 0");
+        if (options->command == "probe" && config.worldSize < 2)
+            return usageError("probe needs --world-size 2 or more (and --rank, --rendezvous): it times "
+                              "all-reduces between ranks");
         trainer::EventWriter events(options->eventFd);
         try {
             if (options->command == "bench")
                 return trainer::runBench(config, options->benchWarmupSteps, options->benchSteps, events);
             if (options->command == "lr-find")
                 return trainer::runLrFind(config, options->lrFind, events);
+            if (options->command == "probe")
+                return trainer::runNetworkProbe(config, events);
             return options->command == "train" ? trainer::runTraining(config, events)
                                                : trainer::runGradientCheck(config, events);
         } catch (const std::exception &e) {

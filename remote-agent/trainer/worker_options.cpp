@@ -58,7 +58,14 @@ const std::set<int> &optionsOf(const std::string &command)
     }();
     static const std::set<int> bench
         = with({ Launch::kStepsFieldNumber, Launch::kWarmupStepsFieldNumber });
+    // The network alone: no data, no model, no batch.
+    static const std::set<int> probe = { Launch::kSeedFieldNumber, Launch::kDeviceFieldNumber,
+        Launch::kBackendFieldNumber, Launch::kThreadsFieldNumber, Launch::kRankFieldNumber,
+        Launch::kWorldSizeFieldNumber, Launch::kRendezvousFieldNumber, Launch::kBindAddressFieldNumber,
+        Launch::kIfaceFieldNumber, Launch::kCollectiveTimeoutSFieldNumber, Launch::kEventFdFieldNumber };
     static const std::set<int> none;
+    if (command == "probe")
+        return probe;
     if (command == "train")
         return train;
     if (command == "gradient-check")
@@ -112,6 +119,8 @@ common::Result<WorkerOptions> parseWorkerOptions(const std::vector<std::string> 
     TrainingConfig &c = options.config;
     if (l.command() == "bench")
         c.dataDir = "(synthetic)";
+    if (l.command() == "probe")
+        c.dataDir = "(none: the network alone)";
     if (l.has_data_dir())
         c.dataDir = l.data_dir();
     if (l.has_model())
