@@ -338,6 +338,17 @@ private Q_SLOTS:
         QCOMPARE(cluster.ranksOn(1, runId, 1), QList<int> { 0 });
         QCOMPARE(cluster.ranksOn(2, runId, 1), QList<int> { 1 });
         qInfo("two hosts: %s", qPrintable(study.output().section(QLatin1Char('\n'), -3)));
+        // The study probed the network between its hosts before its runs, and keeps it.
+        QVERIFY2(study.output().contains(QLatin1String("network: probing all-reduces between")),
+            qPrintable(study.output()));
+        const QJsonObject survey = study.show().value(QLatin1String("networkSurvey")).toObject();
+        const QJsonArray surveyed = survey.value(QLatin1String("probes")).toArray();
+        QCOMPARE(surveyed.size(), 2); // 2 ranks, on one host and over both
+        const QJsonObject across = surveyed[1].toObject();
+        QCOMPARE(across.value(QLatin1String("layout")).toString(), QStringLiteral("across hosts"));
+        QCOMPARE(across.value(QLatin1String("network")).toObject().value(QLatin1String("hosts")).toInt(), 2);
+        QVERIFY2(across.value(QLatin1String("bandwidth_bytes_per_second")).toDouble() > 0,
+            qPrintable(QJsonDocument(survey).toJson()));
     }
 
     // Issue 36: a model other than the seed CNN spread over two hosts: ResNet-18, whose 45 MB

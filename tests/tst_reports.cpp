@@ -871,7 +871,7 @@ StudySnapshot sampleSnapshot()
                 const double epoch = double(step) / stepsPerEpoch;
                 r.steps.append(StepPoint { step, int(std::ceil(epoch)),
                     2.3 * std::exp(-0.55 * learn * epoch) + 0.25 + noise(0.12),
-                    step * globalBatch / rate + std::floor(epoch) * 4.0 });
+                    step * globalBatch / rate + std::floor(epoch) * 4.0, {} });
             }
             r.imagesPerSecond = rate;
             r.wallSeconds = r.epochs.last().elapsedSeconds;

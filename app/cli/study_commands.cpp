@@ -135,6 +135,10 @@ QJsonObject studyJson(const StudySnapshot &s)
         { QStringLiteral("finishedUnixMs"), double(s.finishedUnixMs) }, { QStringLiteral("runs"), runs } };
     if (s.tune)
         study.insert(QStringLiteral("tune"), tune);
+    if (!s.networkProbes.isEmpty() || !s.networkNote.isEmpty())
+        study.insert(QStringLiteral("networkSurvey"),
+            QJsonObject {
+                { QStringLiteral("probes"), s.networkProbes }, { QStringLiteral("note"), s.networkNote } });
     return study;
 }
 
@@ -229,6 +233,34 @@ void printAnatomy(const StudySnapshot &s)
     }
 }
 
+// The network between the hosts, probed at the study's start.
+void printNetworkSurvey(const StudySnapshot &s)
+{
+    if (s.networkProbes.isEmpty()) {
+        if (!s.networkNote.isEmpty())
+            out() << "\n  network: " << s.networkNote << "\n";
+        return;
+    }
+    out() << "\n  the network between the hosts (probed at the study's start; ring all-reduce fit):\n";
+    for (const QJsonValue &value : s.networkProbes) {
+        const QJsonObject p = value.toObject();
+        QStringList hosts;
+        for (const QJsonValue &h : p.value(QLatin1String("hosts")).toArray())
+            hosts << h.toString();
+        out() << QStringLiteral("  %1 ranks, %2 (%3): ")
+                     .arg(p.value(QLatin1String("world_size")).toInt())
+                     .arg(p.value(QLatin1String("layout")).toString(), hosts.join(QStringLiteral(", ")));
+        if (p.contains(QLatin1String("error")))
+            out() << "failed: " << p.value(QLatin1String("error")).toString() << "\n";
+        else
+            out() << "latency " << num(p.value(QLatin1String("latency_seconds")).toDouble() * 1e6, 0)
+                  << " µs, " << bandwidthText(p.value(QLatin1String("bandwidth_bytes_per_second")).toDouble())
+                  << "\n";
+    }
+    if (!s.networkNote.isEmpty())
+        out() << "  " << s.networkNote << "\n";
+}
+
 void printStudy(const StudySnapshot &s)
 {
     if (s.tune) {
@@ -313,6 +345,7 @@ void printStudy(const StudySnapshot &s)
     if (!results.baselineWarning.isEmpty())
         out() << "  WARNING: " << results.baselineWarning << "\n";
     printAnatomy(s);
+    printNetworkSurvey(s);
     out().flush();
 }
 

@@ -403,6 +403,16 @@ QByteArray reportJson(const StudySnapshot &snapshot)
         if (!scaling.isEmpty())
             root.insert(QStringLiteral("scaling"), scaling);
     }
+    if (!snapshot.networkProbes.isEmpty() || !snapshot.networkNote.isEmpty())
+        root.insert(QStringLiteral("network_survey"),
+            QJsonObject { { QStringLiteral("probes"), snapshot.networkProbes },
+                { QStringLiteral("note"), snapshot.networkNote },
+                { QStringLiteral("definition"),
+                    QStringLiteral(
+                        "probed once at the study's start: c10d all-reduces of 4 KB to 64 MB between "
+                        "2 ... N ranks on one host and dealt over the hosts; latency and bandwidth of a "
+                        "ring all-reduce, t = 2(p-1)*latency + 2(p-1)/p * bytes/bandwidth, fitted to "
+                        "each size's median") } });
     if (!snapshot.learningRateNote.isEmpty()) {
         QJsonArray curve;
         for (const auto &[lr, loss] : snapshot.learningRateCurve)

@@ -718,6 +718,8 @@ ReportContent buildReportContent(const StudySnapshot &snapshot)
 
     content.charts = studyCharts(snapshot, r);
     content.tables = { comparisonTable(r), configTable(r), runTable(snapshot, r), anatomyTable(snapshot) };
+    if (!snapshot.networkProbes.isEmpty() || !snapshot.networkNote.isEmpty())
+        content.tables += networkTable(snapshot);
     content.tables += scalingTables(snapshot);
     content.tables += { attemptTable(snapshot), modelTable(snapshot), recipeTable(snapshot),
         nodeTable(snapshot), softwareTable(snapshot) };

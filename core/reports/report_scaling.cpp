@@ -2,12 +2,57 @@
 
 #include "scaling_model.h"
 
+#include <QJsonArray>
+#include <QJsonObject>
+
 #include <cmath>
 
 namespace scalelab::core {
 
 // One row per run: where its steps' time went (rank 0's mean), the time outside them, and
 // its slowest rank.
+ReportTable networkTable(const StudySnapshot &snapshot)
+{
+    ReportTable t;
+    t.title = QStringLiteral("The network between the hosts");
+    t.caption
+        = QStringLiteral("Probed once at the study's start, before its runs: c10d all-reduces of 4 KB to "
+                         "64 MB between 2 … N ranks, all on one host and dealt over the hosts, fitted to a "
+                         "ring all-reduce, t = 2(p−1)·latency + 2(p−1)/p·bytes/bandwidth. Fit error: the "
+                         "largest gap between that line and a measured size. ")
+        + snapshot.networkNote;
+    t.headers = QStringList { QStringLiteral("Ranks"), QStringLiteral("Layout"), QStringLiteral("Hosts"),
+        QStringLiteral("Backend"), QStringLiteral("Latency (µs)"), QStringLiteral("Bandwidth"),
+        QStringLiteral("Fit error") };
+    t.numeric = { true, false, false, false, true, false, true };
+    for (const QJsonValue &value : snapshot.networkProbes) {
+        const QJsonObject p = value.toObject();
+        QStringList hosts;
+        for (const QJsonValue &h : p.value(QLatin1String("hosts")).toArray())
+            hosts << h.toString();
+        const QStringList start { QString::number(p.value(QLatin1String("world_size")).toInt()),
+            p.value(QLatin1String("layout")).toString(), hosts.join(QStringLiteral(", ")),
+            p.value(QLatin1String("network")).toObject().value(QLatin1String("backend")).toString() };
+        if (p.contains(QLatin1String("error"))) {
+            t.rows.append(start
+                + QStringList { QStringLiteral("-"),
+                    QStringLiteral("failed: ") + p.value(QLatin1String("error")).toString(),
+                    QStringLiteral("-") });
+            t.mutedRows.append(true);
+            continue;
+        }
+        t.rows.append(start
+            + QStringList {
+                QString::number(p.value(QLatin1String("latency_seconds")).toDouble() * 1e6, 'f', 0),
+                bandwidthText(p.value(QLatin1String("bandwidth_bytes_per_second")).toDouble()),
+                QString::number(100 * p.value(QLatin1String("fit_worst_relative_error")).toDouble(), 'f', 0)
+                    + QStringLiteral(" %") });
+        t.mutedRows.append(false);
+    }
+    t.emptyText = snapshot.networkNote.isEmpty() ? QStringLiteral("Not probed.") : snapshot.networkNote;
+    return t;
+}
+
 ReportTable anatomyTable(const StudySnapshot &snapshot)
 {
     ReportTable t;

@@ -8,6 +8,9 @@ namespace scalelab::core {
 
 // One row per run with a measured anatomy.
 ReportTable anatomyTable(const StudySnapshot &snapshot);
+// The network between the study's hosts, probed at its start: a row per probe (none when
+// it was not probed: a caption says why).
+ReportTable networkTable(const StudySnapshot &snapshot);
 // One table per model: the fit, its held-out checks, and predictions out to 512 workers.
 QList<ReportTable> scalingTables(const StudySnapshot &snapshot);
 

@@ -61,7 +61,8 @@ QList<ProbeLayout> planProbes(const QList<ProbeAgent> &agents, const QList<int> 
     return layouts;
 }
 
-ProbeOutcome runProbe(const ProbeLayout &layout, const QMap<QString, AgentClient *> &clients, int timeoutMs)
+ProbeOutcome runProbe(const ProbeLayout &layout, const QMap<QString, AgentClient *> &clients, int timeoutMs,
+    const std::function<bool()> &cancelled)
 {
     ProbeOutcome outcome;
     outcome.layout = layout;
@@ -139,6 +140,17 @@ ProbeOutcome runProbe(const ProbeLayout &layout, const QMap<QString, AgentClient
     deadline.setSingleShot(true);
     QObject::connect(&deadline, &QTimer::timeout, &loop, &QEventLoop::quit);
     deadline.start(timeoutMs);
+    QTimer poll;
+    bool wasCancelled = false;
+    if (cancelled) {
+        QObject::connect(&poll, &QTimer::timeout, &loop, [&] {
+            if (cancelled()) {
+                wasCancelled = true;
+                loop.quit();
+            }
+        });
+        poll.start(200);
+    }
     watch.start();
     loop.exec();
     // What arrived with the last batch, before finished().
@@ -147,6 +159,10 @@ ProbeOutcome runProbe(const ProbeLayout &layout, const QMap<QString, AgentClient
             outcome.network = networkOf(e.started().network());
     watch.cancel();
 
+    if (wasCancelled) {
+        stopAll();
+        return failed(QStringLiteral("cancelled"));
+    }
     if (!terminal) {
         stopAll();
         return failed(!streamError.isEmpty()

@@ -22,6 +22,8 @@
 #include <QMap>
 #include <QString>
 
+#include <functional>
+
 namespace scalelab::core {
 
 struct ProbeAgent {
@@ -55,8 +57,9 @@ struct ProbeOutcome {
 // Runs one probe as a run of its own (id "probe-…"): starts rank 0's portion, then the
 // others at the rendezvous rank 0's agent chose, and follows rank 0's events until the run
 // ends or `timeoutMs` passes (then every portion is stopped). `clients` by agent name.
-ProbeOutcome runProbe(
-    const ProbeLayout &layout, const QMap<QString, AgentClient *> &clients, int timeoutMs = 180'000);
+// `cancelled`, when given, is asked every 200 ms: true stops the probe (an error "cancelled").
+ProbeOutcome runProbe(const ProbeLayout &layout, const QMap<QString, AgentClient *> &clients,
+    int timeoutMs = 180'000, const std::function<bool()> &cancelled = {});
 
 // The outcome as JSON: layout, hosts, backend, the fitted latency and bandwidth, and each
 // size's timed all-reduces (networkJson).

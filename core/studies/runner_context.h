@@ -1,7 +1,7 @@
 // What a StudyRunner lends the parts it owns (CheckpointCourier in checkpoint_courier.h,
-// LearningRateFinder in learning_rate_finder.h): the study as the journal has it, the
-// agents, the journal to record in, and the runner's voice. StudyRunner implements it; a
-// part keeps a reference, so the runner outlives the parts it owns.
+// LearningRateFinder in learning_rate_finder.h, NetworkSurvey in network_survey.h): the study as the journal
+// has it, the agents, the journal to record in, and the runner's voice. StudyRunner implements it; a part
+// keeps a reference, so the runner outlives the parts it owns.
 //
 //   if (!runner.driving()) return;                         // crashed or finished: start nothing
 //   if (!runner.record(type, payload)) return;             // journaled first, then acted on

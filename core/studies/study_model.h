@@ -4,6 +4,7 @@
 #pragma once
 
 #include <QByteArray>
+#include <QJsonArray>
 #include <QJsonObject>
 #include <QList>
 #include <QMap>
@@ -261,6 +262,10 @@ struct StudySnapshot {
     bool tuneMaximize = true;
     int tuneTrialEpochs = 0; // the most a trial trains, unless the user continues it
     QString tuneScheduler;
+    // The network between the study's hosts, probed once at its start (network_probe.h's
+    // probeJson, one per probe; empty when not probed) and what became of the survey in words.
+    QJsonArray networkProbes;
+    QString networkNote;
 };
 
 } // namespace scalelab::core

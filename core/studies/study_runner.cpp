@@ -2,6 +2,7 @@
 
 #include "checkpoint_courier.h"
 #include "learning_rate_finder.h"
+#include "network_survey.h"
 #include "run_watch.h"
 
 #include <QFileInfo>
@@ -29,12 +30,14 @@ StudyRunner::StudyRunner(Journal *journal, QObject *parent)
     RunnerContext &context = *this;
     m_courier = std::make_unique<CheckpointCourier>(context, this, checkpointRoot());
     m_lrFinder = std::make_unique<LearningRateFinder>(context, this);
+    m_networkSurvey = std::make_unique<NetworkSurvey>(context, this);
 }
 
 StudyRunner::~StudyRunner()
 {
     m_courier.reset(); // cancels the copy in flight and joins its thread
     m_lrFinder.reset(); // tells the range test to stop and joins its thread
+    m_networkSurvey.reset(); // stops the probe in flight and joins its thread
     // Watches first: they hold pointers to the clients.
     m_watches.clear();
     m_clients.clear();
@@ -175,6 +178,8 @@ void StudyRunner::tick()
         QList<NodeCapacity> nodes = refreshCapacity(freshRetry);
         if (m_state.waitsForLearningRate())
             m_lrFinder->search(nodes); // runs wait for its choice
+        else if (m_state.waitsForNetworkProbe())
+            m_networkSurvey->probe(nodes); // runs wait for it: it measures an idle network
         else
             placePending(nodes);
     }

@@ -24,7 +24,8 @@
 //   checkpoint_courier.h        CheckpointCourier: the copy queue, its worker thread and the
 //                               uploads before a retry (by the rules of checkpoint_shuttle.h)
 //   learning_rate_finder.h      LearningRateFinder: the range test of a learningRateAuto plan
-// The runner owns the courier and the finder; they reach the study through RunnerContext
+//   network_survey.h            NetworkSurvey: the network between the hosts, before the runs
+// The runner owns the courier, the finder and the survey; they reach the study through RunnerContext
 // (runner_context.h), which the runner implements. The rest are StudyRunner's own member
 // functions, split by job: they share its whole state (the study, the watches, the capacity).
 //
@@ -53,6 +54,7 @@ namespace scalelab::core {
 
 class CheckpointCourier;
 class LearningRateFinder;
+class NetworkSurvey;
 class RunWatch;
 
 class StudyRunner : public QObject, private RunnerContext {
@@ -194,6 +196,8 @@ private:
     std::unique_ptr<CheckpointCourier> m_courier;
     // The learning-rate range test of a learningRateAuto plan: one at a time, on a thread.
     std::unique_ptr<LearningRateFinder> m_lrFinder;
+    // The network between the study's hosts, probed once before its runs.
+    std::unique_ptr<NetworkSurvey> m_networkSurvey;
 };
 
 } // namespace scalelab::core

@@ -154,6 +154,14 @@ StudyState StudyState::replay(const QList<JournalEvent> &events)
     return state;
 }
 
+bool StudyState::waitsForNetworkProbe() const
+{
+    if (m_networkProbed || m_cancelRequested || m_plan.training().skip_network_probe())
+        return false;
+    return std::any_of(
+        m_runs.begin(), m_runs.end(), [](const RunProgress &r) { return r.planned.config.workers > 1; });
+}
+
 bool StudyState::shouldRetry(const RunProgress &run) const
 {
     return !m_cancelRequested && !run.cancelRequested
@@ -237,6 +245,12 @@ void StudyState::apply(const JournalEvent &event)
         m_lrSearch.points.clear();
         for (const auto &point : p.value(QLatin1String("points")).toArray())
             m_lrSearch.points.append({ point.toArray().at(0).toDouble(), point.toArray().at(1).toDouble() });
+        return;
+    }
+    if (type == QLatin1String("network_probed")) {
+        m_networkProbed = true;
+        m_networkProbes = p.value(QLatin1String("probes")).toArray();
+        m_networkNote = p.value(QLatin1String("note")).toString();
         return;
     }
     if (type == QLatin1String("lr_find_failed")) {
@@ -603,6 +617,8 @@ StudySnapshot buildSnapshot(const StudyState &state, const Journal &journal)
             s.learningRateNote = QStringLiteral("auto: the range test has not chosen yet");
         s.learningRateCurve = search.points;
     }
+    s.networkProbes = state.networkProbes();
+    s.networkNote = state.networkNote();
     // This console's software; the agents' and workers' are added from what they reported.
     s.software.insert(QStringLiteral("console: ScaleLab"),
         QStringLiteral("%1 (git %2)").arg(QStringLiteral(SCALELAB_VERSION), QString::fromLatin1(common::gitCommit())));

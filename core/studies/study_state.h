@@ -34,6 +34,10 @@
 //                     points [[lr, smoothed loss], ...]}     the range test of a learningRateAuto plan
 //   lr_find_failed   {reason, final}                       final: it will not be tried again and the
 //                                                          runs still pending fail with the reason
+//   network_probed   {probes [probeJson], note}            the network between the study's hosts,
+//                                                          probed once before its runs (note: in
+//                                                          words, why there are no probes or
+//                                                          why they failed)
 //   trial_decision   TrialDecision::toJson()              a tune's scheduler decided about a trial
 //                                                          (tune_decisions.h): continue, stop, pause,
 //                                                          promote or finish, with its inputs
@@ -144,6 +148,12 @@ public:
     const LearningRateSearch &learningRateSearch() const { return m_lrSearch; }
     // A learningRateAuto plan whose runs must wait for the range test's choice.
     bool waitsForLearningRate() const { return m_plan.learning_rate_auto() && !m_lrSearch.found && !m_lrSearch.gaveUp; }
+    // The survey of the network between the study's hosts before its runs (network_probed):
+    // due when a run has several workers, unless the plan skips probes
+    // (training.skipNetworkProbe); it ends the wait whatever it found.
+    bool waitsForNetworkProbe() const;
+    const QJsonArray &networkProbes() const { return m_networkProbes; }
+    QString networkNote() const { return m_networkNote; }
     qint64 lastEventId() const { return m_lastEventId; }
     // A tune: its scheduler, holding every decision journalled so far.
     bool isTune() const { return m_plan.has_tune(); }
@@ -167,6 +177,9 @@ private:
     QList<RunProgress> m_runs;
     QList<NodeInfo> m_nodes;
     LearningRateSearch m_lrSearch;
+    bool m_networkProbed = false;
+    QJsonArray m_networkProbes;
+    QString m_networkNote;
     TrialScheduler m_scheduler;
     bool m_cancelRequested = false;
     QString m_endState;
