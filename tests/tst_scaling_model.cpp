@@ -194,6 +194,45 @@ private Q_SLOTS:
             qPrintable(text));
     }
 
+    // bf16 computes at its own speed: a study with runs in both precisions gets a fit each,
+    // each with its own compute, named apart.
+    void eachPrecisionHasItsOwnFit()
+    {
+        ScalingModel fp32 = truth(), bf16 = truth();
+        bf16.computePerImage = fp32.computePerImage / 2;
+        StudySnapshot snapshot;
+        std::mt19937 random(1);
+        for (const auto &[model, precision] : { std::pair { &fp32, "fp32" }, std::pair { &bf16, "bf16" } })
+            for (const ScalingRun &r : study(*model, 0)) {
+                RunResult result;
+                result.runId = r.runId + QLatin1Char('-') + QLatin1String(precision);
+                result.state = QStringLiteral("SUCCEEDED");
+                result.config.workers = r.workers;
+                result.config.batchSize = r.batchPerWorker;
+                result.config.precision = QLatin1String(precision);
+                result.config.model = QStringLiteral("seed-cnn");
+                result.gradientBytes = r.gradientBytes;
+                result.anatomy.steps = 30;
+                result.anatomy.perStep = r.perStep;
+                result.network = r.network;
+                snapshot.runs << result;
+            }
+        const QList<StudyScaling> scalings = studyScaling(snapshot);
+        QCOMPARE(scalings.size(), 2);
+        QCOMPARE(scalings[0].precision, QStringLiteral("fp32"));
+        QCOMPARE(scalings[1].precision, QStringLiteral("bf16"));
+        QCOMPARE(scalingLabel(scalings[0], {}), QStringLiteral("seed-cnn"));
+        QCOMPARE(scalingLabel(scalings[1], {}), QStringLiteral("seed-cnn · bf16"));
+        for (int i = 0; i < 2; ++i) {
+            QVERIFY2(scalings[i].fit.valid, qPrintable(scalings[i].fit.problem));
+            QCOMPARE(scalings[i].runs.size(), 6);
+        }
+        QVERIFY(std::abs(scalings[0].fit.computePerImage / fp32.computePerImage - 1) < 1e-6);
+        QVERIFY(std::abs(scalings[1].fit.computePerImage / bf16.computePerImage - 1) < 1e-6);
+        QCOMPARE(scalingJson(scalings[1], {}).value(QLatin1String("precision")).toString(),
+            QStringLiteral("bf16"));
+    }
+
     void bandwidthsAreRead()
     {
         QCOMPARE(parseBandwidth(QStringLiteral("10Gbit")), 1.25e9);

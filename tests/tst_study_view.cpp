@@ -249,6 +249,10 @@ private Q_SLOTS:
             qPrintable(panel->barLabels().join(u'|')));
         QVERIFY2(panel->whatIfText().contains(QStringLiteral(" images/s, speedup ")),
             qPrintable(panel->whatIfText()));
+        // One model in one precision: one fit to ask, named, nothing to choose.
+        QCOMPARE(panel->whatIfFit()->count(), 1);
+        QCOMPARE(panel->whatIfFit()->currentText(), QStringLiteral("seed-cnn"));
+        QVERIFY(!panel->whatIfFit()->isEnabled());
         const QString asMeasured = panel->whatIfText();
         panel->whatIfBandwidth()->setCurrentText(QStringLiteral("100Mbit"));
         QVERIFY2(

@@ -172,7 +172,7 @@ int predictStudy(const QStringList &arguments)
         if (parser.isSet(QStringLiteral("json")))
             models.append(scalingJson(s, points));
         else
-            printScaling(s, points, snapshot.modelNames.value(s.model, s.model));
+            printScaling(s, points, scalingLabel(s, snapshot.modelNames));
     }
     if (parser.isSet(QStringLiteral("json")))
         out() << QJsonDocument(

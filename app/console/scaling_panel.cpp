@@ -13,6 +13,7 @@
 #include <QHBoxLayout>
 #include <QHorizontalStackedBarSeries>
 #include <QLabel>
+#include <QSignalBlocker>
 #include <QSpinBox>
 #include <QVBoxLayout>
 #include <QValueAxis>
@@ -71,12 +72,18 @@ ScalingPanel::ScalingPanel(QWidget *parent)
     m_bandwidth->setToolTip(
         tr("The link between workers: as the study's probes measured it, or a rate (10Gbit, "
            "125MB/s, or bytes per second)"));
+    m_fit = new QComboBox;
+    m_fit->setObjectName(QStringLiteral("whatIfFit"));
+    m_fit->setToolTip(tr("The model and precision to ask, as the study measured them: bf16 computes at "
+                         "its own speed, so it is offered once the study has a bf16 run (precision in "
+                         "its grid)"));
     m_answer = new QLabel;
     m_answer->setObjectName(QStringLiteral("whatIfAnswer"));
     m_answer->setWordWrap(true);
     m_answer->setTextInteractionFlags(Qt::TextSelectableByMouse);
     auto *whatIf = new QGroupBox(tr("What if"));
     auto *form = new QFormLayout(whatIf);
+    form->addRow(tr("Model"), m_fit);
     form->addRow(tr("Workers"), m_workers);
     form->addRow(tr("Batch"), m_batch);
     form->addRow(tr("Link"), m_bandwidth);
@@ -84,6 +91,7 @@ ScalingPanel::ScalingPanel(QWidget *parent)
     connect(m_workers, &QSpinBox::valueChanged, this, &ScalingPanel::answer);
     connect(m_batch, &QSpinBox::valueChanged, this, &ScalingPanel::answer);
     connect(m_bandwidth, &QComboBox::currentTextChanged, this, &ScalingPanel::answer);
+    connect(m_fit, &QComboBox::currentIndexChanged, this, &ScalingPanel::answer);
 
     auto *side = new QVBoxLayout;
     side->addWidget(m_losses);
@@ -102,6 +110,10 @@ void ScalingPanel::clear()
     for (QAbstractAxis *axis : m_chart->axes())
         m_chart->removeAxis(axis);
     m_scalings.clear();
+    {
+        const QSignalBlocker quiet(m_fit);
+        m_fit->clear();
+    }
     m_drawn.clear();
     m_labels.clear();
     m_losses->setText(tr("No run has a measured step yet: the anatomy of a step appears after a run's first "
@@ -130,12 +142,24 @@ void ScalingPanel::update(const core::StudySnapshot &snapshot)
     m_drawn = drawn;
     drawBars(snapshot);
     m_scalings = core::studyScaling(snapshot);
+    {
+        // The fits the What if panel can ask, keeping the one chosen.
+        const QSignalBlocker quiet(m_fit);
+        const QString chosen = m_fit->currentText();
+        m_fit->clear();
+        for (int i = 0; i < m_scalings.size(); ++i)
+            if (m_scalings[i].fit.valid)
+                m_fit->addItem(core::scalingLabel(m_scalings[i], snapshot.modelNames), i);
+        if (const int again = m_fit->findText(chosen); again >= 0)
+            m_fit->setCurrentIndex(again);
+        m_fit->setEnabled(m_fit->count() > 1);
+    }
     QStringList words;
     for (const core::StudyScaling &s : m_scalings) {
         words += s.losses;
         if (!s.fit.valid)
             words << tr("No prediction for %1: %2.")
-                         .arg(snapshot.modelNames.value(s.model, s.model), s.fit.problem);
+                         .arg(core::scalingLabel(s, snapshot.modelNames), s.fit.problem);
         for (const core::HeldOutError &e : s.heldOut)
             if (e.problem.isEmpty())
                 words << tr("%1 workers predicted without their run: %2 images/s, measured %3 (%4%5 %).")
@@ -207,12 +231,9 @@ void ScalingPanel::drawBars(const core::StudySnapshot &snapshot)
 
 void ScalingPanel::answer()
 {
-    const core::StudyScaling *scaling = nullptr;
-    for (const core::StudyScaling &s : m_scalings)
-        if (s.fit.valid) {
-            scaling = &s;
-            break;
-        }
+    const int chosen = m_fit->currentData().isValid() ? m_fit->currentData().toInt() : -1;
+    const core::StudyScaling *scaling
+        = chosen >= 0 && chosen < m_scalings.size() ? &m_scalings[chosen] : nullptr;
     if (!scaling) {
         m_answer->setText(m_scalings.isEmpty()
                 ? tr("The model is fitted once runs have finished with a measured step anatomy.")

@@ -36,6 +36,7 @@ public:
     QSpinBox *whatIfWorkers() const { return m_workers; }
     QSpinBox *whatIfBatch() const { return m_batch; }
     QComboBox *whatIfBandwidth() const { return m_bandwidth; }
+    QComboBox *whatIfFit() const { return m_fit; }
     // The scalings the panel holds (one per model), for the speedup charts' predicted lines.
     const QList<core::StudyScaling> &scalings() const { return m_scalings; }
 
@@ -52,6 +53,7 @@ private:
     QSpinBox *m_workers = nullptr;
     QSpinBox *m_batch = nullptr;
     QComboBox *m_bandwidth = nullptr;
+    QComboBox *m_fit = nullptr; // which fit answers: a model, fp32 or bf16, as the study measured
     QLabel *m_answer = nullptr;
     QList<core::StudyScaling> m_scalings;
     QString m_drawn; // the anatomies drawn, to redraw only on change

@@ -223,13 +223,14 @@ void StudyCharts::drawPredicted()
         workers << most;
         const QList<core::ScalingPoint> points
             = core::predictWithBand(s.runs, workers, s.batchPerWorker, 0, 100);
-        const QString id = QStringLiteral("predicted/") + s.model;
+        const QString id = QStringLiteral("predicted/") + s.model
+            + (s.precision == QLatin1String("bf16") ? QStringLiteral("/bf16") : QString());
         m_predictedIds << id;
         const QColor c = MetricChart::cycleColor(color++);
         const QString label = tr("predicted by images/s of the steps, b%1%2 (95 % band)")
                                   .arg(s.batchPerWorker)
                                   .arg(m_scalingPanel->scalings().size() > 1 ? QStringLiteral(" · ")
-                                              + m_snapshot.modelNames.value(s.model, s.model)
+                                              + core::scalingLabel(s, m_snapshot.modelNames)
                                                                              : QString());
         for (MetricChart *chart : { m_speedup, m_efficiency }) {
             const bool speedup = chart == m_speedup;

@@ -279,7 +279,8 @@ QList<ChartSpec> studyCharts(const StudySnapshot &snapshot, const StudyResults &
     // a run's wall-clock exceeds by start-up, evaluation and checkpoints.
     if (!snapshot.tune && !speedup.series.isEmpty()) {
         int colorIndex = 0;
-        for (const StudyScaling &s : studyScaling(snapshot)) {
+        const QList<StudyScaling> scalings = studyScaling(snapshot);
+        for (const StudyScaling &s : scalings) {
             if (!s.fit.valid)
                 continue;
             int measured = 1;
@@ -291,11 +292,11 @@ QList<ChartSpec> studyCharts(const StudySnapshot &snapshot, const StudyResults &
                 workers << p;
             workers << most;
             ChartSeries predictedSpeedup;
-            predictedSpeedup.name
-                = QStringLiteral("predicted (steps' images/s, b%1%2), 95 % band")
-                      .arg(s.batchPerWorker)
-                      .arg(oneModel ? QString()
-                                    : QStringLiteral(", ") + snapshot.modelNames.value(s.model, s.model));
+            predictedSpeedup.name = QStringLiteral("predicted (steps' images/s, b%1%2), 95 % band")
+                                        .arg(s.batchPerWorker)
+                                        .arg(scalings.size() == 1 ? QString()
+                                                                  : QStringLiteral(", ")
+                                                    + scalingLabel(s, snapshot.modelNames));
             predictedSpeedup.color = palette().at((6 + colorIndex++) % palette().size());
             predictedSpeedup.style = Qt::DotLine;
             ChartSeries predictedEfficiency = predictedSpeedup;

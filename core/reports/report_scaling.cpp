@@ -97,7 +97,7 @@ QList<ReportTable> scalingTables(const StudySnapshot &snapshot)
 {
     QList<ReportTable> tables;
     for (const StudyScaling &s : studyScaling(snapshot)) {
-        const QString name = snapshot.modelNames.value(s.model, s.model);
+        const QString name = scalingLabel(s, snapshot.modelNames);
         ReportTable t;
         t.title = QStringLiteral("What more workers would give: %1").arg(name);
         if (!s.fit.valid) {

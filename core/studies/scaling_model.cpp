@@ -401,16 +401,24 @@ ScalingRun scalingRunOf(const RunResult &run)
     return r;
 }
 
+QString scalingLabel(const StudyScaling &scaling, const QMap<QString, QString> &modelNames)
+{
+    const QString name = modelNames.value(scaling.model, scaling.model);
+    return scaling.precision == QLatin1String("bf16") ? name + QStringLiteral(" · bf16") : name;
+}
+
 QList<StudyScaling> studyScaling(const StudySnapshot &snapshot)
 {
     QList<StudyScaling> all;
     for (const RunResult &run : snapshot.runs) {
         if (run.state != QLatin1String("SUCCEEDED") || !run.anatomy.measured())
             continue;
-        auto it = std::find_if(
-            all.begin(), all.end(), [&](const StudyScaling &s) { return s.model == run.config.model; });
+        // bf16 and fp32 compute at different speeds: a fit each.
+        auto it = std::find_if(all.begin(), all.end(), [&](const StudyScaling &s) {
+            return s.model == run.config.model && s.precision == run.config.precision;
+        });
         if (it == all.end()) {
-            all.append(StudyScaling { run.config.model, {}, {}, {}, {}, 0 });
+            all.append(StudyScaling { run.config.model, run.config.precision, {}, {}, {}, {}, 0 });
             it = all.end() - 1;
         }
         it->runs << scalingRunOf(run);
@@ -547,7 +555,8 @@ QJsonObject scalingJson(const StudyScaling &scaling, const QList<ScalingPoint> &
         { QStringLiteral("gradientBytes"), finite(m.gradientBytes) },
         { QStringLiteral("probeHosts"), m.probeHosts }, { QStringLiteral("runs"), int(scaling.runs.size()) },
         { QStringLiteral("notes"), QJsonArray::fromStringList(m.notes) } };
-    return QJsonObject { { QStringLiteral("model"), scaling.model }, { QStringLiteral("fit"), fit },
+    return QJsonObject { { QStringLiteral("model"), scaling.model },
+        { QStringLiteral("precision"), scaling.precision }, { QStringLiteral("fit"), fit },
         { QStringLiteral("heldOut"), held },
         { QStringLiteral("heldOutMedianAbsoluteError"), finite(median(errors)) },
         { QStringLiteral("losses"), QJsonArray::fromStringList(scaling.losses) },

@@ -122,11 +122,12 @@ QList<HeldOutError> leaveOneOut(const QList<ScalingRun> &runs);
 // 13 MB per step at ~110 MB/s". Empty when they cannot be compared.
 QString efficiencyLossText(const ScalingRun &fewer, const ScalingRun &more, const ScalingModel &model);
 
-// A study's scaling, per model it trains: its measured runs (SUCCEEDED, with an anatomy),
+// A study's scaling, per model and precision it trains: its measured runs (SUCCEEDED, with an anatomy),
 // the model fitted on them, each multi-worker run predicted without itself, and where
 // efficiency goes between consecutive worker counts of one batch per worker.
 struct StudyScaling {
     QString model; // RunConfig::model
+    QString precision = QStringLiteral("fp32"); // RunConfig::precision: bf16 computes at its own speed
     QList<ScalingRun> runs;
     ScalingModel fit;
     QList<HeldOutError> heldOut;
@@ -134,6 +135,9 @@ struct StudyScaling {
     int batchPerWorker = 0; // the most common among the runs: what predictions default to
 };
 QList<StudyScaling> studyScaling(const StudySnapshot &snapshot);
+// What a fit is of, for labels: the model's name (a TorchScript module's file name from
+// `modelNames`), and " · bf16" for runs in bf16.
+QString scalingLabel(const StudyScaling &scaling, const QMap<QString, QString> &modelNames);
 
 // The fit, its held-out errors, the losses and `predictions` as JSON (the report's
 // "scaling" entries and `study predict --json`), with the definitions of what they mean.
