@@ -208,18 +208,21 @@ int runNetworkProbe(const TrainingConfig &config, EventWriter &events)
     for (auto &sample : parallel->probeAllReduce())
         network.samples.emplace_back(sample.bytes, std::move(sample.seconds));
     if (config.rank == 0) {
-        events.started(config,
-            { .threads = threads,
-                .device = config.device,
-                .torchVersion = TORCH_VERSION,
-                .blas = blasInUse(),
-                .compiler = compilerName(),
-                .network = std::move(network) });
+        StartedReport started;
+        started.threads = threads;
+        started.device = config.device;
+        started.torchVersion = TORCH_VERSION;
+        started.blas = blasInUse();
+        started.compiler = compilerName();
+        started.network = std::move(network);
+        events.started(config, started);
     }
     // No rank leaves before the others are done with the group.
     parallel->barrier();
     // Every rank says it finished (the agent takes a silent exit for a failure).
-    events.finished({ .wallSeconds = std::chrono::duration<double>(Clock::now() - start).count() });
+    FinishedReport finished;
+    finished.wallSeconds = std::chrono::duration<double>(Clock::now() - start).count();
+    events.finished(finished);
     return worker::kExitFinished;
 }
 
