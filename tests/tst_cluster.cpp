@@ -337,7 +337,7 @@ private Q_SLOTS:
         const QString runId = run.value(QLatin1String("runId")).toString();
         QCOMPARE(cluster.ranksOn(1, runId, 1), QList<int> { 0 });
         QCOMPARE(cluster.ranksOn(2, runId, 1), QList<int> { 1 });
-        qInfo("two hosts: %s", qPrintable(study.output().section(QLatin1Char('\n'), -3)));
+        qInfo("two hosts: %s", qPrintable(study.output().section(QLatin1Char('\n'), -6)));
         // The study probed the network between its hosts before its runs, and keeps it.
         QVERIFY2(study.output().contains(QLatin1String("network: probing all-reduces between")),
             qPrintable(study.output()));

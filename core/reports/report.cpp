@@ -410,7 +410,8 @@ QByteArray reportJson(const StudySnapshot &snapshot)
                 { QStringLiteral("definition"),
                     QStringLiteral(
                         "probed once at the study's start: c10d all-reduces of 4 KB to 64 MB between "
-                        "2 ... N ranks on one host and dealt over the hosts; latency and bandwidth of a "
+                        "the ranks dealt over the hosts (2, 4 ... N) and 2 on one host; latency and "
+                        "bandwidth of a "
                         "ring all-reduce, t = 2(p-1)*latency + 2(p-1)/p * bytes/bandwidth, fitted to "
                         "each size's median") } });
     if (!snapshot.learningRateNote.isEmpty()) {

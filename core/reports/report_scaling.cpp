@@ -15,11 +15,11 @@ ReportTable networkTable(const StudySnapshot &snapshot)
 {
     ReportTable t;
     t.title = QStringLiteral("The network between the hosts");
-    t.caption
-        = QStringLiteral("Probed once at the study's start, before its runs: c10d all-reduces of 4 KB to "
-                         "64 MB between 2 … N ranks, all on one host and dealt over the hosts, fitted to a "
-                         "ring all-reduce, t = 2(p−1)·latency + 2(p−1)/p·bytes/bandwidth. Fit error: the "
-                         "largest gap between that line and a measured size. ")
+    t.caption = QStringLiteral(
+                    "Probed once at the study's start, before its runs: c10d all-reduces of 4 KB to "
+                    "64 MB, the ranks dealt over the hosts (2, 4 … N of them) and 2 on one host, fitted to a "
+                    "ring all-reduce, t = 2(p−1)·latency + 2(p−1)/p·bytes/bandwidth. Fit error: the "
+                    "largest gap between that line and a measured size. ")
         + snapshot.networkNote;
     t.headers = QStringList { QStringLiteral("Ranks"), QStringLiteral("Layout"), QStringLiteral("Hosts"),
         QStringLiteral("Backend"), QStringLiteral("Latency (µs)"), QStringLiteral("Bandwidth"),

@@ -29,7 +29,7 @@ QList<int> NetworkSurvey::worldSizes(int maxWorkers)
 {
     QList<int> sizes;
     for (int p = 2; p <= maxWorkers; ++p)
-        if (p <= 8 || (p & (p - 1)) == 0 || p == maxWorkers)
+        if ((p & (p - 1)) == 0 || p == maxWorkers)
             sizes << p;
     return sizes;
 }
@@ -63,7 +63,10 @@ void NetworkSurvey::probe(const QList<NodeCapacity> &nodes)
     int maxWorkers = 1;
     for (const RunProgress &r : state.runs())
         maxWorkers = std::max(maxWorkers, r.planned.config.workers);
-    const QList<ProbeLayout> layouts = planProbes(agents, worldSizes(maxWorkers));
+    // Across hosts at each size; on one host once, at 2 ranks: the reference the links are
+    // compared with (each probe starts its ranks: seconds apiece).
+    QList<ProbeLayout> layouts = planProbes(agents, worldSizes(maxWorkers));
+    layouts.removeIf([](const ProbeLayout &l) { return !l.acrossHosts && l.worldSize > 2; });
     QList<AgentEndpoint> endpoints;
     for (const ProbeAgent &a : agents)
         endpoints << *m_runner.endpoint(a.name);

@@ -1,8 +1,8 @@
 // The network between a study's hosts, probed once before its runs (issue 37): when a run
 // has several workers and the plan does not skip probes (training.skipNetworkProbe), the
 // runs wait for it (StudyState::waitsForNetworkProbe). With the agents on two or more hosts
-// it runs network_probe.h's probes, world sizes 2 … N (N the plan's most workers; powers of
-// two past 8) on one host and dealt over the hosts, and journals them (network_probed,
+// it runs network_probe.h's probes, dealt over the hosts at world sizes 2, 4, 8 … N (N the
+// plan's most workers) and 2 ranks on one host, and journals them (network_probed,
 // probeJson each); with one host it journals at once that each run's own probe measures it
 // (no probe of its own is needed there). A probe that fails is journaled with why; the study
 // goes on either way. The StudyRunner:
@@ -40,8 +40,8 @@ public:
     // Starts the survey over the reachable `nodes`, unless one runs or the runner stopped.
     void probe(const QList<NodeCapacity> &nodes);
 
-    // The world sizes probed for a plan whose largest run has `maxWorkers`: 2 … N, and past 8
-    // the powers of two and N.
+    // The world sizes probed for a plan whose largest run has `maxWorkers`: the powers of two
+    // from 2, and N.
     static QList<int> worldSizes(int maxWorkers);
 
 private:
