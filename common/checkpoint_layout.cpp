@@ -142,9 +142,8 @@ void prune(const fs::path &root, std::size_t keep, const fs::path &except)
 {
     std::vector<Folder> all = folders(root, false);
     std::erase_if(all, [&](const Folder &f) { return !except.empty() && f.path == except; });
-    std::error_code ec;
     for (std::size_t i = 0; i + keep < all.size(); ++i)
-        fs::remove_all(all[i].path, ec);
+        removeTree(all[i].path);
 }
 
 } // namespace scalelab::common::checkpoint

@@ -2,10 +2,50 @@
 
 #include <cerrno>
 #include <cstring>
+#include <dirent.h>
 #include <fcntl.h>
 #include <unistd.h>
 
 namespace scalelab::common {
+
+namespace {
+
+// Removes `name` in the folder `parent`: a file or link at once, a folder after what it
+// holds. 0 or the first errno met.
+int removeAt(int parent, const char *name)
+{
+    if (::unlinkat(parent, name, 0) == 0 || errno == ENOENT)
+        return 0;
+    if (errno != EISDIR && errno != EPERM) // unlink(2) of a folder: EISDIR on Linux, EPERM by POSIX
+        return errno;
+    const int fd = ::openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return errno;
+    DIR *dir = ::fdopendir(fd);
+    if (dir == nullptr) {
+        const int error = errno;
+        ::close(fd);
+        return error;
+    }
+    int error = 0;
+    while (const dirent *entry = ::readdir(dir)) {
+        if (std::strcmp(entry->d_name, ".") == 0 || std::strcmp(entry->d_name, "..") == 0)
+            continue;
+        if (const int e = removeAt(::dirfd(dir), entry->d_name); e != 0 && error == 0)
+            error = e;
+    }
+    ::closedir(dir);
+    if (error != 0)
+        return error;
+    return ::unlinkat(parent, name, AT_REMOVEDIR) == 0 || errno == ENOENT ? 0 : errno;
+}
+
+} // namespace
+
+int removeTree(const std::filesystem::path &path)
+{
+    return path.empty() ? 0 : removeAt(AT_FDCWD, path.c_str());
+}
 
 int writeAll(int fd, const char *data, std::size_t size)
 {

@@ -25,4 +25,12 @@ common::Status replaceFileAtomically(const std::filesystem::path &file, const st
 // fsync of a folder (after a rename in it), best effort.
 void syncFolder(const std::filesystem::path &folder);
 
+// Removes `path` and, for a folder, everything in it; symbolic links are removed, not
+// followed. 0 when it is gone (or never was), else the first errno met. What
+// std::filesystem::remove_all does, through POSIX calls: PyTorch's wheels export the
+// std::filesystem they link statically (pytorch/pytorch#133437), a worker built against
+// one calls those copies, and their remove_all jumped to address 0 on a GPU node
+// (PyTorch 2.11: SIGSEGV when a checkpoint pruned an older one).
+int removeTree(const std::filesystem::path &path);
+
 } // namespace scalelab::common

@@ -3,8 +3,9 @@
 // Each side's use of it is tested where it is used (tst_trainer, tst_agent,
 // tst_study_process); this is the layout alone, on a temporary folder.
 #include "checkpoint_layout.h"
-#include "verify_ok.h"
+#include "file_io.h"
 #include "sha256.h"
+#include "verify_ok.h"
 
 #include <QTemporaryDir>
 #include <QTest>
@@ -164,6 +165,32 @@ private Q_SLOTS:
         common::checkpoint::prune(root, 1);
         QCOMPARE(epochsIn(common::checkpoint::folders(root, true)), QStringList({ "4" }));
         QVERIFY(fs::exists(root / ".upload-epoch-0009-1"));
+    }
+
+    // What prune and the worker's checkpoint commit remove with (POSIX calls, not
+    // std::filesystem::remove_all: file_io.h says why).
+    void removeTreeRemovesFoldersButNotWhatLinksPointTo()
+    {
+        QTemporaryDir tmp;
+        const fs::path root = tmp.path().toStdString();
+        write(root / "tree" / "a.pt", "a");
+        write(root / "tree" / "sub" / "deeper" / "b.pt", "b");
+        fs::create_directories(root / "tree" / "empty");
+        write(root / "outside" / "kept.pt", "kept");
+        fs::create_directory_symlink(root / "outside", root / "tree" / "sub" / "link");
+        fs::create_symlink(root / "nowhere", root / "tree" / "dangling");
+
+        QCOMPARE(common::removeTree(root / "tree"), 0);
+        QVERIFY(!fs::exists(fs::symlink_status(root / "tree")));
+        QVERIFY(fs::exists(root / "outside" / "kept.pt")); // the link went, not its target
+
+        write(root / "file.pt", "f");
+        QCOMPARE(common::removeTree(root / "file.pt"), 0);
+        QVERIFY(!fs::exists(root / "file.pt"));
+        QCOMPARE(common::removeTree(root / "never-was"), 0);
+        write(root / "file.pt", "f");
+        QCOMPARE(common::removeTree(root / "file.pt" / "under-a-file"), ENOTDIR); // errors say so
+        QCOMPARE(common::removeTree(fs::path()), 0);
     }
 };
 

@@ -164,10 +164,12 @@ SavedCheckpoint saveCheckpoint(const std::string &root, const CheckpointPosition
     // leftover temporary folder of this epoch.
     const std::size_t keep = std::size_t(std::max(1, keepLast));
     common::checkpoint::prune(root, std::max<std::size_t>(1, keep - 1), final);
-    fs::remove_all(temp, ec);
+    common::removeTree(temp);
     // An existing folder of the same epoch (a re-run) is replaced: its space is reusable.
     std::uint64_t replaced = 0;
-    for (const auto &entry : fs::recursive_directory_iterator(final, ec))
+    // A checkpoint folder holds files only. (Not recursive_directory_iterator: see
+    // common::removeTree on the std::filesystem that PyTorch's wheels export.)
+    for (const auto &entry : fs::directory_iterator(final, ec))
         if (entry.is_regular_file(ec))
             replaced += entry.file_size(ec);
     if (const auto available = freeBytes(root); available && *available + replaced < needed + (1u << 20)) {
@@ -176,7 +178,7 @@ SavedCheckpoint saveCheckpoint(const std::string &root, const CheckpointPosition
         return result;
     }
     const auto failed = [&](const std::string &what, int errnum) {
-        fs::remove_all(temp, ec);
+        common::removeTree(temp);
         result.noSpace = errnum == ENOSPC || errnum == EDQUOT;
         if (result.noSpace) {
             result.error = noSpaceMessage(needed, root, freeBytes(root).value_or(0)) + " (" + what + ")";
@@ -193,7 +195,7 @@ SavedCheckpoint saveCheckpoint(const std::string &root, const CheckpointPosition
     // MANIFEST last: a folder with one is complete and verified.
     if (const int errnum = common::checkpoint::writeManifest(temp, manifest); errnum != 0)
         return failed("writing " + (temp / "MANIFEST").string() + " failed: " + std::strerror(errnum), errnum);
-    fs::remove_all(final, ec); // a re-run of the same epoch replaces it
+    common::removeTree(final); // a re-run of the same epoch replaces it
     fs::rename(temp, final, ec);
     if (ec)
         return failed("cannot commit " + final.string() + ": " + ec.message(), ec.value());
