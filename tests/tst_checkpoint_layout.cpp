@@ -7,6 +7,8 @@
 #include "sha256.h"
 #include "verify_ok.h"
 
+#include <QCryptographicHash>
+#include <QRandomGenerator>
 #include <QTemporaryDir>
 #include <QTest>
 
@@ -165,6 +167,41 @@ private Q_SLOTS:
         common::checkpoint::prune(root, 1);
         QCOMPARE(epochsIn(common::checkpoint::folders(root, true)), QStringList({ "4" }));
         QVERIFY(fs::exists(root / ".upload-epoch-0009-1"));
+    }
+
+    // The digests in every MANIFEST: FIPS 180-4's examples, then Qt's SHA-256 on random
+    // data in whole and in odd pieces, with each compression this CPU has.
+    void sha256MatchesFipsAndQt()
+    {
+        using common::Sha256;
+        const Sha256::Kernel initial = Sha256::kernel();
+        qInfo("SHA extensions on this CPU: %s",
+            Sha256::setKernel(Sha256::Kernel::ShaExtensions) ? "yes" : "no");
+        for (const Sha256::Kernel kernel : { Sha256::Kernel::Portable, Sha256::Kernel::ShaExtensions }) {
+            if (!Sha256::setKernel(kernel))
+                continue;
+            const std::string two = "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
+            QCOMPARE(Sha256::ofBytes("", 0),
+                std::string("e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"));
+            QCOMPARE(Sha256::ofBytes("abc", 3),
+                std::string("ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"));
+            QCOMPARE(Sha256::ofBytes(two.data(), two.size()),
+                std::string("248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1"));
+            QRandomGenerator random(7);
+            for (const int size : { 1, 55, 56, 63, 64, 65, 119, 127, 128, 129, 1000, (1 << 20) + 13 }) {
+                QByteArray bytes(size, Qt::Uninitialized);
+                for (char &b : bytes)
+                    b = char(random.bounded(256));
+                const std::string expected
+                    = QCryptographicHash::hash(bytes, QCryptographicHash::Sha256).toHex().toStdString();
+                QCOMPARE(Sha256::ofBytes(bytes.constData(), std::size_t(size)), expected);
+                Sha256 pieces;
+                for (int at = 0, step = 1; at < size; at += step, step = step * 3 % 191 + 1)
+                    pieces.update(bytes.constData() + at, std::size_t(std::min(step, size - at)));
+                QCOMPARE(pieces.hexDigest(), expected);
+            }
+        }
+        QVERIFY(Sha256::setKernel(initial));
     }
 
     // What prune and the worker's checkpoint commit remove with (POSIX calls, not
