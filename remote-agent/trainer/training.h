@@ -139,6 +139,16 @@ int runBench(const TrainingConfig &config, int warmupSteps, int steps, EventWrit
 // training) and rank 0 reports them as a started event's network, then finished.
 int runNetworkProbe(const TrainingConfig &config, EventWriter &events);
 
+// What the commands `parameters` and `check-model` print for `model` (a built-in's name or
+// file:PATH of a TorchScript module): the parameter count, or with `json` its cost as one
+// JSON object ({"parameters":…,"gradient_bytes":…,"forward_flops_per_image":…}); for a
+// TorchScript module that cannot be trained, the problem in words (`problem`, not empty).
+struct ModelInfo {
+    std::string text;
+    std::string problem;
+};
+ModelInfo describeModel(const std::string &model, bool json);
+
 } // namespace scalelab::trainer
 
 namespace scalelab::trainer {

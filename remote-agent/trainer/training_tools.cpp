@@ -349,3 +349,24 @@ int runLrFind(const TrainingConfig &config, const LrFindOptions &options, EventW
 }
 
 } // namespace scalelab::trainer
+
+namespace scalelab::trainer {
+
+ModelInfo describeModel(const std::string &model, bool json)
+{
+    ModelInfo info;
+    if (worker::isModelFile(model)) {
+        info.problem = checkTorchScriptModel(model.substr(worker::kModelFilePrefix.size()));
+        if (!info.problem.empty())
+            return info;
+    }
+    TrainableModel net = buildModel(model, 0, 0);
+    const ModelCost cost = measureModelCost(net, torch::kCPU);
+    info.text = json ? "{\"parameters\":" + std::to_string(cost.parameters)
+            + ",\"gradient_bytes\":" + std::to_string(cost.gradientBytes)
+            + ",\"forward_flops_per_image\":" + std::to_string(cost.forwardFlopsPerImage) + "}\n"
+                     : std::to_string(cost.parameters) + "\n";
+    return info;
+}
+
+} // namespace scalelab::trainer

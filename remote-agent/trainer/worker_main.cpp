@@ -8,7 +8,6 @@
 #include "blas_kernel.h"
 #include "cifar10.h"
 #include "event_writer.h"
-#include "model_zoo.h"
 #include "seed_model.h"
 #include "training.h"
 #include "worker_contract.h"
@@ -264,20 +263,12 @@ int main(int argc, char **argv)
         if (!worker::isModelName(model) && !worker::isModelFile(model))
             return usageError("--model must be one of " + worker::modelNamesText()
                 + ", or file:PATH of a TorchScript module (got '" + model + "')");
-        if (worker::isModelFile(model))
-            if (const std::string problem
-                = trainer::checkTorchScriptModel(model.substr(worker::kModelFilePrefix.size()));
-                !problem.empty()) {
-                std::cerr << "scalelab-worker: " << problem << "\n";
-                return worker::kExitFailed;
-            }
-        trainer::TrainableModel net = trainer::buildModel(model, 0, 0);
-        const trainer::ModelCost cost = trainer::measureModelCost(net, torch::kCPU);
-        if (json)
-            std::cout << "{\"parameters\":" << cost.parameters << ",\"gradient_bytes\":" << cost.gradientBytes
-                      << ",\"forward_flops_per_image\":" << cost.forwardFlopsPerImage << "}\n";
-        else
-            std::cout << cost.parameters << "\n";
+        const trainer::ModelInfo info = trainer::describeModel(model, json);
+        if (!info.problem.empty()) {
+            std::cerr << "scalelab-worker: " << info.problem << "\n";
+            return worker::kExitFailed;
+        }
+        std::cout << info.text;
         return worker::kExitFinished;
     }
 
