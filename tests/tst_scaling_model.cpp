@@ -155,6 +155,27 @@ private Q_SLOTS:
     }
 
     // What it cannot fit, it says.
+    // A shaped slow link: messages of 1 MB and up take the link's rate (12 MB/s here, as
+    // tc's tbf at 100 Mbit/s gave), smaller ones pass in the shaper's burst at 40 MB/s. The
+    // fit takes the bandwidth from the bulk sizes (all-reduce buckets are that large) and
+    // the latency from the small ones; over every size it fitted 19-24 MB/s.
+    void burstOfASlowLinkDoesNotSetTheBandwidth()
+    {
+        const double latency = 50e-6, bandwidth = 12e6, burst = 40e6;
+        RunNetwork probe { 2, QStringLiteral("gloo"), 2, {} };
+        for (qint64 bytes = 4 << 10; bytes <= (16 << 20); bytes *= 4) {
+            const double rate = bytes >= (1 << 20) ? bandwidth : burst;
+            probe.samples << NetworkSample { bytes, { 2 * latency + double(bytes) / rate } };
+        }
+        const LinkFit fit = fitLink({ probe });
+        QVERIFY2(fit.ok(), qPrintable(fit.problem));
+        QVERIFY2(std::abs(fit.bandwidth / bandwidth - 1) < 1e-9, qPrintable(QString::number(fit.bandwidth)));
+        QVERIFY2(fit.latency >= 0 && fit.latency < 2 * latency, qPrintable(QString::number(fit.latency)));
+        // Without two bulk sizes, every size is used, as before.
+        probe.samples.resize(5); // up to 1 MB
+        QVERIFY(fitLink({ probe }).ok());
+    }
+
     void missingMeasurementsAreNamed()
     {
         QCOMPARE(fitScalingModel({}).valid, false);

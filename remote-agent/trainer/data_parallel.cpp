@@ -161,8 +161,10 @@ void DataParallel::barrier()
     m_group->barrier()->wait();
 }
 
-std::vector<DataParallel::ProbeSample> DataParallel::probeAllReduce(int repeats, double slowSeconds)
+std::vector<DataParallel::ProbeSample> DataParallel::probeAllReduce(
+    std::int64_t targetBytes, int repeats, double slowSeconds, double budgetSeconds)
 {
+    const auto probeStart = std::chrono::steady_clock::now();
     torch::NoGradGuard noGrad;
     const auto options
         = torch::TensorOptions(torch::kFloat)
@@ -193,7 +195,21 @@ std::vector<DataParallel::ProbeSample> DataParallel::probeAllReduce(int repeats,
         for (int i = 0; i < repeats; ++i)
             sample.seconds.push_back(seconds[i].item<double>());
         samples.push_back(std::move(sample));
-        if (*std::max_element(samples.back().seconds.begin(), samples.back().seconds.end()) > slowSeconds)
+        // The same decision on every rank: from the means over ranks, and the elapsed time
+        // rounded to whole sizes (rank 0's clock decides, through the broadcast below).
+        const bool slow
+            = *std::max_element(samples.back().seconds.begin(), samples.back().seconds.end()) > slowSeconds;
+        torch::Tensor overBudget = torch::tensor(
+            { std::chrono::duration<double>(std::chrono::steady_clock::now() - probeStart).count()
+                        > budgetSeconds
+                    ? 1.0
+                    : 0.0 },
+            torch::kDouble);
+        if (options.device().is_cuda())
+            overBudget = overBudget.to(options.device());
+        std::vector<torch::Tensor> flag = { overBudget };
+        broadcastFromRankZero(flag);
+        if ((slow && bytes >= targetBytes) || flag[0].item<double>() > 0)
             break;
     }
     return samples;

@@ -80,13 +80,18 @@ public:
     void allReduceSum(torch::Tensor &tensor);
 
     // All-reduce times of this group by message size (4 KB, x4, up to 64 MB): a warm-up,
-    // then `repeats` timed all-reduces each, the mean over ranks of each; sizes stop growing
-    // once one takes more than `slowSeconds`. Every rank calls it; all get the same result.
+    // then `repeats` timed all-reduces each, the mean over ranks of each. Sizes go on until
+    // one is at least `targetBytes` (a step's gradients: where the run's all-reduces are)
+    // and took more than `slowSeconds`, or the probe has run `budgetSeconds`. On a slow link
+    // the small sizes fit in socket buffers and a shaper's burst, and look faster than the
+    // link: stopping at the first slow size overestimated a 100 Mbit/s link twofold.
+    // Every rank calls it with the same arguments; all get the same result.
     struct ProbeSample {
         std::int64_t bytes = 0;
         std::vector<double> seconds;
     };
-    std::vector<ProbeSample> probeAllReduce(int repeats = 3, double slowSeconds = 0.25);
+    std::vector<ProbeSample> probeAllReduce(
+        std::int64_t targetBytes, int repeats = 3, double slowSeconds = 0.25, double budgetSeconds = 15);
     // How many distinct hosts the ranks run on (by host name, exchanged through the store).
     int hosts();
     void barrier();

@@ -229,7 +229,11 @@ int runTraining(const TrainingConfig &config, EventWriter &events)
         network.worldSize = config.worldSize;
         network.backend = parallel->backend();
         network.hosts = parallel->hosts();
-        for (auto &sample : parallel->probeAllReduce())
+        std::int64_t gradientBytes = 0; // what a step all-reduces
+        for (const auto &p : net->parameters())
+            if (p.requires_grad())
+                gradientBytes += p.numel() * std::int64_t(p.element_size());
+        for (auto &sample : parallel->probeAllReduce(gradientBytes))
             network.samples.emplace_back(sample.bytes, std::move(sample.seconds));
     }
 
