@@ -15,9 +15,11 @@
 # then the median and the largest absolute error. A benchmark: it reports, it asserts nothing.
 #
 # Each worker trains with 1 thread, at least PREDICT_STEPS steps per rank (the data set is
-# sized for it), 1 epoch, the seed CNN unless PREDICT_MODEL says otherwise. On a machine with
-# fewer cores than 4 ranks need, 3 and 4 workers share cores, which the fit on 1 and 2 workers
-# cannot see: the header says how many cores there are.
+# sized for it), 1 epoch, the seed CNN unless PREDICT_MODEL says otherwise. The 4 hosts are
+# namespaces of this one machine: on fewer cores than 4 ranks need, 3 and 4 workers share
+# cores. The prediction is asked for that placement (`--machines 1 --cores-per-machine
+# $(nproc)`); its column "shared" is the compute threads per core it assumed.
+# PREDICT_DEDICATED=1 asks as if each rank had cores of its own (the model's default).
 #
 # Environment: PREDICT_RATES (default "none 1gbit 100mbit"), PREDICT_BATCHES ("32 128"),
 # PREDICT_STEPS (16), PREDICT_MODEL (seed-cnn). Exit 77 (skip) when it cannot run here.
@@ -106,7 +108,10 @@ for r in json.load(sys.stdin)["runs"]:
 
 # predicted STUDY BATCH -> "workers imagesPerSecond low high" for 3 and 4 workers
 predicted() {
-    build/bin/scalelab-cli study predict "$1" --workers 3,4 --batch-size "$2" --json --state-dir "$work/state" \
+    local placement=(--machines 1 --cores-per-machine "$(nproc)")
+    [[ ${PREDICT_DEDICATED:-0} == 1 ]] && placement=()
+    build/bin/scalelab-cli study predict "$1" --workers 3,4 --batch-size "$2" "${placement[@]}" --json \
+        --state-dir "$work/state" \
         | "$python" -c '
 import json, sys
 m = json.load(sys.stdin)["models"][0]
@@ -114,12 +119,13 @@ if not m["fit"]["valid"]:
     sys.exit("no model: " + m["fit"]["problem"])
 bw = m["fit"].get("bandwidthBytesPerSecond") or 0
 for p in m["predictions"]:
-    print(p["workers"], p["imagesPerSecond"], p["imagesPerSecondLow"], p["imagesPerSecondHigh"], bw)'
+    print(p["workers"], p["imagesPerSecond"], p["imagesPerSecondLow"], p["imagesPerSecondHigh"], bw,
+          p.get("coreShare", 1))'
 }
 
 rows=$work/rows
 : >"$rows"
-printf '%-8s %6s %8s %12s %22s %12s %8s\n' "link" "batch" "workers" "predicted" "[95 % band]" "measured" "error"
+printf '%-8s %6s %8s %7s %12s %22s %12s %8s\n' "link" "batch" "workers" "shared" "predicted" "[95 % band]" "measured" "error"
 for rate in "${rates[@]}"; do
     if [[ $rate == none ]]; then "$harness" shape "$cluster" none none >/dev/null
     else "$harness" shape "$cluster" "$rate" none >/dev/null; fi
@@ -132,12 +138,12 @@ for rate in "${rates[@]}"; do
         check=$(study "check-$rate-b$batch" "3, 4" "$batch") || continue
         actual=$(measured "$check")
         link=""
-        while read -r w ips low high bw; do
+        while read -r w ips low high bw share; do
             link=$bw
             m=$(awk -v w="$w" '$1 == w { print $2 }' <<<"$actual")
             [[ -n $m ]] || { echo "$rate batch $batch: no measured $w-worker run"; continue; }
             err=$(awk -v p="$ips" -v m="$m" 'BEGIN { printf "%+.1f", 100 * (p / m - 1) }')
-            printf '%-8s %6s %8s %12.1f %22s %12.1f %7s%%\n' "$rate" "$batch" "$w" "$ips" \
+            printf '%-8s %6s %8s %7.2f %12.1f %22s %12.1f %7s%%\n' "$rate" "$batch" "$w" "$share" "$ips" \
                 "$(printf '[%.1f, %.1f]' "$low" "$high")" "$m" "$err"
             echo "$err" >>"$rows"
         done <<<"$predictions"

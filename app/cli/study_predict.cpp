@@ -22,7 +22,8 @@ QString ms(double seconds)
     return num(seconds * 1000, seconds < 0.01 ? 2 : 1);
 }
 
-void printScaling(const StudyScaling &s, const QList<ScalingPoint> &points, const QString &modelName)
+void printScaling(const StudyScaling &s, const QList<ScalingPoint> &points, const QString &modelName,
+    const CorePlacement &placement)
 {
     const ScalingModel &m = s.fit;
     out() << "model " << modelName << ": fitted on " << s.runs.size() << " run(s)\n";
@@ -45,6 +46,13 @@ void printScaling(const StudyScaling &s, const QList<ScalingPoint> &points, cons
                      : QStringLiteral(" (assumed: no multi-worker run to fit it)"))
           << "\n";
     out() << "  gradients " << num(m.gradientBytes / 1e6, 1) << " MB all-reduced per step\n";
+    if (placement.dedicated())
+        out() << "  cores     each rank computes on cores of its own (--machines and --cores-per-machine "
+                 "describe machines the ranks share)\n";
+    else
+        out() << "  cores     " << placement.text() << ", " << m.threadsPerRank
+              << " compute thread(s) per rank: where a machine gets more threads than cores, its ranks "
+                 "compute that much slower (column 'shared')\n";
     for (const QString &loss : s.losses)
         out() << "  measured: " << loss << "\n";
     for (const HeldOutError &e : s.heldOut)
@@ -55,20 +63,25 @@ void printScaling(const StudyScaling &s, const QList<ScalingPoint> &points, cons
                   << ") predicted without it " << num(e.predicted, 1) << " img/s, measured "
                   << num(e.measured, 1) << " (" << (e.relativeError() >= 0 ? "+" : "")
                   << num(100 * e.relativeError(), 1) << " %)\n";
-    out() << QStringLiteral("  %1 %2 %3 %4 %5 %6 %7\n")
+    const QString shared
+        = placement.dedicated() ? QString() : QStringLiteral(" %1").arg(QStringLiteral("shared"), 6);
+    out() << QStringLiteral("  %1 %2 %3 %4%5 %6 %7 %8\n")
                  .arg(QStringLiteral("workers"), 7)
                  .arg(QStringLiteral("batch"), 5)
                  .arg(QStringLiteral("step ms"), 8)
                  .arg(QStringLiteral("exposed ms"), 10)
+                 .arg(shared)
                  .arg(QStringLiteral("img/s [95 %]"), -26)
                  .arg(QStringLiteral("speedup"), 7)
                  .arg(QStringLiteral("efficiency [95 %]"));
     for (const ScalingPoint &p : points)
-        out() << QStringLiteral("  %1 %2 %3 %4 %5 %6 %7\n")
+        out() << QStringLiteral("  %1 %2 %3 %4%5 %6 %7 %8\n")
                      .arg(p.workers, 7)
                      .arg(p.batchPerWorker, 5)
                      .arg(ms(p.stepSeconds), 8)
                      .arg(ms(p.exposedSeconds), 10)
+                     .arg(placement.dedicated() ? QString()
+                                                : QStringLiteral(" %1").arg(num(p.coreShare, 2), 6))
                      .arg(QStringLiteral("%1 [%2, %3]")
                               .arg(num(p.imagesPerSecond, 1), num(p.imagesPerSecondLow, 1),
                                   num(p.imagesPerSecondHigh, 1)),
@@ -100,6 +113,14 @@ int predictStudy(const QStringList &arguments)
     parser.addOption({ QStringLiteral("model"),
         QStringLiteral("Only the runs of this model (a study comparing models fits one model each)."),
         QStringLiteral("name") });
+    parser.addOption({ QStringLiteral("machines"),
+        QStringLiteral("Machines the ranks are dealt over, round-robin (with --cores-per-machine); by "
+                       "default each rank computes on cores of its own."),
+        QStringLiteral("n") });
+    parser.addOption({ QStringLiteral("cores-per-machine"),
+        QStringLiteral("Cores of each of those machines: ranks that get more compute threads than "
+                       "cores on a machine share them and compute slower."),
+        QStringLiteral("n") });
     int code = Ok;
     if (!parse(parser, arguments,
             QStringLiteral(
@@ -140,6 +161,23 @@ int predictStudy(const QStringList &arguments)
                                "bytes per second")
                     .arg(parser.value(QStringLiteral("bandwidth"))));
     }
+    CorePlacement placement;
+    if (parser.isSet(QStringLiteral("machines")) != parser.isSet(QStringLiteral("cores-per-machine")))
+        return badInput(QStringLiteral("--machines and --cores-per-machine go together: the machines the "
+                                       "ranks share, and the cores of each (e.g. --machines 4 "
+                                       "--cores-per-machine 32)"));
+    if (parser.isSet(QStringLiteral("machines"))) {
+        bool okMachines = false, okCores = false;
+        placement.machines = parser.value(QStringLiteral("machines")).toInt(&okMachines);
+        placement.coresPerMachine = parser.value(QStringLiteral("cores-per-machine")).toInt(&okCores);
+        if (!okMachines || placement.machines < 1 || placement.machines > 65536)
+            return badInput(QStringLiteral("--machines takes a count of machines, 1 to 65536 (got '%1')")
+                                .arg(parser.value(QStringLiteral("machines"))));
+        if (!okCores || placement.coresPerMachine < 1 || placement.coresPerMachine > 65536)
+            return badInput(QStringLiteral("--cores-per-machine takes the cores of one machine, 1 to 65536 "
+                                           "(got '%1')")
+                                .arg(parser.value(QStringLiteral("cores-per-machine"))));
+    }
     Journal journal;
     QString studyId;
     if (!openStudy(parser, &journal, &studyId))
@@ -166,13 +204,20 @@ int predictStudy(const QStringList &arguments)
         out() << "study " << studyId << " (" << snapshot.name << "): predictions from its own runs"
               << (snapshot.synthetic ? QStringLiteral(" [SYNTHETIC DATA]") : QString()) << "\n";
     for (const StudyScaling &s : all) {
-        const QList<ScalingPoint> points
-            = predictWithBand(s.runs, workers, batch > 0 ? batch : s.batchPerWorker, bandwidth);
+        const QList<ScalingPoint> points = predictWithBand(
+            s.runs, workers, batch > 0 ? batch : s.batchPerWorker, bandwidth, 200, placement);
         anyValid = anyValid || s.fit.valid;
-        if (parser.isSet(QStringLiteral("json")))
-            models.append(scalingJson(s, points));
-        else
-            printScaling(s, points, scalingLabel(s, snapshot.modelNames));
+        if (parser.isSet(QStringLiteral("json"))) {
+            QJsonObject o = scalingJson(s, points);
+            o.insert(QStringLiteral("placement"),
+                placement.dedicated() ? QJsonObject { { QStringLiteral("dedicated"), true } }
+                                      : QJsonObject { { QStringLiteral("machines"), placement.machines },
+                                          { QStringLiteral("coresPerMachine"), placement.coresPerMachine },
+                                          { QStringLiteral("threadsPerRank"), s.fit.threadsPerRank } });
+            models.append(o);
+        } else {
+            printScaling(s, points, scalingLabel(s, snapshot.modelNames), placement);
+        }
     }
     if (parser.isSet(QStringLiteral("json")))
         out() << QJsonDocument(

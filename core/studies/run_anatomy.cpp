@@ -69,4 +69,12 @@ RunNetwork networkOf(const v1::NetworkProbe &probe)
     return n;
 }
 
+double coreShareOf(const v1::RunStarted &started)
+{
+    const v1::CoreShare &share = started.core_share();
+    if (share.cores() <= 0 || share.threads() <= 0 || started.device().rfind("cuda", 0) == 0)
+        return 1;
+    return std::max(1.0, double(share.threads()) / share.cores());
+}
+
 } // namespace scalelab::core

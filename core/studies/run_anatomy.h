@@ -23,5 +23,9 @@ EpochTimes epochTimesOf(const v1::EpochMetrics &metrics);
 // The run's anatomy from its kept epochs' sums: means per step, and its straggler.
 RunAnatomy anatomyOf(const QMap<int, EpochTimes> &epochs, double checkpointSeconds);
 RunNetwork networkOf(const v1::NetworkProbe &probe);
+// Compute threads per core on the busiest machine of a run's ranks (RunStarted.core_share),
+// at least 1: how much slower its ranks computed for sharing cores. 1 when not reported,
+// and on a GPU (the compute is not on the cores).
+double coreShareOf(const v1::RunStarted &started);
 
 } // namespace scalelab::core

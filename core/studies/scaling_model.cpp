@@ -176,13 +176,33 @@ ScalingModel fitScalingModel(const QList<ScalingRun> &input)
             "No single-worker run: compute fitted on multi-worker runs, and any slowdown "
             "their communication causes is taken as the model's own compute");
     }
+    // A run whose ranks shared cores computed s times slower than on cores of their own.
+    QList<double> threads;
+    QStringList shared;
+    for (const ScalingRun &r : runs) {
+        if (r.threads > 0)
+            threads << r.threads;
+        if (r.coreShare > 1.001) {
+            shared << r.runId;
+            m.largestCoreShare = std::max(m.largestCoreShare, r.coreShare);
+        }
+    }
+    if (!threads.isEmpty())
+        m.threadsPerRank = std::max(1, int(std::lround(median(threads))));
+    if (!shared.isEmpty())
+        m.notes << QStringLiteral(
+            "%1 ran with more compute threads than cores on a machine (up to %2 per core): "
+            "their compute is divided by that before the fit")
+                       .arg(shared.size() == 1 ? QStringLiteral("Run ") + shared.first()
+                                               : QStringLiteral("Runs ") + shared.join(QStringLiteral(", ")))
+                       .arg(m.largestCoreShare, 0, 'f', 2);
     QList<double> ones, batch, compute, data;
     QList<int> batches;
     for (const ScalingRun &r : alone) {
         ones << 1;
         batch << r.batchPerWorker;
-        compute << r.perStep.compute();
-        data << std::max(0.0, r.perStep.data) / r.batchPerWorker;
+        compute << r.perStep.compute() / r.coreShare;
+        data << std::max(0.0, r.perStep.data) / r.batchPerWorker / r.coreShare;
         if (!batches.contains(r.batchPerWorker))
             batches << r.batchPerWorker;
     }
@@ -229,8 +249,8 @@ ScalingModel fitScalingModel(const QList<ScalingRun> &input)
         double sxx = 0, sxy = 0;
         for (const ScalingRun *r : parallel) {
             const double x = 2.0 * (r->workers - 1) / r->workers * m.gradientBytes;
-            const double excess
-                = r->perStep.compute() - (m.computeIntercept + m.computePerImage * r->batchPerWorker);
+            const double excess = r->perStep.compute() / r->coreShare
+                - (m.computeIntercept + m.computePerImage * r->batchPerWorker);
             sxx += x * x;
             sxy += x * excess;
         }
@@ -247,9 +267,10 @@ ScalingModel fitScalingModel(const QList<ScalingRun> &input)
             const double gamma = std::pow(10.0, i / 400.0); // 1 .. 10, log-spaced
             double error = 0;
             for (const ScalingRun *r : parallel) {
-                const double tc = m.computeIntercept + m.computePerImage * r->batchPerWorker
-                    + m.contention * 2.0 * (r->workers - 1) / r->workers * m.gradientBytes;
-                const double predicted = m.dataPerImage * r->batchPerWorker
+                const double tc = r->coreShare
+                    * (m.computeIntercept + m.computePerImage * r->batchPerWorker
+                        + m.contention * 2.0 * (r->workers - 1) / r->workers * m.gradientBytes);
+                const double predicted = r->coreShare * m.dataPerImage * r->batchPerWorker
                     + overlap(tc, allReduceSeconds(m, r->workers, m.gradientBytes), gamma);
                 error += std::pow(std::log(predicted / r->stepSeconds()), 2);
             }
@@ -267,7 +288,31 @@ ScalingModel fitScalingModel(const QList<ScalingRun> &input)
     return m;
 }
 
-ScalingPoint predictScaling(const ScalingModel &model, int workers, int batchPerWorker, double bandwidth)
+double CorePlacement::share(int workers, int threads) const
+{
+    if (dedicated() || workers < 1)
+        return 1;
+    const int perRank = threadsPerRank > 0 ? threadsPerRank : std::max(1, threads);
+    const int ranksOnBusiest = (workers + machines - 1) / machines;
+    return std::max(1.0, double(ranksOnBusiest) * perRank / coresPerMachine);
+}
+
+QString CorePlacement::text() const
+{
+    if (dedicated())
+        return {};
+    return QStringLiteral("ranks dealt over %1 machine%2 of %3 cores")
+        .arg(machines)
+        .arg(machines == 1 ? QString() : QStringLiteral("s"))
+        .arg(coresPerMachine);
+}
+
+namespace {
+
+// The prediction for ranks whose compute runs `share` times slower than alone (s), against
+// one worker whose own runs `shareOfOne` times slower.
+ScalingPoint predictAt(const ScalingModel &model, int workers, int batchPerWorker, double bandwidth,
+    double share, double shareOfOne)
 {
     ScalingPoint point;
     point.workers = workers;
@@ -278,27 +323,37 @@ ScalingPoint predictScaling(const ScalingModel &model, int workers, int batchPer
     if (bandwidth > 0)
         m.bandwidth = bandwidth;
     point.bandwidth = m.bandwidth;
+    point.coreShare = share;
     const double alone = m.computeIntercept + m.computePerImage * batchPerWorker;
-    point.computeSeconds = alone + m.contention * 2.0 * (workers - 1) / workers * m.gradientBytes;
+    point.computeSeconds = share * (alone + m.contention * 2.0 * (workers - 1) / workers * m.gradientBytes);
     point.allReduceSeconds = allReduceSeconds(m, workers, m.gradientBytes);
     const double data = m.dataPerImage * batchPerWorker;
     const double combined = overlap(point.computeSeconds, point.allReduceSeconds, m.gamma);
     point.exposedSeconds = combined - point.computeSeconds;
-    point.stepSeconds = data + combined;
+    point.stepSeconds = share * data + combined;
     point.imagesPerSecond = double(workers) * batchPerWorker / point.stepSeconds;
-    const double one = data + alone;
+    const double one = shareOfOne * (data + alone);
     point.efficiency = one / point.stepSeconds;
     point.speedup = workers * point.efficiency;
     return point;
 }
 
+} // namespace
+
+ScalingPoint predictScaling(const ScalingModel &model, int workers, int batchPerWorker, double bandwidth,
+    const CorePlacement &placement)
+{
+    return predictAt(model, workers, batchPerWorker, bandwidth,
+        placement.share(workers, model.threadsPerRank), placement.share(1, model.threadsPerRank));
+}
+
 QList<ScalingPoint> predictWithBand(const QList<ScalingRun> &runs, const QList<int> &workers,
-    int batchPerWorker, double bandwidth, int rounds)
+    int batchPerWorker, double bandwidth, int rounds, const CorePlacement &placement)
 {
     const ScalingModel model = fitScalingModel(runs);
     QList<ScalingPoint> points;
     for (int p : workers)
-        points << predictScaling(model, p, batchPerWorker, bandwidth);
+        points << predictScaling(model, p, batchPerWorker, bandwidth, placement);
     if (!model.valid || rounds < 2)
         return points;
     // Stratified: single- and multi-worker runs are resampled within their kind, so every
@@ -338,7 +393,7 @@ QList<ScalingPoint> predictWithBand(const QList<ScalingRun> &runs, const QList<i
         if (!refitted.valid)
             continue;
         for (int i = 0; i < workers.size(); ++i) {
-            const ScalingPoint p = predictScaling(refitted, workers[i], batchPerWorker, bandwidth);
+            const ScalingPoint p = predictScaling(refitted, workers[i], batchPerWorker, bandwidth, placement);
             ips[i] << p.imagesPerSecond;
             efficiency[i] << p.efficiency;
         }
@@ -371,7 +426,8 @@ QList<HeldOutError> leaveOneOut(const QList<ScalingRun> &runs)
         HeldOutError e { held.runId, held.workers, held.batchPerWorker, held.imagesPerSecond(), kNotMeasured,
             {} };
         if (model.valid)
-            e.predicted = predictScaling(model, held.workers, held.batchPerWorker).imagesPerSecond;
+            e.predicted
+                = predictAt(model, held.workers, held.batchPerWorker, 0, held.coreShare, 1).imagesPerSecond;
         else
             e.problem = QStringLiteral("the other runs alone cannot be fitted: ") + model.problem;
         errors << e;
@@ -411,6 +467,11 @@ QString efficiencyLossText(const ScalingRun &fewer, const ScalingRun &more, cons
         text += QStringLiteral("; each step all-reduces %1 MB of gradients at %2")
                     .arg(model.gradientBytes / 1e6, 0, 'f', 1)
                     .arg(bandwidthText(model.bandwidth));
+    if (more.coreShare > fewer.coreShare + 0.001)
+        text += QStringLiteral("; the %1 workers shared cores (%2 compute threads per core, against %3)")
+                    .arg(more.workers)
+                    .arg(more.coreShare, 0, 'f', 2)
+                    .arg(fewer.coreShare, 0, 'f', 2);
     return text;
 }
 
@@ -423,6 +484,8 @@ ScalingRun scalingRunOf(const RunResult &run)
     r.gradientBytes = run.gradientBytes;
     r.perStep = run.anatomy.perStep;
     r.network = run.network;
+    r.coreShare = run.coreShare;
+    r.threads = run.threads;
     for (const StepPoint &p : run.steps)
         if (p.times.measured())
             r.steps << p.times;
@@ -559,7 +622,8 @@ QJsonObject scalingJson(const StudyScaling &scaling, const QList<ScalingPoint> &
             { QStringLiteral("speedup"), finite(p.speedup) },
             { QStringLiteral("efficiency"), finite(p.efficiency) },
             { QStringLiteral("efficiencyLow"), finite(p.efficiencyLow) },
-            { QStringLiteral("efficiencyHigh"), finite(p.efficiencyHigh) } });
+            { QStringLiteral("efficiencyHigh"), finite(p.efficiencyHigh) },
+            { QStringLiteral("coreShare"), p.coreShare } });
     QJsonArray held;
     QList<double> errors;
     for (const HeldOutError &e : scaling.heldOut) {
@@ -582,6 +646,8 @@ QJsonObject scalingJson(const StudyScaling &scaling, const QList<ScalingPoint> &
         { QStringLiteral("gamma"), m.gamma }, { QStringLiteral("gammaFitted"), m.gammaFitted },
         { QStringLiteral("gradientBytes"), finite(m.gradientBytes) },
         { QStringLiteral("probeHosts"), m.probeHosts }, { QStringLiteral("runs"), int(scaling.runs.size()) },
+        { QStringLiteral("threadsPerRank"), m.threadsPerRank },
+        { QStringLiteral("largestCoreShare"), m.largestCoreShare },
         { QStringLiteral("notes"), QJsonArray::fromStringList(m.notes) } };
     return QJsonObject { { QStringLiteral("model"), scaling.model },
         { QStringLiteral("precision"), scaling.precision }, { QStringLiteral("fit"), fit },
@@ -593,9 +659,10 @@ QJsonObject scalingJson(const StudyScaling &scaling, const QList<ScalingPoint> &
             QJsonObject {
                 { QStringLiteral("model"),
                     QStringLiteral(
-                        "T_step(p, b) = data_per_image*b + ((c0 + c1*b + "
-                        "contention*2(p-1)/p*gradient_bytes)^gamma "
-                        "+ T_ar(p)^gamma)^(1/gamma); "
+                        "T_step(p, b) = s*data_per_image*b + ((s*(c0 + c1*b + "
+                        "contention*2(p-1)/p*gradient_bytes))^gamma "
+                        "+ T_ar(p)^gamma)^(1/gamma); s = coreShare, compute threads per core on the "
+                        "busiest machine (at least 1; 1 when every rank has cores of its own); "
                         "T_ar(p) = k*2(p-1)*latency + 2(p-1)/p * gradient_bytes/bandwidth, k the reducer's "
                         "buckets (1 MB, then 4 MB); AdaptDL/Pollux's form (OSDI 2021)") },
                 { QStringLiteral("speedup"),

@@ -1,7 +1,7 @@
 // Why a study scales as it does, and what more workers would give: a model of one
 // data-parallel training step, fitted from the study's own runs and network probes.
 //
-//   T_step(p, b) = T_data(b) + ( T_c(b, p)^γ + T_ar(p)^γ )^(1/γ)
+//   T_step(p, b) = s·T_data(b) + ( (s·T_c(b, p))^γ + T_ar(p)^γ )^(1/γ)
 //   T_c(b, p) = α_c + β_c·b + η·2(p−1)/p·G   compute per step: forward, backward, optimizer
 //   T_data(b) = δ·b                   waiting for the batch
 //   T_ar(p)   = k·2(p−1)·α + 2(p−1)/p · G/β   (0 for p = 1)
@@ -13,7 +13,11 @@
 // (Qiao et al., OSDI 2021, "Pollux: Co-adaptive Cluster Scheduling for Goodput-Optimized
 // Deep Learning", section 3.2), with one term added: η, the compute time per byte each rank
 // reduces (2(p−1)/p·G of them), for collectives that run on the cores the model computes on
-// (Gloo on a CPU: its reductions and copies slow forward and backward down).
+// (Gloo on a CPU: its reductions and copies slow forward and backward down), and one factor:
+// s ≥ 1, compute threads per core on the busiest machine of the ranks (RunStarted.core_share):
+// ranks that share a machine's cores take turns on them, and all wait for the slowest. A run
+// measured with s > 1 has its compute divided by s before the fit; a prediction multiplies it
+// back for the placement asked (CorePlacement; by default each rank on cores of its own).
 //
 // Every input is measured: G from the model's parameters (RunStarted.gradient_bytes), α and
 // β from the runs' all-reduce probes (least squares on time against bytes, relative errors),
@@ -42,6 +46,8 @@ struct ScalingRun {
     StepTimes perStep; // rank 0's mean
     QList<StepTimes> steps; // rank 0's steps, for the bootstrap (may be empty)
     RunNetwork network;
+    double coreShare = 1; // s: compute threads per core on its busiest machine, ≥ 1
+    int threads = 0; // compute threads per rank; 0: not reported
     double stepSeconds() const { return perStep.total(); }
     double imagesPerSecond() const { return workers * batchPerWorker / stepSeconds(); }
 };
@@ -59,6 +65,8 @@ struct ScalingModel {
     bool gammaFitted = false; // false: no multi-worker run, γ = 1 assumed (no overlap)
     double gradientBytes = kNotMeasured; // G of the study's model
     int probeHosts = 0; // hosts of the probes the network was fitted from (1: one node)
+    int threadsPerRank = 1; // the runs' compute threads per rank (their median), for placements
+    double largestCoreShare = 1; // the most any fitted run's ranks shared cores
     QStringList notes; // what was assumed, and where the fit is thin
 };
 
@@ -91,19 +99,37 @@ struct ScalingPoint {
     double imagesPerSecond = kNotMeasured;
     double speedup = kNotMeasured; // against one worker at the same batch per worker
     double efficiency = kNotMeasured; // speedup / workers
+    double coreShare = 1; // s of the placement asked: compute threads per core, ≥ 1
     // 95 % bootstrap interval (2.5th and 97.5th percentiles); NaN without a bootstrap.
     double imagesPerSecondLow = kNotMeasured, imagesPerSecondHigh = kNotMeasured;
     double efficiencyLow = kNotMeasured, efficiencyHigh = kNotMeasured;
 };
 
+// Where the predicted ranks run. By default (machines 0) each rank computes on cores of its
+// own, as a rank alone does: the model's compute as fitted. Otherwise the ranks are dealt
+// round-robin over `machines` machines of `coresPerMachine` cores each, every rank with
+// `threadsPerRank` compute threads (0: the runs' own): where a machine gets more threads than
+// cores, its ranks compute that much slower (s), and all the others wait for them.
+struct CorePlacement {
+    int machines = 0;
+    int coresPerMachine = 0;
+    int threadsPerRank = 0;
+    bool dedicated() const { return machines <= 0 || coresPerMachine <= 0; }
+    // s for `workers` ranks of `threads` threads each (threadsPerRank when set): at least 1.
+    double share(int workers, int threads) const;
+    // "4 ranks on 1 machine of 2 cores" style words for the assumption; "" when dedicated.
+    QString text() const;
+};
+
 // The model's prediction at `workers` x `batchPerWorker`; bandwidth (bytes/s) > 0 replaces
 // the measured one.
-ScalingPoint predictScaling(const ScalingModel &model, int workers, int batchPerWorker, double bandwidth = 0);
+ScalingPoint predictScaling(const ScalingModel &model, int workers, int batchPerWorker, double bandwidth = 0,
+    const CorePlacement &placement = {});
 
 // predictScaling with a bootstrap band: the model refitted `rounds` times on resampled runs,
 // steps and probe repeats (a fixed seed: the same inputs give the same band).
 QList<ScalingPoint> predictWithBand(const QList<ScalingRun> &runs, const QList<int> &workers,
-    int batchPerWorker, double bandwidth = 0, int rounds = 200);
+    int batchPerWorker, double bandwidth = 0, int rounds = 200, const CorePlacement &placement = {});
 
 // Leave-one-out: each multi-worker run predicted by the model fitted without it.
 struct HeldOutError {

@@ -213,6 +213,10 @@ struct RunResult {
     RunAnatomy anatomy; // over the epochs it kept (a resumed attempt's replace the ones it retrains)
     RunNetwork network; // its last attempt's probe
     double gradientBytes = kNotMeasured; // all-reduced per step (the recipe's gradient_bytes)
+    // How its ranks shared cores (RunStarted.core_share, its last attempt): on the busiest
+    // machine, compute threads per core, at least 1 (1 also when not measured, or on a GPU).
+    double coreShare = 1;
+    int threads = 0; // compute threads per rank (RunStarted.threads); 0: not reported
 };
 
 // The one definition of a run's throughput, used by the console, the CLI and every report:

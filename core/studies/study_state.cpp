@@ -696,6 +696,8 @@ StudySnapshot buildSnapshot(const StudyState &state, const Journal &journal)
                         r.network = networkOf(e.started().network());
                     if (e.started().gradient_bytes() > 0)
                         r.gradientBytes = double(e.started().gradient_bytes());
+                    r.threads = e.started().threads();
+                    r.coreShare = coreShareOf(e.started());
                     r.steps.removeIf([keep](const StepPoint &p) { return p.epoch > keep; });
                 } else if (e.has_step()) {
                     StepPoint p;

@@ -11,9 +11,14 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <map>
 #include <optional>
+#include <sched.h>
 #include <set>
+#include <sstream>
 #include <stdexcept>
+#include <thread>
 #include <unistd.h>
 
 namespace scalelab::trainer {
@@ -22,6 +27,31 @@ namespace {
 // DDP's defaults for the first bucket: small, so the first all-reduce starts early.
 constexpr std::size_t kFirstBucketBytes = 1 << 20;
 constexpr std::size_t kBroadcastBucketBytes = 250 << 20;
+
+// This machine, as the kernel names it for this boot (one per machine or virtual machine;
+// the same in every network namespace and container on it), and the cores this process may
+// run on.
+std::string machineId()
+{
+    std::ifstream in("/proc/sys/kernel/random/boot_id");
+    std::string id;
+    std::getline(in, id);
+    if (id.empty()) {
+        char name[256] = {};
+        gethostname(name, sizeof name - 1);
+        id = name;
+    }
+    return id;
+}
+
+int affinityCores()
+{
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
+        return CPU_COUNT(&set);
+    return int(std::max(1u, std::thread::hardware_concurrency()));
+}
 } // namespace
 
 DataParallel::DataParallel(const DataParallelOptions &options)
@@ -226,6 +256,43 @@ int DataParallel::hosts()
     for (int r = 0; r < m_options.worldSize; ++r)
         distinct.insert(m_store->get(prefix + std::to_string(r)));
     return int(distinct.size());
+}
+
+DataParallel::CoreShare DataParallel::coreShareAlone(int threads)
+{
+    return { 1, threads, affinityCores() };
+}
+
+DataParallel::CoreShare DataParallel::coreShare(int threads)
+{
+    const std::string prefix = "scalelab/machine/";
+    const std::string mine
+        = machineId() + "\n" + std::to_string(affinityCores()) + "\n" + std::to_string(threads);
+    m_store->set(prefix + std::to_string(m_options.rank), std::vector<uint8_t>(mine.begin(), mine.end()));
+    struct Machine {
+        int threads = 0;
+        int cores = 0;
+    };
+    std::map<std::string, Machine> machines;
+    for (int r = 0; r < m_options.worldSize; ++r) {
+        const std::vector<uint8_t> value = m_store->get(prefix + std::to_string(r));
+        std::istringstream in(std::string(value.begin(), value.end()));
+        std::string id;
+        int cores = 0, rankThreads = 0;
+        std::getline(in, id);
+        in >> cores >> rankThreads;
+        Machine &m = machines[id];
+        m.threads += rankThreads;
+        m.cores = std::max(m.cores, cores);
+    }
+    CoreShare share { int(machines.size()), 0, 0 };
+    for (const auto &[id, m] : machines)
+        if (share.cores == 0
+            || double(m.threads) / std::max(1, m.cores) > double(share.threads) / share.cores) {
+            share.threads = m.threads;
+            share.cores = std::max(1, m.cores);
+        }
+    return share;
 }
 
 } // namespace scalelab::trainer

@@ -94,6 +94,18 @@ public:
         std::int64_t targetBytes, int repeats = 3, double slowSeconds = 0.25, double budgetSeconds = 15);
     // How many distinct hosts the ranks run on (by host name, exchanged through the store).
     int hosts();
+    // How the ranks share machines' cores (RunStarted.core_share): each rank sends through
+    // the store its machine (the kernel's boot id, which network namespaces and containers of
+    // one machine share), the cores it may run on (its CPU affinity) and the threads it
+    // computes with. Every rank calls it; each gets the whole group's answer.
+    struct CoreShare {
+        int machines = 0;
+        int threads = 0; // on the busiest machine (most threads per core)
+        int cores = 0;
+    };
+    CoreShare coreShare(int threads);
+    // The same for a run of one rank.
+    static CoreShare coreShareAlone(int threads);
     void barrier();
 
 private:

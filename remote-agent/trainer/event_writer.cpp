@@ -111,6 +111,12 @@ void EventWriter::started(const TrainingConfig &config, const StartedReport &rep
                 sample->add_seconds(t);
         }
     }
+    if (report.machines > 0) {
+        auto *share = s->mutable_core_share();
+        share->set_machines(report.machines);
+        share->set_threads(report.busiestMachineThreads);
+        share->set_cores(report.busiestMachineCores);
+    }
     s->set_threads(report.threads);
     s->set_device(report.device);
     s->set_steps_per_epoch(report.stepsPerEpoch);

@@ -63,6 +63,11 @@ struct StartedReport {
     std::string compiler;
     std::string finetuneHead; // the head fine-tuning's phase 1 trains, resolved; "" without
     NetworkProbeReport network;
+    // How the ranks shared machines' cores: the machines, and on the busiest one the threads
+    // its ranks compute with and its cores (RunStarted.core_share).
+    int machines = 0;
+    int busiestMachineThreads = 0;
+    int busiestMachineCores = 0;
 };
 
 struct EpochReport {

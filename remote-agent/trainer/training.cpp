@@ -237,6 +237,10 @@ int runTraining(const TrainingConfig &config, EventWriter &events)
             network.samples.emplace_back(sample.bytes, std::move(sample.seconds));
     }
 
+    // Whether ranks share cores, for the scaling model (every rank takes part).
+    const DataParallel::CoreShare share
+        = parallel ? parallel->coreShare(threads) : DataParallel::coreShareAlone(threads);
+
     const std::int64_t perRank = (std::int64_t(train->size()) + config.worldSize - 1) / config.worldSize;
     const std::int64_t stepsPerEpoch = (perRank + config.batchSize - 1) / config.batchSize;
     // Fine-tuning: the head alone at a constant rate for headEpochs, then the schedule over
@@ -293,7 +297,10 @@ int runTraining(const TrainingConfig &config, EventWriter &events)
                 .blas = blasInUse(),
                 .compiler = compilerName(),
                 .finetuneHead = head ? head->name : std::string(),
-                .network = std::move(network) });
+                .network = std::move(network),
+                .machines = share.machines,
+                .busiestMachineThreads = share.threads,
+                .busiestMachineCores = share.cores });
 
     DivergenceWatch divergence(config.divergenceFactor, config.divergenceSteps);
     const auto runStart = Clock::now();
