@@ -16,10 +16,11 @@
 #
 # Each worker trains with 1 thread, at least PREDICT_STEPS steps per rank (the data set is
 # sized for it), 1 epoch, the seed CNN unless PREDICT_MODEL says otherwise. The 4 hosts are
-# namespaces of this one machine: on fewer cores than 4 ranks need, 3 and 4 workers share
-# cores. The prediction is asked for that placement (`--machines 1 --cores-per-machine
-# $(nproc)`); its column "shared" is the compute threads per core it assumed.
-# PREDICT_DEDICATED=1 asks as if each rank had cores of its own (the model's default).
+# namespaces of this one machine; so that they do not share its cores, each host runs under
+# a CPU quota of a quarter of them (CLUSTER_HOST_CPUS: 0.5 cores on 2), as 4 machines of half
+# a core would: the model's domain, every rank on cores of its own. PREDICT_SHARED=1 runs
+# them without quotas, sharing the cores, and asks `study predict --machines 1
+# --cores-per-machine $(nproc)` (the column "shared": compute threads per core it assumed).
 #
 # Environment: PREDICT_RATES (default "none 1gbit 100mbit"), PREDICT_BATCHES ("32 128"),
 # PREDICT_STEPS (16), PREDICT_MODEL (seed-cnn). Exit 77 (skip) when it cannot run here.
@@ -32,6 +33,8 @@ read -r -a rates <<<"${PREDICT_RATES:-none 1gbit 100mbit}"
 read -r -a batches <<<"${PREDICT_BATCHES:-32 128}"
 steps=${PREDICT_STEPS:-16}
 model=${PREDICT_MODEL:-seed-cnn}
+shared=${PREDICT_SHARED:-0}
+host_cpus=$(awk -v n="$(nproc)" 'BEGIN { printf "%g", n / 4 }')
 python=/usr/bin/python3
 
 skip() { echo "bench/predict.sh: skipped: $*"; exit 77; }
@@ -64,13 +67,19 @@ images=$((steps * max_batch * 4))
 
 echo "== the scaling model's predictions against measurement: 4 hosts (network namespaces) =="
 echo "date:     $(date -Is)"
-echo "machine:  $(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'), $(nproc) cores (4 ranks, 1 thread each:" \
-    "$( (($(nproc) >= 4)) && echo "a core each" || echo "3 and 4 workers share cores") ), load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "machine:  $(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
+if [[ $shared == 1 ]]; then
+    echo "hosts:    4, sharing the $(nproc) cores (no quota; predicted for 1 machine of $(nproc) cores)"
+else
+    echo "hosts:    4, each under a CPU quota of $host_cpus cores (CLUSTER_HOST_CPUS): cores of their own"
+fi
 echo "build:    git $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
 echo "settings: model $model, $steps steps per rank, 1 epoch, 1 thread per worker, one worker per host;"
 echo "          fitted on 1 and 2 workers, predicting 3 and 4; rates ${rates[*]}; batches ${batches[*]}"
 echo
-CLUSTER_TRAIN_IMAGES=$((images * 1)) CLUSTER_TEST_IMAGES=256 "$harness" up "$cluster" 4 >/dev/null
+quota=$host_cpus
+[[ $shared == 1 ]] && quota=
+CLUSTER_HOST_CPUS=$quota CLUSTER_TRAIN_IMAGES=$((images * 1)) CLUSTER_TEST_IMAGES=256 "$harness" up "$cluster" 4 >/dev/null
 # shellcheck disable=SC1091
 source "$cluster/cluster.env"
 export SCALELAB_TLS_CA=$CLUSTER_CA
@@ -108,8 +117,8 @@ for r in json.load(sys.stdin)["runs"]:
 
 # predicted STUDY BATCH -> "workers imagesPerSecond low high" for 3 and 4 workers
 predicted() {
-    local placement=(--machines 1 --cores-per-machine "$(nproc)")
-    [[ ${PREDICT_DEDICATED:-0} == 1 ]] && placement=()
+    local placement=()
+    [[ $shared == 1 ]] && placement=(--machines 1 --cores-per-machine "$(nproc)")
     build/bin/scalelab-cli study predict "$1" --workers 3,4 --batch-size "$2" "${placement[@]}" --json \
         --state-dir "$work/state" \
         | "$python" -c '

@@ -74,7 +74,9 @@ double coreShareOf(const v1::RunStarted &started)
     const v1::CoreShare &share = started.core_share();
     if (share.cores() <= 0 || share.threads() <= 0 || started.device().rfind("cuda", 0) == 0)
         return 1;
-    return std::max(1.0, double(share.threads()) / share.cores());
+    // Against one rank alone there: a rank of 1 thread under a quota of half a core shares
+    // with nobody (its machine is just slower), two of them share.
+    return std::max(1.0, share.threads() / std::max(share.cores(), double(std::max(1, started.threads()))));
 }
 
 } // namespace scalelab::core

@@ -23,9 +23,10 @@ EpochTimes epochTimesOf(const v1::EpochMetrics &metrics);
 // The run's anatomy from its kept epochs' sums: means per step, and its straggler.
 RunAnatomy anatomyOf(const QMap<int, EpochTimes> &epochs, double checkpointSeconds);
 RunNetwork networkOf(const v1::NetworkProbe &probe);
-// Compute threads per core on the busiest machine of a run's ranks (RunStarted.core_share),
-// at least 1: how much slower its ranks computed for sharing cores. 1 when not reported,
-// and on a GPU (the compute is not on the cores).
+// How much slower a run's ranks computed for sharing cores (RunStarted.core_share): on the
+// busiest machine, the compute threads over its cores, or over one rank's threads when it
+// has fewer cores than that (a rank alone is the reference), at least 1. 1 when not
+// reported, and on a GPU (the compute is not on the cores).
 double coreShareOf(const v1::RunStarted &started);
 
 } // namespace scalelab::core

@@ -294,7 +294,7 @@ double CorePlacement::share(int workers, int threads) const
         return 1;
     const int perRank = threadsPerRank > 0 ? threadsPerRank : std::max(1, threads);
     const int ranksOnBusiest = (workers + machines - 1) / machines;
-    return std::max(1.0, double(ranksOnBusiest) * perRank / coresPerMachine);
+    return std::max(1.0, double(ranksOnBusiest) * perRank / std::max(coresPerMachine, perRank));
 }
 
 QString CorePlacement::text() const

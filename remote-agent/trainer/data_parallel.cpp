@@ -28,9 +28,61 @@ namespace {
 constexpr std::size_t kFirstBucketBytes = 1 << 20;
 constexpr std::size_t kBroadcastBucketBytes = 250 << 20;
 
+// The CPU quota of this process's cgroup and its ancestors, in cores (the tightest; cgroup v2
+// cpu.max or v1 cpu.cfs_quota_us / cpu.cfs_period_us), and the cgroup that sets it; 0 and ""
+// without a quota. A container or a Kubernetes pod with a CPU limit is a machine of that many
+// cores, whatever the host has.
+std::pair<double, std::string> cgroupQuota()
+{
+    double best = 0;
+    std::string where;
+    std::ifstream self("/proc/self/cgroup");
+    std::string line;
+    while (std::getline(self, line)) {
+        // "0::/path" (v2) or "N:cpu,cpuacct:/path" (v1)
+        const auto first = line.find(':'), second = line.find(':', first + 1);
+        if (first == std::string::npos || second == std::string::npos)
+            continue;
+        const std::string controllers = line.substr(first + 1, second - first - 1);
+        std::string path = line.substr(second + 1);
+        const bool v2 = controllers.empty();
+        bool cpu = v2;
+        std::istringstream list(controllers);
+        for (std::string c; std::getline(list, c, ',');)
+            cpu = cpu || c == "cpu";
+        if (!cpu)
+            continue;
+        const std::string root = v2 ? "/sys/fs/cgroup" : "/sys/fs/cgroup/" + controllers;
+        for (;;) {
+            double cores = 0;
+            if (v2) {
+                std::ifstream in(root + path + "/cpu.max");
+                std::string quota;
+                double period = 0;
+                if (in >> quota >> period && quota != "max" && period > 0)
+                    cores = std::atof(quota.c_str()) / period;
+            } else {
+                std::ifstream quota(root + path + "/cpu.cfs_quota_us"),
+                    period(root + path + "/cpu.cfs_period_us");
+                double q = -1, t = 0;
+                if (quota >> q && period >> t && q > 0 && t > 0)
+                    cores = q / t;
+            }
+            if (cores > 0 && (best == 0 || cores < best)) {
+                best = cores;
+                where = path;
+            }
+            if (path.empty() || path == "/")
+                break;
+            path = path.substr(0, path.rfind('/'));
+        }
+    }
+    return { best, where };
+}
+
 // This machine, as the kernel names it for this boot (one per machine or virtual machine;
-// the same in every network namespace and container on it), and the cores this process may
-// run on.
+// the same in every network namespace and container on it), with the cgroup whose CPU quota
+// this process runs under, if any: ranks under different quotas do not share cores.
 std::string machineId()
 {
     std::ifstream in("/proc/sys/kernel/random/boot_id");
@@ -41,16 +93,22 @@ std::string machineId()
         gethostname(name, sizeof name - 1);
         id = name;
     }
+    if (const auto [cores, cgroup] = cgroupQuota(); cores > 0)
+        id += " " + cgroup;
     return id;
 }
 
-int affinityCores()
+// The cores this process may run on: its CPU affinity, or its cgroup's quota when lower.
+double usableCores()
 {
     cpu_set_t set;
     CPU_ZERO(&set);
-    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
-        return CPU_COUNT(&set);
-    return int(std::max(1u, std::thread::hardware_concurrency()));
+    double cores = sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0
+        ? CPU_COUNT(&set)
+        : std::max(1u, std::thread::hardware_concurrency());
+    if (const double quota = cgroupQuota().first; quota > 0)
+        cores = std::min(cores, quota);
+    return cores;
 }
 } // namespace
 
@@ -260,25 +318,28 @@ int DataParallel::hosts()
 
 DataParallel::CoreShare DataParallel::coreShareAlone(int threads)
 {
-    return { 1, threads, affinityCores() };
+    return { 1, threads, usableCores() };
 }
 
 DataParallel::CoreShare DataParallel::coreShare(int threads)
 {
     const std::string prefix = "scalelab/machine/";
-    const std::string mine
-        = machineId() + "\n" + std::to_string(affinityCores()) + "\n" + std::to_string(threads);
-    m_store->set(prefix + std::to_string(m_options.rank), std::vector<uint8_t>(mine.begin(), mine.end()));
+    std::ostringstream mine;
+    mine.precision(17);
+    mine << machineId() << '\n' << usableCores() << '\n' << threads;
+    const std::string text = mine.str();
+    m_store->set(prefix + std::to_string(m_options.rank), std::vector<uint8_t>(text.begin(), text.end()));
     struct Machine {
         int threads = 0;
-        int cores = 0;
+        double cores = 0;
     };
     std::map<std::string, Machine> machines;
     for (int r = 0; r < m_options.worldSize; ++r) {
         const std::vector<uint8_t> value = m_store->get(prefix + std::to_string(r));
         std::istringstream in(std::string(value.begin(), value.end()));
         std::string id;
-        int cores = 0, rankThreads = 0;
+        double cores = 0;
+        int rankThreads = 0;
         std::getline(in, id);
         in >> cores >> rankThreads;
         Machine &m = machines[id];
@@ -287,10 +348,9 @@ DataParallel::CoreShare DataParallel::coreShare(int threads)
     }
     CoreShare share { int(machines.size()), 0, 0 };
     for (const auto &[id, m] : machines)
-        if (share.cores == 0
-            || double(m.threads) / std::max(1, m.cores) > double(share.threads) / share.cores) {
+        if (share.cores <= 0 || m.threads / std::max(m.cores, 1e-3) > share.threads / share.cores) {
             share.threads = m.threads;
-            share.cores = std::max(1, m.cores);
+            share.cores = std::max(m.cores, 1e-3);
         }
     return share;
 }

@@ -96,12 +96,13 @@ public:
     int hosts();
     // How the ranks share machines' cores (RunStarted.core_share): each rank sends through
     // the store its machine (the kernel's boot id, which network namespaces and containers of
-    // one machine share), the cores it may run on (its CPU affinity) and the threads it
-    // computes with. Every rank calls it; each gets the whole group's answer.
+    // one machine share, and the cgroup whose CPU quota it runs under, if any), the cores it
+    // may run on (its CPU affinity, or that quota when lower) and the threads it computes
+    // with. Every rank calls it; each gets the whole group's answer.
     struct CoreShare {
         int machines = 0;
         int threads = 0; // on the busiest machine (most threads per core)
-        int cores = 0;
+        double cores = 0;
     };
     CoreShare coreShare(int threads);
     // The same for a run of one rank.

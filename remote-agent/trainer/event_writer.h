@@ -67,7 +67,7 @@ struct StartedReport {
     // its ranks compute with and its cores (RunStarted.core_share).
     int machines = 0;
     int busiestMachineThreads = 0;
-    int busiestMachineCores = 0;
+    double busiestMachineCores = 0;
 };
 
 struct EpochReport {

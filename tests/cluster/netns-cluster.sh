@@ -25,7 +25,10 @@
 # synthetic-cluster), CLUSTER_TRAIN_IMAGES (2048), CLUSTER_TEST_IMAGES (512),
 # CLUSTER_PORT (7450), CLUSTER_AGENTS=0 (network, TLS and token only: no data, no agents),
 # CLUSTER_READY_TIMEOUT (20 s), CLUSTER_OWNER_PID (the cluster goes down by itself when
-# that process is gone, even if it never calls `down`).
+# that process is gone, even if it never calls `down`), CLUSTER_HOST_CPUS (e.g. 0.5: each
+# host's agent, and the workers it starts, run in a cgroup of their own with that CPU quota,
+# cgroup v2's cpu.max or v1's cpu controller: 4 hosts of 0.5 on 2 cores are 4 machines of
+# half a core that do not share cores; default: no quota, the hosts share the machine's).
 set -euo pipefail
 
 PROG=$(basename "$0")
@@ -254,6 +257,28 @@ agent_alive() {  # agent_alive I: its recorded PID is alive and inside host I's 
         && [[ $(ip netns identify "$pid" 2>/dev/null) == "$(ns_name "$i")" ]]
 }
 
+cpu_cgroup() {  # cpu_cgroup I: the cgroup of host I's CPU quota (CLUSTER_HOST_CPUS)
+    if [[ -f /sys/fs/cgroup/cgroup.controllers ]]; then echo "/sys/fs/cgroup/scalelab-${CL_ID}-h$1"
+    else echo "/sys/fs/cgroup/cpu/scalelab-${CL_ID}-h$1"; fi
+}
+
+limit_cpu() {  # limit_cpu I PID: PID (and the processes it starts) under host I's CPU quota
+    [[ -n ${CLUSTER_HOST_CPUS:-} ]] || return 0
+    local cg period=10000 quota
+    cg=$(cpu_cgroup "$1")
+    quota=$(awk -v c="$CLUSTER_HOST_CPUS" -v p=$period 'BEGIN { printf "%d", c * p }')
+    ((quota >= 1000)) || die "CLUSTER_HOST_CPUS=$CLUSTER_HOST_CPUS: give 0.1 cores or more"
+    mkdir -p "$cg" || die "cannot make the cgroup $cg (CLUSTER_HOST_CPUS needs root and the cpu controller)"
+    if [[ -f /sys/fs/cgroup/cgroup.controllers ]]; then
+        grep -qw cpu /sys/fs/cgroup/cgroup.subtree_control || echo +cpu >/sys/fs/cgroup/cgroup.subtree_control
+        echo "$quota $period" >"$cg/cpu.max"
+    else
+        echo "$period" >"$cg/cpu.cfs_period_us"
+        echo "$quota" >"$cg/cpu.cfs_quota_us"
+    fi
+    echo "$2" >"$cg/cgroup.procs"
+}
+
 start_agent() {  # start_agent I: start, record the PID, wait until it answers
     local i=$1
     local h=$CL_DIR/h$i
@@ -288,6 +313,7 @@ start_agent() {  # start_agent I: start, record the PID, wait until it answers
         else note "h$i: PID $pid is $exe, not scalelab-agent"; fi
         dump_agent "$i"; die "h$i: agent did not start"
     fi
+    limit_cpu "$i" "$pid"
     wait_agent "$i"
 }
 
@@ -469,6 +495,9 @@ cmd_down() {
         for p in "${agents[@]}"; do if [[ -e /proc/$p ]]; then left=1; fi; done
         ((left == 0)) && break
         sleep 0.1
+    done
+    for f in /sys/fs/cgroup/scalelab-"${CL_ID}"-h* /sys/fs/cgroup/cpu/scalelab-"${CL_ID}"-h*; do
+        [[ -d $f ]] && { rmdir "$f" 2>/dev/null || note "down: cannot remove the cgroup $f"; }
     done
     rm -f "$CL_DIR"/h*/agent.pid "$CL_STATE"
     return 0
