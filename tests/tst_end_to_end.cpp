@@ -267,7 +267,7 @@ private Q_SLOTS:
         QTest::newRow("unknown model")
             << (QStringList { QStringLiteral("run"), QStringLiteral("--model"), QStringLiteral("resnet50") }
                    + agentNowhere)
-            << 2 << "model: must be one of seed-cnn, resnet18, mobilenet_v2, or sha256:HEX";
+            << 2 << "model: must be one of seed-cnn, resnet18, mobilenet_v2, mini-cnn, or sha256:HEX";
     }
     void badInputIsRefused()
     {

@@ -382,9 +382,10 @@ private Q_SLOTS:
         plan.mutable_grid()->add_model("resnet50");
         const auto refused = checkPlan(plan);
         QVERIFY(!refused);
-        QVERIFY2(refused.error().contains(QStringLiteral("grid.model[2]: must be one of seed-cnn, resnet18, "
-                                                         "mobilenet_v2, or file:PATH of a TorchScript "
-                                                         "module (got \"resnet50\")")),
+        QVERIFY2(
+            refused.error().contains(QStringLiteral("grid.model[2]: must be one of seed-cnn, resnet18, "
+                                                    "mobilenet_v2, mini-cnn, or file:PATH of a TorchScript "
+                                                    "module (got \"resnet50\")")),
             qPrintable(refused.error().join(QLatin1Char('\n'))));
         QVERIFY2(
             refused.error()

@@ -199,9 +199,10 @@ private Q_SLOTS:
         QTest::newRow("precision word")
             << QByteArray(R"({"space":{"precision":{"kind":"choice","values":["fp16"]}}})")
             << "tune.space.precision.values[0]: must be one of \"fp32\", \"bf16\"";
-        QTest::newRow("model word")
-            << QByteArray(R"({"space":{"model":{"kind":"choice","values":["resnet18","vgg16"]}}})")
-            << "tune.space.model.values[1]: must be one of \"seed-cnn\", \"resnet18\", \"mobilenet_v2\"";
+        QTest::newRow("model word") << QByteArray(
+            R"({"space":{"model":{"kind":"choice","values":["resnet18","vgg16"]}}})")
+                                    << "tune.space.model.values[1]: must be one of \"seed-cnn\", "
+                                       "\"resnet18\", \"mobilenet_v2\", \"mini-cnn\"";
         QTest::newRow("model range") << QByteArray(
             R"({"space":{"model":{"kind":"uniform","low":0,"high":1}}})")
                                      << "tune.space.model.kind: model is a word; use \"choice\"";

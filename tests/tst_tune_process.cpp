@@ -4,7 +4,8 @@
 // whose runner "crashes" after every journal event it commits, continued by the next.
 // Each checks that no trial trains past the rung it stopped at, that no epoch is trained
 // twice (paused trials resume from their checkpoints), and that the journal replays to
-// the same decisions.
+// the same decisions. The trials train mini-cnn: what is checked is the scheduling, and the
+// seed CNN's compute would be most of the test's time.
 #include "agent_client.h"
 #include "verify_ok.h"
 #include "journal.h"
@@ -35,16 +36,17 @@ v1::StudyPlan tunePlan(const QString &variant, int samples, double eta, int maxE
     plan.mutable_training()->set_max_test_images(64);
     plan.mutable_training()->set_threads_per_worker(1);
     plan.mutable_training()->set_batch_size(32);
+    plan.mutable_training()->set_model("mini-cnn");
     auto *t = plan.mutable_tune();
     auto &lr = (*t->mutable_space())["learningRate"];
     lr.set_kind("loguniform");
     lr.set_low(0.005);
     lr.set_high(0.5);
-    auto &dropout = (*t->mutable_space())["blockDropout"];
-    dropout.set_kind("quniform");
-    dropout.set_low(0);
-    dropout.set_high(0.5);
-    dropout.set_q(0.25);
+    auto &momentum = (*t->mutable_space())["momentum"];
+    momentum.set_kind("quniform");
+    momentum.set_low(0.5);
+    momentum.set_high(0.9);
+    momentum.set_q(0.2);
     t->set_samples(samples);
     t->set_seed(11);
     t->set_max_concurrent_trials(2);

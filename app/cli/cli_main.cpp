@@ -339,8 +339,9 @@ int runCommand(QStringList arguments)
         { QStringLiteral("threads"), QStringLiteral("Threads per worker (0 = automatic)."),
             QStringLiteral("n"), QStringLiteral("0") },
         { QStringLiteral("model"),
-            QStringLiteral("Model to train: seed-cnn, resnet18, mobilenet_v2, or a TorchScript module's file "
-                           "(FILE.pt, saved by torch.jit.script(model).save): sent to the agent first."),
+            QStringLiteral(
+                "Model to train: seed-cnn, resnet18, mobilenet_v2, mini-cnn, or a TorchScript module's file "
+                "(FILE.pt, saved by torch.jit.script(model).save): sent to the agent first."),
             QStringLiteral("name"), QStringLiteral("seed-cnn") },
         { QStringLiteral("seed"), QStringLiteral("Seed for weights and shuffling."), QStringLiteral("n"),
             QStringLiteral("1") },

@@ -44,7 +44,8 @@ inline constexpr int kLinearRuleBaseBatch = 64;
 
 // The models a worker builds in (remote-agent/trainer/model_zoo.h), by RunSpec.model and
 // --model; the first is the default.
-inline constexpr std::array<std::string_view, 3> kModelNames = { "seed-cnn", "resnet18", "mobilenet_v2" };
+inline constexpr std::array<std::string_view, 4> kModelNames
+    = { "seed-cnn", "resnet18", "mobilenet_v2", "mini-cnn" };
 inline constexpr std::string_view kDefaultModel = kModelNames[0];
 
 inline bool isModelName(std::string_view name)
@@ -81,7 +82,7 @@ inline bool isModelSha256(std::string_view model)
     return true;
 }
 
-// "seed-cnn, resnet18, mobilenet_v2", for messages.
+// "seed-cnn, resnet18, mobilenet_v2, mini-cnn", for messages.
 inline std::string modelNamesText()
 {
     std::string text;

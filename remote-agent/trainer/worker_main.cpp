@@ -57,7 +57,8 @@ Commands:
 
 train options:
   --data-dir DIR        folder with data_batch_1..5.bin and test_batch.bin (required)
-  --model NAME          seed-cnn (default), resnet18 or mobilenet_v2 (their CIFAR forms), or
+  --model NAME          seed-cnn (default), resnet18 or mobilenet_v2 (their CIFAR forms),
+                        mini-cnn (26 k parameters, to try a cluster in seconds), or
                         file:PATH, a TorchScript module (torch.jit.script(m).save(PATH)) trained
                         from the weights it holds; also for bench, lr-find and gradient-check
   --initial-weights FILE  start from a TorchScript archive's weights: every parameter and
