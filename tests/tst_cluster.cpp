@@ -36,11 +36,14 @@ QString bin(const char *name)
 }
 
 // Runs the harness; returns its exit code, output in `output`.
-int harness(const QStringList &args, QString *output = nullptr, int timeoutMs = 120'000)
+int harness(
+    const QStringList &args, QString *output = nullptr, int timeoutMs = 120'000, const QString &hostCpus = {})
 {
     QProcess p;
     p.setProcessChannelMode(QProcess::MergedChannels);
     QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+    if (!hostCpus.isEmpty())
+        env.insert(QStringLiteral("CLUSTER_HOST_CPUS"), hostCpus);
     env.insert(QStringLiteral("SCALELAB_BIN_DIR"), QStringLiteral(SCALELAB_BIN_DIR));
     env.insert(QStringLiteral("CLUSTER_PEER_NAMES"), QStringLiteral("0")); // addresses only, no names
     // Should this test die without bringing its cluster down, the harness does it.
@@ -59,11 +62,13 @@ int harness(const QStringList &args, QString *output = nullptr, int timeoutMs = 
 // One cluster of N hosts for one test case; brought down in the destructor.
 class Cluster {
 public:
-    explicit Cluster(int hosts)
+    // hostCpus > 0: each host under a CPU quota of that many cores (CLUSTER_HOST_CPUS).
+    explicit Cluster(int hosts, double hostCpus = 0)
         : m_hosts(hosts)
     {
         QString output;
-        const int rc = harness({ QStringLiteral("up"), m_dir.path(), QString::number(hosts) }, &output);
+        const int rc = harness({ QStringLiteral("up"), m_dir.path(), QString::number(hosts) }, &output,
+            120'000, hostCpus > 0 ? QString::number(hostCpus) : QString());
         m_up = rc == 0;
         m_error = output;
         if (!m_up)
@@ -287,7 +292,7 @@ private Q_SLOTS:
     // on 0.0.0.0 with TLS and a token, no hosts-file edits: it works on first try.
     void spreadTwoHosts()
     {
-        Cluster cluster(2);
+        Cluster cluster(2, 1.0);
         QVERIFY2(cluster.up(), qPrintable(cluster.error()));
 
         // The agent found its address itself and says why it is not the host name's.
@@ -338,6 +343,21 @@ private Q_SLOTS:
         QCOMPARE(cluster.ranksOn(1, runId, 1), QList<int> { 0 });
         QCOMPARE(cluster.ranksOn(2, runId, 1), QList<int> { 1 });
         qInfo("two hosts: %s", qPrintable(study.output().section(QLatin1Char('\n'), -6)));
+        // Each host is under a CPU quota of one core (CLUSTER_HOST_CPUS): two machines of one
+        // core each to the ranks, though both are namespaces of this one; each rank's one
+        // thread has its core, so nothing was shared.
+        QJsonObject shown;
+        for (const QJsonValue &r : study.show().value(QLatin1String("runs")).toArray())
+            if (r.toObject().value(QLatin1String("runId")).toString() == runId)
+                shown = r.toObject();
+        const QJsonObject share = shown.value(QLatin1String("coreShare")).toObject();
+        const QJsonObject reported = share.value(QLatin1String("reported")).toObject();
+        QVERIFY2(reported.value(QLatin1String("machines")).toInt() == 2,
+            qPrintable(QStringLiteral("run %1: coreShare %2")
+                           .arg(runId, QString::fromUtf8(QJsonDocument(share).toJson()))));
+        QCOMPARE(reported.value(QLatin1String("cores")).toDouble(), 1.0);
+        QCOMPARE(reported.value(QLatin1String("threads")).toInt(), 1);
+        QCOMPARE(share.value(QLatin1String("slowdown")).toDouble(), 1.0);
         // The study probed the network between its hosts before its runs, and keeps it.
         QVERIFY2(study.output().contains(QLatin1String("network: probing all-reduces between")),
             qPrintable(study.output()));

@@ -97,6 +97,10 @@ QJsonObject runJson(const RunResult &r)
         o.insert(QStringLiteral("anatomy"), anatomyJson(r.anatomy));
     if (r.network.worldSize > 1)
         o.insert(QStringLiteral("network"), networkJson(r.network));
+    if (r.recipe.contains(QLatin1String("core_share"))) // how its ranks shared cores (the scaling model's s)
+        o.insert(QStringLiteral("coreShare"),
+            QJsonObject { { QStringLiteral("reported"), r.recipe.value(QLatin1String("core_share")) },
+                { QStringLiteral("slowdown"), r.coreShare } });
     if (r.trial) {
         QJsonArray decisions;
         for (const auto &d : r.decisions)

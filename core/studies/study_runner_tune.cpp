@@ -87,17 +87,20 @@ void StudyRunner::promoteTrials()
             freeSlots += std::max(0, n.freeSlots);
     const int fits = freeSlots / workers;
     slots = std::min(slots, fits - queued);
+    bool promoted = false;
     while (slots-- > 0) {
         const auto promotion = m_state.scheduler().nextPromotion();
         if (!promotion)
             break;
         if (!record(QStringLiteral("trial_decision"), promotion->toJson()))
             return;
+        promoted = true;
         Q_EMIT message(QStringLiteral("%1: %2").arg(promotion->runId, promotion->reason));
     }
     // Nothing runs, nothing waits and nothing can be promoted: the paused trials stay
-    // where they are, stopped at their rung.
-    if (open > 0 || queued > 0 || fresh > 0 || m_state.scheduler().nextPromotion())
+    // where they are, stopped at their rung. A trial promoted just now waits to be placed
+    // (the counts above are from before it): its result may promote a paused one yet.
+    if (promoted || open > 0 || queued > 0 || fresh > 0 || m_state.scheduler().nextPromotion())
         return;
     QStringList paused;
     for (const auto &run : m_state.runs())

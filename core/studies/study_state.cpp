@@ -552,6 +552,11 @@ QJsonObject recipeOf(const v1::RunStarted &started)
         { QStringLiteral("normalize_std"), doubles(started.normalize_std()) } };
     if (!d.synthetic_kind().empty())
         o.insert(QStringLiteral("dataset_synthetic_kind"), QString::fromStdString(d.synthetic_kind()));
+    if (started.has_core_share())
+        o.insert(QStringLiteral("core_share"),
+            QJsonObject { { QStringLiteral("machines"), started.core_share().machines() },
+                { QStringLiteral("threads"), started.core_share().threads() },
+                { QStringLiteral("cores"), started.core_share().cores() } });
     if (started.has_effective()) {
         o.insert(QStringLiteral("batch_size"), e.batch_size());
         o.insert(QStringLiteral("epochs"), e.epochs());

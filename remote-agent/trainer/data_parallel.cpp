@@ -52,6 +52,9 @@ std::pair<double, std::string> cgroupQuota()
             cpu = cpu || c == "cpu";
         if (!cpu)
             continue;
+        // (Where the cgroup file system is not mounted, as under `ip netns exec`, which mounts
+        // a sysfs of its own, there is no quota to read: tests/cluster/netns-cluster.sh
+        // mounts it for its hosts.)
         const std::string root = v2 ? "/sys/fs/cgroup" : "/sys/fs/cgroup/" + controllers;
         for (;;) {
             double cores = 0;

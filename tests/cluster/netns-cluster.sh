@@ -240,8 +240,22 @@ make_network() {
 
 in_host() {  # in_host I CMD...: run CMD in host I's namespace, with host name hI
     local i=$1; shift
+    # `ip netns exec` mounts a sysfs of its own over /sys, without the cgroup file systems;
+    # under CLUSTER_HOST_CPUS the host's processes see them again (in that private mount
+    # namespace), so that a worker can read its CPU quota, as in a container.
+    local cgroups=":"
+    if [[ -n ${CLUSTER_HOST_CPUS:-} ]]; then
+        if [[ -f /sys/fs/cgroup/cgroup.controllers ]]; then
+            cgroups="mount -t cgroup2 none /sys/fs/cgroup"
+        else
+            local cpu
+            cpu=$(basename "$(dirname "$(ls -d /sys/fs/cgroup/*/cpu.cfs_quota_us | head -1)")")
+            cgroups="mount -t tmpfs -o mode=755 cgroups /sys/fs/cgroup && mkdir /sys/fs/cgroup/$cpu"
+            cgroups+=" && mount -t cgroup -o $cpu cgroup /sys/fs/cgroup/$cpu"
+        fi
+    fi
     exec ip netns exec "$(ns_name "$i")" unshare --uts -- \
-        sh -c "hostname h$i && exec \"\$@\"" sh "$@"
+        sh -c "hostname h$i && { $cgroups || echo 'h$i: cannot mount the cgroup file system' >&2; } && exec \"\$@\"" sh "$@"
 }
 
 pid_running() {  # alive and not a zombie waiting for its reaper
