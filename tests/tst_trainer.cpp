@@ -831,7 +831,7 @@ private Q_SLOTS:
         QVERIFY(unknownModel.finish(30000));
         QCOMPARE(unknownModel.exitCode(), 2);
         QVERIFY2(unknownModel.stderrText().contains(
-                     QStringLiteral("--model must be one of seed-cnn, resnet18, mobilenet_v2, or file:PATH "
+                     QStringLiteral("--model must be one of seed-cnn, resnet18, mobilenet_v2, mini-cnn, or file:PATH "
                                     "of a TorchScript module "
                                     "(got 'resnet50')")),
             qPrintable(unknownModel.stderrText()));
