@@ -1443,8 +1443,9 @@ private Q_SLOTS:
         QVERIFY2(QString::fromStdString(refused.error_message()).contains(QLatin1String("12 streams open")),
             refused.error_message().c_str());
 
-        // After the stall limit the agent has cancelled them: its threads are back.
-        QTRY_VERIFY_WITH_TIMEOUT(threads() <= before + 2, 30'000);
+        // After the stall limit the agent has cancelled them: its threads are back (8 s of
+        // stall, then gRPC lets its threads go; 51 s once beside the suite's heaviest tests).
+        QTRY_VERIFY_WITH_TIMEOUT(threads() <= before + 2, 120'000);
         qInfo("agent threads: %d before, %d with 10 stalled readers, %d after they were cancelled", before, busy,
             threads());
         QTRY_VERIFY_WITH_TIMEOUT(
