@@ -1,6 +1,7 @@
 #include "agent_dialog.h"
 
 #include "agent_addresses.h"
+#include "theme.h"
 
 #include <QCheckBox>
 #include <QDialogButtonBox>
@@ -20,8 +21,7 @@ namespace {
 QColor errorColor(const QPalette &palette)
 {
     // Readable red on light and on dark backgrounds.
-    return palette.color(QPalette::Window).lightness() < 128 ? QColor(0xff, 0x8a, 0x80)
-                                                             : QColor(0xc6, 0x28, 0x28);
+    return isDarkPalette(palette) ? QColor(0xff, 0x8a, 0x80) : QColor(0xc6, 0x28, 0x28);
 }
 } // namespace
 

@@ -1,5 +1,7 @@
 #include "agents_model.h"
 
+#include "theme.h"
+
 #include <QColor>
 
 #include <algorithm>
@@ -9,18 +11,11 @@ namespace scalelab::app {
 
 namespace {
 
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
-
-bool darkPalette(const QPalette &p)
-{
-    return p.color(QPalette::Window).lightness() < 128;
-}
-
 } // namespace
 
 QString AgentsModel::gib(qint64 bytes)
 {
-    return QString::number(double(bytes) / kGiB, 'f', bytes >= 100 * kGiB ? 0 : 1);
+    return QString::number(double(bytes) / kBytesPerGiB, 'f', bytes >= 100 * kBytesPerGiB ? 0 : 1);
 }
 
 double AgentsModel::ranksCpuPercent(const v1::NodeSample &sample)
@@ -56,7 +51,7 @@ qint64 AgentsModel::ranksMemoryBytes(const v1::NodeSample &sample)
 // Colours that read on light and dark backgrounds alike.
 QColor AgentsModel::stateColor(core::AgentStatus::State state, const QPalette &palette)
 {
-    const bool dark = darkPalette(palette);
+    const bool dark = isDarkPalette(palette);
     switch (state) {
     case core::AgentStatus::Connected:
         return dark ? QColor(0x81, 0xc7, 0x84) : QColor(0x2e, 0x7d, 0x32);

@@ -3,6 +3,7 @@
 #include "agent_dialog.h"
 #include "agents_model.h"
 #include "metric_chart.h"
+#include "theme.h"
 
 #include <QDateTime>
 #include <QEvent>
@@ -27,20 +28,14 @@ using app::MetricPoint;
 using app::XAxis;
 
 namespace {
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 const QString kLocalName = QStringLiteral("local-1");
 
 using enum AgentsModel::Column;
 constexpr int kGaugeRole = AgentsModel::GaugeRole;
 
-bool darkPalette(const QPalette &p)
-{
-    return p.color(QPalette::Window).lightness() < 128;
-}
-
 QColor levelColor(double fraction, const QPalette &palette)
 {
-    const bool dark = darkPalette(palette);
+    const bool dark = isDarkPalette(palette);
     if (fraction >= 0.9)
         return dark ? QColor(0xef, 0x53, 0x50) : QColor(0xd3, 0x2f, 0x2f);
     if (fraction >= 0.7)
@@ -268,7 +263,7 @@ void AgentsView::showBanner(const QStringList &lines, bool error)
         m_banner->hide();
         return;
     }
-    const bool dark = darkPalette(palette());
+    const bool dark = isDarkPalette(palette());
     const QString background = error ? (dark ? QStringLiteral("#5c1f1f") : QStringLiteral("#fdecea"))
                                      : (dark ? QStringLiteral("#4d3d00") : QStringLiteral("#fff3cd"));
     const QString foreground = error ? (dark ? QStringLiteral("#ffcdd2") : QStringLiteral("#7f1d1d"))
@@ -499,11 +494,12 @@ void AgentsView::onSamples(Node *node)
         node->cpu->append(
             QStringLiteral("ranks"), MetricPoint::at(XAxis::WallClock, x, AgentsModel::ranksCpuPercent(s)));
         node->memory->append(QStringLiteral("ranks"),
-            MetricPoint::at(XAxis::WallClock, x, double(AgentsModel::ranksMemoryBytes(s)) / kGiB));
+            MetricPoint::at(
+                XAxis::WallClock, x, double(AgentsModel::ranksMemoryBytes(s)) / AgentsModel::kBytesPerGiB));
         node->memory->append(QStringLiteral("used"),
-            MetricPoint::at(XAxis::WallClock, x, double(s.memory_used_bytes()) / kGiB));
+            MetricPoint::at(XAxis::WallClock, x, double(s.memory_used_bytes()) / AgentsModel::kBytesPerGiB));
         node->memory->append(QStringLiteral("total"),
-            MetricPoint::at(XAxis::WallClock, x, double(s.memory_total_bytes()) / kGiB));
+            MetricPoint::at(XAxis::WallClock, x, double(s.memory_total_bytes()) / AgentsModel::kBytesPerGiB));
         if (s.gpus_size() > node->gpuSeries)
             ensureGpuSeries(*node, s.gpus_size());
         // Where runs started and ended, on every chart of the node.
@@ -515,8 +511,9 @@ void AgentsView::onSamples(Node *node)
             if (!node->gpu->hasSeries(id))
                 continue;
             node->gpu->append(id, MetricPoint::at(XAxis::WallClock, x, g.utilization_percent()));
-            node->gpuMemory->append(
-                id, MetricPoint::at(XAxis::WallClock, x, double(g.memory_used_bytes()) / kGiB));
+            node->gpuMemory->append(id,
+                MetricPoint::at(
+                    XAxis::WallClock, x, double(g.memory_used_bytes()) / AgentsModel::kBytesPerGiB));
         }
     }
     node->samples += qint64(batch.size());

@@ -15,7 +15,7 @@
 namespace scalelab::app {
 namespace {
 
-constexpr int kRunIdRole = Qt::UserRole + 1;
+constexpr int kHistoryRunIdRole = Qt::UserRole + 1; // the run's full id, on the Run column
 
 QString when(qint64 unixMs)
 {
@@ -45,12 +45,14 @@ RunHistoryView::RunHistoryView(QWidget *parent)
     m_tree->setToolTip(tr("Single runs of this console, newest first. Tick a run to draw it beside the "
                           "current one; double-click to open it."));
     connect(m_tree, &QTreeWidget::customContextMenuRequested, this, &RunHistoryView::showMenu);
-    connect(m_tree, &QTreeWidget::itemDoubleClicked, this,
-        [this](QTreeWidgetItem *item) { Q_EMIT openRequested(item->data(RunColumn, kRunIdRole).toString()); });
+    connect(m_tree, &QTreeWidget::itemDoubleClicked, this, [this](QTreeWidgetItem *item) {
+        Q_EMIT openRequested(item->data(RunColumn, kHistoryRunIdRole).toString());
+    });
     connect(m_tree, &QTreeWidget::itemChanged, this, [this](QTreeWidgetItem *item, int column) {
         if (m_updating || column != RunColumn)
             return;
-        Q_EMIT drawnChanged(item->data(RunColumn, kRunIdRole).toString(), item->checkState(RunColumn) == Qt::Checked);
+        Q_EMIT drawnChanged(
+            item->data(RunColumn, kHistoryRunIdRole).toString(), item->checkState(RunColumn) == Qt::Checked);
     });
     auto *layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
@@ -79,7 +81,7 @@ void RunHistoryView::fitCheckBoxesToPalette()
 QTreeWidgetItem *RunHistoryView::item(const QString &runId) const
 {
     for (int i = 0; i < m_tree->topLevelItemCount(); ++i)
-        if (m_tree->topLevelItem(i)->data(RunColumn, kRunIdRole).toString() == runId)
+        if (m_tree->topLevelItem(i)->data(RunColumn, kHistoryRunIdRole).toString() == runId)
             return m_tree->topLevelItem(i);
     return nullptr;
 }
@@ -90,7 +92,7 @@ void RunHistoryView::setRun(const core::SingleRunEntry &entry, const RunHistoryR
     QTreeWidgetItem *row = item(entry.runId);
     if (!row) {
         row = new QTreeWidgetItem;
-        row->setData(RunColumn, kRunIdRole, entry.runId);
+        row->setData(RunColumn, kHistoryRunIdRole, entry.runId);
         row->setFlags(row->flags() | Qt::ItemIsUserCheckable);
         row->setCheckState(RunColumn, entry.runId == m_current ? Qt::Checked : Qt::Unchecked);
         // Newest first: runs arrive oldest first from the journal, and new ones as launched.
@@ -135,7 +137,7 @@ QStringList RunHistoryView::runIds() const
 {
     QStringList ids;
     for (int i = 0; i < m_tree->topLevelItemCount(); ++i)
-        ids << m_tree->topLevelItem(i)->data(RunColumn, kRunIdRole).toString();
+        ids << m_tree->topLevelItem(i)->data(RunColumn, kHistoryRunIdRole).toString();
     return ids;
 }
 
@@ -157,7 +159,7 @@ void RunHistoryView::setCurrent(const QString &runId)
     QScopedValueRollback<bool> updating(m_updating, true);
     for (int i = 0; i < m_tree->topLevelItemCount(); ++i) {
         QTreeWidgetItem *row = m_tree->topLevelItem(i);
-        const bool current = row->data(RunColumn, kRunIdRole).toString() == runId;
+        const bool current = row->data(RunColumn, kHistoryRunIdRole).toString() == runId;
         QFont font = row->font(RunColumn);
         font.setBold(current);
         for (int c = 0; c < ColumnCount; ++c)
@@ -175,7 +177,7 @@ void RunHistoryView::showMenu(const QPoint &at)
     QTreeWidgetItem *row = m_tree->itemAt(at);
     if (!row)
         return;
-    const QString runId = row->data(RunColumn, kRunIdRole).toString();
+    const QString runId = row->data(RunColumn, kHistoryRunIdRole).toString();
     QMenu menu;
     menu.addAction(tr("Open"), this, [this, runId] { Q_EMIT openRequested(runId); })
         ->setEnabled(runId != m_current);

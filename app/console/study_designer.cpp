@@ -3,6 +3,7 @@
 #include "lr_find_dialog.h"
 #include "spec_rules.h"
 #include "study_plan.h"
+#include "theme.h"
 #include "worker_contract.h"
 
 #include <QCheckBox>
@@ -507,7 +508,7 @@ void StudyDesigner::showProblems(const QStringList &problems)
         if (field)
             field->setStyleSheet(QStringLiteral("border: 1px solid #d32f2f;"));
     }
-    const bool dark = palette().color(QPalette::Window).lightness() < 128;
+    const bool dark = isDarkPalette(palette());
     m_problems->setStyleSheet(
         QStringLiteral("color: %1; font-weight: 600;").arg(dark ? "#ff8a80" : "#c62828"));
     m_problems->setText(tr("Cannot launch:\n") + lines.join(QLatin1Char('\n')));

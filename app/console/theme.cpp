@@ -88,4 +88,9 @@ void applyTheme(Theme theme)
     resolveEveryWidget();
 }
 
+bool isDarkPalette(const QPalette &palette)
+{
+    return palette.color(QPalette::Window).lightness() < 128;
+}
+
 } // namespace scalelab::app

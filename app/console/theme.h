@@ -4,6 +4,7 @@
 // palette, so a switch repaints everything at once.
 #pragma once
 
+#include <QPalette>
 #include <QString>
 
 namespace scalelab::app {
@@ -13,5 +14,7 @@ enum class Theme { System, Light, Dark };
 QString themeName(Theme theme); // "system" | "light" | "dark"
 bool themeFromName(const QString &name, Theme *theme);
 void applyTheme(Theme theme); // QApplication must exist
+// Whether a palette draws light text on a dark window (the dark theme, or a dark system one).
+bool isDarkPalette(const QPalette &palette);
 
 } // namespace scalelab::app

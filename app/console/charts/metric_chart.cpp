@@ -31,7 +31,6 @@ namespace scalelab::app {
 
 namespace {
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr int kMinimumPixels = 64; // resolution of a plot not laid out yet
 constexpr int kHoverRadius = 24; // pixels around the plot area that still read out
 // Above this many drawn points the chart is painted without antialiasing: dense min/max
@@ -472,7 +471,7 @@ void MetricChart::redraw()
     const int pixels = plotWidth >= kMinimumPixels ? plotWidth : std::max(kMinimumPixels, m_view->width());
 
     // x: what the visible series span on this axis, or the zoomed range.
-    double x0 = kInf, x1 = -kInf;
+    double x0 = std::numeric_limits<double>::infinity(), x1 = -x0;
     bool markers = false;
     for (const auto &e : m_entries) {
         const auto &c = e->data.column(m_xAxis);
