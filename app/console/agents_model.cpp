@@ -9,10 +9,6 @@
 
 namespace scalelab::app {
 
-namespace {
-
-} // namespace
-
 QString AgentsModel::gib(qint64 bytes)
 {
     return QString::number(double(bytes) / kBytesPerGiB, 'f', bytes >= 100 * kBytesPerGiB ? 0 : 1);

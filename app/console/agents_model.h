@@ -56,8 +56,8 @@ public:
 
     // The colour of a connection state that reads on `palette` (light or dark).
     static QColor stateColor(core::AgentStatus::State state, const QPalette &palette);
-    // Bytes as GiB, one decimal below 100 GiB: "7.6", "503".
     static constexpr double kBytesPerGiB = 1024.0 * 1024.0 * 1024.0;
+    // Bytes as GiB, one decimal below 100 GiB: "7.6", "503".
     static QString gib(qint64 bytes);
     // What ScaleLab's own ranks use of the node, so they can be told from other load: CPU
     // in % of the whole node (as cpu_percent), and resident memory in bytes.
