@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # On a GPU node: build scalelab-worker against the node's CUDA libtorch and check its
 # CUDA path end to end (scripts/gpu_check.py says what is checked).
-#   scripts/gpu-check.sh [OUT_DIR]
+#   scripts/gpu-check.sh [OUT_DIR [gpu_check.py's options, e.g. --sections models]]
 # Finds libtorch and NCCL through the node's python3 (PyTorch's wheels carry both), or
 # takes TORCH_CMAKE_PREFIX (a libtorch's share/cmake) and NCCL_ROOT. Gloo's headers come
 # from Debian's libgloo-dev or GLOO_ROOT (PyTorch's wheels ship none). protoc and
@@ -13,6 +13,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out="${1:-gpu-check-out}"
+shift || true
 build="${SCALELAB_CUDA_BUILD:-build-cuda}"
 mkdir -p "$out"
 
@@ -39,7 +40,8 @@ if ! command -v protoc >/dev/null || [ ! -e "$protobuf_root/include/google/proto
 fi
 nccl_root="${NCCL_ROOT:-$(python3 -c 'import nvidia.nccl, os; print(list(nvidia.nccl.__path__)[0])' 2>/dev/null || true)}"
 
-if ! cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+# File by file (no unity build): a GPU node's many cores build that faster.
+if ! cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_UNITY_BUILD=OFF \
     -DSCALELAB_BUILD_APP=OFF -DSCALELAB_BUILD_AGENT=OFF -DSCALELAB_BUILD_TESTS=OFF \
     -DCMAKE_PREFIX_PATH="$torch_cmake;$protobuf_root" ${nccl_root:+-DNCCL_ROOT="$nccl_root"} \
     ${GLOO_ROOT:+-DGLOO_ROOT="$GLOO_ROOT"} "${protobuf_args[@]}" >"$out/configure.log" 2>&1; then
@@ -62,4 +64,4 @@ if [ -e "$torch_cpu" ] && command -v nm >/dev/null; then
 fi
 grep -q 'devices cpu and cuda' "$out/configure.log" \
     || { echo "gpu-check: this libtorch has no CUDA (see $out/configure.log)" >&2; exit 2; }
-exec python3 scripts/gpu_check.py --worker "$build/bin/scalelab-worker" --out "$out"
+exec python3 scripts/gpu_check.py --worker "$build/bin/scalelab-worker" --out "$out" "$@"

@@ -11,7 +11,12 @@ status is the number of failures. What is checked:
   5. every rank on its own GPU over NCCL, when the node has two or more; on one GPU, two
      NCCL ranks must fail with NCCL's own error and end (no hang);
   6. throughput of the training step against PyTorch's Python front end on the same GPU
-     (bench/pytorch_peer.py), interleaved A/B, medians: reported, not asserted.
+     (bench/pytorch_peer.py), interleaved A/B, medians: reported, not asserted;
+  7. ResNet-18 and MobileNetV2 (the worker's CIFAR forms): each trains three epochs on the
+     GPU with checkpoints and its training loss falls, and its training step is timed against
+     PyTorch's torchvision model (when the node's python3 has torchvision).
+
+--sections seed,models picks what runs (default both): seed is 1-6, on the seed CNN.
 
 --device cpu runs the same checks, smaller, on the CPU (Gloo; no NCCL check), so that
 this script itself can be tested on a machine without a GPU.
@@ -97,29 +102,34 @@ def gpu_count():
         return 0
 
 
-def main():
-    p = argparse.ArgumentParser()
-    p.add_argument("--worker", required=True)
-    p.add_argument("--out", required=True)
-    p.add_argument("--repeats", type=int, default=3)
-    p.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
-    p.add_argument("--python", default=sys.executable, help="the interpreter with PyTorch, for the peer")
-    a = p.parse_args()
-    os.makedirs(a.out, exist_ok=True)
-    worker = [os.path.abspath(a.worker)]
-    gpus = gpu_count() if a.device == "cuda" else 0
-    on = "the GPU" if a.device == "cuda" else "the CPU"
-    # On the CPU: tst_trainer's learnable set and batch, and a short benchmark.
-    images, tests, batch, epochs = (8000, 2000, 128, 4) if a.device == "cuda" else (2000, 500, 64, 3)
-    print(f"scalelab-worker {a.worker}; {gpus} GPU(s) by nvidia-smi", flush=True)
-    work = tempfile.mkdtemp(prefix="scalelab-gpu-check-")
-    data = os.path.join(work, "data")
-    r = subprocess.run(worker + ["generate-synthetic", "--out", data, "--train", str(images), "--test", str(tests)],
-                       capture_output=True, text=True, timeout=120)
-    check("synthetic data set", r.returncode == 0, (r.stdout + r.stderr).strip()[:200])
-    whole = None  # the uninterrupted fp32 run's weights_sha256
-    train = worker + ["train", "--data-dir", data, "--device", a.device, "--batch-size", str(batch)]
+def bench(cmd_scalelab, cmd_peer, args, repeats):
+    """Median images/s of each side's training step, interleaved A/B; NaN for a side
+    that failed (its error printed)."""
+    sides = {"scalelab": [], "pytorch": []}
+    for _ in range(repeats):
+        for side, cmd in (("scalelab", cmd_scalelab), ("pytorch", cmd_peer)):
+            r = subprocess.run(cmd + args, capture_output=True, text=True, timeout=300)
+            b = events(r.stdout, "bench")
+            sides[side].append(b[0]["images_per_second"] if b else float("nan"))
+            if not b:
+                print(f"  {side} bench failed: {r.stderr.strip()[-300:]}", flush=True)
+    return statistics.median(sides["scalelab"]), statistics.median(sides["pytorch"])
 
+
+def report(title, columns, table, path):
+    """Prints a bench table (text columns, then images/s, then the ratio) and saves it as JSON."""
+    print(f"\n{title}")
+    print(" ".join(f"{c:>12}" for c in columns))
+    for row in table:
+        print(" ".join(f"{v:>12.3f}" if i == len(row) - 1 else f"{v:>12.0f}" if isinstance(v, float)
+                       else f"{v:>12}" for i, v in enumerate(row)))
+    with open(path, "w") as f:
+        json.dump([dict(zip(columns, row)) for row in table], f, indent=1)
+
+
+def seed_checks(a, worker, peer, data, work, train, gpus, on, batch, epochs):
+    """Checks 1-6, on the seed CNN."""
+    whole = None  # the uninterrupted fp32 run's weights_sha256
     # 1 + 2: one rank, fp32 then bf16, with checkpoints.
     for precision in ("fp32", "bf16"):
         ck = os.path.join(work, f"ck-{precision}")
@@ -202,32 +212,92 @@ def main():
                   f"both ended in {took:.0f} s, rc {[rc for rc, _, _ in results]}: {(errors or [stderr])[0][:300]}")
 
     # 6: throughput against PyTorch on the same GPU.
-    peer = [a.python, os.path.join(ROOT, "bench", "pytorch_peer.py")]
     size, steps, warmup = (256, 50, 10) if a.device == "cuda" else (64, 5, 2)
     rows = [(size, "fp32", "off"), (size, "fp32", "on"), (size, "bf16", "off"), (size, "bf16", "on")]
     table = []
     for batch, precision, cl in rows:
         args = ["--device", a.device, "--batch-size", str(batch), "--threads", "1", "--steps", str(steps),
                 "--warmup-steps", str(warmup), "--precision", precision, "--channels-last", cl]
-        sides = {"scalelab": [], "pytorch": []}
-        for _ in range(a.repeats):
-            for side, cmd in (("scalelab", worker + ["bench"]), ("pytorch", peer)):
-                r = subprocess.run(cmd + args, capture_output=True, text=True, timeout=300)
-                b = events(r.stdout, "bench")
-                sides[side].append(b[0]["images_per_second"] if b else float("nan"))
-                if not b:
-                    print(f"  {side} bench failed: {r.stderr.strip()[-300:]}", flush=True)
-        s, t = statistics.median(sides["scalelab"]), statistics.median(sides["pytorch"])
+        s, t = bench(worker + ["bench"], peer, args, a.repeats)
         check(f"bench {precision}, channels-last {cl}, both sides ran", s == s and t == t,  # NaN: failed
               f"ScaleLab {s:.0f} img/s, PyTorch {t:.0f} img/s")
         table.append((batch, precision, cl, s, t, s / t))
-    print(f"\ntraining step on {on}, images/s (median of {a.repeats} interleaved runs each)")
-    print(f"{'batch':>5} {'precision':>9} {'NHWC':>4} {'ScaleLab':>10} {'PyTorch':>10} {'ratio':>6}")
-    for batch, precision, cl, s, t, ratio in table:
-        print(f"{batch:>5} {precision:>9} {cl:>4} {s:>10.0f} {t:>10.0f} {ratio:>6.3f}")
-    with open(os.path.join(a.out, "gpu-bench.json"), "w") as f:
-        json.dump([dict(zip(("batch", "precision", "channels_last", "scalelab", "pytorch", "ratio"), row))
-                   for row in table], f, indent=1)
+    report(f"training step on {on}, images/s (median of {a.repeats} interleaved runs each)",
+           ("batch", "precision", "channels_last", "scalelab", "pytorch", "ratio"), table,
+           os.path.join(a.out, "gpu-bench.json"))
+
+
+def model_checks(a, worker, peer, data, work, on):
+    """Check 7: ResNet-18 and MobileNetV2 train on the device and are timed against PyTorch."""
+    has_torchvision = subprocess.run([a.python, "-c", "import torchvision"], capture_output=True).returncode == 0
+    batch, epochs = (128, 3) if a.device == "cuda" else (32, 3)
+    images = [] if a.device == "cuda" else ["--max-train-images", "640", "--max-test-images", "128"]
+    size, steps, warmup = (128, 30, 10) if a.device == "cuda" else (16, 3, 1)
+    table = []
+    for model in a.models.split(","):
+        ck = os.path.join(work, f"ck-{model}")
+        (rc, out, err), = run_ranks([worker + ["train", "--data-dir", data, "--device", a.device, "--model", model,
+                                               "--batch-size", str(batch), "--epochs", str(epochs),
+                                               "--channels-last", "on", "--checkpoint-dir", ck] + images], 900)
+        started, per_epoch = events(out, "started"), events(out, "epoch")
+        device = started[0].get("device") if started else None
+        losses = [e.get("train_loss", float("nan")) for e in per_epoch]
+        ips = [round(e.get("images_per_second", 0)) for e in per_epoch]
+        check(f"{model} trains on {on}", rc == 0 and device == ("cuda:0" if a.device == "cuda" else "cpu")
+              and len(losses) == epochs and all(x == x for x in losses) and losses[-1] < losses[0]
+              and len(events(out, "checkpoint")) == epochs,
+              f"rc {rc}, device {device}, training loss per epoch {[round(x, 3) for x in losses]}, "
+              f"test accuracy {[round(e.get('test_accuracy', 0), 3) for e in per_epoch]}, img/s {ips} "
+              f"{err.strip()[-300:]}")
+        for precision in a.precisions.split(","):
+            args = ["--device", a.device, "--model", model, "--batch-size", str(size), "--threads", "1",
+                    "--steps", str(steps), "--warmup-steps", str(warmup), "--precision", precision,
+                    "--channels-last", "on"]
+            if has_torchvision:
+                s, t = bench(worker + ["bench"], peer, args, a.repeats)
+            else:
+                s, t = bench(worker + ["bench"], ["false"], args, a.repeats)
+            check(f"bench {model} {precision}, ScaleLab ran", s == s,
+                  f"ScaleLab {s:.0f} img/s, PyTorch "
+                  + (f"{t:.0f} img/s" if has_torchvision else "not run (no torchvision for " + a.python + ")"))
+            table.append((model, size, precision, s, t, s / t if t == t and t else float("nan")))
+    report(f"models, training step on {on}, channels-last, images/s (median of {a.repeats} interleaved runs each)",
+           ("model", "batch", "precision", "scalelab", "pytorch", "ratio"), table,
+           os.path.join(a.out, "gpu-bench-models.json"))
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--worker", required=True)
+    p.add_argument("--out", required=True)
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
+    p.add_argument("--python", default=sys.executable, help="the interpreter with PyTorch, for the peer")
+    p.add_argument("--sections", default="seed,models", help="seed (checks 1-6), models (check 7), or both")
+    p.add_argument("--models", default="resnet18,mobilenet_v2", help="check 7's models, comma-separated")
+    p.add_argument("--precisions", default="fp32,bf16", help="check 7's bench precisions, comma-separated")
+    a = p.parse_args()
+    sections = set(a.sections.split(","))
+    if not sections <= {"seed", "models"}:
+        p.error(f"--sections takes seed and/or models, comma-separated (got '{a.sections}')")
+    os.makedirs(a.out, exist_ok=True)
+    worker = [os.path.abspath(a.worker)]
+    gpus = gpu_count() if a.device == "cuda" else 0
+    on = "the GPU" if a.device == "cuda" else "the CPU"
+    # On the CPU: tst_trainer's learnable set and batch, and a short benchmark.
+    images, tests, batch, epochs = (8000, 2000, 128, 4) if a.device == "cuda" else (2000, 500, 64, 3)
+    print(f"scalelab-worker {a.worker}; {gpus} GPU(s) by nvidia-smi", flush=True)
+    work = tempfile.mkdtemp(prefix="scalelab-gpu-check-")
+    data = os.path.join(work, "data")
+    r = subprocess.run(worker + ["generate-synthetic", "--out", data, "--train", str(images), "--test", str(tests)],
+                       capture_output=True, text=True, timeout=120)
+    check("synthetic data set", r.returncode == 0, (r.stdout + r.stderr).strip()[:200])
+    train = worker + ["train", "--data-dir", data, "--device", a.device, "--batch-size", str(batch)]
+    peer = [a.python, os.path.join(ROOT, "bench", "pytorch_peer.py")]
+    if "seed" in sections:
+        seed_checks(a, worker, peer, data, work, train, gpus, on, batch, epochs)
+    if "models" in sections:
+        model_checks(a, worker, peer, data, work, on)
 
     shutil.rmtree(work, ignore_errors=True)
     print(f"\n{len(failures)} failure(s){': ' + ', '.join(failures) if failures else ''}")

@@ -119,8 +119,11 @@ struct ConvBnActImpl : nn::Module {
         // one fused kernel (a clamp's is several passes of masks: 1.9x slower backward). But
         // libtorch 1.13 has no bf16 backward for hardtanh on the CPU ("hardshrink_backward_cpu"
         // not implemented for 'BFloat16': PyTorch cannot train torchvision's MobileNetV2
-        // under bf16 autocast there), so a bf16 activation takes the clamp.
-        return y.scalar_type() == torch::kBFloat16 ? torch::clamp(y, 0, 6) : torch::hardtanh_(y, 0, 6);
+        // under bf16 autocast there), so a bf16 activation on the CPU takes the clamp. CUDA
+        // has the bf16 kernel: the clamp there cost MobileNetV2's bf16 step a quarter of its
+        // speed against PyTorch's (H200, scripts/gpu-check.sh, docs/training-engine.md).
+        const bool cpuBf16 = y.scalar_type() == torch::kBFloat16 && y.device().is_cpu();
+        return cpuBf16 ? torch::clamp(y, 0, 6) : torch::hardtanh_(y, 0, 6);
     }
     nn::Conv2d conv;
     nn::BatchNorm2d bn;
