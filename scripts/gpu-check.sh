@@ -40,7 +40,7 @@ if ! command -v protoc >/dev/null || [ ! -e "$protobuf_root/include/google/proto
 fi
 nccl_root="${NCCL_ROOT:-$(python3 -c 'import nvidia.nccl, os; print(list(nvidia.nccl.__path__)[0])' 2>/dev/null || true)}"
 
-# File by file (no unity build): a GPU node's many cores build that faster.
+# File by file (no unity build): a node's many cores then compile every file at once.
 if ! cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_UNITY_BUILD=OFF \
     -DSCALELAB_BUILD_APP=OFF -DSCALELAB_BUILD_AGENT=OFF -DSCALELAB_BUILD_TESTS=OFF \
     -DCMAKE_PREFIX_PATH="$torch_cmake;$protobuf_root" ${nccl_root:+-DNCCL_ROOT="$nccl_root"} \
