@@ -111,7 +111,7 @@ def bench(cmd_scalelab, cmd_peer, args, repeats):
             r = subprocess.run(cmd + args, capture_output=True, text=True, timeout=300)
             b = events(r.stdout, "bench")
             sides[side].append(b[0]["images_per_second"] if b else float("nan"))
-            if not b:
+            if not b and cmd != ["true"]:
                 print(f"  {side} bench failed: {r.stderr.strip()[-300:]}", flush=True)
     return statistics.median(sides["scalelab"]), statistics.median(sides["pytorch"])
 
@@ -253,13 +253,13 @@ def model_checks(a, worker, peer, data, work, on):
             args = ["--device", a.device, "--model", model, "--batch-size", str(size), "--threads", "1",
                     "--steps", str(steps), "--warmup-steps", str(warmup), "--precision", precision,
                     "--channels-last", "on"]
-            if has_torchvision:
-                s, t = bench(worker + ["bench"], peer, args, a.repeats)
-            else:
-                s, t = bench(worker + ["bench"], ["false"], args, a.repeats)
+            # Why the peer cannot run this row, if it cannot.
+            no_peer = ("no torchvision for " + a.python if not has_torchvision else
+                       "PyTorch 1.13 has no bf16 hardtanh backward on the CPU" if a.device == "cpu"
+                       and model == "mobilenet_v2" and precision == "bf16" else "")
+            s, t = bench(worker + ["bench"], ["true"] if no_peer else peer, args, a.repeats)
             check(f"bench {model} {precision}, ScaleLab ran", s == s,
-                  f"ScaleLab {s:.0f} img/s, PyTorch "
-                  + (f"{t:.0f} img/s" if has_torchvision else "not run (no torchvision for " + a.python + ")"))
+                  f"ScaleLab {s:.0f} img/s, PyTorch " + (f"not run ({no_peer})" if no_peer else f"{t:.0f} img/s"))
             table.append((model, size, precision, s, t, s / t if t == t and t else float("nan")))
     report(f"models, training step on {on}, channels-last, images/s (median of {a.repeats} interleaved runs each)",
            ("model", "batch", "precision", "scalelab", "pytorch", "ratio"), table,
