@@ -2,6 +2,7 @@
 
 #include "agent_dialog.h"
 #include "agents_model.h"
+#include "cell_bars.h"
 #include "metric_chart.h"
 #include "theme.h"
 
@@ -12,12 +13,10 @@
 #include <QHeaderView>
 #include <QLabel>
 #include <QMessageBox>
-#include <QPainter>
 #include <QPushButton>
 #include <QScrollArea>
 #include <QSplitter>
 #include <QStackedWidget>
-#include <QStyledItemDelegate>
 #include <QTableView>
 #include <QVBoxLayout>
 
@@ -32,71 +31,6 @@ const QString kLocalName = QStringLiteral("local-1");
 
 using enum AgentsModel::Column;
 constexpr int kGaugeRole = AgentsModel::GaugeRole;
-
-QColor levelColor(double fraction, const QPalette &palette)
-{
-    const bool dark = isDarkPalette(palette);
-    if (fraction >= 0.9)
-        return dark ? QColor(0xef, 0x53, 0x50) : QColor(0xd3, 0x2f, 0x2f);
-    if (fraction >= 0.7)
-        return dark ? QColor(0xff, 0xb7, 0x4d) : QColor(0xf5, 0x7c, 0x00);
-    // Green, not blue: a blue bar would vanish in a selected (highlighted) row.
-    return dark ? QColor(0x66, 0xbb, 0x6a) : QColor(0x38, 0x8e, 0x3c);
-}
-
-// Bars (one per value of kGaugeRole, side by side) at the left of the cell, the text
-// at their right: CPU, memory, and one bar per GPU, readable at a glance.
-class GaugeDelegate : public QStyledItemDelegate {
-public:
-    using QStyledItemDelegate::QStyledItemDelegate;
-    static constexpr int kBarsWidth = 64;
-
-    void paint(QPainter *painter, const QStyleOptionViewItem &option, const QModelIndex &index) const override
-    {
-        const QVariantList gauges = index.data(kGaugeRole).toList();
-        if (gauges.isEmpty()) {
-            QStyledItemDelegate::paint(painter, option, index);
-            return;
-        }
-        QStyleOptionViewItem o = option;
-        initStyleOption(&o, index);
-        const QString text = o.text;
-        o.text.clear();
-        o.widget->style()->drawControl(QStyle::CE_ItemViewItem, &o, painter, o.widget);
-        const QRect r = option.rect.adjusted(6, 0, -4, 0);
-        const int height = qMin(12, r.height() - 8);
-        const int n = int(gauges.size());
-        const int gap = n > 1 ? 3 : 0;
-        const int barWidth = qMax(6, (kBarsWidth - gap * (n - 1)) / n);
-        painter->save();
-        painter->setRenderHint(QPainter::Antialiasing, false);
-        const QColor track = option.palette.color(QPalette::Mid);
-        for (int i = 0; i < n; ++i) {
-            const double f = qBound(0.0, gauges[i].toDouble(), 1.0);
-            const QRect bar(r.left() + i * (barWidth + gap), r.center().y() - height / 2, barWidth, height);
-            painter->setPen(Qt::NoPen);
-            painter->setBrush(track);
-            painter->drawRect(bar);
-            painter->setBrush(levelColor(f, option.palette));
-            painter->drawRect(QRect(bar.left(), bar.top(), int(std::lround(bar.width() * f)), bar.height()));
-        }
-        const int used = n * barWidth + gap * (n - 1) + 6;
-        const QRect textRect = r.adjusted(used, 0, 0, 0);
-        painter->setPen(option.palette.color(
-            option.state & QStyle::State_Selected ? QPalette::HighlightedText : QPalette::Text));
-        painter->drawText(textRect, Qt::AlignVCenter | Qt::AlignLeft,
-            option.fontMetrics.elidedText(text, Qt::ElideRight, textRect.width()));
-        painter->restore();
-    }
-
-    QSize sizeHint(const QStyleOptionViewItem &option, const QModelIndex &index) const override
-    {
-        QSize s = QStyledItemDelegate::sizeHint(option, index);
-        if (!index.data(kGaugeRole).toList().isEmpty())
-            s.setWidth(s.width() + kBarsWidth + 12);
-        return s;
-    }
-};
 } // namespace
 
 struct AgentsView::Node {
@@ -182,7 +116,7 @@ void AgentsView::buildUi()
     m_table->verticalHeader()->hide();
     m_table->setWordWrap(false);
     m_table->setAlternatingRowColors(true);
-    auto *gauges = new GaugeDelegate(m_table);
+    auto *gauges = new GaugeDelegate(kGaugeRole, m_table);
     for (int c : { CpuColumn, MemoryColumn, GpuColumn })
         m_table->setItemDelegateForColumn(c, gauges);
     auto *header = m_table->horizontalHeader();

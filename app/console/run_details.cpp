@@ -150,7 +150,7 @@ QString logLine(const v1::RunEvent &e)
     return {};
 }
 
-QTableWidgetItem *cell(const QString &text)
+QTableWidgetItem *readOnlyCell(const QString &text)
 {
     auto *item = new QTableWidgetItem(text);
     item->setFlags(item->flags() & ~Qt::ItemIsEditable);
@@ -317,14 +317,14 @@ void RunDetails::refresh()
     m_attempts->setRowCount(int(run.attempts.size()));
     for (int i = 0; i < run.attempts.size(); ++i) {
         const core::AttemptRecord &a = run.attempts[i];
-        m_attempts->setItem(i, 0, cell(QString::number(a.attempt)));
-        m_attempts->setItem(i, 1, cell(a.agents.join(QLatin1String(", "))));
-        m_attempts->setItem(i, 2, cell(a.outcome));
-        m_attempts->setItem(
-            i, 3, cell(a.resumedFromEpoch > 0 ? QString::number(a.resumedFromEpoch) : tr("fresh start")));
-        m_attempts->setItem(i, 4, cell(timeOf(a.startedUnixMs)));
-        m_attempts->setItem(i, 5, cell(timeOf(a.endedUnixMs)));
-        m_attempts->setItem(i, 6, cell(a.reason));
+        m_attempts->setItem(i, 0, readOnlyCell(QString::number(a.attempt)));
+        m_attempts->setItem(i, 1, readOnlyCell(a.agents.join(QLatin1String(", "))));
+        m_attempts->setItem(i, 2, readOnlyCell(a.outcome));
+        m_attempts->setItem(i, 3,
+            readOnlyCell(a.resumedFromEpoch > 0 ? QString::number(a.resumedFromEpoch) : tr("fresh start")));
+        m_attempts->setItem(i, 4, readOnlyCell(timeOf(a.startedUnixMs)));
+        m_attempts->setItem(i, 5, readOnlyCell(timeOf(a.endedUnixMs)));
+        m_attempts->setItem(i, 6, readOnlyCell(a.reason));
     }
     m_attempts->resizeColumnsToContents();
 

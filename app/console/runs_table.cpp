@@ -1,5 +1,6 @@
 #include "runs_table.h"
 
+#include "cell_bars.h"
 #include "frozen_columns.h"
 #include "study_view.h"
 #include "tune_plan.h"
@@ -8,9 +9,7 @@
 #include <QHeaderView>
 #include <QLineEdit>
 #include <QMenu>
-#include <QPainter>
 #include <QSettings>
-#include <QStyledItemDelegate>
 #include <QTableWidget>
 
 #include <array>
@@ -69,28 +68,6 @@ void putRow(QTableWidget *table, int at, const Row &row)
     }
 }
 
-// A bar under the Progress column's text, filled as far as the run is.
-class ProgressDelegate : public QStyledItemDelegate {
-public:
-    using QStyledItemDelegate::QStyledItemDelegate;
-    void paint(QPainter *painter, const QStyleOptionViewItem &option, const QModelIndex &index) const override
-    {
-        QStyledItemDelegate::paint(painter, option, index);
-        const QVariant fraction = index.data(kFractionRole);
-        if (!fraction.isValid())
-            return;
-        const QRect bar = option.rect.adjusted(4, option.rect.height() - 5, -4, -2);
-        painter->save();
-        painter->setPen(Qt::NoPen);
-        painter->setBrush(option.palette.color(QPalette::Mid));
-        painter->drawRect(bar);
-        painter->setBrush(option.palette.color(QPalette::Highlight));
-        painter->drawRect(QRect(bar.left(), bar.top(),
-            int(std::lround(bar.width() * qBound(0.0, fraction.toDouble(), 1.0))), bar.height()));
-        painter->restore();
-    }
-};
-
 // What the Progress column says: live progress while the run trains (epoch, percent, ETA
 // once the step rate is stable), else epochs done of planned.
 QString progressText(const core::RunResult &r, const core::ProgressView *live, double *fraction)
@@ -143,7 +120,7 @@ RunsTable::RunsTable(QObject *parent)
     m_table->setHorizontalHeaderLabels(
         { tr("Run"), tr("Configuration"), tr("State"), tr("Progress"), tr("Test acc"), tr("img/s"),
             tr("Speedup"), tr("Efficiency"), tr("Attempt"), tr("Agents"), tr("Wall s"), tr("Why") });
-    m_table->setItemDelegateForColumn(V::ProgressCol, new ProgressDelegate(m_table));
+    m_table->setItemDelegateForColumn(V::ProgressCol, new ProgressDelegate(kFractionRole, m_table));
     m_table->setSortingEnabled(true);
     m_table->sortByColumn(V::RunCol, Qt::AscendingOrder); // r01, r02, …: the plan's order
     for (int c : { V::AttemptCol, V::AgentsCol, V::WallCol })
