@@ -10,6 +10,7 @@
 #include "cpu_features.h"
 #include "test_support.h"
 #include "verify_ok.h"
+#include "worker_process.h"
 
 #include <QDir>
 #include <QElapsedTimer>
@@ -33,6 +34,8 @@
 #include "worker_contract.h"
 
 using namespace scalelab;
+using test::digest;
+using test::Worker;
 
 namespace {
 
@@ -43,93 +46,6 @@ int freePort()
     probe.listen(QHostAddress::LocalHost, 0);
     return probe.serverPort();
 }
-
-// One scalelab-worker process whose JSON-line events are collected as they arrive.
-class Worker {
-public:
-    explicit Worker(const QStringList &args)
-    {
-        m_process.setProgram(test::binary("scalelab-worker"));
-        m_process.setArguments(args);
-        m_process.setProcessChannelMode(QProcess::SeparateChannels);
-        m_process.start();
-    }
-    ~Worker()
-    {
-        if (m_process.state() != QProcess::NotRunning) {
-            m_process.kill();
-            m_process.waitForFinished(5000);
-        }
-    }
-
-    // Reads what is available; returns the events of `type` (a WorkerEvent field name)
-    // seen so far. Every line is read with worker.proto's generated code, as the agent
-    // reads it; one that does not fit is kept in unreadable().
-    QList<v1::WorkerEvent> events(const QString &type = {})
-    {
-        m_buffer += m_process.readAllStandardOutput();
-        int newline;
-        while ((newline = m_buffer.indexOf('\n')) >= 0) {
-            const std::string line = m_buffer.left(newline).toStdString();
-            m_lines << m_buffer.left(newline);
-            if (auto event = worker::parseEventLine(line))
-                m_events << *event;
-            else
-                m_unreadable << QString::fromStdString(event.error() + ": " + line);
-            m_buffer.remove(0, newline + 1);
-        }
-        if (type.isEmpty())
-            return m_events;
-        QList<v1::WorkerEvent> matching;
-        for (const auto &e : m_events) {
-            const auto *field = e.GetReflection()->GetOneofFieldDescriptor(e, e.GetDescriptor()->oneof_decl(0));
-            if (field && QString::fromStdString(field->name()) == type)
-                matching << e;
-        }
-        return matching;
-    }
-    QStringList unreadable() const { return m_unreadable; }
-    QList<QByteArray> lines() const { return m_lines; }
-
-    bool waitFor(const QString &type, int timeoutMs)
-    {
-        QElapsedTimer timer;
-        timer.start();
-        while (events(type).isEmpty()) {
-            if (timer.elapsed() > timeoutMs || m_process.state() == QProcess::NotRunning) {
-                events();
-                return !events(type).isEmpty();
-            }
-            m_process.waitForReadyRead(200);
-        }
-        return true;
-    }
-
-    bool finish(int timeoutMs)
-    {
-        const bool done = m_process.waitForFinished(test::timeLimit(timeoutMs));
-        events();
-        return done;
-    }
-
-    int exitCode() const
-    {
-        return m_process.exitStatus() == QProcess::NormalExit ? m_process.exitCode() : -1;
-    }
-    QString stderrText() { return QString::fromLocal8Bit(m_process.readAllStandardError()); }
-    void kill()
-    {
-        m_process.kill();
-        m_process.waitForFinished(5000);
-    }
-
-private:
-    QProcess m_process;
-    QByteArray m_buffer;
-    QList<v1::WorkerEvent> m_events;
-    QStringList m_unreadable;
-    QList<QByteArray> m_lines;
-};
 
 // Fields of `descriptor` that `object` lacks: every field without explicit presence is
 // printed by the worker, and so are those of the messages inside it.
@@ -148,12 +64,6 @@ QStringList missingFields(const QJsonObject &object, const google::protobuf::Des
             missing << missingFields(object.value(name).toObject(), field->message_type(), at + name + QLatin1Char('.'));
     }
     return missing;
-}
-
-QString digest(Worker &w)
-{
-    const auto finished = w.events(QStringLiteral("finished"));
-    return finished.isEmpty() ? QString() : QString::fromStdString(finished.last().finished().weights_sha256());
 }
 
 } // namespace
