@@ -440,6 +440,9 @@ grpc::Status AgentService::WatchNode(grpc::ServerContext *context, const v1::Wat
     const auto interval = request->interval_ms() > 0 ? std::chrono::milliseconds(request->interval_ms())
                                                      : m_options.sampleInterval;
     NodeSampler sampler;
+    // Each sample `interval` after the previous one began, not on a fixed grid: a sample
+    // that came late (a busy node, a slow client) is not followed by a short one, nor a
+    // stall by a burst, so every sample's rates cover at least an interval.
     auto next = std::chrono::steady_clock::now();
     for (;;) {
         next += interval;
@@ -460,6 +463,7 @@ grpc::Status AgentService::WatchNode(grpc::ServerContext *context, const v1::Wat
                     processes.push_back({ id, run->attempt(), placement.rank(), placement.pid() });
             });
         }
+        next = std::chrono::steady_clock::now(); // the sample's own time (unix_ms) is taken now
         if (!guard.write(writer, sampler.sample(processes)))
             return { grpc::StatusCode::CANCELLED, "the client went away" };
     }
