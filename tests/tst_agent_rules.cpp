@@ -268,6 +268,34 @@ private Q_SLOTS:
             qputenv("OMP_WAIT_POLICY", saved);
     }
 
+    // Workers get transparent huge pages for malloc's memory, on top of any tunables of the
+    // agent's own, unless the agent's environment chose for glibc.malloc.hugetlb itself.
+    void workerMallocUsesHugePagesUnlessTheAgentChose()
+    {
+        const QByteArray saved = qgetenv("GLIBC_TUNABLES");
+        const auto tunablesOf = [](const std::vector<std::string> &environment) {
+            QStringList found;
+            for (const auto &entry : environment)
+                if (entry.starts_with("GLIBC_TUNABLES="))
+                    found << QString::fromStdString(entry);
+            return found;
+        };
+        const agent::RunLaunch launch;
+        qunsetenv("GLIBC_TUNABLES");
+        QCOMPARE(tunablesOf(agent::workerEnvironment(launch, 0)),
+            QStringList { QStringLiteral("GLIBC_TUNABLES=glibc.malloc.hugetlb=1") });
+        qputenv("GLIBC_TUNABLES", "glibc.malloc.arena_max=2");
+        QCOMPARE(tunablesOf(agent::workerEnvironment(launch, 0)),
+            QStringList { QStringLiteral("GLIBC_TUNABLES=glibc.malloc.arena_max=2:glibc.malloc.hugetlb=1") });
+        qputenv("GLIBC_TUNABLES", "glibc.malloc.hugetlb=0");
+        QVERIFY(tunablesOf(agent::workerEnvironment(launch, 0)).isEmpty()); // the agent's own stands
+        QCOMPARE(agent::workerMallocTunables(), std::string());
+        if (saved.isNull())
+            qunsetenv("GLIBC_TUNABLES");
+        else
+            qputenv("GLIBC_TUNABLES", saved);
+    }
+
     // Dropout rates are probabilities below 1 (0 turns dropout off), and a run stops after
     // an epoch of its own schedule or not at all: refused by field, in both namings.
     void runSpecBoundsDropoutAndStopAfterEpochs()

@@ -129,6 +129,8 @@ int main(int argc, char **argv)
         "Environment besides the options' own variables (SCALELAB_AGENT_*, in brackets below):\n"
         "  SCALELAB_AGENT_TOKEN  the token clients must send (--token-file wins); never given to workers\n"
         "  GLOO_SOCKET_IFNAME    default --iface (its first interface)\n"
+        "  OMP_WAIT_POLICY       given to workers as set; unset, they get PASSIVE\n"
+        "  GLIBC_TUNABLES        given to workers with glibc.malloc.hugetlb=1 added, unless it sets that\n"
         "  XDG_DATA_HOME, HOME   where the default data and state folders are\n"
         "Clients (scalelab-cli, scalelab) reach a TLS agent with SCALELAB_TLS_CA set to the CA that\n"
         "signed --tls-cert; with --tls-client-ca they also need SCALELAB_TLS_CERT and SCALELAB_TLS_KEY."));

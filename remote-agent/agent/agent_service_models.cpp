@@ -2,6 +2,7 @@
 // the worker has checked it can be trained; runs name it by "sha256:HEX" (resolveModels).
 #include "agent_service.h"
 #include "log.h"
+#include "worker_command.h"
 #include "worker_contract.h"
 #include "worker_pump.h"
 
@@ -25,6 +26,8 @@ grpc::Status AgentService::checkModel(const std::filesystem::path &file, v1::Sto
     spawn.argv = { m_options.workerBinary, "check-model", "--model",
         std::string(worker::kModelFilePrefix) + file.string() };
     spawn.extraEnv = { "OMP_NUM_THREADS=1", "OPENBLAS_NUM_THREADS=1" };
+    if (std::string tunables = workerMallocTunables(); !tunables.empty())
+        spawn.extraEnv.push_back(std::move(tunables));
     const SpawnedProcess process = m_launcher.spawn(spawn);
     if (process.pid < 0)
         return { grpc::StatusCode::INTERNAL,

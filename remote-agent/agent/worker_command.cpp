@@ -172,7 +172,23 @@ std::vector<std::string> workerEnvironment(const RunLaunch &launch, int rank)
         environment.push_back("NCCL_SOCKET_IFNAME=" + launch.networkInterface);
     if (!std::getenv("OMP_WAIT_POLICY"))
         environment.push_back("OMP_WAIT_POLICY=PASSIVE");
+    if (std::string tunables = workerMallocTunables(); !tunables.empty())
+        environment.push_back(std::move(tunables));
     return environment;
+}
+
+std::string workerMallocTunables()
+{
+    constexpr std::string_view kHugePages = "glibc.malloc.hugetlb=1";
+    const char *own = std::getenv("GLIBC_TUNABLES");
+    const std::string_view current = own ? own : "";
+    if (current.find("glibc.malloc.hugetlb=") != std::string_view::npos)
+        return {}; // the agent's environment chose
+    std::string entry = "GLIBC_TUNABLES=";
+    if (!current.empty())
+        entry.append(current).append(":");
+    entry.append(kHugePages);
+    return entry;
 }
 
 } // namespace scalelab::agent

@@ -8,6 +8,7 @@
 #include "scalelab/v1/worker.pb.h"
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace scalelab::agent {
@@ -33,7 +34,18 @@ namespace scalelab::agent {
 // (spin before sleeping), a rank's idle threads keep their cores busy after every parallel
 // region: beside a second rank, a data loader or Gloo's threads that halves the throughput
 // of both (bench/omp_wait_policy.sh measures it), while a rank alone runs as fast passive.
+// And GLIBC_TUNABLES with glibc.malloc.hugetlb=1 (workerMallocTunables).
 [[nodiscard]] std::vector<std::string> workerEnvironment(const RunLaunch &launch, int rank);
+
+// "GLIBC_TUNABLES=...:glibc.malloc.hugetlb=1" (the agent's own tunables kept), or "" when the
+// agent's environment already sets glibc.malloc.hugetlb. glibc then asks the kernel for
+// transparent huge pages for malloc's memory (madvise; nothing changes where THP is off),
+// so the heap that libtorch's start-up and a run's first steps fill costs ~7 k page faults
+// instead of ~60 k: a worker's start and a short run take 15-20 % less CPU, most of all on
+// virtual machines, where a page fault is expensive (bench/worker_start.sh measures it).
+// The worker cannot set it itself: glibc reads it before main, and libtorch's static
+// initialisers allocate before main too.
+[[nodiscard]] std::string workerMallocTunables();
 
 // Puts a rank on its device: nothing for a CPU rank (no GPUs assigned), device "cuda" for a
 // rank with GPUs, and with it backend "gloo" when a data-parallel run's ranks share GPUs
