@@ -2,6 +2,8 @@
 // includes libtorch: it checks tensors bit for bit, in process.
 #include "fused_ops.h"
 
+#include <torch/utils.h>
+
 #include <QTest>
 
 using scalelab::trainer::maxPoolReluDropout;

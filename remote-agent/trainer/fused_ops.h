@@ -2,7 +2,8 @@
 // done in one. Only trainer sources include this header (it pulls in libtorch).
 #pragma once
 
-#include <torch/torch.h>
+#include <torch/optim/sgd.h>
+#include <torch/types.h>
 
 namespace scalelab::trainer {
 
