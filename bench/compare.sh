@@ -5,6 +5,13 @@
 # MODEL: seed-cnn (default), resnet18 or mobilenet_v2; the peer builds the same architecture
 # from torchvision. Needs Debian's python3-torch and python3-torchvision (installed here if
 # missing). Not a test: numbers vary.
+# The worker runs with what the agent adds to a worker's environment for malloc
+# (GLIBC_TUNABLES=glibc.malloc.hugetlb=1; it sets its own mallopt thresholds in main). The
+# peer runs as a PyTorch user runs it, with glibc's defaults, unless PEER_MALLOC=worker: then
+# it gets the worker's malloc settings through the environment (the same thresholds, the same
+# tunable), so that a row compares training engines and not allocator settings. glibc's
+# defaults hand freed activation memory back to the kernel every step on some machines, which
+# slows the peer's one-rank rows more than its DDP rows (docs/benchmarks.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/setup.sh
@@ -25,6 +32,13 @@ blas_env="OPENBLAS_CORETYPE=${kernel:-}"
 [ -n "$kernel" ] || blas_env="SCALELAB_NO_OPENBLAS=1"
 # Debian's interpreter: python3-torch installs there, whatever python3 is first on PATH.
 peer="/usr/bin/python3 bench/pytorch_peer.py"
+worker_malloc="GLIBC_TUNABLES=glibc.malloc.hugetlb=1"
+case "${PEER_MALLOC:-default}" in
+    default) peer_malloc="" ;;
+    # worker_main.cpp: mallopt(M_MMAP_THRESHOLD, 32 MB), (M_TRIM_THRESHOLD, 1 GB), (M_TOP_PAD, 64 MB).
+    worker) peer_malloc="MALLOC_MMAP_THRESHOLD_=33554432 MALLOC_TRIM_THRESHOLD_=1073741824 MALLOC_TOP_PAD_=67108864 $worker_malloc" ;;
+    *) echo "PEER_MALLOC: default or worker, not '$PEER_MALLOC'" >&2; exit 2 ;;
+esac
 port=29700
 
 ips() { grep -oE '"images_per_second": ?[0-9.e+]+' | head -1 | sed 's/.*: *//'; }
@@ -43,7 +57,11 @@ run_side() {  # side world threads extra...
     local cmd
     # torch.set_num_threads() leaves OpenBLAS (the linear layers) at one thread per core:
     # the peer is held to the row's threads like the worker, which sets both itself.
-    if [ "$side" = scalelab ]; then cmd="$worker bench"; else cmd="env OPENBLAS_NUM_THREADS=$threads $blas_env $peer"; fi
+    if [ "$side" = scalelab ]; then
+        cmd="env $worker_malloc $worker bench"
+    else
+        cmd="env OPENBLAS_NUM_THREADS=$threads $blas_env $peer_malloc $peer"
+    fi
     if [ "$world" = 2i ]; then
         # Two independent single-rank processes at once, no communication: what the
         # machine gives two busy cores, the ceiling for 2 ranks x 1 thread.
@@ -100,6 +118,8 @@ for _ in range(n): a @ b
 print(2 * 2048**3 * n / (time.perf_counter() - t) / 1e9)')
 fp32_base="${result["1 1 fp32 off,p"]}"
 printf '\nmodel %s, %s GFLOP per training image\n' "$model" "$gflop"
+printf 'malloc: the worker as the agent starts it; the peer with %s\n' \
+    "$([ -n "$peer_malloc" ] && echo "the worker's settings (PEER_MALLOC=worker)" || echo "glibc's defaults")"
 printf 'BLAS: %s\n' "$("$worker" blas | /usr/bin/python3 -c 'import json, sys; b = json.load(sys.stdin); print(b["library"] + " (" + b["how"] + ")")')"
 printf '%-38s %12s %12s %8s %10s\n' "row (batch 64 per rank)" "ScaleLab" "PyTorch" "ratio" "GFLOP/s"
 for row in "${rows[@]}"; do
