@@ -8,7 +8,6 @@
 #include "scalelab/v1/worker.pb.h"
 
 #include <string>
-#include <string_view>
 #include <vector>
 
 namespace scalelab::agent {
@@ -41,7 +40,7 @@ namespace scalelab::agent {
 // agent's environment already sets glibc.malloc.hugetlb. glibc then asks the kernel for
 // transparent huge pages for malloc's memory (madvise; nothing changes where THP is off),
 // so the heap that libtorch's start-up and a run's first steps fill costs ~7 k page faults
-// instead of ~60 k: a worker's start and a short run take 15-20 % less CPU, most of all on
+// instead of ~60 k: a worker's start and a short run take 10-20 % less CPU, most of all on
 // virtual machines, where a page fault is expensive (bench/worker_start.sh measures it).
 // The worker cannot set it itself: glibc reads it before main, and libtorch's static
 // initialisers allocate before main too.
