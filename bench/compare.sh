@@ -39,12 +39,17 @@ case "${PEER_MALLOC:-default}" in
     worker) peer_malloc="MALLOC_MMAP_THRESHOLD_=33554432 MALLOC_TRIM_THRESHOLD_=1073741824 MALLOC_TOP_PAD_=67108864 $worker_malloc" ;;
     *) echo "PEER_MALLOC: default or worker, not '$PEER_MALLOC'" >&2; exit 2 ;;
 esac
-port=29700
+# run_side runs in a $(...) subshell: the last rendezvous port lives in a file, so that each
+# 2-rank run takes a port of its own (one that a run before it may leave in TIME_WAIT is not
+# reused).
+port_file="$(mktemp)"
+echo 29700 >"$port_file"
+next_port() { local p=$(($(cat "$port_file") + 1)); echo "$p" >"$port_file"; echo "$p"; }
 
 ips() { grep -oE '"images_per_second": ?[0-9.e+]+' | head -1 | sed 's/.*: *//'; }
 # Every run's bench line, tagged with its row and side, for the breakdown of a step.
 log="$(mktemp)"
-trap 'rm -f "$log"' EXIT
+trap 'rm -f "$log" "$port_file"' EXIT
 record() {  # tag: the bench line on stdin goes to the log; prints its images/second
     local line
     line="$(grep -m1 '"bench"' || true)"
@@ -76,7 +81,8 @@ run_side() {  # side world threads extra...
     elif [ "$world" -eq 1 ]; then
         $cmd --model "$model" --batch-size 64 --threads "$threads" --steps 20 --warmup-steps 5 "$@" | record "$tag"
     else
-        port=$((port + 1))
+        local port
+        port=$(next_port)
         for r in $(seq 1 $((world - 1))); do
             $cmd --model "$model" --batch-size 64 --threads "$threads" --steps 20 --warmup-steps 5 --world-size "$world" \
                 --rank "$r" --rendezvous "127.0.0.1:$port" "$@" >/dev/null &
