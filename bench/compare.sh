@@ -12,6 +12,7 @@
 # tunable), so that a row compares training engines and not allocator settings. glibc's
 # defaults hand freed activation memory back to the kernel every step on some machines, which
 # slows the peer's one-rank rows more than its DDP rows (docs/benchmarks.md).
+# PEER_BROADCAST_BUFFERS=off turns off DDP's broadcast of buffers at every forward (below).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/setup.sh
@@ -39,6 +40,12 @@ case "${PEER_MALLOC:-default}" in
     worker) peer_malloc="MALLOC_MMAP_THRESHOLD_=33554432 MALLOC_TRIM_THRESHOLD_=1073741824 MALLOC_TOP_PAD_=67108864 $worker_malloc" ;;
     *) echo "PEER_MALLOC: default or worker, not '$PEER_MALLOC'" >&2; exit 2 ;;
 esac
+# PEER_BROADCAST_BUFFERS=off: DDP without its per-forward broadcast of rank 0's buffers, as the
+# worker runs (it copies them before evaluation and checkpoints only). Default on: DDP's own.
+case "${PEER_BROADCAST_BUFFERS:-on}" in
+    on|off) peer_options="--broadcast-buffers ${PEER_BROADCAST_BUFFERS:-on}" ;;
+    *) echo "PEER_BROADCAST_BUFFERS: on or off, not '$PEER_BROADCAST_BUFFERS'" >&2; exit 2 ;;
+esac
 # run_side runs in a $(...) subshell: the last rendezvous port lives in a file, so that each
 # 2-rank run takes a port of its own (one that a run before it may leave in TIME_WAIT is not
 # reused).
@@ -65,7 +72,7 @@ run_side() {  # side world threads extra...
     if [ "$side" = scalelab ]; then
         cmd="env $worker_malloc $worker bench"
     else
-        cmd="env OPENBLAS_NUM_THREADS=$threads $blas_env $peer_malloc $peer"
+        cmd="env OPENBLAS_NUM_THREADS=$threads $blas_env $peer_malloc $peer $peer_options"
     fi
     if [ "$world" = 2i ]; then
         # Two independent single-rank processes at once, no communication: what the
@@ -126,6 +133,7 @@ fp32_base="${result["1 1 fp32 off,p"]}"
 printf '\nmodel %s, %s GFLOP per training image\n' "$model" "$gflop"
 printf 'malloc: the worker as the agent starts it; the peer with %s\n' \
     "$([ -n "$peer_malloc" ] && echo "the worker's settings (PEER_MALLOC=worker)" || echo "glibc's defaults")"
+printf "DDP's broadcast of buffers at every forward: %s\n" "${PEER_BROADCAST_BUFFERS:-on}"
 printf 'BLAS: %s\n' "$("$worker" blas | /usr/bin/python3 -c 'import json, sys; b = json.load(sys.stdin); print(b["library"] + " (" + b["how"] + ")")')"
 printf '%-38s %12s %12s %8s %10s\n' "row (batch 64 per rank)" "ScaleLab" "PyTorch" "ratio" "GFLOP/s"
 for row in "${rows[@]}"; do

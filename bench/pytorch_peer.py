@@ -70,6 +70,9 @@ def main():
     p.add_argument("--bucket-mb", type=int, default=4)
     p.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     p.add_argument("--backend", choices=["gloo", "nccl"], default="gloo")
+    # DDP's default broadcasts rank 0's buffers (BatchNorm statistics) at every forward;
+    # the worker copies them only where they are read or kept (data_parallel.h).
+    p.add_argument("--broadcast-buffers", choices=["on", "off"], default="on")
     a = p.parse_args()
 
     torch.set_num_threads(a.threads)
@@ -84,7 +87,8 @@ def main():
         store = dist.TCPStore(host, int(port), a.world_size, a.rank == 0)
         dist.init_process_group(a.backend, store=store, rank=a.rank, world_size=a.world_size)
         model = nn.parallel.DistributedDataParallel(
-            model, bucket_cap_mb=a.bucket_mb, device_ids=[0] if a.device == "cuda" else None)
+            model, bucket_cap_mb=a.bucket_mb, device_ids=[0] if a.device == "cuda" else None,
+            broadcast_buffers=a.broadcast_buffers == "on")
     model.train()
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9, weight_decay=5e-4)
     x = torch.randn(a.batch_size, 3, 32, 32).to(device).contiguous(memory_format=fmt)
