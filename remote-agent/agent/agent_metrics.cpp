@@ -273,7 +273,7 @@ std::string metricsText(const AgentSnapshot &snapshot)
 
 struct MetricsExporter::Impl {
     std::unique_ptr<prometheus::Exposer> exposer;
-    std::shared_ptr<SnapshotCollector> collector;
+    std::shared_ptr<prometheus::Collectable> collector; // a SnapshotCollector
 };
 
 MetricsExporter::MetricsExporter()

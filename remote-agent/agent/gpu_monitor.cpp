@@ -9,19 +9,23 @@
 
 namespace scalelab::agent {
 
-namespace {
-
-// The few NVML declarations we use (nvml.h is not needed to build).
-using nvmlReturn_t = int;
-using nvmlDevice_t = struct nvmlDevice_st *;
-struct nvmlMemory_t {
+// The few NVML declarations we use (nvml.h is not needed to build). Not in an anonymous
+// namespace: GpuMonitor::Api, which has external linkage, holds pointers to functions of
+// these types.
+namespace nvml {
+using Return = int;
+using Device = struct nvmlDevice_st *;
+struct Memory {
     unsigned long long total, free, used;
 };
-struct nvmlUtilization_t {
+struct Utilization {
     unsigned int gpu, memory;
 };
-constexpr nvmlReturn_t kNvmlSuccess = 0;
+constexpr Return kSuccess = 0;
 constexpr int kNameLength = 96;
+} // namespace nvml
+
+namespace {
 
 std::mutex g_nvmlMutex; // NVML is thread-safe, but our lazy set-up is not
 
@@ -29,15 +33,15 @@ std::mutex g_nvmlMutex; // NVML is thread-safe, but our lazy set-up is not
 
 struct GpuMonitor::Api {
     void *library = nullptr;
-    nvmlReturn_t (*init)() = nullptr;
-    nvmlReturn_t (*shutdown)() = nullptr;
-    const char *(*errorString)(nvmlReturn_t) = nullptr;
-    nvmlReturn_t (*deviceCount)(unsigned int *) = nullptr;
-    nvmlReturn_t (*handleByIndex)(unsigned int, nvmlDevice_t *) = nullptr;
-    nvmlReturn_t (*name)(nvmlDevice_t, char *, unsigned int) = nullptr;
-    nvmlReturn_t (*memoryInfo)(nvmlDevice_t, nvmlMemory_t *) = nullptr;
-    nvmlReturn_t (*utilization)(nvmlDevice_t, nvmlUtilization_t *) = nullptr;
-    nvmlReturn_t (*driverVersion)(char *, unsigned int) = nullptr;
+    nvml::Return (*init)() = nullptr;
+    nvml::Return (*shutdown)() = nullptr;
+    const char *(*errorString)(nvml::Return) = nullptr;
+    nvml::Return (*deviceCount)(unsigned int *) = nullptr;
+    nvml::Return (*handleByIndex)(unsigned int, nvml::Device *) = nullptr;
+    nvml::Return (*name)(nvml::Device, char *, unsigned int) = nullptr;
+    nvml::Return (*memoryInfo)(nvml::Device, nvml::Memory *) = nullptr;
+    nvml::Return (*utilization)(nvml::Device, nvml::Utilization *) = nullptr;
+    nvml::Return (*driverVersion)(char *, unsigned int) = nullptr;
 };
 
 GpuMonitor &GpuMonitor::instance()
@@ -74,13 +78,13 @@ GpuMonitor::GpuMonitor()
         dlclose(library);
         return;
     }
-    if (const nvmlReturn_t r = api->init(); r != kNvmlSuccess) {
+    if (const nvml::Return r = api->init(); r != nvml::kSuccess) {
         m_status = std::string("no GPU: nvmlInit failed: ") + api->errorString(r);
         logMessage(LogLevel::Warning, m_status);
         dlclose(library);
         return;
     }
-    char driver[kNameLength] = {};
+    char driver[nvml::kNameLength] = {};
     api->driverVersion(driver, sizeof driver);
     m_status = std::string("NVML, driver ") + driver;
     m_api = api.release();
@@ -100,11 +104,11 @@ template <typename F> void GpuMonitor::forEachDevice(F &&visit)
 {
     std::lock_guard lock(g_nvmlMutex);
     unsigned int count = 0;
-    if (!m_api || m_api->deviceCount(&count) != kNvmlSuccess)
+    if (!m_api || m_api->deviceCount(&count) != nvml::kSuccess)
         return;
     for (unsigned int i = 0; i < count; ++i) {
-        nvmlDevice_t device = nullptr;
-        if (m_api->handleByIndex(i, &device) == kNvmlSuccess)
+        nvml::Device device = nullptr;
+        if (m_api->handleByIndex(i, &device) == nvml::kSuccess)
             visit(static_cast<int>(i), device);
     }
 }
@@ -112,14 +116,14 @@ template <typename F> void GpuMonitor::forEachDevice(F &&visit)
 std::vector<v1::GpuInfo> GpuMonitor::devices()
 {
     std::vector<v1::GpuInfo> found;
-    forEachDevice([&](int index, nvmlDevice_t device) {
+    forEachDevice([&](int index, nvml::Device device) {
         v1::GpuInfo info;
         info.set_index(index);
-        char name[kNameLength] = {};
-        if (m_api->name(device, name, sizeof name) == kNvmlSuccess)
+        char name[nvml::kNameLength] = {};
+        if (m_api->name(device, name, sizeof name) == nvml::kSuccess)
             info.set_name(name);
-        nvmlMemory_t memory {};
-        if (m_api->memoryInfo(device, &memory) == kNvmlSuccess)
+        nvml::Memory memory {};
+        if (m_api->memoryInfo(device, &memory) == nvml::kSuccess)
             info.set_memory_bytes(static_cast<std::int64_t>(memory.total));
         found.push_back(std::move(info));
     });
@@ -129,14 +133,14 @@ std::vector<v1::GpuInfo> GpuMonitor::devices()
 std::vector<v1::GpuSample> GpuMonitor::sample()
 {
     std::vector<v1::GpuSample> samples;
-    forEachDevice([&](int index, nvmlDevice_t device) {
+    forEachDevice([&](int index, nvml::Device device) {
         v1::GpuSample sample;
         sample.set_index(index);
-        nvmlUtilization_t utilization {};
-        if (m_api->utilization(device, &utilization) == kNvmlSuccess)
+        nvml::Utilization utilization {};
+        if (m_api->utilization(device, &utilization) == nvml::kSuccess)
             sample.set_utilization_percent(utilization.gpu);
-        nvmlMemory_t memory {};
-        if (m_api->memoryInfo(device, &memory) == kNvmlSuccess) {
+        nvml::Memory memory {};
+        if (m_api->memoryInfo(device, &memory) == nvml::kSuccess) {
             sample.set_memory_used_bytes(static_cast<std::int64_t>(memory.used));
             sample.set_memory_total_bytes(static_cast<std::int64_t>(memory.total));
         }

@@ -29,7 +29,7 @@ private:
     GpuMonitor();
     ~GpuMonitor();
     struct Api;
-    template <typename F> void forEachDevice(F &&visit); // visit(index, nvmlDevice_t)
+    template <typename F> void forEachDevice(F &&visit); // visit(index, nvml::Device)
     Api *m_api = nullptr; // null when NVML is not usable
     std::string m_status;
 };

@@ -3,7 +3,6 @@
 #include "checkpoint_layout.h"
 #include "file_io.h"
 #include "sha256.h"
-#include "torch_compat.h"
 
 #include <ATen/Context.h>
 
@@ -81,9 +80,9 @@ std::uint64_t estimateCheckpointBytes(torch::nn::Module &model)
     std::uint64_t buffers = 0;
     for (const auto &b : model.buffers())
         buffers += std::uint64_t(b.numel()) * b.element_size();
-    // model.pt holds parameters and buffers, optimizer.pt and state.pt one momentum
-    // buffer per parameter each (libtorch's archive and ours), plus headers.
-    return 3 * bytes + buffers + (1u << 20);
+    // model.pt holds parameters and buffers, optimizer.pt one momentum buffer per
+    // parameter; state.pt and the headers are small.
+    return 2 * bytes + buffers + (1u << 20);
 }
 
 namespace {
@@ -127,16 +126,9 @@ SavedCheckpoint saveCheckpoint(const std::string &root, const CheckpointPosition
             archive.write("cpu_rng", generatorState(torch::kCPU));
             if (device.is_cuda())
                 archive.write("cuda_rng", generatorState(device));
-            // SGD momentum by parameter position: libtorch keys optimizer state by
-            // tensor address, which does not survive a restart.
-            const auto &params = optimizer.param_groups().at(0).params();
-            for (std::size_t i = 0; i < params.size(); ++i) {
-                const auto key = optimizerStateKey(params[i]);
-                const auto it = optimizer.state().find(key);
-                if (it != optimizer.state().end())
-                    archive.write("momentum/" + std::to_string(i),
-                        static_cast<torch::optim::SGDParamState &>(*it->second).momentum_buffer());
-            }
+            // The momentum is optimizer.pt's alone: libtorch keys it by tensor address but
+            // also saves each parameter group's keys in order, and its load maps them onto
+            // the new tensors by position.
             files.emplace_back(kFiles[2], serialized(archive));
         }
     } catch (const std::exception &e) {
@@ -234,15 +226,8 @@ std::optional<CheckpointPosition> loadLatestCheckpoint(const std::string &root, 
             // then continues from the seed's, not from where the run stopped.
             if (device.is_cuda() && stateArchive.try_read("cuda_rng", deviceRng))
                 setGeneratorState(device, deviceRng);
-            const auto &params = optimizer.param_groups().at(0).params();
-            for (std::size_t i = 0; i < params.size(); ++i) {
-                torch::Tensor momentum;
-                if (!stateArchive.try_read("momentum/" + std::to_string(i), momentum))
-                    continue; // no step taken yet for this parameter
-                auto state = std::make_unique<torch::optim::SGDParamState>();
-                state->momentum_buffer(momentum);
-                optimizer.state()[optimizerStateKey(params[i])] = std::move(state);
-            }
+            // Checkpoints written before 2026-11-28 also hold the momentum in state.pt
+            // ("momentum/<i>"): the same tensors as optimizer.pt's, not read.
             *loadedFrom = dir.string();
             return CheckpointPosition { int(epoch.item<std::int64_t>()), step.item<std::int64_t>() };
         } catch (const std::exception &e) {
