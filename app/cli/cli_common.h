@@ -57,6 +57,12 @@ inline int readToken(const QCommandLineParser &parser, QString *token)
 // "Environment:" and the variables scalelab-cli reads, a line each: the end of every --help.
 QString environmentHelp();
 
+// The commands, each in a file of its own: the arguments after the command's name.
+int runCommand(QStringList arguments); // run_command.cpp
+int describeCommand(QStringList arguments); // agent_commands.cpp
+int runsCommand(QStringList arguments); // agent_commands.cpp
+int gcCommand(QStringList arguments); // agent_commands.cpp
+int lrFindCommand(QStringList arguments); // lr_find_command.cpp
 int studyCommand(QStringList arguments);
 int reportCommand(QStringList arguments);
 int exportCommand(QStringList arguments);

@@ -1,0 +1,400 @@
+// `scalelab-cli run`: one training run on one agent, followed to its end (live progress on a
+// terminal, JSON lines with --json, TensorBoard event files with --tensorboard); Ctrl-C
+// stops the run on the agent before exiting.
+#include "agent_connection.h"
+#include "cli_common.h"
+#include "progress_display.h"
+#include "tensorboard_output.h"
+
+#include "model_upload.h"
+#include "run_record.h"
+#include "run_request.h"
+#include "run_watch.h"
+
+#include <QDateTime>
+#include <QFileInfo>
+
+#include <csignal>
+#include <cstdio>
+#include <optional>
+#include <sys/socket.h>
+#include <thread>
+#include <unistd.h>
+
+using namespace scalelab;
+using namespace scalelab::core;
+using namespace scalelab::app;
+
+namespace {
+
+QString percent(double fraction)
+{
+    return QString::number(fraction * 100.0, 'f', 2) + QLatin1Char('%');
+}
+
+// Follows one run until its terminal event, printing as it goes.
+class RunFollower : public QObject {
+public:
+    RunFollower(AgentClient *client, const QString &runId, const RunRequest &request, bool json,
+        TensorBoardOutput *tensorBoard)
+        : m_watch(client, runId)
+        , m_record(runId)
+        , m_request(request)
+        , m_json(json)
+        , m_tensorBoard(tensorBoard)
+    {
+        if (!json && ProgressDisplay::stdoutIsTerminal())
+            m_progress.emplace(true);
+        QObject::connect(&m_watch, &RunWatch::eventsArrived, this, [this] { drain(); });
+        QObject::connect(&m_watch, &RunWatch::unreachable, this, [this](const QString &error, qint64 since) {
+            notice(
+                QStringLiteral("%1: agent unreachable since %2 (%3); still trying for up to a minute")
+                    .arg(m_record.runId(),
+                        QDateTime::fromMSecsSinceEpoch(since).toString(QStringLiteral("HH:mm:ss")), error));
+        });
+        QObject::connect(&m_watch, &RunWatch::reachable, this,
+            [this] { notice(m_record.runId() + QStringLiteral(": agent answers again")); });
+        QObject::connect(&m_watch, &RunWatch::finished, this, [this](const QString &error) {
+            drain();
+            m_streamError = error;
+            QCoreApplication::exit(0);
+        });
+    }
+
+    int follow()
+    {
+        m_watch.start(1);
+        QCoreApplication::exec();
+        return report();
+    }
+
+private:
+    void drain()
+    {
+        const std::vector<v1::RunEvent> events = m_watch.takeEvents();
+        m_tensorBoard->apply(m_record.runId(), 1, events);
+        for (const auto &event : events) {
+            m_record.apply(event);
+            m_meter.apply(event);
+            if (m_json) {
+                out() << protoJson(event) << "\n";
+                continue;
+            }
+            printHuman(event);
+        }
+        if (!m_json && m_progress.has_value())
+            m_progress->apply(m_record.runId(), m_record.runId(), events);
+        out().flush();
+    }
+
+    // Connection trouble: on standard error, or above the live line on a terminal (where
+    // both streams share the screen, and a line the live line does not know of would be
+    // drawn over).
+    void notice(const QString &text)
+    {
+        if (m_progress) {
+            m_progress->print(text);
+        } else {
+            err() << text << "\n";
+            err().flush();
+        }
+    }
+
+    // A line of output, above the live progress line on a terminal.
+    void line(const QString &text)
+    {
+        if (m_progress)
+            m_progress->print(text);
+        else
+            out() << text << "\n";
+    }
+
+    void printHuman(const v1::RunEvent &event)
+    {
+        const QString id = m_record.runId();
+        switch (event.kind_case()) {
+        case v1::RunEvent::kState:
+            line(id + QLatin1Char(' ') + RunRecord::stateName(event.state().state()) + QStringLiteral(": ")
+                + QString::fromStdString(event.state().message()));
+            break;
+        case v1::RunEvent::kStarted: {
+            const auto &s = event.started();
+            line(QStringLiteral(
+                "%1 data set %2%3: %4 train / %5 test images, %6 parameters, %7 thread(s) on %8, "
+                "%9 steps per epoch, %10 worker(s), global batch %11%12")
+                     .arg(id, QString::fromStdString(s.dataset().name()),
+                         s.dataset().synthetic() ? QStringLiteral(" [SYNTHETIC DATA]") : QString())
+                     .arg(s.dataset().train_images())
+                     .arg(s.dataset().test_images())
+                     .arg(s.parameters())
+                     .arg(s.threads())
+                     .arg(QString::fromStdString(s.device()))
+                     .arg(s.steps_per_epoch())
+                     .arg(s.world_size())
+                     .arg(s.global_batch())
+                     .arg(s.resumed_from_epoch() > 0
+                             ? QStringLiteral(", resumed after epoch %1").arg(s.resumed_from_epoch())
+                             : QString()));
+            m_stepsPerEpoch = s.steps_per_epoch();
+            break;
+        }
+        case v1::RunEvent::kStep: {
+            if (m_progress)
+                break; // the live line shows it
+            // Every 10th step and each epoch's last: live, but readable.
+            const auto &s = event.step();
+            const bool lastOfEpoch = m_stepsPerEpoch > 0 && s.step() % m_stepsPerEpoch == 0;
+            if (s.step() % 10 == 0 || s.step() == 1 || lastOfEpoch)
+                line(QDateTime::currentDateTime().toString(QStringLiteral("HH:mm:ss "))
+                    + core::formatProgress(id, m_meter.view(), 0));
+            break;
+        }
+        case v1::RunEvent::kEpoch: {
+            const auto &e = event.epoch();
+            line(QStringLiteral(
+                "%1 epoch %2 done: train loss %3, train acc %4, test loss %5, test acc %6, %7 s, "
+                "%8 img/s")
+                     .arg(id)
+                     .arg(e.epoch())
+                     .arg(QString::number(e.train_loss(), 'f', 4), percent(e.train_accuracy()),
+                         QString::number(e.test_loss(), 'f', 4), percent(e.test_accuracy()),
+                         QString::number(e.epoch_seconds(), 'f', 1),
+                         QString::number(e.images_per_second(), 'f', 1)));
+            break;
+        }
+        case v1::RunEvent::kCheckpoint:
+            line(QStringLiteral("%1 checkpoint after epoch %2 committed")
+                     .arg(id)
+                     .arg(event.checkpoint().epoch()));
+            break;
+        case v1::RunEvent::kStall:
+            line(id + QLatin1Char(' ') + QString::fromStdString(event.stall().message()));
+            break;
+        case v1::RunEvent::kLog:
+            if (event.log().stream() == "error")
+                line(QStringLiteral("%1 rank %2 error: %3")
+                         .arg(id)
+                         .arg(event.rank())
+                         .arg(QString::fromStdString(event.log().text())));
+            break;
+        default:
+            break;
+        }
+    }
+
+    int report()
+    {
+        if (m_progress)
+            m_progress->clear();
+        m_tensorBoard->close();
+        const auto &summary = m_record.summary();
+        if (!m_record.terminal()) {
+            err() << "scalelab-cli: lost the run's event stream: " << m_streamError << "\n";
+            return AgentError;
+        }
+        const double wall = summary ? summary->wall_seconds() : 0;
+        const QString line
+            = QStringLiteral("run %1 %2 workers=%3 batch=%4 epochs=%5 test_accuracy=%6 "
+                             "wall_seconds=%7 images_per_second=%8%9")
+                  .arg(m_record.runId(), RunRecord::stateName(m_record.state()))
+                  .arg(m_request.workers)
+                  .arg(m_request.batchSize)
+                  .arg(m_request.epochs)
+                  .arg(summary ? percent(summary->final_test_accuracy()) : QStringLiteral("-"))
+                  .arg(QString::number(wall, 'f', 2))
+                  .arg(summary ? QString::number(summary->images_per_second(), 'f', 1) : QStringLiteral("-"))
+                  .arg(m_record.synthetic() ? QStringLiteral(" data=SYNTHETIC") : QString());
+        if (m_json) {
+            v1::RunSummary s = summary.value_or(v1::RunSummary());
+            out() << "{\"final\":" << protoJson(s) << ",\"run_id\":\"" << m_record.runId()
+                  << "\",\"workers\":" << m_request.workers << ",\"batch_size\":" << m_request.batchSize
+                  << ",\"epochs\":" << m_request.epochs
+                  << ",\"synthetic\":" << (m_record.synthetic() ? "true" : "false")
+                  << ",\"last_seq\":" << m_record.lastSeq() << ",\"gaps\":" << m_record.gaps()
+                  << ",\"duplicates\":" << m_record.duplicates() << "}\n";
+        } else {
+            if (m_record.state() != v1::SUCCEEDED)
+                out() << m_record.runId() << " " << m_record.stateMessage() << "\n";
+            out() << line << "\n";
+        }
+        out().flush();
+        return m_record.state() == v1::SUCCEEDED ? Ok : RunFailed;
+    }
+
+    RunWatch m_watch;
+    RunRecord m_record;
+    RunRequest m_request;
+    bool m_json;
+    TensorBoardOutput *m_tensorBoard; // --tensorboard: the run's event files, live
+    QString m_streamError;
+    qint64 m_stepsPerEpoch = 0;
+    core::ProgressMeter m_meter;
+    // On a terminal: the live progress line (none with --json, or when not a terminal).
+    std::optional<ProgressDisplay> m_progress;
+};
+
+// Ctrl-C / SIGTERM while following a run: stop the run on the agent, then exit.
+int g_signalPipe[2] = { -1, -1 };
+void onSignal(int)
+{
+    const char c = 1;
+    ssize_t ignored = ::write(g_signalPipe[1], &c, 1);
+    (void)ignored;
+}
+
+} // namespace
+
+int scalelab::app::runCommand(QStringList arguments)
+{
+    QCommandLineParser parser;
+    parser.setApplicationDescription(QStringLiteral("Start one training run and follow it to the end."));
+    parser.addHelpOption();
+    addOneAgentOptions(parser);
+    parser.addOptions({
+        { QStringLiteral("dataset"),
+            QStringLiteral("Data set name on the agent (default: cifar-10, "
+                           "or 'synthetic' with --synthetic)."),
+            QStringLiteral("name") },
+        { QStringLiteral("synthetic"),
+            QStringLiteral("Create the data set as a SYNTHETIC CIFAR-format set "
+                           "if it does not exist.") },
+        { QStringLiteral("synthetic-train"), QStringLiteral("Train images of a created synthetic set."),
+            QStringLiteral("n"), QStringLiteral("2000") },
+        { QStringLiteral("synthetic-test"), QStringLiteral("Test images of a created synthetic set."),
+            QStringLiteral("n"), QStringLiteral("500") },
+        { QStringLiteral("workers"), QStringLiteral("Data-parallel workers (1 = baseline)."),
+            QStringLiteral("n"), QStringLiteral("1") },
+        { QStringLiteral("batch-size"), QStringLiteral("Images per step per worker."), QStringLiteral("n"),
+            QStringLiteral("64") },
+        { QStringLiteral("epochs"), QStringLiteral("Passes over the training split."), QStringLiteral("n"),
+            QStringLiteral("1") },
+        { QStringLiteral("lr"), QStringLiteral("Learning rate (0 = trainer default)."), QStringLiteral("x"),
+            QStringLiteral("0") },
+        { QStringLiteral("threads"), QStringLiteral("Threads per worker (0 = automatic)."),
+            QStringLiteral("n"), QStringLiteral("0") },
+        { QStringLiteral("model"),
+            QStringLiteral(
+                "Model to train: seed-cnn, resnet18, mobilenet_v2, mini-cnn, or a TorchScript module's file "
+                "(FILE.pt, saved by torch.jit.script(model).save): sent to the agent first."),
+            QStringLiteral("name"), QStringLiteral("seed-cnn") },
+        { QStringLiteral("seed"), QStringLiteral("Seed for weights and shuffling."), QStringLiteral("n"),
+            QStringLiteral("1") },
+        { QStringLiteral("max-train-images"), QStringLiteral("Use only the first N training images."),
+            QStringLiteral("n"), QStringLiteral("0") },
+        { QStringLiteral("max-test-images"), QStringLiteral("Use only the first N test images."),
+            QStringLiteral("n"), QStringLiteral("0") },
+        { QStringLiteral("run-id"), QStringLiteral("Run id (default: generated)."), QStringLiteral("id") },
+        { QStringLiteral("json"), QStringLiteral("Print every event and the summary as JSON lines.") },
+    });
+    addTensorBoardOption(parser);
+    if (!parser.parse(arguments))
+        return badInput(parser.errorText() + QStringLiteral("; see 'scalelab-cli run --help'"));
+    if (parser.isSet(QStringLiteral("help"))) {
+        out() << parser.helpText() << environmentHelp();
+        return Ok;
+    }
+
+    RunRequest request;
+    QStringList problems;
+    auto integer = [&](const char *name, auto *target) {
+        bool ok = false;
+        const qlonglong v = parser.value(QLatin1String(name)).toLongLong(&ok);
+        if (!ok)
+            problems << QStringLiteral("--%1 expects a whole number, got '%2'")
+                            .arg(QLatin1String(name), parser.value(QLatin1String(name)));
+        *target = static_cast<std::remove_pointer_t<decltype(target)>>(v);
+    };
+    const bool synthetic = parser.isSet(QStringLiteral("synthetic"));
+    request.dataset = parser.isSet(QStringLiteral("dataset"))
+        ? parser.value(QStringLiteral("dataset"))
+        : (synthetic ? QStringLiteral("synthetic") : QStringLiteral("cifar-10"));
+    integer("workers", &request.workers);
+    integer("batch-size", &request.batchSize);
+    integer("epochs", &request.epochs);
+    integer("threads", &request.threadsPerWorker);
+    integer("seed", &request.seed);
+    integer("max-train-images", &request.maxTrainImages);
+    integer("max-test-images", &request.maxTestImages);
+    request.model = parser.value(QStringLiteral("model"));
+    // A module's file: the run names it by its content, and the agent is sent it first.
+    std::optional<ModelFile> modelFile;
+    if (namesModelFile(request.model)) {
+        if (auto file = readModelFile(modelFilePath(request.model)); file) {
+            modelFile = *file;
+            request.model = file->model();
+        } else {
+            problems << QStringLiteral("--model: ") + file.error();
+        }
+    }
+    int syntheticTrain = 0, syntheticTest = 0;
+    integer("synthetic-train", &syntheticTrain);
+    integer("synthetic-test", &syntheticTest);
+    bool lrOk = false;
+    request.learningRate = parser.value(QStringLiteral("lr")).toDouble(&lrOk);
+    if (!lrOk)
+        problems << QStringLiteral("--lr expects a number");
+    if (const CheckStatus valid = request.check(); !valid)
+        problems << valid.error();
+    if (!problems.isEmpty())
+        return badInput(problems.join(QStringLiteral("\nscalelab-cli: ")));
+
+    const QString runId
+        = parser.isSet(QStringLiteral("run-id")) ? parser.value(QStringLiteral("run-id")) : newRunId();
+    // The folder is claimed before anything starts: a refused one starts nothing.
+    TensorBoardOutput tensorBoard(parser);
+    if (const Status claimed = tensorBoard.startRun(request.toStartWorkers(runId)); !claimed)
+        return badInput(QStringLiteral("--tensorboard: ") + claimed.error());
+    AgentConnection agent;
+    if (int rc = connectAgent(parser, &agent); rc != Ok)
+        return rc;
+    if (modelFile) {
+        v1::StoredModel stored;
+        bool sent = false;
+        if (const Status s = sendModel(agent.client.get(), *modelFile, &stored, &sent); !s.ok()) {
+            err() << "scalelab-cli: " << modelFile->path << ": " << s.error() << "\n";
+            return s.isInvalidArgument() ? BadInput : AgentError;
+        }
+        err() << "model " << modelFile->name << " (sha256 " << modelFile->sha256.left(12) << "…, "
+              << stored.parameters() << " parameters) " << (sent ? "sent to" : "already on")
+              << " the agent\n";
+    }
+    if (synthetic) {
+        v1::CreateSyntheticDatasetRequest create;
+        create.set_name(request.dataset.toStdString());
+        create.set_train_images(syntheticTrain);
+        create.set_test_images(syntheticTest);
+        create.set_seed(request.seed);
+        v1::Dataset dataset;
+        const auto result = agent.client->createSyntheticDataset(create, &dataset);
+        if (!result.ok()) {
+            err() << "scalelab-cli: " << result.error() << "\n";
+            return result.isInvalidArgument() ? BadInput : AgentError;
+        }
+    }
+
+    v1::StartWorkersResponse started;
+    const auto result = agent.client->startWorkers(request.toStartWorkers(runId), &started);
+    if (!result.ok()) {
+        err() << "scalelab-cli: " << result.error() << "\n";
+        return result.isInvalidArgument() ? BadInput : AgentError;
+    }
+
+    // Stop the run if we are interrupted: nothing keeps training unwatched by accident.
+    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, g_signalPipe) == 0) {
+        std::signal(SIGINT, onSignal);
+        std::signal(SIGTERM, onSignal);
+    }
+    std::thread([client = agent.client.get(), runId] {
+        char c;
+        if (::read(g_signalPipe[0], &c, 1) == 1) {
+            err() << "\nscalelab-cli: interrupted, stopping run " << runId << "\n";
+            err().flush();
+            v1::StopRunResponse ignored;
+            (void)client->stopRun(runId, &ignored); // the run's end (or its absence) says the rest
+        }
+    }).detach();
+
+    RunFollower follower(
+        agent.client.get(), runId, request, parser.isSet(QStringLiteral("json")), &tensorBoard);
+    return follower.follow();
+}
