@@ -6,6 +6,7 @@
 #include "advertise.h"
 #include "dataset_fetcher.h"
 #include "net_address.h"
+#include "rank_exit.h"
 #include "run_event_log.h"
 #include "run_supervisor.h"
 #include "spec_rules.h"

@@ -119,6 +119,15 @@ private Q_SLOTS:
         QVERIFY(cell(M::StateColumn, Qt::ToolTipRole).toString().endsWith(QStringLiteral("\nIs scalelab-agent running there?")));
         QVERIFY(cell(M::HostColumn).toString().isEmpty()); // nothing known yet
         QVERIFY(cell(M::CpuColumn, M::GaugeRole).toList().isEmpty());
+        // The details pane says the same in sentences, and claims nothing about the node.
+        QString details = M::detailsHtml(a, QPalette());
+        for (const char *said : { "10.0.0.5:7460 · TLS", "unreachable: connection refused",
+                 " (retrying in 3 s)", "Is scalelab-agent running there?" })
+            QVERIFY2(details.contains(QString::fromUtf8(said)),
+                qPrintable(QStringLiteral("%1 not in %2").arg(said, details)));
+        QVERIFY2(
+            !details.contains(QStringLiteral("CPU cores")) && !details.contains(QStringLiteral("<b>Now</b>")),
+            qPrintable(details));
 
         a.status = { core::AgentStatus::Connected, QStringLiteral("connected"), {}, 0 };
         v1::DescribeResponse inventory;
@@ -175,6 +184,14 @@ private Q_SLOTS:
         QCOMPARE(cell(M::GpuColumn, M::GaugeRole).toList(), (QVariantList { 0.9, 0.1 }));
         QCOMPARE(cell(M::GpuColumn, Qt::ToolTipRole).toString(),
             QStringLiteral("GPU 0 H100: 90% busy, 40.0/80.0 GiB\nGPU 1 H100: 10% busy, 40.0/80.0 GiB"));
+        details = M::detailsHtml(a, QPalette());
+        for (const char *said : { "<b>gpu-7</b>", "64 CPU cores, 503 GiB memory", "62 free slot(s)",
+                 "<b>GPUs</b><br>0: H100, 0.0 GiB", "synth: 0 train / 0 test images (SYNTHETIC)",
+                 "CPU 52.4%, memory 128 of 512 GiB", "ScaleLab's 2 rank(s): CPU 37.5%, memory 3.0 GiB",
+                 "GPU 0: 90% busy, 40.0 of 80.0 GiB" })
+            QVERIFY2(details.contains(QString::fromUtf8(said)),
+                qPrintable(QStringLiteral("%1 not in %2").arg(said, details)));
+        QVERIFY2(!details.contains(QStringLiteral("retrying")), qPrintable(details));
 
         // The state's colour reads on either theme: lighter on a dark one.
         QPalette light, dark;

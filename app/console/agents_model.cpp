@@ -305,4 +305,75 @@ QStringList AgentsModel::runMarks(QSet<QString> *live, const v1::NodeSample &sam
     return marks;
 }
 
+QString AgentsModel::detailsHtml(const Agent &agent, const QPalette &palette)
+{
+    QString html
+        = QStringLiteral("<b>%1</b><br>%2%3<br><span style='color:%4'>%5</span>")
+              .arg(agent.label.toHtmlEscaped(), agent.address.toHtmlEscaped(),
+                  agent.tls ? tr(" · TLS") : tr(" · no TLS"), stateColor(agent.status.state, palette).name(),
+                  agent.status.words.toHtmlEscaped());
+    if (agent.status.retryInMs > 0)
+        html += tr(" (retrying in %1 s)").arg((agent.status.retryInMs + 999) / 1000);
+    if (!agent.status.advice.isEmpty())
+        html += QStringLiteral("<br>") + agent.status.advice.toHtmlEscaped();
+    if (const auto *inv = agent.inventory ? &*agent.inventory : nullptr) {
+        html += tr("<p><b>%1</b>, agent %2<br>%3 CPU cores, %4 GiB memory<br>%5 free slot(s), %6 run(s) "
+                   "known</p>")
+                    .arg(QString::fromStdString(inv->hostname()).toHtmlEscaped(),
+                        QString::fromStdString(inv->agent_version()).toHtmlEscaped())
+                    .arg(inv->cpu_cores())
+                    .arg(gib(inv->memory_bytes()))
+                    .arg(inv->free_slots())
+                    .arg(inv->runs_recorded());
+        if (!inv->advertise_address().empty())
+            html += tr("<p><b>Network</b><br>ranks reached at %1%2<br><small>%3</small>%4</p>")
+                        .arg(QString::fromStdString(inv->advertise_address()).toHtmlEscaped(),
+                            inv->network_interface().empty()
+                                ? QString()
+                                : tr(" on %1").arg(
+                                    QString::fromStdString(inv->network_interface()).toHtmlEscaped()),
+                            QString::fromStdString(inv->network_note()).toHtmlEscaped(),
+                            inv->network_warning().empty()
+                                ? QString()
+                                : QStringLiteral("<br><span style=\"color:%1\">%2</span>")
+                                      .arg(stateColor(core::AgentStatus::Connecting, palette).name(),
+                                          QString::fromStdString(inv->network_warning()).toHtmlEscaped()));
+        html += tr("<p><b>GPUs</b><br>");
+        if (inv->gpus_size() == 0) // why is said once, under the charts
+            html += tr("none");
+        for (const auto &g : inv->gpus())
+            html += tr("%1: %2, %3 GiB<br>")
+                        .arg(g.index())
+                        .arg(QString::fromStdString(g.name()).toHtmlEscaped(), gib(g.memory_bytes()));
+        html += tr("</p><p><b>Data sets</b> in %1<br>")
+                    .arg(QString::fromStdString(inv->data_dir()).toHtmlEscaped());
+        if (inv->datasets_size() == 0)
+            html += tr("none yet");
+        for (const auto &d : inv->datasets())
+            html += tr("%1: %2 train / %3 test images%4<br>")
+                        .arg(QString::fromStdString(d.name()).toHtmlEscaped())
+                        .arg(d.train_images())
+                        .arg(d.test_images())
+                        .arg(d.synthetic() ? tr(" (SYNTHETIC)") : QString());
+        html += QStringLiteral("</p>");
+    }
+    if (const auto *s = agent.last ? &*agent.last : nullptr) {
+        html += tr("<p><b>Now</b><br>CPU %1%, memory %2 of %3 GiB<br>")
+                    .arg(s->cpu_percent(), 0, 'f', 1)
+                    .arg(gib(s->memory_used_bytes()), gib(s->memory_total_bytes()));
+        html += s->processes_size() == 0 ? tr("no ScaleLab rank running")
+                                         : tr("ScaleLab's %1 rank(s): CPU %2%, memory %3 GiB")
+                                               .arg(s->processes_size())
+                                               .arg(ranksCpuPercent(*s), 0, 'f', 1)
+                                               .arg(gib(ranksMemoryBytes(*s)));
+        for (const auto &g : s->gpus())
+            html += tr("<br>GPU %1: %2% busy, %3 of %4 GiB")
+                        .arg(g.index())
+                        .arg(g.utilization_percent(), 0, 'f', 0)
+                        .arg(gib(g.memory_used_bytes()), gib(g.memory_total_bytes()));
+        html += QStringLiteral("</p>");
+    }
+    return html;
+}
+
 } // namespace scalelab::app

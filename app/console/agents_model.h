@@ -53,6 +53,10 @@ public:
 
     // The cell's text, as shown.
     QString text(int row, int column) const;
+    // The details pane of the Agents tab for one agent, as rich text: its address and
+    // connection state (with the advice and the retry), its node, network, GPUs and data
+    // sets, and its latest sample, its own ranks' share included.
+    static QString detailsHtml(const Agent &agent, const QPalette &palette);
 
     // The colour of a connection state that reads on `palette` (light or dark).
     static QColor stateColor(core::AgentStatus::State state, const QPalette &palette);

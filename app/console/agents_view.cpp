@@ -54,6 +54,10 @@ struct AgentsView::Node {
     {
         return origin.isEmpty() ? config.name : QStringLiteral("%1 (%2)").arg(config.name, origin);
     }
+    AgentsModel::Agent row() const
+    {
+        return { label(), config.address, config.tls.enabled(), status, inventory, last };
+    }
 };
 
 AgentsView::AgentsView(QWidget *parent)
@@ -461,8 +465,7 @@ void AgentsView::updateRow(const Node &node)
 {
     for (std::size_t i = 0; i < m_nodes.size(); ++i)
         if (m_nodes[i].get() == &node) {
-            m_model->setAgent(int(i),
-                { node.label(), node.config.address, node.config.tls.enabled(), node.status, node.inventory, node.last });
+            m_model->setAgent(int(i), node.row());
             return;
         }
 }
@@ -479,72 +482,7 @@ void AgentsView::updateDetails()
         return;
     }
     m_pages->setCurrentWidget(n->page);
-    QString html = QStringLiteral("<b>%1</b><br>%2%3<br><span style='color:%4'>%5</span>")
-                       .arg(n->label().toHtmlEscaped(), n->config.address.toHtmlEscaped(),
-                           n->config.tls.enabled() ? tr(" · TLS") : tr(" · no TLS"),
-                           AgentsModel::stateColor(n->status.state, palette()).name(), n->status.words.toHtmlEscaped());
-    if (n->status.retryInMs > 0)
-        html += tr(" (retrying in %1 s)").arg((n->status.retryInMs + 999) / 1000);
-    if (!n->status.advice.isEmpty())
-        html += QStringLiteral("<br>") + n->status.advice.toHtmlEscaped();
-    if (const auto *inv = n->inventory ? &*n->inventory : nullptr) {
-        html += tr("<p><b>%1</b>, agent %2<br>%3 CPU cores, %4 GiB memory<br>%5 free slot(s), %6 run(s) "
-                   "known</p>")
-                    .arg(QString::fromStdString(inv->hostname()).toHtmlEscaped(),
-                        QString::fromStdString(inv->agent_version()).toHtmlEscaped())
-                    .arg(inv->cpu_cores())
-                    .arg(AgentsModel::gib(inv->memory_bytes()))
-                    .arg(inv->free_slots())
-                    .arg(inv->runs_recorded());
-        if (!inv->advertise_address().empty())
-            html += tr("<p><b>Network</b><br>ranks reached at %1%2<br><small>%3</small>%4</p>")
-                        .arg(QString::fromStdString(inv->advertise_address()).toHtmlEscaped(),
-                            inv->network_interface().empty()
-                                ? QString()
-                                : tr(" on %1").arg(QString::fromStdString(inv->network_interface()).toHtmlEscaped()),
-                            QString::fromStdString(inv->network_note()).toHtmlEscaped(),
-                            inv->network_warning().empty()
-                                ? QString()
-                                : QStringLiteral("<br><span style=\"color:%1\">%2</span>")
-                                      .arg(AgentsModel::stateColor(core::AgentStatus::Connecting, palette()).name(),
-                                          QString::fromStdString(inv->network_warning()).toHtmlEscaped()));
-        html += tr("<p><b>GPUs</b><br>");
-        if (inv->gpus_size() == 0) // why is said once, under the charts
-            html += tr("none");
-        for (const auto &g : inv->gpus())
-            html += tr("%1: %2, %3 GiB<br>")
-                        .arg(g.index())
-                        .arg(QString::fromStdString(g.name()).toHtmlEscaped(), AgentsModel::gib(g.memory_bytes()));
-        html += tr("</p><p><b>Data sets</b> in %1<br>")
-                    .arg(QString::fromStdString(inv->data_dir()).toHtmlEscaped());
-        if (inv->datasets_size() == 0)
-            html += tr("none yet");
-        for (const auto &d : inv->datasets())
-            html += tr("%1: %2 train / %3 test images%4<br>")
-                        .arg(QString::fromStdString(d.name()).toHtmlEscaped())
-                        .arg(d.train_images())
-                        .arg(d.test_images())
-                        .arg(d.synthetic() ? tr(" (SYNTHETIC)") : QString());
-        html += QStringLiteral("</p>");
-    }
-    if (const auto *s = n->last ? &*n->last : nullptr) {
-        html += tr("<p><b>Now</b><br>CPU %1%, memory %2 of %3 GiB<br>")
-                    .arg(s->cpu_percent(), 0, 'f', 1)
-                    .arg(AgentsModel::gib(s->memory_used_bytes()), AgentsModel::gib(s->memory_total_bytes()));
-        html += s->processes_size() == 0
-            ? tr("no ScaleLab rank running")
-            : tr("ScaleLab's %1 rank(s): CPU %2%, memory %3 GiB")
-                  .arg(s->processes_size())
-                  .arg(AgentsModel::ranksCpuPercent(*s), 0, 'f', 1)
-                  .arg(AgentsModel::gib(AgentsModel::ranksMemoryBytes(*s)));
-        for (const auto &g : s->gpus())
-            html += tr("<br>GPU %1: %2% busy, %3 of %4 GiB")
-                        .arg(g.index())
-                        .arg(g.utilization_percent(), 0, 'f', 0)
-                        .arg(AgentsModel::gib(g.memory_used_bytes()), AgentsModel::gib(g.memory_total_bytes()));
-        html += QStringLiteral("</p>");
-    }
-    m_details->setText(html);
+    m_details->setText(AgentsModel::detailsHtml(n->row(), palette()));
 }
 
 void AgentsView::updateActions()

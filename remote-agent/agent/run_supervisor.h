@@ -53,14 +53,6 @@ struct RunLaunch {
     std::shared_ptr<AgentCounters> counters;
 };
 
-// Sorts a rank's exit into an ExitKind. `oomKills` is how many processes the kernel's
-// OOM killer ended in our cgroup while the rank ran (-1 = unknown).
-v1::RankExit classifyExit(int rank, int waitStatus, bool stopRequested, const std::string &workerError,
-    bool finished, long oomKills);
-
-// The kernel's oom_kill count for this process's cgroup (cgroup v2), or -1.
-long cgroupOomKills();
-
 class RunSupervisor {
 public:
     // What started this attempt (the StartWorkers request, rendezvous filled in).
