@@ -431,7 +431,7 @@ private Q_SLOTS:
         VERIFY_OK(agent.stopAndCheckNothingLeft());
     }
 
-    // Every --help names the environment it reads.
+    // Every --help names the environment it reads (and a command's, the command).
     void helpListsTheEnvironment_data()
     {
         QTest::addColumn<QString>("program");
@@ -519,6 +519,12 @@ private Q_SLOTS:
         for (const QString &name : names)
             QVERIFY2(
                 o.output.contains(name), qPrintable(name + QStringLiteral(" missing from:\n") + o.output));
+        // A command's usage line names it as typed, not the program's path.
+        if (program == QLatin1String("scalelab-cli") && args.size() > 1) {
+            const QString usage = QStringLiteral("Usage: scalelab-cli %1 [options]")
+                                      .arg(args.mid(0, args.size() - 1).join(QLatin1Char(' ')));
+            QVERIFY2(o.output.startsWith(usage), qPrintable(o.output.section(QLatin1Char('\n'), 0, 0)));
+        }
     }
 };
 

@@ -53,7 +53,7 @@ int scalelab::app::gcCommand(QStringList arguments)
     if (!parser.parse(arguments))
         return badInput(parser.errorText());
     if (parser.isSet(QStringLiteral("help"))) {
-        out() << parser.helpText() << environmentHelp();
+        out() << commandHelp(parser, arguments) << environmentHelp();
         return Ok;
     }
     v1::CollectGarbageRequest request;
@@ -141,7 +141,7 @@ int scalelab::app::describeCommand(QStringList arguments)
     if (!parser.parse(arguments))
         return badInput(parser.errorText());
     if (parser.isSet(QStringLiteral("help"))) {
-        out() << parser.helpText() << environmentHelp();
+        out() << commandHelp(parser, arguments) << environmentHelp();
         return Ok;
     }
     AgentConnection agent;
@@ -228,7 +228,7 @@ int scalelab::app::runsCommand(QStringList arguments)
     if (!parser.parse(arguments))
         return badInput(parser.errorText());
     if (parser.isSet(QStringLiteral("help"))) {
-        out() << parser.helpText() << environmentHelp();
+        out() << commandHelp(parser, arguments) << environmentHelp();
         return Ok;
     }
     qint64 limit = std::numeric_limits<qint64>::max();

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <QCommandLineParser>
+#include <QCoreApplication>
 #include <QFile>
 #include <QStandardPaths>
 #include <QString>
@@ -52,6 +53,19 @@ inline int readToken(const QCommandLineParser &parser, QString *token)
         return badInput(QStringLiteral("cannot read token file %1: %2").arg(f.fileName(), f.errorString()));
     *token = QString::fromUtf8(f.readAll()).trimmed();
     return Ok;
+}
+
+// The parser's --help text with its usage line naming the command as the dispatch put it in
+// `arguments`' first element ("Usage: scalelab-cli study show [options] id"), where Qt would
+// name the program's path.
+inline QString commandHelp(const QCommandLineParser &parser, const QStringList &arguments)
+{
+    QString text = parser.helpText();
+    const QString usage = QStringLiteral("Usage: ") + QCoreApplication::arguments().value(0);
+    if (!arguments.isEmpty() && arguments.first().startsWith(QLatin1String("scalelab-cli "))
+        && text.startsWith(usage))
+        text.replace(7, usage.size() - 7, arguments.first());
+    return text;
 }
 
 // "Environment:" and the variables scalelab-cli reads, a line each: the end of every --help.

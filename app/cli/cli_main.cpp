@@ -84,6 +84,7 @@ int main(int argc, char **argv)
         return Ok;
     }
     const QString command = arguments.takeAt(1);
+    arguments[0] = QStringLiteral("scalelab-cli ") + command; // each command's --help names it
     if (command == QLatin1String("run"))
         return runCommand(arguments);
     if (command == QLatin1String("describe") || command == QLatin1String("agents"))

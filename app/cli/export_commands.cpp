@@ -43,7 +43,7 @@ int exportTensorBoard(const QStringList &arguments)
         return badInput(
             parser.errorText() + QStringLiteral("; see 'scalelab-cli export tensorboard --help'"));
     if (parser.isSet(QStringLiteral("help"))) {
-        out() << parser.helpText() << environmentHelp();
+        out() << commandHelp(parser, arguments) << environmentHelp();
         return Ok;
     }
     if (parser.positionalArguments().size() != 2)

@@ -91,7 +91,7 @@ int scalelab::app::lrFindCommand(QStringList arguments)
     if (!parser.parse(arguments))
         return badInput(parser.errorText() + QStringLiteral("; see 'scalelab-cli lr-find --help'"));
     if (parser.isSet(QStringLiteral("help"))) {
-        out() << parser.helpText() << environmentHelp();
+        out() << commandHelp(parser, arguments) << environmentHelp();
         return Ok;
     }
     if (!parser.isSet(QStringLiteral("dataset")))

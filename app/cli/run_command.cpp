@@ -290,7 +290,7 @@ int scalelab::app::runCommand(QStringList arguments)
     if (!parser.parse(arguments))
         return badInput(parser.errorText() + QStringLiteral("; see 'scalelab-cli run --help'"));
     if (parser.isSet(QStringLiteral("help"))) {
-        out() << parser.helpText() << environmentHelp();
+        out() << commandHelp(parser, arguments) << environmentHelp();
         return Ok;
     }
 

@@ -68,7 +68,7 @@ bool parse(QCommandLineParser &parser, const QStringList &arguments, const QStri
         return false;
     }
     if (parser.isSet(QStringLiteral("help"))) {
-        out() << parser.helpText() << environmentHelp();
+        out() << commandHelp(parser, arguments) << environmentHelp();
         *code = Ok;
         return false;
     }
