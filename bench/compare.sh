@@ -100,7 +100,9 @@ run_side() {  # side world threads extra...
     fi
 }
 calc() { awk "BEGIN { print $1 }"; }
-median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+# The median (of an even count, the mean of the middle two) and the range of a column of numbers.
+median() { sort -g | awk '{a[NR]=$1} END { if (NR % 2) print a[(NR+1)/2]; else print (a[NR/2] + a[NR/2+1]) / 2 }'; }
+spread() { sort -g | awk 'NR == 1 {lo = $1} {hi = $1} END {printf "%.1f-%.1f", lo, hi}'; }
 
 rows=("1 1 fp32 off" "1 2 fp32 off" "2 1 fp32 off" "2i 1 fp32 off")
 if grep -qE ' (avx512_bf16|amx_bf16)' /proc/cpuinfo; then
@@ -121,6 +123,8 @@ for row in "${rows[@]}"; do
     done
     result["$row,s"]=$(printf '%s\n' "${a[@]}" | median)
     result["$row,p"]=$(printf '%s\n' "${b[@]}" | median)
+    result["$row,s,spread"]=$(printf '%s\n' "${a[@]}" | spread)
+    result["$row,p,spread"]=$(printf '%s\n' "${b[@]}" | spread)
 done
 peak=$(env $blas_env /usr/bin/python3 -c '
 import time, torch
@@ -135,13 +139,15 @@ printf 'malloc: the worker as the agent starts it; the peer with %s\n' \
     "$([ -n "$peer_malloc" ] && echo "the worker's settings (PEER_MALLOC=worker)" || echo "glibc's defaults")"
 printf "DDP's broadcast of buffers at every forward: %s\n" "${PEER_BROADCAST_BUFFERS:-on}"
 printf 'BLAS: %s\n' "$("$worker" blas | /usr/bin/python3 -c 'import json, sys; b = json.load(sys.stdin); print(b["library"] + " (" + b["how"] + ")")')"
-printf '%-38s %12s %12s %8s %10s\n' "row (batch 64 per rank)" "ScaleLab" "PyTorch" "ratio" "GFLOP/s"
+printf 'images/s: the median of %s runs per side (min-max in brackets), interleaved\n' "$repeats"
+printf '%-38s %12s %12s %8s %10s   %s\n' "row (batch 64 per rank)" "ScaleLab" "PyTorch" "ratio" "GFLOP/s" "[ScaleLab] [PyTorch]"
 for row in "${rows[@]}"; do
     read -r world threads precision cl <<<"$row"
     s="${result["$row,s"]}"; p="${result["$row,p"]}"
     label="$world rank x $threads thread, $precision, CL $cl"
     [ "$world" = 2i ] && label="2 x (1 rank x 1 thread), independent"
-    printf '%-38s %12.1f %12.1f %8.3f %10.1f\n' "$label" "$s" "$p" "$(calc "$s / $p")" "$(calc "$s * $gflop")"
+    printf '%-38s %12.1f %12.1f %8.3f %10.1f   [%s] [%s]\n' "$label" "$s" "$p" "$(calc "$s / $p")" "$(calc "$s * $gflop")" \
+        "${result["$row,s,spread"]}" "${result["$row,p,spread"]}"
 done
 s1="${result["1 1 fp32 off,s"]}"; s2="${result["2 1 fp32 off,s"]}"
 p1="${result["1 1 fp32 off,p"]}"; p2="${result["2 1 fp32 off,p"]}"
