@@ -3,17 +3,19 @@
 #include "checkpoint_layout.h"
 #include "file_io.h"
 #include "sha256.h"
+#include "torch_compat.h"
 
 #include <ATen/Context.h>
 
 #include <algorithm>
 #include <cerrno>
-#include <cstring>
-#include <sys/statvfs.h>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <sstream>
+#include <sys/statvfs.h>
 #include <unistd.h>
+#include <utility>
 
 namespace fs = std::filesystem;
 
@@ -80,8 +82,8 @@ std::uint64_t estimateCheckpointBytes(torch::nn::Module &model)
     std::uint64_t buffers = 0;
     for (const auto &b : model.buffers())
         buffers += std::uint64_t(b.numel()) * b.element_size();
-    // model.pt holds parameters and buffers, optimizer.pt one momentum buffer per
-    // parameter; state.pt and the headers are small.
+    // model.pt holds parameters and buffers, state.pt one momentum buffer per parameter;
+    // optimizer.pt and the headers are small.
     return 2 * bytes + buffers + (1u << 20);
 }
 
@@ -115,8 +117,21 @@ SavedCheckpoint saveCheckpoint(const std::string &root, const CheckpointPosition
             files.emplace_back(kFiles[0], serialized(archive));
         }
         {
+            // libtorch's archive of the parameter groups (learning rate, momentum, weight
+            // decay), without the per-parameter state: the momentum goes to state.pt by
+            // position. libtorch keys that state by tensor address, written as text that
+            // versions read differently (1.x writes "0x55d0...", 2.x reads it with stoull,
+            // which gives 0 for every key), so a checkpoint of one version would lose its
+            // momentum in the other; and stored in both files it doubled the checkpoint.
             torch::serialize::OutputArchive archive;
-            optimizer.save(archive);
+            auto state = std::exchange(optimizer.state(), {});
+            try {
+                optimizer.save(archive);
+            } catch (...) {
+                optimizer.state() = std::move(state);
+                throw;
+            }
+            optimizer.state() = std::move(state);
             files.emplace_back(kFiles[1], serialized(archive));
         }
         {
@@ -126,9 +141,15 @@ SavedCheckpoint saveCheckpoint(const std::string &root, const CheckpointPosition
             archive.write("cpu_rng", generatorState(torch::kCPU));
             if (device.is_cuda())
                 archive.write("cuda_rng", generatorState(device));
-            // The momentum is optimizer.pt's alone: libtorch keys it by tensor address but
-            // also saves each parameter group's keys in order, and its load maps them onto
-            // the new tensors by position.
+            // SGD momentum by parameter position (see optimizer.pt above).
+            const auto &params = optimizer.param_groups().at(0).params();
+            for (std::size_t i = 0; i < params.size(); ++i) {
+                const auto key = optimizerStateKey(params[i]);
+                const auto it = optimizer.state().find(key);
+                if (it != optimizer.state().end())
+                    archive.write("momentum/" + std::to_string(i),
+                        static_cast<torch::optim::SGDParamState &>(*it->second).momentum_buffer());
+            }
             files.emplace_back(kFiles[2], serialized(archive));
         }
     } catch (const std::exception &e) {
@@ -214,8 +235,12 @@ std::optional<CheckpointPosition> loadLatestCheckpoint(const std::string &root, 
             torch::serialize::InputArchive modelArchive, optimizerArchive, stateArchive;
             modelArchive.load_from((dir / "model.pt").string(), device);
             model.load(modelArchive);
+            // The parameter groups; checkpoints written before 2026-11-27 hold the momentum
+            // there too, which another libtorch version may map onto the wrong parameters:
+            // state.pt's alone counts.
             optimizerArchive.load_from((dir / "optimizer.pt").string(), device);
             optimizer.load(optimizerArchive);
+            optimizer.state().clear();
             stateArchive.load_from((dir / "state.pt").string(), device);
             torch::Tensor epoch, step, rng, deviceRng;
             stateArchive.read("epoch", epoch);
@@ -226,8 +251,15 @@ std::optional<CheckpointPosition> loadLatestCheckpoint(const std::string &root, 
             // then continues from the seed's, not from where the run stopped.
             if (device.is_cuda() && stateArchive.try_read("cuda_rng", deviceRng))
                 setGeneratorState(device, deviceRng);
-            // Checkpoints written before 2026-11-28 also hold the momentum in state.pt
-            // ("momentum/<i>"): the same tensors as optimizer.pt's, not read.
+            const auto &params = optimizer.param_groups().at(0).params();
+            for (std::size_t i = 0; i < params.size(); ++i) {
+                torch::Tensor momentum;
+                if (!stateArchive.try_read("momentum/" + std::to_string(i), momentum))
+                    continue; // no step taken yet for this parameter
+                auto state = std::make_unique<torch::optim::SGDParamState>();
+                state->momentum_buffer(momentum);
+                optimizer.state()[optimizerStateKey(params[i])] = std::move(state);
+            }
             *loadedFrom = dir.string();
             return CheckpointPosition { int(epoch.item<std::int64_t>()), step.item<std::int64_t>() };
         } catch (const std::exception &e) {

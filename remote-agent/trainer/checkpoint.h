@@ -1,6 +1,6 @@
 // Checkpoints of one run: <root>/epoch-NNNN/{model.pt, optimizer.pt, state.pt, MANIFEST}:
-// the parameters and buffers, the SGD momentum (libtorch's optimizer archive), and the
-// position and random generators.
+// the parameters and buffers; libtorch's archive of the optimizer's parameter groups; the
+// position, the random generators and the SGD momentum by parameter position.
 // Committed atomically: written into a temporary folder, fsync'ed, renamed into place,
 // parent fsync'ed; MANIFEST (sha256 of every file) is written last, so a folder without
 // a valid manifest was never committed. Loading verifies the sums and falls back to the
