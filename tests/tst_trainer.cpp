@@ -372,13 +372,10 @@ private Q_SLOTS:
         QCOMPARE(first.exitCode(), 0);
         QVERIFY(QFile::exists(dir + QStringLiteral("/epoch-0001/MANIFEST")));
         QVERIFY(QFile::exists(dir + QStringLiteral("/epoch-0002/MANIFEST")));
-        // The momentum is stored once, by position in state.pt, not in libtorch's archive,
-        // whose address keys libtorch 1.x and 2.x read differently: optimizer.pt holds the
-        // parameter groups only (KB), state.pt as much as model.pt (13 MB each).
-        const qint64 modelBytes = QFileInfo(dir + QStringLiteral("/epoch-0002/model.pt")).size();
-        QVERIFY2(QFileInfo(dir + QStringLiteral("/epoch-0002/optimizer.pt")).size() < 100'000,
-            qPrintable(QString::number(QFileInfo(dir + QStringLiteral("/epoch-0002/optimizer.pt")).size())));
-        QVERIFY(QFileInfo(dir + QStringLiteral("/epoch-0002/state.pt")).size() > modelBytes * 9 / 10);
+        // The momentum in state.pt, not optimizer.pt (libtorch 1.x and 2.x read its keys differently).
+        const QString at = dir + QStringLiteral("/epoch-0002/");
+        QVERIFY(QFileInfo(at + QStringLiteral("optimizer.pt")).size() < 100'000);
+        QVERIFY(QFileInfo(at + QStringLiteral("state.pt")).size() > 10'000'000); // the seed CNN's 13 MB
         {
             QFile model(dir + QStringLiteral("/epoch-0002/model.pt"));
             QVERIFY(model.open(QIODevice::ReadWrite));
