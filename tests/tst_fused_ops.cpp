@@ -175,30 +175,62 @@ private Q_SLOTS:
             maxPoolReluDropout(strided, 0.0, false), maxPoolReluDropoutReference(strided, 0.0, false)));
     }
 
-    // sgdStep is torch's SGD step (weight decay, momentum, dampening) to rounding, over
-    // several steps, and leaves its momentum where torch's own step (and checkpoints) look.
+    // sgdStep and its multi-tensor form are torch's SGD step (weight decay, momentum,
+    // dampening, Nesterov) to rounding, over several steps, for contiguous and channels-last
+    // parameters, and leave their momentum where torch's own step (and checkpoints) look.
+    void sgdStepIsTorchsStep_data()
+    {
+        QTest::addColumn<bool>("multiTensor");
+        QTest::addColumn<bool>("nesterov");
+        QTest::addColumn<bool>("channelsLast");
+        QTest::newRow("fused") << false << false << false;
+        QTest::newRow("fused, channels-last") << false << false << true;
+        QTest::newRow("Nesterov (multi-tensor)") << false << true << false;
+        QTest::newRow("multi-tensor") << true << false << false;
+        QTest::newRow("multi-tensor, channels-last") << true << false << true;
+    }
+
     void sgdStepIsTorchsStep()
     {
+        QFETCH(bool, multiTensor);
+        QFETCH(bool, nesterov);
+        QFETCH(bool, channelsLast);
         torch::manual_seed(9);
-        auto make = [] {
+        const auto format = channelsLast ? at::MemoryFormat::ChannelsLast : at::MemoryFormat::Contiguous;
+        auto make = [&] {
             std::vector<torch::Tensor> params { torch::randn({ 300, 70 }).requires_grad_(true),
-                torch::randn({ 17 }).requires_grad_(true), torch::randn({ 5 }).requires_grad_(true) };
+                torch::randn({ 17 }).requires_grad_(true), torch::randn({ 5 }).requires_grad_(true),
+                torch::randn({ 8, 3, 3, 3 }).contiguous(format).requires_grad_(true),
+                torch::randn({ 8, 4, 1, 1 }).requires_grad_(true) };
             return params;
         };
         std::vector<torch::Tensor> ours = make(), theirs;
         for (const auto &p : ours)
             theirs.push_back(p.detach().clone().requires_grad_(true));
-        const auto options = torch::optim::SGDOptions(0.05).momentum(0.9).weight_decay(5e-4).dampening(0.1);
+        QCOMPARE(ours[3].is_contiguous(), !channelsLast);
+        const auto options = torch::optim::SGDOptions(0.05)
+                                 .momentum(0.9)
+                                 .weight_decay(5e-4)
+                                 .dampening(nesterov ? 0.0 : 0.1)
+                                 .nesterov(nesterov);
         torch::optim::SGD a(ours, options), b(theirs, options);
         for (int step = 0; step < 5; ++step) {
             for (std::size_t i = 0; i < ours.size(); ++i) {
                 if (i == 2 && step % 2 == 1)
                     continue; // a parameter without a gradient is left alone
-                const torch::Tensor g = torch::randn(ours[i].sizes());
+                if (i == 1 && step == 0)
+                    continue; // and one whose momentum starts a step later than the others'
+                torch::Tensor g = torch::randn(ours[i].sizes()).contiguous(ours[i].suggest_memory_format());
+                if (i == 4 && channelsLast) // as a 1x1 convolution's gradient in a channels-last run
+                    g = g.as_strided(g.sizes(), { 4, 1, 4, 4 });
                 ours[i].mutable_grad() = g.clone();
                 theirs[i].mutable_grad() = g.clone();
             }
-            scalelab::trainer::sgdStep(a);
+            QCOMPARE(scalelab::trainer::sgdStepIsFused(a), !nesterov);
+            if (multiTensor)
+                scalelab::trainer::sgdStepMultiTensor(a);
+            else
+                scalelab::trainer::sgdStep(a);
             b.step();
             for (auto &p : ours)
                 p.mutable_grad().reset();
@@ -208,6 +240,7 @@ private Q_SLOTS:
                 QVERIFY2(torch::allclose(ours[i], theirs[i], 1e-6, 1e-6),
                     qPrintable(QString("parameter %1 after step %2").arg(i).arg(step)));
         }
+        QCOMPARE(ours[3].is_contiguous(), !channelsLast); // the step kept the layout
         for (std::size_t i = 0; i < ours.size(); ++i) {
             auto buffer = [](torch::optim::SGD &o, const torch::Tensor &p) {
                 return static_cast<torch::optim::SGDParamState &>(

@@ -494,59 +494,145 @@ struct MaxPoolReluDropoutFunction : torch::autograd::Function<MaxPoolReluDropout
 
 } // namespace
 
-void sgdStep(torch::optim::SGD &optimizer)
+namespace {
+
+// The momentum buffer of `p` in the optimizer's state, or null before its first step.
+torch::Tensor *momentumBufferOf(torch::optim::SGD &optimizer, const torch::Tensor &p)
 {
-    auto fusable = [](const torch::Tensor &t) {
-        return t.device().is_cpu() && t.scalar_type() == torch::kFloat && t.is_contiguous();
-    };
-    for (auto &group : optimizer.param_groups()) {
-        const auto &options = static_cast<const torch::optim::SGDOptions &>(group.options());
-        bool ours = !options.nesterov();
-        for (const auto &p : group.params())
-            ours = ours && (!p.grad().defined() || (fusable(p) && fusable(p.grad())));
-        if (!ours) {
-            optimizer.step();
-            return;
+    const auto it = optimizer.state().find(optimizerStateKey(p));
+    if (it == optimizer.state().end() || !it->second)
+        return nullptr;
+    return &static_cast<torch::optim::SGDParamState &>(*it->second).momentum_buffer();
+}
+
+void keepMomentumBuffer(torch::optim::SGD &optimizer, const torch::Tensor &p, torch::Tensor buffer)
+{
+    auto state = std::make_unique<torch::optim::SGDParamState>();
+    state->momentum_buffer(std::move(buffer));
+    optimizer.state()[optimizerStateKey(p)] = std::move(state);
+}
+
+// Whether two tensors of one shape put each element at the same offset. Strides of
+// dimensions of size 1 do not count: a 1x1 convolution's weight, [128, 64, 1, 1], may be
+// (64, 1, 1, 1) while its gradient is (64, 1, 64, 64).
+bool sameLayout(const torch::Tensor &a, const torch::Tensor &b)
+{
+    if (a.sizes() != b.sizes())
+        return false;
+    for (std::int64_t d = 0; d < a.dim(); ++d)
+        if (a.size(d) > 1 && a.stride(d) != b.stride(d))
+            return false;
+    return true;
+}
+
+// A float CPU parameter whose gradient has its layout (contiguous, or channels-last for a
+// convolution's weight in a channels-last run): one loop over the three arrays in memory order.
+bool fusableOnCpu(const torch::Tensor &p)
+{
+    const auto &g = p.grad();
+    return p.device().is_cpu() && p.scalar_type() == torch::kFloat && p.is_non_overlapping_and_dense()
+        && g.device().is_cpu() && g.scalar_type() == torch::kFloat && sameLayout(g, p);
+}
+
+void fusedCpuStep(torch::optim::SGD &optimizer, const torch::optim::SGDOptions &options,
+    const std::vector<torch::Tensor> &params)
+{
+    const float lr = float(options.lr()), decay = float(options.weight_decay()),
+                momentum = float(options.momentum()), dampening = float(1.0 - options.dampening());
+    for (const auto &p : params) {
+        float *w = p.data_ptr<float>();
+        const float *g = p.grad().data_ptr<float>();
+        float *v = nullptr;
+        bool first = false;
+        if (momentum != 0.0f) {
+            torch::Tensor *buffer = momentumBufferOf(optimizer, p);
+            if (!buffer) {
+                keepMomentumBuffer(optimizer, p, torch::empty_like(p)); // p's layout
+                buffer = momentumBufferOf(optimizer, p);
+                first = true;
+            } else if (!sameLayout(*buffer, p)) {
+                *buffer = torch::empty_like(p).copy_(*buffer); // a checkpoint's, in p's layout
+            }
+            v = buffer->data_ptr<float>();
         }
+        at::parallel_for(0, p.numel(), 1 << 16, [&](std::int64_t begin, std::int64_t end) {
+            for (std::int64_t i = begin; i < end; ++i) {
+                const float d = g[i] + decay * w[i];
+                float step = d;
+                if (v) {
+                    step = first ? d : v[i] * momentum + dampening * d;
+                    v[i] = step;
+                }
+                w[i] = w[i] + -lr * step;
+            }
+        });
     }
+}
+
+} // namespace
+
+void sgdStepMultiTensor(torch::optim::SGD &optimizer)
+{
     torch::NoGradGuard noGrad;
     for (auto &group : optimizer.param_groups()) {
         const auto &options = static_cast<const torch::optim::SGDOptions &>(group.options());
-        const float lr = float(options.lr()), decay = float(options.weight_decay()),
-                    momentum = float(options.momentum()), dampening = float(1.0 - options.dampening());
-        for (auto &p : group.params()) {
-            if (!p.grad().defined())
-                continue;
-            float *w = p.data_ptr<float>();
-            const float *g = p.grad().data_ptr<float>();
-            float *v = nullptr;
-            bool first = false;
-            if (momentum != 0.0f) {
-                const auto key = optimizerStateKey(p);
-                auto &state = optimizer.state()[key];
-                if (!state) {
-                    auto created = std::make_unique<torch::optim::SGDParamState>();
-                    created->momentum_buffer(torch::empty_like(p, at::MemoryFormat::Contiguous));
-                    state = std::move(created);
-                    first = true;
-                }
-                torch::Tensor &buffer = static_cast<torch::optim::SGDParamState &>(*state).momentum_buffer();
-                if (!buffer.is_contiguous())
-                    buffer = buffer.contiguous();
-                v = buffer.data_ptr<float>();
+        std::vector<torch::Tensor> params, grads;
+        for (const auto &p : group.params())
+            if (p.grad().defined()) {
+                params.push_back(p);
+                grads.push_back(p.grad());
             }
-            at::parallel_for(0, p.numel(), 1 << 16, [&](std::int64_t begin, std::int64_t end) {
-                for (std::int64_t i = begin; i < end; ++i) {
-                    const float d = g[i] + decay * w[i];
-                    float step = d;
-                    if (v) {
-                        step = first ? d : v[i] * momentum + dampening * d;
-                        v[i] = step;
-                    }
-                    w[i] = w[i] + -lr * step;
+        if (params.empty())
+            continue;
+        std::vector<torch::Tensor> d
+            = options.weight_decay() != 0 ? at::_foreach_add(grads, params, options.weight_decay()) : grads;
+        if (options.momentum() != 0) {
+            // A parameter's first step starts its momentum at d; the others are updated in one go.
+            std::vector<torch::Tensor> buffers, updated, from;
+            for (std::size_t i = 0; i < params.size(); ++i) {
+                if (torch::Tensor *buffer = momentumBufferOf(optimizer, params[i])) {
+                    updated.push_back(*buffer);
+                    from.push_back(d[i]);
+                    buffers.push_back(*buffer);
+                } else {
+                    buffers.push_back(torch::clone(d[i]).detach());
+                    keepMomentumBuffer(optimizer, params[i], buffers.back());
                 }
-            });
+            }
+            if (!updated.empty()) {
+                at::_foreach_mul_(updated, options.momentum());
+                at::_foreach_add_(updated, from, 1.0 - options.dampening());
+            }
+            d = options.nesterov() ? at::_foreach_add(d, buffers, options.momentum()) : buffers;
         }
+        at::_foreach_add_(params, d, -options.lr());
+    }
+}
+
+bool sgdStepIsFused(torch::optim::SGD &optimizer)
+{
+    bool fused = true;
+    for (const auto &group : optimizer.param_groups()) {
+        fused = fused && !static_cast<const torch::optim::SGDOptions &>(group.options()).nesterov();
+        for (const auto &p : group.params())
+            fused = fused && (!p.grad().defined() || fusableOnCpu(p));
+    }
+    return fused;
+}
+
+void sgdStep(torch::optim::SGD &optimizer)
+{
+    if (!sgdStepIsFused(optimizer)) {
+        sgdStepMultiTensor(optimizer);
+        return;
+    }
+    torch::NoGradGuard noGrad;
+    for (auto &group : optimizer.param_groups()) {
+        std::vector<torch::Tensor> params;
+        for (const auto &p : group.params())
+            if (p.grad().defined())
+                params.push_back(p);
+        fusedCpuStep(optimizer, static_cast<const torch::optim::SGDOptions &>(group.options()), params);
     }
 }
 

@@ -383,16 +383,17 @@ int runTraining(const TrainingConfig &config, EventWriter &events)
             const double backwardSeconds
                 = std::chrono::duration<double>(backwardEnd - forwardEnd).count() - exposedSeconds;
             // The gradients' norm is queued before the optimizer step changes nothing it reads,
-            // and read with the loss: one wait for the device per step, as before.
+            // and read with the loss: one wait for the device per step, as before. One
+            // multi-tensor norm: on a GPU a few kernels, not one per parameter.
             torch::Tensor gradNorm;
             if (reports) {
                 torch::NoGradGuard noGrad;
-                std::vector<torch::Tensor> norms;
+                std::vector<torch::Tensor> grads;
                 for (const auto &p : net->parameters())
                     if (p.grad().defined())
-                        norms.push_back(p.grad().detach().to(torch::kFloat).norm());
-                if (!norms.empty())
-                    gradNorm = torch::stack(norms).norm();
+                        grads.push_back(p.grad().detach().to(torch::kFloat));
+                if (!grads.empty())
+                    gradNorm = torch::stack(at::_foreach_norm(grads)).norm();
             }
             sgdStep(optimizer);
             const auto n = images.size(0);
