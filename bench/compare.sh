@@ -2,6 +2,7 @@
 # ScaleLab's worker vs PyTorch's Python front end, side by side, same model, batch,
 # threads and precision, interleaved A/B, median of REPEATS runs per side and row.
 #   bench/compare.sh [REPEATS] [MODEL]   (after ./scripts/test.sh or run.sh has built)
+#   ROWS="1x1 2x1" bench/compare.sh 8 mobilenet_v2   (some rows only, more repeats)
 # MODEL: seed-cnn (default), resnet18 or mobilenet_v2; the peer builds the same architecture
 # from torchvision. Needs Debian's python3-torch and python3-torchvision (installed here if
 # missing). Not a test: numbers vary.
@@ -113,6 +114,18 @@ if grep -qE ' (avx512_bf16|amx_bf16)' /proc/cpuinfo; then
         rows+=("1 2 bf16 on")
     fi
 fi
+# ROWS="1x1 2x1 ..." runs only those rows (names: 1x1 1x2 2x1 2i bf16), with more repeats
+# for the same time; summaries that need a row left out are not printed.
+if [ -n "${ROWS:-}" ]; then
+    declare -A row_of=([1x1]="1 1 fp32 off" [1x2]="1 2 fp32 off" [2x1]="2 1 fp32 off" [2i]="2i 1 fp32 off" [bf16]="1 2 bf16 on")
+    chosen=()
+    for name in $ROWS; do
+        [ -n "${row_of[$name]:-}" ] || { echo "ROWS: '$name' is not a row; the rows are 1x1 1x2 2x1 2i bf16" >&2; exit 2; }
+        for row in "${rows[@]}"; do [ "$row" = "${row_of[$name]}" ] && chosen+=("$row"); done
+    done
+    [ "${#chosen[@]}" -gt 0 ] || { echo "ROWS: none of '$ROWS' runs for $model on this CPU" >&2; exit 2; }
+    rows=("${chosen[@]}")
+fi
 declare -A result
 for row in "${rows[@]}"; do
     read -r world threads precision cl <<<"$row"
@@ -133,7 +146,6 @@ for _ in range(3): a @ b
 t = time.perf_counter(); n = 20
 for _ in range(n): a @ b
 print(2 * 2048**3 * n / (time.perf_counter() - t) / 1e9)')
-fp32_base="${result["1 1 fp32 off,p"]}"
 printf '\nmodel %s, %s GFLOP per training image\n' "$model" "$gflop"
 printf 'malloc: the worker as the agent starts it; the peer with %s\n' \
     "$([ -n "$peer_malloc" ] && echo "the worker's settings (PEER_MALLOC=worker)" || echo "glibc's defaults")"
@@ -149,15 +161,21 @@ for row in "${rows[@]}"; do
     printf '%-38s %12.1f %12.1f %8.3f %10.1f   [%s] [%s]\n' "$label" "$s" "$p" "$(calc "$s / $p")" "$(calc "$s * $gflop")" \
         "${result["$row,s,spread"]}" "${result["$row,p,spread"]}"
 done
-s1="${result["1 1 fp32 off,s"]}"; s2="${result["2 1 fp32 off,s"]}"
-p1="${result["1 1 fp32 off,p"]}"; p2="${result["2 1 fp32 off,p"]}"
-printf '\nscaling efficiency, 2 ranks x 1 thread vs 1 rank x 1 thread: ScaleLab %.3f, PyTorch DDP %.3f\n' \
-    "$(calc "$s2 / (2 * $s1)")" "$(calc "$p2 / (2 * $p1)")"
-si="${result["2i 1 fp32 off,s"]}"; pi="${result["2i 1 fp32 off,p"]}"
-printf 'two independent processes reach %.3f (ScaleLab) and %.3f (PyTorch) of 2 x 1 rank: the cores slow each other\n' \
-    "$(calc "$si / (2 * $s1)")" "$(calc "$pi / (2 * $p1)")"
-printf '2 ranks x 1 thread vs that ceiling: ScaleLab %.3f, PyTorch DDP %.3f\n' "$(calc "$s2 / $si")" "$(calc "$p2 / $pi")"
-if [ -n "${result["1 2 bf16 on,s"]:-}" ]; then
+s1="${result["1 1 fp32 off,s"]:-}"; s2="${result["2 1 fp32 off,s"]:-}"; si="${result["2i 1 fp32 off,s"]:-}"
+p1="${result["1 1 fp32 off,p"]:-}"; p2="${result["2 1 fp32 off,p"]:-}"; pi="${result["2i 1 fp32 off,p"]:-}"
+echo
+if [ -n "$s1" ] && [ -n "$s2" ]; then
+    printf 'scaling efficiency, 2 ranks x 1 thread vs 1 rank x 1 thread: ScaleLab %.3f, PyTorch DDP %.3f\n' \
+        "$(calc "$s2 / (2 * $s1)")" "$(calc "$p2 / (2 * $p1)")"
+fi
+if [ -n "$s1" ] && [ -n "$si" ]; then
+    printf 'two independent processes reach %.3f (ScaleLab) and %.3f (PyTorch) of 2 x 1 rank: the cores slow each other\n' \
+        "$(calc "$si / (2 * $s1)")" "$(calc "$pi / (2 * $p1)")"
+fi
+if [ -n "$s2" ] && [ -n "$si" ]; then
+    printf '2 ranks x 1 thread vs that ceiling: ScaleLab %.3f, PyTorch DDP %.3f\n' "$(calc "$s2 / $si")" "$(calc "$p2 / $pi")"
+fi
+if [ -n "${result["1 2 bf16 on,s"]:-}" ] && [ -n "${result["1 2 fp32 off,p"]:-}" ]; then
     printf 'bf16 + channels-last (ScaleLab, 2 threads) / fp32 eager PyTorch (2 threads): %.3f\n' \
         "$(calc "${result["1 2 bf16 on,s"]} / ${result["1 2 fp32 off,p"]}")"
 fi
