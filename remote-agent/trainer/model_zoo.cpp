@@ -54,11 +54,15 @@ struct BasicBlockImpl : nn::Module {
             downsample = register_module(
                 "downsample", nn::Sequential(conv(in, out, 1, stride), nn::BatchNorm2d(out)));
     }
+    // In place where torchvision's is (ReLU(inplace=True), out += identity): the same values,
+    // without a new activation-sized tensor for each ReLU and sum. BatchNorm's backward
+    // needs its input, not its output, so its output may be overwritten.
     torch::Tensor forward(const torch::Tensor &x)
     {
-        auto y = torch::relu(bn1(conv1(x)));
+        auto y = bn1(conv1(x)).relu_();
         y = bn2(conv2(y));
-        return torch::relu(y + (downsample.is_empty() ? x : downsample->forward(x)));
+        y += downsample.is_empty() ? x : downsample->forward(x);
+        return y.relu_();
     }
     nn::Conv2d conv1;
     nn::BatchNorm2d bn1;
@@ -88,7 +92,7 @@ struct ResNet18Impl : nn::Module {
     }
     torch::Tensor forward(const torch::Tensor &x)
     {
-        auto y = torch::relu(bn1(conv1(x)));
+        auto y = bn1(conv1(x)).relu_();
         for (auto &layer : layers)
             y = layer->forward(y);
         y = torch::adaptive_avg_pool2d(y, { 1, 1 }).flatten(1);
