@@ -496,13 +496,15 @@ struct MaxPoolReluDropoutFunction : torch::autograd::Function<MaxPoolReluDropout
 
 namespace {
 
-// The momentum buffer of `p` in the optimizer's state, or null before its first step.
+// The momentum buffer of `p` in the optimizer's state, or null before its first step (a
+// state without a buffer counts as none).
 torch::Tensor *momentumBufferOf(torch::optim::SGD &optimizer, const torch::Tensor &p)
 {
     const auto it = optimizer.state().find(optimizerStateKey(p));
     if (it == optimizer.state().end() || !it->second)
         return nullptr;
-    return &static_cast<torch::optim::SGDParamState &>(*it->second).momentum_buffer();
+    torch::Tensor &buffer = static_cast<torch::optim::SGDParamState &>(*it->second).momentum_buffer();
+    return buffer.defined() ? &buffer : nullptr;
 }
 
 void keepMomentumBuffer(torch::optim::SGD &optimizer, const torch::Tensor &p, torch::Tensor buffer)
