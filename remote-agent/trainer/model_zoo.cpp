@@ -54,15 +54,15 @@ struct BasicBlockImpl : nn::Module {
             downsample = register_module(
                 "downsample", nn::Sequential(conv(in, out, 1, stride), nn::BatchNorm2d(out)));
     }
-    // In place where torchvision's is (ReLU(inplace=True), out += identity): the same values,
-    // without a new activation-sized tensor for each ReLU and sum. BatchNorm's backward
-    // needs its input, not its output, so its output may be overwritten.
+    // The ReLUs in place, as torchvision's (ReLU(inplace=True)): the same values without a
+    // new activation-sized tensor for each. BatchNorm's backward needs its input, not its
+    // output, so its output may be overwritten. The residual sum stays out of place:
+    // libtorch's profiler counts the FLOPs of add, not of add_ (ModelCost).
     torch::Tensor forward(const torch::Tensor &x)
     {
         auto y = bn1(conv1(x)).relu_();
         y = bn2(conv2(y));
-        y += downsample.is_empty() ? x : downsample->forward(x);
-        return y.relu_();
+        return (y + (downsample.is_empty() ? x : downsample->forward(x))).relu_();
     }
     nn::Conv2d conv1;
     nn::BatchNorm2d bn1;
