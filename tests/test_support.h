@@ -1,4 +1,5 @@
-// Helpers shared by the tests that run real processes.
+// Helpers shared by the tests: free ports, files, test certificates, the processes a test
+// left. The ones declared without a body are compiled once, in test_support.cpp.
 #pragma once
 
 #include <QDir>
@@ -67,6 +68,15 @@ inline int timeLimit(int milliseconds)
     return ok && scale > 1 ? milliseconds * scale : milliseconds;
 }
 
+// How long a test waits at most for a whole run, study or tune to end, or for a program that
+// runs one: far beyond a correct one on the slowest machine under load (the suite's longest
+// take ~35 s on an idle machine; under scripts/test-under-load.sh one took 7.5 times that),
+// and below the 900 s ctest gives each function of the process tests. Scaled as timeLimit().
+inline int endsWithin()
+{
+    return timeLimit(600'000);
+}
+
 inline QString binary(const char *name)
 {
     return QStringLiteral(SCALELAB_BIN_DIR "/") + QLatin1String(name);
@@ -83,5 +93,21 @@ inline QString runTool(const QString &program, const QStringList &args)
     return p.exitStatus() == QProcess::NormalExit && p.exitCode() == 0 ? QString()
                                                                        : QString::fromLocal8Bit(p.readAll());
 }
+
+// A TCP port free on 127.0.0.1 now, taken and given back at once (so another process may
+// take it before the caller binds it); 0 when none could be taken, which every caller checks.
+[[nodiscard]] int freePort();
+
+// Writes `bytes` to `path` (its folder must exist), then sets `permissions` when given.
+[[nodiscard]] bool writeFile(
+    const QString &path, const QByteArray &bytes, QFile::Permissions permissions = {});
+
+// TLS material in `dir`, made with openssl (EC P-256 keys, valid for 2 days): for each name of
+// `selfSigned`, NAME.pem and NAME.key, a self-signed pair that can serve as a CA; for each of
+// `signedByCa`, NAME.pem and NAME.key signed by ca.pem (so "ca" must be among `selfSigned`)
+// for localhost and 127.0.0.1 (san.ext), "server"'s subject being localhost. Empty when all
+// were made, else what went wrong (openssl's words).
+QString makeTestCertificates(
+    const QString &dir, const QStringList &selfSigned, const QStringList &signedByCa);
 
 } // namespace scalelab::test

@@ -5,6 +5,7 @@
 // metrics the agent serves, and docs/observability.md describes each. tst_prometheus
 // scrapes a real agent with a real Prometheus.
 #include "agent_metrics.h"
+#include "run_events.h"
 
 #include <QFile>
 #include <QJsonArray>
@@ -22,33 +23,30 @@ using namespace scalelab::agent;
 
 namespace {
 
+// Rank `rank`'s Started event of a 2-rank run of 6 epochs.
 v1::RunEvent startedEvent(
     int rank, int resumedFromEpoch, std::int64_t stepsPerEpoch, std::int64_t globalBatch)
 {
-    v1::RunEvent event;
+    v1::RunEvent event = test::startedEvent(6, stepsPerEpoch, resumedFromEpoch);
     event.set_rank(rank);
-    auto *started = event.mutable_started();
-    started->set_world_size(2);
-    started->set_steps_per_epoch(stepsPerEpoch);
-    started->set_global_batch(globalBatch);
-    started->set_resumed_from_epoch(resumedFromEpoch);
-    started->mutable_effective()->set_epochs(6);
+    event.mutable_started()->set_world_size(2);
+    event.mutable_started()->set_global_batch(globalBatch);
     return event;
 }
 
+// Rank `rank`'s step `step` (10 steps an epoch), with every measurement the gauges show.
 v1::RunEvent stepEvent(int rank, std::int64_t step, double loss)
 {
-    v1::RunEvent event;
+    v1::RunEvent event = test::stepEvent(int(step / 10) + 1, step, loss);
     event.set_rank(rank);
     auto *s = event.mutable_step();
-    s->set_step(step);
-    s->set_epoch(int(step / 10) + 1);
-    s->set_loss(loss);
     s->set_learning_rate(0.05);
     s->set_grad_norm(1.5);
     s->set_images_per_second(800);
     s->set_step_seconds(0.25);
     s->set_exposed_allreduce_seconds(0.125);
+    s->mutable_gradient_noise()->set_b_simple(812.5);
+    s->mutable_gradient_noise()->set_samples(40);
     return event;
 }
 
@@ -216,6 +214,8 @@ private Q_SLOTS:
         QVERIFY(
             text.contains(QStringLiteral("scalelab_run_step_compute_seconds{run_id=\"here-1\"} 0.125\n")));
         QVERIFY(text.contains(QStringLiteral("scalelab_run_state{run_id=\"here-1\",state=\"running\"} 1\n")));
+        QVERIFY(
+            text.contains(QStringLiteral("scalelab_run_gradient_noise_scale{run_id=\"here-1\"} 812.5\n")));
         QVERIFY(text.contains(QStringLiteral("scalelab_run_state{run_id=\"here-1\",state=\"failed\"} 0\n")));
         QVERIFY(
             text.contains(QStringLiteral("scalelab_agent_attempts_finished_total{state=\"failed\"} 1\n")));

@@ -31,16 +31,6 @@
 
 using namespace scalelab;
 
-namespace {
-
-bool writeFile(const QString &path, const QByteArray &bytes)
-{
-    QFile f(path);
-    return f.open(QIODevice::WriteOnly | QIODevice::Truncate) && f.write(bytes) == bytes.size();
-}
-
-} // namespace
-
 class TestAgentRules : public QObject {
     Q_OBJECT
     QTemporaryDir m_tmp;
@@ -436,7 +426,7 @@ private Q_SLOTS:
     {
         const QString inner = path(QStringLiteral("evil/inner"));
         QVERIFY(QDir().mkpath(inner));
-        QVERIFY(writeFile(path(QStringLiteral("evil/escape.txt")), "outside\n"));
+        QVERIFY(test::writeFile(path(QStringLiteral("evil/escape.txt")), "outside\n"));
         const QString tarball = path(QStringLiteral("evil.tar.gz"));
         const QString problem = test::runTool(QStringLiteral("tar"),
             { QStringLiteral("-czPf"), tarball, QStringLiteral("-C"), inner,

@@ -29,11 +29,7 @@ using namespace scalelab::core;
 
 namespace {
 
-bool writeFile(const QString &path, const QByteArray &bytes)
-{
-    QFile f(path);
-    return f.open(QIODevice::WriteOnly | QIODevice::Truncate) && f.write(bytes) == bytes.size();
-}
+using test::writeFile;
 
 // Whether this host can listen on ::1 (IPv6 may be off in a container).
 bool haveIpv6Loopback()
@@ -119,31 +115,6 @@ class AgentSecurityTest : public QObject {
         return options;
     }
 
-    QString openssl(const QStringList &args) const { return test::runTool(QStringLiteral("openssl"), args); }
-
-    // A self-signed certificate and its key, or a server certificate signed by `ca`.
-    QString makeCertificate(const QString &name, const QString &ca = {}) const
-    {
-        const QStringList ec = { QStringLiteral("-newkey"), QStringLiteral("ec"), QStringLiteral("-pkeyopt"),
-            QStringLiteral("ec_paramgen_curve:prime256v1"), QStringLiteral("-nodes"),
-            QStringLiteral("-keyout"), path(name + QStringLiteral(".key")) };
-        if (ca.isEmpty())
-            return openssl(QStringList { QStringLiteral("req"), QStringLiteral("-x509") } + ec
-                + QStringList { QStringLiteral("-out"), path(name + QStringLiteral(".pem")),
-                    QStringLiteral("-days"), QStringLiteral("2"), QStringLiteral("-subj"),
-                    QStringLiteral("/CN=") + name });
-        if (QString problem = openssl(QStringList { QStringLiteral("req") } + ec
-                + QStringList { QStringLiteral("-out"), path(name + QStringLiteral(".csr")),
-                    QStringLiteral("-subj"), QStringLiteral("/CN=localhost") });
-            !problem.isEmpty())
-            return problem;
-        return openssl({ QStringLiteral("x509"), QStringLiteral("-req"), QStringLiteral("-in"),
-            path(name + QStringLiteral(".csr")), QStringLiteral("-CA"), path(ca + QStringLiteral(".pem")),
-            QStringLiteral("-CAkey"), path(ca + QStringLiteral(".key")), QStringLiteral("-CAcreateserial"),
-            QStringLiteral("-out"), path(name + QStringLiteral(".pem")), QStringLiteral("-days"),
-            QStringLiteral("2"), QStringLiteral("-extfile"), path(QStringLiteral("san.ext")) });
-    }
-
 private Q_SLOTS:
     void initTestCase()
     {
@@ -152,17 +123,12 @@ private Q_SLOTS:
         m_worker = QStandardPaths::findExecutable(QStringLiteral("true"));
         QVERIFY(!m_worker.isEmpty());
         QVERIFY2(QFileInfo(test::binary("scalelab-agent")).isExecutable(), "build scalelab-agent first");
-        QVERIFY2(!QStandardPaths::findExecutable(QStringLiteral("openssl")).isEmpty(),
-            "openssl is needed to make test certificates (apt-get install openssl)");
         // A CA, a server certificate it signed for localhost and 127.0.0.1, a CA that
         // signed nothing here, and two unrelated self-signed pairs.
-        QVERIFY(writeFile(path(QStringLiteral("san.ext")), "subjectAltName=DNS:localhost,IP:127.0.0.1\n"));
-        for (const QString &name : { QStringLiteral("ca"), QStringLiteral("other-ca"), QStringLiteral("one"),
-                 QStringLiteral("two") }) {
-            const QString problem = makeCertificate(name);
-            QVERIFY2(problem.isEmpty(), qPrintable(problem));
-        }
-        const QString problem = makeCertificate(QStringLiteral("server"), QStringLiteral("ca"));
+        const QString problem = test::makeTestCertificates(m_tmp.path(),
+            { QStringLiteral("ca"), QStringLiteral("other-ca"), QStringLiteral("one"),
+                QStringLiteral("two") },
+            { QStringLiteral("server") });
         QVERIFY2(problem.isEmpty(), qPrintable(problem));
     }
 
@@ -465,10 +431,8 @@ private Q_SLOTS:
     // its token.
     void healthPortServesOnlyHealth()
     {
-        QTcpServer probe;
-        QVERIFY(probe.listen(QHostAddress::LocalHost, 0));
-        const int healthPort = probe.serverPort();
-        probe.close();
+        const int healthPort = test::freePort();
+        QVERIFY2(healthPort > 0, "no free port on 127.0.0.1");
         test::AgentFixture agent(m_tmp.path());
         VERIFY_OK(agent.start(agentOptions(QStringLiteral("127.0.0.1"), true,
             { QStringLiteral("--health-port"), QString::number(healthPort) })));
@@ -492,9 +456,9 @@ private Q_SLOTS:
             grpc::StatusCode::UNIMPLEMENTED);
 
         // The same port again is refused with a reason, before anything is opened.
-        QVERIFY(probe.listen(QHostAddress::LocalHost, 0));
-        const QString samePort = QString::number(probe.serverPort());
-        probe.close();
+        const int port = test::freePort();
+        QVERIFY2(port > 0, "no free port on 127.0.0.1");
+        const QString samePort = QString::number(port);
         const Outcome same = run(test::binary("scalelab-agent"),
             agentArguments(QStringLiteral("health-same"), QStringLiteral("127.0.0.1"), samePort)
                 + QStringList { QStringLiteral("--health-port"), samePort },

@@ -4,15 +4,17 @@
 // that stop when an agent is removed and come back when an agent restarts, and the
 // console's default local agent listed when none is configured.
 #include "agent_client.h"
-#include "verify_ok.h"
 #include "agent_dialog.h"
 #include "agent_registry.h"
 #include "agents_model.h"
 #include "agents_view.h"
+#include "console_support.h"
 #include "local_agent.h"
 #include "main_window.h"
 #include "metric_chart.h"
+#include "study_driver.h"
 #include "test_support.h"
+#include "verify_ok.h"
 
 #include <QLabel>
 #include <QLineEdit>
@@ -20,7 +22,6 @@
 #include <QSignalSpy>
 #include <QStyleFactory>
 #include <QTableWidget>
-#include <QTcpServer>
 #include <QTemporaryDir>
 #include <QTest>
 
@@ -37,11 +38,7 @@ int fileMode(const QString &path)
     return int(st.st_mode & 07777);
 }
 
-bool writeFile(const QString &path, const QByteArray &content)
-{
-    QFile f(path);
-    return f.open(QIODevice::WriteOnly) && f.write(content) == content.size();
-}
+using test::writeFile;
 
 bool containsMessage(const QList<core::AgentProblem> &problems, const QString &field, const QString &text)
 {
@@ -66,17 +63,6 @@ core::AgentConfig agent(const QString &name, const QString &address, const QStri
     a.address = address;
     a.token = token;
     return a;
-}
-
-// A port nothing listens on (taken and given back at once).
-int closedPort()
-{
-    QTcpServer server;
-    if (!server.listen(QHostAddress::LocalHost, 0))
-        return 0;
-    const int port = server.serverPort();
-    server.close();
-    return port;
 }
 } // namespace
 
@@ -250,14 +236,8 @@ private Q_SLOTS:
     {
         QVERIFY(QDir().mkpath(m_tmp.filePath(QStringLiteral("data"))));
         VERIFY_OK(m_agent.start(agentOptions(QStringLiteral("agent"))));
-        v1::CreateSyntheticDatasetRequest request;
-        request.set_name("synth");
-        request.set_train_images(64);
-        request.set_test_images(32);
-        v1::Dataset dataset;
-        QVERIFY(core::AgentClient(m_agent.endpoint(), m_agent.token())
-                    .createSyntheticDataset(request, &dataset)
-                    .ok());
+        core::AgentClient client(m_agent.endpoint(), m_agent.token());
+        VERIFY_OK(test::createSyntheticSet(client, "synth", 64, 32));
     }
 
     void cleanupTestCase()
@@ -442,7 +422,7 @@ private Q_SLOTS:
         QVERIFY2(model->text(0, 4).contains(QLatin1String("GiB")), qPrintable(model->text(0, 4)));
         QVERIFY(model->text(0, 3).endsWith(QLatin1Char('%')));
         // Reachable agents go to the Study tab.
-        QTRY_VERIFY(!changed.isEmpty());
+        QTRY_VERIFY_WITH_TIMEOUT(!changed.isEmpty(), 30'000);
         const auto reachable = changed.last().at(0).value<QList<core::AgentEndpoint>>();
         QCOMPARE(reachable.size(), 1);
         QCOMPARE(reachable.at(0).name, QStringLiteral("node-a"));
@@ -456,8 +436,10 @@ private Q_SLOTS:
         // More rows for the picture: a wrong token and an address nobody answers.
         VERIFY_OK(view.addAgent(
             agent(QStringLiteral("wrong-token"), m_agent.endpoint(), QStringLiteral("x"))));
+        const int unanswered = test::freePort();
+        QVERIFY2(unanswered > 0, "no free port on 127.0.0.1");
         VERIFY_OK(view.addAgent(
-            agent(QStringLiteral("gpu-node-7"), QStringLiteral("127.0.0.1:%1").arg(closedPort()), {})));
+            agent(QStringLiteral("gpu-node-7"), QStringLiteral("127.0.0.1:%1").arg(unanswered), {})));
         QTRY_VERIFY_WITH_TIMEOUT(
             view.stateText(QStringLiteral("gpu-node-7")).startsWith(QLatin1String("unreachable")), 10000);
         QTRY_VERIFY_WITH_TIMEOUT(
@@ -483,8 +465,8 @@ private Q_SLOTS:
 
     void unreachableAddressIsSaidInWords()
     {
-        const int port = closedPort();
-        QVERIFY(port > 0);
+        const int port = test::freePort(); // nothing listens there
+        QVERIFY2(port > 0, "no free port on 127.0.0.1");
         app::AgentsView view;
         VERIFY_OK(view.openRegistry(m_tmp.filePath(QStringLiteral("console-unreachable"))));
         VERIFY_OK(view.addAgent(
@@ -586,7 +568,7 @@ private Q_SLOTS:
         QCOMPARE(view.agentNames(), QStringList { QStringLiteral("node-b") });
         QCOMPARE(changed.size(), 1);
         QCOMPARE(changed.at(0).at(0).value<QList<core::AgentEndpoint>>().size(), 1);
-        QTRY_VERIFY(chart.isNull()); // its charts go with it
+        QTRY_VERIFY_WITH_TIMEOUT(chart.isNull(), 30'000); // its charts go with it
         core::AgentRegistry saved(core::AgentRegistry::defaultPath(state));
         VERIFY_OK(saved.load());
         QCOMPARE(saved.agents().size(), 1);
@@ -596,7 +578,8 @@ private Q_SLOTS:
     void streamComesBackWhenTheAgentDoes()
     {
         // An agent of its own on a fixed port, so it can go away and come back there.
-        const int port = closedPort();
+        const int port = test::freePort();
+        QVERIFY2(port > 0, "no free port on 127.0.0.1");
         auto options = agentOptions(QStringLiteral("agent-restart"));
         options.extraArguments = { QStringLiteral("--port"), QString::number(port) };
         options.token = QStringLiteral("restart-token");
@@ -654,8 +637,7 @@ private:
     {
         const QString dir = qEnvironmentVariable("SCALELAB_SCREENSHOT_DIR");
         view.resize(1400, 800);
-        view.show();
-        QTest::qWait(400); // charts redraw on their timer
+        QVERIFY(test::showAndSettle(&view)); // charts redraw on their timer
         const QImage light = view.grab().toImage();
         QVERIFY(!light.isNull());
         if (!dir.isEmpty())
@@ -674,7 +656,7 @@ private:
         dark.setColor(QPalette::HighlightedText, Qt::white);
         const QPalette before = QApplication::palette();
         QApplication::setPalette(dark);
-        QTest::qWait(400);
+        QTRY_VERIFY_WITH_TIMEOUT(test::chartsSettled(&view), 10'000);
         const QImage darkImage = view.grab().toImage();
         QApplication::setPalette(before);
         if (!dir.isEmpty())

@@ -93,10 +93,11 @@ private Q_SLOTS:
         chart.append(
             QStringLiteral("t"), app::MetricPoint::at(app::XAxis::Step, 2, std::nextafter(54.5182, 100.0)));
         chart.redraw();
-        QTest::qWait(50); // the chart's layout runs (it never ended before)
+        // The chart's layout runs in the event loop (it never ended before): the axis is usable
+        // once it has.
         auto *y = static_cast<QValueAxis *>(chart.yAxisItem());
-        QVERIFY2(
-            y->max() - y->min() > 0.1, qPrintable(QStringLiteral("%1 .. %2").arg(y->min()).arg(y->max())));
+        QTRY_VERIFY2_WITH_TIMEOUT(y->max() - y->min() > 0.1,
+            qPrintable(QStringLiteral("%1 .. %2").arg(y->min()).arg(y->max())), 10'000);
         QVERIFY(y->min() < 54.5182 && y->max() > 54.5182);
     }
 
@@ -670,15 +671,18 @@ private Q_SLOTS:
         chart.append(QStringLiteral("a"), lossCurve(100, 1));
         chart.append(QStringLiteral("b"), lossCurve(100, 2));
         chart.redraw();
-        QTest::qWait(50); // the legend lays out its entries in the event loop
+        // The legend lays out its entries in the event loop. One entry per run: the faint raw
+        // lines and the hover marker have none shown.
         QLineSeries *b = chart.line(QStringLiteral("b"));
+        const auto shownMarkers = [&] {
+            int shown = 0;
+            for (auto *m : chart.chart()->legend()->markers())
+                shown += m->isVisible() ? 1 : 0;
+            return shown;
+        };
+        QTRY_COMPARE_WITH_TIMEOUT(shownMarkers(), 2, 10'000);
         const auto markers = chart.chart()->legend()->markers(b);
         QCOMPARE(markers.size(), 1);
-        // One legend entry per run: the faint raw lines and the hover marker have none shown.
-        int shown = 0;
-        for (auto *m : chart.chart()->legend()->markers())
-            shown += m->isVisible() ? 1 : 0;
-        QCOMPARE(shown, 2);
 
         Q_EMIT markers.front()->clicked();
         QVERIFY(!chart.isSeriesVisible(QStringLiteral("b")));
@@ -785,8 +789,8 @@ private Q_SLOTS:
         // On a log scale too: the axis made for it takes the palette.
         chart.setLogScale(true);
         chart.redraw();
-        QTest::qWait(50); // Qt Charts removes the old axis's items from the scene on the event loop
-        QCOMPARE(chart.chart()->axes(Qt::Vertical).size(), 1);
+        // Qt Charts removes the old axis's items from the scene on the event loop.
+        QTRY_COMPARE_WITH_TIMEOUT(chart.chart()->axes(Qt::Vertical).size(), 1, 10'000);
         QCOMPARE(chart.yAxisItem()->labelsBrush().color(), QColor(0xe0e0e0));
         QVERIFY(!static_cast<QCategoryAxis *>(chart.yAxisItem())->categoriesLabels().isEmpty());
         if (!path.isEmpty())

@@ -54,7 +54,7 @@ private Q_SLOTS:
         m_window->show();
         QTRY_VERIFY_WITH_TIMEOUT(m_window->isConnected(), 20000);
         auto *datasets = m_window->findChild<QComboBox *>(QStringLiteral("datasetCombo"));
-        QTRY_COMPARE(datasets->count(), 1);
+        QTRY_COMPARE_WITH_TIMEOUT(datasets->count(), 1, 30'000);
         QCOMPARE(datasets->currentData().toString(), QStringLiteral("syn"));
         QVERIFY(datasets->currentText().contains(QStringLiteral("SYNTHETIC")));
     }
@@ -108,13 +108,17 @@ private Q_SLOTS:
         QVERIFY(launch->isEnabled());
         QTest::mouseClick(launch, Qt::LeftButton);
         QTRY_VERIFY_WITH_TIMEOUT(m_window->lossPoints().size() > 0, 60000);
-        QTRY_VERIFY_WITH_TIMEOUT(m_window->currentRun() && m_window->currentRun()->terminal(), 120000);
+        QTRY_VERIFY_WITH_TIMEOUT(
+            m_window->currentRun() && m_window->currentRun()->terminal(), test::endsWithin());
         QCOMPARE(m_window->currentRun()->state(), v1::SUCCEEDED);
-        QTRY_COMPARE(m_window->lossPoints().size(), 8); // ceil(200 / 25) steps, all drawn
-        QTRY_COMPARE(m_window->testAccuracyPoints().size(), 1);
+        QTRY_COMPARE_WITH_TIMEOUT(
+            m_window->lossPoints().size(), 8, 30'000); // ceil(200 / 25) steps, all drawn
+        QTRY_COMPARE_WITH_TIMEOUT(m_window->testAccuracyPoints().size(), 1, 30'000);
         // The per-step series: learning rate, gradient norm, and the step's time in compute and
         // in all-reduce wait (none with one worker).
-        QTRY_COMPARE(m_window->learningRateChart()->pointCount(m_window->currentRun()->runId() + QStringLiteral("/lr")), 8u);
+        QTRY_COMPARE_WITH_TIMEOUT(m_window->learningRateChart()->pointCount(
+                                      m_window->currentRun()->runId() + QStringLiteral("/lr")),
+            8u, 30'000);
         QCOMPARE(m_window->gradNormChart()->pointCount(m_window->currentRun()->runId() + QStringLiteral("/gradnorm")), 8u);
         const auto *compute = m_window->stepTimeChart()->data(m_window->currentRun()->runId() + QStringLiteral("/compute"));
         const auto *wait = m_window->stepTimeChart()->data(m_window->currentRun()->runId() + QStringLiteral("/wait"));
@@ -123,15 +127,16 @@ private Q_SLOTS:
         QVERIFY(compute->rawValue(0) > 0);
         QCOMPARE(wait->rawValue(7), 0.0);
         // Where the epoch ended, on the step axis.
-        QTRY_COMPARE(m_window->lossChart()->shownVerticalMarkers(),
-            (QList<std::pair<double, QString>> { { 8.0, QStringLiteral("epoch 1") } }));
+        QTRY_COMPARE_WITH_TIMEOUT(m_window->lossChart()->shownVerticalMarkers(),
+            (QList<std::pair<double, QString>> { { 8.0, QStringLiteral("epoch 1") } }), 30'000);
         QVERIFY(m_window->findChild<QLabel *>(QStringLiteral("syntheticBanner"))->isVisible());
         QCOMPARE(m_window->currentRun()->gaps(), 0);
-        QTRY_VERIFY(launch->isEnabled()); // when the run's stream has ended, just after its last event
+        QTRY_VERIFY_WITH_TIMEOUT(
+            launch->isEnabled(), 30'000); // when the run's stream has ended, just after its last event
         // The run's progress: all of it, said in words on the bar.
         auto *progress = m_window->findChild<QProgressBar *>(QStringLiteral("runProgress"));
         QVERIFY(progress);
-        QTRY_COMPARE(progress->value(), 1000);
+        QTRY_COMPARE_WITH_TIMEOUT(progress->value(), 1000, 30'000);
         QVERIFY(progress->isVisible());
         QCOMPARE(progress->text(), QStringLiteral("trained: epoch 1/1"));
         QVERIFY2(m_window->findChild<QLabel *>(QStringLiteral("runLabel"))->text().contains(QLatin1String("epoch 1/1, step 8/8")),
@@ -157,15 +162,17 @@ private Q_SLOTS:
             app::MainWindow window(options);
             window.show();
             QTRY_VERIFY_WITH_TIMEOUT(window.isConnected(), 20000);
-            QTRY_COMPARE(window.findChild<QComboBox *>(QStringLiteral("datasetCombo"))->count(), 1);
+            QTRY_COMPARE_WITH_TIMEOUT(
+                window.findChild<QComboBox *>(QStringLiteral("datasetCombo"))->count(), 1, 30'000);
             window.findChild<QSpinBox *>(QStringLiteral("epochsSpin"))->setValue(1);
             window.findChild<QSpinBox *>(QStringLiteral("threadsSpin"))->setValue(1);
             auto *launch = window.findChild<QPushButton *>(QStringLiteral("launchButton"));
             QTest::mouseClick(launch, Qt::LeftButton);
-            QTRY_VERIFY_WITH_TIMEOUT(window.currentRun() && window.currentRun()->terminal(), 120000);
+            QTRY_VERIFY_WITH_TIMEOUT(
+                window.currentRun() && window.currentRun()->terminal(), test::endsWithin());
             QCOMPARE(window.currentRun()->state(), v1::SUCCEEDED);
             first = window.currentRun()->runId();
-            QTRY_VERIFY(launch->isEnabled());
+            QTRY_VERIFY_WITH_TIMEOUT(launch->isEnabled(), 30'000);
             // The second run is left running when the console goes (6 epochs: some seconds,
             // when the console is gone and back in a fraction of one).
             window.findChild<QSpinBox *>(QStringLiteral("epochsSpin"))->setValue(6);
@@ -188,7 +195,7 @@ private Q_SLOTS:
         QVERIFY(tree->topLevelItem(0)->text(0).startsWith(QStringLiteral("#2 ")));
         QVERIFY(again.currentRun() && again.currentRun()->runId() == second);
         QVERIFY(!again.currentRun()->terminal()); // as the journal had it: still running
-        QTRY_VERIFY(!again.lossPoints().isEmpty());
+        QTRY_VERIFY_WITH_TIMEOUT(!again.lossPoints().isEmpty(), 30'000);
         QCOMPARE(again.runHistory()->current(), second);
         // The form as it was left: the command line gave the batch; epochs and threads were set.
         QCOMPARE(again.findChild<QSpinBox *>(QStringLiteral("threadsSpin"))->value(), 1);
@@ -196,21 +203,23 @@ private Q_SLOTS:
         QCOMPARE(again.findChild<QSpinBox *>(QStringLiteral("batchSpin"))->value(), 25);
         // Followed from where the journal stopped, to its end: every step once.
         QTRY_VERIFY_WITH_TIMEOUT(again.isConnected(), 20000);
-        QTRY_VERIFY_WITH_TIMEOUT(again.currentRun()->terminal(), 120000);
+        QTRY_VERIFY_WITH_TIMEOUT(again.currentRun()->terminal(), test::endsWithin());
         QCOMPARE(again.currentRun()->state(), v1::SUCCEEDED);
         QCOMPARE(again.currentRun()->gaps(), 0);
         QCOMPARE(again.currentRun()->duplicates(), 0);
-        QTRY_COMPARE(again.lossPoints().size(), 48); // 6 epochs of ceil(200 / 25) steps
-        QTRY_COMPARE(tree->topLevelItem(0)->text(app::RunHistoryView::StateColumn), QStringLiteral("SUCCEEDED"));
+        QTRY_COMPARE_WITH_TIMEOUT(again.lossPoints().size(), 48, 30'000); // 6 epochs of ceil(200 / 25) steps
+        QTRY_COMPARE_WITH_TIMEOUT(tree->topLevelItem(0)->text(app::RunHistoryView::StateColumn),
+            QStringLiteral("SUCCEEDED"), 30'000);
         // The first run drawn beside it, from the journal.
         QVERIFY(!again.lossChart()->hasSeries(first + QStringLiteral("/loss")));
         tree->topLevelItem(1)->setCheckState(0, Qt::Checked);
-        QTRY_COMPARE(again.lossChart()->drawnPoints(first + QStringLiteral("/loss")).size(), 8);
+        QTRY_COMPARE_WITH_TIMEOUT(
+            again.lossChart()->drawnPoints(first + QStringLiteral("/loss")).size(), 8, 30'000);
         // Reopened: it becomes the run the tab shows.
         Q_EMIT again.runHistory()->openRequested(first);
         QCOMPARE(again.currentRun()->runId(), first);
         QCOMPARE(again.currentRun()->state(), v1::SUCCEEDED);
-        QTRY_COMPARE(again.lossPoints().size(), 8);
+        QTRY_COMPARE_WITH_TIMEOUT(again.lossPoints().size(), 8, 30'000);
         QVERIFY(again.lossChart()->hasSeries(second + QStringLiteral("/loss"))); // still drawn
         // Forgotten: gone from the list, the charts and the journal.
         Q_EMIT again.runHistory()->forgetRequested(second);
@@ -283,9 +292,7 @@ private Q_SLOTS:
                 "training": {"maxTrainImages": 50, "maxTestImages": 25},
                 "grid": {"workers": [1], "batchSize": [25], "epochs": [1], "threadsPerWorker": [1]}})");
             VERIFY_OK(plan);
-            core::StudyRunner creator(&journal);
-            creator.setAgents(agents);
-            const auto created = creator.createStudy(*plan);
+            const auto created = test::createStudy(&journal, agents, *plan);
             VERIFY_OK(created);
             studyId = created.value();
             QCOMPARE(test::driveStudyToEnd(&journal, studyId, agents, 0), QStringLiteral("SUCCEEDED"));

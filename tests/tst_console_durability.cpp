@@ -8,11 +8,12 @@
 // with no study argument: it must reattach by itself.
 #include "agent_client.h"
 #include "agent_fixture.h"
-#include "verify_ok.h"
 #include "journal.h"
+#include "study_driver.h"
 #include "study_plan.h"
 #include "study_state.h"
 #include "test_support.h"
+#include "verify_ok.h"
 
 #include <QProcess>
 #include <QTest>
@@ -77,13 +78,7 @@ private Q_SLOTS:
         options.stateName = QStringLiteral("agent");
         options.token = kToken;
         VERIFY_OK(m_agent.start(options));
-        v1::CreateSyntheticDatasetRequest request;
-        request.set_name("synth");
-        request.set_train_images(256);
-        request.set_test_images(64);
-        v1::Dataset dataset;
-        const Status made = m_agent.client().createSyntheticDataset(request, &dataset);
-        QVERIFY2(made.ok(), qPrintable(made.error()));
+        VERIFY_OK(test::createSyntheticSet(m_agent.client(), "synth", 256, 64));
         QFile token(path(QStringLiteral("token")));
         QVERIFY(token.open(QIODevice::WriteOnly));
         token.write(kToken.toUtf8());
@@ -110,7 +105,7 @@ private Q_SLOTS:
         QTRY_VERIFY_WITH_TIMEOUT(studyState(&studyId).runs().size() == 2
                 && studyState(&studyId).runs().first().phase == RunPhase::Running
                 && storedEvents(studyId, studyState(&studyId).runs().first().planned.runId) >= 3,
-            120'000);
+            test::endsWithin());
         const QString baselineId = studyState(&studyId).runs().first().planned.runId;
         const int storedBeforeKill = storedEvents(studyId, baselineId);
         ::kill(pid_t(first.processId()), SIGKILL);
@@ -128,7 +123,8 @@ private Q_SLOTS:
         // Started again with nothing but its state folder, the console reattaches.
         QProcess second;
         startConsole(&second, {});
-        QTRY_VERIFY_WITH_TIMEOUT(studyState(&studyId).state() == QLatin1String("SUCCEEDED"), 240'000);
+        QTRY_VERIFY_WITH_TIMEOUT(
+            studyState(&studyId).state() == QLatin1String("SUCCEEDED"), test::endsWithin());
         second.terminate();
         QVERIFY(second.waitForFinished(10'000));
         QTRY_VERIFY_WITH_TIMEOUT(

@@ -8,11 +8,12 @@
 // `ctest -LE root`.
 #include "agent_client.h"
 #include "agent_fixture.h"
-#include "verify_ok.h"
 #include "journal.h"
 #include "run_event_log.h"
+#include "study_driver.h"
 #include "study_runner.h"
 #include "test_support.h"
+#include "verify_ok.h"
 
 #include <QDirIterator>
 #include <QFileInfo>
@@ -112,15 +113,7 @@ private Q_SLOTS:
             qPrintable(QStringLiteral("cannot mount a tmpfs: ") + output));
         m_mounted = true;
         VERIFY_OK(startAgent());
-        AgentClient &client = m_agent.client();
-        v1::CreateSyntheticDatasetRequest request;
-        request.set_name("synth");
-        request.set_train_images(192);
-        request.set_test_images(64);
-        request.set_seed(5);
-        v1::Dataset dataset;
-        const auto result = client.createSyntheticDataset(request, &dataset);
-        QVERIFY2(result.ok(), qPrintable(result.error()));
+        VERIFY_OK(test::createSyntheticSet(m_agent.client(), "synth", 192, 64, 5));
     }
 
     void cleanupTestCase()
@@ -160,7 +153,7 @@ private Q_SLOTS:
         const QString runId = runner.state().runs().first().planned.runId;
 
         // The second checkpoint does not fit: the attempt fails and the run waits.
-        QTRY_VERIFY_WITH_TIMEOUT(runner.state().run(runId)->spaceNeeded > 0, 240'000);
+        QTRY_VERIFY_WITH_TIMEOUT(runner.state().run(runId)->spaceNeeded > 0, test::endsWithin());
         const RunProgress waiting = *runner.state().run(runId);
         QCOMPARE(waiting.phase, RunPhase::Pending);
         QCOMPARE(waiting.failures, 0);
@@ -197,7 +190,9 @@ private Q_SLOTS:
             QVERIFY(epoch1);
             QVERIFY(ended);
         }
-        // It keeps waiting while the disk is full: no attempt burns an epoch.
+        // It keeps waiting while the disk is full: no attempt burns an epoch. A "nothing
+        // happens" wait, the one kind a fixed time may bound: 4 s is dozens of the runner's
+        // ticks, in which a retry would have started.
         QTest::qWait(4000);
         QCOMPARE(runner.state().run(runId)->attempts.size(), 1);
         QCOMPARE(runner.state().run(runId)->phase, RunPhase::Pending);
@@ -205,7 +200,7 @@ private Q_SLOTS:
         // Space is freed: the run resumes from epoch 1 and finishes.
         QString output;
         QVERIFY2(resize(QStringLiteral("200m"), &output), qPrintable(output));
-        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 300'000);
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, test::endsWithin());
         QCOMPARE(finished.first().first().toString(), QStringLiteral("SUCCEEDED"));
         const RunProgress &done = *runner.state().run(runId);
         QCOMPARE(done.failures, 0);
@@ -226,7 +221,7 @@ private Q_SLOTS:
             QStringList { checkpoints + QStringLiteral("/epoch-0003") });
         AgentClient &client = m_agent.client();
         v1::DescribeResponse d;
-        QTRY_VERIFY(client.describe(&d).ok() && d.storage().temporary_bytes() == 0);
+        QTRY_VERIFY_WITH_TIMEOUT(client.describe(&d).ok() && d.storage().temporary_bytes() == 0, 30'000);
         QVERIFY2(d.storage().checkpoint_bytes() > 26'000'000 && d.storage().checkpoint_bytes() < 27'000'000,
             qPrintable(QString::number(d.storage().checkpoint_bytes())));
         QVERIFY(d.storage().free_bytes() > 100'000'000);
@@ -260,11 +255,36 @@ private Q_SLOTS:
     // of the run before it stay readable, also to an agent restarted meanwhile.
     void unrecordableRunIsRefusedAndOlderRecordsSurvive()
     {
-        v1::DescribeResponse before;
-        QVERIFY(m_agent.client().describe(&before).ok());
-        QVERIFY(before.runs_size() >= 1);
-        const std::string earlier = before.runs(0).run_id();
-        const int earlierAttempt = before.runs(0).attempt();
+        // A run of its own first (this function runs alone, in a process of its own: ctest
+        // registers each function as a test), recorded before the disk fills.
+        const std::string earlier = "recorded-earlier";
+        const int earlierAttempt = 1;
+        // A one-rank, one-epoch run of the synthetic set, attempt 1.
+        const auto oneEpoch = [](const std::string &runId) {
+            v1::StartWorkersRequest request;
+            request.set_run_id(runId);
+            request.set_attempt(1);
+            request.set_world_size(1);
+            request.add_ranks(0);
+            request.mutable_spec()->set_dataset("synth");
+            request.mutable_spec()->set_batch_size(32);
+            request.mutable_spec()->set_epochs(1);
+            return request;
+        };
+        {
+            v1::StartWorkersResponse response;
+            VERIFY_OK(m_agent.client().startWorkers(oneEpoch(earlier), &response));
+            const auto ended = [&] {
+                QList<v1::RunInfo> runs;
+                if (!m_agent.client().listAllRuns(&runs).ok())
+                    return false;
+                for (const auto &r : runs)
+                    if (r.run_id() == earlier && r.state() == v1::SUCCEEDED)
+                        return true;
+                return false;
+            };
+            QTRY_VERIFY_WITH_TIMEOUT(ended(), test::endsWithin());
+        }
 
         QString output;
         QVERIFY2(resize(QStringLiteral("60m"), &output), qPrintable(output));
@@ -277,16 +297,8 @@ private Q_SLOTS:
         }
         QVERIFY2(freeBytes(m_mount) < (1 << 20), qPrintable(QString::number(freeBytes(m_mount))));
 
-        v1::StartWorkersRequest request;
-        request.set_run_id("no-room");
-        request.set_attempt(1);
-        request.set_world_size(1);
-        request.add_ranks(0);
-        request.mutable_spec()->set_dataset("synth");
-        request.mutable_spec()->set_batch_size(32);
-        request.mutable_spec()->set_epochs(1);
         v1::StartWorkersResponse response;
-        const Status result = m_agent.client().startWorkers(request, &response);
+        const Status result = m_agent.client().startWorkers(oneEpoch("no-room"), &response);
         QCOMPARE(result.code(), Status::Code::ResourceExhausted);
         QVERIFY2(result.error().contains(QLatin1String(": no space left on device: cannot record the run")),
             qPrintable(result.error()));

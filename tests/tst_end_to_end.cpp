@@ -1,8 +1,9 @@
 // The whole path, as a user drives it: scalelab-cli → a real scalelab-agent process on
 // port 0 → scalelab-worker → events back, plus the CLI's answers to bad input.
 #include "agent_fixture.h"
-#include "verify_ok.h"
+#include "cifar10.h"
 #include "test_support.h"
+#include "verify_ok.h"
 
 #include <QFile>
 #include <QJsonDocument>
@@ -22,7 +23,7 @@ struct CliResult {
     QString err;
 };
 
-CliResult runCli(const QStringList &args, const QString &token = {}, int timeoutMs = 240'000)
+CliResult runCli(const QStringList &args, const QString &token = {}, int timeoutMs = test::endsWithin())
 {
     QProcess cli;
     auto env = QProcessEnvironment::systemEnvironment();
@@ -154,7 +155,7 @@ private Q_SLOTS:
         env.remove(QStringLiteral("SCALELAB_PROGRESS"));
         terminal.setProcessEnvironment(env);
         terminal.start(script, { QStringLiteral("-qfec"), command.join(QLatin1Char(' ')), QStringLiteral("/dev/null") });
-        QVERIFY(terminal.waitForFinished(test::timeLimit(240'000)));
+        QVERIFY(terminal.waitForFinished(test::endsWithin()));
         const QString out = QString::fromUtf8(terminal.readAllStandardOutput());
         QCOMPARE(terminal.exitCode(), 0);
         QVERIFY2(out.contains(QLatin1String("\x1b[1A\x1b[J")), qPrintable(out.right(2000))); // redrawn in place
@@ -281,6 +282,10 @@ private Q_SLOTS:
 
     void unknownDatasetNamesWhatExists()
     {
+        // What exists: a synthetic set of its own (this function runs alone, as ctest's test
+        // tst_end_to_end.unknownDatasetNamesWhatExists).
+        VERIFY_OK(scalelab::trainer::cifar::writeSyntheticDataset(
+            (m_fixture.dataDir() + QStringLiteral("/synthetic")).toStdString(), 100, 20, 1));
         const auto r = runCli(
             { QStringLiteral("run"), QStringLiteral("--data-dir"), m_fixture.dataDir(),
                 QStringLiteral("--state-dir"), m_fixture.path(QStringLiteral("state3")),

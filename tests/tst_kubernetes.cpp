@@ -15,7 +15,6 @@
 #include <QFileInfo>
 #include <QProcess>
 #include <QRegularExpression>
-#include <QTcpServer>
 #include <QTcpSocket>
 #include <QTemporaryDir>
 #include <QTest>
@@ -345,12 +344,6 @@ QStringList problems(const Documents &docs)
     return found;
 }
 
-int freePort()
-{
-    QTcpServer probe;
-    return probe.listen(QHostAddress::LocalHost, 0) ? probe.serverPort() : 0;
-}
-
 } // namespace
 
 class TestKubernetes : public QObject {
@@ -536,9 +529,9 @@ private Q_SLOTS:
             QVERIFY2(verify.exitCode() == 0, qPrintable(name + QStringLiteral(": ") + verify.readAll()));
         }
 
-        const int port = freePort();
-        const int healthPort = freePort();
-        const int metricsPort = freePort();
+        const int port = test::freePort();
+        const int healthPort = test::freePort();
+        const int metricsPort = test::freePort();
         QVERIFY(port > 0 && healthPort > 0 && metricsPort > 0 && port != healthPort && metricsPort != port
             && metricsPort != healthPort);
         QStringList args;

@@ -40,7 +40,7 @@ private:
         env.insert(QStringLiteral("SCALELAB_TOKEN"), kToken);
         p.setProcessEnvironment(env);
         p.start(test::binary("scalelab-cli"), arguments);
-        if (!p.waitForFinished(test::timeLimit(240'000)))
+        if (!p.waitForFinished(test::endsWithin()))
             return -1;
         *output = p.readAllStandardOutput();
         const QByteArray stderrText = p.readAllStandardError();

@@ -2,6 +2,7 @@
 // (shown once stable, evaluations included), and the progress line's text; the CLI's
 // live line on a terminal and plain lines elsewhere are tested in tst_end_to_end.
 #include "progress_meter.h"
+#include "run_events.h"
 
 #include <QTest>
 
@@ -12,31 +13,15 @@ using namespace scalelab::core;
 
 namespace {
 
-v1::RunEvent started(int epochs, qint64 stepsPerEpoch, int resumedFrom = 0)
-{
-    v1::RunEvent e;
-    e.mutable_started()->mutable_effective()->set_epochs(epochs);
-    e.mutable_started()->set_steps_per_epoch(stepsPerEpoch);
-    e.mutable_started()->set_resumed_from_epoch(resumedFrom);
-    return e;
-}
+using test::epochEvent;
+using test::startedEvent;
 
+// Step `step` of `epoch`, `elapsed` seconds in, at 88 images/s.
 v1::RunEvent step(int epoch, qint64 step, double elapsed, double loss = 1.5)
 {
-    v1::RunEvent e;
-    e.mutable_step()->set_epoch(epoch);
-    e.mutable_step()->set_step(step);
+    v1::RunEvent e = test::stepEvent(epoch, step, loss);
     e.mutable_step()->set_elapsed_seconds(elapsed);
-    e.mutable_step()->set_loss(loss);
     e.mutable_step()->set_images_per_second(88);
-    return e;
-}
-
-v1::RunEvent epochDone(int epoch, double elapsed)
-{
-    v1::RunEvent e;
-    e.mutable_epoch()->set_epoch(epoch);
-    e.mutable_epoch()->set_elapsed_seconds(elapsed);
     return e;
 }
 
@@ -52,7 +37,7 @@ private Q_SLOTS:
         QCOMPARE(v.stepsTotal, qint64(0));
         QVERIFY(std::isnan(v.loss));
         QVERIFY(!v.etaSeconds);
-        m.apply(started(3, 10));
+        m.apply(startedEvent(3, 10));
         m.apply(step(1, 1, 0.0));
         v = m.view();
         QCOMPARE(v.epoch, 1);
@@ -71,7 +56,7 @@ private Q_SLOTS:
     void etaOnceTheRateIsStable()
     {
         ProgressMeter m;
-        m.apply(started(3, 10));
+        m.apply(startedEvent(3, 10));
         // One step every 0.5 s: after 4 steps (1.5 s) not yet stable.
         for (int s = 1; s <= 4; ++s)
             m.apply(step(1, s, 0.5 * (s - 1)));
@@ -82,7 +67,7 @@ private Q_SLOTS:
         QCOMPARE(m.view().etaSeconds, std::optional<double>(10.0));
         // Epoch 1 evaluates for 1.5 s after its last step (4.5 s): that recurs for the
         // two epochs left.
-        m.apply(epochDone(1, 6.0));
+        m.apply(epochEvent(1, 6.0));
         QCOMPARE(m.view().etaSeconds, std::optional<double>(10.0 + 2 * 1.5));
         m.apply(step(2, 11, 6.5));
         // 10 steps in 6.5 s now (the evaluation slowed the average), 19 left, 2 evaluations.
@@ -92,12 +77,12 @@ private Q_SLOTS:
     void resumedRunsCountTheirDoneEpochs()
     {
         ProgressMeter m;
-        m.apply(started(3, 10));
+        m.apply(startedEvent(3, 10));
         for (int s = 1; s <= 10; ++s)
             m.apply(step(1, s, s));
-        m.apply(epochDone(1, 11));
+        m.apply(epochEvent(1, 11));
         // A new attempt from the checkpoint of epoch 2: a new measurement.
-        m.apply(started(3, 10, 2));
+        m.apply(startedEvent(3, 10, 2));
         ProgressView v = m.view();
         QCOMPARE(v.stepsDone, qint64(20));
         QCOMPARE(v.epoch, 3);
@@ -110,10 +95,10 @@ private Q_SLOTS:
     void doneRunsHaveNoEta()
     {
         ProgressMeter m;
-        m.apply(started(1, 10));
+        m.apply(startedEvent(1, 10));
         for (int s = 1; s <= 10; ++s)
             m.apply(step(1, s, s));
-        m.apply(epochDone(1, 12));
+        m.apply(epochEvent(1, 12));
         const ProgressView v = m.view();
         QVERIFY(v.done);
         QVERIFY(!v.etaSeconds);
@@ -144,7 +129,7 @@ private Q_SLOTS:
     void lineFitsItsTerminal()
     {
         ProgressMeter m;
-        m.apply(started(5, 125));
+        m.apply(startedEvent(5, 125));
         for (int s = 1; s <= 48; ++s)
             m.apply(step(1, s, s * 0.25, 0.5512));
         const ProgressView v = m.view(); // 47 steps in 11.75 s: 4/s; 577 left: 144 s

@@ -32,12 +32,6 @@ using namespace scalelab::core;
 
 namespace {
 
-int freePort()
-{
-    QTcpServer probe;
-    return probe.listen(QHostAddress::LocalHost, 0) ? probe.serverPort() : 0;
-}
-
 // GET `url`; the body, or empty when it failed within `timeoutMs`.
 QByteArray httpGet(const QUrl &url, int timeoutMs = 5'000)
 {
@@ -84,7 +78,9 @@ public:
                        .arg(target)
                        .toUtf8());
         file.close();
-        m_port = freePort();
+        m_port = test::freePort();
+        if (m_port == 0)
+            return QStringLiteral("no free port on 127.0.0.1 for prometheus");
         m_process.setProcessChannelMode(QProcess::MergedChannels);
         m_process.setStandardOutputFile(dir + QStringLiteral("/prometheus.log"));
         m_process.start(QStandardPaths::findExecutable(QStringLiteral("prometheus")),
@@ -173,7 +169,8 @@ private Q_SLOTS:
 
     void prometheusScrapesARunningRun()
     {
-        const int metricsPort = freePort();
+        const int metricsPort = test::freePort();
+        QVERIFY2(metricsPort > 0, "no free port on 127.0.0.1");
         test::AgentFixture agent(m_tmp.path());
         test::AgentFixtureOptions options;
         options.syntheticSet = QStringLiteral("syn");
@@ -246,41 +243,57 @@ private Q_SLOTS:
         QTRY_VERIFY_WITH_TIMEOUT((first = prometheus.query(steps)) > 0, 30'000);
         QTRY_VERIFY2_WITH_TIMEOUT(prometheus.query(steps) > first,
             qPrintable(QStringLiteral("the step counter stays at %1").arg(first)), 30'000);
-        QVERIFY(prometheus.query(QStringLiteral("scalelab_run_images_per_second{run_id=\"prom-1\"}")) > 0);
-        QVERIFY(
-            prometheus.query(QStringLiteral("rate(scalelab_run_images_total{run_id=\"prom-1\"}[10s])")) > 0);
-        QCOMPARE(prometheus.query(QStringLiteral("up{job=\"scalelab-agent\"}")), 1.0);
+        // Each query below is waited for until it answers, not read once: a scrape that fails on
+        // a loaded machine (its 1 s timeout) marks every series stale until the next one succeeds,
+        // and a rate needs two scrapes inside its window.
+        QTRY_VERIFY_WITH_TIMEOUT(
+            prometheus.query(QStringLiteral("scalelab_run_images_per_second{run_id=\"prom-1\"}")) > 0,
+            60'000);
+        QTRY_VERIFY_WITH_TIMEOUT(
+            prometheus.query(QStringLiteral("rate(scalelab_run_images_total{run_id=\"prom-1\"}[10s])")) > 0,
+            60'000);
+        QTRY_COMPARE_WITH_TIMEOUT(
+            prometheus.query(QStringLiteral("up{job=\"scalelab-agent\"}")), 1.0, 60'000);
 
-        // Every query of the Grafana dashboard is one this Prometheus accepts, and those of the
-        // run panels find the run (Grafana's variables as "all", its range as 5 minutes).
+        // Every query of the Grafana dashboard is one this Prometheus accepts, and every one but the
+        // GPU panels' (nothing on a CPU node) finds the run (Grafana's variables as "all", its
+        // range as 5 minutes). The run trains until stopped, so each query is waited for until
+        // its data is there (a 1m rate: two scrapes; the accuracies: an epoch), not for a time.
         {
             QFile file(QStringLiteral(SCALELAB_SOURCE_DIR "/packaging/grafana/scalelab-agents.json"));
             QVERIFY(file.open(QIODevice::ReadOnly));
             const QJsonArray panels
                 = QJsonDocument::fromJson(file.readAll())[QStringLiteral("panels")].toArray();
-            int answered = 0, queries = 0;
+            int queries = 0, gpuQueries = 0;
             for (const QJsonValue &panel : panels)
                 for (const QJsonValue &target : panel[QStringLiteral("targets")].toArray()) {
                     QString expression = target[QStringLiteral("expr")].toString();
                     expression.replace(QStringLiteral("$run_id"), QStringLiteral(".*"))
                         .replace(QStringLiteral("$instance"), QStringLiteral(".*"))
                         .replace(QStringLiteral("$__range"), QStringLiteral("5m"));
+                    const QString title = panel[QStringLiteral("title")].toString();
                     QUrlQuery q;
                     q.addQueryItem(QStringLiteral("query"), expression);
-                    const QJsonObject answer = prometheus.api(QStringLiteral("query"), q);
+                    QJsonObject answer = prometheus.api(QStringLiteral("query"), q);
                     QVERIFY2(answer[QStringLiteral("status")].toString() == QLatin1String("success"),
                         qPrintable(QStringLiteral("panel '%1': %2: %3")
-                                       .arg(panel[QStringLiteral("title")].toString(), expression,
-                                           answer[QStringLiteral("error")].toString())));
+                                       .arg(title, expression, answer[QStringLiteral("error")].toString())));
                     ++queries;
-                    if (!answer[QStringLiteral("data")][QStringLiteral("result")].toArray().isEmpty())
-                        ++answered;
+                    if (expression.contains(QLatin1String("scalelab_gpu_"))) {
+                        ++gpuQueries;
+                        continue;
+                    }
+                    QTRY_VERIFY2_WITH_TIMEOUT(!(answer = prometheus.api(QStringLiteral("query"),
+                                                    q))[QStringLiteral("data")][QStringLiteral("result")]
+                                                   .toArray()
+                                                   .isEmpty(),
+                        qPrintable(
+                            QStringLiteral("panel '%1' found no data in 60 s: %2").arg(title, expression)),
+                        60'000);
                 }
-            // The GPU panels find nothing on a CPU node; everything else has data.
-            QVERIFY2(queries >= 20 && answered >= queries - 2,
-                qPrintable(QStringLiteral("%1 of the dashboard's %2 queries found data")
-                               .arg(answered)
-                               .arg(queries)));
+            QVERIFY2(queries >= 20 && gpuQueries == 2,
+                qPrintable(
+                    QStringLiteral("the dashboard has %1 queries, %2 of GPUs").arg(queries).arg(gpuQueries)));
         }
 
         // Stopped: the agent counts it, and shows how it ended (for 5 minutes); its rank is gone.

@@ -11,6 +11,8 @@
 #include <QTemporaryDir>
 #include <QTest>
 
+#include <functional>
+
 #include <cmath>
 
 #include <google/protobuf/util/json_util.h>
@@ -42,8 +44,10 @@ private:
         return r;
     }
 
-    // Reads a run's stream from `from` to its end.
-    std::vector<v1::RunEvent> watch(const QString &id, qint64 from, grpc::Status *status)
+    // The run's events from `from` to its end, or (with `until`) up to the first event for
+    // which `until` is true; the stream is then cancelled, and *status is CANCELLED.
+    std::vector<v1::RunEvent> watch(const QString &id, qint64 from, grpc::Status *status,
+        const std::function<bool(const v1::RunEvent &)> &until = {})
     {
         grpc::ClientContext context;
         m_client->connection().prepareStream(&context);
@@ -54,9 +58,15 @@ private:
         auto reader = m_client->connection().stub->WatchRun(&context, request);
         std::vector<v1::RunEvent> events;
         v1::RunEvent e;
-        while (reader->Read(&e))
-            if (!e.has_heartbeat())
-                events.push_back(e);
+        while (reader->Read(&e)) {
+            if (e.has_heartbeat())
+                continue;
+            events.push_back(e);
+            if (until && until(e)) {
+                context.TryCancel();
+                break;
+            }
+        }
         *status = reader->Finish();
         return events;
     }
@@ -294,7 +304,12 @@ private Q_SLOTS:
         v1::StartWorkersResponse started;
         auto r = m_client->startWorkers(smallRun(id, 1000), &started);
         QVERIFY2(r.ok(), qPrintable(r.error()));
-        QTest::qWait(1500);
+        // Stopped while it trains: its first step is the proof (not a fixed wait, which a
+        // loaded machine can outlast before the worker has even started).
+        grpc::Status training;
+        const auto first = watch(id, 1, &training, [](const v1::RunEvent &e) { return e.has_step(); });
+        QVERIFY2(!first.empty() && first.back().has_step(),
+            qPrintable(QStringLiteral("the run ended before its first step: %1").arg(training.error_code())));
         QElapsedTimer timer;
         timer.start();
         v1::StopRunResponse stopped;

@@ -81,13 +81,6 @@ QByteArray plan(const char *name, int trainImages, int epochs, bool baseline)
         .toUtf8();
 }
 
-void writeFile(const QString &path, const QByteArray &text)
-{
-    QFile f(path);
-    QVERIFY2(f.open(QIODevice::WriteOnly), qPrintable(path));
-    f.write(text);
-}
-
 } // namespace
 
 class TestSlurm : public QObject {
@@ -109,7 +102,10 @@ private:
     QString submit(const QByteArray &planText, int nodes, int trainImages)
     {
         const QString planFile = jobsDir() + QStringLiteral("/plan-%1.json").arg(QDateTime::currentMSecsSinceEpoch());
-        writeFile(planFile, planText);
+        if (!test::writeFile(planFile, planText)) {
+            qWarning("cannot write %s", qPrintable(planFile));
+            return {};
+        }
         const Result r = run(QStringLiteral("sbatch"),
             { QStringLiteral("--parsable"), QStringLiteral("-N"), QString::number(nodes),
                 QStringLiteral("--chdir=") + jobsDir(), kBatch, planFile, QStringLiteral("--synthetic"),

@@ -93,7 +93,8 @@ private:
 
     QString driveToEnd(Journal *journal, const QString &studyId, int crashAfter, int *runners = nullptr)
     {
-        return test::driveStudyToEnd(journal, studyId, m_agents, crashAfter, runners, 200, 180'000);
+        return test::driveStudyToEnd(
+            journal, studyId, m_agents, crashAfter, runners, 200, test::endsWithin());
     }
 
     // Creates a study from `plan` in a journal of its own under `folder` and drives it with
@@ -130,18 +131,7 @@ private Q_SLOTS:
     void initTestCase()
     {
         QVERIFY(m_tmp.isValid());
-        QVERIFY(QDir().mkpath(path(QStringLiteral("data"))));
-        for (LocalAgent *agent : { &m_a, &m_b })
-            VERIFY_OK(startAgent(agent, QStringLiteral("agent-%1").arg(m_agents.size() + 1), &m_agents));
-        AgentClient client(m_a.endpoint(), kToken);
-        v1::CreateSyntheticDatasetRequest request;
-        request.set_name("synth");
-        request.set_train_images(192);
-        request.set_test_images(64);
-        request.set_seed(3);
-        v1::Dataset dataset;
-        const auto result = client.createSyntheticDataset(request, &dataset);
-        QVERIFY2(result.ok(), qPrintable(result.error()));
+        VERIFY_OK(test::startStudyAgents({ &m_a, &m_b }, m_tmp.path(), kToken, 192, &m_agents));
     }
 
     void cleanupTestCase()
@@ -157,9 +147,7 @@ private Q_SLOTS:
     {
         Journal journal;
         VERIFY_OK(journal.open(path(QStringLiteral("crash/journal.sqlite"))));
-        StudyRunner creator(&journal);
-        creator.setAgents(m_agents);
-        const auto createdStudy = creator.createStudy(tinyPlan({ 2 }));
+        const auto createdStudy = test::createStudy(&journal, m_agents, tinyPlan({ 2 }));
         VERIFY_OK(createdStudy);
         const QString studyId = createdStudy.value();
 
@@ -180,15 +168,11 @@ private Q_SLOTS:
             }
         }
         // The agents agree: one attempt per run, each succeeded.
-        for (const auto &agent : m_agents) {
-            AgentClient client(agent.address, kToken);
-            v1::ListRunsResponse runs;
-            QVERIFY(client.listRuns({}, &runs).ok());
-            for (const auto &r : runs.runs())
-                if (QString::fromStdString(r.run_id()).startsWith(studyId)) {
-                    QCOMPARE(r.attempt(), 1);
-                    QCOMPARE(r.state(), v1::SUCCEEDED);
-                }
+        const auto agentRuns = test::agentRunsOf(m_agents, kToken, studyId);
+        VERIFY_OK(agentRuns);
+        for (const auto &r : agentRuns.value()) {
+            QCOMPARE(r.attempt(), 1);
+            QCOMPARE(r.state(), v1::SUCCEEDED);
         }
         const StudySnapshot snapshot = buildSnapshot(state, journal);
         QVERIFY(snapshot.synthetic);
@@ -218,6 +202,8 @@ private Q_SLOTS:
         QTRY_VERIFY_WITH_TIMEOUT(!runner.state().runs().first().reason.isEmpty(), 20000);
         QCOMPARE(runner.state().runs().first().reason,
             QStringLiteral("needs 1 GPU per worker; no agent has a GPU"));
+        // A "nothing happens" wait, the one kind a fixed time may bound: for 1.5 s (15 of the
+        // runner's ticks) the run stays pending and the study does not end.
         QTest::qWait(1500);
         QCOMPARE(runner.state().runs().first().phase, RunPhase::Pending);
         QVERIFY(finished.isEmpty());
@@ -244,7 +230,8 @@ private Q_SLOTS:
         Journal journal;
         QString studyId;
         StudySnapshot s;
-        QCOMPARE(runStudy(plan, QStringLiteral("diverge"), 180'000, &journal, &studyId, &s), QStringLiteral("FAILED"));
+        QCOMPARE(runStudy(plan, QStringLiteral("diverge"), test::endsWithin(), &journal, &studyId, &s),
+            QStringLiteral("FAILED"));
         const StudyResults results = computeStudyResults(s);
         for (int i = 0; i < s.runs.size(); ++i) {
             const RunResult &r = s.runs[i];
@@ -274,7 +261,8 @@ private Q_SLOTS:
         Journal journal;
         QString studyId;
         StudySnapshot s;
-        QCOMPARE(runStudy(*plan, QStringLiteral("exact"), 120'000, &journal, &studyId, &s), QStringLiteral("SUCCEEDED"));
+        QCOMPARE(runStudy(*plan, QStringLiteral("exact"), test::endsWithin(), &journal, &studyId, &s),
+            QStringLiteral("SUCCEEDED"));
         QCOMPARE(s.runs.size(), 1);
         const QJsonObject recipe = s.runs[0].recipe; // as the worker's started event said
         QCOMPARE(recipe.value(QLatin1String("learning_rate")).toDouble(), 1e-7);
@@ -306,7 +294,8 @@ private Q_SLOTS:
         Journal journal;
         QString studyId;
         StudySnapshot s;
-        QCOMPARE(runStudy(*plan, QStringLiteral("auto"), 240'000, &journal, &studyId, &s), QStringLiteral("SUCCEEDED"));
+        QCOMPARE(runStudy(*plan, QStringLiteral("auto"), test::endsWithin(), &journal, &studyId, &s),
+            QStringLiteral("SUCCEEDED"));
         const StudyState state = StudyState::replay(journal.events(studyId));
         const auto &search = state.learningRateSearch();
         QVERIFY(search.found);
@@ -358,7 +347,7 @@ private Q_SLOTS:
             });
         QSignalSpy finished(&runner, &StudyRunner::finished);
         VERIFY_OK(runner.drive(studyId));
-        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 240'000);
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, test::endsWithin());
         QVERIFY2(killed, "the worker was never found to kill");
         QCOMPARE(finished.first().first().toString(), QStringLiteral("SUCCEEDED"));
         const StudySnapshot s = runner.snapshot();
@@ -411,7 +400,7 @@ private Q_SLOTS:
         });
         QSignalSpy finished(&runner, &StudyRunner::finished);
         VERIFY_OK(runner.drive(studyId));
-        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 360'000);
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, test::endsWithin());
         QVERIFY2(!killed.isEmpty(), "no checkpoint was ever copied");
         QVERIFY2(copyProblem.isEmpty(), qPrintable(copyProblem));
         QVERIFY(copiedEpoch >= 1 && copiedEpoch < 4);
@@ -507,7 +496,7 @@ private Q_SLOTS:
             });
             QSignalSpy finished(&runner, &StudyRunner::finished);
             VERIFY_OK(runner.drive(studyId));
-            QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 240'000);
+            QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, test::endsWithin());
             QVERIFY2(killed, "the worker was never found to kill");
             QCOMPARE(finished.first().first().toString(), QStringLiteral("FAILED"));
             QCOMPARE(runner.state().run(runId)->phase, RunPhase::Failed);
@@ -528,7 +517,7 @@ private Q_SLOTS:
         connect(&retry, &StudyRunner::message, this, [](const QString &line) { qInfo("%s", qPrintable(line)); });
         QSignalSpy finished(&retry, &StudyRunner::finished);
         VERIFY_OK(retry.drive(studyId));
-        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 240'000);
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, test::endsWithin());
         QCOMPARE(finished.first().first().toString(), QStringLiteral("SUCCEEDED"));
         const RunProgress &run = *retry.state().run(runId);
         QCOMPARE(run.attempts.size(), 2);
@@ -571,7 +560,7 @@ private Q_SLOTS:
                 QStringList { QStringLiteral("study"), QStringLiteral("run"), QStringLiteral("plan-agents/plan.json"),
                     QStringLiteral("--json"), QStringLiteral("--state-dir"), path(QStringLiteral("plan-agents/state")) }
                     + more);
-            if (!cli.waitForFinished(180'000))
+            if (!cli.waitForFinished(test::endsWithin()))
                 return QStringLiteral("study run did not end in 3 minutes");
             *stderrText = cli.readAllStandardError();
             const QByteArray output = cli.readAllStandardOutput().trimmed();
@@ -617,7 +606,8 @@ private Q_SLOTS:
         QVERIFY(first.waitForStarted());
         // Kill it once the 2-worker run has started (the baseline is done by then).
         QByteArray seen;
-        QTRY_VERIFY_WITH_TIMEOUT((seen += first.readAllStandardOutput()).contains("-r02 w2"), 120'000);
+        QTRY_VERIFY_WITH_TIMEOUT(
+            (seen += first.readAllStandardOutput()).contains("-r02 w2"), test::endsWithin());
         ::kill(pid_t(first.processId()), SIGKILL);
         QVERIFY(first.waitForFinished());
         const QString studyId
@@ -630,7 +620,7 @@ private Q_SLOTS:
             QStringList {
                 QStringLiteral("study"), QStringLiteral("watch"), studyId, QStringLiteral("--json") }
                 + common);
-        QVERIFY(second.waitForFinished(240'000));
+        QVERIFY(second.waitForFinished(test::endsWithin()));
         const QByteArray output = second.readAllStandardOutput();
         QVERIFY2(second.exitCode() == 0, (output + second.readAllStandardError()).constData());
         const QJsonObject study = QJsonDocument::fromJson(output.trimmed().split('\n').last()).object();
@@ -800,7 +790,7 @@ private Q_SLOTS:
         rerun.start(test::binary("scalelab-cli"),
             QStringList { QStringLiteral("study"), QStringLiteral("rerun"), reportFile, QStringLiteral("--json") }
                 + common);
-        QVERIFY(rerun.waitForFinished(240'000));
+        QVERIFY(rerun.waitForFinished(test::endsWithin()));
         const QByteArray rerunOutput = rerun.readAllStandardOutput();
         QVERIFY2(rerun.exitCode() == 0, (rerunOutput + rerun.readAllStandardError()).constData());
         const QJsonObject again = QJsonDocument::fromJson(rerunOutput.trimmed().split('\n').last()).object();

@@ -5,6 +5,7 @@
 // a cancelled run retried from the UI.
 #include "agent_client.h"
 #include "agent_fixture.h"
+#include "console_support.h"
 #include "frozen_columns.h"
 #include "lr_find_dialog.h"
 #include "metric_chart.h"
@@ -79,8 +80,7 @@ private Q_SLOTS:
         QCOMPARE(view.runsTable()->rowCount(), 0); // no preview of an earlier, valid plan
         if (const QByteArray shot = qgetenv("SCALELAB_SCREENSHOT_DIR"); !shot.isEmpty()) {
             view.resize(1280, 720);
-            view.show();
-            QTest::qWait(200);
+            QVERIFY(test::showAndSettle(&view));
             view.grab().save(QString::fromLocal8Bit(shot) + QStringLiteral("/designer-problems.png"));
         }
         const core::Status launched = view.launch();
@@ -116,7 +116,8 @@ private Q_SLOTS:
         view.findChild<QPushButton *>(QStringLiteral("findLearningRate"))->click();
         auto *dialog = view.findChild<app::LrFindDialog *>(QStringLiteral("lrFindDialog"));
         QVERIFY(dialog);
-        QTRY_VERIFY2_WITH_TIMEOUT(dialog->suggested() > 0, qPrintable(dialog->statusText()), 180'000);
+        QTRY_VERIFY2_WITH_TIMEOUT(
+            dialog->suggested() > 0, qPrintable(dialog->statusText()), test::endsWithin());
         QVERIFY(dialog->pointCount() >= 50);
         QVERIFY2(dialog->statusText().contains(QLatin1String("Suggested learning rate")), qPrintable(dialog->statusText()));
         if (const QByteArray shot = qgetenv("SCALELAB_SCREENSHOT_DIR"); !shot.isEmpty())
@@ -175,9 +176,9 @@ private Q_SLOTS:
         view.setForm(plan);
         VERIFY_OK(view.launch());
         QTRY_COMPARE_WITH_TIMEOUT(view.runsTable()->rowCount(), 2, 10000);
-        QTRY_VERIFY(exportReport->isEnabled());
-        QTRY_VERIFY_WITH_TIMEOUT(view.snapshot().state == QLatin1String("SUCCEEDED"), 180'000);
-        QTRY_VERIFY(!cancel->isEnabled()); // ended: nothing left to cancel
+        QTRY_VERIFY_WITH_TIMEOUT(exportReport->isEnabled(), 30'000);
+        QTRY_VERIFY_WITH_TIMEOUT(view.snapshot().state == QLatin1String("SUCCEEDED"), test::endsWithin());
+        QTRY_VERIFY_WITH_TIMEOUT(!cancel->isEnabled(), 30'000); // ended: nothing left to cancel
         QVERIFY(exportReport->isEnabled());
         // "A seed each" for repeats goes into the plan and comes back from it.
         {
@@ -193,8 +194,9 @@ private Q_SLOTS:
         // With a study open, the designer is still checked and summarised as it is edited.
         plan.mutable_grid()->add_workers(4);
         view.setForm(plan);
-        QTRY_VERIFY2(view.problemsLabel()->text().startsWith(QLatin1String("The designer's plan: 3 run(s)")),
-            qPrintable(view.problemsLabel()->text()));
+        QTRY_VERIFY2_WITH_TIMEOUT(
+            view.problemsLabel()->text().startsWith(QLatin1String("The designer's plan: 3 run(s)")),
+            qPrintable(view.problemsLabel()->text()), 30'000);
         QCOMPARE(view.runsTable()->rowCount(), 2); // the table still shows the open study
         plan.mutable_grid()->set_workers(1, 0);
         view.setForm(plan);
@@ -238,8 +240,10 @@ private Q_SLOTS:
         // A single run per point says so; efficiency is read from 0, as in the reports.
         auto *note = charts->findChild<QLabel *>(QStringLiteral("scalingNote"));
         QVERIFY(note);
-        QTRY_VERIFY(note->text().startsWith(QStringLiteral("Each point is a single run")));
-        QTRY_VERIFY(static_cast<QValueAxis *>(charts->efficiencyChart()->yAxisItem())->min() <= 0);
+        QTRY_VERIFY_WITH_TIMEOUT(
+            note->text().startsWith(QStringLiteral("Each point is a single run")), 30'000);
+        QTRY_VERIFY_WITH_TIMEOUT(
+            static_cast<QValueAxis *>(charts->efficiencyChart()->yAxisItem())->min() <= 0, 30'000);
         // Why it scales (issue 37): a bar per run of where its step's time goes; the scaling
         // model's predicted line beside the measured points; the What if panel answers, and
         // follows the link it is given.
@@ -264,10 +268,10 @@ private Q_SLOTS:
         if (const QString dir = qEnvironmentVariable("SCALELAB_SCREENSHOT_DIR"); !dir.isEmpty()) {
             view.resize(1400, 900);
             charts->tabs()->setCurrentWidget(panel);
-            QTest::qWait(300); // the charts redraw on a timer
+            QVERIFY(test::showAndSettle(&view)); // the charts redraw on a timer
             view.grab().save(dir + QStringLiteral("/why_it_scales.png"));
             charts->tabs()->setCurrentIndex(3);
-            QTest::qWait(300);
+            QVERIFY(test::showAndSettle(&view));
             view.grab().save(dir + QStringLiteral("/speedup_predicted.png"));
             charts->tabs()->setCurrentIndex(0);
         }
@@ -312,10 +316,9 @@ private Q_SLOTS:
         // Scrolled to its right end in a narrow window, the run and configuration still show.
         if (const QByteArray shot = qgetenv("SCALELAB_SCREENSHOT_DIR"); !shot.isEmpty()) {
             view.resize(900, 600);
-            view.show();
-            QTest::qWait(300);
+            QVERIFY(test::showAndSettle(&view));
             view.runsTable()->horizontalScrollBar()->setValue(view.runsTable()->horizontalScrollBar()->maximum());
-            QTest::qWait(100);
+            QVERIFY(test::showAndSettle(&view));
             view.grab().save(QString::fromLocal8Bit(shot) + QStringLiteral("/runs-scrolled.png"));
         }
 
@@ -351,8 +354,9 @@ private Q_SLOTS:
                  "epoch 1: train loss ", "summary: SUCCEEDED after 1 epoch(s)", "weights sha256 " })
             QVERIFY2(log.contains(QLatin1String(expected)), qPrintable(QLatin1String(expected) + QLatin1Char('\n') + log));
         // The exact command rank 0 ran; the log filtered to what is searched for; saved whole.
-        QTRY_VERIFY2(details->log()->toPlainText().contains(QLatin1String("worker command (rank 0): ")),
-            qPrintable(details->log()->toPlainText()));
+        QTRY_VERIFY2_WITH_TIMEOUT(
+            details->log()->toPlainText().contains(QLatin1String("worker command (rank 0): ")),
+            qPrintable(details->log()->toPlainText()), 30'000);
         QVERIFY(details->log()->toPlainText().contains(QLatin1String("scalelab-worker train ")));
         details->setLogFilter(QStringLiteral("EPOCH 1:"));
         const QStringList shown = details->log()->toPlainText().split(QLatin1Char('\n'));
@@ -404,16 +408,18 @@ private Q_SLOTS:
         view.setForm(plan);
         auto *workers = view.findChildren<QLineEdit *>().at(2);
         QVERIFY(!workers->isEnabled()); // a tune's trials come from its space
-        QTRY_VERIFY2(view.problemsLabel()->text().startsWith(QLatin1String("A tune of 4 trial(s)")),
-            qPrintable(view.problemsLabel()->text()));
+        QTRY_VERIFY2_WITH_TIMEOUT(
+            view.problemsLabel()->text().startsWith(QLatin1String("A tune of 4 trial(s)")),
+            qPrintable(view.problemsLabel()->text()), 30'000);
         VERIFY_OK(view.launch());
-        QTRY_VERIFY_WITH_TIMEOUT(view.snapshot().state == QLatin1String("SUCCEEDED"), 240'000);
+        QTRY_VERIFY_WITH_TIMEOUT(view.snapshot().state == QLatin1String("SUCCEEDED"), test::endsWithin());
         const core::StudySnapshot s = view.snapshot();
         QVERIFY(s.tune);
         app::TuneCharts *tune = view.tuneCharts();
-        QTRY_VERIFY(tune->isVisible() || !view.isVisible()); // shown in place of the speedup charts
+        QTRY_VERIFY_WITH_TIMEOUT(
+            tune->isVisible() || !view.isVisible(), 30'000); // shown in place of the speedup charts
         QVERIFY(view.charts()->isHidden());
-        QTRY_COMPARE(tune->trialsTable()->rowCount(), 4);
+        QTRY_COMPARE_WITH_TIMEOUT(tune->trialsTable()->rowCount(), 4, 30'000);
         // Columns: trial, state, epochs, metric, one per hyperparameter, one per rung, why.
         QStringList headers;
         for (int c = 0; c < tune->trialsTable()->columnCount(); ++c)
@@ -443,7 +449,7 @@ private Q_SLOTS:
         QVERIFY2(tune->bestLabel()->text().contains(QStringLiteral("Epochs trained: %1 of 8").arg(4 + finished)),
             qPrintable(tune->bestLabel()->text()));
         // The runs table shows each trial's hyperparameters and state.
-        QTRY_COMPARE(view.runsTable()->rowCount(), 4);
+        QTRY_COMPARE_WITH_TIMEOUT(view.runsTable()->rowCount(), 4, 30'000);
         QVERIFY2(cell(view.runsTable(), 0, app::StudyView::ConfigCol).startsWith(QLatin1String("lr ")),
             qPrintable(cell(view.runsTable(), 0, app::StudyView::ConfigCol)));
         QVERIFY(view.runsTable()->isColumnHidden(app::StudyView::SpeedupCol));
@@ -458,9 +464,9 @@ private Q_SLOTS:
         QCOMPARE(tune->parallel()->lines().size(), 4);
         tune->tabs()->setCurrentIndex(2);
         view.resize(1400, 900);
-        view.show();
-        QTest::qWait(300);
-        QCOMPARE(tune->parallel()->polyline(0).size(), 5);
+        QVERIFY(test::showAndSettle(&view));
+        // The parallel coordinates lay their lines out once the widget has its size.
+        QTRY_COMPARE_WITH_TIMEOUT(tune->parallel()->polyline(0).size(), 5, 10'000);
         if (const QByteArray shot = qgetenv("SCALELAB_SCREENSHOT_DIR"); !shot.isEmpty())
             view.grab().save(QString::fromLocal8Bit(shot) + QStringLiteral("/tune.png"));
     }
@@ -492,7 +498,7 @@ private Q_SLOTS:
         QCOMPARE(view.snapshot().runs.first().state, QStringLiteral("CANCELLED"));
 
         VERIFY_OK(view.retryRun(runId));
-        QTRY_VERIFY_WITH_TIMEOUT(view.snapshot().state == QLatin1String("SUCCEEDED"), 180'000);
+        QTRY_VERIFY_WITH_TIMEOUT(view.snapshot().state == QLatin1String("SUCCEEDED"), test::endsWithin());
         const core::RunResult run = view.snapshot().runs.first();
         QCOMPARE(run.attempts.size(), 2);
         QCOMPARE(run.attempts[0].outcome, QStringLiteral("CANCELLED"));

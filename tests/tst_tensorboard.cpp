@@ -7,6 +7,7 @@
 // compared with what the journal says: tags, steps, values, wall times, hparams.
 #include "crc32c.h"
 #include "journal.h"
+#include "run_events.h"
 #include "study_plan.h"
 #include "study_results.h"
 #include "study_state.h"
@@ -149,9 +150,9 @@ private:
                 { QStringLiteral("retry"), retry } });
     }
 
-    v1::RunEvent event()
+    // `e` as the agent records it: rank 0's, the attempt's next, 1.25 s after the last one.
+    v1::RunEvent recorded(v1::RunEvent e = {})
     {
-        v1::RunEvent e;
         e.set_seq(++m_seq);
         e.set_rank(0);
         m_clockMs += 1250;
@@ -161,18 +162,15 @@ private:
 
     v1::RunEvent started(int workers, int resumedFrom)
     {
-        v1::RunEvent e = event();
+        v1::RunEvent e = recorded(test::startedEvent(kEpochs, kStepsPerEpoch, resumedFrom));
         auto *s = e.mutable_started();
         s->mutable_dataset()->set_name("synthetic");
         s->mutable_dataset()->set_synthetic(true);
-        s->set_steps_per_epoch(kStepsPerEpoch);
         s->set_world_size(workers);
         s->set_global_batch(64 * workers);
         s->set_peak_learning_rate(0.05 * workers);
-        s->set_resumed_from_epoch(resumedFrom);
         auto *spec = s->mutable_effective();
         spec->set_batch_size(64);
-        spec->set_epochs(kEpochs);
         spec->set_learning_rate(0.05);
         spec->set_momentum(0.9);
         spec->set_seed(7);
@@ -182,11 +180,8 @@ private:
 
     v1::RunEvent stepEvent(int workers, int epoch, int step, double loss)
     {
-        v1::RunEvent e = event();
+        v1::RunEvent e = recorded(test::stepEvent(epoch, step, loss));
         auto *s = e.mutable_step();
-        s->set_epoch(epoch);
-        s->set_step(step);
-        s->set_loss(loss);
         s->set_learning_rate(0.05 * workers * (1.0 - 0.03 * step));
         s->set_images_per_second(400.0 * workers + step);
         s->set_elapsed_seconds(0.5 * step);
@@ -198,23 +193,21 @@ private:
 
     v1::RunEvent epochEvent(int workers, int epoch)
     {
-        v1::RunEvent e = event();
+        v1::RunEvent e = recorded(test::epochEvent(epoch, 2.5 * epoch));
         auto *m = e.mutable_epoch();
-        m->set_epoch(epoch);
         m->set_train_loss(1.9 - 0.2 * epoch);
         m->set_train_accuracy(0.3 + 0.1 * epoch);
         m->set_test_loss(2.0 - 0.25 * epoch);
         m->set_test_accuracy(0.25 + 0.12 * epoch + 0.01 * workers);
         m->set_epoch_seconds(2.5);
         m->set_images_per_second(380.0 * workers);
-        m->set_elapsed_seconds(2.5 * epoch);
         m->set_test_images(500);
         return e;
     }
 
     v1::RunEvent summaryEvent(v1::RunState state)
     {
-        v1::RunEvent e = event();
+        v1::RunEvent e = recorded();
         e.mutable_summary()->set_state(state);
         e.mutable_summary()->set_wall_seconds(2.5 * kEpochs);
         return e;

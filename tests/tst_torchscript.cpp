@@ -17,7 +17,6 @@
 #include <QJsonObject>
 #include <QProcess>
 #include <QStandardPaths>
-#include <QTcpServer>
 #include <QTemporaryDir>
 #include <QTest>
 
@@ -37,18 +36,11 @@ QString pythonWithTorchvision()
             continue;
         QProcess p;
         p.start(candidate, { QStringLiteral("-c"), QStringLiteral("import torch, torchvision") });
-        if (p.waitForFinished(120'000) && p.exitStatus() == QProcess::NormalExit && p.exitCode() == 0)
+        if (p.waitForFinished(test::endsWithin()) && p.exitStatus() == QProcess::NormalExit
+            && p.exitCode() == 0)
             return candidate;
     }
     return {};
-}
-
-// A free loopback port for a TCPStore (freed just before the worker binds it).
-int freePort()
-{
-    QTcpServer probe;
-    probe.listen(QHostAddress::LocalHost, 0);
-    return probe.serverPort();
 }
 
 struct WorkerRun {
@@ -59,7 +51,7 @@ struct WorkerRun {
 };
 
 // scalelab-worker with `args`, to its end.
-WorkerRun runWorker(const QStringList &args, int timeoutMs = 300'000)
+WorkerRun runWorker(const QStringList &args, int timeoutMs = test::endsWithin())
 {
     QProcess p;
     p.start(test::binary("scalelab-worker"), args);
@@ -220,7 +212,9 @@ private Q_SLOTS:
     // whole batch, as for the built-ins.
     void scriptedGradientsAllReduceLikeOneProcess()
     {
-        const QString rendezvous = QStringLiteral("127.0.0.1:%1").arg(freePort());
+        const int storePort = test::freePort(); // for a TCPStore, freed just before the worker binds it
+        QVERIFY2(storePort > 0, "no free port on 127.0.0.1");
+        const QString rendezvous = QStringLiteral("127.0.0.1:%1").arg(storePort);
         const auto args = [&](int rank) {
             return QStringList { QStringLiteral("gradient-check"), QStringLiteral("--data-dir"), m_data,
                 QStringLiteral("--batch-size"), QStringLiteral("16"), QStringLiteral("--world-size"),
@@ -268,7 +262,7 @@ private Q_SLOTS:
                     QString::number(workers), QStringLiteral("--batch-size"), QStringLiteral("16"),
                     QStringLiteral("--threads"), QStringLiteral("1"), QStringLiteral("--model"), model,
                     QStringLiteral("--json") });
-            p.waitForFinished(test::timeLimit(180'000));
+            p.waitForFinished(test::endsWithin());
             return std::make_tuple(p.exitCode(), QString::fromUtf8(p.readAllStandardOutput()),
                 QString::fromUtf8(p.readAllStandardError()));
         };
@@ -350,7 +344,7 @@ private Q_SLOTS:
             QProcess p;
             p.setWorkingDirectory(m_tmp.path()); // not the plan's folder: paths are the plan's
             p.start(test::binary("scalelab-cli"), args);
-            p.waitForFinished(test::timeLimit(300'000));
+            p.waitForFinished(test::endsWithin());
             return std::make_tuple(p.exitCode(), QString::fromUtf8(p.readAllStandardOutput()),
                 QString::fromUtf8(p.readAllStandardError()));
         };
@@ -436,7 +430,13 @@ private Q_SLOTS:
 
         // Two ranks of a fine-tuning run into `checkpoints`, with `extra` options; rank 0's run.
         const auto fineTune = [&](const QString &checkpoints, const QStringList &extra) {
-            const QString rendezvous = QStringLiteral("127.0.0.1:%1").arg(freePort());
+            const int storePort = test::freePort();
+            if (storePort == 0) {
+                WorkerRun failed;
+                failed.err = QStringLiteral("no free port on 127.0.0.1");
+                return failed;
+            }
+            const QString rendezvous = QStringLiteral("127.0.0.1:%1").arg(storePort);
             const auto args = [&](int rank) {
                 return QStringList { QStringLiteral("train"), QStringLiteral("--data-dir"), other,
                     QStringLiteral("--model"), module, QStringLiteral("--initial-weights"), base,
@@ -451,7 +451,7 @@ private Q_SLOTS:
             QProcess rank1;
             rank1.start(test::binary("scalelab-worker"), args(1));
             WorkerRun rank0 = runWorker(args(0));
-            if (!rank1.waitForFinished(test::timeLimit(120'000)) || rank1.exitCode() != 0)
+            if (!rank1.waitForFinished(test::endsWithin()) || rank1.exitCode() != 0)
                 rank0.exitCode = -2;
             return rank0;
         };
@@ -491,7 +491,7 @@ private Q_SLOTS:
         python.start(pythonWithTorchvision(),
             { QStringLiteral("-c"), compare, base, whole + QStringLiteral("/epoch-0001/model.pt"),
                 whole + QStringLiteral("/epoch-0002/model.pt") });
-        QVERIFY(python.waitForFinished(120'000));
+        QVERIFY(python.waitForFinished(test::endsWithin()));
         const QString table = QString::fromUtf8(python.readAllStandardOutput());
         QVERIFY2(python.exitCode() == 0, qPrintable(python.readAllStandardError()));
         const QStringList lines = table.trimmed().split(u'\n');

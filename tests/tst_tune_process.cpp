@@ -229,19 +229,7 @@ private Q_SLOTS:
     void initTestCase()
     {
         QVERIFY(m_tmp.isValid());
-        QVERIFY(QDir().mkpath(path(QStringLiteral("data"))));
-        for (LocalAgent *agent : { &m_a, &m_b })
-            VERIFY_OK(test::startStudyAgent(agent, path(QStringLiteral("data")),
-                path(QStringLiteral("agent-%1").arg(m_agents.size() + 1)), kToken, &m_agents));
-        AgentClient client(m_a.endpoint(), kToken);
-        v1::CreateSyntheticDatasetRequest request;
-        request.set_name("synth");
-        request.set_train_images(128);
-        request.set_test_images(64);
-        request.set_seed(3);
-        v1::Dataset dataset;
-        const auto result = client.createSyntheticDataset(request, &dataset);
-        QVERIFY2(result.ok(), qPrintable(result.error()));
+        VERIFY_OK(test::startStudyAgents({ &m_a, &m_b }, m_tmp.path(), kToken, 128, &m_agents));
     }
 
     void cleanupTestCase()
@@ -256,11 +244,9 @@ private Q_SLOTS:
     {
         Journal journal;
         VERIFY_OK(journal.open(path(QStringLiteral("promotion/journal.sqlite"))));
-        StudyRunner creator(&journal);
-        creator.setAgents(m_agents);
         const v1::StudyPlan plan = tunePlan(QStringLiteral("promotion"), 9, 3, 9);
         VERIFY_OK(checkPlan(plan));
-        const auto createdStudy = creator.createStudy(plan);
+        const auto createdStudy = test::createStudy(&journal, m_agents, plan);
         VERIFY_OK(createdStudy);
         const QString studyId = createdStudy.value();
         QCOMPARE(driveToEnd(&journal, studyId, 0), QStringLiteral("SUCCEEDED"));
@@ -345,12 +331,10 @@ private Q_SLOTS:
     {
         Journal journal;
         VERIFY_OK(journal.open(path(QStringLiteral("stopping/journal.sqlite"))));
-        StudyRunner creator(&journal);
-        creator.setAgents(m_agents);
         // As many trials at once as the agents have free slots (one per core): no cap.
         v1::StudyPlan plan = tunePlan(QStringLiteral("stopping"), 9, 3, 9);
         plan.mutable_tune()->set_max_concurrent_trials(0);
-        const auto createdStudy = creator.createStudy(plan);
+        const auto createdStudy = test::createStudy(&journal, m_agents, plan);
         VERIFY_OK(createdStudy);
         const QString studyId = createdStudy.value();
         QCOMPARE(driveToEnd(&journal, studyId, 0), QStringLiteral("SUCCEEDED"));
@@ -399,9 +383,8 @@ private Q_SLOTS:
     {
         Journal journal;
         VERIFY_OK(journal.open(path(QStringLiteral("crash/journal.sqlite"))));
-        StudyRunner creator(&journal);
-        creator.setAgents(m_agents);
-        const auto createdStudy = creator.createStudy(tunePlan(QStringLiteral("promotion"), 4, 2, 2));
+        const auto createdStudy
+            = test::createStudy(&journal, m_agents, tunePlan(QStringLiteral("promotion"), 4, 2, 2));
         VERIFY_OK(createdStudy);
         const QString studyId = createdStudy.value();
         int runners = 0;
@@ -411,14 +394,10 @@ private Q_SLOTS:
         const int promoted = promotionsFrom(StudyState::replay(journal.events(studyId)), 0);
         QVERIFY2(promoted >= 2 && promoted <= 3, qPrintable(QString::number(promoted)));
         QCOMPARE(checkTune(journal, studyId), 4 + promoted);
-        for (const auto &agent : m_agents) {
-            AgentClient client(agent.address, kToken);
-            v1::ListRunsResponse runs;
-            QVERIFY(client.listRuns({}, &runs).ok());
-            for (const auto &r : runs.runs())
-                if (QString::fromStdString(r.run_id()).startsWith(studyId))
-                    QCOMPARE(r.state(), v1::SUCCEEDED);
-        }
+        const auto agentRuns = test::agentRunsOf(m_agents, kToken, studyId);
+        VERIFY_OK(agentRuns);
+        for (const auto &r : agentRuns.value())
+            QCOMPARE(r.state(), v1::SUCCEEDED);
     }
 };
 

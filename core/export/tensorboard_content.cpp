@@ -45,6 +45,12 @@ const QMap<QString, QString> &tagDescriptions()
             QStringLiteral("Learning rate of the step (schedule and warm-up applied).") },
         { QStringLiteral("train/grad_norm"),
             QStringLiteral("L2 norm of all gradients, averaged over the ranks, before the optimizer step.") },
+        { QStringLiteral("train/gradient_noise_scale"),
+            QStringLiteral(
+                "Gradient noise scale B_simple = tr(Σ)/|G|², in examples: about the critical batch, "
+                "past which a larger global batch buys few fewer steps (moving averages over the "
+                "last ~100 steps; one worker: the differenced estimator, biased while the gradient "
+                "moves).") },
         { QStringLiteral("train/images_per_second"),
             QStringLiteral("Training images per second of the step, all workers together.") },
         { QStringLiteral("step/seconds"), QStringLiteral("Wall-clock seconds of the step on rank 0.") },
@@ -147,6 +153,8 @@ Status writeStep(TensorBoardWriter &w, const v1::RunEvent &e, bool hostTimes, qi
         sink.add(QStringLiteral("train/lr"), step, s.learning_rate(), wall);
     if (s.grad_norm() > 0)
         sink.add(QStringLiteral("train/grad_norm"), step, s.grad_norm(), wall);
+    if (s.gradient_noise().samples() > 0 && s.gradient_noise().b_simple() > 0)
+        sink.add(QStringLiteral("train/gradient_noise_scale"), step, s.gradient_noise().b_simple(), wall);
     if (s.images_per_second() > 0)
         sink.add(QStringLiteral("train/images_per_second"), step, s.images_per_second(), wall);
     if (s.step_seconds() > 0) {

@@ -141,6 +141,8 @@ std::vector<MetricFamily> families(const AgentSnapshot &s)
         f.add("scalelab_run_loss", g.loss, run);
         f.add("scalelab_run_learning_rate", g.learningRate, run);
         f.add("scalelab_run_gradient_norm", g.gradientNorm, run);
+        if (g.gradientNoiseScale > 0)
+            f.add("scalelab_run_gradient_noise_scale", g.gradientNoiseScale, run);
         if (!g.hasEpoch)
             continue;
         f.add("scalelab_run_train_accuracy_ratio", g.trainAccuracy, run);
@@ -235,6 +237,9 @@ const std::vector<MetricDescription> &metricCatalogue()
         { "scalelab_run_learning_rate", "gauge", "run_id", "Learning rate of the latest step." },
         { "scalelab_run_gradient_norm", "gauge", "run_id",
             "L2 norm of the latest step's all-reduced gradients, before the optimizer step." },
+        { "scalelab_run_gradient_noise_scale", "gauge", "run_id",
+            "Gradient noise scale B_simple = tr(Sigma)/|G|^2 in examples, about the critical batch: moving "
+            "averages over rank 0's last ~100 steps (served once known)." },
         { "scalelab_run_train_accuracy_ratio", "gauge", "run_id",
             "Training accuracy of the latest epoch, 0 to 1." },
         { "scalelab_run_test_accuracy_ratio", "gauge", "run_id",

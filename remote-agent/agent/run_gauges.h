@@ -27,6 +27,7 @@ struct RunGauges {
     double loss = 0;
     double learningRate = 0;
     double gradientNorm = 0;
+    double gradientNoiseScale = 0; // B_simple, examples; 0 while not known
     double imagesPerSecond = 0;
     double stepSeconds = 0;
     double exposedAllReduceSeconds = 0;
@@ -73,6 +74,8 @@ struct RunGauges {
             loss = s.loss();
             learningRate = s.learning_rate();
             gradientNorm = s.grad_norm();
+            if (s.gradient_noise().samples() > 0)
+                gradientNoiseScale = s.gradient_noise().b_simple();
             imagesPerSecond = s.images_per_second();
             stepSeconds = s.step_seconds();
             exposedAllReduceSeconds = s.exposed_allreduce_seconds();

@@ -87,6 +87,18 @@ std::string utf8(std::string_view text)
     return out;
 }
 
+void setNoise(v1::GradientNoise *to, const NoiseReport &noise)
+{
+    if (noise.samples == 0)
+        return;
+    to->set_b_simple(noise.bSimple);
+    to->set_grad_squared(noise.gradSquared);
+    to->set_trace_sigma(noise.traceSigma);
+    to->set_samples(noise.samples);
+    to->set_batches_per_step(noise.batchesPerStep);
+    to->set_differenced(noise.differenced);
+}
+
 } // namespace
 
 void EventWriter::started(const TrainingConfig &config, const StartedReport &report)
@@ -190,6 +202,7 @@ void EventWriter::step(const StepReport &report)
     s->set_forward_seconds(report.forwardSeconds);
     s->set_backward_seconds(report.backwardSeconds);
     s->set_optimizer_seconds(report.optimizerSeconds);
+    setNoise(s->mutable_gradient_noise(), report.noise);
     write(worker::eventLine(event));
 }
 
@@ -218,6 +231,7 @@ void EventWriter::epoch(const EpochReport &report)
         a->set_exposed_allreduce_seconds(r.exposedAllReduceSeconds);
         a->set_optimizer_seconds(r.optimizerSeconds);
     }
+    setNoise(e->mutable_gradient_noise(), report.noise);
     write(worker::eventLine(event));
 }
 

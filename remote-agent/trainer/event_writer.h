@@ -70,6 +70,16 @@ struct StartedReport {
     double busiestMachineCores = 0;
 };
 
+// The gradient noise scale as measured so far (noise_scale.h; proto GradientNoise).
+struct NoiseReport {
+    double bSimple = 0; // 0 while not known
+    double gradSquared = 0;
+    double traceSigma = 0;
+    std::int64_t samples = 0;
+    int batchesPerStep = 1; // K = ranks × accumulation
+    bool differenced = false;
+};
+
 struct EpochReport {
     int epoch = 0;
     double trainLoss = 0;
@@ -83,6 +93,7 @@ struct EpochReport {
     double trainSeconds = 0;
     double evaluationSeconds = 0;
     std::vector<RankAnatomy> ranks;
+    NoiseReport noise;
 };
 
 struct FinishedReport {
@@ -139,6 +150,7 @@ struct StepReport {
     double forwardSeconds = 0;
     double backwardSeconds = 0;
     double optimizerSeconds = 0;
+    NoiseReport noise;
 };
 
 class EventWriter {

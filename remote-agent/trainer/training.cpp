@@ -15,6 +15,7 @@
 #include "fused_ops.h"
 #include "lr_schedule.h"
 #include "model_zoo.h"
+#include "noise_meter.h"
 #include "seed_model.h"
 #include "training_support.h"
 
@@ -313,9 +314,13 @@ int runTraining(const TrainingConfig &config, EventWriter &events)
     // compute did not hide is from the last gradient produced to backward's return.
     // Every rank times its steps (the epoch's anatomy compares them), so every rank hooks.
     std::atomic<Clock::rep> lastGradient { 0 };
+    // The gradient noise scale (noise_meter.h): each rank's own gradient from the same hooks,
+    // before the time is taken, so that its cost counts as backward's compute.
+    NoiseMeter noise(config.worldSize);
     if (parallel)
         for (auto &p : net->parameters())
-            p.register_hook([&lastGradient](const at::TensorBase &) {
+            p.register_hook([&lastGradient, &noise](const at::TensorBase &gradient) {
+                noise.addLocal(gradient);
                 const Clock::rep now = Clock::now().time_since_epoch().count();
                 Clock::rep seen = lastGradient.load();
                 while (seen < now && !lastGradient.compare_exchange_weak(seen, now)) { }
@@ -395,6 +400,7 @@ int runTraining(const TrainingConfig &config, EventWriter &events)
                 if (!grads.empty())
                     gradNorm = torch::stack(at::_foreach_norm(grads)).norm();
             }
+            noise.endStep(parallel.get(), net->parameters(), images.size(0), gradNorm, reports);
             sgdStep(optimizer);
             const auto n = images.size(0);
             const double lossValue = loss.item<double>();
@@ -431,7 +437,8 @@ int runTraining(const TrainingConfig &config, EventWriter &events)
                     .dataSeconds = dataSeconds,
                     .forwardSeconds = forwardSeconds,
                     .backwardSeconds = backwardSeconds,
-                    .optimizerSeconds = optimizerSeconds });
+                    .optimizerSeconds = optimizerSeconds,
+                    .noise = noise.report() });
             }
             dataStart = Clock::now();
         }
@@ -514,7 +521,8 @@ int runTraining(const TrainingConfig &config, EventWriter &events)
                 .elapsedSeconds = secondsSince(runStart),
                 .trainSeconds = epochTrainSeconds,
                 .evaluationSeconds = evaluationSeconds,
-                .ranks = std::move(ranks) });
+                .ranks = std::move(ranks),
+                .noise = noise.report() });
 
         // The last epoch always leaves a checkpoint: where a stopped run is resumed from.
         const bool checkpointNow = !config.checkpointDir.empty()

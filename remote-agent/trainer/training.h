@@ -125,6 +125,15 @@ namespace scalelab::trainer {
 // a gradient_check event (max_abs_diff, max_abs_grad, tensors).
 int runGradientCheck(const TrainingConfig &config, EventWriter &events);
 
+// The known-noise check of the gradient noise scale (noise_meter.h), through the same c10d
+// reducer and meter as training: linear regression, x ~ N(0, I_d), y = w*ᵀx + ε with
+// ε ~ N(0, σ²), the loss ½(wᵀx − y)² with the weights frozen at w* + Δ, so that G = Δ,
+// Σ = (|Δ|² + σ²)I + ΔΔᵀ and B_simple = (d(|Δ|² + σ²) + |Δ|²)/|Δ|², exactly 201 with
+// d = 100 and |Δ|² = σ² = 1. Each rank draws its own batches of batchSize; after `steps`
+// steps (averaged alike: the meter's smoothing as good as a plain mean) rank 0 prints one
+// JSON line on stdout: the measured and the exact B_simple, K and the estimator used.
+int runNoiseCheck(const TrainingConfig &config, int steps);
+
 } // namespace scalelab::trainer
 
 namespace scalelab::trainer {

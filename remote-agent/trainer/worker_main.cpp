@@ -51,6 +51,10 @@ Commands:
                       the smoothed loss per lr and a suggested learning rate
   gradient-check      compare c10d-averaged gradients of N ranks with one process on
                       the concatenated batch (train options; run one process per rank)
+  noise-check         the gradient noise scale measured on a known noise through c10d
+                      (linear regression, d = 100, |Delta|^2 = sigma^2 = 1: B_simple 201
+                      exactly): --batch-size, --steps, --rank/--world-size/--rendezvous;
+                      rank 0 prints the measured and exact values as a JSON line
   probe               time all-reduces of 4 KB to 64 MB between --world-size ranks (one
                       process per rank: --rank, --rendezvous, --backend, --threads) and
                       report them as a run's network (RunStarted.network); no data, no model
@@ -340,7 +344,7 @@ int main(int argc, char **argv)
     }
 
     if (trainer::isRunCommand(args.command)) {
-        // train, lr-find, gradient-check and bench read worker.proto's WorkerLaunch, as
+        // train, lr-find, gradient-check, bench and noise-check read worker.proto's WorkerLaunch, as
         // the agent writes it.
         const auto options = trainer::parseWorkerOptions(std::vector<std::string>(argv + 1, argv + argc));
         if (!options)
@@ -364,6 +368,8 @@ int main(int argc, char **argv)
                 return trainer::runLrFind(config, options->lrFind, events);
             if (options->command == "probe")
                 return trainer::runNetworkProbe(config, events);
+            if (options->command == "noise-check")
+                return trainer::runNoiseCheck(config, options->benchSteps);
             return options->command == "train" ? trainer::runTraining(config, events)
                                                : trainer::runGradientCheck(config, events);
         } catch (const std::exception &e) {

@@ -58,6 +58,7 @@ const std::set<int> &optionsOf(const std::string &command)
     }();
     static const std::set<int> bench
         = with({ Launch::kStepsFieldNumber, Launch::kWarmupStepsFieldNumber });
+    static const std::set<int> noiseCheck = with({ Launch::kStepsFieldNumber });
     // The network alone: no data, no model, no batch.
     static const std::set<int> probe = { Launch::kSeedFieldNumber, Launch::kDeviceFieldNumber,
         Launch::kBackendFieldNumber, Launch::kThreadsFieldNumber, Launch::kRankFieldNumber,
@@ -74,6 +75,8 @@ const std::set<int> &optionsOf(const std::string &command)
         return lrFind;
     if (command == "bench")
         return bench;
+    if (command == "noise-check")
+        return noiseCheck;
     return none;
 }
 
@@ -121,6 +124,8 @@ common::Result<WorkerOptions> parseWorkerOptions(const std::vector<std::string> 
         c.dataDir = "(synthetic)";
     if (l.command() == "probe")
         c.dataDir = "(none: the network alone)";
+    if (l.command() == "noise-check")
+        c.dataDir = "(generated: linear regression of a known noise)";
     if (l.has_data_dir())
         c.dataDir = l.data_dir();
     if (l.has_model())

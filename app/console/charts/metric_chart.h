@@ -123,6 +123,8 @@ public:
     core::Status exportSvg(const QString &path);
 
     void scheduleRedraw();
+    // A redraw is scheduled and has not run yet (tests and screenshots wait for it to be false).
+    bool redrawPending() const { return m_redrawTimer.isActive(); }
     // Redraws now: one replace() per line. The coalescing timer calls this.
     void redraw();
 
