@@ -777,6 +777,36 @@ private Q_SLOTS:
         QVERIFY2(shown.contains(QStringLiteral("where the time goes"))
                 && shown.contains(QStringLiteral("predicted efficiency at batch 16")),
             qPrintable(shown));
+        // Every run measured its gradient noise scale (issue 54), said in text and in JSON.
+        QVERIFY2(shown.contains(QStringLiteral("gradient noise scale B_simple")), qPrintable(shown));
+        QProcess showJson;
+        showJson.start(test::binary("scalelab-cli"),
+            { QStringLiteral("study"), QStringLiteral("show"), studyId, QStringLiteral("--json"),
+                QStringLiteral("--state-dir"), path(QStringLiteral("cli")) });
+        QVERIFY(showJson.waitForFinished(60'000));
+        const QJsonArray shownRuns = QJsonDocument::fromJson(showJson.readAllStandardOutput())
+                                         .object()
+                                         .value(QLatin1String("runs"))
+                                         .toArray();
+        QVERIFY(!shownRuns.isEmpty());
+        for (const QJsonValue &v : shownRuns) {
+            const QJsonObject noise = v.toObject().value(QLatin1String("gradientNoiseScale")).toObject();
+            // Known, or (these runs train a dozen steps) said not to be yet, and why.
+            QVERIFY2(noise.value(QLatin1String("samples")).toInt() > 0
+                    && (noise.value(QLatin1String("bSimple")).toDouble() > 0
+                        || noise.value(QLatin1String("note"))
+                               .toString()
+                               .startsWith(QLatin1String("not known: "))),
+                qPrintable(QJsonDocument(noise).toJson()));
+            const int workers = v.toObject()
+                                    .value(QLatin1String("config"))
+                                    .toObject()
+                                    .value(QLatin1String("workers"))
+                                    .toInt();
+            QCOMPARE(noise.value(QLatin1String("estimator")).toString(),
+                workers == 1 ? QStringLiteral("differenced") : QStringLiteral("two-batch"));
+            QCOMPARE(noise.value(QLatin1String("batchesPerStep")).toInt(), workers);
+        }
 
         // The report reruns its study: the same plan, as a new study, to its end.
         const QString reportFile = path(QStringLiteral("report.json"));

@@ -19,6 +19,79 @@ using namespace scalelab::core;
 
 namespace {
 
+// A global batch this many times its run's measured B_simple is past the critical batch.
+constexpr double kPastCriticalBatch = 4.0;
+
+QString noiseUnknownNote(const GradientNoise &n)
+{
+    return QStringLiteral(
+        "not known: |G|² averaged over %1 steps is %2, not positive (the gradient is lost in its "
+        "noise over so few steps; a longer run tells)")
+        .arg(n.samples)
+        .arg(n.gradSquared, 0, 'g', 3);
+}
+
+QJsonValue noiseJson(const RunResult &r)
+{
+    if (!r.noise.measured())
+        return QJsonValue();
+    const int globalBatch = r.config.globalBatch();
+    QJsonObject o { { QStringLiteral("gradSquared"), r.noise.gradSquared },
+        { QStringLiteral("traceSigma"), r.noise.traceSigma }, { QStringLiteral("samples"), r.noise.samples },
+        { QStringLiteral("batchesPerStep"), r.noise.batchesPerStep },
+        { QStringLiteral("estimator"),
+            r.noise.differenced ? QStringLiteral("differenced") : QStringLiteral("two-batch") },
+        { QStringLiteral("globalBatch"), globalBatch } };
+    if (r.noise.known()) {
+        o.insert(QStringLiteral("bSimple"), r.noise.bSimple);
+        o.insert(QStringLiteral("globalBatchOverBSimple"), globalBatch / r.noise.bSimple);
+        o.insert(QStringLiteral("pastCriticalBatch"), globalBatch >= kPastCriticalBatch * r.noise.bSimple);
+    } else {
+        o.insert(QStringLiteral("bSimple"), QJsonValue());
+        o.insert(QStringLiteral("note"), noiseUnknownNote(r.noise));
+    }
+    return o;
+}
+
+// Each run's gradient noise scale, and where its global batch stands against it.
+void printNoise(const StudySnapshot &s)
+{
+    bool any = false;
+    for (const RunResult &r : s.runs)
+        any = any || r.noise.measured();
+    if (!any)
+        return;
+    out() << "\n  gradient noise scale B_simple = tr(Σ)/|G|² (about the critical batch, in images; moving "
+             "averages "
+             "over the last ~100 steps; docs/scaling.md):\n";
+    bool anyPast = false;
+    for (const RunResult &r : s.runs) {
+        if (!r.noise.measured())
+            continue;
+        const int globalBatch = r.config.globalBatch();
+        if (!r.noise.known()) {
+            out() << QStringLiteral("  %1 %2\n").arg(r.runId, -28).arg(noiseUnknownNote(r.noise));
+            continue;
+        }
+        const bool past = globalBatch >= kPastCriticalBatch * r.noise.bSimple;
+        anyPast = anyPast || past;
+        out() << QStringLiteral("  %1 B_simple %2  global batch %3 = %4x it  (%5, %6 steps)%7\n")
+                     .arg(r.runId, -28)
+                     .arg(num(r.noise.bSimple, 0), 8)
+                     .arg(globalBatch, 5)
+                     .arg(num(globalBatch / r.noise.bSimple, 2))
+                     .arg(r.noise.differenced
+                             ? QStringLiteral("one rank: differenced, biased while the gradient moves")
+                             : QStringLiteral("two-batch over %1 batches").arg(r.noise.batchesPerStep))
+                     .arg(r.noise.samples)
+                     .arg(past ? QStringLiteral("  PAST THE CRITICAL BATCH") : QString());
+    }
+    if (anyPast)
+        out() << "  past the critical batch (global batch ≥ 4× B_simple): more workers buy images per "
+                 "second, not "
+                 "time to accuracy\n";
+}
+
 QJsonObject runJson(const RunResult &r)
 {
     auto finite = [](double v) { return std::isfinite(v) ? QJsonValue(v) : QJsonValue(); };
@@ -41,7 +114,7 @@ QJsonObject runJson(const RunResult &r)
         { QStringLiteral("imagesPerSecond"), finite(r.imagesPerSecond) },
         { QStringLiteral("timeToTargetSeconds"),
             r.timeToTargetSeconds ? QJsonValue(*r.timeToTargetSeconds) : QJsonValue() },
-        { QStringLiteral("attempts"), attempts } };
+        { QStringLiteral("gradientNoiseScale"), noiseJson(r) }, { QStringLiteral("attempts"), attempts } };
     if (r.anatomy.measured())
         o.insert(QStringLiteral("anatomy"), anatomyJson(r.anatomy));
     if (r.network.worldSize > 1)
@@ -311,6 +384,7 @@ void printStudy(const StudySnapshot &s)
         out() << "  " << results.baselineNote << "\n";
     if (!results.baselineWarning.isEmpty())
         out() << "  WARNING: " << results.baselineWarning << "\n";
+    printNoise(s);
     printAnatomy(s);
     printNetworkSurvey(s);
     out().flush();

@@ -56,6 +56,19 @@ QStringList distinguishingLabels(
 // the module's file name where the plan is at hand.
 QString modelShortName(const QString &model);
 
+// The gradient noise scale a run measured (agent.proto's GradientNoise; the trainer's
+// noise_scale.h): B_simple = tr(Σ)/|G|² in examples, about the critical batch.
+struct GradientNoise {
+    double bSimple = kNotMeasured; // NaN while not known: the averaged |G|² is not positive
+    double gradSquared = kNotMeasured; // |G|², averaged
+    double traceSigma = kNotMeasured; // tr(Σ), averaged
+    qint64 samples = 0; // steps averaged
+    int batchesPerStep = 0; // K = ranks × accumulation
+    bool differenced = false; // one rank: this step's gradient against the previous one
+    bool measured() const { return samples > 0; }
+    bool known() const { return measured() && std::isfinite(bSimple) && bSimple > 0; }
+};
+
 struct EpochPoint {
     int epoch = 0; // 1-based
     double trainLoss = kNotMeasured;
@@ -64,6 +77,7 @@ struct EpochPoint {
     double testAccuracy = kNotMeasured; // fraction in [0, 1]
     double elapsedSeconds = kNotMeasured; // since the run's training started (attempts summed)
     double imagesPerSecond = kNotMeasured;
+    GradientNoise noise; // as of the epoch's last step
 };
 
 // Where a step's time goes (agent.proto's StepAnatomy), in seconds: waiting for the batch,
@@ -211,6 +225,7 @@ struct RunResult {
     int trialTarget = 0; // the epoch its open or next attempt stops after
     int epochsTrained = 0; // every epoch any attempt trained, one trained again counted again
     RunAnatomy anatomy; // over the epochs it kept (a resumed attempt's replace the ones it retrains)
+    GradientNoise noise; // as of its last epoch that measured one
     RunNetwork network; // its last attempt's probe
     double gradientBytes = kNotMeasured; // all-reduced per step (the recipe's gradient_bytes)
     // How its ranks shared cores (RunStarted.core_share, its last attempt): on the busiest

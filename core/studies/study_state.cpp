@@ -726,6 +726,9 @@ StudySnapshot buildSnapshot(const StudyState &state, const Journal &journal)
                     p.testAccuracy = m.test_accuracy();
                     p.elapsedSeconds = offset + m.elapsed_seconds();
                     p.imagesPerSecond = m.images_per_second();
+                    if (const auto &n = m.gradient_noise(); n.samples() > 0)
+                        p.noise = { n.b_simple() > 0 ? n.b_simple() : kNotMeasured, n.grad_squared(),
+                            n.trace_sigma(), n.samples(), n.batches_per_step(), n.differenced() };
                     lastElapsed = std::max(lastElapsed, m.elapsed_seconds());
                     r.epochs.removeIf([&](const EpochPoint &old) { return old.epoch == p.epoch; });
                     r.epochs << p;
@@ -742,6 +745,9 @@ StudySnapshot buildSnapshot(const StudyState &state, const Journal &journal)
         }
         r.imagesPerSecond = runImagesPerSecond(r.epochs);
         r.anatomy = anatomyOf(epochTimes, checkpointSeconds);
+        for (const EpochPoint &p : r.epochs)
+            if (p.noise.measured())
+                r.noise = p.noise;
         if (!r.epochs.isEmpty()) {
             r.finalTestAccuracy = r.epochs.last().testAccuracy;
             r.bestTestAccuracy = 0;

@@ -7,6 +7,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <unistd.h>
 
 namespace scalelab::trainer {
@@ -87,10 +88,12 @@ std::string utf8(std::string_view text)
     return out;
 }
 
-void setNoise(v1::GradientNoise *to, const NoiseReport &noise)
+// The message only once there is a sample.
+void setNoise(const std::function<v1::GradientNoise *()> &message, const NoiseReport &noise)
 {
     if (noise.samples == 0)
         return;
+    v1::GradientNoise *to = message();
     to->set_b_simple(noise.bSimple);
     to->set_grad_squared(noise.gradSquared);
     to->set_trace_sigma(noise.traceSigma);
@@ -202,7 +205,7 @@ void EventWriter::step(const StepReport &report)
     s->set_forward_seconds(report.forwardSeconds);
     s->set_backward_seconds(report.backwardSeconds);
     s->set_optimizer_seconds(report.optimizerSeconds);
-    setNoise(s->mutable_gradient_noise(), report.noise);
+    setNoise([s] { return s->mutable_gradient_noise(); }, report.noise);
     write(worker::eventLine(event));
 }
 
@@ -231,7 +234,7 @@ void EventWriter::epoch(const EpochReport &report)
         a->set_exposed_allreduce_seconds(r.exposedAllReduceSeconds);
         a->set_optimizer_seconds(r.optimizerSeconds);
     }
-    setNoise(e->mutable_gradient_noise(), report.noise);
+    setNoise([e] { return e->mutable_gradient_noise(); }, report.noise);
     write(worker::eventLine(event));
 }
 
