@@ -141,7 +141,9 @@ namespace scalelab::trainer {
 // Throughput of the training step alone (no data loading, no orchestration): a fixed
 // random batch per rank, `warmupSteps` untimed then `steps` timed; emits
 // a bench event on rank 0 (images_per_second: all ranks', from the median step).
-int runBench(const TrainingConfig &config, int warmupSteps, int steps, EventWriter &events);
+// With `noiseScale`, the step also takes the gradient norm and measures the gradient noise
+// scale as training's does (noise_meter.h); the two together show what that costs.
+int runBench(const TrainingConfig &config, int warmupSteps, int steps, bool noiseScale, EventWriter &events);
 
 // The network between the ranks and nothing else: they join their process group, time its
 // all-reduces of 4 KB up to 64 MB (DataParallel::probeAllReduce, as a run does before

@@ -10,6 +10,7 @@
 #include "event_writer.h"
 #include "fused_ops.h"
 #include "model_zoo.h"
+#include "noise_meter.h"
 #include "seed_model.h"
 #include "training_support.h"
 
@@ -96,7 +97,7 @@ int runGradientCheck(const TrainingConfig &config, EventWriter &events)
 
 namespace scalelab::trainer {
 
-int runBench(const TrainingConfig &config, int warmupSteps, int steps, EventWriter &events)
+int runBench(const TrainingConfig &config, int warmupSteps, int steps, bool noiseScale, EventWriter &events)
 {
     const int threads = config.threads > 0 ? config.threads : 1;
     torch::set_num_threads(threads);
@@ -121,8 +122,11 @@ int runBench(const TrainingConfig &config, int warmupSteps, int steps, EventWrit
     // hide, the last bucket's at least, and the reducer's copy back); the optimizer step.
     // Host-side times: on a GPU the work is queued, so only the whole step is meaningful.
     std::atomic<Clock::rep> lastGradient { 0 };
+    NoiseMeter noise(config.worldSize);
     for (auto &p : net->parameters())
-        p.register_hook([&lastGradient](const at::TensorBase &) {
+        p.register_hook([&lastGradient, &noise, noiseScale, &parallel](const at::TensorBase &gradient) {
+            if (noiseScale && parallel)
+                noise.addLocal(gradient);
             const Clock::rep now = Clock::now().time_since_epoch().count();
             Clock::rep seen = lastGradient.load();
             while (seen < now && !lastGradient.compare_exchange_weak(seen, now)) { }
@@ -145,6 +149,20 @@ int runBench(const TrainingConfig &config, int warmupSteps, int steps, EventWrit
             parallel->beforeBackward();
         loss.backward();
         const auto backwardEnd = Clock::now();
+        // The noise scale as training measures it, with the averaged gradient's norm rank 0
+        // takes (training takes it for its report anyway: counted here, so this is an upper
+        // bound on what the noise scale adds to a training step).
+        torch::Tensor norm;
+        if (noiseScale && config.rank == 0) {
+            torch::NoGradGuard noGrad;
+            std::vector<torch::Tensor> grads;
+            for (const auto &p : net->parameters())
+                if (p.grad().defined())
+                    grads.push_back(p.grad().detach().to(torch::kFloat));
+            norm = torch::stack(at::_foreach_norm(grads)).norm();
+        }
+        if (noiseScale)
+            noise.endStep(parallel.get(), net->parameters(), config.batchSize, norm, config.rank == 0);
         sgdStep(optimizer);
         loss.item<float>();
         synchronize(device); // a GPU may still be running the optimizer step

@@ -45,7 +45,9 @@ Commands:
                       problem in words (exit 1)
   bench               time the training step on a random (synthetic) batch: --batch-size,
                       --threads, --precision, --channels-last, --device, --backend, --steps,
-                      --warmup-steps, and --rank/--world-size/--rendezvous for data-parallel
+                      --warmup-steps, and --rank/--world-size/--rendezvous for data-parallel;
+                      --noise-scale true adds the gradient noise scale as training measures
+                      it (and the gradient norm it reuses), to time what it costs
   lr-find             learning-rate range test: --min-lr (1e-5) to --max-lr (10),
                       exponentially over --steps (200), with the train options; prints
                       the smoothed loss per lr and a suggested learning rate
@@ -363,7 +365,8 @@ int main(int argc, char **argv)
         trainer::EventWriter events(options->eventFd);
         try {
             if (options->command == "bench")
-                return trainer::runBench(config, options->benchWarmupSteps, options->benchSteps, events);
+                return trainer::runBench(
+                    config, options->benchWarmupSteps, options->benchSteps, options->benchNoiseScale, events);
             if (options->command == "lr-find")
                 return trainer::runLrFind(config, options->lrFind, events);
             if (options->command == "probe")

@@ -56,8 +56,8 @@ const std::set<int> &optionsOf(const std::string &command)
         all.insert(dropout.begin(), dropout.end());
         return all;
     }();
-    static const std::set<int> bench
-        = with({ Launch::kStepsFieldNumber, Launch::kWarmupStepsFieldNumber });
+    static const std::set<int> bench = with(
+        { Launch::kStepsFieldNumber, Launch::kWarmupStepsFieldNumber, Launch::kNoiseScaleFieldNumber });
     static const std::set<int> noiseCheck = with({ Launch::kStepsFieldNumber });
     // The network alone: no data, no model, no batch.
     static const std::set<int> probe = { Launch::kSeedFieldNumber, Launch::kDeviceFieldNumber,
@@ -224,6 +224,8 @@ common::Result<WorkerOptions> parseWorkerOptions(const std::vector<std::string> 
     }
     if (l.has_warmup_steps())
         options.benchWarmupSteps = l.warmup_steps();
+    if (l.has_noise_scale())
+        options.benchNoiseScale = l.noise_scale();
     return options;
 }
 

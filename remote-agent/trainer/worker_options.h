@@ -18,6 +18,7 @@ struct WorkerOptions {
     LrFindOptions lrFind; // lr-find
     int benchWarmupSteps = 5; // bench
     int benchSteps = 20;
+    bool benchNoiseScale = false; // bench: the noise meter (and the norm it reuses) in the step
     int eventFd = 1;
 };
 
