@@ -27,16 +27,16 @@ measure() {  # noise(true|false) ranks threads
     local noise=$1 ranks=$2 threads=$3 port r
     if [ "$ranks" = 1 ]; then
         "$worker" bench --model "$model" --batch-size "$batch" --threads "$threads" --steps 20 --warmup-steps 3 \
-            --noise-scale "$noise" | step_ms
+            --noise-scale "$noise" 2>/dev/null | step_ms
         return
     fi
     port=$((20000 + RANDOM % 20000))
     for ((r = 1; r < ranks; r++)); do
         "$worker" bench --model "$model" --batch-size "$batch" --threads "$threads" --steps 20 --warmup-steps 3 \
-            --noise-scale "$noise" --rank "$r" --world-size "$ranks" --rendezvous "127.0.0.1:$port" >/dev/null &
+            --noise-scale "$noise" --rank "$r" --world-size "$ranks" --rendezvous "127.0.0.1:$port" >/dev/null 2>&1 &
     done
     "$worker" bench --model "$model" --batch-size "$batch" --threads "$threads" --steps 20 --warmup-steps 3 \
-        --noise-scale "$noise" --rank 0 --world-size "$ranks" --rendezvous "127.0.0.1:$port" | step_ms
+        --noise-scale "$noise" --rank 0 --world-size "$ranks" --rendezvous "127.0.0.1:$port" 2>/dev/null | step_ms
     wait
 }
 median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
