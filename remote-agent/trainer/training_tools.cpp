@@ -97,6 +97,21 @@ int runGradientCheck(const TrainingConfig &config, EventWriter &events)
 
 namespace scalelab::trainer {
 
+namespace {
+
+// The norm of all of `parameters`' gradients: one multi-tensor norm, as training takes it.
+torch::Tensor gradientNorm(const std::vector<torch::Tensor> &parameters)
+{
+    torch::NoGradGuard noGrad;
+    std::vector<torch::Tensor> grads;
+    for (const auto &p : parameters)
+        if (p.grad().defined())
+            grads.push_back(p.grad().detach().to(torch::kFloat));
+    return torch::stack(at::_foreach_norm(grads)).norm();
+}
+
+} // namespace
+
 int runBench(const TrainingConfig &config, int warmupSteps, int steps, bool noiseScale, EventWriter &events)
 {
     const int threads = config.threads > 0 ? config.threads : 1;
@@ -152,17 +167,9 @@ int runBench(const TrainingConfig &config, int warmupSteps, int steps, bool nois
         // The noise scale as training measures it, with the averaged gradient's norm rank 0
         // takes (training takes it for its report anyway: counted here, so this is an upper
         // bound on what the noise scale adds to a training step).
-        torch::Tensor norm;
-        if (noiseScale && config.rank == 0) {
-            torch::NoGradGuard noGrad;
-            std::vector<torch::Tensor> grads;
-            for (const auto &p : net->parameters())
-                if (p.grad().defined())
-                    grads.push_back(p.grad().detach().to(torch::kFloat));
-            norm = torch::stack(at::_foreach_norm(grads)).norm();
-        }
         if (noiseScale)
-            noise.endStep(parallel.get(), net->parameters(), config.batchSize, norm, config.rank == 0);
+            noise.endStep(parallel.get(), net->parameters(), config.batchSize,
+                config.rank == 0 ? gradientNorm(net->parameters()) : torch::Tensor(), config.rank == 0);
         sgdStep(optimizer);
         loss.item<float>();
         synchronize(device); // a GPU may still be running the optimizer step
