@@ -13,12 +13,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/setup.sh
-[ -x build/bin/scalelab-worker ] || scalelab_build
+[ -n "${SCALELAB_WORKER:-}" ] || [ -x build/bin/scalelab-worker ] || scalelab_build
 repeats="${1:-5}"
 model="${MODEL:-seed-cnn}"
 batch="${BATCH:-64}"
 cores="$(nproc)"
-worker=build/bin/scalelab-worker
+worker="${SCALELAB_WORKER:-build/bin/scalelab-worker}" # another build: SCALELAB_WORKER=PATH
 export OMP_WAIT_POLICY=PASSIVE
 
 step_ms() { grep -oE '"median_step_seconds": ?[0-9.e+-]+' | head -1 | sed 's/.*: *//' | awk '{ printf "%.3f\n", $1 * 1000 }'; }

@@ -15,8 +15,13 @@ status is the number of failures. What is checked:
   7. ResNet-18 and MobileNetV2 (the worker's CIFAR forms): each trains three epochs on the
      GPU with checkpoints and its training loss falls, and its training step is timed against
      PyTorch's torchvision model (when the node's python3 has torchvision).
+  8. the gradient noise scale (noise_meter.h) in those runs: every epoch of the fp32 and
+     bf16 runs (one rank: the differenced estimator) and of the two-rank run (K = 2) carries
+     a finite, positive B_simple with its estimator; and its cost, the step timed with and
+     without it (`bench --noise-scale true|false`), interleaved: reported, not asserted.
 
---sections seed,models picks what runs (default both): seed is 1-6, on the seed CNN.
+--sections seed,models picks what runs (default both): seed is 1-6 and 8, on the seed CNN;
+noise is 8's cost alone.
 
 --device cpu runs the same checks, smaller, on the CPU (Gloo; no NCCL check), so that
 this script itself can be tested on a machine without a GPU.
@@ -129,6 +134,35 @@ def report(title, columns, table, path):
         json.dump([dict(zip(columns, row)) for row in table], f, indent=1)
 
 
+def noise_of(per_epoch, ranks):
+    """Check 8's verdict on a run's epochs: (ok, detail). Every epoch must carry the noise
+    scale with the estimator a run of `ranks` ranks uses (worker.proto's EpochMetrics)."""
+    noise = [e.get("gradient_noise", {}) for e in per_epoch]
+    b = [n.get("b_simple", 0.0) for n in noise]
+    k = {n.get("batches_per_step", 0) for n in noise}
+    differenced = {bool(n.get("differenced", False)) for n in noise}
+    ok = (bool(noise) and all(x == x and 0 < x < float("inf") for x in b) and k == {ranks}
+          and differenced == {ranks == 1})
+    return ok, (f"B_simple per epoch {[round(x, 1) for x in b]}, K {sorted(k)}, "
+                f"{'differenced' if True in differenced else 'across ranks'}")
+
+
+def noise_cost(a, worker, on):
+    """Check 8's cost: the seed CNN's step with and without the noise scale, interleaved."""
+    size, steps, warmup = (256, 50, 10) if a.device == "cuda" else (64, 5, 2)
+    table = []
+    for precision in ("fp32", "bf16"):
+        args = ["--device", a.device, "--batch-size", str(size), "--threads", "1", "--steps", str(steps),
+                "--warmup-steps", str(warmup), "--precision", precision, "--channels-last", "on"]
+        without, with_ = bench(worker + ["bench", "--noise-scale", "false"],
+                               worker + ["bench", "--noise-scale", "true"], args, a.repeats)
+        check(f"bench {precision} with and without the noise scale, both ran", without == without and with_ == with_,
+              f"{without:.0f} img/s without, {with_:.0f} img/s with")
+        table.append((size, precision, without, with_, with_ / without if without else float("nan")))
+    report(f"the gradient noise scale's cost on {on}, one rank, images/s (median of {a.repeats} interleaved runs)",
+           ("batch", "precision", "without", "with", "ratio"), table, os.path.join(a.out, "gpu-noise-cost.json"))
+
+
 def seed_checks(a, worker, peer, data, work, train, gpus, on, batch, epochs):
     """Checks 1-6, on the seed CNN."""
     whole = None  # the uninterrupted fp32 run's weights_sha256
@@ -147,6 +181,8 @@ def seed_checks(a, worker, peer, data, work, train, gpus, on, batch, epochs):
               f"{[round(e['test_accuracy'], 3) for e in per_epoch]}, {ips:.0f} img/s {err.strip()[-300:]}")
         if precision == "fp32":
             whole = fin[0].get("weights_sha256") if fin else None
+        ok, detail = noise_of(per_epoch, 1)
+        check(f"noise scale of the {precision} run on {on}", rc == 0 and ok, detail)
 
     # 3: stop after epoch k, resume to the end.
     ck = os.path.join(work, "ck-resume")
@@ -174,6 +210,8 @@ def seed_checks(a, worker, peer, data, work, train, gpus, on, batch, epochs):
           "timed out" if results is None else
           f"rc {[rc for rc, _, _ in results]}, final accuracy {fin[0]['final_test_accuracy'] if fin else None}"
           f"; {results[0][2].strip()[-300:]}")
+    ok, detail = noise_of(events(results[0][1], "epoch"), 2) if results else (False, "timed out")
+    check(f"noise scale of 2 ranks on {on} over Gloo", ok, detail)
     gc = worker + ["gradient-check", "--data-dir", data, "--device", a.device, "--backend", "gloo",
                    "--batch-size", "32"]
     results = run_ranks(data_parallel(gc, 2), 300)
@@ -275,13 +313,14 @@ def main():
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
     p.add_argument("--python", default=sys.executable, help="the interpreter with PyTorch, for the peer")
-    p.add_argument("--sections", default="seed,models", help="seed (checks 1-6), models (check 7), or both")
+    p.add_argument("--sections", default="seed,models",
+                   help="seed (checks 1-6 and 8), models (check 7), noise (check 8's cost alone), comma-separated")
     p.add_argument("--models", default="resnet18,mobilenet_v2", help="check 7's models, comma-separated")
     p.add_argument("--precisions", default="fp32,bf16", help="check 7's bench precisions, comma-separated")
     a = p.parse_args()
     sections = set(a.sections.split(","))
-    if not sections <= {"seed", "models"}:
-        p.error(f"--sections takes seed and/or models, comma-separated (got '{a.sections}')")
+    if not sections <= {"seed", "models", "noise"}:
+        p.error(f"--sections takes seed, models and noise, comma-separated (got '{a.sections}')")
     os.makedirs(a.out, exist_ok=True)
     worker = [os.path.abspath(a.worker)]
     gpus = gpu_count() if a.device == "cuda" else 0
@@ -298,6 +337,8 @@ def main():
     peer = [a.python, os.path.join(ROOT, "bench", "pytorch_peer.py")]
     if "seed" in sections:
         seed_checks(a, worker, peer, data, work, train, gpus, on, batch, epochs)
+    if sections & {"seed", "noise"}:
+        noise_cost(a, worker, on)
     if "models" in sections:
         model_checks(a, worker, peer, data, work, on)
 

@@ -1,69 +1,109 @@
 #include "noise_meter.h"
 
+#include <utility>
+
 namespace scalelab::trainer {
+
+namespace {
+
+torch::TensorOptions doublesOn(const torch::Device &device)
+{
+    return torch::TensorOptions(torch::kDouble).device(device);
+}
+
+// The parameters' gradients copied into `flat` (one float vector, reused between steps).
+bool flatten(const std::vector<torch::Tensor> &parameters, torch::Tensor &flat)
+{
+    std::vector<torch::Tensor> grads;
+    for (const auto &p : parameters)
+        if (p.grad().defined())
+            grads.push_back(p.grad().detach().reshape({ -1 }).to(torch::kFloat));
+    if (grads.empty())
+        return false;
+    if (!flat.defined())
+        flat = torch::empty({ 0 }, grads[0].options().dtype(torch::kFloat));
+    torch::cat_out(flat, grads);
+    return true;
+}
+
+} // namespace
 
 void NoiseMeter::addLocal(const at::TensorBase &gradient)
 {
     torch::NoGradGuard noGrad;
-    const torch::Tensor squared = at::Tensor(gradient).detach().to(torch::kDouble).square().sum();
-    m_localSquared = m_localSquared.defined() ? m_localSquared + squared : squared;
+    // One kernel a parameter; squared and summed at the step's end, with the others.
+    m_localNorms.push_back(at::linalg_vector_norm(at::Tensor(gradient).detach()).reshape({ 1 }));
 }
 
 void NoiseMeter::endStep(DataParallel *parallel, const std::vector<torch::Tensor> &parameters,
     std::int64_t localBatch, const torch::Tensor &gradNorm, bool keeps)
 {
     torch::NoGradGuard noGrad;
-    std::optional<NoiseSample> sample;
+    const torch::Device device = parameters.empty() ? torch::Device(torch::kCPU) : parameters[0].device();
     if (m_batches > 1) {
         // Every rank takes part in the all-reduce, with 0 where no hook ran.
-        torch::Tensor local = m_localSquared.defined()
-            ? m_localSquared.reshape({ 1 })
-            : torch::zeros({ 1 },
-                torch::TensorOptions(torch::kDouble)
-                    .device(parameters.empty() ? torch::Device(torch::kCPU) : parameters[0].device()));
-        m_localSquared = torch::Tensor();
+        torch::Tensor local = m_localNorms.empty()
+            ? torch::zeros({ 1 }, doublesOn(device))
+            : torch::cat(m_localNorms).to(torch::kDouble).square().sum().reshape({ 1 });
+        m_localNorms.clear();
         if (parallel) {
             parallel->allReduceSum(local);
             local /= double(parallel->worldSize());
         }
         if (!keeps)
             return;
-        double totalSquared = 0;
+        torch::Tensor total;
         if (gradNorm.defined()) {
-            const double norm = gradNorm.item<double>();
-            totalSquared = norm * norm;
+            total = gradNorm.to(torch::kDouble).square().reshape({ 1 });
         } else {
+            std::vector<torch::Tensor> grads;
             for (const auto &p : parameters)
                 if (p.grad().defined())
-                    totalSquared += p.grad().detach().to(torch::kDouble).square().sum().item<double>();
+                    grads.push_back(p.grad().detach().to(torch::kFloat));
+            total = grads.empty()
+                ? torch::zeros({ 1 }, doublesOn(device))
+                : torch::stack(at::_foreach_norm(grads)).to(torch::kDouble).square().sum().reshape({ 1 });
         }
-        sample = twoBatchSample(
-            local.item<double>(), double(localBatch), totalSquared, double(localBatch) * m_batches);
+        m_pending.push_back(torch::cat({ local, total }));
+        m_pendingBatches.push_back(double(localBatch));
     } else {
         if (!keeps)
             return;
-        std::vector<torch::Tensor> current;
-        for (const auto &p : parameters)
-            if (p.grad().defined())
-                current.push_back(p.grad().detach().to(torch::kFloat).clone());
-        if (m_previous.size() == current.size() && !current.empty()) {
-            torch::Tensor dot
-                = torch::zeros({}, torch::TensorOptions(torch::kDouble).device(current[0].device()));
-            torch::Tensor difference = torch::zeros_like(dot);
-            for (std::size_t i = 0; i < current.size(); ++i) {
-                dot += (current[i] * m_previous[i]).sum().to(torch::kDouble);
-                difference += (current[i] - m_previous[i]).square().sum().to(torch::kDouble);
-            }
-            sample = differencedSample(dot.item<double>(), difference.item<double>(), double(localBatch));
+        std::swap(m_current, m_previous);
+        if (!flatten(parameters, m_current))
+            return;
+        if (m_previous.defined() && m_previous.numel() == m_current.numel()) {
+            // |g − g_prev|, squared on the host.
+            m_pending.push_back(
+                torch::stack({ torch::dot(m_current, m_previous), torch::dist(m_current, m_previous) }));
+            m_pendingBatches.push_back(double(localBatch));
         }
-        m_previous = std::move(current);
     }
-    if (sample)
-        m_average.add(*sample);
+    if (m_pending.size() >= kFlushEvery)
+        flush();
 }
 
-NoiseReport NoiseMeter::report() const
+void NoiseMeter::flush()
 {
+    if (m_pending.empty())
+        return;
+    const torch::Tensor sums = torch::stack(m_pending).to(torch::kCPU, torch::kDouble).contiguous();
+    m_pending.clear();
+    const auto rows = sums.accessor<double, 2>();
+    for (std::int64_t i = 0; i < rows.size(0); ++i) {
+        const double batch = m_pendingBatches[std::size_t(i)];
+        const std::optional<NoiseSample> sample = m_batches > 1
+            ? twoBatchSample(rows[i][0], batch, rows[i][1], batch * m_batches)
+            : differencedSample(rows[i][0], rows[i][1] * rows[i][1], batch);
+        if (sample)
+            m_average.add(*sample);
+    }
+    m_pendingBatches.clear();
+}
+
+NoiseReport NoiseMeter::report()
+{
+    flush();
     NoiseReport r;
     r.samples = m_average.samples();
     if (r.samples == 0)

@@ -164,12 +164,14 @@ int runBench(const TrainingConfig &config, int warmupSteps, int steps, bool nois
             parallel->beforeBackward();
         loss.backward();
         const auto backwardEnd = Clock::now();
-        // The noise scale as training measures it, with the averaged gradient's norm rank 0
-        // takes (training takes it for its report anyway: counted here, so this is an upper
-        // bound on what the noise scale adds to a training step).
+        // The noise scale as training measures it. With several ranks it takes the averaged
+        // gradient's norm rank 0 takes (training takes it for its report anyway: counted here,
+        // so this is an upper bound on what the noise scale adds to a training step); one
+        // rank's estimator does not use it.
         if (noiseScale)
             noise.endStep(parallel.get(), net->parameters(), config.batchSize,
-                config.rank == 0 ? gradientNorm(net->parameters()) : torch::Tensor(), config.rank == 0);
+                config.rank == 0 && config.worldSize > 1 ? gradientNorm(net->parameters()) : torch::Tensor(),
+                config.rank == 0);
         sgdStep(optimizer);
         loss.item<float>();
         synchronize(device); // a GPU may still be running the optimizer step
