@@ -153,7 +153,7 @@ private Q_SLOTS:
         plan.mutable_grid()->add_gpus_per_worker(0.3);
         plan.mutable_grid()->add_gpus_per_worker(1.5);
         plan.mutable_grid()->add_precision("fp16");
-        plan.mutable_grid()->add_lr_rule("sqrt");
+        plan.mutable_grid()->add_lr_rule("cubic");
         plan.set_repeats(-1);
         plan.set_max_failures(-2);
         plan.set_target_accuracy(70);
@@ -171,6 +171,50 @@ private Q_SLOTS:
                 qPrintable(QStringLiteral("missing %1 in:\n%2").arg(field, all)));
         QCOMPARE(p.size(), 14);
         VERIFY_OK(checkPlan(validPlan()));
+    }
+
+    // Every learning-rate rule the worker knows is a grid value, and each reaches the run's
+    // spec; an unknown one is refused naming the rules.
+    void planAcceptsEveryLrRuleAndRefusesOthers()
+    {
+        v1::StudyPlan plan = validPlan();
+        for (const char *rule : { "none", "linear", "sqrt", "adascale" })
+            plan.mutable_grid()->add_lr_rule(rule);
+        VERIFY_OK(checkPlan(plan));
+        QStringList planned;
+        for (const PlannedRun &run : expandPlan(plan, QStringLiteral("s")))
+            if (!run.config.baseline)
+                planned << run.config.lrRule;
+        QCOMPARE(planned.count(QStringLiteral("sqrt")), 2); // one a worker count
+        QCOMPARE(planned.count(QStringLiteral("adascale")), 2);
+        RunConfig c;
+        c.lrRule = QStringLiteral("adascale");
+        QCOMPARE(runSpecFor(plan, c).lr_scaling(), std::string("adascale"));
+        plan.mutable_grid()->add_lr_rule("cubic");
+        const QStringList problems = checkPlan(plan).error();
+        QCOMPARE(problems.size(), 1);
+        QCOMPARE(problems.first(),
+            QStringLiteral(
+                "grid.lrRule[4]: must be none, linear, sqrt or adascale (got \"cubic\"; the rules: "
+                "docs/training-engine.md)"));
+    }
+
+    // A range test's learning rate, found at the baseline's batch, is rescaled to the rules'
+    // reference batch as each rule would scale it back.
+    void foundLearningRateIsRescaledByTheRule()
+    {
+        v1::StudyPlan plan = validPlan();
+        plan.set_learning_rate_auto(true);
+        const FoundLearningRate found { .learningRate = 0.08, .batch = 256 };
+        RunConfig c;
+        const auto rescaled = [&](const char *rule) {
+            c.lrRule = QLatin1String(rule);
+            return runSpecFor(plan, c, found).learning_rate();
+        };
+        QCOMPARE(rescaled("none"), 0.08);
+        QCOMPARE(rescaled("linear"), 0.02); // x 64 / 256
+        QCOMPARE(rescaled("sqrt"), 0.04); // x sqrt(64 / 256)
+        QCOMPARE(rescaled("adascale"), 0.02); // as the linear rule: its gain is S where noise dominates
     }
 
     // Malformed JSON says where; every unknown field and wrong kind is listed, with a guess.

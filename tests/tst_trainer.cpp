@@ -3,8 +3,9 @@
 // bit-identical weights, so does a run stopped after an epoch of its schedule, dropout
 // rates are options, corrupt checkpoints are refused, a dead rank is noticed,
 // 2 workers learn as well as 1 at the same global batch, every built-in model resumes bit
-// for bit and trains channels-last (and bf16), the BLAS kernel is the best the CPU allows,
-// and a worker asked for a GPU it cannot use says why.
+// for bit and trains channels-last (and bf16), the learning-rate rules scale with the global
+// batch (sqrt, AdaScale's measured gain), the BLAS kernel is the best the CPU allows, and a
+// worker asked for a GPU it cannot use says why.
 #include "blas_kernel.h"
 #include "cifar10.h"
 #include "cpu_features.h"
@@ -26,7 +27,9 @@
 
 #include <sched.h>
 
+#include <cmath>
 #include <memory>
+#include <numbers>
 
 #include "spec_rules.h"
 #include "worker_channel.h"
@@ -594,6 +597,97 @@ private Q_SLOTS:
             QVERIFY(refused.finish(30'000));
             QCOMPARE(refused.exitCode(), worker::kExitUsage);
         }
+    }
+
+    // The rules at a global batch 4 times the base batch (32 images against --base-batch 8):
+    // sqrt doubles the rate; adascale multiplies the schedule's, at the run's progress P (the
+    // sum of the gains, in base batches), by a gain r in [1, 4] that each step reports, the
+    // same on every rank; and P survives a stop and resume.
+    void lrRulesScaleWithTheGlobalBatch()
+    {
+        const auto args = [&](int batch, const QStringList &extra) {
+            return QStringList { QStringLiteral("train"), QStringLiteral("--data-dir"), m_small,
+                QStringLiteral("--batch-size"), QString::number(batch), QStringLiteral("--threads"),
+                QStringLiteral("1"), QStringLiteral("--base-batch"), QStringLiteral("8"),
+                QStringLiteral("--lr"), QStringLiteral("0.02"), QStringLiteral("--warmup-epochs"),
+                QStringLiteral("0") }
+            + extra;
+        };
+        const double base = 0.02, scale = 4;
+        Worker sqrtRun(args(32,
+            { QStringLiteral("--lr-scaling"), QStringLiteral("sqrt"), QStringLiteral("--schedule"),
+                QStringLiteral("constant") }));
+        const QString dir = m_tmp.filePath(QStringLiteral("ck-adascale"));
+        const QStringList adaScale = { QStringLiteral("--lr-scaling"), QStringLiteral("adascale"),
+            QStringLiteral("--epochs"), QStringLiteral("2"), QStringLiteral("--checkpoint-dir"), dir };
+        Worker stopped(
+            args(32, adaScale + QStringList { QStringLiteral("--stop-after-epoch"), QStringLiteral("1") }));
+        QVERIFY(sqrtRun.finish(test::endsWithin()) && stopped.finish(test::endsWithin()));
+        QCOMPARE(sqrtRun.exitCode(), 0);
+        QCOMPARE(stopped.exitCode(), 0);
+        QCOMPARE(sqrtRun.events(QStringLiteral("started")).value(0).started().peak_learning_rate(), 2 * base);
+        const auto sqrtSteps = sqrtRun.events(QStringLiteral("step"));
+        QCOMPARE(sqrtSteps.size(), 8);
+        for (const auto &e : sqrtSteps) {
+            QCOMPARE(e.step().learning_rate(), 2 * base); // x sqrt(32 / 8)
+            QVERIFY(e.step().has_lr_gain());
+            QCOMPARE(e.step().lr_gain(), 1.0);
+        }
+
+        // Cosine over 2 epochs of 8 steps, evaluated at P / S of them, times the step's r.
+        double progress = 0;
+        bool gained = false;
+        const auto checkAdaScaleSteps = [&](Worker &w, int count) {
+            const auto steps = w.events(QStringLiteral("step"));
+            QCOMPARE(steps.size(), count);
+            for (const auto &e : steps) {
+                const double r = e.step().lr_gain();
+                QVERIFY2(e.step().has_lr_gain() && r >= 1 && r <= scale,
+                    qPrintable(QStringLiteral("step %1: gain %2").arg(e.step().step()).arg(r)));
+                const double expected
+                    = base * 0.5 * (1 + std::cos(std::numbers::pi * progress / scale / 16)) * r;
+                QVERIFY2(std::abs(e.step().learning_rate() / expected - 1) < 1e-9,
+                    qPrintable(QStringLiteral("step %1: lr %2, expected %3 at progress %4, gain %5")
+                                   .arg(e.step().step())
+                                   .arg(e.step().learning_rate(), 0, 'g', 17)
+                                   .arg(expected, 0, 'g', 17)
+                                   .arg(progress)
+                                   .arg(r)));
+                progress += r;
+                gained = gained || r > 1;
+            }
+            QCOMPARE(steps.value(0).step().lr_gain(), 1.0); // no noise measured yet
+        };
+        checkAdaScaleSteps(stopped, 8);
+        QVERIFY(gained); // the noise of 8-image batches is measured
+        QVERIFY(progress < 8 * scale); // less than the linear rule's: the schedule went slower
+        Worker resumed(args(32, adaScale + QStringList { QStringLiteral("--resume"), QStringLiteral("on") }));
+        QVERIFY(resumed.finish(test::endsWithin()));
+        QCOMPARE(resumed.exitCode(), 0);
+        QCOMPARE(resumed.events(QStringLiteral("started")).value(0).started().resumed_from_epoch(), 1);
+        checkAdaScaleSteps(resumed, 8); // from the checkpoint's progress, not from 8 steps x 4
+
+        // Two ranks of 16: the ranks take the same gains, so they train one model.
+        const int storePort = test::freePort();
+        QVERIFY2(storePort > 0, "no free port on 127.0.0.1");
+        const auto rank = [&](int r) {
+            return args(16,
+                { QStringLiteral("--lr-scaling"), QStringLiteral("adascale"), QStringLiteral("--world-size"),
+                    QStringLiteral("2"), QStringLiteral("--rank"), QString::number(r),
+                    QStringLiteral("--rendezvous"), QStringLiteral("127.0.0.1:%1").arg(storePort) });
+        };
+        Worker rank0(rank(0)), rank1(rank(1));
+        QVERIFY(rank0.finish(test::endsWithin()) && rank1.finish(test::endsWithin()));
+        QCOMPARE(rank0.exitCode(), 0);
+        QCOMPARE(rank1.exitCode(), 0);
+        QVERIFY(!digest(rank0).isEmpty());
+        QCOMPARE(digest(rank0), digest(rank1));
+        const auto steps = rank0.events(QStringLiteral("step"));
+        QCOMPARE(steps.size(), 8);
+        for (const auto &e : steps)
+            QVERIFY2(e.step().lr_gain() >= 1 && e.step().lr_gain() <= scale,
+                qPrintable(QStringLiteral("step %1: gain %2").arg(e.step().step()).arg(e.step().lr_gain())));
+        QVERIFY(steps.last().step().lr_gain() > 1); // the two-batch estimator has samples by then
     }
 
     // The range test: the lr rises exponentially, the suggestion is the lowest smoothed

@@ -49,5 +49,6 @@ QString pct(double fraction);
 QString num(double v, int decimals);
 
 int predictStudy(const QStringList &arguments);
+int recommendStudy(const QStringList &arguments);
 
 } // namespace scalelab::app

@@ -652,7 +652,10 @@ int studyCommand(QStringList arguments)
   show ID         a study's runs and results
   predict ID [--workers 8,16,64] [--batch-size B] [--bandwidth 10Gbit]  step time, images/s,
                        speedup and efficiency at other worker counts, from the study's own
-                       step anatomy and network probes, with a 95 % band
+                       step anatomy and network probes, with a 95 % band; with a target
+                       accuracy (--target 0.9, or the study's), epochs and time to it
+  recommend ID [--target 0.9] [--max-workers N] [--deadline 30m]  the workers x batch x lr
+                       rule that reaches the target soonest (or in time with the fewest workers)
   cancel ID       cancel a study (--run RUN for one run)
   retry ID --run RUN [--agent HOST:PORT]  one more attempt of a FAILED or CANCELLED run, from
                        its checkpoint (also on agents the study did not have, via the
@@ -680,6 +683,8 @@ int studyCommand(QStringList arguments)
         return showStudy(arguments);
     if (sub == QLatin1String("predict"))
         return predictStudy(arguments);
+    if (sub == QLatin1String("recommend"))
+        return recommendStudy(arguments);
     if (sub == QLatin1String("cancel"))
         return requestStudyChange(arguments, false);
     if (sub == QLatin1String("retry"))

@@ -114,9 +114,12 @@ StudyDesigner::StudyDesigner(QWidget *parent)
            "each"));
     m_precision->setObjectName(QStringLiteral("precision"));
     m_lrRule = choice(tr("LR rule"),
-        { QStringLiteral("none"), QStringLiteral("linear"), QStringLiteral("none, linear") },
+        { QStringLiteral("none"), QStringLiteral("linear"), QStringLiteral("sqrt"),
+            QStringLiteral("adascale"), QStringLiteral("none, linear"),
+            QStringLiteral("linear, sqrt, adascale"), QStringLiteral("none, linear, sqrt, adascale") },
         tr("none: the learning rate as given; linear: scaled with the global batch (x global batch / %1); "
-           "both: a run of each")
+           "sqrt: x the square root of that; adascale: x a gain measured at every step from the gradient "
+           "noise, between 1 and global batch / %1; several: a run of each")
             .arg(worker::kLinearRuleBaseBatch));
     m_lrRule->setObjectName(QStringLiteral("lrRule"));
     QStringList models;

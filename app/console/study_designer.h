@@ -87,7 +87,7 @@ private:
     QLineEdit *m_gpus = nullptr;
     QLineEdit *m_threads = nullptr;
     QComboBox *m_precision = nullptr; // "fp32", "bf16" or both
-    QComboBox *m_lrRule = nullptr; // "none", "linear" or both
+    QComboBox *m_lrRule = nullptr; // one of worker::kLrRules, or a list of them
     QComboBox *m_model = nullptr; // one model, or a comma-separated list to compare (grid.model)
     QLineEdit *m_lr = nullptr; // empty, a number, or "auto"
     QPointer<QDialog> m_lrDialog; // the range test, while open

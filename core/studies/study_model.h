@@ -31,7 +31,8 @@ struct RunConfig {
     double gpusPerWorker = 0; // 0 = CPU; 0.5 = two workers share a GPU
     int threadsPerWorker = 0; // 0 = the node's cores / ranks on it
     QString precision = QStringLiteral("fp32"); // "fp32" | "bf16"
-    QString lrRule = QStringLiteral("none"); // "none" (fixed) | "linear" (scaled with the global batch)
+    QString lrRule
+        = QStringLiteral("none"); // "none" (fixed) | "linear" | "sqrt" | "adascale" (worker::kLrRules)
     QString model = QString::fromLatin1(kDefaultModelName); // RunSpec.model: "seed-cnn", "resnet18", ...
 
     int globalBatch() const { return batchSize * workers; }

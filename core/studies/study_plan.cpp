@@ -433,9 +433,11 @@ CheckStatus checkGrid(const v1::StudyPlan &plan)
         if (const Status valid = checkPrecision(str(g.precision(i))); !valid)
             p << QStringLiteral("grid.precision[%1]: %2").arg(i).arg(valid.error());
     for (int i = 0; i < g.lr_rule_size(); ++i)
-        if (g.lr_rule(i) != "none" && g.lr_rule(i) != "linear")
-            p << QStringLiteral("grid.lrRule[%1]: must be \"none\" or \"linear\" (got \"%2\")")
+        if (!worker::isLrRule(g.lr_rule(i)))
+            p << QStringLiteral(
+                "grid.lrRule[%1]: must be %2 (got \"%3\"; the rules: docs/training-engine.md)")
                      .arg(i)
+                     .arg(str(worker::lrRulesText()))
                      .arg(str(g.lr_rule(i)));
     for (int i = 0; i < g.model_size(); ++i)
         if (const Status valid = checkModel(g.model(i)); !valid)
@@ -576,13 +578,20 @@ v1::RunSpec runSpecFor(
 {
     v1::RunSpec spec = plan.training();
     if (plan.learning_rate_auto() && found) {
-        // The test's batch was the baseline's global batch; the linear rule scales from the
-        // worker's reference batch, so the value it is given is rescaled to match.
-        const bool linear = config.lrRule == QLatin1String("linear");
+        // The test's batch was the baseline's global batch; the rules scale from the worker's
+        // reference batch, so the value they are given is rescaled to match. AdaScale's gain
+        // is the linear rule's where the gradient noise dominates, as at the small batch of
+        // a test, so its value is rescaled as the linear rule's.
         const int testBatch = std::max(1, found->batch);
-        spec.set_learning_rate(linear
-                ? worker::linearRuleLearningRate(found->learningRate, testBatch, worker::kLinearRuleBaseBatch)
-                : found->learningRate);
+        const double measured = found->learningRate;
+        if (config.lrRule == QLatin1String("linear") || config.lrRule == QLatin1String("adascale"))
+            spec.set_learning_rate(
+                worker::linearRuleLearningRate(measured, testBatch, worker::kLinearRuleBaseBatch));
+        else if (config.lrRule == QLatin1String("sqrt"))
+            spec.set_learning_rate(
+                worker::sqrtRuleLearningRate(measured, testBatch, worker::kLinearRuleBaseBatch));
+        else
+            spec.set_learning_rate(measured);
     }
     spec.set_dataset(plan.dataset());
     spec.set_batch_size(config.batchSize);

@@ -176,8 +176,10 @@ SpecStatus checkRunSpec(const v1::RunSpec &s, const SpecContext &context)
             c.add("gpus_per_worker",
                 "a fraction of a GPU must divide one GPU evenly, down to 1/"
                     + std::to_string(kMaxWorkersPerGpu) + " (0.5, 0.25, ...; got " + exactNumber(g) + ")");
-        if (!s.lr_scaling().empty() && s.lr_scaling() != "none" && s.lr_scaling() != "linear")
-            c.add("lr_scaling", "must be \"none\" or \"linear\" (got \"" + s.lr_scaling() + "\")");
+        if (!s.lr_scaling().empty() && !worker::isLrRule(s.lr_scaling()))
+            c.add("lr_scaling",
+                "must be " + worker::lrRulesText() + " (got \"" + s.lr_scaling()
+                    + "\"; the rules: docs/training-engine.md)");
     }
     if (!s.schedule().empty() && s.schedule() != "cosine" && s.schedule() != "constant")
         c.add("schedule", "must be \"cosine\" or \"constant\" (got \"" + s.schedule() + "\")");

@@ -1,11 +1,12 @@
 // The agent <-> worker contract beyond worker.proto's messages: what a worker's exit code
-// means, and the reference batch of the linear learning-rate rule. The worker returns the
+// means, the learning-rate rules and the reference batch they scale from. The worker returns the
 // codes (remote-agent/trainer); the agent reads them (run_supervisor.cpp,
 // lr_find_session.cpp); core scales learning rates by the same rule (study_plan.cpp).
 //
 //   return worker::kExitDiverged;                                     // the worker
 //   if (code == worker::kExitDiverged && error says "diverged") ...   // the agent
 //   lr = worker::linearRuleLearningRate(lr, batch, worker::kLinearRuleBaseBatch);
+//   if (!worker::isLrRule(spec.lr_scaling())) refuse(worker::lrRulesText());
 //
 // An exit code alone proves nothing (a crash may exit with any number): the agent believes
 // kExitDiverged and kExitNoSpace only together with the worker's matching error event.
@@ -16,6 +17,7 @@
 #pragma once
 
 #include <array>
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -38,8 +40,8 @@ inline constexpr int kExitNoSpace = 4;
 // The reference batch of the linear scaling rule (Goyal et al., "Accurate, Large Minibatch
 // SGD", 2017): a learning rate given for a global batch of this many images is scaled by
 // global batch / kLinearRuleBaseBatch. It is the worker's --base-batch default (the agent
-// leaves WorkerLaunch.base_batch unset), so RunSpec.learning_rate with lr_scaling "linear"
-// is the rate at this batch.
+// leaves WorkerLaunch.base_batch unset), so RunSpec.learning_rate with lr_scaling "linear",
+// "sqrt" or "adascale" is the rate at this batch (kLrRules below).
 inline constexpr int kLinearRuleBaseBatch = 64;
 
 // The models a worker builds in (remote-agent/trainer/model_zoo.h), by RunSpec.model and
@@ -96,6 +98,42 @@ inline std::string modelNamesText()
 constexpr double linearRuleLearningRate(double learningRate, std::int64_t fromBatch, std::int64_t toBatch)
 {
     return learningRate * double(toBatch) / double(fromBatch);
+}
+
+// The same by the square-root rule, learningRate x sqrt(toBatch / fromBatch): the step's
+// gradient noise falls as 1/sqrt(batch), so the rate that keeps the update's noise the same
+// grows with its square root (Krizhevsky 2014, "One weird trick for parallelizing
+// convolutional neural networks"; Hoffer et al. 2017, "Train longer, generalize better").
+inline double sqrtRuleLearningRate(double learningRate, std::int64_t fromBatch, std::int64_t toBatch)
+{
+    return learningRate * std::sqrt(double(toBatch) / double(fromBatch));
+}
+
+// The learning-rate rules a run may name (RunSpec.lr_scaling, grid.lrRule, --lr-scaling):
+//   none      the rate as given, whatever the global batch;
+//   linear    linearRuleLearningRate from kLinearRuleBaseBatch (or --base-batch);
+//   sqrt      sqrtRuleLearningRate from the same batch;
+//   adascale  AdaScale SGD (Johnson et al., ICML 2020): the rate x a gain in [1, global
+//             batch / base batch] measured from the gradients' noise at every step, with the
+//             schedule following the progress the gains add up to
+//             (remote-agent/trainer/lr_rules.h).
+inline constexpr std::array<std::string_view, 4> kLrRules = { "none", "linear", "sqrt", "adascale" };
+
+inline bool isLrRule(std::string_view rule)
+{
+    for (const auto known : kLrRules)
+        if (known == rule)
+            return true;
+    return false;
+}
+
+// "none, linear, sqrt or adascale", for messages.
+inline std::string lrRulesText()
+{
+    std::string text;
+    for (std::size_t i = 0; i < kLrRules.size(); ++i)
+        text += (i == 0 ? "" : i + 1 == kLrRules.size() ? " or " : ", ") + std::string(kLrRules[i]);
+    return text;
 }
 
 } // namespace scalelab::worker

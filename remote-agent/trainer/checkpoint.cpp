@@ -138,6 +138,8 @@ SavedCheckpoint saveCheckpoint(const std::string &root, const CheckpointPosition
             torch::serialize::OutputArchive archive;
             archive.write("epoch", torch::tensor(std::int64_t(position.epoch)));
             archive.write("step", torch::tensor(position.step));
+            if (position.progress)
+                archive.write("progress", torch::tensor(*position.progress, torch::kDouble));
             archive.write("cpu_rng", generatorState(torch::kCPU));
             if (device.is_cuda())
                 archive.write("cuda_rng", generatorState(device));
@@ -242,7 +244,7 @@ std::optional<CheckpointPosition> loadLatestCheckpoint(const std::string &root, 
             optimizer.load(optimizerArchive);
             optimizer.state().clear();
             stateArchive.load_from((dir / "state.pt").string(), device);
-            torch::Tensor epoch, step, rng, deviceRng;
+            torch::Tensor epoch, step, progress, rng, deviceRng;
             stateArchive.read("epoch", epoch);
             stateArchive.read("step", step);
             stateArchive.read("cpu_rng", rng);
@@ -261,7 +263,12 @@ std::optional<CheckpointPosition> loadLatestCheckpoint(const std::string &root, 
                 optimizer.state()[optimizerStateKey(params[i])] = std::move(state);
             }
             *loadedFrom = dir.string();
-            return CheckpointPosition { int(epoch.item<std::int64_t>()), step.item<std::int64_t>() };
+            CheckpointPosition position;
+            position.epoch = int(epoch.item<std::int64_t>());
+            position.step = step.item<std::int64_t>();
+            if (stateArchive.try_read("progress", progress)) // older checkpoints have none
+                position.progress = progress.item<double>();
+            return position;
         } catch (const std::exception &e) {
             warn("checkpoint " + dir.string() + " refused: " + std::string(e.what()).substr(0, 200));
         }

@@ -19,6 +19,10 @@ namespace scalelab::trainer {
 struct CheckpointPosition {
     int epoch = 0; // epochs completed
     std::int64_t step = 0; // optimizer steps completed
+    // The run's progress in base-batch steps, AdaScale's sum of gains (lr_rules.h). Unset:
+    // a checkpoint written before it was saved; the run then takes its steps as worth the
+    // linear rule's (steps x global batch / base batch).
+    std::optional<double> progress;
 };
 
 struct SavedCheckpoint {

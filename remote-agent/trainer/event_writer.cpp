@@ -206,6 +206,7 @@ void EventWriter::step(const StepReport &report)
     s->set_backward_seconds(report.backwardSeconds);
     s->set_optimizer_seconds(report.optimizerSeconds);
     setNoise([s] { return s->mutable_gradient_noise(); }, report.noise);
+    s->set_lr_gain(report.lrGain);
     write(worker::eventLine(event));
 }
 

@@ -151,6 +151,7 @@ struct StepReport {
     double backwardSeconds = 0;
     double optimizerSeconds = 0;
     NoiseReport noise;
+    double lrGain = 1; // AdaScale's r, by which `lr` is the schedule's (lr_rules.h)
 };
 
 class EventWriter {

@@ -17,13 +17,17 @@ struct LrSchedule {
     bool constant = false; // hold the peak after the warm-up instead of cosine decay
 
     // `step` is 0-based: the rate the step's update is taken with.
-    double at(std::int64_t step) const
+    double at(std::int64_t step) const { return atStep(double(step)); }
+
+    // The same at a fractional step: AdaScale's progress in the run's steps (lr_rules.h).
+    double atStep(double step) const
     {
-        if (step < warmupSteps)
-            return peak * (0.1 + 0.9 * double(step) / double(warmupSteps));
+        if (step < double(warmupSteps))
+            return peak * (0.1 + 0.9 * step / double(warmupSteps));
         if (constant)
             return peak;
-        const double progress = double(step - warmupSteps) / double(std::max<std::int64_t>(1, totalSteps - warmupSteps));
+        const double progress
+            = (step - double(warmupSteps)) / double(std::max<std::int64_t>(1, totalSteps - warmupSteps));
         return peak * 0.5 * (1.0 + std::cos(std::numbers::pi * progress));
     }
 };

@@ -26,6 +26,21 @@ bool flatten(const std::vector<torch::Tensor> &parameters, torch::Tensor &flat)
     return true;
 }
 
+// The all-reduced gradient's |G|², one double: from `gradNorm` when the caller has it.
+torch::Tensor bigSquared(
+    const std::vector<torch::Tensor> &parameters, const torch::Tensor &gradNorm, const torch::Device &device)
+{
+    if (gradNorm.defined())
+        return gradNorm.to(torch::kDouble).square().reshape({ 1 });
+    std::vector<torch::Tensor> grads;
+    for (const auto &p : parameters)
+        if (p.grad().defined())
+            grads.push_back(p.grad().detach().to(torch::kFloat));
+    return grads.empty()
+        ? torch::zeros({ 1 }, doublesOn(device))
+        : torch::stack(at::_foreach_norm(grads)).to(torch::kDouble).square().sum().reshape({ 1 });
+}
+
 } // namespace
 
 void NoiseMeter::addLocal(const at::TensorBase &gradient)
@@ -40,31 +55,23 @@ void NoiseMeter::endStep(DataParallel *parallel, const std::vector<torch::Tensor
 {
     torch::NoGradGuard noGrad;
     const torch::Device device = parameters.empty() ? torch::Device(torch::kCPU) : parameters[0].device();
+    keeps = keeps || m_everyRank;
     if (m_batches > 1) {
         // Every rank takes part in the all-reduce, with 0 where no hook ran.
         torch::Tensor local = m_localNorms.empty()
             ? torch::zeros({ 1 }, doublesOn(device))
             : torch::cat(m_localNorms).to(torch::kDouble).square().sum().reshape({ 1 });
         m_localNorms.clear();
+        if (m_everyRank)
+            local = torch::cat({ local, bigSquared(parameters, gradNorm, device) });
         if (parallel) {
             parallel->allReduceSum(local);
             local /= double(parallel->worldSize());
         }
         if (!keeps)
             return;
-        torch::Tensor total;
-        if (gradNorm.defined()) {
-            total = gradNorm.to(torch::kDouble).square().reshape({ 1 });
-        } else {
-            std::vector<torch::Tensor> grads;
-            for (const auto &p : parameters)
-                if (p.grad().defined())
-                    grads.push_back(p.grad().detach().to(torch::kFloat));
-            total = grads.empty()
-                ? torch::zeros({ 1 }, doublesOn(device))
-                : torch::stack(at::_foreach_norm(grads)).to(torch::kDouble).square().sum().reshape({ 1 });
-        }
-        m_pending.push_back(torch::cat({ local, total }));
+        m_pending.push_back(
+            m_everyRank ? local : torch::cat({ local, bigSquared(parameters, gradNorm, device) }));
         m_pendingBatches.push_back(double(localBatch));
     } else {
         if (!keeps)

@@ -4,7 +4,7 @@
 // is a small batch, and the averaged gradient the big batch; the ranks' squared norms are
 // averaged with one all-reduce of a scalar a step, as AdaptDL does (K times less variance
 // than one rank's alone). On one rank, the previous step's gradient is the second sample (the
-// differenced estimator). Rank 0 keeps the averages. libtorch; no Qt.
+// differenced estimator). Rank 0 keeps the averages (every rank, for AdaScale). libtorch; no Qt.
 //
 // Cost: a step's sums stay on the gradients' device; the host reads them only when a report
 // asks (report()) or after kFlushEvery steps, in one copy, so the meter adds no wait for the
@@ -28,8 +28,12 @@ public:
     // `batchesPerStep`: K, the batches of `localBatch` examples a step's gradient averages
     // (ranks × accumulation).
     // `smoothing`: the moving averages' weight per step (NoiseScaleAverage).
-    explicit NoiseMeter(int batchesPerStep, double smoothing = 0.99)
+    // `everyRank`: every rank keeps the averages, the same on each (AdaScale's gain sets
+    // every rank's learning rate, lr_rules.h): the big batch's |G|² then travels in the
+    // all-reduce with the small batches', so that every rank averages the same numbers.
+    explicit NoiseMeter(int batchesPerStep, double smoothing = 0.99, bool everyRank = false)
         : m_batches(batchesPerStep)
+        , m_everyRank(everyRank)
         , m_average(smoothing)
     { }
 
@@ -39,7 +43,8 @@ public:
 
     // After backward, the gradients averaged over the ranks in `parameters`' grad: one sample
     // from this step of `localBatch` examples per rank. Every rank calls it at every step
-    // (with several ranks it all-reduces over `parallel`); only `keeps` (rank 0) samples.
+    // (with several ranks it all-reduces over `parallel`); only `keeps` (rank 0) samples,
+    // or every rank with `everyRank`.
     // `gradNorm` is the averaged gradient's norm when the caller has it (one multi-tensor
     // norm, shared with the step's report).
     void endStep(DataParallel *parallel, const std::vector<torch::Tensor> &parameters,
@@ -56,6 +61,7 @@ private:
     void flush();
 
     int m_batches;
+    bool m_everyRank;
     NoiseScaleAverage m_average;
     std::vector<torch::Tensor> m_localNorms; // this rank's, this step, one per hook
     // Per step, on the device: K > 1: (this rank's |g|² averaged over the ranks, the averaged

@@ -1,7 +1,7 @@
 // The training loop: a run from its checkpoint (or the start) to its last epoch, with
 // evaluation, checkpoints and events. The data loader is data_loader.h, a rank's share of
-// an epoch data_shard.h, the schedule lr_schedule.h, divergence divergence_watch.h; the
-// worker's other modes are in training_tools.cpp.
+// an epoch data_shard.h, the schedule lr_schedule.h and the learning-rate rules lr_rules.h,
+// divergence divergence_watch.h; the worker's other modes are in training_tools.cpp.
 #include "training.h"
 
 #include "checkpoint.h"
@@ -13,6 +13,7 @@
 #include "divergence_watch.h"
 #include "event_writer.h"
 #include "fused_ops.h"
+#include "lr_rules.h"
 #include "lr_schedule.h"
 #include "model_zoo.h"
 #include "noise_meter.h"
@@ -30,7 +31,8 @@ namespace {
 constexpr std::int64_t kEvalBatch = 500;
 
 // Ranks on other nodes hold no copy of the checkpoint that rank 0 resumed from: they
-// take rank 0's position and SGD momentum, so every rank continues one run.
+// take rank 0's position (AdaScale's progress too) and SGD momentum, so every rank
+// continues one run.
 void adoptRankZeroProgress(DataParallel &parallel, torch::optim::SGD &optimizer, CheckpointPosition *position)
 {
     const auto &params = optimizer.param_groups().at(0).params();
@@ -42,9 +44,13 @@ void adoptRankZeroProgress(DataParallel &parallel, torch::optim::SGD &optimizer,
     std::vector<torch::Tensor> header { torch::tensor(
         { std::int64_t(position->epoch), position->step, std::int64_t(momentumOf(params.at(0)) != nullptr) })
                                             .to(params.at(0).device()) };
+    header.push_back(torch::tensor({ position->progress ? 1.0 : 0.0, position->progress.value_or(0.0) },
+        torch::TensorOptions(torch::kDouble).device(params.at(0).device())));
     parallel.broadcastFromRankZero(header);
     position->epoch = int(header[0][0].item<std::int64_t>());
     position->step = header[0][1].item<std::int64_t>();
+    position->progress
+        = header[1][0].item<double>() != 0 ? std::optional(header[1][1].item<double>()) : std::nullopt;
     if (header[0][2].item<std::int64_t>() == 0)
         return; // rank 0 has no momentum yet: a fresh start everywhere
     std::vector<torch::Tensor> momenta;
@@ -78,8 +84,9 @@ common::Status validate(const TrainingConfig &c)
         return Status::failure("--momentum must be in [0, 1)");
     if (!(c.weightDecay >= 0) || !std::isfinite(c.weightDecay))
         return Status::failure("--weight-decay must be a finite number, 0 or more");
-    if (c.lrScaling != "none" && c.lrScaling != "linear")
-        return Status::failure("--lr-scaling must be 'none' or 'linear'");
+    if (!worker::isLrRule(c.lrScaling))
+        return Status::failure(
+            "--lr-scaling must be " + worker::lrRulesText() + " (got '" + c.lrScaling + "')");
     if (c.baseBatch <= 0)
         return Status::failure("--base-batch must be at least 1");
     if (c.schedule != "cosine" && c.schedule != "constant")
@@ -195,9 +202,8 @@ int runTraining(const TrainingConfig &config, EventWriter &events)
     std::unique_ptr<DataParallel> parallel = connectRanks(config);
 
     const std::int64_t globalBatch = std::int64_t(config.batchSize) * config.worldSize;
-    const double peakLr = config.lrScaling == "linear"
-        ? worker::linearRuleLearningRate(config.learningRate, config.baseBatch, globalBatch)
-        : config.learningRate;
+    const double peakLr
+        = scheduledLearningRate(config.lrScaling, config.learningRate, config.baseBatch, globalBatch);
     torch::optim::SGD optimizer(net->parameters(),
         torch::optim::SGDOptions(peakLr).momentum(config.momentum).weight_decay(config.weightDecay));
 
@@ -247,10 +253,9 @@ int runTraining(const TrainingConfig &config, EventWriter &events)
     // Fine-tuning: the head alone at a constant rate for headEpochs, then the schedule over
     // the whole-model epochs after them.
     const std::int64_t headSteps = stepsPerEpoch * config.headEpochs;
-    const double headLr = !config.headLr ? peakLr
-        : config.lrScaling == "linear"
-        ? worker::linearRuleLearningRate(*config.headLr, config.baseBatch, globalBatch)
-        : *config.headLr;
+    const double headLr = !config.headLr
+        ? peakLr
+        : scheduledLearningRate(config.lrScaling, *config.headLr, config.baseBatch, globalBatch);
     std::optional<FinetuneHead> head;
     if (config.headEpochs > 0) {
         auto found = finetuneHead(*net, config.head);
@@ -265,8 +270,21 @@ int runTraining(const TrainingConfig &config, EventWriter &events)
         .warmupSteps = warmupSteps,
         .totalSteps = std::max<std::int64_t>(1, totalSteps),
         .constant = config.schedule == "constant" };
-    const auto learningRateAt
-        = [&](std::int64_t step) { return step < headSteps ? headLr : schedule.at(step - headSteps); };
+    // AdaScale (lr_rules.h): each step's rate is the schedule's at the run's progress P
+    // times the gain r, the head's times r too. P counts the schedule's steps only; a
+    // checkpoint older than it resumes with the steps taken worth the linear rule's, S each.
+    // A resumed run's meter starts afresh (its averages are not saved), so r is 1 again
+    // until it has a sample.
+    const bool adaScale = config.lrScaling == "adascale";
+    const double scale = double(globalBatch) / double(config.baseBatch);
+    AdaScaleProgress progress(scale,
+        position.progress.value_or(double(std::max<std::int64_t>(0, position.step - headSteps)) * scale));
+    double gain = 1.0; // the next step's r; 1 for the other rules and until the meter has samples
+    const auto learningRateAt = [&](std::int64_t step) {
+        if (adaScale)
+            return step < headSteps ? headLr * gain : progress.learningRate(schedule, gain);
+        return step < headSteps ? headLr : schedule.at(step - headSteps);
+    };
 
     // Counted on the live model: building another one would draw from the generator a
     // checkpoint just restored, and a resumed run would no longer match.
@@ -316,7 +334,8 @@ int runTraining(const TrainingConfig &config, EventWriter &events)
     std::atomic<Clock::rep> lastGradient { 0 };
     // The gradient noise scale (noise_meter.h): each rank's own gradient from the same hooks,
     // before the time is taken, so that its cost counts as backward's compute.
-    NoiseMeter noise(config.worldSize);
+    // AdaScale's gain sets every rank's rate: every rank keeps the same averages.
+    NoiseMeter noise(config.worldSize, 0.99, adaScale);
     if (parallel)
         for (auto &p : net->parameters())
             p.register_hook([&lastGradient, &noise](const at::TensorBase &gradient) {
@@ -438,7 +457,19 @@ int runTraining(const TrainingConfig &config, EventWriter &events)
                     .forwardSeconds = forwardSeconds,
                     .backwardSeconds = backwardSeconds,
                     .optimizerSeconds = optimizerSeconds,
-                    .noise = noise.report() });
+                    .noise = noise.report(),
+                    .lrGain = gain });
+            }
+            if (step > headSteps)
+                progress.advance(adaScale ? gain : scale);
+            // The next step's gain, from the averages up to this step: one step late
+            // (AdaScale proper takes a step's gain from its own gradient), because the host
+            // reads the averages here, where it has waited for the device already
+            // (loss.item()), and not before the update, where a GPU would idle.
+            if (adaScale) {
+                const NoiseReport measured = noise.report();
+                gain = adaScaleGain(
+                    measured.gradSquared, measured.traceSigma, measured.samples, config.baseBatch, scale);
             }
             dataStart = Clock::now();
         }
@@ -529,8 +560,8 @@ int runTraining(const TrainingConfig &config, EventWriter &events)
             && (epoch % config.checkpointEvery == 0 || epoch == lastEpoch);
         if (checkpointNow && config.rank == 0) {
             const auto checkpointStart = Clock::now();
-            const SavedCheckpoint saved
-                = saveCheckpoint(config.checkpointDir, { epoch, step }, device, *net, optimizer, config.keepCheckpoints);
+            const SavedCheckpoint saved = saveCheckpoint(config.checkpointDir,
+                { epoch, step, progress.progress() }, device, *net, optimizer, config.keepCheckpoints);
             if (!saved.ok())
                 return saved.noSpace ? failNoSpace(saved.error, saved.bytesNeeded) : fail(saved.error);
             events.checkpoint(epoch, step, saved.path, secondsSince(checkpointStart));

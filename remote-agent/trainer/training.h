@@ -22,10 +22,12 @@ struct TrainingConfig {
     int epochs = 1;
     // Defaults: docs/results.md ("The evidence") gives the evidence; proto/rules/spec_rules.h
     // holds the same values for runs the agent starts (tst_trainer checks they agree).
-    double learningRate = 0.02; // at the reference batch (baseBatch) when lrScaling = "linear"
+    double learningRate = 0.02; // at the reference batch (baseBatch) when lrScaling scales it
     double momentum = 0.9;
     double weightDecay = 5e-4;
-    std::string lrScaling = "none"; // "none": lr as given; "linear": lr x global batch / baseBatch
+    // "none": lr as given; "linear": lr x global batch / baseBatch; "sqrt": lr x its square
+    // root; "adascale": lr x AdaScale's gain at every step (lr_rules.h)
+    std::string lrScaling = "none";
     int baseBatch = worker::kLinearRuleBaseBatch;
     std::string schedule = "cosine"; // "cosine" (after warm-up) or "constant"
     // Linear warm-up from lr/10, in epochs (fractions allowed). Negative: the default, one

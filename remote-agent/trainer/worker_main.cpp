@@ -82,8 +82,11 @@ train options:
   --momentum X          SGD momentum (default 0.9)
   --weight-decay X      L2 weight decay (default 5e-4)
   --seed N              seed for weights and shuffling (default 1)
-  --lr-scaling MODE     none (lr as given) or linear (lr x global batch / --base-batch)
-  --base-batch N        reference batch of the linear rule (default 64)
+  --lr-scaling MODE     none (lr as given), linear (lr x global batch / --base-batch),
+                        sqrt (lr x the square root of that) or adascale (lr x AdaScale's
+                        gain, measured at every step, in [1, global batch / --base-batch];
+                        warm-up and decay follow its progress)
+  --base-batch N        the batch --lr is given for, which the rules scale from (default 64)
   --schedule NAME       cosine (default) or constant, after the warm-up
   --warmup-epochs X     linear warm-up from lr/10 over X epochs (default 1, or half the
                         run when it has fewer than 2 epochs; 0 = none)
