@@ -3,6 +3,7 @@
 // repeats and noise scales), time to target joined to throughput with bands, and the
 // recommendation. Issue 54 item 4.
 #include "goodput_model.h"
+#include "report_charts.h"
 
 #include <QTest>
 
@@ -34,6 +35,10 @@ RunResult run(int workers, int batch, const QList<double> &accuracies, double no
         r.epochs << e;
     }
     r.noise = r.epochs.last().noise;
+    // A measured step, so that the run enters the study's scaling (scaling_model.h).
+    r.anatomy.steps = 10;
+    r.anatomy.perStep = { 0.001, 0.01, 0.02, 0.0, 0.001 };
+    r.gradientBytes = 1e5;
     return r;
 }
 
@@ -248,6 +253,35 @@ private Q_SLOTS:
         QVERIFY2(untested.found && untested.best.globalBatch > 64, qPrintable(untested.reason));
         QCOMPARE(untested.lrRule, QStringLiteral("adascale"));
         QVERIFY(untested.lrRuleReason.contains(QStringLiteral("Johnson et al. 2020")));
+    }
+
+    void criticalBatchChartMarksTheNoiseScale()
+    {
+        StudySnapshot s;
+        s.targetAccuracy = 0.8;
+        s.runs << run(1, 32, { 0.5, 0.7, 0.9 }, 96) << run(2, 32, { 0.4, 0.85 }, 96)
+               << run(2, 64, { 0.3, 0.6, 0.9 }, 96);
+        const QList<ChartSpec> charts = criticalBatchCharts(s);
+        QCOMPARE(charts.size(), 1);
+        const ChartSpec &c = charts.first();
+        QCOMPARE(c.verticalLines.size(), 1);
+        QCOMPARE(c.verticalLines.first().x, std::log2(96.0));
+        QCOMPARE(c.series.size(), 2);
+        const ChartSeries &predicted = c.series[0];
+        // From a quarter of M0 = 32 to 16 × B_noise (1,536) at least, doubling; at M0 the
+        // reference's 2.5 epochs.
+        QCOMPARE(predicted.points.first().x(), 3.0);
+        QVERIFY(predicted.points.last().x() >= std::log2(16 * 96.0));
+        QCOMPARE(predicted.points.size(), predicted.errorBars.size());
+        for (const QPointF &p : predicted.points)
+            if (p.x() == 5.0)
+                QCOMPARE(p.y(), 2.5);
+        // Each run that reached the target, at its global batch.
+        QCOMPARE(c.series[1].points.size(), 3);
+        QVERIFY(c.series[1].points.contains(QPointF(7.0, 2 + 0.2 / 0.3)));
+        // No target, no chart.
+        s.targetAccuracy = kNotMeasured;
+        QVERIFY(criticalBatchCharts(s).isEmpty());
     }
 
     void parsesDurations()

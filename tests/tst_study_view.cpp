@@ -253,6 +253,8 @@ private Q_SLOTS:
             qPrintable(panel->barLabels().join(u'|')));
         QVERIFY2(panel->whatIfText().contains(QStringLiteral(" images/s, speedup ")),
             qPrintable(panel->whatIfText()));
+        // The study has a target: the time to it, or why there is none (issue 54).
+        QVERIFY2(panel->whatIfText().contains(QStringLiteral("Time to ")), qPrintable(panel->whatIfText()));
         // One model in one precision: one fit to ask, named, nothing to choose.
         QCOMPARE(panel->whatIfFit()->count(), 1);
         QCOMPARE(panel->whatIfFit()->currentText(), QStringLiteral("seed-cnn"));

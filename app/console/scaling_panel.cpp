@@ -142,6 +142,10 @@ void ScalingPanel::update(const core::StudySnapshot &snapshot)
     m_drawn = drawn;
     drawBars(snapshot);
     m_scalings = core::studyScaling(snapshot);
+    m_goodput.clear();
+    if (snapshot.targetAccuracy > 0)
+        for (const core::StudyScaling &s : m_scalings)
+            m_goodput << core::goodputBasis(snapshot, s, snapshot.targetAccuracy);
     {
         // The fits the What if panel can ask, keeping the one chosen.
         const QSignalBlocker quiet(m_fit);
@@ -252,7 +256,7 @@ void ScalingPanel::answer()
     const core::ScalingPoint p
         = core::predictScaling(scaling->fit, m_workers->value(), m_batch->value(), bandwidth);
     m_answer->setText(tr("%1 workers × %2 images at %3: %4 images/s, speedup %5×, efficiency %6 % "
-                         "(%7 ms a step, %8 ms of it exposed all-reduce). %9")
+                         "(%7 ms a step, %8 ms of it exposed all-reduce).%10 %9")
                           .arg(p.workers)
                           .arg(p.batchPerWorker)
                           .arg(core::bandwidthText(p.bandwidth))
@@ -263,7 +267,41 @@ void ScalingPanel::answer()
                           .arg(p.exposedSeconds * 1000, 0, 'f', 1)
                           .arg(scaling->fit.notes.isEmpty()
                                   ? QString()
-                                  : scaling->fit.notes.join(QStringLiteral(". ")) + QLatin1Char('.')));
+                                  : scaling->fit.notes.join(QStringLiteral(". ")) + QLatin1Char('.'))
+                          .arg(timeToTargetText(chosen, p)));
+}
+
+QString ScalingPanel::timeToTargetText(int fit, const core::ScalingPoint &p) const
+{
+    if (fit < 0 || fit >= m_goodput.size())
+        return {};
+    const core::GoodputBasis &basis = m_goodput[fit];
+    if (!basis.valid)
+        return tr("\n\nTime to the target: no prediction: %1.").arg(basis.problem);
+    // One point, so the throughput's band is not drawn: the time's band is the repeats' and
+    // the noise scales' alone.
+    const core::ScalingPoint reference = core::predictScaling(
+        m_scalings[fit].fit, basis.referenceWorkers, basis.referenceBatch, p.bandwidth);
+    const QList<core::GoodputPoint> g = core::predictGoodput(basis, { p }, reference);
+    if (g.isEmpty())
+        return {};
+    const core::GoodputPoint &t = g.first();
+    QString text
+        = tr("\n\nTime to %1 % test accuracy: %2 [%3, %4], %5 epochs (statistical efficiency %6 % "
+             "against the reference's global batch %7, B_noise %8): %9× the reference's speed to it, "
+             "against %10× by throughput.")
+              .arg(100 * basis.target, 0, 'f', 0)
+              .arg(core::durationText(t.seconds.value), core::durationText(t.seconds.low),
+                  core::durationText(t.seconds.high))
+              .arg(t.epochs.value, 0, 'f', 2)
+              .arg(100 * t.efficiency.value, 0, 'f', 0)
+              .arg(basis.referenceGlobalBatch)
+              .arg(basis.noiseScale.value, 0, 'f', 0)
+              .arg(t.speedup.value, 0, 'f', 2)
+              .arg(p.imagesPerSecond / reference.imagesPerSecond, 0, 'f', 2);
+    if (const QString past = core::pastCriticalText(t.globalBatch, basis.noiseScale.value); !past.isEmpty())
+        text += QLatin1Char(' ') + past.left(1).toUpper() + past.mid(1) + QLatin1Char('.');
+    return text;
 }
 
 } // namespace scalelab::app

@@ -2,9 +2,11 @@
 // as a stacked bar per run (data, forward, backward, exposed all-reduce, optimizer, in ms a
 // step, rank 0's mean), what the study's efficiency loss is made of in words, and a What if
 // panel that asks the scaling model fitted on the study's runs (core/studies/scaling_model.h)
-// for other worker counts, batches per worker and link bandwidths.
+// for other worker counts, batches per worker and link bandwidths, and, when the study has a
+// target accuracy, the time to it there (core/studies/goodput_model.h).
 #pragma once
 
+#include "goodput_model.h"
 #include "scaling_model.h"
 #include "study_model.h"
 
@@ -46,6 +48,8 @@ Q_SIGNALS:
 private:
     void drawBars(const core::StudySnapshot &snapshot);
     void answer();
+    // The What if answer's time to the target at `p`, with its band; why there is none.
+    QString timeToTargetText(int fit, const core::ScalingPoint &p) const;
 
     QChart *m_chart = nullptr;
     QChartView *m_view = nullptr;
@@ -56,6 +60,7 @@ private:
     QComboBox *m_fit = nullptr; // which fit answers: a model, fp32 or bf16, as the study measured
     QLabel *m_answer = nullptr;
     QList<core::StudyScaling> m_scalings;
+    QList<core::GoodputBasis> m_goodput; // per scaling; empty without a target accuracy
     QString m_drawn; // the anatomies drawn, to redraw only on change
     QStringList m_labels;
 };

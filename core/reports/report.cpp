@@ -2,6 +2,8 @@
 // The HTML and PDF renderers live in report_html.cpp and report_pdf.cpp.
 #include "report.h"
 
+#include "goodput_model.h"
+
 #include "scaling_model.h"
 
 #include "report_tune.h"
@@ -397,9 +399,17 @@ QByteArray reportJson(const StudySnapshot &snapshot)
     // runs, each multi-worker run predicted without itself, and predictions out to 512.
     if (!snapshot.tune) {
         QJsonArray scaling;
-        for (const StudyScaling &s : studyScaling(snapshot))
-            scaling.append(
-                scalingJson(s, predictWithBand(s.runs, defaultPredictionWorkers(), s.batchPerWorker)));
+        for (const StudyScaling &s : studyScaling(snapshot)) {
+            QJsonObject fit
+                = scalingJson(s, predictWithBand(s.runs, defaultPredictionWorkers(), s.batchPerWorker));
+            // Time to the study's target at the same worker counts (goodput_model.h).
+            if (snapshot.targetAccuracy > 0 && s.fit.valid) {
+                const StudyGoodput g
+                    = studyGoodput(snapshot, s, snapshot.targetAccuracy, defaultPredictionWorkers());
+                fit.insert(QStringLiteral("timeToTarget"), goodputJson(g.basis, g.points));
+            }
+            scaling.append(fit);
+        }
         if (!scaling.isEmpty())
             root.insert(QStringLiteral("scaling"), scaling);
     }

@@ -1,5 +1,7 @@
 #include "report_charts.h"
 
+#include "goodput_model.h"
+
 #include "scaling_model.h"
 
 #include "downsample.h"
@@ -136,6 +138,60 @@ QString configLabel(const RunConfig &config, const QList<ConfigResult> &configs)
         label += QStringLiteral(" (baseline)");
     const QStringList parts = variantParts(config, configs);
     return parts.isEmpty() ? label : label + QStringLiteral(" · ") + parts.join(QStringLiteral(" · "));
+}
+
+QList<ChartSpec> criticalBatchCharts(const StudySnapshot &snapshot)
+{
+    QList<ChartSpec> charts;
+    if (!(snapshot.targetAccuracy > 0) || snapshot.tune)
+        return charts;
+    for (const StudyScaling &s : studyScaling(snapshot)) {
+        const GoodputBasis basis = goodputBasis(snapshot, s, snapshot.targetAccuracy);
+        if (!basis.valid)
+            continue;
+        ChartSpec c;
+        c.title = QStringLiteral("Epochs to %1 against the global batch%2")
+                      .arg(percentText(snapshot.targetAccuracy),
+                          studyScaling(snapshot).size() > 1 ? QStringLiteral(": ") + s.model : QString());
+        c.xLabel = QStringLiteral("Global batch, log2 (6 = 64, 10 = 1,024)");
+        c.yLabel = QStringLiteral("Epochs to the target");
+        c.yFloor = 0;
+        ChartSeries predicted;
+        predicted.name = QStringLiteral("predicted: E0 (B_noise + M) / (B_noise + M0), band");
+        predicted.color = palette().first();
+        predicted.style = Qt::DotLine;
+        // From a quarter of the reference to well past B_noise (16×) or the study's largest
+        // batch, whichever is further: beyond, the epochs only grow with the batch.
+        int largest = basis.referenceGlobalBatch;
+        for (const RunResult &r : snapshot.runs)
+            largest = std::max(largest, r.config.globalBatch());
+        const double last
+            = std::max({ 16.0 * basis.noiseScale.value, 4.0 * largest, 4.0 * basis.referenceGlobalBatch });
+        for (int m = std::max(1, basis.referenceGlobalBatch / 4); m < 2 * last; m *= 2) {
+            const double e = basis.epochs.value
+                / statisticalEfficiency(basis.noiseScale.value, basis.referenceGlobalBatch, m);
+            const double low = basis.epochs.low
+                / statisticalEfficiency(basis.noiseScale.high, basis.referenceGlobalBatch, m);
+            const double high = basis.epochs.high
+                / statisticalEfficiency(basis.noiseScale.low, basis.referenceGlobalBatch, m);
+            predicted.points << QPointF(std::log2(double(m)), e);
+            predicted.errorBars << QPointF(std::min(low, high), std::max(low, high));
+        }
+        ChartSeries measured;
+        measured.name = QStringLiteral("measured runs");
+        measured.color = palette().at(1);
+        measured.line = false;
+        measured.markers = true;
+        for (const RunResult &r : snapshot.runs)
+            if (r.state == QLatin1String("SUCCEEDED") && r.config.model == s.model)
+                if (const std::optional<double> e = epochsToTarget(r, snapshot.targetAccuracy))
+                    measured.points << QPointF(std::log2(double(r.config.globalBatch())), *e);
+        c.series << predicted << measured;
+        c.verticalLines << ChartVerticalLine { std::log2(basis.noiseScale.value),
+            QStringLiteral("B_noise %1").arg(basis.noiseScale.value, 0, 'f', 0), kTargetColor };
+        charts << c;
+    }
+    return charts;
 }
 
 QList<ChartSpec> studyCharts(const StudySnapshot &snapshot, const StudyResults &results)
@@ -317,6 +373,7 @@ QList<ChartSpec> studyCharts(const StudySnapshot &snapshot, const StudyResults &
         }
     }
     charts << throughput << speedup << efficiency;
+    charts << criticalBatchCharts(snapshot);
     if (snapshot.learningRateCurve.size() > 1) {
         ChartSpec c;
         c.title = QStringLiteral("Learning-rate range test");

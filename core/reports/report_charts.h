@@ -20,6 +20,11 @@ namespace scalelab::core {
 // efficiency versus workers (with the ideal lines). Everything comes from the snapshot.
 QList<ChartSpec> studyCharts(const StudySnapshot &snapshot, const StudyResults &results);
 
+// Per model, when the study has a target it reached: the predicted epochs to it against the
+// global batch (goodput_model.h, with its band), the runs' measured epochs, and B_noise
+// marked: where more workers stop buying time to accuracy.
+QList<ChartSpec> criticalBatchCharts(const StudySnapshot &snapshot);
+
 struct TuneReport;
 // The charts of a tune (issue 18): its metric against epochs for every trial (stopped trials
 // faded, rungs marked), and a parallel-coordinates chart of the hyperparameters coloured by

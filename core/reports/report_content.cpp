@@ -1,4 +1,6 @@
 #include "report_content.h"
+
+#include "goodput_model.h"
 #include "report_scaling.h"
 
 #include "plan_models.h"
@@ -650,6 +652,29 @@ ReportContent buildTuneContent(const StudySnapshot &snapshot)
 
 } // namespace
 
+namespace {
+
+// The run furthest past its measured critical batch, said once (goodput_model.h); empty when
+// none is 4× or more past it.
+QString pastCriticalNote(const StudySnapshot &snapshot)
+{
+    const RunResult *furthest = nullptr;
+    for (const RunResult &run : snapshot.runs)
+        if (run.state == QLatin1String("SUCCEEDED") && run.noise.known()
+            && (!furthest
+                || run.config.globalBatch() / run.noise.bSimple
+                    > furthest->config.globalBatch() / furthest->noise.bSimple))
+            furthest = &run;
+    if (!furthest)
+        return {};
+    const QString text = pastCriticalText(furthest->config.globalBatch(), furthest->noise.bSimple);
+    return text.isEmpty()
+        ? QString()
+        : QStringLiteral("%1 (run %2).").arg(text.left(1).toUpper() + text.mid(1), furthest->runId);
+}
+
+} // namespace
+
 ReportContent buildReportContent(const StudySnapshot &snapshot)
 {
     if (snapshot.tune)
@@ -703,6 +728,8 @@ ReportContent buildReportContent(const StudySnapshot &snapshot)
         content.notes << r.baselineNote;
     if (!r.baselineWarning.isEmpty())
         content.notes << r.baselineWarning;
+    if (const QString past = pastCriticalNote(snapshot); !past.isEmpty())
+        content.notes << past;
 
     for (const SeedComparison &s : r.comparisons) {
         if (!std::isfinite(s.speedup))
@@ -711,8 +738,9 @@ ReportContent buildReportContent(const StudySnapshot &snapshot)
         QString line = QStringLiteral("%1 faster by wall-clock, %2 efficiency")
                            .arg(formatSpeedup(s.speedup), formatPercent(s.efficiency, 0));
         if (c->byTimeToAccuracy.available())
-            line += QStringLiteral("; %1 to %2")
-                        .arg(formatSpeedup(c->byTimeToAccuracy.speedup), formatPercent(r.targetAccuracy));
+            line += QStringLiteral("; %1 to %2 (%3 efficiency by time to accuracy)")
+                        .arg(formatSpeedup(c->byTimeToAccuracy.speedup), formatPercent(r.targetAccuracy),
+                            formatPercent(c->byTimeToAccuracy.efficiency, 0));
         content.headlines.append({ configLabel(c->config, r.configs), line });
     }
 
@@ -721,6 +749,7 @@ ReportContent buildReportContent(const StudySnapshot &snapshot)
     if (!snapshot.networkProbes.isEmpty() || !snapshot.networkNote.isEmpty())
         content.tables += networkTable(snapshot);
     content.tables += scalingTables(snapshot);
+    content.tables += timeToTargetTables(snapshot);
     content.tables += { attemptTable(snapshot), modelTable(snapshot), recipeTable(snapshot),
         nodeTable(snapshot), softwareTable(snapshot) };
     content.footer

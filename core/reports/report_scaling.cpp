@@ -1,5 +1,7 @@
 #include "report_scaling.h"
 
+#include "goodput_model.h"
+
 #include "scaling_model.h"
 
 #include <QJsonArray>
@@ -157,6 +159,83 @@ QList<ReportTable> scalingTables(const StudySnapshot &snapshot)
                 formatSpeedup(p.speedup), formatPercent(p.efficiency, 0),
                 QStringLiteral("%1 – %2").arg(
                     formatPercent(p.efficiencyLow, 0), formatPercent(p.efficiencyHigh, 0)) });
+        tables << t;
+    }
+    return tables;
+}
+
+namespace {
+
+QString band(const Banded &b, int decimals)
+{
+    return QStringLiteral("%1 – %2").arg(b.low, 0, 'f', decimals).arg(b.high, 0, 'f', decimals);
+}
+
+QString basisCaption(const GoodputBasis &b)
+{
+    return QStringLiteral(
+        "Epochs to the target at global batch M = the reference's measured epochs / statistical efficiency "
+        "(B_noise + M0) / (B_noise + M) (McCandlish et al. 2018; Pollux's goodput); time = epochs × %1 "
+        "images / "
+        "the predicted images/s (training time: evaluation and checkpoints excluded). Reference: %2 "
+        "worker(s) × "
+        "%3 (M0 = %4), %5 epochs to the target (%6 run(s), %7). B_noise = %8 images (%9 run(s), %10 "
+        "estimator, "
+        "%11): the runs' measured B_simple averaged over their epochs up to the target. Bands: the lowest "
+        "and "
+        "highest the repeats, the noise scales and the throughput's 95 % band allow. Efficiency by time: the "
+        "time-to-target speedup / the workers' ratio; by throughput: as in the table above. %12.")
+        .arg(b.imagesPerEpoch, 0, 'f', 0)
+        .arg(b.referenceWorkers)
+        .arg(b.referenceBatch)
+        .arg(b.referenceGlobalBatch)
+        .arg(b.epochs.value, 0, 'f', 2)
+        .arg(b.epochRuns)
+        .arg(band(b.epochs, 2))
+        .arg(b.noiseScale.value, 0, 'f', 0)
+        .arg(b.noiseRuns)
+        .arg(b.noiseEstimator)
+        .arg(band(b.noiseScale, 0))
+        .arg(b.notes.join(QStringLiteral("; ")));
+}
+
+} // namespace
+
+QList<ReportTable> timeToTargetTables(const StudySnapshot &snapshot)
+{
+    QList<ReportTable> tables;
+    if (!(snapshot.targetAccuracy > 0) || snapshot.tune)
+        return tables;
+    for (const StudyScaling &s : studyScaling(snapshot)) {
+        ReportTable t;
+        t.title = QStringLiteral("Time to %1 test accuracy at more workers: %2")
+                      .arg(formatPercent(snapshot.targetAccuracy, 0), scalingLabel(s, snapshot.modelNames));
+        const StudyGoodput g = studyGoodput(snapshot, s, snapshot.targetAccuracy, defaultPredictionWorkers());
+        if (!g.basis.valid) {
+            t.caption = QStringLiteral("No prediction: %1.").arg(g.basis.problem);
+            t.emptyText = t.caption;
+            tables << t;
+            continue;
+        }
+        t.caption = basisCaption(g.basis);
+        t.headers = QStringList { QStringLiteral("Workers"), QStringLiteral("Global batch"),
+            QStringLiteral("Statistical efficiency"), QStringLiteral("Epochs to target"),
+            QStringLiteral("Epochs, band"), QStringLiteral("Goodput (images/s)"),
+            QStringLiteral("Time to target"), QStringLiteral("Time, band"), QStringLiteral("Speedup by time"),
+            QStringLiteral("Efficiency by time"), QStringLiteral("Efficiency by throughput"),
+            QStringLiteral("Past the critical batch") };
+        t.numeric = { true, true, true, true, false, true, true, false, true, true, true, false };
+        for (int i = 0; i < g.points.size(); ++i) {
+            const GoodputPoint &p = g.points[i];
+            t.rows.append({ QString::number(p.workers), QString::number(p.globalBatch),
+                formatPercent(p.efficiency.value, 0), QString::number(p.epochs.value, 'f', 2),
+                band(p.epochs, 2), QString::number(p.goodput.value, 'f', 1), durationText(p.seconds.value),
+                QStringLiteral("%1 – %2").arg(durationText(p.seconds.low), durationText(p.seconds.high)),
+                formatSpeedup(p.speedup.value), formatPercent(p.scalingEfficiency.value, 0),
+                formatPercent(g.throughput[i].efficiency, 0),
+                p.pastCritical() ? QStringLiteral("yes: %1× B_noise").arg(p.overNoiseScale, 0, 'f', 1)
+                                 : QString() });
+        }
         tables << t;
     }
     return tables;

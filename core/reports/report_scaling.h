@@ -13,5 +13,9 @@ ReportTable anatomyTable(const StudySnapshot &snapshot);
 ReportTable networkTable(const StudySnapshot &snapshot);
 // One table per model: the fit, its held-out checks, and predictions out to 512 workers.
 QList<ReportTable> scalingTables(const StudySnapshot &snapshot);
+// One table per model when the study has a target accuracy: epochs and time to it at the
+// same worker counts, from the measured gradient noise scale (goodput_model.h), beside the
+// throughput's speedup and efficiency.
+QList<ReportTable> timeToTargetTables(const StudySnapshot &snapshot);
 
 } // namespace scalelab::core

@@ -220,6 +220,23 @@ QList<GoodputPoint> predictGoodput(
     return out;
 }
 
+StudyGoodput studyGoodput(const StudySnapshot &snapshot, const StudyScaling &scaling, double target,
+    const QList<int> &workers, int rounds)
+{
+    StudyGoodput g;
+    g.basis = goodputBasis(snapshot, scaling, target);
+    if (!scaling.fit.valid) {
+        g.basis.valid = false;
+        g.basis.problem = scaling.fit.problem;
+        return g;
+    }
+    g.throughput = predictWithBand(scaling.runs, workers, scaling.batchPerWorker, 0, rounds);
+    if (g.basis.valid)
+        g.points = predictGoodput(g.basis, g.throughput,
+            predictScaling(scaling.fit, g.basis.referenceWorkers, g.basis.referenceBatch));
+    return g;
+}
+
 QList<int> candidateBatches(const StudyScaling &scaling)
 {
     std::set<int> batches;

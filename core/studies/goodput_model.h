@@ -98,6 +98,17 @@ struct GoodputPoint {
 QList<GoodputPoint> predictGoodput(
     const GoodputBasis &basis, const QList<ScalingPoint> &points, const ScalingPoint &reference);
 
+// A study's time to its target per worker count at its most common batch per worker, as the
+// reports and the console show it: the basis, the throughput model's points (with their
+// band) and the goodput points joined to them. Invalid basis: basis.problem says why.
+struct StudyGoodput {
+    GoodputBasis basis;
+    QList<ScalingPoint> throughput;
+    QList<GoodputPoint> points;
+};
+StudyGoodput studyGoodput(const StudySnapshot &snapshot, const StudyScaling &scaling, double target,
+    const QList<int> &workers, int rounds = 200);
+
 // The configuration that reaches the target soonest (the fewest workers within 10 % of the
 // soonest), or with the fewest workers within a deadline, among `workers` × `batches` per
 // worker.
