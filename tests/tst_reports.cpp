@@ -141,6 +141,7 @@ private Q_SLOTS:
     void jsonMatchesSnapshot();
     void csvHeaderRowsAndQuoting();
     void epochCsv();
+    void noiseScaleInEveryFormat();
     void htmlIsSelfContainedAndEscaped();
     void syntheticFlagInEveryFormat();
     void pdfHasPages();
@@ -668,11 +669,44 @@ void TestReports::epochCsv()
         = QString::fromUtf8(reportEpochsCsv(s)).split(QStringLiteral("\r\n"), Qt::SkipEmptyParts);
     QCOMPARE(lines.first(),
         QStringLiteral("study_id,synthetic,run_id,config_key,workers,repeat,epoch,train_loss,"
-                       "train_accuracy,test_loss,test_accuracy,elapsed_seconds,images_per_second"));
+                       "train_accuracy,test_loss,test_accuracy,elapsed_seconds,images_per_second,"
+                       "gradient_noise_scale"));
     QCOMPARE(lines.size(), 1 + 2 * s.runs.size());
     QVERIFY(lines[8].startsWith(
         QStringLiteral("s-hand,false,w2-1,") + config(2).key() + QStringLiteral(",2,1,2,")));
     QVERIFY(lines[8].contains(QStringLiteral(",0.71,40,")));
+}
+
+// Issue 54: each run's gradient noise scale in the JSON and both CSVs, and a run 4x or more
+// past it named in the report's notes.
+void TestReports::noiseScaleInEveryFormat()
+{
+    StudySnapshot s = handSnapshot();
+    for (RunResult &run : s.runs) {
+        run.noise = { 40.0, 1.0, 40.0, 50, run.config.workers, run.config.workers == 1 };
+        for (EpochPoint &e : run.epochs)
+            e.noise = run.noise;
+    }
+    const QJsonObject json = QJsonDocument::fromJson(reportJson(s)).object();
+    const QJsonObject run = json.value(QStringLiteral("runs")).toArray()[3].toObject();
+    const QJsonObject noise = run.value(QStringLiteral("gradient_noise_scale")).toObject();
+    QCOMPARE(noise.value(QStringLiteral("b_simple")).toDouble(), 40.0);
+    QCOMPARE(noise.value(QStringLiteral("estimator")).toString(), QStringLiteral("two-batch"));
+    QCOMPARE(run.value(QStringLiteral("epochs"))
+                 .toArray()[0]
+                 .toObject()
+                 .value(QStringLiteral("gradient_noise_scale"))
+                 .toDouble(),
+        40.0);
+    const QStringList csv
+        = QString::fromUtf8(reportRunsCsv(s)).split(QStringLiteral("\r\n"), Qt::SkipEmptyParts);
+    const QStringList header = csv[0].split(QLatin1Char(','));
+    QCOMPARE(csv[1].split(QLatin1Char(',')).at(header.indexOf(QStringLiteral("gradient_noise_scale"))),
+        QStringLiteral("40"));
+    QVERIFY(reportEpochsCsv(s).contains(",40\r\n"));
+    const ReportContent content = buildReportContent(s);
+    QVERIFY2(content.notes.join(u' ').contains(QStringLiteral("Past the critical batch")),
+        qPrintable(content.notes.join(u'|')));
 }
 
 void TestReports::htmlIsSelfContainedAndEscaped()

@@ -784,10 +784,15 @@ private Q_SLOTS:
             { QStringLiteral("study"), QStringLiteral("show"), studyId, QStringLiteral("--json"),
                 QStringLiteral("--state-dir"), path(QStringLiteral("cli")) });
         QVERIFY(showJson.waitForFinished(60'000));
-        const QJsonArray shownRuns = QJsonDocument::fromJson(showJson.readAllStandardOutput())
-                                         .object()
-                                         .value(QLatin1String("runs"))
-                                         .toArray();
+        const QJsonObject shownStudy = QJsonDocument::fromJson(showJson.readAllStandardOutput()).object();
+        const QJsonArray shownRuns = shownStudy.value(QLatin1String("runs")).toArray();
+        // Per configuration, time to the target beside throughput (issue 54 item 7).
+        const QJsonArray configurations = shownStudy.value(QLatin1String("configurations")).toArray();
+        QCOMPARE(configurations.size(), 3);
+        for (const QJsonValue &c : configurations)
+            QVERIFY2(c.toObject().contains(QLatin1String("efficiencyByTimeToTarget"))
+                    && c.toObject().value(QLatin1String("succeeded")).toInt() == 1,
+                qPrintable(QJsonDocument(c.toObject()).toJson()));
         QVERIFY(!shownRuns.isEmpty());
         for (const QJsonValue &v : shownRuns) {
             const QJsonObject noise = v.toObject().value(QLatin1String("gradientNoiseScale")).toObject();

@@ -216,6 +216,8 @@ private Q_SLOTS:
                     + cell(view.runsTable(), row, V::ProgressCol) + QLatin1Char(' ')
                     + cell(view.runsTable(), row, V::WhyCol)));
             QCOMPARE(cell(view.runsTable(), row, V::ProgressCol), QStringLiteral("1/1 epochs"));
+            // Every run measured its gradient noise scale: B_simple, or "…" while not known (issue 54).
+            QVERIFY2(!cell(view.runsTable(), row, V::NoiseCol).isEmpty(), qPrintable(view.runIdAt(row)));
             // The run's short name; its full id is kept for the actions.
             QVERIFY(QRegularExpression(QStringLiteral("^r0[12]$")).match(cell(view.runsTable(), row, V::RunCol)).hasMatch());
             QVERIFY(view.runIdAt(row).endsWith(cell(view.runsTable(), row, V::RunCol)));

@@ -136,6 +136,31 @@ QJsonObject runJson(const RunResult &r)
 
 } // namespace
 
+// Per configuration: its repeats' time to the target and its speedups, by time to accuracy
+// beside by throughput (study_results.h's definitions).
+QJsonArray configurationsJson(const StudySnapshot &s)
+{
+    const auto finite = [](double v) { return std::isfinite(v) ? QJsonValue(v) : QJsonValue(); };
+    const auto stat = [&](const Stat &t) {
+        return QJsonObject { { QStringLiteral("count"), t.count }, { QStringLiteral("mean"), finite(t.mean) },
+            { QStringLiteral("stddev"), finite(t.stddev) }, { QStringLiteral("min"), finite(t.min) },
+            { QStringLiteral("max"), finite(t.max) } };
+    };
+    QJsonArray out;
+    for (const ConfigResult &c : computeStudyResults(s).configs)
+        out.append(QJsonObject { { QStringLiteral("key"), c.key }, { QStringLiteral("repeats"), c.repeats },
+            { QStringLiteral("succeeded"), c.succeeded },
+            { QStringLiteral("reachedTarget"), c.reachedTarget },
+            { QStringLiteral("timeToTargetSeconds"), stat(c.timeToTargetSeconds) },
+            { QStringLiteral("imagesPerSecond"), stat(c.imagesPerSecond) },
+            { QStringLiteral("speedupByTimeToTarget"), finite(c.byTimeToAccuracy.speedup) },
+            { QStringLiteral("efficiencyByTimeToTarget"), finite(c.byTimeToAccuracy.efficiency) },
+            { QStringLiteral("speedupByThroughput"), finite(c.byThroughput.speedup) },
+            { QStringLiteral("efficiencyByThroughput"), finite(c.byThroughput.efficiency) },
+            { QStringLiteral("speedupByWallClock"), finite(c.byWallClock.speedup) } });
+    return out;
+}
+
 QJsonObject studyJson(const StudySnapshot &s)
 {
     QJsonArray runs;
@@ -164,6 +189,8 @@ QJsonObject studyJson(const StudySnapshot &s)
         { QStringLiteral("finishedUnixMs"), double(s.finishedUnixMs) }, { QStringLiteral("runs"), runs } };
     if (s.tune)
         study.insert(QStringLiteral("tune"), tune);
+    else
+        study.insert(QStringLiteral("configurations"), configurationsJson(s));
     if (!s.networkProbes.isEmpty() || !s.networkNote.isEmpty())
         study.insert(QStringLiteral("networkSurvey"),
             QJsonObject {
@@ -300,6 +327,38 @@ void printNetworkSurvey(const StudySnapshot &s)
 
 } // namespace
 
+// Time to the target per configuration, over its repeats, with efficiency by time to
+// accuracy beside efficiency by throughput (study_results.h).
+void printTimeToTarget(const StudySnapshot &s, const StudyResults &results)
+{
+    if (!(s.targetAccuracy > 0) || s.tune)
+        return;
+    out() << "\n  time to " << pct(s.targetAccuracy)
+          << " test accuracy, per configuration over its repeats (training start to the first epoch at or "
+             "above it):\n";
+    out() << QStringLiteral("  %1 %2 %3 %4 %5 %6\n")
+                 .arg(QStringLiteral("configuration"), -50)
+                 .arg(QStringLiteral("reached"), 7)
+                 .arg(QStringLiteral("seconds: mean ± sd [min, max]"), -34)
+                 .arg(QStringLiteral("speedup"), 7)
+                 .arg(QStringLiteral("effic. by time"), 14)
+                 .arg(QStringLiteral("by img/s"), 8);
+    for (const ConfigResult &c : results.configs) {
+        const Stat &t = c.timeToTargetSeconds;
+        const QString time = t.count == 0
+            ? QStringLiteral("-")
+            : QStringLiteral("%1 ± %2 [%3, %4]")
+                  .arg(num(t.mean, 1), num(t.stddev, 1), num(t.min, 1), num(t.max, 1));
+        out() << QStringLiteral("  %1 %2 %3 %4 %5 %6\n")
+                     .arg(c.key, -50)
+                     .arg(QStringLiteral("%1/%2").arg(c.reachedTarget).arg(c.succeeded), 7)
+                     .arg(time, -34)
+                     .arg(num(c.byTimeToAccuracy.speedup, 2), 7)
+                     .arg(pct(c.byTimeToAccuracy.efficiency), 14)
+                     .arg(pct(c.byThroughput.efficiency), 8);
+    }
+}
+
 void printStudy(const StudySnapshot &s)
 {
     if (s.tune) {
@@ -384,6 +443,7 @@ void printStudy(const StudySnapshot &s)
         out() << "  " << results.baselineNote << "\n";
     if (!results.baselineWarning.isEmpty())
         out() << "  WARNING: " << results.baselineWarning << "\n";
+    printTimeToTarget(s, results);
     printNoise(s);
     printAnatomy(s);
     printNetworkSurvey(s);

@@ -1,5 +1,7 @@
 #include "runs_table.h"
 
+#include "goodput_model.h"
+
 #include "cell_bars.h"
 #include "frozen_columns.h"
 #include "study_view.h"
@@ -95,7 +97,41 @@ QString shortRunName(const QString &runId, const QString &studyId)
 }
 
 const char *const kRunColumnKeys[] = { "run", "configuration", "state", "progress", "accuracy", "images",
-    "speedup", "efficiency", "attempt", "agents", "wall", "why" };
+    "speedup", "efficiency", "to-target", "noise", "attempt", "agents", "wall", "why" };
+
+// The run's gradient noise scale (core's GradientNoise) in the runs table: B_simple, and
+// "past" where its global batch is 4× or more past it (goodput_model.h).
+QString noiseText(const RunResult &r)
+{
+    if (!r.noise.known())
+        return r.noise.measured() ? QStringLiteral("…") : QString();
+    const QString past = core::pastCriticalText(r.config.globalBatch(), r.noise.bSimple);
+    return QString::number(r.noise.bSimple, 'f', 0)
+        + (past.isEmpty() ? QString() : QStringLiteral(" · past"));
+}
+
+QString noiseToolTip(const RunResult &r)
+{
+    if (!r.noise.measured())
+        return {};
+    if (!r.noise.known())
+        return QObject::tr(
+            "Gradient noise scale not known yet: the averaged |G|² is not positive after %1 steps.")
+            .arg(r.noise.samples);
+    QString text
+        = QObject::tr("Gradient noise scale B_simple = tr(Σ)/|G|² = %1 images, about the critical batch; the "
+                      "global batch %2 is %3× it. %4 over %5 steps (docs/scaling.md).")
+              .arg(r.noise.bSimple, 0, 'f', 0)
+              .arg(r.config.globalBatch())
+              .arg(r.config.globalBatch() / r.noise.bSimple, 0, 'f', 2)
+              .arg(r.noise.differenced ? QObject::tr("One rank: the differenced estimator, biased while the "
+                                                     "gradient moves,")
+                                       : QObject::tr("Across %1 batches a step,").arg(r.noise.batchesPerStep))
+              .arg(r.noise.samples);
+    if (const QString past = core::pastCriticalText(r.config.globalBatch(), r.noise.bSimple); !past.isEmpty())
+        text += QLatin1Char(' ') + past.left(1).toUpper() + past.mid(1) + QLatin1Char('.');
+    return text;
+}
 
 } // namespace
 
@@ -117,9 +153,9 @@ RunsTable::RunsTable(QObject *parent)
 
     m_table = new QTableWidget(0, V::RunColumnCount);
     m_table->setObjectName(QStringLiteral("runsTable"));
-    m_table->setHorizontalHeaderLabels(
-        { tr("Run"), tr("Configuration"), tr("State"), tr("Progress"), tr("Test acc"), tr("img/s"),
-            tr("Speedup"), tr("Efficiency"), tr("Attempt"), tr("Agents"), tr("Wall s"), tr("Why") });
+    m_table->setHorizontalHeaderLabels({ tr("Run"), tr("Configuration"), tr("State"), tr("Progress"),
+        tr("Test acc"), tr("img/s"), tr("Speedup"), tr("Efficiency"), tr("To target"), tr("B_simple"),
+        tr("Attempt"), tr("Agents"), tr("Wall s"), tr("Why") });
     m_table->setItemDelegateForColumn(V::ProgressCol, new ProgressDelegate(kFractionRole, m_table));
     m_table->setSortingEnabled(true);
     m_table->sortByColumn(V::RunCol, Qt::AscendingOrder); // r01, r02, …: the plan's order
@@ -218,6 +254,18 @@ void RunsTable::showStudy(
             : sp.unavailableReason;
         row[V::SpeedupCol].toolTip = why;
         row[V::EfficiencyCol].toolTip = why;
+        const Speedup &toTarget = outcome.byTimeToAccuracy;
+        row[V::TargetCol].text = toTarget.available()
+            ? tr("%1× (%2)").arg(num(toTarget.speedup, 2), pct(toTarget.efficiency))
+            : QString();
+        row[V::TargetCol].toolTip = toTarget.available()
+            ? tr(
+                "By time to the target accuracy: the baseline's mean time to it / this run's, and that / the "
+                "workers' ratio. Beside it, efficiency by throughput: %1.")
+                  .arg(pct(outcome.byThroughput.efficiency))
+            : toTarget.unavailableReason;
+        row[V::NoiseCol].text = noiseText(r);
+        row[V::NoiseCol].toolTip = noiseToolTip(r);
         row[V::AttemptCol].text = QString::number(r.attempts.size());
         row[V::AgentsCol].text = agents.join(QLatin1String(", "));
         row[V::WallCol].text = num(r.wallSeconds, 1);
@@ -233,7 +281,7 @@ void RunsTable::showStudy(
     m_table->setColumnWidth(V::ProgressCol, qMax(m_table->columnWidth(V::ProgressCol), 120));
     // Speedups need a baseline: a tune's table has none to show. Hidden for the tune
     // only, so the user's own choice of columns comes back with the next study.
-    for (int c : { V::SpeedupCol, V::EfficiencyCol }) {
+    for (int c : { V::SpeedupCol, V::EfficiencyCol, V::TargetCol }) {
         if (s.tune && !m_table->isColumnHidden(c)) {
             m_table->setColumnHidden(c, true);
             m_hiddenForTune.insert(c);

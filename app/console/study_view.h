@@ -50,6 +50,8 @@ public:
         ImagesCol,
         SpeedupCol,
         EfficiencyCol,
+        TargetCol, // speedup and efficiency by time to the target accuracy
+        NoiseCol, // the gradient noise scale B_simple, and how far past it the global batch is
         AttemptCol,
         AgentsCol,
         WallCol,

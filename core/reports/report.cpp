@@ -69,6 +69,25 @@ QJsonObject configJson(const RunConfig &c)
         { QStringLiteral("model"), c.model } };
 }
 
+// A run's gradient noise scale as of its last epoch that measured one (study_model.h's
+// GradientNoise), with what a reader needs to weigh it.
+QJsonObject noiseJson(const RunResult &run)
+{
+    const GradientNoise &n = run.noise;
+    if (!n.measured())
+        return { { QStringLiteral("measured"), false } };
+    return { { QStringLiteral("measured"), true },
+        { QStringLiteral("b_simple"), number(n.known() ? n.bSimple : kNotMeasured) },
+        { QStringLiteral("grad_squared"), number(n.gradSquared) },
+        { QStringLiteral("trace_sigma"), number(n.traceSigma) },
+        { QStringLiteral("samples"), double(n.samples) },
+        { QStringLiteral("batches_per_step"), n.batchesPerStep },
+        { QStringLiteral("estimator"),
+            n.differenced ? QStringLiteral("differenced") : QStringLiteral("two-batch") },
+        { QStringLiteral("global_batch_over_b_simple"),
+            number(n.known() ? run.config.globalBatch() / n.bSimple : kNotMeasured) } };
+}
+
 QJsonObject runJson(const StudySnapshot &snapshot, const RunResult &run, const RunOutcome &o)
 {
     QJsonArray attempts, epochs, steps;
@@ -89,7 +108,9 @@ QJsonObject runJson(const StudySnapshot &snapshot, const RunResult &run, const R
             { QStringLiteral("test_loss"), number(e.testLoss) },
             { QStringLiteral("test_accuracy"), number(e.testAccuracy) },
             { QStringLiteral("elapsed_seconds"), number(e.elapsedSeconds) },
-            { QStringLiteral("images_per_second"), number(e.imagesPerSecond) } });
+            { QStringLiteral("images_per_second"), number(e.imagesPerSecond) },
+            { QStringLiteral("gradient_noise_scale"),
+                number(e.noise.known() ? e.noise.bSimple : kNotMeasured) } });
     }
     for (const StepPoint &s : run.steps) {
         steps.append(QJsonObject { { QStringLiteral("step"), s.step }, { QStringLiteral("epoch"), s.epoch },
@@ -107,7 +128,8 @@ QJsonObject runJson(const StudySnapshot &snapshot, const RunResult &run, const R
         { QStringLiteral("speedup_by_wall_clock"), speedupJson(o.byWallClock) },
         { QStringLiteral("speedup_by_time_to_accuracy"), speedupJson(o.byTimeToAccuracy) },
         { QStringLiteral("speedup_by_throughput"), speedupJson(o.byThroughput) },
-        { QStringLiteral("same_work_as_baseline"), o.sameWork }, { QStringLiteral("attempts"), attempts },
+        { QStringLiteral("same_work_as_baseline"), o.sameWork },
+        { QStringLiteral("gradient_noise_scale"), noiseJson(run) }, { QStringLiteral("attempts"), attempts },
         { QStringLiteral("epochs"), epochs }, { QStringLiteral("steps"), steps },
         { QStringLiteral("recipe"), run.recipe },
         { QStringLiteral("worker_command"), QJsonArray::fromStringList(run.workerCommand) } };
@@ -537,7 +559,8 @@ QByteArray reportRunsCsv(const StudySnapshot &snapshot)
         QStringLiteral("images_per_second"), QStringLiteral("speedup_wall_clock"),
         QStringLiteral("efficiency_wall_clock"), QStringLiteral("speedup_time_to_accuracy"),
         QStringLiteral("efficiency_time_to_accuracy"), QStringLiteral("speedup_throughput"),
-        QStringLiteral("efficiency_throughput"), QStringLiteral("state_reason") });
+        QStringLiteral("efficiency_throughput"), QStringLiteral("gradient_noise_scale"),
+        QStringLiteral("noise_estimator"), QStringLiteral("state_reason") });
     for (int i = 0; i < snapshot.runs.size(); ++i) {
         const RunResult &run = snapshot.runs[i];
         const RunOutcome &o = r.runs[i];
@@ -552,24 +575,31 @@ QByteArray reportRunsCsv(const StudySnapshot &snapshot)
             csvNumber(run.imagesPerSecond), csvNumber(o.byWallClock.speedup),
             csvNumber(o.byWallClock.efficiency), csvNumber(o.byTimeToAccuracy.speedup),
             csvNumber(o.byTimeToAccuracy.efficiency), csvNumber(o.byThroughput.speedup),
-            csvNumber(o.byThroughput.efficiency), run.stateReason });
+            csvNumber(o.byThroughput.efficiency),
+            csvNumber(run.noise.known() ? run.noise.bSimple : kNotMeasured),
+            run.noise.measured()
+                ? (run.noise.differenced ? QStringLiteral("differenced") : QStringLiteral("two-batch"))
+                : QString(),
+            run.stateReason });
     }
     return out;
 }
 
 QByteArray reportEpochsCsv(const StudySnapshot &snapshot)
 {
-    QByteArray out = csvLine({ QStringLiteral("study_id"), QStringLiteral("synthetic"),
-        QStringLiteral("run_id"), QStringLiteral("config_key"), QStringLiteral("workers"),
-        QStringLiteral("repeat"), QStringLiteral("epoch"), QStringLiteral("train_loss"),
-        QStringLiteral("train_accuracy"), QStringLiteral("test_loss"), QStringLiteral("test_accuracy"),
-        QStringLiteral("elapsed_seconds"), QStringLiteral("images_per_second") });
+    QByteArray out
+        = csvLine({ QStringLiteral("study_id"), QStringLiteral("synthetic"), QStringLiteral("run_id"),
+            QStringLiteral("config_key"), QStringLiteral("workers"), QStringLiteral("repeat"),
+            QStringLiteral("epoch"), QStringLiteral("train_loss"), QStringLiteral("train_accuracy"),
+            QStringLiteral("test_loss"), QStringLiteral("test_accuracy"), QStringLiteral("elapsed_seconds"),
+            QStringLiteral("images_per_second"), QStringLiteral("gradient_noise_scale") });
     for (const RunResult &run : snapshot.runs) {
         for (const EpochPoint &e : run.epochs) {
             out += csvLine({ snapshot.studyId, boolText(snapshot.synthetic), run.runId, run.config.key(),
                 QString::number(run.config.workers), QString::number(run.repeat), QString::number(e.epoch),
                 csvNumber(e.trainLoss), csvNumber(e.trainAccuracy), csvNumber(e.testLoss),
-                csvNumber(e.testAccuracy), csvNumber(e.elapsedSeconds), csvNumber(e.imagesPerSecond) });
+                csvNumber(e.testAccuracy), csvNumber(e.elapsedSeconds), csvNumber(e.imagesPerSecond),
+                csvNumber(e.noise.known() ? e.noise.bSimple : kNotMeasured) });
         }
     }
     return out;
