@@ -252,6 +252,14 @@ private Q_SLOTS:
         QVERIFY(std::abs(average.gradSquared() - (-0.09 + 0.3) / 0.19) < 1e-12);
         QVERIFY(std::abs(average.traceSigma() - (2.7 + 1.0) / 0.19) < 1e-12);
         QVERIFY(std::abs(*average.bSimple() - 3.7 / 0.21) < 1e-9);
+        // A checkpoint carries the whole state: restored, the averages go on as if never stopped.
+        NoiseScaleAverage restored(0.9);
+        restored.restore(average.state());
+        average.add({ .gradSquared = 5.0, .traceSigma = 2.0 });
+        restored.add({ .gradSquared = 5.0, .traceSigma = 2.0 });
+        QCOMPARE(restored.samples(), 3);
+        QCOMPARE(restored.gradSquared(), average.gradSquared());
+        QCOMPARE(*restored.bSimple(), *average.bSimple());
         // Batches that cannot be told apart, or norms that are not numbers, give no sample.
         QVERIFY(!twoBatchSample(1.0, 8, 0.5, 8));
         QVERIFY(!twoBatchSample(1.0, 0, 0.5, 8));

@@ -140,6 +140,11 @@ SavedCheckpoint saveCheckpoint(const std::string &root, const CheckpointPosition
             archive.write("step", torch::tensor(position.step));
             if (position.progress)
                 archive.write("progress", torch::tensor(*position.progress, torch::kDouble));
+            if (position.noiseAverages)
+                archive.write("noise_averages",
+                    torch::tensor(
+                        std::vector<double>(position.noiseAverages->begin(), position.noiseAverages->end()),
+                        torch::kDouble));
             archive.write("cpu_rng", generatorState(torch::kCPU));
             if (device.is_cuda())
                 archive.write("cuda_rng", generatorState(device));
@@ -244,7 +249,7 @@ std::optional<CheckpointPosition> loadLatestCheckpoint(const std::string &root, 
             optimizer.load(optimizerArchive);
             optimizer.state().clear();
             stateArchive.load_from((dir / "state.pt").string(), device);
-            torch::Tensor epoch, step, progress, rng, deviceRng;
+            torch::Tensor epoch, step, progress, noiseAverages, rng, deviceRng;
             stateArchive.read("epoch", epoch);
             stateArchive.read("step", step);
             stateArchive.read("cpu_rng", rng);
@@ -268,6 +273,11 @@ std::optional<CheckpointPosition> loadLatestCheckpoint(const std::string &root, 
             position.step = step.item<std::int64_t>();
             if (stateArchive.try_read("progress", progress)) // older checkpoints have none
                 position.progress = progress.item<double>();
+            if (stateArchive.try_read("noise_averages", noiseAverages) && noiseAverages.numel() == 4) {
+                const torch::Tensor values = noiseAverages.to(torch::kCPU, torch::kDouble).contiguous();
+                position.noiseAverages = std::array<double, 4> {};
+                std::copy_n(values.data_ptr<double>(), 4, position.noiseAverages->begin());
+            }
             return position;
         } catch (const std::exception &e) {
             warn("checkpoint " + dir.string() + " refused: " + std::string(e.what()).substr(0, 200));

@@ -10,6 +10,7 @@
 
 #include <torch/torch.h>
 
+#include <array>
 #include <functional>
 #include <optional>
 #include <string>
@@ -23,6 +24,9 @@ struct CheckpointPosition {
     // a checkpoint written before it was saved; the run then takes its steps as worth the
     // linear rule's (steps x global batch / base batch).
     std::optional<double> progress;
+    // The gradient noise scale's moving averages (noise_scale.h's NoiseScaleAverage::state).
+    // Unset: a checkpoint written before they were saved; the averages start again.
+    std::optional<std::array<double, 4>> noiseAverages;
 };
 
 struct SavedCheckpoint {

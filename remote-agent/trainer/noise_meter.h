@@ -53,6 +53,14 @@ public:
     // The averages up to the last endStep (reads what the device still holds).
     NoiseReport report();
 
+    // The averages' state for a checkpoint (after reading what the device holds), and back.
+    std::array<double, 4> averages()
+    {
+        flush();
+        return m_average.state();
+    }
+    void restoreAverages(const std::array<double, 4> &state) { m_average.restore(state); }
+
     // Steps whose sums may wait on the device before the host reads them.
     static constexpr std::size_t kFlushEvery = 128;
 

@@ -21,6 +21,7 @@
 // unit-tested without libtorch (tests/tst_trainer_rules.cpp).
 #pragma once
 
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <optional>
@@ -83,6 +84,20 @@ public:
         if (m_samples == 0 || !(g > 0))
             return std::nullopt;
         return traceSigma() / g;
+    }
+
+    // The averages' whole state (|G|², tr(Σ), their weight, the samples), to carry them across
+    // a checkpoint: a resumed run continues its averages instead of starting them again.
+    std::array<double, 4> state() const
+    {
+        return { m_gradSquared, m_traceSigma, m_weight, double(m_samples) };
+    }
+    void restore(const std::array<double, 4> &s)
+    {
+        m_gradSquared = s[0];
+        m_traceSigma = s[1];
+        m_weight = s[2];
+        m_samples = std::int64_t(s[3]);
     }
 
 private:

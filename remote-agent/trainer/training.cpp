@@ -44,13 +44,19 @@ void adoptRankZeroProgress(DataParallel &parallel, torch::optim::SGD &optimizer,
     std::vector<torch::Tensor> header { torch::tensor(
         { std::int64_t(position->epoch), position->step, std::int64_t(momentumOf(params.at(0)) != nullptr) })
                                             .to(params.at(0).device()) };
-    header.push_back(torch::tensor({ position->progress ? 1.0 : 0.0, position->progress.value_or(0.0) },
-        torch::TensorOptions(torch::kDouble).device(params.at(0).device())));
+    const std::array<double, 4> noise = position->noiseAverages.value_or(std::array<double, 4> {});
+    header.push_back(
+        torch::tensor({ position->progress ? 1.0 : 0.0, position->progress.value_or(0.0),
+                          position->noiseAverages ? 1.0 : 0.0, noise[0], noise[1], noise[2], noise[3] },
+            torch::TensorOptions(torch::kDouble).device(params.at(0).device())));
     parallel.broadcastFromRankZero(header);
     position->epoch = int(header[0][0].item<std::int64_t>());
     position->step = header[0][1].item<std::int64_t>();
-    position->progress
-        = header[1][0].item<double>() != 0 ? std::optional(header[1][1].item<double>()) : std::nullopt;
+    const torch::Tensor received = header[1].to(torch::kCPU).contiguous();
+    const double *h = received.data_ptr<double>();
+    position->progress = h[0] != 0 ? std::optional(h[1]) : std::nullopt;
+    position->noiseAverages
+        = h[2] != 0 ? std::optional(std::array<double, 4> { h[3], h[4], h[5], h[6] }) : std::nullopt;
     if (header[0][2].item<std::int64_t>() == 0)
         return; // rank 0 has no momentum yet: a fresh start everywhere
     std::vector<torch::Tensor> momenta;
@@ -273,8 +279,7 @@ int runTraining(const TrainingConfig &config, EventWriter &events)
     // AdaScale (lr_rules.h): each step's rate is the schedule's at the run's progress P
     // times the gain r, the head's times r too. P counts the schedule's steps only; a
     // checkpoint older than it resumes with the steps taken worth the linear rule's, S each.
-    // A resumed run's meter starts afresh (its averages are not saved), so r is 1 again
-    // until it has a sample.
+    // A resumed run's meter takes the checkpoint's averages, and r goes on from them.
     const bool adaScale = config.lrScaling == "adascale";
     const double scale = double(globalBatch) / double(config.baseBatch);
     AdaScaleProgress progress(scale,
@@ -336,6 +341,15 @@ int runTraining(const TrainingConfig &config, EventWriter &events)
     // before the time is taken, so that its cost counts as backward's compute.
     // AdaScale's gain sets every rank's rate: every rank keeps the same averages.
     NoiseMeter noise(config.worldSize, 0.99, adaScale);
+    // A resumed run continues its averages (and AdaScale its gain) where the checkpoint left them.
+    if (position.noiseAverages) {
+        noise.restoreAverages(*position.noiseAverages);
+        if (adaScale) {
+            const NoiseReport measured = noise.report();
+            gain = adaScaleGain(
+                measured.gradSquared, measured.traceSigma, measured.samples, config.baseBatch, scale);
+        }
+    }
     if (parallel)
         for (auto &p : net->parameters())
             p.register_hook([&lastGradient, &noise](const at::TensorBase &gradient) {
@@ -560,8 +574,9 @@ int runTraining(const TrainingConfig &config, EventWriter &events)
             && (epoch % config.checkpointEvery == 0 || epoch == lastEpoch);
         if (checkpointNow && config.rank == 0) {
             const auto checkpointStart = Clock::now();
-            const SavedCheckpoint saved = saveCheckpoint(config.checkpointDir,
-                { epoch, step, progress.progress() }, device, *net, optimizer, config.keepCheckpoints);
+            const SavedCheckpoint saved
+                = saveCheckpoint(config.checkpointDir, { epoch, step, progress.progress(), noise.averages() },
+                    device, *net, optimizer, config.keepCheckpoints);
             if (!saved.ok())
                 return saved.noSpace ? failNoSpace(saved.error, saved.bytesNeeded) : fail(saved.error);
             events.checkpoint(epoch, step, saved.path, secondsSince(checkpointStart));
