@@ -257,6 +257,11 @@ private Q_SLOTS:
             qPrintable(panel->whatIfText()));
         // The study has a target: the time to it, or why there is none (issue 54).
         QVERIFY2(panel->whatIfText().contains(QStringLiteral("Time to ")), qPrintable(panel->whatIfText()));
+        // With a prediction, the critical-batch chart: epochs against the global batch, B_noise marked.
+        const bool predicted = !panel->whatIfText().contains(QStringLiteral("no prediction"));
+        QCOMPARE(panel->criticalBatchPoints() >= 5, predicted);
+        if (predicted)
+            QVERIFY(panel->criticalBatchNoiseX() > 0);
         // One model in one precision: one fit to ask, named, nothing to choose.
         QCOMPARE(panel->whatIfFit()->count(), 1);
         QCOMPARE(panel->whatIfFit()->currentText(), QStringLiteral("seed-cnn"));

@@ -1,6 +1,7 @@
 #include "scaling_panel.h"
 
 #include "metric_chart.h"
+#include "report_charts.h"
 #include "theme.h"
 
 #include <QBarCategoryAxis>
@@ -13,6 +14,8 @@
 #include <QHBoxLayout>
 #include <QHorizontalStackedBarSeries>
 #include <QLabel>
+#include <QLineSeries>
+#include <QScatterSeries>
 #include <QSignalBlocker>
 #include <QSpinBox>
 #include <QVBoxLayout>
@@ -97,18 +100,91 @@ ScalingPanel::ScalingPanel(QWidget *parent)
     side->addWidget(m_losses);
     side->addWidget(whatIf);
     side->addStretch(1);
+    // Under the anatomy: epochs to the target against the global batch, as the reports draw it.
+    m_critical = new QChart;
+    m_critical->legend()->hide(); // the title names the lines: the panel has little height
+    m_critical->setMargins(QMargins(4, 4, 4, 4));
+    m_criticalView = new QChartView(m_critical);
+    m_criticalView->setObjectName(QStringLiteral("criticalBatchChart"));
+    m_criticalView->setRenderHint(QPainter::Antialiasing);
+    m_criticalView->setVisible(false);
+    m_criticalView->setMinimumHeight(240);
+    auto *charts = new QVBoxLayout;
+    charts->addWidget(m_view, 3);
+    charts->addWidget(m_criticalView, 2);
     auto *layout = new QHBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
-    layout->addWidget(m_view, 3);
+    layout->addLayout(charts, 3);
     layout->addLayout(side, 2);
     clear();
 }
 
+void ScalingPanel::drawCriticalBatch(const core::StudySnapshot &snapshot)
+{
+    m_critical->removeAllSeries();
+    for (QAbstractAxis *axis : m_critical->axes())
+        m_critical->removeAxis(axis);
+    const QList<core::ChartSpec> specs = core::criticalBatchCharts(snapshot);
+    m_criticalView->setVisible(!specs.isEmpty());
+    m_criticalPoints = 0;
+    if (specs.isEmpty())
+        return;
+    const core::ChartSpec &spec = specs.first();
+    m_critical->setTitle(
+        tr("Epochs to %1 %: predicted (line), runs (dots), %2 (dashed)")
+            .arg(100 * snapshot.targetAccuracy, 0, 'f', 0)
+            .arg(spec.verticalLines.isEmpty() ? QString() : spec.verticalLines.first().label));
+    // Short words: the panel is narrow (the report's chart says it in full).
+    auto *x = new QValueAxis;
+    x->setTitleText(tr("global batch, log2 (6 = 64)"));
+    x->setLabelFormat(QStringLiteral("%.0f"));
+    auto *y = new QValueAxis;
+    y->setTitleText(tr("epochs"));
+    y->setLabelFormat(QStringLiteral("%.0f"));
+    m_critical->addAxis(x, Qt::AlignBottom);
+    m_critical->addAxis(y, Qt::AlignLeft);
+    double top = 0, left = 1e9, right = 0;
+    for (const core::ChartSeries &cs : spec.series) {
+        QXYSeries *series = cs.line ? static_cast<QXYSeries *>(new QLineSeries) : new QScatterSeries;
+        series->setName(cs.line ? tr("predicted") : tr("runs"));
+        series->setColor(cs.color);
+        for (const QPointF &p : cs.points) {
+            series->append(p);
+            top = std::max(top, p.y());
+            left = std::min(left, p.x());
+            right = std::max(right, p.x());
+        }
+        if (cs.line)
+            m_criticalPoints = int(cs.points.size());
+        m_critical->addSeries(series);
+        series->attachAxis(x);
+        series->attachAxis(y);
+    }
+    for (const core::ChartVerticalLine &v : spec.verticalLines) {
+        auto *line = new QLineSeries;
+        line->setName(v.label);
+        line->setPen(QPen(v.color, 1.5, Qt::DashLine));
+        line->append(v.x, 0);
+        line->append(v.x, top);
+        m_critical->addSeries(line);
+        line->attachAxis(x);
+        line->attachAxis(y);
+        m_criticalNoiseX = v.x;
+    }
+    x->setRange(std::floor(left), std::ceil(right));
+    x->setTickCount(int(std::ceil(right) - std::floor(left)) / 2 + 1);
+    y->setRange(0, top * 1.05);
+}
+
 void ScalingPanel::clear()
 {
-    m_chart->removeAllSeries();
-    for (QAbstractAxis *axis : m_chart->axes())
-        m_chart->removeAxis(axis);
+    for (QChart *chart : { m_chart, m_critical }) {
+        chart->removeAllSeries();
+        for (QAbstractAxis *axis : chart->axes())
+            chart->removeAxis(axis);
+    }
+    m_criticalView->setVisible(false);
+    m_criticalPoints = 0;
     m_scalings.clear();
     {
         const QSignalBlocker quiet(m_fit);
@@ -141,6 +217,7 @@ void ScalingPanel::update(const core::StudySnapshot &snapshot)
         return;
     m_drawn = drawn;
     drawBars(snapshot);
+    drawCriticalBatch(snapshot);
     m_scalings = core::studyScaling(snapshot);
     m_goodput.clear();
     if (snapshot.targetAccuracy > 0)

@@ -39,6 +39,10 @@ public:
     QSpinBox *whatIfBatch() const { return m_batch; }
     QComboBox *whatIfBandwidth() const { return m_bandwidth; }
     QComboBox *whatIfFit() const { return m_fit; }
+    // The critical-batch chart: its predicted line's points (0: not drawn), and B_noise's x
+    // (log2 of the global batch).
+    int criticalBatchPoints() const { return m_criticalPoints; }
+    double criticalBatchNoiseX() const { return m_criticalNoiseX; }
     // The scalings the panel holds (one per model), for the speedup charts' predicted lines.
     const QList<core::StudyScaling> &scalings() const { return m_scalings; }
 
@@ -47,12 +51,17 @@ Q_SIGNALS:
 
 private:
     void drawBars(const core::StudySnapshot &snapshot);
+    void drawCriticalBatch(const core::StudySnapshot &snapshot);
     void answer();
     // The What if answer's time to the target at `p`, with its band; why there is none.
     QString timeToTargetText(int fit, const core::ScalingPoint &p) const;
 
     QChart *m_chart = nullptr;
     QChartView *m_view = nullptr;
+    QChart *m_critical = nullptr;
+    QChartView *m_criticalView = nullptr;
+    int m_criticalPoints = 0;
+    double m_criticalNoiseX = 0;
     QLabel *m_losses = nullptr;
     QSpinBox *m_workers = nullptr;
     QSpinBox *m_batch = nullptr;
