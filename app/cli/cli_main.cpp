@@ -31,7 +31,8 @@ Commands:
   runs       list every run an agent has recorded, finished ones included
   lr-find    learning-rate range test on an agent: loss against lr, and a suggested lr
   gc         free disk space on an agent (and in the console's state) by retention rules
-  study      durable scale-up studies: run PLAN, watch ID, list, show ID, cancel ID, retry ID, plan
+  study      durable scale-up studies: run PLAN, rerun REPORT, watch ID, list, show ID,
+             predict ID, recommend ID, cancel ID, retry ID, continue ID, plan
   report     export a study's report: report ID --format json|csv|html|pdf [-o FILE]
   export     a study's or run's data for other tools: export tensorboard STUDY_ID|RUN_ID DIR
   probe      the network between agents: all-reduce times of 2 ... N ranks on one host and

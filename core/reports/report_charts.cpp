@@ -145,14 +145,15 @@ QList<ChartSpec> criticalBatchCharts(const StudySnapshot &snapshot)
     QList<ChartSpec> charts;
     if (!(snapshot.targetAccuracy > 0) || snapshot.tune)
         return charts;
-    for (const StudyScaling &s : studyScaling(snapshot)) {
+    const QList<StudyScaling> scalings = studyScaling(snapshot);
+    for (const StudyScaling &s : scalings) {
         const GoodputBasis basis = goodputBasis(snapshot, s, snapshot.targetAccuracy);
         if (!basis.valid)
             continue;
         ChartSpec c;
         c.title = QStringLiteral("Epochs to %1 against the global batch%2")
                       .arg(percentText(snapshot.targetAccuracy),
-                          studyScaling(snapshot).size() > 1 ? QStringLiteral(": ") + s.model : QString());
+                          scalings.size() > 1 ? QStringLiteral(": ") + s.model : QString());
         c.xLabel = QStringLiteral("Global batch, log2 (6 = 64, 10 = 1,024)");
         c.yLabel = QStringLiteral("Epochs to the target");
         c.yFloor = 0;
