@@ -198,6 +198,20 @@ private Q_SLOTS:
             view.problemsLabel()->text().startsWith(QLatin1String("The designer's plan: 3 run(s)")),
             qPrintable(view.problemsLabel()->text()), 30'000);
         QCOMPARE(view.runsTable()->rowCount(), 2); // the table still shows the open study
+        {
+            // Opened elsewhere (as `scalelab --open-study ID` does), the study's own plan fills the
+            // designer beside it, not the plan that designer held (issue 56 item 6).
+            app::StudyView reader;
+            VERIFY_OK(reader.openJournal(m_fixture.path(QStringLiteral("console"))));
+            VERIFY_OK(reader.open(view.snapshot().studyId));
+            QStringList readProblems;
+            const v1::StudyPlan held = reader.planFromForm(&readProblems);
+            QCOMPARE(held.name(), std::string("ui"));
+            QCOMPARE(held.dataset(), std::string("synth"));
+            QCOMPARE(held.grid().workers_size(), 1); // the study's 2 workers, not the form's 2 and 4
+            QCOMPARE(held.grid().workers(0), 2);
+            QCOMPARE(held.target_accuracy(), 0.1);
+        }
         plan.mutable_grid()->set_workers(1, 0);
         view.setForm(plan);
         QVERIFY2(view.problemsLabel()->text().contains(QLatin1String("must be between 1 and")),

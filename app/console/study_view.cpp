@@ -303,10 +303,10 @@ Status StudyView::launch()
     if (!created)
         return Status::failure(created.error());
     refreshStudyList();
-    return open(created.value());
+    return open(created.value(), false); // the designer holds that plan already
 }
 
-Status StudyView::open(const QString &studyId)
+Status StudyView::open(const QString &studyId, bool takePlan)
 {
     if (studyId.isEmpty() || !m_journal.hasStudy(studyId))
         return Status::failure(tr("No study %1 in the journal").arg(studyId));
@@ -315,6 +315,10 @@ Status StudyView::open(const QString &studyId)
         m_charts->clear();
         m_tune->clear();
         m_host.clearProgress();
+        // The designer beside a study holds its plan, ready to run again or to change,
+        // not whatever plan it held before.
+        if (takePlan)
+            setForm(StudyState::replay(m_journal.events(studyId)).plan());
     }
     m_studyId = studyId;
     m_host.start(studyId, m_agents);

@@ -76,7 +76,9 @@ public:
 
     core::Status launch(); // the form's plan, as a new study
     core::Status loadPlanFile(const QString &path); // into the form
-    core::Status open(const QString &studyId); // reattach and drive to the end
+    // Reattach and drive to the end; a study other than the open one also puts its plan in
+    // the designer, unless `takePlan` is false (it was just launched from there).
+    core::Status open(const QString &studyId, bool takePlan = true);
     QString currentStudy() const { return m_studyId; }
     core::StudySnapshot snapshot() const;
     QTableWidget *runsTable() const { return m_runs->table(); }
