@@ -421,8 +421,8 @@ private Q_SLOTS:
             QCOMPARE(cluster.ranksOn(i, runId, 1), QList<int> { i - 1 });
     }
 
-    // The link to one host down for 20 s: the stall is shown with the host that cannot be
-    // reached, and the run goes on when the link returns (one attempt).
+    // The link to one host down for 20 s, or until the stall shows: the stall is shown with the
+    // host that cannot be reached, and the run goes on when the link returns (one attempt).
     void shortLinkCut()
     {
         Cluster cluster(2);
@@ -432,7 +432,11 @@ private Q_SLOTS:
         QVERIFY2(!study.waitForLine(QStringLiteral("epoch 1: test accuracy"), 180'000).isEmpty(), qPrintable(study.output()));
         QVERIFY(cluster.run(QStringLiteral("cut"), 2));
         const qint64 cutAt = study.elapsed();
-        const QString stalled = study.waitForLine(QStringLiteral("stalled: no progress for \\d+ s"), 19'000);
+        // The agent calls a rank stalled after 15 s without progress (run_supervisor.cpp), and its
+        // last progress can come seconds after the cut (the epoch's checkpoint), later still on a
+        // loaded machine: a fresh clone's suite once missed a 19 s wait. 60 s, with the link down
+        // all along, stays well inside the 120 s collective timeout, so the run still survives.
+        const QString stalled = study.waitForLine(QStringLiteral("stalled: no progress for \\d+ s"), 60'000);
         const qint64 stallShownAfter = study.elapsed() - cutAt;
         QThread::msleep(std::max<qint64>(0, 20'000 - (study.elapsed() - cutAt)));
         QVERIFY(cluster.run(QStringLiteral("restore"), 2));
