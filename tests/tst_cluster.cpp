@@ -522,6 +522,64 @@ private Q_SLOTS:
         qInfo("agent killed: noticed after %.1f s: %s", double(detected) / 1000, qPrintable(failed));
     }
 
+    // Issue 55 item 4: an elastic run ({"min": 1, "max": 2}, one core per host) whose second
+    // host's agent is killed goes on, on the host it still has, from its checkpoint, with the
+    // same global batch (1 worker accumulating 2 micro-batches), training again within 15 s of
+    // the kill; when the agent returns it grows back to 2 workers at the next checkpoint, and
+    // every resize is in the journal with its reason.
+    void elasticRunShrinksAndGrowsBack()
+    {
+        Cluster cluster(2, 1.0);
+        QVERIFY2(cluster.up(), qPrintable(cluster.error()));
+        QJsonObject p = plan(QStringLiteral("elastic"), cluster.dataset(), 2, 8, 1024);
+        QJsonObject grid = p.value(QLatin1String("grid")).toObject();
+        grid.insert(QStringLiteral("workers"),
+            QJsonArray { QJsonObject { { QStringLiteral("min"), 1 }, { QStringLiteral("max"), 2 } } });
+        p.insert(QStringLiteral("grid"), grid);
+        StudyProcess study(cluster, p, { 1, 2 });
+        QVERIFY2(!study.waitForLine(QStringLiteral("epoch 1: test accuracy"), 180'000).isEmpty(),
+            qPrintable(study.output()));
+        QVERIFY(cluster.run(QStringLiteral("kill-agent"), 2));
+        const qint64 killedAt = study.elapsed();
+        const QString shrank
+            = study.waitForLine(QStringLiteral("shrank from 2 to 1 of 2 workers: agent .* lost"), 60'000);
+        if (shrank.isEmpty())
+            qInfo("%s", qPrintable(study.output()));
+        QVERIFY(!shrank.isEmpty());
+        const QString again = study.waitForLine(QStringLiteral("attempt 2 training again"), 60'000);
+        QVERIFY2(!again.isEmpty(), qPrintable(study.output()));
+        const double trainingAgainSeconds = double(study.elapsed() - killedAt) / 1000;
+        QVERIFY(cluster.run(QStringLiteral("start-agent"), 2));
+        const qint64 backAt = study.elapsed();
+        QVERIFY2(!study.waitForLine(QStringLiteral("to grow from 1 to 2 workers"), 180'000).isEmpty(),
+            qPrintable(study.output()));
+        QVERIFY2(!study.waitForLine(QStringLiteral("grew from 1 to 2 of 2 workers"), 60'000).isEmpty(),
+            qPrintable(study.output()));
+        QVERIFY2(!study.waitForLine(QStringLiteral("attempt 3 training again"), 60'000).isEmpty(),
+            qPrintable(study.output()));
+        const double grownSeconds = double(study.elapsed() - backAt) / 1000;
+        QJsonObject run;
+        expectSucceeded(study, 3, &run);
+        if (QTest::currentTestFailed())
+            return;
+        const QJsonArray attempts = run.value(QLatin1String("attempts")).toArray();
+        QCOMPARE(attempts[0].toObject().value(QLatin1String("worldSize")).toInt(), 2);
+        QCOMPARE(attempts[1].toObject().value(QLatin1String("worldSize")).toInt(), 1);
+        QCOMPARE(attempts[2].toObject().value(QLatin1String("worldSize")).toInt(), 2);
+        QVERIFY(
+            attempts[1].toObject().value(QLatin1String("resize")).toString().contains(QLatin1String("lost")));
+        QCOMPARE(
+            attempts[1].toObject().value(QLatin1String("outcome")).toString(), QStringLiteral("RESIZED"));
+        QVERIFY(attempts[1].toObject().value(QLatin1String("resumedFromEpoch")).toInt() >= 1);
+        QVERIFY(
+            attempts[2].toObject().value(QLatin1String("resize")).toString().contains(QLatin1String("grew")));
+        qInfo(
+            "elastic: training again %.1f s after the agent was killed (%s); back to 2 workers %.1f s after "
+            "it returned",
+            trainingAgainSeconds, qPrintable(again), grownSeconds);
+        QVERIFY2(trainingAgainSeconds < 15, qPrintable(study.output()));
+    }
+
     // c10d's averaged gradients across hosts equal one process's on the whole batch, as on
     // one host; and rank 0's store listens on its host's address only.
     void gradientCheckAcrossHosts()

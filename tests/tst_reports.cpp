@@ -52,7 +52,7 @@ RunResult run(const QString &id, const RunConfig &c, int repeat, double wall, do
     r.imagesPerSecond = 1000.0 / wall;
     r.timeToTargetSeconds = timeToTarget;
     r.attempts.append(
-        AttemptRecord { 1, { QStringLiteral("127.0.0.1:50051") }, state, {}, 0, 1000, 2000, 0, {} });
+        AttemptRecord { 1, { QStringLiteral("127.0.0.1:50051") }, state, {}, 0, 1000, 2000, 0, {}, 0, {} });
     r.epochs.append(EpochPoint { 1, 1.5, 0.5, 1.4, finalAcc - 0.1, wall / 2, 1000.0 / wall });
     r.epochs.append(EpochPoint { 2, 1.0, 0.7, 0.9, finalAcc, wall, 1000.0 / wall });
     return r;
@@ -81,7 +81,7 @@ StudySnapshot handSnapshot()
            << run(QStringLiteral("w4-1"), config(4), 1, 30, 0.60, std::nullopt)
            << run(QStringLiteral("w4-2"), config(4), 2, 10, 0.10, std::nullopt, QStringLiteral("FAILED"));
     s.runs.last().attempts.append(AttemptRecord { 2, { QStringLiteral("127.0.0.1:50051") },
-        QStringLiteral("FAILED"), QStringLiteral("boom"), 1, 3000, 4000, 0, {} });
+        QStringLiteral("FAILED"), QStringLiteral("boom"), 1, 3000, 4000, 0, {}, 0, {} });
     return s;
 }
 
@@ -923,24 +923,24 @@ StudySnapshot sampleSnapshot()
                 r.attempts << AttemptRecord { 1, agents, QStringLiteral("FAILED"),
                     QStringLiteral("rank 3 on 10.0.0.12:50051 exited with signal 9 (SIGKILL): "
                                    "out of memory"),
-                    0, start, start + 61000, 0, {} }
+                    0, start, start + 61000, 0, {}, 0, {} }
                            << AttemptRecord { 2, agents, QStringLiteral("FAILED"),
                                   QStringLiteral("rendezvous at 10.0.0.11:29500 timed out after 300 s, "
                                                  "\"rank 2\" never joined"),
-                                  1, start + 70000, end, 0, {} };
+                                  1, start + 70000, end, 0, {}, 0, {} };
                 r.wallSeconds = kNotMeasured;
                 r.finalTestAccuracy = kNotMeasured;
             } else if (plan.workers == 2 && repeat == 0) {
                 r.state = QStringLiteral("SUCCEEDED");
                 r.attempts << AttemptRecord { 1, agents, QStringLiteral("FAILED"),
                     QStringLiteral("lost the agent 10.0.0.12:50051 (heartbeat missed for 30 s)"), 0, start,
-                    start + 120000, 0, {} }
+                    start + 120000, 0, {}, 0, {} }
                            << AttemptRecord { 2, agents, QStringLiteral("SUCCEEDED"), {}, 2, start + 130000,
-                                  end + 10000, 0, {} };
+                                  end + 10000, 0, {}, 0, {} };
             } else {
                 r.state = QStringLiteral("SUCCEEDED");
                 r.attempts << AttemptRecord { 1, agents, QStringLiteral("SUCCEEDED"), {}, 0, start, end, 0,
-                    {} };
+                    {}, 0, {} };
             }
             s.runs.append(r);
         }
@@ -1371,7 +1371,7 @@ StudySnapshot tuneSnapshot()
         const int from = r.decisions.isEmpty() ? 0 : r.decisions.last().epoch;
         const qint64 start = r.attempts.isEmpty() ? t0 + 1000 * h.trial : r.attempts.last().endedUnixMs + 500;
         r.attempts << AttemptRecord { int(r.attempts.size()) + 1, agents, QStringLiteral("SUCCEEDED"), {},
-            from, start, at, 0, {} };
+            from, start, at, 0, {}, 0, {} };
         // Epochs from the last decision's to this one, on a line towards this decision's value.
         const double last = r.epochs.isEmpty() ? 0.2 : r.epochs.last().testAccuracy;
         for (int e = from + 1; e <= h.epoch; ++e) {
@@ -1404,7 +1404,8 @@ StudySnapshot tuneSnapshot()
     // t04 is training on to epoch 9: 3 more epochs so far.
     RunResult &t04 = s.runs[3];
     t04.state = QStringLiteral("RUNNING");
-    t04.attempts << AttemptRecord { 3, agents, QStringLiteral("RUNNING"), {}, 3, t0 + 20 * 60000, 0, 0, {} };
+    t04.attempts << AttemptRecord { 3, agents, QStringLiteral("RUNNING"), {}, 3, t0 + 20 * 60000, 0, 0, {}, 0,
+        {} };
     for (int e = 4; e <= 6; ++e)
         t04.epochs << EpochPoint { e, 1.2, 0.5, 1.25, 0.5 + 0.02 * (e - 3), 30.0 * e, 900 };
     // t01 failed on its way to epoch 9.
@@ -1412,7 +1413,7 @@ StudySnapshot tuneSnapshot()
     t01.state = QStringLiteral("FAILED");
     t01.stateReason = QStringLiteral("failed 3 times: rank 0 exited with code 134");
     t01.attempts << AttemptRecord { 3, agents, QStringLiteral("FAILED"),
-        QStringLiteral("rank 0 exited with code 134"), 3, t0 + 11 * 60000, t0 + 12 * 60000, 0, {} };
+        QStringLiteral("rank 0 exited with code 134"), 3, t0 + 11 * 60000, t0 + 12 * 60000, 0, {}, 0, {} };
     return s;
 }
 

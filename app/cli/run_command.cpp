@@ -264,8 +264,13 @@ int scalelab::app::runCommand(QStringList arguments)
             QStringLiteral("n"), QStringLiteral("500") },
         { QStringLiteral("workers"), QStringLiteral("Data-parallel workers (1 = baseline)."),
             QStringLiteral("n"), QStringLiteral("1") },
-        { QStringLiteral("batch-size"), QStringLiteral("Images per step per worker."), QStringLiteral("n"),
-            QStringLiteral("64") },
+        { QStringLiteral("batch-size"), QStringLiteral("Images per step per worker (per micro-batch)."),
+            QStringLiteral("n"), QStringLiteral("64") },
+        { QStringLiteral("accumulation-steps"),
+            QStringLiteral(
+                "Micro-batches each worker adds up before a step's one all-reduce (the global batch "
+                "is workers x batch size x this)."),
+            QStringLiteral("n"), QStringLiteral("1") },
         { QStringLiteral("epochs"), QStringLiteral("Passes over the training split."), QStringLiteral("n"),
             QStringLiteral("1") },
         { QStringLiteral("lr"), QStringLiteral("Learning rate (0 = trainer default)."), QStringLiteral("x"),
@@ -310,6 +315,7 @@ int scalelab::app::runCommand(QStringList arguments)
         : (synthetic ? QStringLiteral("synthetic") : QStringLiteral("cifar-10"));
     integer("workers", &request.workers);
     integer("batch-size", &request.batchSize);
+    integer("accumulation-steps", &request.accumulationSteps);
     integer("epochs", &request.epochs);
     integer("threads", &request.threadsPerWorker);
     integer("seed", &request.seed);

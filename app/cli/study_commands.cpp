@@ -97,6 +97,17 @@ int driveStudy(Journal *journal, const QString &studyId, const QList<AgentEndpoi
             tensorBoard->apply(runId, attempt, events);
             if (json)
                 return;
+            // A retried or resized attempt: when it trains again (its first step).
+            static QSet<QString> training;
+            for (const auto &e : events)
+                if (e.has_step() && attempt > 1
+                    && !training.contains(runId + QLatin1Char('#') + QString::number(attempt))) {
+                    training.insert(runId + QLatin1Char('#') + QString::number(attempt));
+                    progress.print(QStringLiteral("%1%2 attempt %3 training again at step %4")
+                                       .arg(stamp(), runId)
+                                       .arg(attempt)
+                                       .arg(e.step().step()));
+                }
             for (const auto &e : events)
                 if (e.has_epoch())
                     progress.print(QStringLiteral("%1%2 attempt %3 epoch %4: test accuracy %5, %6 img/s")

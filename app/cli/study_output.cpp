@@ -103,7 +103,8 @@ QJsonObject runJson(const RunResult &r)
             { QStringLiteral("resumedFromEpoch"), a.resumedFromEpoch },
             { QStringLiteral("transferredEpoch"), a.transferredEpoch },
             { QStringLiteral("transferredFrom"), a.transferredFrom },
-            { QStringLiteral("resume"), resumeNote(a) } });
+            { QStringLiteral("resume"), resumeNote(a) }, { QStringLiteral("worldSize"), a.worldSize },
+            { QStringLiteral("resize"), a.resize } });
     QJsonObject o { { QStringLiteral("runId"), r.runId },
         { QStringLiteral("config"), configToJson(r.config) }, { QStringLiteral("key"), r.config.key() },
         { QStringLiteral("repeat"), r.repeat }, { QStringLiteral("state"), r.state },
@@ -408,7 +409,10 @@ void printStudy(const StudySnapshot &s)
                      .arg(r.runId + (r.config.baseline ? QStringLiteral("*") : QString()), -28)
                      .arg(r.state, -10)
                      .arg(modelCell(r.config.model))
-                     .arg(r.config.workers, 7)
+                     .arg(r.config.elastic()
+                             ? QStringLiteral("%1–%2").arg(r.config.minWorkers).arg(r.config.workers)
+                             : QString::number(r.config.workers),
+                         7)
                      .arg(r.config.batchSize, 5)
                      .arg(r.config.epochs, 6)
                      .arg(pct(r.finalTestAccuracy), 8)
@@ -424,12 +428,18 @@ void printStudy(const StudySnapshot &s)
         if (r.attempts.size() > 1)
             for (const auto &a : r.attempts) {
                 QStringList words { a.outcome };
+                if (!a.resize.isEmpty())
+                    words << a.resize;
                 if (const QString note = resumeNote(a); !note.isEmpty())
                     words << note;
                 if (!a.reason.isEmpty())
                     words << a.reason;
-                out() << "      attempt " << a.attempt << " on " << a.agents.join(QLatin1String(", ")) << ": "
-                      << words.join(QLatin1String("; ")) << "\n";
+                out() << "      attempt " << a.attempt << " on " << a.agents.join(QLatin1String(", "))
+                      << (a.worldSize > 0 ? QStringLiteral(" (%1 worker%2)")
+                                                .arg(a.worldSize)
+                                                .arg(a.worldSize == 1 ? "" : "s")
+                                          : QString())
+                      << ": " << words.join(QLatin1String("; ")) << "\n";
             }
     }
     out() << "  * baseline; speedup = baseline wall-clock / run wall-clock (from the first start of training "
@@ -437,8 +447,9 @@ void printStudy(const StudySnapshot &s)
     if (models.size() > 1)
         out() << "  each run is compared with the baseline of its own model\n";
     if (anyByThroughput)
-        out() << "  t: by images/s (run / baseline): the run trains other epochs than the baseline, so their "
-                 "wall-clocks do not compare\n";
+        out()
+            << "  t: by images/s (run / baseline): the run trains other epochs than the baseline, or changed "
+               "size while it ran (an elastic run), so their wall-clocks do not compare\n";
     if (!results.baselineNote.isEmpty())
         out() << "  " << results.baselineNote << "\n";
     if (!results.baselineWarning.isEmpty())

@@ -23,6 +23,10 @@ CheckStatus RunRequest::check() const
         p << QStringLiteral("workers must be at least 1 (got %1)").arg(workers);
     if (batchSize < 1)
         p << QStringLiteral("batch size must be at least 1 (got %1)").arg(batchSize);
+    if (accumulationSteps < 1 || accumulationSteps > rules::kMaxAccumulationSteps)
+        p << QStringLiteral("accumulation steps must be between 1 (none) and %1 (got %2)")
+                 .arg(rules::kMaxAccumulationSteps)
+                 .arg(accumulationSteps);
     if (epochs < 1)
         p << QStringLiteral("epochs must be at least 1 (got %1)").arg(epochs);
     if (!(learningRate >= 0) || !std::isfinite(learningRate) || learningRate > rules::kMaxLearningRate)
@@ -60,6 +64,8 @@ v1::StartWorkersRequest RunRequest::toStartWorkers(const QString &runId) const
     auto *spec = r.mutable_spec();
     spec->set_dataset(dataset.toStdString());
     spec->set_batch_size(batchSize);
+    if (accumulationSteps > 1)
+        spec->set_accumulation_steps(accumulationSteps);
     spec->set_epochs(epochs);
     if (learningRate > 0) // 0: the trainer's default
         spec->set_learning_rate(learningRate);

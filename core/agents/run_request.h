@@ -15,7 +15,8 @@ namespace scalelab::core {
 struct RunRequest {
     QString dataset; // a data set name on the agent
     int workers = 1;
-    int batchSize = 64; // per worker
+    int batchSize = 64; // per worker and micro-batch
+    int accumulationSteps = 1; // micro-batches a worker adds up before a step's all-reduce
     int epochs = 1;
     double learningRate = 0; // 0 = the trainer's default
     int threadsPerWorker = 0; // 0 = automatic

@@ -166,4 +166,35 @@ Placement placeRun(const RunConfig &config, const QList<NodeCapacity> &nodes, Pl
     return result;
 }
 
+int microBatchesPerWorker(const RunConfig &config, int world)
+{
+    const int k = config.batchesPerStep();
+    return (k + std::max(1, world) - 1) / std::max(1, world);
+}
+
+Placement placeElastic(const RunConfig &config, const QList<NodeCapacity> &nodes, PlacementPolicy policy,
+    bool exclusive, const QString &dataset, int most)
+{
+    Placement none;
+    none.reason
+        = QStringLiteral("not even %1 of its %2 workers fit now").arg(config.minWorkers).arg(config.workers);
+    if (!config.elastic())
+        return none;
+    RunConfig smaller = config;
+    const int largest = most > 0 ? std::min(most, config.workers - 1) : config.workers - 1;
+    for (int world = largest; world >= config.minWorkers; --world) {
+        smaller.workers = world;
+        if (!placeRun(smaller, nodes, policy, exclusive, dataset).ok())
+            continue;
+        // As fast with fewer: the fewest workers whose step is as short.
+        int fewest = world;
+        while (fewest - 1 >= config.minWorkers
+            && microBatchesPerWorker(config, fewest - 1) == microBatchesPerWorker(config, world))
+            --fewest;
+        smaller.workers = fewest;
+        return placeRun(smaller, nodes, policy, exclusive, dataset);
+    }
+    return none;
+}
+
 } // namespace scalelab::core

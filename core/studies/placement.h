@@ -47,4 +47,17 @@ struct Placement {
 Placement placeRun(const RunConfig &config, const QList<NodeCapacity> &nodes, PlacementPolicy policy,
     bool exclusive, const QString &dataset = {});
 
+// An elastic run (RunConfig::elastic) that does not fit at its planned size: the largest
+// size from workers - 1 down to minWorkers that fits now, then the fewest workers that give
+// a step as short (a step takes ceil(K / world) micro-batches per worker, K =
+// config.batchesPerStep(), so 3 workers are no faster than 2 at K = 4 and hold a worker
+// more). Its portions number the ranks of that smaller world; empty when none fits.
+// `most`: no more workers than that (the ranks it still has after losing a host).
+Placement placeElastic(const RunConfig &config, const QList<NodeCapacity> &nodes, PlacementPolicy policy,
+    bool exclusive, const QString &dataset = {}, int most = 0);
+
+// The micro-batches each worker of an attempt of `world` workers computes per step (the
+// most any worker does): ceil(K / world).
+int microBatchesPerWorker(const RunConfig &config, int world);
+
 } // namespace scalelab::core

@@ -15,6 +15,10 @@ QString RunConfig::key() const
                       .arg(device)
                       .arg(threadsPerWorker)
                       .arg(precision, lrRule);
+    if (accumulationSteps > 1)
+        key += QStringLiteral("-acc%1").arg(accumulationSteps);
+    if (elastic())
+        key += QStringLiteral("-min%1").arg(minWorkers);
     if (!defaultModel())
         key += QLatin1Char('-') + modelShortName(model);
     return baseline ? QStringLiteral("baseline-") + key : key;
@@ -34,6 +38,7 @@ QStringList distinguishingLabels(const QList<RunConfig> &configs, const QMap<QSt
     const bool threads = differs([](const RunConfig &c) { return c.threadsPerWorker; });
     const bool precision = differs([](const RunConfig &c) { return c.precision; });
     const bool lrRule = differs([](const RunConfig &c) { return c.lrRule; });
+    const bool accumulation = differs([](const RunConfig &c) { return c.accumulationSteps; });
     const bool model = differs([](const RunConfig &c) {
         return c.model;
     }) || std::any_of(configs.cbegin(), configs.cend(), [](const RunConfig &c) { return !c.defaultModel(); });
@@ -42,7 +47,11 @@ QStringList distinguishingLabels(const QList<RunConfig> &configs, const QMap<QSt
         QStringList parts;
         if (c.baseline)
             parts << QStringLiteral("baseline");
-        parts << (c.workers == 1 ? QStringLiteral("1 worker") : QStringLiteral("%1 workers").arg(c.workers));
+        if (c.elastic())
+            parts << QStringLiteral("%1–%2 workers").arg(c.minWorkers).arg(c.workers);
+        else
+            parts << (c.workers == 1 ? QStringLiteral("1 worker")
+                                     : QStringLiteral("%1 workers").arg(c.workers));
         if (batch)
             parts << QStringLiteral("b%1").arg(c.batchSize);
         if (epochs)
@@ -56,11 +65,27 @@ QStringList distinguishingLabels(const QList<RunConfig> &configs, const QMap<QSt
             parts << c.precision;
         if (lrRule)
             parts << QStringLiteral("lr %1").arg(c.lrRule);
+        if (accumulation)
+            parts << QStringLiteral("×%1 accumulation").arg(c.accumulationSteps);
         if (model)
             parts << modelNames.value(c.model, modelShortName(c.model));
         labels << parts.join(QStringLiteral(" · "));
     }
     return labels;
+}
+
+QString elasticSizesText(const RunResult &run)
+{
+    QStringList sizes;
+    bool changed = false;
+    for (const AttemptRecord &a : run.attempts) {
+        if (a.worldSize <= 0)
+            continue;
+        changed = changed || a.worldSize != run.config.workers;
+        if (sizes.isEmpty() || sizes.last() != QString::number(a.worldSize))
+            sizes << QString::number(a.worldSize);
+    }
+    return changed ? sizes.join(QStringLiteral(" → ")) + QStringLiteral(" workers") : QString();
 }
 
 QString modelShortName(const QString &model)

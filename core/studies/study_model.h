@@ -25,8 +25,14 @@ inline constexpr const char *kDefaultModelName = "seed-cnn";
 // One point of a study's grid: how a run trains and how wide it is.
 struct RunConfig {
     bool baseline = false; // the one-worker reference every speedup divides by
-    int workers = 1; // ranks
-    int batchSize = 64; // per worker; the global batch is batchSize * workers
+    int workers = 1; // ranks, as planned (an elastic run's most)
+    int batchSize = 64; // per micro-batch; the global batch is batchSize * workers * accumulationSteps
+    // Gradient accumulation: micro-batches each rank adds up before a step's one all-reduce.
+    int accumulationSteps = 1;
+    // An elastic run (issue 55): the fewest ranks it may go on with when ranks, agents or hosts
+    // are lost (or are not free), keeping its global batch by accumulating more; 0: a fixed
+    // size, which waits for all `workers`.
+    int minWorkers = 0;
     int epochs = 1;
     double gpusPerWorker = 0; // 0 = CPU; 0.5 = two workers share a GPU
     int threadsPerWorker = 0; // 0 = the node's cores / ranks on it
@@ -35,7 +41,10 @@ struct RunConfig {
         = QStringLiteral("none"); // "none" (fixed) | "linear" | "sqrt" | "adascale" (worker::kLrRules)
     QString model = QString::fromLatin1(kDefaultModelName); // RunSpec.model: "seed-cnn", "resnet18", ...
 
-    int globalBatch() const { return batchSize * workers; }
+    int globalBatch() const { return batchSize * workers * accumulationSteps; }
+    // K, the micro-batches one step averages: the same on every world size an elastic run takes.
+    int batchesPerStep() const { return workers * accumulationSteps; }
+    bool elastic() const { return minWorkers > 0 && minWorkers < workers; }
     bool defaultModel() const { return model == QLatin1String(kDefaultModelName); }
     // Stable, human-readable identity of the configuration, e.g. "w2-b64-e3-cpu-t1-fp32-lr_none",
     // with "-resnet18" after it for a model other than the default.
@@ -164,6 +173,8 @@ struct AttemptRecord {
     // because that agent did not hold it (the agent that wrote it was gone, or busy).
     int transferredEpoch = 0; // 0 = nothing transferred
     QString transferredFrom; // the agent that wrote the checkpoint
+    int worldSize = 0; // its ranks: an elastic run's may be fewer than the planned workers
+    QString resize; // why its size differs from the attempt before (or the plan), in words; "" = it does not
 };
 
 // Where an attempt resumed from, in words: "resumed from epoch 2, checkpoint copied
@@ -234,6 +245,10 @@ struct RunResult {
     double coreShare = 1;
     int threads = 0; // compute threads per rank (RunStarted.threads); 0: not reported
 };
+
+// The sizes an elastic run trained at, in order ("2 → 1 → 2 workers"), when any of its
+// attempts ran on another number of workers than planned; "" when none did.
+QString elasticSizesText(const RunResult &run);
 
 // The one definition of a run's throughput, used by the console, the CLI and every report:
 // training images per second of training time (evaluation and checkpoints excluded), over

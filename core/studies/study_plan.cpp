@@ -243,6 +243,40 @@ void checkShape(const QJsonObject &object, const google::protobuf::Descriptor *t
 
 } // namespace
 
+namespace {
+
+// {"min": 2, "max": 4} in grid.workers is the plan's way of writing an elastic run (a repeated
+// int32 cannot hold an object): each moves to grid.workerRanges, where protobuf reads it.
+void moveWorkerRanges(QJsonObject *root, QStringList *problems)
+{
+    QJsonObject grid = root->value(QLatin1String("grid")).toObject();
+    const QJsonArray workers = grid.value(QLatin1String("workers")).toArray();
+    QJsonArray numbers, ranges = grid.value(QLatin1String("workerRanges")).toArray();
+    for (int i = 0; i < workers.size(); ++i) {
+        if (!workers[i].isObject()) {
+            numbers.append(workers[i]);
+            continue;
+        }
+        const QJsonObject range = workers[i].toObject();
+        if (range.keys() != QStringList { QStringLiteral("max"), QStringLiteral("min") })
+            *problems << QStringLiteral(
+                "grid.workers[%1]: an elastic run is {\"min\": M, \"max\": N} (the fewest "
+                "workers it goes on with, and its planned size), nothing else")
+                             .arg(i);
+        ranges.append(range);
+    }
+    if (ranges.isEmpty())
+        return;
+    if (numbers.isEmpty())
+        grid.remove(QStringLiteral("workers"));
+    else
+        grid.insert(QStringLiteral("workers"), numbers);
+    grid.insert(QStringLiteral("workerRanges"), ranges);
+    root->insert(QStringLiteral("grid"), grid);
+}
+
+} // namespace
+
 Checked<v1::StudyPlan> parsePlanJson(const QByteArray &json)
 {
     using Plan = Checked<v1::StudyPlan>;
@@ -268,6 +302,7 @@ Checked<v1::StudyPlan> parsePlanJson(const QByteArray &json)
             root.insert(QStringLiteral("learningRateAuto"), true);
         }
     QStringList problems;
+    moveWorkerRanges(&root, &problems);
     checkShape(root, v1::StudyPlan::descriptor(), QString(), &problems);
     // An empty list would read as "not given", and the axis' default would run silently.
     const QJsonObject grid = root.value(QLatin1String("grid")).toObject();
@@ -397,6 +432,23 @@ CheckStatus checkGrid(const v1::StudyPlan &plan)
             : Status::failure(
                 QStringLiteral("must be between 1 and %1 (got %2)").arg(rules::kMaxWorkers).arg(v));
     });
+    for (int i = 0; i < g.worker_ranges_size(); ++i) {
+        const auto &r = g.worker_ranges(i);
+        if (r.min() < 1 || r.max() <= r.min() || r.max() > rules::kMaxWorkers)
+            p << QStringLiteral(
+                "grid.workers: the elastic range {\"min\": %1, \"max\": %2} must have 1 <= min < "
+                "max <= %3")
+                     .arg(r.min())
+                     .arg(r.max())
+                     .arg(rules::kMaxWorkers);
+    }
+    checkList(g.accumulation_steps(), QStringLiteral("grid.accumulationSteps"), &p, [](int v) {
+        return v >= 1 && v <= rules::kMaxAccumulationSteps
+            ? Status::success()
+            : Status::failure(QStringLiteral("must be between 1 (no accumulation) and %1 (got %2)")
+                                  .arg(rules::kMaxAccumulationSteps)
+                                  .arg(v));
+    });
     checkList(g.batch_size(), QStringLiteral("grid.batchSize"), &p, [](int v) {
         return v >= 1 && v <= rules::kMaxBatchSize
             ? Status::success()
@@ -499,7 +551,16 @@ QList<PlannedRun> expandPlan(const v1::StudyPlan &plan, const QString &studyId)
         return trials;
     }
     const auto &g = plan.grid();
-    const auto workers = valuesOr<int>(g.workers(), 2);
+    // Each worker count as (fewest, planned): a fixed size is (0, N).
+    QList<std::pair<int, int>> workers;
+    for (int w : g.workers())
+        workers << std::pair { 0, w };
+    for (const auto &r : g.worker_ranges())
+        workers << std::pair { r.min(), r.max() };
+    if (workers.isEmpty())
+        workers << std::pair { 0, 2 };
+    const auto accumulations
+        = valuesOr<int>(g.accumulation_steps(), std::max(1, plan.training().accumulation_steps()));
     const auto batches = valuesOr<int>(g.batch_size(), 64);
     const auto epochs = valuesOr<int>(g.epochs(), 1);
     const auto gpus = valuesOr<double>(g.gpus_per_worker(), 0);
@@ -535,25 +596,28 @@ QList<PlannedRun> expandPlan(const v1::StudyPlan &plan, const QString &studyId)
             configs << c;
         }
     }
+    RunConfig c;
     for (const QString &model : models)
-        for (int w : workers)
+        for (const auto &[fewest, w] : workers)
             for (int batch : batches)
                 for (int e : epochs)
                     for (double gpu : gpus)
                         for (int t : threads)
                             for (const QString &precision : precisions)
-                                for (const QString &rule : rules) {
-                                    RunConfig c;
-                                    c.workers = w;
-                                    c.batchSize = batch;
-                                    c.epochs = e;
-                                    c.gpusPerWorker = gpu;
-                                    c.threadsPerWorker = t;
-                                    c.precision = precision;
-                                    c.lrRule = rule;
-                                    c.model = model;
-                                    configs << c;
-                                }
+                                for (const QString &rule : rules)
+                                    for (int accumulation : accumulations) {
+                                        c.workers = w;
+                                        c.minWorkers = fewest;
+                                        c.batchSize = batch;
+                                        c.epochs = e;
+                                        c.gpusPerWorker = gpu;
+                                        c.threadsPerWorker = t;
+                                        c.precision = precision;
+                                        c.lrRule = rule;
+                                        c.model = model;
+                                        c.accumulationSteps = accumulation;
+                                        configs << c;
+                                    }
 
     const int repeats = std::max(1, plan.repeats());
     const int maxFailures = plan.has_max_failures() ? plan.max_failures() : 2;
@@ -600,6 +664,7 @@ v1::RunSpec runSpecFor(
     spec.set_gpus_per_worker(config.gpusPerWorker);
     spec.set_precision(config.precision == QLatin1String("bf16") ? v1::BF16 : v1::FP32);
     spec.set_lr_scaling(config.lrRule.toStdString());
+    spec.set_accumulation_steps(config.accumulationSteps > 1 ? config.accumulationSteps : 0);
     spec.set_model(
         config.defaultModel() && spec.model().empty() ? std::string() : config.model.toStdString());
     if (spec.seed() == 0)

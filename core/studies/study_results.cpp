@@ -23,7 +23,7 @@ constexpr double kAccuracyGap = 0.10;
 auto orderKey(const RunConfig &c)
 {
     return std::make_tuple(!c.baseline, c.model, c.workers, c.batchSize, c.epochs, c.gpusPerWorker,
-        c.threadsPerWorker, c.precision, c.lrRule);
+        c.threadsPerWorker, c.precision, c.lrRule, c.accumulationSteps, c.minWorkers);
 }
 
 // Speedup of `value` against `baselineMean`, with the efficiency for `workers`.
@@ -293,12 +293,27 @@ StudyResults computeStudyResults(const StudySnapshot &snapshot)
     const auto meanOf = [](const ConfigResult *base, const Stat ConfigResult::*stat) {
         return base ? (base->*stat).mean : kNotMeasured;
     };
+    // An elastic run that changed size ran part of its time on fewer workers: its wall-clock
+    // is not the planned configuration's (compared by images/s and time to target instead).
+    QMap<QString, QString> resizedByKey;
+    for (const RunResult &run : snapshot.runs)
+        if (const QString sizes = elasticSizesText(run); !sizes.isEmpty())
+            resizedByKey.insert(run.config.key(), sizes);
+    const auto resizedWork = [](const QString &sizes) {
+        return sizes.isEmpty()
+            ? QString()
+            : QStringLiteral("changed size while it ran (%1): its wall-clock is not like with like "
+                             "(see the speedup by images/s)")
+                  .arg(sizes);
+    };
 
     for (ConfigResult &c : results.configs) {
         const Reference ref = referenceFor(c.config);
         const int workers = c.config.workers;
         const QString noRun = QStringLiteral("no succeeded run");
-        const QString other = otherWork(ref, c.config);
+        QString other = otherWork(ref, c.config);
+        if (other.isEmpty())
+            other = resizedWork(resizedByKey.value(c.key));
         c.sameWork = other.isEmpty();
         c.byWallClock = c.sameWork
             ? speedupFor(ref, ref.wallProblem, meanOf(ref.base, &ConfigResult::wallSeconds), c.wallSeconds,
@@ -319,7 +334,9 @@ StudyResults computeStudyResults(const StudySnapshot &snapshot)
         o.succeeded = isSucceeded(run);
         o.timeToTargetSeconds = effectiveTimeToTarget(run, target);
         const QString notSucceeded = QStringLiteral("run state is %1").arg(run.state);
-        const QString other = otherWork(ref, run.config);
+        QString other = otherWork(ref, run.config);
+        if (other.isEmpty())
+            other = resizedWork(elasticSizesText(run));
         o.sameWork = other.isEmpty();
         o.byWallClock = !o.sameWork
             ? unavailable(other)

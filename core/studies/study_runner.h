@@ -154,6 +154,9 @@ private:
     bool sendModels(const RunProgress &run, const v1::RunSpec &spec, QString *failure, bool *retryable);
     void followAttempt(const RunProgress &run);
     void onEvents(const QString &runId, int portion);
+    // An elastic run below its planned size, at a checkpoint it committed: when the agents
+    // can take the planned size now, its attempt is stopped, to start again at that size.
+    void growAtCheckpoint(const RunProgress &run, int epoch);
     // Rank 0 reported a stall (or its end): journal it with the unreachable ranks named.
     void onStall(const QString &runId, int portion, const v1::Stall &stall);
     // "rank 1 on hostB (agent …) unreachable since 16:03:12", for the other portions.

@@ -102,6 +102,13 @@ bool StudyRunner::sendModels(
 void StudyRunner::startAttempt(const RunProgress &run)
 {
     v1::RunSpec spec = runSpecFor(m_state.plan(), run.planned, m_state.learningRateSearch().found);
+    // An elastic run on fewer workers than planned keeps the planned run's K micro-batches
+    // a step (and so its global batch, data order and schedule): each worker takes more.
+    int world = 0;
+    for (const auto &p : run.portions)
+        world += int(p.ranks.size());
+    if (world < run.planned.config.workers)
+        spec.set_batches_per_step(run.planned.config.batchesPerStep());
     if (run.planned.trial && run.target > 0 && run.target < run.planned.config.epochs)
         spec.set_stop_after_epochs(run.target); // a tune's rung: the scheduler decides what follows
     v1::Endpoint rendezvous;
@@ -136,7 +143,7 @@ void StudyRunner::startAttempt(const RunProgress &run)
         v1::StartWorkersRequest request;
         request.set_run_id(run.planned.runId.toStdString());
         request.set_attempt(run.attempt);
-        request.set_world_size(run.planned.config.workers);
+        request.set_world_size(world);
         for (int rank : p.ranks)
             request.add_ranks(rank);
         *request.mutable_spec() = spec;
@@ -306,8 +313,11 @@ void StudyRunner::followAttempt(const RunProgress &run)
         return;
     }
     const AttemptOutcome ended = attemptOutcome(portions, cancelling);
-    const QString &outcome = ended.outcome;
-    const QString &reason = ended.reason;
+    // Stopped to grow (attempt_resizing): not a failure, nor a cancel.
+    const bool resized
+        = !run.resizing.isEmpty() && !cancelling && ended.outcome != QLatin1String("SUCCEEDED");
+    const QString outcome = resized ? QStringLiteral("RESIZED") : ended.outcome;
+    const QString reason = resized ? run.resizing : ended.reason;
     m_watches.erase(id);
     m_stallMessageMs.erase(id);
     if (outcome == QLatin1String("FAILED")) {
@@ -354,6 +364,9 @@ void StudyRunner::onEvents(const QString &runId, int portion)
     for (const auto &e : events)
         if (portion == 0 && run && e.has_checkpoint() && copyWorthwhile(*run, e.checkpoint().epoch()))
             m_courier->queue(CopyRequest { runId, w.attempt, e.checkpoint().epoch(), w.agent });
+    for (const auto &e : events)
+        if (portion == 0 && run && e.has_checkpoint())
+            growAtCheckpoint(*run, e.checkpoint().epoch());
     for (const auto &e : events)
         if (portion == 0 && e.has_stall())
             onStall(runId, portion, e.stall());
@@ -453,9 +466,13 @@ void StudyRunner::endFailedAttempt(const RunProgress &run, const QString &reason
     const bool retry = retryable && !cancelled && (!counts || m_state.shouldRetry(run));
     int failedAttempts = 0;
     for (const auto &a : run.attempts)
-        failedAttempts += a.outcome != QLatin1String("SUCCEEDED") ? 1 : 0;
+        failedAttempts
+            += a.outcome != QLatin1String("SUCCEEDED") && a.outcome != QLatin1String("RESIZED") ? 1 : 0;
+    // An elastic run that lost a host goes on at once on the hosts it still has: its cause
+    // is known, and waiting is what it was asked not to do.
+    const bool goOnAtOnce = run.planned.config.elastic() && !unreachable.isEmpty();
     const qint64 notBefore = retry ? QDateTime::currentMSecsSinceEpoch()
-            + retryBackoffMs(failedAttempts, QRandomGenerator::global()->generateDouble())
+            + (goOnAtOnce ? 0 : retryBackoffMs(failedAttempts, QRandomGenerator::global()->generateDouble()))
                                    : 0;
     QJsonArray agents;
     QStringList labels;
@@ -495,6 +512,58 @@ void StudyRunner::endFailedAttempt(const RunProgress &run, const QString &reason
                                   .arg((spaceNeeded + 999'999) / 1'000'000)
                             : QStringLiteral(", waiting for %1").arg(labels.join(QLatin1String(", "))))
                     : QString()));
+}
+
+void StudyRunner::growAtCheckpoint(const RunProgress &run, int epoch)
+{
+    const RunConfig &config = run.planned.config;
+    int world = 0;
+    for (const auto &p : run.portions)
+        world += int(p.ranks.size());
+    const bool last = epoch >= config.epochs || (run.target > 0 && epoch >= run.target);
+    if (!config.elastic() || world >= config.workers || last || !run.resizing.isEmpty() || !run.attemptOpen())
+        return;
+    // The agents as they are now, with this run's own ranks free again: the planned size
+    // must fit where nothing else of the study runs.
+    QList<NodeCapacity> nodes = refreshCapacity(true);
+    // A run that lost hosts grows when one of them is back (the hosts it kept took all the
+    // ranks they could when it shrank).
+    const bool lostOneBack = std::any_of(nodes.begin(), nodes.end(),
+        [&](const NodeCapacity &n) { return n.reachable && run.lostAgents.contains(n.agent); });
+    if (!run.lostAgents.isEmpty() && !lostOneBack)
+        return;
+    QSet<QString> others;
+    for (const auto &r : m_state.runs())
+        if (r.attemptOpen() && r.planned.runId != run.planned.runId)
+            for (const auto &p : r.portions)
+                others.insert(p.agent);
+    for (auto &n : nodes) {
+        n.busy = others.contains(n.agent);
+        for (const auto &p : run.portions)
+            if (p.agent == n.agent)
+                n.freeSlots += int(p.ranks.size());
+    }
+    const bool exclusive = !m_state.plan().share_nodes() && !m_state.isTune();
+    const auto policy
+        = m_state.plan().placement() == "spread" ? PlacementPolicy::Spread : PlacementPolicy::Pack;
+    if (!placeRun(config, nodes, policy, exclusive, str(m_state.plan().dataset())).ok())
+        return;
+    const QString why
+        = QStringLiteral("stopped after the checkpoint of epoch %1 to grow from %2 to %3 workers")
+              .arg(epoch)
+              .arg(world)
+              .arg(config.workers);
+    // Journaled first: a runner started again after this point still ends the attempt RESIZED.
+    if (!record(QStringLiteral("attempt_resizing"),
+            QJsonObject { { QStringLiteral("runId"), run.planned.runId },
+                { QStringLiteral("attempt"), run.attempt }, { QStringLiteral("reason"), why } }))
+        return;
+    for (const auto &p : run.portions)
+        if (AgentClient *c = client(p.agent)) {
+            v1::StopRunResponse ignored;
+            (void)c->stopRun(run.planned.runId, &ignored); // its end is followed as any other
+        }
+    Q_EMIT message(QStringLiteral("%1: %2").arg(run.planned.runId, why));
 }
 
 } // namespace scalelab::core

@@ -17,6 +17,55 @@ namespace {
 
 constexpr qint64 kCapacityRefreshMs = 2000;
 
+int worldOf(const QList<Portion> &portions)
+{
+    int world = 0;
+    for (const auto &p : portions)
+        world += int(p.ranks.size());
+    return world;
+}
+
+// The ranks `portions` placed on `agents`.
+int ranksOn(const QList<Portion> &portions, const QStringList &agents)
+{
+    int ranks = 0;
+    for (const auto &p : portions)
+        ranks += agents.contains(p.agent) ? int(p.ranks.size()) : 0;
+    return ranks;
+}
+
+// Why an elastic run's next attempt has another size than its attempt before (or than its
+// plan, for a first attempt), in words for the journal, `study show` and the reports; "" when
+// it has the same.
+QString resizeText(const RunProgress &run, const QList<Portion> &placed, const QString &lost)
+{
+    const RunConfig &c = run.planned.config;
+    const int world = worldOf(placed);
+    const int before = run.attempts.isEmpty() || run.attempts.last().worldSize == 0
+        ? c.workers
+        : run.attempts.last().worldSize;
+    if (world == before)
+        return {};
+    const QString step
+        = QStringLiteral("a step still averages %1 micro-batches of %2 (global batch %3), %4 per worker")
+              .arg(c.batchesPerStep())
+              .arg(c.batchSize)
+              .arg(c.globalBatch())
+              .arg(microBatchesPerWorker(c, world));
+    if (world > before)
+        return QStringLiteral("grew from %1 to %2 of %3 workers: capacity returned; %4")
+            .arg(before)
+            .arg(world)
+            .arg(c.workers)
+            .arg(step);
+    return QStringLiteral("shrank from %1 to %2 of %3 workers: %4; %5")
+        .arg(before)
+        .arg(world)
+        .arg(c.workers)
+        .arg(lost.isEmpty() ? QStringLiteral("only %1 fit now").arg(world) : lost + QStringLiteral(" lost"))
+        .arg(step);
+}
+
 } // namespace
 
 QList<NodeCapacity> StudyRunner::refreshCapacity(bool force)
@@ -175,12 +224,26 @@ void StudyRunner::placePending(QList<NodeCapacity> &nodes)
             if (ordered.isEmpty())
                 continue;
         }
-        const Placement placement
-            = placeRun(run.planned.config, ordered, policy, exclusive, str(m_state.plan().dataset()));
+        const RunConfig &config = run.planned.config;
+        const QString dataset = str(m_state.plan().dataset());
+        Placement placement = placeRun(config, ordered, policy, exclusive, dataset);
+        // An elastic run that lost hosts goes on with the ranks it still has (not squeezed
+        // onto the hosts left), and one that does not fit with fewer workers, at the same
+        // global batch, rather than wait; a failed placeElastic keeps the planned one.
+        if (config.elastic()) {
+            const int kept = worldOf(run.portions) - ranksOn(run.portions, run.waitingFor);
+            const bool lostHosts = !run.waitingFor.isEmpty() && kept < config.workers;
+            if (!placement.ok() || lostHosts)
+                if (Placement smaller
+                    = placeElastic(config, ordered, policy, exclusive, dataset, lostHosts ? kept : 0);
+                    smaller.ok())
+                    placement = smaller;
+        }
         // An attempt lost to an unreachable host waits for it, unless the run fits on as
         // many hosts without it: two ranks on one host is not the run that was asked for.
+        // An elastic run was asked to go on without it.
         bool waitingForHost = false;
-        if (!run.waitingFor.isEmpty())
+        if (!run.waitingFor.isEmpty() && !config.elastic())
             for (const auto &n : nodes)
                 waitingForHost = waitingForHost || (run.waitingFor.contains(n.agent) && !n.reachable);
         if (waitingForHost && (!placement.ok() || placement.portions.size() < run.portions.size()))
@@ -196,9 +259,17 @@ void StudyRunner::placePending(QList<NodeCapacity> &nodes)
                         { QStringLiteral("runId"), id }, { QStringLiteral("reason"), placement.reason } });
             continue;
         }
+        QStringList lost;
+        for (const QString &agent : run.waitingFor)
+            lost << agentLabel(agent);
+        const QString resize = config.elastic()
+            ? resizeText(run, placement.portions, lost.join(QLatin1String(", ")))
+            : QString();
         if (!record(QStringLiteral("attempt_starting"),
-                StudyState::attemptStarting(id, run.attempt + 1, placement.portions)))
+                StudyState::attemptStarting(id, run.attempt + 1, placement.portions, resize)))
             return;
+        if (!resize.isEmpty())
+            Q_EMIT message(QStringLiteral("%1 %2: %3").arg(id, config.key(), resize));
         ++openTrials;
         QStringList where;
         for (const auto &p : placement.portions) {

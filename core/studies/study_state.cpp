@@ -84,7 +84,8 @@ QJsonObject configToJson(const RunConfig &c)
         { QStringLiteral("gpusPerWorker"), c.gpusPerWorker },
         { QStringLiteral("threadsPerWorker"), c.threadsPerWorker },
         { QStringLiteral("precision"), c.precision }, { QStringLiteral("lrRule"), c.lrRule },
-        { QStringLiteral("model"), c.model } };
+        { QStringLiteral("model"), c.model }, { QStringLiteral("accumulationSteps"), c.accumulationSteps },
+        { QStringLiteral("minWorkers"), c.minWorkers } };
 }
 
 RunConfig configFromJson(const QJsonObject &o)
@@ -100,6 +101,9 @@ RunConfig configFromJson(const QJsonObject &o)
     c.lrRule = o.value(QLatin1String("lrRule")).toString(QStringLiteral("none"));
     // Journals written before models were a run's: every run trained the default.
     c.model = o.value(QLatin1String("model")).toString(QString::fromLatin1(kDefaultModelName));
+    // Journals written before accumulation and elastic runs: neither.
+    c.accumulationSteps = std::max(1, o.value(QLatin1String("accumulationSteps")).toInt(1));
+    c.minWorkers = o.value(QLatin1String("minWorkers")).toInt(0);
     return c;
 }
 
@@ -123,14 +127,18 @@ QJsonObject StudyState::studyCreated(
         { QStringLiteral("runs"), runArray } };
 }
 
-QJsonObject StudyState::attemptStarting(const QString &runId, int attempt, const QList<Portion> &portions)
+QJsonObject StudyState::attemptStarting(
+    const QString &runId, int attempt, const QList<Portion> &portions, const QString &resize)
 {
     QJsonArray array;
     for (const auto &p : portions)
         array.append(QJsonObject {
             { QStringLiteral("agent"), p.agent }, { QStringLiteral("ranks"), toArray(p.ranks) } });
-    return QJsonObject { { QStringLiteral("runId"), runId }, { QStringLiteral("attempt"), attempt },
+    QJsonObject payload { { QStringLiteral("runId"), runId }, { QStringLiteral("attempt"), attempt },
         { QStringLiteral("portions"), array } };
+    if (!resize.isEmpty())
+        payload.insert(QStringLiteral("resize"), resize);
+    return payload;
 }
 
 RunProgress *StudyState::mutableRun(const QString &runId)
@@ -352,6 +360,11 @@ void StudyState::apply(const JournalEvent &event)
         a.agents = agentsOf(run->portions);
         a.outcome = QStringLiteral("STARTING");
         a.startedUnixMs = event.unixMs;
+        for (const auto &portion : run->portions)
+            a.worldSize += int(portion.ranks.size());
+        a.resize = p.value(QLatin1String("resize")).toString();
+        if (a.worldSize >= run->planned.config.workers)
+            run->lostAgents.clear();
         run->attempts << a;
     } else if (type == QLatin1String("attempt_running")) {
         if (run->phase == RunPhase::Starting && p.value(QLatin1String("attempt")).toInt() == run->attempt) {
@@ -373,6 +386,9 @@ void StudyState::apply(const JournalEvent &event)
         a.transferredFrom = p.value(QLatin1String("from")).toString();
         if (run->attemptOpen())
             run->reason = resumeNote(a);
+    } else if (type == QLatin1String("attempt_resizing")) {
+        if (p.value(QLatin1String("attempt")).toInt() == run->attempt && run->attemptOpen())
+            run->resizing = p.value(QLatin1String("reason")).toString();
     } else if (type == QLatin1String("run_stalled")) {
         if (p.value(QLatin1String("attempt")).toInt() != run->attempt || !run->attemptOpen())
             return;
@@ -417,6 +433,7 @@ void StudyState::apply(const JournalEvent &event)
             run->attempts.last().endedUnixMs = event.unixMs;
         }
         run->reason = reason;
+        run->resizing.clear();
         run->stalledSinceMs = 0;
         run->stallDetail.clear();
         run->waitingFor.clear();
@@ -439,12 +456,18 @@ void StudyState::apply(const JournalEvent &event)
                                   .arg(run->attempts.last().transferredFrom);
         } else if (outcome == QLatin1String("CANCELLED")) {
             run->phase = RunPhase::Cancelled;
+        } else if (outcome == QLatin1String("RESIZED")) {
+            // An elastic run stopped at a checkpoint to grow back: placed again at once.
+            run->phase = run->cancelRequested ? RunPhase::Cancelled : RunPhase::Pending;
         } else {
             const bool counts = p.value(QLatin1String("counts")).toBool(true);
             if (counts)
                 ++run->failures;
-            for (const auto &a : p.value(QLatin1String("unreachable")).toArray())
+            for (const auto &a : p.value(QLatin1String("unreachable")).toArray()) {
                 run->waitingFor << a.toString();
+                if (run->planned.config.elastic() && !run->lostAgents.contains(a.toString()))
+                    run->lostAgents << a.toString();
+            }
             run->unreachableSinceMs = p.value(QLatin1String("unreachableSince")).toInteger();
             const QJsonObject noSpace = p.value(QLatin1String("noSpace")).toObject();
             if (!noSpace.isEmpty()) {

@@ -10,16 +10,22 @@
 //                     trial?, params?, bracket?}]}   a tune's trials carry their drawn hyperparameters
 //   nodes_seen       {nodes [NodeInfo]}
 //   run_pending      {runId, reason}                      why it waits (capacity, retry)
-//   attempt_starting {runId, attempt, portions [{agent, ranks}]}   placed; StartWorkers may be in flight
+//   attempt_starting {runId, attempt, portions [{agent, ranks}], resize?}   placed; StartWorkers may be in
+//                                                          flight; resize: why an elastic run's size
+//                                                          differs from its attempt before (or plan)
 //   attempt_running  {runId, attempt, rendezvous}          every portion accepted
 //   attempt_ended    {runId, attempt, outcome, reason, retry, counts?, unreachable?, unreachableSince?,
-//                     notBefore?}                          outcome SUCCEEDED|FAILED|CANCELLED;
+//                     notBefore?}                          outcome SUCCEEDED|FAILED|CANCELLED|RESIZED
+//                                                          (an elastic run stopped at a checkpoint to
+//                                                          grow back: PENDING again, not counted);
 //                                                          retry = a FAILED run goes back to PENDING;
 //                                                          counts = false when an unreachable agent
 //                                                          (listed in `unreachable`) caused it: not
 //                                                          one of maxFailures; notBefore = backoff (ms);
 //                                                          noSpace {agent, bytesNeeded}: a checkpoint
 //                                                          did not fit; not counted, waits for space
+//   attempt_resizing {runId, attempt, reason}             an elastic run below its size is stopped at a
+//                                                          checkpoint, to start again at its planned size
 //   run_stalled      {runId, attempt, since, lastStep, detail}  rank 0 made no progress since `since`
 //   run_unstalled    {runId, attempt, seconds}             progress again
 //   checkpoint_copied {runId, attempt, epoch, agent, dir}  the console holds a verified copy of the
@@ -93,6 +99,12 @@ struct RunProgress {
     qint64 spaceNeeded = 0;
     QString spaceShortOn; // the agent whose disk was full
     qint64 notBeforeMs = 0; // the next attempt starts no earlier (backoff)
+    // An elastic run's attempt being stopped at a checkpoint to grow back (attempt_resizing):
+    // why; it ends RESIZED. Empty otherwise.
+    QString resizing;
+    // The agents an elastic run lost and went on without (attempt_ended's unreachable ones):
+    // it grows back when one returns. Cleared when an attempt starts at the planned size.
+    QStringList lostAgents;
     // Rank 0 has made no progress since then (0 = it does); detail names the ranks and
     // hosts that cannot be reached.
     qint64 stalledSinceMs = 0;
@@ -165,7 +177,9 @@ public:
     // Journal payloads, built in one place so writer and reader agree.
     static QJsonObject studyCreated(const QString &name, const v1::StudyPlan &plan, const QStringList &agents,
         const QList<PlannedRun> &runs);
-    static QJsonObject attemptStarting(const QString &runId, int attempt, const QList<Portion> &portions);
+    // `resize`: why the attempt's size differs from the attempt before (or the plan), when it does.
+    static QJsonObject attemptStarting(
+        const QString &runId, int attempt, const QList<Portion> &portions, const QString &resize = {});
 
 private:
     RunProgress *mutableRun(const QString &runId);

@@ -314,6 +314,7 @@ CheckStatus checkTune(const v1::StudyPlan &plan)
     const auto &g = plan.grid();
     if (g.workers_size() + g.batch_size_size() + g.epochs_size() + g.gpus_per_worker_size()
             + g.threads_per_worker_size() + g.precision_size() + g.lr_rule_size() + g.model_size()
+            + g.accumulation_steps_size() + g.worker_ranges_size()
         > 0)
         p << QStringLiteral("grid: a tune's runs are its trials, drawn from tune.space: leave grid out");
     const auto &b = plan.baseline();
@@ -529,6 +530,7 @@ RunConfig trialConfig(const v1::StudyPlan &plan, const QJsonObject &params)
         ? params.value(QLatin1String("precision")).toString()
         : (t.precision() == v1::BF16 ? QStringLiteral("bf16") : QStringLiteral("fp32"));
     c.lrRule = t.lr_scaling().empty() ? QStringLiteral("none") : str(t.lr_scaling());
+    c.accumulationSteps = std::max(1, t.accumulation_steps());
     c.model = params.contains(QLatin1String("model")) ? params.value(QLatin1String("model")).toString()
         : t.model().empty()                           ? QString::fromLatin1(kDefaultModelName)
                                                       : str(t.model());

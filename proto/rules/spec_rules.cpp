@@ -134,6 +134,14 @@ SpecStatus checkRunSpec(const v1::RunSpec &s, const SpecContext &context)
             c.add("epochs",
                 "must be between 1 and " + std::to_string(kMaxEpochs) + " (got " + std::to_string(s.epochs()) + ")");
     }
+    if (s.accumulation_steps() < 0 || s.accumulation_steps() > kMaxAccumulationSteps)
+        c.add("accumulation_steps",
+            "must be between 1 and " + std::to_string(kMaxAccumulationSteps) + " (0: 1, no accumulation; got "
+                + std::to_string(s.accumulation_steps()) + ")");
+    if (s.batches_per_step() < 0 || s.batches_per_step() > kMaxWorkers * kMaxAccumulationSteps)
+        c.add("batches_per_step",
+            "must be 0 (workers x accumulation_steps) or at most workers x accumulation_steps (got "
+                + std::to_string(s.batches_per_step()) + ")");
     if (s.has_learning_rate())
         c.range("learning_rate", s.learning_rate(), 0, kMaxLearningRate, true, false);
     if (s.has_momentum())

@@ -15,6 +15,7 @@ namespace scalelab::rules {
 inline constexpr int kMaxEpochs = 10000;
 inline constexpr int kMaxBatchSize = 65536;
 inline constexpr int kMaxWorkers = 1024;
+inline constexpr int kMaxAccumulationSteps = 1024; // micro-batches a rank adds up per step
 inline constexpr double kMaxLearningRate = 10.0;
 inline constexpr int kMaxThreads = 1024;
 inline constexpr double kMaxGpusPerWorker = 64;

@@ -47,6 +47,10 @@ common::Status checkStartRequest(const v1::StartWorkersRequest &request)
     if (request.world_size() > rules::kMaxWorkers)
         return Status::failure("world_size must be at most " + std::to_string(rules::kMaxWorkers) + " (got "
             + std::to_string(request.world_size()) + ")");
+    if (request.spec().batches_per_step() > 0 && request.spec().batches_per_step() < request.world_size())
+        return Status::failure("spec.batches_per_step (" + std::to_string(request.spec().batches_per_step())
+            + ") must be at least world_size (" + std::to_string(request.world_size())
+            + "): each rank takes one micro-batch of a step or more");
     if (request.spec().probe_only() && request.world_size() < 2)
         return Status::failure(
             "spec.probe_only times all-reduces between ranks: world_size must be 2 or more "

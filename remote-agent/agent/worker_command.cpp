@@ -55,6 +55,10 @@ v1::WorkerLaunch workerLaunch(const RunLaunch &launch, int rank)
     w.set_command("train");
     w.set_data_dir(launch.datasetDir);
     w.set_batch_size(spec.batch_size());
+    if (spec.accumulation_steps() > 1)
+        w.set_accumulation_steps(spec.accumulation_steps());
+    if (spec.batches_per_step() > 0)
+        w.set_batches_per_step(spec.batches_per_step());
     w.set_epochs(spec.epochs());
     w.set_seed(spec.seed());
     w.set_threads(launch.threadsPerRank);

@@ -156,6 +156,8 @@ void EventWriter::started(const TrainingConfig &config, const StartedReport &rep
     auto *e = s->mutable_effective();
     e->set_model(config.model);
     e->set_batch_size(config.batchSize);
+    e->set_accumulation_steps(config.accumulationSteps);
+    e->set_batches_per_step(report.batchesPerStep);
     e->set_epochs(config.epochs);
     e->set_learning_rate(config.learningRate);
     e->set_momentum(config.momentum);

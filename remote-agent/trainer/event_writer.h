@@ -50,6 +50,7 @@ struct StartedReport {
     std::string device;
     std::int64_t stepsPerEpoch = 0;
     std::int64_t globalBatch = 0;
+    int batchesPerStep = 1; // K, the micro-batches a step averages (ranks × accumulation)
     double peakLr = 0;
     int resumedEpoch = 0; // 0: a fresh start
     std::string resumedFrom; // the checkpoint folder, when resumed

@@ -58,9 +58,14 @@ void NoiseMeter::endStep(DataParallel *parallel, const std::vector<torch::Tensor
     keeps = keeps || m_everyRank;
     if (m_batches > 1) {
         // Every rank takes part in the all-reduce, with 0 where no hook ran.
+        // The hooks saw each micro-batch's gradient times the loss scale W/K (training.cpp);
+        // K/W times their squares' sum, averaged over the W ranks, is the mean over the K
+        // micro-batches of their own |g|².
+        const int world = parallel ? parallel->worldSize() : 1;
         torch::Tensor local = m_localNorms.empty()
             ? torch::zeros({ 1 }, doublesOn(device))
-            : torch::cat(m_localNorms).to(torch::kDouble).square().sum().reshape({ 1 });
+            : torch::cat(m_localNorms).to(torch::kDouble).square().sum().reshape({ 1 })
+                * (double(m_batches) / double(world));
         m_localNorms.clear();
         if (m_everyRank)
             local = torch::cat({ local, bigSquared(parameters, gradNorm, device) });

@@ -18,7 +18,14 @@ struct TrainingConfig {
     std::string dataDir;
     std::string model = "seed-cnn"; // one of model_names.h's, or file:PATH (TorchScript)
     std::string initialWeights; // a TorchScript archive to copy matching weights from; empty: none
-    int batchSize = 64; // per worker; the global batch is batchSize x worldSize
+    int batchSize = 64; // per micro-batch; the global batch is batchSize x batchesPerStepOf
+    // Gradient accumulation: the micro-batches a rank adds up before a step's one
+    // all-reduce, and the micro-batches a step averages over all ranks (K; 0: worldSize x
+    // accumulationSteps). Rank r takes micro-batches r, r + worldSize, ... < K, each of
+    // them its own data shard (data_shard.h), augmentation and dropout draws, so that a
+    // step is the same computation on any world size that divides the work differently.
+    int accumulationSteps = 1;
+    int batchesPerStep = 0;
     int epochs = 1;
     // Defaults: docs/results.md ("The evidence") gives the evidence; proto/rules/spec_rules.h
     // holds the same values for runs the agent starts (tst_trainer checks they agree).
@@ -112,6 +119,12 @@ inline int lastEpochOf(const TrainingConfig &config)
     return config.stopAfterEpoch > 0 ? config.stopAfterEpoch : config.epochs;
 }
 
+// K, the micro-batches of batchSize images one step averages.
+inline int batchesPerStepOf(const TrainingConfig &config)
+{
+    return config.batchesPerStep > 0 ? config.batchesPerStep : config.worldSize * config.accumulationSteps;
+}
+
 // Trains and evaluates, writing started, step, progress, epoch, checkpoint, finished or
 // error events (worker.proto's WorkerEvent). Returns the process exit code (worker_contract.h).
 int runTraining(const TrainingConfig &config, EventWriter &events);
@@ -161,6 +174,14 @@ struct ModelInfo {
     std::string problem;
 };
 ModelInfo describeModel(const std::string &model, bool json);
+
+// `compare-weights`: the newest valid checkpoints of two runs of `model` (checkpoint folders
+// `a` and `b`) side by side, as one JSON line: the parameters' largest absolute difference
+// and largest absolute value, the same for the buffers (BatchNorm's statistics), the count
+// of tensors, and each checkpoint's epoch and step. How the accumulation and elastic tests
+// check that two ways of computing a run end with the same weights.
+common::Result<std::string> compareWeights(
+    const std::string &model, const std::string &a, const std::string &b);
 
 } // namespace scalelab::trainer
 

@@ -3,6 +3,7 @@
 // range test.
 #include "training.h"
 
+#include "checkpoint.h"
 #include "cifar10.h"
 #include "data_loader.h"
 #include "data_shard.h"
@@ -18,6 +19,7 @@
 #include <atomic>
 #include <cmath>
 #include <limits>
+#include <sstream>
 #include <thread>
 #include <vector>
 
@@ -395,6 +397,54 @@ ModelInfo describeModel(const std::string &model, bool json)
             + ",\"forward_flops_per_image\":" + std::to_string(cost.forwardFlopsPerImage) + "}\n"
                      : std::to_string(cost.parameters) + "\n";
     return info;
+}
+
+common::Result<std::string> compareWeights(
+    const std::string &model, const std::string &a, const std::string &b)
+{
+    struct Loaded {
+        TrainableModel net;
+        CheckpointPosition position;
+    };
+    auto load = [&](const std::string &dir) -> common::Result<Loaded> {
+        Loaded l { buildModel(model, kDefaultBlockDropout, kDefaultDenseDropout), {} };
+        torch::optim::SGD optimizer(l.net->parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
+        std::string from, warnings;
+        const auto position = loadLatestCheckpoint(
+            dir, torch::kCPU, *l.net, optimizer, [&](const std::string &w) { warnings += "; " + w; }, &from);
+        if (!position)
+            return common::Result<Loaded>::failure("no valid checkpoint in " + dir + warnings);
+        l.position = *position;
+        return l;
+    };
+    auto first = load(a);
+    if (!first)
+        return common::Result<std::string>::failure(first.error());
+    auto second = load(b);
+    if (!second)
+        return common::Result<std::string>::failure(second.error());
+    double paramDiff = 0, paramMax = 0, bufferDiff = 0, bufferMax = 0;
+    auto compare = [](const std::vector<torch::Tensor> &x, const std::vector<torch::Tensor> &y, double &diff,
+                       double &largest) {
+        for (std::size_t i = 0; i < x.size() && i < y.size(); ++i) {
+            const auto u = x[i].to(torch::kDouble), v = y[i].to(torch::kDouble);
+            diff = std::max(diff, (u - v).abs().max().item<double>());
+            largest = std::max(largest, u.abs().max().item<double>());
+        }
+    };
+    torch::NoGradGuard noGrad;
+    const auto params = first->net->parameters(), otherParams = second->net->parameters();
+    const auto buffers = first->net->buffers(), otherBuffers = second->net->buffers();
+    compare(params, otherParams, paramDiff, paramMax);
+    compare(buffers, otherBuffers, bufferDiff, bufferMax);
+    std::ostringstream json;
+    json.precision(9);
+    json << "{\"tensors\":" << params.size() << ",\"max_abs_diff\":" << paramDiff
+         << ",\"max_abs_weight\":" << paramMax << ",\"buffers_max_abs_diff\":" << bufferDiff
+         << ",\"buffers_max_abs\":" << bufferMax << ",\"epoch_a\":" << first->position.epoch
+         << ",\"step_a\":" << first->position.step << ",\"epoch_b\":" << second->position.epoch
+         << ",\"step_b\":" << second->position.step << "}\n";
+    return json.str();
 }
 
 } // namespace scalelab::trainer

@@ -57,6 +57,9 @@ Commands:
                       (linear regression, d = 100, |Delta|^2 = sigma^2 = 1: B_simple 201
                       exactly): --batch-size, --steps, --rank/--world-size/--rendezvous;
                       rank 0 prints the measured and exact values as a JSON line
+  compare-weights     --model NAME --checkpoint-dir A --against B: the newest checkpoints of
+                      two runs side by side, as JSON: the parameters' and buffers' largest
+                      absolute difference and value, and each one's epoch and step
   probe               time all-reduces of 4 KB to 64 MB between --world-size ranks (one
                       process per rank: --rank, --rendezvous, --backend, --threads) and
                       report them as a run's network (RunStarted.network); no data, no model
@@ -76,7 +79,13 @@ train options:
   --head-lr X           the head's learning rate in phase 1, constant (default: --lr)
   --head NAME           the head, a module by name (fc, classifier.1); default: the classifier,
                         the module of the last weight with one row per class ([10, ...])
-  --batch-size N        images per step on this worker (default 64)
+  --batch-size N        images per micro-batch on this worker (default 64)
+  --accumulation-steps N  micro-batches a rank adds up before the step's one all-reduce
+                        (default 1): a global batch of batch size x world size x N
+  --batches-per-step K  the micro-batches a step averages over all ranks (default world
+                        size x --accumulation-steps); rank r takes r, r + world size, ...,
+                        so the planned run's K on fewer ranks keeps its global batch, data
+                        order and augmentation (an elastic run that lost ranks)
   --epochs N            passes over the training split (default 1)
   --lr X                learning rate (default 0.02; see docs/results.md, "The default recipe")
   --momentum X          SGD momentum (default 0.9)
@@ -279,6 +288,23 @@ int main(int argc, char **argv)
             return worker::kExitFailed;
         }
         std::cout << info.text;
+        return worker::kExitFinished;
+    }
+
+    // compare-weights: two runs' newest checkpoints, side by side (training.h).
+    if (args.command == "compare-weights") {
+        std::string model(worker::kDefaultModel), a, b;
+        take(args, "model", model) && take(args, "checkpoint-dir", a) && take(args, "against", b);
+        if (leftovers(args))
+            return usageError(args.error);
+        if (a.empty() || b.empty())
+            return usageError("compare-weights needs --checkpoint-dir DIR and --against DIR");
+        const auto compared = trainer::compareWeights(model, a, b);
+        if (!compared) {
+            std::cerr << "scalelab-worker: " << compared.error() << "\n";
+            return worker::kExitFailed;
+        }
+        std::cout << *compared;
         return worker::kExitFinished;
     }
 

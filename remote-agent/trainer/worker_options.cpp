@@ -41,7 +41,8 @@ const std::set<int> &optionsOf(const std::string &command)
             Launch::kMaxTestImagesFieldNumber, Launch::kCheckpointDirFieldNumber,
             Launch::kCheckpointEveryFieldNumber, Launch::kKeepCheckpointsFieldNumber,
             Launch::kResumeFieldNumber, Launch::kStopAfterEpochFieldNumber, Launch::kHeadEpochsFieldNumber,
-            Launch::kHeadLrFieldNumber, Launch::kHeadFieldNumber, Launch::kNetworkProbeFieldNumber });
+            Launch::kHeadLrFieldNumber, Launch::kHeadFieldNumber, Launch::kNetworkProbeFieldNumber,
+            Launch::kAccumulationStepsFieldNumber, Launch::kBatchesPerStepFieldNumber });
         all.insert(dropout.begin(), dropout.end());
         return all;
     }();
@@ -142,6 +143,10 @@ common::Result<WorkerOptions> parseWorkerOptions(const std::vector<std::string> 
         c.networkProbe = l.network_probe();
     if (l.has_batch_size())
         c.batchSize = l.batch_size();
+    if (l.has_accumulation_steps())
+        c.accumulationSteps = l.accumulation_steps();
+    if (l.has_batches_per_step())
+        c.batchesPerStep = l.batches_per_step();
     if (l.has_epochs())
         c.epochs = l.epochs();
     if (l.has_lr())
