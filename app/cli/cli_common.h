@@ -10,6 +10,8 @@
 
 namespace scalelab::app {
 
+// And 128 + a signal's number when a second Ctrl-C or SIGTERM ends a command at once
+// (InterruptGuard::exitCodeFor, interrupts.h); a first one ends it in order, with RunFailed.
 enum ExitCode { Ok = 0, RunFailed = 1, BadInput = 2, AgentError = 3 };
 
 inline QTextStream &out()

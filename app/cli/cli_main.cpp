@@ -1,9 +1,10 @@
 // scalelab-cli: the console's actions without a display. Tests and benchmarks drive
 // the product through it.
 //
-// Exit codes: 0 success; 1 the run failed or was cancelled; 2 bad input;
-// 3 the agent could not be reached or refused the request. Here: the usage and the dispatch
-// to the commands, each in a file of its own (cli_common.h lists them).
+// Exit codes: 0 success; 1 the run failed or was cancelled, or Ctrl-C ended the command in
+// order; 2 bad input; 3 the agent could not be reached or refused the request; 128 + the
+// signal (130, 143) when a second Ctrl-C or SIGTERM ended it at once (interrupts.h). Here:
+// the usage and the dispatch to the commands, each in a file of its own (cli_common.h lists them).
 #include "cli_common.h"
 
 #include "agent_client.h"
@@ -39,7 +40,11 @@ Commands:
              across hosts, with the latency and bandwidth fitted to them
 
 Run 'scalelab-cli COMMAND --help' for a command's options.
-Exit codes: 0 success, 1 run failed or cancelled, 2 bad input, 3 agent unreachable or refused.
+Ctrl-C (or SIGTERM) in run, study run|rerun|watch|continue, lr-find and probe ends the command in
+order: run stops its run and follows it to its end; a study is left in the journal for
+'study watch'; lr-find and probe stop their test. A second Ctrl-C exits at once.
+Exit codes: 0 success, 1 run failed or cancelled (or ended in order by Ctrl-C), 2 bad input,
+3 agent unreachable or refused, 130 a second Ctrl-C ended the command at once (143: SIGTERM).
 )";
 
 } // namespace

@@ -2,6 +2,8 @@
 // (smoothed loss against a log-scale learning rate) with the rate it suggests.
 #include "agent_connection.h"
 #include "cli_common.h"
+#include "interrupts.h"
+
 #include <algorithm>
 #include <cmath>
 
@@ -58,11 +60,12 @@ QStringList asciiPlot(const QList<v1::LrFindPoint> &points, double suggested)
 int scalelab::app::lrFindCommand(QStringList arguments)
 {
     QCommandLineParser parser;
-    parser.setApplicationDescription(QStringLiteral(
-        "Learning-rate range test: train a fresh model for a few hundred steps with the learning rate rising "
-        "exponentially, and propose a value (the lr at the lowest smoothed loss / 10). Pass the global batch "
-        "of "
-        "the runs the value is for as --batch-size."));
+    parser.setApplicationDescription(
+        QStringLiteral(
+            "Learning-rate range test: train a fresh model for a few hundred steps with the learning "
+            "rate rising exponentially, and propose a value (the lr at the lowest smoothed loss / "
+            "10). Pass the global batch of the runs the value is for as --batch-size.")
+        + interruptHelp(QStringLiteral("stops the test and exits 1")));
     parser.addHelpOption();
     addOneAgentOptions(parser);
     parser.addOptions({
@@ -130,9 +133,14 @@ int scalelab::app::lrFindCommand(QStringList arguments)
         request.set_max_lr(v);
     if (!bad.isEmpty())
         return badInput(bad);
+    InterruptGuard interrupts; // before the agent: a local one's stop stays within its reach
     AgentConnection agent;
     if (int rc = connectAgent(parser, &agent); rc != Ok)
         return rc;
+    if (interrupts.requested()) {
+        err() << "scalelab-cli: interrupted before the range test started\n";
+        return RunFailed;
+    }
     const bool json = parser.isSet(QStringLiteral("json"));
     QList<v1::LrFindPoint> points;
     err() << "range test on " << agent.client->endpoint() << ": batch " << spec->batch_size() << ", "
@@ -154,9 +162,13 @@ int scalelab::app::lrFindCommand(QStringList arguments)
                 err().flush();
             }
             out().flush();
-            return true;
+            return !interrupts.requested(); // false cancels the call, and the agent stops the test
         },
         &result);
+    if (!call.ok() && interrupts.requested()) {
+        err() << "scalelab-cli: interrupted: the range test was stopped\n";
+        return RunFailed;
+    }
     if (!call.ok()) {
         err() << "scalelab-cli: " << call.error() << "\n";
         return call.isInvalidArgument() || call.isFailedPrecondition() ? BadInput : AgentError;

@@ -1,5 +1,6 @@
 // scalelab-cli probe: the network between agents, on demand (core's network_probe.h).
 #include "cli_common.h"
+#include "interrupts.h"
 #include "study_cli.h"
 
 #include "agent_client.h"
@@ -73,7 +74,9 @@ int probeCommand(const QStringList &arguments)
                 "The network between agents: c10d all-reduce times of 4 KB to 64 MB between 2 ... N "
                 "ranks, on one host and across hosts, and the latency and bandwidth of a ring "
                 "all-reduce fitted to them (what `study predict` assumes unless told "
-                "--bandwidth). Each probe is a short run on the agents (no data, no model)."),
+                "--bandwidth). Each probe is a short run on the agents (no data, no model).")
+                + interruptHelp(QStringLiteral("stops the probe under way on the agents, skips the others "
+                                               "and exits 1")),
             &code))
         return code;
     QList<int> worldSizes;
@@ -97,6 +100,7 @@ int probeCommand(const QStringList &arguments)
                             .arg(parser.value(QStringLiteral("timeout-s"))));
     const bool json = parser.isSet(QStringLiteral("json"));
 
+    InterruptGuard interrupts; // before the agents: stopping local ones stays within its reach
     Agents agents;
     if (const int rc = setUpAgents(parser, &agents); rc != Ok)
         return rc;
@@ -125,9 +129,15 @@ int probeCommand(const QStringList &arguments)
     QList<ProbeOutcome> outcomes;
     bool allOk = true;
     for (const ProbeLayout &layout : planProbes(probeAgents, worldSizes)) {
-        err() << "probing " << layout.text() << " ...\n";
-        err().flush();
-        outcomes << runProbe(layout, clients, timeoutS * 1000);
+        if (!interrupts.requested()) {
+            err() << "probing " << layout.text() << " ...\n";
+            err().flush();
+            outcomes << runProbe(layout, clients, timeoutS * 1000, [&] { return interrupts.requested(); });
+        }
+        if (interrupts.requested()) { // the probe under way, if any, was stopped on its agents
+            err() << "scalelab-cli: interrupted: no more probes\n";
+            return RunFailed;
+        }
         const ProbeOutcome &o = outcomes.last();
         if (!o.ok()) {
             allOk = false;

@@ -1,8 +1,10 @@
 // `scalelab-cli run`: one training run on one agent, followed to its end (live progress on a
-// terminal, JSON lines with --json, TensorBoard event files with --tensorboard); Ctrl-C
-// stops the run on the agent before exiting.
+// terminal, JSON lines with --json, TensorBoard event files with --tensorboard). Ctrl-C or
+// SIGTERM stops the run on the agent and follows it to its end (exit 1 once CANCELLED); a
+// second one exits at once (interrupts.h).
 #include "agent_connection.h"
 #include "cli_common.h"
+#include "interrupts.h"
 #include "progress_display.h"
 #include "tensorboard_output.h"
 
@@ -13,13 +15,10 @@
 
 #include <QDateTime>
 #include <QFileInfo>
+#include <QJsonDocument>
+#include <QJsonObject>
 
-#include <csignal>
-#include <cstdio>
 #include <optional>
-#include <sys/socket.h>
-#include <thread>
-#include <unistd.h>
 
 using namespace scalelab;
 using namespace scalelab::core;
@@ -36,8 +35,9 @@ QString percent(double fraction)
 class RunFollower : public QObject {
 public:
     RunFollower(AgentClient *client, const QString &runId, const RunRequest &request, bool json,
-        TensorBoardOutput *tensorBoard)
-        : m_watch(client, runId)
+        TensorBoardOutput *tensorBoard, InterruptGuard *interrupts)
+        : m_client(client)
+        , m_watch(client, runId)
         , m_record(runId)
         , m_request(request)
         , m_json(json)
@@ -59,6 +59,7 @@ public:
             m_streamError = error;
             QCoreApplication::exit(0);
         });
+        interrupts->onInterrupt([this](int) { stopRun(); });
     }
 
     int follow()
@@ -69,6 +70,18 @@ public:
     }
 
 private:
+    // Ctrl-C: the run is stopped on the agent, and followed on to its end (CANCELLED, or what
+    // it reached first); nothing keeps training unwatched by accident.
+    void stopRun()
+    {
+        const QString id = m_record.runId();
+        notice(QStringLiteral("scalelab-cli: interrupted: stopping run %1 (Ctrl-C again to exit at once)")
+                   .arg(id));
+        v1::StopRunResponse ignored;
+        if (const Status stopped = m_client->stopRun(id, &ignored); !stopped)
+            notice(QStringLiteral("scalelab-cli: could not stop run %1: %2").arg(id, stopped.error()));
+    }
+
     void drain()
     {
         const std::vector<v1::RunEvent> events = m_watch.takeEvents();
@@ -205,13 +218,7 @@ private:
                   .arg(summary ? QString::number(summary->images_per_second(), 'f', 1) : QStringLiteral("-"))
                   .arg(m_record.synthetic() ? QStringLiteral(" data=SYNTHETIC") : QString());
         if (m_json) {
-            v1::RunSummary s = summary.value_or(v1::RunSummary());
-            out() << "{\"final\":" << protoJson(s) << ",\"run_id\":\"" << m_record.runId()
-                  << "\",\"workers\":" << m_request.workers << ",\"batch_size\":" << m_request.batchSize
-                  << ",\"epochs\":" << m_request.epochs
-                  << ",\"synthetic\":" << (m_record.synthetic() ? "true" : "false")
-                  << ",\"last_seq\":" << m_record.lastSeq() << ",\"gaps\":" << m_record.gaps()
-                  << ",\"duplicates\":" << m_record.duplicates() << "}\n";
+            out() << QJsonDocument(summaryJson()).toJson(QJsonDocument::Compact) << "\n";
         } else {
             if (m_record.state() != v1::SUCCEEDED)
                 out() << m_record.runId() << " " << m_record.stateMessage() << "\n";
@@ -221,6 +228,23 @@ private:
         return m_record.state() == v1::SUCCEEDED ? Ok : RunFailed;
     }
 
+    // The --json summary line: the agent's summary (protobuf's JSON mapping) and the run's
+    // request and stream counts.
+    QJsonObject summaryJson() const
+    {
+        const v1::RunSummary summary = m_record.summary().value_or(v1::RunSummary());
+        return QJsonObject { { QStringLiteral("final"),
+                                 QJsonDocument::fromJson(protoJson(summary).toUtf8()).object() },
+            { QStringLiteral("run_id"), m_record.runId() }, { QStringLiteral("workers"), m_request.workers },
+            { QStringLiteral("batch_size"), m_request.batchSize },
+            { QStringLiteral("epochs"), m_request.epochs },
+            { QStringLiteral("synthetic"), m_record.synthetic() },
+            { QStringLiteral("last_seq"), double(m_record.lastSeq()) },
+            { QStringLiteral("gaps"), m_record.gaps() },
+            { QStringLiteral("duplicates"), m_record.duplicates() } };
+    }
+
+    AgentClient *m_client; // the connection's: outlives the follower
     RunWatch m_watch;
     RunRecord m_record;
     RunRequest m_request;
@@ -233,21 +257,15 @@ private:
     std::optional<ProgressDisplay> m_progress;
 };
 
-// Ctrl-C / SIGTERM while following a run: stop the run on the agent, then exit.
-int g_signalPipe[2] = { -1, -1 };
-void onSignal(int)
-{
-    const char c = 1;
-    ssize_t ignored = ::write(g_signalPipe[1], &c, 1);
-    (void)ignored;
-}
-
 } // namespace
 
 int scalelab::app::runCommand(QStringList arguments)
 {
     QCommandLineParser parser;
-    parser.setApplicationDescription(QStringLiteral("Start one training run and follow it to the end."));
+    parser.setApplicationDescription(QStringLiteral("Start one training run and follow it to the end.")
+        + interruptHelp(
+            QStringLiteral("stops the run on the agent and follows it to its end (exit 1 once it is "
+                           "CANCELLED)")));
     parser.addHelpOption();
     addOneAgentOptions(parser);
     parser.addOptions({
@@ -344,6 +362,8 @@ int scalelab::app::runCommand(QStringList arguments)
     if (!problems.isEmpty())
         return badInput(problems.join(QStringLiteral("\nscalelab-cli: ")));
 
+    // Before the agent: its clean-up (a local agent stopped) stays within the guard's reach.
+    InterruptGuard interrupts;
     const QString runId
         = parser.isSet(QStringLiteral("run-id")) ? parser.value(QStringLiteral("run-id")) : newRunId();
     // The folder is claimed before anything starts: a refused one starts nothing.
@@ -378,6 +398,10 @@ int scalelab::app::runCommand(QStringList arguments)
         }
     }
 
+    if (interrupts.requested()) {
+        err() << "scalelab-cli: interrupted before run " << runId << " started: nothing was started\n";
+        return RunFailed;
+    }
     v1::StartWorkersResponse started;
     const auto result = agent.client->startWorkers(request.toStartWorkers(runId), &started);
     if (!result.ok()) {
@@ -385,22 +409,7 @@ int scalelab::app::runCommand(QStringList arguments)
         return result.isInvalidArgument() ? BadInput : AgentError;
     }
 
-    // Stop the run if we are interrupted: nothing keeps training unwatched by accident.
-    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, g_signalPipe) == 0) {
-        std::signal(SIGINT, onSignal);
-        std::signal(SIGTERM, onSignal);
-    }
-    std::thread([client = agent.client.get(), runId] {
-        char c;
-        if (::read(g_signalPipe[0], &c, 1) == 1) {
-            err() << "\nscalelab-cli: interrupted, stopping run " << runId << "\n";
-            err().flush();
-            v1::StopRunResponse ignored;
-            (void)client->stopRun(runId, &ignored); // the run's end (or its absence) says the rest
-        }
-    }).detach();
-
     RunFollower follower(
-        agent.client.get(), runId, request, parser.isSet(QStringLiteral("json")), &tensorBoard);
+        agent.client.get(), runId, request, parser.isSet(QStringLiteral("json")), &tensorBoard, &interrupts);
     return follower.follow();
 }

@@ -1,5 +1,6 @@
 // scalelab-cli study …: durable scale-up studies through core's StudyRunner.
 #include "cli_common.h"
+#include "interrupts.h"
 #include "progress_display.h"
 #include "study_cli.h"
 #include "study_output.h"
@@ -30,7 +31,6 @@
 #include <QSet>
 #include <QStandardPaths>
 
-#include <csignal>
 #include <memory>
 
 namespace scalelab::app {
@@ -71,10 +71,15 @@ int ensureSyntheticDataset(
     return Ok;
 }
 
-// Drives a study until it ends or the user interrupts; returns the exit code. With
-// --tensorboard, its event files are written as the runs train.
+// What Ctrl-C does to `study run`, `rerun`, `watch` and `continue` (their --help).
+const char *const kLeavesTheStudy
+    = "leaves the study as it is in the journal, for `study watch` to continue, and exits 1 (runs on local "
+      "agents stop with them; runs on other agents go on)";
+
+// Drives a study until it ends or the user interrupts (`interrupts`: Ctrl-C or SIGTERM),
+// returns the exit code. With --tensorboard, its event files are written as the runs train.
 int driveStudy(Journal *journal, const QString &studyId, const QList<AgentEndpoint> &agents, bool json,
-    TensorBoardOutput *tensorBoard)
+    TensorBoardOutput *tensorBoard, InterruptGuard *interrupts)
 {
     // What the journal holds already goes first; the runner's events follow.
     if (const Status started = tensorBoard->startStudy(*journal, studyId); !started) {
@@ -141,22 +146,18 @@ int driveStudy(Journal *journal, const QString &studyId, const QList<AgentEndpoi
         return BadInput;
     }
     // Ctrl-C leaves the study as it is in the journal: `study watch` continues it.
-    static bool interrupted = false;
-    auto onSignal = [](int) {
+    bool interrupted = false;
+    interrupts->onInterrupt([&](int) {
         interrupted = true;
-        QMetaObject::invokeMethod(
-            QCoreApplication::instance(), [] { QCoreApplication::exit(0); }, Qt::QueuedConnection);
-    };
-    std::signal(SIGINT, onSignal);
-    std::signal(SIGTERM, onSignal);
+        QCoreApplication::exit(0);
+    });
     QCoreApplication::exec();
-    std::signal(SIGINT, SIG_DFL);
-    std::signal(SIGTERM, SIG_DFL);
     if (interrupted) {
         progress.clear();
         tensorBoard->close();
         err() << "scalelab-cli: interrupted; the study is kept in " << journal->path()
               << "; continue it with: scalelab-cli study watch " << studyId << "\n";
+        err().flush(); // before local agents are stopped, which takes a while
         return RunFailed;
     }
     progress.clear();
@@ -253,9 +254,11 @@ int runStudy(const QStringList &arguments, bool fromReport)
                    : QStringLiteral("Study plan (JSON; see `study plan --example`)."));
     int code = Ok;
     if (!parse(parser, arguments,
-            fromReport ? QStringLiteral("Run a study again from its JSON report: the same plan, as a new study.")
-                       : QStringLiteral("Run a study plan to its end: baseline and distributed runs, "
-                                        "retried from checkpoints, recorded in the journal."),
+            (fromReport
+                    ? QStringLiteral("Run a study again from its JSON report: the same plan, as a new study.")
+                    : QStringLiteral("Run a study plan to its end: baseline and distributed runs, "
+                                     "retried from checkpoints, recorded in the journal."))
+                + interruptHelp(QString::fromLatin1(kLeavesTheStudy)),
             &code))
         return code;
     if (parser.positionalArguments().size() != 1)
@@ -269,6 +272,8 @@ int runStudy(const QStringList &arguments, bool fromReport)
     const auto plan = fromReport ? planFromReport(source, &report) : loadPlan(source);
     if (!plan)
         return badInput(QStringLiteral("%1:\n  %2").arg(source, plan.error().join(QLatin1String("\n  "))));
+    // Before the agents: stopping local ones stays within the guard's reach.
+    InterruptGuard interrupts;
     Journal journal;
     if (!openJournal(parser, &journal))
         return BadInput;
@@ -297,6 +302,10 @@ int runStudy(const QStringList &arguments, bool fromReport)
             return rc;
     if (fromReport)
         compareDatasets(report, agents.endpoints);
+    if (interrupts.requested()) {
+        err() << "scalelab-cli: interrupted before the study was created: nothing was started\n";
+        return RunFailed;
+    }
     StudyRunner creator(&journal);
     creator.setAgents(agents.endpoints);
     const auto created = creator.createStudy(*plan, QFileInfo(source).absolutePath());
@@ -311,7 +320,7 @@ int runStudy(const QStringList &arguments, bool fromReport)
     err().flush();
     TensorBoardOutput tensorBoard(parser);
     return driveStudy(
-        &journal, studyId, agents.endpoints, parser.isSet(QStringLiteral("json")), &tensorBoard);
+        &journal, studyId, agents.endpoints, parser.isSet(QStringLiteral("json")), &tensorBoard, &interrupts);
 }
 
 int watchStudy(const QStringList &arguments)
@@ -322,10 +331,14 @@ int watchStudy(const QStringList &arguments)
     addTensorBoardOption(parser);
     parser.addPositionalArgument(QStringLiteral("id"), QStringLiteral("Study id (see `study list`)."));
     int code = Ok;
-    if (!parse(parser, arguments, QStringLiteral("Reattach to a study and drive it to its end."), &code))
+    if (!parse(parser, arguments,
+            QStringLiteral("Reattach to a study and drive it to its end.")
+                + interruptHelp(QString::fromLatin1(kLeavesTheStudy)),
+            &code))
         return code;
     if (parser.positionalArguments().size() != 1)
         return badInput(QStringLiteral("give one study id: scalelab-cli study watch ID"));
+    InterruptGuard interrupts; // before the agents, as in runStudy
     Journal journal;
     QString studyId;
     if (!openStudy(parser, &journal, &studyId))
@@ -364,7 +377,7 @@ int watchStudy(const QStringList &arguments)
     }
     TensorBoardOutput tensorBoard(parser);
     return driveStudy(
-        &journal, studyId, agents.endpoints, parser.isSet(QStringLiteral("json")), &tensorBoard);
+        &journal, studyId, agents.endpoints, parser.isSet(QStringLiteral("json")), &tensorBoard, &interrupts);
 }
 
 int listStudies(const QStringList &arguments)
@@ -480,8 +493,10 @@ int continueTrial(const QStringList &arguments)
     parser.addOption({ QStringLiteral("epochs"), QStringLiteral("How many more epochs to train it."), QStringLiteral("n") });
     parser.addPositionalArgument(QStringLiteral("id"), QStringLiteral("Tune (study) id."));
     int code = Ok;
-    if (!parse(parser,
-            arguments, QStringLiteral("Continue a tune's trial for more epochs, from its last checkpoint, and drive the tune to its end."),
+    if (!parse(parser, arguments,
+            QStringLiteral("Continue a tune's trial for more epochs, from its last checkpoint, and drive the "
+                           "tune to its end.")
+                + interruptHelp(QString::fromLatin1(kLeavesTheStudy)),
             &code))
         return code;
     const QString usage = QStringLiteral("scalelab-cli study continue ID --run RUN|best --epochs N");
