@@ -5,6 +5,7 @@
 // The engine's side is tst_accumulation; the whole loop on hosts, tst_cluster's
 // elasticRunShrinksAndGrowsBack.
 #include "placement.h"
+#include "report.h"
 #include "study_model.h"
 #include "study_plan.h"
 #include "study_results.h"
@@ -219,8 +220,27 @@ private Q_SLOTS:
                      QStringLiteral("changed size while it ran (2 → 1 workers)")),
             qPrintable(o.byWallClock.unavailableReason));
         QCOMPARE(o.byThroughput.speedup, 1.8);
+
+        // The reports say so: the sizes, each attempt's size and why it changed.
+        const QJsonObject json = QJsonDocument::fromJson(reportJson(s)).object();
+        const QJsonObject second = json.value(QLatin1String("runs"))
+                                       .toArray()
+                                       .at(1)
+                                       .toObject()
+                                       .value(QLatin1String("attempts"))
+                                       .toArray()
+                                       .at(1)
+                                       .toObject();
+        QCOMPARE(second.value(QLatin1String("world_size")).toInt(), 1);
+        QCOMPARE(second.value(QLatin1String("resize")).toString(), QStringLiteral("shrank"));
+        const RenderedReport html = reportHtml(s);
+        QVERIFY2(html.ok(), qPrintable(html.error));
+        const QString page = QString::fromUtf8(html.bytes);
+        QVERIFY2(page.contains(QStringLiteral("1–2 elastic")), "the runs table names the range");
+        QVERIFY2(page.contains(QStringLiteral("ran 2 → 1 workers")), "and the sizes it ran at");
+        QVERIFY2(page.contains(QStringLiteral("1 worker: shrank")), "the attempts table says why");
     }
 };
 
-QTEST_GUILESS_MAIN(TestElasticPlan)
+QTEST_MAIN(TestElasticPlan)
 #include "tst_elastic_plan.moc"

@@ -435,10 +435,10 @@ void printStudy(const StudySnapshot &s)
                 if (!a.reason.isEmpty())
                     words << a.reason;
                 out() << "      attempt " << a.attempt << " on " << a.agents.join(QLatin1String(", "))
-                      << (a.worldSize > 0 ? QStringLiteral(" (%1 worker%2)")
-                                                .arg(a.worldSize)
-                                                .arg(a.worldSize == 1 ? "" : "s")
-                                          : QString())
+                      << (a.worldSize > 0 && r.config.elastic() ? QStringLiteral(" (%1 worker%2)")
+                                                                      .arg(a.worldSize)
+                                                                      .arg(a.worldSize == 1 ? "" : "s")
+                                                                : QString())
                       << ": " << words.join(QLatin1String("; ")) << "\n";
             }
     }

@@ -66,7 +66,8 @@ QJsonObject configJson(const RunConfig &c)
         { QStringLiteral("gpus_per_worker"), c.gpusPerWorker },
         { QStringLiteral("threads_per_worker"), c.threadsPerWorker },
         { QStringLiteral("precision"), c.precision }, { QStringLiteral("lr_rule"), c.lrRule },
-        { QStringLiteral("model"), c.model } };
+        { QStringLiteral("model"), c.model }, { QStringLiteral("accumulation_steps"), c.accumulationSteps },
+        { QStringLiteral("min_workers"), c.elastic() ? c.minWorkers : c.workers } };
 }
 
 // A run's gradient noise scale as of its last epoch that measured one (study_model.h's
@@ -99,7 +100,8 @@ QJsonObject runJson(const StudySnapshot &snapshot, const RunResult &run, const R
             { QStringLiteral("checkpoint_transferred_epoch"), a.transferredEpoch },
             { QStringLiteral("checkpoint_transferred_from"), a.transferredFrom },
             { QStringLiteral("started_unix_ms"), a.startedUnixMs },
-            { QStringLiteral("ended_unix_ms"), a.endedUnixMs } });
+            { QStringLiteral("ended_unix_ms"), a.endedUnixMs }, { QStringLiteral("world_size"), a.worldSize },
+            { QStringLiteral("resize"), a.resize } });
     }
     for (const EpochPoint &e : run.epochs) {
         epochs.append(QJsonObject { { QStringLiteral("epoch"), e.epoch },

@@ -79,7 +79,20 @@ QString gpusText(const RunConfig &c)
 
 QString batchText(const RunConfig &c)
 {
-    return QStringLiteral("%1 / %2").arg(c.batchSize).arg(c.globalBatch());
+    const QString accumulated
+        = c.accumulationSteps > 1 ? QStringLiteral("\n×%1 accumulated").arg(c.accumulationSteps) : QString();
+    return QStringLiteral("%1 / %2").arg(c.batchSize).arg(c.globalBatch()) + accumulated;
+}
+
+// The workers of a run: the planned count, an elastic run's range and the sizes it ran at.
+QString workersText(const RunResult &run)
+{
+    const RunConfig &c = run.config;
+    if (!c.elastic())
+        return QString::number(c.workers);
+    const QString sizes = elasticSizesText(run);
+    return QStringLiteral("%1–%2 elastic").arg(c.minWorkers).arg(c.workers)
+        + (sizes.isEmpty() ? QString() : QStringLiteral("\nran ") + sizes);
 }
 
 QString memoryText(qint64 bytes)
@@ -191,14 +204,15 @@ ReportTable runTable(const StudySnapshot &snapshot, const StudyResults &r)
         QStringLiteral("Eff.\nto target") };
     t.legend = QStringLiteral(
         "Eff. = scaling efficiency; wall = by wall-clock; to target = by time to the target "
-        "accuracy. A run that trains other epochs than the baseline did other work: its wall "
-        "columns show the speedup and efficiency by images/s instead, marked \"by img/s\".");
+        "accuracy. A run that trains other epochs than the baseline did other work, and an elastic "
+        "run that changed size ran part of its time on fewer workers: their wall columns show the "
+        "speedup and efficiency by images/s instead, marked \"by img/s\".");
     for (int i = 0; i < snapshot.runs.size(); ++i) {
         const RunResult &run = snapshot.runs[i];
         const RunOutcome &o = r.runs[i];
         const RunConfig &c = run.config;
         t.rows.append({ run.runId, run.state,
-            QString::number(c.workers) + (c.baseline ? QStringLiteral("\nbaseline") : QString()), gpusText(c),
+            workersText(run) + (c.baseline ? QStringLiteral("\nbaseline") : QString()), gpusText(c),
             batchText(c), QString::number(c.epochs), QString::number(run.attempts.size()),
             formatPercent(run.finalTestAccuracy, 2), formatPercent(run.bestTestAccuracy, 2),
             formatSeconds(run.wallSeconds),
@@ -215,6 +229,20 @@ ReportTable runTable(const StudySnapshot &snapshot, const StudyResults &r)
     return t;
 }
 
+// Why an attempt ended (or how it resumed), after why its size changed, if it did.
+QString attemptReason(const AttemptRecord &a)
+{
+    QStringList parts;
+    if (!a.resize.isEmpty())
+        parts
+            << QStringLiteral("%1 worker%2: %3").arg(a.worldSize).arg(a.worldSize == 1 ? "" : "s", a.resize);
+    if (!a.reason.isEmpty())
+        parts << a.reason;
+    else if (!resumeNote(a).isEmpty())
+        parts << resumeNote(a);
+    return parts.isEmpty() ? kDash : parts.join(QStringLiteral("\n"));
+}
+
 ReportTable attemptTable(const StudySnapshot &snapshot)
 {
     ReportTable t;
@@ -223,7 +251,8 @@ ReportTable attemptTable(const StudySnapshot &snapshot)
         ? QStringLiteral(
             "Every attempt of a trial that failed or was cancelled. A trial's other attempts are its "
             "rungs: each ends at a rung, and the next resumes from its checkpoint.")
-        : QStringLiteral("Every attempt of the runs that were retried or did not succeed.");
+        : QStringLiteral("Every attempt of the runs that were retried, changed size (elastic runs: a RESIZED "
+                         "attempt was stopped at a checkpoint to grow back) or did not succeed.");
     t.headers = QStringList { QStringLiteral("Run"), QStringLiteral("Attempt"), QStringLiteral("Outcome"),
         QStringLiteral("Agents"), QStringLiteral("Resumed from epoch"), QStringLiteral("Started"),
         QStringLiteral("Duration (s)"), QStringLiteral("Reason") };
@@ -262,10 +291,7 @@ ReportTable attemptTable(const StudySnapshot &snapshot)
             t.rows.append({ run.runId, QString::number(a.attempt), a.outcome,
                 a.agents.join(QStringLiteral("\n")),
                 a.resumedFromEpoch > 0 ? QString::number(a.resumedFromEpoch) : QStringLiteral("fresh start"),
-                formatUnixMs(a.startedUnixMs), formatSeconds(seconds),
-                !a.reason.isEmpty()            ? a.reason
-                    : !resumeNote(a).isEmpty() ? resumeNote(a)
-                                               : kDash });
+                formatUnixMs(a.startedUnixMs), formatSeconds(seconds), attemptReason(a) });
             t.mutedRows.append(a.outcome != QLatin1String("SUCCEEDED"));
         }
     }
