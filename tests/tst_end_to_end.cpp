@@ -136,6 +136,35 @@ private Q_SLOTS:
         QVERIFY2(r.out.contains(QLatin1String("epoch 1/1  step 1/2")), qPrintable(r.out));
     }
 
+    // `run --workers MIN:MAX` (issue 55 item 2): the agent has fewer free slots than 64 (one per
+    // core), so the run starts with what it has, at the global batch of 64 workers: each worker
+    // accumulates the micro-batches of the workers it stands in for.
+    void elasticRunStartsWithTheFreeSlotsAtItsGlobalBatch()
+    {
+        const auto r = runCli({ QStringLiteral("run"), QStringLiteral("--data-dir"), m_fixture.dataDir(),
+            QStringLiteral("--state-dir"), m_fixture.path(QStringLiteral("state-elastic")),
+            QStringLiteral("--synthetic"), QStringLiteral("--dataset"), QStringLiteral("elastic"),
+            QStringLiteral("--synthetic-train"), QStringLiteral("256"), QStringLiteral("--synthetic-test"),
+            QStringLiteral("100"), QStringLiteral("--model"), QStringLiteral("mini-cnn"),
+            QStringLiteral("--workers"), QStringLiteral("1:64"), QStringLiteral("--batch-size"),
+            QStringLiteral("2"), QStringLiteral("--json") });
+        QVERIFY2(r.exitCode == 0, qPrintable(r.err + r.out));
+        const QJsonObject summary
+            = QJsonDocument::fromJson(r.out.trimmed().split(QLatin1Char('\n')).last().toUtf8()).object();
+        QCOMPARE(summary.value(QLatin1String("workers")).toInt(), 64);
+        QCOMPARE(summary.value(QLatin1String("global_batch")).toInt(), 128);
+        const int started = summary.value(QLatin1String("workers_started")).toInt();
+        QVERIFY2(started >= 1 && started < 64, qPrintable(r.out));
+        QVERIFY2(
+            r.err.contains(QStringLiteral("starting with %1 of 64 workers").arg(started)), qPrintable(r.err));
+        QVERIFY2(
+            r.err.contains(QLatin1String("a step still averages 64 micro-batches of 2")), qPrintable(r.err));
+        // What the agent ran: the started ranks, 64 micro-batches a step.
+        QVERIFY2(r.out.contains(QStringLiteral("\"batchesPerStep\":64"))
+                || r.out.contains(QStringLiteral("\"batches_per_step\":64")),
+            qPrintable(r.out.left(3000)));
+    }
+
     // On a terminal (a pseudo-terminal made by script(1)): one live line, redrawn in place,
     // with a bar, the epoch and step and an ETA; the summary still ends the output.
     void terminalGetsALiveProgressLine()

@@ -245,6 +245,16 @@ QStringList problems(const Documents &docs)
         found << QStringLiteral("StatefulSet selector does not match its pod template");
     if (at(set, QStringLiteral("spec.serviceName")) != at(service, QStringLiteral("metadata.name")))
         found << QStringLiteral("StatefulSet serviceName is not the Service");
+    // A scale-down by one (issue 55): the highest pod is SIGTERMed; its agent ends its ranks
+    // (runs marked interrupted) within the grace period, so the ranks on the other pods see
+    // their peers go at once and an elastic run goes on without it; the terminating pod
+    // leaves the headless Service's DNS, so a dns: agent list drops it.
+    const QVariant grace = at(pod, QStringLiteral("terminationGracePeriodSeconds"));
+    if (!grace.isValid() || grace.toInt() < 5 || grace.toInt() > 60)
+        found << QStringLiteral("terminationGracePeriodSeconds must be 5..60 s: a scaled-down agent's ranks "
+                                "end within it, and the survivors of an elastic run go on");
+    if (at(service, QStringLiteral("spec.publishNotReadyAddresses")).toString() == QLatin1String("true"))
+        found << QStringLiteral("publishNotReadyAddresses keeps a terminating agent in the dns: agent list");
     // Ports.
     QMap<QString, QString> containerPorts; // name -> port
     for (const QVariant &p : at(container, QStringLiteral("ports")).toList())
@@ -469,6 +479,10 @@ private Q_SLOTS:
         QTest::newRow("policy port") << "NetworkPolicy" << "spec.ingress.0.ports.0.port" << "7451"
                                      << "admits no client";
         QTest::newRow("headless") << "Service" << "spec.clusterIP" << "10.0.0.1" << "headless";
+        QTest::newRow("scale-down grace") << "StatefulSet"
+                                          << "spec.template.spec.terminationGracePeriodSeconds"
+                                          << "600"
+                                          << "terminationGracePeriodSeconds";
         QTest::newRow("scrape annotation") << "StatefulSet"
                                            << "spec.template.metadata.annotations.prometheus.io/port"
                                            << "7450"

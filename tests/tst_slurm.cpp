@@ -289,6 +289,48 @@ private Q_SLOTS:
         VERIFY_JOB(resumed >= 1, job, QString());
     }
 
+    // Issue 55 item 5: a node of the job lost while its ranks train (its agent killed, as when
+    // Slurm preempts or fails one node of the allocation): an elastic run ({"min": 2, "max": 4},
+    // two ranks a node) goes on with the other node's two ranks at the planned global batch,
+    // and the study ends SUCCEEDED, instead of failing the run or waiting for the node.
+    void lostNodeShrinksAnElasticRun()
+    {
+        QByteArray elastic = plan("slurm-elastic", 1024, 4, false);
+        elastic.replace(R"("workers":[4])", R"("workers":[{"min":2,"max":4}])");
+        const QString job = submit(elastic, 2, 1024);
+        QVERIFY(!job.isEmpty());
+        VERIFY_JOB(
+            waitForOutput(job, QStringLiteral("checkpoint of epoch 1 copied"), 180'000), job, QString());
+        QString agent;
+        for (const QString &p : test::processesMentioning(jobDir(job) + QStringLiteral("/agents/h2/state")))
+            if (p.contains(QLatin1String("scalelab-agent")))
+                agent = p.section(QLatin1Char(':'), 0, 0);
+        QVERIFY2(!agent.isEmpty(), "h2's agent is running");
+        QVERIFY(run(QStringLiteral("kill"), { QStringLiteral("-KILL"), agent }, m_env).code == 0);
+        VERIFY_JOB(
+            waitForOutput(job, QStringLiteral("shrank from 4 to 2 of 4 workers"), 60'000), job, QString());
+        QString state;
+        VERIFY_JOB(
+            waitForState(job, { QStringLiteral("COMPLETED"), QStringLiteral("FAILED") }, 480'000, &state),
+            job, state);
+        VERIFY_JOB(state == QLatin1String("COMPLETED"), job, state);
+        QString studyId;
+        const QJsonObject json = report(job, &studyId);
+        QCOMPARE(json.value(QLatin1String("state")).toString(), QStringLiteral("SUCCEEDED"));
+        const QJsonArray attempts = json.value(QLatin1String("runs"))
+                                        .toArray()
+                                        .first()
+                                        .toObject()
+                                        .value(QLatin1String("attempts"))
+                                        .toArray();
+        VERIFY_JOB(attempts.size() == 2, job, QString());
+        QCOMPARE(attempts[0].toObject().value(QLatin1String("world_size")).toInt(), 4);
+        QCOMPARE(attempts[1].toObject().value(QLatin1String("world_size")).toInt(), 2);
+        QVERIFY(
+            attempts[1].toObject().value(QLatin1String("resize")).toString().contains(QLatin1String("h2")));
+        QVERIFY(attempts[1].toObject().value(QLatin1String("resumed_from_epoch")).toInt() >= 1);
+    }
+
     // scancel while ranks train: every worker, agent and the CLI are gone within Slurm's
     // kill wait, and the journal keeps the study.
     void scancelStopsEveryWorker()

@@ -210,7 +210,9 @@ private:
             = QStringLiteral("run %1 %2 workers=%3 batch=%4 epochs=%5 test_accuracy=%6 "
                              "wall_seconds=%7 images_per_second=%8%9")
                   .arg(m_record.runId(), RunRecord::stateName(m_record.state()))
-                  .arg(m_request.workers)
+                  .arg(m_request.startWorkers > 0 && m_request.startWorkers < m_request.workers
+                          ? QStringLiteral("%1/%2").arg(m_request.startWorkers).arg(m_request.workers)
+                          : QString::number(m_request.workers))
                   .arg(m_request.batchSize)
                   .arg(m_request.epochs)
                   .arg(summary ? percent(summary->final_test_accuracy()) : QStringLiteral("-"))
@@ -236,6 +238,10 @@ private:
         return QJsonObject { { QStringLiteral("final"),
                                  QJsonDocument::fromJson(protoJson(summary).toUtf8()).object() },
             { QStringLiteral("run_id"), m_record.runId() }, { QStringLiteral("workers"), m_request.workers },
+            { QStringLiteral("workers_started"),
+                m_request.startWorkers > 0 ? m_request.startWorkers : m_request.workers },
+            { QStringLiteral("global_batch"),
+                m_request.batchSize * m_request.workers * std::max(1, m_request.accumulationSteps) },
             { QStringLiteral("batch_size"), m_request.batchSize },
             { QStringLiteral("epochs"), m_request.epochs },
             { QStringLiteral("synthetic"), m_record.synthetic() },
@@ -256,6 +262,35 @@ private:
     // On a terminal: the live progress line (none with --json, or when not a terminal).
     std::optional<ProgressDisplay> m_progress;
 };
+
+// `--workers MIN:MAX`: as many workers as the agent has free slots for, at most MAX and at
+// least MIN, then the fewest that give as short a step (K micro-batches over the workers:
+// K = 4 takes 2 a step on 3 workers as on 2). Says what it chose.
+int chooseElasticStart(AgentClient *client, RunRequest *request)
+{
+    v1::DescribeResponse node;
+    if (const Status s = client->describe(&node); !s.ok()) {
+        err() << "scalelab-cli: " << s.error() << "\n";
+        return AgentError;
+    }
+    const int k = request->workers * std::max(1, request->accumulationSteps);
+    const auto perWorker = [k](int world) { return (k + world - 1) / world; };
+    int world = std::min(request->workers, node.free_slots());
+    if (world < request->minWorkers) {
+        err() << "scalelab-cli: --workers " << request->minWorkers << ":" << request->workers
+              << " needs at least " << request->minWorkers << " free worker slots; the agent has "
+              << node.free_slots() << "\n";
+        return AgentError;
+    }
+    while (world - 1 >= request->minWorkers && perWorker(world - 1) == perWorker(world))
+        --world;
+    request->startWorkers = world;
+    if (world < request->workers)
+        err() << "starting with " << world << " of " << request->workers << " workers (the agent has "
+              << node.free_slots() << " free slots): a step still averages " << k << " micro-batches of "
+              << request->batchSize << ", " << perWorker(world) << " per worker\n";
+    return Ok;
+}
 
 } // namespace
 
@@ -280,7 +315,11 @@ int scalelab::app::runCommand(QStringList arguments)
             QStringLiteral("n"), QStringLiteral("2000") },
         { QStringLiteral("synthetic-test"), QStringLiteral("Test images of a created synthetic set."),
             QStringLiteral("n"), QStringLiteral("500") },
-        { QStringLiteral("workers"), QStringLiteral("Data-parallel workers (1 = baseline)."),
+        { QStringLiteral("workers"),
+            QStringLiteral(
+                "Data-parallel workers (1 = baseline), or MIN:MAX (torchrun's form): start with as many as "
+                "the agent has free slots for, at least MIN, at the global batch of MAX (each worker "
+                "accumulates more). A study's elastic runs also shrink and grow while they train."),
             QStringLiteral("n"), QStringLiteral("1") },
         { QStringLiteral("batch-size"), QStringLiteral("Images per step per worker (per micro-batch)."),
             QStringLiteral("n"), QStringLiteral("64") },
@@ -331,7 +370,15 @@ int scalelab::app::runCommand(QStringList arguments)
     request.dataset = parser.isSet(QStringLiteral("dataset"))
         ? parser.value(QStringLiteral("dataset"))
         : (synthetic ? QStringLiteral("synthetic") : QStringLiteral("cifar-10"));
-    integer("workers", &request.workers);
+    if (const QString w = parser.value(QStringLiteral("workers")); w.contains(QLatin1Char(':'))) {
+        bool minOk = false, maxOk = false;
+        request.minWorkers = w.section(QLatin1Char(':'), 0, 0).toInt(&minOk);
+        request.workers = w.section(QLatin1Char(':'), 1).toInt(&maxOk);
+        if (!minOk || !maxOk)
+            problems << QStringLiteral("--workers expects N or MIN:MAX, got '%1'").arg(w);
+    } else {
+        integer("workers", &request.workers);
+    }
     integer("batch-size", &request.batchSize);
     integer("accumulation-steps", &request.accumulationSteps);
     integer("epochs", &request.epochs);
@@ -402,6 +449,9 @@ int scalelab::app::runCommand(QStringList arguments)
         err() << "scalelab-cli: interrupted before run " << runId << " started: nothing was started\n";
         return RunFailed;
     }
+    if (request.minWorkers > 0)
+        if (const int rc = chooseElasticStart(agent.client.get(), &request); rc != Ok)
+            return rc;
     v1::StartWorkersResponse started;
     const auto result = agent.client->startWorkers(request.toStartWorkers(runId), &started);
     if (!result.ok()) {

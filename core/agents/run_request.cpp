@@ -23,6 +23,10 @@ CheckStatus RunRequest::check() const
         p << QStringLiteral("workers must be at least 1 (got %1)").arg(workers);
     if (batchSize < 1)
         p << QStringLiteral("batch size must be at least 1 (got %1)").arg(batchSize);
+    if (minWorkers != 0 && (minWorkers < 1 || minWorkers >= workers))
+        p << QStringLiteral("workers MIN:MAX must have 1 <= MIN < MAX (got %1:%2)")
+                 .arg(minWorkers)
+                 .arg(workers);
     if (accumulationSteps < 1 || accumulationSteps > rules::kMaxAccumulationSteps)
         p << QStringLiteral("accumulation steps must be between 1 (none) and %1 (got %2)")
                  .arg(rules::kMaxAccumulationSteps)
@@ -58,10 +62,13 @@ v1::StartWorkersRequest RunRequest::toStartWorkers(const QString &runId) const
     v1::StartWorkersRequest r;
     r.set_run_id(runId.toStdString());
     r.set_attempt(1);
-    r.set_world_size(workers);
-    for (int rank = 0; rank < workers; ++rank)
+    const int world = startWorkers > 0 ? startWorkers : workers;
+    r.set_world_size(world);
+    for (int rank = 0; rank < world; ++rank)
         r.add_ranks(rank);
     auto *spec = r.mutable_spec();
+    if (world < workers) // the planned run's micro-batches, spread over fewer workers
+        spec->set_batches_per_step(workers * std::max(1, accumulationSteps));
     spec->set_dataset(dataset.toStdString());
     spec->set_batch_size(batchSize);
     if (accumulationSteps > 1)

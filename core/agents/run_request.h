@@ -17,6 +17,11 @@ struct RunRequest {
     int workers = 1;
     int batchSize = 64; // per worker and micro-batch
     int accumulationSteps = 1; // micro-batches a worker adds up before a step's all-reduce
+    // `--workers MIN:MAX`: the run may start with as few as minWorkers when the agent has
+    // fewer free slots than `workers`, at the global batch of `workers` (each worker then
+    // accumulates more). 0: a fixed size. startWorkers: the ranks started (0 = workers).
+    int minWorkers = 0;
+    int startWorkers = 0;
     int epochs = 1;
     double learningRate = 0; // 0 = the trainer's default
     int threadsPerWorker = 0; // 0 = automatic
