@@ -292,17 +292,17 @@ int chooseElasticStart(AgentClient *client, RunRequest *request)
     return Ok;
 }
 
-} // namespace
+// What `run` is asked for, read from its options.
+struct RunInput {
+    RunRequest request;
+    std::optional<ModelFile> modelFile; // --model FILE.pt: sent to the agent first
+    bool synthetic = false;
+    int syntheticTrain = 0;
+    int syntheticTest = 0;
+};
 
-int scalelab::app::runCommand(QStringList arguments)
+void addRunOptions(QCommandLineParser &parser)
 {
-    QCommandLineParser parser;
-    parser.setApplicationDescription(QStringLiteral("Start one training run and follow it to the end.")
-        + interruptHelp(
-            QStringLiteral("stops the run on the agent and follows it to its end (exit 1 once it is "
-                           "CANCELLED)")));
-    parser.addHelpOption();
-    addOneAgentOptions(parser);
     parser.addOptions({
         { QStringLiteral("dataset"),
             QStringLiteral("Data set name on the agent (default: cifar-10, "
@@ -348,15 +348,11 @@ int scalelab::app::runCommand(QStringList arguments)
         { QStringLiteral("run-id"), QStringLiteral("Run id (default: generated)."), QStringLiteral("id") },
         { QStringLiteral("json"), QStringLiteral("Print every event and the summary as JSON lines.") },
     });
-    addTensorBoardOption(parser);
-    if (!parser.parse(arguments))
-        return badInput(parser.errorText() + QStringLiteral("; see 'scalelab-cli run --help'"));
-    if (parser.isSet(QStringLiteral("help"))) {
-        out() << commandHelp(parser, arguments) << environmentHelp();
-        return Ok;
-    }
+}
 
-    RunRequest request;
+// The request and what comes with it; every problem with the options, one sentence each.
+QStringList readRunInput(const QCommandLineParser &parser, RunInput *input)
+{
     QStringList problems;
     auto integer = [&](const char *name, auto *target) {
         bool ok = false;
@@ -366,48 +362,74 @@ int scalelab::app::runCommand(QStringList arguments)
                             .arg(QLatin1String(name), parser.value(QLatin1String(name)));
         *target = static_cast<std::remove_pointer_t<decltype(target)>>(v);
     };
-    const bool synthetic = parser.isSet(QStringLiteral("synthetic"));
-    request.dataset = parser.isSet(QStringLiteral("dataset"))
+    input->synthetic = parser.isSet(QStringLiteral("synthetic"));
+    input->request.dataset = parser.isSet(QStringLiteral("dataset"))
         ? parser.value(QStringLiteral("dataset"))
-        : (synthetic ? QStringLiteral("synthetic") : QStringLiteral("cifar-10"));
+        : (input->synthetic ? QStringLiteral("synthetic") : QStringLiteral("cifar-10"));
     if (const QString w = parser.value(QStringLiteral("workers")); w.contains(QLatin1Char(':'))) {
         bool minOk = false, maxOk = false;
-        request.minWorkers = w.section(QLatin1Char(':'), 0, 0).toInt(&minOk);
-        request.workers = w.section(QLatin1Char(':'), 1).toInt(&maxOk);
+        input->request.minWorkers = w.section(QLatin1Char(':'), 0, 0).toInt(&minOk);
+        input->request.workers = w.section(QLatin1Char(':'), 1).toInt(&maxOk);
         if (!minOk || !maxOk)
             problems << QStringLiteral("--workers expects N or MIN:MAX, got '%1'").arg(w);
     } else {
-        integer("workers", &request.workers);
+        integer("workers", &input->request.workers);
     }
-    integer("batch-size", &request.batchSize);
-    integer("accumulation-steps", &request.accumulationSteps);
-    integer("epochs", &request.epochs);
-    integer("threads", &request.threadsPerWorker);
-    integer("seed", &request.seed);
-    integer("max-train-images", &request.maxTrainImages);
-    integer("max-test-images", &request.maxTestImages);
-    request.model = parser.value(QStringLiteral("model"));
+    integer("batch-size", &input->request.batchSize);
+    integer("accumulation-steps", &input->request.accumulationSteps);
+    integer("epochs", &input->request.epochs);
+    integer("threads", &input->request.threadsPerWorker);
+    integer("seed", &input->request.seed);
+    integer("max-train-images", &input->request.maxTrainImages);
+    integer("max-test-images", &input->request.maxTestImages);
+    input->request.model = parser.value(QStringLiteral("model"));
     // A module's file: the run names it by its content, and the agent is sent it first.
-    std::optional<ModelFile> modelFile;
-    if (namesModelFile(request.model)) {
-        if (auto file = readModelFile(modelFilePath(request.model)); file) {
-            modelFile = *file;
-            request.model = file->model();
+    if (namesModelFile(input->request.model)) {
+        if (auto file = readModelFile(modelFilePath(input->request.model)); file) {
+            input->modelFile = *file;
+            input->request.model = file->model();
         } else {
             problems << QStringLiteral("--model: ") + file.error();
         }
     }
-    int syntheticTrain = 0, syntheticTest = 0;
-    integer("synthetic-train", &syntheticTrain);
-    integer("synthetic-test", &syntheticTest);
+    integer("synthetic-train", &input->syntheticTrain);
+    integer("synthetic-test", &input->syntheticTest);
     bool lrOk = false;
-    request.learningRate = parser.value(QStringLiteral("lr")).toDouble(&lrOk);
+    input->request.learningRate = parser.value(QStringLiteral("lr")).toDouble(&lrOk);
     if (!lrOk)
         problems << QStringLiteral("--lr expects a number");
-    if (const CheckStatus valid = request.check(); !valid)
+    if (const CheckStatus valid = input->request.check(); !valid)
         problems << valid.error();
-    if (!problems.isEmpty())
+    return problems;
+}
+
+} // namespace
+
+int scalelab::app::runCommand(QStringList arguments)
+{
+    QCommandLineParser parser;
+    parser.setApplicationDescription(QStringLiteral("Start one training run and follow it to the end.")
+        + interruptHelp(
+            QStringLiteral("stops the run on the agent and follows it to its end (exit 1 once it is "
+                           "CANCELLED)")));
+    parser.addHelpOption();
+    addOneAgentOptions(parser);
+    addRunOptions(parser);
+    addTensorBoardOption(parser);
+    if (!parser.parse(arguments))
+        return badInput(parser.errorText() + QStringLiteral("; see 'scalelab-cli run --help'"));
+    if (parser.isSet(QStringLiteral("help"))) {
+        out() << commandHelp(parser, arguments) << environmentHelp();
+        return Ok;
+    }
+
+    RunInput input;
+    if (const QStringList problems = readRunInput(parser, &input); !problems.isEmpty())
         return badInput(problems.join(QStringLiteral("\nscalelab-cli: ")));
+    RunRequest &request = input.request;
+    const std::optional<ModelFile> &modelFile = input.modelFile;
+    const bool synthetic = input.synthetic;
+    const int syntheticTrain = input.syntheticTrain, syntheticTest = input.syntheticTest;
 
     // Before the agent: its clean-up (a local agent stopped) stays within the guard's reach.
     InterruptGuard interrupts;

@@ -157,6 +157,9 @@ private:
     // An elastic run below its planned size, at a checkpoint it committed: when the agents
     // can take the planned size now, its attempt is stopped, to start again at that size.
     void growAtCheckpoint(const RunProgress &run, int epoch);
+    PortionWatch watchPortion(const RunProgress &run, int i);
+    std::optional<QList<NodeCapacity>> candidateNodes(
+        const RunProgress &run, const QList<NodeCapacity> &nodes);
     // Rank 0 reported a stall (or its end): journal it with the unreachable ranks named.
     void onStall(const QString &runId, int portion, const v1::Stall &stall);
     // "rank 1 on hostB (agent …) unreachable since 16:03:12", for the other portions.

@@ -191,82 +191,87 @@ void StudyRunner::startAttempt(const RunProgress &run)
                 QStringLiteral("%1:%2").arg(str(rendezvous.host())).arg(rendezvous.port()) } });
 }
 
+// The watch of portion `i` of `run`'s attempt: its event stream, resumed after the events
+// already stored (which may already say the portion ended, or name a checkpoint not copied
+// yet), or its end when its agent is not configured here.
+StudyRunner::PortionWatch StudyRunner::watchPortion(const RunProgress &run, int i)
+{
+    const QString id = run.planned.runId;
+    PortionWatch w;
+    w.agent = run.portions[i].agent;
+    w.attempt = run.attempt;
+    AgentClient *c = client(w.agent);
+    if (!c) {
+        w.outcome = QStringLiteral("FAILED");
+        w.message = QStringLiteral("agent %1 is not configured in this console").arg(w.agent);
+    } else {
+        // Events already stored are not asked for again, and the stored ones
+        // may already say the portion ended (a runner restarted after the end),
+        // or name a checkpoint that was not copied yet.
+        int checkpointEpoch = 0;
+        for (const auto &e : m_journal->runEvents(id, run.attempt, w.agent)) {
+            if (QString m, s = terminalState(e, &m, &w.diverged, &w.spaceNeeded); !s.isEmpty()) {
+                w.outcome = s;
+                w.message = m;
+            }
+            if (e.has_checkpoint())
+                checkpointEpoch = std::max(checkpointEpoch, e.checkpoint().epoch());
+        }
+        if (i == 0 && w.outcome.isEmpty() && copyWorthwhile(run, checkpointEpoch))
+            m_courier->queue(CopyRequest { id, run.attempt, checkpointEpoch, w.agent });
+        if (w.outcome.isEmpty()) {
+            w.watch = std::make_unique<RunWatch>(c, id);
+            w.watch->setGiveUpAfterMs(0); // the runner decides when an agent is lost
+            connect(w.watch.get(), &RunWatch::eventsArrived, this, [this, id, i] { onEvents(id, i); });
+            connect(w.watch.get(), &RunWatch::unreachable, this,
+                [this, id, i](const QString &error, qint64 since) {
+                    auto &ws = m_watches[id];
+                    if (i >= int(ws.size()))
+                        return;
+                    ws[i].unreachableSinceMs = since;
+                    ws[i].unreachableError = error;
+                    Q_EMIT message(QStringLiteral("%1: %2 unreachable since %3: %4")
+                                       .arg(id, agentLabel(ws[i].agent), clockTime(since), error));
+                    QTimer::singleShot(0, this, &StudyRunner::tick);
+                });
+            connect(w.watch.get(), &RunWatch::reachable, this, [this, id, i] {
+                auto &ws = m_watches[id];
+                if (i >= int(ws.size()) || ws[i].unreachableSinceMs == 0)
+                    return;
+                Q_EMIT message(
+                    QStringLiteral("%1: %2 answers again (unreachable for %3 s)")
+                        .arg(id, agentLabel(ws[i].agent))
+                        .arg((QDateTime::currentMSecsSinceEpoch() - ws[i].unreachableSinceMs) / 1000));
+                ws[i].unreachableSinceMs = 0;
+                ws[i].unreachableError.clear();
+            });
+            connect(w.watch.get(), &RunWatch::finished, this, [this, id, i](const QString &error) {
+                onEvents(id, i);
+                auto &ws = m_watches[id];
+                if (i < int(ws.size()) && ws[i].outcome.isEmpty()) {
+                    ws[i].outcome = QStringLiteral("FAILED");
+                    ws[i].message = error.isEmpty()
+                        ? QStringLiteral("the event stream of agent %1 ended without a final state")
+                              .arg(ws[i].agent)
+                        : QStringLiteral("lost agent %1: %2").arg(ws[i].agent, error);
+                }
+                QTimer::singleShot(0, this, &StudyRunner::tick);
+            });
+            w.watch->start(m_journal->lastRunEventSeq(id, run.attempt, w.agent) + 1);
+        }
+    }
+    return w;
+}
+
 void StudyRunner::followAttempt(const RunProgress &run)
 {
     const QString id = run.planned.runId;
     auto &watches = m_watches[id];
     if (!watches.empty() && watches.front().attempt != run.attempt)
         watches.clear();
-    if (watches.empty()) {
-        for (int i = 0; i < run.portions.size(); ++i) {
-            PortionWatch w;
-            w.agent = run.portions[i].agent;
-            w.attempt = run.attempt;
-            AgentClient *c = client(w.agent);
-            if (!c) {
-                w.outcome = QStringLiteral("FAILED");
-                w.message = QStringLiteral("agent %1 is not configured in this console").arg(w.agent);
-            } else {
-                // Events already stored are not asked for again, and the stored ones
-                // may already say the portion ended (a runner restarted after the end),
-                // or name a checkpoint that was not copied yet.
-                int checkpointEpoch = 0;
-                for (const auto &e : m_journal->runEvents(id, run.attempt, w.agent)) {
-                    if (QString m, s = terminalState(e, &m, &w.diverged, &w.spaceNeeded); !s.isEmpty()) {
-                        w.outcome = s;
-                        w.message = m;
-                    }
-                    if (e.has_checkpoint())
-                        checkpointEpoch = std::max(checkpointEpoch, e.checkpoint().epoch());
-                }
-                if (i == 0 && w.outcome.isEmpty() && copyWorthwhile(run, checkpointEpoch))
-                    m_courier->queue(CopyRequest { id, run.attempt, checkpointEpoch, w.agent });
-                if (w.outcome.isEmpty()) {
-                    w.watch = std::make_unique<RunWatch>(c, id);
-                    w.watch->setGiveUpAfterMs(0); // the runner decides when an agent is lost
-                    connect(
-                        w.watch.get(), &RunWatch::eventsArrived, this, [this, id, i] { onEvents(id, i); });
-                    connect(w.watch.get(), &RunWatch::unreachable, this,
-                        [this, id, i](const QString &error, qint64 since) {
-                            auto &ws = m_watches[id];
-                            if (i >= int(ws.size()))
-                                return;
-                            ws[i].unreachableSinceMs = since;
-                            ws[i].unreachableError = error;
-                            Q_EMIT message(QStringLiteral("%1: %2 unreachable since %3: %4")
-                                               .arg(id, agentLabel(ws[i].agent), clockTime(since), error));
-                            QTimer::singleShot(0, this, &StudyRunner::tick);
-                        });
-                    connect(w.watch.get(), &RunWatch::reachable, this, [this, id, i] {
-                        auto &ws = m_watches[id];
-                        if (i >= int(ws.size()) || ws[i].unreachableSinceMs == 0)
-                            return;
-                        Q_EMIT message(
-                            QStringLiteral("%1: %2 answers again (unreachable for %3 s)")
-                                .arg(id, agentLabel(ws[i].agent))
-                                .arg(
-                                    (QDateTime::currentMSecsSinceEpoch() - ws[i].unreachableSinceMs) / 1000));
-                        ws[i].unreachableSinceMs = 0;
-                        ws[i].unreachableError.clear();
-                    });
-                    connect(w.watch.get(), &RunWatch::finished, this, [this, id, i](const QString &error) {
-                        onEvents(id, i);
-                        auto &ws = m_watches[id];
-                        if (i < int(ws.size()) && ws[i].outcome.isEmpty()) {
-                            ws[i].outcome = QStringLiteral("FAILED");
-                            ws[i].message = error.isEmpty()
-                                ? QStringLiteral("the event stream of agent %1 ended without a final state")
-                                      .arg(ws[i].agent)
-                                : QStringLiteral("lost agent %1: %2").arg(ws[i].agent, error);
-                        }
-                        QTimer::singleShot(0, this, &StudyRunner::tick);
-                    });
-                    w.watch->start(m_journal->lastRunEventSeq(id, run.attempt, w.agent) + 1);
-                }
-            }
-            watches.push_back(std::move(w));
-        }
-    }
+    if (watches.empty())
+        for (int i = 0; i < run.portions.size(); ++i)
+            watches.push_back(watchPortion(run, i));
 
     const bool cancelling = run.cancelRequested || m_state.cancelRequested();
     // The rules are in attempt_outcome.h; the runner supplies the clock and does the I/O.

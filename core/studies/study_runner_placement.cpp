@@ -66,6 +66,27 @@ QString resizeText(const RunProgress &run, const QList<Portion> &placed, const Q
         .arg(step);
 }
 
+// The next attempt's placement on `ordered`: the planned size; an elastic run that lost
+// hosts goes on with the ranks it still has (not squeezed onto the hosts left), and one that
+// does not fit with fewer workers, at the same global batch, rather than wait (a failed
+// placeElastic keeps the planned placement and its reason).
+Placement placeAttempt(const RunProgress &run, const QList<NodeCapacity> &ordered, PlacementPolicy policy,
+    bool exclusive, const QString &dataset)
+{
+    const RunConfig &config = run.planned.config;
+    Placement placement = placeRun(config, ordered, policy, exclusive, dataset);
+    if (!config.elastic())
+        return placement;
+    const int kept = worldOf(run.portions) - ranksOn(run.portions, run.waitingFor);
+    const bool lostHosts = !run.waitingFor.isEmpty() && kept < config.workers;
+    if (!placement.ok() || lostHosts)
+        if (Placement smaller
+            = placeElastic(config, ordered, policy, exclusive, dataset, lostHosts ? kept : 0);
+            smaller.ok())
+            return smaller;
+    return placement;
+}
+
 } // namespace
 
 QList<NodeCapacity> StudyRunner::refreshCapacity(bool force)
@@ -124,6 +145,50 @@ QList<NodeCapacity> StudyRunner::refreshCapacity(bool force)
     if (!newNodes.isEmpty())
         record(QStringLiteral("nodes_seen"), QJsonObject { { QStringLiteral("nodes"), newNodes } });
     return m_capacity;
+}
+
+// Where a pending run may go, in order of preference: the agent that holds its checkpoint
+// first (rank 0's last time; a trial's rung checkpoint only there until the console has a
+// copy), only agents with the room when its checkpoint did not fit. None: it waits.
+std::optional<QList<NodeCapacity>> StudyRunner::candidateNodes(
+    const RunProgress &run, const QList<NodeCapacity> &nodes)
+{
+    const QString &id = run.planned.runId;
+    QString holder;
+    int holderAttempt = 0;
+    for (auto a = run.attempts.crbegin(); a != run.attempts.crend() && holder.isEmpty(); ++a)
+        if (a->outcome == QLatin1String("SUCCEEDED") && !a->agents.isEmpty()) {
+            holder = a->agents.first();
+            holderAttempt = a->attempt;
+        }
+    const bool needsCopy = run.planned.trial && run.epochsDone() > run.checkpoint.epoch && !holder.isEmpty();
+    bool copyPending = m_courier->pending(id);
+    if (needsCopy && !copyPending && m_courier->gaveUpAt(id) < run.epochsDone()) {
+        // Not asked for yet: a runner started again after the attempt ended.
+        m_courier->queue(CopyRequest { id, holderAttempt, run.epochsDone(), holder });
+        copyPending = m_courier->pending(id);
+    }
+    QList<NodeCapacity> ordered = nodes;
+    if (run.spaceNeeded > 0) {
+        // Its checkpoint did not fit: only agents known to have the room now (the free space
+        // is refreshed with the capacity, every few seconds).
+        ordered.removeIf(
+            [&](const NodeCapacity &n) { return n.freeBytes >= 0 && n.freeBytes < run.spaceNeeded; });
+        if (ordered.isEmpty())
+            return std::nullopt;
+    }
+    const QString preferred = !holder.isEmpty() ? holder
+        : run.portions.isEmpty()                ? QString()
+                                                : run.portions.first().agent;
+    if (!preferred.isEmpty())
+        std::stable_partition(
+            ordered.begin(), ordered.end(), [&](const NodeCapacity &n) { return n.agent == preferred; });
+    if (needsCopy && copyPending) {
+        ordered.removeIf([&](const NodeCapacity &n) { return n.agent != holder; });
+        if (ordered.isEmpty())
+            return std::nullopt;
+    }
+    return ordered;
 }
 
 void StudyRunner::placePending(QList<NodeCapacity> &nodes)
@@ -185,60 +250,12 @@ void StudyRunner::placePending(QList<NodeCapacity> &nodes)
         const RunProgress run = *m_state.run(id);
         if (run.notBeforeMs > QDateTime::currentMSecsSinceEpoch())
             continue; // backing off after a failure
-        // A trial resumes from the checkpoint of its last rung, which rank 0's agent of its
-        // last successful attempt holds: until the console has a copy (on its way), only
-        // that agent can take it.
-        QString holder;
-        int holderAttempt = 0;
-        for (auto a = run.attempts.crbegin(); a != run.attempts.crend() && holder.isEmpty(); ++a)
-            if (a->outcome == QLatin1String("SUCCEEDED") && !a->agents.isEmpty()) {
-                holder = a->agents.first();
-                holderAttempt = a->attempt;
-            }
-        const bool needsCopy
-            = run.planned.trial && run.epochsDone() > run.checkpoint.epoch && !holder.isEmpty();
-        bool copyPending = m_courier->pending(id);
-        if (needsCopy && !copyPending && m_courier->gaveUpAt(id) < run.epochsDone()) {
-            // Not asked for yet: a runner started again after the attempt ended.
-            m_courier->queue(CopyRequest { id, holderAttempt, run.epochsDone(), holder });
-            copyPending = m_courier->pending(id);
-        }
-        // A retry prefers the agent that holds its checkpoints (rank 0's last time).
-        QList<NodeCapacity> ordered = nodes;
-        if (run.spaceNeeded > 0) {
-            // Its checkpoint did not fit: only agents known to have the room now (the
-            // free space is refreshed with the capacity, every few seconds).
-            ordered.removeIf(
-                [&](const NodeCapacity &n) { return n.freeBytes >= 0 && n.freeBytes < run.spaceNeeded; });
-            if (ordered.isEmpty())
-                continue; // its reason says what it waits for
-        }
-        const QString preferred = !holder.isEmpty() ? holder
-            : run.portions.isEmpty()                ? QString()
-                                                    : run.portions.first().agent;
-        if (!preferred.isEmpty())
-            std::stable_partition(
-                ordered.begin(), ordered.end(), [&](const NodeCapacity &n) { return n.agent == preferred; });
-        if (needsCopy && copyPending) {
-            ordered.removeIf([&](const NodeCapacity &n) { return n.agent != holder; });
-            if (ordered.isEmpty())
-                continue;
-        }
+        const std::optional<QList<NodeCapacity>> ordered = candidateNodes(run, nodes);
+        if (!ordered)
+            continue; // its reason says what it waits for
         const RunConfig &config = run.planned.config;
-        const QString dataset = str(m_state.plan().dataset());
-        Placement placement = placeRun(config, ordered, policy, exclusive, dataset);
-        // An elastic run that lost hosts goes on with the ranks it still has (not squeezed
-        // onto the hosts left), and one that does not fit with fewer workers, at the same
-        // global batch, rather than wait; a failed placeElastic keeps the planned one.
-        if (config.elastic()) {
-            const int kept = worldOf(run.portions) - ranksOn(run.portions, run.waitingFor);
-            const bool lostHosts = !run.waitingFor.isEmpty() && kept < config.workers;
-            if (!placement.ok() || lostHosts)
-                if (Placement smaller
-                    = placeElastic(config, ordered, policy, exclusive, dataset, lostHosts ? kept : 0);
-                    smaller.ok())
-                    placement = smaller;
-        }
+        const Placement placement
+            = placeAttempt(run, *ordered, policy, exclusive, str(m_state.plan().dataset()));
         // An attempt lost to an unreachable host waits for it, unless the run fits on as
         // many hosts without it: two ranks on one host is not the run that was asked for.
         // An elastic run was asked to go on without it.

@@ -182,6 +182,27 @@ public:
         const QString &runId, int attempt, const QList<Portion> &portions, const QString &resize = {});
 
 private:
+    // apply()'s handlers, one per journal event type.
+    void onStudyCreated(const JournalEvent &event);
+    void onAgentsAdded(const JournalEvent &event);
+    void onNodesSeen(const JournalEvent &event);
+    void onLrFound(const JournalEvent &event);
+    void onNetworkProbed(const JournalEvent &event);
+    void onLrFindFailed(const JournalEvent &event);
+    void onCancelRequested(const JournalEvent &event);
+    void onRetryRequested(const JournalEvent &event);
+    void onTrialContinued(const JournalEvent &event);
+    void onStudyEnded(const JournalEvent &event);
+    void onRunPending(RunProgress *run, const JournalEvent &event);
+    void onAttemptStarting(RunProgress *run, const JournalEvent &event);
+    void onAttemptRunning(RunProgress *run, const JournalEvent &event);
+    void onCheckpointCopied(RunProgress *run, const JournalEvent &event);
+    void onCheckpointUploaded(RunProgress *run, const JournalEvent &event);
+    void onAttemptResizing(RunProgress *run, const JournalEvent &event);
+    void onRunStalled(RunProgress *run, const JournalEvent &event);
+    void onRunUnstalled(RunProgress *run, const JournalEvent &event);
+    void onTrialDecision(RunProgress *run, const JournalEvent &event);
+    void onAttemptEnded(RunProgress *run, const JournalEvent &event);
     RunProgress *mutableRun(const QString &runId);
 
     QString m_studyId;

@@ -253,6 +253,8 @@ private:
     std::optional<int> trainEpoch(int epoch, EpochTally &tally);
     std::optional<int> trainStep(
         int epoch, const std::vector<Batch> &micro, StepTimes times, EpochTally &tally);
+    double forwardBackward(
+        const std::vector<Batch> &micro, StepTimes &times, EpochTally &tally, std::int64_t *imagesPerBatch);
     Evaluation evaluate(int epoch, const EpochTally &tally);
     std::optional<int> commit(int epoch, int lastEpoch);
     double learningRateAt(std::int64_t step) const;
@@ -611,47 +613,8 @@ std::optional<int> TrainingRun::trainStep(
     for (auto &group : m_optimizer->param_groups())
         static_cast<torch::optim::SGDOptions &>(group.options()).lr(lr);
     dropGradients(*m_optimizer);
-    const bool bf16 = m_config.precision == "bf16";
-    double lossValue = 0;
     std::int64_t n = 0; // images of one micro-batch
-    for (std::size_t i = 0; i < micro.size(); ++i) {
-        const bool last = i + 1 == micro.size();
-        const auto forwardStart = Clock::now();
-        // The same tensors on the CPU; asynchronous copies from pinned memory on a GPU.
-        const auto images = micro[i].images.to(m_device, /*non_blocking=*/true);
-        const auto labels = micro[i].labels.to(m_device, /*non_blocking=*/true);
-        const auto x = m_config.channelsLast ? images.contiguous(m_memoryFormat) : images;
-        torch::manual_seed(microBatchSeed(m_config.seed, m_step, m_slots[i]));
-        // Only the last micro-batch's backward all-reduces (DDP's no_sync before it).
-        if (m_parallel && last)
-            m_parallel->beforeForward();
-        torch::Tensor out, loss;
-        {
-            AutocastScope autocast(bf16, m_device);
-            out = m_net.forward(x);
-            loss = torch::nn::functional::cross_entropy(out.to(torch::kFloat), labels,
-                torch::nn::functional::CrossEntropyFuncOptions().label_smoothing(m_config.labelSmoothing));
-        }
-        const auto forwardEnd = Clock::now();
-        if (m_parallel && last)
-            m_parallel->beforeBackward();
-        (m_lossScale == 1.0 ? loss : loss * m_lossScale).backward();
-        const auto backwardEnd = Clock::now();
-        // Backward's compute ends with its last gradient; the rest is all-reduce it did not hide.
-        const auto lastGradientAt = Clock::time_point(Clock::duration(m_lastGradient.load()));
-        const bool overlapped
-            = m_parallel && last && lastGradientAt > forwardEnd && lastGradientAt <= backwardEnd;
-        const double exposed
-            = overlapped ? std::chrono::duration<double>(backwardEnd - lastGradientAt).count() : 0.0;
-        times.forward += std::chrono::duration<double>(forwardEnd - forwardStart).count();
-        times.backward += std::chrono::duration<double>(backwardEnd - forwardEnd).count() - exposed;
-        times.exposed += exposed;
-        n = images.size(0);
-        lossValue += loss.item<double>() / double(micro.size());
-        tally.lossSum += loss.detach().to(torch::kDouble) * double(n);
-        tally.correct += out.argmax(1).eq(labels).sum();
-        tally.seen += n;
-    }
+    const double lossValue = forwardBackward(micro, times, tally, &n);
     const auto backwardEnd = Clock::now();
     // The gradients' norm is queued before the optimizer step changes nothing it reads, and
     // read with the loss: one wait for the device per step. One multi-tensor norm: on a GPU
@@ -714,6 +677,56 @@ std::optional<int> TrainingRun::trainStep(
             measured.gradSquared, measured.traceSigma, measured.samples, m_config.baseBatch, m_scale);
     }
     return std::nullopt;
+}
+
+// Forward and backward of this rank's micro-batches, the reducer prepared for the last only
+// (DDP's no_sync() before it), so that its backward all-reduces the summed gradients. Adds
+// their times to `times` and their loss and hits to `tally`; returns their mean loss, and the
+// images of one in `imagesPerBatch`.
+double TrainingRun::forwardBackward(
+    const std::vector<Batch> &micro, StepTimes &times, EpochTally &tally, std::int64_t *imagesPerBatch)
+{
+    const bool bf16 = m_config.precision == "bf16";
+    double lossValue = 0;
+    for (std::size_t i = 0; i < micro.size(); ++i) {
+        const bool last = i + 1 == micro.size();
+        const auto forwardStart = Clock::now();
+        // The same tensors on the CPU; asynchronous copies from pinned memory on a GPU.
+        const auto images = micro[i].images.to(m_device, /*non_blocking=*/true);
+        const auto labels = micro[i].labels.to(m_device, /*non_blocking=*/true);
+        const auto x = m_config.channelsLast ? images.contiguous(m_memoryFormat) : images;
+        torch::manual_seed(microBatchSeed(m_config.seed, m_step, m_slots[i]));
+        // Only the last micro-batch's backward all-reduces (DDP's no_sync before it).
+        if (m_parallel && last)
+            m_parallel->beforeForward();
+        torch::Tensor out, loss;
+        {
+            AutocastScope autocast(bf16, m_device);
+            out = m_net.forward(x);
+            loss = torch::nn::functional::cross_entropy(out.to(torch::kFloat), labels,
+                torch::nn::functional::CrossEntropyFuncOptions().label_smoothing(m_config.labelSmoothing));
+        }
+        const auto forwardEnd = Clock::now();
+        if (m_parallel && last)
+            m_parallel->beforeBackward();
+        (m_lossScale == 1.0 ? loss : loss * m_lossScale).backward();
+        const auto backwardEnd = Clock::now();
+        // Backward's compute ends with its last gradient; the rest is all-reduce it did not hide.
+        const auto lastGradientAt = Clock::time_point(Clock::duration(m_lastGradient.load()));
+        const bool overlapped
+            = m_parallel && last && lastGradientAt > forwardEnd && lastGradientAt <= backwardEnd;
+        const double exposed
+            = overlapped ? std::chrono::duration<double>(backwardEnd - lastGradientAt).count() : 0.0;
+        times.forward += std::chrono::duration<double>(forwardEnd - forwardStart).count();
+        times.backward += std::chrono::duration<double>(backwardEnd - forwardEnd).count() - exposed;
+        times.exposed += exposed;
+        *imagesPerBatch = images.size(0);
+        lossValue += loss.item<double>() / double(micro.size());
+        tally.lossSum += loss.detach().to(torch::kDouble) * double(*imagesPerBatch);
+        tally.correct += out.argmax(1).eq(labels).sum();
+        tally.seen += *imagesPerBatch;
+    }
+    return lossValue;
 }
 
 // Train statistics over all ranks, then the test split, each image exactly once, and every
