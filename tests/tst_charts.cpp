@@ -1,25 +1,29 @@
 // The live charts: what is drawn for smoothing, log scale and x-axis modes, per-pixel
 // downsampling, hover read-outs, legend toggles, export, and the cross-thread feed.
 #include "chart_feed.h"
-#include "verify_ok.h"
 #include "downsample.h"
 #include "journal.h"
 #include "metric_chart.h"
+#include "run_plot.h"
 #include "study_charts.h"
 #include "study_results.h"
+#include "verify_ok.h"
 
 #include <QAbstractAxis>
+#include <QCategoryAxis>
 #include <QChart>
 #include <QChartView>
 #include <QCheckBox>
 #include <QFile>
+#include <QGraphicsPathItem>
 #include <QImage>
 #include <QLegend>
 #include <QLegendMarker>
 #include <QLineSeries>
-#include <QCategoryAxis>
+#include <QPen>
 #include <QSignalSpy>
 #include <QSvgRenderer>
+#include <QTabWidget>
 #include <QTemporaryDir>
 #include <QTest>
 #include <QValueAxis>
@@ -28,6 +32,7 @@
 #include <cmath>
 #include <random>
 #include <thread>
+#include <tuple>
 
 using namespace scalelab;
 using app::MetricChart;
@@ -605,6 +610,117 @@ private Q_SLOTS:
         QVERIFY(loss->bandPath(mean.loss()).isEmpty());
         QVERIFY(loss->isSeriesVisible(r01));
         QTRY_VERIFY(legendShows(r01));
+    }
+
+    // An elastic run that shrank and grew back (issue 55): every chart of the study marks,
+    // dashed, where each attempt on another size starts ("→ 1 worker"), on each x axis,
+    // with the reason on hover; the attempt's legend says its size.
+    void studyChartsMarkWhereARunChangedSize()
+    {
+        QTemporaryDir dir;
+        core::Journal journal;
+        VERIFY_OK(journal.open(dir.filePath(QStringLiteral("journal.sqlite"))));
+        core::RunResult run;
+        run.runId = QStringLiteral("st-r02");
+        run.config.workers = 2;
+        run.config.minWorkers = 1;
+        run.config.epochs = 3;
+        const QString shrank = QStringLiteral("shrank from 2 to 1 of 2 workers: a:2 is gone");
+        const QString grew = QStringLiteral("grew from 1 to 2 of 2 workers: capacity returned");
+        // Attempt, its size, why it has it, the epoch it resumed after; 10 steps an epoch, 1 s a step.
+        const std::tuple<int, int, QString, int> attempts[]
+            = { { 1, 2, QString(), 0 }, { 2, 1, shrank, 1 }, { 3, 2, grew, 2 } };
+        for (const auto &[number, world, resize, resumed] : attempts) {
+            core::AttemptRecord attempt;
+            attempt.attempt = number;
+            attempt.agents = { QStringLiteral("a:1") };
+            attempt.worldSize = world;
+            attempt.resize = resize;
+            attempt.resumedFromEpoch = resumed;
+            run.attempts << attempt;
+            std::vector<v1::RunEvent> events;
+            v1::RunEvent started;
+            started.set_seq(1);
+            started.mutable_started()->set_steps_per_epoch(10);
+            started.mutable_started()->set_resumed_from_epoch(resumed);
+            events.push_back(started);
+            for (int step = resumed * 10 + 1; step <= (resumed + 1) * 10; ++step) {
+                v1::RunEvent e;
+                e.set_seq(qint64(events.size()) + 1);
+                auto *s = e.mutable_step();
+                s->set_step(step);
+                s->set_epoch(resumed + 1);
+                s->set_loss(2.0 - step * 0.05);
+                s->set_elapsed_seconds(step - resumed * 10);
+                s->set_images_per_second(world * 100);
+                s->set_learning_rate(0.1);
+                s->set_grad_norm(1);
+                s->set_step_seconds(0.5);
+                events.push_back(e);
+            }
+            v1::RunEvent epoch;
+            epoch.set_seq(qint64(events.size()) + 1);
+            epoch.mutable_epoch()->set_epoch(resumed + 1);
+            epoch.mutable_epoch()->set_test_accuracy(0.3);
+            epoch.mutable_epoch()->set_elapsed_seconds(10);
+            events.push_back(epoch);
+            VERIFY_OK(journal.appendRunEvents(
+                QStringLiteral("st"), run.runId, number, QStringLiteral("a:1"), events));
+        }
+        core::StudySnapshot snapshot;
+        snapshot.runs << run;
+        app::StudyCharts charts;
+        charts.resize(1000, 600);
+        charts.show();
+        charts.update(snapshot, core::StudyResults {}, journal);
+        charts.update(snapshot, core::StudyResults {}, journal); // nothing new: marked once
+        const QList<std::pair<double, QString>> byStep { { 10, QStringLiteral("→ 1 worker") },
+            { 20, QStringLiteral("→ 2 workers") } };
+        // Every chart over time (not speedup and efficiency, which are against workers).
+        QList<MetricChart *> overTime { charts.lossChart(), charts.accuracyChart(),
+            charts.throughputChart() };
+        for (const char *name : { "studyStepTimeChart", "studyLearningRateChart", "studyGradNormChart" })
+            overTime << charts.findChild<MetricChart *>(QLatin1String(name));
+        for (MetricChart *chart : overTime) {
+            QVERIFY(chart);
+            chart->redraw();
+            QTRY_COMPARE(chart->shownVerticalMarkers(), byStep);
+        }
+        // Dashed, unlike an epoch's dotted boundary, and saying why on hover.
+        MetricChart *loss = charts.lossChart();
+        QStringList tips;
+        for (QGraphicsItem *item : loss->chart()->childItems())
+            if (auto *path = dynamic_cast<QGraphicsPathItem *>(item);
+                path && path->pen().style() == Qt::DashLine)
+                tips << path->toolTip();
+        QCOMPARE(tips.size(), 2);
+        QVERIFY2(tips.contains(shrank) && tips.contains(grew), qPrintable(tips.join(u'|')));
+        // By wall-clock: where the attempt before ended (10 s, then 20 s), as the lines continue.
+        loss->setXAxis(XAxis::WallClock);
+        loss->redraw();
+        QTRY_COMPARE(loss->shownVerticalMarkers(),
+            (QList<std::pair<double, QString>> { { 10, byStep[0].second }, { 20, byStep[1].second } }));
+        loss->setXAxis(XAxis::Step);
+        const QString second = app::RunLines { app::StudyCharts::attemptPrefix(run.runId, 2) }.loss();
+        QVERIFY2(loss->line(second)->name().endsWith(
+                     QLatin1String("attempt 2 on 1 worker (resumed after epoch 1)")),
+            qPrintable(loss->line(second)->name()));
+        const QString first = app::RunLines { app::StudyCharts::attemptPrefix(run.runId, 1) }.loss();
+        QCOMPARE(loss->line(first)->name(), QStringLiteral("r02 · 1–2 workers"));
+        if (const QString shots = qEnvironmentVariable("SCALELAB_SCREENSHOT_DIR"); !shots.isEmpty()) {
+            charts.tabs()->setCurrentWidget(charts.throughputChart());
+            charts.throughputChart()->redraw();
+            QTest::qWait(2 * MetricChart::kRedrawIntervalMs);
+            QVERIFY(charts.grab().save(shots + QStringLiteral("/elastic_throughput.png"))); // to look at
+            charts.tabs()->setCurrentWidget(loss);
+            loss->redraw();
+            QTest::qWait(2 * MetricChart::kRedrawIntervalMs);
+            QVERIFY(charts.grab().save(shots + QStringLiteral("/elastic_loss.png")));
+        }
+        // The run's lines removed: their markers go with them.
+        charts.clear();
+        loss->redraw();
+        QVERIFY(loss->shownVerticalMarkers().isEmpty());
     }
 
     void redrawBoundsLinesByThePlotWidth()

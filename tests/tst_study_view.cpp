@@ -12,8 +12,11 @@
 #include "parallel_coordinates.h"
 #include "run_details.h"
 #include "run_plot.h"
+#include "runs_table.h"
 #include "scaling_panel.h"
 #include "study_charts.h"
+#include "study_plan.h"
+#include "study_results.h"
 #include "study_view.h"
 #include "tune_charts.h"
 #include "tune_plan.h"
@@ -95,6 +98,130 @@ private Q_SLOTS:
         for (int row = 0; row < view.runsTable()->rowCount(); ++row)
             infeasible = infeasible || cell(view.runsTable(), row, app::StudyView::StateCol) == QLatin1String("INFEASIBLE");
         QVERIFY(infeasible);
+    }
+
+    // The workers field takes torchrun's MIN:MAX for an elastic run (issue 55), written to the
+    // plan as grid.workerRanges and shown back as it was typed; a bad range is refused in the
+    // form's words. Accumulation steps are a grid axis beside it.
+    void designerTakesElasticRanges()
+    {
+        app::StudyView view;
+        view.setAgents({ m_fixture.endpoint() });
+        auto *workers = view.findChild<QLineEdit *>(QStringLiteral("workers"));
+        auto *accumulation = view.findChild<QLineEdit *>(QStringLiteral("accumulationSteps"));
+        QVERIFY(workers && accumulation);
+        QVERIFY(view.findChildren<QLineEdit *>().at(2) == workers); // where the other tests find it
+        workers->setText(QStringLiteral("1, 2:4"));
+        accumulation->setText(QStringLiteral("1, 2"));
+        QStringList problems;
+        v1::StudyPlan plan = view.planFromForm(&problems);
+        QVERIFY2(problems.isEmpty(), qPrintable(problems.join(u'\n')));
+        QCOMPARE(plan.grid().workers_size(), 1);
+        QCOMPARE(plan.grid().workers(0), 1);
+        QCOMPARE(plan.grid().worker_ranges_size(), 1);
+        QCOMPARE(plan.grid().worker_ranges(0).min(), 2);
+        QCOMPARE(plan.grid().worker_ranges(0).max(), 4);
+        QCOMPARE(plan.grid().accumulation_steps_size(), 2);
+        QCOMPARE(plan.grid().accumulation_steps(1), 2);
+        // The preview: the elastic runs' sizes in the Workers column, shown for such a plan.
+        QVERIFY(!view.runsTable()->isColumnHidden(app::StudyView::WorkersCol));
+        QStringList sizes;
+        for (int row = 0; row < view.runsTable()->rowCount(); ++row)
+            sizes << cell(view.runsTable(), row, app::StudyView::WorkersCol);
+        QVERIFY2(sizes.contains(QStringLiteral("2–4")) && sizes.contains(QStringLiteral("1")),
+            qPrintable(sizes.join(u'|')));
+        // Loaded back (through the plan file's JSON, as a saved plan is): as typed.
+        const auto reread = core::parsePlanJson(core::planToJson(plan));
+        QVERIFY(reread.ok());
+        view.setForm(*reread);
+        QCOMPARE(workers->text(), QStringLiteral("1, 2:4"));
+        QCOMPARE(accumulation->text(), QStringLiteral("1, 2"));
+        // A plan without the axis leaves the field empty, saying what that means.
+        v1::StudyPlan trained = plan;
+        trained.mutable_grid()->clear_accumulation_steps();
+        trained.mutable_training()->set_accumulation_steps(4);
+        view.setForm(trained);
+        QVERIFY(accumulation->text().isEmpty());
+        QVERIFY2(accumulation->placeholderText().startsWith(QLatin1String("4 ")),
+            qPrintable(accumulation->placeholderText()));
+        QCOMPARE(view.planFromForm(&problems).grid().accumulation_steps_size(), 0);
+        // Bad ranges, in the form's words, the field marked; no fixed-size run slips through.
+        const std::pair<const char *, const char *> bad[]
+            = { { "0:2", "the elastic range '0:2' must have 1 <= MIN < MAX" },
+                  { "3:3", "the elastic range '3:3' must have 1 <= MIN < MAX" },
+                  { "4:2", "the elastic range '4:2' must have 1 <= MIN < MAX" },
+                  { "2:x", "'2:x' is neither a whole number nor an elastic range MIN:MAX" } };
+        for (const auto &[typed, said] : bad) {
+            workers->setText(QString::fromLatin1(typed));
+            const QString text = view.problemsLabel()->text();
+            QVERIFY2(text.contains(QLatin1String("Workers: ") + QLatin1String(said)), qPrintable(text));
+            QVERIFY(workers->styleSheet().contains(QLatin1String("border")));
+            problems.clear();
+            const v1::StudyPlan refused = view.planFromForm(&problems);
+            QCOMPARE(refused.grid().worker_ranges_size() + refused.grid().workers_size(), 0);
+        }
+        accumulation->setText(QStringLiteral("0"));
+        QVERIFY2(view.problemsLabel()->text().contains(
+                     QLatin1String("Accumulation steps (value 1): must be between 1")),
+            qPrintable(view.problemsLabel()->text()));
+    }
+
+    // The runs table's Workers column (issue 55): shown while the study has an elastic run,
+    // its range until it changes size, then the sizes it trained at, and why in its tooltip.
+    void runsTableShowsTheSizesOfAnElasticRun()
+    {
+        core::StudySnapshot s;
+        core::RunResult fixed;
+        fixed.runId = QStringLiteral("st-r01");
+        fixed.config.workers = 2;
+        core::RunResult elastic = fixed;
+        elastic.runId = QStringLiteral("st-r02");
+        elastic.config.minWorkers = 1;
+        core::RunResult resized = elastic;
+        resized.runId = QStringLiteral("st-r03");
+        const auto attempt = [](int number, int world, const QString &resize) {
+            core::AttemptRecord a;
+            a.attempt = number;
+            a.worldSize = world;
+            a.resize = resize;
+            return a;
+        };
+        resized.attempts = { attempt(1, 2, {}), attempt(2, 1, QStringLiteral("shrank: a host is gone")),
+            attempt(3, 2, QStringLiteral("grew back: capacity returned")) };
+        s.runs = { fixed };
+        app::RunsTable runs;
+        const auto noProgress = [](const QString &) { return std::optional<core::ProgressView>(); };
+        runs.showStudy(s, core::computeStudyResults(s), QStringLiteral("st"), noProgress);
+        QVERIFY(runs.table()->isColumnHidden(app::StudyView::WorkersCol)); // the configuration says it
+        s.runs = { fixed, elastic, resized };
+        runs.showStudy(s, core::computeStudyResults(s), QStringLiteral("st"), noProgress);
+        QVERIFY(!runs.table()->isColumnHidden(app::StudyView::WorkersCol));
+        QCOMPARE(cell(runs.table(), 0, app::StudyView::WorkersCol), QStringLiteral("2"));
+        QCOMPARE(cell(runs.table(), 1, app::StudyView::WorkersCol), QStringLiteral("1–2"));
+        QCOMPARE(cell(runs.table(), 2, app::StudyView::WorkersCol), QStringLiteral("2 → 1 → 2 workers"));
+        const QString tip = runs.table()->item(2, app::StudyView::WorkersCol)->toolTip();
+        QVERIFY2(tip.startsWith(QLatin1String("Elastic: goes on with as few as 1 of its 2 workers"))
+                && tip.contains(QLatin1String("Attempt 2: shrank: a host is gone."))
+                && tip.contains(QLatin1String("Attempt 3: grew back")),
+            qPrintable(tip));
+        QVERIFY2(cell(runs.table(), 1, app::StudyView::ConfigCol).startsWith(QStringLiteral("1–2 workers")),
+            qPrintable(cell(runs.table(), 1, app::StudyView::ConfigCol)));
+        // Hidden by the user, it stays hidden, and is remembered so.
+        runs.setColumnVisible(app::StudyView::WorkersCol, false);
+        runs.showStudy(s, core::computeStudyResults(s), QStringLiteral("st"), noProgress);
+        QVERIFY(runs.table()->isColumnHidden(app::StudyView::WorkersCol));
+        QSettings settings(m_fixture.path(QStringLiteral("workers-column.ini")), QSettings::IniFormat);
+        runs.saveColumns(settings);
+        QVERIFY(settings.value(QStringLiteral("study/hiddenColumns"))
+                    .toString()
+                    .contains(QLatin1String("workers")));
+        if (const QString dir = qEnvironmentVariable("SCALELAB_SCREENSHOT_DIR"); !dir.isEmpty()) {
+            runs.setColumnVisible(app::StudyView::WorkersCol, true);
+            runs.showStudy(s, core::computeStudyResults(s), QStringLiteral("st"), noProgress);
+            runs.table()->resize(1100, 200);
+            QVERIFY(test::showAndSettle(runs.table()));
+            runs.table()->grab().save(dir + QStringLiteral("/elastic_runs_table.png")); // to look at
+        }
     }
 
     // "Find…" runs the learning-rate range test on the agent, draws it as it arrives, and

@@ -176,8 +176,8 @@ RunDetails::RunDetails(const core::Journal &journal, const QString &runId,
     m_progress->setObjectName(QStringLiteral("runDetailsProgress"));
     m_progress->setRange(0, 1000);
     m_progress->setTextVisible(true);
-    m_attempts = new QTableWidget(0, 7);
-    m_attempts->setHorizontalHeaderLabels({ tr("Attempt"), tr("Agents"), tr("Outcome"),
+    m_attempts = new QTableWidget(0, 8);
+    m_attempts->setHorizontalHeaderLabels({ tr("Attempt"), tr("Agents"), tr("Workers"), tr("Outcome"),
         tr("Resumed after epoch"), tr("Started"), tr("Ended"), tr("Why it ended") });
     m_attempts->verticalHeader()->hide();
     m_attempts->horizontalHeader()->setStretchLastSection(true);
@@ -319,12 +319,19 @@ void RunDetails::refresh()
         const core::AttemptRecord &a = run.attempts[i];
         m_attempts->setItem(i, 0, readOnlyCell(QString::number(a.attempt)));
         m_attempts->setItem(i, 1, readOnlyCell(a.agents.join(QLatin1String(", "))));
-        m_attempts->setItem(i, 2, readOnlyCell(a.outcome));
-        m_attempts->setItem(i, 3,
+        // An elastic run's attempt on another size says so, and why in its tooltip.
+        QString size = a.worldSize > 0 ? QString::number(a.worldSize) : QString();
+        if (!a.resize.isEmpty())
+            size = tr("%1 (resized)").arg(size);
+        QTableWidgetItem *workers = readOnlyCell(size);
+        workers->setToolTip(a.resize);
+        m_attempts->setItem(i, 2, workers);
+        m_attempts->setItem(i, 3, readOnlyCell(a.outcome));
+        m_attempts->setItem(i, 4,
             readOnlyCell(a.resumedFromEpoch > 0 ? QString::number(a.resumedFromEpoch) : tr("fresh start")));
-        m_attempts->setItem(i, 4, readOnlyCell(timeOf(a.startedUnixMs)));
-        m_attempts->setItem(i, 5, readOnlyCell(timeOf(a.endedUnixMs)));
-        m_attempts->setItem(i, 6, readOnlyCell(a.reason));
+        m_attempts->setItem(i, 5, readOnlyCell(timeOf(a.startedUnixMs)));
+        m_attempts->setItem(i, 6, readOnlyCell(timeOf(a.endedUnixMs)));
+        m_attempts->setItem(i, 7, readOnlyCell(a.reason));
     }
     m_attempts->resizeColumnsToContents();
 

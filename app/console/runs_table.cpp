@@ -96,8 +96,8 @@ QString shortRunName(const QString &runId, const QString &studyId)
     return runId.startsWith(studyId + QLatin1Char('-')) ? runId.mid(studyId.size() + 1) : runId;
 }
 
-const char *const kRunColumnKeys[] = { "run", "configuration", "state", "progress", "accuracy", "images",
-    "speedup", "efficiency", "to-target", "noise", "attempt", "agents", "wall", "why" };
+const char *const kRunColumnKeys[] = { "run", "configuration", "state", "progress", "workers", "accuracy",
+    "images", "speedup", "efficiency", "to-target", "noise", "attempt", "agents", "wall", "why" };
 
 // The run's gradient noise scale (core's GradientNoise) in the runs table: B_simple, and
 // "past" where its global batch is 4× or more past it (goodput_model.h).
@@ -108,6 +108,34 @@ QString noiseText(const RunResult &r)
     const QString past = core::pastCriticalText(r.config.globalBatch(), r.noise.bSimple);
     return QString::number(r.noise.bSimple, 'f', 0)
         + (past.isEmpty() ? QString() : QStringLiteral(" · past"));
+}
+
+// The Workers column: the planned size ("2"), an elastic run's range ("1–2"), and once it
+// trained at another size, the sizes in order (core::elasticSizesText: "2 → 1 → 2 workers").
+QString workersText(const RunConfig &c, const QString &sizes)
+{
+    if (!sizes.isEmpty())
+        return sizes;
+    return c.elastic() ? QStringLiteral("%1–%2").arg(c.minWorkers).arg(c.workers)
+                       : QString::number(c.workers);
+}
+
+// What an elastic run does, and why each of its attempts changed size.
+QString workersToolTip(const RunConfig &c, const QList<AttemptRecord> &attempts)
+{
+    if (!c.elastic())
+        return {};
+    QStringList lines { QObject::tr("Elastic: goes on with as few as %1 of its %2 workers when workers or "
+                                    "hosts are lost, at the same global batch of %3 (a step averages %4 "
+                                    "micro-batches), and grows back at a checkpoint when they return.")
+                            .arg(c.minWorkers)
+                            .arg(c.workers)
+                            .arg(c.globalBatch())
+                            .arg(c.batchesPerStep()) };
+    for (const AttemptRecord &a : attempts)
+        if (!a.resize.isEmpty())
+            lines << QObject::tr("Attempt %1: %2.").arg(a.attempt).arg(a.resize);
+    return lines.join(QLatin1Char('\n'));
 }
 
 QString noiseToolTip(const RunResult &r)
@@ -154,13 +182,14 @@ RunsTable::RunsTable(QObject *parent)
     m_table = new QTableWidget(0, V::RunColumnCount);
     m_table->setObjectName(QStringLiteral("runsTable"));
     m_table->setHorizontalHeaderLabels({ tr("Run"), tr("Configuration"), tr("State"), tr("Progress"),
-        tr("Test acc"), tr("img/s"), tr("Speedup"), tr("Efficiency"), tr("To target"), tr("B_simple"),
-        tr("Attempt"), tr("Agents"), tr("Wall s"), tr("Why") });
+        tr("Workers"), tr("Test acc"), tr("img/s"), tr("Speedup"), tr("Efficiency"), tr("To target"),
+        tr("B_simple"), tr("Attempt"), tr("Agents"), tr("Wall s"), tr("Why") });
     m_table->setItemDelegateForColumn(V::ProgressCol, new ProgressDelegate(kFractionRole, m_table));
     m_table->setSortingEnabled(true);
     m_table->sortByColumn(V::RunCol, Qt::AscendingOrder); // r01, r02, …: the plan's order
     for (int c : { V::AttemptCol, V::AgentsCol, V::WallCol })
         m_table->setColumnHidden(c, true);
+    hideFor(V::WorkersCol, true); // until a study or plan has an elastic run
     // Which columns show: right-click the header.
     m_table->horizontalHeader()->setContextMenuPolicy(Qt::CustomContextMenu);
     connect(
@@ -195,8 +224,12 @@ void RunsTable::showPlan(const QList<PlannedRun> &runs, const QList<Placement> &
     m_table->setSortingEnabled(false);
     m_table->setRowCount(int(runs.size()));
     QList<RunConfig> configs;
-    for (const auto &r : runs)
+    bool elastic = false;
+    for (const auto &r : runs) {
         configs << r.config;
+        elastic = elastic || r.config.elastic();
+    }
+    hideFor(V::WorkersCol, !elastic);
     const QStringList labels = distinguishingLabels(configs);
     for (int i = 0; i < runs.size(); ++i) {
         const Placement &p = placements[i];
@@ -209,6 +242,8 @@ void RunsTable::showPlan(const QList<PlannedRun> &runs, const QList<Placement> &
         row[V::ConfigCol].text = runs[i].trial ? paramsText(runs[i].params) : labels.value(i);
         row[V::ConfigCol].toolTip = runs[i].config.key();
         row[V::StateCol].text = p.infeasible ? tr("INFEASIBLE") : tr("planned");
+        row[V::WorkersCol].text = workersText(runs[i].config, {});
+        row[V::WorkersCol].toolTip = workersToolTip(runs[i].config, {});
         row[V::AgentsCol].text = where.join(QLatin1String(", "));
         // Where it would run, or why it cannot: in view, not in a hidden column.
         row[V::WhyCol].text = p.ok() ? tr("on %1").arg(where.join(QLatin1String(", "))) : p.reason;
@@ -224,8 +259,11 @@ void RunsTable::showStudy(
     m_table->setSortingEnabled(false);
     m_table->setRowCount(int(s.runs.size()));
     QList<RunConfig> configs;
-    for (const RunResult &r : s.runs)
+    bool elastic = false;
+    for (const RunResult &r : s.runs) {
         configs << r.config;
+        elastic = elastic || r.config.elastic();
+    }
     const QStringList labels = distinguishingLabels(configs, s.modelNames);
     for (int i = 0; i < s.runs.size(); ++i) {
         const RunResult &r = s.runs[i];
@@ -243,6 +281,8 @@ void RunsTable::showStudy(
         double fraction = 0;
         row[V::ProgressCol].text = progressText(r, live ? &*live : nullptr, &fraction);
         row[V::ProgressCol].fraction = fraction;
+        row[V::WorkersCol].text = workersText(r.config, elasticSizesText(r));
+        row[V::WorkersCol].toolTip = workersToolTip(r.config, r.attempts);
         row[V::AccuracyCol].text = pct(r.epochs.isEmpty() ? kNotMeasured : r.epochs.last().testAccuracy);
         row[V::ImagesCol].text = num(r.imagesPerSecond, 1); // core::runImagesPerSecond, as every report
         // Wall-clock compares runs that do the baseline's work; others by images/s, said so.
@@ -273,23 +313,29 @@ void RunsTable::showStudy(
         row[V::WhyCol].toolTip = r.stateReason;
         putRow(m_table, i, row);
     }
+    // Speedups need a baseline: a tune's table has none to show. Hidden for the tune
+    // only, so the user's own choice of columns comes back with the next study. Before the
+    // columns are sized: a hidden one is not.
+    for (int c : { V::SpeedupCol, V::EfficiencyCol, V::TargetCol })
+        hideFor(c, s.tune);
+    hideFor(V::WorkersCol, !elastic); // the configuration says a fixed size already
     m_table->setSortingEnabled(true);
     m_table->resizeColumnsToContents();
     // The configuration can be long: a third of the table at most, whole in its tooltip.
     m_table->setColumnWidth(
         V::ConfigCol, qMin(m_table->columnWidth(V::ConfigCol), qMax(160, m_table->width() / 3)));
     m_table->setColumnWidth(V::ProgressCol, qMax(m_table->columnWidth(V::ProgressCol), 120));
-    // Speedups need a baseline: a tune's table has none to show. Hidden for the tune
-    // only, so the user's own choice of columns comes back with the next study.
-    for (int c : { V::SpeedupCol, V::EfficiencyCol, V::TargetCol }) {
-        if (s.tune && !m_table->isColumnHidden(c)) {
-            m_table->setColumnHidden(c, true);
-            m_hiddenForTune.insert(c);
-        } else if (!s.tune && m_hiddenForTune.remove(c)) {
-            m_table->setColumnHidden(c, false);
-        }
-    }
     applyFilter();
+}
+
+void RunsTable::hideFor(int column, bool hide)
+{
+    if (hide && !m_table->isColumnHidden(column)) {
+        m_table->setColumnHidden(column, true);
+        m_hiddenFor.insert(column);
+    } else if (!hide && m_hiddenFor.remove(column)) {
+        m_table->setColumnHidden(column, false);
+    }
 }
 
 void RunsTable::applyFilter()
@@ -331,6 +377,7 @@ void RunsTable::setColumnVisible(int column, bool visible)
     if (column <= V::RunCol || column >= V::RunColumnCount)
         return; // the run's name always shows
     m_table->setColumnHidden(column, !visible);
+    m_hiddenFor.remove(column); // the user's choice from now on
     m_frozen->sync();
 }
 
@@ -338,7 +385,7 @@ void RunsTable::saveColumns(QSettings &settings) const
 {
     QStringList hidden;
     for (int c = V::ConfigCol; c < V::RunColumnCount; ++c)
-        if (m_table->isColumnHidden(c) && !m_hiddenForTune.contains(c))
+        if (m_table->isColumnHidden(c) && !m_hiddenFor.contains(c))
             hidden << QLatin1String(kRunColumnKeys[c]);
     settings.setValue(
         QStringLiteral("study/hiddenColumns"), hidden.isEmpty() ? QStringLiteral("none") : hidden.join(u','));

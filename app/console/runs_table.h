@@ -58,7 +58,8 @@ public:
     // next showStudy().
     void showPlan(const QList<core::PlannedRun> &runs, const QList<core::Placement> &placements);
     // The runs of study `studyId` as `s` has them, sorted, sized, filtered; a tune's table
-    // hides the speedup columns until a study that is not a tune is shown.
+    // hides the speedup columns until a study that is not a tune is shown, and the Workers
+    // column shows while a study (or a plan) has an elastic run.
     void showStudy(const core::StudySnapshot &s, const core::StudyResults &results, const QString &studyId,
         const LiveProgress &progress);
     // Hides the rows neither filter lets through.
@@ -77,7 +78,11 @@ private:
     FrozenColumns *m_frozen = nullptr;
     QLineEdit *m_filter = nullptr;
     QComboBox *m_stateFilter = nullptr;
-    QSet<int> m_hiddenForTune; // columns hidden because a tune is shown
+    // Hides `column` while `hide` (a tune's speedups, the workers of a study without an
+    // elastic run) and gives it back after, unless the user hid it too.
+    void hideFor(int column, bool hide);
+
+    QSet<int> m_hiddenFor; // columns hidden because of what is shown (hideFor), not by the user
 };
 
 } // namespace scalelab::app

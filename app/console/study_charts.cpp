@@ -140,8 +140,11 @@ QString StudyCharts::attemptPrefix(const QString &runId, int attempt)
 QString StudyCharts::runLabel(const core::RunResult &run)
 {
     const QString shortId = run.runId.section(QLatin1Char('-'), -1); // "r03"
-    return run.config.baseline ? tr("%1 baseline").arg(shortId)
-                               : tr("%1 · %2 workers").arg(shortId).arg(run.config.workers);
+    if (run.config.baseline)
+        return tr("%1 baseline").arg(shortId);
+    return run.config.elastic()
+        ? tr("%1 · %2–%3 workers").arg(shortId).arg(run.config.minWorkers).arg(run.config.workers)
+        : tr("%1 · %2 workers").arg(shortId).arg(run.config.workers);
 }
 
 QString StudyCharts::repeatsPrefix(const QString &configKey)
@@ -190,6 +193,13 @@ void StudyCharts::update(
                 feed.label = attempt.attempt > 1
                     ? tr("%1 · attempt %2").arg(runLabel(run)).arg(attempt.attempt)
                     : runLabel(run);
+                // An elastic run's attempt on another size: its legend says it, its start is marked.
+                if (!attempt.resize.isEmpty() && attempt.worldSize > 0) {
+                    feed.plot.resizedTo = attempt.worldSize;
+                    feed.plot.resizeReason = attempt.resize;
+                    feed.label += attempt.worldSize == 1 ? tr(" on 1 worker")
+                                                         : tr(" on %1 workers").arg(attempt.worldSize);
+                }
             }
             feedAttempt(feed, journal, run.runId, attempt.attempt);
             earlierSeconds = feed.plot.secondsOffset + feed.plot.lastSeconds;

@@ -25,10 +25,10 @@ namespace {
 using namespace scalelab::core;
 
 // "2, 4" → {2, 4}; every entry that is not a number is a problem named by field.
-template <typename T> QList<T> parseList(const QLineEdit *edit, const QString &field, QStringList *problems)
+template <typename T> QList<T> parseList(const QString &list, const QString &field, QStringList *problems)
 {
     QList<T> values;
-    for (const QString &part : edit->text().split(QLatin1Char(','), Qt::SkipEmptyParts)) {
+    for (const QString &part : list.split(QLatin1Char(','), Qt::SkipEmptyParts)) {
         bool ok = false;
         const QString text = part.trimmed();
         const double v = text.toDouble(&ok);
@@ -42,6 +42,53 @@ template <typename T> QList<T> parseList(const QLineEdit *edit, const QString &f
         values << T(v);
     }
     return values;
+}
+
+template <typename T> QList<T> parseList(const QLineEdit *edit, const QString &field, QStringList *problems)
+{
+    return parseList<T>(edit->text(), field, problems);
+}
+
+// "1, 2:4" → fixed sizes {1} and elastic ranges {(2, 4)} (MIN:MAX, as torchrun's --nnodes); a
+// range that is not 1 <= MIN < MAX <= the most workers is a problem in the form's words.
+void parseWorkers(const QLineEdit *edit, const QString &field, v1::StudyGrid *grid, QStringList *problems)
+{
+    for (const QString &part : edit->text().split(QLatin1Char(','), Qt::SkipEmptyParts)) {
+        const QString text = part.trimmed();
+        if (!text.contains(QLatin1Char(':'))) {
+            for (int v : parseList<int>(text, field, problems))
+                grid->add_workers(v);
+            continue;
+        }
+        const QStringList ends = text.split(QLatin1Char(':'));
+        bool minOk = false, maxOk = false;
+        const int min = ends.size() == 2 ? ends[0].trimmed().toInt(&minOk) : 0;
+        const int max = ends.size() == 2 ? ends[1].trimmed().toInt(&maxOk) : 0;
+        if (!minOk || !maxOk)
+            *problems << QStringLiteral("%1: '%2' is neither a whole number nor an elastic range MIN:MAX")
+                             .arg(field, text);
+        else if (min < 1 || min >= max || max > rules::kMaxWorkers)
+            *problems << QStringLiteral("%1: the elastic range '%2' must have 1 <= MIN < MAX <= %3 (MIN: the "
+                                        "fewest workers it goes on with, MAX: its planned size)")
+                             .arg(field, text)
+                             .arg(rules::kMaxWorkers);
+        else {
+            auto *range = grid->add_worker_ranges();
+            range->set_min(min);
+            range->set_max(max);
+        }
+    }
+}
+
+// The grid's workers as the form writes them: fixed sizes, then elastic ranges ("1, 2:4").
+QString workersText(const v1::StudyGrid &grid)
+{
+    QStringList parts;
+    for (int w : grid.workers())
+        parts << QString::number(w);
+    for (const auto &r : grid.worker_ranges())
+        parts << QStringLiteral("%1:%2").arg(r.min()).arg(r.max());
+    return parts.join(QLatin1String(", "));
 }
 
 QStringList parseWords(const QLineEdit *edit)
@@ -93,9 +140,16 @@ StudyDesigner::StudyDesigner(QWidget *parent)
     m_baseline->setChecked(true);
     form->addRow(tr("Baseline"), m_baseline);
     connect(m_baseline, &QCheckBox::toggled, this, &StudyDesigner::changed);
-    m_workers
-        = line(tr("Workers"), QStringLiteral("2"), tr("Distributed runs: comma-separated worker counts"));
+    m_workers = line(tr("Workers"), QStringLiteral("2"),
+        tr("Distributed runs: comma-separated worker counts. MIN:MAX (as torchrun's --nnodes) is an elastic "
+           "run: it goes on with as few as MIN workers when workers or hosts are lost, at the same global "
+           "batch, and grows back to MAX at a checkpoint when they return."));
+    m_workers->setObjectName(QStringLiteral("workers"));
     m_batch = line(tr("Batch per worker"), QStringLiteral("64"), tr("Comma-separated"));
+    m_accumulation = line(tr("Accumulation steps"), QString(),
+        tr("Gradient accumulation: micro-batches each worker adds up before a step's one all-reduce (global "
+           "batch = workers × batch × steps); comma-separated, a run of each"));
+    m_accumulation->setObjectName(QStringLiteral("accumulationSteps"));
     m_epochs = line(tr("Epochs"), QStringLiteral("2"), tr("Comma-separated"));
     m_gpus = line(tr("GPUs per worker"), QStringLiteral("0"), tr("0 = CPU; 0.5 = two workers share a GPU"));
     m_threads
@@ -209,11 +263,13 @@ StudyDesigner::StudyDesigner(QWidget *parent)
         connect(s, &QSpinBox::valueChanged, this, &StudyDesigner::changed);
     // What an empty list means, as the plan's defaults say.
     m_gpus->setPlaceholderText(tr("0 (CPU)"));
+    m_accumulation->setPlaceholderText(tr("1 (none)"));
     m_threads->setPlaceholderText(tr("0 (cores / ranks)"));
     m_fields = { { QStringLiteral("name"), tr("Name"), m_name },
         { QStringLiteral("dataset"), tr("Data set"), m_dataset },
         { QStringLiteral("grid.workers"), tr("Workers"), m_workers },
         { QStringLiteral("grid.batchSize"), tr("Batch per worker"), m_batch },
+        { QStringLiteral("grid.accumulationSteps"), tr("Accumulation steps"), m_accumulation },
         { QStringLiteral("grid.epochs"), tr("Epochs"), m_epochs },
         { QStringLiteral("grid.gpusPerWorker"), tr("GPUs per worker"), m_gpus },
         { QStringLiteral("grid.threadsPerWorker"), tr("Threads per worker"), m_threads },
@@ -332,10 +388,11 @@ v1::StudyPlan StudyDesigner::planFromForm(QStringList *problems) const
     plan.mutable_baseline()->set_skip(tune || !m_baseline->isChecked());
     v1::StudyGrid ignored;
     auto *g = tune ? &ignored : plan.mutable_grid();
-    for (int v : parseList<int>(m_workers, tr("Workers"), problems))
-        g->add_workers(v);
+    parseWorkers(m_workers, tr("Workers"), g, problems);
     for (int v : parseList<int>(m_batch, tr("Batch per worker"), problems))
         g->add_batch_size(v);
+    for (int v : parseList<int>(m_accumulation, tr("Accumulation steps"), problems))
+        g->add_accumulation_steps(v);
     for (int v : parseList<int>(m_epochs, tr("Epochs"), problems))
         g->add_epochs(v);
     for (double v : parseList<double>(m_gpus, tr("GPUs per worker"), problems))
@@ -425,8 +482,13 @@ void StudyDesigner::setForm(const v1::StudyPlan &plan)
     m_name->setText(QString::fromStdString(plan.name()));
     m_dataset->setText(QString::fromStdString(plan.dataset()));
     m_baseline->setChecked(!plan.baseline().skip());
-    m_workers->setText(joinList(g.workers()));
+    m_workers->setText(workersText(g));
     m_batch->setText(joinList(g.batch_size()));
+    m_accumulation->setText(joinList(g.accumulation_steps()));
+    // Empty: the plan's training.accumulationSteps, else none.
+    const int trained = std::max(1, plan.training().accumulation_steps());
+    m_accumulation->setPlaceholderText(
+        trained > 1 ? tr("%1 (the plan's training)").arg(trained) : tr("1 (none)"));
     m_epochs->setText(joinList(g.epochs()));
     m_gpus->setText(joinList(g.gpus_per_worker()));
     m_threads->setText(joinList(g.threads_per_worker()));
@@ -466,8 +528,8 @@ void StudyDesigner::setForm(const v1::StudyPlan &plan)
     const QString tuneNote
         = tr("A tune: its trials are drawn from the plan's search space (load another plan to "
              "design a grid)");
-    for (QWidget *w : std::initializer_list<QWidget *> { m_baseline, m_workers, m_batch, m_epochs, m_gpus,
-             m_threads, m_precision, m_lrRule, m_repeats, m_repeatSeeds, m_lr }) {
+    for (QWidget *w : std::initializer_list<QWidget *> { m_baseline, m_workers, m_batch, m_accumulation,
+             m_epochs, m_gpus, m_threads, m_precision, m_lrRule, m_repeats, m_repeatSeeds, m_lr }) {
         w->setEnabled(!plan.has_tune());
         w->setToolTip(plan.has_tune() ? tuneNote : QString());
     }

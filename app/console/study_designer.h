@@ -81,8 +81,9 @@ private:
     QComboBox *m_datasetPick = nullptr; // the data sets the agents have
     QLabel *m_datasetNote = nullptr; // SYNTHETIC, or on no agent
     QCheckBox *m_baseline = nullptr;
-    QLineEdit *m_workers = nullptr;
+    QLineEdit *m_workers = nullptr; // fixed sizes and elastic MIN:MAX ranges (grid.workerRanges)
     QLineEdit *m_batch = nullptr;
+    QLineEdit *m_accumulation = nullptr; // grid.accumulationSteps; empty: the training's, else 1
     QLineEdit *m_epochs = nullptr;
     QLineEdit *m_gpus = nullptr;
     QLineEdit *m_threads = nullptr;

@@ -40,12 +40,14 @@ class StudyView : public QWidget {
 public:
     // The runs table's columns. The identifying ones (run, configuration) stay in place
     // when the table scrolls sideways; attempt, agents and wall time are hidden until
-    // chosen (right-click the header), and the choice is remembered.
+    // chosen (right-click the header), and the choice is remembered; workers shows while
+    // the study has an elastic run.
     enum RunColumn {
         RunCol,
         ConfigCol,
         StateCol,
         ProgressCol,
+        WorkersCol, // the planned size ("2"), an elastic run's range ("1–2"), the sizes it trained at
         AccuracyCol,
         ImagesCol,
         SpeedupCol,

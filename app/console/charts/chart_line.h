@@ -40,6 +40,14 @@ struct SeriesStyle {
     bool smoothable = true; // smoothing applies to this series
 };
 
+// How a vertical marker looks: dotted, for a boundary the run passes (an epoch's end, a
+// phase, a run's start and end); dashed and stronger, for a change to the run itself (an
+// elastic run's new size). `toolTip` says more than the short label does, on hover.
+struct MarkerStyle {
+    Qt::PenStyle pen = Qt::DotLine;
+    QString toolTip;
+};
+
 // The legend entry of a series (none when the legend has no entry for it).
 QLegendMarker *markerOf(QChart *chart, QAbstractSeries *series);
 

@@ -27,14 +27,16 @@ ChartOverlays::ChartOverlays(QChart *chart, QValueAxis *x, std::function<bool(co
     , m_lineHidden(std::move(lineHidden))
 { }
 
-void ChartOverlays::addVerticalMarker(
-    const QString &group, const MetricPoint &at, const QString &label, const QFont &font)
+void ChartOverlays::addVerticalMarker(const QString &group, const MetricPoint &at, const QString &label,
+    const QFont &font, const MarkerStyle &style)
 {
     VerticalMarker marker { group, at, new QGraphicsPathItem(m_chart),
-        new QGraphicsSimpleTextItem(label, m_chart), {}, {} };
+        new QGraphicsSimpleTextItem(label, m_chart), {}, {}, style.pen };
     QFont small = font;
     small.setPointSizeF(small.pointSizeF() * 0.8);
     marker.label->setFont(small);
+    marker.line->setToolTip(style.toolTip);
+    marker.label->setToolTip(style.toolTip);
     // Behind the lines, above the plot's background.
     marker.line->setZValue(1);
     marker.label->setZValue(1);
@@ -292,8 +294,10 @@ void ChartOverlays::applyPalette(const QColor &text)
     for (auto &m : m_markers) {
         if (m.span)
             continue; // a range bar keeps its point's colour
-        m.line->setPen(QPen(withAlpha(text, 0.35), 1, Qt::DotLine));
-        m.label->setBrush(withAlpha(text, 0.6));
+        // A dotted boundary stays in the background; a dashed change is read first.
+        const bool change = m.pen != Qt::DotLine;
+        m.line->setPen(QPen(withAlpha(text, change ? 0.6 : 0.35), change ? 1.3 : 1, m.pen));
+        m.label->setBrush(withAlpha(text, change ? 0.85 : 0.6));
     }
 }
 

@@ -1,7 +1,8 @@
 // What a MetricChart draws over and under its lines, apart from the lines themselves:
 // - vertical markers at points of the x axis (epoch boundaries, a run's start and end),
-//   dotted, in groups that are added and removed together, each with a short label at the
-//   top (a label that would overlap the one before it is left out);
+//   dotted (or dashed, for a change to the run: an elastic run's new size), in groups that
+//   are added and removed together, each with a short label at the top (a label that would
+//   overlap the one before it is left out);
 // - range bars: an I-beam from a low to a high y at a point (the slowest and fastest of
 //   its runs), in the point's colour, over the lines; removed with their group;
 // - bands: a translucent area from each point's low to its high along x (the spread of
@@ -21,6 +22,7 @@
 #pragma once
 
 #include "axis_policy.h"
+#include "chart_line.h"
 #include "metric_series.h"
 
 #include <QColor>
@@ -63,9 +65,9 @@ public:
     ChartOverlays &operator=(const ChartOverlays &) = delete;
 
     // A vertical line at `at`, labelled at the top in a smaller `font`, in `group`; styled by
-    // the next applyPalette().
-    void addVerticalMarker(
-        const QString &group, const MetricPoint &at, const QString &label, const QFont &font);
+    // the next applyPalette(), dotted or dashed as `style` says.
+    void addVerticalMarker(const QString &group, const MetricPoint &at, const QString &label,
+        const QFont &font, const MarkerStyle &style = {});
     // A vertical bar from `low` to `high` (y units) at `at`, with caps, in `color`.
     void addRangeBar(
         const QString &group, const MetricPoint &at, double low, double high, const QColor &color);
@@ -108,6 +110,7 @@ private:
         QGraphicsSimpleTextItem *label = nullptr; // none for a range bar
         std::optional<std::pair<double, double>> span; // a range bar's y span; none: full height
         QColor color; // a range bar's; markers take the palette's
+        Qt::PenStyle pen = Qt::DotLine; // a marker's
     };
     struct Band {
         std::vector<BandPoint> points;

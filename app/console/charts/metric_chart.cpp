@@ -128,9 +128,10 @@ OverlayFrame MetricChart::overlayFrame() const
     return { m_xAxis, m_logScale, m_smoothing, m_yAxis };
 }
 
-void MetricChart::addVerticalMarker(const QString &group, const MetricPoint &at, const QString &label)
+void MetricChart::addVerticalMarker(
+    const QString &group, const MetricPoint &at, const QString &label, const MarkerStyle &style)
 {
-    m_overlays->addVerticalMarker(group, at, label, font());
+    m_overlays->addVerticalMarker(group, at, label, font(), style);
     applyPalette();
     placeVerticalMarkers();
 }

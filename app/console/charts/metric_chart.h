@@ -5,8 +5,9 @@
 // - TensorBoard-style smoothing (debiased EMA, weight in [0, 0.999]) with the raw line
 //   kept faintly behind, and a logarithmic y axis;
 // - reference lines y = a·x + b (the ideal speedup or efficiency);
-// - vertical markers at points of the x axis (epoch boundaries, a run's start and end),
-//   in groups that are added and removed together, each with a short label at the top;
+// - vertical markers at points of the x axis (epoch boundaries, a run's start and end,
+//   dotted; an elastic run's change of size, dashed), in groups that are added and
+//   removed together, each with a short label at the top;
 // - hover read-out of the nearest sample; horizontal rubber-band zoom, double-click to
 //   reset; export as PNG or SVG (context menu or exportPng()/exportSvg()).
 // Redraws are coalesced: append() schedules one redraw within 40 ms, and a redraw
@@ -80,8 +81,10 @@ public:
     // A dashed line y = slope·x + intercept across the x range (e.g. ideal speedup).
     void setReferenceLine(const QString &label, double slope, double intercept);
 
-    // A vertical line at `at` (on each x axis it gives), labelled at the top, in `group`.
-    void addVerticalMarker(const QString &group, const MetricPoint &at, const QString &label);
+    // A vertical line at `at` (on each x axis it gives), labelled at the top, in `group`;
+    // dotted unless `style` says otherwise.
+    void addVerticalMarker(
+        const QString &group, const MetricPoint &at, const QString &label, const MarkerStyle &style = {});
     void removeVerticalMarkers(const QString &group);
     // Where markers are drawn now (x in the axis' units) and what they say, left to right.
     QList<std::pair<double, QString>> shownVerticalMarkers() const;

@@ -32,6 +32,16 @@ void addRunLines(const RunCharts &charts, const RunLines &lines, const QString &
     }
 }
 
+QList<MetricChart *> chartsOf(const RunCharts &charts)
+{
+    QList<MetricChart *> all;
+    for (MetricChart *chart : { charts.loss, charts.accuracy, charts.throughput, charts.learningRate,
+             charts.gradNorm, charts.stepTime })
+        if (chart)
+            all << chart;
+    return all;
+}
+
 void removeRunLines(const RunCharts &charts, const RunLines &lines)
 {
     charts.loss->removeSeries(lines.loss());
@@ -50,7 +60,31 @@ void removeRunLines(const RunCharts &charts, const RunLines &lines)
     charts.throughput->removeVerticalMarkers(lines.epochMarkers());
     charts.loss->removeVerticalMarkers(lines.phaseMarkers());
     charts.accuracy->removeVerticalMarkers(lines.phaseMarkers());
+    for (MetricChart *chart : chartsOf(charts))
+        chart->removeVerticalMarkers(lines.resizeMarkers());
 }
+
+namespace {
+
+// Where an attempt that changed the run's size starts: the step, epoch and seconds its line
+// resumes from, marked dashed on every chart.
+void markResize(const RunCharts &charts, const RunLines &lines, const RunPlotState &state)
+{
+    const double epoch = state.resumedFromEpoch;
+    double step = epoch * double(state.stepsPerEpoch);
+    if (epoch > 0 && state.stepsPerEpoch <= 0)
+        step = MetricPoint::kNone; // steps not known: not marked by step
+    const MetricPoint at = MetricPoint::timeline(step, epoch, state.secondsOffset, MetricPoint::kNone);
+    const QString label = state.resizedTo == 1
+        ? QCoreApplication::translate("RunPlot", "→ 1 worker")
+        : QCoreApplication::translate("RunPlot", "→ %1 workers").arg(state.resizedTo);
+    for (MetricChart *chart : chartsOf(charts)) {
+        chart->removeVerticalMarkers(lines.resizeMarkers()); // a repeated started event marks once
+        chart->addVerticalMarker(lines.resizeMarkers(), at, label, { Qt::DashLine, state.resizeReason });
+    }
+}
+
+} // namespace
 
 void plotRunEvent(
     const RunCharts &charts, const RunLines &lines, RunPlotState &state, const v1::RunEvent &event)
@@ -62,6 +96,8 @@ void plotRunEvent(
         state.epochs = event.started().effective().epochs();
         // On a GPU the work is queued: host-side times do not split a step (worker.proto).
         state.hostTimes = event.started().effective().gpus_per_worker() <= 0;
+        if (state.resizedTo > 0)
+            markResize(charts, lines, state);
     } else if (event.has_step()) {
         const auto &s = event.step();
         state.lastStep = s.step();

@@ -7,12 +7,16 @@
 // - a resumed attempt starts where its checkpoint left off, so its line begins at the
 //   resume point; seconds continue from the earlier attempts (secondsOffset);
 // - a fine-tuning run's phases: where the head-only epochs end, on the loss and accuracy
-//   charts.
+//   charts;
+// - an elastic run's changes of size: where an attempt on another number of workers than
+//   the one before it starts, a dashed marker on every chart ("→ 1 worker"), its reason
+//   in the marker's tooltip.
 #pragma once
 
 #include "scalelab/v1/agent.pb.h"
 
 #include <QColor>
+#include <QList>
 #include <QString>
 
 namespace scalelab::app {
@@ -42,6 +46,7 @@ struct RunLines {
     QString allReduceWait() const { return prefix + QStringLiteral("/wait"); }
     QString epochMarkers() const { return prefix + QStringLiteral("/epochs"); }
     QString phaseMarkers() const { return prefix + QStringLiteral("/phases"); }
+    QString resizeMarkers() const { return prefix + QStringLiteral("/resize"); }
 };
 
 // What the plotter remembers between events of one run attempt.
@@ -54,9 +59,15 @@ struct RunPlotState {
     int headEpochs = 0; // fine-tuning: the head trains alone for these epochs (Finetune)
     int epochs = 0;
     bool hostTimes = true; // step times split into compute and wait mean something (not on a GPU)
+    // An elastic run's attempt on another number of workers than the attempt before it: its
+    // size (0: the same) and why, in words (AttemptRecord::resize); marked at its start.
+    int resizedTo = 0;
+    QString resizeReason;
 };
 
 void addRunLines(const RunCharts &charts, const RunLines &lines, const QString &label, const QColor &color);
+// Every chart of `charts` that is given, the optional ones included.
+QList<MetricChart *> chartsOf(const RunCharts &charts);
 void removeRunLines(const RunCharts &charts, const RunLines &lines);
 // Appends what `event` measures; events without metrics only update `state`.
 void plotRunEvent(
