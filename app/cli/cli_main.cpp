@@ -34,7 +34,7 @@ Commands:
   gc         free disk space on an agent (and in the console's state) by retention rules
   study      durable scale-up studies: run PLAN, rerun REPORT, watch ID, list, show ID,
              predict ID, recommend ID, cancel ID, retry ID, continue ID, plan
-  report     export a study's report: report ID --format json|csv|html|pdf [-o FILE]
+  report     export a study's report: report ID --format json|csv|epoch-csv|html|pdf [-o FILE]
   export     a study's or run's data for other tools: export tensorboard STUDY_ID|RUN_ID DIR
   probe      the network between agents: all-reduce times of 2 ... N ranks on one host and
              across hosts, with the latency and bandwidth fitted to them
