@@ -6,6 +6,7 @@
 #include "verify_ok.h"
 
 #include <QFile>
+#include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QProcess>
@@ -134,6 +135,54 @@ private Q_SLOTS:
         // Not a terminal: plain lines with the progress in words, no cursor movement.
         QVERIFY2(!r.out.contains(QLatin1Char('\x1b')), qPrintable(r.out));
         QVERIFY2(r.out.contains(QLatin1String("epoch 1/1  step 1/2")), qPrintable(r.out));
+    }
+
+    // Issue 56 item 7: a run started with `scalelab-cli run` is in the journal of its state
+    // folder, as the console's Run tab runs are: `study show`, `report` and `export
+    // tensorboard` take its id (before, "no study or run … in journal.sqlite").
+    void cliRunIsJournaledForReportsAndExports()
+    {
+        const QString state = m_fixture.path(QStringLiteral("state-journaled"));
+        const auto r = runCli({ QStringLiteral("run"), QStringLiteral("--data-dir"), m_fixture.dataDir(),
+            QStringLiteral("--state-dir"), state, QStringLiteral("--synthetic"), QStringLiteral("--dataset"),
+            QStringLiteral("journaled"), QStringLiteral("--synthetic-train"), QStringLiteral("200"),
+            QStringLiteral("--synthetic-test"), QStringLiteral("100"), QStringLiteral("--model"),
+            QStringLiteral("mini-cnn"), QStringLiteral("--epochs"), QStringLiteral("2"),
+            QStringLiteral("--json") });
+        QVERIFY2(r.exitCode == 0, qPrintable(r.err + r.out));
+        const QString id = QJsonDocument::fromJson(r.out.trimmed().split(QLatin1Char('\n')).last().toUtf8())
+                               .object()
+                               .value(QLatin1String("run_id"))
+                               .toString();
+        QVERIFY2(id.startsWith(QLatin1String("run-")), qPrintable(r.out.right(500)));
+        const auto shown = runCli({ QStringLiteral("study"), QStringLiteral("show"), id,
+            QStringLiteral("--json"), QStringLiteral("--state-dir"), state });
+        QVERIFY2(shown.exitCode == 0, qPrintable(shown.err));
+        const QJsonObject run = QJsonDocument::fromJson(shown.out.toUtf8())
+                                    .object()
+                                    .value(QLatin1String("runs"))
+                                    .toArray()
+                                    .first()
+                                    .toObject();
+        QCOMPARE(run.value(QLatin1String("runId")).toString(), id);
+        QCOMPARE(run.value(QLatin1String("state")).toString(), QStringLiteral("SUCCEEDED"));
+        QVERIFY(run.value(QLatin1String("finalTestAccuracy")).toDouble() > 0);
+        const auto report = runCli({ QStringLiteral("report"), id, QStringLiteral("--format"),
+            QStringLiteral("json"), QStringLiteral("--state-dir"), state });
+        QVERIFY2(report.exitCode == 0, qPrintable(report.err));
+        QCOMPARE(QJsonDocument::fromJson(report.out.toUtf8())
+                     .object()
+                     .value(QLatin1String("runs"))
+                     .toArray()
+                     .size(),
+            1);
+        const auto exported = runCli({ QStringLiteral("export"), QStringLiteral("tensorboard"), id,
+            m_fixture.path(QStringLiteral("tb-journaled")), QStringLiteral("--state-dir"), state });
+        QVERIFY2(exported.exitCode == 0, qPrintable(exported.err + exported.out));
+        const auto missing = runCli({ QStringLiteral("report"), QStringLiteral("run-nothing"),
+            QStringLiteral("--state-dir"), state });
+        QCOMPARE(missing.exitCode, 2);
+        QVERIFY2(missing.err.contains(QLatin1String("no study or run run-nothing")), qPrintable(missing.err));
     }
 
     // `run --workers MIN:MAX` (issue 55 item 2): the agent has fewer free slots than 64 (one per

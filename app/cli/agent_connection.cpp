@@ -31,7 +31,11 @@ void addOneAgentOptions(QCommandLineParser &parser)
     parser.addOption({ QStringLiteral("data-dir"),
         QStringLiteral("Data folder for the local agent (ignored with --agent)."), QStringLiteral("dir") });
     parser.addOption({ QStringLiteral("state-dir"),
-        QStringLiteral("State folder for the local agent (ignored with --agent)."), QStringLiteral("dir") });
+        QStringLiteral(
+            "State folder: the journal (journal.sqlite) where `run` records its run, and the local "
+            "agent's state (default: the journal in $SCALELAB_STATE_DIR or ~/.local/share/scalelab, "
+            "the local agent's state where the agent keeps it)."),
+        QStringLiteral("dir") });
 }
 
 int connectAgent(const QCommandLineParser &parser, AgentConnection *connection)

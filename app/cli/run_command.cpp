@@ -8,12 +8,14 @@
 #include "progress_display.h"
 #include "tensorboard_output.h"
 
+#include "journal.h"
 #include "model_upload.h"
 #include "run_record.h"
 #include "run_request.h"
 #include "run_watch.h"
 
 #include <QDateTime>
+#include <QDir>
 #include <QFileInfo>
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -62,10 +64,21 @@ public:
         interrupts->onInterrupt([this](int) { stopRun(); });
     }
 
+    // Where the run is recorded (its events as they arrive, its end): a journal, or none.
+    void recordIn(Journal *journal, const QString &agent)
+    {
+        m_journal = journal;
+        m_agent = agent;
+    }
+
     int follow()
     {
         m_watch.start(1);
         QCoreApplication::exec();
+        const v1::RunState end = m_record.state();
+        if (m_journal && (end == v1::SUCCEEDED || end == v1::FAILED || end == v1::CANCELLED))
+            warnUnrecorded(m_journal->setSingleRunState(
+                m_record.runId(), m_record.state(), QDateTime::currentMSecsSinceEpoch()));
         return report();
     }
 
@@ -82,9 +95,21 @@ private:
             notice(QStringLiteral("scalelab-cli: could not stop run %1: %2").arg(id, stopped.error()));
     }
 
+    // The run goes on when its record cannot be written (a full disk, say): said once.
+    void warnUnrecorded(const Status &recorded)
+    {
+        if (recorded || m_warned)
+            return;
+        m_warned = true;
+        notice(QStringLiteral("scalelab-cli: warning: run %1 is no longer recorded in %2: %3")
+                   .arg(m_record.runId(), m_journal->path(), recorded.error()));
+    }
+
     void drain()
     {
         const std::vector<v1::RunEvent> events = m_watch.takeEvents();
+        if (m_journal)
+            warnUnrecorded(m_journal->appendRunEvents(QString(), m_record.runId(), 1, m_agent, events));
         m_tensorBoard->apply(m_record.runId(), 1, events);
         for (const auto &event : events) {
             m_record.apply(event);
@@ -251,6 +276,9 @@ private:
     }
 
     AgentClient *m_client; // the connection's: outlives the follower
+    Journal *m_journal = nullptr; // the run's record (runCommand's); none when it cannot be written
+    QString m_agent;
+    bool m_warned = false;
     RunWatch m_watch;
     RunRecord m_record;
     RunRequest m_request;
@@ -262,6 +290,29 @@ private:
     // On a terminal: the live progress line (none with --json, or when not a terminal).
     std::optional<ProgressDisplay> m_progress;
 };
+
+// The run in the journal of --state-dir (or the default state folder) as a single run.
+Status recordRun(const QCommandLineParser &parser, Journal *journal, const QString &runId,
+    const QString &agent, const RunRequest &request)
+{
+    const QString dir = parser.isSet(QStringLiteral("state-dir")) ? parser.value(QStringLiteral("state-dir"))
+                                                                  : defaultStateDir();
+    if (!QDir().mkpath(dir))
+        return Status::failure(QStringLiteral("cannot create %1").arg(dir));
+    if (const Status opened = journal->open(dir + QStringLiteral("/journal.sqlite")); !opened)
+        return opened;
+    SingleRunEntry entry;
+    entry.runId = runId;
+    entry.agent = agent;
+    entry.label = QStringLiteral("%1 worker%2 · b%3 · %4")
+                      .arg(request.workers)
+                      .arg(request.workers == 1 ? "" : "s")
+                      .arg(request.batchSize)
+                      .arg(request.dataset);
+    entry.launchedUnixMs = QDateTime::currentMSecsSinceEpoch();
+    entry.request = request.toStartWorkers(runId);
+    return journal->recordSingleRun(entry);
+}
 
 // `--workers MIN:MAX`: as many workers as the agent has free slots for, at most MAX and at
 // least MIN, then the fewest that give as short a step (K micro-batches over the workers:
@@ -483,5 +534,14 @@ int scalelab::app::runCommand(QStringList arguments)
 
     RunFollower follower(
         agent.client.get(), runId, request, parser.isSet(QStringLiteral("json")), &tensorBoard, &interrupts);
+    // Recorded in the journal, as the console's Run tab records its runs: `study show`,
+    // `report` and `export tensorboard` take its id. A journal that cannot be written is
+    // said, and the run goes on.
+    Journal journal;
+    if (const Status recorded = recordRun(parser, &journal, runId, agent.client->endpoint(), request);
+        recorded)
+        follower.recordIn(&journal, agent.client->endpoint());
+    else
+        err() << "scalelab-cli: warning: run " << runId << " is not recorded: " << recorded.error() << "\n";
     return follower.follow();
 }

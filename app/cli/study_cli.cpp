@@ -4,6 +4,7 @@
 
 #include "agent_addresses.h"
 #include "cli_common.h"
+#include "study_state.h"
 
 #include <QFile>
 #include <QStandardPaths>
@@ -56,6 +57,27 @@ bool openStudy(const QCommandLineParser &parser, Journal *journal, QString *stud
         return true;
     badInput(
         QStringLiteral("no study %1 in %2 (see `scalelab-cli study list`)").arg(*studyId, journal->path()));
+    return false;
+}
+
+bool openSnapshot(const QCommandLineParser &parser, StudySnapshot *snapshot, QString *id)
+{
+    Journal journal;
+    if (!openJournal(parser, &journal))
+        return false;
+    *id = parser.positionalArguments().at(0);
+    if (journal.hasStudy(*id)) {
+        *snapshot = buildSnapshot(StudyState::replay(journal.events(*id)), journal);
+        return true;
+    }
+    for (const SingleRunEntry &entry : journal.singleRuns())
+        if (entry.runId == *id) {
+            *snapshot = singleRunSnapshot(journal, entry);
+            return true;
+        }
+    badInput(QStringLiteral("no study or run %1 in %2 (see `scalelab-cli study list`; runs started with "
+                            "`scalelab-cli run` are there too)")
+                 .arg(*id, journal.path()));
     return false;
 }
 

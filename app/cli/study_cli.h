@@ -7,6 +7,7 @@
 #include "agent_endpoint.h"
 #include "journal.h"
 #include "local_agent.h"
+#include "study_model.h"
 
 #include <QCommandLineParser>
 #include <QString>
@@ -42,6 +43,9 @@ bool openJournal(const QCommandLineParser &parser, core::Journal *journal);
 // The journal the options name, and the study given as the one positional argument
 // (checked by the caller), which must be in it. False after saying what is wrong.
 bool openStudy(const QCommandLineParser &parser, core::Journal *journal, QString *studyId);
+// The study, or the run started outside a study (`scalelab-cli run`, the console's Run tab),
+// that the one positional argument names, as a snapshot. False after saying what is wrong.
+bool openSnapshot(const QCommandLineParser &parser, core::StudySnapshot *snapshot, QString *id);
 // Parses `arguments`; false when the command should end now with *code (an error, or --help).
 bool parse(QCommandLineParser &parser, const QStringList &arguments, const QString &description, int *code);
 // "12.3%" and "4.56", or "-" for NaN.

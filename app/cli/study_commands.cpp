@@ -425,11 +425,10 @@ int showStudy(const QStringList &arguments)
         return code;
     if (parser.positionalArguments().size() != 1)
         return badInput(QStringLiteral("give one study id: scalelab-cli study show ID"));
-    Journal journal;
+    StudySnapshot snapshot;
     QString studyId;
-    if (!openStudy(parser, &journal, &studyId))
+    if (!openSnapshot(parser, &snapshot, &studyId))
         return BadInput;
-    const StudySnapshot snapshot = buildSnapshot(StudyState::replay(journal.events(studyId)), journal);
     if (parser.isSet(QStringLiteral("json")))
         out() << QJsonDocument(studyJson(snapshot)).toJson(QJsonDocument::Compact) << "\n";
     else
@@ -616,10 +615,12 @@ int reportCommand(QStringList arguments)
         QStringLiteral(
             "File to write (default: standard output for json and csv; STUDY.FORMAT for html and pdf)."),
         QStringLiteral("path") });
-    parser.addPositionalArgument(QStringLiteral("id"), QStringLiteral("Study id (see `study list`)."));
+    parser.addPositionalArgument(QStringLiteral("id"),
+        QStringLiteral("Study id (see `study list`), or the id of a run started with `scalelab-cli run`."));
     int code = Ok;
     if (!parse(parser, arguments,
-            QStringLiteral("Export a study's report: JSON, CSV (runs, plus per-epoch rows), HTML or PDF."),
+            QStringLiteral(
+                "Export a study's (or a run's) report: JSON, CSV (runs, plus per-epoch rows), HTML or PDF."),
             &code))
         return code;
     if (parser.positionalArguments().size() != 1)
@@ -638,11 +639,10 @@ int reportCommand(QStringList arguments)
             return badInput(QStringLiteral("cannot tell the format from '%1'; add --format (%2)")
                                 .arg(output, reportFormatNames().join(QLatin1String(", "))));
     }
-    Journal journal;
+    StudySnapshot snapshot;
     QString studyId;
-    if (!openStudy(parser, &journal, &studyId))
+    if (!openSnapshot(parser, &snapshot, &studyId))
         return BadInput;
-    const StudySnapshot snapshot = buildSnapshot(StudyState::replay(journal.events(studyId)), journal);
     const bool binary = *format == ReportFormat::Html || *format == ReportFormat::Pdf;
     if (output.isEmpty() && !binary) {
         const RenderedReport report = renderReport(snapshot, *format);

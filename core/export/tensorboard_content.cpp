@@ -1,5 +1,7 @@
 #include "tensorboard_content.h"
 
+#include "study_state.h"
+
 #include "tensorboard_export.h"
 #include "tune_plan.h"
 
@@ -626,28 +628,11 @@ RunFolder singleRunFolder(const QString &dir, const QString &runId, const v1::St
 {
     RunFolder f;
     f.runId = runId;
-    f.config = configOf(request);
+    f.config = singleRunConfig(request);
     f.folder = QDir(dir).filePath(tensorBoardRunFolder({}, runId, f.config.workers, f.config.batchSize));
     f.dataset = QString::fromStdString(request.spec().dataset());
     f.description = runDescription(runId, QStringLiteral(" (a single run)"), f.config, {}, f.dataset, false);
     return f;
-}
-
-RunConfig configOf(const v1::StartWorkersRequest &request)
-{
-    RunConfig c;
-    const v1::RunSpec &spec = request.spec();
-    c.workers = std::max(1, request.world_size());
-    c.baseline = c.workers == 1;
-    c.batchSize = spec.batch_size();
-    c.epochs = spec.epochs();
-    c.gpusPerWorker = spec.gpus_per_worker();
-    c.threadsPerWorker = spec.threads_per_worker();
-    c.precision = spec.precision() == v1::BF16 ? QStringLiteral("bf16") : QStringLiteral("fp32");
-    c.lrRule = spec.lr_scaling().empty() ? QStringLiteral("none") : QString::fromStdString(spec.lr_scaling());
-    if (!spec.model().empty())
-        c.model = QString::fromStdString(spec.model());
-    return c;
 }
 
 } // namespace scalelab::core::tboard

@@ -86,6 +86,5 @@ struct RunFolder {
 };
 RunFolder studyRunFolder(const QString &dir, const StudySnapshot &s, const RunResult &run);
 RunFolder singleRunFolder(const QString &dir, const QString &runId, const v1::StartWorkersRequest &request);
-RunConfig configOf(const v1::StartWorkersRequest &request);
 
 } // namespace scalelab::core::tboard

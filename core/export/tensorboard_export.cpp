@@ -175,7 +175,7 @@ Result<TensorBoardExport> exportSingleRun(
     // What the snapshot would say of a study's run, from the Run tab's record.
     RunResult run;
     run.runId = entry.runId;
-    run.config = configOf(entry.request);
+    run.config = singleRunConfig(entry.request);
     run.state = RunRecord::stateName(entry.state);
     AttemptRecord attempt;
     attempt.agents = { entry.agent };

@@ -68,8 +68,8 @@ QString resizeText(const RunProgress &run, const QList<Portion> &placed, const Q
 
 // The next attempt's placement on `ordered`: the planned size; an elastic run that lost
 // hosts goes on with the ranks it still has (not squeezed onto the hosts left), and one that
-// does not fit with fewer workers, at the same global batch, rather than wait (a failed
-// placeElastic keeps the planned placement and its reason).
+// does not fit on agents that all answer with fewer workers, at the same global batch,
+// rather than wait (a failed placeElastic keeps the planned placement and its reason).
 Placement placeAttempt(const RunProgress &run, const QList<NodeCapacity> &ordered, PlacementPolicy policy,
     bool exclusive, const QString &dataset)
 {
@@ -79,7 +79,12 @@ Placement placeAttempt(const RunProgress &run, const QList<NodeCapacity> &ordere
         return placement;
     const int kept = worldOf(run.portions) - ranksOn(run.portions, run.waitingFor);
     const bool lostHosts = !run.waitingFor.isEmpty() && kept < config.workers;
-    if (!placement.ok() || lostHosts)
+    // An agent that does not answer now, but that this run did not lose, may answer at the
+    // next refresh (a slow Describe on a loaded node): the run waits for it, as a fixed one
+    // does, rather than start small for the whole attempt.
+    const bool allAnswer
+        = std::all_of(ordered.begin(), ordered.end(), [](const NodeCapacity &n) { return n.reachable; });
+    if ((!placement.ok() && (allAnswer || lostHosts)) || lostHosts)
         if (Placement smaller
             = placeElastic(config, ordered, policy, exclusive, dataset, lostHosts ? kept : 0);
             smaller.ok())

@@ -3,6 +3,7 @@
 #include "agent_client.h" // grpcVersion()
 #include "build_info.h"
 #include "run_anatomy.h"
+#include "run_record.h"
 #include "study_plan.h"
 
 #include <google/protobuf/stubs/common.h>
@@ -706,6 +707,170 @@ QJsonObject recipeOf(const v1::RunStarted &started)
 
 } // namespace
 
+namespace {
+
+// A run's measurements from its attempts' events in the journal: its steps, epochs, recipe,
+// anatomy, noise scale, accuracies and (`succeeded`) wall-clock; the software and SYNTHETIC
+// data its workers reported go to `s`. A retried run's clock runs from its first start of
+// training through every gap between attempts.
+void foldRunEvents(RunResult &r, const Journal &journal, bool succeeded, StudySnapshot &s)
+{
+    // Time runs from the first attempt's start of training; a retried run's clock
+    // keeps running through the failure, its detection and the restart.
+    double offset = 0; // seconds from the first start of training to this attempt's
+    double lastElapsed = 0;
+    QMap<int, EpochTimes> epochTimes;
+    double checkpointSeconds = 0;
+    qint64 firstStartMs = 0;
+    for (auto &attempt : r.attempts) {
+        if (attempt.agents.isEmpty())
+            continue;
+        const double previousEnd = offset; // the previous attempt's last moment
+        lastElapsed = 0;
+        const auto events = journal.runEvents(r.runId, attempt.attempt, attempt.agents.first());
+        for (const auto &e : events)
+            if (e.has_started()) {
+                if (firstStartMs == 0)
+                    firstStartMs = e.unix_ms();
+                else // the agents' clocks: the gap between attempts is counted too
+                    offset = std::max(previousEnd, double(e.unix_ms() - firstStartMs) / 1000.0);
+                break;
+            }
+        for (const auto &e : events) {
+            if (e.has_started()) {
+                r.recipe = recipeOf(e.started());
+                r.workerCommand.clear();
+                for (const auto &arg : e.started().worker_command())
+                    r.workerCommand << QString::fromStdString(arg);
+                for (const auto &[component, version] : e.started().software())
+                    s.software.insert(QStringLiteral("worker: %1").arg(QString::fromStdString(component)),
+                        QString::fromStdString(version));
+                attempt.resumedFromEpoch = e.started().resumed_from_epoch();
+                s.synthetic = s.synthetic || e.started().dataset().synthetic();
+                const int keep = e.started().resumed_from_epoch();
+                r.epochs.removeIf([keep](const EpochPoint &p) { return p.epoch > keep; });
+                epochTimes.removeIf([keep](const auto &entry) { return entry.key() > keep; });
+                if (e.started().has_network())
+                    r.network = networkOf(e.started().network());
+                if (e.started().gradient_bytes() > 0)
+                    r.gradientBytes = double(e.started().gradient_bytes());
+                r.threads = e.started().threads();
+                r.coreShare = coreShareOf(e.started());
+                r.steps.removeIf([keep](const StepPoint &p) { return p.epoch > keep; });
+            } else if (e.has_step()) {
+                StepPoint p;
+                p.step = e.step().step();
+                p.epoch = e.step().epoch();
+                p.loss = e.step().loss();
+                p.elapsedSeconds = offset + e.step().elapsed_seconds();
+                if (e.step().step_seconds() > 0)
+                    p.times
+                        = { e.step().data_seconds(), e.step().forward_seconds(), e.step().backward_seconds(),
+                              e.step().exposed_allreduce_seconds(), e.step().optimizer_seconds() };
+                lastElapsed = std::max(lastElapsed, e.step().elapsed_seconds());
+                r.steps << p;
+            } else if (e.has_epoch()) {
+                const auto &m = e.epoch();
+                EpochPoint p;
+                p.epoch = m.epoch();
+                p.trainLoss = m.train_loss();
+                p.trainAccuracy = m.train_accuracy();
+                p.testLoss = m.test_loss();
+                p.testAccuracy = m.test_accuracy();
+                p.elapsedSeconds = offset + m.elapsed_seconds();
+                p.imagesPerSecond = m.images_per_second();
+                if (const auto &n = m.gradient_noise(); n.samples() > 0)
+                    p.noise = { n.b_simple() > 0 ? n.b_simple() : kNotMeasured, n.grad_squared(),
+                        n.trace_sigma(), n.samples(), n.batches_per_step(), n.differenced() };
+                lastElapsed = std::max(lastElapsed, m.elapsed_seconds());
+                r.epochs.removeIf([&](const EpochPoint &old) { return old.epoch == p.epoch; });
+                r.epochs << p;
+                ++r.epochsTrained; // an epoch trained again after a resume counts again
+                if (m.ranks_size() > 0)
+                    epochTimes.insert(m.epoch(), epochTimesOf(m));
+            } else if (e.has_checkpoint()) {
+                checkpointSeconds += e.checkpoint().seconds();
+            } else if (e.has_summary() && e.summary().state() == v1::SUCCEEDED) {
+                lastElapsed = std::max(lastElapsed, e.summary().wall_seconds());
+            }
+        }
+        offset += lastElapsed;
+    }
+    r.imagesPerSecond = runImagesPerSecond(r.epochs);
+    r.anatomy = anatomyOf(epochTimes, checkpointSeconds);
+    for (const EpochPoint &p : r.epochs)
+        if (p.noise.measured())
+            r.noise = p.noise;
+    if (!r.epochs.isEmpty()) {
+        r.finalTestAccuracy = r.epochs.last().testAccuracy;
+        r.bestTestAccuracy = 0;
+        for (const auto &p : r.epochs) {
+            r.bestTestAccuracy = std::max(r.bestTestAccuracy, p.testAccuracy);
+            if (!r.timeToTargetSeconds && std::isfinite(s.targetAccuracy)
+                && p.testAccuracy >= s.targetAccuracy)
+                r.timeToTargetSeconds = p.elapsedSeconds;
+        }
+    }
+    if (succeeded)
+        r.wallSeconds = offset;
+}
+
+// This console's software; the agents' and workers' are added from what they reported.
+void addConsoleSoftware(StudySnapshot &s)
+{
+    s.software.insert(QStringLiteral("console: ScaleLab"),
+        QStringLiteral("%1 (git %2)")
+            .arg(QStringLiteral(SCALELAB_VERSION), QString::fromLatin1(common::gitCommit())));
+    s.software.insert(QStringLiteral("console: Qt"), QString::fromLatin1(qVersion()));
+    s.software.insert(QStringLiteral("console: gRPC"), grpcVersion());
+    s.software.insert(QStringLiteral("console: protobuf"),
+        QString::fromStdString(google::protobuf::internal::VersionString(GOOGLE_PROTOBUF_VERSION)));
+}
+
+} // namespace
+
+RunConfig singleRunConfig(const v1::StartWorkersRequest &request)
+{
+    RunConfig c;
+    const v1::RunSpec &spec = request.spec();
+    c.workers = std::max(1, request.world_size());
+    c.baseline = c.workers == 1;
+    c.batchSize = spec.batch_size();
+    c.epochs = spec.epochs();
+    c.gpusPerWorker = spec.gpus_per_worker();
+    c.threadsPerWorker = spec.threads_per_worker();
+    c.precision = spec.precision() == v1::BF16 ? QStringLiteral("bf16") : QStringLiteral("fp32");
+    c.lrRule = spec.lr_scaling().empty() ? QStringLiteral("none") : QString::fromStdString(spec.lr_scaling());
+    if (!spec.model().empty())
+        c.model = QString::fromStdString(spec.model());
+    c.accumulationSteps = std::max(1, spec.accumulation_steps());
+    if (spec.batches_per_step() > 0) // started on fewer workers than asked for
+        c.workers = std::max(c.workers, spec.batches_per_step() / c.accumulationSteps);
+    return c;
+}
+
+StudySnapshot singleRunSnapshot(const Journal &journal, const SingleRunEntry &entry)
+{
+    StudySnapshot s;
+    const v1::RunSpec &spec = entry.request.spec();
+    s.studyId = entry.runId;
+    s.name = entry.label.isEmpty() ? entry.runId : entry.label;
+    s.state = RunRecord::stateName(entry.state);
+    s.dataset = QString::fromStdString(spec.dataset());
+    s.createdUnixMs = entry.launchedUnixMs;
+    s.finishedUnixMs = entry.endedUnixMs;
+    addConsoleSoftware(s);
+    RunResult r;
+    r.runId = entry.runId;
+    r.config = singleRunConfig(entry.request);
+    r.state = s.state;
+    r.attempts << AttemptRecord { 1, { entry.agent }, s.state, {}, 0, entry.launchedUnixMs, entry.endedUnixMs,
+        0, {}, std::max(1, entry.request.world_size()), {} };
+    foldRunEvents(r, journal, entry.state == v1::SUCCEEDED, s);
+    s.runs << r;
+    return s;
+}
+
 StudySnapshot buildSnapshot(const StudyState &state, const Journal &journal)
 {
     StudySnapshot s;
@@ -741,13 +906,7 @@ StudySnapshot buildSnapshot(const StudyState &state, const Journal &journal)
     }
     s.networkProbes = state.networkProbes();
     s.networkNote = state.networkNote();
-    // This console's software; the agents' and workers' are added from what they reported.
-    s.software.insert(QStringLiteral("console: ScaleLab"),
-        QStringLiteral("%1 (git %2)").arg(QStringLiteral(SCALELAB_VERSION), QString::fromLatin1(common::gitCommit())));
-    s.software.insert(QStringLiteral("console: Qt"), QString::fromLatin1(qVersion()));
-    s.software.insert(QStringLiteral("console: gRPC"), grpcVersion());
-    s.software.insert(QStringLiteral("console: protobuf"),
-        QString::fromStdString(google::protobuf::internal::VersionString(GOOGLE_PROTOBUF_VERSION)));
+    addConsoleSoftware(s);
     for (const NodeInfo &node : s.nodes)
         for (auto it = node.software.cbegin(); it != node.software.cend(); ++it)
             if (!s.software.contains(QStringLiteral("agent: %1").arg(it.key())))
@@ -779,104 +938,7 @@ StudySnapshot buildSnapshot(const StudyState &state, const Journal &journal)
         r.state = phaseName(progress.phase);
         r.stateReason = progress.reason;
         r.attempts = progress.attempts;
-        // Time runs from the first attempt's start of training; a retried run's clock
-        // keeps running through the failure, its detection and the restart.
-        double offset = 0; // seconds from the first start of training to this attempt's
-        double lastElapsed = 0;
-        QMap<int, EpochTimes> epochTimes;
-        double checkpointSeconds = 0;
-        qint64 firstStartMs = 0;
-        for (auto &attempt : r.attempts) {
-            if (attempt.agents.isEmpty())
-                continue;
-            const double previousEnd = offset; // the previous attempt's last moment
-            lastElapsed = 0;
-            const auto events = journal.runEvents(r.runId, attempt.attempt, attempt.agents.first());
-            for (const auto &e : events)
-                if (e.has_started()) {
-                    if (firstStartMs == 0)
-                        firstStartMs = e.unix_ms();
-                    else // the agents' clocks: the gap between attempts is counted too
-                        offset = std::max(previousEnd, double(e.unix_ms() - firstStartMs) / 1000.0);
-                    break;
-                }
-            for (const auto &e : events) {
-                if (e.has_started()) {
-                    r.recipe = recipeOf(e.started());
-                    r.workerCommand.clear();
-                    for (const auto &arg : e.started().worker_command())
-                        r.workerCommand << QString::fromStdString(arg);
-                    for (const auto &[component, version] : e.started().software())
-                        s.software.insert(QStringLiteral("worker: %1").arg(QString::fromStdString(component)),
-                            QString::fromStdString(version));
-                    attempt.resumedFromEpoch = e.started().resumed_from_epoch();
-                    s.synthetic = s.synthetic || e.started().dataset().synthetic();
-                    const int keep = e.started().resumed_from_epoch();
-                    r.epochs.removeIf([keep](const EpochPoint &p) { return p.epoch > keep; });
-                    epochTimes.removeIf([keep](const auto &entry) { return entry.key() > keep; });
-                    if (e.started().has_network())
-                        r.network = networkOf(e.started().network());
-                    if (e.started().gradient_bytes() > 0)
-                        r.gradientBytes = double(e.started().gradient_bytes());
-                    r.threads = e.started().threads();
-                    r.coreShare = coreShareOf(e.started());
-                    r.steps.removeIf([keep](const StepPoint &p) { return p.epoch > keep; });
-                } else if (e.has_step()) {
-                    StepPoint p;
-                    p.step = e.step().step();
-                    p.epoch = e.step().epoch();
-                    p.loss = e.step().loss();
-                    p.elapsedSeconds = offset + e.step().elapsed_seconds();
-                    if (e.step().step_seconds() > 0)
-                        p.times = { e.step().data_seconds(), e.step().forward_seconds(),
-                            e.step().backward_seconds(), e.step().exposed_allreduce_seconds(),
-                            e.step().optimizer_seconds() };
-                    lastElapsed = std::max(lastElapsed, e.step().elapsed_seconds());
-                    r.steps << p;
-                } else if (e.has_epoch()) {
-                    const auto &m = e.epoch();
-                    EpochPoint p;
-                    p.epoch = m.epoch();
-                    p.trainLoss = m.train_loss();
-                    p.trainAccuracy = m.train_accuracy();
-                    p.testLoss = m.test_loss();
-                    p.testAccuracy = m.test_accuracy();
-                    p.elapsedSeconds = offset + m.elapsed_seconds();
-                    p.imagesPerSecond = m.images_per_second();
-                    if (const auto &n = m.gradient_noise(); n.samples() > 0)
-                        p.noise = { n.b_simple() > 0 ? n.b_simple() : kNotMeasured, n.grad_squared(),
-                            n.trace_sigma(), n.samples(), n.batches_per_step(), n.differenced() };
-                    lastElapsed = std::max(lastElapsed, m.elapsed_seconds());
-                    r.epochs.removeIf([&](const EpochPoint &old) { return old.epoch == p.epoch; });
-                    r.epochs << p;
-                    ++r.epochsTrained; // an epoch trained again after a resume counts again
-                    if (m.ranks_size() > 0)
-                        epochTimes.insert(m.epoch(), epochTimesOf(m));
-                } else if (e.has_checkpoint()) {
-                    checkpointSeconds += e.checkpoint().seconds();
-                } else if (e.has_summary() && e.summary().state() == v1::SUCCEEDED) {
-                    lastElapsed = std::max(lastElapsed, e.summary().wall_seconds());
-                }
-            }
-            offset += lastElapsed;
-        }
-        r.imagesPerSecond = runImagesPerSecond(r.epochs);
-        r.anatomy = anatomyOf(epochTimes, checkpointSeconds);
-        for (const EpochPoint &p : r.epochs)
-            if (p.noise.measured())
-                r.noise = p.noise;
-        if (!r.epochs.isEmpty()) {
-            r.finalTestAccuracy = r.epochs.last().testAccuracy;
-            r.bestTestAccuracy = 0;
-            for (const auto &p : r.epochs) {
-                r.bestTestAccuracy = std::max(r.bestTestAccuracy, p.testAccuracy);
-                if (!r.timeToTargetSeconds && std::isfinite(s.targetAccuracy)
-                    && p.testAccuracy >= s.targetAccuracy)
-                    r.timeToTargetSeconds = p.elapsedSeconds;
-            }
-        }
-        if (progress.phase == RunPhase::Succeeded)
-            r.wallSeconds = offset;
+        foldRunEvents(r, journal, progress.phase == RunPhase::Succeeded, s);
         if (!r.attempts.isEmpty() && r.attempts.last().transferredEpoch > 0
             && (progress.attemptOpen() || progress.phase == RunPhase::Succeeded))
             r.stateReason = resumeNote(r.attempts.last());

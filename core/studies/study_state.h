@@ -238,4 +238,13 @@ qint64 retryBackoffMs(int failedAttempts, double jitter);
 // each attempt, from the run events stored beside it.
 StudySnapshot buildSnapshot(const StudyState &state, const Journal &journal);
 
+// The configuration of a run started outside a study, from what it asked its agent for: the
+// workers it asked for (a `run --workers MIN:MAX` that started on fewer keeps K = workers x
+// accumulation in batches_per_step), batch, epochs, device, threads, precision, rule, model.
+RunConfig singleRunConfig(const v1::StartWorkersRequest &request);
+
+// The same for one run started outside a study (`scalelab-cli run`, the console's Run tab):
+// a snapshot of that run alone, named by its id, so reports and `study show` take it.
+StudySnapshot singleRunSnapshot(const Journal &journal, const SingleRunEntry &entry);
+
 } // namespace scalelab::core
