@@ -103,6 +103,37 @@ private Q_SLOTS:
     // The workers field takes torchrun's MIN:MAX for an elastic run (issue 55), written to the
     // plan as grid.workerRanges and shown back as it was typed; a bad range is refused in the
     // form's words. Accumulation steps are a grid axis beside it.
+    // Issue 56 item 6: what launching would need of the agents (here a data set none of them
+    // has) is a note below the preview, not an error in red, and Launch stays enabled; Launch
+    // then refuses, saying why.
+    void launchNeedsAreAHintUntilLaunch()
+    {
+        app::StudyView view;
+        view.setAgents({ m_fixture.endpoint() });
+        v1::DescribeResponse inventory;
+        VERIFY_OK(m_fixture.client().describe(&inventory));
+        view.setInventory(m_fixture.endpoint().name, inventory);
+        auto *dataset = view.findChild<QLineEdit *>(QStringLiteral("dataset"));
+        QVERIFY(dataset);
+        dataset->setText(QStringLiteral("nosuch"));
+        const QLabel *label = view.problemsLabel();
+        QVERIFY2(label->text().contains(QLatin1String("Launching would need:")), qPrintable(label->text()));
+        QVERIFY2(label->text().contains(QLatin1String("no connected agent has a data set 'nosuch'")),
+            qPrintable(label->text()));
+        QVERIFY2(!label->text().contains(QLatin1String("Cannot launch")), qPrintable(label->text()));
+        QVERIFY2(!label->styleSheet().contains(QLatin1String("#c62828"))
+                && !label->styleSheet().contains(QLatin1String("#ff8a80")),
+            qPrintable(label->styleSheet()));
+        QVERIFY(!dataset->styleSheet().contains(QLatin1String("border"))); // the field is not wrong
+        const core::Status launched = view.launch();
+        QVERIFY(!launched);
+        QVERIFY2(launched.error().startsWith(QLatin1String("Cannot launch")), qPrintable(launched.error()));
+        QVERIFY2(launched.error().contains(QLatin1String("'nosuch'")), qPrintable(launched.error()));
+        dataset->setText(QStringLiteral("synth")); // one the agent has: nothing needed
+        QVERIFY2(!view.problemsLabel()->text().contains(QLatin1String("Launching would need")),
+            qPrintable(view.problemsLabel()->text()));
+    }
+
     void designerTakesElasticRanges()
     {
         app::StudyView view;

@@ -122,6 +122,7 @@ StudyDesigner::StudyDesigner(QWidget *parent)
     };
     m_name = line(tr("Name"), QStringLiteral("scaleup"), tr("Letters, digits, '_', '-', '.'"));
     m_dataset = line(tr("Data set"), QStringLiteral("synthetic"), tr("A data set name on the agents"));
+    m_dataset->setObjectName(QStringLiteral("dataset"));
     m_datasetPick = new QComboBox;
     m_datasetPick->setObjectName(QStringLiteral("datasetPick"));
     m_datasetPick->setToolTip(tr("The data sets the connected agents have"));
@@ -577,6 +578,14 @@ void StudyDesigner::showProblems(const QStringList &problems)
     m_problems->setStyleSheet(
         QStringLiteral("color: %1; font-weight: 600;").arg(dark ? "#ff8a80" : "#c62828"));
     m_problems->setText(tr("Cannot launch:\n") + lines.join(QLatin1Char('\n')));
+}
+
+void StudyDesigner::showHint(const QString &text)
+{
+    // A note in the form's own colour, below what the summary said.
+    const QString summary = m_problems->styleSheet().isEmpty() ? m_problems->text() : QString();
+    m_problems->setStyleSheet(QStringLiteral("font-style: italic;"));
+    m_problems->setText(summary.isEmpty() ? text : summary + QStringLiteral("\n") + text);
 }
 
 void StudyDesigner::showSummary(const QString &text)

@@ -55,6 +55,8 @@ public:
     // showMessage() says a launch or file error as it is.
     void showProblems(const QStringList &problems);
     void showSummary(const QString &text);
+    // What launching would need (not a problem of the form): a note, not in the error colour.
+    void showHint(const QString &text);
     void showMessage(const QString &text);
     QLabel *problemsLabel() const { return m_problems; }
     void setLaunchEnabled(bool enabled);

@@ -210,21 +210,16 @@ void StudyView::preview()
     const bool studyShown = !m_studyId.isEmpty() && m_host.hasRunner();
     QStringList problems;
     const v1::StudyPlan plan = planFromForm(&problems);
-    // A data set no connected agent has: every run would wait. Said before launch, not after.
-    const auto anyAgentHas = [this](const std::string &name) {
-        for (const auto &inventory : std::as_const(m_inventories))
-            for (const auto &d : inventory.datasets())
-                if (d.name() == name)
-                    return true;
-        return false;
-    };
-    if (!m_inventories.isEmpty() && !plan.dataset().empty() && !anyAgentHas(plan.dataset()))
-        problems << tr(
-            "dataset: no connected agent has a data set '%1' (pick one of theirs, or create a synthetic "
-            "set on one: Run tab, New synthetic set)")
-                        .arg(QString::fromStdString(plan.dataset()));
     m_designer->setLaunchEnabled(problems.isEmpty());
     m_designer->showProblems(problems);
+    // What launching would need of the agents (a data set), said as a hint below the
+    // summary: beside a study opened to read, it is no error about that study. Launch says
+    // it as an error.
+    const QStringList needs = launchNeeds(plan);
+    const auto hintNeeds = [&] {
+        if (!needs.isEmpty())
+            m_designer->showHint(tr("Launching would need:\n") + needs.join(QLatin1Char('\n')));
+    };
     if (!problems.isEmpty()) {
         if (!studyShown) {
             m_runs->clear(); // not the last valid plan's runs: this one has none yet
@@ -269,6 +264,7 @@ void StudyView::preview()
             + (infeasible ? tr(", %1 cannot be placed").arg(infeasible) : QString())
             + tr(". The table shows study %1; Launch starts the designer's plan as a new study.")
                   .arg(m_studyId));
+        hintNeeds();
         return;
     }
     m_runs->showPlan(runs, placements);
@@ -281,13 +277,35 @@ void StudyView::preview()
         + (infeasible ? tr("; %1 cannot be placed on the agents (they wait, PENDING, with the reason)")
                             .arg(infeasible)
                       : QString()));
+    hintNeeds();
     m_status->setText(tr("Preview of the plan — not launched"));
+}
+
+// What launching `plan` needs that the connected agents lack: a data set no agent has would
+// leave every run waiting.
+QStringList StudyView::launchNeeds(const v1::StudyPlan &plan) const
+{
+    const auto anyAgentHas = [this](const std::string &name) {
+        for (const auto &inventory : std::as_const(m_inventories))
+            for (const auto &d : inventory.datasets())
+                if (d.name() == name)
+                    return true;
+        return false;
+    };
+    QStringList needs;
+    if (!m_inventories.isEmpty() && !plan.dataset().empty() && !anyAgentHas(plan.dataset()))
+        needs << tr("• dataset: no connected agent has a data set '%1' (pick one of theirs, or create a "
+                    "synthetic set on one: Run tab, New synthetic set)")
+                     .arg(QString::fromStdString(plan.dataset()));
+    return needs;
 }
 
 Status StudyView::launch()
 {
     QStringList problems;
     const v1::StudyPlan plan = planFromForm(&problems);
+    if (problems.isEmpty())
+        problems = launchNeeds(plan);
     if (!problems.isEmpty()) {
         const QString why = tr("Cannot launch:\n") + problems.join(QLatin1Char('\n'));
         m_designer->showMessage(why);

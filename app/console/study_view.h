@@ -77,6 +77,8 @@ public:
     void setForm(const v1::StudyPlan &plan);
 
     core::Status launch(); // the form's plan, as a new study
+    // What launching `plan` needs that the connected agents lack, one line each.
+    QStringList launchNeeds(const v1::StudyPlan &plan) const;
     core::Status loadPlanFile(const QString &path); // into the form
     // Reattach and drive to the end; a study other than the open one also puts its plan in
     // the designer, unless `takePlan` is false (it was just launched from there).
