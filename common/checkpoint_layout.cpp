@@ -130,12 +130,12 @@ common::Status verify(const fs::path &dir, std::vector<Entry> *entries, std::vec
     return Status::success();
 }
 
-int writeManifest(const fs::path &dir, const std::vector<Entry> &entries)
+common::Status writeManifest(const fs::path &dir, const std::vector<Entry> &entries)
 {
-    if (const int errnum = common::writeFileSynced(dir / kManifest, formatManifest(entries)); errnum != 0)
-        return errnum;
+    if (common::Status written = common::writeFileSynced(dir / kManifest, formatManifest(entries)); !written)
+        return written;
     common::syncFolder(dir);
-    return 0;
+    return common::Status::success();
 }
 
 void prune(const fs::path &root, std::size_t keep, const fs::path &except)
@@ -143,7 +143,7 @@ void prune(const fs::path &root, std::size_t keep, const fs::path &except)
     std::vector<Folder> all = folders(root, false);
     std::erase_if(all, [&](const Folder &f) { return !except.empty() && f.path == except; });
     for (std::size_t i = 0; i + keep < all.size(); ++i)
-        removeTree(all[i].path);
+        (void)removeTree(all[i].path); // best effort: what stays is pruned next time
 }
 
 } // namespace scalelab::common::checkpoint

@@ -67,14 +67,18 @@ struct Folder {
 // The entries of the MANIFEST in `dir`, after checking that every file it names is there
 // and matches its sum (and its size into `sizes`, when given); or what is wrong ("no
 // MANIFEST (never committed)", "model.pt does not match its sha256 in MANIFEST", …).
-common::Status verify(const std::filesystem::path &dir, std::vector<Entry> *entries,
+[[nodiscard]] common::Status verify(const std::filesystem::path &dir, std::vector<Entry> *entries,
     std::vector<std::uint64_t> *sizes = nullptr);
 
 // Writes `entries` as dir/MANIFEST, fsyncs it and then `dir`: the commit's last write
-// before the rename. 0, or the errno of what failed.
-[[nodiscard]] int writeManifest(const std::filesystem::path &dir, const std::vector<Entry> &entries);
+// before the rename. A failure is writeFileSynced's (file_io.h): the system's reason,
+// ResourceExhausted when the disk is full.
+[[nodiscard]] common::Status writeManifest(
+    const std::filesystem::path &dir, const std::vector<Entry> &entries);
 
-// Removes all but the newest `keep` epoch-NNNN folders under `root`, never `except`.
+// Removes all but the newest `keep` epoch-NNNN folders under `root`, never `except`. Best
+// effort, so it reports nothing: a folder it cannot remove stays, and the next prune
+// tries it again.
 void prune(const std::filesystem::path &root, std::size_t keep, const std::filesystem::path &except = {});
 
 } // namespace scalelab::common::checkpoint

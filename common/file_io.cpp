@@ -40,14 +40,8 @@ int removeAt(int parent, const char *name)
     return ::unlinkat(parent, name, AT_REMOVEDIR) == 0 || errno == ENOENT ? 0 : errno;
 }
 
-} // namespace
-
-int removeTree(const std::filesystem::path &path)
-{
-    return path.empty() ? 0 : removeAt(AT_FDCWD, path.c_str());
-}
-
-int writeAll(int fd, const char *data, std::size_t size)
+// Writes all of `size` bytes to `fd`: 0 or the errno.
+int writeAllErrno(int fd, const char *data, std::size_t size)
 {
     while (size > 0) {
         const ssize_t n = ::write(fd, data, size);
@@ -63,12 +57,13 @@ int writeAll(int fd, const char *data, std::size_t size)
     return 0;
 }
 
-int writeFileSynced(const std::filesystem::path &file, const std::string &bytes)
+// Writes `bytes` to `file` and fsyncs it: 0 or the errno.
+int writeFileSyncedErrno(const std::filesystem::path &file, const std::string &bytes)
 {
     const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
     if (fd < 0)
         return errno;
-    int error = writeAll(fd, bytes.data(), bytes.size());
+    int error = writeAllErrno(fd, bytes.data(), bytes.size());
     // Delayed allocation may report a full disk only here.
     if (error == 0 && ::fsync(fd) != 0)
         error = errno;
@@ -77,15 +72,51 @@ int writeFileSynced(const std::filesystem::path &file, const std::string &bytes)
     return error;
 }
 
+common::Status statusOf(int errnum)
+{
+    return errnum == 0 ? common::Status::success() : errnoStatus(errnum);
+}
+
+} // namespace
+
+common::Status errnoStatus(int errnum)
+{
+    using Code = common::StatusCode;
+    Code code = Code::Unknown;
+    if (errnum == ENOSPC || errnum == EDQUOT)
+        code = Code::ResourceExhausted;
+    else if (errnum == ENOENT)
+        code = Code::NotFound;
+    else if (errnum == EACCES || errnum == EPERM)
+        code = Code::PermissionDenied;
+    return common::Status::failure(code, std::strerror(errnum));
+}
+
+common::Status removeTree(const std::filesystem::path &path)
+{
+    return statusOf(path.empty() ? 0 : removeAt(AT_FDCWD, path.c_str()));
+}
+
+common::Status writeAll(int fd, const char *data, std::size_t size)
+{
+    return statusOf(writeAllErrno(fd, data, size));
+}
+
+common::Status writeFileSynced(const std::filesystem::path &file, const std::string &bytes)
+{
+    return statusOf(writeFileSyncedErrno(file, bytes));
+}
+
 common::Status replaceFileAtomically(const std::filesystem::path &file, const std::string &bytes)
 {
     const std::filesystem::path temp = file.string() + ".tmp";
-    int error = writeFileSynced(temp, bytes);
+    int error = writeFileSyncedErrno(temp, bytes);
     if (error == 0 && ::rename(temp.c_str(), file.c_str()) != 0)
         error = errno;
     if (error != 0) {
         ::unlink(temp.c_str());
-        return common::Status::failure("cannot write " + file.string() + ": " + std::strerror(error));
+        return common::Status::failure(
+            errnoStatus(error).code(), "cannot write " + file.string() + ": " + std::strerror(error));
     }
     syncFolder(file.parent_path());
     return common::Status::success();

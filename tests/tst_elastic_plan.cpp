@@ -233,9 +233,9 @@ private Q_SLOTS:
                                        .toObject();
         QCOMPARE(second.value(QLatin1String("world_size")).toInt(), 1);
         QCOMPARE(second.value(QLatin1String("resize")).toString(), QStringLiteral("shrank"));
-        const RenderedReport html = reportHtml(s);
-        QVERIFY2(html.ok(), qPrintable(html.error));
-        const QString page = QString::fromUtf8(html.bytes);
+        const Result<QByteArray> html = reportHtml(s);
+        QVERIFY2(html.ok(), qPrintable(html.error()));
+        const QString page = QString::fromUtf8(html.value());
         QVERIFY2(page.contains(QStringLiteral("1–2 elastic")), "the runs table names the range");
         QVERIFY2(page.contains(QStringLiteral("ran 2 → 1 workers")), "and the sizes it ran at");
         QVERIFY2(page.contains(QStringLiteral("1 worker: shrank")), "the attempts table says why");

@@ -393,7 +393,7 @@ void TestReports::reportCarriesRecipesPlanAndDefinitions()
     for (const ChartSpec &c : content.charts)
         chart = chart || c.title == QStringLiteral("Learning-rate range test");
     QVERIFY(chart);
-    const QString html = QString::fromUtf8(reportHtml(s).bytes);
+    const QString html = QString::fromUtf8(reportHtml(s).value());
     QVERIFY(html.contains(QStringLiteral("Recipes")) && html.contains(QStringLiteral("auto: 0.02 at global batch 64")));
 }
 
@@ -543,7 +543,7 @@ void TestReports::otherWorkIsComparedByThroughputNotWallClock()
     const QString csv = QString::fromUtf8(reportRunsCsv(s));
     QVERIFY(csv.section(QLatin1Char('\n'), 0, 0)
                 .contains(QStringLiteral("speedup_throughput,efficiency_throughput")));
-    const QString html = QString::fromUtf8(reportHtml(s).bytes);
+    const QString html = QString::fromUtf8(reportHtml(s).value());
     QVERIFY(html.contains(QStringLiteral("by img/s")));
     QVERIFY(!html.contains(QStringLiteral("950.0")) && !html.contains(QStringLiteral("476")));
 }
@@ -715,9 +715,9 @@ void TestReports::htmlIsSelfContainedAndEscaped()
     s.runs[2].runId = QStringLiteral("<script>alert('x')</script>");
     s.dataset = QStringLiteral("data<img src=x onerror=alert(1)>");
     s.runs[6].attempts[1].reason = QStringLiteral("rank 1 said \"<b>bye</b>\"");
-    const RenderedReport html = reportHtml(s);
-    QVERIFY2(html.ok(), qPrintable(html.error));
-    const QString text = QString::fromUtf8(html.bytes);
+    const Result<QByteArray> html = reportHtml(s);
+    QVERIFY2(html.ok(), qPrintable(html.error()));
+    const QString text = QString::fromUtf8(html.value());
     QVERIFY(text.startsWith(QStringLiteral("<!DOCTYPE html>")));
     QVERIFY(!text.contains(QStringLiteral("<script")));
     QVERIFY(text.contains(QStringLiteral("&lt;script&gt;alert('x')&lt;/script&gt;")));
@@ -749,9 +749,9 @@ void TestReports::syntheticFlagInEveryFormat()
         QVERIFY2(runs.startsWith(QStringLiteral("s-hand") + flag), qPrintable(runs));
         const QString epochs = QString::fromUtf8(reportEpochsCsv(s)).section(QStringLiteral("\r\n"), 1, 1);
         QVERIFY2(epochs.startsWith(QStringLiteral("s-hand") + flag), qPrintable(epochs));
-        const QString html = QString::fromUtf8(reportHtml(s).bytes);
+        const QString html = QString::fromUtf8(reportHtml(s).value());
         QCOMPARE(html.contains(QStringLiteral("SYNTHETIC DATA")), synthetic);
-        const QByteArray pdf = reportPdf(s).bytes;
+        const QByteArray pdf = reportPdf(s).value();
         // The document title carries the flag (UTF-16BE in the info dictionary) ...
         QByteArray utf16;
         for (const QChar c : QStringLiteral("SYNTHETIC DATA"))
@@ -768,12 +768,12 @@ void TestReports::syntheticFlagInEveryFormat()
 
 void TestReports::pdfHasPages()
 {
-    const RenderedReport pdf = reportPdf(handSnapshot());
-    QVERIFY2(pdf.ok(), qPrintable(pdf.error));
-    QVERIFY(pdf.bytes.startsWith("%PDF-"));
-    QVERIFY(pdf.bytes.trimmed().endsWith("%%EOF"));
-    QVERIFY2(pdfPageCount(pdf.bytes) >= 2, qPrintable(QString::number(pdfPageCount(pdf.bytes))));
-    const QString text = pdfText(pdf.bytes);
+    const Result<QByteArray> pdf = reportPdf(handSnapshot());
+    QVERIFY2(pdf.ok(), qPrintable(pdf.error()));
+    QVERIFY(pdf.value().startsWith("%PDF-"));
+    QVERIFY(pdf.value().trimmed().endsWith("%%EOF"));
+    QVERIFY2(pdfPageCount(pdf.value()) >= 2, qPrintable(QString::number(pdfPageCount(pdf.value()))));
+    const QString text = pdfText(pdf.value());
     QVERIFY2(text.contains(QStringLiteral("w4-2")), qPrintable(text.left(2000)));
     QVERIFY2(text.contains(QStringLiteral("1.91×")), qPrintable(text.left(2000)));
 }
@@ -784,37 +784,36 @@ void TestReports::emptyAndBaselineLessStudiesRender()
     empty.studyId = QStringLiteral("s-empty");
     for (const ReportFormat format : { ReportFormat::Json, ReportFormat::Csv, ReportFormat::EpochCsv,
              ReportFormat::Html, ReportFormat::Pdf }) {
-        const RenderedReport r = renderReport(empty, format);
-        QVERIFY2(r.ok(), qPrintable(r.error));
-        QVERIFY(!r.bytes.isEmpty());
+        const Result<QByteArray> r = renderReport(empty, format);
+        QVERIFY2(r.ok(), qPrintable(r.error()));
+        QVERIFY(!r.value().isEmpty());
     }
     QVERIFY(
-        QString::fromUtf8(reportHtml(empty).bytes).contains(QStringLiteral("The study has no runs yet.")));
+        QString::fromUtf8(reportHtml(empty).value()).contains(QStringLiteral("The study has no runs yet.")));
 
     StudySnapshot noBase = handSnapshot();
     noBase.runs.removeFirst();
     noBase.runs.removeFirst();
-    const QString html = QString::fromUtf8(reportHtml(noBase).bytes);
+    const QString html = QString::fromUtf8(reportHtml(noBase).value());
     QVERIFY(
         html.contains(QStringLiteral("Speedup and efficiency are not available: the study has no baseline")));
     QVERIFY(!html.contains(QStringLiteral("ideal (linear)"))); // no ideal line without a baseline
-    QVERIFY(reportPdf(noBase).bytes.startsWith("%PDF-"));
+    QVERIFY(reportPdf(noBase).value().startsWith("%PDF-"));
 }
 
 void TestReports::writeReportNamesPathAndError()
 {
     const QString path = QStringLiteral("/nonexistent-scalelab-dir/report.json");
-    const WrittenReport written = writeReport(handSnapshot(), ReportFormat::Json, path);
+    const Result<QStringList> written = writeReport(handSnapshot(), ReportFormat::Json, path);
     QVERIFY(!written.ok());
-    QVERIFY(written.paths.isEmpty());
-    QVERIFY2(written.error.contains(path), qPrintable(written.error));
-    QVERIFY2(written.error.size() > path.size() + 30, qPrintable(written.error)); // and the reason
+    QVERIFY2(written.error().contains(path), qPrintable(written.error()));
+    QVERIFY2(written.error().size() > path.size() + 30, qPrintable(written.error())); // and the reason
 
     QTemporaryDir dir;
     const QString ok = dir.filePath(QStringLiteral("r.html"));
-    const WrittenReport html = writeReport(handSnapshot(), ReportFormat::Html, ok);
-    QVERIFY2(html.ok(), qPrintable(html.error));
-    QCOMPARE(html.paths, QStringList { ok });
+    const Result<QStringList> html = writeReport(handSnapshot(), ReportFormat::Html, ok);
+    QVERIFY2(html.ok(), qPrintable(html.error()));
+    QCOMPARE(html.value(), QStringList { ok });
     QFile file(ok);
     QVERIFY(file.open(QIODevice::ReadOnly));
     QVERIFY(file.readAll().startsWith("<!DOCTYPE html>"));
@@ -824,10 +823,10 @@ void TestReports::writeCsvWritesEpochFileBeside()
 {
     QTemporaryDir dir;
     const QString path = dir.filePath(QStringLiteral("study.csv"));
-    const WrittenReport written = writeReport(handSnapshot(), ReportFormat::Csv, path);
-    QVERIFY2(written.ok(), qPrintable(written.error));
-    QCOMPARE(written.paths, QStringList({ path, dir.filePath(QStringLiteral("study.epochs.csv")) }));
-    QFile epochs(written.paths[1]);
+    const Result<QStringList> written = writeReport(handSnapshot(), ReportFormat::Csv, path);
+    QVERIFY2(written.ok(), qPrintable(written.error()));
+    QCOMPARE(written.value(), QStringList({ path, dir.filePath(QStringLiteral("study.epochs.csv")) }));
+    QFile epochs(written.value()[1]);
     QVERIFY(epochs.open(QIODevice::ReadOnly));
     QVERIFY(epochs.readLine().startsWith("study_id,synthetic,run_id,config_key,workers,repeat,epoch,"));
 }
@@ -961,12 +960,13 @@ void TestReports::sampleReports()
     for (const auto &[format, name] : { std::pair { ReportFormat::Json, "sample.json" },
              std::pair { ReportFormat::Csv, "sample.csv" }, std::pair { ReportFormat::Html, "sample.html" },
              std::pair { ReportFormat::Pdf, "sample.pdf" } }) {
-        const WrittenReport written = writeReport(s, format, dir + QLatin1Char('/') + QLatin1String(name));
-        QVERIFY2(written.ok(), qPrintable(written.error));
-        qInfo("wrote %s", qPrintable(written.paths.join(QStringLiteral(", "))));
+        const Result<QStringList> written
+            = writeReport(s, format, dir + QLatin1Char('/') + QLatin1String(name));
+        QVERIFY2(written.ok(), qPrintable(written.error()));
+        qInfo("wrote %s", qPrintable(written.value().join(QStringLiteral(", "))));
         // Each document says what it is about: the study, every run, and that the data
         // were synthetic.
-        QFile file(written.paths.first());
+        QFile file(written.value().first());
         QVERIFY(file.open(QIODevice::ReadOnly));
         const QByteArray bytes = file.readAll();
         QString text;
@@ -978,7 +978,7 @@ void TestReports::sampleReports()
             text = QString::fromUtf8(bytes);
         } else if (format == ReportFormat::Csv) {
             QCOMPARE(int(bytes.trimmed().count('\n')), int(s.runs.size())); // a header and a row per run
-            QVERIFY2(written.paths.size() == 2, "the per-epoch CSV is written beside it");
+            QVERIFY2(written.value().size() == 2, "the per-epoch CSV is written beside it");
             text = QString::fromUtf8(bytes);
         } else {
             text = format == ReportFormat::Pdf ? pdfText(bytes) : QString::fromUtf8(bytes);
@@ -1095,7 +1095,7 @@ void TestReports::htmlRunsTableFitsA1400PxWindow()
     StudySnapshot s = sampleSnapshot();
     for (int i = 0; i < s.runs.size(); ++i) // the run ids the study runner gives
         s.runs[i].runId = QStringLiteral("st-20240611-100000-ab12-r%1").arg(i + 1, 2, 10, QLatin1Char('0'));
-    const QString html = QString::fromUtf8(reportHtml(s).bytes);
+    const QString html = QString::fromUtf8(reportHtml(s).value());
     const ReportContent content = buildReportContent(s);
 
     // Headers break only at the report's <br>, into two lines at most, and name the full
@@ -1223,14 +1223,14 @@ void TestReports::pdfLastPageIsNotNearlyEmpty()
             r.runId += QStringLiteral("-x%1").arg(i);
             s.runs.append(r);
         }
-        const RenderedReport pdf = reportPdf(s);
-        QVERIFY2(pdf.ok(), qPrintable(pdf.error));
-        const QList<qreal> bottoms = pdfPageTextBottoms(pdf.bytes);
-        QCOMPARE(int(bottoms.size()), pdfPageCount(pdf.bytes));
+        const Result<QByteArray> pdf = reportPdf(s);
+        QVERIFY2(pdf.ok(), qPrintable(pdf.error()));
+        const QList<qreal> bottoms = pdfPageTextBottoms(pdf.value());
+        QCOMPARE(int(bottoms.size()), pdfPageCount(pdf.value()));
         if (const QString dir = qEnvironmentVariable("SCALELAB_REPORT_SAMPLES_DIR");
             !dir.isEmpty() && extra == 13) {
             QFile file(dir + QStringLiteral("/sample-19-runs.pdf")); // to look at, as sampleReports()
-            QVERIFY(file.open(QIODevice::WriteOnly) && file.write(pdf.bytes) == pdf.bytes.size());
+            QVERIFY(file.open(QIODevice::WriteOnly) && file.write(pdf.value()) == pdf.value().size());
         }
         // Without the second layout, 13 and 24 more runs left 15% (a table's last rows).
         QVERIFY2(bottoms.size() < 2 || bottoms.last() >= 0.3,
@@ -1539,9 +1539,10 @@ void TestReports::tuneCsvHasOneRowPerTrial()
 
     // The decisions beside it, in the order they were made.
     QTemporaryDir dir;
-    const WrittenReport written = writeReport(s, ReportFormat::Csv, dir.filePath(QStringLiteral("tune.csv")));
-    QVERIFY2(written.ok(), qPrintable(written.error));
-    QCOMPARE(written.paths,
+    const Result<QStringList> written
+        = writeReport(s, ReportFormat::Csv, dir.filePath(QStringLiteral("tune.csv")));
+    QVERIFY2(written.ok(), qPrintable(written.error()));
+    QCOMPARE(written.value(),
         (QStringList { dir.filePath(QStringLiteral("tune.csv")),
             dir.filePath(QStringLiteral("tune.epochs.csv")),
             dir.filePath(QStringLiteral("tune.decisions.csv")) }));
@@ -1563,12 +1564,12 @@ void TestReports::tuneCsvHasOneRowPerTrial()
 void TestReports::tuneHtmlShowsSearchTrialsDecisionsAndCharts()
 {
     const StudySnapshot s = tuneSnapshot();
-    const RenderedReport rendered = reportHtml(s);
-    QVERIFY2(rendered.ok(), qPrintable(rendered.error));
-    const QString html = QString::fromUtf8(rendered.bytes);
+    const Result<QByteArray> rendered = reportHtml(s);
+    QVERIFY2(rendered.ok(), qPrintable(rendered.error()));
+    const QString html = QString::fromUtf8(rendered.value());
     if (const QString dir = qEnvironmentVariable("SCALELAB_REPORT_SAMPLES_DIR"); !dir.isEmpty()) {
         QFile file(dir + QStringLiteral("/tune.html")); // to look at, as sampleReports()
-        QVERIFY(file.open(QIODevice::WriteOnly) && file.write(rendered.bytes) == rendered.bytes.size());
+        QVERIFY(file.open(QIODevice::WriteOnly) && file.write(rendered.value()) == rendered.value().size());
     }
     QVERIFY(html.contains(QStringLiteral("SYNTHETIC DATA")));
     QVERIFY(html.contains(QStringLiteral("Hyperparameter tune report")));
@@ -1651,16 +1652,16 @@ void TestReports::tuneHtmlShowsSearchTrialsDecisionsAndCharts()
 void TestReports::tunePdfShowsTrialsAndBestConfiguration()
 {
     const StudySnapshot s = tuneSnapshot();
-    const RenderedReport pdf = reportPdf(s);
-    QVERIFY2(pdf.ok(), qPrintable(pdf.error));
+    const Result<QByteArray> pdf = reportPdf(s);
+    QVERIFY2(pdf.ok(), qPrintable(pdf.error()));
     if (const QString dir = qEnvironmentVariable("SCALELAB_REPORT_SAMPLES_DIR"); !dir.isEmpty()) {
         QFile file(dir + QStringLiteral("/tune.pdf"));
-        QVERIFY(file.open(QIODevice::WriteOnly) && file.write(pdf.bytes) == pdf.bytes.size());
+        QVERIFY(file.open(QIODevice::WriteOnly) && file.write(pdf.value()) == pdf.value().size());
     }
     QVERIFY2(!QStandardPaths::findExecutable(QStringLiteral("pdftotext")).isEmpty(),
         "pdftotext is needed to read the PDF's pages: apt-get install poppler-utils");
     // Qt sets "ff" and "fi" as ligatures, which pdftotext gives back as one character.
-    const QString text = pdfText(pdf.bytes)
+    const QString text = pdfText(pdf.value())
                              .replace(QChar(0xFB00), QStringLiteral("ff"))
                              .replace(QChar(0xFB01), QStringLiteral("fi"))
                              .replace(QChar(0xFB02), QStringLiteral("fl"));
@@ -1685,11 +1686,11 @@ void TestReports::tunePdfShowsTrialsAndBestConfiguration()
             empty.planJson.clear();
         for (const ReportFormat format : { ReportFormat::Json, ReportFormat::Csv, ReportFormat::EpochCsv,
                  ReportFormat::Html, ReportFormat::Pdf }) {
-            const RenderedReport r = renderReport(empty, format);
-            QVERIFY2(r.ok(), qPrintable(r.error));
-            QVERIFY(!r.bytes.isEmpty());
+            const Result<QByteArray> r = renderReport(empty, format);
+            QVERIFY2(r.ok(), qPrintable(r.error()));
+            QVERIFY(!r.value().isEmpty());
         }
-        const QString html = QString::fromUtf8(reportHtml(empty).bytes);
+        const QString html = QString::fromUtf8(reportHtml(empty).value());
         QVERIFY(html.contains(QStringLiteral("The tune has no trials yet.")));
         QVERIFY(html.contains(QStringLiteral("none measured yet")));
         QCOMPARE(html.count(QStringLiteral("<svg")), 2);

@@ -645,22 +645,22 @@ int reportCommand(QStringList arguments)
         return BadInput;
     const bool binary = *format == ReportFormat::Html || *format == ReportFormat::Pdf;
     if (output.isEmpty() && !binary) {
-        const RenderedReport report = renderReport(snapshot, *format);
-        if (!report.error.isEmpty())
-            return badInput(report.error);
+        const Result<QByteArray> report = renderReport(snapshot, *format);
+        if (!report)
+            return badInput(report.error());
         QFile stdoutFile;
         stdoutFile.open(stdout, QIODevice::WriteOnly);
-        stdoutFile.write(report.bytes);
+        stdoutFile.write(*report);
         return Ok;
     }
     const QString path
         = output.isEmpty() ? QStringLiteral("%1.%2").arg(studyId, reportFormatName(*format)) : output;
-    const WrittenReport written = writeReport(snapshot, *format, path);
-    if (!written.error.isEmpty()) {
-        err() << "scalelab-cli: " << written.error << "\n";
+    const Result<QStringList> written = writeReport(snapshot, *format, path);
+    if (!written) {
+        err() << "scalelab-cli: " << written.error() << "\n";
         return BadInput;
     }
-    for (const QString &p : written.paths)
+    for (const QString &p : *written)
         out() << "wrote " << p
               << (snapshot.synthetic ? QStringLiteral(" (SYNTHETIC data, flagged in the report)") : QString())
               << "\n";

@@ -554,12 +554,12 @@ void StudyView::exportReport()
             this, tr("Export report"), tr("Use a name ending in .html, .pdf, .json or .csv"));
         return;
     }
-    const WrittenReport written = writeReport(snapshot(), *format, path);
-    if (!written.error.isEmpty()) {
-        QMessageBox::warning(this, tr("Export report"), written.error);
+    const Result<QStringList> written = writeReport(snapshot(), *format, path);
+    if (!written) {
+        QMessageBox::warning(this, tr("Export report"), written.error());
         return;
     }
-    QDesktopServices::openUrl(QUrl::fromLocalFile(written.paths.first())); // show what was written
+    QDesktopServices::openUrl(QUrl::fromLocalFile(written->first())); // show what was written
 }
 
 void StudyView::loadPlan()

@@ -138,15 +138,12 @@ AgentTls AgentTls::fromEnvironment()
 }
 
 namespace {
-std::string readPem(const QString &path, const char *what, QString *error)
+Result<std::string> readPem(const QString &path, const char *what)
 {
     QFile f(path);
-    if (!f.open(QIODevice::ReadOnly)) {
-        if (error->isEmpty())
-            *error = QStringLiteral("cannot read the TLS %1 %2: %3")
-                         .arg(QLatin1String(what), path, f.errorString());
-        return {};
-    }
+    if (!f.open(QIODevice::ReadOnly))
+        return Status::failure(Status::Code::FailedPrecondition,
+            QStringLiteral("cannot read the TLS %1 %2: %3").arg(QLatin1String(what), path, f.errorString()));
     return f.readAll().toStdString();
 }
 } // namespace
@@ -171,13 +168,20 @@ AgentClient::AgentClient(const QString &endpoint, const QString &token, const Ag
     args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 5'000);
     std::shared_ptr<grpc::ChannelCredentials> credentials = grpc::InsecureChannelCredentials();
     if (tls.enabled()) {
+        // The file's text; empty when it cannot be read, the first such problem kept to be
+        // reported by every call.
+        const auto pem = [this](const Result<std::string> &read) {
+            if (!read && m_setupError.isEmpty())
+                m_setupError = read.error();
+            return read.valueOr({});
+        };
         grpc::SslCredentialsOptions ssl;
-        ssl.pem_root_certs = readPem(tls.caFile, "CA file", &m_setupError);
+        ssl.pem_root_certs = pem(readPem(tls.caFile, "CA file"));
         if (!tls.certFile.isEmpty() || !tls.keyFile.isEmpty()) {
             if (tls.certFile.isEmpty() || tls.keyFile.isEmpty())
                 m_setupError = QStringLiteral("mutual TLS needs both a client certificate and its key");
-            ssl.pem_cert_chain = readPem(tls.certFile, "client certificate", &m_setupError);
-            ssl.pem_private_key = readPem(tls.keyFile, "client key", &m_setupError);
+            ssl.pem_cert_chain = pem(readPem(tls.certFile, "client certificate"));
+            ssl.pem_private_key = pem(readPem(tls.keyFile, "client key"));
         }
         if (!tls.serverName.isEmpty())
             args.SetSslTargetNameOverride(tls.serverName.toStdString());
@@ -366,7 +370,7 @@ Status AgentClient::findLearningRate(const v1::FindLearningRateRequest &request,
         }
         if (onPoints && !onPoints(progress)) {
             context.TryCancel();
-            (void)reader->Finish();
+            (void)reader->Finish(); // ends the cancelled call: its status is "cancelled", said below
             return Status::failure(Status::Code::Cancelled, QStringLiteral("the range test was cancelled"));
         }
     }

@@ -41,16 +41,16 @@ QString folderName(int epoch)
 }
 
 // Writes MANIFEST last and fsyncs the folder: after this the copy counts as committed.
-bool writeManifest(const QString &dir, const v1::CheckpointManifest &manifest, QString *error)
+Status writeManifest(const QString &dir, const v1::CheckpointManifest &manifest)
 {
     std::vector<common::checkpoint::Entry> entries;
     for (const auto &f : manifest.files())
         entries.push_back({ f.sha256(), f.name() });
-    if (const int errnum = common::checkpoint::writeManifest(fsPath(dir), entries); errnum != 0) {
-        *error = QStringLiteral("cannot write %1/MANIFEST: %2").arg(dir, QString::fromLocal8Bit(std::strerror(errnum)));
-        return false;
-    }
-    return true;
+    if (const common::Status written = common::checkpoint::writeManifest(fsPath(dir), entries); !written)
+        return Status::failure(Status::Code::Internal,
+            QStringLiteral("cannot write %1/MANIFEST: %2")
+                .arg(dir, QString::fromLocal8Bit(written.error().c_str())));
+    return Status::success();
 }
 
 } // namespace
@@ -203,9 +203,8 @@ Status CheckpointTransfer::download(
         return Status::failure(Status::Code::DataLoss,
             QStringLiteral("checkpoint of %1 from agent %2 refused: %3")
                 .arg(runId, m_client->endpoint(), problem));
-    QString error;
-    if (!writeManifest(temp, manifest, &error))
-        return Status::failure(Status::Code::Internal, error);
+    if (Status written = writeManifest(temp, manifest); !written)
+        return written;
 
     const QString final = runDir + QLatin1Char('/') + folderName(manifest.epoch());
     QDir(final).removeRecursively(); // a copy of the same epoch is replaced

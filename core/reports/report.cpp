@@ -280,19 +280,19 @@ bool hasSuffix(const QString &path, const char *suffix)
     return path.endsWith(QLatin1String(suffix), Qt::CaseInsensitive);
 }
 
-QString writeFile(const QString &path, const QByteArray &bytes)
+Status writeFile(const QString &path, const QByteArray &bytes)
 {
     QSaveFile file(path);
     if (!file.open(QIODevice::WriteOnly))
-        return QStringLiteral("cannot write report to %1: %2").arg(path, file.errorString());
+        return Status::failure(QStringLiteral("cannot write report to %1: %2").arg(path, file.errorString()));
     if (file.write(bytes) != bytes.size()) {
         const QString reason = file.errorString();
         file.cancelWriting();
-        return QStringLiteral("cannot write report to %1: %2").arg(path, reason);
+        return Status::failure(QStringLiteral("cannot write report to %1: %2").arg(path, reason));
     }
     if (!file.commit())
-        return QStringLiteral("cannot write report to %1: %2").arg(path, file.errorString());
-    return {};
+        return Status::failure(QStringLiteral("cannot write report to %1: %2").arg(path, file.errorString()));
+    return Status::success();
 }
 
 } // namespace
@@ -607,51 +607,47 @@ QByteArray reportEpochsCsv(const StudySnapshot &snapshot)
     return out;
 }
 
-RenderedReport renderReport(const StudySnapshot &snapshot, ReportFormat format)
+Result<QByteArray> renderReport(const StudySnapshot &snapshot, ReportFormat format)
 {
     switch (format) {
     case ReportFormat::Json:
-        return { reportJson(snapshot), {} };
+        return reportJson(snapshot);
     case ReportFormat::Csv:
-        return { reportRunsCsv(snapshot), {} };
+        return reportRunsCsv(snapshot);
     case ReportFormat::EpochCsv:
-        return { reportEpochsCsv(snapshot), {} };
+        return reportEpochsCsv(snapshot);
     case ReportFormat::Html:
         return reportHtml(snapshot);
     case ReportFormat::Pdf:
         return reportPdf(snapshot);
     }
-    return { {}, QStringLiteral("unknown report format") };
+    return Status::failure(Status::Code::InvalidArgument, QStringLiteral("unknown report format"));
 }
 
-WrittenReport writeReport(const StudySnapshot &snapshot, ReportFormat format, const QString &path)
+Result<QStringList> writeReport(const StudySnapshot &snapshot, ReportFormat format, const QString &path)
 {
-    WrittenReport written;
-    const RenderedReport main = renderReport(snapshot, format);
+    const Result<QByteArray> main = renderReport(snapshot, format);
     if (!main.ok()) {
-        written.error = QStringLiteral("cannot render the %1 report for %2: %3")
-                            .arg(reportFormatName(format), path, main.error);
-        return written;
+        return Status::failure(main.code(),
+            QStringLiteral("cannot render the %1 report for %2: %3")
+                .arg(reportFormatName(format), path, main.error()));
     }
-    written.error = writeFile(path, main.bytes);
-    if (!written.ok())
-        return written;
-    written.paths << path;
+    if (Status s = writeFile(path, *main); !s)
+        return s;
+    QStringList paths { path };
     if (format == ReportFormat::Csv) {
         const QString epochs = epochCsvPath(path);
-        written.error = writeFile(epochs, reportEpochsCsv(snapshot));
-        if (!written.ok())
-            return written;
-        written.paths << epochs;
+        if (Status s = writeFile(epochs, reportEpochsCsv(snapshot)); !s)
+            return s;
+        paths << epochs;
         if (snapshot.tune) {
             const QString decisions = decisionsCsvPath(path);
-            written.error = writeFile(decisions, reportDecisionsCsv(snapshot));
-            if (!written.ok())
-                return written;
-            written.paths << decisions;
+            if (Status s = writeFile(decisions, reportDecisionsCsv(snapshot)); !s)
+                return s;
+            paths << decisions;
         }
     }
-    return written;
+    return paths;
 }
 
 } // namespace scalelab::core

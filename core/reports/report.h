@@ -33,6 +33,7 @@
 // error saying so instead of crashing. Call from the thread that owns the application.
 #pragma once
 
+#include "core_status.h"
 #include "study_model.h"
 
 #include <QByteArray>
@@ -57,22 +58,13 @@ QString epochCsvPath(const QString &runsCsvPath);
 // Where writeReport(Csv) puts a tune's decisions: "dir/x.csv" -> "dir/x.decisions.csv".
 QString decisionsCsvPath(const QString &runsCsvPath);
 
-struct RenderedReport {
-    QByteArray bytes;
-    QString error; // empty on success
-    bool ok() const { return error.isEmpty(); }
-};
-
-struct WrittenReport {
-    QStringList paths; // the files written (two for Csv, three for a tune's)
-    QString error; // names the path and the OS error; empty on success
-    bool ok() const { return error.isEmpty(); }
-};
-
-RenderedReport renderReport(const StudySnapshot &snapshot, ReportFormat format);
-// Writes atomically (a temporary file renamed into place), so a failed write leaves any
-// earlier report at `path` as it was.
-WrittenReport writeReport(const StudySnapshot &snapshot, ReportFormat format, const QString &path);
+// The report's bytes, or why it could not be rendered (Html and Pdf without a
+// QGuiApplication: FailedPrecondition).
+Result<QByteArray> renderReport(const StudySnapshot &snapshot, ReportFormat format);
+// The files written (two for Csv, three for a tune's), or an error naming the path and the
+// OS error. Writes atomically (a temporary file renamed into place), so a failed write
+// leaves any earlier report at `path` as it was.
+Result<QStringList> writeReport(const StudySnapshot &snapshot, ReportFormat format, const QString &path);
 
 // The individual renderers (renderReport dispatches to them).
 QByteArray reportJson(const StudySnapshot &snapshot);
@@ -81,7 +73,7 @@ QByteArray reportEpochsCsv(const StudySnapshot &snapshot);
 // A tune's decisions, one row each, in the order they were made (empty but for its header
 // for a study).
 QByteArray reportDecisionsCsv(const StudySnapshot &snapshot);
-RenderedReport reportHtml(const StudySnapshot &snapshot);
-RenderedReport reportPdf(const StudySnapshot &snapshot);
+Result<QByteArray> reportHtml(const StudySnapshot &snapshot);
+Result<QByteArray> reportPdf(const StudySnapshot &snapshot);
 
 } // namespace scalelab::core

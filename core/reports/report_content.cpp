@@ -47,7 +47,7 @@ Status checkPainting()
 {
     if (qobject_cast<QGuiApplication *>(QCoreApplication::instance()))
         return Status::success();
-    return Status::failure(
+    return Status::failure(Status::Code::FailedPrecondition,
         QStringLiteral("charts are painted with QPainter, which needs a QGuiApplication "
                        "(a headless program can create one with QT_QPA_PLATFORM=offscreen)"));
 }

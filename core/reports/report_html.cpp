@@ -131,10 +131,10 @@ QString tableHtml(const ReportTable &t, const QString &heading)
 
 } // namespace
 
-RenderedReport reportHtml(const StudySnapshot &snapshot)
+Result<QByteArray> reportHtml(const StudySnapshot &snapshot)
 {
-    if (const Status painting = checkPainting(); !painting)
-        return { {}, painting.error() };
+    if (Status painting = checkPainting(); !painting)
+        return painting;
     const ReportContent c = buildReportContent(snapshot);
 
     QString html;
@@ -184,7 +184,7 @@ RenderedReport reportHtml(const StudySnapshot &snapshot)
         html += QStringLiteral("<section>\n%1</section>\n").arg(tableHtml(c.tables[i], QStringLiteral("h2")));
 
     html += QStringLiteral("<footer>%1</footer>\n</main>\n</body>\n</html>\n").arg(esc(c.footer));
-    return { html.toUtf8(), {} };
+    return html.toUtf8();
 }
 
 } // namespace scalelab::core

@@ -426,7 +426,7 @@ void PdfLayout::charts(const QList<ChartSpec> &charts)
 }
 
 struct LaidOutPdf {
-    RenderedReport report;
+    Result<QByteArray> report;
     int pages = 0;
     qreal lastPageFill = 1;
 };
@@ -450,7 +450,7 @@ LaidOutPdf layOutPdf(const ReportContent &content, qreal scale)
     {
         QPainter painter;
         if (!painter.begin(&writer))
-            return { { {}, QStringLiteral("the PDF writer could not start painting") } };
+            return { Status::failure(QStringLiteral("the PDF writer could not start painting")) };
         painter.setRenderHint(QPainter::Antialiasing);
         PdfLayout layout(writer, painter, content, scale);
         layout.titleBlock();
@@ -472,15 +472,15 @@ LaidOutPdf layOutPdf(const ReportContent &content, qreal scale)
         pages = layout.pageCount();
         fill = layout.pageFill();
     }
-    return { { buffer.data(), {} }, pages, fill };
+    return { buffer.data(), pages, fill };
 }
 
 } // namespace
 
-RenderedReport reportPdf(const StudySnapshot &snapshot)
+Result<QByteArray> reportPdf(const StudySnapshot &snapshot)
 {
-    if (const Status painting = checkPainting(); !painting)
-        return { {}, painting.error() };
+    if (Status painting = checkPainting(); !painting)
+        return painting;
     const ReportContent content = buildReportContent(snapshot);
     const LaidOutPdf full = layOutPdf(content, 1.0);
     if (!full.report.ok() || full.pages < 2 || full.lastPageFill >= kSparseLastPage)

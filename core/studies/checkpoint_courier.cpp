@@ -122,16 +122,16 @@ void CheckpointCourier::runEnded(const RunProgress &run)
         QDir(m_root + QLatin1Char('/') + runId).removeRecursively(); // else finished() does
 }
 
-bool CheckpointCourier::sendBeforeStart(const RunProgress &run, QString *failure, bool *retryable)
+Status CheckpointCourier::sendBeforeStart(const RunProgress &run)
 {
     const auto upload = uploadBeforeStart(run);
     if (!upload)
-        return true;
+        return Status::success();
     const CopiedCheckpoint &copy = run.checkpoint;
     const QString &target = upload->target;
     AgentClient *c = m_runner.client(target);
     if (!c)
-        return true; // StartWorkers says why
+        return Status::success(); // StartWorkers says why
     v1::CheckpointManifest manifest;
     if (const Status verified = CheckpointTransfer::verifyCopy(copy.dir, &manifest); !verified) {
         const QString &problem = verified.error();
@@ -142,26 +142,25 @@ bool CheckpointCourier::sendBeforeStart(const RunProgress &run, QString *failure
                 .arg(copy.epoch)
                 .arg(problem)
                 .arg(run.attempt));
-        return true;
+        return Status::success();
     }
     CheckpointTransfer transfer(c);
     v1::WriteCheckpointResponse response;
     const Status result = transfer.upload(run.planned.runId, copy.dir, &response);
-    if (!result.ok()) {
-        *failure = QStringLiteral("could not send the checkpoint of epoch %1 (copied from agent %2) to agent "
-                                  "%3: %4")
-                       .arg(copy.epoch)
-                       .arg(copy.agent, target, result.error());
-        *retryable = uploadRetryable(result);
-        return false;
-    }
+    if (!result.ok())
+        return Status::failure(
+            uploadRetryable(result) ? Status::Code::Unavailable : Status::Code::FailedPrecondition,
+            QStringLiteral("could not send the checkpoint of epoch %1 (copied from agent %2) to agent %3: %4")
+                .arg(copy.epoch)
+                .arg(copy.agent, target, result.error()));
     const QString runId = run.planned.runId;
     const int attempt = run.attempt;
     if (!m_runner.record(QStringLiteral("checkpoint_uploaded"),
             QJsonObject { { QStringLiteral("runId"), runId }, { QStringLiteral("attempt"), attempt },
                 { QStringLiteral("epoch"), copy.epoch }, { QStringLiteral("agent"), target },
                 { QStringLiteral("from"), copy.agent } }))
-        return false;
+        return Status::failure(
+            Status::Code::Cancelled, QStringLiteral("the journal did not keep the upload"));
     m_runner.say(QStringLiteral("%1: attempt %2 resumes from epoch %3 on agent %4, checkpoint copied from "
                                 "agent %5 (%6 MiB sent)")
                      .arg(runId)
@@ -169,7 +168,7 @@ bool CheckpointCourier::sendBeforeStart(const RunProgress &run, QString *failure
                      .arg(m_runner.study().run(runId)->checkpoint.epoch)
                      .arg(target, m_runner.study().run(runId)->checkpoint.agent)
                      .arg(double(response.bytes()) / (1 << 20), 0, 'f', 1));
-    return true;
+    return Status::success();
 }
 
 } // namespace scalelab::core

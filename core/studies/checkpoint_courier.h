@@ -8,7 +8,7 @@
 //   on a checkpoint rank 0 committed     courier.queue(request);
 //   placing a trial that goes on         courier.pending(runId), courier.gaveUpAt(runId)
 //   once a run is terminal               courier.runEnded(run);
-//   before an attempt starts             if (!courier.sendBeforeStart(run, &why, &retryable)) …
+//   before an attempt starts             if (Status sent = courier.sendBeforeStart(run); !sent) …
 //
 // One download at a time, on a thread of the courier's own with a channel of its own; the
 // newest request per run waits in the queue (a newer one replaces it). What a download
@@ -57,9 +57,10 @@ public:
     // are removed (a FAILED or CANCELLED run keeps its newest for `study retry`).
     void runEnded(const RunProgress &run);
     // Before a retry starts: sends the console's copy of the run's checkpoint to rank 0's
-    // agent when that agent did not write it (a blocking call). False (with the reason in
-    // `failure`, empty when the journal refused the record) when the attempt must not start.
-    bool sendBeforeStart(const RunProgress &run, QString *failure, bool *retryable);
+    // agent when that agent did not write it (a blocking call). A failure when the attempt
+    // must not start: Cancelled when the journal refused the record (the runner said so
+    // already), else the reason, FailedPrecondition when a later attempt may not do better.
+    [[nodiscard]] Status sendBeforeStart(const RunProgress &run);
 
 private:
     void startNext();

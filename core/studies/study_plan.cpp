@@ -347,6 +347,8 @@ QByteArray planToJson(const v1::StudyPlan &plan)
     google::protobuf::util::JsonPrintOptions options;
     options.add_whitespace = true;
     options.preserve_proto_field_names = false;
+    // Ignored as it cannot fail: printing fails only on an Any (a plan has none) or on text
+    // that is not UTF-8, and a plan's text comes from QStrings or from parsed JSON.
     (void)google::protobuf::util::MessageToJsonString(plan, &out, options);
     return QByteArray::fromStdString(out);
 }

@@ -149,9 +149,9 @@ private:
     // study_runner_attempts.cpp
     void startAttempt(const RunProgress &run);
     // Sends the modules `spec` names by sum (model, initial weights) from modelStore() to
-    // every agent of the attempt that lacks them; false with why (and whether a later
-    // attempt may do better) when one cannot be sent.
-    bool sendModels(const RunProgress &run, const v1::RunSpec &spec, QString *failure, bool *retryable);
+    // every agent of the attempt that lacks them; a failure says why one cannot be sent, its
+    // code whether a later attempt may do better (FailedPrecondition: it may not).
+    [[nodiscard]] Status sendModels(const RunProgress &run, const v1::RunSpec &spec);
     void followAttempt(const RunProgress &run);
     void onEvents(const QString &runId, int portion);
     // An elastic run below its planned size, at a checkpoint it committed: when the agents

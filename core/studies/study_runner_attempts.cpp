@@ -49,8 +49,7 @@ QString terminalState(
 
 } // namespace
 
-bool StudyRunner::sendModels(
-    const RunProgress &run, const v1::RunSpec &spec, QString *failure, bool *retryable)
+Status StudyRunner::sendModels(const RunProgress &run, const v1::RunSpec &spec)
 {
     QStringList sums;
     for (const std::string &model : { spec.model(), spec.initial_weights() })
@@ -58,11 +57,8 @@ bool StudyRunner::sendModels(
             sums << str(model);
     for (const QString &sum : sums) {
         const auto file = storedModelFile(modelStore(), sum);
-        if (!file) {
-            *failure = file.error();
-            *retryable = false;
-            return false;
-        }
+        if (!file)
+            return Status::failure(Status::Code::FailedPrecondition, file.error());
         for (const auto &p : run.portions) {
             const QString key = p.agent + QLatin1Char('|') + sum;
             if (m_modelsSent.contains(key))
@@ -71,23 +67,19 @@ bool StudyRunner::sendModels(
             if (!c)
                 continue; // startAttempt says so
             auto read = readModelFile(*file);
-            if (!read || read->sha256 != sum.mid(7)) {
-                *failure
-                    = read ? QStringLiteral("%1 no longer has the sum of %2").arg(*file, sum) : read.error();
-                *retryable = false;
-                return false;
-            }
+            if (!read || read->sha256 != sum.mid(7))
+                return Status::failure(Status::Code::FailedPrecondition,
+                    read ? QStringLiteral("%1 no longer has the sum of %2").arg(*file, sum) : read.error());
             read->name = modelDisplayName(m_state.plan(), sum); // the plan's file name, not the store's
             if (read->name.startsWith(QLatin1String("TorchScript ")))
                 read->name = sum.mid(7, 12) + QStringLiteral(".pt");
             v1::StoredModel stored;
             bool sent = false;
-            if (const Status s = sendModel(c, *read, &stored, &sent); !s.ok()) {
-                *failure = QStringLiteral("%1: cannot send the module %2: %3")
-                               .arg(agentLabel(p.agent), read->name, s.error());
-                *retryable = !s.isInvalidArgument();
-                return false;
-            }
+            if (const Status s = sendModel(c, *read, &stored, &sent); !s.ok())
+                return Status::failure(
+                    s.isInvalidArgument() ? Status::Code::FailedPrecondition : Status::Code::Unavailable,
+                    QStringLiteral("%1: cannot send the module %2: %3")
+                        .arg(agentLabel(p.agent), read->name, s.error()));
             m_modelsSent.insert(key);
             if (sent)
                 Q_EMIT message(QStringLiteral("%1: sent the module %2 (%3 bytes) to %4")
@@ -96,7 +88,7 @@ bool StudyRunner::sendModels(
                                    .arg(agentLabel(p.agent)));
         }
     }
-    return true;
+    return Status::success();
 }
 
 void StudyRunner::startAttempt(const RunProgress &run)
@@ -127,13 +119,11 @@ void StudyRunner::startAttempt(const RunProgress &run)
                            .arg(run.attempt)
                            .arg(reason));
     };
-    QString failure;
-    bool retryable = true;
-    if (!sendModels(run, spec, &failure, &retryable))
-        return fail(failure, retryable);
-    if (!m_courier->sendBeforeStart(run, &failure, &retryable)) {
-        if (!failure.isEmpty())
-            fail(failure, retryable);
+    if (const Status sent = sendModels(run, spec); !sent)
+        return fail(sent.error(), !sent.isFailedPrecondition());
+    if (const Status sent = m_courier->sendBeforeStart(run); !sent) {
+        if (sent.code() != Status::Code::Cancelled) // Cancelled: the journal refused, and the runner said so
+            fail(sent.error(), !sent.isFailedPrecondition());
         return;
     }
     for (const auto &p : run.portions) {

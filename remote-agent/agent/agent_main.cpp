@@ -50,13 +50,13 @@ constexpr int kMaxMetadataBytes = 16 * 1024;
 constexpr int kKeepaliveMs = 30'000;
 constexpr int kKeepaliveTimeoutMs = 10'000;
 
-std::string readFileOrEmpty(const QString &path, QString *error)
+// The file's bytes, or "cannot read PATH: reason".
+common::Result<std::string> readFile(const QString &path)
 {
     QFile f(path);
-    if (!f.open(QIODevice::ReadOnly)) {
-        *error = QStringLiteral("cannot read %1: %2").arg(path, f.errorString());
-        return {};
-    }
+    if (!f.open(QIODevice::ReadOnly))
+        return common::Status::failure(
+            QStringLiteral("cannot read %1: %2").arg(path, f.errorString()).toStdString());
     return f.readAll().toStdString();
 }
 
@@ -68,19 +68,17 @@ int fail(const std::string &message)
 }
 
 // A whole number option in [low, high], or an error naming it.
-bool numberOption(
-    const AgentConfig &config, const char *name, int low, int high, int *out, std::string *error)
+common::Result<int> numberOption(const AgentConfig &config, const char *name, int low, int high)
 {
     bool ok = false;
     const QString text = config.value(QLatin1String(name));
-    *out = text.toInt(&ok);
-    if (!ok || *out < low || *out > high) {
-        *error = std::string("--") + name + " must be a whole number from " + std::to_string(low) + " to "
-            + std::to_string(high) + " (got '" + text.toStdString() + "' from "
-            + config.source(QLatin1String(name)).toStdString() + ")";
-        return false;
-    }
-    return true;
+    const int number = text.toInt(&ok);
+    if (!ok || number < low || number > high)
+        return common::Status::failure(common::StatusCode::InvalidArgument,
+            std::string("--") + name + " must be a whole number from " + std::to_string(low) + " to "
+                + std::to_string(high) + " (got '" + text.toStdString() + "' from "
+                + config.source(QLatin1String(name)).toStdString() + ")");
+    return number;
 }
 
 } // namespace
@@ -156,20 +154,24 @@ int main(int argc, char **argv)
             + config.source(QStringLiteral("log-level")).toStdString() + ")");
     setLogLevel(level);
 
-    std::string error;
     int portNumber = 0, healthPort = 0, metricsPort = 0, sampleMs = 0, heartbeatMs = 0, graceMs = 0,
         maxStreams = 0, stallSeconds = 0, perClient = 0, finishedInMemory = 0;
-    if (!numberOption(config, "port", 0, 65535, &portNumber, &error)
-        || !numberOption(config, "health-port", 0, 65535, &healthPort, &error)
-        || !numberOption(config, "metrics-port", 0, 65535, &metricsPort, &error)
-        || !numberOption(config, "finished-runs-in-memory", 1, 10'000, &finishedInMemory, &error)
-        || !numberOption(config, "stream-stall-s", 5, 3600, &stallSeconds, &error)
-        || !numberOption(config, "max-streams-per-client", 1, 10'000, &perClient, &error)
-        || !numberOption(config, "max-streams", 1, 100'000, &maxStreams, &error)
-        || !numberOption(config, "sample-interval-ms", 100, 60'000, &sampleMs, &error)
-        || !numberOption(config, "heartbeat-ms", 100, 5'000, &heartbeatMs, &error)
-        || !numberOption(config, "stop-grace-ms", 100, 600'000, &graceMs, &error))
-        return fail(error);
+    const struct {
+        const char *name;
+        int low, high;
+        int *out;
+    } numbers[] = { { "port", 0, 65535, &portNumber }, { "health-port", 0, 65535, &healthPort },
+        { "metrics-port", 0, 65535, &metricsPort },
+        { "finished-runs-in-memory", 1, 10'000, &finishedInMemory },
+        { "stream-stall-s", 5, 3600, &stallSeconds }, { "max-streams-per-client", 1, 10'000, &perClient },
+        { "max-streams", 1, 100'000, &maxStreams }, { "sample-interval-ms", 100, 60'000, &sampleMs },
+        { "heartbeat-ms", 100, 5'000, &heartbeatMs }, { "stop-grace-ms", 100, 600'000, &graceMs } };
+    for (const auto &n : numbers) {
+        const common::Result<int> number = numberOption(config, n.name, n.low, n.high);
+        if (!number)
+            return fail(number.error());
+        *n.out = *number;
+    }
     if (healthPort != 0 && healthPort == portNumber)
         return fail("--health-port " + std::to_string(healthPort) + " is the agent's own port: pick another");
     if (metricsPort != 0 && (metricsPort == portNumber || metricsPort == healthPort))
@@ -233,14 +235,12 @@ int main(int argc, char **argv)
     if (options.cifarSource.md5.size() != 32)
         return fail("--cifar-md5 must be 32 hexadecimal digits");
 
-    QString fileError;
     std::string token = qgetenv("SCALELAB_AGENT_TOKEN").toStdString();
     if (!value("token-file").isEmpty()) {
-        token = QString::fromStdString(readFileOrEmpty(value("token-file"), &fileError))
-                    .trimmed()
-                    .toStdString();
-        if (!fileError.isEmpty())
-            return fail(fileError.toStdString());
+        const common::Result<std::string> read = readFile(value("token-file"));
+        if (!read)
+            return fail(read.error());
+        token = QString::fromStdString(*read).trimmed().toStdString();
         if (token.empty())
             return fail("token file '" + value("token-file").toStdString() + "' is empty");
     }
@@ -282,10 +282,13 @@ int main(int argc, char **argv)
         if (value("tls-cert").isEmpty() || value("tls-key").isEmpty())
             return fail("TLS needs both --tls-cert and --tls-key");
         grpc::SslServerCredentialsOptions ssl;
-        const std::string cert = readFileOrEmpty(value("tls-cert"), &fileError);
-        const std::string key = readFileOrEmpty(value("tls-key"), &fileError);
-        if (!fileError.isEmpty())
-            return fail(fileError.toStdString());
+        const common::Result<std::string> readCert = readFile(value("tls-cert"));
+        const common::Result<std::string> readKey = readFile(value("tls-key"));
+        if (!readKey) // the key's problem first when both fail, as before
+            return fail(readKey.error());
+        if (!readCert)
+            return fail(readCert.error());
+        const std::string &cert = *readCert, &key = *readKey;
         // Checked here because gRPC only says it could not listen, whatever the cause.
         std::string certWarning;
         if (const std::string problem = checkTlsKeyPair(
@@ -296,9 +299,10 @@ int main(int argc, char **argv)
             logMessage(LogLevel::Warning, certWarning);
         ssl.pem_key_cert_pairs.push_back({ key, cert });
         if (!value("tls-client-ca").isEmpty()) {
-            ssl.pem_root_certs = readFileOrEmpty(value("tls-client-ca"), &fileError);
-            if (!fileError.isEmpty())
-                return fail(fileError.toStdString());
+            const common::Result<std::string> clientCa = readFile(value("tls-client-ca"));
+            if (!clientCa)
+                return fail(clientCa.error());
+            ssl.pem_root_certs = *clientCa;
             if (const std::string problem
                 = checkCaBundle(ssl.pem_root_certs, value("tls-client-ca").toStdString(), "--tls-client-ca").error();
                 !problem.empty())

@@ -688,16 +688,16 @@ grpc::Status AgentService::FindLearningRate(grpc::ServerContext *context,
     SpawnRequest spawn;
     spawn.argv = workerCommand(launch, lrFindLaunch(launch, minLr, maxLr, steps));
     spawn.extraEnv = workerEnvironment(launch, 0); // launch.gpus is empty: no GPU
-    const SpawnedProcess process = m_launcher.spawn(spawn);
-    if (process.pid < 0)
-        return { grpc::StatusCode::INTERNAL, "could not start the worker: " + process.error };
+    const common::Result<SpawnedProcess> process = m_launcher.spawn(spawn);
+    if (!process)
+        return { grpc::StatusCode::INTERNAL, "could not start the worker: " + process.error() };
     ++m_lrFinds;
     logMessage(LogLevel::Info,
         "learning-rate range test on " + spec.dataset() + " (batch " + std::to_string(spec.batch_size())
             + ", " + std::to_string(steps) + " steps)");
 
     LrFindSession session(spawn.argv, [&](const v1::LrFindProgress &reply) { guard.write(writer, reply); });
-    const PumpResult ended = pumpWorker(process, session.pump([&] { return context->IsCancelled(); }));
+    const PumpResult ended = pumpWorker(*process, session.pump([&] { return context->IsCancelled(); }));
     --m_lrFinds;
     return session.finish(ended);
 }

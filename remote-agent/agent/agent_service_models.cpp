@@ -28,13 +28,13 @@ grpc::Status AgentService::checkModel(const std::filesystem::path &file, v1::Sto
     spawn.extraEnv = { "OMP_NUM_THREADS=1", "OPENBLAS_NUM_THREADS=1" };
     if (std::string tunables = workerMallocTunables(); !tunables.empty())
         spawn.extraEnv.push_back(std::move(tunables));
-    const SpawnedProcess process = m_launcher.spawn(spawn);
-    if (process.pid < 0)
+    const common::Result<SpawnedProcess> process = m_launcher.spawn(spawn);
+    if (!process)
         return { grpc::StatusCode::INTERNAL,
-            "could not start the worker to check the module: " + process.error };
+            "could not start the worker to check the module: " + process.error() };
     std::string json, said;
     const auto deadline = std::chrono::steady_clock::now() + kModelCheckTimeout;
-    const PumpResult ended = pumpWorker(process,
+    const PumpResult ended = pumpWorker(*process,
         { .eventLine = [](const std::string &) {},
             .outputLine =
                 [&](const std::string &line) {

@@ -269,8 +269,9 @@ grpc::Status CheckpointSink::finish()
     std::vector<common::checkpoint::Entry> entries;
     for (const auto &f : m_manifest.files())
         entries.push_back({ f.sha256(), f.name() });
-    if (const int errnum = common::checkpoint::writeManifest(m_temp, entries); errnum != 0)
-        return internal("cannot write " + (m_temp / common::checkpoint::kManifest).string() + ": " + std::strerror(errnum));
+    if (const common::Status written = common::checkpoint::writeManifest(m_temp, entries); !written)
+        return internal(
+            "cannot write " + (m_temp / common::checkpoint::kManifest).string() + ": " + written.error());
     return grpc::Status::OK;
 }
 

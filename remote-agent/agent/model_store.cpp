@@ -146,9 +146,10 @@ grpc::Status ModelSink::add(const v1::ModelChunk &chunk)
     if (m_received + std::int64_t(chunk.data().size()) > m_header.size())
         return invalidArgument(
             "more bytes than the size announced (" + std::to_string(m_header.size()) + ")");
-    if (common::writeAll(m_fd, chunk.data().data(), chunk.data().size()) != 0)
+    if (const common::Status written = common::writeAll(m_fd, chunk.data().data(), chunk.data().size());
+        !written)
         return { grpc::StatusCode::RESOURCE_EXHAUSTED,
-            "cannot write " + m_temp.string() + ": " + std::strerror(errno) };
+            "cannot write " + m_temp.string() + ": " + written.error() };
     m_sha.update(chunk.data().data(), chunk.data().size());
     m_received += std::int64_t(chunk.data().size());
     return grpc::Status::OK;
@@ -177,7 +178,11 @@ grpc::Status ModelSink::commit(v1::StoredModel description)
     description.set_size(m_header.size());
     description.set_name(m_header.name());
     std::string json;
-    (void)google::protobuf::util::MessageToJsonString(description, &json);
+    // Fails only for text that is not UTF-8 (the name came in a message, its other fields from
+    // the worker's JSON): refused rather than stored without a description.
+    if (const auto printed = google::protobuf::util::MessageToJsonString(description, &json); !printed.ok())
+        return { grpc::StatusCode::INTERNAL,
+            "cannot describe the model as JSON: " + std::string(printed.message()) };
     const fs::path file = m_store.folder() / (m_header.sha256() + ".pt");
     if (const auto written
         = common::replaceFileAtomically(m_store.folder() / (m_header.sha256() + ".json"), json);

@@ -12,6 +12,17 @@ extern char **environ;
 
 namespace scalelab::agent {
 
+namespace {
+
+// "CALL: strerror(errno)", for a system call that failed in the agent.
+common::Status systemFailure(const char *call)
+{
+    return common::Status::failure(
+        common::StatusCode::Internal, std::string(call) + ": " + std::strerror(errno));
+}
+
+} // namespace
+
 ProcessLauncher::ProcessLauncher()
     : m_thread([this] { loop(); })
 { }
@@ -26,13 +37,13 @@ ProcessLauncher::~ProcessLauncher()
     m_thread.join();
 }
 
-SpawnedProcess ProcessLauncher::spawn(SpawnRequest request)
+common::Result<SpawnedProcess> ProcessLauncher::spawn(SpawnRequest request)
 {
-    std::future<SpawnedProcess> result;
+    std::future<common::Result<SpawnedProcess>> result;
     {
         std::lock_guard lock(m_mutex);
         if (m_stopping)
-            return { .error = "the agent is shutting down" };
+            return common::Status::failure(common::StatusCode::Unavailable, "the agent is shutting down");
         Job job { std::move(request), {} };
         result = job.done.get_future();
         m_jobs.push(std::move(job));
@@ -56,7 +67,7 @@ void ProcessLauncher::loop()
     }
 }
 
-SpawnedProcess ProcessLauncher::forkExec(const SpawnRequest &request)
+common::Result<SpawnedProcess> ProcessLauncher::forkExec(const SpawnRequest &request)
 {
     // Everything the child needs is prepared before fork(): after it, only
     // async-signal-safe calls are allowed in a multi-threaded process.
@@ -79,22 +90,22 @@ SpawnedProcess ProcessLauncher::forkExec(const SpawnRequest &request)
 
     int output[2], events[2], status[2];
     if (pipe2(output, O_CLOEXEC) != 0)
-        return { .error = std::string("pipe: ") + std::strerror(errno) };
+        return systemFailure("pipe");
     if (pipe2(events, O_CLOEXEC) != 0) {
         close(output[0]), close(output[1]);
-        return { .error = std::string("pipe: ") + std::strerror(errno) };
+        return systemFailure("pipe");
     }
     // Reports exec failure to the parent: closes on successful exec (CLOEXEC).
     if (pipe2(status, O_CLOEXEC) != 0) {
         close(output[0]), close(output[1]), close(events[0]), close(events[1]);
-        return { .error = std::string("pipe: ") + std::strerror(errno) };
+        return systemFailure("pipe");
     }
     const pid_t parent = getpid();
     const pid_t pid = fork();
     if (pid < 0) {
         for (int fd : { output[0], output[1], events[0], events[1], status[0], status[1] })
             close(fd);
-        return { .error = std::string("fork: ") + std::strerror(errno) };
+        return systemFailure("fork");
     }
     if (pid == 0) {
         prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -132,9 +143,9 @@ SpawnedProcess ProcessLauncher::forkExec(const SpawnRequest &request)
         close(events[0]);
         int ignored;
         waitpid(pid, &ignored, 0);
-        return { .error = "cannot start " + request.argv[0] + ": " + std::strerror(childErrno) };
+        return common::Status::failure("cannot start " + request.argv[0] + ": " + std::strerror(childErrno));
     }
-    return { .pid = pid, .outputFd = output[0], .eventFd = events[0], .error = {} };
+    return SpawnedProcess { .pid = pid, .outputFd = output[0], .eventFd = events[0] };
 }
 
 } // namespace scalelab::agent

@@ -6,6 +6,8 @@
 //   class, which lives as long as the agent. spawn() is safe from any thread.
 #pragma once
 
+#include "status.h" // common/
+
 #include <condition_variable>
 #include <functional>
 #include <future>
@@ -29,7 +31,6 @@ struct SpawnedProcess {
     pid_t pid = -1;
     int outputFd = -1; // read end: the child's stdout and stderr
     int eventFd = -1; // read end: the child's fd 3 (JSON-line events)
-    std::string error; // set when pid == -1
 };
 
 class ProcessLauncher {
@@ -39,15 +40,17 @@ public:
     ProcessLauncher(const ProcessLauncher &) = delete;
     ProcessLauncher &operator=(const ProcessLauncher &) = delete;
 
-    SpawnedProcess spawn(SpawnRequest request);
+    // The started child, or why it could not start ("cannot start PATH: No such file or
+    // directory"; "pipe: ...", "fork: ..."; Unavailable when the agent is shutting down).
+    common::Result<SpawnedProcess> spawn(SpawnRequest request);
 
 private:
     void loop();
-    static SpawnedProcess forkExec(const SpawnRequest &request);
+    static common::Result<SpawnedProcess> forkExec(const SpawnRequest &request);
 
     struct Job {
         SpawnRequest request;
-        std::promise<SpawnedProcess> done;
+        std::promise<common::Result<SpawnedProcess>> done;
     };
     std::mutex m_mutex;
     std::condition_variable m_wake;

@@ -100,14 +100,14 @@ bool RunEventLog::flushPending(bool durable)
         appendRecord(event, &bytes);
     }
     // One write() per flush: a crash leaves at most a torn last record.
-    int error = common::writeAll(m_fd, bytes.data(), bytes.size());
-    if (error == 0 && durable && ::fdatasync(m_fd) != 0)
-        error = errno;
-    if (error != 0) {
+    common::Status written = common::writeAll(m_fd, bytes.data(), bytes.size());
+    if (written && durable && ::fdatasync(m_fd) != 0)
+        written = common::errnoStatus(errno);
+    if (!written) {
         // Cut what part of it was written: the next flush appends whole records after
         // the last good one, so the file never holds a torn record before a good one.
         (void)::ftruncate(m_fd, m_fileSize);
-        const std::string why = "cannot write " + m_file.string() + ": " + std::strerror(error) + "; "
+        const std::string why = "cannot write " + m_file.string() + ": " + written.error() + "; "
             + std::to_string(m_pending.size()) + " event(s) kept in memory until it can";
         if (m_writeError.empty())
             logMessage(LogLevel::Warning, why);

@@ -325,9 +325,9 @@ common::Status RunSupervisor::start(ProcessLauncher &launcher)
         request.extraEnv = workerEnvironment(m_launch, rankNumber);
         request.processGroup = m_processGroup;
         const long oomKillsAtStart = cgroupOomKills();
-        const SpawnedProcess process = launcher.spawn(std::move(request));
-        if (process.pid < 0) {
-            const std::string message = "rank " + std::to_string(rankNumber) + ": " + process.error;
+        const common::Result<SpawnedProcess> spawned = launcher.spawn(std::move(request));
+        if (!spawned) {
+            const std::string message = "rank " + std::to_string(rankNumber) + ": " + spawned.error();
             {
                 std::lock_guard lock(m_mutex);
                 v1::RankExit exit;
@@ -347,6 +347,7 @@ common::Status RunSupervisor::start(ProcessLauncher &launcher)
             }
             return common::Status::failure(message);
         }
+        const SpawnedProcess process = *spawned;
         std::lock_guard lock(m_mutex);
         if (m_processGroup == 0)
             m_processGroup = process.pid;

@@ -102,14 +102,12 @@ std::string serialized(torch::serialize::OutputArchive &archive)
 
 } // namespace
 
-SavedCheckpoint saveCheckpoint(const std::string &root, const CheckpointPosition &position,
-    const torch::Device &device, torch::nn::Module &model, torch::optim::Optimizer &optimizer, int keepLast)
+common::Result<CheckpointFiles> serializeCheckpoint(const CheckpointPosition &position,
+    const torch::Device &device, torch::nn::Module &model, torch::optim::Optimizer &optimizer)
 {
-    SavedCheckpoint result;
-    const fs::path final = fs::path(root) / common::checkpoint::folderName(position.epoch);
-    const fs::path temp
-        = fs::path(root) / (".tmp-" + common::checkpoint::folderName(position.epoch) + "-" + std::to_string(::getpid()));
-    std::vector<std::pair<const char *, std::string>> files;
+    CheckpointFiles checkpoint;
+    checkpoint.epoch = position.epoch;
+    auto &files = checkpoint.files;
     try {
         {
             torch::serialize::OutputArchive archive;
@@ -160,31 +158,39 @@ SavedCheckpoint saveCheckpoint(const std::string &root, const CheckpointPosition
             files.emplace_back(kFiles[2], serialized(archive));
         }
     } catch (const std::exception &e) {
-        result.error = std::string("serialising the checkpoint failed: ") + e.what();
-        return result;
+        return common::Status::failure(std::string("serialising the checkpoint failed: ") + e.what());
     }
-    std::vector<common::checkpoint::Entry> manifest;
-    std::uint64_t needed = 0;
     for (const auto &[name, bytes] : files) {
-        manifest.push_back({ common::Sha256::ofBytes(bytes.data(), bytes.size()), name });
-        needed += bytes.size();
+        checkpoint.manifest.push_back({ common::Sha256::ofBytes(bytes.data(), bytes.size()), name });
+        checkpoint.bytes += bytes.size();
     }
-    needed += common::checkpoint::formatManifest(manifest).size();
-    result.bytesNeeded = needed;
+    checkpoint.bytes += common::checkpoint::formatManifest(checkpoint.manifest).size();
+    return checkpoint;
+}
+
+common::Result<std::string> commitCheckpoint(
+    const std::string &root, const CheckpointFiles &checkpoint, int keepLast)
+{
+    const std::string folder = common::checkpoint::folderName(checkpoint.epoch);
+    const fs::path final = fs::path(root) / folder;
+    const fs::path temp = fs::path(root) / (".tmp-" + folder + "-" + std::to_string(::getpid()));
+    const std::uint64_t needed = checkpoint.bytes;
+    const auto noSpace = [&](const std::string &message) {
+        return common::Status::failure(common::StatusCode::ResourceExhausted, message);
+    };
 
     std::error_code ec;
     fs::create_directories(root, ec);
     if (ec) {
-        result.error = "cannot create " + root + ": " + ec.message();
-        result.noSpace = ec == std::errc::no_space_on_device;
-        return result;
+        const std::string message = "cannot create " + root + ": " + ec.message();
+        return ec == std::errc::no_space_on_device ? noSpace(message) : common::Status::failure(message);
     }
     // Checkpoints that the commit would prune go first, to make room: the newest
     // keepLast - 1 stay, so a verified one survives whatever happens next. So does a
     // leftover temporary folder of this epoch.
     const std::size_t keep = std::size_t(std::max(1, keepLast));
     common::checkpoint::prune(root, std::max<std::size_t>(1, keep - 1), final);
-    common::removeTree(temp);
+    (void)common::removeTree(temp); // best effort: a leftover that stays fails the write below
     // An existing folder of the same epoch (a re-run) is replaced: its space is reusable.
     std::uint64_t replaced = 0;
     // A checkpoint folder holds files only. (Not recursive_directory_iterator: see
@@ -192,37 +198,36 @@ SavedCheckpoint saveCheckpoint(const std::string &root, const CheckpointPosition
     for (const auto &entry : fs::directory_iterator(final, ec))
         if (entry.is_regular_file(ec))
             replaced += entry.file_size(ec);
-    if (const auto available = freeBytes(root); available && *available + replaced < needed + (1u << 20)) {
-        result.error = noSpaceMessage(needed, root, *available + replaced);
-        result.noSpace = true;
-        return result;
-    }
-    const auto failed = [&](const std::string &what, int errnum) {
-        common::removeTree(temp);
-        result.noSpace = errnum == ENOSPC || errnum == EDQUOT;
-        if (result.noSpace) {
-            result.error = noSpaceMessage(needed, root, freeBytes(root).value_or(0)) + " (" + what + ")";
-        } else {
-            result.error = what;
-        }
-        return result;
+    if (const auto available = freeBytes(root); available && *available + replaced < needed + (1u << 20))
+        return noSpace(noSpaceMessage(needed, root, *available + replaced));
+    // `what` failed, the disk full when `full`: the temporary folder goes.
+    const auto failed = [&](const std::string &what, bool full) {
+        (void)common::removeTree(temp); // best effort: the failure to report is `what`
+        if (full)
+            return noSpace(noSpaceMessage(needed, root, freeBytes(root).value_or(0)) + " (" + what + ")");
+        return common::Status::failure(what);
+    };
+    const auto isFull = [](const std::error_code &error) {
+        return error == std::errc::no_space_on_device || error.value() == EDQUOT;
     };
     if (!fs::create_directories(temp, ec))
-        return failed("cannot create " + temp.string() + ": " + ec.message(), ec.value());
-    for (const auto &[name, bytes] : files)
-        if (const int errnum = common::writeFileSynced(temp / name, bytes); errnum != 0)
-            return failed("writing " + (temp / name).string() + " failed: " + std::strerror(errnum), errnum);
+        return failed("cannot create " + temp.string() + ": " + ec.message(), isFull(ec));
+    for (const auto &[name, bytes] : checkpoint.files)
+        if (const common::Status written = common::writeFileSynced(temp / name, bytes); !written)
+            return failed("writing " + (temp / name).string() + " failed: " + written.error(),
+                written.isResourceExhausted());
     // MANIFEST last: a folder with one is complete and verified.
-    if (const int errnum = common::checkpoint::writeManifest(temp, manifest); errnum != 0)
-        return failed("writing " + (temp / "MANIFEST").string() + " failed: " + std::strerror(errnum), errnum);
-    common::removeTree(final); // a re-run of the same epoch replaces it
+    if (const common::Status written = common::checkpoint::writeManifest(temp, checkpoint.manifest); !written)
+        return failed("writing " + (temp / "MANIFEST").string() + " failed: " + written.error(),
+            written.isResourceExhausted());
+    // A re-run of the same epoch replaces it; one that stays fails the rename below.
+    (void)common::removeTree(final);
     fs::rename(temp, final, ec);
     if (ec)
-        return failed("cannot commit " + final.string() + ": " + ec.message(), ec.value());
+        return failed("cannot commit " + final.string() + ": " + ec.message(), isFull(ec));
     common::syncFolder(root);
     common::checkpoint::prune(root, keep);
-    result.path = final.string();
-    return result;
+    return final.string();
 }
 
 std::optional<CheckpointPosition> loadLatestCheckpoint(const std::string &root, const torch::Device &device,

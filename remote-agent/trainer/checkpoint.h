@@ -8,12 +8,17 @@
 // training loop's thread (rank 0 saves; every rank loads).
 #pragma once
 
+#include "checkpoint_layout.h" // common/
+#include "status.h" // common/
+
 #include <torch/torch.h>
 
 #include <array>
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace scalelab::trainer {
 
@@ -29,21 +34,28 @@ struct CheckpointPosition {
     std::optional<std::array<double, 4>> noiseAverages;
 };
 
-struct SavedCheckpoint {
-    std::string path; // the committed folder; empty when it failed
-    std::string error; // why it failed
-    bool noSpace = false; // the file system is full (or over quota): error says how full
-    std::uint64_t bytesNeeded = 0; // the checkpoint's size
-    bool ok() const { return !path.empty(); }
+// A checkpoint serialised in memory, not yet on disk: its files and their manifest.
+struct CheckpointFiles {
+    int epoch = 0;
+    std::vector<std::pair<const char *, std::string>> files; // name, bytes
+    std::vector<common::checkpoint::Entry> manifest;
+    std::uint64_t bytes = 0; // what it takes on disk, MANIFEST included
 };
 
-// Commits checkpoint `position.epoch` and keeps the newest `keepLast` (at least 1).
-// `device` is where the model lives; on a GPU its generator (dropout) is saved with the
-// CPU's. Never throws and never aborts: the files are serialised in memory first, their
-// size checked against the free space, written with checked writes; on any failure the
-// temporary folder is removed and the checkpoints already committed stay as they were.
-[[nodiscard]] SavedCheckpoint saveCheckpoint(const std::string &root, const CheckpointPosition &position,
-    const torch::Device &device, torch::nn::Module &model, torch::optim::Optimizer &optimizer, int keepLast);
+// Serialises checkpoint `position.epoch` in memory (so its size is known before the disk
+// is touched). `device` is where the model lives; on a GPU its generator (dropout) is
+// saved with the CPU's. Never throws: libtorch's exceptions become the failure.
+[[nodiscard]] common::Result<CheckpointFiles> serializeCheckpoint(const CheckpointPosition &position,
+    const torch::Device &device, torch::nn::Module &model, torch::optim::Optimizer &optimizer);
+
+// Commits `checkpoint` under `root` and keeps the newest `keepLast` (at least 1): the
+// committed folder, or why not. A full file system (or one over quota) is
+// ResourceExhausted, its message saying how full; checkpoint.bytes is what it needed.
+// Never throws and never aborts: its size is checked against the free space, the files
+// written with checked writes; on any failure the temporary folder is removed and the
+// checkpoints already committed stay as they were.
+[[nodiscard]] common::Result<std::string> commitCheckpoint(
+    const std::string &root, const CheckpointFiles &checkpoint, int keepLast);
 
 // Bytes a checkpoint of `model` and `optimizer` takes on disk, estimated from their
 // tensors (within a few percent; the archive adds small headers). Lets a run refuse to

@@ -812,12 +812,16 @@ std::optional<int> TrainingRun::commit(int epoch, int lastEpoch)
         = !m_config.checkpointDir.empty() && (epoch % m_config.checkpointEvery == 0 || epoch == lastEpoch);
     if (checkpointNow && m_config.rank == 0) {
         const auto checkpointStart = Clock::now();
-        const SavedCheckpoint saved = saveCheckpoint(m_config.checkpointDir,
-            { epoch, m_step, m_progress->progress(), m_noise->averages() }, m_device, *m_net, *m_optimizer,
-            m_config.keepCheckpoints);
-        if (!saved.ok())
-            return saved.noSpace ? failNoSpace(saved.error, saved.bytesNeeded) : fail(saved.error);
-        m_events.checkpoint(epoch, m_step, saved.path, secondsSince(checkpointStart));
+        const common::Result<CheckpointFiles> files = serializeCheckpoint(
+            { epoch, m_step, m_progress->progress(), m_noise->averages() }, m_device, *m_net, *m_optimizer);
+        if (!files)
+            return fail(files.error());
+        const common::Result<std::string> saved
+            = commitCheckpoint(m_config.checkpointDir, *files, m_config.keepCheckpoints);
+        if (!saved) // a full disk is the disk's failure, not the run's
+            return saved.isResourceExhausted() ? failNoSpace(saved.error(), files->bytes)
+                                               : fail(saved.error());
+        m_events.checkpoint(epoch, m_step, *saved, secondsSince(checkpointStart));
     }
     if (checkpointNow && m_parallel)
         m_parallel->barrier(); // nobody runs ahead of a checkpoint that may be resumed
