@@ -4,7 +4,8 @@
 // all-reduce after the last; so 4 ranks, 2 ranks accumulating 2 and 1 rank accumulating 4 at
 // the same global batch train to the same weights, and a 4-rank run that loses 2 ranks and
 // goes on from its checkpoint on the other 2 (K kept at 4) ends where the uninterrupted run
-// ends. Weights are compared from checkpoints with `scalelab-worker compare-weights`.
+// ends; checkpoints, bit-exact resume, fine-tuning, channels-last and bf16 keep working.
+// Weights are compared from checkpoints with `scalelab-worker compare-weights`.
 //
 // The tolerance: mini-cnn (no BatchNorm) at lr 0.05 over 20 steps, where the ways differ only
 // in the order floats are summed: measured max |Δw| 4.5e-7 (2 x 2) and 3.5e-7 (1 x 4) with
@@ -17,6 +18,7 @@
 // and on two differs by 2e-4 after 5 steps, as much as its 4 x 1 and 2 x 2 (1e-4); so the
 // property is checked where it is the only difference (docs/training-engine.md).
 #include "cifar10.h"
+#include "cpu_features.h"
 #include "test_support.h"
 #include "verify_ok.h"
 #include "worker_process.h"
@@ -173,11 +175,17 @@ private Q_SLOTS:
         QCOMPARE(test::digest(*resumed).size(), 64);
         QCOMPARE(test::digest(*resumed), test::digest(*whole));
 
+        // bf16 where the CPU has it (AVX-512 BF16 or AMX; fp32 said otherwise).
+        const bool bf16 = trainer::cpu::hasBf16();
         auto finetuned = train(2,
             { QStringLiteral("--epochs"), QStringLiteral("2"), QStringLiteral("--accumulation-steps"),
                 QStringLiteral("2"), QStringLiteral("--head-epochs"), QStringLiteral("1"),
-                QStringLiteral("--channels-last"), QStringLiteral("on") });
+                QStringLiteral("--channels-last"), QStringLiteral("on"), QStringLiteral("--precision"),
+                bf16 ? QStringLiteral("bf16") : QStringLiteral("fp32") });
         QVERIFY(finetuned);
+        QCOMPARE(finetuned->events(QStringLiteral("started")).value(0).started().effective().precision(),
+            bf16 ? v1::BF16 : v1::FP32);
+        qInfo("fine-tuning, channels-last and %s with 2 x 2", bf16 ? "bf16" : "fp32 (this CPU has no bf16)");
         const auto epochs = finetuned->events(QStringLiteral("epoch"));
         QCOMPARE(epochs.size(), 2);
         QVERIFY(epochs.last().epoch().test_accuracy() > 0.2); // SYNTHETIC patterns: learnt at once
