@@ -423,6 +423,38 @@ CheckStatus checkPlan(const v1::StudyPlan &plan)
 namespace {
 
 // Success when a scale-up plan's grid, baseline and repeats are valid, else every problem.
+// The baseline's fields and the repeats, each problem in the plan's words.
+void checkBaselineAndRepeats(const v1::StudyPlan &plan, QStringList &p)
+{
+    const auto &b = plan.baseline();
+    if (b.batch_size() < 0 || b.batch_size() > rules::kMaxBatchSize)
+        p << QStringLiteral("baseline.batchSize: must be between 1 and %1, or unset (got %2)")
+                 .arg(rules::kMaxBatchSize)
+                 .arg(b.batch_size());
+    if (b.epochs() < 0 || b.epochs() > rules::kMaxEpochs)
+        p << QStringLiteral("baseline.epochs: must be between 1 and %1, or unset (got %2)")
+                 .arg(rules::kMaxEpochs)
+                 .arg(b.epochs());
+
+    if (const Status valid = checkGpus(b.gpus_per_worker()); !valid)
+        p << QStringLiteral("baseline.gpusPerWorker: %1").arg(valid.error());
+    if (b.threads_per_worker() < 0 || b.threads_per_worker() > rules::kMaxThreads)
+        p << QStringLiteral("baseline.threadsPerWorker: must be 0 (automatic) up to %1")
+                 .arg(rules::kMaxThreads);
+    if (!b.precision().empty())
+        if (const Status valid = checkPrecision(str(b.precision())); !valid)
+            p << QStringLiteral("baseline.precision: %1").arg(valid.error());
+
+    if (!plan.repeat_seeds().empty() && plan.repeat_seeds() != "same" && plan.repeat_seeds() != "vary")
+        p << QStringLiteral(
+            "repeatSeeds: \"same\" (every repeat with the plan's seed) or \"vary\" (repeat r with "
+            "seed + r) (got \"%1\")")
+                 .arg(str(plan.repeat_seeds()));
+    if (plan.repeats() < 0 || plan.repeats() > 100)
+        p << QStringLiteral("repeats: must be between 1 and 100, or unset for 1 (got %1)")
+                 .arg(plan.repeats());
+}
+
 CheckStatus checkGrid(const v1::StudyPlan &plan)
 {
     QStringList p;
@@ -502,56 +534,38 @@ CheckStatus checkGrid(const v1::StudyPlan &plan)
                             "runs of one model")
                  .arg(str(plan.baseline().model()), models.join(QStringLiteral(", ")));
 
-    const auto &b = plan.baseline();
-    if (b.batch_size() < 0 || b.batch_size() > rules::kMaxBatchSize)
-        p << QStringLiteral("baseline.batchSize: must be between 1 and %1, or unset (got %2)")
-                 .arg(rules::kMaxBatchSize)
-                 .arg(b.batch_size());
-    if (b.epochs() < 0 || b.epochs() > rules::kMaxEpochs)
-        p << QStringLiteral("baseline.epochs: must be between 1 and %1, or unset (got %2)")
-                 .arg(rules::kMaxEpochs)
-                 .arg(b.epochs());
-
-    if (const Status valid = checkGpus(b.gpus_per_worker()); !valid)
-        p << QStringLiteral("baseline.gpusPerWorker: %1").arg(valid.error());
-    if (b.threads_per_worker() < 0 || b.threads_per_worker() > rules::kMaxThreads)
-        p << QStringLiteral("baseline.threadsPerWorker: must be 0 (automatic) up to %1").arg(rules::kMaxThreads);
-    if (!b.precision().empty())
-        if (const Status valid = checkPrecision(str(b.precision())); !valid)
-            p << QStringLiteral("baseline.precision: %1").arg(valid.error());
-
-    if (!plan.repeat_seeds().empty() && plan.repeat_seeds() != "same" && plan.repeat_seeds() != "vary")
-        p << QStringLiteral("repeatSeeds: \"same\" (every repeat with the plan's seed) or \"vary\" (repeat r with "
-                            "seed + r) (got \"%1\")")
-                 .arg(str(plan.repeat_seeds()));
-    if (plan.repeats() < 0 || plan.repeats() > 100)
-        p << QStringLiteral("repeats: must be between 1 and 100, or unset for 1 (got %1)")
-                 .arg(plan.repeats());
+    checkBaselineAndRepeats(plan, p);
     return p.isEmpty() ? CheckStatus::success() : CheckStatus::failure(p);
 }
 
 } // namespace
 
-QList<PlannedRun> expandPlan(const v1::StudyPlan &plan, const QString &studyId)
+namespace {
+
+// A tune's trials, drawn from its space.
+QList<PlannedRun> expandTune(const v1::StudyPlan &plan, const QString &studyId)
 {
-    if (isTune(plan)) {
-        const int maxFailures = plan.has_max_failures() ? plan.max_failures() : 2;
-        QList<PlannedRun> trials;
-        for (const TrialDraw &draw : drawTrials(plan)) {
-            PlannedRun run;
-            run.runId = QStringLiteral("%1-t%2").arg(studyId).arg(trials.size() + 1, 2, 10, QLatin1Char('0'));
-            run.config = trialConfig(plan, draw.params);
-            run.maxFailures = maxFailures;
-            run.trial = true;
-            run.params = draw.params;
-            run.bracket = draw.bracket;
-            for (const auto &o : plan.overrides())
-                if (str(o.match()) == run.runId)
-                    run.maxFailures = o.max_failures();
-            trials << run;
-        }
-        return trials;
+    const int maxFailures = plan.has_max_failures() ? plan.max_failures() : 2;
+    QList<PlannedRun> trials;
+    for (const TrialDraw &draw : drawTrials(plan)) {
+        PlannedRun run;
+        run.runId = QStringLiteral("%1-t%2").arg(studyId).arg(trials.size() + 1, 2, 10, QLatin1Char('0'));
+        run.config = trialConfig(plan, draw.params);
+        run.maxFailures = maxFailures;
+        run.trial = true;
+        run.params = draw.params;
+        run.bracket = draw.bracket;
+        for (const auto &o : plan.overrides())
+            if (str(o.match()) == run.runId)
+                run.maxFailures = o.max_failures();
+        trials << run;
     }
+    return trials;
+}
+
+// A grid's configurations: the baselines (one per model), then the cross product of its axes.
+QList<RunConfig> gridConfigs(const v1::StudyPlan &plan)
+{
     const auto &g = plan.grid();
     // Each worker count as (fewest, planned): a fixed size is (0, N).
     QList<std::pair<int, int>> workers;
@@ -620,7 +634,16 @@ QList<PlannedRun> expandPlan(const v1::StudyPlan &plan, const QString &studyId)
                                         c.accumulationSteps = accumulation;
                                         configs << c;
                                     }
+    return configs;
+}
 
+} // namespace
+
+QList<PlannedRun> expandPlan(const v1::StudyPlan &plan, const QString &studyId)
+{
+    if (isTune(plan))
+        return expandTune(plan, studyId);
+    const QList<RunConfig> configs = gridConfigs(plan);
     const int repeats = std::max(1, plan.repeats());
     const int maxFailures = plan.has_max_failures() ? plan.max_failures() : 2;
     QList<PlannedRun> runs;
