@@ -1,5 +1,7 @@
 #include "training_support.h"
 
+#include "checkpoint.h"
+
 #include "blas_kernel.h"
 #include "cifar10.h"
 #include "net_address.h"
@@ -197,6 +199,49 @@ std::string compilerName()
 #else
     return "unknown compiler";
 #endif
+}
+
+// Ranks on other nodes hold no copy of the checkpoint that rank 0 resumed from: they
+// take rank 0's position (AdaScale's progress too) and SGD momentum, so every rank
+// continues one run.
+void adoptRankZeroProgress(DataParallel &parallel, torch::optim::SGD &optimizer, CheckpointPosition *position)
+{
+    const auto &params = optimizer.param_groups().at(0).params();
+    auto momentumOf = [&](const torch::Tensor &p) -> torch::optim::SGDParamState * {
+        const auto it = optimizer.state().find(optimizerStateKey(p));
+        return it == optimizer.state().end() ? nullptr
+                                             : static_cast<torch::optim::SGDParamState *>(it->second.get());
+    };
+    std::vector<torch::Tensor> header { torch::tensor(
+        { std::int64_t(position->epoch), position->step, std::int64_t(momentumOf(params.at(0)) != nullptr) })
+                                            .to(params.at(0).device()) };
+    const std::array<double, 4> noise = position->noiseAverages.value_or(std::array<double, 4> {});
+    header.push_back(
+        torch::tensor({ position->progress ? 1.0 : 0.0, position->progress.value_or(0.0),
+                          position->noiseAverages ? 1.0 : 0.0, noise[0], noise[1], noise[2], noise[3] },
+            torch::TensorOptions(torch::kDouble).device(params.at(0).device())));
+    parallel.broadcastFromRankZero(header);
+    position->epoch = int(header[0][0].item<std::int64_t>());
+    position->step = header[0][1].item<std::int64_t>();
+    const torch::Tensor received = header[1].to(torch::kCPU).contiguous();
+    const double *h = received.data_ptr<double>();
+    position->progress = h[0] != 0 ? std::optional(h[1]) : std::nullopt;
+    position->noiseAverages
+        = h[2] != 0 ? std::optional(std::array<double, 4> { h[3], h[4], h[5], h[6] }) : std::nullopt;
+    if (header[0][2].item<std::int64_t>() == 0)
+        return; // rank 0 has no momentum yet: a fresh start everywhere
+    std::vector<torch::Tensor> momenta;
+    for (const auto &p : params) {
+        auto *state = momentumOf(p);
+        if (!state) {
+            auto created = std::make_unique<torch::optim::SGDParamState>();
+            created->momentum_buffer(torch::zeros_like(p));
+            state = created.get();
+            optimizer.state()[optimizerStateKey(p)] = std::move(created);
+        }
+        momenta.push_back(state->momentum_buffer());
+    }
+    parallel.broadcastFromRankZero(momenta);
 }
 
 } // namespace scalelab::trainer

@@ -96,4 +96,12 @@ private:
     c10::DeviceType m_device;
 };
 
+struct CheckpointPosition;
+
+// Ranks on other nodes hold no copy of the checkpoint that rank 0 resumed from: they take
+// rank 0's position (AdaScale's progress and the noise scale's averages too) and SGD
+// momentum, so every rank continues one run. Every rank calls it, after attach().
+void adoptRankZeroProgress(
+    DataParallel &parallel, torch::optim::SGD &optimizer, CheckpointPosition *position);
+
 } // namespace scalelab::trainer
