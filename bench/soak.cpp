@@ -54,7 +54,9 @@ ProcessFigures figuresOf(qint64 pid)
             if (line.startsWith("Threads:"))
                 f.threads = line.mid(8).trimmed().toInt();
         }
-    f.fds = int(QDir(QStringLiteral("/proc/%1/fd").arg(pid)).entryList(QDir::NoDotAndDotDot | QDir::AllEntries).size());
+    f.fds = int(QDir(QStringLiteral("/proc/%1/fd").arg(pid))
+                    .entryList(QDir::NoDotAndDotDot | QDir::AllEntries)
+                    .size());
     return f;
 }
 
@@ -126,7 +128,9 @@ int main(int argc, char **argv)
                     break;
                 bool active = false;
                 for (const auto &r : inventory.runs())
-                    active = active || (r.run_id() == request.run_id() && r.state() != v1::SUCCEEDED && r.state() != v1::FAILED && r.state() != v1::CANCELLED);
+                    active = active
+                        || (r.run_id() == request.run_id() && r.state() != v1::SUCCEEDED
+                            && r.state() != v1::FAILED && r.state() != v1::CANCELLED);
                 if (!active)
                     break;
             }
@@ -179,8 +183,9 @@ int main(int argc, char **argv)
         QList<v1::RunInfo> all;
         const bool listed = client.listAllRuns(&all).ok();
         const qint64 listMs = listing.elapsed();
-        std::printf("%6d %5ld %7ld %6.1f (%4.1f %4.1f) %7d %10d %11s\n", minute, runs.load(), watches.load(), f.rssMb,
-            f.anonMb, f.fileMb, f.threads, f.fds, listed ? qPrintable(QStringLiteral("%1 (%2)").arg(listMs).arg(all.size())) : "failed");
+        std::printf("%6d %5ld %7ld %6.1f (%4.1f %4.1f) %7d %10d %11s\n", minute, runs.load(), watches.load(),
+            f.rssMb, f.anonMb, f.fileMb, f.threads, f.fds,
+            listed ? qPrintable(QStringLiteral("%1 (%2)").arg(listMs).arg(all.size())) : "failed");
         std::fflush(stdout);
     }
     stop = true;

@@ -44,8 +44,9 @@ bool isFileName(std::string_view name)
 
 bool isSha256(std::string_view text)
 {
-    return text.size() == 64
-        && std::all_of(text.begin(), text.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+    return text.size() == 64 && std::all_of(text.begin(), text.end(), [](char c) {
+        return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+    });
 }
 
 std::string formatManifest(const std::vector<Entry> &entries)
@@ -72,10 +73,12 @@ common::Result<std::vector<Entry>> parseManifest(std::string_view text)
         if (!(fields >> name) || (fields >> extra))
             return Status::failure(where + "expected \"<sha256>  <file name>\"");
         if (!isSha256(sum))
-            return Status::failure(where + "'" + sum.substr(0, 80) + "' is not a sha256 (64 lower-case hex digits)");
+            return Status::failure(
+                where + "'" + sum.substr(0, 80) + "' is not a sha256 (64 lower-case hex digits)");
         if (!isFileName(name))
             return Status::failure(where + "'" + name.substr(0, 80)
-                + "' is not a checkpoint file name (1-64 of A-Z a-z 0-9 _ - ., not starting with '.', not MANIFEST)");
+                + "' is not a checkpoint file name (1-64 of A-Z a-z 0-9 _ - ., not starting with '.', not "
+                  "MANIFEST)");
         if (!names.insert(name).second)
             return Status::failure(where + name + " is listed twice");
         entries.push_back({ sum, name });

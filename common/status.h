@@ -104,10 +104,11 @@ public:
     const Text &error() const { return m_message; }
 
 private:
-    template <class T>
-    static bool isEmpty(const T &text) { return text.empty(); }
-    template <class T>
-    static bool isEmpty(const T &text) requires requires { text.isEmpty(); } { return text.isEmpty(); }
+    template <class T> static bool isEmpty(const T &text) { return text.empty(); }
+    template <class T> static bool isEmpty(const T &text) requires requires { text.isEmpty(); }
+    {
+        return text.isEmpty();
+    }
 
     Text m_message;
 };
@@ -115,7 +116,9 @@ private:
 template <class T, class Error> class [[nodiscard]] BasicResult : public StatusCodeQueries {
 public:
     // NOLINTNEXTLINE(google-explicit-constructor): `return value;` is the point
-    BasicResult(T value) : m_value(std::move(value)) {}
+    BasicResult(T value)
+        : m_value(std::move(value))
+    { }
     // NOLINTNEXTLINE(google-explicit-constructor): `return Status::failure(...)` converts,
     // code and all
     BasicResult(BasicStatus<Error> status)
@@ -128,7 +131,7 @@ public:
     // A failure of no particular kind (Unknown).
     static BasicResult failure(Error error)
     {
-        BasicResult result{std::in_place};
+        BasicResult result { std::in_place };
         result.m_code = Code::Unknown;
         result.m_error = std::move(error);
         return result;
@@ -138,9 +141,21 @@ public:
     explicit operator bool() const { return ok(); }
 
     // The value; only when ok() (asserted).
-    T &value() & { assert(ok()); return *m_value; }
-    const T &value() const & { assert(ok()); return *m_value; }
-    T &&value() && { assert(ok()); return std::move(*m_value); }
+    T &value() &
+    {
+        assert(ok());
+        return *m_value;
+    }
+    const T &value() const &
+    {
+        assert(ok());
+        return *m_value;
+    }
+    T &&value() &&
+    {
+        assert(ok());
+        return std::move(*m_value);
+    }
     T *operator->() { return &value(); }
     const T *operator->() const { return &value(); }
     T &operator*() & { return value(); }
@@ -151,14 +166,13 @@ public:
     const Error &error() const { return m_error; }
 
 private:
-    explicit BasicResult(std::in_place_t) {}
+    explicit BasicResult(std::in_place_t) { }
 
     std::optional<T> m_value;
     Error m_error;
 };
 
 using Status = BasicStatus<std::string>;
-template <class T>
-using Result = BasicResult<T, std::string>;
+template <class T> using Result = BasicResult<T, std::string>;
 
 } // namespace scalelab::common

@@ -11,11 +11,9 @@
 namespace scalelab::core {
 
 using Status = common::BasicStatus<QString>;
-template <class T>
-using Result = common::BasicResult<T, QString>;
+template <class T> using Result = common::BasicResult<T, QString>;
 // A value, or every problem found (a plan's, one per field).
-template <class T>
-using Checked = common::BasicResult<T, QStringList>;
+template <class T> using Checked = common::BasicResult<T, QStringList>;
 // Success, or every problem found: what a validator that names each field returns.
 using CheckStatus = common::BasicStatus<QStringList>;
 

@@ -24,9 +24,10 @@ SCALELAB_PACKAGES=(
 # fresh Debian root (debootstrap); tst_reports reads its PDFs' text back (pdftotext);
 # tst_tensorboard reads the TensorBoard event files back in Python (python3-protobuf);
 # tst_prometheus scrapes an agent with a real Prometheus and checks its output (promtool);
-# tst_torchscript trains modules scripted by PyTorch and torchvision.
+# tst_torchscript trains modules scripted by PyTorch and torchvision; tst_format checks the
+# tree against .clang-format.
 SCALELAB_TEST_PACKAGES=(slurm-wlm munge dpkg-dev systemd debootstrap poppler-utils python3-protobuf
-  prometheus python3-torch python3-torchvision)
+  prometheus python3-torch python3-torchvision clang-format)
 
 # For scripts/fuzz.sh (and so for the tests, whose fuzz label runs it): clang's libFuzzer and
 # sanitizer runtimes (libclang-rt is merely recommended by clang, and recommendations are not

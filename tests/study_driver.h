@@ -96,8 +96,9 @@ inline core::Result<QList<v1::RunInfo>> agentRunsOf(
     return found;
 }
 
-inline QString driveStudyToEnd(core::Journal *journal, const QString &studyId, const QList<core::AgentEndpoint> &agents,
-    int crashAfter, int *runners = nullptr, int maxRunners = 1000, int runnerTimeoutMs = 300'000)
+inline QString driveStudyToEnd(core::Journal *journal, const QString &studyId,
+    const QList<core::AgentEndpoint> &agents, int crashAfter, int *runners = nullptr, int maxRunners = 1000,
+    int runnerTimeoutMs = 300'000)
 {
     for (int n = 1; n <= maxRunners; ++n) {
         core::StudyRunner runner(journal);
@@ -109,7 +110,9 @@ inline QString driveStudyToEnd(core::Journal *journal, const QString &studyId, c
         if (const core::Status driven = runner.drive(studyId); !driven)
             return QStringLiteral("drive failed: ") + driven.error();
         if (!QTest::qWaitFor([&] { return finished.count() + crashed.count() > 0; }, runnerTimeoutMs))
-            return QStringLiteral("runner %1 neither finished nor crashed in %2 s").arg(n).arg(runnerTimeoutMs / 1000);
+            return QStringLiteral("runner %1 neither finished nor crashed in %2 s")
+                .arg(n)
+                .arg(runnerTimeoutMs / 1000);
         if (runners)
             *runners = n;
         if (!finished.isEmpty())

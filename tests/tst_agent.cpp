@@ -513,7 +513,8 @@ private Q_SLOTS:
         QVERIFY2(listing.contains(QLatin1String("5 of 5 run(s) recorded")), qPrintable(listing));
         cli.start(test::binary("scalelab-cli"),
             { QStringLiteral("runs"), QStringLiteral("--agent"), agent.address(), QStringLiteral("--after"),
-                QStringLiteral("p-3"), QStringLiteral("--limit"), QStringLiteral("1"), QStringLiteral("--json") });
+                QStringLiteral("p-3"), QStringLiteral("--limit"), QStringLiteral("1"),
+                QStringLiteral("--json") });
         QVERIFY(cli.waitForFinished(30'000));
         const QString json = QString::fromLocal8Bit(cli.readAllStandardOutput());
         QVERIFY2(json.contains(QLatin1String("\"runId\":\"p-4\"")) && !json.contains(QLatin1String("\"p-5\""))
@@ -768,9 +769,9 @@ private Q_SLOTS:
     void tlsWithTokenOffLoopback()
     {
         test::AgentFixture agent(m_tmp.path());
-        test::AgentFixtureOptions options = withSyn({ QStringLiteral("--tls-cert"),
-            path(QStringLiteral("server.pem")), QStringLiteral("--tls-key"),
-            path(QStringLiteral("server.key")) });
+        test::AgentFixtureOptions options
+            = withSyn({ QStringLiteral("--tls-cert"), path(QStringLiteral("server.pem")),
+                QStringLiteral("--tls-key"), path(QStringLiteral("server.key")) });
         options.listen = QStringLiteral("0.0.0.0");
         VERIFY_OK(agent.start(options));
         const QString endpoint = QStringLiteral("127.0.0.1:") + agent.address().section(u':', -1);
@@ -785,8 +786,7 @@ private Q_SLOTS:
         QCOMPARE(wrongToken.describe(&inventory).code(), Status::Code::Unauthenticated);
         AgentClient noToken(endpoint, QString(), trusted);
         QCOMPARE(noToken.describe(&inventory).code(), Status::Code::Unauthenticated);
-        QTRY_VERIFY_WITH_TIMEOUT(
-            agent.log().contains(QStringLiteral("wrong token")), 5000);
+        QTRY_VERIFY_WITH_TIMEOUT(agent.log().contains(QStringLiteral("wrong token")), 5000);
         QVERIFY(agent.log().contains(QStringLiteral("no token")));
 
         AgentClient plaintext(endpoint, agent.token(), AgentTls {});
@@ -940,7 +940,8 @@ private Q_SLOTS:
             { "unknown schedule", invalid, QStringLiteral("spec.schedule"),
                 [](auto &r) { r.mutable_spec()->set_schedule("random"); } },
             // NaN, infinities, out-of-range numbers and unknown enum values: the plan's rules.
-            { "NaN learning rate", invalid, QStringLiteral("spec.learning_rate: must be a number in (0, 10] (got NaN)"),
+            { "NaN learning rate", invalid,
+                QStringLiteral("spec.learning_rate: must be a number in (0, 10] (got NaN)"),
                 [](auto &r) { r.mutable_spec()->set_learning_rate(std::nan("")); } },
             { "infinite learning rate", invalid, QStringLiteral("spec.learning_rate"),
                 [](auto &r) { r.mutable_spec()->set_learning_rate(HUGE_VAL); } },
@@ -950,7 +951,8 @@ private Q_SLOTS:
                 [](auto &r) { r.mutable_spec()->set_momentum(1); } },
             { "NaN weight decay", invalid, QStringLiteral("spec.weight_decay"),
                 [](auto &r) { r.mutable_spec()->set_weight_decay(std::nan("")); } },
-            { "unknown precision", invalid, QStringLiteral("spec.precision: must be FP32 or BF16 (got the unknown value 99)"),
+            { "unknown precision", invalid,
+                QStringLiteral("spec.precision: must be FP32 or BF16 (got the unknown value 99)"),
                 [](auto &r) { r.mutable_spec()->set_precision(v1::Precision(99)); } },
             { "a billion epochs", invalid, QStringLiteral("spec.epochs: must be between 1 and 10000"),
                 [](auto &r) { r.mutable_spec()->set_epochs(1'000'000'000); } },
@@ -1079,20 +1081,21 @@ private Q_SLOTS:
         };
         v1::WorkerEvent error;
         error.mutable_error()->set_message("disk on fire");
-        QTest::newRow("failed") << "echo '" + line(error) + "' >&3; exit 3" << int(v1::EXIT_FAILED) << "FAILED"
+        QTest::newRow("failed") << "echo '" + line(error) + "' >&3; exit 3" << int(v1::EXIT_FAILED)
+                                << "FAILED"
                                 << "exited with code 3: disk on fire";
         error.mutable_error()->set_message("std::bad_alloc");
-        QTest::newRow("out of memory") << "echo '" + line(error) + "' >&3; exit 1" << int(v1::EXIT_OUT_OF_MEMORY)
-                                       << "FAILED"
-                                       << "ran out of memory";
+        QTest::newRow("out of memory")
+            << "echo '" + line(error) + "' >&3; exit 1" << int(v1::EXIT_OUT_OF_MEMORY) << "FAILED"
+            << "ran out of memory";
         v1::WorkerEvent started;
         started.mutable_started()->set_world_size(1);
         QTest::newRow("killed") << "kill -SEGV $$" << int(v1::EXIT_KILLED) << "FAILED"
                                 << "killed by signal 11";
-        QTest::newRow("stopped")
-            << "trap '' TERM; echo '" + line(started) + "' >&3; while :; do sleep 1; done"
-            << int(v1::EXIT_STOPPED) << "CANCELLED"
-            << "stopped on request";
+        QTest::newRow("stopped") << "trap '' TERM; echo '" + line(started)
+                + "' >&3; while :; do sleep 1; done"
+                                 << int(v1::EXIT_STOPPED) << "CANCELLED"
+                                 << "stopped on request";
     }
     void exitsAreClassified()
     {
@@ -1359,7 +1362,8 @@ private Q_SLOTS:
         for (qsizetype i = 0; i < bytes.size(); ++i)
             bytes[i] = char(i * 13 % 251);
         auto status = writeCheckpoint(client,
-            checkpointChunks("big-1", 1, { { "model.pt", bytes, {} }, { "optimizer.pt", "o", {} }, { "state.pt", "s", {} } }));
+            checkpointChunks("big-1", 1,
+                { { "model.pt", bytes, {} }, { "optimizer.pt", "o", {} }, { "state.pt", "s", {} } }));
         QVERIFY2(status.ok(), status.error_message().c_str());
 
         const auto threads = [&] {
@@ -1410,8 +1414,8 @@ private Q_SLOTS:
         // After the stall limit the agent has cancelled them: its threads are back (8 s of
         // stall, then gRPC lets its threads go; 51 s once beside the suite's heaviest tests).
         QTRY_VERIFY_WITH_TIMEOUT(threads() <= before + 2, test::endsWithin());
-        qInfo("agent threads: %d before, %d with 10 stalled readers, %d after they were cancelled", before, busy,
-            threads());
+        qInfo("agent threads: %d before, %d with 10 stalled readers, %d after they were cancelled", before,
+            busy, threads());
         QTRY_VERIFY_WITH_TIMEOUT(
             agent.log().contains(QLatin1String("the client took no data for 8 s")), 10'000);
         // A stalled client that reads at last learns that its stream was cancelled. (A stream

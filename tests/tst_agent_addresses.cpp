@@ -120,16 +120,26 @@ private Q_SLOTS:
     {
         QTest::addColumn<QString>("spec");
         QTest::addColumn<QString>("problem"); // empty: well formed
-        QTest::newRow("address") << "node1:7450" << "";
-        QTest::newRow("ipv6 address") << "[::1]:7450" << "";
-        QTest::newRow("file") << "file:agents.txt" << "";
-        QTest::newRow("file that does not exist yet") << "file:/nowhere/agents.txt" << "";
-        QTest::newRow("dns") << "dns:scalelab-agents.ns.svc:7450" << "";
-        QTest::newRow("no port") << "node1" << "not HOST:PORT";
-        QTest::newRow("says the other forms") << "node1" << "file:PATH or dns:NAME:PORT";
-        QTest::newRow("empty file") << "file:" << "names no file";
-        QTest::newRow("dns without port") << "dns:scalelab-agents" << "dns:NAME:PORT";
-        QTest::newRow("dns port 0") << "dns:scalelab-agents:0" << "valid port";
+        QTest::newRow("address") << "node1:7450"
+                                 << "";
+        QTest::newRow("ipv6 address") << "[::1]:7450"
+                                      << "";
+        QTest::newRow("file") << "file:agents.txt"
+                              << "";
+        QTest::newRow("file that does not exist yet") << "file:/nowhere/agents.txt"
+                                                      << "";
+        QTest::newRow("dns") << "dns:scalelab-agents.ns.svc:7450"
+                             << "";
+        QTest::newRow("no port") << "node1"
+                                 << "not HOST:PORT";
+        QTest::newRow("says the other forms") << "node1"
+                                              << "file:PATH or dns:NAME:PORT";
+        QTest::newRow("empty file") << "file:"
+                                    << "names no file";
+        QTest::newRow("dns without port") << "dns:scalelab-agents"
+                                          << "dns:NAME:PORT";
+        QTest::newRow("dns port 0") << "dns:scalelab-agents:0"
+                                    << "valid port";
     }
     void specFormsAreCheckedWithoutIo()
     {
@@ -170,7 +180,8 @@ private Q_SLOTS:
         got = resolveAgentSpecs({ QStringLiteral("n1") });
         QVERIFY2(got.error().contains(QLatin1String("HOST:PORT")), qPrintable(got.error()));
         // --agents takes every form too.
-        got = gatherAgentAddresses({}, {}, { QStringLiteral("n5:7450"), QStringLiteral("file:") + f.fileName() });
+        got = gatherAgentAddresses(
+            {}, {}, { QStringLiteral("n5:7450"), QStringLiteral("file:") + f.fileName() });
         VERIFY_OK(got);
         QCOMPARE(*got,
             QStringList({ QStringLiteral("n5:7450"), QStringLiteral("n2:7450"), QStringLiteral("n3:7450") }));

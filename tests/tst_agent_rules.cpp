@@ -134,12 +134,10 @@ private Q_SLOTS:
             { "attempt 0", [](auto &r) { r.set_attempt(0); }, "attempt must be 1 or more (got 0)" },
             { "world size 0", [](auto &r) { r.set_world_size(0); }, "world_size must be 1 or more (got 0)" },
             { "no ranks", [](auto &r) { r.clear_ranks(); }, "ranks is empty" },
-            { "rank outside", [](auto &r) { r.set_ranks(1, 2); }, "ranks contains 2, outside [0, world_size=2)" },
+            { "rank outside", [](auto &r) { r.set_ranks(1, 2); },
+                "ranks contains 2, outside [0, world_size=2)" },
             { "rank twice", [](auto &r) { r.set_ranks(1, 0); }, "ranks contains 0 twice" },
-            { "world too large",
-                [](auto &r) {
-                    r.set_world_size(rules::kMaxWorkers + 1);
-                },
+            { "world too large", [](auto &r) { r.set_world_size(rules::kMaxWorkers + 1); },
                 "world_size must be at most 1024" },
             { "bad spec", [](auto &r) { r.mutable_spec()->set_epochs(-1); }, "spec.epochs" },
             { "data set with a slash", [](auto &r) { r.mutable_spec()->set_dataset("a/b"); },
@@ -169,7 +167,8 @@ private Q_SLOTS:
             auto r = good();
             c.change(r);
             const QString said = refusal(r);
-            QVERIFY2(said.contains(QLatin1String(c.says)), qPrintable(QLatin1String(c.what) + QStringLiteral(": ") + said));
+            QVERIFY2(said.contains(QLatin1String(c.says)),
+                qPrintable(QLatin1String(c.what) + QStringLiteral(": ") + said));
         }
         // One world of one: no rendezvous needed, none checked (whatever it holds).
         auto single = good();
@@ -225,7 +224,8 @@ private Q_SLOTS:
         // None at all: the GPU monitor's reason is added.
         auto noGpu = agent::assignGpus(0.5, { 0 }, {}, "NVML not found");
         QVERIFY(!noGpu);
-        QVERIFY2(QString::fromStdString(noGpu.error()).contains(QLatin1String("this node has 0 (NVML not found)")),
+        QVERIFY2(
+            QString::fromStdString(noGpu.error()).contains(QLatin1String("this node has 0 (NVML not found)")),
             noGpu.error().c_str());
     }
 
@@ -313,8 +313,9 @@ private Q_SLOTS:
         QCOMPARE(problems(spec, agent),
             (QStringList { QStringLiteral("spec.block_dropout: must be a number in [0, 1) (got 1)"),
                 QStringLiteral("spec.dense_dropout: must be a number in [0, 1) (got NaN)"),
-                QStringLiteral("spec.stop_after_epochs: must be 0 (train every epoch) or between 1 and the run's 3 "
-                               "epochs (got 4)") }));
+                QStringLiteral(
+                    "spec.stop_after_epochs: must be 0 (train every epoch) or between 1 and the run's 3 "
+                    "epochs (got 4)") }));
         // The model: a built-in's name, or empty for the default.
         {
             v1::RunSpec withModel;
@@ -409,8 +410,9 @@ private Q_SLOTS:
         training.set_dense_dropout(1);
         QCOMPARE(problems(training, plan),
             (QStringList { QStringLiteral("training.denseDropout: must be a number in [0, 1) (got 1)"),
-                QStringLiteral("training.stopAfterEpochs: must be 0 (train every epoch) or between 1 and 10000 (got "
-                               "10001)") }));
+                QStringLiteral(
+                    "training.stopAfterEpochs: must be 0 (train every epoch) or between 1 and 10000 (got "
+                    "10001)") }));
         // Unset rates run as the seed CNN always has; zero stays zero.
         v1::RunSpec unset;
         unset.set_epochs(3);
@@ -419,7 +421,8 @@ private Q_SLOTS:
         QCOMPARE(filled.dense_dropout(), 0.5);
         QCOMPARE(filled.stop_after_epochs(), 0);
         unset.set_block_dropout(0);
-        QVERIFY(rules::withDefaults(unset).has_block_dropout() && rules::withDefaults(unset).block_dropout() == 0);
+        QVERIFY(rules::withDefaults(unset).has_block_dropout()
+            && rules::withDefaults(unset).block_dropout() == 0);
     }
 
     void unpackRefusesPathsLeavingTheFolder()

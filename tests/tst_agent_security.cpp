@@ -6,11 +6,11 @@
 // --help names the environment it reads. Real agent processes, no worker needed.
 #include "agent_client.h"
 #include "agent_fixture.h"
-#include "verify_ok.h"
 #include "grpc/health/v1/health.grpc.pb.h"
-#include "scalelab/v1/agent.grpc.pb.h"
 #include "net_address.h"
+#include "scalelab/v1/agent.grpc.pb.h"
 #include "test_support.h"
+#include "verify_ok.h"
 
 #include <QProcess>
 #include <QStandardPaths>
@@ -418,8 +418,9 @@ private Q_SLOTS:
         QTest::newRow("cli describe")
             << "scalelab-cli" << QStringList { QStringLiteral("describe"), QStringLiteral("--help") }
             << clientNames;
-        QTest::newRow("cli runs")
-            << "scalelab-cli" << QStringList { QStringLiteral("runs"), QStringLiteral("--help") } << clientNames;
+        QTest::newRow("cli runs") << "scalelab-cli"
+                                  << QStringList { QStringLiteral("runs"), QStringLiteral("--help") }
+                                  << clientNames;
         QTest::newRow("cli study run")
             << "scalelab-cli"
             << QStringList { QStringLiteral("study"), QStringLiteral("run"), QStringLiteral("--help") }

@@ -99,10 +99,16 @@ private Q_SLOTS:
             QStringLiteral("Is scalelab-agent running there?"), 2500 };
         QCOMPARE(model.addAgent(a), 0);
         QCOMPARE(model.rowCount(), 1);
-        const auto cell = [&](int column, int role = Qt::DisplayRole) { return model.data(model.index(0, column), role); };
-        QCOMPARE(cell(M::NameColumn, Qt::ToolTipRole).toString(), QStringLiteral("node-a at 10.0.0.5:7460, TLS"));
-        QCOMPARE(cell(M::StateColumn).toString(), QStringLiteral("unreachable: connection refused — retrying in 3 s"));
-        QVERIFY(cell(M::StateColumn, Qt::ToolTipRole).toString().endsWith(QStringLiteral("\nIs scalelab-agent running there?")));
+        const auto cell = [&](int column, int role = Qt::DisplayRole) {
+            return model.data(model.index(0, column), role);
+        };
+        QCOMPARE(
+            cell(M::NameColumn, Qt::ToolTipRole).toString(), QStringLiteral("node-a at 10.0.0.5:7460, TLS"));
+        QCOMPARE(cell(M::StateColumn).toString(),
+            QStringLiteral("unreachable: connection refused — retrying in 3 s"));
+        QVERIFY(cell(M::StateColumn, Qt::ToolTipRole)
+                    .toString()
+                    .endsWith(QStringLiteral("\nIs scalelab-agent running there?")));
         QVERIFY(cell(M::HostColumn).toString().isEmpty()); // nothing known yet
         QVERIFY(cell(M::CpuColumn, M::GaugeRole).toList().isEmpty());
         // The details pane says the same in sentences, and claims nothing about the node.
@@ -159,8 +165,9 @@ private Q_SLOTS:
         QCOMPARE(cell(M::SlotsColumn).toString(), QStringLiteral("62"));
         QCOMPARE(cell(M::CpuColumn).toString(), QStringLiteral("52% · ranks 38%")); // 1.5 of 4 cores
         QCOMPARE(M::ranksMemoryBytes(sample), std::int64_t(3) << 30);
-        QVERIFY2(cell(M::CpuColumn, Qt::ToolTipRole).toString().contains(
-                     QStringLiteral("r01 attempt 1, rank 1 (pid 101): 75% of a core, 1.5 GiB")),
+        QVERIFY2(cell(M::CpuColumn, Qt::ToolTipRole)
+                     .toString()
+                     .contains(QStringLiteral("r01 attempt 1, rank 1 (pid 101): 75% of a core, 1.5 GiB")),
             qPrintable(cell(M::CpuColumn, Qt::ToolTipRole).toString()));
         QCOMPARE(cell(M::CpuColumn, M::GaugeRole).toList().size(), 1);
         QVERIFY(qFuzzyCompare(cell(M::CpuColumn, M::GaugeRole).toList().first().toDouble(), 0.524));
@@ -192,18 +199,22 @@ private Q_SLOTS:
         QVERIFY(onDark.lightness() > onLight.lightness());
         QVERIFY(!cell(M::HostColumn, Qt::ForegroundRole).isValid());
 
-        QCOMPARE(M::noGpuSentence("no GPU: NVML (libnvidia-ml.so.1) not found (libnvidia-ml.so.1: cannot open shared "
-                                  "object file: No such file or directory)"),
-            QStringLiteral("No GPUs on this node: it has no NVIDIA driver (libnvidia-ml.so.1 is not installed), so runs "
-                           "here train on its CPUs."));
+        QCOMPARE(M::noGpuSentence(
+                     "no GPU: NVML (libnvidia-ml.so.1) not found (libnvidia-ml.so.1: cannot open shared "
+                     "object file: No such file or directory)"),
+            QStringLiteral(
+                "No GPUs on this node: it has no NVIDIA driver (libnvidia-ml.so.1 is not installed), so runs "
+                "here train on its CPUs."));
         QCOMPARE(M::noGpuSentence("no GPU: nvmlInit failed: Driver Not Loaded"),
-            QStringLiteral("No GPUs on this node (nvmlInit failed: Driver Not Loaded): runs here train on its CPUs."));
+            QStringLiteral(
+                "No GPUs on this node (nvmlInit failed: Driver Not Loaded): runs here train on its CPUs."));
 
         model.addAgent({ QStringLiteral("node-b"), QStringLiteral("10.0.0.6:7460"), false, {}, {}, {} });
         model.removeAgent(0);
         QCOMPARE(model.rowCount(), 1);
         QCOMPARE(model.text(0, M::NameColumn), QStringLiteral("node-b"));
-        QCOMPARE(model.data(model.index(0, M::GpuColumn)).toString(), QString()); // no inventory: nothing claimed
+        QCOMPARE(
+            model.data(model.index(0, M::GpuColumn)).toString(), QString()); // no inventory: nothing claimed
     }
 
     // The utilization charts mark where each run started and ended on the node.
@@ -309,7 +320,8 @@ private Q_SLOTS:
         core::AgentRegistry broken(path);
         const core::Status loaded = broken.load();
         QVERIFY(!loaded);
-        QVERIFY2(loaded.error().contains(path) && loaded.error().contains(QLatin1String("not a ScaleLab agent list")),
+        QVERIFY2(loaded.error().contains(path)
+                && loaded.error().contains(QLatin1String("not a ScaleLab agent list")),
             qPrintable(loaded.error()));
     }
 
@@ -348,7 +360,8 @@ private Q_SLOTS:
         VERIFY_OK(registry.add(agent(QStringLiteral("a"), QStringLiteral("h:1"), {})));
         const core::Status twice = registry.add(agent(QStringLiteral("a"), QStringLiteral("h:2"), {}));
         QVERIFY(!twice);
-        QVERIFY2(twice.error().contains(QLatin1String("an agent named 'a' already exists")), qPrintable(twice.error()));
+        QVERIFY2(twice.error().contains(QLatin1String("an agent named 'a' already exists")),
+            qPrintable(twice.error()));
         // Editing an agent keeps its own name.
         VERIFY_OK(registry.replace(0, agent(QStringLiteral("a"), QStringLiteral("h:3"), {})));
         QCOMPARE(registry.agents().at(0).address, QStringLiteral("h:3"));
@@ -434,8 +447,8 @@ private Q_SLOTS:
         VERIFY_OK(reopened.openRegistry(state));
         QCOMPARE(reopened.agentNames(), QStringList { QStringLiteral("node-a") });
         // More rows for the picture: a wrong token and an address nobody answers.
-        VERIFY_OK(view.addAgent(
-            agent(QStringLiteral("wrong-token"), m_agent.endpoint(), QStringLiteral("x"))));
+        VERIFY_OK(
+            view.addAgent(agent(QStringLiteral("wrong-token"), m_agent.endpoint(), QStringLiteral("x"))));
         const int unanswered = test::freePort();
         QVERIFY2(unanswered > 0, "no free port on 127.0.0.1");
         VERIFY_OK(view.addAgent(
@@ -453,8 +466,8 @@ private Q_SLOTS:
     {
         app::AgentsView view;
         VERIFY_OK(view.openRegistry(m_tmp.filePath(QStringLiteral("console-token"))));
-        VERIFY_OK(view.addAgent(
-            agent(QStringLiteral("bad"), m_agent.endpoint(), QStringLiteral("wrong-token"))));
+        VERIFY_OK(
+            view.addAgent(agent(QStringLiteral("bad"), m_agent.endpoint(), QStringLiteral("wrong-token"))));
         QTRY_VERIFY_WITH_TIMEOUT(
             view.stateText(QStringLiteral("bad")).contains(QLatin1String("token rejected")), 10000);
         QVERIFY2(view.stateText(QStringLiteral("bad")).startsWith(QLatin1String("unauthenticated")),
@@ -469,8 +482,7 @@ private Q_SLOTS:
         QVERIFY2(port > 0, "no free port on 127.0.0.1");
         app::AgentsView view;
         VERIFY_OK(view.openRegistry(m_tmp.filePath(QStringLiteral("console-unreachable"))));
-        VERIFY_OK(view.addAgent(
-            agent(QStringLiteral("gone"), QStringLiteral("127.0.0.1:%1").arg(port), {})));
+        VERIFY_OK(view.addAgent(agent(QStringLiteral("gone"), QStringLiteral("127.0.0.1:%1").arg(port), {})));
         QTRY_VERIFY_WITH_TIMEOUT(
             view.stateText(QStringLiteral("gone")).startsWith(QLatin1String("unreachable: ")), 15000);
         const QString text = view.stateText(QStringLiteral("gone"));
@@ -503,7 +515,8 @@ private Q_SLOTS:
         QTest::keyClicks(token, QStringLiteral("shared-token"));
         dialog.accept(); // the file is not there yet
         QVERIFY(dialog.isVisible());
-        QVERIFY2(addressError->isVisible() && addressError->text().contains(QLatin1String("cannot read agents file")),
+        QVERIFY2(addressError->isVisible()
+                && addressError->text().contains(QLatin1String("cannot read agents file")),
             qPrintable(addressError->text()));
         if (const QString dir = qEnvironmentVariable("SCALELAB_SCREENSHOT_DIR"); !dir.isEmpty()) {
             dialog.adjustSize();
@@ -512,7 +525,8 @@ private Q_SLOTS:
         QVERIFY(writeFile(path, "127.0.0.1:8\n127.0.0.1:9\n"));
         dialog.accept();
         QCOMPARE(dialog.result(), int(QDialog::Accepted));
-        QCOMPARE(dialog.addresses(), QStringList({ QStringLiteral("127.0.0.1:8"), QStringLiteral("127.0.0.1:9") }));
+        QCOMPARE(dialog.addresses(),
+            QStringList({ QStringLiteral("127.0.0.1:8"), QStringLiteral("127.0.0.1:9") }));
 
         // Added once each, with the shared token; again, nothing is added twice.
         app::AgentsView view;
@@ -538,11 +552,13 @@ private Q_SLOTS:
         QVERIFY(!dnsError->isVisible());
         dns.accept();
         QCOMPARE(dns.result(), int(QDialog::Accepted));
-        QVERIFY2(dns.addresses().contains(QStringLiteral("127.0.0.1:7450")), qPrintable(dns.addresses().join(',')));
+        QVERIFY2(dns.addresses().contains(QStringLiteral("127.0.0.1:7450")),
+            qPrintable(dns.addresses().join(',')));
 
         // Editing one agent never turns it into a list.
         app::AgentDialog edit(&registry, 0, agent(QStringLiteral("one"), QStringLiteral("h:1"), {}));
-        edit.findChild<QLineEdit *>(QStringLiteral("addressEdit"))->setText(QStringLiteral("dns:localhost:7450"));
+        edit.findChild<QLineEdit *>(QStringLiteral("addressEdit"))
+            ->setText(QStringLiteral("dns:localhost:7450"));
         QVERIFY(!edit.isList());
         QVERIFY(!edit.findChild<QPushButton *>(QStringLiteral("agentsFileButton")));
     }

@@ -126,7 +126,8 @@ template <std::size_t N> QString replay(const Result (&results)[N], double sign)
     StoppingBracket bracket(1, 9, 3);
     for (std::size_t i = 0; i < N; ++i) {
         const Result &r = results[i];
-        const QString where = QStringLiteral("result %1 (trial %2, epoch %3)").arg(i).arg(r.trial).arg(r.epoch);
+        const QString where
+            = QStringLiteral("result %1 (trial %2, epoch %3)").arg(i).arg(r.trial).arg(r.epoch);
         if (r.epoch >= 9) {
             if (!r.finished)
                 return where + QStringLiteral(": max_t reached but not finished");
@@ -142,7 +143,10 @@ template <std::size_t N> QString replay(const Result (&results)[N], double sign)
             return where + QStringLiteral(": rung %1, Ray says %2").arg(d.rung.value_or(0)).arg(r.rung);
         const double cutoff = d.cutoff ? *d.cutoff : kNone;
         if (!same(cutoff, r.cutoff))
-            return where + QStringLiteral(": cutoff %1, Ray says %2").arg(cutoff, 0, 'g', 17).arg(r.cutoff, 0, 'g', 17);
+            return where
+                + QStringLiteral(": cutoff %1, Ray says %2")
+                      .arg(cutoff, 0, 'g', 17)
+                      .arg(r.cutoff, 0, 'g', 17);
     }
     return {};
 }
@@ -166,15 +170,15 @@ private Q_SLOTS:
         QTest::newRow("only NaN") << QList<double> { kNaN } << third << kNaN;
         QTest::newRow("empty") << QList<double> {} << third << kNaN;
         QTest::newRow("ties") << QList<double> { 0.7, 0.7, 0.7, 0.2 } << third << 0.7;
-        QTest::newRow("negated (mode min)") << QList<double> { -0.9, -1.3, -0.4, -2.2, -0.8 } << third
-                                            << -0.8333333333333334;
+        QTest::newRow("negated (mode min)")
+            << QList<double> { -0.9, -1.3, -0.4, -2.2, -0.8 } << third << -0.8333333333333334;
         QTest::newRow("eta 4") << QList<double> { 0.11, 0.52, 0.33, 0.94, 0.25, 0.66, 0.47 } << 75.0
                                << 0.5900000000000001;
         QTest::newRow("eta 2") << QList<double> { 0.11, 0.52, 0.33, 0.94, 0.25, 0.66, 0.47 } << 50.0 << 0.47;
         QTest::newRow("halfway, rounded") << QList<double> { 0.1, 0.2 } << 50.0 << 0.15000000000000002;
         QTest::newRow("halfway") << QList<double> { 2.0, 4.0 } << 50.0 << 3.0;
-        QTest::newRow("on a value") << QList<double> { 0.123456789, 0.987654321, 0.555555555, 0.333333333 } << third
-                                    << 0.555555555;
+        QTest::newRow("on a value") << QList<double> { 0.123456789, 0.987654321, 0.555555555, 0.333333333 }
+                                    << third << 0.555555555;
         QTest::newRow("q 100") << QList<double> { 3, 1, 2 } << 100.0 << 3.0;
         QTest::newRow("q 0") << QList<double> { 3, 1, 2 } << 0.0 << 1.0;
         // numpy's arithmetic at the top end, x − (x − x)·(1 − γ): NaN for an infinite x.
@@ -293,15 +297,9 @@ private Q_SLOTS:
         QCOMPARE(n.cutoff(1), std::optional<double>(0.1));
     }
 
-    void sequenceDecidesAsRay()
-    {
-        QCOMPARE(replay(kMaxSequence, 1), QString());
-    }
+    void sequenceDecidesAsRay() { QCOMPARE(replay(kMaxSequence, 1), QString()); }
 
-    void sequenceDecidesAsRayForModeMin()
-    {
-        QCOMPARE(replay(kMinSequence, -1), QString());
-    }
+    void sequenceDecidesAsRayForModeMin() { QCOMPARE(replay(kMinSequence, -1), QString()); }
 
     // A stopped trial sends no more results (the generator stops it), and each trial is
     // judged at a rung once: replaying the decisions twice gives the same answers.

@@ -32,7 +32,8 @@ std::vector<PortionState *> all(std::vector<PortionState> &ps)
 
 void mark(std::vector<PortionState> &ps, qint64 now = kNow, bool cancelling = false)
 {
-    markLostPortions(all(ps), now, /*collectiveSeconds=*/120, cancelling, /*refusedForMs=*/3000,
+    markLostPortions(
+        all(ps), now, /*collectiveSeconds=*/120, cancelling, /*refusedForMs=*/3000,
         [](const QString &agent) { return QStringLiteral("node %1").arg(agent); },
         [](qint64 ms) { return QStringLiteral("t%1").arg(ms); });
 }
@@ -63,7 +64,8 @@ private Q_SLOTS:
         QVERIFY(ps[1].outcome.isEmpty());
         mark(ps, kNow + 1);
         QCOMPARE(ps[1].outcome, QStringLiteral("LOST"));
-        QCOMPARE(ps[1].message, QStringLiteral("node b unreachable since t%1 (Connection refused)").arg(kNow - 2999));
+        QCOMPARE(ps[1].message,
+            QStringLiteral("node b unreachable since t%1 (Connection refused)").arg(kNow - 2999));
         QVERIFY(anyPortionFailed(all(ps)));
         QVERIFY(!allPortionsEnded(all(ps))); // a: still to be stopped
     }
@@ -112,8 +114,9 @@ private Q_SLOTS:
         const AttemptOutcome o = attemptOutcome(all(ps), false);
         QCOMPARE(o.outcome, QStringLiteral("FAILED"));
         QCOMPARE(o.reason,
-            QStringLiteral("node b unreachable since 10:00:00 (refused); node c unreachable since 09:59:00 (refused); "
-                           "then on the other agents: rank 0: peer closed the connection"));
+            QStringLiteral(
+                "node b unreachable since 10:00:00 (refused); node c unreachable since 09:59:00 (refused); "
+                "then on the other agents: rank 0: peer closed the connection"));
         QCOMPARE(o.failure, o.reason);
         QVERIFY(o.retry);
         QCOMPARE(o.lostAgents, (QStringList { QStringLiteral("b"), QStringLiteral("c") }));
@@ -164,11 +167,13 @@ private Q_SLOTS:
         const CopyRequest e4 { QStringLiteral("r01"), 1, 4, QStringLiteral("a") };
         QVERIFY(wantCopy(&run, e3, std::nullopt, nullptr, 0));
         QVERIFY(!wantCopy(nullptr, e3, std::nullopt, nullptr, 0)); // an unknown run
-        QVERIFY(!wantCopy(&run, { QStringLiteral("r01"), 1, 2, QStringLiteral("a") }, std::nullopt, nullptr, 0));
+        QVERIFY(
+            !wantCopy(&run, { QStringLiteral("r01"), 1, 2, QStringLiteral("a") }, std::nullopt, nullptr, 0));
         QVERIFY(!wantCopy(&run, e3, e3, nullptr, 0)); // already downloading it
         QVERIFY(!wantCopy(&run, e3, e4, nullptr, 0)); // a newer one is downloading
         QVERIFY(wantCopy(&run, e4, e3, nullptr, 0)); // newer than the one in flight
-        QVERIFY(wantCopy(&run, e3, CopyRequest { QStringLiteral("r02"), 1, 9, {} }, nullptr, 0)); // another run's
+        QVERIFY(
+            wantCopy(&run, e3, CopyRequest { QStringLiteral("r02"), 1, 9, {} }, nullptr, 0)); // another run's
         QVERIFY(wantCopy(&run, e4, std::nullopt, &e3, 0)); // replaces an older waiting one
         QVERIFY(!wantCopy(&run, e3, std::nullopt, &e4, 0));
         QVERIFY(!wantCopy(&run, e3, std::nullopt, nullptr, 3)); // failed once: not asked again
@@ -198,8 +203,10 @@ private Q_SLOTS:
     {
         RunProgress run;
         QVERIFY(!uploadBeforeStart(run)); // no copy, no portions
-        run.checkpoint = CopiedCheckpoint { 3, 1, QStringLiteral("gone:1"), QStringLiteral("/s/checkpoints/r/epoch-0003") };
-        run.portions = { Portion { QStringLiteral("new:1"), { 0 } }, Portion { QStringLiteral("gone:1"), { 1 } } };
+        run.checkpoint = CopiedCheckpoint { 3, 1, QStringLiteral("gone:1"),
+            QStringLiteral("/s/checkpoints/r/epoch-0003") };
+        run.portions
+            = { Portion { QStringLiteral("new:1"), { 0 } }, Portion { QStringLiteral("gone:1"), { 1 } } };
         run.attempts = { AttemptRecord {} };
         const auto upload = uploadBeforeStart(run);
         QVERIFY(upload.has_value());

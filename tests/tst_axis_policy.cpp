@@ -41,12 +41,12 @@ QStringList labelsOf(const QList<LogTick> &ticks)
 } // namespace
 
 // The same labels, at the same places (to double rounding: 3 × 0.1 is not quite 0.3).
-#define COMPARE_TICKS(actual, expected)                                                            \
-    do {                                                                                           \
-        const QList<LogTick> actual_ = (actual), expected_ = (expected);                           \
-        QCOMPARE(labelsOf(actual_), labelsOf(expected_));                                          \
-        for (qsizetype i_ = 0; i_ < actual_.size(); ++i_)                                          \
-            QCOMPARE(actual_[i_].at, expected_[i_].at);                                            \
+#define COMPARE_TICKS(actual, expected)                                                                      \
+    do {                                                                                                     \
+        const QList<LogTick> actual_ = (actual), expected_ = (expected);                                     \
+        QCOMPARE(labelsOf(actual_), labelsOf(expected_));                                                    \
+        for (qsizetype i_ = 0; i_ < actual_.size(); ++i_)                                                    \
+            QCOMPARE(actual_[i_].at, expected_[i_].at);                                                      \
     } while (false)
 
 class TestAxisPolicy : public QObject {
@@ -134,7 +134,8 @@ private Q_SLOTS:
         QCOMPARE(t.to, 5.0);
 
         // Not finite: the middle is not either, so around 0.
-        for (const auto &[from, to] : { std::pair { kNaN, 1.0 }, std::pair { -kInf, kInf }, std::pair { 0.0, kInf } }) {
+        for (const auto &[from, to] :
+            { std::pair { kNaN, 1.0 }, std::pair { -kInf, kInf }, std::pair { 0.0, kInf } }) {
             t = valueAxisTicks(from, to, kYTickIntervals);
             QCOMPARE(t.from, -0.5);
             QCOMPARE(t.to, 0.5);

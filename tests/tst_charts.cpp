@@ -37,9 +37,9 @@
 using namespace scalelab;
 using app::MetricChart;
 using app::MetricPoint;
-using app::XAxis;
 using app::MetricSeries;
 using app::repeatBand;
+using app::XAxis;
 
 namespace {
 
@@ -354,14 +354,16 @@ private Q_SLOTS:
         QCOMPARE(chart.yAxisItem()->type(), QAbstractAxis::AxisTypeCategory);
         const QList<double> drawn = ys(chart.drawnPoints(QStringLiteral("a"))); // in the data's units
         QCOMPARE(drawn.size(), 3);
-        QVERIFY(qFuzzyCompare(drawn[0], 2.0) && qFuzzyCompare(drawn[1], 0.5) && qFuzzyCompare(drawn[2], 0.01));
+        QVERIFY(
+            qFuzzyCompare(drawn[0], 2.0) && qFuzzyCompare(drawn[1], 0.5) && qFuzzyCompare(drawn[2], 0.01));
         // Drawn at log10(y), labelled at the decades over this long range (0.01 to 2).
         QCOMPARE(chart.line(QStringLiteral("a"))->points().first().y(), std::log10(2.0));
         auto *log = static_cast<QCategoryAxis *>(chart.yAxisItem());
         QVERIFY(log->min() < -2 && log->max() > std::log10(2.0));
-        QCOMPARE(log->categoriesLabels(), (QStringList { QStringLiteral("0.01"), QStringLiteral("0.02"),
-                                              QStringLiteral("0.05"), QStringLiteral("0.1"), QStringLiteral("0.2"),
-                                              QStringLiteral("0.5"), QStringLiteral("1"), QStringLiteral("2") }));
+        QCOMPARE(log->categoriesLabels(),
+            (QStringList { QStringLiteral("0.01"), QStringLiteral("0.02"), QStringLiteral("0.05"),
+                QStringLiteral("0.1"), QStringLiteral("0.2"), QStringLiteral("0.5"), QStringLiteral("1"),
+                QStringLiteral("2") }));
         QVERIFY(chart.line(QStringLiteral("a"))->attachedAxes().contains(chart.yAxisItem()));
 
         chart.setLogScale(false);
@@ -390,20 +392,23 @@ private Q_SLOTS:
         chart.setLogScale(true);
         chart.redraw();
         auto *axis = static_cast<QCategoryAxis *>(chart.yAxisItem());
-        QCOMPARE(axis->categoriesLabels(), (QStringList { QStringLiteral("0.3"), QStringLiteral("0.5"), QStringLiteral("1"),
-                                               QStringLiteral("2"), QStringLiteral("3") }));
+        QCOMPARE(axis->categoriesLabels(),
+            (QStringList { QStringLiteral("0.3"), QStringLiteral("0.5"), QStringLiteral("1"),
+                QStringLiteral("2"), QStringLiteral("3") }));
         // Over less than half a decade, every digit.
         chart.removeAllSeries();
         chart.addSeries(QStringLiteral("b"), QStringLiteral("run b"));
-        chart.append(QStringLiteral("b"), { MetricPoint::at(XAxis::Step, 1, 0.9), MetricPoint::at(XAxis::Step, 2, 0.45) });
+        chart.append(QStringLiteral("b"),
+            { MetricPoint::at(XAxis::Step, 1, 0.9), MetricPoint::at(XAxis::Step, 2, 0.45) });
         chart.redraw();
         QCOMPARE(static_cast<QCategoryAxis *>(chart.yAxisItem())->categoriesLabels(),
-            (QStringList { QStringLiteral("0.5"), QStringLiteral("0.6"), QStringLiteral("0.7"), QStringLiteral("0.8"),
-                QStringLiteral("0.9") }));
+            (QStringList { QStringLiteral("0.5"), QStringLiteral("0.6"), QStringLiteral("0.7"),
+                QStringLiteral("0.8"), QStringLiteral("0.9") }));
         // Between two whole digits (1.2 to 1.8): evenly spaced labels, not none.
         chart.removeAllSeries();
         chart.addSeries(QStringLiteral("c"), QStringLiteral("run c"));
-        chart.append(QStringLiteral("c"), { MetricPoint::at(XAxis::Step, 1, 1.8), MetricPoint::at(XAxis::Step, 2, 1.2) });
+        chart.append(QStringLiteral("c"),
+            { MetricPoint::at(XAxis::Step, 1, 1.8), MetricPoint::at(XAxis::Step, 2, 1.2) });
         chart.redraw();
         auto *axis2 = static_cast<QCategoryAxis *>(chart.yAxisItem());
         QVERIFY2(axis2->count() >= 3, qPrintable(axis2->categoriesLabels().join(u',')));
@@ -414,7 +419,8 @@ private Q_SLOTS:
         // One value: labelled too.
         chart.removeAllSeries();
         chart.addSeries(QStringLiteral("d"), QStringLiteral("run d"));
-        chart.append(QStringLiteral("d"), { MetricPoint::at(XAxis::Step, 1, 1.0), MetricPoint::at(XAxis::Step, 2, 1.0) });
+        chart.append(QStringLiteral("d"),
+            { MetricPoint::at(XAxis::Step, 1, 1.0), MetricPoint::at(XAxis::Step, 2, 1.0) });
         chart.redraw();
         QVERIFY(static_cast<QCategoryAxis *>(chart.yAxisItem())->count() >= 1);
     }
@@ -453,17 +459,20 @@ private Q_SLOTS:
             chart.addVerticalMarker(QStringLiteral("a/epochs"),
                 MetricPoint::timeline(epoch * 100, epoch, epoch * 5, MetricPoint::kNone),
                 QStringLiteral("epoch %1").arg(epoch));
-        chart.addVerticalMarker(QStringLiteral("other"), MetricPoint::at(XAxis::WallClock, 7, 0), QStringLiteral("start"));
+        chart.addVerticalMarker(
+            QStringLiteral("other"), MetricPoint::at(XAxis::WallClock, 7, 0), QStringLiteral("start"));
         chart.redraw();
         QTRY_COMPARE(chart.shownVerticalMarkers(),
-            (QList<std::pair<double, QString>> { { 100, QStringLiteral("epoch 1") }, { 200, QStringLiteral("epoch 2") },
+            (QList<std::pair<double, QString>> { { 100, QStringLiteral("epoch 1") },
+                { 200, QStringLiteral("epoch 2") },
                 { 300, QStringLiteral("epoch 3") } })); // "start" has no step
         chart.setXAxis(XAxis::Epoch);
         QTRY_COMPARE(chart.shownVerticalMarkers().size(), 3);
         QCOMPARE(chart.shownVerticalMarkers().first().first, 1.0);
         chart.setXAxis(XAxis::WallClock);
         QTRY_COMPARE(chart.shownVerticalMarkers().size(), 4);
-        QCOMPARE(chart.shownVerticalMarkers().at(1), (std::pair<double, QString> { 7.0, QStringLiteral("start") }));
+        QCOMPARE(chart.shownVerticalMarkers().at(1),
+            (std::pair<double, QString> { 7.0, QStringLiteral("start") }));
         // Outside a zoomed range: not drawn.
         chart.setXRange(0, 6);
         chart.redraw();
@@ -471,7 +480,8 @@ private Q_SLOTS:
         chart.removeVerticalMarkers(QStringLiteral("a/epochs"));
         chart.resetZoom();
         chart.redraw();
-        QTRY_COMPARE(chart.shownVerticalMarkers(), (QList<std::pair<double, QString>> { { 7.0, QStringLiteral("start") } }));
+        QTRY_COMPARE(chart.shownVerticalMarkers(),
+            (QList<std::pair<double, QString>> { { 7.0, QStringLiteral("start") } }));
     }
 
     // A scaling point's spread: an I-beam from its slowest to its fastest run, at its x, within
@@ -482,12 +492,15 @@ private Q_SLOTS:
         chart.resize(640, 400);
         chart.show();
         chart.setXAxis(XAxis::Workers);
-        chart.addSeries(QStringLiteral("wall"), QStringLiteral("wall-clock"), { QColor(Qt::blue), Qt::SolidLine, true, false });
+        chart.addSeries(QStringLiteral("wall"), QStringLiteral("wall-clock"),
+            { QColor(Qt::blue), Qt::SolidLine, true, false });
         chart.append(QStringLiteral("wall"),
             { MetricPoint::at(XAxis::Workers, 1, 1.0), MetricPoint::at(XAxis::Workers, 2, 1.7),
                 MetricPoint::at(XAxis::Workers, 4, 3.0) });
-        chart.addRangeBar(QStringLiteral("spread"), MetricPoint::at(XAxis::Workers, 2, 1.7), 1.5, 1.9, Qt::blue);
-        chart.addRangeBar(QStringLiteral("spread"), MetricPoint::at(XAxis::Workers, 4, 3.0), 2.6, 3.3, Qt::blue);
+        chart.addRangeBar(
+            QStringLiteral("spread"), MetricPoint::at(XAxis::Workers, 2, 1.7), 1.5, 1.9, Qt::blue);
+        chart.addRangeBar(
+            QStringLiteral("spread"), MetricPoint::at(XAxis::Workers, 4, 3.0), 2.6, 3.3, Qt::blue);
         chart.redraw();
         QTRY_COMPARE(chart.shownRangeBars(),
             (QList<std::tuple<double, double, double>> { { 2.0, 1.5, 1.9 }, { 4.0, 2.6, 3.3 } }));
@@ -581,8 +594,10 @@ private Q_SLOTS:
         QCOMPARE(loss->data(mean.loss())->rawValue(0), 2.0 - 0.1 + 0.1); // (1.9 + 2.1) / 2
         QVERIFY2(loss->line(mean.loss())->name().contains(QLatin1String("mean of 2")),
             qPrintable(loss->line(mean.loss())->name()));
-        const QString r01 = app::RunLines { app::StudyCharts::attemptPrefix(QStringLiteral("st-r01"), 1) }.loss();
-        const QString r03 = app::RunLines { app::StudyCharts::attemptPrefix(QStringLiteral("st-r03"), 1) }.loss();
+        const QString r01
+            = app::RunLines { app::StudyCharts::attemptPrefix(QStringLiteral("st-r01"), 1) }.loss();
+        const QString r03
+            = app::RunLines { app::StudyCharts::attemptPrefix(QStringLiteral("st-r03"), 1) }.loss();
         QVERIFY(!loss->isSeriesVisible(r01));
         QVERIFY(loss->isSeriesVisible(r03)); // a single run stands for itself
         // The legend names the mean, not the runs it stands for.
@@ -601,7 +616,10 @@ private Q_SLOTS:
         QVERIFY(!loss->isSeriesVisible(r03));
         loss->setSeriesVisible(r03, true);
         QCOMPARE(loss->pointCount(mean.loss()), 10u); // drawn again the same
-        QVERIFY(loss->chart()->plotArea().adjusted(-1, -1, 1, 1).contains(loss->bandPath(mean.loss()).boundingRect()));
+        QVERIFY(loss->chart()
+                    ->plotArea()
+                    .adjusted(-1, -1, 1, 1)
+                    .contains(loss->bandPath(mean.loss()).boundingRect()));
         if (const QString shots = qEnvironmentVariable("SCALELAB_TEST_SCREENSHOT_DIR"); !shots.isEmpty())
             QVERIFY(loss->grab().save(shots + QStringLiteral("/repeats_band.png"))); // to look at
         // Cleared: the runs come back, the mean and band go.
@@ -831,7 +849,8 @@ private Q_SLOTS:
         QVERIFY(!horizontal.isEmpty());
         const auto *workers = qobject_cast<const QValueAxis *>(horizontal.first());
         QVERIFY(workers);
-        QVERIFY2(workers->tickInterval() >= 1 && workers->tickInterval() == std::floor(workers->tickInterval()),
+        QVERIFY2(
+            workers->tickInterval() >= 1 && workers->tickInterval() == std::floor(workers->tickInterval()),
             qPrintable(QString::number(workers->tickInterval())));
         const auto *ideal = chart.chart()->findChild<QLineSeries *>(QStringLiteral("reference"));
         QVERIFY(ideal == nullptr || ideal->count() == 2); // found through the series list below

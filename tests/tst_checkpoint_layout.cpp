@@ -30,7 +30,8 @@ void write(const fs::path &file, const std::string &bytes)
 }
 
 // A committed checkpoint of `epoch` under `root` holding the given files.
-fs::path commit(const fs::path &root, int epoch, const std::vector<std::pair<std::string, std::string>> &files)
+fs::path commit(
+    const fs::path &root, int epoch, const std::vector<std::pair<std::string, std::string>> &files)
 {
     const fs::path dir = root / common::checkpoint::folderName(epoch);
     std::vector<common::checkpoint::Entry> entries;
@@ -63,8 +64,8 @@ private Q_SLOTS:
         QCOMPARE(common::checkpoint::epochOf("epoch-0007"), std::optional<int>(7));
         QCOMPARE(common::checkpoint::epochOf("epoch-12345"), std::optional<int>(12345));
         QCOMPARE(common::checkpoint::epochOf("epoch-999999999"), std::optional<int>(999999999));
-        for (const char *bad : { "epoch-", "epoch-1234567890", "epoch-12a", "epoch--1", "Epoch-0001", ".tmp-epoch-0001",
-                 "epoch-0001/", "" })
+        for (const char *bad : { "epoch-", "epoch-1234567890", "epoch-12a", "epoch--1", "Epoch-0001",
+                 ".tmp-epoch-0001", "epoch-0001/", "" })
             QVERIFY2(!common::checkpoint::epochOf(bad), bad);
     }
 
@@ -89,7 +90,8 @@ private Q_SLOTS:
         VERIFY_OK(parsed);
         QVERIFY(parsed.value() == entries);
         // Blank lines and other blanks between the fields are read the same.
-        const auto blanks = common::checkpoint::parseManifest("\n" + kSumA + "\tmodel.pt\r\n\n" + kSumB + " state.pt");
+        const auto blanks
+            = common::checkpoint::parseManifest("\n" + kSumA + "\tmodel.pt\r\n\n" + kSumB + " state.pt");
         VERIFY_OK(blanks);
         QVERIFY(blanks.value() == entries);
     }
@@ -99,14 +101,21 @@ private Q_SLOTS:
         QTest::addColumn<QString>("text");
         QTest::addColumn<QString>("problem");
         const QString a = QString::fromStdString(kSumA);
-        QTest::newRow("empty") << "" << "lists no files";
-        QTest::newRow("only blanks") << "\n  \n" << "lists no files";
+        QTest::newRow("empty") << ""
+                               << "lists no files";
+        QTest::newRow("only blanks") << "\n  \n"
+                                     << "lists no files";
         QTest::newRow("no name") << a << "line 1: expected";
-        QTest::newRow("three fields") << a + "  model.pt extra\n" << "line 1: expected";
-        QTest::newRow("short sum") << "abc  model.pt\n" << "line 1: 'abc' is not a sha256";
-        QTest::newRow("MANIFEST itself") << a + "  MANIFEST\n" << "not a checkpoint file name";
-        QTest::newRow("path") << a + "  ../model.pt\n" << "not a checkpoint file name";
-        QTest::newRow("twice") << a + "  model.pt\n\n" + a + "  model.pt\n" << "line 3: model.pt is listed twice";
+        QTest::newRow("three fields") << a + "  model.pt extra\n"
+                                      << "line 1: expected";
+        QTest::newRow("short sum") << "abc  model.pt\n"
+                                   << "line 1: 'abc' is not a sha256";
+        QTest::newRow("MANIFEST itself") << a + "  MANIFEST\n"
+                                         << "not a checkpoint file name";
+        QTest::newRow("path") << a + "  ../model.pt\n"
+                              << "not a checkpoint file name";
+        QTest::newRow("twice") << a + "  model.pt\n\n" + a + "  model.pt\n"
+                               << "line 3: model.pt is listed twice";
     }
     void manifestProblemsNameTheLine()
     {
@@ -146,14 +155,16 @@ private Q_SLOTS:
         QCOMPARE(sizes, std::vector<std::uint64_t>({ 7, 0 }));
 
         write(dir / "model.pt", "weightz");
-        QCOMPARE(common::checkpoint::verify(dir, &entries).error(), std::string("model.pt does not match its sha256 in MANIFEST"));
+        QCOMPARE(common::checkpoint::verify(dir, &entries).error(),
+            std::string("model.pt does not match its sha256 in MANIFEST"));
         QVERIFY(entries.empty());
         fs::remove(dir / "model.pt");
         QCOMPARE(common::checkpoint::verify(dir, &entries).error(), std::string("model.pt is missing"));
         write(dir / "MANIFEST", "garbage\n");
         QVERIFY(common::checkpoint::verify(dir, &entries).error().find("MANIFEST line 1") == 0);
         fs::remove(dir / "MANIFEST");
-        QCOMPARE(common::checkpoint::verify(dir, &entries).error(), std::string("no MANIFEST (never committed)"));
+        QCOMPARE(
+            common::checkpoint::verify(dir, &entries).error(), std::string("no MANIFEST (never committed)"));
     }
 
     void pruneKeepsTheNewest()

@@ -2,8 +2,8 @@
 #include "cifar10.h"
 #include "verify_ok.h"
 
-#include <QTemporaryDir>
 #include <QFile>
+#include <QTemporaryDir>
 #include <QTest>
 
 #include <cmath>
@@ -52,7 +52,8 @@ private Q_SLOTS:
         const auto stats = measureDataset(dir("shapes"));
         VERIFY_OK(stats);
         QCOMPARE(stats->images, std::int64_t(50));
-        QCOMPARE(stats->contentSha256, measureDataset(dir("shapes2"))->contentSha256); // same seed, same bytes
+        QCOMPARE(
+            stats->contentSha256, measureDataset(dir("shapes2"))->contentSha256); // same seed, same bytes
         QVERIFY(measureDataset(dir("good"))->contentSha256 != stats->contentSha256);
         const auto train = readSplit(dir("shapes"), Split::Train, 0);
         double sum = 0;

@@ -103,7 +103,8 @@ public:
         QList<int> ranks;
         if (!f.open(QIODevice::ReadOnly))
             return ranks;
-        for (const auto &p : QJsonDocument::fromJson(f.readAll()).object().value(QLatin1String("placements")).toArray())
+        for (const auto &p :
+            QJsonDocument::fromJson(f.readAll()).object().value(QLatin1String("placements")).toArray())
             ranks << p.toObject().value(QLatin1String("rank")).toInt();
         return ranks;
     }
@@ -134,8 +135,9 @@ public:
         f.open(QIODevice::WriteOnly);
         f.write(QJsonDocument(plan).toJson());
         f.close();
-        QStringList args { QStringLiteral("study"), QStringLiteral("run"), m_planPath, QStringLiteral("--state-dir"),
-            m_state.path(), QStringLiteral("--token-file"), cluster.tokenFile() };
+        QStringList args { QStringLiteral("study"), QStringLiteral("run"), m_planPath,
+            QStringLiteral("--state-dir"), m_state.path(), QStringLiteral("--token-file"),
+            cluster.tokenFile() };
         for (int i : hosts)
             args << QStringLiteral("--agent") << cluster.agent(i);
         m_process.setProcessEnvironment(cluster.clientEnvironment());
@@ -203,8 +205,8 @@ public:
     {
         QProcess list;
         list.start(bin("scalelab-cli"),
-            { QStringLiteral("study"), QStringLiteral("list"), QStringLiteral("--json"), QStringLiteral("--state-dir"),
-                m_state.path() });
+            { QStringLiteral("study"), QStringLiteral("list"), QStringLiteral("--json"),
+                QStringLiteral("--state-dir"), m_state.path() });
         list.waitForFinished(30'000);
         const QJsonArray studies = QJsonDocument::fromJson(list.readAllStandardOutput()).array();
         if (studies.isEmpty())
@@ -212,8 +214,8 @@ public:
         const QString id = studies.first().toObject().value(QLatin1String("studyId")).toString();
         QProcess show;
         show.start(bin("scalelab-cli"),
-            { QStringLiteral("study"), QStringLiteral("show"), id, QStringLiteral("--json"), QStringLiteral("--state-dir"),
-                m_state.path() });
+            { QStringLiteral("study"), QStringLiteral("show"), id, QStringLiteral("--json"),
+                QStringLiteral("--state-dir"), m_state.path() });
         show.waitForFinished(30'000);
         return QJsonDocument::fromJson(show.readAllStandardOutput()).object();
     }
@@ -247,10 +249,12 @@ QJsonObject plan(const QString &name, const QString &dataset, int workers, int e
     t.insert(QStringLiteral("maxTrainImages"), QString::number(trainImages));
     t.insert(QStringLiteral("maxTestImages"), QStringLiteral("256"));
     return QJsonObject { { QStringLiteral("name"), name }, { QStringLiteral("dataset"), dataset },
-        { QStringLiteral("training"), t }, { QStringLiteral("baseline"), QJsonObject { { QStringLiteral("skip"), true } } },
+        { QStringLiteral("training"), t },
+        { QStringLiteral("baseline"), QJsonObject { { QStringLiteral("skip"), true } } },
         { QStringLiteral("grid"),
             QJsonObject { { QStringLiteral("workers"), QJsonArray { workers } },
-                { QStringLiteral("batchSize"), QJsonArray { 32 } }, { QStringLiteral("epochs"), QJsonArray { epochs } },
+                { QStringLiteral("batchSize"), QJsonArray { 32 } },
+                { QStringLiteral("epochs"), QJsonArray { epochs } },
                 { QStringLiteral("threadsPerWorker"), QJsonArray { 1 } } } },
         { QStringLiteral("repeats"), 1 }, { QStringLiteral("maxFailures"), 0 },
         { QStringLiteral("placement"), QStringLiteral("spread") } };
@@ -299,12 +303,14 @@ private Q_SLOTS:
         QProcess describe;
         describe.setProcessEnvironment(cluster.clientEnvironment());
         describe.start(bin("scalelab-cli"),
-            { QStringLiteral("describe"), QStringLiteral("--agent"), cluster.agent(1), QStringLiteral("--token-file"),
-                cluster.tokenFile() });
+            { QStringLiteral("describe"), QStringLiteral("--agent"), cluster.agent(1),
+                QStringLiteral("--token-file"), cluster.tokenFile() });
         QVERIFY(describe.waitForFinished(30'000));
         const QString inventory = QString::fromLocal8Bit(describe.readAllStandardOutput());
-        QVERIFY2(inventory.contains(QStringLiteral("ranks reached at %1 on eth0").arg(cluster.ip(1))), qPrintable(inventory));
-        QVERIFY2(inventory.contains(QStringLiteral("resolves to 127.0.1.1 (loopback)")), qPrintable(inventory));
+        QVERIFY2(inventory.contains(QStringLiteral("ranks reached at %1 on eth0").arg(cluster.ip(1))),
+            qPrintable(inventory));
+        QVERIFY2(
+            inventory.contains(QStringLiteral("resolves to 127.0.1.1 (loopback)")), qPrintable(inventory));
 
         // Issue 37: the network on demand, two ranks on one host and two over the link.
         QProcess probe;
@@ -334,7 +340,8 @@ private Q_SLOTS:
             probes[0].toObject().value(QLatin1String("bandwidth_bytes_per_second")).toDouble() / 1e6,
             probes[1].toObject().value(QLatin1String("bandwidth_bytes_per_second")).toDouble() / 1e6);
 
-        StudyProcess study(cluster, plan(QStringLiteral("two-hosts"), cluster.dataset(), 2, 2, 1024), { 1, 2 });
+        StudyProcess study(
+            cluster, plan(QStringLiteral("two-hosts"), cluster.dataset(), 2, 2, 1024), { 1, 2 });
         QJsonObject run;
         expectSucceeded(study, 1, &run);
         if (QTest::currentTestFailed())
@@ -411,7 +418,8 @@ private Q_SLOTS:
     {
         Cluster cluster(3);
         QVERIFY2(cluster.up(), qPrintable(cluster.error()));
-        StudyProcess study(cluster, plan(QStringLiteral("three-hosts"), cluster.dataset(), 3, 1, 768), { 1, 2, 3 });
+        StudyProcess study(
+            cluster, plan(QStringLiteral("three-hosts"), cluster.dataset(), 3, 1, 768), { 1, 2, 3 });
         QJsonObject run;
         expectSucceeded(study, 1, &run);
         if (QTest::currentTestFailed())
@@ -428,8 +436,10 @@ private Q_SLOTS:
         Cluster cluster(2);
         QVERIFY2(cluster.up(), qPrintable(cluster.error()));
         // 4 epochs of 1024 images: ~12 s of training left after epoch 1, when the link goes.
-        StudyProcess study(cluster, plan(QStringLiteral("short-cut"), cluster.dataset(), 2, 4, 1024), { 1, 2 });
-        QVERIFY2(!study.waitForLine(QStringLiteral("epoch 1: test accuracy"), 180'000).isEmpty(), qPrintable(study.output()));
+        StudyProcess study(
+            cluster, plan(QStringLiteral("short-cut"), cluster.dataset(), 2, 4, 1024), { 1, 2 });
+        QVERIFY2(!study.waitForLine(QStringLiteral("epoch 1: test accuracy"), 180'000).isEmpty(),
+            qPrintable(study.output()));
         QVERIFY(cluster.run(QStringLiteral("cut"), 2));
         const qint64 cutAt = study.elapsed();
         // The agent calls a rank stalled after 15 s without progress (run_supervisor.cpp), and its
@@ -441,14 +451,17 @@ private Q_SLOTS:
         QThread::msleep(std::max<qint64>(0, 20'000 - (study.elapsed() - cutAt)));
         QVERIFY(cluster.run(QStringLiteral("restore"), 2));
         QVERIFY2(!stalled.isEmpty(), qPrintable(study.output()));
-        QVERIFY2(stalled.contains(QStringLiteral("rank 1 on agent %1 (h2) unreachable").arg(cluster.agent(2))),
+        QVERIFY2(
+            stalled.contains(QStringLiteral("rank 1 on agent %1 (h2) unreachable").arg(cluster.agent(2))),
             qPrintable(stalled));
-        QVERIFY2(!study.waitForLine(QStringLiteral("progress again after"), 120'000).isEmpty(), qPrintable(study.output()));
+        QVERIFY2(!study.waitForLine(QStringLiteral("progress again after"), 120'000).isEmpty(),
+            qPrintable(study.output()));
         QJsonObject run;
         expectSucceeded(study, 1, &run);
         if (QTest::currentTestFailed())
             return;
-        qInfo("20 s cut: stall shown %.1f s after the cut: %s", double(stallShownAfter) / 1000, qPrintable(stalled));
+        qInfo("20 s cut: stall shown %.1f s after the cut: %s", double(stallShownAfter) / 1000,
+            qPrintable(stalled));
     }
 
     // Down for 40 s, four times the collective timeout (10 s): the attempt fails, the run
@@ -464,7 +477,8 @@ private Q_SLOTS:
             plan(QStringLiteral("long-cut"), cluster.dataset(), 2, 5, 1024,
                 QJsonObject { { QStringLiteral("collectiveTimeoutSeconds"), kCollectiveTimeoutSeconds } }),
             { 1, 2 });
-        QVERIFY2(!study.waitForLine(QStringLiteral("checkpoint of epoch 2 copied"), 240'000).isEmpty(), qPrintable(study.output()));
+        QVERIFY2(!study.waitForLine(QStringLiteral("checkpoint of epoch 2 copied"), 240'000).isEmpty(),
+            qPrintable(study.output()));
         QVERIFY(cluster.run(QStringLiteral("cut"), 2));
         const qint64 cutAt = study.elapsed();
         const QString failed
@@ -475,7 +489,8 @@ private Q_SLOTS:
         QVERIFY2(!study.anyLine(QStringLiteral("attempt 2 placed")), qPrintable(study.output()));
         QVERIFY(cluster.run(QStringLiteral("restore"), 2));
         const qint64 restoredAt = study.elapsed();
-        QVERIFY2(!study.waitForLine(QStringLiteral("attempt 2 placed"), 120'000).isEmpty(), qPrintable(study.output()));
+        QVERIFY2(!study.waitForLine(QStringLiteral("attempt 2 placed"), 120'000).isEmpty(),
+            qPrintable(study.output()));
         QJsonObject run;
         expectSucceeded(study, 2, &run);
         if (QTest::currentTestFailed())
@@ -498,15 +513,18 @@ private Q_SLOTS:
     {
         Cluster cluster(3);
         QVERIFY2(cluster.up(), qPrintable(cluster.error()));
-        StudyProcess study(cluster, plan(QStringLiteral("agent-killed"), cluster.dataset(), 2, 5, 1024), { 1, 2, 3 });
-        QVERIFY2(!study.waitForLine(QStringLiteral("checkpoint of epoch 2 copied"), 240'000).isEmpty(), qPrintable(study.output()));
+        StudyProcess study(
+            cluster, plan(QStringLiteral("agent-killed"), cluster.dataset(), 2, 5, 1024), { 1, 2, 3 });
+        QVERIFY2(!study.waitForLine(QStringLiteral("checkpoint of epoch 2 copied"), 240'000).isEmpty(),
+            qPrintable(study.output()));
         QVERIFY(cluster.run(QStringLiteral("kill-agent"), 1));
         const qint64 killedAt = study.elapsed();
         const QString failed = study.waitForLine(QStringLiteral("attempt 1 FAILED"), 60'000);
         const qint64 detected = study.elapsed() - killedAt;
         QVERIFY2(!failed.isEmpty(), qPrintable(study.output()));
         QVERIFY2(detected < 10'000, qPrintable(QStringLiteral("noticed after %1 ms").arg(detected)));
-        QVERIFY2(failed.contains(QStringLiteral("agent %1 (h1) unreachable").arg(cluster.agent(1))), qPrintable(failed));
+        QVERIFY2(failed.contains(QStringLiteral("agent %1 (h1) unreachable").arg(cluster.agent(1))),
+            qPrintable(failed));
         QJsonObject run;
         expectSucceeded(study, 2, &run);
         if (QTest::currentTestFailed())
@@ -514,7 +532,8 @@ private Q_SLOTS:
         const QJsonArray attempts = run.value(QLatin1String("attempts")).toArray();
         const QJsonObject second = attempts[1].toObject();
         QVERIFY(!second.value(QLatin1String("agents")).toArray().contains(cluster.agent(1)));
-        QVERIFY2(second.value(QLatin1String("transferredEpoch")).toInt() >= 2, qPrintable(QJsonDocument(second).toJson()));
+        QVERIFY2(second.value(QLatin1String("transferredEpoch")).toInt() >= 2,
+            qPrintable(QJsonDocument(second).toJson()));
         QVERIFY(second.value(QLatin1String("resumedFromEpoch")).toInt() >= 2);
         const QString runId = run.value(QLatin1String("runId")).toString();
         QCOMPARE(cluster.ranksOn(2, runId, 2), QList<int> { 0 });
@@ -590,13 +609,14 @@ private Q_SLOTS:
         auto start = [&](QProcess &p, int host, int rank) {
             p.setProcessChannelMode(QProcess::SeparateChannels);
             p.start(QStringLiteral("bash"),
-                { kHarness, QStringLiteral("exec"), cluster.dir(), QString::number(host), bin("scalelab-worker"),
-                    QStringLiteral("gradient-check"), QStringLiteral("--data-dir"),
+                { kHarness, QStringLiteral("exec"), cluster.dir(), QString::number(host),
+                    bin("scalelab-worker"), QStringLiteral("gradient-check"), QStringLiteral("--data-dir"),
                     cluster.dir() + QStringLiteral("/h%1/data/%2").arg(host).arg(cluster.dataset()),
-                    QStringLiteral("--batch-size"), QStringLiteral("16"), QStringLiteral("--threads"), QStringLiteral("1"),
-                    QStringLiteral("--rank"), QString::number(rank), QStringLiteral("--world-size"), QStringLiteral("2"),
-                    QStringLiteral("--rendezvous"), cluster.ip(1) + QLatin1Char(':') + port,
-                    QStringLiteral("--bind-address"), cluster.ip(host) });
+                    QStringLiteral("--batch-size"), QStringLiteral("16"), QStringLiteral("--threads"),
+                    QStringLiteral("1"), QStringLiteral("--rank"), QString::number(rank),
+                    QStringLiteral("--world-size"), QStringLiteral("2"), QStringLiteral("--rendezvous"),
+                    cluster.ip(1) + QLatin1Char(':') + port, QStringLiteral("--bind-address"),
+                    cluster.ip(host) });
         };
         QProcess rank0, rank1;
         start(rank0, 1, 0);
@@ -605,8 +625,9 @@ private Q_SLOTS:
         for (int i = 0; i < 50 && !listening.contains(port); ++i) {
             QThread::msleep(200);
             QProcess ss;
-            ss.start(QStringLiteral("bash"), { kHarness, QStringLiteral("exec"), cluster.dir(), QStringLiteral("1"),
-                                                 QStringLiteral("ss"), QStringLiteral("-Hltn") });
+            ss.start(QStringLiteral("bash"),
+                { kHarness, QStringLiteral("exec"), cluster.dir(), QStringLiteral("1"), QStringLiteral("ss"),
+                    QStringLiteral("-Hltn") });
             ss.waitForFinished(10'000);
             listening = QString::fromLocal8Bit(ss.readAllStandardOutput());
         }
@@ -620,15 +641,16 @@ private Q_SLOTS:
         const QStringList storeLines = listening.split(QLatin1Char('\n')).filter(QLatin1Char(':') + port);
         // "[::ffff:10.1.2.11]:29731" (a dual-stack socket) or "10.1.2.11:29731"; never "*:29731".
         QVERIFY2(storeLines.size() == 1
-                && QRegularExpression(QStringLiteral("[\\[ f:]%1\\]?:%2 ")
-                                          .arg(QRegularExpression::escape(cluster.ip(1)), port))
+                && QRegularExpression(
+                    QStringLiteral("[\\[ f:]%1\\]?:%2 ").arg(QRegularExpression::escape(cluster.ip(1)), port))
                        .match(storeLines.first())
                        .hasMatch(),
             qPrintable(listening));
         QVERIFY2(err0.contains(QStringLiteral("gloo on %1").arg(cluster.ip(1))), qPrintable(err0));
         double diff = -1, grad = 0;
         for (const QString &line : out.split(QLatin1Char('\n'))) {
-            if (const auto event = worker::parseEventLine(line.toStdString()); event && event->has_gradient_check()) {
+            if (const auto event = worker::parseEventLine(line.toStdString());
+                event && event->has_gradient_check()) {
                 diff = event->gradient_check().max_abs_diff();
                 grad = event->gradient_check().max_abs_grad();
             }

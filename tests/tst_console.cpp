@@ -1,7 +1,6 @@
 // The console under QT_QPA_PLATFORM=offscreen: it starts a local agent, refuses bad
 // form values inline, launches a run and plots its loss as it arrives.
 #include "agent_fixture.h"
-#include "verify_ok.h"
 #include "agents_view.h"
 #include "chart_controls.h"
 #include "cifar10.h"
@@ -13,22 +12,23 @@
 #include "study_view.h"
 #include "test_support.h"
 #include "theme.h"
+#include "verify_ok.h"
 
 #include <QApplication>
 #include <QComboBox>
 #include <QLabel>
 #include <QLineEdit>
 #include <QLineSeries>
+#include <QMenu>
 #include <QPlainTextEdit>
 #include <QProgressBar>
 #include <QPushButton>
 #include <QSlider>
 #include <QSpinBox>
+#include <QStatusBar>
 #include <QTabWidget>
 #include <QTemporaryDir>
 #include <QTest>
-#include <QStatusBar>
-#include <QMenu>
 #include <QTreeWidget>
 
 using namespace scalelab;
@@ -43,7 +43,7 @@ private Q_SLOTS:
     void initTestCase()
     {
         VERIFY_OK(trainer::cifar::writeSyntheticDataset(
-                     m_tmp.filePath(QStringLiteral("data/syn")).toStdString(), 200, 50, 1));
+            m_tmp.filePath(QStringLiteral("data/syn")).toStdString(), 200, 50, 1));
         app::ConsoleOptions options;
         options.localAgent.agentBinary = test::binary("scalelab-agent");
         options.localAgent.dataDir = m_tmp.filePath(QStringLiteral("data"));
@@ -86,14 +86,16 @@ private Q_SLOTS:
         QVERIFY(button && button->menu());
         const auto actions = button->menu()->actions();
         QCOMPARE(actions.size(), 3);
-        QVERIFY2(actions[1]->text().contains(QStringLiteral("10,000 train / 2,000 test")), qPrintable(actions[1]->text()));
+        QVERIFY2(actions[1]->text().contains(QStringLiteral("10,000 train / 2,000 test")),
+            qPrintable(actions[1]->text()));
         auto *error = m_window->findChild<QLabel *>(QStringLiteral("formError"));
         error->setText(QStringLiteral("data set: choose one"));
         error->show();
         auto *datasets = m_window->findChild<QComboBox *>(QStringLiteral("datasetCombo"));
         actions[1]->trigger();
         QTRY_COMPARE_WITH_TIMEOUT(datasets->currentData().toString(), QStringLiteral("synthetic-10k"), 30000);
-        QVERIFY(datasets->currentText().startsWith(QStringLiteral("synthetic-10k [SYNTHETIC] — 10000 train")));
+        QVERIFY(
+            datasets->currentText().startsWith(QStringLiteral("synthetic-10k [SYNTHETIC] — 10000 train")));
         QVERIFY(!error->isVisible());
         QVERIFY2(m_window->statusBar()->currentMessage().contains(
                      QStringLiteral("SYNTHETIC data set 'synthetic-10k' created on the agent and selected")),
@@ -119,9 +121,13 @@ private Q_SLOTS:
         QTRY_COMPARE_WITH_TIMEOUT(m_window->learningRateChart()->pointCount(
                                       m_window->currentRun()->runId() + QStringLiteral("/lr")),
             8u, 30'000);
-        QCOMPARE(m_window->gradNormChart()->pointCount(m_window->currentRun()->runId() + QStringLiteral("/gradnorm")), 8u);
-        const auto *compute = m_window->stepTimeChart()->data(m_window->currentRun()->runId() + QStringLiteral("/compute"));
-        const auto *wait = m_window->stepTimeChart()->data(m_window->currentRun()->runId() + QStringLiteral("/wait"));
+        QCOMPARE(m_window->gradNormChart()->pointCount(
+                     m_window->currentRun()->runId() + QStringLiteral("/gradnorm")),
+            8u);
+        const auto *compute
+            = m_window->stepTimeChart()->data(m_window->currentRun()->runId() + QStringLiteral("/compute"));
+        const auto *wait
+            = m_window->stepTimeChart()->data(m_window->currentRun()->runId() + QStringLiteral("/wait"));
         QVERIFY(compute && wait);
         QCOMPARE(compute->size(), 8u);
         QVERIFY(compute->rawValue(0) > 0);
@@ -139,7 +145,9 @@ private Q_SLOTS:
         QTRY_COMPARE_WITH_TIMEOUT(progress->value(), 1000, 30'000);
         QVERIFY(progress->isVisible());
         QCOMPARE(progress->text(), QStringLiteral("trained: epoch 1/1"));
-        QVERIFY2(m_window->findChild<QLabel *>(QStringLiteral("runLabel"))->text().contains(QLatin1String("epoch 1/1, step 8/8")),
+        QVERIFY2(m_window->findChild<QLabel *>(QStringLiteral("runLabel"))
+                     ->text()
+                     .contains(QLatin1String("epoch 1/1, step 8/8")),
             qPrintable(m_window->findChild<QLabel *>(QStringLiteral("runLabel"))->text()));
     }
 
@@ -177,7 +185,8 @@ private Q_SLOTS:
             // when the console is gone and back in a fraction of one).
             window.findChild<QSpinBox *>(QStringLiteral("epochsSpin"))->setValue(6);
             QTest::mouseClick(launch, Qt::LeftButton);
-            QTRY_VERIFY_WITH_TIMEOUT(window.currentRun()->runId() != first && !window.lossPoints().isEmpty(), 60000);
+            QTRY_VERIFY_WITH_TIMEOUT(
+                window.currentRun()->runId() != first && !window.lossPoints().isEmpty(), 60000);
             second = window.currentRun()->runId();
             QCOMPARE(window.runHistory()->runIds(), (QStringList { second, first }));
             window.close();
@@ -283,12 +292,14 @@ private Q_SLOTS:
         const QString state = m_tmp.filePath(QStringLiteral("ended"));
         core::LocalAgent *local = m_window->agentsView()->localAgent();
         QVERIFY(local);
-        const QList<core::AgentEndpoint> agents { { QStringLiteral("local"), local->endpoint(), local->token() } };
+        const QList<core::AgentEndpoint> agents { { QStringLiteral("local"), local->endpoint(),
+            local->token() } };
         QString studyId;
         {
             core::Journal journal;
             VERIFY_OK(journal.open(state + QStringLiteral("/journal.sqlite")));
-            const auto plan = core::parsePlanJson(R"({"name": "record", "dataset": "syn", "baseline": {"skip": true},
+            const auto plan
+                = core::parsePlanJson(R"({"name": "record", "dataset": "syn", "baseline": {"skip": true},
                 "training": {"maxTrainImages": 50, "maxTestImages": 25},
                 "grid": {"workers": [1], "batchSize": [25], "epochs": [1], "threadsPerWorker": [1]}})");
             VERIFY_OK(plan);
@@ -306,7 +317,8 @@ private Q_SLOTS:
         const core::StudySnapshot shown = window.studyView()->snapshot();
         QCOMPARE(shown.state, QStringLiteral("SUCCEEDED"));
         QCOMPARE(shown.runs.size(), 1);
-        QCOMPARE(window.findChild<QTabWidget *>(QStringLiteral("mainTabs"))->currentWidget(), window.studyView());
+        QCOMPARE(
+            window.findChild<QTabWidget *>(QStringLiteral("mainTabs"))->currentWidget(), window.studyView());
     }
 
     void agentsFromTheCommandLineJoinTheAgentsTab()
@@ -356,7 +368,8 @@ private Q_SLOTS:
         for (const auto &a : agents)
             addresses << a.address;
         QCOMPARE(addresses,
-            QStringList({ QStringLiteral("127.0.0.1:6"), QStringLiteral("127.0.0.1:7"), QStringLiteral("127.0.0.1:5") }));
+            QStringList({ QStringLiteral("127.0.0.1:6"), QStringLiteral("127.0.0.1:7"),
+                QStringLiteral("127.0.0.1:5") }));
         QCOMPARE(agents[2].token, QStringLiteral("study-token"));
         auto *field = window.studyView()->findChild<QLineEdit *>(QStringLiteral("planAgents"));
         QVERIFY(field);
@@ -364,7 +377,8 @@ private Q_SLOTS:
         // A plan whose agents cannot be found loads, and says why in the log.
         QFile broken(dir + QStringLiteral("/broken.json"));
         QVERIFY(broken.open(QIODevice::WriteOnly));
-        broken.write(R"({"name": "p", "dataset": "syn", "grid": {"workers": [2]}, "agents": ["file:missing.txt"]})");
+        broken.write(
+            R"({"name": "p", "dataset": "syn", "grid": {"workers": [2]}, "agents": ["file:missing.txt"]})");
         broken.close();
         VERIFY_OK(window.studyView()->loadPlanFile(broken.fileName()));
         QCOMPARE(window.agentsView()->registry().agents().size(), 3);

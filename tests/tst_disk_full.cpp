@@ -45,7 +45,7 @@ bool run(const QString &program, const QStringList &arguments, QString *output)
 
 qint64 freeBytes(const QString &dir)
 {
-    struct statvfs s {};
+    struct statvfs s { };
     return ::statvfs(dir.toLocal8Bit().constData(), &s) == 0 ? qint64(s.f_bavail) * qint64(s.f_frsize) : -1;
 }
 
@@ -143,7 +143,8 @@ private Q_SLOTS:
         StudyRunner runner(&journal);
         runner.setAgents(m_agents);
         runner.setTickInterval(100);
-        connect(&runner, &StudyRunner::message, this, [](const QString &line) { qInfo("%s", qPrintable(line)); });
+        connect(
+            &runner, &StudyRunner::message, this, [](const QString &line) { qInfo("%s", qPrintable(line)); });
         const auto createdStudy = runner.createStudy(plan);
         VERIFY_OK(createdStudy);
         const QString studyId = createdStudy.value();
@@ -164,20 +165,23 @@ private Q_SLOTS:
                 && reason.contains(QLatin1String("MB free")),
             qPrintable(reason));
         QVERIFY2(!reason.contains(QLatin1String("signal")), qPrintable(reason)); // no abort
-        QVERIFY2(waiting.reason.contains(QLatin1String("waiting for disk space")), qPrintable(waiting.reason));
+        QVERIFY2(
+            waiting.reason.contains(QLatin1String("waiting for disk space")), qPrintable(waiting.reason));
         // Parameters and momentum once each (2 x 13.0 MB) and the small rest.
         QVERIFY2(waiting.spaceNeeded > 26'000'000 && waiting.spaceNeeded < 27'000'000,
             qPrintable(QString::number(waiting.spaceNeeded)));
 
         // Nothing half-written stays, and the committed checkpoint of epoch 1 is whole.
-        const QString checkpoints = m_mount + QStringLiteral("/agent/runs/") + runId + QStringLiteral("/checkpoints");
+        const QString checkpoints
+            = m_mount + QStringLiteral("/agent/runs/") + runId + QStringLiteral("/checkpoints");
         QVERIFY2(foldersStartingWith(checkpoints, QStringLiteral(".tmp-")).isEmpty(),
             qPrintable(foldersStartingWith(checkpoints, QStringLiteral(".tmp-")).join(QLatin1Char(' '))));
         QVERIFY(QFileInfo::exists(checkpoints + QStringLiteral("/epoch-0001/MANIFEST")));
         // Attempt 1's event log is whole: its epoch, its end, no torn record.
         {
             agent::RunEventLog log(
-                (m_mount + QStringLiteral("/agent/runs/") + runId + QStringLiteral("/1/events.log")).toStdString());
+                (m_mount + QStringLiteral("/agent/runs/") + runId + QStringLiteral("/1/events.log"))
+                    .toStdString());
             VERIFY_OK(log.opened());
             QCOMPARE(log.droppedOnOpen(), std::size_t(0));
             std::vector<v1::RunEvent> events;
@@ -239,7 +243,8 @@ private Q_SLOTS:
         gc.start(test::binary("scalelab-cli"), common + QStringList { QStringLiteral("--dry-run") });
         QVERIFY(gc.waitForFinished(30'000));
         QString said = QString::fromUtf8(gc.readAllStandardOutput());
-        QVERIFY2(gc.exitCode() == 0 && said.contains(QLatin1String("would remove")) && said.contains(QLatin1String("epoch-0003")),
+        QVERIFY2(gc.exitCode() == 0 && said.contains(QLatin1String("would remove"))
+                && said.contains(QLatin1String("epoch-0003")),
             qPrintable(said + QString::fromUtf8(gc.readAllStandardError())));
         QVERIFY(QFileInfo::exists(checkpoints + QStringLiteral("/epoch-0003")));
         gc.start(test::binary("scalelab-cli"), common);
@@ -313,11 +318,16 @@ private Q_SLOTS:
         QVERIFY(m_agent.client().listAllRuns(&after).ok());
         bool found = false;
         for (const auto &r : after) {
-            found = found || (r.run_id() == earlier && r.attempt() == earlierAttempt && r.state() == v1::SUCCEEDED);
+            found = found
+                || (r.run_id() == earlier && r.attempt() == earlierAttempt && r.state() == v1::SUCCEEDED);
             QVERIFY2(r.run_id() != "no-room", "the refused run was reopened");
         }
-        QVERIFY2(!QFileInfo::exists(m_mount + QStringLiteral("/agent/runs/no-room")), "the refused run left a folder");
-        QVERIFY2(found, qPrintable(QStringLiteral("%1 attempt %2 was not reopened").arg(QString::fromStdString(earlier)).arg(earlierAttempt)));
+        QVERIFY2(!QFileInfo::exists(m_mount + QStringLiteral("/agent/runs/no-room")),
+            "the refused run left a folder");
+        QVERIFY2(found,
+            qPrintable(QStringLiteral("%1 attempt %2 was not reopened")
+                           .arg(QString::fromStdString(earlier))
+                           .arg(earlierAttempt)));
     }
 };
 

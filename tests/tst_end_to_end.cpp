@@ -57,10 +57,7 @@ private Q_SLOTS:
         QVERIFY(QDir().mkpath(m_fixture.dataDir()));
     }
 
-    void cleanupTestCase()
-    {
-        VERIFY_OK(m_fixture.stopAndCheckNothingLeft(10'000));
-    }
+    void cleanupTestCase() { VERIFY_OK(m_fixture.stopAndCheckNothingLeft(10'000)); }
 
     void baselineRunThroughRealAgent()
     {
@@ -119,12 +116,11 @@ private Q_SLOTS:
 
     void localAgentModePrintsSummary()
     {
-        const auto r = runCli(
-            { QStringLiteral("run"), QStringLiteral("--data-dir"), m_fixture.dataDir(),
-                QStringLiteral("--state-dir"), m_fixture.path(QStringLiteral("state2")),
-                QStringLiteral("--synthetic"), QStringLiteral("--synthetic-train"), QStringLiteral("300"),
-                QStringLiteral("--synthetic-test"), QStringLiteral("100"), QStringLiteral("--batch-size"),
-                QStringLiteral("50"), QStringLiteral("--max-train-images"), QStringLiteral("100") });
+        const auto r = runCli({ QStringLiteral("run"), QStringLiteral("--data-dir"), m_fixture.dataDir(),
+            QStringLiteral("--state-dir"), m_fixture.path(QStringLiteral("state2")),
+            QStringLiteral("--synthetic"), QStringLiteral("--synthetic-train"), QStringLiteral("300"),
+            QStringLiteral("--synthetic-test"), QStringLiteral("100"), QStringLiteral("--batch-size"),
+            QStringLiteral("50"), QStringLiteral("--max-train-images"), QStringLiteral("100") });
         QVERIFY2(r.exitCode == 0, qPrintable(r.err + r.out));
         const QString last = r.out.trimmed().split(QLatin1Char('\n')).last();
         QVERIFY2(last.startsWith(QStringLiteral("run run-")), qPrintable(last));
@@ -220,10 +216,11 @@ private Q_SLOTS:
     {
         const QString script = QStandardPaths::findExecutable(QStringLiteral("script"));
         QVERIFY2(!script.isEmpty(), "script(1) makes the pseudo-terminal: apt-get install bsdutils");
-        QStringList command { test::binary("scalelab-cli"), QStringLiteral("run"), QStringLiteral("--data-dir"),
-            m_fixture.dataDir(), QStringLiteral("--state-dir"), m_fixture.path(QStringLiteral("state3")),
-            QStringLiteral("--synthetic"), QStringLiteral("--synthetic-train"), QStringLiteral("300"),
-            QStringLiteral("--synthetic-test"), QStringLiteral("100"), QStringLiteral("--batch-size"), QStringLiteral("25"),
+        QStringList command { test::binary("scalelab-cli"), QStringLiteral("run"),
+            QStringLiteral("--data-dir"), m_fixture.dataDir(), QStringLiteral("--state-dir"),
+            m_fixture.path(QStringLiteral("state3")), QStringLiteral("--synthetic"),
+            QStringLiteral("--synthetic-train"), QStringLiteral("300"), QStringLiteral("--synthetic-test"),
+            QStringLiteral("100"), QStringLiteral("--batch-size"), QStringLiteral("25"),
             QStringLiteral("--epochs"), QStringLiteral("2") };
         for (QString &word : command)
             word = QLatin1Char('\'') + word + QLatin1Char('\'');
@@ -232,29 +229,33 @@ private Q_SLOTS:
         env.insert(QStringLiteral("TERM"), QStringLiteral("xterm"));
         env.remove(QStringLiteral("SCALELAB_PROGRESS"));
         terminal.setProcessEnvironment(env);
-        terminal.start(script, { QStringLiteral("-qfec"), command.join(QLatin1Char(' ')), QStringLiteral("/dev/null") });
+        terminal.start(
+            script, { QStringLiteral("-qfec"), command.join(QLatin1Char(' ')), QStringLiteral("/dev/null") });
         QVERIFY(terminal.waitForFinished(test::endsWithin()));
         const QString out = QString::fromUtf8(terminal.readAllStandardOutput());
         QCOMPARE(terminal.exitCode(), 0);
-        QVERIFY2(out.contains(QLatin1String("\x1b[1A\x1b[J")), qPrintable(out.right(2000))); // redrawn in place
-        static const QRegularExpression live(QStringLiteral("\\[#*\\.*\\] +\\d+%  epoch [12]/2  step \\d+/12  loss "));
+        QVERIFY2(
+            out.contains(QLatin1String("\x1b[1A\x1b[J")), qPrintable(out.right(2000))); // redrawn in place
+        static const QRegularExpression live(
+            QStringLiteral("\\[#*\\.*\\] +\\d+%  epoch [12]/2  step \\d+/12  loss "));
         QVERIFY2(live.match(out).hasMatch(), qPrintable(out.right(2000)));
         QVERIFY2(out.contains(QLatin1String("ETA ")), qPrintable(out.right(2000)));
-        QVERIFY2(!out.contains(QLatin1String(" step 10 loss")), qPrintable(out.right(2000))); // no per-step log lines
-        QVERIFY2(out.contains(QLatin1String("SUCCEEDED workers=1 batch=25 epochs=2")), qPrintable(out.right(2000)));
+        QVERIFY2(!out.contains(QLatin1String(" step 10 loss")),
+            qPrintable(out.right(2000))); // no per-step log lines
+        QVERIFY2(out.contains(QLatin1String("SUCCEEDED workers=1 batch=25 epochs=2")),
+            qPrintable(out.right(2000)));
         QTRY_VERIFY_WITH_TIMEOUT(
             test::processesMentioning(m_fixture.path(QStringLiteral("state3"))).isEmpty(), 10000);
     }
 
     void twoWorkerRunThroughTheAgent()
     {
-        const auto r = runCli(
-            { QStringLiteral("run"), QStringLiteral("--data-dir"), m_fixture.dataDir(),
-                QStringLiteral("--state-dir"), m_fixture.path(QStringLiteral("state-dp")),
-                QStringLiteral("--synthetic"), QStringLiteral("--synthetic-train"), QStringLiteral("300"),
-                QStringLiteral("--synthetic-test"), QStringLiteral("100"), QStringLiteral("--workers"),
-                QStringLiteral("2"), QStringLiteral("--batch-size"), QStringLiteral("25"),
-                QStringLiteral("--run-id"), QStringLiteral("dp-1"), QStringLiteral("--json") });
+        const auto r = runCli({ QStringLiteral("run"), QStringLiteral("--data-dir"), m_fixture.dataDir(),
+            QStringLiteral("--state-dir"), m_fixture.path(QStringLiteral("state-dp")),
+            QStringLiteral("--synthetic"), QStringLiteral("--synthetic-train"), QStringLiteral("300"),
+            QStringLiteral("--synthetic-test"), QStringLiteral("100"), QStringLiteral("--workers"),
+            QStringLiteral("2"), QStringLiteral("--batch-size"), QStringLiteral("25"),
+            QStringLiteral("--run-id"), QStringLiteral("dp-1"), QStringLiteral("--json") });
         QVERIFY2(r.exitCode == 0, qPrintable(r.err + r.out));
         int worldSize = 0, steps = 0, testImages = 0, checkpoints = 0;
         for (const QString &line : r.out.split(QLatin1Char('\n'), Qt::SkipEmptyParts)) {
@@ -364,10 +365,9 @@ private Q_SLOTS:
         // tst_end_to_end.unknownDatasetNamesWhatExists).
         VERIFY_OK(scalelab::trainer::cifar::writeSyntheticDataset(
             (m_fixture.dataDir() + QStringLiteral("/synthetic")).toStdString(), 100, 20, 1));
-        const auto r = runCli(
-            { QStringLiteral("run"), QStringLiteral("--data-dir"), m_fixture.dataDir(),
-                QStringLiteral("--state-dir"), m_fixture.path(QStringLiteral("state3")),
-                QStringLiteral("--dataset"), QStringLiteral("cifar-10") },
+        const auto r = runCli({ QStringLiteral("run"), QStringLiteral("--data-dir"), m_fixture.dataDir(),
+                                  QStringLiteral("--state-dir"), m_fixture.path(QStringLiteral("state3")),
+                                  QStringLiteral("--dataset"), QStringLiteral("cifar-10") },
             {}, 30'000);
         QCOMPARE(r.exitCode, 3);
         QVERIFY2(r.err.contains(QStringLiteral("spec.dataset 'cifar-10' is not usable")), qPrintable(r.err));

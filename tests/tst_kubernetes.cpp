@@ -34,7 +34,10 @@ QString readAll(const QString &path)
     return f.open(QIODevice::ReadOnly) ? QString::fromUtf8(f.readAll()) : QString();
 }
 
-QVariant at(const QVariant &node, const QString &path) { return YamlSubset::at(node, path); }
+QVariant at(const QVariant &node, const QString &path)
+{
+    return YamlSubset::at(node, path);
+}
 
 // Sets the value at `path` (keys and list indexes), for breaking a manifest on purpose.
 void setAt(QVariant *node, const QStringList &path, const QVariant &value)
@@ -87,7 +90,8 @@ QString volumeAt(const QVariant &container, const QString &path, QString *mountP
     QString best;
     for (const QVariant &m : at(container, QStringLiteral("volumeMounts")).toList()) {
         const QString mounted = at(m, QStringLiteral("mountPath")).toString();
-        if ((path == mounted || path.startsWith(mounted + QLatin1Char('/'))) && mounted.size() > best.size()) {
+        if ((path == mounted || path.startsWith(mounted + QLatin1Char('/')))
+            && mounted.size() > best.size()) {
             best = mounted;
             if (mountPath)
                 *mountPath = mounted;
@@ -146,7 +150,8 @@ QStringList imageProblems(const QString &dockerfile, const Documents &docs, cons
             if (!stages.contains(from))
                 found << QStringLiteral("COPY --from=%1: no stage of that name before it").arg(from);
         } else if (instruction == QLatin1String("RUN") && line.contains(QLatin1String("apt-get install"))) {
-            for (const QString &word : line.section(QLatin1String("apt-get install"), 1).split(QLatin1Char(' ')))
+            for (const QString &word :
+                line.section(QLatin1String("apt-get install"), 1).split(QLatin1Char(' ')))
                 if (word == QLatin1String("&&"))
                     break;
                 else if (!word.isEmpty() && !word.startsWith(QLatin1Char('-')))
@@ -172,7 +177,9 @@ QStringList imageProblems(const QString &dockerfile, const Documents &docs, cons
             found << QStringLiteral("containerPort %1 is not EXPOSEd").arg(port);
     for (const QString &package : agentPackages)
         if (!finalInstalls.contains(package))
-            found << QStringLiteral("the image does not install %1, which holds a library scalelab-agent links").arg(package);
+            found << QStringLiteral(
+                "the image does not install %1, which holds a library scalelab-agent links")
+                         .arg(package);
     return found;
 }
 
@@ -184,7 +191,8 @@ QStringList linkedPackages(const QString &binary, QString *error)
     ldd.start(QStringLiteral("ldd"), { binary });
     QProcess readelf;
     readelf.start(QStringLiteral("readelf"), { QStringLiteral("-d"), binary });
-    if (!ldd.waitForFinished() || !readelf.waitForFinished() || ldd.exitCode() != 0 || readelf.exitCode() != 0) {
+    if (!ldd.waitForFinished() || !readelf.waitForFinished() || ldd.exitCode() != 0
+        || readelf.exitCode() != 0) {
         *error = QStringLiteral("ldd/readelf failed on %1").arg(binary);
         return {};
     }
@@ -193,8 +201,8 @@ QStringList linkedPackages(const QString &binary, QString *error)
         if (line.contains(QLatin1String(" => /")))
             paths.insert(line.section(QLatin1String(" => "), 0, 0).trimmed(),
                 line.section(QLatin1String(" => "), 1).section(QLatin1Char(' '), 0, 0));
-    static const QStringList base { QStringLiteral("libc6"), QStringLiteral("libgcc-s1"), QStringLiteral("libstdc++6"),
-        QStringLiteral("zlib1g") };
+    static const QStringList base { QStringLiteral("libc6"), QStringLiteral("libgcc-s1"),
+        QStringLiteral("libstdc++6"), QStringLiteral("zlib1g") };
     QStringList packages;
     static const QRegularExpression needed(QStringLiteral("\\(NEEDED\\)\\s+Shared library: \\[([^\\]]+)\\]"));
     for (auto it = needed.globalMatch(QString::fromUtf8(readelf.readAllStandardOutput())); it.hasNext();) {
@@ -203,11 +211,14 @@ QStringList linkedPackages(const QString &binary, QString *error)
         if (path.isEmpty())
             continue; // the dynamic loader itself
         QString package;
-        for (const QString &candidate : { path, QFileInfo(path).canonicalFilePath(), QStringLiteral("/usr") + path }) {
+        for (const QString &candidate :
+            { path, QFileInfo(path).canonicalFilePath(), QStringLiteral("/usr") + path }) {
             QProcess dpkg;
             dpkg.start(QStringLiteral("dpkg"), { QStringLiteral("-S"), candidate });
             if (dpkg.waitForFinished() && dpkg.exitCode() == 0) {
-                package = QString::fromUtf8(dpkg.readAllStandardOutput()).section(QLatin1Char(':'), 0, 0).trimmed();
+                package = QString::fromUtf8(dpkg.readAllStandardOutput())
+                              .section(QLatin1Char(':'), 0, 0)
+                              .trimmed();
                 break;
             }
         }
@@ -234,7 +245,8 @@ QStringList problems(const Documents &docs)
     const QVariant container = at(pod, QStringLiteral("containers.0"));
     const auto args = arguments(at(container, QStringLiteral("args")));
 
-    if (at(kustomization, QStringLiteral("namespace")) != at(docs.value(QStringLiteral("Namespace")), QStringLiteral("metadata.name")))
+    if (at(kustomization, QStringLiteral("namespace"))
+        != at(docs.value(QStringLiteral("Namespace")), QStringLiteral("metadata.name")))
         found << QStringLiteral("kustomization namespace is not the Namespace made");
     // Service <-> StatefulSet.
     if (at(service, QStringLiteral("spec.clusterIP")).toString() != QLatin1String("None"))
@@ -258,7 +270,8 @@ QStringList problems(const Documents &docs)
     // Ports.
     QMap<QString, QString> containerPorts; // name -> port
     for (const QVariant &p : at(container, QStringLiteral("ports")).toList())
-        containerPorts.insert(at(p, QStringLiteral("name")).toString(), at(p, QStringLiteral("containerPort")).toString());
+        containerPorts.insert(
+            at(p, QStringLiteral("name")).toString(), at(p, QStringLiteral("containerPort")).toString());
     if (containerPorts.value(QStringLiteral("grpc")) != args.value(QStringLiteral("port")))
         found << QStringLiteral("containerPort grpc is not the agent's --port");
     const QVariant servicePort = at(service, QStringLiteral("spec.ports.0"));
@@ -299,7 +312,8 @@ QStringList problems(const Documents &docs)
     QMap<QString, QStringList> generated; // secret -> keys
     for (const QVariant &g : at(kustomization, QStringLiteral("secretGenerator")).toList())
         for (const QVariant &f : at(g, QStringLiteral("files")).toList())
-            generated[at(g, QStringLiteral("name")).toString()] << f.toString().section(QLatin1Char('='), 0, 0);
+            generated[at(g, QStringLiteral("name")).toString()]
+                << f.toString().section(QLatin1Char('='), 0, 0);
     QMap<QString, QVariant> volumes;
     for (const QVariant &v : at(pod, QStringLiteral("volumes")).toList())
         volumes.insert(at(v, QStringLiteral("name")).toString(), v);
@@ -310,7 +324,8 @@ QStringList problems(const Documents &docs)
         const QString secret = at(volumes.value(volume), QStringLiteral("secret.secretName")).toString();
         const QString key = file.mid(mount.size() + 1);
         if (volume.isEmpty() || !generated.value(secret).contains(key))
-            found << QStringLiteral("--%1 %2 is not a key of a Secret the kustomization makes").arg(QLatin1String(option), file);
+            found << QStringLiteral("--%1 %2 is not a key of a Secret the kustomization makes")
+                         .arg(QLatin1String(option), file);
     }
     // State on the pod's own volume; /dev/shm in memory; GPUs asked for.
     QStringList claims;
@@ -319,10 +334,15 @@ QStringList problems(const Documents &docs)
     for (const char *option : { "state-dir", "data-dir" })
         if (!claims.contains(volumeAt(container, args.value(QLatin1String(option)))))
             found << QStringLiteral("--%1 is not on the pod's volume claim").arg(QLatin1String(option));
-    if (at(volumes.value(volumeAt(container, QStringLiteral("/dev/shm"))), QStringLiteral("emptyDir.medium")).toString()
+    if (at(volumes.value(volumeAt(container, QStringLiteral("/dev/shm"))), QStringLiteral("emptyDir.medium"))
+            .toString()
         != QLatin1String("Memory"))
         found << QStringLiteral("/dev/shm is not a memory-backed emptyDir");
-    if (at(container, QStringLiteral("resources.limits")).toMap().value(QStringLiteral("nvidia.com/gpu")).toString().isEmpty())
+    if (at(container, QStringLiteral("resources.limits"))
+            .toMap()
+            .value(QStringLiteral("nvidia.com/gpu"))
+            .toString()
+            .isEmpty())
         found << QStringLiteral("no nvidia.com/gpu limit");
     if (args.value(QStringLiteral("advertise-host")) != QLatin1String("$(POD_IP)"))
         found << QStringLiteral("--advertise-host is not the pod's address");
@@ -366,7 +386,8 @@ private Q_SLOTS:
     void initTestCase()
     {
         QString error;
-        const QVariant kustomization = YamlSubset::parse(readAll(kDir + QStringLiteral("/kustomization.yaml")), &error);
+        const QVariant kustomization
+            = YamlSubset::parse(readAll(kDir + QStringLiteral("/kustomization.yaml")), &error);
         QVERIFY2(error.isEmpty(), qPrintable(error));
         m_docs.insert(QStringLiteral("Kustomization"), kustomization);
         const QStringList resources = at(kustomization, QStringLiteral("resources")).toStringList();
@@ -389,9 +410,10 @@ private Q_SLOTS:
     void readerReadsTheSubset()
     {
         QString error;
-        const QVariant doc = YamlSubset::parse(QStringLiteral("a: 1 # note\nb:\n  - x\n  - k: \"v # not a comment\"\n"
-                                                              "    j: {}\nc:\n  d: e\n"),
-            &error);
+        const QVariant doc
+            = YamlSubset::parse(QStringLiteral("a: 1 # note\nb:\n  - x\n  - k: \"v # not a comment\"\n"
+                                               "    j: {}\nc:\n  d: e\n"),
+                &error);
         QVERIFY2(error.isEmpty(), qPrintable(error));
         QCOMPARE(at(doc, QStringLiteral("a")).toString(), QStringLiteral("1"));
         QCOMPARE(at(doc, QStringLiteral("b.0")).toString(), QStringLiteral("x"));
@@ -425,7 +447,8 @@ private Q_SLOTS:
             QString error;
             packages = linkedPackages(test::binary("scalelab-agent"), &error);
             QVERIFY2(error.isEmpty(), qPrintable(error));
-            QVERIFY2(packages.contains(QStringLiteral("libqt6core6")) && packages.contains(QStringLiteral("libgrpc++1.51")),
+            QVERIFY2(packages.contains(QStringLiteral("libqt6core6"))
+                    && packages.contains(QStringLiteral("libgrpc++1.51")),
                 qPrintable(packages.join(' ')));
             QVERIFY(dockerfile.contains(QLatin1String("ENTRYPOINT [\"/opt/scalelab/bin/scalelab-agent\"]")));
             QVERIFY(dockerfile.contains(QLatin1String("-DCMAKE_INSTALL_PREFIX=/opt/scalelab")));
@@ -441,15 +464,19 @@ private Q_SLOTS:
             changed.replace(from, to);
             return imageProblems(changed, m_docs, packages, cmakeLists).join('\n');
         };
-        QVERIFY(broken(QStringLiteral("USER 10001"), QStringLiteral("USER 10002")).contains(QLatin1String("runAsUser")));
+        QVERIFY(broken(QStringLiteral("USER 10001"), QStringLiteral("USER 10002"))
+                    .contains(QLatin1String("runAsUser")));
         QVERIFY(broken(QStringLiteral("EXPOSE 7450 7451 7452"), QStringLiteral("EXPOSE 7450 7452"))
                     .contains(QLatin1String("7451")));
         QVERIFY(broken(QStringLiteral("EXPOSE 7450 7451 7452"), QStringLiteral("EXPOSE 7450 7451"))
                     .contains(QLatin1String("7452")));
         if (!packages.isEmpty()) {
-            QVERIFY(broken(QStringLiteral("--from=build"), QStringLiteral("--from=builder")).contains(QLatin1String("no stage")));
-            QVERIFY(broken(QStringLiteral("-DSCALELAB_CUDA=ON"), QStringLiteral("-DSCALELAB_GPU=ON")).contains(QLatin1String("SCALELAB_GPU")));
-            QVERIFY(broken(QStringLiteral(" libgrpc++1.51 "), QStringLiteral(" ")).contains(QLatin1String("libgrpc++1.51")));
+            QVERIFY(broken(QStringLiteral("--from=build"), QStringLiteral("--from=builder"))
+                        .contains(QLatin1String("no stage")));
+            QVERIFY(broken(QStringLiteral("-DSCALELAB_CUDA=ON"), QStringLiteral("-DSCALELAB_GPU=ON"))
+                        .contains(QLatin1String("SCALELAB_GPU")));
+            QVERIFY(broken(QStringLiteral(" libgrpc++1.51 "), QStringLiteral(" "))
+                        .contains(QLatin1String("libgrpc++1.51")));
         }
     }
 
@@ -465,20 +492,38 @@ private Q_SLOTS:
         QTest::addColumn<QString>("path");
         QTest::addColumn<QString>("value");
         QTest::addColumn<QString>("problem");
-        QTest::newRow("service selector") << "Service" << "spec.selector.app.kubernetes.io/name" << "other"
+        QTest::newRow("service selector") << "Service"
+                                          << "spec.selector.app.kubernetes.io/name"
+                                          << "other"
                                           << "Service selector";
-        QTest::newRow("service name") << "StatefulSet" << "spec.serviceName" << "agents" << "serviceName";
-        QTest::newRow("secret name") << "StatefulSet" << "spec.template.spec.volumes.0.secret.secretName"
-                                     << "scalelab-tokens" << "--token-file";
-        QTest::newRow("probe port") << "StatefulSet" << "spec.template.spec.containers.0.readinessProbe.grpc.port"
-                                    << "7450" << "readinessProbe";
-        QTest::newRow("agent port") << "StatefulSet" << "spec.template.spec.containers.0.args.1" << "--port=7460"
+        QTest::newRow("service name") << "StatefulSet"
+                                      << "spec.serviceName"
+                                      << "agents"
+                                      << "serviceName";
+        QTest::newRow("secret name") << "StatefulSet"
+                                     << "spec.template.spec.volumes.0.secret.secretName"
+                                     << "scalelab-tokens"
+                                     << "--token-file";
+        QTest::newRow("probe port") << "StatefulSet"
+                                    << "spec.template.spec.containers.0.readinessProbe.grpc.port"
+                                    << "7450"
+                                    << "readinessProbe";
+        QTest::newRow("agent port") << "StatefulSet"
+                                    << "spec.template.spec.containers.0.args.1"
+                                    << "--port=7460"
                                     << "containerPort grpc";
-        QTest::newRow("state volume") << "StatefulSet" << "spec.volumeClaimTemplates.0.metadata.name" << "data"
+        QTest::newRow("state volume") << "StatefulSet"
+                                      << "spec.volumeClaimTemplates.0.metadata.name"
+                                      << "data"
                                       << "--state-dir";
-        QTest::newRow("policy port") << "NetworkPolicy" << "spec.ingress.0.ports.0.port" << "7451"
+        QTest::newRow("policy port") << "NetworkPolicy"
+                                     << "spec.ingress.0.ports.0.port"
+                                     << "7451"
                                      << "admits no client";
-        QTest::newRow("headless") << "Service" << "spec.clusterIP" << "10.0.0.1" << "headless";
+        QTest::newRow("headless") << "Service"
+                                  << "spec.clusterIP"
+                                  << "10.0.0.1"
+                                  << "headless";
         QTest::newRow("scale-down grace") << "StatefulSet"
                                           << "spec.template.spec.terminationGracePeriodSeconds"
                                           << "600"
@@ -527,18 +572,21 @@ private Q_SLOTS:
         const QString secrets = m_tmp.filePath(QStringLiteral("secrets"));
         QProcess make;
         make.setProcessChannelMode(QProcess::MergedChannels);
-        make.start(QStringLiteral("bash"), { kDir + QStringLiteral("/make-secrets.sh"), QStringLiteral("scalelab"), secrets });
+        make.start(QStringLiteral("bash"),
+            { kDir + QStringLiteral("/make-secrets.sh"), QStringLiteral("scalelab"), secrets });
         QVERIFY(make.waitForFinished(60'000));
         QVERIFY2(make.exitCode() == 0, make.readAll().constData());
-        const QString set = at(m_docs.value(QStringLiteral("StatefulSet")), QStringLiteral("metadata.name")).toString();
-        const QString service = at(m_docs.value(QStringLiteral("Service")), QStringLiteral("metadata.name")).toString();
+        const QString set
+            = at(m_docs.value(QStringLiteral("StatefulSet")), QStringLiteral("metadata.name")).toString();
+        const QString service
+            = at(m_docs.value(QStringLiteral("Service")), QStringLiteral("metadata.name")).toString();
         const QString pod0 = QStringLiteral("%1-0.%2").arg(set, service);
         for (const QString &name : { pod0, pod0 + QStringLiteral(".scalelab.svc.cluster.local"), service }) {
             QProcess verify;
             verify.setProcessChannelMode(QProcess::MergedChannels);
-            verify.start(QStringLiteral("openssl"), { QStringLiteral("verify"), QStringLiteral("-CAfile"),
-                secrets + QStringLiteral("/ca.crt"), QStringLiteral("-verify_hostname"), name,
-                secrets + QStringLiteral("/tls.crt") });
+            verify.start(QStringLiteral("openssl"),
+                { QStringLiteral("verify"), QStringLiteral("-CAfile"), secrets + QStringLiteral("/ca.crt"),
+                    QStringLiteral("-verify_hostname"), name, secrets + QStringLiteral("/tls.crt") });
             QVERIFY(verify.waitForFinished(20'000));
             QVERIFY2(verify.exitCode() == 0, qPrintable(name + QStringLiteral(": ") + verify.readAll()));
         }
@@ -549,7 +597,8 @@ private Q_SLOTS:
         QVERIFY(port > 0 && healthPort > 0 && metricsPort > 0 && port != healthPort && metricsPort != port
             && metricsPort != healthPort);
         QStringList args;
-        const QVariant container = at(m_docs.value(QStringLiteral("StatefulSet")), QStringLiteral("spec.template.spec.containers.0"));
+        const QVariant container = at(
+            m_docs.value(QStringLiteral("StatefulSet")), QStringLiteral("spec.template.spec.containers.0"));
         for (const QVariant &a : at(container, QStringLiteral("args")).toList()) {
             QString arg = a.toString();
             arg.replace(QStringLiteral("--port=7450"), QStringLiteral("--port=%1").arg(port))
@@ -581,13 +630,15 @@ private Q_SLOTS:
         env.insert(QStringLiteral("SCALELAB_TLS_CA"), secrets + QStringLiteral("/ca.crt"));
         env.insert(QStringLiteral("SCALELAB_TLS_SERVER_NAME"), pod0);
         cli.setProcessEnvironment(env);
-        cli.start(test::binary("scalelab-cli"), { QStringLiteral("describe"), QStringLiteral("--agent"),
-            QStringLiteral("127.0.0.1:%1").arg(port), QStringLiteral("--token-file"), secrets + QStringLiteral("/token") });
+        cli.start(test::binary("scalelab-cli"),
+            { QStringLiteral("describe"), QStringLiteral("--agent"), QStringLiteral("127.0.0.1:%1").arg(port),
+                QStringLiteral("--token-file"), secrets + QStringLiteral("/token") });
         QVERIFY(cli.waitForFinished(30'000));
         QVERIFY2(cli.exitCode() == 0, cli.readAll().constData());
 
-        auto health = grpc::health::v1::Health::NewStub(grpc::CreateChannel(
-            QStringLiteral("127.0.0.1:%1").arg(healthPort).toStdString(), grpc::InsecureChannelCredentials()));
+        auto health = grpc::health::v1::Health::NewStub(
+            grpc::CreateChannel(QStringLiteral("127.0.0.1:%1").arg(healthPort).toStdString(),
+                grpc::InsecureChannelCredentials()));
         grpc::ClientContext context;
         context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
         grpc::health::v1::HealthCheckResponse response;

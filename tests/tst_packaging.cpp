@@ -34,7 +34,8 @@ Result run(const QString &program, const QStringList &args, int timeoutMs = 60'0
         p.kill();
         p.waitForFinished();
     }
-    return { p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1, QString::fromLocal8Bit(p.readAll()) };
+    return { p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1,
+        QString::fromLocal8Bit(p.readAll()) };
 }
 
 QString field(const QString &control, const QString &name)
@@ -57,7 +58,8 @@ private Q_SLOTS:
     {
         for (const char *tool : { "dpkg-deb", "dpkg-shlibdeps", "systemd-analyze" })
             if (QStandardPaths::findExecutable(QLatin1String(tool)).isEmpty())
-                m_missing += QStringLiteral("%1 missing (apt-get install dpkg-dev systemd); ").arg(QLatin1String(tool));
+                m_missing += QStringLiteral("%1 missing (apt-get install dpkg-dev systemd); ")
+                                 .arg(QLatin1String(tool));
         if (!m_missing.isEmpty())
             return;
         const Result built = run(QStringLiteral("cmake"),
@@ -66,7 +68,8 @@ private Q_SLOTS:
             900'000);
         QVERIFY2(built.code == 0, qPrintable(built.output.right(3000)));
         const QDir build(QStringLiteral(SCALELAB_BUILD_DIR));
-        const auto agent = build.entryList({ QStringLiteral("scalelab-agent_*.deb") }, QDir::Files, QDir::Time);
+        const auto agent
+            = build.entryList({ QStringLiteral("scalelab-agent_*.deb") }, QDir::Files, QDir::Time);
         const auto console = build.entryList({ QStringLiteral("scalelab_*.deb") }, QDir::Files, QDir::Time);
         QVERIFY2(!agent.isEmpty() && !console.isEmpty(), qPrintable(built.output.right(3000)));
         m_agentDeb = build.filePath(agent.first());
@@ -81,15 +84,16 @@ private Q_SLOTS:
         QCOMPARE(field(control, QStringLiteral("Package")), QStringLiteral("scalelab-agent"));
         const QString depends = field(control, QStringLiteral("Depends"));
         // Computed from the binaries, plus what no binary links.
-        for (const char *needed : { "libtorch1.13", "libgrpc++1.51", "libqt6core6", "libc6", "libopenblas0-pthread",
-                 "adduser" })
-            QVERIFY2(depends.contains(QLatin1String(needed)), qPrintable(QLatin1String(needed) + QStringLiteral(": ") + depends));
+        for (const char *needed :
+            { "libtorch1.13", "libgrpc++1.51", "libqt6core6", "libc6", "libopenblas0-pthread", "adduser" })
+            QVERIFY2(depends.contains(QLatin1String(needed)),
+                qPrintable(QLatin1String(needed) + QStringLiteral(": ") + depends));
         for (const char *unwanted : { "libqt6widgets6", "libqt6gui6", "libqt6charts6" })
             QVERIFY2(!depends.contains(QLatin1String(unwanted)), qPrintable(depends));
         const QString files = run(QStringLiteral("dpkg-deb"), { QStringLiteral("-c"), m_agentDeb }).output;
-        for (const char *path : { "./usr/bin/scalelab-agent", "./usr/bin/scalelab-worker", "./usr/bin/scalelab-slurm",
-                 "./usr/share/scalelab/slurm/scalelab-study.sbatch", "./usr/lib/systemd/system/scalelab-agent.service",
-                 "./etc/scalelab/agent.conf" })
+        for (const char *path : { "./usr/bin/scalelab-agent", "./usr/bin/scalelab-worker",
+                 "./usr/bin/scalelab-slurm", "./usr/share/scalelab/slurm/scalelab-study.sbatch",
+                 "./usr/lib/systemd/system/scalelab-agent.service", "./etc/scalelab/agent.conf" })
             QVERIFY2(files.contains(QLatin1String(path)), path);
         QVERIFY(!files.contains(QLatin1String("./usr/bin/scalelab\n")));
 
@@ -103,7 +107,8 @@ private Q_SLOTS:
         QVERIFY(postinst.readAll().contains("adduser --system --group"));
         QVERIFY(QFileInfo(postinst.fileName()).isExecutable());
         QCOMPARE(run(QStringLiteral("sh"), { QStringLiteral("-n"), postinst.fileName() }).code, 0);
-        QCOMPARE(run(QStringLiteral("sh"), { QStringLiteral("-n"), meta + QStringLiteral("/postrm") }).code, 0);
+        QCOMPARE(
+            run(QStringLiteral("sh"), { QStringLiteral("-n"), meta + QStringLiteral("/postrm") }).code, 0);
     }
 
     // The unit as installed, with its ExecStart pointed at the unpacked agent (verify
@@ -116,10 +121,12 @@ private Q_SLOTS:
         QFile unit(root + QStringLiteral("/usr/lib/systemd/system/scalelab-agent.service"));
         QVERIFY(unit.open(QIODevice::ReadOnly));
         QString text = QString::fromUtf8(unit.readAll());
-        for (const char *setting : { "User=scalelab", "ProtectSystem=strict", "StateDirectory=scalelab",
-                 "NoNewPrivileges=true", "ExecStart=/usr/bin/scalelab-agent --config /etc/scalelab/agent.conf" })
+        for (const char *setting :
+            { "User=scalelab", "ProtectSystem=strict", "StateDirectory=scalelab", "NoNewPrivileges=true",
+                "ExecStart=/usr/bin/scalelab-agent --config /etc/scalelab/agent.conf" })
             QVERIFY2(text.contains(QLatin1String(setting)), setting);
-        text.replace(QStringLiteral("ExecStart=/usr/bin/"), QStringLiteral("ExecStart=%1/usr/bin/").arg(root));
+        text.replace(
+            QStringLiteral("ExecStart=/usr/bin/"), QStringLiteral("ExecStart=%1/usr/bin/").arg(root));
         const QString copy = m_tmp.filePath(QStringLiteral("scalelab-agent.service"));
         QFile out(copy);
         QVERIFY(out.open(QIODevice::WriteOnly));
@@ -128,21 +135,27 @@ private Q_SLOTS:
         const Result verified = run(QStringLiteral("systemd-analyze"), { QStringLiteral("verify"), copy });
         QVERIFY2(verified.code == 0 && verified.output.trimmed().isEmpty(), qPrintable(verified.output));
 
-        const Result version = run(root + QStringLiteral("/usr/bin/scalelab-agent"), { QStringLiteral("--version") });
-        QVERIFY2(version.code == 0 && version.output.contains(QLatin1String("scalelab-agent")), qPrintable(version.output));
+        const Result version
+            = run(root + QStringLiteral("/usr/bin/scalelab-agent"), { QStringLiteral("--version") });
+        QVERIFY2(version.code == 0 && version.output.contains(QLatin1String("scalelab-agent")),
+            qPrintable(version.output));
     }
 
     void consolePackage()
     {
-        const QString control = run(QStringLiteral("dpkg-deb"), { QStringLiteral("-f"), m_consoleDeb }).output;
+        const QString control
+            = run(QStringLiteral("dpkg-deb"), { QStringLiteral("-f"), m_consoleDeb }).output;
         QCOMPARE(field(control, QStringLiteral("Package")), QStringLiteral("scalelab"));
         const QString depends = field(control, QStringLiteral("Depends"));
         for (const char *needed : { "libqt6widgets6", "libqt6charts6", "libgrpc++1.51", "qt6-qpa-plugins" })
-            QVERIFY2(depends.contains(QLatin1String(needed)), qPrintable(QLatin1String(needed) + QStringLiteral(": ") + depends));
-        QVERIFY2(!depends.contains(QLatin1String("libtorch")), qPrintable(depends)); // the app never includes torch
+            QVERIFY2(depends.contains(QLatin1String(needed)),
+                qPrintable(QLatin1String(needed) + QStringLiteral(": ") + depends));
+        QVERIFY2(!depends.contains(QLatin1String("libtorch")),
+            qPrintable(depends)); // the app never includes torch
         const QString files = run(QStringLiteral("dpkg-deb"), { QStringLiteral("-c"), m_consoleDeb }).output;
-        for (const char *path : { "./usr/bin/scalelab", "./usr/bin/scalelab-cli", "./usr/share/applications/scalelab.desktop",
-                 "./usr/share/icons/hicolor/scalable/apps/scalelab.svg" })
+        for (const char *path :
+            { "./usr/bin/scalelab", "./usr/bin/scalelab-cli", "./usr/share/applications/scalelab.desktop",
+                "./usr/share/icons/hicolor/scalable/apps/scalelab.svg" })
             QVERIFY2(files.contains(QLatin1String(path)), path);
         const QString root = m_tmp.filePath(QStringLiteral("console-root"));
         QCOMPARE(run(QStringLiteral("dpkg-deb"), { QStringLiteral("-x"), m_consoleDeb, root }).code, 0);
@@ -163,16 +176,18 @@ private Q_SLOTS:
         const Result can = run(QStringLiteral("bash"), { script, QStringLiteral("check") });
         QVERIFY2(can.code == 0, qPrintable(QStringLiteral("cannot make a Debian root here: ") + can.output));
         const QString root = m_tmp.filePath(QStringLiteral("bookworm"));
-        const Result installed = run(QStringLiteral("bash"), { script, root, m_agentDeb, m_consoleDeb }, 900'000);
+        const Result installed
+            = run(QStringLiteral("bash"), { script, root, m_agentDeb, m_consoleDeb }, 900'000);
         const QByteArray shown = installed.output.toLocal8Bit();
         if (installed.code != 0)
             std::fprintf(stderr, "%s\n", shown.constData());
         QVERIFY2(installed.code == 0, "fresh-root-install.sh failed (its output is above)");
-        for (const char *line : { "scalelab-agent 0.1.0 install ok installed", "scalelab 0.1.0 install ok installed",
-                 "system user scalelab: made by postinst", "every program finds its libraries",
-                 "scalelab-agent listening on 127.0.0.1:7459", "SUCCEEDED workers=1", "data=SYNTHETIC",
-                 "ScaleLab 0.1.0" })
-            QVERIFY2(installed.output.contains(QLatin1String(line)), qPrintable(QLatin1String(line) + QStringLiteral("\n") + installed.output.right(1500)));
+        for (const char *line : { "scalelab-agent 0.1.0 install ok installed",
+                 "scalelab 0.1.0 install ok installed", "system user scalelab: made by postinst",
+                 "every program finds its libraries", "scalelab-agent listening on 127.0.0.1:7459",
+                 "SUCCEEDED workers=1", "data=SYNTHETIC", "ScaleLab 0.1.0" })
+            QVERIFY2(installed.output.contains(QLatin1String(line)),
+                qPrintable(QLatin1String(line) + QStringLiteral("\n") + installed.output.right(1500)));
     }
 };
 

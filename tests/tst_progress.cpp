@@ -135,13 +135,16 @@ private Q_SLOTS:
         const ProgressView v = m.view(); // 47 steps in 11.75 s: 4/s; 577 left: 144 s
         const QString wide = formatProgress(QStringLiteral("r01"), v, 120);
         QVERIFY2(wide.startsWith(QLatin1String("r01 [")), qPrintable(wide));
-        for (const char *part : { "epoch 1/5", "step 48/125", "loss 0.5512", "88.0 img/s", "ETA 2m24s", "  7%" })
+        for (const char *part :
+            { "epoch 1/5", "step 48/125", "loss 0.5512", "88.0 img/s", "ETA 2m24s", "  7%" })
             QVERIFY2(wide.contains(QLatin1String(part)), qPrintable(wide + QStringLiteral(" lacks ") + part));
         QVERIFY(wide.size() <= 120);
         const QString narrow = formatProgress(QStringLiteral("r01"), v, 60);
-        QVERIFY2(!narrow.contains(QLatin1Char('[')) && narrow.size() < 60, qPrintable(narrow)); // the bar goes first
+        QVERIFY2(!narrow.contains(QLatin1Char('[')) && narrow.size() < 60,
+            qPrintable(narrow)); // the bar goes first
         const QString log = formatProgress(QStringLiteral("r01"), v, 0);
-        QVERIFY2(!log.contains(QLatin1Char('[')) && log.contains(QLatin1String("ETA 2m24s")), qPrintable(log));
+        QVERIFY2(
+            !log.contains(QLatin1Char('[')) && log.contains(QLatin1String("ETA 2m24s")), qPrintable(log));
     }
 };
 

@@ -178,7 +178,8 @@ private Q_SLOTS:
             bool ok = false;
             const auto step = [&](int expected) {
                 // Each operation completes before the next starts: the one tag is the one awaited.
-                return queue.Next(&tag, &ok) && tag == reinterpret_cast<void *>(static_cast<intptr_t>(expected));
+                return queue.Next(&tag, &ok)
+                    && tag == reinterpret_cast<void *>(static_cast<intptr_t>(expected));
             };
             call->StartCall(reinterpret_cast<void *>(1));
             QVERIFY2(step(1), method.c_str());
@@ -188,7 +189,8 @@ private Q_SLOTS:
             QVERIFY2(step(3), method.c_str());
             call->Read(&response, reinterpret_cast<void *>(4));
             QVERIFY2(step(4), method.c_str());
-            QVERIFY2(!ok, qPrintable(QStringLiteral("%1 answered a stranger with a message").arg(method.c_str())));
+            QVERIFY2(
+                !ok, qPrintable(QStringLiteral("%1 answered a stranger with a message").arg(method.c_str())));
             call->Finish(&status, reinterpret_cast<void *>(5));
             QVERIFY2(step(5), method.c_str());
             QVERIFY2(status.error_code() == grpc::StatusCode::UNAUTHENTICATED,
@@ -196,7 +198,8 @@ private Q_SLOTS:
                                .arg(method.c_str())
                                .arg(status.error_code())
                                .arg(QString::fromStdString(status.error_message()))));
-            QVERIFY2(QString::fromStdString(status.error_message()).contains(QLatin1String("requires a token")),
+            QVERIFY2(
+                QString::fromStdString(status.error_message()).contains(QLatin1String("requires a token")),
                 status.error_message().c_str());
         }
     }
@@ -292,9 +295,9 @@ private Q_SLOTS:
         // The run is on disk under its folder.
         QVERIFY(QFile::exists(m_fixture.path(QStringLiteral("state/runs/resume-1/1/events.log"))));
         // The worker is gone.
-        QTRY_VERIFY_WITH_TIMEOUT(
-            test::processesMentioning(QStringLiteral("scalelab-worker train --data-dir ") + m_fixture.folder())
-                .isEmpty(),
+        QTRY_VERIFY_WITH_TIMEOUT(test::processesMentioning(
+                                     QStringLiteral("scalelab-worker train --data-dir ") + m_fixture.folder())
+                                     .isEmpty(),
             5000);
     }
 

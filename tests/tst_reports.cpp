@@ -327,7 +327,8 @@ void TestReports::baselineThatDidNotLearnIsFlagged()
     QVERIFY2(r.baselineWarning.contains(QStringLiteral("below the target")), qPrintable(r.baselineWarning));
     s.targetAccuracy = kNotMeasured;
     r = computeStudyResults(s);
-    QVERIFY2(r.baselineWarning.contains(QStringLiteral("did not learn alike")), qPrintable(r.baselineWarning));
+    QVERIFY2(
+        r.baselineWarning.contains(QStringLiteral("did not learn alike")), qPrintable(r.baselineWarning));
     bool flagged = false;
     for (const SeedComparison &c : r.comparisons)
         flagged = flagged || c.note.contains(QStringLiteral("differs from the baseline's"));
@@ -350,7 +351,11 @@ void TestReports::imagesPerSecondHasOneDefinition()
     s.runs[0].epochs = epochs;
     s.runs[0].imagesPerSecond = runImagesPerSecond(epochs);
     const QJsonObject json = QJsonDocument::fromJson(reportJson(s)).object();
-    QCOMPARE(json.value(QStringLiteral("runs")).toArray()[0].toObject().value(QStringLiteral("images_per_second")).toDouble(),
+    QCOMPARE(json.value(QStringLiteral("runs"))
+                 .toArray()[0]
+                 .toObject()
+                 .value(QStringLiteral("images_per_second"))
+                 .toDouble(),
         150.0);
     QVERIFY(QString::fromUtf8(reportRunsCsv(s)).contains(QStringLiteral(",150,")));
 }
@@ -358,34 +363,45 @@ void TestReports::imagesPerSecondHasOneDefinition()
 void TestReports::reportCarriesRecipesPlanAndDefinitions()
 {
     StudySnapshot s = handSnapshot();
-    s.runs[0].recipe = QJsonObject { { QStringLiteral("learning_rate"), 0.02 }, { QStringLiteral("peak_learning_rate"), 0.02 },
-        { QStringLiteral("momentum"), 0.0 }, { QStringLiteral("weight_decay"), 2.5e-7 },
-        { QStringLiteral("warmup_epochs"), 1.0 }, { QStringLiteral("warmup_steps"), 157.0 },
-        { QStringLiteral("schedule"), QStringLiteral("cosine") }, { QStringLiteral("label_smoothing"), 0.0 },
+    s.runs[0].recipe = QJsonObject { { QStringLiteral("learning_rate"), 0.02 },
+        { QStringLiteral("peak_learning_rate"), 0.02 }, { QStringLiteral("momentum"), 0.0 },
+        { QStringLiteral("weight_decay"), 2.5e-7 }, { QStringLiteral("warmup_epochs"), 1.0 },
+        { QStringLiteral("warmup_steps"), 157.0 }, { QStringLiteral("schedule"), QStringLiteral("cosine") },
+        { QStringLiteral("label_smoothing"), 0.0 },
         { QStringLiteral("seed"), QStringLiteral("18446744073709551615") },
         { QStringLiteral("normalize_mean"), QJsonArray { 0.49, 0.48, 0.44 } },
-        { QStringLiteral("normalize_std"), QJsonArray { 0.25, 0.24, 0.26 } }, { QStringLiteral("dataset"), QStringLiteral("cifar10") },
-        { QStringLiteral("dataset_train_images"), 50000.0 }, { QStringLiteral("dataset_test_images"), 10000.0 },
+        { QStringLiteral("normalize_std"), QJsonArray { 0.25, 0.24, 0.26 } },
+        { QStringLiteral("dataset"), QStringLiteral("cifar10") },
+        { QStringLiteral("dataset_train_images"), 50000.0 },
+        { QStringLiteral("dataset_test_images"), 10000.0 },
         { QStringLiteral("dataset_sha256"), QString(64, QLatin1Char('a')) } };
-    s.runs[0].workerCommand = { QStringLiteral("scalelab-worker"), QStringLiteral("train"), QStringLiteral("--lr"),
-        QStringLiteral("0.02") };
+    s.runs[0].workerCommand = { QStringLiteral("scalelab-worker"), QStringLiteral("train"),
+        QStringLiteral("--lr"), QStringLiteral("0.02") };
     s.planJson = R"({"name":"hand computed","dataset":"cifar10"})";
     s.learningRateNote = QStringLiteral("auto: 0.02 at global batch 64");
     s.learningRateCurve = { { 1e-5, 2.3 }, { 1e-3, 2.0 }, { 1e-1, 1.5 }, { 1.0, 4.0 } };
     const QJsonObject json = QJsonDocument::fromJson(reportJson(s)).object();
     const QJsonObject run = json.value(QStringLiteral("runs")).toArray()[0].toObject();
-    QCOMPARE(run.value(QStringLiteral("recipe")).toObject().value(QStringLiteral("weight_decay")).toDouble(), 2.5e-7);
+    QCOMPARE(run.value(QStringLiteral("recipe")).toObject().value(QStringLiteral("weight_decay")).toDouble(),
+        2.5e-7);
     QCOMPARE(run.value(QStringLiteral("worker_command")).toArray().size(), 4);
-    QCOMPARE(json.value(QStringLiteral("plan")).toObject().value(QStringLiteral("name")).toString(), QStringLiteral("hand computed"));
+    QCOMPARE(json.value(QStringLiteral("plan")).toObject().value(QStringLiteral("name")).toString(),
+        QStringLiteral("hand computed"));
     QVERIFY(json.value(QStringLiteral("definitions")).toObject().contains(QStringLiteral("speedup")));
-    QCOMPARE(json.value(QStringLiteral("learning_rate_search")).toObject().value(QStringLiteral("curve")).toArray().size(), 4);
+    QCOMPARE(json.value(QStringLiteral("learning_rate_search"))
+                 .toObject()
+                 .value(QStringLiteral("curve"))
+                 .toArray()
+                 .size(),
+        4);
     const ReportContent content = buildReportContent(s);
     bool recipes = false;
     for (const ReportTable &t : content.tables)
         if (t.title == QStringLiteral("Recipes")) {
             recipes = true;
             QCOMPARE(t.rows.size(), 1);
-            QVERIFY2(t.rows[0].join(QLatin1Char('|')).contains(QStringLiteral("2.5e-07")), qPrintable(t.rows[0].join('|')));
+            QVERIFY2(t.rows[0].join(QLatin1Char('|')).contains(QStringLiteral("2.5e-07")),
+                qPrintable(t.rows[0].join('|')));
             QVERIFY(t.rows[0].join(QLatin1Char('|')).contains(QStringLiteral("18446744073709551615")));
         }
     QVERIFY(recipes);
@@ -394,7 +410,8 @@ void TestReports::reportCarriesRecipesPlanAndDefinitions()
         chart = chart || c.title == QStringLiteral("Learning-rate range test");
     QVERIFY(chart);
     const QString html = QString::fromUtf8(reportHtml(s).value());
-    QVERIFY(html.contains(QStringLiteral("Recipes")) && html.contains(QStringLiteral("auto: 0.02 at global batch 64")));
+    QVERIFY(html.contains(QStringLiteral("Recipes"))
+        && html.contains(QStringLiteral("auto: 0.02 at global batch 64")));
 }
 
 void TestReports::perRunSpeedup()
@@ -855,8 +872,9 @@ StudySnapshot sampleSnapshot()
         QStringLiteral("NVML 12.4"), { { QStringLiteral("git_commit"), QStringLiteral("abc123") } } }
             << NodeInfo { QStringLiteral("10.0.0.12:50051"), QStringLiteral("gpu-b"), QStringLiteral("0.1.0"),
                    16, qint64(128) << 30, { QStringLiteral("0: NVIDIA H100 80GB HBM3 (80 GiB)") },
-        QStringLiteral("AMD EPYC 9654 96-Core Processor"), QStringLiteral("Debian GNU/Linux 12 (bookworm)"),
-        QStringLiteral("NVML 12.4"), { { QStringLiteral("git_commit"), QStringLiteral("abc123") } } };
+                   QStringLiteral("AMD EPYC 9654 96-Core Processor"),
+                   QStringLiteral("Debian GNU/Linux 12 (bookworm)"), QStringLiteral("NVML 12.4"),
+                   { { QStringLiteral("git_commit"), QStringLiteral("abc123") } } };
     s.software = { { QStringLiteral("ScaleLab"), QStringLiteral("0.1.0") },
         { QStringLiteral("Qt"), QStringLiteral("6.4.2") },
         { QStringLiteral("gRPC"), QStringLiteral("1.51.1") },
@@ -982,7 +1000,8 @@ void TestReports::sampleReports()
             text = QString::fromUtf8(bytes);
         } else {
             text = format == ReportFormat::Pdf ? pdfText(bytes) : QString::fromUtf8(bytes);
-            QVERIFY2(text.contains(s.name.toHtmlEscaped()) || text.contains(s.name), qPrintable(text.left(2000)));
+            QVERIFY2(
+                text.contains(s.name.toHtmlEscaped()) || text.contains(s.name), qPrintable(text.left(2000)));
             QVERIFY2(text.contains(QLatin1String("SYNTHETIC")), qPrintable(text.left(2000)));
         }
         for (const auto &run : s.runs)

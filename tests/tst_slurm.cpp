@@ -28,10 +28,10 @@ using namespace scalelab;
 
 // QVERIFY2 builds its message even when the check passes: this prints the job's output
 // only when `condition` fails.
-#define VERIFY_JOB(condition, job, what)                                                                          \
-    do {                                                                                                          \
-        if (!(condition))                                                                                         \
-            QFAIL(shown(job, what).constData());                                                                  \
+#define VERIFY_JOB(condition, job, what)                                                                     \
+    do {                                                                                                     \
+        if (!(condition))                                                                                    \
+            QFAIL(shown(job, what).constData());                                                             \
     } while (false)
 
 namespace {
@@ -58,7 +58,8 @@ Result run(const QString &program, const QStringList &args, const QProcessEnviro
         p.kill();
         p.waitForFinished();
     }
-    return { p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1, QString::fromLocal8Bit(p.readAll()) };
+    return { p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1,
+        QString::fromLocal8Bit(p.readAll()) };
 }
 
 QString readAll(const QString &path)
@@ -101,7 +102,8 @@ private:
     // sbatch -N NODES scalelab-study.sbatch PLAN --synthetic ...: the job id.
     QString submit(const QByteArray &planText, int nodes, int trainImages)
     {
-        const QString planFile = jobsDir() + QStringLiteral("/plan-%1.json").arg(QDateTime::currentMSecsSinceEpoch());
+        const QString planFile
+            = jobsDir() + QStringLiteral("/plan-%1.json").arg(QDateTime::currentMSecsSinceEpoch());
         if (!test::writeFile(planFile, planText)) {
             qWarning("cannot write %s", qPrintable(planFile));
             return {};
@@ -109,8 +111,8 @@ private:
         const Result r = run(QStringLiteral("sbatch"),
             { QStringLiteral("--parsable"), QStringLiteral("-N"), QString::number(nodes),
                 QStringLiteral("--chdir=") + jobsDir(), kBatch, planFile, QStringLiteral("--synthetic"),
-                QStringLiteral("--synthetic-train"), QString::number(trainImages), QStringLiteral("--synthetic-test"),
-                QStringLiteral("128") },
+                QStringLiteral("--synthetic-train"), QString::number(trainImages),
+                QStringLiteral("--synthetic-test"), QStringLiteral("128") },
             m_env, 60'000, jobsDir()); // submitted from there: the job's folder is made there
         if (r.code != 0) {
             qWarning("sbatch failed: %s", qPrintable(r.output));
@@ -130,8 +132,8 @@ private:
 
     QString jobField(const QString &job, const QString &field) const
     {
-        const Result r = run(QStringLiteral("scontrol"), { QStringLiteral("show"), QStringLiteral("job"),
-                                                            QStringLiteral("-o"), job }, m_env);
+        const Result r = run(QStringLiteral("scontrol"),
+            { QStringLiteral("show"), QStringLiteral("job"), QStringLiteral("-o"), job }, m_env);
         const QRegularExpression re(QStringLiteral("(?:^| )%1=(\\S*)").arg(field));
         return re.match(r.output).captured(1);
     }
@@ -180,7 +182,8 @@ private:
         if (files.size() != 1)
             return {};
         *studyId = files.first().chopped(5);
-        return QJsonDocument::fromJson(readAll(jobDir(job) + QStringLiteral("/reports/") + files.first()).toUtf8())
+        return QJsonDocument::fromJson(
+            readAll(jobDir(job) + QStringLiteral("/reports/") + files.first()).toUtf8())
             .object();
     }
 
@@ -191,11 +194,12 @@ private Q_SLOTS:
         QDir().mkpath(jobsDir());
         m_env = QProcessEnvironment::systemEnvironment();
         // Should this test die without taking its cluster down, the harness does it.
-        m_env.insert(QStringLiteral("CLUSTER_OWNER_PID"), QString::number(QCoreApplication::applicationPid()));
+        m_env.insert(
+            QStringLiteral("CLUSTER_OWNER_PID"), QString::number(QCoreApplication::applicationPid()));
         m_env.insert(QStringLiteral("SCALELAB_BIN_DIR"), QStringLiteral(SCALELAB_BIN_DIR));
         m_env.insert(QStringLiteral("SCALELAB_AGENT_METRICS_PORT"), QStringLiteral("7452")); // off unless set
-        const Result up = run(QStringLiteral("bash"), { kHarness, QStringLiteral("up"), m_dir.path(), QStringLiteral("2") },
-            m_env, 120'000);
+        const Result up = run(QStringLiteral("bash"),
+            { kHarness, QStringLiteral("up"), m_dir.path(), QStringLiteral("2") }, m_env, 120'000);
         m_up = up.code == 0;
         m_error = up.output;
         m_env.insert(QStringLiteral("SLURM_CONF"), m_dir.path() + QStringLiteral("/slurm/slurm.conf"));
@@ -215,16 +219,22 @@ private Q_SLOTS:
         const QString job = submit(plan("slurm-smoke", 512, 1, true), 2, 512);
         QVERIFY(!job.isEmpty());
         QString state;
-        VERIFY_JOB(waitForState(job, { QStringLiteral("COMPLETED"), QStringLiteral("FAILED"),
-                                         QStringLiteral("CANCELLED") },
-                     300'000, &state), job, state);
+        VERIFY_JOB(waitForState(job,
+                       { QStringLiteral("COMPLETED"), QStringLiteral("FAILED"), QStringLiteral("CANCELLED") },
+                       300'000, &state),
+            job, state);
         const QString output = jobOutput(job);
-        VERIFY_JOB(state == QLatin1String("COMPLETED") && jobField(job, QStringLiteral("ExitCode")) == QLatin1String("0:0"), job, state);
-        VERIFY_JOB(output.contains(QRegularExpression(QStringLiteral("placed on h\\d:7450 \\(2 ranks\\), h\\d:7450 \\(2 ranks\\)"))), job, QString());
+        VERIFY_JOB(state == QLatin1String("COMPLETED")
+                && jobField(job, QStringLiteral("ExitCode")) == QLatin1String("0:0"),
+            job, state);
+        VERIFY_JOB(output.contains(QRegularExpression(
+                       QStringLiteral("placed on h\\d:7450 \\(2 ranks\\), h\\d:7450 \\(2 ranks\\)"))),
+            job, QString());
 
         const QString dir = jobDir(job);
         QCOMPARE(readAll(dir + QStringLiteral("/agents.txt")), QStringLiteral("h1:7450\nh2:7450\n"));
-        QCOMPARE(QFileInfo(dir + QStringLiteral("/token")).permissions() & (QFile::ReadGroup | QFile::ReadOther),
+        QCOMPARE(
+            QFileInfo(dir + QStringLiteral("/token")).permissions() & (QFile::ReadGroup | QFile::ReadOther),
             QFileDevice::Permissions());
         const QString attach = readAll(dir + QStringLiteral("/attach.txt"));
         QVERIFY2(attach.contains(QStringLiteral("--agents-file ") + dir), qPrintable(attach));
@@ -242,7 +252,9 @@ private Q_SLOTS:
         QCOMPARE(json.value(QLatin1String("synthetic")).toBool(), true);
         QCOMPARE(json.value(QLatin1String("runs")).toArray().size(), 2);
         for (const char *format : { "csv", "html", "pdf" })
-            QVERIFY2(QFileInfo(dir + QStringLiteral("/reports/%1.%2").arg(studyId, QLatin1String(format))).size() > 100,
+            QVERIFY2(
+                QFileInfo(dir + QStringLiteral("/reports/%1.%2").arg(studyId, QLatin1String(format))).size()
+                    > 100,
                 format);
         // Each agent served metrics, and was asked to stop (SIGTERM to the step), not killed.
         for (const char *node : { "h1", "h2" }) {
@@ -264,7 +276,8 @@ private Q_SLOTS:
         const QString job = submit(plan("slurm-requeue", 1024, 3, true), 2, 1024);
         QVERIFY(!job.isEmpty());
         // Once epoch 1's checkpoint is committed (the runner copies it after that).
-        VERIFY_JOB(waitForOutput(job, QStringLiteral("checkpoint of epoch 1 copied"), 180'000), job, QString());
+        VERIFY_JOB(
+            waitForOutput(job, QStringLiteral("checkpoint of epoch 1 copied"), 180'000), job, QString());
         const Result requeue = run(QStringLiteral("scontrol"), { QStringLiteral("requeue"), job }, m_env);
         QVERIFY2(requeue.code == 0, qPrintable(requeue.output));
         // Slurm holds a requeued job back for a while (BeginTime); a preempted one would wait
@@ -272,7 +285,9 @@ private Q_SLOTS:
         QStringList left;
         QVERIFY2(nothingLeft(job, 60'000, &left), qPrintable(left.join(QLatin1Char('\n'))));
         QString state;
-        VERIFY_JOB(waitForState(job, { QStringLiteral("COMPLETED"), QStringLiteral("FAILED") }, 480'000, &state), job, state);
+        VERIFY_JOB(
+            waitForState(job, { QStringLiteral("COMPLETED"), QStringLiteral("FAILED") }, 480'000, &state),
+            job, state);
         const QString output = jobOutput(job);
         VERIFY_JOB(state == QLatin1String("COMPLETED"), job, QString());
         VERIFY_JOB(jobField(job, QStringLiteral("Restarts")) == QLatin1String("1"), job, QString());
@@ -355,7 +370,8 @@ private Q_SLOTS:
         QString state;
         QVERIFY2(waitForState(job, { QStringLiteral("CANCELLED") }, 30'000, &state), qPrintable(state));
         const Result list = run(QStringLiteral(SCALELAB_BIN_DIR "/scalelab-cli"),
-            { QStringLiteral("study"), QStringLiteral("list"), QStringLiteral("--state-dir"), jobDir(job) }, m_env);
+            { QStringLiteral("study"), QStringLiteral("list"), QStringLiteral("--state-dir"), jobDir(job) },
+            m_env);
         QVERIFY2(list.output.contains(QLatin1String("slurm-cancel")), qPrintable(list.output));
     }
 };

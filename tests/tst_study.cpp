@@ -111,7 +111,8 @@ private Q_SLOTS:
         b.precision = QStringLiteral("bf16");
         b.epochs = 3;
         QCOMPARE(core::distinguishingLabels({ a, b }),
-            (QStringList { QStringLiteral("2 workers · 1 epoch · fp32"), QStringLiteral("2 workers · 3 epochs · bf16") }));
+            (QStringList { QStringLiteral("2 workers · 1 epoch · fp32"),
+                QStringLiteral("2 workers · 3 epochs · bf16") }));
         QCOMPARE(core::distinguishingLabels({ a }), QStringList { QStringLiteral("2 workers · b32") });
         QVERIFY(core::distinguishingLabels({}).isEmpty());
     }
@@ -136,7 +137,8 @@ private Q_SLOTS:
     {
         const auto misspelt = parsePlanJson(R"({"name":"x","wokers":[2]})");
         QVERIFY(!misspelt);
-        QVERIFY2(misspelt.error().join(' ').contains(QLatin1String("wokers")), qPrintable(misspelt.error().join(' ')));
+        QVERIFY2(misspelt.error().join(' ').contains(QLatin1String("wokers")),
+            qPrintable(misspelt.error().join(' ')));
         const auto notJson = parsePlanJson("not json");
         QVERIFY(!notJson);
         QCOMPARE(notJson.error().size(), 1);
@@ -162,11 +164,10 @@ private Q_SLOTS:
         plan.add_agents("node2"); // no port
         const QStringList p = checkPlan(plan).error();
         const QString all = p.join('\n');
-        for (const char *field :
-            { "name:", "dataset:", "grid.workers[2]", "grid.workers[3]: 2 is listed twice",
-                "grid.batchSize[1]", "grid.gpusPerWorker[0]", "grid.gpusPerWorker[1]", "grid.precision[0]",
-                "grid.lrRule[0]", "repeats:", "maxFailures:", "targetAccuracy:", "placement:",
-                "agents[1]: agent address 'node2' is not HOST:PORT" })
+        for (const char *field : { "name:", "dataset:", "grid.workers[2]",
+                 "grid.workers[3]: 2 is listed twice", "grid.batchSize[1]", "grid.gpusPerWorker[0]",
+                 "grid.gpusPerWorker[1]", "grid.precision[0]", "grid.lrRule[0]", "repeats:", "maxFailures:",
+                 "targetAccuracy:", "placement:", "agents[1]: agent address 'node2' is not HOST:PORT" })
             QVERIFY2(all.contains(QLatin1String(field)),
                 qPrintable(QStringLiteral("missing %1 in:\n%2").arg(field, all)));
         QCOMPARE(p.size(), 14);
@@ -224,14 +225,17 @@ private Q_SLOTS:
         QVERIFY(!syntax);
         QCOMPARE(syntax.error().size(), 1);
         QVERIFY2(syntax.error()[0].contains(QLatin1String("line 3, column")), qPrintable(syntax.error()[0]));
-        const auto shape = parsePlanJson(R"({"name":"x","datset":"s","training":{"lerningRate":0.1,"momentum":"fast"},
+        const auto shape
+            = parsePlanJson(R"({"name":"x","datset":"s","training":{"lerningRate":0.1,"momentum":"fast"},
                                  "grid":{"workers":2,"bachSize":[64]}})");
         QVERIFY(!shape);
         const QString all = shape.error().join('\n');
-        for (const char *expected : { "datset: unknown field; did you mean \"dataset\"?",
-                 "training.lerningRate: unknown field; did you mean \"learningRate\"?", "grid.workers: must be a list",
-                 "grid.bachSize: unknown field; did you mean \"batchSize\"?" })
-            QVERIFY2(all.contains(QLatin1String(expected)), qPrintable(QStringLiteral("missing %1 in:\n%2").arg(expected, all)));
+        for (const char *expected :
+            { "datset: unknown field; did you mean \"dataset\"?",
+                "training.lerningRate: unknown field; did you mean \"learningRate\"?",
+                "grid.workers: must be a list", "grid.bachSize: unknown field; did you mean \"batchSize\"?" })
+            QVERIFY2(all.contains(QLatin1String(expected)),
+                qPrintable(QStringLiteral("missing %1 in:\n%2").arg(expected, all)));
         QCOMPARE(shape.error().size(), 4); // "fast" is a string: protobuf's number-as-string, refused later
         // An empty axis would read as absent and run its default silently (a 2-worker run with
         // the default epochs): refused, naming the key.
@@ -248,8 +252,8 @@ private Q_SLOTS:
     void refusalMatrix()
     {
         const auto problemsOf = [](const QByteArray &training) {
-            const auto plan
-                = parsePlanJson(R"({"name":"x","dataset":"d","grid":{"workers":[2]},"training":)" + training + "}");
+            const auto plan = parsePlanJson(
+                R"({"name":"x","dataset":"d","grid":{"workers":[2]},"training":)" + training + "}");
             return (plan ? checkPlan(*plan).error() : plan.error()).join('\n');
         };
         struct Case {
@@ -258,16 +262,19 @@ private Q_SLOTS:
         };
         const Case cases[] = {
             { R"({"learningRate":"NaN"})", "training.learningRate: must be a number in (0, 10] (got NaN)" },
-            { R"({"learningRate":"Infinity"})", "training.learningRate: must be a number in (0, 10] (got Infinity)" },
+            { R"({"learningRate":"Infinity"})",
+                "training.learningRate: must be a number in (0, 10] (got Infinity)" },
             { R"({"learningRate":1e308})", "training.learningRate: must be a number in (0, 10]" },
             { R"({"learningRate":0})", "training.learningRate: must be a number in (0, 10] (got 0)" },
             { R"({"momentum":"NaN"})", "training.momentum: must be a number in [0, 1) (got NaN)" },
             { R"({"momentum":1})", "training.momentum: must be a number in [0, 1) (got 1)" },
             { R"({"weightDecay":-1e-9})", "training.weightDecay: must be a number in [0, 1)" },
-            { R"({"labelSmoothing":"-Infinity"})", "training.labelSmoothing: must be a number in [0, 1) (got -Infinity)" },
+            { R"({"labelSmoothing":"-Infinity"})",
+                "training.labelSmoothing: must be a number in [0, 1) (got -Infinity)" },
             { R"({"divergenceFactor":1})", "training.divergenceFactor: must be a number in (1, 1e+06]" },
             { R"({"divergenceSteps":0})", "training.divergenceSteps: must be between 1 and 100000" },
-            { R"({"warmupEpochs":3})", "training.warmupEpochs: 3 is longer than the shortest run (1 epoch(s))" },
+            { R"({"warmupEpochs":3})",
+                "training.warmupEpochs: 3 is longer than the shortest run (1 epoch(s))" },
         };
         for (const Case &c : cases) {
             const QString all = problemsOf(c.training);
@@ -293,9 +300,13 @@ private Q_SLOTS:
         for (const auto &problem : checked.error())
             agent << QString::fromStdString(problem.text());
         const QString all = agent.join('\n');
-        QVERIFY2(all.contains(QLatin1String("spec.learning_rate: must be a number in (0, 10] (got NaN)")), qPrintable(all));
-        QVERIFY2(all.contains(QLatin1String("spec.precision: must be FP32 or BF16 (got the unknown value 99)")), qPrintable(all));
-        QVERIFY2(all.contains(QLatin1String("spec.warmup_epochs: must be a number in [0, 2] (got 3)")), qPrintable(all));
+        QVERIFY2(all.contains(QLatin1String("spec.learning_rate: must be a number in (0, 10] (got NaN)")),
+            qPrintable(all));
+        QVERIFY2(
+            all.contains(QLatin1String("spec.precision: must be FP32 or BF16 (got the unknown value 99)")),
+            qPrintable(all));
+        QVERIFY2(all.contains(QLatin1String("spec.warmup_epochs: must be a number in [0, 2] (got 3)")),
+            qPrintable(all));
     }
 
     // Zero is a value, and numbers are exact: from the plan's text to the worker's command.
@@ -326,7 +337,8 @@ private Q_SLOTS:
         const auto reread = parsePlanJson(planToJson(*plan));
         QVERIFY(reread && reread->training().has_momentum() && reread->training().momentum() == 0);
         // "learningRate": "auto" is the plan's flag, and refuses a number beside it.
-        const auto automatic = parsePlanJson(R"({"name":"x","dataset":"d","training":{"learningRate":"auto"}})");
+        const auto automatic
+            = parsePlanJson(R"({"name":"x","dataset":"d","training":{"learningRate":"auto"}})");
         QVERIFY(automatic && automatic->learning_rate_auto() && !automatic->training().has_learning_rate());
         v1::StudyPlan both = *automatic;
         both.mutable_training()->set_learning_rate(0.1);
@@ -530,7 +542,8 @@ private Q_SLOTS:
         plan.set_repeat_seeds("random");
         const QStringList problems = checkPlan(plan).error();
         QCOMPARE(problems.size(), 1);
-        QVERIFY2(problems.first().startsWith(QLatin1String("repeatSeeds: \"same\"")), qPrintable(problems.first()));
+        QVERIFY2(problems.first().startsWith(QLatin1String("repeatSeeds: \"same\"")),
+            qPrintable(problems.first()));
         // A plan file says it in its own words, and says it back.
         const auto parsed = parsePlanJson(R"({"name":"x","dataset":"d","repeats":3,"repeatSeeds":"vary"})");
         VERIFY_OK(parsed);
@@ -788,34 +801,42 @@ private Q_SLOTS:
             return script.event(attempt, fields);
         };
         const QString a = QStringLiteral("10.0.0.1:7450"), b = QStringLiteral("10.0.0.2:7450");
-        add(QStringLiteral("study_created"), StudyState::studyCreated(QStringLiteral("p"), plan, { a, b }, runs));
+        add(QStringLiteral("study_created"),
+            StudyState::studyCreated(QStringLiteral("p"), plan, { a, b }, runs));
         add(QStringLiteral("attempt_starting"),
             StudyState::attemptStarting(r1, 1, { Portion { a, { 0 } }, Portion { b, { 1 } } }));
         add(QStringLiteral("attempt_running"), event(1, {}));
         const qint64 since = QDateTime::currentMSecsSinceEpoch() - 20'000;
         add(QStringLiteral("run_stalled"),
-            event(1, { { "since", double(since) }, { "lastStep", 16 }, { "detail", QStringLiteral("rank 1 on b unreachable") } }));
+            event(1,
+                { { "since", double(since) }, { "lastStep", 16 },
+                    { "detail", QStringLiteral("rank 1 on b unreachable") } }));
         StudyState stalled = StudyState::replay(journal.events(QStringLiteral("s3")));
         QCOMPARE(stalled.run(r1)->stalledSinceMs, since);
         QVERIFY2(stallText(*stalled.run(r1), since + 20'000)
                 == QStringLiteral("stalled: no progress for 20 s; rank 1 on b unreachable"),
             qPrintable(stallText(*stalled.run(r1), since + 20'000)));
-        QVERIFY(buildSnapshot(stalled, journal).runs.first().stateReason.startsWith(QLatin1String("stalled: no progress for")));
+        QVERIFY(buildSnapshot(stalled, journal)
+                    .runs.first()
+                    .stateReason.startsWith(QLatin1String("stalled: no progress for")));
         add(QStringLiteral("run_unstalled"), event(1, { { "seconds", 27.0 } }));
         QCOMPARE(StudyState::replay(journal.events(QStringLiteral("s3"))).run(r1)->stalledSinceMs, 0);
 
         add(QStringLiteral("attempt_ended"),
             event(1,
-                { { "outcome", QStringLiteral("FAILED") }, { "reason", QStringLiteral("agent b unreachable") },
-                    { "retry", true }, { "counts", false }, { "unreachable", QJsonArray { b } },
-                    { "unreachableSince", double(since) }, { "unreachableText", QStringLiteral("agent b (node2)") } }));
+                { { "outcome", QStringLiteral("FAILED") },
+                    { "reason", QStringLiteral("agent b unreachable") }, { "retry", true },
+                    { "counts", false }, { "unreachable", QJsonArray { b } },
+                    { "unreachableSince", double(since) },
+                    { "unreachableText", QStringLiteral("agent b (node2)") } }));
         const StudyState waiting = StudyState::replay(journal.events(QStringLiteral("s3")));
         const RunProgress *run = waiting.run(r1);
         QCOMPARE(run->phase, RunPhase::Pending);
         QCOMPARE(run->failures, 0);
         QCOMPARE(run->waitingFor, QStringList { b });
-        QVERIFY2(run->reason.startsWith(QStringLiteral("waiting for agent b (node2) (unreachable since %1)")
-                                             .arg(clockTime(since))),
+        QVERIFY2(
+            run->reason.startsWith(
+                QStringLiteral("waiting for agent b (node2) (unreachable since %1)").arg(clockTime(since))),
             qPrintable(run->reason));
         QVERIFY(waiting.shouldRetry(*run) == false); // maxFailures 0: only uncounted attempts go again
 
@@ -825,7 +846,9 @@ private Q_SLOTS:
         QVERIFY(StudyState::replay(journal.events(QStringLiteral("s3"))).run(r1)->waitingFor.isEmpty());
         add(QStringLiteral("attempt_running"), event(2, {}));
         add(QStringLiteral("attempt_ended"),
-            event(2, { { "outcome", QStringLiteral("FAILED") }, { "reason", QStringLiteral("diverged") }, { "retry", false } }));
+            event(2,
+                { { "outcome", QStringLiteral("FAILED") }, { "reason", QStringLiteral("diverged") },
+                    { "retry", false } }));
         const StudyState failed = StudyState::replay(journal.events(QStringLiteral("s3")));
         QCOMPARE(failed.run(r1)->phase, RunPhase::Failed);
         QCOMPARE(failed.run(r1)->failures, 1);
@@ -855,13 +878,15 @@ private Q_SLOTS:
             return script.event(attempt, fields);
         };
         const QString a = QStringLiteral("10.0.0.1:7450"), b = QStringLiteral("10.0.0.2:7450");
-        add(QStringLiteral("study_created"), StudyState::studyCreated(QStringLiteral("p"), plan, { a }, runs));
+        add(QStringLiteral("study_created"),
+            StudyState::studyCreated(QStringLiteral("p"), plan, { a }, runs));
         add(QStringLiteral("attempt_starting"), StudyState::attemptStarting(r1, 1, { Portion { a, { 0 } } }));
         add(QStringLiteral("attempt_running"), event(1, {}));
         add(QStringLiteral("attempt_ended"),
             event(1,
-                { { "outcome", QStringLiteral("FAILED") }, { "reason", QStringLiteral("rank 0: no space left on device") },
-                    { "retry", true }, { "counts", false },
+                { { "outcome", QStringLiteral("FAILED") },
+                    { "reason", QStringLiteral("rank 0: no space left on device") }, { "retry", true },
+                    { "counts", false },
                     { "noSpace", QJsonObject { { "agent", a }, { "bytesNeeded", 4.0e7 } } } }));
         const StudyState waiting = StudyState::replay(journal.events(QStringLiteral("s4")));
         const RunProgress *run = waiting.run(r1);
@@ -876,11 +901,13 @@ private Q_SLOTS:
         add(QStringLiteral("attempt_running"), event(2, {}));
         add(QStringLiteral("attempt_ended"),
             event(2,
-                { { "outcome", QStringLiteral("FAILED") }, { "reason", QStringLiteral("x") }, { "retry", true },
-                    { "counts", false }, { "noSpace", QJsonObject { { "agent", a }, { "bytesNeeded", 1e300 } } } }));
+                { { "outcome", QStringLiteral("FAILED") }, { "reason", QStringLiteral("x") },
+                    { "retry", true }, { "counts", false },
+                    { "noSpace", QJsonObject { { "agent", a }, { "bytesNeeded", 1e300 } } } }));
         QCOMPARE(StudyState::replay(journal.events(QStringLiteral("s4"))).run(r1)->spaceNeeded, qint64(0));
 
-        add(QStringLiteral("agents_added"), QJsonObject { { QStringLiteral("agents"), QJsonArray { b, a } } });
+        add(QStringLiteral("agents_added"),
+            QJsonObject { { QStringLiteral("agents"), QJsonArray { b, a } } });
         QCOMPARE(StudyState::replay(journal.events(QStringLiteral("s4"))).agents(), QStringList({ a, b }));
     }
 
@@ -899,8 +926,8 @@ private Q_SLOTS:
         v1::RunEvent heartbeat;
         heartbeat.mutable_heartbeat();
         batch.push_back(heartbeat); // seq 0: not stored
-        VERIFY_OK(journal.appendRunEvents(
-            QStringLiteral("s"), QStringLiteral("r"), 1, QStringLiteral("a"), batch));
+        VERIFY_OK(
+            journal.appendRunEvents(QStringLiteral("s"), QStringLiteral("r"), 1, QStringLiteral("a"), batch));
         VERIFY_OK(journal.appendRunEvents(
             QStringLiteral("s"), QStringLiteral("r"), 1, QStringLiteral("a"), batch)); // again
         QCOMPARE(journal.lastRunEventSeq(QStringLiteral("r"), 1, QStringLiteral("a")), 5);

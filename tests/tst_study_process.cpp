@@ -3,13 +3,13 @@
 // an agent killed for good (its run resumes elsewhere from the console's copy of its
 // checkpoint), an infeasible run, and scalelab-cli killed mid-study and started again.
 #include "agent_client.h"
-#include "verify_ok.h"
 #include "checkpoint_copy.h"
 #include "journal.h"
 #include "local_agent.h"
-#include "study_runner.h"
 #include "study_driver.h"
+#include "study_runner.h"
 #include "test_support.h"
+#include "verify_ok.h"
 
 #include <QFileInfo>
 #include <QJsonArray>
@@ -68,7 +68,8 @@ struct AttemptTraining {
     QList<int> trained;
 };
 
-AttemptTraining attemptTraining(const Journal &journal, const QString &runId, int attempt, const QString &agent)
+AttemptTraining attemptTraining(
+    const Journal &journal, const QString &runId, int attempt, const QString &agent)
 {
     AttemptTraining t;
     for (const auto &e : journal.runEvents(runId, attempt, agent)) {
@@ -237,7 +238,8 @@ private Q_SLOTS:
             const RunResult &r = s.runs[i];
             QCOMPARE(r.state, QStringLiteral("FAILED"));
             QCOMPARE(r.attempts.size(), 1); // not retried
-            QVERIFY2(r.attempts[0].reason.contains(QLatin1String("diverged at step")), qPrintable(r.attempts[0].reason));
+            QVERIFY2(r.attempts[0].reason.contains(QLatin1String("diverged at step")),
+                qPrintable(r.attempts[0].reason));
             QVERIFY(!results.runs[i].byWallClock.available()); // no speedup from a diverged run
         }
     }
@@ -306,7 +308,8 @@ private Q_SLOTS:
         QVERIFY2(s.learningRateNote.startsWith(QLatin1String("auto: ")), qPrintable(s.learningRateNote));
         // The baseline trains with the choice; the 2-worker run (linear rule, global 32)
         // with it scaled to its global batch.
-        QCOMPARE(s.runs[0].recipe.value(QLatin1String("peak_learning_rate")).toDouble(), search.found->learningRate);
+        QCOMPARE(s.runs[0].recipe.value(QLatin1String("peak_learning_rate")).toDouble(),
+            search.found->learningRate);
         QCOMPARE(s.runs[1].recipe.value(QLatin1String("peak_learning_rate")).toDouble(),
             search.found->learningRate * worker::kLinearRuleBaseBatch / 16.0 * 32.0
                 / worker::kLinearRuleBaseBatch);
@@ -394,7 +397,8 @@ private Q_SLOTS:
             // Journaled only once the copy is complete and verified on disk.
             v1::CheckpointManifest manifest;
             copyProblem
-                = CheckpointTransfer::verifyCopy(e.payload.value(QLatin1String("dir")).toString(), &manifest).error();
+                = CheckpointTransfer::verifyCopy(e.payload.value(QLatin1String("dir")).toString(), &manifest)
+                      .error();
             LocalAgent *victim = killed == first.endpoint() ? &first : &second;
             ::kill(pid_t(victim->processId()), SIGKILL);
         });
@@ -514,7 +518,8 @@ private Q_SLOTS:
         StudyRunner retry(&journal);
         retry.setAgents(agents);
         retry.setTickInterval(100);
-        connect(&retry, &StudyRunner::message, this, [](const QString &line) { qInfo("%s", qPrintable(line)); });
+        connect(
+            &retry, &StudyRunner::message, this, [](const QString &line) { qInfo("%s", qPrintable(line)); });
         QSignalSpy finished(&retry, &StudyRunner::finished);
         VERIFY_OK(retry.drive(studyId));
         QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, test::endsWithin());
@@ -557,25 +562,34 @@ private Q_SLOTS:
             cli.setProcessEnvironment(env);
             cli.setWorkingDirectory(m_tmp.path()); // not the plan's folder: the file is found from the plan
             cli.start(test::binary("scalelab-cli"),
-                QStringList { QStringLiteral("study"), QStringLiteral("run"), QStringLiteral("plan-agents/plan.json"),
-                    QStringLiteral("--json"), QStringLiteral("--state-dir"), path(QStringLiteral("plan-agents/state")) }
+                QStringList { QStringLiteral("study"), QStringLiteral("run"),
+                    QStringLiteral("plan-agents/plan.json"), QStringLiteral("--json"),
+                    QStringLiteral("--state-dir"), path(QStringLiteral("plan-agents/state")) }
                     + more);
             if (!cli.waitForFinished(test::endsWithin()))
                 return QStringLiteral("study run did not end in 3 minutes");
             *stderrText = cli.readAllStandardError();
             const QByteArray output = cli.readAllStandardOutput().trimmed();
-            return QJsonDocument::fromJson(output.split('\n').last()).object().value(QLatin1String("state")).toString()
+            return QJsonDocument::fromJson(output.split('\n').last())
+                       .object()
+                       .value(QLatin1String("state"))
+                       .toString()
                 + QStringLiteral(" (exit %1)").arg(cli.exitCode());
         };
         QByteArray log;
-        QString state = run(QStringLiteral("# from the plan\n%1\n%2\n").arg(m_a.endpoint(), m_b.endpoint()).toUtf8(), {}, &log);
+        QString state
+            = run(QStringLiteral("# from the plan\n%1\n%2\n").arg(m_a.endpoint(), m_b.endpoint()).toUtf8(),
+                {}, &log);
         QVERIFY2(state == QLatin1String("SUCCEEDED (exit 0)"), qPrintable(state + '\n' + log));
-        QVERIFY2(log.contains(QStringLiteral("agents from the plan: %1, %2").arg(m_a.endpoint(), m_b.endpoint()).toUtf8()),
+        QVERIFY2(
+            log.contains(
+                QStringLiteral("agents from the plan: %1, %2").arg(m_a.endpoint(), m_b.endpoint()).toUtf8()),
             log.constData());
         // Nothing listens at the plan's agent: the command line's agent runs the study.
         state = run("127.0.0.1:1\n", { QStringLiteral("--agent"), m_a.endpoint() }, &log);
         QVERIFY2(state == QLatin1String("SUCCEEDED (exit 0)"), qPrintable(state + '\n' + log));
-        QVERIFY2(log.contains("the plan's agents (file:agents.txt) are replaced by the command line's"), log.constData());
+        QVERIFY2(log.contains("the plan's agents (file:agents.txt) are replaced by the command line's"),
+            log.constData());
         // A plan whose agents file is missing is refused before anything is recorded.
         QVERIFY(QFile::remove(path(QStringLiteral("plan-agents/agents.txt"))));
         QProcess cli;
@@ -676,23 +690,36 @@ private Q_SLOTS:
             // One definition of images/s: CLI, journal and report agree, and it is the one
             // over the run's epochs (not the last epoch's).
             QCOMPARE(r.value(QLatin1String("images_per_second")).toDouble(), s.runs[i].imagesPerSecond);
-            QCOMPARE(runs[i].toObject().value(QLatin1String("imagesPerSecond")).toDouble(), s.runs[i].imagesPerSecond);
+            QCOMPARE(runs[i].toObject().value(QLatin1String("imagesPerSecond")).toDouble(),
+                s.runs[i].imagesPerSecond);
             QCOMPARE(s.runs[i].imagesPerSecond, runImagesPerSecond(s.runs[i].epochs));
             // Reproducible from the report: the recipe after defaults, the data set's
             // checksum and normalisation, and the worker's command line.
             const QJsonObject recipe = r.value(QLatin1String("recipe")).toObject();
             QCOMPARE(recipe.value(QLatin1String("learning_rate")).toDouble(), rules::kDefaultLearningRate);
             QCOMPARE(recipe.value(QLatin1String("momentum")).toDouble(), rules::kDefaultMomentum);
-            QCOMPARE(recipe.value(QLatin1String("warmup_epochs")).toDouble(), 0.5); // a 1-epoch run: half of it
+            QCOMPARE(
+                recipe.value(QLatin1String("warmup_epochs")).toDouble(), 0.5); // a 1-epoch run: half of it
             QCOMPARE(recipe.value(QLatin1String("dataset_sha256")).toString().size(), 64);
             QCOMPARE(recipe.value(QLatin1String("normalize_mean")).toArray().size(), 3);
             QVERIFY(!recipe.value(QLatin1String("worker_torch")).toString().isEmpty());
-            QVERIFY(r.value(QLatin1String("worker_command")).toArray().contains(QStringLiteral("--normalize-mean")));
+            QVERIFY(r.value(QLatin1String("worker_command"))
+                        .toArray()
+                        .contains(QStringLiteral("--normalize-mean")));
         }
-        QVERIFY(json.value(QLatin1String("software")).toObject().contains(QStringLiteral("agent: git_commit")));
-        QVERIFY(!json.value(QLatin1String("nodes")).toArray()[0].toObject().value(QLatin1String("cpu_model")).toString().isEmpty());
-        QVERIFY(json.value(QLatin1String("definitions")).toObject().contains(QStringLiteral("images_per_second")));
-        QCOMPARE(json.value(QLatin1String("plan")).toObject().value(QLatin1String("name")).toString(), QStringLiteral("tiny"));
+        QVERIFY(
+            json.value(QLatin1String("software")).toObject().contains(QStringLiteral("agent: git_commit")));
+        QVERIFY(!json.value(QLatin1String("nodes"))
+                     .toArray()[0]
+                     .toObject()
+                     .value(QLatin1String("cpu_model"))
+                     .toString()
+                     .isEmpty());
+        QVERIFY(json.value(QLatin1String("definitions"))
+                    .toObject()
+                    .contains(QStringLiteral("images_per_second")));
+        QCOMPARE(json.value(QLatin1String("plan")).toObject().value(QLatin1String("name")).toString(),
+            QStringLiteral("tiny"));
 
         // Why it scales (issue 37): every run's step anatomy (each rank of the multi-worker
         // ones, a slowest one named), their network probes, and the scaling model fitted on
@@ -823,7 +850,8 @@ private Q_SLOTS:
         QProcess rerun;
         rerun.setProcessEnvironment(env);
         rerun.start(test::binary("scalelab-cli"),
-            QStringList { QStringLiteral("study"), QStringLiteral("rerun"), reportFile, QStringLiteral("--json") }
+            QStringList {
+                QStringLiteral("study"), QStringLiteral("rerun"), reportFile, QStringLiteral("--json") }
                 + common);
         QVERIFY(rerun.waitForFinished(test::endsWithin()));
         const QByteArray rerunOutput = rerun.readAllStandardOutput();

@@ -96,7 +96,8 @@ private Q_SLOTS:
             qPrintable(view.problemsLabel()->text()));
         bool infeasible = false;
         for (int row = 0; row < view.runsTable()->rowCount(); ++row)
-            infeasible = infeasible || cell(view.runsTable(), row, app::StudyView::StateCol) == QLatin1String("INFEASIBLE");
+            infeasible = infeasible
+                || cell(view.runsTable(), row, app::StudyView::StateCol) == QLatin1String("INFEASIBLE");
         QVERIFY(infeasible);
     }
 
@@ -270,14 +271,16 @@ private Q_SLOTS:
         QVERIFY2(view.problemsLabel()->text().contains(QLatin1String("neither a number nor \"auto\"")),
             qPrintable(view.problemsLabel()->text()));
         lr->setText(QStringLiteral("auto"));
-        QVERIFY2(!view.problemsLabel()->text().contains(QLatin1String("Learning rate")), qPrintable(view.problemsLabel()->text()));
+        QVERIFY2(!view.problemsLabel()->text().contains(QLatin1String("Learning rate")),
+            qPrintable(view.problemsLabel()->text()));
         view.findChild<QPushButton *>(QStringLiteral("findLearningRate"))->click();
         auto *dialog = view.findChild<app::LrFindDialog *>(QStringLiteral("lrFindDialog"));
         QVERIFY(dialog);
         QTRY_VERIFY2_WITH_TIMEOUT(
             dialog->suggested() > 0, qPrintable(dialog->statusText()), test::endsWithin());
         QVERIFY(dialog->pointCount() >= 50);
-        QVERIFY2(dialog->statusText().contains(QLatin1String("Suggested learning rate")), qPrintable(dialog->statusText()));
+        QVERIFY2(dialog->statusText().contains(QLatin1String("Suggested learning rate")),
+            qPrintable(dialog->statusText()));
         if (const QByteArray shot = qgetenv("SCALELAB_SCREENSHOT_DIR"); !shot.isEmpty())
             dialog->grab().save(QString::fromLocal8Bit(shot) + QStringLiteral("/lr-find.png"));
         const double suggested = dialog->suggested();
@@ -376,7 +379,8 @@ private Q_SLOTS:
             qPrintable(view.problemsLabel()->text()));
         QCOMPARE(view.runsTable()->rowCount(), 2);
         // The table follows on its coalescing timer (rows may be sorted either way).
-        QTRY_VERIFY_WITH_TIMEOUT(cell(view.runsTable(), 0, app::StudyView::StateCol) == QLatin1String("SUCCEEDED")
+        QTRY_VERIFY_WITH_TIMEOUT(
+            cell(view.runsTable(), 0, app::StudyView::StateCol) == QLatin1String("SUCCEEDED")
                 && cell(view.runsTable(), 1, app::StudyView::StateCol) == QLatin1String("SUCCEEDED"),
             5000);
         for (int row = 0; row < 2; ++row) {
@@ -391,7 +395,9 @@ private Q_SLOTS:
             // Every run measured its gradient noise scale: B_simple, or "…" while not known (issue 54).
             QVERIFY2(!cell(view.runsTable(), row, V::NoiseCol).isEmpty(), qPrintable(view.runIdAt(row)));
             // The run's short name; its full id is kept for the actions.
-            QVERIFY(QRegularExpression(QStringLiteral("^r0[12]$")).match(cell(view.runsTable(), row, V::RunCol)).hasMatch());
+            QVERIFY(QRegularExpression(QStringLiteral("^r0[12]$"))
+                        .match(cell(view.runsTable(), row, V::RunCol))
+                        .hasMatch());
             QVERIFY(view.runIdAt(row).endsWith(cell(view.runsTable(), row, V::RunCol)));
         }
         // The charts: every run's curves, and the scaling point of the 2-worker run
@@ -461,7 +467,10 @@ private Q_SLOTS:
             const core::StudySnapshot shown = view.snapshot(); // a reference into a temporary would dangle
             const auto &run = shown.runs.first();
             const app::RunLines lines { app::StudyCharts::attemptPrefix(run.runId, 1) };
-            QVERIFY(charts->accuracyChart()->line(lines.trainAccuracy())->name().endsWith(QStringLiteral("train (dashed)")));
+            QVERIFY(charts->accuracyChart()
+                        ->line(lines.trainAccuracy())
+                        ->name()
+                        .endsWith(QStringLiteral("train (dashed)")));
             QVERIFY(charts->accuracyChart()->line(lines.trainAccuracy())->color()
                 != charts->accuracyChart()->line(lines.testAccuracy())->color());
         }
@@ -498,7 +507,8 @@ private Q_SLOTS:
         if (const QByteArray shot = qgetenv("SCALELAB_SCREENSHOT_DIR"); !shot.isEmpty()) {
             view.resize(900, 600);
             QVERIFY(test::showAndSettle(&view));
-            view.runsTable()->horizontalScrollBar()->setValue(view.runsTable()->horizontalScrollBar()->maximum());
+            view.runsTable()->horizontalScrollBar()->setValue(
+                view.runsTable()->horizontalScrollBar()->maximum());
             QVERIFY(test::showAndSettle(&view));
             view.grab().save(QString::fromLocal8Bit(shot) + QStringLiteral("/runs-scrolled.png"));
         }
@@ -513,7 +523,8 @@ private Q_SLOTS:
             view.saveSettings(settings);
         }
         app::StudyView reopened;
-        reopened.restoreSettings(QSettings(m_fixture.path(QStringLiteral("columns.ini")), QSettings::IniFormat));
+        reopened.restoreSettings(
+            QSettings(m_fixture.path(QStringLiteral("columns.ini")), QSettings::IniFormat));
         QVERIFY(!reopened.runsTable()->isColumnHidden(app::StudyView::AttemptCol));
         QVERIFY(reopened.runsTable()->isColumnHidden(app::StudyView::EfficiencyCol));
         QVERIFY(reopened.runsTable()->isColumnHidden(app::StudyView::AgentsCol));
@@ -531,9 +542,11 @@ private Q_SLOTS:
             qPrintable(details->log()->toPlainText()), 10000);
         // The log says what the attempt trains with, each epoch's metrics, and the outcome.
         const QString log = details->log()->toPlainText();
-        for (const char *expected : { "batch 16/rank (global 16)", "seed ", "thread(s)/rank on cpu", "(SYNTHETIC)",
-                 "epoch 1: train loss ", "summary: SUCCEEDED after 1 epoch(s)", "weights sha256 " })
-            QVERIFY2(log.contains(QLatin1String(expected)), qPrintable(QLatin1String(expected) + QLatin1Char('\n') + log));
+        for (const char *expected :
+            { "batch 16/rank (global 16)", "seed ", "thread(s)/rank on cpu", "(SYNTHETIC)",
+                "epoch 1: train loss ", "summary: SUCCEEDED after 1 epoch(s)", "weights sha256 " })
+            QVERIFY2(log.contains(QLatin1String(expected)),
+                qPrintable(QLatin1String(expected) + QLatin1Char('\n') + log));
         // The exact command rank 0 ran; the log filtered to what is searched for; saved whole.
         QTRY_VERIFY2_WITH_TIMEOUT(
             details->log()->toPlainText().contains(QLatin1String("worker command (rank 0): ")),
@@ -550,7 +563,8 @@ private Q_SLOTS:
         QFile savedFile(saved);
         QVERIFY(savedFile.open(QIODevice::ReadOnly));
         const QString savedText = QString::fromUtf8(savedFile.readAll());
-        QVERIFY(savedText.contains(QLatin1String("started: ")) && savedText.contains(QLatin1String("worker command")));
+        QVERIFY(savedText.contains(QLatin1String("started: "))
+            && savedText.contains(QLatin1String("worker command")));
         details->setLogFilter({});
         QVERIFY(details->log()->toPlainText().contains(QLatin1String("started: ")));
         if (const QString dir = qEnvironmentVariable("SCALELAB_SCREENSHOT_DIR"); !dir.isEmpty())
@@ -605,7 +619,8 @@ private Q_SLOTS:
         QStringList headers;
         for (int c = 0; c < tune->trialsTable()->columnCount(); ++c)
             headers << tune->trialsTable()->horizontalHeaderItem(c)->text();
-        for (const char *h : { "lr", "momentum", "dense dropout", "batch", "at epoch 1", "at epoch 2", "Why" })
+        for (const char *h :
+            { "lr", "momentum", "dense dropout", "batch", "at epoch 1", "at epoch 2", "Why" })
             QVERIFY2(headers.contains(QLatin1String(h)), qPrintable(headers.join(u'|')));
         // Every trial finished or stopped at rung 1 (the table follows on its timer): at least
         // ⌊4/2⌋ promoted to epoch 2, one more when an early promotion fell out of the top half.
@@ -627,7 +642,8 @@ private Q_SLOTS:
         QVERIFY2(tune->bestLabel()->text().startsWith(
                      QStringLiteral("Best so far: %1").arg(s.runs[best].runId.section(u'-', -1))),
             qPrintable(tune->bestLabel()->text()));
-        QVERIFY2(tune->bestLabel()->text().contains(QStringLiteral("Epochs trained: %1 of 8").arg(4 + finished)),
+        QVERIFY2(
+            tune->bestLabel()->text().contains(QStringLiteral("Epochs trained: %1 of 8").arg(4 + finished)),
             qPrintable(tune->bestLabel()->text()));
         // The runs table shows each trial's hyperparameters and state.
         QTRY_COMPARE_WITH_TIMEOUT(view.runsTable()->rowCount(), 4, 30'000);
@@ -636,7 +652,8 @@ private Q_SLOTS:
         QVERIFY(view.runsTable()->isColumnHidden(app::StudyView::SpeedupCol));
         // Metric by epoch: a line per trial, the rung marked.
         QCOMPARE(tune->metricChart()->seriesIds().size(), 4);
-        QCOMPARE(tune->metricChart()->pointCount(s.runs[best].runId), std::size_t(s.runs[best].epochs.size()));
+        QCOMPARE(
+            tune->metricChart()->pointCount(s.runs[best].runId), std::size_t(s.runs[best].epochs.size()));
         // Parallel coordinates: 4 hyperparameters and the metric; a line per trial, lr on a log axis.
         const auto axes = tune->parallel()->axes();
         QCOMPARE(axes.size(), 5);
@@ -673,7 +690,8 @@ private Q_SLOTS:
         const QString runId = view.snapshot().runs.first().runId;
         const core::Status retried = view.retryRun(runId);
         QVERIFY(!retried); // only a FAILED or CANCELLED run
-        QVERIFY2(retried.error().contains(QLatin1String("only a FAILED or CANCELLED run")), qPrintable(retried.error()));
+        QVERIFY2(retried.error().contains(QLatin1String("only a FAILED or CANCELLED run")),
+            qPrintable(retried.error()));
         VERIFY_OK(view.cancelRun(runId));
         QTRY_VERIFY_WITH_TIMEOUT(view.snapshot().state == QLatin1String("FAILED"), 60'000);
         QCOMPARE(view.snapshot().runs.first().state, QStringLiteral("CANCELLED"));

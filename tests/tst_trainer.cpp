@@ -43,7 +43,8 @@ namespace {
 
 // Fields of `descriptor` that `object` lacks: every field without explicit presence is
 // printed by the worker, and so are those of the messages inside it.
-QStringList missingFields(const QJsonObject &object, const google::protobuf::Descriptor *descriptor, const QString &at)
+QStringList missingFields(
+    const QJsonObject &object, const google::protobuf::Descriptor *descriptor, const QString &at)
 {
     QStringList missing;
     for (int i = 0; i < descriptor->field_count(); ++i) {
@@ -55,7 +56,8 @@ QStringList missingFields(const QJsonObject &object, const google::protobuf::Des
             continue;
         }
         if (field->message_type() && !field->is_repeated() && !field->is_map())
-            missing << missingFields(object.value(name).toObject(), field->message_type(), at + name + QLatin1Char('.'));
+            missing << missingFields(
+                object.value(name).toObject(), field->message_type(), at + name + QLatin1Char('.'));
     }
     return missing;
 }
@@ -260,7 +262,8 @@ private Q_SLOTS:
         QVERIFY(whole.finish(test::endsWithin()) && stopped.finish(test::endsWithin()));
         QCOMPARE(whole.exitCode(), 0);
         QCOMPARE(stopped.exitCode(), 0); // the agent's SUCCEEDED
-        QCOMPARE(stopped.events(QStringLiteral("started")).value(0).started().effective().stop_after_epochs(), 1);
+        QCOMPARE(
+            stopped.events(QStringLiteral("started")).value(0).started().effective().stop_after_epochs(), 1);
         QCOMPARE(stopped.events(QStringLiteral("epoch")).size(), 1);
         QCOMPARE(stopped.events(QStringLiteral("step")).size(), 8);
         const auto checkpoints = stopped.events(QStringLiteral("checkpoint"));
@@ -272,9 +275,10 @@ private Q_SLOTS:
         QCOMPARE(finished.size(), 1);
         QCOMPARE(finished[0].finished().epochs_completed(), 1);
 
-        const QStringList resume = { QStringLiteral("--checkpoint-dir"), dir, QStringLiteral("--resume"),
-            QStringLiteral("on") };
-        Worker resumed(small(epochs + resume + QStringList { QStringLiteral("--stop-after-epoch"), QStringLiteral("3") }));
+        const QStringList resume
+            = { QStringLiteral("--checkpoint-dir"), dir, QStringLiteral("--resume"), QStringLiteral("on") };
+        Worker resumed(small(
+            epochs + resume + QStringList { QStringLiteral("--stop-after-epoch"), QStringLiteral("3") }));
         QVERIFY(resumed.finish(test::endsWithin()));
         QCOMPARE(resumed.exitCode(), 0);
         QCOMPARE(resumed.events(QStringLiteral("started")).value(0).started().resumed_from_epoch(), 1);
@@ -289,7 +293,10 @@ private Q_SLOTS:
             const auto &b = wholeEpochs[i + 1].epoch();
             QVERIFY2(a.train_loss() == b.train_loss() && a.test_loss() == b.test_loss()
                     && a.test_accuracy() == b.test_accuracy(),
-                qPrintable(QStringLiteral("epoch %1: train loss %2 vs %3").arg(a.epoch()).arg(a.train_loss(), 0, 'g', 17).arg(b.train_loss(), 0, 'g', 17)));
+                qPrintable(QStringLiteral("epoch %1: train loss %2 vs %3")
+                               .arg(a.epoch())
+                               .arg(a.train_loss(), 0, 'g', 17)
+                               .arg(b.train_loss(), 0, 'g', 17)));
         }
         const auto steps = resumed.events(QStringLiteral("step"));
         const auto wholeSteps = whole.events(QStringLiteral("step"));
@@ -300,9 +307,12 @@ private Q_SLOTS:
             const auto &b = wholeSteps[i + 8].step();
             QCOMPARE(a.step(), b.step());
             QVERIFY2(a.learning_rate() == b.learning_rate() && a.loss() == b.loss(),
-                qPrintable(QStringLiteral("step %1: lr %2 vs %3, loss %4 vs %5").arg(a.step())
-                        .arg(a.learning_rate(), 0, 'g', 17).arg(b.learning_rate(), 0, 'g', 17)
-                        .arg(a.loss(), 0, 'g', 17).arg(b.loss(), 0, 'g', 17)));
+                qPrintable(QStringLiteral("step %1: lr %2 vs %3, loss %4 vs %5")
+                               .arg(a.step())
+                               .arg(a.learning_rate(), 0, 'g', 17)
+                               .arg(b.learning_rate(), 0, 'g', 17)
+                               .arg(a.loss(), 0, 'g', 17)
+                               .arg(b.loss(), 0, 'g', 17)));
         }
         QCOMPARE(resumed.events(QStringLiteral("finished")).value(0).finished().epochs_completed(), 3);
         QCOMPARE(digest(resumed), digest(whole));
@@ -332,7 +342,8 @@ private Q_SLOTS:
         }
 
         // Already past where it is told to stop: nothing to train, a success at once.
-        Worker passed(small(epochs + resume + QStringList { QStringLiteral("--stop-after-epoch"), QStringLiteral("2") }));
+        Worker passed(small(
+            epochs + resume + QStringList { QStringLiteral("--stop-after-epoch"), QStringLiteral("2") }));
         QVERIFY(passed.finish(60000));
         QCOMPARE(passed.exitCode(), 0);
         QVERIFY(passed.events(QStringLiteral("step")).isEmpty());
@@ -366,7 +377,8 @@ private Q_SLOTS:
         const double withDropout = defaults.events(QStringLiteral("epoch")).value(0).epoch().train_loss();
         const double without = off.events(QStringLiteral("epoch")).value(0).epoch().train_loss();
         QVERIFY2(std::isfinite(without) && without != withDropout,
-            qPrintable(QStringLiteral("train loss %1 with dropout, %2 without").arg(withDropout).arg(without)));
+            qPrintable(
+                QStringLiteral("train loss %1 with dropout, %2 without").arg(withDropout).arg(without)));
         QCOMPARE(digest(explicitDefaults), digest(defaults));
     }
 
@@ -540,13 +552,15 @@ private Q_SLOTS:
     void defaultsLearnAHardSetWhereTheOldOnesDoNot()
     {
         const QString data = m_tmp.filePath(QStringLiteral("shapes"));
-        VERIFY_OK(trainer::cifar::writeSyntheticDataset(data.toStdString(), 5000, 2000, 11, trainer::cifar::SyntheticKind::Shapes));
+        VERIFY_OK(trainer::cifar::writeSyntheticDataset(
+            data.toStdString(), 5000, 2000, 11, trainer::cifar::SyntheticKind::Shapes));
         const QStringList common = { QStringLiteral("train"), QStringLiteral("--data-dir"), data,
             QStringLiteral("--epochs"), QStringLiteral("3"), QStringLiteral("--threads"), QStringLiteral("1"),
             QStringLiteral("--max-test-images"), QStringLiteral("1000") };
         Worker defaults(common);
-        Worker old(common + QStringList { QStringLiteral("--lr"), QStringLiteral("0.05"), QStringLiteral("--warmup-epochs"),
-                                QStringLiteral("0") });
+        Worker old(common
+            + QStringList { QStringLiteral("--lr"), QStringLiteral("0.05"), QStringLiteral("--warmup-epochs"),
+                QStringLiteral("0") });
         QVERIFY(defaults.finish(heavyTrainingLimitMs()) && old.finish(heavyTrainingLimitMs()));
         QCOMPARE(defaults.exitCode(), 0);
         QCOMPARE(old.exitCode(), 0);
@@ -587,8 +601,8 @@ private Q_SLOTS:
         QVERIFY(w.events(QStringLiteral("finished")).isEmpty());
         // A loss stuck above the bound for the given steps is divergence too.
         Worker stuck(small({ QStringLiteral("--divergence-factor"), QStringLiteral("1.0001"),
-            QStringLiteral("--divergence-steps"), QStringLiteral("1"), QStringLiteral("--lr"), QStringLiteral("5"),
-            QStringLiteral("--warmup-epochs"), QStringLiteral("0") }));
+            QStringLiteral("--divergence-steps"), QStringLiteral("1"), QStringLiteral("--lr"),
+            QStringLiteral("5"), QStringLiteral("--warmup-epochs"), QStringLiteral("0") }));
         QVERIFY(stuck.finish(test::endsWithin()));
         QCOMPARE(stuck.exitCode(), worker::kExitDiverged);
         // Infinite and NaN learning rates never get that far.
@@ -702,9 +716,9 @@ private Q_SLOTS:
     // loss's lr / 10.
     void lrFindProposesALearningRate()
     {
-        Worker w({ QStringLiteral("lr-find"), QStringLiteral("--data-dir"), m_learnable, QStringLiteral("--threads"),
-            QStringLiteral("2"), QStringLiteral("--steps"), QStringLiteral("100"), QStringLiteral("--batch-size"),
-            QStringLiteral("32") });
+        Worker w({ QStringLiteral("lr-find"), QStringLiteral("--data-dir"), m_learnable,
+            QStringLiteral("--threads"), QStringLiteral("2"), QStringLiteral("--steps"),
+            QStringLiteral("100"), QStringLiteral("--batch-size"), QStringLiteral("32") });
         QVERIFY(w.finish(test::endsWithin()));
         QCOMPARE(w.exitCode(), 0);
         const auto points = w.events(QStringLiteral("lr_point"));
@@ -731,11 +745,12 @@ private Q_SLOTS:
     void eventsAndOptionsFollowWorkerProto()
     {
         const QString dir = m_tmp.filePath(QStringLiteral("ck-contract"));
-        Worker first(small({ QStringLiteral("--epochs"), QStringLiteral("1"), QStringLiteral("--checkpoint-dir"), dir }));
+        Worker first(small(
+            { QStringLiteral("--epochs"), QStringLiteral("1"), QStringLiteral("--checkpoint-dir"), dir }));
         QVERIFY(first.finish(test::endsWithin()));
         QCOMPARE(first.exitCode(), 0);
-        Worker resumed(small({ QStringLiteral("--epochs"), QStringLiteral("2"), QStringLiteral("--checkpoint-dir"), dir,
-            QStringLiteral("--resume"), QStringLiteral("on") }));
+        Worker resumed(small({ QStringLiteral("--epochs"), QStringLiteral("2"),
+            QStringLiteral("--checkpoint-dir"), dir, QStringLiteral("--resume"), QStringLiteral("on") }));
         QVERIFY(resumed.finish(test::endsWithin()));
         QCOMPARE(resumed.exitCode(), 0);
         QSet<QString> kinds;
@@ -748,8 +763,11 @@ private Q_SLOTS:
                 kinds << kind;
                 const auto *field = v1::WorkerEvent::descriptor()->FindFieldByName(kind.toStdString());
                 QVERIFY2(field && field->containing_oneof(), qPrintable(kind));
-                const QStringList missing = missingFields(object.value(kind).toObject(), field->message_type(), kind + QLatin1Char('.'));
-                QVERIFY2(missing.isEmpty(), qPrintable(missing.join(QStringLiteral(", ")) + QStringLiteral(" in ") + QString::fromUtf8(line)));
+                const QStringList missing = missingFields(
+                    object.value(kind).toObject(), field->message_type(), kind + QLatin1Char('.'));
+                QVERIFY2(missing.isEmpty(),
+                    qPrintable(missing.join(QStringLiteral(", ")) + QStringLiteral(" in ")
+                        + QString::fromUtf8(line)));
             }
         }
         for (const char *kind : { "started", "step", "epoch", "checkpoint", "finished" })
@@ -758,8 +776,12 @@ private Q_SLOTS:
         QCOMPARE(started.size(), 1);
         QCOMPARE(started[0].started().resumed_from_epoch(), 1);
         QCOMPARE(started[0].started().checkpoint_epoch(), 1);
-        QCOMPARE(QString::fromStdString(started[0].started().resumed_from()), dir + QStringLiteral("/epoch-0001"));
-        QCOMPARE(QString::fromStdString(resumed.events(QStringLiteral("finished")).first().finished().weights_sha256()).size(), 64);
+        QCOMPARE(
+            QString::fromStdString(started[0].started().resumed_from()), dir + QStringLiteral("/epoch-0001"));
+        QCOMPARE(QString::fromStdString(
+                     resumed.events(QStringLiteral("finished")).first().finished().weights_sha256())
+                     .size(),
+            64);
 
         QProcess help;
         help.start(test::binary("scalelab-worker"), { QStringLiteral("--help") });
@@ -770,7 +792,8 @@ private Q_SLOTS:
             if (launch->field(i)->number() == v1::WorkerLaunch::kCommandFieldNumber)
                 continue;
             const QString option = QString::fromStdString(worker::optionName(launch->field(i)->name()));
-            QVERIFY2(usage.contains(QRegularExpression(QRegularExpression::escape(option) + QStringLiteral("(?![-a-z])"))),
+            QVERIFY2(usage.contains(QRegularExpression(
+                         QRegularExpression::escape(option) + QStringLiteral("(?![-a-z])"))),
                 qPrintable(option + QStringLiteral(" is not in the usage")));
         }
     }
@@ -910,13 +933,13 @@ private Q_SLOTS:
         Worker unknownModel(small({ QStringLiteral("--model"), QStringLiteral("resnet50") }));
         QVERIFY(unknownModel.finish(30000));
         QCOMPARE(unknownModel.exitCode(), 2);
-        QVERIFY2(unknownModel.stderrText().contains(
-                     QStringLiteral("--model must be one of seed-cnn, resnet18, mobilenet_v2, mini-cnn, or file:PATH "
-                                    "of a TorchScript module "
-                                    "(got 'resnet50')")),
+        QVERIFY2(unknownModel.stderrText().contains(QStringLiteral(
+                     "--model must be one of seed-cnn, resnet18, mobilenet_v2, mini-cnn, or file:PATH "
+                     "of a TorchScript module "
+                     "(got 'resnet50')")),
             qPrintable(unknownModel.stderrText()));
-        Worker stopPastTheEnd(small({ QStringLiteral("--epochs"), QStringLiteral("2"), QStringLiteral("--stop-after-epoch"),
-            QStringLiteral("3") }));
+        Worker stopPastTheEnd(small({ QStringLiteral("--epochs"), QStringLiteral("2"),
+            QStringLiteral("--stop-after-epoch"), QStringLiteral("3") }));
         QVERIFY(stopPastTheEnd.finish(30000));
         QCOMPARE(stopPastTheEnd.exitCode(), 2);
         QVERIFY(stopPastTheEnd.stderrText().contains(QStringLiteral("--stop-after-epoch must be 0")));

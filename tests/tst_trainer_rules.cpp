@@ -110,7 +110,8 @@ private Q_SLOTS:
     void shardsAreEvenAndCoverTheSet()
     {
         for (const int world : { 2, 3, 4, 7, 8 }) {
-            for (const std::int64_t size : { std::int64_t(1), std::int64_t(5), std::int64_t(50), std::int64_t(101) }) {
+            for (const std::int64_t size :
+                { std::int64_t(1), std::int64_t(5), std::int64_t(50), std::int64_t(101) }) {
                 std::map<std::int64_t, int> seen;
                 const auto perRank = std::size_t((size + world - 1) / world);
                 for (int rank = 0; rank < world; ++rank) {
@@ -127,7 +128,10 @@ private Q_SLOTS:
                 for (const auto &[index, times] : seen)
                     QVERIFY2(times >= fewest && times <= most,
                         qPrintable(QStringLiteral("size %1, world %2: index %3 seen %4 times")
-                                       .arg(size).arg(world).arg(index).arg(times)));
+                                       .arg(size)
+                                       .arg(world)
+                                       .arg(index)
+                                       .arg(times)));
                 if (size % world == 0)
                     for (const auto &[index, times] : seen)
                         QCOMPARE(times, 1);

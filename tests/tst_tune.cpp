@@ -36,7 +36,8 @@ v1::StudyPlan tunePlan(const QByteArray &scheduler, int samples = 9)
 {
     return planFrom(R"({"name":"t","dataset":"syn","baseline":{"skip":true},"tune":{
         "space":{"learningRate":{"kind":"loguniform","low":0.001,"high":0.3}},
-        "samples":)" + QByteArray::number(samples) + R"(,"seed":5,"scheduler":)" + scheduler + "}}");
+        "samples":)"
+        + QByteArray::number(samples) + R"(,"seed":5,"scheduler":)" + scheduler + "}}");
 }
 
 QList<PlannedRun> trialsOf(const v1::StudyPlan &plan)
@@ -59,7 +60,8 @@ JournalEvent journalEvent(qint64 id, const QString &type, const QJsonObject &pay
 struct TuneJournal {
     TuneJournal(const v1::StudyPlan &plan, const QList<PlannedRun> &trials)
     {
-        append(QStringLiteral("study_created"), StudyState::studyCreated(QStringLiteral("t"), plan, { "a" }, trials));
+        append(QStringLiteral("study_created"),
+            StudyState::studyCreated(QStringLiteral("t"), plan, { "a" }, trials));
     }
     void append(const QString &type, const QJsonObject &payload)
     {
@@ -92,7 +94,8 @@ private Q_SLOTS:
             QVERIFY2(lr >= 0.003 && lr < 0.3, qPrintable(QString::number(lr)));
             rates.insert(lr);
             const double dropout = t.params.value(QLatin1String("denseDropout")).toDouble();
-            QCOMPARE(QString::number(std::round(dropout / 0.05) * 0.05, 'g', 12).toDouble(), dropout); // a multiple of q
+            QCOMPARE(QString::number(std::round(dropout / 0.05) * 0.05, 'g', 12).toDouble(),
+                dropout); // a multiple of q
             QVERIFY(dropout >= 0.1 && dropout <= 0.6);
             const int batch = t.params.value(QLatin1String("batchSize")).toInt();
             QVERIFY(batch == 32 || batch == 64);
@@ -119,7 +122,8 @@ private Q_SLOTS:
 
     void gridWalksEveryChoice()
     {
-        const v1::StudyPlan plan = planFrom(R"({"name":"g","dataset":"syn","tune":{"searcher":"grid","samples":2,
+        const v1::StudyPlan plan
+            = planFrom(R"({"name":"g","dataset":"syn","tune":{"searcher":"grid","samples":2,
             "space":{"batchSize":{"kind":"choice","values":[32,64]},
                      "precision":{"kind":"choice","values":["fp32","bf16"]},
                      "momentum":{"kind":"uniform","low":0.5,"high":0.9}}}})");
@@ -130,8 +134,10 @@ private Q_SLOTS:
         for (const PlannedRun &t : trials)
             points << QStringLiteral("%1/%2").arg(t.config.batchSize).arg(t.config.precision);
         QCOMPARE(points,
-            (QStringList { "32/fp32", "32/bf16", "64/fp32", "64/bf16", "32/fp32", "32/bf16", "64/fp32", "64/bf16" }));
-        QVERIFY(trials[0].params.value(QLatin1String("momentum")) != trials[4].params.value(QLatin1String("momentum")));
+            (QStringList {
+                "32/fp32", "32/bf16", "64/fp32", "64/bf16", "32/fp32", "32/bf16", "64/fp32", "64/bf16" }));
+        QVERIFY(trials[0].params.value(QLatin1String("momentum"))
+            != trials[4].params.value(QLatin1String("momentum")));
         QCOMPARE(tuneSettings(plan).trialEpochs, 1);
     }
 
@@ -179,23 +185,29 @@ private Q_SLOTS:
     {
         QTest::addColumn<QByteArray>("tune");
         QTest::addColumn<QString>("problem");
-        QTest::newRow("unknown hyperparameter") << QByteArray(R"({"space":{"learnRate":{"kind":"uniform","low":0,"high":1}}})")
-                                                << "tune.space.learnRate: not a hyperparameter a tune can search";
-        QTest::newRow("unknown kind") << QByteArray(R"({"space":{"momentum":{"kind":"normal","low":0,"high":1}}})")
-                                      << "tune.space.momentum.kind: must be one of choice";
-        QTest::newRow("log of 0") << QByteArray(R"({"space":{"learningRate":{"kind":"loguniform","low":0,"high":1}}})")
+        QTest::newRow("unknown hyperparameter")
+            << QByteArray(R"({"space":{"learnRate":{"kind":"uniform","low":0,"high":1}}})")
+            << "tune.space.learnRate: not a hyperparameter a tune can search";
+        QTest::newRow("unknown kind")
+            << QByteArray(R"({"space":{"momentum":{"kind":"normal","low":0,"high":1}}})")
+            << "tune.space.momentum.kind: must be one of choice";
+        QTest::newRow("log of 0") << QByteArray(
+            R"({"space":{"learningRate":{"kind":"loguniform","low":0,"high":1}}})")
                                   << "tune.space.learningRate.low: must be above 0 for loguniform";
-        QTest::newRow("out of range") << QByteArray(R"({"space":{"momentum":{"kind":"uniform","low":0.5,"high":1.5}}})")
-                                      << "tune.space.momentum: every value drawn must be in [0, 1)";
+        QTest::newRow("out of range")
+            << QByteArray(R"({"space":{"momentum":{"kind":"uniform","low":0.5,"high":1.5}}})")
+            << "tune.space.momentum: every value drawn must be in [0, 1)";
         QTest::newRow("rounded out of range")
             << QByteArray(R"({"space":{"learningRate":{"kind":"quniform","low":0.001,"high":0.1,"q":0.01}}})")
             << "after rounding to q";
-        QTest::newRow("batch not whole") << QByteArray(R"({"space":{"batchSize":{"kind":"uniform","low":16,"high":64}}})")
-                                         << "tune.space.batchSize.kind: batchSize takes whole numbers";
+        QTest::newRow("batch not whole")
+            << QByteArray(R"({"space":{"batchSize":{"kind":"uniform","low":16,"high":64}}})")
+            << "tune.space.batchSize.kind: batchSize takes whole numbers";
         QTest::newRow("empty choice") << QByteArray(R"({"space":{"batchSize":{"kind":"choice"}}})")
                                       << "tune.space.batchSize.values: list the values to choose from";
-        QTest::newRow("choice twice") << QByteArray(R"({"space":{"batchSize":{"kind":"choice","values":[32,32]}}})")
-                                      << "tune.space.batchSize.values[1]: 32 is listed twice";
+        QTest::newRow("choice twice")
+            << QByteArray(R"({"space":{"batchSize":{"kind":"choice","values":[32,32]}}})")
+            << "tune.space.batchSize.values[1]: 32 is listed twice";
         QTest::newRow("precision word")
             << QByteArray(R"({"space":{"precision":{"kind":"choice","values":["fp16"]}}})")
             << "tune.space.precision.values[0]: must be one of \"fp32\", \"bf16\"";
@@ -206,34 +218,45 @@ private Q_SLOTS:
         QTest::newRow("model range") << QByteArray(
             R"({"space":{"model":{"kind":"uniform","low":0,"high":1}}})")
                                      << "tune.space.model.kind: model is a word; use \"choice\"";
-        QTest::newRow("not an object") << QByteArray(R"({"space":{"momentum":3}})")
-                                       << "tune.space.momentum: must be an object";
-        QTest::newRow("misspelt field") << QByteArray(R"({"space":{"momentum":{"kind":"uniform","lo":0,"high":1}}})")
-                                        << "tune.space.momentum.lo: unknown field; did you mean \"low\"?";
-        QTest::newRow("q without quantizing") << QByteArray(R"({"space":{"momentum":{"kind":"uniform","low":0,"high":0.9,"q":0.1}}})")
-                                              << "tune.space.momentum.q: only for the quantized kinds";
+        QTest::newRow("not an object")
+            << QByteArray(R"({"space":{"momentum":3}})") << "tune.space.momentum: must be an object";
+        QTest::newRow("misspelt field")
+            << QByteArray(R"({"space":{"momentum":{"kind":"uniform","lo":0,"high":1}}})")
+            << "tune.space.momentum.lo: unknown field; did you mean \"low\"?";
+        QTest::newRow("q without quantizing")
+            << QByteArray(R"({"space":{"momentum":{"kind":"uniform","low":0,"high":0.9,"q":0.1}}})")
+            << "tune.space.momentum.q: only for the quantized kinds";
         QTest::newRow("scheduler") << QByteArray(R"({"scheduler":{"kind":"hyperband"}})")
                                    << "tune.scheduler.kind: must be \"none\" or \"asha\"";
         QTest::newRow("eta") << QByteArray(R"({"scheduler":{"kind":"asha","reductionFactor":1}})")
                              << "tune.scheduler.reductionFactor: must be above 1";
         QTest::newRow("variant") << QByteArray(R"({"scheduler":{"kind":"asha","variant":"median"}})")
                                  << "tune.scheduler.variant: must be \"stopping\"";
-        QTest::newRow("promotion brackets") << QByteArray(R"({"scheduler":{"kind":"asha","variant":"promotion","brackets":2}})")
-                                            << "tune.scheduler.brackets: the promotion variant has one bracket";
-        QTest::newRow("too many brackets") << QByteArray(R"({"scheduler":{"kind":"asha","maxEpochs":9,"brackets":4}})")
-                                           << "tune.scheduler.brackets: bracket 3 would have no rung";
-        QTest::newRow("grace past max") << QByteArray(R"({"scheduler":{"kind":"asha","gracePeriod":10,"maxEpochs":9}})")
-                                        << "tune.scheduler.gracePeriod: 10 is more than maxEpochs (9)";
-        QTest::newRow("asha settings without asha") << QByteArray(R"({"scheduler":{"gracePeriod":2}})")
-                                                    << "tune.scheduler: gracePeriod, reductionFactor, maxEpochs and brackets are for kind \"asha\"";
-        QTest::newRow("grid without choices") << QByteArray(R"({"searcher":"grid","space":{"momentum":{"kind":"uniform","low":0,"high":0.9}}})")
-                                              << "tune.searcher: \"grid\" walks the \"choice\" dimensions";
-        QTest::newRow("metric") << QByteArray(R"({"metric":"accuracy"})") << "tune.metric: must be one of test_accuracy";
-        QTest::newRow("mode") << QByteArray(R"({"mode":"maximum"})") << "tune.mode: must be \"max\" or \"min\"";
-        QTest::newRow("warm-up longer than a trial")
-            << QByteArray(R"({"scheduler":{"kind":"asha","maxEpochs":9},"space":{"warmupEpochs":{"kind":"uniform","low":0,"high":20}}})")
-            << "tune.space.warmupEpochs.high: a warm-up of 20 epochs is longer than a trial (9 epochs)";
-        QTest::newRow("samples") << QByteArray(R"({"samples":-1})") << "tune.samples: must be between 1 and 10000";
+        QTest::newRow("promotion brackets")
+            << QByteArray(R"({"scheduler":{"kind":"asha","variant":"promotion","brackets":2}})")
+            << "tune.scheduler.brackets: the promotion variant has one bracket";
+        QTest::newRow("too many brackets")
+            << QByteArray(R"({"scheduler":{"kind":"asha","maxEpochs":9,"brackets":4}})")
+            << "tune.scheduler.brackets: bracket 3 would have no rung";
+        QTest::newRow("grace past max")
+            << QByteArray(R"({"scheduler":{"kind":"asha","gracePeriod":10,"maxEpochs":9}})")
+            << "tune.scheduler.gracePeriod: 10 is more than maxEpochs (9)";
+        QTest::newRow("asha settings without asha")
+            << QByteArray(R"({"scheduler":{"gracePeriod":2}})")
+            << "tune.scheduler: gracePeriod, reductionFactor, maxEpochs and brackets are for kind \"asha\"";
+        QTest::newRow("grid without choices")
+            << QByteArray(R"({"searcher":"grid","space":{"momentum":{"kind":"uniform","low":0,"high":0.9}}})")
+            << "tune.searcher: \"grid\" walks the \"choice\" dimensions";
+        QTest::newRow("metric") << QByteArray(R"({"metric":"accuracy"})")
+                                << "tune.metric: must be one of test_accuracy";
+        QTest::newRow("mode") << QByteArray(R"({"mode":"maximum"})")
+                              << "tune.mode: must be \"max\" or \"min\"";
+        QTest::newRow("warm-up longer than a trial") << QByteArray(
+            R"({"scheduler":{"kind":"asha","maxEpochs":9},"space":{"warmupEpochs":{"kind":"uniform","low":0,"high":20}}})")
+                                                     << "tune.space.warmupEpochs.high: a warm-up of 20 "
+                                                        "epochs is longer than a trial (9 epochs)";
+        QTest::newRow("samples") << QByteArray(R"({"samples":-1})")
+                                 << "tune.samples: must be between 1 and 10000";
     }
     void badPlansSayWhatIsWrong()
     {
@@ -276,7 +299,8 @@ private Q_SLOTS:
     // Hand-worked: η = 3, so the cutoff is the 2/3 quantile (numpy, linear) of the rung.
     void stoppingDecidesWithTheRungsCutoff()
     {
-        const v1::StudyPlan plan = tunePlan(R"({"kind":"asha","gracePeriod":1,"reductionFactor":3,"maxEpochs":9})", 4);
+        const v1::StudyPlan plan
+            = tunePlan(R"({"kind":"asha","gracePeriod":1,"reductionFactor":3,"maxEpochs":9})", 4);
         TrialScheduler s(tuneSettings(plan), trialsOf(plan));
         auto step = [&](const char *trial, int epoch, double value) {
             const TrialDecision d = s.decide(QLatin1String(trial), epoch, value);
@@ -356,7 +380,8 @@ private Q_SLOTS:
             while (const auto p = s.nextPromotion()) {
                 QCOMPARE(p->action, QStringLiteral("promote"));
                 s.apply(*p);
-                promoted << QStringLiteral("%1@%2>%3").arg(p->runId.right(2)).arg(p->epoch).arg(p->nextTarget);
+                promoted
+                    << QStringLiteral("%1@%2>%3").arg(p->runId.right(2)).arg(p->epoch).arg(p->nextTarget);
             }
         };
         for (int i = 0; i < 9; ++i) {
@@ -368,7 +393,8 @@ private Q_SLOTS:
         }
         // After 3 results: t02 (0.52); after 6: t05 (0.60); after 9: t08 (0.51).
         QCOMPARE(promoted, (QStringList { "02@1>3", "05@1>3", "08@1>3" }));
-        for (const auto &[id, value] : { std::pair { "st-t02", 0.61 }, { "st-t05", 0.66 }, { "st-t08", 0.58 } }) {
+        for (const auto &[id, value] :
+            { std::pair { "st-t02", 0.61 }, { "st-t05", 0.66 }, { "st-t08", 0.58 } }) {
             s.apply(s.decide(QLatin1String(id), 3, value));
             take();
         }
@@ -379,7 +405,8 @@ private Q_SLOTS:
         QVERIFY(!s.nextPromotion());
         const TrialDecision left = s.closeOut(QStringLiteral("st-t01"), 1, 0.30);
         QCOMPARE(left.action, QStringLiteral("stop"));
-        QVERIFY2(left.reason.contains(QLatin1String("not in the top 3 of the rung's 9")), qPrintable(left.reason));
+        QVERIFY2(
+            left.reason.contains(QLatin1String("not in the top 3 of the rung's 9")), qPrintable(left.reason));
         // Epochs spent: 9·1 + 3·2 + 1·6 = 21, against 81 for the grid.
     }
 
@@ -391,8 +418,10 @@ private Q_SLOTS:
         QTest::addColumn<QByteArray>("scheduler");
         QTest::addColumn<int>("expectedEpochs"); // ASHA's budget on these curves, against 81 for all 9 epochs
         QTest::newRow("stopping") << QByteArray(R"({"kind":"asha","maxEpochs":9})") << 25;
-        QTest::newRow("stopping, 2 brackets") << QByteArray(R"({"kind":"asha","maxEpochs":9,"brackets":2})") << 41;
-        QTest::newRow("promotion") << QByteArray(R"({"kind":"asha","variant":"promotion","maxEpochs":9})") << 21; // 9·1 + 3·2 + 1·6
+        QTest::newRow("stopping, 2 brackets")
+            << QByteArray(R"({"kind":"asha","maxEpochs":9,"brackets":2})") << 41;
+        QTest::newRow("promotion") << QByteArray(R"({"kind":"asha","variant":"promotion","maxEpochs":9})")
+                                   << 21; // 9·1 + 3·2 + 1·6
         QTest::newRow("none") << QByteArray(R"({"kind":"none"})") << 9; // 9 trials of tune.epochs (1)
     }
     void journalReplaysToTheSameDecisions()
@@ -417,19 +446,23 @@ private Q_SLOTS:
                 const QString id = run.planned.runId;
                 if (run.phase == RunPhase::Pending) {
                     append(QStringLiteral("attempt_starting"),
-                        StudyState::attemptStarting(id, run.attempt + 1, { Portion { QStringLiteral("a"), { 0 } } }));
-                    append(QStringLiteral("attempt_running"), QJsonObject { { "runId", id }, { "attempt", run.attempt + 1 } });
+                        StudyState::attemptStarting(
+                            id, run.attempt + 1, { Portion { QStringLiteral("a"), { 0 } } }));
+                    append(QStringLiteral("attempt_running"),
+                        QJsonObject { { "runId", id }, { "attempt", run.attempt + 1 } });
                     const RunProgress *now = state.run(id);
                     epochsSpent += now->target - now->epochsDone();
                     append(QStringLiteral("attempt_ended"),
-                        QJsonObject { { "runId", id }, { "attempt", now->attempt }, { "outcome", "SUCCEEDED" } });
+                        QJsonObject {
+                            { "runId", id }, { "attempt", now->attempt }, { "outcome", "SUCCEEDED" } });
                     acted = true;
                     break;
                 }
             }
             for (const RunProgress &run : state.runs())
                 if (run.decisionDue) {
-                    const TrialDecision d = state.scheduler().decide(run.planned.runId, run.target, curve(run.planned.runId, run.target));
+                    const TrialDecision d = state.scheduler().decide(
+                        run.planned.runId, run.target, curve(run.planned.runId, run.target));
                     append(QStringLiteral("trial_decision"), d.toJson());
                     acted = true;
                     break;
@@ -443,7 +476,9 @@ private Q_SLOTS:
             for (const RunProgress &run : state.runs())
                 if (run.phase == RunPhase::Paused) {
                     append(QStringLiteral("trial_decision"),
-                        state.scheduler().closeOut(run.planned.runId, run.epochsDone(), run.decisions.last().value).toJson());
+                        state.scheduler()
+                            .closeOut(run.planned.runId, run.epochsDone(), run.decisions.last().value)
+                            .toJson());
                     break;
                 }
         }
@@ -491,9 +526,11 @@ private Q_SLOTS:
         const double values[] = { 0.9, 0.5, 0.7 };
         for (int i = 0; i < 3; ++i) {
             const QString id = trials[i].runId;
-            append(QStringLiteral("attempt_starting"), StudyState::attemptStarting(id, 1, { Portion { "a", { 0 } } }));
+            append(QStringLiteral("attempt_starting"),
+                StudyState::attemptStarting(id, 1, { Portion { "a", { 0 } } }));
             append(QStringLiteral("attempt_running"), QJsonObject { { "runId", id }, { "attempt", 1 } });
-            append(QStringLiteral("attempt_ended"), QJsonObject { { "runId", id }, { "attempt", 1 }, { "outcome", "SUCCEEDED" } });
+            append(QStringLiteral("attempt_ended"),
+                QJsonObject { { "runId", id }, { "attempt", 1 }, { "outcome", "SUCCEEDED" } });
             // The user cannot continue a trial while its decision is due.
             append(QStringLiteral("trial_continued"), QJsonObject { { "runId", id }, { "epochs", 5 } });
             QCOMPARE(state.run(id)->continuedTo, 0);
@@ -503,7 +540,8 @@ private Q_SLOTS:
         // t01 (0.9) is the one ⌊3/3⌋ promotion; the user continues it first.
         QCOMPARE(state.scheduler().nextPromotion()->runId, trials[0].runId);
         const QJsonObject stale = state.scheduler().nextPromotion()->toJson();
-        append(QStringLiteral("trial_continued"), QJsonObject { { "runId", trials[0].runId }, { "epochs", 4 } });
+        append(
+            QStringLiteral("trial_continued"), QJsonObject { { "runId", trials[0].runId }, { "epochs", 4 } });
         QCOMPARE(state.run(trials[0].runId)->phase, RunPhase::Pending);
         QCOMPARE(state.run(trials[0].runId)->target, 4);
         QVERIFY(!state.scheduler().nextPromotion());

@@ -9,13 +9,13 @@
 // rung-1 result's promotion used to be followed at once by the close-out that stops every
 // paused trial, a rung-2 one the promoted trial would have let through among them.)
 #include "agent_client.h"
-#include "verify_ok.h"
 #include "journal.h"
 #include "local_agent.h"
-#include "study_runner.h"
 #include "study_driver.h"
+#include "study_runner.h"
 #include "test_support.h"
 #include "tune_plan.h"
+#include "verify_ok.h"
 
 #include <QSignalSpy>
 #include <QTemporaryDir>
@@ -118,9 +118,12 @@ QString replayDecisions(const QList<JournalEvent> &events, int *count)
         else if (made.action == QLatin1String("stop") && before.scheduler().settings().promotion())
             again = before.scheduler().closeOut(made.runId, made.epoch, made.value);
         else
-            again = before.scheduler().decide(made.runId, made.epoch, made.value, before.run(made.runId)->continuedTo);
+            again = before.scheduler().decide(
+                made.runId, made.epoch, made.value, before.run(made.runId)->continuedTo);
         if (!again || again->toJson() != made.toJson())
-            return QStringLiteral("event %1 (%2 %3) decides differently on replay").arg(i).arg(made.action, made.runId);
+            return QStringLiteral("event %1 (%2 %3) decides differently on replay")
+                .arg(i)
+                .arg(made.action, made.runId);
         ++*count;
     }
     return {};
@@ -151,7 +154,8 @@ private:
         for (const RunProgress &run : state.runs()) {
             const QString id = run.planned.runId;
             if (run.phase != RunPhase::Succeeded && run.phase != RunPhase::Stopped) {
-                QTest::qFail(qPrintable(QStringLiteral("%1 ended %2").arg(id, phaseName(run.phase))), __FILE__, __LINE__);
+                QTest::qFail(qPrintable(QStringLiteral("%1 ended %2").arg(id, phaseName(run.phase))),
+                    __FILE__, __LINE__);
                 return -1;
             }
             const TrialTraining t = trialTraining(journal, run);
@@ -167,10 +171,11 @@ private:
                                     .arg(a.attempt)
                                     .arg(a.agents.join(QLatin1Char(',')), a.outcome)
                                     .arg(a.transferredEpoch);
-                QTest::qFail(qPrintable(QStringLiteral("%1 trained epochs %2, expected 1..%3 (resumed from %4; %5)")
-                                            .arg(id, joined(t.epochs))
-                                            .arg(run.epochsDone())
-                                            .arg(joined(t.resumedFrom), attempts.join(QLatin1String("; ")))),
+                QTest::qFail(
+                    qPrintable(QStringLiteral("%1 trained epochs %2, expected 1..%3 (resumed from %4; %5)")
+                                   .arg(id, joined(t.epochs))
+                                   .arg(run.epochsDone())
+                                   .arg(joined(t.resumedFrom), attempts.join(QLatin1String("; ")))),
                     __FILE__, __LINE__);
                 return -1;
             }
@@ -185,8 +190,10 @@ private:
                         __FILE__, __LINE__);
                     return -1;
                 }
-            if (run.phase == RunPhase::Stopped && run.epochsDone() >= state.scheduler().settings().trialEpochs) {
-                QTest::qFail(qPrintable(id + QStringLiteral(" stopped after its last epoch")), __FILE__, __LINE__);
+            if (run.phase == RunPhase::Stopped
+                && run.epochsDone() >= state.scheduler().settings().trialEpochs) {
+                QTest::qFail(
+                    qPrintable(id + QStringLiteral(" stopped after its last epoch")), __FILE__, __LINE__);
                 return -1;
             }
             // Every decision was made on what the workers reported and the journal stored:
@@ -198,12 +205,14 @@ private:
                         if (e.has_epoch())
                             reported[e.epoch().epoch()] = e.epoch().test_accuracy();
             for (const TrialDecision &d : run.decisions)
-                if (d.action != QLatin1String("promote") && (!reported.contains(d.epoch) || reported[d.epoch] != d.value)) {
-                    QTest::qFail(qPrintable(QStringLiteral("%1: %2 at epoch %3 with %4, but the stored events say %5")
-                                                .arg(id, d.action)
-                                                .arg(d.epoch)
-                                                .arg(d.value)
-                                                .arg(reported.value(d.epoch, -1))),
+                if (d.action != QLatin1String("promote")
+                    && (!reported.contains(d.epoch) || reported[d.epoch] != d.value)) {
+                    QTest::qFail(
+                        qPrintable(QStringLiteral("%1: %2 at epoch %3 with %4, but the stored events say %5")
+                                       .arg(id, d.action)
+                                       .arg(d.epoch)
+                                       .arg(d.value)
+                                       .arg(reported.value(d.epoch, -1))),
                         __FILE__, __LINE__);
                     return -1;
                 }
@@ -218,7 +227,9 @@ private:
             return -1;
         }
         if (decisions < state.runs().size() || agentsUsed.size() != 2) {
-            QTest::qFail(qPrintable(QStringLiteral("%1 decisions, %2 agents used").arg(decisions).arg(agentsUsed.size())),
+            QTest::qFail(
+                qPrintable(
+                    QStringLiteral("%1 decisions, %2 agents used").arg(decisions).arg(agentsUsed.size())),
                 __FILE__, __LINE__);
             return -1;
         }
@@ -281,7 +292,8 @@ private Q_SLOTS:
         QCOMPARE(epochsSpent(snapshot), spent);
         QCOMPARE(epochsWithoutStopping(snapshot), 81);
         for (const RunResult &r : snapshot.runs)
-            QVERIFY2(trialStatus(r).startsWith(QLatin1String("finished")) || trialStatus(r).startsWith(QLatin1String("stopped at rung")),
+            QVERIFY2(trialStatus(r).startsWith(QLatin1String("finished"))
+                    || trialStatus(r).startsWith(QLatin1String("stopped at rung")),
                 qPrintable(trialStatus(r)));
 
         // "Continue the best trial for N more epochs" is one action: past its schedule
@@ -289,7 +301,8 @@ private Q_SLOTS:
         const QString bestId = snapshot.runs[best].runId;
         QString stoppedId;
         for (const RunProgress &run : state.runs())
-            if (run.phase == RunPhase::Stopped && run.epochsDone() == 1 && stoppedId.isEmpty() && run.planned.runId != bestId)
+            if (run.phase == RunPhase::Stopped && run.epochsDone() == 1 && stoppedId.isEmpty()
+                && run.planned.runId != bestId)
                 stoppedId = run.planned.runId;
         QVERIFY(!stoppedId.isEmpty());
         const Status none = StudyRunner::requestContinue(&journal, studyId, bestId, 0);
@@ -302,7 +315,8 @@ private Q_SLOTS:
         QCOMPARE(checkTune(journal, studyId), spent + 2 + 1); // nothing trained twice
         const StudyState after = StudyState::replay(journal.events(studyId));
         QCOMPARE(after.run(bestId)->epochsDone(), bestBefore + 2);
-        QCOMPARE(after.run(bestId)->planned.config.epochs, std::max(9, bestBefore + 2)); // stretched only past 9
+        QCOMPARE(
+            after.run(bestId)->planned.config.epochs, std::max(9, bestBefore + 2)); // stretched only past 9
         QVERIFY2(after.run(bestId)->decisions.last().reason.contains(QLatin1String("as the user asked")),
             qPrintable(after.run(bestId)->decisions.last().reason));
         QCOMPARE(after.run(stoppedId)->epochsDone(), 2);
@@ -348,7 +362,8 @@ private Q_SLOTS:
             for (const RunProgress &run : state.runs())
                 for (const auto &a : run.attempts) {
                     edges.append({ a.startedUnixMs, +1 });
-                    edges.append({ a.endedUnixMs > 0 ? a.endedUnixMs : std::numeric_limits<qint64>::max(), -1 });
+                    edges.append(
+                        { a.endedUnixMs > 0 ? a.endedUnixMs : std::numeric_limits<qint64>::max(), -1 });
                 }
             std::sort(edges.begin(), edges.end()); // an end before a start at the same moment
             int open = 0, most = 0;

@@ -3,9 +3,9 @@
 // the worker's usage names, event lines round-trip through protobuf's JSON mapping (NaN
 // included) and anything outside the contract is refused. Pure: no process is started.
 #include "event_writer.h"
-#include "verify_ok.h"
 #include "run_supervisor.h"
 #include "spec_rules.h"
+#include "verify_ok.h"
 #include "worker_channel.h"
 #include "worker_command.h"
 
@@ -42,13 +42,16 @@ v1::WorkerLaunch everyField()
                 f->is_repeated() ? r->AddInt32(&launch, f, v) : r->SetInt32(&launch, f, v);
                 break;
             case FieldDescriptor::CPPTYPE_INT64:
-                f->is_repeated() ? r->AddInt64(&launch, f, std::int64_t(v) << 33) : r->SetInt64(&launch, f, std::int64_t(v) << 33);
+                f->is_repeated() ? r->AddInt64(&launch, f, std::int64_t(v) << 33)
+                                 : r->SetInt64(&launch, f, std::int64_t(v) << 33);
                 break;
             case FieldDescriptor::CPPTYPE_UINT64:
-                f->is_repeated() ? r->AddUInt64(&launch, f, ~std::uint64_t(v)) : r->SetUInt64(&launch, f, ~std::uint64_t(v));
+                f->is_repeated() ? r->AddUInt64(&launch, f, ~std::uint64_t(v))
+                                 : r->SetUInt64(&launch, f, ~std::uint64_t(v));
                 break;
             case FieldDescriptor::CPPTYPE_DOUBLE: // not exact in decimal with few digits
-                f->is_repeated() ? r->AddDouble(&launch, f, v / 3.0 * 1e-7) : r->SetDouble(&launch, f, v / 3.0 * 1e-7);
+                f->is_repeated() ? r->AddDouble(&launch, f, v / 3.0 * 1e-7)
+                                 : r->SetDouble(&launch, f, v / 3.0 * 1e-7);
                 break;
             case FieldDescriptor::CPPTYPE_BOOL:
                 f->is_repeated() ? r->AddBool(&launch, f, true) : r->SetBool(&launch, f, true);
@@ -95,8 +98,10 @@ private Q_SLOTS:
         };
         QCOMPARE(at("--batch-size"), std::to_string(launch.batch_size()));
         QCOMPARE(at("--augment"), std::string("on"));
-        QCOMPARE(at("--normalize-mean"), worker::exactNumber(launch.normalize_mean(0)) + ","
-                + worker::exactNumber(launch.normalize_mean(1)) + "," + worker::exactNumber(launch.normalize_mean(2)));
+        QCOMPARE(at("--normalize-mean"),
+            worker::exactNumber(launch.normalize_mean(0)) + ","
+                + worker::exactNumber(launch.normalize_mean(1)) + ","
+                + worker::exactNumber(launch.normalize_mean(2)));
         // --option=value reads as --option value.
         const auto equals = worker::parseLaunchArguments({ "bench", "--steps=7", "--channels-last=off" });
         VERIFY_OK(equals);
@@ -117,12 +122,16 @@ private Q_SLOTS:
         QTest::addColumn<QStringList>("arguments");
         QTest::addColumn<QString>("error");
         QTest::newRow("unknown") << QStringList { "train", "--epoch", "2" } << "unknown option --epoch";
-        QTest::newRow("command field") << QStringList { "train", "--command", "bench" } << "unknown option --command";
-        QTest::newRow("underscores") << QStringList { "train", "--batch_size", "2" } << "unknown option --batch_size (options are written with dashes: --batch-size)";
+        QTest::newRow("command field")
+            << QStringList { "train", "--command", "bench" } << "unknown option --command";
+        QTest::newRow("underscores") << QStringList { "train", "--batch_size",
+            "2" } << "unknown option --batch_size (options are written with dashes: --batch-size)";
         QTest::newRow("not whole") << QStringList { "train", "--epochs", "1.5" }
                                    << "--epochs expects a whole number, got '1.5'";
-        QTest::newRow("not a number") << QStringList { "train", "--lr", "fast" } << "--lr expects a number, got 'fast'";
-        QTest::newRow("flag") << QStringList { "train", "--resume", "maybe" } << "--resume expects on or off, got 'maybe'";
+        QTest::newRow("not a number")
+            << QStringList { "train", "--lr", "fast" } << "--lr expects a number, got 'fast'";
+        QTest::newRow("flag") << QStringList { "train", "--resume", "maybe" }
+                              << "--resume expects on or off, got 'maybe'";
         QTest::newRow("negative seed") << QStringList { "train", "--seed", "-1" }
                                        << "--seed expects a whole number of 0 or more, got '-1'";
         QTest::newRow("list") << QStringList { "train", "--normalize-mean", "0.5,x,0.5" }
@@ -155,7 +164,8 @@ private Q_SLOTS:
         QCOMPARE(std::count(line.begin(), line.end(), '\n'), 1);
         QVERIFY2(line.find("\"loss\":\"NaN\"") != std::string::npos, line.c_str());
         QVERIFY2(line.find("\"step\":\"1099511627776\"") != std::string::npos, line.c_str());
-        QVERIFY2(line.find("\"images_per_second\":0") != std::string::npos, line.c_str()); // printed though zero
+        QVERIFY2(
+            line.find("\"images_per_second\":0") != std::string::npos, line.c_str()); // printed though zero
         const auto back = worker::parseEventLine(line);
         VERIFY_OK(back);
         QVERIFY(std::isnan(back->step().loss()));
@@ -171,7 +181,9 @@ private Q_SLOTS:
         QCOMPARE(::pipe(fds), 0);
         {
             trainer::EventWriter events(fds[1]);
-            events.noSpace("no space left on device: /data/\xED\xA0\x80x/\xC0\xAF/\xF5" "ck and caf\xC3\xA9", 4096);
+            events.noSpace("no space left on device: /data/\xED\xA0\x80x/\xC0\xAF/\xF5"
+                           "ck and caf\xC3\xA9",
+                4096);
         }
         ::close(fds[1]);
         char buffer[4096];
@@ -184,19 +196,26 @@ private Q_SLOTS:
         QCOMPARE(event->error().bytes_needed(), 4096);
         const QString message = QString::fromStdString(event->error().message());
         QVERIFY2(message.startsWith(QStringLiteral("no space left on device: /data/")), qPrintable(message));
-        QVERIFY2(message.contains(QChar(0xFFFD)) && message.endsWith(QStringLiteral("café")), qPrintable(message));
+        QVERIFY2(
+            message.contains(QChar(0xFFFD)) && message.endsWith(QStringLiteral("café")), qPrintable(message));
     }
 
     void eventsOutsideTheContractAreRefused_data()
     {
         QTest::addColumn<QString>("line");
         QTest::addColumn<QString>("error");
-        QTest::newRow("unknown field") << R"({"step":{"epoch":1,"loss_value":2}})" << "loss_value";
-        QTest::newRow("unknown event") << R"({"type":"step","epoch":1})" << "type";
-        QTest::newRow("wrong type") << R"({"epoch":{"epoch":"one"}})" << "epoch";
-        QTest::newRow("two events") << R"({"step":{},"epoch":{}})" << "oneof";
-        QTest::newRow("empty") << "{}" << "no event in the line";
-        QTest::newRow("not json") << "Segmentation fault" << "";
+        QTest::newRow("unknown field") << R"({"step":{"epoch":1,"loss_value":2}})"
+                                       << "loss_value";
+        QTest::newRow("unknown event") << R"({"type":"step","epoch":1})"
+                                       << "type";
+        QTest::newRow("wrong type") << R"({"epoch":{"epoch":"one"}})"
+                                    << "epoch";
+        QTest::newRow("two events") << R"({"step":{},"epoch":{}})"
+                                    << "oneof";
+        QTest::newRow("empty") << "{}"
+                               << "no event in the line";
+        QTest::newRow("not json") << "Segmentation fault"
+                                  << "";
     }
     void eventsOutsideTheContractAreRefused()
     {
@@ -267,8 +286,8 @@ private Q_SLOTS:
         // The range test trains the run's model: with its dropout.
         QVERIFY(lrFind.has_block_dropout() && lrFind.block_dropout() == 0);
         QCOMPARE(lrFind.dense_dropout(), rules::kDefaultDenseDropout);
-        for (const char *runOnly : { "epochs", "lr", "rank", "world_size", "checkpoint_dir", "keep_checkpoints",
-                 "resume", "schedule", "rendezvous", "stop_after_epoch" }) {
+        for (const char *runOnly : { "epochs", "lr", "rank", "world_size", "checkpoint_dir",
+                 "keep_checkpoints", "resume", "schedule", "rendezvous", "stop_after_epoch" }) {
             const auto *field = v1::WorkerLaunch::descriptor()->FindFieldByName(runOnly);
             QVERIFY2(!lrFind.GetReflection()->HasField(lrFind, field), runOnly);
         }

@@ -10,9 +10,18 @@
 
 namespace scalelab::test {
 
-inline QString errorText(const QString &error) { return error; }
-inline QString errorText(const QStringList &errors) { return errors.join(QLatin1String("; ")); }
-inline QString errorText(const std::string &error) { return QString::fromStdString(error); }
+inline QString errorText(const QString &error)
+{
+    return error;
+}
+inline QString errorText(const QStringList &errors)
+{
+    return errors.join(QLatin1String("; "));
+}
+inline QString errorText(const std::string &error)
+{
+    return QString::fromStdString(error);
+}
 
 } // namespace scalelab::test
 

@@ -80,12 +80,12 @@ private:
         return text;
     }
 
-    static bool isItem(const QString &text) { return text == QLatin1String("-") || text.startsWith(QLatin1String("- ")); }
-
-    QVariant block(int indent)
+    static bool isItem(const QString &text)
     {
-        return isItem(m_lines[m_at].text) ? list(indent) : map(indent);
+        return text == QLatin1String("-") || text.startsWith(QLatin1String("- "));
     }
+
+    QVariant block(int indent) { return isItem(m_lines[m_at].text) ? list(indent) : map(indent); }
 
     // The value after "key:" or "-" with nothing on the line: the more indented block below.
     QVariant nested(int indent)

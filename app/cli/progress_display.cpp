@@ -47,7 +47,8 @@ bool ProgressDisplay::stdoutIsTerminal()
     return ::isatty(STDOUT_FILENO) == 1 && term != "dumb" && qgetenv("SCALELAB_PROGRESS") != "plain";
 }
 
-void ProgressDisplay::apply(const QString &runId, const QString &label, const std::vector<v1::RunEvent> &events)
+void ProgressDisplay::apply(
+    const QString &runId, const QString &label, const std::vector<v1::RunEvent> &events)
 {
     core::ProgressMeter &meter = m_meters[runId];
     bool ended = false;

@@ -115,13 +115,15 @@ int driveStudy(Journal *journal, const QString &studyId, const QList<AgentEndpoi
                 }
             for (const auto &e : events)
                 if (e.has_epoch())
-                    progress.print(QStringLiteral("%1%2 attempt %3 epoch %4: test accuracy %5, %6 img/s")
-                                       .arg(stamp(), runId)
-                                       .arg(attempt)
-                                       .arg(e.epoch().epoch())
-                                       .arg(pct(e.epoch().test_accuracy()), num(e.epoch().images_per_second(), 1)));
+                    progress.print(
+                        QStringLiteral("%1%2 attempt %3 epoch %4: test accuracy %5, %6 img/s")
+                            .arg(stamp(), runId)
+                            .arg(attempt)
+                            .arg(e.epoch().epoch())
+                            .arg(pct(e.epoch().test_accuracy()), num(e.epoch().images_per_second(), 1)));
             // "r01": the study's id is on every line above.
-            const QString label = runId.startsWith(studyId + QLatin1Char('-')) ? runId.mid(studyId.size() + 1) : runId;
+            const QString label
+                = runId.startsWith(studyId + QLatin1Char('-')) ? runId.mid(studyId.size() + 1) : runId;
             progress.apply(runId, label, events);
         });
     // A tune: the trials table again after each decision of its scheduler.
@@ -180,22 +182,25 @@ Checked<v1::StudyPlan> planFromReport(const QString &path, QJsonObject *report)
     using Plan = Checked<v1::StudyPlan>;
     QFile file(path);
     if (!file.open(QIODevice::ReadOnly))
-        return Plan::failure({ QStringLiteral("cannot read the report %1: %2").arg(path, file.errorString()) });
+        return Plan::failure(
+            { QStringLiteral("cannot read the report %1: %2").arg(path, file.errorString()) });
     QJsonParseError error {};
     const QJsonDocument document = QJsonDocument::fromJson(file.readAll(), &error);
     if (error.error != QJsonParseError::NoError || !document.isObject()
-        || document.object().value(QLatin1String("format")).toString() != QLatin1String("scalelab-study-report")) {
-        return Plan::failure(
-            { QStringLiteral("%1 is not a ScaleLab JSON report (scalelab-cli report ID --format json writes one)")
-                    .arg(path) });
+        || document.object().value(QLatin1String("format")).toString()
+            != QLatin1String("scalelab-study-report")) {
+        return Plan::failure({ QStringLiteral(
+            "%1 is not a ScaleLab JSON report (scalelab-cli report ID --format json writes one)")
+                                   .arg(path) });
     }
     *report = document.object();
     const QJsonObject plan = report->value(QLatin1String("plan")).toObject();
     if (plan.isEmpty())
-        return Plan::failure({ QStringLiteral("%1 carries no plan: it was written by a ScaleLab older than 0.2; "
-                                              "rerun its study from the plan file instead (scalelab-cli study run "
-                                              "PLAN.json)")
-                                   .arg(path) });
+        return Plan::failure(
+            { QStringLiteral("%1 carries no plan: it was written by a ScaleLab older than 0.2; "
+                             "rerun its study from the plan file instead (scalelab-cli study run "
+                             "PLAN.json)")
+                    .arg(path) });
     auto parsed = parsePlanJson(QJsonDocument(plan).toJson(QJsonDocument::Compact));
     if (!parsed)
         return parsed;
@@ -225,9 +230,10 @@ void compareDatasets(const QJsonObject &report, const QList<AgentEndpoint> &agen
         for (const auto &ds : d.datasets())
             if (QString::fromStdString(ds.name()) == name && !ds.content_sha256().empty()
                 && QString::fromStdString(ds.content_sha256()) != sha)
-                err() << "WARNING: data set " << name << " on " << a.name << " is not the one the report's runs "
-                      << "used (sha256 " << QString::fromStdString(ds.content_sha256()).left(12) << "…, the report's "
-                      << sha.left(12) << "…): results will differ\n";
+                err() << "WARNING: data set " << name << " on " << a.name
+                      << " is not the one the report's runs "
+                      << "used (sha256 " << QString::fromStdString(ds.content_sha256()).left(12)
+                      << "…, the report's " << sha.left(12) << "…): results will differ\n";
     }
 }
 
@@ -245,12 +251,14 @@ int runStudy(const QStringList &arguments, bool fromReport)
             { QStringLiteral("synthetic-test"), QStringLiteral("Test images of a created synthetic set."),
                 QStringLiteral("n"), QStringLiteral("500") },
             { QStringLiteral("synthetic-kind"),
-                QStringLiteral("Kind of a created synthetic set: patterns (easy: learnt to ~100 % in an epoch) or "
-                               "shapes (ten shapes in random colours and places: closer to real data)."),
+                QStringLiteral(
+                    "Kind of a created synthetic set: patterns (easy: learnt to ~100 % in an epoch) or "
+                    "shapes (ten shapes in random colours and places: closer to real data)."),
                 QStringLiteral("kind"), QStringLiteral("patterns") } });
     addTensorBoardOption(parser);
     parser.addPositionalArgument(fromReport ? QStringLiteral("report") : QStringLiteral("plan"),
-        fromReport ? QStringLiteral("A JSON report of the study to run again (scalelab-cli report ID --format json).")
+        fromReport ? QStringLiteral(
+            "A JSON report of the study to run again (scalelab-cli report ID --format json).")
                    : QStringLiteral("Study plan (JSON; see `study plan --example`)."));
     int code = Ok;
     if (!parse(parser, arguments,
@@ -488,8 +496,10 @@ int continueTrial(const QStringList &arguments)
     addJournalOptions(parser);
     addAgentOptions(parser);
     parser.addOption({ QStringLiteral("run"),
-        QStringLiteral("The trial to continue (a run id), or \"best\" for the best so far."), QStringLiteral("id") });
-    parser.addOption({ QStringLiteral("epochs"), QStringLiteral("How many more epochs to train it."), QStringLiteral("n") });
+        QStringLiteral("The trial to continue (a run id), or \"best\" for the best so far."),
+        QStringLiteral("id") });
+    parser.addOption({ QStringLiteral("epochs"), QStringLiteral("How many more epochs to train it."),
+        QStringLiteral("n") });
     parser.addPositionalArgument(QStringLiteral("id"), QStringLiteral("Tune (study) id."));
     int code = Ok;
     if (!parse(parser, arguments,
@@ -505,7 +515,8 @@ int continueTrial(const QStringList &arguments)
     bool ok = false;
     const int more = parser.value(QStringLiteral("epochs")).toInt(&ok);
     if (!ok)
-        return badInput(QStringLiteral("--epochs: \"%1\" is not a whole number").arg(parser.value(QStringLiteral("epochs"))));
+        return badInput(QStringLiteral("--epochs: \"%1\" is not a whole number")
+                            .arg(parser.value(QStringLiteral("epochs"))));
     Journal journal;
     QString studyId;
     if (!openStudy(parser, &journal, &studyId))
@@ -559,11 +570,12 @@ int planCommand(const QStringList &arguments)
                 QStringLiteral("%1:\n  %2")
                     .arg(parser.value(QStringLiteral("check")), plan.error().join(QLatin1String("\n  "))));
         const auto runs = expandPlan(*plan, QStringLiteral("ID"));
-        out() << parser.value(QStringLiteral("check")) << ": valid, " << runs.size() << (isTune(*plan) ? " trials\n" : " runs\n");
+        out() << parser.value(QStringLiteral("check")) << ": valid, " << runs.size()
+              << (isTune(*plan) ? " trials\n" : " runs\n");
         for (const auto &r : runs)
             if (r.trial)
-                out() << "  " << r.runId << "  " << paramsText(r.params) << "  (" << r.config.workers << " worker(s), "
-                      << r.config.epochs << " epochs at most)\n";
+                out() << "  " << r.runId << "  " << paramsText(r.params) << "  (" << r.config.workers
+                      << " worker(s), " << r.config.epochs << " epochs at most)\n";
             else
                 out() << "  " << r.runId << "  " << r.config.key() << "  repeat " << r.repeat + 1 << "\n";
         if (const QStringList specs = planAgentSpecs(*plan); !specs.isEmpty()) {

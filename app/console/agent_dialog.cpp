@@ -53,10 +53,11 @@ AgentDialog::AgentDialog(
     m_address->setObjectName(QStringLiteral("addressEdit"));
     m_address->setPlaceholderText(editing < 0 ? tr("host:port, or several: file:PATH or dns:NAME:PORT")
                                               : tr("host:port, e.g. gpu-node-1:50051"));
-    m_address->setToolTip(tr("HOST:PORT of one agent. When adding, also file:PATH (one HOST:PORT per line, as "
-                             "the Slurm launcher writes agents.txt) or dns:NAME:PORT (every address NAME "
-                             "resolves to, e.g. a Kubernetes headless Service): one agent per address, named "
-                             "by it"));
+    m_address->setToolTip(
+        tr("HOST:PORT of one agent. When adding, also file:PATH (one HOST:PORT per line, as "
+           "the Slurm launcher writes agents.txt) or dns:NAME:PORT (every address NAME "
+           "resolves to, e.g. a Kubernetes headless Service): one agent per address, named "
+           "by it"));
     m_token = new QLineEdit(initial.token);
     m_token->setObjectName(QStringLiteral("tokenEdit"));
     m_token->setEchoMode(QLineEdit::Password);
@@ -245,7 +246,8 @@ QList<core::AgentProblem> AgentDialog::problems() const
         else if (!m_listError.isEmpty())
             found << core::AgentProblem { QStringLiteral("address"), m_listError };
     } else {
-        found = m_registry ? m_registry->problems(config(), m_editing) : core::AgentRegistry::problemsOf(config());
+        found = m_registry ? m_registry->problems(config(), m_editing)
+                           : core::AgentRegistry::problemsOf(config());
     }
     if (m_tls->isChecked() && m_ca->text().trimmed().isEmpty()
         && std::none_of(

@@ -2,9 +2,9 @@
 // a token file), TLS files, enabled. When adding, the address may also be file:PATH (an
 // agents file, as the Slurm launcher writes) or dns:NAME:PORT (every address of NAME, as
 // for a Kubernetes headless Service): then it adds one agent per address, each named by
-// its address and sharing the token and TLS settings; the list is read when OK is pressed. Problems show under the field they concern as the
-// user types (fields not yet touched stay quiet until OK is pressed), in the registry's
-// words; OK keeps the dialog open while any remain.
+// its address and sharing the token and TLS settings; the list is read when OK is pressed. Problems show
+// under the field they concern as the user types (fields not yet touched stay quiet until OK is pressed), in
+// the registry's words; OK keeps the dialog open while any remain.
 #pragma once
 
 #include "agent_registry.h"

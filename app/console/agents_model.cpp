@@ -185,7 +185,8 @@ QString AgentsModel::tooltip(int row, int column) const
     case NameColumn:
         return tr("%1 at %2%3").arg(a.label, a.address, a.tls ? tr(", TLS") : QString());
     case StateColumn:
-        return a.status.advice.isEmpty() ? text(row, column) : text(row, column) + QLatin1Char('\n') + a.status.advice;
+        return a.status.advice.isEmpty() ? text(row, column)
+                                         : text(row, column) + QLatin1Char('\n') + a.status.advice;
     case CpuColumn:
         if (a.last && a.last->processes_size() > 0) {
             QStringList tips { tr("The whole node: %1% of %2 cores; ScaleLab's ranks: %3%")
@@ -232,7 +233,9 @@ QVariantList AgentsModel::gauges(int row, int column) const
     case CpuColumn:
         return { s->cpu_percent() / 100.0 };
     case MemoryColumn:
-        return { s->memory_total_bytes() > 0 ? double(s->memory_used_bytes()) / double(s->memory_total_bytes()) : 0.0 };
+        return { s->memory_total_bytes() > 0
+                ? double(s->memory_used_bytes()) / double(s->memory_total_bytes())
+                : 0.0 };
     case GpuColumn: {
         QVariantList bars;
         for (const auto &g : s->gpus())

@@ -11,9 +11,9 @@
 #include "scalelab/v1/agent.pb.h"
 
 #include <QAbstractTableModel>
-#include <QSet>
 #include <QColor>
 #include <QPalette>
+#include <QSet>
 
 #include <optional>
 #include <vector>
@@ -23,7 +23,17 @@ namespace scalelab::app {
 class AgentsModel : public QAbstractTableModel {
     Q_OBJECT
 public:
-    enum Column { NameColumn, StateColumn, HostColumn, CpuColumn, MemoryColumn, GpuColumn, DataColumn, SlotsColumn, ColumnCount };
+    enum Column {
+        NameColumn,
+        StateColumn,
+        HostColumn,
+        CpuColumn,
+        MemoryColumn,
+        GpuColumn,
+        DataColumn,
+        SlotsColumn,
+        ColumnCount
+    };
     // QVariantList of fractions in [0, 1], one per bar: CPU, memory, one per GPU.
     static constexpr int GaugeRole = Qt::UserRole + 1;
 

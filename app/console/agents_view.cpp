@@ -443,7 +443,8 @@ void AgentsView::onSamples(Node *node)
         // Where runs started and ended, on every chart of the node.
         for (const QString &mark : AgentsModel::runMarks(&node->liveRuns, s))
             for (MetricChart *chart : { node->cpu, node->memory, node->gpu, node->gpuMemory })
-                chart->addVerticalMarker(QStringLiteral("runs"), MetricPoint::at(XAxis::WallClock, x, 0), mark);
+                chart->addVerticalMarker(
+                    QStringLiteral("runs"), MetricPoint::at(XAxis::WallClock, x, 0), mark);
         for (const auto &g : s.gpus()) {
             const QString id = QStringLiteral("gpu%1").arg(g.index());
             if (!node->gpu->hasSeries(id))
@@ -550,9 +551,8 @@ int AgentsView::addAddresses(const QStringList &addresses, const core::AgentConf
 {
     int added = 0;
     for (const QString &address : addresses) {
-        if (std::any_of(m_nodes.begin(), m_nodes.end(), [&](const auto &n) {
-                return n->config.address == address || n->config.name == address;
-            })) {
+        if (std::any_of(m_nodes.begin(), m_nodes.end(),
+                [&](const auto &n) { return n->config.address == address || n->config.name == address; })) {
             *log << tr("agent %1 is already in the Agents tab").arg(address);
             continue;
         }

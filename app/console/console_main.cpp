@@ -45,12 +45,13 @@ int main(int argc, char **argv)
     QApplication::setDesktopFileName(QStringLiteral("scalelab"));
 
     QCommandLineParser parser;
-    parser.setApplicationDescription(QStringLiteral(
-        "ScaleLab console: launch CIFAR-10 training runs on ScaleLab agents and watch them live.\n"
-        "Without --agent it starts a local agent on 127.0.0.1.\n"
-        "\n"
-        "Environment:\n"
-        "  SCALELAB_TOKEN            the token of --agent (--token-file wins)\n")
+    parser.setApplicationDescription(
+        QStringLiteral(
+            "ScaleLab console: launch CIFAR-10 training runs on ScaleLab agents and watch them live.\n"
+            "Without --agent it starts a local agent on 127.0.0.1.\n"
+            "\n"
+            "Environment:\n"
+            "  SCALELAB_TOKEN            the token of --agent (--token-file wins)\n")
         + scalelab::core::AgentTls::environmentHelp()
         + QStringLiteral(
             "  SCALELAB_STATE_DIR        default --state-dir\n"

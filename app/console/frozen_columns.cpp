@@ -33,8 +33,10 @@ FrozenColumns::FrozenColumns(QTableView *table, int count)
     table->viewport()->stackUnder(this);
 
     // Rows scroll together; sizes and sort order follow the table.
-    connect(verticalScrollBar(), &QScrollBar::valueChanged, table->verticalScrollBar(), &QScrollBar::setValue);
-    connect(table->verticalScrollBar(), &QScrollBar::valueChanged, verticalScrollBar(), &QScrollBar::setValue);
+    connect(
+        verticalScrollBar(), &QScrollBar::valueChanged, table->verticalScrollBar(), &QScrollBar::setValue);
+    connect(
+        table->verticalScrollBar(), &QScrollBar::valueChanged, verticalScrollBar(), &QScrollBar::setValue);
     connect(table->horizontalHeader(), &QHeaderView::sectionResized, this, [this](int column, int, int size) {
         if (column < m_count) {
             setColumnWidth(column, size);
@@ -50,11 +52,13 @@ FrozenColumns::FrozenColumns(QTableView *table, int count)
         const auto *header = m_table->horizontalHeader();
         const bool same = header->sortIndicatorSection() == column;
         m_table->sortByColumn(column,
-            same && header->sortIndicatorOrder() == Qt::AscendingOrder ? Qt::DescendingOrder : Qt::AscendingOrder);
+            same && header->sortIndicatorOrder() == Qt::AscendingOrder ? Qt::DescendingOrder
+                                                                       : Qt::AscendingOrder);
     });
     connect(this, &QTableView::doubleClicked, table, &QTableView::doubleClicked);
     connect(this, &QWidget::customContextMenuRequested, table, [this](const QPoint &at) {
-        Q_EMIT m_table->customContextMenuRequested(m_table->viewport()->mapFromGlobal(viewport()->mapToGlobal(at)));
+        Q_EMIT m_table->customContextMenuRequested(
+            m_table->viewport()->mapFromGlobal(viewport()->mapToGlobal(at)));
     });
     // Not modelReset: a QTableWidget's model resets while the table is being destroyed.
     connect(table->model(), &QAbstractItemModel::rowsInserted, this, &FrozenColumns::sync);
@@ -103,8 +107,10 @@ void FrozenColumns::place()
         if (!m_table->isColumnHidden(c))
             width += m_table->columnWidth(c);
     const int frame = m_table->frameWidth();
-    const int left = frame + (m_table->verticalHeader()->isVisible() ? m_table->verticalHeader()->width() : 0);
-    setGeometry(left, frame, width + 1, m_table->viewport()->height() + m_table->horizontalHeader()->height());
+    const int left
+        = frame + (m_table->verticalHeader()->isVisible() ? m_table->verticalHeader()->width() : 0);
+    setGeometry(
+        left, frame, width + 1, m_table->viewport()->height() + m_table->horizontalHeader()->height());
 }
 
 } // namespace scalelab::app

@@ -9,14 +9,15 @@
 #include <QLineSeries>
 #include <QLogValueAxis>
 #include <QPushButton>
-#include <QValueAxis>
 #include <QVBoxLayout>
+#include <QValueAxis>
 
 #include <cmath>
 
 namespace scalelab::app {
 
-LrFindDialog::LrFindDialog(const core::AgentEndpoint &agent, const v1::FindLearningRateRequest &request, QWidget *parent)
+LrFindDialog::LrFindDialog(
+    const core::AgentEndpoint &agent, const v1::FindLearningRateRequest &request, QWidget *parent)
     : QDialog(parent)
 {
     setWindowTitle(tr("Learning-rate range test"));
@@ -49,7 +50,8 @@ LrFindDialog::LrFindDialog(const core::AgentEndpoint &agent, const v1::FindLearn
     m_x->setBase(10);
     m_x->setLabelFormat(QStringLiteral("%.0e"));
     m_x->setTitleText(tr("Learning rate (log scale)"));
-    m_x->setRange(request.min_lr() > 0 ? request.min_lr() : 1e-5, request.max_lr() > 0 ? request.max_lr() : 10);
+    m_x->setRange(
+        request.min_lr() > 0 ? request.min_lr() : 1e-5, request.max_lr() > 0 ? request.max_lr() : 10);
     m_y = new QValueAxis;
     m_y->setTitleText(tr("Training loss"));
     m_y->setLabelFormat(QStringLiteral("%.2f"));
@@ -91,7 +93,8 @@ LrFindDialog::LrFindDialog(const core::AgentEndpoint &agent, const v1::FindLearn
                         if (std::isfinite(p.loss()))
                             raw << QPointF(p.learning_rate(), p.loss());
                     }
-                QMetaObject::invokeMethod(this, [this, smoothed, raw] { addPoints(smoothed, raw); }, Qt::QueuedConnection);
+                QMetaObject::invokeMethod(
+                    this, [this, smoothed, raw] { addPoints(smoothed, raw); }, Qt::QueuedConnection);
                 return !m_cancel.load();
             },
             &result);
@@ -153,7 +156,8 @@ void LrFindDialog::finish(bool ok, const QString &error, const v1::LrFindResult 
                           .arg(QString::fromStdString(result.rule()))
                           .arg(result.min_loss_learning_rate(), 0, 'g', 4)
                           .arg(result.stopped_early() ? tr("; stopped when the loss diverged") : QString())
-        + (result.conclusive() ? QString() : tr("\nInconclusive: %1.").arg(QString::fromStdString(result.note()))));
+        + (result.conclusive() ? QString()
+                               : tr("\nInconclusive: %1.").arg(QString::fromStdString(result.note()))));
     Q_EMIT done(true);
 }
 

@@ -3,8 +3,8 @@
 // the suggestion, and hands the chosen value back ("Use 0.02").
 #pragma once
 
-#include "study_runner.h"
 #include "scalelab/v1/agent.pb.h"
+#include "study_runner.h"
 
 #include <QDialog>
 
@@ -23,7 +23,8 @@ namespace scalelab::app {
 class LrFindDialog : public QDialog {
     Q_OBJECT
 public:
-    LrFindDialog(const core::AgentEndpoint &agent, const v1::FindLearningRateRequest &request, QWidget *parent = nullptr);
+    LrFindDialog(const core::AgentEndpoint &agent, const v1::FindLearningRateRequest &request,
+        QWidget *parent = nullptr);
     ~LrFindDialog() override;
 
     double suggested() const { return m_suggested; }

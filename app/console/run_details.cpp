@@ -8,19 +8,19 @@
 #include <QDateTime>
 #include <QDialogButtonBox>
 #include <QFileDialog>
-#include <QLineEdit>
-#include <QMessageBox>
-#include <QSaveFile>
 #include <QFontDatabase>
 #include <QHeaderView>
 #include <QLabel>
+#include <QLineEdit>
+#include <QMessageBox>
 #include <QPlainTextEdit>
 #include <QProgressBar>
 #include <QPushButton>
 #include <QRegularExpression>
-#include <QTextCursor>
+#include <QSaveFile>
 #include <QSplitter>
 #include <QTableWidget>
+#include <QTextCursor>
 #include <QVBoxLayout>
 
 #include <algorithm>
@@ -56,10 +56,13 @@ QString logLine(const v1::RunEvent &e)
         const auto &st = e.started();
         const auto &r = st.effective();
         QString text = st.resumed_from_epoch() > 0
-            ? QStringLiteral("started: %1 rank(s), resumed after epoch %2").arg(st.world_size()).arg(st.resumed_from_epoch())
+            ? QStringLiteral("started: %1 rank(s), resumed after epoch %2")
+                  .arg(st.world_size())
+                  .arg(st.resumed_from_epoch())
             : QStringLiteral("started: %1 rank(s), from scratch").arg(st.world_size());
-        text += QStringLiteral(" · batch %1/rank (global %2) · lr %3 (peak %4, %5, warm-up %6 steps) · momentum %7"
-                               " · weight decay %8 · seed %9")
+        text += QStringLiteral(
+            " · batch %1/rank (global %2) · lr %3 (peak %4, %5, warm-up %6 steps) · momentum %7"
+            " · weight decay %8 · seed %9")
                     .arg(r.batch_size())
                     .arg(st.global_batch())
                     .arg(r.learning_rate())
@@ -92,7 +95,8 @@ QString logLine(const v1::RunEvent &e)
     }
     if (e.has_epoch()) {
         const auto &x = e.epoch();
-        return QStringLiteral("epoch %1: train loss %2, accuracy %3% · test loss %4, accuracy %5% · %6 img/s, %7 s")
+        return QStringLiteral(
+            "epoch %1: train loss %2, accuracy %3% · test loss %4, accuracy %5% · %6 img/s, %7 s")
             .arg(x.epoch())
             .arg(x.train_loss(), 0, 'f', 4)
             .arg(x.train_accuracy() * 100, 0, 'f', 1)
@@ -135,14 +139,16 @@ QString logLine(const v1::RunEvent &e)
         const auto &x = e.summary();
         QString text = QStringLiteral("summary: %1").arg(core::RunRecord::stateName(x.state()));
         if (x.epochs_completed() > 0)
-            text += QStringLiteral(" after %1 epoch(s) · final test accuracy %2% (best %3%) · %4 img/s · %5 s")
-                        .arg(x.epochs_completed())
-                        .arg(x.final_test_accuracy() * 100, 0, 'f', 1)
-                        .arg(x.best_test_accuracy() * 100, 0, 'f', 1)
-                        .arg(x.images_per_second(), 0, 'f', 1)
-                        .arg(x.wall_seconds(), 0, 'f', 1);
+            text
+                += QStringLiteral(" after %1 epoch(s) · final test accuracy %2% (best %3%) · %4 img/s · %5 s")
+                       .arg(x.epochs_completed())
+                       .arg(x.final_test_accuracy() * 100, 0, 'f', 1)
+                       .arg(x.best_test_accuracy() * 100, 0, 'f', 1)
+                       .arg(x.images_per_second(), 0, 'f', 1)
+                       .arg(x.wall_seconds(), 0, 'f', 1);
         if (!x.weights_sha256().empty())
-            text += QStringLiteral(" · weights sha256 %1…").arg(QString::fromStdString(x.weights_sha256().substr(0, 12)));
+            text += QStringLiteral(" · weights sha256 %1…")
+                        .arg(QString::fromStdString(x.weights_sha256().substr(0, 12)));
         if (!x.message().empty())
             text += QStringLiteral(" — ") + QString::fromStdString(x.message());
         return text;
@@ -299,14 +305,15 @@ void RunDetails::refresh()
     const std::optional<core::ProgressView> live = m_progressSource ? m_progressSource() : std::nullopt;
     if (live && run.state == QLatin1String("RUNNING") && live->stepsTotal > 0) {
         m_progress->setValue(int(live->fraction * 1000));
-        m_progress->setFormat(tr("epoch %1/%2 · step %3/%4 · %5% · %6")
-                                  .arg(live->epoch)
-                                  .arg(live->epochs)
-                                  .arg(live->stepInEpoch)
-                                  .arg(live->stepsPerEpoch)
-                                  .arg(int(std::floor(live->fraction * 100)))
-                                  .arg(live->etaSeconds ? tr("ETA %1").arg(core::formatDuration(*live->etaSeconds))
-                                                        : tr("ETA once the step rate is measured")));
+        m_progress->setFormat(
+            tr("epoch %1/%2 · step %3/%4 · %5% · %6")
+                .arg(live->epoch)
+                .arg(live->epochs)
+                .arg(live->stepInEpoch)
+                .arg(live->stepsPerEpoch)
+                .arg(int(std::floor(live->fraction * 100)))
+                .arg(live->etaSeconds ? tr("ETA %1").arg(core::formatDuration(*live->etaSeconds))
+                                      : tr("ETA once the step rate is measured")));
     } else {
         const int planned = run.config.epochs;
         const int done = int(run.epochs.size());
@@ -366,7 +373,8 @@ void RunDetails::refresh()
         for (const QString &arg : run.workerCommand)
             quoted << (plain.match(arg).hasMatch()
                     ? arg
-                    : QLatin1Char('\'') + QString(arg).replace(QLatin1Char('\''), QLatin1String("'\\''")) + QLatin1Char('\''));
+                    : QLatin1Char('\'') + QString(arg).replace(QLatin1Char('\''), QLatin1String("'\\''"))
+                        + QLatin1Char('\''));
         appendLogLine(tr("worker command (rank 0): %1").arg(quoted.join(QLatin1Char(' '))));
     }
 }

@@ -2,10 +2,10 @@
 
 #include "run_record.h"
 
+#include <QClipboard>
 #include <QDateTime>
 #include <QEvent>
 #include <QGuiApplication>
-#include <QClipboard>
 #include <QHeaderView>
 #include <QMenu>
 #include <QScopedValueRollback>
@@ -23,7 +23,7 @@ QString when(qint64 unixMs)
         return QStringLiteral("-");
     const QDateTime t = QDateTime::fromMSecsSinceEpoch(unixMs);
     return t.date() == QDate::currentDate() ? t.toString(QStringLiteral("HH:mm:ss"))
-                                             : t.toString(QStringLiteral("yyyy-MM-dd HH:mm"));
+                                            : t.toString(QStringLiteral("yyyy-MM-dd HH:mm"));
 }
 
 } // namespace
@@ -101,21 +101,22 @@ void RunHistoryView::setRun(const core::SingleRunEntry &entry, const RunHistoryR
     row->setText(RunColumn, entry.label + (result.synthetic ? tr(" [SYNTHETIC]") : QString()));
     row->setText(StateColumn, core::RunRecord::stateName(entry.state));
     row->setText(AccuracyColumn,
-        result.testAccuracy ? QStringLiteral("%1%").arg(*result.testAccuracy * 100, 0, 'f', 1) : QStringLiteral("-"));
+        result.testAccuracy ? QStringLiteral("%1%").arg(*result.testAccuracy * 100, 0, 'f', 1)
+                            : QStringLiteral("-"));
     row->setText(ThroughputColumn,
         result.imagesPerSecond > 0 ? QString::number(result.imagesPerSecond, 'f', 0) : QStringLiteral("-"));
     for (int c : { AccuracyColumn, ThroughputColumn })
         row->setTextAlignment(c, Qt::AlignRight | Qt::AlignVCenter);
     const auto &spec = entry.request.spec();
-    const QString tip = tr("%1\nagent %2\nstarted %3, ended %4\ndata set %5%6, %7 worker(s), batch %8 per worker, "
-                           "epoch %9 of %10")
-                            .arg(entry.runId, entry.agent, when(entry.launchedUnixMs), when(entry.endedUnixMs),
-                                QString::fromStdString(spec.dataset()),
-                                result.synthetic ? tr(" (SYNTHETIC)") : QString())
-                            .arg(entry.request.world_size())
-                            .arg(spec.batch_size())
-                            .arg(result.epochsDone)
-                            .arg(result.epochs > 0 ? result.epochs : spec.epochs());
+    const QString tip
+        = tr("%1\nagent %2\nstarted %3, ended %4\ndata set %5%6, %7 worker(s), batch %8 per worker, "
+             "epoch %9 of %10")
+              .arg(entry.runId, entry.agent, when(entry.launchedUnixMs), when(entry.endedUnixMs),
+                  QString::fromStdString(spec.dataset()), result.synthetic ? tr(" (SYNTHETIC)") : QString())
+              .arg(entry.request.world_size())
+              .arg(spec.batch_size())
+              .arg(result.epochsDone)
+              .arg(result.epochs > 0 ? result.epochs : spec.epochs());
     for (int c = 0; c < ColumnCount; ++c)
         row->setToolTip(c, tip);
 }
@@ -167,7 +168,8 @@ void RunHistoryView::setCurrent(const QString &runId)
         // The shown run is always drawn: its box is ticked and cannot be cleared.
         if (current)
             row->setCheckState(RunColumn, Qt::Checked);
-        row->setFlags(current ? row->flags() & ~Qt::ItemIsUserCheckable : row->flags() | Qt::ItemIsUserCheckable);
+        row->setFlags(
+            current ? row->flags() & ~Qt::ItemIsUserCheckable : row->flags() | Qt::ItemIsUserCheckable);
     }
     m_current = runId;
 }
@@ -182,10 +184,12 @@ void RunHistoryView::showMenu(const QPoint &at)
     menu.addAction(tr("Open"), this, [this, runId] { Q_EMIT openRequested(runId); })
         ->setEnabled(runId != m_current);
     const bool drawn = isDrawn(runId);
-    menu.addAction(drawn ? tr("Hide from the charts") : tr("Draw on the charts"), this, [this, runId, drawn] {
-        setDrawn(runId, !drawn);
-        Q_EMIT drawnChanged(runId, !drawn);
-    })->setEnabled(runId != m_current);
+    menu.addAction(drawn ? tr("Hide from the charts") : tr("Draw on the charts"), this,
+            [this, runId, drawn] {
+                setDrawn(runId, !drawn);
+                Q_EMIT drawnChanged(runId, !drawn);
+            })
+        ->setEnabled(runId != m_current);
     menu.addAction(tr("Copy run id"), this, [runId] { QGuiApplication::clipboard()->setText(runId); });
     menu.addSeparator();
     menu.addAction(tr("Remove from history"), this, [this, runId] { Q_EMIT forgetRequested(runId); })

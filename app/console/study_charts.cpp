@@ -15,8 +15,8 @@
 #include <QVBoxLayout>
 
 #include <algorithm>
-#include <optional>
 #include <limits>
+#include <optional>
 
 namespace scalelab::app {
 namespace {
@@ -47,7 +47,8 @@ struct ScalingPoint {
 
 // Speedup over the baseline's mean from the slowest to the fastest run of a configuration
 // (NaN-free, two runs or more); times `scale` (1 for speedup, 100 / workers for efficiency).
-std::optional<std::pair<double, double>> wallClockSpread(const ConfigResult &c, const ConfigResult &baseline, double scale)
+std::optional<std::pair<double, double>> wallClockSpread(
+    const ConfigResult &c, const ConfigResult &baseline, double scale)
 {
     const double base = baseline.wallSeconds.mean;
     if (c.wallSeconds.count < 2 || !(c.wallSeconds.min > 0) || !(base > 0))
@@ -67,7 +68,8 @@ StudyCharts::StudyCharts(QWidget *parent)
     m_charts.accuracy->setYEmptyRange(0, 100);
     m_charts.throughput = new MetricChart(tr("Throughput, every run"), tr("images / s"));
     m_charts.throughput->setObjectName(QStringLiteral("studyThroughputChart"));
-    m_charts.stepTime = new MetricChart(tr("Step time: compute and exposed all-reduce wait, every CPU run"), tr("ms / step"));
+    m_charts.stepTime = new MetricChart(
+        tr("Step time: compute and exposed all-reduce wait, every CPU run"), tr("ms / step"));
     m_charts.stepTime->setObjectName(QStringLiteral("studyStepTimeChart"));
     m_charts.learningRate = new MetricChart(tr("Learning rate, every run"), tr("learning rate"));
     m_charts.learningRate->setObjectName(QStringLiteral("studyLearningRateChart"));
@@ -325,7 +327,8 @@ void StudyCharts::drawRepeats()
                 }
                 continue;
             }
-            if (const auto drawn = m_meanDrawn.find(id); drawn != m_meanDrawn.end() && drawn->second == drawnFrom)
+            if (const auto drawn = m_meanDrawn.find(id);
+                drawn != m_meanDrawn.end() && drawn->second == drawnFrom)
                 continue; // nothing new since it was drawn
             m_meanDrawn[id] = drawnFrom;
             // Drawn whole each time: a step's mean changes as more runs reach it, and a retried
@@ -398,8 +401,10 @@ void StudyCharts::drawScaling(const core::StudyResults &results)
                          .arg(p.workers)
                          .arg(p.wallClock)
                          .arg(p.timeToAccuracy)
-                     + (p.wallClockSpread ? QStringLiteral("%1-%2;").arg(p.wallClockSpread->first).arg(p.wallClockSpread->second)
-                                          : QString());
+                + (p.wallClockSpread ? QStringLiteral("%1-%2;")
+                                           .arg(p.wallClockSpread->first)
+                                           .arg(p.wallClockSpread->second)
+                                     : QString());
     // How much each point stands for: a single run shows no spread.
     if (most == 0)
         m_scalingNote->hide();
@@ -435,8 +440,8 @@ void StudyCharts::drawScaling(const core::StudyResults &results)
             const QString wallId = group + QStringLiteral("/wall");
             const QString ttaId = group + QStringLiteral("/tta");
             // Time to target: dashed and lighter, so its legend entry differs as well.
-            const QColor light = QColor::fromHslF(
-                c.hslHueF(), c.hslSaturationF() * 0.6, std::min(0.85, c.lightnessF() + (1 - c.lightnessF()) * 0.45));
+            const QColor light = QColor::fromHslF(c.hslHueF(), c.hslSaturationF() * 0.6,
+                std::min(0.85, c.lightnessF() + (1 - c.lightnessF()) * 0.45));
             chart->addSeries(wallId, prefix + tr("wall-clock"), { c, Qt::SolidLine, true, false });
             chart->addSeries(ttaId, prefix + tr("time to target"), { light, Qt::DashLine, true, false });
             if (baseline) {
@@ -447,8 +452,9 @@ void StudyCharts::drawScaling(const core::StudyResults &results)
                 chart->append(wallId, MetricPoint::at(XAxis::Workers, p.workers, p.wallClock));
                 chart->append(ttaId, MetricPoint::at(XAxis::Workers, p.workers, p.timeToAccuracy));
                 if (p.wallClockSpread)
-                    chart->addRangeBar(QStringLiteral("spread"), MetricPoint::at(XAxis::Workers, p.workers, p.wallClock),
-                        p.wallClockSpread->first, p.wallClockSpread->second, c);
+                    chart->addRangeBar(QStringLiteral("spread"),
+                        MetricPoint::at(XAxis::Workers, p.workers, p.wallClock), p.wallClockSpread->first,
+                        p.wallClockSpread->second, c);
             }
         }
     };

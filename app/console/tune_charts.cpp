@@ -121,8 +121,9 @@ TuneCharts::TuneCharts(QWidget *parent)
     m_tabs->addTab(m_table, tr("Trials"));
     m_tabs->addTab(m_metric, tr("Metric by epoch"));
     m_tabs->addTab(m_parallel, tr("Hyperparameters"));
-    m_tabs->setTabToolTip(2, tr("One line per trial through its hyperparameters and its metric, coloured by the "
-                                "metric; faded lines were stopped early"));
+    m_tabs->setTabToolTip(2,
+        tr("One line per trial through its hyperparameters and its metric, coloured by the "
+           "metric; faded lines were stopped early"));
 
     auto *layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
@@ -157,14 +158,16 @@ void TuneCharts::update(const StudySnapshot &s)
     const QStringList names = searchedNames(s);
     if (best >= 0) {
         const RunResult &r = s.runs[best];
-        m_best->setText(tr("Best so far: %1 — %2 — %3 %4 after %5 epoch(s). Epochs trained: %6 of %7 without early "
-                           "stopping. Scheduler: %8.")
-                            .arg(shortName(r.runId, s.studyId), paramsText(r.params), QString(s.tuneMetric).replace(u'_', u' '))
-                            .arg(metricText(s.tuneMetric, trialMetric(s, r.epochs.last())))
-                            .arg(r.epochs.size())
-                            .arg(epochsSpent(s))
-                            .arg(epochsWithoutStopping(s))
-                            .arg(s.tuneScheduler));
+        m_best->setText(
+            tr("Best so far: %1 — %2 — %3 %4 after %5 epoch(s). Epochs trained: %6 of %7 without early "
+               "stopping. Scheduler: %8.")
+                .arg(shortName(r.runId, s.studyId), paramsText(r.params),
+                    QString(s.tuneMetric).replace(u'_', u' '))
+                .arg(metricText(s.tuneMetric, trialMetric(s, r.epochs.last())))
+                .arg(r.epochs.size())
+                .arg(epochsSpent(s))
+                .arg(epochsWithoutStopping(s))
+                .arg(s.tuneScheduler));
     } else {
         m_best->setText(tr("No trial has finished an epoch yet. Scheduler: %1.").arg(s.tuneScheduler));
     }
@@ -195,7 +198,8 @@ void TuneCharts::updateTable(const StudySnapshot &s, const QStringList &names, i
     for (int i = 0; i < s.runs.size(); ++i) {
         const RunResult &r = s.runs[i];
         int c = 0;
-        QTableWidgetItem *id = cell(shortName(r.runId, s.studyId) + (i == best ? QStringLiteral(" ★") : QString()));
+        QTableWidgetItem *id
+            = cell(shortName(r.runId, s.studyId) + (i == best ? QStringLiteral(" ★") : QString()));
         id->setData(Qt::UserRole, r.runId);
         id->setToolTip(i == best ? tr("%1: the best so far").arg(r.runId) : r.runId);
         m_table->setItem(i, c++, id);
@@ -206,7 +210,8 @@ void TuneCharts::updateTable(const StudySnapshot &s, const QStringList &names, i
         for (const QString &name : names) {
             const QJsonValue v = r.params.value(name);
             m_table->setItem(i, c++,
-                v.isString() ? cell(v.toString()) : cell(QString::number(v.toDouble(), 'g', 4), v.toDouble()));
+                v.isString() ? cell(v.toString())
+                             : cell(QString::number(v.toDouble(), 'g', 4), v.toDouble()));
         }
         for (int epoch : rungs) {
             double value = NAN;
@@ -216,12 +221,14 @@ void TuneCharts::updateTable(const StudySnapshot &s, const QStringList &names, i
                     value = d.value;
                     tip = d.reason;
                 }
-            QTableWidgetItem *at = cell(std::isnan(value) ? QString() : metricText(s.tuneMetric, value), value);
+            QTableWidgetItem *at
+                = cell(std::isnan(value) ? QString() : metricText(s.tuneMetric, value), value);
             at->setToolTip(tip);
             m_table->setItem(i, c++, at);
         }
         const QString why = r.decisions.isEmpty() ? r.stateReason : r.decisions.last().reason;
-        QTableWidgetItem *reason = cell(r.state == QLatin1String("STOPPED") || r.decisions.isEmpty() ? why : QString());
+        QTableWidgetItem *reason
+            = cell(r.state == QLatin1String("STOPPED") || r.decisions.isEmpty() ? why : QString());
         reason->setToolTip(why);
         m_table->setItem(i, c++, reason);
         if (i == best)
@@ -320,7 +327,9 @@ void TuneCharts::updateParallel(const StudySnapshot &s, const QStringList &names
                          .arg(trialStatus(r));
         for (int a = 0; a < names.size(); ++a) {
             const QJsonValue v = r.params.value(names[a]);
-            line.values << (v.isString() ? double(axes[a].words.indexOf(v.toString())) : v.isDouble() ? v.toDouble() : NAN);
+            line.values << (v.isString() ? double(axes[a].words.indexOf(v.toString()))
+                    : v.isDouble()       ? v.toDouble()
+                                         : NAN);
         }
         line.values << shown(s.tuneMetric, metric);
         line.faded = r.state == QLatin1String("STOPPED");

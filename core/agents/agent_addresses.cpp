@@ -97,7 +97,8 @@ AgentAddresses resolveAgentsDns(const QString &spec)
     for (const addrinfo *a = found; a != nullptr; a = a->ai_next) {
         char text[INET6_ADDRSTRLEN] = {};
         if (a->ai_family == AF_INET) {
-            inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in *>(a->ai_addr)->sin_addr, text, sizeof text);
+            inet_ntop(
+                AF_INET, &reinterpret_cast<const sockaddr_in *>(a->ai_addr)->sin_addr, text, sizeof text);
             addOnce(&ipv4, QStringLiteral("%1:%2").arg(QString::fromLatin1(text)).arg(port));
         } else if (a->ai_family == AF_INET6) {
             inet_ntop(
@@ -129,9 +130,10 @@ Status checkAgentSpec(const QString &spec)
         bool portOk = false;
         const int port = colon > 0 ? rest.mid(colon + 1).toInt(&portOk) : 0;
         if (colon <= 0 || !portOk || port < 1 || port > 65535)
-            return Status::failure(QStringLiteral("'%1' has no NAME or no valid port (1-65535); give dns:NAME:PORT, for "
-                                  "example dns:scalelab-agents:7450")
-                .arg(spec));
+            return Status::failure(
+                QStringLiteral("'%1' has no NAME or no valid port (1-65535); give dns:NAME:PORT, for "
+                               "example dns:scalelab-agents:7450")
+                    .arg(spec));
         return Status::success();
     }
     if (const Status endpoint = AgentClient::checkEndpoint(spec); !endpoint)
@@ -147,7 +149,8 @@ AgentAddresses resolveAgentSpec(const QString &spec, const QString &baseDir)
         return form;
     if (spec.startsWith(QLatin1String("file:"))) {
         const QString path = spec.mid(5);
-        return readAgentsFile(baseDir.isEmpty() || QDir::isAbsolutePath(path) ? path : QDir(baseDir).filePath(path));
+        return readAgentsFile(
+            baseDir.isEmpty() || QDir::isAbsolutePath(path) ? path : QDir(baseDir).filePath(path));
     }
     if (spec.startsWith(QLatin1String("dns:")))
         return resolveAgentsDns(spec);

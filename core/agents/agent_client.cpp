@@ -106,12 +106,13 @@ Status AgentClient::checkEndpoint(const QString &endpoint)
 {
     const int colon = endpoint.lastIndexOf(QLatin1Char(':'));
     if (colon <= 0)
-        return Status::failure(QStringLiteral("agent address '%1' is not HOST:PORT (for example 127.0.0.1:7450)")
-            .arg(endpoint));
+        return Status::failure(
+            QStringLiteral("agent address '%1' is not HOST:PORT (for example 127.0.0.1:7450)").arg(endpoint));
     bool ok = false;
     const int port = endpoint.mid(colon + 1).toInt(&ok);
     if (!ok || port < 1 || port > 65535)
-        return Status::failure(QStringLiteral("agent address '%1' has no valid port (1-65535)").arg(endpoint));
+        return Status::failure(
+            QStringLiteral("agent address '%1' has no valid port (1-65535)").arg(endpoint));
     return Status::success();
 }
 

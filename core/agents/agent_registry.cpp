@@ -109,36 +109,43 @@ Status AgentRegistry::checkAddress(const QString &address)
     if (a.isEmpty())
         return Status::failure(QStringLiteral("address is empty: write host:port, e.g. %1").arg(kExample));
     if (a.contains(QLatin1Char(' ')) || a.contains(QLatin1Char('/')))
-        return Status::failure(QStringLiteral("address '%1' is not host:port (no spaces, no scheme or path): write "
-                              "host:port, e.g. %2")
-            .arg(a, kExample));
+        return Status::failure(
+            QStringLiteral("address '%1' is not host:port (no spaces, no scheme or path): write "
+                           "host:port, e.g. %2")
+                .arg(a, kExample));
     // host:port with exactly one colon, or [v6 address]:port.
     QString host, portText;
     if (a.startsWith(QLatin1Char('['))) {
         const int close = a.indexOf(QLatin1Char(']'));
         if (close < 0 || a.mid(close + 1, 1) != QLatin1String(":"))
-            return Status::failure(QStringLiteral("address '%1' has no port: write [host]:port, e.g. [::1]:50051").arg(a));
+            return Status::failure(
+                QStringLiteral("address '%1' has no port: write [host]:port, e.g. [::1]:50051").arg(a));
         host = a.mid(1, close - 1);
         portText = a.mid(close + 2);
     } else {
         const int colons = int(a.count(QLatin1Char(':')));
         if (colons == 0)
-            return Status::failure(QStringLiteral("address '%1' has no port: write host:port, e.g. %2").arg(a, kExample));
+            return Status::failure(
+                QStringLiteral("address '%1' has no port: write host:port, e.g. %2").arg(a, kExample));
         if (colons > 1)
-            return Status::failure(QStringLiteral("address '%1' is ambiguous: write an IPv6 host in brackets, e.g. "
-                                  "[::1]:50051")
-                .arg(a));
+            return Status::failure(
+                QStringLiteral("address '%1' is ambiguous: write an IPv6 host in brackets, e.g. "
+                               "[::1]:50051")
+                    .arg(a));
         host = a.section(QLatin1Char(':'), 0, 0);
         portText = a.section(QLatin1Char(':'), 1);
     }
     if (host.isEmpty())
-        return Status::failure(QStringLiteral("address '%1' has no host: write host:port, e.g. %2").arg(a, kExample));
+        return Status::failure(
+            QStringLiteral("address '%1' has no host: write host:port, e.g. %2").arg(a, kExample));
     if (portText.isEmpty())
-        return Status::failure(QStringLiteral("address '%1' has no port: write host:port, e.g. %2").arg(a, kExample));
+        return Status::failure(
+            QStringLiteral("address '%1' has no port: write host:port, e.g. %2").arg(a, kExample));
     bool ok = false;
     const int port = portText.toInt(&ok);
     if (!ok || port < 1 || port > 65535)
-        return Status::failure(QStringLiteral("address '%1': port '%2' is not a number from 1 to 65535").arg(a, portText));
+        return Status::failure(
+            QStringLiteral("address '%1': port '%2' is not a number from 1 to 65535").arg(a, portText));
     return Status::success();
 }
 
@@ -244,18 +251,20 @@ Status AgentRegistry::load()
     QJsonParseError parse;
     const QJsonDocument doc = QJsonDocument::fromJson(file.readAll(), &parse);
     if (parse.error != QJsonParseError::NoError || !doc.isObject()) {
-        return Status::failure(QStringLiteral("%1 is not a ScaleLab agent list (%2 at byte %3); fix or remove it")
-                     .arg(m_path,
-                         parse.error != QJsonParseError::NoError ? parse.errorString()
-                                                                 : QStringLiteral("not a JSON object"))
-                     .arg(parse.offset));
+        return Status::failure(
+            QStringLiteral("%1 is not a ScaleLab agent list (%2 at byte %3); fix or remove it")
+                .arg(m_path,
+                    parse.error != QJsonParseError::NoError ? parse.errorString()
+                                                            : QStringLiteral("not a JSON object"))
+                .arg(parse.offset));
     }
     const QJsonObject root = doc.object();
     if (root.value(QStringLiteral("version")).toInt(kFormatVersion) > kFormatVersion) {
-        return Status::failure(QStringLiteral("%1 was written by a newer ScaleLab (format %2); this one reads format %3")
-                     .arg(m_path)
-                     .arg(root.value(QStringLiteral("version")).toInt())
-                     .arg(kFormatVersion));
+        return Status::failure(
+            QStringLiteral("%1 was written by a newer ScaleLab (format %2); this one reads format %3")
+                .arg(m_path)
+                .arg(root.value(QStringLiteral("version")).toInt())
+                .arg(kFormatVersion));
     }
     for (const QJsonValue &v : root.value(QStringLiteral("agents")).toArray()) {
         const AgentConfig agent = fromJson(v.toObject());

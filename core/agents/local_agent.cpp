@@ -38,8 +38,9 @@ Status LocalAgent::start(const LocalAgentOptions &options, int timeoutMs)
 {
     const QString binary = options.agentBinary.isEmpty() ? findAgentBinary() : options.agentBinary;
     if (binary.isEmpty() || !QFileInfo(binary).isExecutable()) {
-        return Status::failure(QStringLiteral("cannot find scalelab-agent (looked at $SCALELAB_AGENT_BIN, next "
-                                              "to this program and on PATH); install it or set SCALELAB_AGENT_BIN"));
+        return Status::failure(
+            QStringLiteral("cannot find scalelab-agent (looked at $SCALELAB_AGENT_BIN, next "
+                           "to this program and on PATH); install it or set SCALELAB_AGENT_BIN"));
     }
     m_token.clear();
     if (options.withToken && !options.token.isEmpty()) {
@@ -109,8 +110,9 @@ Status LocalAgent::start(const LocalAgentOptions &options, int timeoutMs)
     m_refused = m_process.state() == QProcess::NotRunning && m_process.exitStatus() == QProcess::NormalExit
         && m_process.exitCode() == 2;
     stop();
-    return Status::failure(QStringLiteral("the local agent did not start: %1")
-                               .arg(tail.isEmpty() ? QStringLiteral("no output (see %1)").arg(m_logFile) : tail));
+    return Status::failure(
+        QStringLiteral("the local agent did not start: %1")
+            .arg(tail.isEmpty() ? QStringLiteral("no output (see %1)").arg(m_logFile) : tail));
 }
 
 void LocalAgent::stop()

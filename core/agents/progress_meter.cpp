@@ -61,7 +61,8 @@ ProgressView ProgressMeter::view() const
     if (v.stepsTotal > 0)
         v.stepsDone = std::min(v.stepsDone, v.stepsTotal);
     if (m_stepsPerEpoch > 0 && v.epoch > 0)
-        v.stepInEpoch = std::clamp<qint64>(v.stepsDone - qint64(v.epoch - 1) * m_stepsPerEpoch, 0, m_stepsPerEpoch);
+        v.stepInEpoch
+            = std::clamp<qint64>(v.stepsDone - qint64(v.epoch - 1) * m_stepsPerEpoch, 0, m_stepsPerEpoch);
     v.fraction = v.stepsTotal > 0 ? double(v.stepsDone) / double(v.stepsTotal) : 0;
     v.loss = m_haveStep ? m_loss : std::numeric_limits<double>::quiet_NaN();
     v.imagesPerSecond = m_imagesPerSecond;
@@ -72,7 +73,8 @@ ProgressView ProgressMeter::view() const
         if (steps >= kStableSteps && seconds >= kStableSeconds) {
             const double rate = double(steps) / seconds;
             const int evaluationsLeft = std::max(0, m_epochs - m_epochsDone);
-            v.etaSeconds = double(v.stepsTotal - v.stepsDone) / rate + evaluationsLeft * m_evaluationSeconds.value_or(0);
+            v.etaSeconds = double(v.stepsTotal - v.stepsDone) / rate
+                + evaluationsLeft * m_evaluationSeconds.value_or(0);
         }
     }
     return v;

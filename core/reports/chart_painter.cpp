@@ -282,7 +282,8 @@ void paintParallelChart(QPainter &p, const QRectF &rect, const ChartSpec &chart,
     const ChartPaint cp(p, rect, u); // p.save()d: restored at the end
     const QFont &titleFont = cp.titleFont, &labelFont = cp.labelFont, &tickFont = cp.tickFont,
                 &legendFont = cp.legendFont;
-    const QFontMetricsF &titleFm = cp.titleFm, &labelFm = cp.labelFm, &tickFm = cp.tickFm, &legendFm = cp.legendFm;
+    const QFontMetricsF &titleFm = cp.titleFm, &labelFm = cp.labelFm, &tickFm = cp.tickFm,
+                        &legendFm = cp.legendFm;
     const qreal pad = cp.pad;
 
     // Each axis' range, widened to hold every value on it.
@@ -423,7 +424,8 @@ void paintChart(QPainter &p, const QRectF &rect, const ChartSpec &chart, qreal u
     const ChartPaint cp(p, rect, u); // p.save()d: restored at the end
     const QFont &titleFont = cp.titleFont, &labelFont = cp.labelFont, &tickFont = cp.tickFont,
                 &legendFont = cp.legendFont;
-    const QFontMetricsF &titleFm = cp.titleFm, &labelFm = cp.labelFm, &tickFm = cp.tickFm, &legendFm = cp.legendFm;
+    const QFontMetricsF &titleFm = cp.titleFm, &labelFm = cp.labelFm, &tickFm = cp.tickFm,
+                        &legendFm = cp.legendFm;
     const qreal pad = cp.pad;
 
     // Ranges over everything that is drawn.

@@ -212,7 +212,8 @@ QJsonObject tuneJson(const StudySnapshot &snapshot)
     return o;
 }
 
-// What each number means, written into every JSON report (docs/results.md, "One definition per number", says the same).
+// What each number means, written into every JSON report (docs/results.md, "One definition per number", says
+// the same).
 QJsonObject definitionsJson()
 {
     return QJsonObject {
@@ -453,7 +454,8 @@ QByteArray reportJson(const StudySnapshot &snapshot)
         for (const auto &[lr, loss] : snapshot.learningRateCurve)
             curve.append(QJsonArray { lr, loss });
         root.insert(QStringLiteral("learning_rate_search"),
-            QJsonObject { { QStringLiteral("note"), snapshot.learningRateNote }, { QStringLiteral("curve"), curve } });
+            QJsonObject {
+                { QStringLiteral("note"), snapshot.learningRateNote }, { QStringLiteral("curve"), curve } });
     }
     if (snapshot.tune) {
         // A tune compares trials with each other, not with a baseline.

@@ -304,20 +304,22 @@ ReportTable nodeTable(const StudySnapshot &snapshot)
 {
     ReportTable t;
     t.title = QStringLiteral("Machines");
-    t.headers = QStringList { QStringLiteral("Agent"), QStringLiteral("Host"), QStringLiteral("Agent version"),
-        QStringLiteral("CPU"), QStringLiteral("CPU cores"), QStringLiteral("Memory"), QStringLiteral("GPUs"),
-        QStringLiteral("OS") };
+    t.headers = QStringList { QStringLiteral("Agent"), QStringLiteral("Host"),
+        QStringLiteral("Agent version"), QStringLiteral("CPU"), QStringLiteral("CPU cores"),
+        QStringLiteral("Memory"), QStringLiteral("GPUs"), QStringLiteral("OS") };
     t.numeric = { false, false, false, false, true, true, false, false };
     t.shortHeaders = QStringList { t.headers[0], t.headers[1], QStringLiteral("Agent\nversion"), t.headers[3],
         QStringLiteral("CPU\ncores"), t.headers[5], t.headers[6], t.headers[7] };
     for (const NodeInfo &n : snapshot.nodes) {
         const QString commit = n.software.value(QStringLiteral("git_commit"));
         t.rows.append({ n.agent, n.hostname.isEmpty() ? kDash : n.hostname,
-            n.agentVersion.isEmpty() ? kDash
-                                     : n.agentVersion + (commit.isEmpty() ? QString() : QStringLiteral(" (git %1)").arg(commit)),
+            n.agentVersion.isEmpty()
+                ? kDash
+                : n.agentVersion + (commit.isEmpty() ? QString() : QStringLiteral(" (git %1)").arg(commit)),
             n.cpuModel.isEmpty() ? kDash : n.cpuModel, n.cpuCores > 0 ? QString::number(n.cpuCores) : kDash,
             memoryText(n.memoryBytes),
-            n.gpus.isEmpty() ? (n.gpuStatus.isEmpty() ? QStringLiteral("none") : QStringLiteral("none (%1)").arg(n.gpuStatus))
+            n.gpus.isEmpty() ? (
+                n.gpuStatus.isEmpty() ? QStringLiteral("none") : QStringLiteral("none (%1)").arg(n.gpuStatus))
                              : n.gpus.join(QStringLiteral("\n")),
             n.os.isEmpty() ? kDash : n.os });
         t.mutedRows.append(false);
@@ -333,12 +335,13 @@ ReportTable recipeTable(const StudySnapshot &snapshot)
     t.title = QStringLiteral("Recipes");
     t.caption = QStringLiteral(
         "What each run trained with, after defaults and scaling rules, as its worker reported it. The JSON "
-        "report adds every other setting and the worker's command line; `scalelab-cli study rerun REPORT.json` "
+        "report adds every other setting and the worker's command line; `scalelab-cli study rerun "
+        "REPORT.json` "
         "runs the study again.");
     t.headers = QStringList { QStringLiteral("Run"), QStringLiteral("Peak LR"), QStringLiteral("Momentum"),
         QStringLiteral("Weight decay"), QStringLiteral("Warm-up"), QStringLiteral("Schedule"),
-        QStringLiteral("Label smoothing"), QStringLiteral("Seed"), QStringLiteral("Normalisation (mean / std)"),
-        QStringLiteral("Data set") };
+        QStringLiteral("Label smoothing"), QStringLiteral("Seed"),
+        QStringLiteral("Normalisation (mean / std)"), QStringLiteral("Data set") };
     t.numeric = { false, true, true, true, true, false, true, true, false, false };
     t.shortHeaders = QStringList { t.headers[0], t.headers[1], t.headers[2], QStringLiteral("Weight\ndecay"),
         t.headers[4], t.headers[5], QStringLiteral("Label\nsmoothing"), t.headers[7],

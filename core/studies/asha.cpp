@@ -87,8 +87,8 @@ StopDecision StoppingBracket::onResult(const std::string &trial, double epochs, 
 {
     StopDecision decision;
     for (Rung &rung : m_rungs) {
-        const bool recorded = std::any_of(
-            rung.recorded.begin(), rung.recorded.end(), [&](const auto &entry) { return entry.first == trial; });
+        const bool recorded = std::any_of(rung.recorded.begin(), rung.recorded.end(),
+            [&](const auto &entry) { return entry.first == trial; });
         if (epochs < rung.milestone || recorded)
             continue;
         decision.rung = rung.milestone;
@@ -149,7 +149,8 @@ bool PromotionRungs::promoted(const std::string &trial, int fromRung) const
     if (fromRung < 0 || fromRung >= int(m_rungs.size()))
         return false;
     const auto &entries = m_rungs[std::size_t(fromRung)];
-    return std::any_of(entries.begin(), entries.end(), [&](const Entry &e) { return e.trial == trial && e.promoted; });
+    return std::any_of(
+        entries.begin(), entries.end(), [&](const Entry &e) { return e.trial == trial && e.promoted; });
 }
 
 bool PromotionRungs::markPromoted(const std::string &trial, int fromRung)

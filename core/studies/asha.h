@@ -29,7 +29,8 @@ namespace scalelab::core::asha {
 
 // The rungs' milestones (completed epochs) of bracket `s`, ascending: grace·η^(k+s) for
 // k < int(log(maxEpochs / grace) / log(η) − s + 1), as Ray computes them.
-[[nodiscard]] std::vector<double> milestones(double gracePeriod, double maxEpochs, double reductionFactor, int s);
+[[nodiscard]] std::vector<double> milestones(
+    double gracePeriod, double maxEpochs, double reductionFactor, int s);
 
 struct StopDecision {
     bool stop = false;

@@ -18,7 +18,8 @@ void markLostPortions(const std::vector<PortionState *> &portions, qint64 nowMs,
             continue;
         const qint64 down = nowMs - p->unreachableSinceMs;
         const bool refused = p->unreachableError.contains(QLatin1String("refused"), Qt::CaseInsensitive);
-        if ((refused && down >= refusedForMs) || anyEnded || cancelling || down > qint64(collectiveSeconds + 60) * 1000) {
+        if ((refused && down >= refusedForMs) || anyEnded || cancelling
+            || down > qint64(collectiveSeconds + 60) * 1000) {
             p->outcome = QStringLiteral("LOST");
             p->message = QStringLiteral("%1 unreachable since %2 (%3)")
                              .arg(label(p->agent), clock(p->unreachableSinceMs), p->unreachableError);
@@ -35,7 +36,8 @@ bool anyPortionFailed(const std::vector<PortionState *> &portions)
 
 bool allPortionsEnded(const std::vector<PortionState *> &portions)
 {
-    return std::all_of(portions.begin(), portions.end(), [](const PortionState *p) { return !p->outcome.isEmpty(); });
+    return std::all_of(
+        portions.begin(), portions.end(), [](const PortionState *p) { return !p->outcome.isEmpty(); });
 }
 
 AttemptOutcome attemptOutcome(const std::vector<PortionState *> &portions, bool cancelling)
@@ -47,7 +49,8 @@ AttemptOutcome attemptOutcome(const std::vector<PortionState *> &portions, bool 
         if (p->outcome == QLatin1String("LOST")) {
             o.lostAgents << p->agent;
             lostWhy << p->message;
-            o.lostSinceMs = o.lostSinceMs == 0 ? p->unreachableSinceMs : std::min(o.lostSinceMs, p->unreachableSinceMs);
+            o.lostSinceMs
+                = o.lostSinceMs == 0 ? p->unreachableSinceMs : std::min(o.lostSinceMs, p->unreachableSinceMs);
         } else if (p->outcome == QLatin1String("FAILED") && firstFailure.isEmpty()) {
             firstFailure = p->message;
         }
@@ -67,11 +70,14 @@ AttemptOutcome attemptOutcome(const std::vector<PortionState *> &portions, bool 
     }
     const bool allSucceeded = std::all_of(portions.begin(), portions.end(),
         [](const PortionState *p) { return p->outcome == QLatin1String("SUCCEEDED"); });
-    o.outcome = allSucceeded ? QStringLiteral("SUCCEEDED") : cancelling ? QStringLiteral("CANCELLED") : QStringLiteral("FAILED");
+    o.outcome = allSucceeded ? QStringLiteral("SUCCEEDED")
+        : cancelling         ? QStringLiteral("CANCELLED")
+                             : QStringLiteral("FAILED");
     o.reason = allSucceeded ? QString() : cancelling ? QStringLiteral("cancelled by the user") : firstFailure;
     if (!allSucceeded && !cancelling && !o.lostAgents.isEmpty())
         o.reason = lostWhy.join(QLatin1String("; "))
-            + (firstFailure.isEmpty() ? QString() : QStringLiteral("; then on the other agents: ") + firstFailure);
+            + (firstFailure.isEmpty() ? QString()
+                                      : QStringLiteral("; then on the other agents: ") + firstFailure);
     o.failure = o.diverged || !o.spaceShortOn.isEmpty() ? firstFailure : o.reason;
     o.retry = !o.diverged;
     if (o.diverged)

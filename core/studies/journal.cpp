@@ -105,7 +105,8 @@ Status Journal::open(const QString &path)
     for (const char *sql : { "PRAGMA journal_mode=WAL;", "PRAGMA synchronous=FULL;", kSchema }) {
         if (const Status done = exec(sql); !done) {
             close();
-            return Status::failure(QStringLiteral("cannot use %1 as a study journal: %2").arg(path, done.error()));
+            return Status::failure(
+                QStringLiteral("cannot use %1 as a study journal: %2").arg(path, done.error()));
         }
     }
     return Status::success();
@@ -190,8 +191,8 @@ bool Journal::hasStudy(const QString &studyId) const
     return st.step() == SQLITE_ROW;
 }
 
-Status Journal::appendRunEvents(const QString &studyId, const QString &runId, int attempt, const QString &agent,
-    const std::vector<v1::RunEvent> &events)
+Status Journal::appendRunEvents(const QString &studyId, const QString &runId, int attempt,
+    const QString &agent, const std::vector<v1::RunEvent> &events)
 {
     if (events.empty())
         return Status::success();
@@ -211,8 +212,8 @@ Status Journal::appendRunEvents(const QString &studyId, const QString &runId, in
             st.bind(5, qint64(event.seq()));
             st.bindBlob(6, event.SerializeAsString());
             if (st.step() != SQLITE_DONE) {
-                const QString why
-                    = QStringLiteral("cannot store events of run %1 in %2: %3").arg(runId, m_path, lastError());
+                const QString why = QStringLiteral("cannot store events of run %1 in %2: %3")
+                                        .arg(runId, m_path, lastError());
                 rollback();
                 return Status::failure(why);
             }
@@ -263,7 +264,8 @@ Status Journal::recordSingleRun(const SingleRunEntry &entry)
     st.bind(6, qint64(entry.state));
     st.bind(7, entry.endedUnixMs);
     if (!st.ok() || st.step() != SQLITE_DONE)
-        return Status::failure(QStringLiteral("cannot record run %1 in %2: %3").arg(entry.runId, m_path, lastError()));
+        return Status::failure(
+            QStringLiteral("cannot record run %1 in %2: %3").arg(entry.runId, m_path, lastError()));
     return Status::success();
 }
 
@@ -309,7 +311,8 @@ Status Journal::forgetSingleRun(const QString &runId)
         Statement st(m_db, sql);
         st.bind(1, runId);
         if (!st.ok() || st.step() != SQLITE_DONE) {
-            const QString why = QStringLiteral("cannot remove run %1 from %2: %3").arg(runId, m_path, lastError());
+            const QString why
+                = QStringLiteral("cannot remove run %1 from %2: %3").arg(runId, m_path, lastError());
             rollback();
             return Status::failure(why);
         }

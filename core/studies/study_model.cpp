@@ -57,9 +57,12 @@ QStringList distinguishingLabels(const QList<RunConfig> &configs, const QMap<QSt
         if (epochs)
             parts << QStringLiteral("%1 epoch%2").arg(c.epochs).arg(c.epochs == 1 ? "" : "s");
         if (device)
-            parts << (c.gpusPerWorker > 0 ? QStringLiteral("%1 GPU").arg(c.gpusPerWorker) : QStringLiteral("CPU"));
+            parts << (c.gpusPerWorker > 0 ? QStringLiteral("%1 GPU").arg(c.gpusPerWorker)
+                                          : QStringLiteral("CPU"));
         if (threads)
-            parts << (c.threadsPerWorker > 0 ? QStringLiteral("%1 thread%2").arg(c.threadsPerWorker).arg(c.threadsPerWorker == 1 ? "" : "s")
+            parts << (c.threadsPerWorker > 0 ? QStringLiteral("%1 thread%2")
+                                                   .arg(c.threadsPerWorker)
+                                                   .arg(c.threadsPerWorker == 1 ? "" : "s")
                                              : QStringLiteral("auto threads"));
         if (precision)
             parts << c.precision;

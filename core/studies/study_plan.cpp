@@ -174,9 +174,11 @@ void checkShape(const QJsonObject &object, const google::protobuf::Descriptor *t
         const QString where = path.isEmpty() ? key : path + QLatin1Char('.') + key;
         if (!field) {
             const QString near = closestField(type, key);
-            *problems << QStringLiteral("%1: unknown field%2").arg(where,
-                near.isEmpty() ? QStringLiteral(" (see proto/scalelab/v1/study.proto for the fields)")
-                               : QStringLiteral("; did you mean \"%1\"?").arg(near));
+            *problems << QStringLiteral("%1: unknown field%2")
+                             .arg(where,
+                                 near.isEmpty()
+                                     ? QStringLiteral(" (see proto/scalelab/v1/study.proto for the fields)")
+                                     : QStringLiteral("; did you mean \"%1\"?").arg(near));
             continue;
         }
         const QJsonValue value = it.value();
@@ -220,7 +222,8 @@ void checkShape(const QJsonObject &object, const google::protobuf::Descriptor *t
                 break;
             case FD::CPPTYPE_ENUM:
                 if (!v.isString() && !v.isDouble())
-                    *problems << QStringLiteral("%1: must be one of the names of %2").arg(at, str(field->enum_type()->name()));
+                    *problems << QStringLiteral("%1: must be one of the names of %2")
+                                     .arg(at, str(field->enum_type()->name()));
                 break;
             default: // numbers; protobuf's JSON also takes them as strings ("1e-7", "NaN")
                 if (!v.isDouble() && !v.isString())
@@ -320,9 +323,9 @@ Checked<v1::StudyPlan> parsePlanJson(const QByteArray &json)
     options.ignore_unknown_fields = false;
     const auto status = google::protobuf::util::JsonStringToMessage(normalised.toStdString(), &plan, options);
     if (!status.ok()) {
-        return Plan::failure({ QStringLiteral(
-            "not a valid study plan: %1 (see proto/scalelab/v1/study.proto for the fields)")
-                                   .arg(str(std::string(status.message()))) });
+        return Plan::failure(
+            { QStringLiteral("not a valid study plan: %1 (see proto/scalelab/v1/study.proto for the fields)")
+                    .arg(str(std::string(status.message()))) });
     }
     return plan;
 }
@@ -395,7 +398,8 @@ CheckStatus checkPlan(const v1::StudyPlan &plan)
             p << QStringLiteral("modelNames: \"%1\" is not a module's SHA-256 (64 lower-case hex digits)")
                      .arg(str(sha).left(80));
     if (plan.learning_rate_auto() && t.has_learning_rate())
-        p << QStringLiteral("training.learningRate: give a number or \"auto\", not both (learningRateAuto is set)");
+        p << QStringLiteral(
+            "training.learningRate: give a number or \"auto\", not both (learningRateAuto is set)");
 
     if (const CheckStatus rest = isTune(plan) ? checkTune(plan) : checkGrid(plan); !rest)
         p << rest.error();
@@ -503,8 +507,9 @@ CheckStatus checkGrid(const v1::StudyPlan &plan)
             lengths << plan.baseline().epochs();
         const int shortest = *std::min_element(lengths.begin(), lengths.end());
         if (shortest >= 1 && t.warmup_epochs() > shortest)
-            p << QStringLiteral("training.warmupEpochs: %1 is longer than the shortest run (%2 epoch(s)): the "
-                                "warm-up must fit in every run")
+            p << QStringLiteral(
+                "training.warmupEpochs: %1 is longer than the shortest run (%2 epoch(s)): the "
+                "warm-up must fit in every run")
                      .arg(t.warmup_epochs())
                      .arg(shortest);
     }
@@ -662,8 +667,8 @@ QList<PlannedRun> expandPlan(const v1::StudyPlan &plan, const QString &studyId)
     return runs;
 }
 
-v1::RunSpec runSpecFor(
-    const v1::StudyPlan &plan, const RunConfig &config, const std::optional<FoundLearningRate> &found, int repeat)
+v1::RunSpec runSpecFor(const v1::StudyPlan &plan, const RunConfig &config,
+    const std::optional<FoundLearningRate> &found, int repeat)
 {
     v1::RunSpec spec = plan.training();
     if (plan.learning_rate_auto() && found) {
@@ -701,7 +706,8 @@ v1::RunSpec runSpecFor(
     return spec;
 }
 
-v1::RunSpec runSpecFor(const v1::StudyPlan &plan, const PlannedRun &run, const std::optional<FoundLearningRate> &found)
+v1::RunSpec runSpecFor(
+    const v1::StudyPlan &plan, const PlannedRun &run, const std::optional<FoundLearningRate> &found)
 {
     v1::RunSpec spec = runSpecFor(plan, run.config, found, run.repeat);
     if (run.trial)

@@ -238,10 +238,11 @@ StudyResults computeStudyResults(const StudySnapshot &snapshot)
             continue;
         const double baseAccuracy = base.finalTestAccuracy.mean;
         if (!std::isnan(target) && baseAccuracy < target)
-            results.baselineWarning = QStringLiteral(
-                "The baseline ended at %1 test accuracy, below the target %2: speedups by wall-clock compare it "
-                "with runs that learnt more, and are not a fair measure.")
-                                          .arg(percent(baseAccuracy), percent(target));
+            results.baselineWarning
+                = QStringLiteral("The baseline ended at %1 test accuracy, below the target %2: speedups by "
+                                 "wall-clock compare it "
+                                 "with runs that learnt more, and are not a fair measure.")
+                      .arg(percent(baseAccuracy), percent(target));
         else
             for (const ConfigResult &c : results.configs)
                 if (!c.config.baseline && c.config.model == base.config.model && c.succeeded > 0
@@ -251,7 +252,9 @@ StudyResults computeStudyResults(const StudySnapshot &snapshot)
                         "alike, so speedups against it are not a fair measure. Check its recipe (learning "
                         "rate, warm-up) or set a target accuracy.")
                                                   .arg(percent(baseAccuracy))
-                                                  .arg(std::round((c.finalTestAccuracy.mean - baseAccuracy) * 1000) / 10)
+                                                  .arg(std::round(
+                                                           (c.finalTestAccuracy.mean - baseAccuracy) * 1000)
+                                                      / 10)
                                                   .arg(c.key, percent(c.finalTestAccuracy.mean));
                     break;
                 }
@@ -369,8 +372,9 @@ StudyResults computeStudyResults(const StudySnapshot &snapshot)
         row.note = c.byWallClock.unavailableReason;
         if (row.note.isEmpty() && !std::isnan(row.baselineAccuracy) && !std::isnan(row.distributedAccuracy)
             && std::abs(row.distributedAccuracy - row.baselineAccuracy) > kAccuracyGap)
-            row.note = QStringLiteral("test accuracy differs from the baseline's by %1 points")
-                           .arg(std::round(std::abs(row.distributedAccuracy - row.baselineAccuracy) * 1000) / 10);
+            row.note
+                = QStringLiteral("test accuracy differs from the baseline's by %1 points")
+                      .arg(std::round(std::abs(row.distributedAccuracy - row.baselineAccuracy) * 1000) / 10);
         results.comparisons.append(row);
     }
     return results;

@@ -115,7 +115,8 @@ QJsonObject StudyState::studyCreated(
     QJsonArray runArray;
     for (const auto &r : runs) {
         QJsonObject o { { QStringLiteral("runId"), r.runId }, { QStringLiteral("repeat"), r.repeat },
-            { QStringLiteral("maxFailures"), r.maxFailures }, { QStringLiteral("config"), configToJson(r.config) } };
+            { QStringLiteral("maxFailures"), r.maxFailures },
+            { QStringLiteral("config"), configToJson(r.config) } };
         if (r.trial) {
             o.insert(QStringLiteral("trial"), true);
             o.insert(QStringLiteral("params"), r.params);
@@ -604,7 +605,8 @@ QString stallText(const RunProgress &run, qint64 nowMs)
 {
     if (run.stalledSinceMs <= 0)
         return {};
-    QString text = QStringLiteral("stalled: no progress for %1 s").arg(std::max<qint64>(0, (nowMs - run.stalledSinceMs) / 1000));
+    QString text = QStringLiteral("stalled: no progress for %1 s")
+                       .arg(std::max<qint64>(0, (nowMs - run.stalledSinceMs) / 1000));
     if (!run.stallDetail.isEmpty())
         text += QStringLiteral("; ") + run.stallDetail;
     return text;

@@ -159,7 +159,10 @@ public:
     const QList<NodeInfo> &nodes() const { return m_nodes; }
     const LearningRateSearch &learningRateSearch() const { return m_lrSearch; }
     // A learningRateAuto plan whose runs must wait for the range test's choice.
-    bool waitsForLearningRate() const { return m_plan.learning_rate_auto() && !m_lrSearch.found && !m_lrSearch.gaveUp; }
+    bool waitsForLearningRate() const
+    {
+        return m_plan.learning_rate_auto() && !m_lrSearch.found && !m_lrSearch.gaveUp;
+    }
     // The survey of the network between the study's hosts before its runs (network_probed):
     // due when a run has several workers, unless the plan skips probes
     // (training.skipNetworkProbe); it ends the wait whatever it found.

@@ -78,8 +78,9 @@ QString TrialScheduler::valueText(double v) const
     // Four digits: a value and the cutoff it missed must not print the same.
     if (std::isnan(v))
         return QStringLiteral("no value");
-    return m_settings.metric == QLatin1String("test_accuracy") ? QString::number(v * 100, 'g', 4) + QLatin1Char('%')
-                                                               : QString::number(v, 'g', 4);
+    return m_settings.metric == QLatin1String("test_accuracy")
+        ? QString::number(v * 100, 'g', 4) + QLatin1Char('%')
+        : QString::number(v, 'g', 4);
 }
 
 int TrialScheduler::rungIndex(const QString &runId, int epoch) const
@@ -106,7 +107,8 @@ TrialDecision TrialScheduler::decide(const QString &runId, int epoch, double val
     if (runEpochs > 0 && last) {
         d.action = QStringLiteral("finish");
         d.continued = true;
-        d.reason = QStringLiteral("trained to epoch %1, as the user asked: %2").arg(epoch).arg(valueText(value));
+        d.reason
+            = QStringLiteral("trained to epoch %1, as the user asked: %2").arg(epoch).arg(valueText(value));
         return d;
     }
     if (m_settings.promotion()) {
@@ -118,11 +120,12 @@ TrialDecision TrialScheduler::decide(const QString &runId, int epoch, double val
         for (double v : m_rungs->values(d.rung))
             d.seen << sign() * v;
         d.action = QStringLiteral("pause");
-        d.reason = QStringLiteral("paused at rung %1 (epoch %2) with %3; resumes when in the top 1/%4 of the rung")
-                       .arg(d.rung + 1)
-                       .arg(epoch)
-                       .arg(valueText(value))
-                       .arg(m_settings.reductionFactor);
+        d.reason
+            = QStringLiteral("paused at rung %1 (epoch %2) with %3; resumes when in the top 1/%4 of the rung")
+                  .arg(d.rung + 1)
+                  .arg(epoch)
+                  .arg(valueText(value))
+                  .arg(m_settings.reductionFactor);
         return d;
     }
     if (!m_settings.asha()) {
@@ -146,21 +149,24 @@ TrialDecision TrialScheduler::decide(const QString &runId, int epoch, double val
         d.reason = QStringLiteral("trained all %1 epochs: %2").arg(epoch).arg(valueText(value));
     } else if (s.stop) {
         d.action = QStringLiteral("stop");
-        d.reason = QStringLiteral("stopped at rung %1 (epoch %2): %3 is %4 the cutoff %5, the %6 quantile of the %7 "
-                                  "result(s) there")
-                       .arg(d.rung + 1)
-                       .arg(epoch)
-                       .arg(valueText(value), m_settings.maximize ? QStringLiteral("below") : QStringLiteral("above"),
-                           cutoffText)
-                       .arg(1 - 1 / m_settings.reductionFactor, 0, 'g', 3)
-                       .arg(d.seen.size());
+        d.reason
+            = QStringLiteral(
+                "stopped at rung %1 (epoch %2): %3 is %4 the cutoff %5, the %6 quantile of the %7 "
+                "result(s) there")
+                  .arg(d.rung + 1)
+                  .arg(epoch)
+                  .arg(valueText(value),
+                      m_settings.maximize ? QStringLiteral("below") : QStringLiteral("above"), cutoffText)
+                  .arg(1 - 1 / m_settings.reductionFactor, 0, 'g', 3)
+                  .arg(d.seen.size());
     } else {
         d.action = QStringLiteral("continue");
         d.nextTarget = next;
         if (!s.rung)
             d.reason = QStringLiteral("continues to epoch %1").arg(next);
         else if (!s.cutoff)
-            d.reason = QStringLiteral("continues to epoch %1: first result at rung %2").arg(next).arg(d.rung + 1);
+            d.reason
+                = QStringLiteral("continues to epoch %1: first result at rung %2").arg(next).arg(d.rung + 1);
         else
             d.reason = QStringLiteral("continues to epoch %1: %2 reached the cutoff %3 at rung %4")
                            .arg(next)
@@ -188,13 +194,14 @@ std::optional<TrialDecision> TrialScheduler::nextPromotion() const
     d.nextTarget = t.value(p->fromRung + 1, m_settings.trialEpochs);
     for (double v : m_rungs->values(p->fromRung))
         d.seen << sign() * v;
-    d.reason = QStringLiteral("promoted from rung %1 (epoch %2) to epoch %3: %4 is in the top %5 of the rung's %6")
-                   .arg(p->fromRung + 1)
-                   .arg(d.epoch)
-                   .arg(d.nextTarget)
-                   .arg(valueText(d.value))
-                   .arg(int(std::floor(double(d.seen.size()) / m_settings.reductionFactor)))
-                   .arg(d.seen.size());
+    d.reason
+        = QStringLiteral("promoted from rung %1 (epoch %2) to epoch %3: %4 is in the top %5 of the rung's %6")
+              .arg(p->fromRung + 1)
+              .arg(d.epoch)
+              .arg(d.nextTarget)
+              .arg(valueText(d.value))
+              .arg(int(std::floor(double(d.seen.size()) / m_settings.reductionFactor)))
+              .arg(d.seen.size());
     return d;
 }
 
@@ -209,13 +216,14 @@ TrialDecision TrialScheduler::closeOut(const QString &runId, int epoch, double v
     if (m_rungs)
         for (double v : m_rungs->values(d.rung))
             d.seen << sign() * v;
-    d.reason = QStringLiteral("stopped at rung %1 (epoch %2): %3 was not in the top %4 of the rung's %5 when the "
-                              "tune ran out of trials")
-                   .arg(d.rung + 1)
-                   .arg(epoch)
-                   .arg(valueText(value))
-                   .arg(int(std::floor(double(d.seen.size()) / m_settings.reductionFactor)))
-                   .arg(d.seen.size());
+    d.reason
+        = QStringLiteral("stopped at rung %1 (epoch %2): %3 was not in the top %4 of the rung's %5 when the "
+                         "tune ran out of trials")
+              .arg(d.rung + 1)
+              .arg(epoch)
+              .arg(valueText(value))
+              .arg(int(std::floor(double(d.seen.size()) / m_settings.reductionFactor)))
+              .arg(d.seen.size());
     return d;
 }
 

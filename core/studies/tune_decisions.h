@@ -36,7 +36,8 @@ public:
     // What to do with a trial whose attempt ended after `epoch` completed epochs with
     // `value` (continue, stop, pause or finish). `runEpochs`: the epoch the user continued
     // the trial to (trial_continued; it finishes there), 0 when not continued. Changes nothing.
-    [[nodiscard]] TrialDecision decide(const QString &runId, int epoch, double value, int runEpochs = 0) const;
+    [[nodiscard]] TrialDecision decide(
+        const QString &runId, int epoch, double value, int runEpochs = 0) const;
     // Promotion variant: the paused trial to resume next (Algorithm 2), if any.
     [[nodiscard]] std::optional<TrialDecision> nextPromotion() const;
     // Promotion variant, at the end: a trial paused at a rung that will not be promoted.

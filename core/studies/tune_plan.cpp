@@ -170,7 +170,8 @@ bool inRange(const Tunable &t, double v)
     return aboveMin && belowMax;
 }
 
-void checkDistribution(const QString &name, const v1::Distribution &d, const TuneSettings &settings, QStringList *p)
+void checkDistribution(
+    const QString &name, const v1::Distribution &d, const TuneSettings &settings, QStringList *p)
 {
     const QString at = QStringLiteral("tune.space.%1").arg(name);
     const Tunable *t = findTunable(name);
@@ -184,7 +185,8 @@ void checkDistribution(const QString &name, const v1::Distribution &d, const Tun
         QStringLiteral("qloguniform"), QStringLiteral("qrandint") };
     const std::string &k = d.kind();
     if (!kinds.contains(str(k))) {
-        *p << QStringLiteral("%1.kind: must be one of %2 (got \"%3\")").arg(at, kinds.join(QLatin1String(", ")), str(k));
+        *p << QStringLiteral("%1.kind: must be one of %2 (got \"%3\")")
+                  .arg(at, kinds.join(QLatin1String(", ")), str(k));
         return;
     }
     if (k == "choice") {
@@ -210,9 +212,11 @@ void checkDistribution(const QString &name, const v1::Distribution &d, const Tun
                 continue;
             } else {
                 text = QString::number(v.number_value(), 'g', 17);
-                if (!inRange(*t, v.number_value()) || (t->integer && v.number_value() != std::floor(v.number_value())))
+                if (!inRange(*t, v.number_value())
+                    || (t->integer && v.number_value() != std::floor(v.number_value())))
                     *p << QStringLiteral("%1: must be %2 in %3 (got %4)")
-                              .arg(where, t->integer ? QStringLiteral("a whole number") : QStringLiteral("a number"),
+                              .arg(where,
+                                  t->integer ? QStringLiteral("a whole number") : QStringLiteral("a number"),
                                   rangeText(*t), text);
             }
             if (seen.contains(text))
@@ -232,14 +236,18 @@ void checkDistribution(const QString &name, const v1::Distribution &d, const Tun
     if (!std::isfinite(d.low()) || !std::isfinite(d.high()))
         *p << QStringLiteral("%1: low and high must be numbers").arg(at);
     else if (!(d.low() < d.high()))
-        *p << QStringLiteral("%1.high: must be above low (got low %2, high %3)").arg(at).arg(d.low()).arg(d.high());
+        *p << QStringLiteral("%1.high: must be above low (got low %2, high %3)")
+                  .arg(at)
+                  .arg(d.low())
+                  .arg(d.high());
     if ((k == "loguniform" || k == "qloguniform") && !(d.low() > 0))
         *p << QStringLiteral("%1.low: must be above 0 for %2 (got %3)").arg(at, str(k)).arg(d.low());
     if (k == "randint" || k == "qrandint") {
         if (d.low() != std::floor(d.low()) || d.high() != std::floor(d.high()))
             *p << QStringLiteral("%1: low and high must be whole numbers for %2").arg(at, str(k));
     } else if (t->integer) {
-        *p << QStringLiteral("%1.kind: %2 takes whole numbers: use choice, randint or qrandint").arg(at, name);
+        *p << QStringLiteral("%1.kind: %2 takes whole numbers: use choice, randint or qrandint")
+                  .arg(at, name);
     }
     if (quantized(k)) {
         if (!(d.q() > 0) || !std::isfinite(d.q()))
@@ -328,15 +336,18 @@ CheckStatus checkTune(const v1::StudyPlan &plan)
         p << QStringLiteral(
             "training.learningRate: \"auto\" is not for a tune: search learningRate in tune.space instead");
 
-    const QStringList metrics { QStringLiteral("test_accuracy"), QStringLiteral("test_loss"), QStringLiteral("train_loss") };
+    const QStringList metrics { QStringLiteral("test_accuracy"), QStringLiteral("test_loss"),
+        QStringLiteral("train_loss") };
     if (!metrics.contains(s.metric))
-        p << QStringLiteral("tune.metric: must be one of %1 (got \"%2\")").arg(metrics.join(QLatin1String(", ")), s.metric);
+        p << QStringLiteral("tune.metric: must be one of %1 (got \"%2\")")
+                 .arg(metrics.join(QLatin1String(", ")), s.metric);
     if (!t.mode().empty() && t.mode() != "max" && t.mode() != "min")
         p << QStringLiteral("tune.mode: must be \"max\" or \"min\" (got \"%1\")").arg(str(t.mode()));
     if (s.searcher != QLatin1String("random") && s.searcher != QLatin1String("grid"))
         p << QStringLiteral("tune.searcher: must be \"random\" or \"grid\" (got \"%1\")").arg(s.searcher);
     if (t.samples() < 0 || t.samples() > 10000)
-        p << QStringLiteral("tune.samples: must be between 1 and 10000, or unset for 1 (got %1)").arg(t.samples());
+        p << QStringLiteral("tune.samples: must be between 1 and 10000, or unset for 1 (got %1)")
+                 .arg(t.samples());
     if (t.max_concurrent_trials() < 0)
         p << QStringLiteral("tune.maxConcurrentTrials: must be 0 (as many as fit) or more (got %1)")
                  .arg(t.max_concurrent_trials());
@@ -345,38 +356,51 @@ CheckStatus checkTune(const v1::StudyPlan &plan)
                  .arg(rules::kMaxWorkers)
                  .arg(t.workers());
     if (t.epochs() < 0 || t.epochs() > rules::kMaxEpochs)
-        p << QStringLiteral("tune.epochs: must be between 1 and %1, or unset (got %2)").arg(rules::kMaxEpochs).arg(t.epochs());
+        p << QStringLiteral("tune.epochs: must be between 1 and %1, or unset (got %2)")
+                 .arg(rules::kMaxEpochs)
+                 .arg(t.epochs());
 
     const auto &sc = t.scheduler();
     if (s.scheduler != QLatin1String("none") && s.scheduler != QLatin1String("asha"))
-        p << QStringLiteral("tune.scheduler.kind: must be \"none\" or \"asha\" (got \"%1\")").arg(s.scheduler);
+        p << QStringLiteral("tune.scheduler.kind: must be \"none\" or \"asha\" (got \"%1\")")
+                 .arg(s.scheduler);
     if (s.variant != QLatin1String("stopping") && s.variant != QLatin1String("promotion"))
-        p << QStringLiteral("tune.scheduler.variant: must be \"stopping\" (Ray's ASHAScheduler) or \"promotion\" "
-                            "(paused trials resume when in the top 1/η) (got \"%1\")")
+        p << QStringLiteral(
+            "tune.scheduler.variant: must be \"stopping\" (Ray's ASHAScheduler) or \"promotion\" "
+            "(paused trials resume when in the top 1/η) (got \"%1\")")
                  .arg(s.variant);
-    if (!s.asha() && (sc.grace_period() != 0 || sc.reduction_factor() != 0 || sc.max_epochs() != 0 || sc.brackets() != 0))
-        p << QStringLiteral("tune.scheduler: gracePeriod, reductionFactor, maxEpochs and brackets are for kind \"asha\"");
+    if (!s.asha()
+        && (sc.grace_period() != 0 || sc.reduction_factor() != 0 || sc.max_epochs() != 0
+            || sc.brackets() != 0))
+        p << QStringLiteral(
+            "tune.scheduler: gracePeriod, reductionFactor, maxEpochs and brackets are for kind \"asha\"");
     if (s.asha() && t.epochs() != 0)
-        p << QStringLiteral("tune.epochs: with ASHA, trials train at most tune.scheduler.maxEpochs: leave tune.epochs out");
+        p << QStringLiteral(
+            "tune.epochs: with ASHA, trials train at most tune.scheduler.maxEpochs: leave tune.epochs out");
     if (sc.grace_period() < 0)
         p << QStringLiteral("tune.scheduler.gracePeriod: must be 1 or more (got %1)").arg(sc.grace_period());
     if (!(s.reductionFactor > 1) || !(s.reductionFactor <= 100))
-        p << QStringLiteral("tune.scheduler.reductionFactor: must be above 1 and at most 100 (got %1)").arg(s.reductionFactor);
+        p << QStringLiteral("tune.scheduler.reductionFactor: must be above 1 and at most 100 (got %1)")
+                 .arg(s.reductionFactor);
     if (sc.max_epochs() < 0 || sc.max_epochs() > rules::kMaxEpochs)
         p << QStringLiteral("tune.scheduler.maxEpochs: must be between 1 and %1 (got %2)")
                  .arg(rules::kMaxEpochs)
                  .arg(sc.max_epochs());
     if (s.asha() && s.gracePeriod > s.trialEpochs)
-        p << QStringLiteral("tune.scheduler.gracePeriod: %1 is more than maxEpochs (%2)").arg(s.gracePeriod).arg(s.trialEpochs);
+        p << QStringLiteral("tune.scheduler.gracePeriod: %1 is more than maxEpochs (%2)")
+                 .arg(s.gracePeriod)
+                 .arg(s.trialEpochs);
     if (sc.brackets() < 0)
         p << QStringLiteral("tune.scheduler.brackets: must be 1 or more (got %1)").arg(sc.brackets());
     if (s.promotion() && s.brackets > 1)
-        p << QStringLiteral("tune.scheduler.brackets: the promotion variant has one bracket (got %1)").arg(s.brackets);
+        p << QStringLiteral("tune.scheduler.brackets: the promotion variant has one bracket (got %1)")
+                 .arg(s.brackets);
     if (s.asha() && p.isEmpty()) {
         for (int bracket = 0; bracket < s.brackets; ++bracket)
             if (asha::milestones(s.gracePeriod, s.trialEpochs, s.reductionFactor, bracket).empty()) {
-                p << QStringLiteral("tune.scheduler.brackets: bracket %1 would have no rung (grace %2 · η^%1 is past "
-                                    "maxEpochs %3); use at most %1 bracket(s)")
+                p << QStringLiteral(
+                    "tune.scheduler.brackets: bracket %1 would have no rung (grace %2 · η^%1 is past "
+                    "maxEpochs %3); use at most %1 bracket(s)")
                          .arg(bracket)
                          .arg(s.gracePeriod)
                          .arg(s.trialEpochs);
@@ -390,14 +414,16 @@ CheckStatus checkTune(const v1::StudyPlan &plan)
         choices += distribution.kind() == "choice" ? 1 : 0;
     }
     if (s.searcher == QLatin1String("grid") && choices == 0)
-        p << QStringLiteral("tune.searcher: \"grid\" walks the \"choice\" dimensions of tune.space, and it has none");
+        p << QStringLiteral(
+            "tune.searcher: \"grid\" walks the \"choice\" dimensions of tune.space, and it has none");
     const auto &training = plan.training();
     if (training.has_warmup_epochs() && training.warmup_epochs() > s.trialEpochs)
         p << QStringLiteral("training.warmupEpochs: %1 is longer than a trial (%2 epochs)")
                  .arg(training.warmup_epochs())
                  .arg(s.trialEpochs);
     if (plan.has_tune() && drawTrialsCount(plan) > 10000)
-        p << QStringLiteral("tune.samples: the grid times samples is %1 trials; at most 10000").arg(drawTrialsCount(plan));
+        p << QStringLiteral("tune.samples: the grid times samples is %1 trials; at most 10000")
+                 .arg(drawTrialsCount(plan));
     return p.isEmpty() ? CheckStatus::success() : CheckStatus::failure(p);
 }
 
@@ -442,7 +468,8 @@ QList<TrialDraw> drawTrials(const v1::StudyPlan &plan)
     const TuneSettings s = tuneSettings(plan);
     const auto &space = plan.tune().space();
     qint64 points = 1;
-    const QStringList grid = s.searcher == QLatin1String("grid") ? gridDimensions(plan, &points) : QStringList {};
+    const QStringList grid
+        = s.searcher == QLatin1String("grid") ? gridDimensions(plan, &points) : QStringList {};
     const qint64 count = drawTrialsCount(plan);
 
     // ASHA stopping with brackets: Ray's softmax over the brackets' rung counts.
@@ -450,10 +477,12 @@ QList<TrialDraw> drawTrials(const v1::StudyPlan &plan)
     if (s.asha() && !s.promotion() && s.brackets > 1) {
         double most = 0;
         for (int b = 0; b < s.brackets; ++b)
-            most = std::max(most, double(asha::milestones(s.gracePeriod, s.trialEpochs, s.reductionFactor, b).size()));
+            most = std::max(
+                most, double(asha::milestones(s.gracePeriod, s.trialEpochs, s.reductionFactor, b).size()));
         double total = 0;
         for (int b = 0; b < s.brackets; ++b) {
-            const double size = double(asha::milestones(s.gracePeriod, s.trialEpochs, s.reductionFactor, b).size());
+            const double size
+                = double(asha::milestones(s.gracePeriod, s.trialEpochs, s.reductionFactor, b).size());
             bracketWeights.push_back(std::exp(size - most));
             total += bracketWeights.back();
         }
@@ -521,8 +550,9 @@ RunConfig trialConfig(const v1::StudyPlan &plan, const QJsonObject &params)
     const auto &t = plan.training();
     RunConfig c;
     c.workers = s.workers;
-    c.batchSize = params.contains(QLatin1String("batchSize")) ? params.value(QLatin1String("batchSize")).toInt()
-                                                              : (t.batch_size() > 0 ? t.batch_size() : 64);
+    c.batchSize = params.contains(QLatin1String("batchSize"))
+        ? params.value(QLatin1String("batchSize")).toInt()
+        : (t.batch_size() > 0 ? t.batch_size() : 64);
     c.epochs = s.trialEpochs;
     c.gpusPerWorker = t.gpus_per_worker();
     c.threadsPerWorker = t.threads_per_worker();
@@ -571,7 +601,8 @@ QString paramsText(const QJsonObject &params)
         if (!params.contains(name))
             continue;
         const QJsonValue v = params.value(name);
-        parts << QStringLiteral("%1 %2").arg(paramLabel(name), v.isString() ? v.toString() : QString::number(v.toDouble(), 'g', 3));
+        parts << QStringLiteral("%1 %2").arg(
+            paramLabel(name), v.isString() ? v.toString() : QString::number(v.toDouble(), 'g', 3));
     }
     return parts.join(QStringLiteral(" · "));
 }
@@ -652,7 +683,8 @@ int epochsSpent(const StudySnapshot &s)
 {
     int total = 0;
     for (const RunResult &r : s.runs)
-        total += r.trial ? std::max(r.epochsTrained, int(r.epochs.size())) : 0; // a snapshot made by hand counts its epochs
+        total += r.trial ? std::max(r.epochsTrained, int(r.epochs.size()))
+                         : 0; // a snapshot made by hand counts its epochs
     return total;
 }
 

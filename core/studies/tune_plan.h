@@ -37,7 +37,10 @@ struct TuneSettings {
     bool promotion() const { return asha() && variant == QLatin1String("promotion"); }
 };
 
-[[nodiscard]] inline bool isTune(const v1::StudyPlan &plan) { return plan.has_tune(); }
+[[nodiscard]] inline bool isTune(const v1::StudyPlan &plan)
+{
+    return plan.has_tune();
+}
 [[nodiscard]] TuneSettings tuneSettings(const v1::StudyPlan &plan);
 
 // Success when the plan's tune is valid, else every problem of it, one sentence each naming
@@ -75,7 +78,8 @@ void applyTrialParams(const QJsonObject &params, v1::RunSpec *spec);
 [[nodiscard]] QString paramLabel(const QString &name);
 
 // The metric of an epoch (NaN when not measured).
-[[nodiscard]] double epochMetric(const QString &metric, double testAccuracy, double testLoss, double trainLoss);
+[[nodiscard]] double epochMetric(
+    const QString &metric, double testAccuracy, double testLoss, double trainLoss);
 
 // A tune's best trial so far, as Ray's get_best_result (scope "last"): the trial whose
 // last reported epoch has the best metric. Its index in s.runs, or -1 (none measured).

@@ -45,11 +45,12 @@ public:
             && (highOpen ? value < high : value <= high);
         if (ok)
             return;
-        std::string got = std::isnan(value) ? "NaN" : std::isinf(value) ? (value > 0 ? "Infinity" : "-Infinity")
-                                                                         : exactNumber(value);
+        std::string got = std::isnan(value) ? "NaN"
+            : std::isinf(value)             ? (value > 0 ? "Infinity" : "-Infinity")
+                                            : exactNumber(value);
         add(field,
-            "must be a number in " + std::string(lowOpen ? "(" : "[") + exactNumber(low) + ", " + exactNumber(high)
-                + (highOpen ? ")" : "]") + " (got " + got + ")");
+            "must be a number in " + std::string(lowOpen ? "(" : "[") + exactNumber(low) + ", "
+                + exactNumber(high) + (highOpen ? ")" : "]") + " (got " + got + ")");
     }
 
     SpecStatus status()
@@ -71,7 +72,8 @@ void checkStopAfter(Checker &c, const v1::RunSpec &s, const SpecContext &context
     if (stop < 0 || stop > most)
         c.add("stop_after_epochs",
             "must be 0 (train every epoch) or between 1 and "
-                + (context.gridDecides ? std::to_string(most) : "the run's " + std::to_string(most) + " epochs")
+                + (context.gridDecides ? std::to_string(most)
+                                       : "the run's " + std::to_string(most) + " epochs")
                 + " (got " + std::to_string(stop) + ")");
 }
 
@@ -128,11 +130,12 @@ SpecStatus checkRunSpec(const v1::RunSpec &s, const SpecContext &context)
     if (!context.gridDecides) {
         if (s.batch_size() < 1 || s.batch_size() > kMaxBatchSize)
             c.add("batch_size",
-                "must be between 1 and " + std::to_string(kMaxBatchSize) + " (got " + std::to_string(s.batch_size())
-                    + ")");
+                "must be between 1 and " + std::to_string(kMaxBatchSize) + " (got "
+                    + std::to_string(s.batch_size()) + ")");
         if (s.epochs() < 1 || s.epochs() > kMaxEpochs)
             c.add("epochs",
-                "must be between 1 and " + std::to_string(kMaxEpochs) + " (got " + std::to_string(s.epochs()) + ")");
+                "must be between 1 and " + std::to_string(kMaxEpochs) + " (got " + std::to_string(s.epochs())
+                    + ")");
     }
     if (s.accumulation_steps() < 0 || s.accumulation_steps() > kMaxAccumulationSteps)
         c.add("accumulation_steps",
@@ -154,7 +157,8 @@ SpecStatus checkRunSpec(const v1::RunSpec &s, const SpecContext &context)
                 "must be 0 (automatic) or up to " + std::to_string(kMaxThreads) + " (got "
                     + std::to_string(s.threads_per_worker()) + ")");
         if (!v1::Precision_IsValid(s.precision()))
-            c.add("precision", "must be FP32 or BF16 (got the unknown value " + std::to_string(s.precision()) + ")");
+            c.add("precision",
+                "must be FP32 or BF16 (got the unknown value " + std::to_string(s.precision()) + ")");
     }
     if (s.checkpoint_every_epochs() < 0 || s.checkpoint_every_epochs() > kMaxEpochs)
         c.add("checkpoint_every_epochs",
@@ -202,11 +206,13 @@ SpecStatus checkRunSpec(const v1::RunSpec &s, const SpecContext &context)
         c.add("collective_timeout_seconds",
             "must be 0 (120 s) or 1..86400 (got " + std::to_string(s.collective_timeout_seconds()) + ")");
     if (s.stall_seconds() < 0 || s.stall_seconds() > 86400)
-        c.add("stall_seconds", "must be 0 (15 s) or 1..86400 (got " + std::to_string(s.stall_seconds()) + ")");
+        c.add(
+            "stall_seconds", "must be 0 (15 s) or 1..86400 (got " + std::to_string(s.stall_seconds()) + ")");
     if (s.has_divergence_factor())
         c.range("divergence_factor", s.divergence_factor(), 1, 1e6, true, false);
     if (s.has_divergence_steps() && (s.divergence_steps() < 1 || s.divergence_steps() > 100000))
-        c.add("divergence_steps", "must be between 1 and 100000 (got " + std::to_string(s.divergence_steps()) + ")");
+        c.add("divergence_steps",
+            "must be between 1 and 100000 (got " + std::to_string(s.divergence_steps()) + ")");
     if (s.has_keep_checkpoints() && (s.keep_checkpoints() < 1 || s.keep_checkpoints() > kMaxKeepCheckpoints))
         c.add("keep_checkpoints",
             "must be between 1 and " + std::to_string(kMaxKeepCheckpoints) + " (got "

@@ -44,8 +44,8 @@ struct FieldProblem {
 };
 
 struct SpecContext {
-    std::string prefix;          // "spec." or "training."
-    bool jsonNames = false;      // lowerCamelCase (plans) instead of the proto's snake_case
+    std::string prefix; // "spec." or "training."
+    bool jsonNames = false; // lowerCamelCase (plans) instead of the proto's snake_case
     // In a plan's `training`, batch size, epochs, threads, precision, GPUs and the lr rule
     // come from the grid: they are not checked there.
     bool gridDecides = false;

@@ -19,19 +19,25 @@ std::string formatScalar(const v1::WorkerLaunch &launch, const FieldDescriptor *
     const bool repeated = field->is_repeated();
     switch (field->cpp_type()) {
     case FieldDescriptor::CPPTYPE_INT32:
-        return std::to_string(repeated ? r->GetRepeatedInt32(launch, field, index) : r->GetInt32(launch, field));
+        return std::to_string(
+            repeated ? r->GetRepeatedInt32(launch, field, index) : r->GetInt32(launch, field));
     case FieldDescriptor::CPPTYPE_INT64:
-        return std::to_string(repeated ? r->GetRepeatedInt64(launch, field, index) : r->GetInt64(launch, field));
+        return std::to_string(
+            repeated ? r->GetRepeatedInt64(launch, field, index) : r->GetInt64(launch, field));
     case FieldDescriptor::CPPTYPE_UINT32:
-        return std::to_string(repeated ? r->GetRepeatedUInt32(launch, field, index) : r->GetUInt32(launch, field));
+        return std::to_string(
+            repeated ? r->GetRepeatedUInt32(launch, field, index) : r->GetUInt32(launch, field));
     case FieldDescriptor::CPPTYPE_UINT64:
-        return std::to_string(repeated ? r->GetRepeatedUInt64(launch, field, index) : r->GetUInt64(launch, field));
+        return std::to_string(
+            repeated ? r->GetRepeatedUInt64(launch, field, index) : r->GetUInt64(launch, field));
     case FieldDescriptor::CPPTYPE_DOUBLE:
-        return exactNumber(repeated ? r->GetRepeatedDouble(launch, field, index) : r->GetDouble(launch, field));
+        return exactNumber(
+            repeated ? r->GetRepeatedDouble(launch, field, index) : r->GetDouble(launch, field));
     case FieldDescriptor::CPPTYPE_FLOAT:
         return exactNumber(repeated ? r->GetRepeatedFloat(launch, field, index) : r->GetFloat(launch, field));
     case FieldDescriptor::CPPTYPE_BOOL:
-        return (repeated ? r->GetRepeatedBool(launch, field, index) : r->GetBool(launch, field)) ? "on" : "off";
+        return (repeated ? r->GetRepeatedBool(launch, field, index) : r->GetBool(launch, field)) ? "on"
+                                                                                                 : "off";
     case FieldDescriptor::CPPTYPE_STRING:
         return repeated ? r->GetRepeatedString(launch, field, index) : r->GetString(launch, field);
     default:
@@ -175,7 +181,8 @@ common::Result<v1::WorkerLaunch> parseLaunchArguments(const std::vector<std::str
             return common::Status::failure("option " + argument + " needs a value");
         }
         if (name.find('_') != std::string::npos) {
-            return common::Status::failure("unknown option --" + name + " (options are written with dashes: " + optionName(name) + ")");
+            return common::Status::failure(
+                "unknown option --" + name + " (options are written with dashes: " + optionName(name) + ")");
         }
         std::replace(name.begin(), name.end(), '-', '_');
         const auto *field = descriptor->FindFieldByName(name);
@@ -187,7 +194,8 @@ common::Result<v1::WorkerLaunch> parseLaunchArguments(const std::vector<std::str
             std::size_t begin = 0;
             while (true) {
                 const std::size_t comma = value.find(',', begin);
-                const std::string item = value.substr(begin, comma == std::string::npos ? comma : comma - begin);
+                const std::string item
+                    = value.substr(begin, comma == std::string::npos ? comma : comma - begin);
                 if (auto problem = setScalar(&launch, field, item); !problem.empty()) {
                     return common::Status::failure(problem + " (a comma-separated list)");
                 }

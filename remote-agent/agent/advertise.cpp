@@ -14,7 +14,8 @@ bool isWildcard(const std::string &host)
 
 std::string unbracket(const std::string &host)
 {
-    return host.size() > 2 && host.front() == '[' && host.back() == ']' ? host.substr(1, host.size() - 2) : host;
+    return host.size() > 2 && host.front() == '[' && host.back() == ']' ? host.substr(1, host.size() - 2)
+                                                                        : host;
 }
 } // namespace
 
@@ -23,7 +24,8 @@ common::Result<AdvertiseChoice> chooseAdvertiseAddress(const std::string &listen
 {
     AdvertiseChoice c;
     // The agent's own rule (agent_main): every address the server binds is loopback.
-    const bool listenLoopback = !isWildcard(listen) && trainer::net::listensOnLoopbackOnly(listen).valueOr(false);
+    const bool listenLoopback
+        = !isWildcard(listen) && trainer::net::listensOnLoopbackOnly(listen).valueOr(false);
     auto finish = [&](AdvertiseChoice &choice) -> AdvertiseChoice {
         if (choice.interface.empty())
             choice.interface = trainer::net::interfaceOfAddress(choice.address);
@@ -91,18 +93,22 @@ common::Result<AdvertiseChoice> chooseAdvertiseAddress(const std::string &listen
         }
     }
     const std::string named = trainer::net::resolveNumeric(hostName).valueOr({});
-    if (!named.empty() && !trainer::net::isLoopback(named) && !trainer::net::interfaceOfAddress(named).empty()) {
+    if (!named.empty() && !trainer::net::isLoopback(named)
+        && !trainer::net::interfaceOfAddress(named).empty()) {
         c.address = named;
         c.how = "the address of host name " + hostName;
         return finish(c);
     }
     const std::string hostNote = "host name " + hostName
-        + (named.empty() ? " does not resolve" : " resolves to " + named + (trainer::net::isLoopback(named) ? " (loopback)" : " (not an address of this host)"));
+        + (named.empty() ? " does not resolve"
+                         : " resolves to " + named
+                    + (trainer::net::isLoopback(named) ? " (loopback)" : " (not an address of this host)"));
     if (first.empty()) {
         c.address = named.empty() || !trainer::net::isLoopback(named) ? "127.0.0.1" : named;
         c.how = hostNote;
-        c.warning = hostNote + " and no network interface other than loopback has an address: runs "
-                               "with ranks on other hosts cannot work. Set --advertise-host or --iface";
+        c.warning = hostNote
+            + " and no network interface other than loopback has an address: runs "
+              "with ranks on other hosts cannot work. Set --advertise-host or --iface";
         return finish(c);
     }
     c.address = first;

@@ -15,7 +15,6 @@
 #include <QFile>
 #include <QFileInfo>
 
-
 #include <atomic>
 
 #include <grpcpp/grpcpp.h>
@@ -225,7 +224,8 @@ int main(int argc, char **argv)
         const double days = value("finished-days").toDouble(&ok);
         auto retention = parseRetention(value("finished-checkpoints").toStdString(), ok ? days : -1);
         if (!retention)
-            return fail(retention.error() + " (from " + config.source(QStringLiteral("finished-checkpoints")).toStdString() + ")");
+            return fail(retention.error() + " (from "
+                + config.source(QStringLiteral("finished-checkpoints")).toStdString() + ")");
         options.retention = *retention;
     }
     options.sampleInterval = std::chrono::milliseconds(sampleMs);
@@ -292,7 +292,8 @@ int main(int argc, char **argv)
         // Checked here because gRPC only says it could not listen, whatever the cause.
         std::string certWarning;
         if (const std::string problem = checkTlsKeyPair(
-                cert, value("tls-cert").toStdString(), key, value("tls-key").toStdString(), &certWarning).error();
+                cert, value("tls-cert").toStdString(), key, value("tls-key").toStdString(), &certWarning)
+                                            .error();
             !problem.empty())
             return fail(problem);
         if (!certWarning.empty())
@@ -304,7 +305,8 @@ int main(int argc, char **argv)
                 return fail(clientCa.error());
             ssl.pem_root_certs = *clientCa;
             if (const std::string problem
-                = checkCaBundle(ssl.pem_root_certs, value("tls-client-ca").toStdString(), "--tls-client-ca").error();
+                = checkCaBundle(ssl.pem_root_certs, value("tls-client-ca").toStdString(), "--tls-client-ca")
+                      .error();
                 !problem.empty())
                 return fail(problem);
             ssl.client_certificate_request = GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;
@@ -383,8 +385,8 @@ int main(int argc, char **argv)
     if (healthPort != 0) {
         const std::string healthAddress
             = (host.contains(QLatin1Char(':')) && !host.startsWith(QLatin1Char('['))
-                      ? QStringLiteral("[%1]:%2")
-                      : QStringLiteral("%1:%2"))
+                    ? QStringLiteral("[%1]:%2")
+                    : QStringLiteral("%1:%2"))
                   .arg(host)
                   .arg(healthPort)
                   .toStdString();
@@ -433,8 +435,8 @@ int main(int argc, char **argv)
             + options.workerBinary + (options.token.empty() ? ", no token" : ", token required")
             + (tls ? (value("tls-client-ca").isEmpty() ? ", TLS" : ", mutual TLS") : ", no TLS")
             + ", ranks reached at " + options.advertiseHost
-            + (options.advertiseInterface.empty() ? std::string() : " on " + options.advertiseInterface) + " ("
-            + options.advertiseHow + ")");
+            + (options.advertiseInterface.empty() ? std::string() : " on " + options.advertiseInterface)
+            + " (" + options.advertiseHow + ")");
 
     int signal = 0;
     sigwait(&shutdownSignals, &signal);

@@ -168,8 +168,8 @@ grpc::Status CheckpointSink::begin(const v1::CheckpointManifest &manifest)
     m_manifest = manifest;
     static std::atomic<int> counter { 0 };
     m_temp = m_checkpoints
-        / (".upload-" + common::checkpoint::folderName(manifest.epoch()) + "-" + std::to_string(::getpid()) + "-"
-            + std::to_string(++counter));
+        / (".upload-" + common::checkpoint::folderName(manifest.epoch()) + "-" + std::to_string(::getpid())
+            + "-" + std::to_string(++counter));
     std::error_code ec;
     fs::create_directories(m_checkpoints, ec);
     fs::remove_all(m_temp, ec);

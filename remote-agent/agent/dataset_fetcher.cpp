@@ -85,7 +85,8 @@ common::Status unpackTarGz(const std::filesystem::path &archive, const std::file
         if (n == 0)
             break;
         if (n != int(kTarBlock))
-            return common::Status::failure(archive.string() + " is truncated or not a gzip-compressed tar file");
+            return common::Status::failure(
+                archive.string() + " is truncated or not a gzip-compressed tar file");
         if (std::all_of(header.begin(), header.end(), [](char c) { return c == 0; }))
             break; // end-of-archive marker
         const std::uint64_t size = octal(header.data() + 124, 12);
@@ -103,7 +104,8 @@ common::Status unpackTarGz(const std::filesystem::path &archive, const std::file
         std::ofstream out;
         if (type == '0' || type == '\0') {
             if (!isSafeRelative(name))
-                return common::Status::failure(archive.string() + " holds an unsafe path '" + name + "'; refusing to unpack it");
+                return common::Status::failure(
+                    archive.string() + " holds an unsafe path '" + name + "'; refusing to unpack it");
             const auto target = into / std::filesystem::path(name).lexically_normal();
             std::filesystem::create_directories(target.parent_path(), ec);
             out.open(target, std::ios::binary | std::ios::trunc);
@@ -111,10 +113,11 @@ common::Status unpackTarGz(const std::filesystem::path &archive, const std::file
                 return common::Status::failure("cannot write " + target.string());
         } else if (type == '5') {
             if (!isSafeRelative(name))
-                return common::Status::failure(archive.string() + " holds an unsafe path '" + name + "'; refusing to unpack it");
+                return common::Status::failure(
+                    archive.string() + " holds an unsafe path '" + name + "'; refusing to unpack it");
         } else if (type != 'L' && type != 'x' && type != 'g') {
-            return common::Status::failure(archive.string() + " holds '" + name
-                + "', which is not a plain file or folder; refusing it");
+            return common::Status::failure(
+                archive.string() + " holds '" + name + "', which is not a plain file or folder; refusing it");
         }
         std::uint64_t left = padded;
         std::uint64_t data = size;
@@ -270,8 +273,8 @@ FetchResult fetchCifar10(const std::filesystem::path &dataDir, const std::string
             else
                 fill(*summary);
         } else {
-            error = "the archive from " + source.url + " does not hold a CIFAR-10 binary data set: "
-                + summary.error();
+            error = "the archive from " + source.url
+                + " does not hold a CIFAR-10 binary data set: " + summary.error();
         }
     }
     if (!error.empty()) {

@@ -27,7 +27,8 @@ std::string fingerprint(const std::string &dir)
     return out;
 }
 
-bool readSaved(const std::filesystem::path &path, const std::string &print, trainer::cifar::DatasetStatistics *stats)
+bool readSaved(
+    const std::filesystem::path &path, const std::string &print, trainer::cifar::DatasetStatistics *stats)
 {
     std::ifstream in(path);
     std::string savedPrint;
@@ -42,7 +43,8 @@ bool readSaved(const std::filesystem::path &path, const std::string &print, trai
 }
 
 // Temporary file, fsync, rename: a crash leaves the old record or the new one.
-void save(const std::filesystem::path &path, const std::string &print, const trainer::cifar::DatasetStatistics &stats)
+void save(const std::filesystem::path &path, const std::string &print,
+    const trainer::cifar::DatasetStatistics &stats)
 {
     std::error_code ec;
     std::filesystem::create_directories(path.parent_path(), ec);
@@ -65,7 +67,8 @@ void save(const std::filesystem::path &path, const std::string &print, const tra
         std::filesystem::rename(temporary, path, ec);
     if (!ok || ec) {
         std::filesystem::remove(temporary, ec);
-        logMessage(LogLevel::Warning, "cannot keep data set statistics in " + path.string()
+        logMessage(LogLevel::Warning,
+            "cannot keep data set statistics in " + path.string()
                 + "; they will be measured again after a restart");
     }
 }

@@ -25,7 +25,8 @@ public:
 private:
     std::filesystem::path m_dir;
     std::mutex m_mutex;
-    std::map<std::string, std::pair<std::string, trainer::cifar::DatasetStatistics>> m_known; // name -> (fingerprint, stats)
+    std::map<std::string, std::pair<std::string, trainer::cifar::DatasetStatistics>>
+        m_known; // name -> (fingerprint, stats)
 };
 
 } // namespace scalelab::agent

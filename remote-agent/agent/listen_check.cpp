@@ -138,15 +138,16 @@ common::Status checkTlsKeyPair(const std::string &certPem, const std::string &ce
             + " is encrypted (protected by a passphrase), which gRPC cannot use: give the agent "
               "an unencrypted copy that only it can read (openssl pkey -in KEY -out KEY.plain)");
     if (keyPem.find("PRIVATE KEY-----") == std::string::npos)
-        return common::Status::failure(key + " holds no PEM private key (a '-----BEGIN PRIVATE KEY-----' block)");
+        return common::Status::failure(
+            key + " holds no PEM private key (a '-----BEGIN PRIVATE KEY-----' block)");
     ERR_clear_error();
     const Bio bio = memoryBio(keyPem);
     const Key privateKey(PEM_read_bio_PrivateKey(bio.get(), nullptr, noPassphrase, nullptr), EVP_PKEY_free);
     if (!privateKey)
         return common::Status::failure(key + ": the private key cannot be parsed (" + opensslReason() + ")");
     if (X509_check_private_key(certificate.get(), privateKey.get()) != 1)
-        return common::Status::failure(key + " is not the private key of the certificate in --tls-cert " + certPath
-            + " (OpenSSL: " + opensslReason()
+        return common::Status::failure(key + " is not the private key of the certificate in --tls-cert "
+            + certPath + " (OpenSSL: " + opensslReason()
             + "): the two files come from different key pairs; give the key the certificate was issued for");
     ERR_clear_error();
 

@@ -35,7 +35,8 @@ common::Status checkLimits(const google::protobuf::Message &message, const std::
                 return Status::failure(path + " has " + std::to_string(size) + " entries; at most "
                     + std::to_string(kMaxRepeated));
             for (int i = 0; i < size && i < kMaxRepeated; ++i) {
-                if (field->cpp_type() == FieldDescriptor::CPPTYPE_STRING && field->type() != FieldDescriptor::TYPE_BYTES) {
+                if (field->cpp_type() == FieldDescriptor::CPPTYPE_STRING
+                    && field->type() != FieldDescriptor::TYPE_BYTES) {
                     const std::string value = reflection->GetRepeatedString(message, field, i);
                     if (value.size() > kMaxString)
                         return Status::failure(path + "[" + std::to_string(i) + "] is "
@@ -50,7 +51,8 @@ common::Status checkLimits(const google::protobuf::Message &message, const std::
             }
             continue;
         }
-        if (field->cpp_type() == FieldDescriptor::CPPTYPE_STRING && field->type() != FieldDescriptor::TYPE_BYTES) {
+        if (field->cpp_type() == FieldDescriptor::CPPTYPE_STRING
+            && field->type() != FieldDescriptor::TYPE_BYTES) {
             const std::string value = reflection->GetString(message, field);
             if (value.size() > limitOf(field))
                 return Status::failure(path + " is " + std::to_string(value.size()) + " bytes; at most "

@@ -33,7 +33,8 @@ bool parseRecord(const std::uint8_t *bytes, std::size_t size, v1::RunEvent *even
     if (!in.ReadVarint32(&length) || in.CurrentPosition() + std::size_t(length) > size)
         return false;
     const auto limit = in.PushLimit(static_cast<int>(length));
-    const bool parsed = event->ParseFromCodedStream(&in) && in.ConsumedEntireMessage() && in.BytesUntilLimit() == 0;
+    const bool parsed
+        = event->ParseFromCodedStream(&in) && in.ConsumedEntireMessage() && in.BytesUntilLimit() == 0;
     in.PopLimit(limit);
     *used = static_cast<std::size_t>(in.CurrentPosition());
     return parsed;
@@ -63,8 +64,8 @@ RunEventLog::RunEventLog(std::filesystem::path file)
     while (good < bytes.size()) {
         v1::RunEvent event;
         std::size_t used = 0;
-        if (!parseRecord(reinterpret_cast<const std::uint8_t *>(bytes.data()) + good, bytes.size() - good, &event,
-                &used)
+        if (!parseRecord(reinterpret_cast<const std::uint8_t *>(bytes.data()) + good, bytes.size() - good,
+                &event, &used)
             || event.seq() != persistedCount() + 1)
             break;
         m_offsets.push_back(static_cast<off_t>(good));
@@ -223,9 +224,11 @@ bool RunEventLog::read(
             v1::RunEvent event;
             std::size_t used = 0;
             if (at >= got
-                || !parseRecord(reinterpret_cast<const std::uint8_t *>(bytes.data()) + at, got - at, &event, &used)) {
+                || !parseRecord(
+                    reinterpret_cast<const std::uint8_t *>(bytes.data()) + at, got - at, &event, &used)) {
                 // The file changed under us (it should not): say so rather than skip events.
-                logMessage(LogLevel::Error, "cannot read event " + std::to_string(seq) + " back from " + m_file.string());
+                logMessage(LogLevel::Error,
+                    "cannot read event " + std::to_string(seq) + " back from " + m_file.string());
                 return !out->empty() || !m_closed;
             }
             out->push_back(std::move(event));

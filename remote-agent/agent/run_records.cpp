@@ -1,7 +1,7 @@
 #include "run_records.h"
 
-#include "safe_name.h"
 #include "file_io.h"
+#include "safe_name.h"
 
 #include <google/protobuf/util/json_util.h>
 
@@ -20,13 +20,15 @@ std::string readText(const std::filesystem::path &file)
     return text.str();
 }
 
-common::Status writeJsonAtomically(const google::protobuf::Message &message, const std::filesystem::path &file)
+common::Status writeJsonAtomically(
+    const google::protobuf::Message &message, const std::filesystem::path &file)
 {
     std::string json;
     google::protobuf::util::JsonPrintOptions options;
     options.add_whitespace = true;
     if (auto s = google::protobuf::util::MessageToJsonString(message, &json, options); !s.ok())
-        return common::Status::failure("cannot encode " + file.filename().string() + ": " + std::string(s.message()));
+        return common::Status::failure(
+            "cannot encode " + file.filename().string() + ": " + std::string(s.message()));
     return common::replaceFileAtomically(file, json);
 }
 

@@ -22,7 +22,8 @@ std::string readText(const std::filesystem::path &file);
 
 // `message` as JSON, written atomically (common::replaceFileAtomically): a reader sees the old
 // file or the new one, never a torn or empty one.
-common::Status writeJsonAtomically(const google::protobuf::Message &message, const std::filesystem::path &file);
+common::Status writeJsonAtomically(
+    const google::protobuf::Message &message, const std::filesystem::path &file);
 
 // The attempt numbers recorded under runs/<run_id> (folders named by a number), newest first.
 std::vector<int> attemptsOf(const std::filesystem::path &runPath);

@@ -33,14 +33,15 @@ common::Status checkStartRequest(const v1::StartWorkersRequest &request)
     if (request.attempt() < 1)
         return Status::failure("attempt must be 1 or more (got " + std::to_string(request.attempt()) + ")");
     if (request.world_size() < 1)
-        return Status::failure("world_size must be 1 or more (got " + std::to_string(request.world_size()) + ")");
+        return Status::failure(
+            "world_size must be 1 or more (got " + std::to_string(request.world_size()) + ")");
     if (request.ranks().empty())
         return Status::failure("ranks is empty: name the ranks this agent should start");
     std::set<int> seen;
     for (int r : request.ranks()) {
         if (r < 0 || r >= request.world_size())
-            return Status::failure("ranks contains " + std::to_string(r) + ", outside [0, world_size="
-                + std::to_string(request.world_size()) + ")");
+            return Status::failure("ranks contains " + std::to_string(r)
+                + ", outside [0, world_size=" + std::to_string(request.world_size()) + ")");
         if (!seen.insert(r).second)
             return Status::failure("ranks contains " + std::to_string(r) + " twice");
     }
@@ -71,11 +72,13 @@ common::Status checkStartRequest(const v1::StartWorkersRequest &request)
     if (request.world_size() > 1) {
         const v1::Endpoint &rendezvous = request.rendezvous();
         if (rendezvous.host().empty() != (rendezvous.port() == 0))
-            return Status::failure("rendezvous needs both host and port, or neither (then rank 0's agent picks it)");
+            return Status::failure(
+                "rendezvous needs both host and port, or neither (then rank 0's agent picks it)");
         if (rendezvous.port() < 0 || rendezvous.port() > 65535)
             return Status::failure("rendezvous.port must be in 1..65535");
         if (!rendezvous.host().empty() && !isHostName(rendezvous.host()))
-            return Status::failure("rendezvous.host " + shortQuote(rendezvous.host()) + " is not a host name or address");
+            return Status::failure(
+                "rendezvous.host " + shortQuote(rendezvous.host()) + " is not a host name or address");
         if (rendezvous.port() == 0 && seen.count(0) == 0)
             return Status::failure("rendezvous is empty but rank 0 is not on this agent: start rank 0 first "
                                    "and pass the rendezvous its agent reported");
@@ -83,8 +86,8 @@ common::Status checkStartRequest(const v1::StartWorkersRequest &request)
     return Status::success();
 }
 
-common::Result<std::map<int, std::vector<int>>> assignGpus(
-    double gpusPerWorker, const std::vector<int> &ranks, const std::vector<int> &gpus, const std::string &whyNone)
+common::Result<std::map<int, std::vector<int>>> assignGpus(double gpusPerWorker,
+    const std::vector<int> &ranks, const std::vector<int> &gpus, const std::string &whyNone)
 {
     using Assignment = std::map<int, std::vector<int>>;
     Assignment assignment;
@@ -96,8 +99,9 @@ common::Result<std::map<int, std::vector<int>>> assignGpus(
     const int needed = static_cast<int>(std::ceil(g * local - 1e-9));
     if (needed > static_cast<int>(gpus.size()))
         return common::Result<Assignment>::failure("spec.gpus_per_worker " + rules::exactNumber(g) + " x "
-            + std::to_string(local) + " rank(s) needs " + std::to_string(needed) + " GPU(s) but this node has "
-            + std::to_string(gpus.size()) + (gpus.empty() && !whyNone.empty() ? " (" + whyNone + ")" : std::string())
+            + std::to_string(local) + " rank(s) needs " + std::to_string(needed)
+            + " GPU(s) but this node has " + std::to_string(gpus.size())
+            + (gpus.empty() && !whyNone.empty() ? " (" + whyNone + ")" : std::string())
             + "; use 0 for CPU training or place fewer ranks here");
     for (int i = 0; i < local; ++i) {
         auto &assigned = assignment[ranks[static_cast<std::size_t>(i)]];

@@ -23,8 +23,8 @@ bool isHostName(const std::string &host);
 
 // The request's own fields: run id, attempt, world size, ranks (inside the world, each
 // once), the spec (rules::checkRunSpec, as the console and CLI check it), the data set's
-// name (a folder under the data directory) and the rendezvous's shape (host and port both or neither; empty only when rank 0 is here,
-// whose agent then picks it). The first problem, in that order, names its field.
+// name (a folder under the data directory) and the rendezvous's shape (host and port both or neither; empty
+// only when rank 0 is here, whose agent then picks it). The first problem, in that order, names its field.
 common::Status checkStartRequest(const v1::StartWorkersRequest &request);
 
 // GPUs for the local ranks, in the order `ranks` lists them: with g = gpus_per_worker,
@@ -34,7 +34,7 @@ common::Status checkStartRequest(const v1::StartWorkersRequest &request);
 // the order NVML lists them. Fails, saying how many are needed and how many there are,
 // when the node has too few; `whyNone` (the GPU monitor's status) is added when it has
 // none. g = 0 (CPU training) assigns nothing.
-common::Result<std::map<int, std::vector<int>>> assignGpus(
-    double gpusPerWorker, const std::vector<int> &ranks, const std::vector<int> &gpus, const std::string &whyNone);
+common::Result<std::map<int, std::vector<int>>> assignGpus(double gpusPerWorker,
+    const std::vector<int> &ranks, const std::vector<int> &gpus, const std::string &whyNone);
 
 } // namespace scalelab::agent

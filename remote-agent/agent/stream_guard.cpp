@@ -23,8 +23,7 @@ StreamLimits::StreamLimits(int maxStreams, int maxPerPeer, std::chrono::millisec
     , m_maxPerPeer(maxPerPeer)
     , m_stallLimit(stallLimit)
     , m_watcher([this] { watch(); })
-{
-}
+{ }
 
 StreamLimits::~StreamLimits()
 {

@@ -68,8 +68,7 @@ public:
     const grpc::Status &admitted() const { return m_admitted; }
 
     // writer->Write(message), cancelled when the client does not take it in time.
-    template <typename Writer, typename Message>
-    bool write(Writer *writer, const Message &message)
+    template <typename Writer, typename Message> bool write(Writer *writer, const Message &message)
     {
         m_writeStartedMs.store(nowMs());
         const bool ok = writer->Write(message);

@@ -70,8 +70,8 @@ std::optional<SyntheticKind> parseSyntheticKind(const std::string &name);
 
 // Writes a synthetic set in exactly the CIFAR-10 binary layout, plus the SYNTHETIC
 // marker (which names the kind) and a batches.meta.txt.
-common::Status writeSyntheticDataset(const std::string &dir, std::int64_t trainImages, std::int64_t testImages,
-    std::uint64_t seed, SyntheticKind kind = SyntheticKind::Patterns);
+common::Status writeSyntheticDataset(const std::string &dir, std::int64_t trainImages,
+    std::int64_t testImages, std::uint64_t seed, SyntheticKind kind = SyntheticKind::Patterns);
 
 // Per-channel statistics of a split's pixels, scaled to [0, 1] (what a trainer subtracts and
 // divides by), and a SHA-256 over the content of every file of both splits in order, so two

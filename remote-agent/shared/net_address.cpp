@@ -62,8 +62,9 @@ common::Result<std::string> addressOfInterface(const std::string &interface)
         if (names.find(a.interface) == std::string::npos)
             names += (names.empty() ? "" : ", ") + a.interface;
     }
-    return common::Status::failure("network interface '" + interface + "' has no address here (interfaces with one: "
-        + (names.empty() ? "none" : names) + ")");
+    return common::Status::failure("network interface '"
+        + interface + "' has no address here (interfaces with one: " + (names.empty() ? "none" : names)
+        + ")");
 }
 
 std::string interfaceOfAddress(const std::string &address)

@@ -61,7 +61,7 @@ std::optional<std::uint64_t> freeBytes(const std::string &dir)
     std::error_code ec;
     while (!probe.empty() && !fs::exists(probe, ec))
         probe = probe.parent_path();
-    struct statvfs stats {};
+    struct statvfs stats { };
     if (::statvfs(probe.empty() ? "." : probe.c_str(), &stats) != 0)
         return std::nullopt;
     return std::uint64_t(stats.f_bavail) * std::uint64_t(stats.f_frsize);
@@ -98,7 +98,6 @@ std::string serialized(torch::serialize::OutputArchive &archive)
     archive.save_to(out);
     return std::move(out).str();
 }
-
 
 } // namespace
 

@@ -35,8 +35,8 @@ void BatchProducer::run()
     for (std::size_t begin = 0; begin < m_indices.size(); begin += std::size_t(m_batchSize)) {
         const std::size_t end = std::min(m_indices.size(), begin + std::size_t(m_batchSize));
         const auto n = std::int64_t(end - begin);
-        Batch batch { torch::empty({ n, 3, 32, 32 },
-                          torch::TensorOptions(torch::kFloat).pinned_memory(m_pinMemory)),
+        Batch batch { torch::empty(
+                          { n, 3, 32, 32 }, torch::TensorOptions(torch::kFloat).pinned_memory(m_pinMemory)),
             torch::empty({ n }, torch::TensorOptions(torch::kLong).pinned_memory(m_pinMemory)) };
         float *out = batch.images.data_ptr<float>();
         std::int64_t *labels = batch.labels.data_ptr<std::int64_t>();

@@ -49,8 +49,8 @@ struct Batch {
 // its thread until destroyed, which stops and joins it).
 class BatchProducer {
 public:
-    BatchProducer(const cifar::Images &images, const Normalization &normalization, std::vector<std::int64_t> indices,
-        int batchSize, bool augment, std::uint64_t seed, bool pinMemory)
+    BatchProducer(const cifar::Images &images, const Normalization &normalization,
+        std::vector<std::int64_t> indices, int batchSize, bool augment, std::uint64_t seed, bool pinMemory)
         : m_images(images)
         , m_normalization(normalization)
         , m_indices(std::move(indices))

@@ -133,8 +133,9 @@ DataParallel::DataParallel(const DataParallelOptions &options)
     } catch (const std::exception &e) {
         throw std::runtime_error("rendezvous at " + options.host + ":" + std::to_string(options.port)
             + " failed for rank " + std::to_string(options.rank) + " of " + std::to_string(options.worldSize)
-            + (options.rank == 0 && !options.storeAddress.empty() ? " (store listening on " + options.storeAddress + ")"
-                                                               : std::string())
+            + (options.rank == 0 && !options.storeAddress.empty()
+                    ? " (store listening on " + options.storeAddress + ")"
+                    : std::string())
             + ": " + std::string(e.what()).substr(0, 300));
     }
     if (options.backend == "nccl") {
@@ -142,8 +143,8 @@ DataParallel::DataParallel(const DataParallelOptions &options)
         // the one that holds our address (an operator's NCCL_SOCKET_IFNAME wins).
         if (!std::getenv("NCCL_SOCKET_IFNAME")) {
             const std::string interface = !options.interfaces.empty() ? options.interfaces.front()
-                : options.bindAddress.empty()                          ? std::string()
-                                                                       : net::interfaceOfAddress(options.bindAddress);
+                : options.bindAddress.empty()                         ? std::string()
+                                              : net::interfaceOfAddress(options.bindAddress);
             if (!interface.empty())
                 ::setenv("NCCL_SOCKET_IFNAME", interface.c_str(), 1);
         }

@@ -12,7 +12,8 @@ namespace scalelab::trainer {
 
 // This rank's share of an epoch: the same seeded permutation on every rank, padded to
 // a multiple of the world size (as DistributedSampler), then every world-th index.
-inline std::vector<std::int64_t> shardForEpoch(std::int64_t size, std::uint64_t seed, int epoch, int rank, int world)
+inline std::vector<std::int64_t> shardForEpoch(
+    std::int64_t size, std::uint64_t seed, int epoch, int rank, int world)
 {
     std::vector<std::int64_t> order(std::size_t(size), 0);
     std::iota(order.begin(), order.end(), 0);

@@ -44,7 +44,8 @@ common::Status checkDevice(const std::string &device)
         return common::Status::failure(std::string("--device cuda: ") + kCpuOnlyBuild);
     if (!torch::cuda::is_available()) {
         const char *visible = std::getenv("CUDA_VISIBLE_DEVICES");
-        return common::Status::failure(std::string("--device cuda: no CUDA GPU is usable by this process (CUDA_VISIBLE_DEVICES=")
+        return common::Status::failure(
+            std::string("--device cuda: no CUDA GPU is usable by this process (CUDA_VISIBLE_DEVICES=")
             + (visible ? visible : "unset")
             + "); check the NVIDIA driver with nvidia-smi, or use --device cpu");
     }
@@ -63,7 +64,8 @@ common::Status checkBf16(const std::string &device)
     const cudaDeviceProp *gpu = at::cuda::getDeviceProperties(0);
     if (gpu->major >= kBf16ComputeMajor)
         return common::Status::success();
-    return common::Status::failure("--precision bf16 needs a GPU of compute capability 8.0 or newer (Ampere); this "
+    return common::Status::failure(
+        "--precision bf16 needs a GPU of compute capability 8.0 or newer (Ampere); this "
         + std::string(gpu->name) + " is " + std::to_string(gpu->major) + "." + std::to_string(gpu->minor)
         + "; use fp32");
 #else

@@ -66,7 +66,7 @@ std::string utf8(std::string_view text)
         const auto next = i + 1 < text.size() ? static_cast<unsigned char>(text[i + 1]) : 0;
         // Well-formed UTF-8 only (Unicode 3.9, table 3-7): no overlong forms (C0, C1, E0 80..9F,
         // F0 80..8F), no surrogates (ED A0..BF), nothing above U+10FFFF (F4 90.., F5..).
-        const int length = c < 0x80 ? 1
+        const int length = c < 0x80  ? 1
             : c >= 0xC2 && c <= 0xDF ? 2
             : c >= 0xE0 && c <= 0xEF ? 3
             : c >= 0xF0 && c <= 0xF4 ? 4

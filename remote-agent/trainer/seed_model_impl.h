@@ -22,7 +22,8 @@ struct SeedNetImpl : torch::nn::Module {
     // Dropout probabilities in [0, 1): after each conv block, and before the last dense
     // layer; 0 turns one off. Dropout holds no parameters: a seed gives the same initial
     // weights whatever the rates.
-    explicit SeedNetImpl(double blockDropout = kDefaultBlockDropout, double denseDropout = kDefaultDenseDropout);
+    explicit SeedNetImpl(
+        double blockDropout = kDefaultBlockDropout, double denseDropout = kDefaultDenseDropout);
     torch::Tensor forward(torch::Tensor x);
 
     ConvBlock block1 { nullptr }, block2 { nullptr }, block3 { nullptr };

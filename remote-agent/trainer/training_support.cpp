@@ -53,8 +53,9 @@ std::unique_ptr<DataParallel> connectRanks(const TrainingConfig &config)
     // host from (rank 0: the rendezvous address itself), never the host name's.
     std::string error; // why no address was found, when none is
     const char *glooInterfaces = std::getenv("GLOO_SOCKET_IFNAME");
-    options.interfaces = net::splitInterfaces(
-        !config.interfaces.empty() ? config.interfaces : glooInterfaces ? glooInterfaces : "");
+    options.interfaces = net::splitInterfaces(!config.interfaces.empty() ? config.interfaces
+            : glooInterfaces                                             ? glooInterfaces
+                                                                         : "");
     options.bindAddress = config.bindAddress;
     if (options.bindAddress.empty() && !options.interfaces.empty()) {
         const auto address = net::addressOfInterface(options.interfaces.front());
@@ -65,8 +66,9 @@ std::unique_ptr<DataParallel> connectRanks(const TrainingConfig &config)
     // cannot be bound: Gloo then uses the one on the route to the rendezvous host.
     if (!options.bindAddress.empty() && options.interfaces.empty() && !net::isLoopback(options.bindAddress)
         && net::interfaceOfAddress(options.bindAddress).empty()) {
-        std::cerr << "scalelab-worker: rank " << config.rank << ": no interface here holds " << options.bindAddress
-                  << "; Gloo uses the address on the route to the rendezvous instead" << std::endl;
+        std::cerr << "scalelab-worker: rank " << config.rank << ": no interface here holds "
+                  << options.bindAddress << "; Gloo uses the address on the route to the rendezvous instead"
+                  << std::endl;
         options.bindAddress.clear();
     }
     if (options.bindAddress.empty()) {
@@ -75,8 +77,9 @@ std::unique_ptr<DataParallel> connectRanks(const TrainingConfig &config)
         error = address.error();
     }
     if (options.bindAddress.empty())
-        throw std::runtime_error("rank " + std::to_string(config.rank) + " has no address to reach the rendezvous "
-            + options.host + ": " + error + " (pass --bind-address or --iface)");
+        throw std::runtime_error("rank " + std::to_string(config.rank)
+            + " has no address to reach the rendezvous " + options.host + ": " + error
+            + " (pass --bind-address or --iface)");
     if (net::isLoopback(options.bindAddress) && !net::isLoopback(options.host))
         throw std::runtime_error("rank " + std::to_string(config.rank) + " would use loopback address "
             + options.bindAddress + " for a rendezvous at " + options.host
@@ -85,7 +88,8 @@ std::unique_ptr<DataParallel> connectRanks(const TrainingConfig &config)
     // Rank 0 hosts the store on its own address only (when that address is this host's).
     if (config.rank == 0) {
         const std::string storeAddress = net::resolveNumeric(options.host).valueOr({});
-        if (!storeAddress.empty() && (net::isLoopback(storeAddress) || !net::interfaceOfAddress(storeAddress).empty()))
+        if (!storeAddress.empty()
+            && (net::isLoopback(storeAddress) || !net::interfaceOfAddress(storeAddress).empty()))
             options.storeAddress = storeAddress;
     }
     std::string where = options.bindAddress;
@@ -96,7 +100,8 @@ std::unique_ptr<DataParallel> connectRanks(const TrainingConfig &config)
     }
     std::cerr << "scalelab-worker: rank " << config.rank << " of " << config.worldSize << ": rendezvous "
               << options.host << ":" << options.port << ", " << options.backend << " on " << where
-              << (options.storeAddress.empty() ? std::string() : ", store listening on " + options.storeAddress)
+              << (options.storeAddress.empty() ? std::string()
+                                               : ", store listening on " + options.storeAddress)
               << std::endl;
     return std::make_unique<DataParallel>(options);
 }

@@ -258,7 +258,8 @@ int runNetworkProbe(const TrainingConfig &config, EventWriter &events)
 
 common::Status validate(const LrFindOptions &o)
 {
-    if (!(o.minLr > 0) || !std::isfinite(o.minLr) || !(o.maxLr > o.minLr) || !std::isfinite(o.maxLr) || o.maxLr > 1e3)
+    if (!(o.minLr > 0) || !std::isfinite(o.minLr) || !(o.maxLr > o.minLr) || !std::isfinite(o.maxLr)
+        || o.maxLr > 1e3)
         return common::Status::failure("--min-lr and --max-lr must be finite, 0 < min < max <= 1000");
     if (o.steps < 10 || o.steps > 100000)
         return common::Status::failure("--steps must be between 10 and 100000");
@@ -302,11 +303,13 @@ int runLrFind(const TrainingConfig &config, const LrFindOptions &options, EventW
     int step = 0;
     for (int epoch = 1; step < options.steps && !stoppedEarly; ++epoch) {
         BatchProducer batches(*train, normalization,
-            shardForEpoch(std::int64_t(train->size()), config.seed, epoch, 0, 1), config.batchSize, config.augment,
-            config.seed ^ (std::uint64_t(epoch) << 32), device.is_cuda());
-        for (Batch batch = batches.next(); batch.images.defined() && step < options.steps; batch = batches.next()) {
+            shardForEpoch(std::int64_t(train->size()), config.seed, epoch, 0, 1), config.batchSize,
+            config.augment, config.seed ^ (std::uint64_t(epoch) << 32), device.is_cuda());
+        for (Batch batch = batches.next(); batch.images.defined() && step < options.steps;
+             batch = batches.next()) {
             const double lr = options.minLr
-                * std::pow(options.maxLr / options.minLr, double(step) / double(std::max(1, options.steps - 1)));
+                * std::pow(
+                    options.maxLr / options.minLr, double(step) / double(std::max(1, options.steps - 1)));
             for (auto &group : optimizer.param_groups())
                 static_cast<torch::optim::SGDOptions &>(group.options()).lr(lr);
             dropGradients(optimizer);
@@ -343,7 +346,8 @@ int runLrFind(const TrainingConfig &config, const LrFindOptions &options, EventW
     }
     if (lrs.size() < 5)
         return fail("the range test diverged within " + std::to_string(step)
-            + " steps: lower --min-lr (the loss was not finite already at " + EventWriter::number(options.minLr) + ")");
+            + " steps: lower --min-lr (the loss was not finite already at "
+            + EventWriter::number(options.minLr) + ")");
     // Steepest descent of the smoothed loss against log(lr), over the part before its minimum
     // and after the first tenth (where the average is still settling). Reported, not used:
     // on a noisy start it is the least stable number of the test.
@@ -362,9 +366,10 @@ int runLrFind(const TrainingConfig &config, const LrFindOptions &options, EventW
     const bool conclusive = bestSmoothed < 0.95 * start;
     const std::string note = conclusive
         ? std::string()
-        : "the smoothed loss hardly fell (" + EventWriter::number(std::round(start * 1000) / 1000) + " -> lowest "
-            + EventWriter::number(std::round(bestSmoothed * 1000) / 1000)
-            + "), so the test cannot tell: keep the default learning rate, or run more steps or a larger batch";
+        : "the smoothed loss hardly fell (" + EventWriter::number(std::round(start * 1000) / 1000)
+            + " -> lowest " + EventWriter::number(std::round(bestSmoothed * 1000) / 1000)
+            + "), so the test cannot tell: keep the default learning rate, or run more steps or a larger "
+              "batch";
     events.lrFound({ .suggestedLr = suggested,
         .minLossLr = bestLr,
         .minSmoothedLoss = bestSmoothed,

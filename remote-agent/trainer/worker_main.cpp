@@ -321,7 +321,9 @@ int main(int argc, char **argv)
         const auto kind = trainer::cifar::parseSyntheticKind(kindName);
         if (!kind)
             return usageError("--kind must be 'patterns' or 'shapes', got '" + kindName + "'");
-        if (const common::Status written = trainer::cifar::writeSyntheticDataset(out, train, test, seed, *kind); !written) {
+        if (const common::Status written
+            = trainer::cifar::writeSyntheticDataset(out, train, test, seed, *kind);
+            !written) {
             std::cerr << "scalelab-worker: " << written.error() << "\n";
             return worker::kExitFailed;
         }
@@ -355,14 +357,15 @@ int main(int argc, char **argv)
         }
         std::cout << "{\"directory\":\"" << trainer::EventWriter::escape(summary->directory)
                   << "\",\"synthetic\":" << (summary->synthetic ? "true" : "false")
-                  << ",\"train_images\":" << summary->trainImages << ",\"test_images\":" << summary->testImages;
+                  << ",\"train_images\":" << summary->trainImages
+                  << ",\"test_images\":" << summary->testImages;
         if (statistics) {
             const auto stats = trainer::cifar::measureDataset(dir);
             if (!stats) {
                 std::cerr << "scalelab-worker: " << stats.error() << "\n";
                 return worker::kExitFailed;
             }
-            const auto list = [](const double (&v)[3]) {
+            const auto list = [](const double(&v)[3]) {
                 using trainer::EventWriter;
                 return "[" + EventWriter::number(v[0]) + "," + EventWriter::number(v[1]) + ","
                     + EventWriter::number(v[2]) + "]";

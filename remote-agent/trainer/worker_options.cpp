@@ -32,7 +32,8 @@ const std::set<int> &optionsOf(const std::string &command)
         Launch::kMaxTrainImagesFieldNumber, Launch::kInitialWeightsFieldNumber };
     // The model's dropout: what the commands that train take (gradient-check compares in
     // eval mode, where dropout does nothing).
-    const std::initializer_list<int> dropout = { Launch::kBlockDropoutFieldNumber, Launch::kDenseDropoutFieldNumber };
+    const std::initializer_list<int> dropout
+        = { Launch::kBlockDropoutFieldNumber, Launch::kDenseDropoutFieldNumber };
     static const std::set<int> train = [&] {
         auto all = with(recipe);
         all.insert({ Launch::kEpochsFieldNumber, Launch::kLrFieldNumber, Launch::kLrScalingFieldNumber,
@@ -103,7 +104,8 @@ common::Result<WorkerOptions> parseWorkerOptions(const std::vector<std::string> 
     l.GetReflection()->ListFields(l, &given);
     for (const auto *field : given)
         if (field->number() != Launch::kCommandFieldNumber && !allowed.count(field->number())) {
-            return common::Status::failure("option " + worker::optionName(field->name()) + " does not apply to " + l.command());
+            return common::Status::failure(
+                "option " + worker::optionName(field->name()) + " does not apply to " + l.command());
         }
     for (const auto *field : { Launch::descriptor()->FindFieldByNumber(Launch::kNormalizeMeanFieldNumber),
              Launch::descriptor()->FindFieldByNumber(Launch::kNormalizeStdFieldNumber) })

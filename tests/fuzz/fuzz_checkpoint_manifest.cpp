@@ -89,7 +89,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
 
     // The console: the check a copy passes before a retry resumes from it.
     v1::CheckpointManifest verified;
-    const core::Status copyOk = core::CheckpointTransfer::verifyCopy(QString::fromStdString(folder.string()), &verified);
+    const core::Status copyOk
+        = core::CheckpointTransfer::verifyCopy(QString::fromStdString(folder.string()), &verified);
     if (copyOk)
         for (const auto &f : verified.files()) {
             std::ifstream file(folder / f.name(), std::ios::binary);

@@ -49,7 +49,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
             }
             fuzz::writeFile(files / name, bytes);
             whole = whole && !bytes.empty() && bytes.size() % trainer::cifar::kRecordBytes == 0;
-            records[split == trainer::cifar::Split::Train ? 0 : 1] += std::int64_t(bytes.size() / trainer::cifar::kRecordBytes);
+            records[split == trainer::cifar::Split::Train ? 0 : 1]
+                += std::int64_t(bytes.size() / trainer::cifar::kRecordBytes);
         }
 
     const auto summary = trainer::cifar::inspectDataset(dir.string());

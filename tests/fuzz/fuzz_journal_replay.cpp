@@ -65,7 +65,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
     core::Journal &stored = journal();
     for (const auto &e : events) {
         const auto appended = stored.append(studyId, e.type, e.payload);
-        fuzz::check(appended.ok() && appended.value() > 0, "Journal::append: " + appended.error().toStdString());
+        fuzz::check(
+            appended.ok() && appended.value() > 0, "Journal::append: " + appended.error().toStdString());
     }
     const QList<core::JournalEvent> readBack = stored.events(studyId);
     fuzz::check(readBack.size() == events.size(), "Journal::events lost or added events");

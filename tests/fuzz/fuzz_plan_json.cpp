@@ -46,7 +46,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
 
     // Saved and loaded again, a valid plan is the same plan and still valid.
     const auto reread = core::parsePlanJson(core::planToJson(*plan));
-    fuzz::check(reread.ok(), "a valid plan, saved, does not load: " + reread.error().join(u"; ").toStdString());
+    fuzz::check(
+        reread.ok(), "a valid plan, saved, does not load: " + reread.error().join(u"; ").toStdString());
     fuzz::check(google::protobuf::util::MessageDifferencer::Equals(*plan, *reread),
         "a valid plan changes when saved and loaded");
     fuzz::check(core::checkPlan(*reread).ok(), "a valid plan, saved and loaded, is no longer valid");

@@ -140,9 +140,9 @@ QList<LogTick> logTicks(double from, double to)
     };
     const double span = to - from;
     const std::vector<int> mantissas = span > 3 ? std::vector<int> { 1 }
-        : span > 1.5                           ? std::vector<int> { 1, 2, 5 }
-        : span > 0.5                           ? std::vector<int> { 1, 2, 3, 5 }
-                                               : std::vector<int> { 1, 2, 3, 4, 5, 6, 7, 8, 9 };
+        : span > 1.5                            ? std::vector<int> { 1, 2, 5 }
+        : span > 0.5                            ? std::vector<int> { 1, 2, 3, 5 }
+                                                : std::vector<int> { 1, 2, 3, 4, 5, 6, 7, 8, 9 };
     for (int decade = int(std::floor(from)); decade <= int(std::ceil(to)); ++decade)
         for (int m : mantissas) {
             const double value = m * std::pow(10.0, decade);
@@ -158,7 +158,8 @@ QList<LogTick> logTicks(double from, double to)
             const QString label = QString::number(std::pow(10.0, at), 'g', 3);
             const double labelled = std::log10(label.toDouble()); // where the rounded value lies
             if (labelled > previous && labelled >= from && labelled <= to
-                && std::none_of(ticks.cbegin(), ticks.cend(), [&](const LogTick &t) { return t.label == label; })) {
+                && std::none_of(
+                    ticks.cbegin(), ticks.cend(), [&](const LogTick &t) { return t.label == label; })) {
                 append(label, labelled);
                 previous = labelled;
             }

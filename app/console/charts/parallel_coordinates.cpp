@@ -26,8 +26,8 @@ QColor viridis(double t)
     const double f = t - i;
     const QColor &a = stops[i];
     const QColor &b = stops[i + 1];
-    return QColor::fromRgbF(float(a.redF() + (b.redF() - a.redF()) * f), float(a.greenF() + (b.greenF() - a.greenF()) * f),
-        float(a.blueF() + (b.blueF() - a.blueF()) * f));
+    return QColor::fromRgbF(float(a.redF() + (b.redF() - a.redF()) * f),
+        float(a.greenF() + (b.greenF() - a.greenF()) * f), float(a.blueF() + (b.blueF() - a.blueF()) * f));
 }
 
 QString tickText(double v)
@@ -173,7 +173,9 @@ void ParallelCoordinates::paintEvent(QPaintEvent *)
     for (int i = 0; i < m_lines.size(); ++i)
         order << i;
     std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
-        const auto rank = [&](int i) { return i == m_hovered ? 3 : m_lines[i].best ? 2 : m_lines[i].faded ? 0 : 1; };
+        const auto rank = [&](int i) {
+            return i == m_hovered ? 3 : m_lines[i].best ? 2 : m_lines[i].faded ? 0 : 1;
+        };
         return rank(a) < rank(b);
     });
     for (int i : order) {
@@ -206,7 +208,8 @@ void ParallelCoordinates::paintEvent(QPaintEvent *)
         if (!m_axes[a].words.isEmpty()) {
             for (int w = 0; w < m_axes[a].words.size(); ++w) {
                 const double y = axisY(a, w);
-                p.drawText(QRectF(x + 4, y - 8, 60, 16), Qt::AlignLeft | Qt::AlignVCenter, m_axes[a].words[w]);
+                p.drawText(
+                    QRectF(x + 4, y - 8, 60, 16), Qt::AlignLeft | Qt::AlignVCenter, m_axes[a].words[w]);
             }
         } else {
             const auto value = [&](double v) { return m_axes[a].log ? std::pow(10.0, v) : v; };

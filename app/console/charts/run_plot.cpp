@@ -18,7 +18,8 @@ void addRunLines(const RunCharts &charts, const RunLines &lines, const QString &
     const QColor train = QColor::fromHslF(color.hslHueF(), color.hslSaturationF() * 0.6,
         std::min(0.85, color.lightnessF() + (1 - color.lightnessF()) * 0.45));
     charts.accuracy->addSeries(lines.trainAccuracy(),
-        QCoreApplication::translate("RunPlot", "%1 train (dashed)").arg(label), { train, Qt::DashLine, true });
+        QCoreApplication::translate("RunPlot", "%1 train (dashed)").arg(label),
+        { train, Qt::DashLine, true });
     if (charts.learningRate)
         charts.learningRate->addSeries(lines.learningRate(), label, { color, Qt::SolidLine, false, false });
     if (charts.gradNorm)
@@ -107,7 +108,8 @@ void plotRunEvent(
             = state.stepsPerEpoch > 0 ? double(s.step()) / double(state.stepsPerEpoch) : double(s.epoch());
         const double seconds = state.secondsOffset + s.elapsed_seconds();
         charts.loss->append(lines.loss(), MetricPoint::timeline(double(s.step()), epoch, seconds, s.loss()));
-        const auto at = [&](double value) { return MetricPoint::timeline(double(s.step()), epoch, seconds, value); };
+        const auto at
+            = [&](double value) { return MetricPoint::timeline(double(s.step()), epoch, seconds, value); };
         if (s.images_per_second() > 0)
             charts.throughput->append(lines.throughput(), at(s.images_per_second()));
         if (charts.learningRate && s.learning_rate() > 0)
