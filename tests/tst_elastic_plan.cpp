@@ -4,6 +4,7 @@
 // journal's resize events replayed, and a resized run's speedup marked as not like with like.
 // The engine's side is tst_accumulation; the whole loop on hosts, tst_cluster's
 // elasticRunShrinksAndGrowsBack.
+#include "journal_test_support.h"
 #include "placement.h"
 #include "report.h"
 #include "study_model.h"
@@ -39,9 +40,9 @@ QByteArray planJson(const QString &workers, const QString &more = {})
         .toUtf8();
 }
 
-JournalEvent journalEvent(qint64 id, const QString &type, const QJsonObject &payload)
+template <class Payload> JournalEvent journalEvent(qint64 id, const QString &type, const Payload &payload)
 {
-    return JournalEvent { id, QStringLiteral("s"), 1000 * id, type, payload };
+    return testing::journalEvent(id, QStringLiteral("s"), 1000 * id, type, payload);
 }
 
 } // namespace
@@ -145,9 +146,9 @@ private Q_SLOTS:
         const QList<Portion> one { Portion { QStringLiteral("a"), { 0 } } };
         QList<JournalEvent> events {
             journalEvent(1, QStringLiteral("study_created"),
-                StudyState::studyCreated(
+                journal_events::studyCreated(
                     QStringLiteral("e"), plan, { QStringLiteral("a"), QStringLiteral("b") }, runs)),
-            journalEvent(2, QStringLiteral("attempt_starting"), StudyState::attemptStarting(id, 1, two)),
+            journalEvent(2, QStringLiteral("attempt_starting"), journal_events::attemptStarting(id, 1, two)),
             journalEvent(3, QStringLiteral("attempt_ended"),
                 QJsonObject { { QStringLiteral("runId"), id }, { QStringLiteral("attempt"), 1 },
                     { QStringLiteral("outcome"), QStringLiteral("FAILED") },
@@ -155,7 +156,7 @@ private Q_SLOTS:
                     { QStringLiteral("counts"), false },
                     { QStringLiteral("unreachable"), QJsonArray { QStringLiteral("b") } } }),
             journalEvent(4, QStringLiteral("attempt_starting"),
-                StudyState::attemptStarting(id, 2, one, QStringLiteral("shrank from 2 to 1"))),
+                journal_events::attemptStarting(id, 2, one, QStringLiteral("shrank from 2 to 1"))),
             journalEvent(5, QStringLiteral("attempt_resizing"),
                 QJsonObject { { QStringLiteral("runId"), id }, { QStringLiteral("attempt"), 2 },
                     { QStringLiteral("reason"), QStringLiteral("to grow") } }),
@@ -175,7 +176,7 @@ private Q_SLOTS:
                 { QStringLiteral("outcome"), QStringLiteral("RESIZED") },
                 { QStringLiteral("reason"), QStringLiteral("to grow") }, { QStringLiteral("retry"), false } })
                << journalEvent(7, QStringLiteral("attempt_starting"),
-                      StudyState::attemptStarting(id, 3, two, QStringLiteral("grew")));
+                      journal_events::attemptStarting(id, 3, two, QStringLiteral("grew")));
         state = StudyState::replay(events);
         run = state.run(id);
         QCOMPARE(run->phase, RunPhase::Starting);

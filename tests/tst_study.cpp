@@ -1,6 +1,7 @@
 // The study control plane's pure parts: plan validation and expansion, placement,
 // and the journal's event-sourced state (replay of every prefix).
 #include "journal.h"
+#include "journal_test_support.h"
 #include "placement.h"
 #include "plan_models.h"
 #include "run_request.h"
@@ -53,9 +54,9 @@ struct RunScript {
     Journal &journal;
     QString studyId;
     QString runId;
-    void add(const QString &type, const QJsonObject &payload)
+    template <class Payload> void add(const QString &type, const Payload &payload)
     {
-        VERIFY_OK(journal.append(studyId, type, payload));
+        VERIFY_OK(journal.append(studyId, testing::testEvent(type, payload)));
     }
     QJsonObject event(int attempt, std::initializer_list<std::pair<const char *, QJsonValue>> fields) const
     {
@@ -451,11 +452,11 @@ private Q_SLOTS:
 
         // The journal keeps the model; a journal from before models reads as the default.
         RunConfig resnet = runs[5].config;
-        QCOMPARE(configFromJson(configToJson(resnet)), resnet);
-        QJsonObject old = configToJson(runs[2].config);
-        old.remove(QStringLiteral("model"));
-        QCOMPARE(configFromJson(old).model, QStringLiteral("seed-cnn"));
-        QCOMPARE(configFromJson(old).key(), runs[2].config.key());
+        QCOMPARE(journal_events::configFromRecord(journal_events::configRecord(resnet)), resnet);
+        v1::RunConfigRecord old = journal_events::configRecord(runs[2].config);
+        old.clear_model();
+        QCOMPARE(journal_events::configFromRecord(old).model, QStringLiteral("seed-cnn"));
+        QCOMPARE(journal_events::configFromRecord(old).key(), runs[2].config.key());
     }
 
     // A plan names a module by file (issue 36): creating the study copies it into the
@@ -636,11 +637,11 @@ private Q_SLOTS:
         plan.set_max_failures(1);
         const auto runs = expandPlan(plan, QStringLiteral("s1"));
         QCOMPARE(runs.size(), 3);
-        auto add = [&](const QString &type, const QJsonObject &payload) {
-            VERIFY_OK(journal.append(QStringLiteral("s1"), type, payload));
+        auto add = [&](const QString &type, const auto &payload) {
+            VERIFY_OK(journal.append(QStringLiteral("s1"), testing::testEvent(type, payload)));
         };
         add(QStringLiteral("study_created"),
-            StudyState::studyCreated(QStringLiteral("p"), plan, { QStringLiteral("a") }, runs));
+            journal_events::studyCreated(QStringLiteral("p"), plan, { QStringLiteral("a") }, runs));
         const QString r1 = runs[0].runId, r2 = runs[1].runId, r3 = runs[2].runId;
         const QList<Portion> onA { Portion { QStringLiteral("a"), { 0 } } };
         auto run
@@ -655,19 +656,19 @@ private Q_SLOTS:
                 { QStringLiteral("outcome"), QLatin1String(outcome) },
                 { QStringLiteral("reason"), QStringLiteral("why") }, { QStringLiteral("retry"), retry } };
         };
-        add(QStringLiteral("attempt_starting"), StudyState::attemptStarting(r1, 1, onA));
+        add(QStringLiteral("attempt_starting"), journal_events::attemptStarting(r1, 1, onA));
         add(QStringLiteral("attempt_running"),
             run(r1, 1, QStringLiteral("rendezvous"), QStringLiteral("127.0.0.1:1")));
         add(QStringLiteral("attempt_ended"), ended(r1, 1, "FAILED", true));
-        add(QStringLiteral("attempt_starting"), StudyState::attemptStarting(r1, 2, onA));
+        add(QStringLiteral("attempt_starting"), journal_events::attemptStarting(r1, 2, onA));
         add(QStringLiteral("attempt_running"), run(r1, 2));
         add(QStringLiteral("attempt_ended"), ended(r1, 2, "SUCCEEDED", false));
         add(QStringLiteral("run_pending"),
             QJsonObject {
                 { QStringLiteral("runId"), r2 }, { QStringLiteral("reason"), QStringLiteral("waiting") } });
-        add(QStringLiteral("attempt_starting"), StudyState::attemptStarting(r2, 1, onA));
+        add(QStringLiteral("attempt_starting"), journal_events::attemptStarting(r2, 1, onA));
         add(QStringLiteral("attempt_ended"), ended(r2, 1, "FAILED", true));
-        add(QStringLiteral("attempt_starting"), StudyState::attemptStarting(r2, 2, onA));
+        add(QStringLiteral("attempt_starting"), journal_events::attemptStarting(r2, 2, onA));
         add(QStringLiteral("attempt_running"), run(r2, 2));
         add(QStringLiteral("attempt_ended"), ended(r2, 2, "FAILED", false));
         add(QStringLiteral("cancel_requested"), QJsonObject {});
@@ -725,15 +726,15 @@ private Q_SLOTS:
         const auto runs = expandPlan(validPlan(), QStringLiteral("s2"));
         const QString r1 = runs[0].runId;
         RunScript script { journal, QStringLiteral("s2"), r1 };
-        auto add = [&](const QString &type, const QJsonObject &payload) { script.add(type, payload); };
+        auto add = [&](const QString &type, const auto &payload) { script.add(type, payload); };
         auto event = [&](int attempt, std::initializer_list<std::pair<const char *, QJsonValue>> fields) {
             return script.event(attempt, fields);
         };
         const QString a = QStringLiteral("10.0.0.1:7450"), b = QStringLiteral("10.0.0.2:7450");
         add(QStringLiteral("study_created"),
-            StudyState::studyCreated(QStringLiteral("p"), validPlan(), { a, b }, runs));
+            journal_events::studyCreated(QStringLiteral("p"), validPlan(), { a, b }, runs));
         add(QStringLiteral("attempt_starting"),
-            StudyState::attemptStarting(r1, 1, { Portion { a, { 0, 1 } } }));
+            journal_events::attemptStarting(r1, 1, { Portion { a, { 0, 1 } } }));
         add(QStringLiteral("attempt_running"), event(1, {}));
         for (int epoch : { 1, 2, 1 }) // a late copy of an older epoch changes nothing
             add(QStringLiteral("checkpoint_copied"),
@@ -744,7 +745,7 @@ private Q_SLOTS:
                 { { "outcome", QStringLiteral("FAILED") }, { "reason", QStringLiteral("lost agent") },
                     { "retry", true } }));
         add(QStringLiteral("attempt_starting"),
-            StudyState::attemptStarting(r1, 2, { Portion { b, { 0, 1 } } }));
+            journal_events::attemptStarting(r1, 2, { Portion { b, { 0, 1 } } }));
         add(QStringLiteral("checkpoint_uploaded"),
             event(1, { { "epoch", 1 }, { "agent", b }, { "from", a } }));
         const StudyState before = StudyState::replay(journal.events(QStringLiteral("s2")));
@@ -796,15 +797,15 @@ private Q_SLOTS:
         const auto runs = expandPlan(plan, QStringLiteral("s3"));
         const QString r1 = runs[0].runId;
         RunScript script { journal, QStringLiteral("s3"), r1 };
-        auto add = [&](const QString &type, const QJsonObject &payload) { script.add(type, payload); };
+        auto add = [&](const QString &type, const auto &payload) { script.add(type, payload); };
         auto event = [&](int attempt, std::initializer_list<std::pair<const char *, QJsonValue>> fields) {
             return script.event(attempt, fields);
         };
         const QString a = QStringLiteral("10.0.0.1:7450"), b = QStringLiteral("10.0.0.2:7450");
         add(QStringLiteral("study_created"),
-            StudyState::studyCreated(QStringLiteral("p"), plan, { a, b }, runs));
+            journal_events::studyCreated(QStringLiteral("p"), plan, { a, b }, runs));
         add(QStringLiteral("attempt_starting"),
-            StudyState::attemptStarting(r1, 1, { Portion { a, { 0 } }, Portion { b, { 1 } } }));
+            journal_events::attemptStarting(r1, 1, { Portion { a, { 0 } }, Portion { b, { 1 } } }));
         add(QStringLiteral("attempt_running"), event(1, {}));
         const qint64 since = QDateTime::currentMSecsSinceEpoch() - 20'000;
         add(QStringLiteral("run_stalled"),
@@ -842,7 +843,7 @@ private Q_SLOTS:
 
         // Another failure counts, and with maxFailures 0 the run is FAILED.
         add(QStringLiteral("attempt_starting"),
-            StudyState::attemptStarting(r1, 2, { Portion { a, { 0 } }, Portion { b, { 1 } } }));
+            journal_events::attemptStarting(r1, 2, { Portion { a, { 0 } }, Portion { b, { 1 } } }));
         QVERIFY(StudyState::replay(journal.events(QStringLiteral("s3"))).run(r1)->waitingFor.isEmpty());
         add(QStringLiteral("attempt_running"), event(2, {}));
         add(QStringLiteral("attempt_ended"),
@@ -873,14 +874,15 @@ private Q_SLOTS:
         const auto runs = expandPlan(plan, QStringLiteral("s4"));
         const QString r1 = runs[0].runId;
         RunScript script { journal, QStringLiteral("s4"), r1 };
-        auto add = [&](const QString &type, const QJsonObject &payload) { script.add(type, payload); };
+        auto add = [&](const QString &type, const auto &payload) { script.add(type, payload); };
         auto event = [&](int attempt, std::initializer_list<std::pair<const char *, QJsonValue>> fields) {
             return script.event(attempt, fields);
         };
         const QString a = QStringLiteral("10.0.0.1:7450"), b = QStringLiteral("10.0.0.2:7450");
         add(QStringLiteral("study_created"),
-            StudyState::studyCreated(QStringLiteral("p"), plan, { a }, runs));
-        add(QStringLiteral("attempt_starting"), StudyState::attemptStarting(r1, 1, { Portion { a, { 0 } } }));
+            journal_events::studyCreated(QStringLiteral("p"), plan, { a }, runs));
+        add(QStringLiteral("attempt_starting"),
+            journal_events::attemptStarting(r1, 1, { Portion { a, { 0 } } }));
         add(QStringLiteral("attempt_running"), event(1, {}));
         add(QStringLiteral("attempt_ended"),
             event(1,
@@ -896,7 +898,8 @@ private Q_SLOTS:
         QCOMPARE(run->spaceShortOn, a);
         QVERIFY2(run->reason.startsWith(QLatin1String("waiting for disk space")), qPrintable(run->reason));
         // A number no disk has (a damaged journal) is refused, not undefined behaviour.
-        add(QStringLiteral("attempt_starting"), StudyState::attemptStarting(r1, 2, { Portion { a, { 0 } } }));
+        add(QStringLiteral("attempt_starting"),
+            journal_events::attemptStarting(r1, 2, { Portion { a, { 0 } } }));
         QCOMPARE(StudyState::replay(journal.events(QStringLiteral("s4"))).run(r1)->spaceNeeded, qint64(0));
         add(QStringLiteral("attempt_running"), event(2, {}));
         add(QStringLiteral("attempt_ended"),

@@ -390,15 +390,15 @@ private Q_SLOTS:
         int copiedEpoch = 0;
         QString copyProblem = QStringLiteral("never checked");
         connect(&runner, &StudyRunner::stateChanged, this, [&](const JournalEvent &e) {
-            if (e.type != QLatin1String("checkpoint_copied") || !killed.isEmpty())
+            if (!e.event.has_checkpoint_copied() || !killed.isEmpty())
                 return;
-            killed = e.payload.value(QLatin1String("agent")).toString();
-            copiedEpoch = e.payload.value(QLatin1String("epoch")).toInt();
+            killed = QString::fromStdString(e.event.checkpoint_copied().agent());
+            copiedEpoch = e.event.checkpoint_copied().epoch();
             // Journaled only once the copy is complete and verified on disk.
             v1::CheckpointManifest manifest;
-            copyProblem
-                = CheckpointTransfer::verifyCopy(e.payload.value(QLatin1String("dir")).toString(), &manifest)
-                      .error();
+            copyProblem = CheckpointTransfer::verifyCopy(
+                QString::fromStdString(e.event.checkpoint_copied().dir()), &manifest)
+                              .error();
             LocalAgent *victim = killed == first.endpoint() ? &first : &second;
             ::kill(pid_t(victim->processId()), SIGKILL);
         });
@@ -486,11 +486,11 @@ private Q_SLOTS:
             studyId = createdStudy.value();
             bool killed = false;
             connect(&runner, &StudyRunner::stateChanged, this, [&](const JournalEvent &e) {
-                if (e.type != QLatin1String("checkpoint_copied") || killed)
+                if (!e.event.has_checkpoint_copied() || killed)
                     return;
-                runId = e.payload.value(QLatin1String("runId")).toString();
-                copiedEpoch = e.payload.value(QLatin1String("epoch")).toInt();
-                copiedDir = e.payload.value(QLatin1String("dir")).toString();
+                runId = QString::fromStdString(e.event.checkpoint_copied().run_id());
+                copiedEpoch = e.event.checkpoint_copied().epoch();
+                copiedDir = QString::fromStdString(e.event.checkpoint_copied().dir());
                 for (const QString &p :
                     test::processesMentioning(QStringLiteral("/runs/") + runId + QLatin1Char('/')))
                     if (p.contains(QLatin1String("scalelab-worker"))) {

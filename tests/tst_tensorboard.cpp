@@ -7,6 +7,7 @@
 // compared with what the journal says: tags, steps, values, wall times, hparams.
 #include "crc32c.h"
 #include "journal.h"
+#include "journal_test_support.h"
 #include "run_events.h"
 #include "study_plan.h"
 #include "study_results.h"
@@ -75,7 +76,7 @@ public:
         const QList<PlannedRun> runs = expandPlan(plan, m_studyId);
         QCOMPARE(runs.size(), 3);
         add(QStringLiteral("study_created"),
-            StudyState::studyCreated(QStringLiteral("tensorboard"), plan, { kAgent }, runs));
+            journal_events::studyCreated(QStringLiteral("tensorboard"), plan, { kAgent }, runs));
         for (const PlannedRun &run : runs) {
             const int w = run.config.workers;
             const QString folder = tensorBoardRunFolder(m_studyId, run.runId, w, run.config.batchSize);
@@ -123,9 +124,9 @@ public:
     static double lossAt(int workers, int step) { return 2.3 - 0.05 * step - 0.01 * workers; }
 
 private:
-    void add(const QString &type, const QJsonObject &payload)
+    template <class Payload> void add(const QString &type, const Payload &payload)
     {
-        VERIFY_OK(m_journal.append(m_studyId, type, payload));
+        VERIFY_OK(m_journal.append(m_studyId, testing::testEvent(type, payload)));
     }
 
     void startAttempt(const QString &runId, int attempt, int workers)
@@ -134,7 +135,7 @@ private:
         for (int r = 0; r < workers; ++r)
             ranks << r;
         add(QStringLiteral("attempt_starting"),
-            StudyState::attemptStarting(runId, attempt, { Portion { kAgent, ranks } }));
+            journal_events::attemptStarting(runId, attempt, { Portion { kAgent, ranks } }));
         add(QStringLiteral("attempt_running"),
             QJsonObject { { QStringLiteral("runId"), runId }, { QStringLiteral("attempt"), attempt },
                 { QStringLiteral("rendezvous"), QStringLiteral("10.0.0.1:29500") } });

@@ -2,6 +2,7 @@
 // processes: plans read and refused field by field, trials drawn reproducibly, rung
 // targets, ASHA decisions with hand-worked cutoffs (stopping, mode min, promotion), and a
 // tune's journal replayed prefix by prefix to the same decisions.
+#include "journal_test_support.h"
 #include "study_plan.h"
 #include "study_state.h"
 #include "tune_decisions.h"
@@ -45,15 +46,9 @@ QList<PlannedRun> trialsOf(const v1::StudyPlan &plan)
     return expandPlan(plan, QStringLiteral("st"));
 }
 
-JournalEvent journalEvent(qint64 id, const QString &type, const QJsonObject &payload)
+template <class Payload> JournalEvent journalEvent(qint64 id, const QString &type, const Payload &payload)
 {
-    JournalEvent e;
-    e.id = id;
-    e.studyId = QStringLiteral("st");
-    e.unixMs = 1'700'000'000'000 + id;
-    e.type = type;
-    e.payload = payload;
-    return e;
+    return testing::journalEvent(id, QStringLiteral("st"), 1'700'000'000'000 + id, type, payload);
 }
 
 // A tune's journal made by hand, and the state it replays to, event by event.
@@ -61,9 +56,9 @@ struct TuneJournal {
     TuneJournal(const v1::StudyPlan &plan, const QList<PlannedRun> &trials)
     {
         append(QStringLiteral("study_created"),
-            StudyState::studyCreated(QStringLiteral("t"), plan, { "a" }, trials));
+            journal_events::studyCreated(QStringLiteral("t"), plan, { "a" }, trials));
     }
-    void append(const QString &type, const QJsonObject &payload)
+    template <class Payload> void append(const QString &type, const Payload &payload)
     {
         events << journalEvent(events.size() + 1, type, payload);
         state.apply(events.last());
@@ -433,7 +428,7 @@ private Q_SLOTS:
         TuneJournal tune(plan, trials);
         QList<JournalEvent> &journal = tune.events;
         StudyState &state = tune.state;
-        auto append = [&](const QString &type, const QJsonObject &payload) { tune.append(type, payload); };
+        auto append = [&](const QString &type, const auto &payload) { tune.append(type, payload); };
         // A curve per trial: better with a higher lr index, noisy.
         auto curve = [](const QString &id, int epoch) {
             const int i = id.right(2).toInt();
@@ -446,7 +441,7 @@ private Q_SLOTS:
                 const QString id = run.planned.runId;
                 if (run.phase == RunPhase::Pending) {
                     append(QStringLiteral("attempt_starting"),
-                        StudyState::attemptStarting(
+                        journal_events::attemptStarting(
                             id, run.attempt + 1, { Portion { QStringLiteral("a"), { 0 } } }));
                     append(QStringLiteral("attempt_running"),
                         QJsonObject { { "runId", id }, { "attempt", run.attempt + 1 } });
@@ -463,22 +458,21 @@ private Q_SLOTS:
                 if (run.decisionDue) {
                     const TrialDecision d = state.scheduler().decide(
                         run.planned.runId, run.target, curve(run.planned.runId, run.target));
-                    append(QStringLiteral("trial_decision"), d.toJson());
+                    append(QStringLiteral("trial_decision"), journal_events::trialDecision(d));
                     acted = true;
                     break;
                 }
             if (acted)
                 continue;
             if (const auto p = state.scheduler().nextPromotion()) {
-                append(QStringLiteral("trial_decision"), p->toJson());
+                append(QStringLiteral("trial_decision"), journal_events::trialDecision(*p));
                 continue;
             }
             for (const RunProgress &run : state.runs())
                 if (run.phase == RunPhase::Paused) {
                     append(QStringLiteral("trial_decision"),
-                        state.scheduler()
-                            .closeOut(run.planned.runId, run.epochsDone(), run.decisions.last().value)
-                            .toJson());
+                        journal_events::trialDecision(state.scheduler().closeOut(
+                            run.planned.runId, run.epochsDone(), run.decisions.last().value)));
                     break;
                 }
         }
@@ -487,10 +481,10 @@ private Q_SLOTS:
         // Replay: every decision again, from the state just before it.
         int decisions = 0;
         for (int i = 0; i < journal.size(); ++i) {
-            if (journal[i].type != QLatin1String("trial_decision"))
+            if (!journal[i].event.has_trial_decision())
                 continue;
             const StudyState before = StudyState::replay(journal.mid(0, i));
-            const TrialDecision made = TrialDecision::fromJson(journal[i].payload);
+            const TrialDecision made = journal_events::decisionFromRecord(journal[i].event.trial_decision());
             TrialDecision again;
             if (made.action == QLatin1String("promote"))
                 again = *before.scheduler().nextPromotion();
@@ -522,24 +516,25 @@ private Q_SLOTS:
         const QList<PlannedRun> trials = trialsOf(plan);
         TuneJournal tune(plan, trials);
         StudyState &state = tune.state;
-        auto append = [&](const QString &type, const QJsonObject &payload) { tune.append(type, payload); };
+        auto append = [&](const QString &type, const auto &payload) { tune.append(type, payload); };
         const double values[] = { 0.9, 0.5, 0.7 };
         for (int i = 0; i < 3; ++i) {
             const QString id = trials[i].runId;
             append(QStringLiteral("attempt_starting"),
-                StudyState::attemptStarting(id, 1, { Portion { "a", { 0 } } }));
+                journal_events::attemptStarting(id, 1, { Portion { "a", { 0 } } }));
             append(QStringLiteral("attempt_running"), QJsonObject { { "runId", id }, { "attempt", 1 } });
             append(QStringLiteral("attempt_ended"),
                 QJsonObject { { "runId", id }, { "attempt", 1 }, { "outcome", "SUCCEEDED" } });
             // The user cannot continue a trial while its decision is due.
             append(QStringLiteral("trial_continued"), QJsonObject { { "runId", id }, { "epochs", 5 } });
             QCOMPARE(state.run(id)->continuedTo, 0);
-            append(QStringLiteral("trial_decision"), state.scheduler().decide(id, 1, values[i]).toJson());
+            append(QStringLiteral("trial_decision"),
+                journal_events::trialDecision(state.scheduler().decide(id, 1, values[i])));
             QCOMPARE(state.run(id)->phase, RunPhase::Paused);
         }
         // t01 (0.9) is the one ⌊3/3⌋ promotion; the user continues it first.
         QCOMPARE(state.scheduler().nextPromotion()->runId, trials[0].runId);
-        const QJsonObject stale = state.scheduler().nextPromotion()->toJson();
+        const v1::StudyEvent stale = journal_events::trialDecision(*state.scheduler().nextPromotion());
         append(
             QStringLiteral("trial_continued"), QJsonObject { { "runId", trials[0].runId }, { "epochs", 4 } });
         QCOMPARE(state.run(trials[0].runId)->phase, RunPhase::Pending);

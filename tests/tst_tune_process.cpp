@@ -10,6 +10,7 @@
 // paused trial, a rung-2 one the promoted trial would have let through among them.)
 #include "agent_client.h"
 #include "journal.h"
+#include "journal_events.h"
 #include "local_agent.h"
 #include "study_driver.h"
 #include "study_runner.h"
@@ -108,10 +109,10 @@ QString replayDecisions(const QList<JournalEvent> &events, int *count)
 {
     *count = 0;
     for (int i = 0; i < events.size(); ++i) {
-        if (events[i].type != QLatin1String("trial_decision"))
+        if (!events[i].event.has_trial_decision())
             continue;
         const StudyState before = StudyState::replay(events.mid(0, i));
-        const TrialDecision made = TrialDecision::fromJson(events[i].payload);
+        const TrialDecision made = journal_events::decisionFromRecord(events[i].event.trial_decision());
         std::optional<TrialDecision> again;
         if (made.action == QLatin1String("promote"))
             again = before.scheduler().nextPromotion();

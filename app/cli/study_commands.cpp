@@ -129,7 +129,7 @@ int driveStudy(Journal *journal, const QString &studyId, const QList<AgentEndpoi
     // A tune: the trials table again after each decision of its scheduler.
     QObject::connect(&runner, &StudyRunner::stateChanged, [&, json](const JournalEvent &event) {
         // In a terminal; a log gets the decisions (messages) and the table at the end.
-        if (json || event.type != QLatin1String("trial_decision") || !ProgressDisplay::stdoutIsTerminal())
+        if (json || !event.event.has_trial_decision() || !ProgressDisplay::stdoutIsTerminal())
             return;
         for (const QString &line : tuneTable(runner.snapshot()))
             progress.print(line);

@@ -196,6 +196,8 @@ QJsonObject studyJson(const StudySnapshot &s)
         study.insert(QStringLiteral("networkSurvey"),
             QJsonObject {
                 { QStringLiteral("probes"), s.networkProbes }, { QStringLiteral("note"), s.networkNote } });
+    if (!s.unreadableEvents.isEmpty())
+        study.insert(QStringLiteral("unreadableEvents"), QJsonArray::fromStringList(s.unreadableEvents));
     return study;
 }
 
@@ -362,6 +364,9 @@ void printTimeToTarget(const StudySnapshot &s, const StudyResults &results)
 
 void printStudy(const StudySnapshot &s)
 {
+    // Said first: what is shown below is the study without these events.
+    for (const QString &skipped : s.unreadableEvents)
+        out() << "warning: a journal event could not be read and was skipped: " << skipped << "\n";
     if (s.tune) {
         out() << "tune " << s.studyId << " (" << s.name << "): " << s.state << ", data set " << s.dataset
               << (s.synthetic ? QStringLiteral(" [SYNTHETIC DATA]") : QString()) << "\n";

@@ -1,5 +1,7 @@
 #include "checkpoint_courier.h"
 
+#include "journal_events.h"
+
 #include "checkpoint_copy.h"
 #include "runner_context.h"
 
@@ -88,10 +90,8 @@ void CheckpointCourier::finished(const CopyRequest &job, const Status &result, c
         QDir(m_root + QLatin1Char('/') + job.runId).removeRecursively();
         break;
     case CopyLanding::Record:
-        if (!m_runner.record(QStringLiteral("checkpoint_copied"),
-                QJsonObject { { QStringLiteral("runId"), job.runId },
-                    { QStringLiteral("attempt"), job.attempt }, { QStringLiteral("epoch"), job.epoch },
-                    { QStringLiteral("agent"), job.agent }, { QStringLiteral("dir"), dir } }))
+        if (!m_runner.record(
+                journal_events::checkpointCopied(job.runId, job.attempt, job.epoch, job.agent, dir)))
             return;
         m_runner.say(QStringLiteral("%1: checkpoint of epoch %2 copied from agent %3")
                          .arg(job.runId)
@@ -155,10 +155,7 @@ Status CheckpointCourier::sendBeforeStart(const RunProgress &run)
                 .arg(copy.agent, target, result.error()));
     const QString runId = run.planned.runId;
     const int attempt = run.attempt;
-    if (!m_runner.record(QStringLiteral("checkpoint_uploaded"),
-            QJsonObject { { QStringLiteral("runId"), runId }, { QStringLiteral("attempt"), attempt },
-                { QStringLiteral("epoch"), copy.epoch }, { QStringLiteral("agent"), target },
-                { QStringLiteral("from"), copy.agent } }))
+    if (!m_runner.record(journal_events::checkpointUploaded(runId, attempt, copy.epoch, target, copy.agent)))
         return Status::failure(
             Status::Code::Cancelled, QStringLiteral("the journal did not keep the upload"));
     m_runner.say(QStringLiteral("%1: attempt %2 resumes from epoch %3 on agent %4, checkpoint copied from "

@@ -10,20 +10,11 @@ namespace scalelab::core {
 
 namespace {
 
-double median(QList<double> values)
-{
-    if (values.isEmpty())
-        return kNotMeasured;
-    std::sort(values.begin(), values.end());
-    const qsizetype n = values.size();
-    return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
-}
-
 Banded bandOf(const QList<double> &values)
 {
     if (values.isEmpty())
         return {};
-    return { median(values), *std::min_element(values.begin(), values.end()),
+    return { finiteMedian(values), *std::min_element(values.begin(), values.end()),
         *std::max_element(values.begin(), values.end()) };
 }
 

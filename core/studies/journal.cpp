@@ -1,5 +1,7 @@
 #include "journal.h"
 
+#include "journal_codec.h"
+
 #include <QDateTime>
 #include <QDir>
 #include <QFileInfo>
@@ -30,6 +32,7 @@ public:
         sqlite3_bind_blob(m_stmt, i, b.data(), int(b.size()), SQLITE_TRANSIENT);
     }
     int step() { return sqlite3_step(m_stmt); }
+    bool isNull(int col) const { return sqlite3_column_type(m_stmt, col) == SQLITE_NULL; }
     void reset() { sqlite3_reset(m_stmt); }
     qint64 int64(int col) const { return sqlite3_column_int64(m_stmt, col); }
     QString text(int col) const
@@ -54,7 +57,8 @@ CREATE TABLE IF NOT EXISTS study_events (
   study_id TEXT NOT NULL,
   unix_ms INTEGER NOT NULL,
   type TEXT NOT NULL,
-  payload TEXT NOT NULL
+  payload TEXT NOT NULL DEFAULT '',
+  body BLOB
 );
 CREATE INDEX IF NOT EXISTS study_events_by_study ON study_events (study_id, id);
 CREATE TABLE IF NOT EXISTS run_events (
@@ -109,7 +113,24 @@ Status Journal::open(const QString &path)
                 QStringLiteral("cannot use %1 as a study journal: %2").arg(path, done.error()));
         }
     }
+    if (const Status migrated = addEventBodies(); !migrated) {
+        close();
+        return Status::failure(
+            QStringLiteral("cannot use %1 as a study journal: %2").arg(path, migrated.error()));
+    }
     return Status::success();
+}
+
+// Journals written before the typed events have no `body` column: it is added, and their
+// rows (no body) stay JSON, read as such (journal_codec.h).
+Status Journal::addEventBodies()
+{
+    Statement columns(m_db, "SELECT 1 FROM pragma_table_info('study_events') WHERE name = 'body'");
+    if (!columns.ok())
+        return Status::failure(lastError());
+    if (columns.step() == SQLITE_ROW)
+        return Status::success();
+    return exec("ALTER TABLE study_events ADD COLUMN body BLOB");
 }
 
 void Journal::close()
@@ -140,16 +161,22 @@ void Journal::rollback()
     (void)exec("ROLLBACK"); // the statement's own error is the one to report
 }
 
-Result<qint64> Journal::append(const QString &studyId, const QString &type, const QJsonObject &payload)
+Result<qint64> Journal::append(const QString &studyId, const v1::StudyEvent &event)
 {
-    Statement st(m_db, "INSERT INTO study_events (study_id, unix_ms, type, payload) VALUES (?, ?, ?, ?)");
+    const QString type = eventType(event);
+    if (type.isEmpty())
+        return Status::failure(QStringLiteral("cannot record an event with no type in %1").arg(m_path));
+    // `type` is kept beside the event so that the journal can be queried (and read by a person
+    // with sqlite3) without decoding it; `payload` is where earlier releases kept JSON.
+    Statement st(
+        m_db, "INSERT INTO study_events (study_id, unix_ms, type, payload, body) VALUES (?, ?, ?, '', ?)");
     if (!st.ok())
         return Status::failure(
             QStringLiteral("cannot record %1 in the study journal %2: %3").arg(type, m_path, lastError()));
     st.bind(1, studyId);
     st.bind(2, QDateTime::currentMSecsSinceEpoch());
     st.bind(3, type);
-    st.bind(4, QString::fromUtf8(QJsonDocument(payload).toJson(QJsonDocument::Compact)));
+    st.bindBlob(4, encodeEvent(event));
     if (st.step() != SQLITE_DONE)
         return Status::failure(
             QStringLiteral("cannot record %1 in the study journal %2: %3").arg(type, m_path, lastError()));
@@ -160,7 +187,8 @@ QList<JournalEvent> Journal::events(const QString &studyId, qint64 afterId) cons
 {
     QList<JournalEvent> out;
     Statement st(m_db,
-        "SELECT id, unix_ms, type, payload FROM study_events WHERE study_id = ? AND id > ? ORDER BY id");
+        "SELECT id, unix_ms, type, payload, body FROM study_events WHERE study_id = ? AND id > ? ORDER BY "
+        "id");
     st.bind(1, studyId);
     st.bind(2, afterId);
     while (st.step() == SQLITE_ROW) {
@@ -168,8 +196,14 @@ QList<JournalEvent> Journal::events(const QString &studyId, qint64 afterId) cons
         e.id = st.int64(0);
         e.studyId = studyId;
         e.unixMs = st.int64(1);
-        e.type = st.text(2);
-        e.payload = QJsonDocument::fromJson(st.text(3).toUtf8()).object();
+        // A row with no body was written by a release before the typed events: JSON.
+        auto decoded = st.isNull(4)
+            ? decodeLegacyEvent(st.text(2), QJsonDocument::fromJson(st.text(3).toUtf8()).object())
+            : decodeEvent(st.blob(4));
+        if (decoded)
+            e.event = std::move(decoded).value();
+        else
+            e.unreadable = QStringLiteral("event %1 (%2): %3").arg(e.id).arg(st.text(2), decoded.error());
         out << e;
     }
     return out;

@@ -8,6 +8,7 @@
 
 #include "core_status.h"
 #include "scalelab/v1/agent.pb.h"
+#include "scalelab/v1/journal.pb.h"
 
 #include <QJsonObject>
 #include <QList>
@@ -33,12 +34,14 @@ struct SingleRunEntry {
     qint64 endedUnixMs = 0; // 0 while not terminal
 };
 
+// One state change of a study (proto/scalelab/v1/journal.proto).
 struct JournalEvent {
     qint64 id = 0; // global order of the journal
     QString studyId;
     qint64 unixMs = 0;
-    QString type; // "study_created", "attempt_starting", … (see study_state.h)
-    QJsonObject payload;
+    // None set: a type this release does not know (written by a later one), or unreadable.
+    v1::StudyEvent event;
+    QString unreadable; // why a stored event could not be read; empty when it was
 };
 
 class Journal {
@@ -55,7 +58,7 @@ public:
     QString path() const { return m_path; }
 
     // Appends one state change durably (committed before this returns): its id (> 0).
-    Result<qint64> append(const QString &studyId, const QString &type, const QJsonObject &payload);
+    [[nodiscard]] Result<qint64> append(const QString &studyId, const v1::StudyEvent &event);
     QList<JournalEvent> events(const QString &studyId, qint64 afterId = 0) const;
     // Every study, oldest first.
     QStringList studyIds() const;
@@ -83,6 +86,7 @@ public:
 
 private:
     Status exec(const char *sql);
+    Status addEventBodies();
     void rollback();
 
     sqlite3 *m_db = nullptr;

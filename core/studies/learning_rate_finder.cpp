@@ -1,4 +1,6 @@
 #include "learning_rate_finder.h"
+
+#include "journal_events.h"
 #include "model_upload.h"
 #include "plan_models.h"
 #include "worker_contract.h"
@@ -109,9 +111,7 @@ void LearningRateFinder::searched(const QString &agent, int batch, const Status 
     if (!result.ok() || !(found.suggested_learning_rate() > 0)) {
         const QString reason = result.ok() ? QStringLiteral("no usable suggestion") : result.error();
         const bool final = m_runner.study().learningRateSearch().failures + 1 >= kMaxFailures;
-        m_runner.record(QStringLiteral("lr_find_failed"),
-            QJsonObject { { QStringLiteral("reason"), reason }, { QStringLiteral("agent"), agent },
-                { QStringLiteral("final"), final } });
+        m_runner.record(journal_events::lrFindFailed(reason, agent, final));
         m_notBefore = QDateTime::currentMSecsSinceEpoch() + 10'000;
         m_runner.say(QStringLiteral("learning rate \"auto\": the range test on %1 failed (%2)%3")
                          .arg(m_runner.agentLabel(agent), reason,
@@ -119,26 +119,31 @@ void LearningRateFinder::searched(const QString &agent, int batch, const Status 
                                    : QStringLiteral("; trying again in 10 s")));
         return;
     }
-    // Up to 200 points keep the curve for reports without swelling the journal.
-    QJsonArray curve;
-    const int stride = std::max(1, int(points.size()) / 200);
-    for (int i = 0; i < points.size(); i += stride)
-        curve.append(
-            QJsonArray { points[i].first, std::isfinite(points[i].second) ? points[i].second : 0.0 });
     // An inconclusive test (the loss never clearly fell) says nothing: the default stays.
     const double lr = found.conclusive() ? found.suggested_learning_rate() : rules::kDefaultLearningRate;
     const QString rule = found.conclusive() ? QString::fromStdString(found.rule())
                                             : QStringLiteral("inconclusive, so the default %1 is used: %2")
                                                   .arg(rules::kDefaultLearningRate)
                                                   .arg(QString::fromStdString(found.note()));
-    if (!m_runner.record(QStringLiteral("lr_found"),
-            QJsonObject { { QStringLiteral("learningRate"), lr }, { QStringLiteral("batch"), batch },
-                { QStringLiteral("agent"), agent },
-                { QStringLiteral("minLossLr"), found.min_loss_learning_rate() },
-                { QStringLiteral("steepestLr"), found.steepest_learning_rate() },
-                { QStringLiteral("steps"), found.steps() },
-                { QStringLiteral("stoppedEarly"), found.stopped_early() }, { QStringLiteral("rule"), rule },
-                { QStringLiteral("conclusive"), found.conclusive() }, { QStringLiteral("points"), curve } }))
+    v1::StudyEvent event;
+    v1::LrFound &m = *event.mutable_lr_found();
+    m.set_learning_rate(lr);
+    m.set_batch(batch);
+    m.set_agent(agent.toStdString());
+    m.set_min_loss_lr(found.min_loss_learning_rate());
+    m.set_steepest_lr(found.steepest_learning_rate());
+    m.set_steps(found.steps());
+    m.set_stopped_early(found.stopped_early());
+    m.set_rule(rule.toStdString());
+    m.set_conclusive(found.conclusive());
+    // Up to 200 points keep the curve for reports without swelling the journal.
+    const int stride = std::max(1, int(points.size()) / 200);
+    for (int i = 0; i < points.size(); i += stride) {
+        v1::LearningRatePoint &point = *m.add_points();
+        point.set_learning_rate(points[i].first);
+        point.set_smoothed_loss(std::isfinite(points[i].second) ? points[i].second : 0.0);
+    }
+    if (!m_runner.record(event))
         return;
     m_runner.say(QStringLiteral("learning rate \"auto\": %1 at batch %2 (%3), from the range test on %4")
                      .arg(QString::number(lr, 'g', 4))

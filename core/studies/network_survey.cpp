@@ -1,5 +1,7 @@
 #include "network_survey.h"
 
+#include "journal_events.h"
+
 #include "network_probe.h"
 #include "runner_context.h"
 
@@ -51,14 +53,11 @@ void NetworkSurvey::probe(const QList<NodeCapacity> &nodes)
     if (hosts.size() < 2) {
         // Nothing between hosts to measure: each run's own probe measures the one host. Nothing
         // is done after it, so a record not kept needs no handling (the runner reported it).
-        (void)m_runner.record(QStringLiteral("network_probed"),
-            QJsonObject { { QStringLiteral("probes"), QJsonArray() },
-                { QStringLiteral("note"),
-                    hosts.isEmpty()
-                        ? QStringLiteral("not probed: no agent was reachable at the study's start")
-                        : QStringLiteral("not probed: every agent is on %1, where each multi-worker run "
-                                         "probes its own ranks before training")
-                              .arg(hosts.first()) } });
+        (void)m_runner.record(journal_events::networkProbed({},
+            hosts.isEmpty() ? QStringLiteral("not probed: no agent was reachable at the study's start")
+                            : QStringLiteral("not probed: every agent is on %1, where each multi-worker run "
+                                             "probes its own ranks before training")
+                                  .arg(hosts.first())));
         return;
     }
     int maxWorkers = 1;
@@ -116,8 +115,7 @@ void NetworkSurvey::surveyed(const QJsonArray &probes, const QString &note)
     m_probing = false;
     if (!m_runner.driving() || m_cancel)
         return;
-    if (!m_runner.record(QStringLiteral("network_probed"),
-            QJsonObject { { QStringLiteral("probes"), probes }, { QStringLiteral("note"), note } }))
+    if (!m_runner.record(journal_events::networkProbed(probes, note)))
         return;
     for (const QJsonValue &p : probes) {
         const QJsonObject o = p.toObject();

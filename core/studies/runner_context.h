@@ -4,7 +4,7 @@
 // keeps a reference, so the runner outlives the parts it owns.
 //
 //   if (!runner.driving()) return;                         // crashed or finished: start nothing
-//   if (!runner.record(type, payload)) return;             // journaled first, then acted on
+//   if (!runner.record(journal_events::runPending(id, why))) return;  // journaled first, then acted on
 //   runner.say(QStringLiteral("…"));                       // StudyRunner::message
 //
 // Thread: the runner's only. A part's worker thread never calls it: it posts its result
@@ -14,6 +14,8 @@
 #include "agent_client.h"
 #include "agent_endpoint.h"
 #include "study_state.h"
+
+#include "scalelab/v1/journal.pb.h"
 
 #include <QJsonObject>
 #include <QString>
@@ -34,7 +36,7 @@ public:
     [[nodiscard]] virtual QString agentLabel(const QString &agent) const = 0;
     // Journals a state change and applies it to study(); false when it was not kept (the
     // journal failed, or the runner crashed): then act on nothing.
-    virtual bool record(const QString &type, const QJsonObject &payload) = 0;
+    virtual bool record(const v1::StudyEvent &event) = 0;
     // What happens, in words (emitted as StudyRunner::message).
     virtual void say(const QString &line) = 0;
     // Drives the study again as soon as the event loop allows (one more tick).

@@ -17,16 +17,6 @@ namespace {
 constexpr double kFirstBucketBytes = 1 << 20;
 constexpr double kBucketBytes = 4 << 20;
 
-double median(QList<double> values)
-{
-    values.removeIf([](double v) { return !std::isfinite(v); });
-    if (values.isEmpty())
-        return kNotMeasured;
-    std::sort(values.begin(), values.end());
-    const auto n = values.size();
-    return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
-}
-
 // Least squares of y ≈ a·x1 + b·x2 with relative errors (weights 1/y²); nullopt when the
 // system is singular.
 std::optional<std::pair<double, double>> fitTwo(
@@ -66,12 +56,22 @@ double overlap(double compute, double allReduce, double gamma)
     return std::pow(std::pow(compute, gamma) + std::pow(allReduce, gamma), 1 / gamma);
 }
 
-QString percent(double fraction)
+QString wholePercent(double fraction)
 {
     return QString::number(100 * fraction, 'f', 0) + QStringLiteral(" %");
 }
 
 } // namespace
+
+double finiteMedian(QList<double> values)
+{
+    values.removeIf([](double v) { return !std::isfinite(v); });
+    if (values.isEmpty())
+        return kNotMeasured;
+    std::sort(values.begin(), values.end());
+    const auto n = values.size();
+    return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
 
 double allReduceSeconds(const ScalingModel &model, int workers, double bytes)
 {
@@ -97,7 +97,7 @@ LinkFit fitLink(const QList<RunNetwork> &probes)
             continue;
         const double p = probe.worldSize;
         for (const NetworkSample &s : probe.samples) {
-            const double t = median(s.seconds);
+            const double t = finiteMedian(s.seconds);
             if (!(t > 0))
                 continue;
             phases << 2 * (p - 1);
@@ -142,7 +142,7 @@ LinkFit fitLink(const QList<RunNetwork> &probes)
             if (messageBytes[i] < kBulkBytes)
                 perPhase << std::max(0.0, (seconds[i] - volume[i] / fit.bandwidth) / phases[i]);
         if (!perPhase.isEmpty())
-            fit.latency = median(perPhase);
+            fit.latency = finiteMedian(perPhase);
     }
     // How well the ring's two terms describe what was measured: the worst size's error.
     for (int i = 0; i < seconds.size(); ++i)
@@ -188,7 +188,7 @@ ScalingModel fitScalingModel(const QList<ScalingRun> &input)
         }
     }
     if (!threads.isEmpty())
-        m.threadsPerRank = std::max(1, int(std::lround(median(threads))));
+        m.threadsPerRank = std::max(1, int(std::lround(finiteMedian(threads))));
     if (!shared.isEmpty())
         m.notes << QStringLiteral(
             "%1 ran with more compute threads than cores on a machine (up to %2 per core): "
@@ -206,7 +206,7 @@ ScalingModel fitScalingModel(const QList<ScalingRun> &input)
         if (!batches.contains(r.batchPerWorker))
             batches << r.batchPerWorker;
     }
-    m.dataPerImage = median(data);
+    m.dataPerImage = finiteMedian(data);
     std::optional<std::pair<double, double>> line;
     if (batches.size() >= 2)
         line = fitTwo(ones, batch, compute);
@@ -457,12 +457,13 @@ QString efficiencyLossText(const ScalingRun &fewer, const ScalingRun &more, cons
     const double compute = more.perStep.compute() - fewer.perStep.compute();
     const double data = more.perStep.data - fewer.perStep.data;
     text += QStringLiteral("lose %1 efficiency (%2 → %3 images/s per worker): of the %4 ms a step grew by, ")
-                .arg(percent(1 - efficiency))
+                .arg(wholePercent(1 - efficiency))
                 .arg(perWorkerFewer, 0, 'f', 1)
                 .arg(perWorkerMore, 0, 'f', 1)
                 .arg(added * 1000, 0, 'f', 0);
-    text += QStringLiteral("%1 is exposed all-reduce, %2 compute, %3 waiting for data")
-                .arg(percent(exposed / added), percent(compute / added), percent(data / added));
+    text
+        += QStringLiteral("%1 is exposed all-reduce, %2 compute, %3 waiting for data")
+               .arg(wholePercent(exposed / added), wholePercent(compute / added), wholePercent(data / added));
     if (std::isfinite(model.gradientBytes) && std::isfinite(model.bandwidth))
         text += QStringLiteral("; each step all-reduces %1 MB of gradients at %2")
                     .arg(model.gradientBytes / 1e6, 0, 'f', 1)
@@ -652,7 +653,7 @@ QJsonObject scalingJson(const StudyScaling &scaling, const QList<ScalingPoint> &
     return QJsonObject { { QStringLiteral("model"), scaling.model },
         { QStringLiteral("precision"), scaling.precision }, { QStringLiteral("fit"), fit },
         { QStringLiteral("heldOut"), held },
-        { QStringLiteral("heldOutMedianAbsoluteError"), finite(median(errors)) },
+        { QStringLiteral("heldOutMedianAbsoluteError"), finite(finiteMedian(errors)) },
         { QStringLiteral("losses"), QJsonArray::fromStringList(scaling.losses) },
         { QStringLiteral("predictions"), points },
         { QStringLiteral("definitions"),

@@ -81,6 +81,9 @@ struct LinkFit {
 };
 LinkFit fitLink(const QList<RunNetwork> &probes);
 
+// The median of the finite values; kNotMeasured when there are none.
+double finiteMedian(QList<double> values);
+
 // The all-reduce time of `bytes` over `workers` ranks, as c10d's reducer sends it.
 double allReduceSeconds(const ScalingModel &model, int workers, double bytes);
 

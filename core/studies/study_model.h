@@ -301,6 +301,8 @@ struct StudySnapshot {
     // probeJson, one per probe; empty when not probed) and what became of the survey in words.
     QJsonArray networkProbes;
     QString networkNote;
+    // Journal events that could not be read (damaged) and were skipped: "event ID (type): why".
+    QStringList unreadableEvents;
 };
 
 } // namespace scalelab::core

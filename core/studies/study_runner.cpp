@@ -1,5 +1,7 @@
 #include "study_runner.h"
 
+#include "journal_events.h"
+
 #include "checkpoint_courier.h"
 #include "learning_rate_finder.h"
 #include "network_survey.h"
@@ -123,11 +125,11 @@ void StudyRunner::syncJournal()
     }
 }
 
-bool StudyRunner::record(const QString &type, const QJsonObject &payload)
+bool StudyRunner::record(const v1::StudyEvent &event)
 {
     if (m_crashed)
         return false;
-    if (const auto recorded = m_journal->append(m_studyId, type, payload); !recorded) {
+    if (const auto recorded = m_journal->append(m_studyId, event); !recorded) {
         // Acting on a change the journal did not keep would break replay: stop here.
         m_timer.stop();
         Q_EMIT fatal(recorded.error());
@@ -206,9 +208,7 @@ void StudyRunner::finishIfDone()
 {
     if (m_state.runs().isEmpty() || !m_state.allRunsTerminal())
         return;
-    if (!m_state.ended()
-        && !record(
-            QStringLiteral("study_ended"), QJsonObject { { QStringLiteral("state"), m_state.state() } }))
+    if (!m_state.ended() && !record(journal_events::studyEnded(m_state.state())))
         return;
     m_finished = true;
     m_timer.stop();

@@ -124,7 +124,7 @@ private:
 
     // study_runner.cpp
     void tick();
-    bool record(const QString &type, const QJsonObject &payload) override;
+    bool record(const v1::StudyEvent &event) override;
     void syncJournal();
     void finishIfDone();
     AgentClient *client(const QString &agent) override;

@@ -2,6 +2,8 @@
 // their event streams (stored, then acted on), stalls, and how an attempt ends. The
 // contract is in study_runner.h; the rules it decides by are in attempt_outcome.h.
 #include "model_upload.h"
+
+#include "journal_events.h"
 #include "plan_models.h"
 #include "qt_text.h"
 #include "study_runner.h"
@@ -174,11 +176,8 @@ void StudyRunner::startAttempt(const RunProgress &run)
             rendezvous
                 = !response.rendezvous().host().empty() ? response.rendezvous() : response.run().rendezvous();
     }
-    record(QStringLiteral("attempt_running"),
-        QJsonObject { { QStringLiteral("runId"), run.planned.runId },
-            { QStringLiteral("attempt"), run.attempt },
-            { QStringLiteral("rendezvous"),
-                QStringLiteral("%1:%2").arg(str(rendezvous.host())).arg(rendezvous.port()) } });
+    record(journal_events::attemptRunning(run.planned.runId, run.attempt,
+        QStringLiteral("%1:%2").arg(str(rendezvous.host())).arg(rendezvous.port())));
 }
 
 // The watch of portion `i` of `run`'s attempt: its event stream, resumed after the events
@@ -321,10 +320,8 @@ void StudyRunner::followAttempt(const RunProgress &run)
         endFailedAttempt(run, ended.failure, ended.lostAgents, ended.lostSinceMs, ended.retry,
             ended.spaceShortOn, ended.spaceNeeded);
     } else {
-        record(QStringLiteral("attempt_ended"),
-            QJsonObject { { QStringLiteral("runId"), id }, { QStringLiteral("attempt"), run.attempt },
-                { QStringLiteral("outcome"), outcome }, { QStringLiteral("reason"), reason },
-                { QStringLiteral("retry"), false } });
+        record(
+            journal_events::attemptEnded(id, run.attempt, journal_events::outcomeFromName(outcome), reason));
         afterAttemptEnded(id);
     }
     const RunProgress *after = m_state.run(id);
@@ -426,11 +423,8 @@ void StudyRunner::onStall(const QString &runId, int portion, const v1::Stall &st
             detail = run->portions.size() > 1
                 ? QStringLiteral("every agent of the run answers: waiting on the network between the ranks")
                 : QStringLiteral("the agent answers; the rank is busy or blocked");
-        if (!record(QStringLiteral("run_stalled"),
-                QJsonObject { { QStringLiteral("runId"), runId }, { QStringLiteral("attempt"), attempt },
-                    { QStringLiteral("since"), double(stall.since_unix_ms()) },
-                    { QStringLiteral("lastStep"), double(stall.last_step()) },
-                    { QStringLiteral("detail"), detail } }))
+        if (!record(
+                journal_events::runStalled(runId, attempt, stall.since_unix_ms(), stall.last_step(), detail)))
             return;
         m_stallMessageMs[runId] = QDateTime::currentMSecsSinceEpoch();
         if (const RunProgress *now = m_state.run(runId))
@@ -438,9 +432,7 @@ void StudyRunner::onStall(const QString &runId, int portion, const v1::Stall &st
                                .arg(runId, stallText(*now, QDateTime::currentMSecsSinceEpoch()))
                                .arg(stall.last_step()));
     } else {
-        if (!record(QStringLiteral("run_unstalled"),
-                QJsonObject { { QStringLiteral("runId"), runId }, { QStringLiteral("attempt"), attempt },
-                    { QStringLiteral("seconds"), stall.seconds() } }))
+        if (!record(journal_events::runUnstalled(runId, attempt, stall.seconds())))
             return;
         m_stallMessageMs.erase(runId);
         Q_EMIT message(QStringLiteral("%1: progress again after %2 s without any")
@@ -469,26 +461,26 @@ void StudyRunner::endFailedAttempt(const RunProgress &run, const QString &reason
     const qint64 notBefore = retry ? QDateTime::currentMSecsSinceEpoch()
             + (goOnAtOnce ? 0 : retryBackoffMs(failedAttempts, QRandomGenerator::global()->generateDouble()))
                                    : 0;
-    QJsonArray agents;
+    v1::StudyEvent event
+        = journal_events::attemptEnded(run.planned.runId, run.attempt, v1::ATTEMPT_FAILED, reason);
+    v1::AttemptEnded &ended = *event.mutable_attempt_ended();
+    ended.set_retry(retry);
+    ended.set_counts(counts);
+    ended.set_not_before(notBefore);
+    if (!spaceShortOn.isEmpty()) {
+        ended.mutable_no_space()->set_agent(spaceShortOn.toStdString());
+        ended.mutable_no_space()->set_bytes_needed(spaceNeeded);
+    }
     QStringList labels;
     for (const QString &a : unreachable) {
-        agents.append(a);
+        ended.add_unreachable(a.toStdString());
         labels << agentLabel(a);
     }
-    QJsonObject payload { { QStringLiteral("runId"), run.planned.runId },
-        { QStringLiteral("attempt"), run.attempt }, { QStringLiteral("outcome"), QStringLiteral("FAILED") },
-        { QStringLiteral("reason"), reason }, { QStringLiteral("retry"), retry },
-        { QStringLiteral("counts"), counts }, { QStringLiteral("notBefore"), double(notBefore) } };
-    if (!spaceShortOn.isEmpty())
-        payload.insert(QStringLiteral("noSpace"),
-            QJsonObject { { QStringLiteral("agent"), spaceShortOn },
-                { QStringLiteral("bytesNeeded"), double(spaceNeeded) } });
     if (!unreachable.isEmpty()) {
-        payload.insert(QStringLiteral("unreachable"), agents);
-        payload.insert(QStringLiteral("unreachableSince"), double(unreachableSinceMs));
-        payload.insert(QStringLiteral("unreachableText"), labels.join(QLatin1String(", ")));
+        ended.set_unreachable_since(unreachableSinceMs);
+        ended.set_unreachable_text(labels.join(QLatin1String(", ")).toStdString());
     }
-    if (!record(QStringLiteral("attempt_ended"), payload))
+    if (!record(event))
         return;
     afterAttemptEnded(run.planned.runId);
     const RunProgress *after = m_state.run(run.planned.runId);
@@ -549,9 +541,7 @@ void StudyRunner::growAtCheckpoint(const RunProgress &run, int epoch)
               .arg(world)
               .arg(config.workers);
     // Journaled first: a runner started again after this point still ends the attempt RESIZED.
-    if (!record(QStringLiteral("attempt_resizing"),
-            QJsonObject { { QStringLiteral("runId"), run.planned.runId },
-                { QStringLiteral("attempt"), run.attempt }, { QStringLiteral("reason"), why } }))
+    if (!record(journal_events::attemptResizing(run.planned.runId, run.attempt, why)))
         return;
     for (const auto &p : run.portions)
         if (AgentClient *c = client(p.agent)) {

@@ -2,6 +2,8 @@
 // new nodes journaled), and where each pending run's next attempt goes. The contract is in
 // study_runner.h.
 #include "qt_text.h"
+
+#include "journal_events.h"
 #include "study_runner.h"
 
 #include "checkpoint_courier.h"
@@ -92,6 +94,29 @@ Placement placeAttempt(const RunProgress &run, const QList<NodeCapacity> &ordere
     return placement;
 }
 
+// What the journal keeps of an agent first seen: its host as Describe told it.
+NodeInfo nodeInfo(const QString &agent, const v1::DescribeResponse &d)
+{
+    NodeInfo n;
+    n.agent = agent;
+    n.hostname = str(d.hostname());
+    n.agentVersion = str(d.agent_version());
+    n.cpuCores = d.cpu_cores();
+    n.memoryBytes = qint64(d.memory_bytes());
+    for (const auto &g : d.gpus())
+        n.gpus << QStringLiteral("%1: %2 (%3 GiB)")
+                      .arg(g.index())
+                      .arg(str(g.name()))
+                      .arg(double(g.memory_bytes()) / (1 << 30), 0, 'f', 0);
+    n.cpuModel = str(d.cpu_model());
+    n.os = str(d.software().count("os") ? d.software().at("os") : "");
+    n.gpuStatus = str(d.gpu_status());
+    for (const auto &[component, version] : d.software())
+        if (component != "os")
+            n.software.insert(str(component), str(version));
+    return n;
+}
+
 } // namespace
 
 QList<NodeCapacity> StudyRunner::refreshCapacity(bool force)
@@ -101,7 +126,7 @@ QList<NodeCapacity> StudyRunner::refreshCapacity(bool force)
         return m_capacity;
     m_capacityAtMs = now;
     m_capacity.clear();
-    QJsonArray newNodes;
+    QList<NodeInfo> newNodes;
     for (const QString &agent : m_state.agents()) {
         NodeCapacity n;
         n.agent = agent;
@@ -123,32 +148,14 @@ QList<NodeCapacity> StudyRunner::refreshCapacity(bool force)
             const bool known = std::any_of(m_state.nodes().begin(), m_state.nodes().end(),
                 [&](const NodeInfo &node) { return node.agent == agent; });
             if (!known && !m_nodesRecorded.count(agent)) {
-                QJsonArray gpus;
-                for (const auto &g : d.gpus())
-                    gpus.append(QStringLiteral("%1: %2 (%3 GiB)")
-                                    .arg(g.index())
-                                    .arg(str(g.name()))
-                                    .arg(double(g.memory_bytes()) / (1 << 30), 0, 'f', 0));
-                QJsonObject software;
-                for (const auto &[component, version] : d.software())
-                    if (component != "os")
-                        software.insert(str(component), str(version));
-                newNodes.append(
-                    QJsonObject { { QStringLiteral("agent"), agent }, { QStringLiteral("hostname"), n.host },
-                        { QStringLiteral("agentVersion"), str(d.agent_version()) },
-                        { QStringLiteral("cpuCores"), n.cpuCores },
-                        { QStringLiteral("memoryBytes"), double(d.memory_bytes()) },
-                        { QStringLiteral("gpus"), gpus }, { QStringLiteral("cpuModel"), str(d.cpu_model()) },
-                        { QStringLiteral("os"), str(d.software().count("os") ? d.software().at("os") : "") },
-                        { QStringLiteral("gpuStatus"), str(d.gpu_status()) },
-                        { QStringLiteral("software"), software } });
+                newNodes << nodeInfo(agent, d);
                 m_nodesRecorded.insert(agent);
             }
         }
         m_capacity << n;
     }
     if (!newNodes.isEmpty())
-        record(QStringLiteral("nodes_seen"), QJsonObject { { QStringLiteral("nodes"), newNodes } });
+        record(journal_events::nodesSeen(newNodes));
     return m_capacity;
 }
 
@@ -272,13 +279,9 @@ void StudyRunner::placePending(QList<NodeCapacity> &nodes)
             continue; // its reason says whom it waits for
         if (!placement.ok()) {
             if (placement.reason != run.reason && !run.reason.startsWith(QLatin1String("retrying")))
-                record(QStringLiteral("run_pending"),
-                    QJsonObject {
-                        { QStringLiteral("runId"), id }, { QStringLiteral("reason"), placement.reason } });
+                record(journal_events::runPending(id, placement.reason));
             else if (run.reason.startsWith(QLatin1String("retrying")) && placement.infeasible)
-                record(QStringLiteral("run_pending"),
-                    QJsonObject {
-                        { QStringLiteral("runId"), id }, { QStringLiteral("reason"), placement.reason } });
+                record(journal_events::runPending(id, placement.reason));
             continue;
         }
         QStringList lost;
@@ -287,8 +290,7 @@ void StudyRunner::placePending(QList<NodeCapacity> &nodes)
         const QString resize = config.elastic()
             ? resizeText(run, placement.portions, lost.join(QLatin1String(", ")))
             : QString();
-        if (!record(QStringLiteral("attempt_starting"),
-                StudyState::attemptStarting(id, run.attempt + 1, placement.portions, resize)))
+        if (!record(journal_events::attemptStarting(id, run.attempt + 1, placement.portions, resize)))
             return;
         if (!resize.isEmpty())
             Q_EMIT message(QStringLiteral("%1 %2: %3").arg(id, config.key(), resize));

@@ -2,6 +2,8 @@
 // a study through its journal (cancel, retry, continue), for the process that drives it to
 // act on. The contract is in study_runner.h.
 #include "qt_text.h"
+
+#include "journal_events.h"
 #include "study_runner.h"
 
 #include "plan_models.h"
@@ -32,8 +34,9 @@ Result<QString> StudyRunner::createStudy(const v1::StudyPlan &given, const QStri
         return resolved;
     const QString studyId = newStudyId();
     const QList<PlannedRun> runs = expandPlan(plan, studyId);
-    const QJsonObject payload = StudyState::studyCreated(str(plan.name()), plan, m_agents.keys(), runs);
-    if (const auto recorded = m_journal->append(studyId, QStringLiteral("study_created"), payload); !recorded)
+    const v1::StudyEvent created
+        = journal_events::studyCreated(str(plan.name()), plan, m_agents.keys(), runs);
+    if (const auto recorded = m_journal->append(studyId, created); !recorded)
         return Status::failure(recorded.error());
     return studyId;
 }
@@ -50,10 +53,7 @@ Status StudyRunner::requestCancel(Journal *journal, const QString &studyId, cons
 {
     if (Status known = knownStudy(*journal, studyId); !known)
         return known;
-    QJsonObject payload;
-    if (!runId.isEmpty())
-        payload.insert(QStringLiteral("runId"), runId);
-    return appended(journal->append(studyId, QStringLiteral("cancel_requested"), payload));
+    return appended(journal->append(studyId, journal_events::cancelRequested(runId)));
 }
 
 Status StudyRunner::requestRetry(
@@ -74,13 +74,11 @@ Status StudyRunner::requestRetry(
         if (!state.agents().contains(agent) && !added.contains(agent))
             added << agent;
     if (!added.isEmpty()) {
-        if (Status recorded = appended(journal->append(studyId, QStringLiteral("agents_added"),
-                QJsonObject { { QStringLiteral("agents"), QJsonArray::fromStringList(added) } }));
+        if (Status recorded = appended(journal->append(studyId, journal_events::agentsAdded(added)));
             !recorded)
             return recorded;
     }
-    return appended(journal->append(
-        studyId, QStringLiteral("retry_requested"), QJsonObject { { QStringLiteral("runId"), runId } }));
+    return appended(journal->append(studyId, journal_events::retryRequested(runId)));
 }
 
 Status StudyRunner::requestContinue(
@@ -114,8 +112,7 @@ Status StudyRunner::requestContinue(
         return Status::failure(QStringLiteral("--epochs: give 1 to %1 more epochs (got %2)")
                                    .arg(rules::kMaxEpochs - run->epochsDone())
                                    .arg(moreEpochs));
-    return appended(journal->append(studyId, QStringLiteral("trial_continued"),
-        QJsonObject { { QStringLiteral("runId"), runId }, { QStringLiteral("epochs"), total } }));
+    return appended(journal->append(studyId, journal_events::trialContinued(runId, total)));
 }
 
 } // namespace scalelab::core

@@ -2,6 +2,8 @@
 // attempt reached its rung, and ASHA's promotions. The contract is in study_runner.h.
 #include "study_runner.h"
 
+#include "journal_events.h"
+
 #include <algorithm>
 #include <limits>
 
@@ -57,7 +59,7 @@ void StudyRunner::decideTrials()
             value = std::numeric_limits<double>::quiet_NaN();
         }
         const TrialDecision decision = m_state.scheduler().decide(id, epoch, value, run->continuedTo);
-        if (!record(QStringLiteral("trial_decision"), decision.toJson()))
+        if (!record(journal_events::trialDecision(decision)))
             return;
         Q_EMIT message(QStringLiteral("%1: %2").arg(id, decision.reason));
     }
@@ -92,7 +94,7 @@ void StudyRunner::promoteTrials()
         const auto promotion = m_state.scheduler().nextPromotion();
         if (!promotion)
             break;
-        if (!record(QStringLiteral("trial_decision"), promotion->toJson()))
+        if (!record(journal_events::trialDecision(*promotion)))
             return;
         promoted = true;
         Q_EMIT message(QStringLiteral("%1: %2").arg(promotion->runId, promotion->reason));
@@ -110,7 +112,7 @@ void StudyRunner::promoteTrials()
         const RunProgress *run = m_state.run(id);
         const TrialDecision last = run->decisions.isEmpty() ? TrialDecision {} : run->decisions.last();
         const TrialDecision decision = m_state.scheduler().closeOut(id, last.epoch, last.value);
-        if (!record(QStringLiteral("trial_decision"), decision.toJson()))
+        if (!record(journal_events::trialDecision(decision)))
             return;
         Q_EMIT message(QStringLiteral("%1: %2").arg(id, decision.reason));
     }

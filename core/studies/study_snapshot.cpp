@@ -293,6 +293,7 @@ StudySnapshot buildSnapshot(const StudyState &state, const Journal &journal)
     }
     s.networkProbes = state.networkProbes();
     s.networkNote = state.networkNote();
+    s.unreadableEvents = state.unreadableEvents();
     addConsoleSoftware(s);
     for (const NodeInfo &node : s.nodes)
         for (auto it = node.software.cbegin(); it != node.software.cend(); ++it)

@@ -2,6 +2,7 @@
 
 #include "agent_client.h" // grpcVersion()
 #include "build_info.h"
+#include "journal_events.h"
 #include "run_anatomy.h"
 #include "run_record.h"
 #include "study_plan.h"
@@ -18,26 +19,9 @@
 namespace scalelab::core {
 namespace {
 
-QJsonArray toArray(const QList<int> &values)
+QString qstr(const std::string &s)
 {
-    QJsonArray a;
-    for (int v : values)
-        a.append(v);
-    return a;
-}
-
-QList<Portion> portionsFromJson(const QJsonArray &array)
-{
-    QList<Portion> portions;
-    for (const auto &value : array) {
-        const QJsonObject o = value.toObject();
-        Portion p;
-        p.agent = o.value(QLatin1String("agent")).toString();
-        for (const auto &r : o.value(QLatin1String("ranks")).toArray())
-            p.ranks << r.toInt();
-        portions << p;
-    }
-    return portions;
+    return QString::fromStdString(s);
 }
 
 QStringList agentsOf(const QList<Portion> &portions)
@@ -90,60 +74,6 @@ QJsonObject configToJson(const RunConfig &c)
         { QStringLiteral("minWorkers"), c.minWorkers } };
 }
 
-RunConfig configFromJson(const QJsonObject &o)
-{
-    RunConfig c;
-    c.baseline = o.value(QLatin1String("baseline")).toBool();
-    c.workers = o.value(QLatin1String("workers")).toInt(1);
-    c.batchSize = o.value(QLatin1String("batchSize")).toInt(64);
-    c.epochs = o.value(QLatin1String("epochs")).toInt(1);
-    c.gpusPerWorker = o.value(QLatin1String("gpusPerWorker")).toDouble();
-    c.threadsPerWorker = o.value(QLatin1String("threadsPerWorker")).toInt();
-    c.precision = o.value(QLatin1String("precision")).toString(QStringLiteral("fp32"));
-    c.lrRule = o.value(QLatin1String("lrRule")).toString(QStringLiteral("none"));
-    // Journals written before models were a run's: every run trained the default.
-    c.model = o.value(QLatin1String("model")).toString(QString::fromLatin1(kDefaultModelName));
-    // Journals written before accumulation and elastic runs: neither.
-    c.accumulationSteps = std::max(1, o.value(QLatin1String("accumulationSteps")).toInt(1));
-    c.minWorkers = o.value(QLatin1String("minWorkers")).toInt(0);
-    return c;
-}
-
-QJsonObject StudyState::studyCreated(
-    const QString &name, const v1::StudyPlan &plan, const QStringList &agents, const QList<PlannedRun> &runs)
-{
-    QJsonArray runArray;
-    for (const auto &r : runs) {
-        QJsonObject o { { QStringLiteral("runId"), r.runId }, { QStringLiteral("repeat"), r.repeat },
-            { QStringLiteral("maxFailures"), r.maxFailures },
-            { QStringLiteral("config"), configToJson(r.config) } };
-        if (r.trial) {
-            o.insert(QStringLiteral("trial"), true);
-            o.insert(QStringLiteral("params"), r.params);
-            o.insert(QStringLiteral("bracket"), r.bracket);
-        }
-        runArray.append(o);
-    }
-    return QJsonObject { { QStringLiteral("name"), name },
-        { QStringLiteral("plan"), QString::fromUtf8(planToJson(plan)) },
-        { QStringLiteral("agents"), QJsonArray::fromStringList(agents) },
-        { QStringLiteral("runs"), runArray } };
-}
-
-QJsonObject StudyState::attemptStarting(
-    const QString &runId, int attempt, const QList<Portion> &portions, const QString &resize)
-{
-    QJsonArray array;
-    for (const auto &p : portions)
-        array.append(QJsonObject {
-            { QStringLiteral("agent"), p.agent }, { QStringLiteral("ranks"), toArray(p.ranks) } });
-    QJsonObject payload { { QStringLiteral("runId"), runId }, { QStringLiteral("attempt"), attempt },
-        { QStringLiteral("portions"), array } };
-    if (!resize.isEmpty())
-        payload.insert(QStringLiteral("resize"), resize);
-    return payload;
-}
-
 RunProgress *StudyState::mutableRun(const QString &runId)
 {
     for (auto &r : m_runs)
@@ -182,65 +112,85 @@ bool StudyState::shouldRetry(const RunProgress &run) const
 void StudyState::apply(const JournalEvent &event)
 {
     m_lastEventId = event.id;
-    // One handler per event type (the types and their payloads: study_state.h). A type this
-    // release does not know, or an event of a run the study does not have, is ignored.
-    using StudyHandler = void (StudyState::*)(const JournalEvent &);
-    using RunHandler = void (StudyState::*)(RunProgress *, const JournalEvent &);
-    static const QHash<QString, StudyHandler> studyEvents {
-        { QStringLiteral("study_created"), &StudyState::onStudyCreated },
-        { QStringLiteral("agents_added"), &StudyState::onAgentsAdded },
-        { QStringLiteral("nodes_seen"), &StudyState::onNodesSeen },
-        { QStringLiteral("lr_found"), &StudyState::onLrFound },
-        { QStringLiteral("network_probed"), &StudyState::onNetworkProbed },
-        { QStringLiteral("lr_find_failed"), &StudyState::onLrFindFailed },
-        { QStringLiteral("cancel_requested"), &StudyState::onCancelRequested },
-        { QStringLiteral("retry_requested"), &StudyState::onRetryRequested },
-        { QStringLiteral("trial_continued"), &StudyState::onTrialContinued },
-        { QStringLiteral("study_ended"), &StudyState::onStudyEnded },
-    };
-    static const QHash<QString, RunHandler> runEvents {
-        { QStringLiteral("run_pending"), &StudyState::onRunPending },
-        { QStringLiteral("attempt_starting"), &StudyState::onAttemptStarting },
-        { QStringLiteral("attempt_running"), &StudyState::onAttemptRunning },
-        { QStringLiteral("checkpoint_copied"), &StudyState::onCheckpointCopied },
-        { QStringLiteral("checkpoint_uploaded"), &StudyState::onCheckpointUploaded },
-        { QStringLiteral("attempt_resizing"), &StudyState::onAttemptResizing },
-        { QStringLiteral("run_stalled"), &StudyState::onRunStalled },
-        { QStringLiteral("run_unstalled"), &StudyState::onRunUnstalled },
-        { QStringLiteral("trial_decision"), &StudyState::onTrialDecision },
-        { QStringLiteral("attempt_ended"), &StudyState::onAttemptEnded },
-    };
-    if (const auto handler = studyEvents.constFind(event.type); handler != studyEvents.constEnd()) {
-        (this->*handler.value())(event);
+    // One handler per event (journal.proto). An event this release does not know, or one
+    // of a run the study does not have, is ignored.
+    using E = v1::StudyEvent;
+    const E &e = event.event;
+    switch (e.event_case()) {
+    case E::kStudyCreated:
+        return onStudyCreated(e.study_created(), event);
+    case E::kAgentsAdded:
+        return onAgentsAdded(e.agents_added());
+    case E::kNodesSeen:
+        return onNodesSeen(e.nodes_seen());
+    case E::kLrFound:
+        return onLrFound(e.lr_found());
+    case E::kNetworkProbed:
+        return onNetworkProbed(e.network_probed());
+    case E::kLrFindFailed:
+        return onLrFindFailed(e.lr_find_failed());
+    case E::kCancelRequested:
+        return onCancelRequested(e.cancel_requested());
+    case E::kRetryRequested:
+        return onRetryRequested(e.retry_requested());
+    case E::kTrialContinued:
+        return onTrialContinued(e.trial_continued());
+    case E::kStudyEnded:
+        return onStudyEnded(e.study_ended(), event);
+    case E::kRunPending:
+        return applyToRun(e.run_pending(), &StudyState::onRunPending, event);
+    case E::kAttemptStarting:
+        return applyToRun(e.attempt_starting(), &StudyState::onAttemptStarting, event);
+    case E::kAttemptRunning:
+        return applyToRun(e.attempt_running(), &StudyState::onAttemptRunning, event);
+    case E::kCheckpointCopied:
+        return applyToRun(e.checkpoint_copied(), &StudyState::onCheckpointCopied, event);
+    case E::kCheckpointUploaded:
+        return applyToRun(e.checkpoint_uploaded(), &StudyState::onCheckpointUploaded, event);
+    case E::kAttemptResizing:
+        return applyToRun(e.attempt_resizing(), &StudyState::onAttemptResizing, event);
+    case E::kRunStalled:
+        return applyToRun(e.run_stalled(), &StudyState::onRunStalled, event);
+    case E::kRunUnstalled:
+        return applyToRun(e.run_unstalled(), &StudyState::onRunUnstalled, event);
+    case E::kTrialDecision:
+        return applyToRun(e.trial_decision(), &StudyState::onTrialDecision, event);
+    case E::kAttemptEnded:
+        return applyToRun(e.attempt_ended(), &StudyState::onAttemptEnded, event);
+    case E::EVENT_NOT_SET:
+        if (!event.unreadable.isEmpty())
+            m_unreadable << event.unreadable;
         return;
     }
-    const auto handler = runEvents.constFind(event.type);
-    RunProgress *run = mutableRun(event.payload.value(QLatin1String("runId")).toString());
-    if (handler != runEvents.constEnd() && run)
-        (this->*handler.value())(run, event);
 }
 
-void StudyState::onStudyCreated(const JournalEvent &event)
+template <class Event>
+void StudyState::applyToRun(const Event &e,
+    void (StudyState::*handler)(RunProgress *, const Event &, const JournalEvent &),
+    const JournalEvent &event)
 {
-    const QJsonObject &p = event.payload;
+    if (RunProgress *run = mutableRun(QString::fromStdString(e.run_id())))
+        (this->*handler)(run, e, event);
+}
+
+void StudyState::onStudyCreated(const v1::StudyCreated &p, const JournalEvent &event)
+{
     m_studyId = event.studyId;
-    m_name = p.value(QLatin1String("name")).toString();
-    if (auto plan = parsePlanJson(p.value(QLatin1String("plan")).toString().toUtf8()))
-        m_plan = std::move(plan).value();
+    m_name = qstr(p.name());
+    m_plan = p.plan();
     m_agents.clear();
-    for (const auto &a : p.value(QLatin1String("agents")).toArray())
-        m_agents << a.toString();
+    for (const auto &a : p.agents())
+        m_agents << qstr(a);
     m_created = event.unixMs;
-    for (const auto &value : p.value(QLatin1String("runs")).toArray()) {
-        const QJsonObject o = value.toObject();
+    for (const v1::PlannedRunRecord &r : p.runs()) {
         RunProgress run;
-        run.planned.runId = o.value(QLatin1String("runId")).toString();
-        run.planned.repeat = o.value(QLatin1String("repeat")).toInt();
-        run.planned.maxFailures = o.value(QLatin1String("maxFailures")).toInt();
-        run.planned.config = configFromJson(o.value(QLatin1String("config")).toObject());
-        run.planned.trial = o.value(QLatin1String("trial")).toBool();
-        run.planned.params = o.value(QLatin1String("params")).toObject();
-        run.planned.bracket = o.value(QLatin1String("bracket")).toInt();
+        run.planned.runId = qstr(r.run_id());
+        run.planned.repeat = r.repeat();
+        run.planned.maxFailures = r.max_failures();
+        run.planned.config = journal_events::configFromRecord(r.config());
+        run.planned.trial = r.trial();
+        run.planned.params = journal_events::structToJson(r.params());
+        run.planned.bracket = r.bracket();
         m_runs << run;
     }
     if (m_plan.has_tune()) {
@@ -253,69 +203,51 @@ void StudyState::onStudyCreated(const JournalEvent &event)
     }
 }
 
-void StudyState::onAgentsAdded(const JournalEvent &event)
+void StudyState::onAgentsAdded(const v1::AgentsAdded &p)
 {
-    const QJsonObject &p = event.payload;
-    for (const auto &a : p.value(QLatin1String("agents")).toArray())
-        if (!m_agents.contains(a.toString()))
-            m_agents << a.toString();
+    for (const auto &a : p.agents())
+        if (!m_agents.contains(qstr(a)))
+            m_agents << qstr(a);
 }
 
-void StudyState::onNodesSeen(const JournalEvent &event)
+void StudyState::onNodesSeen(const v1::NodesSeen &p)
 {
-    const QJsonObject &p = event.payload;
-    for (const auto &value : p.value(QLatin1String("nodes")).toArray()) {
-        const QJsonObject o = value.toObject();
-        NodeInfo n;
-        n.agent = o.value(QLatin1String("agent")).toString();
-        n.hostname = o.value(QLatin1String("hostname")).toString();
-        n.agentVersion = o.value(QLatin1String("agentVersion")).toString();
-        n.cpuCores = o.value(QLatin1String("cpuCores")).toInt();
-        n.memoryBytes = o.value(QLatin1String("memoryBytes")).toInteger();
-        for (const auto &g : o.value(QLatin1String("gpus")).toArray())
-            n.gpus << g.toString();
-        n.cpuModel = o.value(QLatin1String("cpuModel")).toString();
-        n.os = o.value(QLatin1String("os")).toString();
-        n.gpuStatus = o.value(QLatin1String("gpuStatus")).toString();
-        const QJsonObject software = o.value(QLatin1String("software")).toObject();
-        for (auto it = software.begin(); it != software.end(); ++it)
-            n.software.insert(it.key(), it.value().toString());
+    for (const v1::NodeRecord &record : p.nodes()) {
+        NodeInfo n = journal_events::nodeFromRecord(record);
         m_nodes.removeIf([&](const NodeInfo &old) { return old.agent == n.agent; });
         m_nodes << n;
     }
 }
 
-void StudyState::onLrFound(const JournalEvent &event)
+void StudyState::onLrFound(const v1::LrFound &p)
 {
-    const QJsonObject &p = event.payload;
-    m_lrSearch.found = FoundLearningRate { p.value(QLatin1String("learningRate")).toDouble(),
-        p.value(QLatin1String("batch")).toInt() };
-    m_lrSearch.agent = p.value(QLatin1String("agent")).toString();
-    m_lrSearch.minLossLearningRate = p.value(QLatin1String("minLossLr")).toDouble();
-    m_lrSearch.steepestLearningRate = p.value(QLatin1String("steepestLr")).toDouble();
-    m_lrSearch.steps = p.value(QLatin1String("steps")).toInt();
-    m_lrSearch.stoppedEarly = p.value(QLatin1String("stoppedEarly")).toBool();
-    m_lrSearch.conclusive = p.value(QLatin1String("conclusive")).toBool(true);
-    m_lrSearch.rule = p.value(QLatin1String("rule")).toString();
+    m_lrSearch.found = FoundLearningRate { p.learning_rate(), p.batch() };
+    m_lrSearch.agent = qstr(p.agent());
+    m_lrSearch.minLossLearningRate = p.min_loss_lr();
+    m_lrSearch.steepestLearningRate = p.steepest_lr();
+    m_lrSearch.steps = p.steps();
+    m_lrSearch.stoppedEarly = p.stopped_early();
+    m_lrSearch.conclusive = !p.has_conclusive() || p.conclusive();
+    m_lrSearch.rule = qstr(p.rule());
     m_lrSearch.points.clear();
-    for (const auto &point : p.value(QLatin1String("points")).toArray())
-        m_lrSearch.points.append({ point.toArray().at(0).toDouble(), point.toArray().at(1).toDouble() });
+    for (const v1::LearningRatePoint &point : p.points())
+        m_lrSearch.points.append({ point.learning_rate(), point.smoothed_loss() });
 }
 
-void StudyState::onNetworkProbed(const JournalEvent &event)
+void StudyState::onNetworkProbed(const v1::NetworkProbed &p)
 {
-    const QJsonObject &p = event.payload;
     m_networkProbed = true;
-    m_networkProbes = p.value(QLatin1String("probes")).toArray();
-    m_networkNote = p.value(QLatin1String("note")).toString();
+    m_networkProbes = QJsonArray();
+    for (const auto &probe : p.probes())
+        m_networkProbes.append(journal_events::structToJson(probe));
+    m_networkNote = qstr(p.note());
 }
 
-void StudyState::onLrFindFailed(const JournalEvent &event)
+void StudyState::onLrFindFailed(const v1::LrFindFailed &p)
 {
-    const QJsonObject &p = event.payload;
     ++m_lrSearch.failures;
-    m_lrSearch.lastFailure = p.value(QLatin1String("reason")).toString();
-    if (p.value(QLatin1String("final")).toBool()) {
+    m_lrSearch.lastFailure = qstr(p.reason());
+    if (p.final_attempt()) {
         m_lrSearch.gaveUp = true;
         for (auto &r : m_runs)
             if (r.phase == RunPhase::Pending) {
@@ -326,10 +258,9 @@ void StudyState::onLrFindFailed(const JournalEvent &event)
     }
 }
 
-void StudyState::onCancelRequested(const JournalEvent &event)
+void StudyState::onCancelRequested(const v1::CancelRequested &p)
 {
-    const QJsonObject &p = event.payload;
-    const QString runId = p.value(QLatin1String("runId")).toString();
+    const QString runId = qstr(p.run_id());
     for (auto &r : m_runs) {
         if (!runId.isEmpty() && r.planned.runId != runId)
             continue;
@@ -348,12 +279,11 @@ void StudyState::onCancelRequested(const JournalEvent &event)
         m_cancelRequested = true;
 }
 
-void StudyState::onRetryRequested(const JournalEvent &event)
+void StudyState::onRetryRequested(const v1::RetryRequested &p)
 {
-    const QJsonObject &p = event.payload;
     // A FAILED or CANCELLED run goes back to PENDING for one more attempt (resuming
     // from its last checkpoint); a study that had ended runs again until it is done.
-    RunProgress *run = mutableRun(p.value(QLatin1String("runId")).toString());
+    RunProgress *run = mutableRun(qstr(p.run_id()));
     if (!run || (run->phase != RunPhase::Failed && run->phase != RunPhase::Cancelled))
         return;
     run->phase = RunPhase::Pending;
@@ -365,17 +295,16 @@ void StudyState::onRetryRequested(const JournalEvent &event)
     m_ended = 0;
 }
 
-void StudyState::onTrialContinued(const JournalEvent &event)
+void StudyState::onTrialContinued(const v1::TrialContinued &p)
 {
-    const QJsonObject &p = event.payload;
     // The user continues a trial beyond its schedule: it is trained to `epochs`, resumed
     // from its last checkpoint; the tune runs again until it is done.
-    RunProgress *run = mutableRun(p.value(QLatin1String("runId")).toString());
+    RunProgress *run = mutableRun(qstr(p.run_id()));
     if (!run || !run->planned.trial
         || (run->phase != RunPhase::Succeeded && run->phase != RunPhase::Stopped
             && run->phase != RunPhase::Paused))
         return;
-    const int epochs = p.value(QLatin1String("epochs")).toInt();
+    const int epochs = p.epochs();
     if (epochs <= run->epochsDone() || run->decisionDue)
         return;
     m_scheduler.withdraw(run->planned.runId);
@@ -391,25 +320,29 @@ void StudyState::onTrialContinued(const JournalEvent &event)
     m_ended = 0;
 }
 
-void StudyState::onStudyEnded(const JournalEvent &event)
+void StudyState::onStudyEnded(const v1::StudyEnded &p, const JournalEvent &event)
 {
-    const QJsonObject &p = event.payload;
-    m_endState = p.value(QLatin1String("state")).toString();
+    m_endState = qstr(p.state());
     m_ended = event.unixMs;
 }
 
-void StudyState::onRunPending(RunProgress *run, const JournalEvent &event)
+void StudyState::onRunPending(RunProgress *run, const v1::RunPending &p, const JournalEvent &)
 {
-    const QJsonObject &p = event.payload;
     if (!isTerminal(run->phase))
-        run->reason = p.value(QLatin1String("reason")).toString();
+        run->reason = qstr(p.reason());
 }
 
-void StudyState::onAttemptStarting(RunProgress *run, const JournalEvent &event)
+void StudyState::onAttemptStarting(RunProgress *run, const v1::AttemptStarting &p, const JournalEvent &event)
 {
-    const QJsonObject &p = event.payload;
-    run->attempt = p.value(QLatin1String("attempt")).toInt();
-    run->portions = portionsFromJson(p.value(QLatin1String("portions")).toArray());
+    run->attempt = p.attempt();
+    run->portions.clear();
+    for (const v1::PortionRecord &record : p.portions()) {
+        Portion portion;
+        portion.agent = qstr(record.agent());
+        for (int rank : record.ranks())
+            portion.ranks << rank;
+        run->portions << portion;
+    }
     run->rendezvous.clear();
     run->phase = RunPhase::Starting;
     run->reason.clear();
@@ -425,73 +358,65 @@ void StudyState::onAttemptStarting(RunProgress *run, const JournalEvent &event)
     a.startedUnixMs = event.unixMs;
     for (const auto &portion : run->portions)
         a.worldSize += int(portion.ranks.size());
-    a.resize = p.value(QLatin1String("resize")).toString();
+    a.resize = qstr(p.resize());
     if (a.worldSize >= run->planned.config.workers)
         run->lostAgents.clear();
     run->attempts << a;
 }
 
-void StudyState::onAttemptRunning(RunProgress *run, const JournalEvent &event)
+void StudyState::onAttemptRunning(RunProgress *run, const v1::AttemptRunning &p, const JournalEvent &)
 {
-    const QJsonObject &p = event.payload;
-    if (run->phase == RunPhase::Starting && p.value(QLatin1String("attempt")).toInt() == run->attempt) {
+    if (run->phase == RunPhase::Starting && p.attempt() == run->attempt) {
         run->phase = RunPhase::Running;
-        run->rendezvous = p.value(QLatin1String("rendezvous")).toString();
+        run->rendezvous = qstr(p.rendezvous());
         if (!run->attempts.isEmpty())
             run->attempts.last().outcome = QStringLiteral("RUNNING");
     }
 }
 
-void StudyState::onCheckpointCopied(RunProgress *run, const JournalEvent &event)
+void StudyState::onCheckpointCopied(RunProgress *run, const v1::CheckpointCopied &p, const JournalEvent &)
 {
-    const QJsonObject &p = event.payload;
-    const int epoch = p.value(QLatin1String("epoch")).toInt();
-    if (epoch >= run->checkpoint.epoch)
-        run->checkpoint = CopiedCheckpoint { epoch, p.value(QLatin1String("attempt")).toInt(),
-            p.value(QLatin1String("agent")).toString(), p.value(QLatin1String("dir")).toString() };
+    if (p.epoch() >= run->checkpoint.epoch)
+        run->checkpoint = CopiedCheckpoint { p.epoch(), p.attempt(), qstr(p.agent()), qstr(p.dir()) };
 }
 
-void StudyState::onCheckpointUploaded(RunProgress *run, const JournalEvent &event)
+void StudyState::onCheckpointUploaded(RunProgress *run, const v1::CheckpointUploaded &p, const JournalEvent &)
 {
-    const QJsonObject &p = event.payload;
-    if (p.value(QLatin1String("attempt")).toInt() != run->attempt || run->attempts.isEmpty())
+    if (p.attempt() != run->attempt || run->attempts.isEmpty())
         return;
     AttemptRecord &a = run->attempts.last();
-    a.transferredEpoch = p.value(QLatin1String("epoch")).toInt();
-    a.transferredFrom = p.value(QLatin1String("from")).toString();
+    a.transferredEpoch = p.epoch();
+    a.transferredFrom = qstr(p.from());
     if (run->attemptOpen())
         run->reason = resumeNote(a);
 }
 
-void StudyState::onAttemptResizing(RunProgress *run, const JournalEvent &event)
+void StudyState::onAttemptResizing(RunProgress *run, const v1::AttemptResizing &p, const JournalEvent &)
 {
-    const QJsonObject &p = event.payload;
-    if (p.value(QLatin1String("attempt")).toInt() == run->attempt && run->attemptOpen())
-        run->resizing = p.value(QLatin1String("reason")).toString();
+    if (p.attempt() == run->attempt && run->attemptOpen())
+        run->resizing = qstr(p.reason());
 }
 
-void StudyState::onRunStalled(RunProgress *run, const JournalEvent &event)
+void StudyState::onRunStalled(RunProgress *run, const v1::RunStalled &p, const JournalEvent &)
 {
-    const QJsonObject &p = event.payload;
-    if (p.value(QLatin1String("attempt")).toInt() != run->attempt || !run->attemptOpen())
+    if (p.attempt() != run->attempt || !run->attemptOpen())
         return;
-    run->stalledSinceMs = p.value(QLatin1String("since")).toInteger();
-    run->stallDetail = p.value(QLatin1String("detail")).toString();
+    run->stalledSinceMs = p.since();
+    run->stallDetail = qstr(p.detail());
 }
 
-void StudyState::onRunUnstalled(RunProgress *run, const JournalEvent &event)
+void StudyState::onRunUnstalled(RunProgress *run, const v1::RunUnstalled &p, const JournalEvent &)
 {
-    const QJsonObject &p = event.payload;
-    if (p.value(QLatin1String("attempt")).toInt() != run->attempt)
+    if (p.attempt() != run->attempt)
         return;
     run->stalledSinceMs = 0;
     run->stallDetail.clear();
 }
 
-void StudyState::onTrialDecision(RunProgress *run, const JournalEvent &event)
+void StudyState::onTrialDecision(
+    RunProgress *run, const v1::TrialDecisionRecord &p, const JournalEvent &event)
 {
-    const QJsonObject &p = event.payload;
-    TrialDecision d = TrialDecision::fromJson(p);
+    TrialDecision d = journal_events::decisionFromRecord(p);
     d.eventId = event.id;
     d.unixMs = event.unixMs;
     m_scheduler.apply(d);
@@ -515,15 +440,13 @@ void StudyState::onTrialDecision(RunProgress *run, const JournalEvent &event)
     }
 }
 
-void StudyState::onAttemptEnded(RunProgress *run, const JournalEvent &event)
+void StudyState::onAttemptEnded(RunProgress *run, const v1::AttemptEnded &p, const JournalEvent &event)
 {
-    const QJsonObject &p = event.payload;
-    if (p.value(QLatin1String("attempt")).toInt() != run->attempt || !run->attemptOpen())
+    if (p.attempt() != run->attempt || !run->attemptOpen())
         return;
-    const QString outcome = p.value(QLatin1String("outcome")).toString();
-    const QString reason = p.value(QLatin1String("reason")).toString();
+    const QString reason = qstr(p.reason());
     if (!run->attempts.isEmpty()) {
-        run->attempts.last().outcome = outcome;
+        run->attempts.last().outcome = journal_events::outcomeName(p.outcome());
         run->attempts.last().reason = reason;
         run->attempts.last().endedUnixMs = event.unixMs;
     }
@@ -535,63 +458,80 @@ void StudyState::onAttemptEnded(RunProgress *run, const JournalEvent &event)
     run->unreachableSinceMs = 0;
     run->spaceNeeded = 0;
     run->spaceShortOn.clear();
-    run->notBeforeMs = p.value(QLatin1String("notBefore")).toInteger();
-    if (outcome == QLatin1String("SUCCEEDED") && run->planned.trial) {
+    run->notBeforeMs = p.not_before();
+    switch (p.outcome()) {
+    case v1::ATTEMPT_SUCCEEDED:
+        return attemptSucceeded(run, event);
+    case v1::ATTEMPT_CANCELLED:
+        run->phase = RunPhase::Cancelled;
+        return;
+    case v1::ATTEMPT_RESIZED:
+        // An elastic run stopped at a checkpoint to grow back: placed again at once.
+        run->phase = run->cancelRequested ? RunPhase::Cancelled : RunPhase::Pending;
+        return;
+    default:
+        return attemptFailed(run, p);
+    }
+}
+
+void StudyState::attemptSucceeded(RunProgress *run, const JournalEvent &event)
+{
+    if (run->planned.trial) {
         // At its target: the tune's scheduler decides what follows (trial_decision).
         run->phase = RunPhase::Paused;
         run->decisionDue = true;
         run->dueSinceEventId = event.id;
         run->reason
             = QStringLiteral("reached epoch %1; waiting for the scheduler's decision").arg(run->target);
-    } else if (outcome == QLatin1String("SUCCEEDED")) {
-        run->phase = RunPhase::Succeeded;
-        // Said in words; the snapshot refines it with the epoch the worker reported.
-        if (!run->attempts.isEmpty() && run->attempts.last().transferredEpoch > 0)
-            run->reason = QStringLiteral("resumed from epoch %1, checkpoint copied from agent %2")
-                              .arg(run->attempts.last().transferredEpoch)
-                              .arg(run->attempts.last().transferredFrom);
-    } else if (outcome == QLatin1String("CANCELLED")) {
-        run->phase = RunPhase::Cancelled;
-    } else if (outcome == QLatin1String("RESIZED")) {
-        // An elastic run stopped at a checkpoint to grow back: placed again at once.
-        run->phase = run->cancelRequested ? RunPhase::Cancelled : RunPhase::Pending;
+        return;
+    }
+    run->phase = RunPhase::Succeeded;
+    // Said in words; the snapshot refines it with the epoch the worker reported.
+    if (!run->attempts.isEmpty() && run->attempts.last().transferredEpoch > 0)
+        run->reason = QStringLiteral("resumed from epoch %1, checkpoint copied from agent %2")
+                          .arg(run->attempts.last().transferredEpoch)
+                          .arg(run->attempts.last().transferredFrom);
+}
+
+void StudyState::attemptFailed(RunProgress *run, const v1::AttemptEnded &p)
+{
+    const QString reason = qstr(p.reason());
+    const bool counts = !p.has_counts() || p.counts();
+    if (counts)
+        ++run->failures;
+    for (const auto &unreachable : p.unreachable()) {
+        const QString a = qstr(unreachable);
+        run->waitingFor << a;
+        if (run->planned.config.elastic() && !run->lostAgents.contains(a))
+            run->lostAgents << a;
+    }
+    run->unreachableSinceMs = p.unreachable_since();
+    const bool noSpace = p.has_no_space();
+    if (noSpace) {
+        run->spaceNeeded = p.no_space().bytes_needed();
+        run->spaceShortOn = qstr(p.no_space().agent());
+    }
+    if (p.retry() && noSpace) {
+        run->phase = RunPhase::Pending;
+        run->reason = QStringLiteral("waiting for disk space (not counted as a failure; free space on "
+                                     "%1, e.g. `scalelab-cli gc`, or add an agent): %2")
+                          .arg(run->spaceShortOn, reason);
+    } else if (p.retry() && !counts) {
+        run->phase = RunPhase::Pending;
+        const QString waitingFor = p.unreachable_text().empty() ? run->waitingFor.join(QLatin1String(", "))
+                                                                : qstr(p.unreachable_text());
+        run->reason = QStringLiteral("waiting for %1 (unreachable since %2); resumes from its checkpoint "
+                                     "when it returns or other hosts can take the run (not counted as a "
+                                     "failure): %3")
+                          .arg(waitingFor, clockTime(run->unreachableSinceMs), reason);
+    } else if (p.retry()) {
+        run->phase = RunPhase::Pending;
+        run->reason = QStringLiteral("retrying (failure %1 of at most %2): %3")
+                          .arg(run->failures)
+                          .arg(run->planned.maxFailures)
+                          .arg(reason);
     } else {
-        const bool counts = p.value(QLatin1String("counts")).toBool(true);
-        if (counts)
-            ++run->failures;
-        for (const auto &a : p.value(QLatin1String("unreachable")).toArray()) {
-            run->waitingFor << a.toString();
-            if (run->planned.config.elastic() && !run->lostAgents.contains(a.toString()))
-                run->lostAgents << a.toString();
-        }
-        run->unreachableSinceMs = p.value(QLatin1String("unreachableSince")).toInteger();
-        const QJsonObject noSpace = p.value(QLatin1String("noSpace")).toObject();
-        if (!noSpace.isEmpty()) {
-            run->spaceNeeded = noSpace.value(QLatin1String("bytesNeeded")).toInteger();
-            run->spaceShortOn = noSpace.value(QLatin1String("agent")).toString();
-        }
-        if (p.value(QLatin1String("retry")).toBool() && !noSpace.isEmpty()) {
-            run->phase = RunPhase::Pending;
-            run->reason = QStringLiteral("waiting for disk space (not counted as a failure; free space on "
-                                         "%1, e.g. `scalelab-cli gc`, or add an agent): %2")
-                              .arg(run->spaceShortOn, reason);
-        } else if (p.value(QLatin1String("retry")).toBool() && !counts) {
-            run->phase = RunPhase::Pending;
-            run->reason = QStringLiteral("waiting for %1 (unreachable since %2); resumes from its checkpoint "
-                                         "when it returns or other hosts can take the run (not counted as a "
-                                         "failure): %3")
-                              .arg(p.value(QLatin1String("unreachableText"))
-                                       .toString(run->waitingFor.join(QLatin1String(", "))),
-                                  clockTime(run->unreachableSinceMs), reason);
-        } else if (p.value(QLatin1String("retry")).toBool()) {
-            run->phase = RunPhase::Pending;
-            run->reason = QStringLiteral("retrying (failure %1 of at most %2): %3")
-                              .arg(run->failures)
-                              .arg(run->planned.maxFailures)
-                              .arg(reason);
-        } else {
-            run->phase = RunPhase::Failed;
-        }
+        run->phase = RunPhase::Failed;
     }
 }
 

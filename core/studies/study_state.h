@@ -5,50 +5,8 @@
 // (plan(), runs(), run(), …) stay valid until the next apply() on that thread. Others
 // read a copy (StudyRunner::snapshot(), StudyState::replay()).
 //
-// Journal event types and their payloads:
-//   study_created    {name, plan (JSON text), agents [names], runs [{runId, repeat, maxFailures, config,
-//                     trial?, params?, bracket?}]}   a tune's trials carry their drawn hyperparameters
-//   nodes_seen       {nodes [NodeInfo]}
-//   run_pending      {runId, reason}                      why it waits (capacity, retry)
-//   attempt_starting {runId, attempt, portions [{agent, ranks}], resize?}   placed; StartWorkers may be in
-//                                                          flight; resize: why an elastic run's size
-//                                                          differs from its attempt before (or plan)
-//   attempt_running  {runId, attempt, rendezvous}          every portion accepted
-//   attempt_ended    {runId, attempt, outcome, reason, retry, counts?, unreachable?, unreachableSince?,
-//                     notBefore?}                          outcome SUCCEEDED|FAILED|CANCELLED|RESIZED
-//                                                          (an elastic run stopped at a checkpoint to
-//                                                          grow back: PENDING again, not counted);
-//                                                          retry = a FAILED run goes back to PENDING;
-//                                                          counts = false when an unreachable agent
-//                                                          (listed in `unreachable`) caused it: not
-//                                                          one of maxFailures; notBefore = backoff (ms);
-//                                                          noSpace {agent, bytesNeeded}: a checkpoint
-//                                                          did not fit; not counted, waits for space
-//   attempt_resizing {runId, attempt, reason}             an elastic run below its size is stopped at a
-//                                                          checkpoint, to start again at its planned size
-//   run_stalled      {runId, attempt, since, lastStep, detail}  rank 0 made no progress since `since`
-//   run_unstalled    {runId, attempt, seconds}             progress again
-//   checkpoint_copied {runId, attempt, epoch, agent, dir}  the console holds a verified copy of the
-//                                                          checkpoint `agent` (rank 0's) committed
-//   checkpoint_uploaded {runId, attempt, epoch, agent, from}  that copy was written to `agent`, rank 0's
-//                                                          of `attempt`, before its start (`from` wrote it)
-//   cancel_requested {runId?}                              whole study when runId is absent
-//   retry_requested  {runId}                               a FAILED/CANCELLED run goes again
-//   agents_added     {agents [names]}                      agents the study may use from now on (a
-//                                                          retry after its agents are gone for good)
-//   lr_found         {learningRate, batch, agent, minLossLr, steepestLr, steps, stoppedEarly, rule,
-//                     points [[lr, smoothed loss], ...]}     the range test of a learningRateAuto plan
-//   lr_find_failed   {reason, final}                       final: it will not be tried again and the
-//                                                          runs still pending fail with the reason
-//   network_probed   {probes [probeJson], note}            the network between the study's hosts,
-//                                                          probed once before its runs (note: in
-//                                                          words, why there are no probes or
-//                                                          why they failed)
-//   trial_decision   TrialDecision::toJson()              a tune's scheduler decided about a trial
-//                                                          (tune_decisions.h): continue, stop, pause,
-//                                                          promote or finish, with its inputs
-//   trial_continued  {runId, epochs}                      the user continues a tune's trial to `epochs`
-//   study_ended      {state}
+// The journal's events, one message each, are proto/scalelab/v1/journal.proto's StudyEvent;
+// the runner builds them with journal_events.h and apply() has one handler per event.
 #pragma once
 
 #include "journal.h"
@@ -177,35 +135,39 @@ public:
     // The run's next attempt is a retry (it failed before and may go again).
     bool shouldRetry(const RunProgress &run) const;
 
-    // Journal payloads, built in one place so writer and reader agree.
-    static QJsonObject studyCreated(const QString &name, const v1::StudyPlan &plan, const QStringList &agents,
-        const QList<PlannedRun> &runs);
-    // `resize`: why the attempt's size differs from the attempt before (or the plan), when it does.
-    static QJsonObject attemptStarting(
-        const QString &runId, int attempt, const QList<Portion> &portions, const QString &resize = {});
+    // Events of the journal that could not be read (damaged), each "event ID (type): why";
+    // they were skipped.
+    const QStringList &unreadableEvents() const { return m_unreadable; }
 
 private:
-    // apply()'s handlers, one per journal event type.
-    void onStudyCreated(const JournalEvent &event);
-    void onAgentsAdded(const JournalEvent &event);
-    void onNodesSeen(const JournalEvent &event);
-    void onLrFound(const JournalEvent &event);
-    void onNetworkProbed(const JournalEvent &event);
-    void onLrFindFailed(const JournalEvent &event);
-    void onCancelRequested(const JournalEvent &event);
-    void onRetryRequested(const JournalEvent &event);
-    void onTrialContinued(const JournalEvent &event);
-    void onStudyEnded(const JournalEvent &event);
-    void onRunPending(RunProgress *run, const JournalEvent &event);
-    void onAttemptStarting(RunProgress *run, const JournalEvent &event);
-    void onAttemptRunning(RunProgress *run, const JournalEvent &event);
-    void onCheckpointCopied(RunProgress *run, const JournalEvent &event);
-    void onCheckpointUploaded(RunProgress *run, const JournalEvent &event);
-    void onAttemptResizing(RunProgress *run, const JournalEvent &event);
-    void onRunStalled(RunProgress *run, const JournalEvent &event);
-    void onRunUnstalled(RunProgress *run, const JournalEvent &event);
-    void onTrialDecision(RunProgress *run, const JournalEvent &event);
-    void onAttemptEnded(RunProgress *run, const JournalEvent &event);
+    // apply()'s handlers, one per journal event.
+    void onStudyCreated(const v1::StudyCreated &p, const JournalEvent &event);
+    void onAgentsAdded(const v1::AgentsAdded &p);
+    void onNodesSeen(const v1::NodesSeen &p);
+    void onLrFound(const v1::LrFound &p);
+    void onNetworkProbed(const v1::NetworkProbed &p);
+    void onLrFindFailed(const v1::LrFindFailed &p);
+    void onCancelRequested(const v1::CancelRequested &p);
+    void onRetryRequested(const v1::RetryRequested &p);
+    void onTrialContinued(const v1::TrialContinued &p);
+    void onStudyEnded(const v1::StudyEnded &p, const JournalEvent &event);
+    // The events of one run: applied when the study has that run.
+    template <class Event>
+    void applyToRun(const Event &e,
+        void (StudyState::*handler)(RunProgress *, const Event &, const JournalEvent &),
+        const JournalEvent &event);
+    void onRunPending(RunProgress *run, const v1::RunPending &p, const JournalEvent &event);
+    void onAttemptStarting(RunProgress *run, const v1::AttemptStarting &p, const JournalEvent &event);
+    void onAttemptRunning(RunProgress *run, const v1::AttemptRunning &p, const JournalEvent &event);
+    void onCheckpointCopied(RunProgress *run, const v1::CheckpointCopied &p, const JournalEvent &event);
+    void onCheckpointUploaded(RunProgress *run, const v1::CheckpointUploaded &p, const JournalEvent &event);
+    void onAttemptResizing(RunProgress *run, const v1::AttemptResizing &p, const JournalEvent &event);
+    void onRunStalled(RunProgress *run, const v1::RunStalled &p, const JournalEvent &event);
+    void onRunUnstalled(RunProgress *run, const v1::RunUnstalled &p, const JournalEvent &event);
+    void onTrialDecision(RunProgress *run, const v1::TrialDecisionRecord &p, const JournalEvent &event);
+    void onAttemptEnded(RunProgress *run, const v1::AttemptEnded &p, const JournalEvent &event);
+    void attemptSucceeded(RunProgress *run, const JournalEvent &event);
+    void attemptFailed(RunProgress *run, const v1::AttemptEnded &p);
     RunProgress *mutableRun(const QString &runId);
 
     QString m_studyId;
@@ -224,10 +186,11 @@ private:
     qint64 m_created = 0;
     qint64 m_ended = 0;
     qint64 m_lastEventId = 0;
+    QStringList m_unreadable;
 };
 
+// A run's configuration as `study show --json` prints it.
 QJsonObject configToJson(const RunConfig &config);
-RunConfig configFromJson(const QJsonObject &json);
 
 // "stalled: no progress for 20 s; rank 1 on hostB unreachable", from the run's state at `nowMs`.
 QString stallText(const RunProgress &run, qint64 nowMs);

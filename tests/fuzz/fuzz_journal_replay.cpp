@@ -1,14 +1,17 @@
 // Feeds: a study's journal as rows read back from journal.sqlite, one per line:
-// "<type>\t<unix_ms>\t<payload JSON>". Why: a console or `study watch` rebuilds every
-// study by replaying these events (StudyState::replay), including journals written by
-// older versions or cut short by a crash; whatever is there, the replay, the snapshot
-// built from it and the reports made from that must not crash.
-// Checks: each event, appended to a real journal and read back (Journal::append,
-// Journal::events), is the event that was appended; replaying any prefix event by event
-// gives the state replay() gives; the study's state is one of StudyState::state()'s words.
+// "<type>\t<unix_ms>\t<payload JSON>", as journals written before the typed events hold
+// them. Why: a console or `study watch` rebuilds every study by replaying these events
+// (StudyState::replay), including journals written by older versions or cut short by a
+// crash; whatever is there, the codec that reads them (decodeLegacyEvent), the replay, the
+// snapshot built from it and the reports made from that must not crash.
+// Checks: each event that decodes, appended to a real journal and read back
+// (Journal::append, Journal::events), is the event that was appended; replaying any prefix
+// event by event gives the state replay() gives; the study's state is one of
+// StudyState::state()'s words.
 #include "fuzz_support.h"
 
 #include "journal.h"
+#include "journal_codec.h"
 #include "report.h"
 #include "study_results.h"
 #include "study_state.h"
@@ -50,10 +53,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
         core::JournalEvent e;
         e.id = events.size() + 1;
         e.studyId = QStringLiteral("st-fuzz");
-        e.type = QString::fromUtf8(fields[0]);
         e.unixMs = fields[1].toLongLong();
-        // As Journal::events() reads the payload column.
-        e.payload = QJsonDocument::fromJson(fields.mid(2).join('\t')).object();
+        // As Journal::events() reads a row an earlier release wrote.
+        auto decoded = core::decodeLegacyEvent(
+            QString::fromUtf8(fields[0]), QJsonDocument::fromJson(fields.mid(2).join('\t')).object());
+        if (decoded)
+            e.event = std::move(decoded).value();
+        else
+            e.unreadable = decoded.error();
         events << e;
     }
     if (events.size() > 200)
@@ -63,16 +70,20 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
     static int studies = 0;
     const QString studyId = QStringLiteral("st-fuzz-%1").arg(++studies);
     core::Journal &stored = journal();
+    QList<const core::JournalEvent *> typed; // those with a type this release knows
     for (const auto &e : events) {
-        const auto appended = stored.append(studyId, e.type, e.payload);
+        if (e.event.event_case() == v1::StudyEvent::EVENT_NOT_SET)
+            continue;
+        typed << &e;
+        const auto appended = stored.append(studyId, e.event);
         fuzz::check(
             appended.ok() && appended.value() > 0, "Journal::append: " + appended.error().toStdString());
     }
     const QList<core::JournalEvent> readBack = stored.events(studyId);
-    fuzz::check(readBack.size() == events.size(), "Journal::events lost or added events");
-    for (qsizetype i = 0; i < events.size(); ++i)
-        fuzz::check(readBack[i].type == events[i].type && readBack[i].payload == events[i].payload,
-            "Journal: event " + std::to_string(i + 1) + " (" + events[i].type.toStdString()
+    fuzz::check(readBack.size() == typed.size(), "Journal::events lost or added events");
+    for (qsizetype i = 0; i < typed.size(); ++i)
+        fuzz::check(core::encodeEvent(readBack[i].event) == core::encodeEvent(typed[i]->event),
+            "Journal: event " + std::to_string(i + 1) + " (" + core::eventType(typed[i]->event).toStdString()
                 + ") reads back differently");
 
     const core::StudyState state = core::StudyState::replay(events);

@@ -175,6 +175,23 @@ void manifestSeeds()
     seed("fuzz_checkpoint_manifest", "no-files.bin", folder(0, "0002", 0, "\n\n", model, state));
 }
 
+// The journal rows of releases before the typed events: JSON, as they wrote them.
+QJsonObject legacyStudyCreated(const v1::StudyPlan &plan, const QList<core::PlannedRun> &runs)
+{
+    QJsonArray runArray;
+    for (const auto &r : runs)
+        runArray.append(QJsonObject { { "runId", r.runId }, { "repeat", r.repeat },
+            { "maxFailures", r.maxFailures }, { "config", core::configToJson(r.config) } });
+    return QJsonObject { { "name", "example" }, { "plan", QString::fromUtf8(core::planToJson(plan)) },
+        { "agents", QJsonArray { "a:1" } }, { "runs", runArray } };
+}
+
+QJsonObject legacyAttemptStarting(const QString &runId, int attempt)
+{
+    return QJsonObject { { "runId", runId }, { "attempt", attempt },
+        { "portions", QJsonArray { QJsonObject { { "agent", "a:1" }, { "ranks", QJsonArray { 0 } } } } } };
+}
+
 void journalSeeds()
 {
     v1::StudyPlan plan = core::examplePlan(QStringLiteral("synthetic"));
@@ -186,14 +203,12 @@ void journalSeeds()
         lines += std::string(type) + "\t" + std::to_string(ms += 1000) + "\t"
             + QJsonDocument(payload).toJson(QJsonDocument::Compact).toStdString() + "\n";
     };
-    line("study_created",
-        core::StudyState::studyCreated(QStringLiteral("example"), plan, { QStringLiteral("a:1") }, runs));
+    line("study_created", legacyStudyCreated(plan, runs));
     line("nodes_seen",
         { { "nodes",
             QJsonArray { QJsonObject { { "agent", "a:1" }, { "cpuCores", 4 }, { "memoryBytes", 8e9 },
                 { "software", QJsonObject { { "torch", "2.1" } } } } } } });
-    const QList<core::Portion> portions { core::Portion { QStringLiteral("a:1"), { 0 } } };
-    line("attempt_starting", core::StudyState::attemptStarting(r1, 1, portions));
+    line("attempt_starting", legacyAttemptStarting(r1, 1));
     line("attempt_running", { { "runId", r1 }, { "attempt", 1 }, { "rendezvous", "127.0.0.1:29500" } });
     line("run_stalled", { { "runId", r1 }, { "attempt", 1 }, { "since", 1.7e12 }, { "detail", "rank 1" } });
     line("run_unstalled", { { "runId", r1 }, { "attempt", 1 }, { "seconds", 20 } });
@@ -204,7 +219,7 @@ void journalSeeds()
             { "retry", true }, { "counts", false }, { "unreachable", QJsonArray { "a:1" } },
             { "unreachableSince", 1.7e12 }, { "notBefore", 1.7e12 } });
     line("run_pending", { { "runId", r1 }, { "reason", "waiting for capacity" } });
-    line("attempt_starting", core::StudyState::attemptStarting(r1, 2, portions));
+    line("attempt_starting", legacyAttemptStarting(r1, 2));
     line("checkpoint_uploaded",
         { { "runId", r1 }, { "attempt", 2 }, { "epoch", 1 }, { "agent", "a:1" }, { "from", "b:2" } });
     line(
