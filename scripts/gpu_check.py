@@ -199,7 +199,7 @@ def seed_checks(a, worker, peer, data, work, train, gpus, on, batch, epochs):
           f"{fin[0]['final_test_accuracy'] if fin else float('nan'):.3f}; "
           f"weights {'equal to' if fin and fin[0].get('weights_sha256') == whole else 'differ from'} "
           f"the uninterrupted run's (bitwise equality is promised for 1 CPU thread only, and "
-          f"tst_trainer asserts it there) {err2.strip()[-300:]}")
+          f"tst_trainer_resume asserts it there) {err2.strip()[-300:]}")
 
     # 4: two ranks share the GPU (or the CPU's cores) over Gloo, at the same global batch.
     half = train[:train.index("--batch-size")] + ["--batch-size", str(batch // 2)]
@@ -325,7 +325,7 @@ def main():
     worker = [os.path.abspath(a.worker)]
     gpus = gpu_count() if a.device == "cuda" else 0
     on = "the GPU" if a.device == "cuda" else "the CPU"
-    # On the CPU: tst_trainer's learnable set and batch, and a short benchmark.
+    # On the CPU: tst_trainer_recipe's learnable set and batch, and a short benchmark.
     images, tests, batch, epochs = (8000, 2000, 128, 4) if a.device == "cuda" else (2000, 500, 64, 3)
     print(f"scalelab-worker {a.worker}; {gpus} GPU(s) by nvidia-smi", flush=True)
     work = tempfile.mkdtemp(prefix="scalelab-gpu-check-")

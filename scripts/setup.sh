@@ -21,7 +21,8 @@ SCALELAB_PACKAGES=(
 
 # Only for the tests (scripts/test.sh): tst_slurm starts a real Slurm; tst_packaging makes
 # the .debs (dpkg-shlibdeps), checks the unit (systemd-analyze) and installs them into a
-# fresh Debian root (debootstrap); tst_reports reads its PDFs' text back (pdftotext);
+# fresh Debian root (debootstrap); tst_reports_formats and tst_reports_tune read their PDFs'
+# text back (pdftotext);
 # tst_tensorboard reads the TensorBoard event files back in Python (python3-protobuf);
 # tst_prometheus scrapes an agent with a real Prometheus and checks its output (promtool);
 # tst_torchscript trains modules scripted by PyTorch and torchvision; tst_format checks the

@@ -7,7 +7,7 @@
 #                 leaves the suite about half of each core)
 #     --slots N   ctest's slots (default: twice test.sh's three per core)
 #     --repeat N  run each test up to N times until it fails (ctest --repeat until-fail:N)
-# e.g. ./scripts/test-under-load.sh --repeat 3 -R 'tst_agent\.|tst_prometheus'
+# e.g. ./scripts/test-under-load.sh --repeat 3 -R 'tst_agent_runs\.|tst_prometheus'
 # Every test must pass like this: a test that fails only under load waits on the clock for
 # something it should wait on by condition (docs/testing.md, "Under load").
 set -euo pipefail

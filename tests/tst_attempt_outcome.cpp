@@ -94,6 +94,7 @@ private Q_SLOTS:
     }
 
     // A portion that succeeded leaves the silent one alone: it may well have finished too.
+    // (Before bf8f0cc any ended portion, a successful one too, made the silent one LOST.)
     void aSuccessDoesNotOrphanTheOthers()
     {
         std::vector<PortionState> ps { portion("a", "SUCCEEDED"), portion("b") };

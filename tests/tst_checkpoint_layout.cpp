@@ -1,7 +1,7 @@
 // common/checkpoint_layout.h: the one definition of a run's checkpoint folders that the
 // worker, the agent and the console share (names, MANIFEST, verification, pruning).
-// Each side's use of it is tested where it is used (tst_trainer, tst_agent,
-// tst_study_process); this is the layout alone, on a temporary folder.
+// Each side's use of it is tested where it is used (tst_trainer_resume, tst_agent_files,
+// tst_study_process_recovery); this is the layout alone, on a temporary folder.
 #include "checkpoint_layout.h"
 #include "file_io.h"
 #include "sha256.h"

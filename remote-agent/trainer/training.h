@@ -28,7 +28,7 @@ struct TrainingConfig {
     int batchesPerStep = 0;
     int epochs = 1;
     // Defaults: docs/results.md ("The evidence") gives the evidence; proto/rules/spec_rules.h
-    // holds the same values for runs the agent starts (tst_trainer checks they agree).
+    // holds the same values for runs the agent starts (tst_trainer_recipe checks they agree).
     double learningRate = 0.02; // at the reference batch (baseBatch) when lrScaling scales it
     double momentum = 0.9;
     double weightDecay = 5e-4;
