@@ -525,6 +525,66 @@ QString capitalized(QString text)
 
 } // namespace
 
+namespace {
+
+// A hyperparameter's axis: its choices, the words its trials drew, or the range of its
+// numbers (log when drawn in log space), widened to what the trials drew.
+ChartParallelAxis paramAxis(const StudySnapshot &s, const TuneReport &t, const QString &name)
+{
+    ChartParallelAxis axis;
+    axis.name = paramLabel(name);
+    const TuneDimension *dim = nullptr;
+    for (const TuneDimension &d : t.space)
+        if (d.name == name)
+            dim = &d;
+    double lo = INFINITY, hi = -INFINITY;
+    bool words = false;
+    for (const RunResult &run : s.runs) {
+        const QJsonValue v = run.params.value(name);
+        words = words || v.isString();
+        if (v.isDouble()) {
+            lo = std::min(lo, v.toDouble());
+            hi = std::max(hi, v.toDouble());
+        }
+    }
+    if (dim && dim->choice()) {
+        for (const QJsonValue &v : dim->values)
+            axis.categories << paramValueText(v);
+    } else if (words) {
+        for (const RunResult &run : s.runs) {
+            const QString v = paramValueText(run.params.value(name));
+            if (!v.isEmpty() && !axis.categories.contains(v))
+                axis.categories << v;
+        }
+        std::sort(axis.categories.begin(), axis.categories.end());
+    } else {
+        axis.log = dim && dim->logScale;
+        if (dim && std::isfinite(dim->low) && std::isfinite(dim->high)) {
+            lo = std::min(lo, dim->low);
+            hi = std::max(hi, dim->high);
+        }
+        axis.lo = std::isfinite(lo) ? lo : 0;
+        axis.hi = std::isfinite(hi) ? hi : 1;
+        if (axis.log && !(axis.lo > 0))
+            axis.log = false;
+    }
+    if (axis.log)
+        axis.name += QStringLiteral(" (log)");
+    return axis;
+}
+
+// Where a trial's value sits on its parameter's axis (NaN: not drawn, or not a choice).
+double paramPosition(const ChartParallelAxis &axis, const QJsonValue &v)
+{
+    if (!axis.categories.isEmpty()) {
+        const qsizetype k = axis.categories.indexOf(paramValueText(v));
+        return k >= 0 ? double(k) : kNotMeasured;
+    }
+    return v.isDouble() ? v.toDouble() : kNotMeasured;
+}
+
+} // namespace
+
 QList<ChartSpec> tuneCharts(const StudySnapshot &s, const TuneReport &t)
 {
     const bool fraction = tuneMetricIsFraction(t.metric);
@@ -577,48 +637,8 @@ QList<ChartSpec> tuneCharts(const StudySnapshot &s, const TuneReport &t)
     parallel.emptyText = QStringLiteral("No trial has been drawn yet");
     parallel.colorScale = scale;
     const QStringList names = tuneParamNames(s, t);
-    for (const QString &name : names) {
-        ChartParallelAxis axis;
-        axis.name = paramLabel(name);
-        const TuneDimension *dim = nullptr;
-        for (const TuneDimension &d : t.space)
-            if (d.name == name)
-                dim = &d;
-        double lo = INFINITY, hi = -INFINITY;
-        bool words = false;
-        for (const RunResult &run : s.runs) {
-            const QJsonValue v = run.params.value(name);
-            words = words || v.isString();
-            if (v.isDouble()) {
-                lo = std::min(lo, v.toDouble());
-                hi = std::max(hi, v.toDouble());
-            }
-        }
-        if (dim && dim->choice()) {
-            for (const QJsonValue &v : dim->values)
-                axis.categories << paramValueText(v);
-        } else if (words) {
-            for (const RunResult &run : s.runs) {
-                const QString v = paramValueText(run.params.value(name));
-                if (!v.isEmpty() && !axis.categories.contains(v))
-                    axis.categories << v;
-            }
-            std::sort(axis.categories.begin(), axis.categories.end());
-        } else {
-            axis.log = dim && dim->logScale;
-            if (dim && std::isfinite(dim->low) && std::isfinite(dim->high)) {
-                lo = std::min(lo, dim->low);
-                hi = std::max(hi, dim->high);
-            }
-            axis.lo = std::isfinite(lo) ? lo : 0;
-            axis.hi = std::isfinite(hi) ? hi : 1;
-            if (axis.log && !(axis.lo > 0))
-                axis.log = false;
-        }
-        if (axis.log)
-            axis.name += QStringLiteral(" (log)");
-        parallel.parallelAxes << axis;
-    }
+    for (const QString &name : names)
+        parallel.parallelAxes << paramAxis(s, t, name);
     {
         ChartParallelAxis axis;
         axis.name = QStringLiteral("final %1").arg(metricName);
@@ -635,18 +655,9 @@ QList<ChartSpec> tuneCharts(const StudySnapshot &s, const TuneReport &t)
         series.name = look.run == t.best ? bestName : QString();
         series.color = look.color;
         series.width = look.width;
-        for (int i = 0; i < names.size(); ++i) {
-            const ChartParallelAxis &axis = parallel.parallelAxes[i];
-            const QJsonValue v = run.params.value(names[i]);
-            double y = kNotMeasured;
-            if (!axis.categories.isEmpty()) {
-                const qsizetype k = axis.categories.indexOf(paramValueText(v));
-                y = k >= 0 ? double(k) : kNotMeasured;
-            } else if (v.isDouble()) {
-                y = v.toDouble();
-            }
-            series.points.append({ double(i), y });
-        }
+        for (int i = 0; i < names.size(); ++i)
+            series.points.append(
+                { double(i), paramPosition(parallel.parallelAxes[i], run.params.value(names[i])) });
         series.points.append({ double(names.size()), t.finalMetric.value(look.run, kNotMeasured) });
         parallel.series << series;
     }
