@@ -151,23 +151,12 @@ LinkFit fitLink(const QList<RunNetwork> &probes)
     return fit;
 }
 
-ScalingModel fitScalingModel(const QList<ScalingRun> &input)
-{
-    ScalingModel m;
-    QList<ScalingRun> runs = input;
-    runs.removeIf([](const ScalingRun &r) { return !r.perStep.measured() || r.batchPerWorker <= 0; });
-    if (runs.isEmpty()) {
-        m.problem
-            = QStringLiteral("no run has a measured step anatomy yet (runs of ScaleLab before 0.1 did not "
-                             "record one): the model has nothing to fit");
-        return m;
-    }
-    for (const ScalingRun &r : runs)
-        if (std::isfinite(r.gradientBytes))
-            m.gradientBytes = r.gradientBytes;
+namespace {
 
-    // Compute and data: linear in the batch per worker, from single-worker runs (nothing
-    // shares their cores), or from all when there is none.
+// Compute and data: linear in the batch per worker, from single-worker runs (nothing
+// shares their cores), or from all when there is none; those runs returned.
+QList<ScalingRun> fitCompute(const QList<ScalingRun> &runs, ScalingModel &m)
+{
     QList<ScalingRun> alone = runs;
     alone.removeIf([](const ScalingRun &r) { return r.workers > 1; });
     if (alone.isEmpty()) {
@@ -220,6 +209,65 @@ ScalingModel fitScalingModel(const QList<ScalingRun> &input)
                                                         "proportional to the batch")
                                        : QStringLiteral("Compute against batch fitted through the origin"));
     }
+    return alone;
+}
+
+// Contention: the multi-worker runs' compute beyond a single worker's, per byte reduced.
+double fittedContention(const QList<const ScalingRun *> &parallel, const ScalingModel &m)
+{
+    double sxx = 0, sxy = 0;
+    for (const ScalingRun *r : parallel) {
+        const double x = 2.0 * (r->workers - 1) / r->workers * m.gradientBytes;
+        const double excess = r->perStep.compute() / r->coreShare
+            - (m.computeIntercept + m.computePerImage * r->batchPerWorker);
+        sxx += x * x;
+        sxy += x * excess;
+    }
+    return sxx > 0 ? std::max(0.0, sxy / sxx) : 0;
+}
+
+// Overlap: the γ in [1, 10] whose step times fit the multi-worker runs best (log errors).
+double fittedGamma(const QList<const ScalingRun *> &parallel, const ScalingModel &m)
+{
+    double fitted = 1;
+    double best = HUGE_VAL;
+    for (int i = 0; i <= 400; ++i) {
+        const double gamma = std::pow(10.0, i / 400.0); // 1 .. 10, log-spaced
+        double error = 0;
+        for (const ScalingRun *r : parallel) {
+            const double tc = r->coreShare
+                * (m.computeIntercept + m.computePerImage * r->batchPerWorker
+                    + m.contention * 2.0 * (r->workers - 1) / r->workers * m.gradientBytes);
+            const double predicted = r->coreShare * m.dataPerImage * r->batchPerWorker
+                + overlap(tc, allReduceSeconds(m, r->workers, m.gradientBytes), gamma);
+            error += std::pow(std::log(predicted / r->stepSeconds()), 2);
+        }
+        if (error < best) {
+            best = error;
+            fitted = gamma;
+        }
+    }
+    return fitted;
+}
+
+} // namespace
+
+ScalingModel fitScalingModel(const QList<ScalingRun> &input)
+{
+    ScalingModel m;
+    QList<ScalingRun> runs = input;
+    runs.removeIf([](const ScalingRun &r) { return !r.perStep.measured() || r.batchPerWorker <= 0; });
+    if (runs.isEmpty()) {
+        m.problem
+            = QStringLiteral("no run has a measured step anatomy yet (runs of ScaleLab before 0.1 did not "
+                             "record one): the model has nothing to fit");
+        return m;
+    }
+    for (const ScalingRun &r : runs)
+        if (std::isfinite(r.gradientBytes))
+            m.gradientBytes = r.gradientBytes;
+
+    const QList<ScalingRun> alone = fitCompute(runs, m);
 
     // The network: every probe's median time per size, against the ring all-reduce.
     QList<RunNetwork> probes;
@@ -240,45 +288,17 @@ ScalingModel fitScalingModel(const QList<ScalingRun> &input)
         return m;
     }
 
-    // Contention: the multi-worker runs' compute beyond a single worker's, per byte reduced.
     QList<const ScalingRun *> parallel;
     for (const ScalingRun &r : runs)
         if (r.workers > 1)
             parallel << &r;
-    if (!parallel.isEmpty() && alone.size() < runs.size()) {
-        double sxx = 0, sxy = 0;
-        for (const ScalingRun *r : parallel) {
-            const double x = 2.0 * (r->workers - 1) / r->workers * m.gradientBytes;
-            const double excess = r->perStep.compute() / r->coreShare
-                - (m.computeIntercept + m.computePerImage * r->batchPerWorker);
-            sxx += x * x;
-            sxy += x * excess;
-        }
-        m.contention = sxx > 0 ? std::max(0.0, sxy / sxx) : 0;
-    }
-
-    // Overlap: the γ in [1, 10] whose step times fit the multi-worker runs best (log errors).
+    if (!parallel.isEmpty() && alone.size() < runs.size())
+        m.contention = fittedContention(parallel, m);
     if (parallel.isEmpty()) {
         m.gamma = 1;
         m.notes << QStringLiteral("No multi-worker run: no overlap assumed (γ = 1), which errs slow");
     } else {
-        double best = HUGE_VAL;
-        for (int i = 0; i <= 400; ++i) {
-            const double gamma = std::pow(10.0, i / 400.0); // 1 .. 10, log-spaced
-            double error = 0;
-            for (const ScalingRun *r : parallel) {
-                const double tc = r->coreShare
-                    * (m.computeIntercept + m.computePerImage * r->batchPerWorker
-                        + m.contention * 2.0 * (r->workers - 1) / r->workers * m.gradientBytes);
-                const double predicted = r->coreShare * m.dataPerImage * r->batchPerWorker
-                    + overlap(tc, allReduceSeconds(m, r->workers, m.gradientBytes), gamma);
-                error += std::pow(std::log(predicted / r->stepSeconds()), 2);
-            }
-            if (error < best) {
-                best = error;
-                m.gamma = gamma;
-            }
-        }
+        m.gamma = fittedGamma(parallel, m);
         m.gammaFitted = true;
     }
     if (m.probeHosts <= 1)
