@@ -55,19 +55,8 @@ QStringList asciiPlot(const QList<v1::LrFindPoint> &points, double suggested)
     return lines;
 }
 
-} // namespace
-
-int scalelab::app::lrFindCommand(QStringList arguments)
+void addLrFindOptions(QCommandLineParser &parser)
 {
-    QCommandLineParser parser;
-    parser.setApplicationDescription(
-        QStringLiteral(
-            "Learning-rate range test: train a fresh model for a few hundred steps with the learning "
-            "rate rising exponentially, and propose a value (the lr at the lowest smoothed loss / "
-            "10). Pass the global batch of the runs the value is for as --batch-size.")
-        + interruptHelp(QStringLiteral("stops the test and exits 1")));
-    parser.addHelpOption();
-    addOneAgentOptions(parser);
     parser.addOptions({
         { QStringLiteral("dataset"), QStringLiteral("Data set name on the agent (required)."),
             QStringLiteral("name") },
@@ -91,17 +80,12 @@ int scalelab::app::lrFindCommand(QStringList arguments)
             QStringLiteral("10") },
         { QStringLiteral("json"), QStringLiteral("Print every point and the result as JSON lines.") },
     });
-    if (!parser.parse(arguments))
-        return badInput(parser.errorText() + QStringLiteral("; see 'scalelab-cli lr-find --help'"));
-    if (parser.isSet(QStringLiteral("help"))) {
-        out() << commandHelp(parser, arguments) << environmentHelp();
-        return Ok;
-    }
-    if (!parser.isSet(QStringLiteral("dataset")))
-        return badInput(
-            QStringLiteral("--dataset is required: a data set on the agent (see scalelab-cli describe)"));
-    v1::FindLearningRateRequest request;
-    auto *spec = request.mutable_spec();
+}
+
+// The request the options describe; empty, or what is wrong with them.
+QString readRequest(const QCommandLineParser &parser, v1::FindLearningRateRequest *request)
+{
+    auto *spec = request->mutable_spec();
     spec->set_dataset(parser.value(QStringLiteral("dataset")).toStdString());
     QString bad;
     const auto number = [&](const char *name, double *value) {
@@ -126,12 +110,57 @@ int scalelab::app::lrFindCommand(QStringList arguments)
     if (number("max-train-images", &v))
         spec->set_max_train_images(qint64(v));
     if (number("steps", &v))
-        request.set_steps(int(v));
+        request->set_steps(int(v));
     if (number("min-lr", &v))
-        request.set_min_lr(v);
+        request->set_min_lr(v);
     if (number("max-lr", &v))
-        request.set_max_lr(v);
-    if (!bad.isEmpty())
+        request->set_max_lr(v);
+    return bad;
+}
+
+// The curve on the terminal, the suggested rate and how to use it.
+void printResult(const QList<v1::LrFindPoint> &points, const v1::LrFindResult &result)
+{
+    for (const QString &line : asciiPlot(points, result.suggested_learning_rate()))
+        out() << line << "\n";
+    out() << "lowest smoothed loss at lr " << QString::number(result.min_loss_learning_rate(), 'g', 4)
+          << ", steepest fall at lr " << QString::number(result.steepest_learning_rate(), 'g', 4)
+          << (result.stopped_early() ? ", stopped early (the loss diverged)" : "") << "\n"
+          << "suggested learning rate: " << QString::number(result.suggested_learning_rate(), 'g', 4)
+          << " for batch " << result.batch_size() << " (" << QString::fromStdString(result.rule()) << ")\n"
+          << (result.conclusive()
+                     ? QString()
+                     : QStringLiteral("WARNING: %1\n").arg(QString::fromStdString(result.note())))
+          << "use it: \"training\": { \"learningRate\": "
+          << QString::number(result.suggested_learning_rate(), 'g', 4)
+          << " } in a plan, or \"learningRate\": \"auto\" to have a study run this test first\n";
+}
+
+} // namespace
+
+int scalelab::app::lrFindCommand(QStringList arguments)
+{
+    QCommandLineParser parser;
+    parser.setApplicationDescription(
+        QStringLiteral(
+            "Learning-rate range test: train a fresh model for a few hundred steps with the learning "
+            "rate rising exponentially, and propose a value (the lr at the lowest smoothed loss / "
+            "10). Pass the global batch of the runs the value is for as --batch-size.")
+        + interruptHelp(QStringLiteral("stops the test and exits 1")));
+    parser.addHelpOption();
+    addOneAgentOptions(parser);
+    addLrFindOptions(parser);
+    if (!parser.parse(arguments))
+        return badInput(parser.errorText() + QStringLiteral("; see 'scalelab-cli lr-find --help'"));
+    if (parser.isSet(QStringLiteral("help"))) {
+        out() << commandHelp(parser, arguments) << environmentHelp();
+        return Ok;
+    }
+    if (!parser.isSet(QStringLiteral("dataset")))
+        return badInput(
+            QStringLiteral("--dataset is required: a data set on the agent (see scalelab-cli describe)"));
+    v1::FindLearningRateRequest request;
+    if (const QString bad = readRequest(parser, &request); !bad.isEmpty())
         return badInput(bad);
     InterruptGuard interrupts; // before the agent: a local one's stop stays within its reach
     AgentConnection agent;
@@ -143,7 +172,7 @@ int scalelab::app::lrFindCommand(QStringList arguments)
     }
     const bool json = parser.isSet(QStringLiteral("json"));
     QList<v1::LrFindPoint> points;
-    err() << "range test on " << agent.client->endpoint() << ": batch " << spec->batch_size() << ", "
+    err() << "range test on " << agent.client->endpoint() << ": batch " << request.spec().batch_size() << ", "
           << request.steps() << " steps, lr " << request.min_lr() << " to " << request.max_lr() << "\n";
     err().flush();
     v1::LrFindResult result;
@@ -177,18 +206,6 @@ int scalelab::app::lrFindCommand(QStringList arguments)
         out() << protoJson(result) << "\n";
         return Ok;
     }
-    for (const QString &line : asciiPlot(points, result.suggested_learning_rate()))
-        out() << line << "\n";
-    out() << "lowest smoothed loss at lr " << QString::number(result.min_loss_learning_rate(), 'g', 4)
-          << ", steepest fall at lr " << QString::number(result.steepest_learning_rate(), 'g', 4)
-          << (result.stopped_early() ? ", stopped early (the loss diverged)" : "") << "\n"
-          << "suggested learning rate: " << QString::number(result.suggested_learning_rate(), 'g', 4)
-          << " for batch " << result.batch_size() << " (" << QString::fromStdString(result.rule()) << ")\n"
-          << (result.conclusive()
-                     ? QString()
-                     : QStringLiteral("WARNING: %1\n").arg(QString::fromStdString(result.note())))
-          << "use it: \"training\": { \"learningRate\": "
-          << QString::number(result.suggested_learning_rate(), 'g', 4)
-          << " } in a plan, or \"learningRate\": \"auto\" to have a study run this test first\n";
+    printResult(points, result);
     return Ok;
 }

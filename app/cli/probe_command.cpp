@@ -49,37 +49,9 @@ const char *kDefinition
       "median), up to 64 MB or the first size over 0.25 s; fitted to a ring all-reduce, "
       "t = 2(p-1)*latency + 2(p-1)/p * bytes/bandwidth (least squares on relative errors)";
 
-} // namespace
-
-int probeCommand(const QStringList &arguments)
+// --world-sizes, each once; empty when not given.
+int readWorldSizes(const QCommandLineParser &parser, QList<int> *worldSizes)
 {
-    QCommandLineParser parser;
-    addAgentOptions(parser);
-    parser.addOption({ QStringLiteral("state-dir"),
-        QStringLiteral(
-            "State folder of local agents (default: $SCALELAB_STATE_DIR or ~/.local/share/scalelab)."),
-        QStringLiteral("dir") });
-    parser.addOption({ QStringLiteral("world-sizes"),
-        QStringLiteral("Ranks per probe, comma-separated (default: 2 up to the number of hosts). Each size "
-                       "is probed with every rank on the first agent's host, and dealt over the hosts when "
-                       "there are several."),
-        QStringLiteral("n,n,...") });
-    parser.addOption({ QStringLiteral("timeout-s"),
-        QStringLiteral("Give up on one probe after this many seconds (default 180)."), QStringLiteral("s"),
-        QStringLiteral("180") });
-    parser.addOption({ QStringLiteral("json"), QStringLiteral("Machine-readable output (JSON).") });
-    int code = Ok;
-    if (!parse(parser, arguments,
-            QStringLiteral(
-                "The network between agents: c10d all-reduce times of 4 KB to 64 MB between 2 ... N "
-                "ranks, on one host and across hosts, and the latency and bandwidth of a ring "
-                "all-reduce fitted to them (what `study predict` assumes unless told "
-                "--bandwidth). Each probe is a short run on the agents (no data, no model).")
-                + interruptHelp(QStringLiteral("stops the probe under way on the agents, skips the others "
-                                               "and exits 1")),
-            &code))
-        return code;
-    QList<int> worldSizes;
     if (parser.isSet(QStringLiteral("world-sizes"))) {
         for (const QString &part : parser.value(QStringLiteral("world-sizes")).split(QLatin1Char(','))) {
             bool ok = false;
@@ -89,72 +61,33 @@ int probeCommand(const QStringList &arguments)
                     QStringLiteral("--world-sizes: '%1' is not a number of ranks between 2 and 512 "
                                    "(give them comma-separated, e.g. 2,4,8)")
                         .arg(part.trimmed()));
-            if (!worldSizes.contains(p))
-                worldSizes << p;
+            if (!worldSizes->contains(p))
+                *worldSizes << p;
         }
     }
-    bool timeoutOk = false;
-    const int timeoutS = parser.value(QStringLiteral("timeout-s")).toInt(&timeoutOk);
-    if (!timeoutOk || timeoutS < 10 || timeoutS > 3600)
-        return badInput(QStringLiteral("--timeout-s must be between 10 and 3600 seconds (got '%1')")
-                            .arg(parser.value(QStringLiteral("timeout-s"))));
-    const bool json = parser.isSet(QStringLiteral("json"));
+    return Ok;
+}
 
-    InterruptGuard interrupts; // before the agents: stopping local ones stays within its reach
-    Agents agents;
-    if (const int rc = setUpAgents(parser, &agents); rc != Ok)
-        return rc;
-    std::vector<std::unique_ptr<AgentClient>> owned;
-    QMap<QString, AgentClient *> clients;
-    QList<ProbeAgent> probeAgents;
+// A client of each agent, and the host it says it is on.
+int describeAgents(const Agents &agents, std::vector<std::unique_ptr<AgentClient>> *owned,
+    QMap<QString, AgentClient *> *clients, QList<ProbeAgent> *probeAgents)
+{
     for (const AgentEndpoint &e : agents.endpoints) {
-        owned.push_back(std::make_unique<AgentClient>(e.address, e.token, e.tls.orEnvironment()));
+        owned->push_back(std::make_unique<AgentClient>(e.address, e.token, e.tls.orEnvironment()));
         v1::DescribeResponse described;
-        if (const Status s = owned.back()->describe(&described); !s) {
+        if (const Status s = owned->back()->describe(&described); !s) {
             err() << "scalelab-cli: agent " << e.name << ": " << s.error() << "\n";
             return AgentError;
         }
-        clients.insert(e.name, owned.back().get());
-        probeAgents << ProbeAgent { e.name, QString::fromStdString(described.hostname()) };
+        clients->insert(e.name, owned->back().get());
+        *probeAgents << ProbeAgent { e.name, QString::fromStdString(described.hostname()) };
     }
-    if (worldSizes.isEmpty()) {
-        QStringList hosts;
-        for (const ProbeAgent &a : probeAgents)
-            if (!hosts.contains(a.host))
-                hosts << a.host;
-        for (int p = 2; p <= std::max<int>(2, hosts.size()); ++p)
-            worldSizes << p;
-    }
+    return Ok;
+}
 
-    QList<ProbeOutcome> outcomes;
-    bool allOk = true;
-    for (const ProbeLayout &layout : planProbes(probeAgents, worldSizes)) {
-        if (!interrupts.requested()) {
-            err() << "probing " << layout.text() << " ...\n";
-            err().flush();
-            outcomes << runProbe(layout, clients, timeoutS * 1000, [&] { return interrupts.requested(); });
-        }
-        if (interrupts.requested()) { // the probe under way, if any, was stopped on its agents
-            err() << "scalelab-cli: interrupted: no more probes\n";
-            return RunFailed;
-        }
-        const ProbeOutcome &o = outcomes.last();
-        if (!o.ok()) {
-            allOk = false;
-            err() << "scalelab-cli: " << layout.text() << ": " << o.error << "\n";
-            err().flush();
-        }
-    }
-
-    if (json) {
-        QJsonArray probes;
-        for (const ProbeOutcome &o : outcomes)
-            probes << probeJson(o);
-        out() << QJsonDocument(QJsonObject { { QStringLiteral("probes"), probes },
-                                   { QStringLiteral("definition"), QString::fromLatin1(kDefinition) } })
-                     .toJson(QJsonDocument::Indented);
-        return allOk ? Ok : AgentError;
-    }
+// The probes as a table: fit, then the median time of a few sizes.
+void printProbeTable(const QList<ProbeOutcome> &outcomes)
+{
     // Columns: the sizes every successful probe measured, at most four of them.
     QList<qint64> sizes;
     for (const ProbeOutcome &o : outcomes)
@@ -210,6 +143,96 @@ int probeCommand(const QStringList &arguments)
         out() << "A study on this " << (link->layout.acrossHosts ? "network" : "host")
               << ": scalelab-cli study predict ID --bandwidth "
               << QString::number(link->fit.bandwidth * 8 / 1e9, 'g', 3) << "Gbit\n";
+}
+
+} // namespace
+
+int probeCommand(const QStringList &arguments)
+{
+    QCommandLineParser parser;
+    addAgentOptions(parser);
+    parser.addOption({ QStringLiteral("state-dir"),
+        QStringLiteral(
+            "State folder of local agents (default: $SCALELAB_STATE_DIR or ~/.local/share/scalelab)."),
+        QStringLiteral("dir") });
+    parser.addOption({ QStringLiteral("world-sizes"),
+        QStringLiteral("Ranks per probe, comma-separated (default: 2 up to the number of hosts). Each size "
+                       "is probed with every rank on the first agent's host, and dealt over the hosts when "
+                       "there are several."),
+        QStringLiteral("n,n,...") });
+    parser.addOption({ QStringLiteral("timeout-s"),
+        QStringLiteral("Give up on one probe after this many seconds (default 180)."), QStringLiteral("s"),
+        QStringLiteral("180") });
+    parser.addOption({ QStringLiteral("json"), QStringLiteral("Machine-readable output (JSON).") });
+    int code = Ok;
+    if (!parse(parser, arguments,
+            QStringLiteral(
+                "The network between agents: c10d all-reduce times of 4 KB to 64 MB between 2 ... N "
+                "ranks, on one host and across hosts, and the latency and bandwidth of a ring "
+                "all-reduce fitted to them (what `study predict` assumes unless told "
+                "--bandwidth). Each probe is a short run on the agents (no data, no model).")
+                + interruptHelp(QStringLiteral("stops the probe under way on the agents, skips the others "
+                                               "and exits 1")),
+            &code))
+        return code;
+    QList<int> worldSizes;
+    if (const int rc = readWorldSizes(parser, &worldSizes); rc != Ok)
+        return rc;
+    bool timeoutOk = false;
+    const int timeoutS = parser.value(QStringLiteral("timeout-s")).toInt(&timeoutOk);
+    if (!timeoutOk || timeoutS < 10 || timeoutS > 3600)
+        return badInput(QStringLiteral("--timeout-s must be between 10 and 3600 seconds (got '%1')")
+                            .arg(parser.value(QStringLiteral("timeout-s"))));
+    const bool json = parser.isSet(QStringLiteral("json"));
+
+    InterruptGuard interrupts; // before the agents: stopping local ones stays within its reach
+    Agents agents;
+    if (const int rc = setUpAgents(parser, &agents); rc != Ok)
+        return rc;
+    std::vector<std::unique_ptr<AgentClient>> owned;
+    QMap<QString, AgentClient *> clients;
+    QList<ProbeAgent> probeAgents;
+    if (const int rc = describeAgents(agents, &owned, &clients, &probeAgents); rc != Ok)
+        return rc;
+    if (worldSizes.isEmpty()) {
+        QStringList hosts;
+        for (const ProbeAgent &a : probeAgents)
+            if (!hosts.contains(a.host))
+                hosts << a.host;
+        for (int p = 2; p <= std::max<int>(2, hosts.size()); ++p)
+            worldSizes << p;
+    }
+
+    QList<ProbeOutcome> outcomes;
+    bool allOk = true;
+    for (const ProbeLayout &layout : planProbes(probeAgents, worldSizes)) {
+        if (!interrupts.requested()) {
+            err() << "probing " << layout.text() << " ...\n";
+            err().flush();
+            outcomes << runProbe(layout, clients, timeoutS * 1000, [&] { return interrupts.requested(); });
+        }
+        if (interrupts.requested()) { // the probe under way, if any, was stopped on its agents
+            err() << "scalelab-cli: interrupted: no more probes\n";
+            return RunFailed;
+        }
+        const ProbeOutcome &o = outcomes.last();
+        if (!o.ok()) {
+            allOk = false;
+            err() << "scalelab-cli: " << layout.text() << ": " << o.error << "\n";
+            err().flush();
+        }
+    }
+
+    if (json) {
+        QJsonArray probes;
+        for (const ProbeOutcome &o : outcomes)
+            probes << probeJson(o);
+        out() << QJsonDocument(QJsonObject { { QStringLiteral("probes"), probes },
+                                   { QStringLiteral("definition"), QString::fromLatin1(kDefinition) } })
+                     .toJson(QJsonDocument::Indented);
+        return allOk ? Ok : AgentError;
+    }
+    printProbeTable(outcomes);
     return allOk ? Ok : AgentError;
 }
 

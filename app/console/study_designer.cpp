@@ -109,19 +109,64 @@ template <typename List> QString joinList(const List &list)
 
 } // namespace
 
+// The form in sections, top to bottom: what is studied, the grid of runs, how they are
+// run, then the problems and the buttons.
 StudyDesigner::StudyDesigner(QWidget *parent)
     : QGroupBox(tr("Study designer"), parent)
 {
     auto *form = new QFormLayout(this);
-    auto line = [&](const QString &label, const QString &value, const QString &tip) {
-        auto *e = new QLineEdit(value);
-        e->setToolTip(tip);
-        form->addRow(label, e);
-        connect(e, &QLineEdit::textChanged, this, &StudyDesigner::changed);
-        return e;
-    };
-    m_name = line(tr("Name"), QStringLiteral("scaleup"), tr("Letters, digits, '_', '-', '.'"));
-    m_dataset = line(tr("Data set"), QStringLiteral("synthetic"), tr("A data set name on the agents"));
+    addStudySection(form);
+    addGridSection(form);
+    addRunSection(form);
+    m_fields = { { QStringLiteral("name"), tr("Name"), m_name },
+        { QStringLiteral("dataset"), tr("Data set"), m_dataset },
+        { QStringLiteral("grid.workers"), tr("Workers"), m_workers },
+        { QStringLiteral("grid.batchSize"), tr("Batch per worker"), m_batch },
+        { QStringLiteral("grid.accumulationSteps"), tr("Accumulation steps"), m_accumulation },
+        { QStringLiteral("grid.epochs"), tr("Epochs"), m_epochs },
+        { QStringLiteral("grid.gpusPerWorker"), tr("GPUs per worker"), m_gpus },
+        { QStringLiteral("grid.threadsPerWorker"), tr("Threads per worker"), m_threads },
+        { QStringLiteral("grid.precision"), tr("Precision"), m_precision },
+        { QStringLiteral("grid.lrRule"), tr("LR rule"), m_lrRule },
+        { QStringLiteral("grid.model"), tr("Model"), m_model },
+        { QStringLiteral("training.learningRate"), tr("Learning rate"), m_lr },
+        { QStringLiteral("training.maxTrainImages"), tr("Train images"), m_maxTrain },
+        { QStringLiteral("repeats"), tr("Repeats"), m_repeats },
+        { QStringLiteral("repeatSeeds"), tr("Repeat seeds"), m_repeatSeeds },
+        { QStringLiteral("maxFailures"), tr("Max failures"), m_maxFailures },
+        { QStringLiteral("targetAccuracy"), tr("Target accuracy"), m_target },
+        { QStringLiteral("placement"), tr("Placement"), m_placement },
+        { QStringLiteral("agents"), tr("Agents"), m_planAgents } };
+    addButtons(form);
+}
+
+QLineEdit *StudyDesigner::addLine(
+    QFormLayout *form, const QString &label, const QString &value, const QString &tip)
+{
+    auto *e = new QLineEdit(value);
+    e->setToolTip(tip);
+    form->addRow(label, e);
+    connect(e, &QLineEdit::textChanged, this, &StudyDesigner::changed);
+    return e;
+}
+
+QComboBox *StudyDesigner::addChoice(
+    QFormLayout *form, const QString &label, const QStringList &items, const QString &tip)
+{
+    auto *c = new QComboBox;
+    c->addItems(items);
+    c->setToolTip(tip);
+    form->addRow(label, c);
+    connect(c, &QComboBox::currentIndexChanged, this, &StudyDesigner::changed);
+    return c;
+}
+
+// Name, data set and baseline.
+void StudyDesigner::addStudySection(QFormLayout *form)
+{
+    m_name = addLine(form, tr("Name"), QStringLiteral("scaleup"), tr("Letters, digits, '_', '-', '.'"));
+    m_dataset
+        = addLine(form, tr("Data set"), QStringLiteral("synthetic"), tr("A data set name on the agents"));
     m_dataset->setObjectName(QStringLiteral("dataset"));
     m_datasetPick = new QComboBox;
     m_datasetPick->setObjectName(QStringLiteral("datasetPick"));
@@ -141,34 +186,32 @@ StudyDesigner::StudyDesigner(QWidget *parent)
     m_baseline->setChecked(true);
     form->addRow(tr("Baseline"), m_baseline);
     connect(m_baseline, &QCheckBox::toggled, this, &StudyDesigner::changed);
-    m_workers = line(tr("Workers"), QStringLiteral("2"),
+}
+
+// The grid: each field comma-separated, a run for each combination.
+void StudyDesigner::addGridSection(QFormLayout *form)
+{
+    m_workers = addLine(form, tr("Workers"), QStringLiteral("2"),
         tr("Distributed runs: comma-separated worker counts. MIN:MAX (as torchrun's --nnodes) is an elastic "
            "run: it goes on with as few as MIN workers when workers or hosts are lost, at the same global "
            "batch, and grows back to MAX at a checkpoint when they return."));
     m_workers->setObjectName(QStringLiteral("workers"));
-    m_batch = line(tr("Batch per worker"), QStringLiteral("64"), tr("Comma-separated"));
-    m_accumulation = line(tr("Accumulation steps"), QString(),
+    m_batch = addLine(form, tr("Batch per worker"), QStringLiteral("64"), tr("Comma-separated"));
+    m_accumulation = addLine(form, tr("Accumulation steps"), QString(),
         tr("Gradient accumulation: micro-batches each worker adds up before a step's one all-reduce (global "
            "batch = workers × batch × steps); comma-separated, a run of each"));
     m_accumulation->setObjectName(QStringLiteral("accumulationSteps"));
-    m_epochs = line(tr("Epochs"), QStringLiteral("2"), tr("Comma-separated"));
-    m_gpus = line(tr("GPUs per worker"), QStringLiteral("0"), tr("0 = CPU; 0.5 = two workers share a GPU"));
-    m_threads
-        = line(tr("Threads per worker"), QStringLiteral("1"), tr("0 = cores of the node / ranks on it"));
-    const auto choice = [&](const QString &label, const QStringList &items, const QString &tip) {
-        auto *c = new QComboBox;
-        c->addItems(items);
-        c->setToolTip(tip);
-        form->addRow(label, c);
-        connect(c, &QComboBox::currentIndexChanged, this, &StudyDesigner::changed);
-        return c;
-    };
-    m_precision = choice(tr("Precision"),
+    m_epochs = addLine(form, tr("Epochs"), QStringLiteral("2"), tr("Comma-separated"));
+    m_gpus = addLine(
+        form, tr("GPUs per worker"), QStringLiteral("0"), tr("0 = CPU; 0.5 = two workers share a GPU"));
+    m_threads = addLine(
+        form, tr("Threads per worker"), QStringLiteral("1"), tr("0 = cores of the node / ranks on it"));
+    m_precision = addChoice(form, tr("Precision"),
         { QStringLiteral("fp32"), QStringLiteral("bf16"), QStringLiteral("fp32, bf16") },
         tr("fp32, or bf16 autocast (AVX-512 BF16/AMX CPUs, GPUs of compute capability 8.0+); both: a run of "
            "each"));
     m_precision->setObjectName(QStringLiteral("precision"));
-    m_lrRule = choice(tr("LR rule"),
+    m_lrRule = addChoice(form, tr("LR rule"),
         { QStringLiteral("none"), QStringLiteral("linear"), QStringLiteral("sqrt"),
             QStringLiteral("adascale"), QStringLiteral("none, linear"),
             QStringLiteral("linear, sqrt, adascale"), QStringLiteral("none, linear, sqrt, adascale") },
@@ -180,7 +223,7 @@ StudyDesigner::StudyDesigner(QWidget *parent)
     QStringList models;
     for (const auto name : worker::kModelNames)
         models << QString::fromLatin1(name.data(), qsizetype(name.size()));
-    m_model = choice(tr("Model"), models + QStringList { models.join(QLatin1String(", ")) },
+    m_model = addChoice(form, tr("Model"), models + QStringList { models.join(QLatin1String(", ")) },
         tr("The model every run trains: the seed CNN (%1), ResNet-18 or MobileNetV2 (their CIFAR forms), or "
            "file:PATH of a TorchScript module. Several, comma-separated: the study compares them, each with "
            "its "
@@ -203,6 +246,15 @@ StudyDesigner::StudyDesigner(QWidget *parent)
         m_model->setEditText(path.isEmpty() ? before : before + QStringLiteral(", file:") + path);
     });
     connect(m_model, &QComboBox::editTextChanged, this, &StudyDesigner::changed);
+    // What an empty list means, as the plan's defaults say.
+    m_gpus->setPlaceholderText(tr("0 (CPU)"));
+    m_accumulation->setPlaceholderText(tr("1 (none)"));
+    m_threads->setPlaceholderText(tr("0 (cores / ranks)"));
+}
+
+// How the runs go: learning rate, repeats, failures, target, images, placement, agents.
+void StudyDesigner::addRunSection(QFormLayout *form)
+{
     // The learning rate: empty = the default recipe, a number, or "auto" (the range test
     // runs first). "Find…" runs the test now and shows its curve.
     m_lr = new QLineEdit;
@@ -253,7 +305,7 @@ StudyDesigner::StudyDesigner(QWidget *parent)
     m_placement = new QComboBox;
     m_placement->addItems({ QStringLiteral("pack"), QStringLiteral("spread") });
     form->addRow(tr("Placement"), m_placement);
-    m_planAgents = line(tr("Agents"), QString(),
+    m_planAgents = addLine(form, tr("Agents"), QString(),
         tr("Where the study's agents are, saved with the plan, comma-separated: HOST:PORT, file:PATH (one "
            "HOST:PORT per line, as the Slurm launcher writes) or dns:NAME:PORT (every address of NAME). "
            "Loading or launching the plan adds them to the Agents tab; the study runs on that tab's "
@@ -262,29 +314,10 @@ StudyDesigner::StudyDesigner(QWidget *parent)
     m_planAgents->setPlaceholderText(tr("optional: HOST:PORT, file:PATH, dns:NAME:PORT"));
     for (QSpinBox *s : { m_repeats, m_maxFailures, m_maxTrain })
         connect(s, &QSpinBox::valueChanged, this, &StudyDesigner::changed);
-    // What an empty list means, as the plan's defaults say.
-    m_gpus->setPlaceholderText(tr("0 (CPU)"));
-    m_accumulation->setPlaceholderText(tr("1 (none)"));
-    m_threads->setPlaceholderText(tr("0 (cores / ranks)"));
-    m_fields = { { QStringLiteral("name"), tr("Name"), m_name },
-        { QStringLiteral("dataset"), tr("Data set"), m_dataset },
-        { QStringLiteral("grid.workers"), tr("Workers"), m_workers },
-        { QStringLiteral("grid.batchSize"), tr("Batch per worker"), m_batch },
-        { QStringLiteral("grid.accumulationSteps"), tr("Accumulation steps"), m_accumulation },
-        { QStringLiteral("grid.epochs"), tr("Epochs"), m_epochs },
-        { QStringLiteral("grid.gpusPerWorker"), tr("GPUs per worker"), m_gpus },
-        { QStringLiteral("grid.threadsPerWorker"), tr("Threads per worker"), m_threads },
-        { QStringLiteral("grid.precision"), tr("Precision"), m_precision },
-        { QStringLiteral("grid.lrRule"), tr("LR rule"), m_lrRule },
-        { QStringLiteral("grid.model"), tr("Model"), m_model },
-        { QStringLiteral("training.learningRate"), tr("Learning rate"), m_lr },
-        { QStringLiteral("training.maxTrainImages"), tr("Train images"), m_maxTrain },
-        { QStringLiteral("repeats"), tr("Repeats"), m_repeats },
-        { QStringLiteral("repeatSeeds"), tr("Repeat seeds"), m_repeatSeeds },
-        { QStringLiteral("maxFailures"), tr("Max failures"), m_maxFailures },
-        { QStringLiteral("targetAccuracy"), tr("Target accuracy"), m_target },
-        { QStringLiteral("placement"), tr("Placement"), m_placement },
-        { QStringLiteral("agents"), tr("Agents"), m_planAgents } };
+}
+
+void StudyDesigner::addButtons(QFormLayout *form)
+{
     m_problems = new QLabel;
     m_problems->setObjectName(QStringLiteral("designerProblems"));
     m_problems->setWordWrap(true);

@@ -26,6 +26,7 @@ class QCheckBox;
 class QComboBox;
 class QDialog;
 class QDoubleSpinBox;
+class QFormLayout;
 class QLabel;
 class QLineEdit;
 class QPushButton;
@@ -68,6 +69,15 @@ Q_SIGNALS:
     void saveRequested();
 
 private:
+    // The constructor's sections of the form, in order.
+    void addStudySection(QFormLayout *form);
+    void addGridSection(QFormLayout *form);
+    void addRunSection(QFormLayout *form);
+    void addButtons(QFormLayout *form);
+    // A row of the form whose edits say changed().
+    QLineEdit *addLine(QFormLayout *form, const QString &label, const QString &value, const QString &tip);
+    QComboBox *addChoice(
+        QFormLayout *form, const QString &label, const QStringList &items, const QString &tip);
     void updateDatasetChoices();
     void updateDatasetNote();
     // Runs the learning-rate range test for the designer's data set and batch (a dialog).

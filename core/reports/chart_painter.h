@@ -4,8 +4,9 @@
 //
 // A ChartSpec is a plain value: axes, series and reference lines; the builders that fill one
 // from a study's or a tune's results are in report_charts.h. paintChart() lays it out inside
-// a rectangle: title, plot with ticked and labelled axes (round steps: nice_ticks.h), legend
-// below. The axis ranges always contain every point, so nothing needs clipping (the SVG
+// a rectangle (layoutChart() in chart_layout.h, a pure function: title, plot with ticked and
+// labelled axes in round steps from nice_ticks.h, legend below), then draws it in passes that
+// only read the layout. The axis ranges always contain every point, so nothing needs clipping (the SVG
 // engine does not clip), and every reference line with room around it, so none lies on the
 // frame. The painter only reads the spec; the caller owns both it and the paint device.
 //

@@ -352,10 +352,11 @@ QString decisionsCsvPath(const QString &runsCsvPath)
     return base + QStringLiteral(".decisions.csv");
 }
 
-QByteArray reportJson(const StudySnapshot &snapshot)
-{
-    const StudyResults r = computeStudyResults(snapshot);
+namespace {
 
+// The seed-study comparison: each distributed configuration beside its baseline.
+QJsonArray comparisonsJson(const StudyResults &r)
+{
     QJsonArray comparisons;
     for (const SeedComparison &s : r.comparisons) {
         QJsonObject o { { QStringLiteral("config_key"), s.configKey },
@@ -370,6 +371,11 @@ QByteArray reportJson(const StudySnapshot &snapshot)
             o.insert(QStringLiteral("note"), s.note);
         comparisons.append(o);
     }
+    return comparisons;
+}
+
+QJsonArray configurationsJson(const StudyResults &r)
+{
     QJsonArray configs;
     for (const ConfigResult &c : r.configs) {
         configs.append(QJsonObject { { QStringLiteral("key"), c.key },
@@ -390,9 +396,11 @@ QByteArray reportJson(const StudySnapshot &snapshot)
             { QStringLiteral("baseline_key"),
                 r.baselineFor(c.config) ? QJsonValue(r.baselineFor(c.config)->key) : QJsonValue() } });
     }
-    QJsonArray runs;
-    for (int i = 0; i < snapshot.runs.size(); ++i)
-        runs.append(runJson(snapshot, snapshot.runs[i], r.runs[i]));
+    return configs;
+}
+
+QJsonArray nodesJson(const StudySnapshot &snapshot)
+{
     QJsonArray nodes;
     for (const NodeInfo &n : snapshot.nodes) {
         nodes.append(QJsonObject { { QStringLiteral("agent"), n.agent },
@@ -402,6 +410,58 @@ QByteArray reportJson(const StudySnapshot &snapshot)
             { QStringLiteral("cpu_model"), n.cpuModel }, { QStringLiteral("os"), n.os },
             { QStringLiteral("gpu_status"), n.gpuStatus } });
     }
+    return nodes;
+}
+
+// Why it scales and what more workers would give: per model, the fit on the study's own
+// runs, each multi-worker run predicted without itself, and predictions out to 512.
+QJsonArray scalingSectionJson(const StudySnapshot &snapshot)
+{
+    QJsonArray scaling;
+    for (const StudyScaling &s : studyScaling(snapshot)) {
+        QJsonObject fit
+            = scalingJson(s, predictWithBand(s.runs, defaultPredictionWorkers(), s.batchPerWorker));
+        // Time to the study's target at the same worker counts (goodput_model.h).
+        if (snapshot.targetAccuracy > 0 && s.fit.valid) {
+            const StudyGoodput g
+                = studyGoodput(snapshot, s, snapshot.targetAccuracy, defaultPredictionWorkers());
+            fit.insert(QStringLiteral("timeToTarget"), goodputJson(g.basis, g.points));
+        }
+        scaling.append(fit);
+    }
+    return scaling;
+}
+
+// A tune compares trials with each other, not with a baseline: its own section and
+// definitions instead of the baseline's.
+void addTuneSections(QJsonObject &root, const StudySnapshot &snapshot)
+{
+    root.remove(QStringLiteral("baseline_key"));
+    root.remove(QStringLiteral("seed_study_comparison"));
+    root.remove(QStringLiteral("configurations"));
+    root.insert(QStringLiteral("tune"), tuneJson(snapshot));
+    QJsonObject definitions = root.value(QStringLiteral("definitions")).toObject();
+    definitions.remove(QStringLiteral("speedup"));
+    definitions.remove(QStringLiteral("efficiency"));
+    definitions.insert(QStringLiteral("final_metric"),
+        QStringLiteral("the tune's metric at the trial's last completed epoch"));
+    definitions.insert(QStringLiteral("best_trial"),
+        QStringLiteral("the trial whose last completed epoch has the best metric (as Ray Tune's "
+                       "get_best_result with scope \"last\")"));
+    definitions.insert(QStringLiteral("epochs_spent"),
+        QStringLiteral("epochs trained by all trials together; epochs_without_stopping: what the same trials "
+                       "would have trained without early stopping"));
+    root.insert(QStringLiteral("definitions"), definitions);
+}
+
+} // namespace
+
+QByteArray reportJson(const StudySnapshot &snapshot)
+{
+    const StudyResults r = computeStudyResults(snapshot);
+    QJsonArray runs;
+    for (int i = 0; i < snapshot.runs.size(); ++i)
+        runs.append(runJson(snapshot, snapshot.runs[i], r.runs[i]));
     QJsonObject software;
     for (auto it = snapshot.software.cbegin(); it != snapshot.software.cend(); ++it)
         software.insert(it.key(), it.value());
@@ -414,30 +474,15 @@ QByteArray reportJson(const StudySnapshot &snapshot)
         { QStringLiteral("created_unix_ms"), snapshot.createdUnixMs },
         { QStringLiteral("finished_unix_ms"), snapshot.finishedUnixMs },
         { QStringLiteral("baseline_key"), r.baseline() ? QJsonValue(r.baseline()->key) : QJsonValue() },
-        { QStringLiteral("seed_study_comparison"), comparisons },
-        { QStringLiteral("configurations"), configs }, { QStringLiteral("runs"), runs },
-        { QStringLiteral("nodes"), nodes }, { QStringLiteral("software"), software },
+        { QStringLiteral("seed_study_comparison"), comparisonsJson(r) },
+        { QStringLiteral("configurations"), configurationsJson(r) }, { QStringLiteral("runs"), runs },
+        { QStringLiteral("nodes"), nodesJson(snapshot) }, { QStringLiteral("software"), software },
         // The plan as it was run: `scalelab-cli study rerun REPORT.json` starts it again.
         { QStringLiteral("plan"), QJsonDocument::fromJson(snapshot.planJson).object() },
         { QStringLiteral("definitions"), definitionsJson() } };
-    // Why it scales and what more workers would give: per model, the fit on the study's own
-    // runs, each multi-worker run predicted without itself, and predictions out to 512.
-    if (!snapshot.tune) {
-        QJsonArray scaling;
-        for (const StudyScaling &s : studyScaling(snapshot)) {
-            QJsonObject fit
-                = scalingJson(s, predictWithBand(s.runs, defaultPredictionWorkers(), s.batchPerWorker));
-            // Time to the study's target at the same worker counts (goodput_model.h).
-            if (snapshot.targetAccuracy > 0 && s.fit.valid) {
-                const StudyGoodput g
-                    = studyGoodput(snapshot, s, snapshot.targetAccuracy, defaultPredictionWorkers());
-                fit.insert(QStringLiteral("timeToTarget"), goodputJson(g.basis, g.points));
-            }
-            scaling.append(fit);
-        }
-        if (!scaling.isEmpty())
+    if (!snapshot.tune)
+        if (const QJsonArray scaling = scalingSectionJson(snapshot); !scaling.isEmpty())
             root.insert(QStringLiteral("scaling"), scaling);
-    }
     if (!snapshot.networkProbes.isEmpty() || !snapshot.networkNote.isEmpty())
         root.insert(QStringLiteral("network_survey"),
             QJsonObject { { QStringLiteral("probes"), snapshot.networkProbes },
@@ -458,24 +503,7 @@ QByteArray reportJson(const StudySnapshot &snapshot)
                 { QStringLiteral("note"), snapshot.learningRateNote }, { QStringLiteral("curve"), curve } });
     }
     if (snapshot.tune) {
-        // A tune compares trials with each other, not with a baseline.
-        root.remove(QStringLiteral("baseline_key"));
-        root.remove(QStringLiteral("seed_study_comparison"));
-        root.remove(QStringLiteral("configurations"));
-        root.insert(QStringLiteral("tune"), tuneJson(snapshot));
-        QJsonObject definitions = root.value(QStringLiteral("definitions")).toObject();
-        definitions.remove(QStringLiteral("speedup"));
-        definitions.remove(QStringLiteral("efficiency"));
-        definitions.insert(QStringLiteral("final_metric"),
-            QStringLiteral("the tune's metric at the trial's last completed epoch"));
-        definitions.insert(QStringLiteral("best_trial"),
-            QStringLiteral("the trial whose last completed epoch has the best metric (as Ray Tune's "
-                           "get_best_result with scope \"last\")"));
-        definitions.insert(QStringLiteral("epochs_spent"),
-            QStringLiteral(
-                "epochs trained by all trials together; epochs_without_stopping: what the same trials "
-                "would have trained without early stopping"));
-        root.insert(QStringLiteral("definitions"), definitions);
+        addTuneSections(root, snapshot);
         return QJsonDocument(root).toJson(QJsonDocument::Indented);
     }
     if (!r.baselineNote.isEmpty())

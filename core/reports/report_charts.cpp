@@ -195,6 +195,191 @@ QList<ChartSpec> criticalBatchCharts(const StudySnapshot &snapshot)
     return charts;
 }
 
+namespace {
+
+// Test accuracy per epoch end, against the epoch number or against the wall-clock.
+ChartSpec accuracyChart(const CurveSet &curves, const QList<ChartReferenceLine> &targetLine,
+    const QString &title, const QString &xLabel, bool byEpoch)
+{
+    ChartSpec c;
+    c.title = title;
+    c.xLabel = xLabel;
+    c.yLabel = QStringLiteral("Test accuracy");
+    c.yPercent = true;
+    c.xIntegerTicks = byEpoch;
+    c.referenceLines = targetLine;
+    c.series = curves.curves(
+        [byEpoch](const RunResult &run) {
+            QList<QPointF> pts;
+            for (const EpochPoint &e : run.epochs)
+                pts.append({ byEpoch ? double(e.epoch) : e.elapsedSeconds, e.testAccuracy });
+            return pts;
+        },
+        true);
+    return c;
+}
+
+// The three charts versus workers, filled in turn: measured, ideal, predicted.
+struct ScalingCharts {
+    ChartSpec throughput, speedup, efficiency;
+    int baseWorkers = 1;
+    int maxWorkers = 1; // the most workers measured
+};
+
+ScalingCharts emptyScalingCharts(const StudyResults &results)
+{
+    ScalingCharts s;
+    s.throughput.title = QStringLiteral("Throughput");
+    s.throughput.yLabel = QStringLiteral("Images / second");
+    s.speedup.title = QStringLiteral("Speedup over the baseline");
+    s.speedup.yLabel = QStringLiteral("Speedup (×)");
+    s.efficiency.title = QStringLiteral("Scaling efficiency");
+    s.efficiency.yLabel = QStringLiteral("Efficiency");
+    s.efficiency.yPercent = true;
+    for (ChartSpec *c : { &s.throughput, &s.speedup, &s.efficiency }) {
+        c->xLabel = QStringLiteral("Workers");
+        c->xIntegerTicks = true;
+        c->yFloor = 0;
+    }
+    const QString noBaseline
+        = results.baselineNote.isEmpty() ? QStringLiteral("No speedup measured yet") : results.baselineNote;
+    s.speedup.emptyText = noBaseline;
+    s.efficiency.emptyText = noBaseline;
+    const ConfigResult *base = results.baseline();
+    s.baseWorkers = base ? std::max(1, base->config.workers) : 1;
+    s.maxWorkers = s.baseWorkers;
+    return s;
+}
+
+// The measured points: one series per variant (the configuration without its worker count).
+void addMeasured(ScalingCharts &s, const StudyResults &results)
+{
+    QStringList variants;
+    for (const ConfigResult &c : results.configs) {
+        if (!variants.contains(variantKey(c.config)))
+            variants.append(variantKey(c.config));
+    }
+    const auto seriesName = [&](const ConfigResult &first, const QString &what) {
+        const QStringList parts = variantParts(first.config, results.configs);
+        return parts.isEmpty() ? what : parts.join(QStringLiteral(" · ")) + QStringLiteral(" — ") + what;
+    };
+    const double target = results.targetAccuracy;
+    const QString ttaName = std::isfinite(target) ? QStringLiteral("by time to %1").arg(percentText(target))
+                                                  : QStringLiteral("by time to accuracy");
+    for (int v = 0; v < variants.size(); ++v) {
+        const QColor color = palette()[v % palette().size()];
+        ChartSeries rate, wall, tta;
+        rate.color = wall.color = tta.color = color;
+        rate.markers = wall.markers = tta.markers = true;
+        tta.style = Qt::DashLine;
+        const ConfigResult *first = nullptr;
+        for (const ConfigResult &c : results.configs) {
+            if (variantKey(c.config) != variants[v])
+                continue;
+            first = first ? first : &c;
+            const double w = c.config.workers;
+            s.maxWorkers = std::max(s.maxWorkers, c.config.workers);
+            rate.points.append({ w, c.imagesPerSecond.mean });
+            rate.errorBars.append({ c.imagesPerSecond.min, c.imagesPerSecond.max });
+            wall.points.append({ w, c.byWallClock.speedup });
+            tta.points.append({ w, c.byTimeToAccuracy.speedup });
+        }
+        rate.name = seriesName(*first, QStringLiteral("mean, bars min–max"));
+        wall.name = seriesName(*first, QStringLiteral("by wall-clock"));
+        tta.name = seriesName(*first, ttaName);
+        ChartSeries wallEff = wall, ttaEff = tta;
+        for (int i = 0; i < wall.points.size(); ++i) {
+            const double w = wall.points[i].x() / s.baseWorkers;
+            wallEff.points[i].setY(wall.points[i].y() / w);
+            ttaEff.points[i].setY(tta.points[i].y() / w);
+        }
+        s.throughput.series.append(rate);
+        s.speedup.series << wall << tta;
+        s.efficiency.series << wallEff << ttaEff;
+    }
+}
+
+// Ideal lines, from the baseline (only where there is one). Models differ in images/s: the
+// ideal throughput of one baseline is no model's ideal when the study compares several.
+void addIdeal(ScalingCharts &s, const StudyResults &results)
+{
+    const ConfigResult *base = results.baseline();
+    if (!base || s.speedup.series.isEmpty())
+        return;
+    const bool oneModel = std::all_of(results.configs.cbegin(), results.configs.cend(),
+        [&](const ConfigResult &c) { return c.config.model == results.configs.first().config.model; });
+    ChartSeries ideal;
+    ideal.name = QStringLiteral("ideal (linear)");
+    ideal.color = kIdealColor;
+    ideal.style = Qt::DashDotLine;
+    ideal.width = 1.2;
+    ChartSeries idealRate = ideal, idealSpeedup = ideal, idealEff = ideal;
+    for (const double w : { double(s.baseWorkers), double(s.maxWorkers) }) {
+        idealRate.points.append({ w, base->imagesPerSecond.mean * w / s.baseWorkers });
+        idealSpeedup.points.append({ w, w / s.baseWorkers });
+        idealEff.points.append({ w, 1.0 });
+    }
+    // The ideal line is only drawn next to measured points, so a chart of nothing stays empty.
+    const auto hasData = [](const ChartSpec &c) {
+        return std::any_of(c.series.cbegin(), c.series.cend(), [](const ChartSeries &series) {
+            return std::any_of(series.points.cbegin(), series.points.cend(), isDrawnPoint);
+        });
+    };
+    if (hasData(s.throughput) && oneModel)
+        s.throughput.series.prepend(idealRate);
+    if (hasData(s.speedup))
+        s.speedup.series.prepend(idealSpeedup);
+    if (hasData(s.efficiency))
+        s.efficiency.series.prepend(idealEff);
+}
+
+// The scaling model's prediction beside the measured points, out to 16 workers or twice the
+// most measured, its 95 % band as bars (docs/scaling.md): of the steps' images/s, which a
+// run's wall-clock exceeds by start-up, evaluation and checkpoints.
+void addPredicted(ScalingCharts &s, const StudySnapshot &snapshot)
+{
+    if (snapshot.tune || s.speedup.series.isEmpty())
+        return;
+    int colorIndex = 0;
+    const QList<StudyScaling> scalings = studyScaling(snapshot);
+    for (const StudyScaling &scaling : scalings) {
+        if (!scaling.fit.valid)
+            continue;
+        int measured = 1;
+        for (const ScalingRun &r : scaling.runs)
+            measured = std::max(measured, r.workers);
+        const int most = std::max(16, 2 * measured);
+        QList<int> workers;
+        for (int p = 1; p < most; p *= 2)
+            workers << p;
+        workers << most;
+        ChartSeries predictedSpeedup;
+        predictedSpeedup.name = QStringLiteral("predicted (steps' images/s, b%1%2), 95 % band")
+                                    .arg(scaling.batchPerWorker)
+                                    .arg(scalings.size() == 1 ? QString()
+                                                              : QStringLiteral(", ")
+                                                + scalingLabel(scaling, snapshot.modelNames));
+        predictedSpeedup.color = palette().at((6 + colorIndex++) % palette().size());
+        predictedSpeedup.style = Qt::DotLine;
+        ChartSeries predictedEfficiency = predictedSpeedup;
+        for (const ScalingPoint &p : predictWithBand(scaling.runs, workers, scaling.batchPerWorker)) {
+            predictedSpeedup.points.append({ double(p.workers), p.speedup });
+            predictedSpeedup.errorBars.append({ p.efficiencyLow * p.workers, p.efficiencyHigh * p.workers });
+            predictedEfficiency.points.append({ double(p.workers), p.efficiency });
+            predictedEfficiency.errorBars.append({ p.efficiencyLow, p.efficiencyHigh });
+        }
+        s.speedup.series << predictedSpeedup;
+        s.efficiency.series << predictedEfficiency;
+        // The ideal line runs as far as the prediction, so the gap between them shows.
+        for (ChartSpec *chart : { &s.speedup, &s.efficiency })
+            if (!chart->series.isEmpty() && chart->series.first().color == kIdealColor)
+                chart->series.first().points.append(
+                    { double(most), chart == &s.speedup ? double(most) / s.baseWorkers : 1.0 });
+    }
+}
+
+} // namespace
+
 QList<ChartSpec> studyCharts(const StudySnapshot &snapshot, const StudyResults &results)
 {
     const CurveSet curves { snapshot, results };
@@ -213,167 +398,16 @@ QList<ChartSpec> studyCharts(const StudySnapshot &snapshot, const StudyResults &
         c.yFloor = 0;
         charts.append(c);
     }
-    // Test accuracy per epoch end, against the epoch number or against the wall-clock.
-    const auto accuracyChart = [&](const QString &title, const QString &xLabel, bool byEpoch) {
-        ChartSpec c;
-        c.title = title;
-        c.xLabel = xLabel;
-        c.yLabel = QStringLiteral("Test accuracy");
-        c.yPercent = true;
-        c.xIntegerTicks = byEpoch;
-        c.referenceLines = targetLine;
-        c.series = curves.curves(
-            [byEpoch](const RunResult &run) {
-                QList<QPointF> pts;
-                for (const EpochPoint &e : run.epochs)
-                    pts.append({ byEpoch ? double(e.epoch) : e.elapsedSeconds, e.testAccuracy });
-                return pts;
-            },
-            true);
-        return c;
-    };
-    charts << accuracyChart(QStringLiteral("Test accuracy by epoch"), QStringLiteral("Epoch"), true)
-           << accuracyChart(QStringLiteral("Test accuracy over time (time to accuracy)"),
+    charts << accuracyChart(
+        curves, targetLine, QStringLiteral("Test accuracy by epoch"), QStringLiteral("Epoch"), true)
+           << accuracyChart(curves, targetLine, QStringLiteral("Test accuracy over time (time to accuracy)"),
                   QStringLiteral("Wall-clock since training start (s)"), false);
 
-    // Versus workers: one series per variant (the configuration without its worker count).
-    QStringList variants;
-    for (const ConfigResult &c : results.configs) {
-        if (!variants.contains(variantKey(c.config)))
-            variants.append(variantKey(c.config));
-    }
-    const ConfigResult *base = results.baseline();
-    const int baseWorkers = base ? std::max(1, base->config.workers) : 1;
-    const auto seriesName = [&](const ConfigResult &first, const QString &what) {
-        const QStringList parts = variantParts(first.config, results.configs);
-        return parts.isEmpty() ? what : parts.join(QStringLiteral(" · ")) + QStringLiteral(" — ") + what;
-    };
-    const QString ttaName = std::isfinite(target) ? QStringLiteral("by time to %1").arg(percentText(target))
-                                                  : QStringLiteral("by time to accuracy");
-
-    ChartSpec throughput, speedup, efficiency;
-    throughput.title = QStringLiteral("Throughput");
-    throughput.yLabel = QStringLiteral("Images / second");
-    speedup.title = QStringLiteral("Speedup over the baseline");
-    speedup.yLabel = QStringLiteral("Speedup (×)");
-    efficiency.title = QStringLiteral("Scaling efficiency");
-    efficiency.yLabel = QStringLiteral("Efficiency");
-    efficiency.yPercent = true;
-    for (ChartSpec *c : { &throughput, &speedup, &efficiency }) {
-        c->xLabel = QStringLiteral("Workers");
-        c->xIntegerTicks = true;
-        c->yFloor = 0;
-    }
-    const QString noBaseline
-        = results.baselineNote.isEmpty() ? QStringLiteral("No speedup measured yet") : results.baselineNote;
-    speedup.emptyText = noBaseline;
-    efficiency.emptyText = noBaseline;
-
-    int maxWorkers = baseWorkers;
-    for (int v = 0; v < variants.size(); ++v) {
-        const QColor color = palette()[v % palette().size()];
-        ChartSeries rate, wall, tta;
-        rate.color = wall.color = tta.color = color;
-        rate.markers = wall.markers = tta.markers = true;
-        tta.style = Qt::DashLine;
-        const ConfigResult *first = nullptr;
-        for (const ConfigResult &c : results.configs) {
-            if (variantKey(c.config) != variants[v])
-                continue;
-            first = first ? first : &c;
-            const double w = c.config.workers;
-            maxWorkers = std::max(maxWorkers, c.config.workers);
-            rate.points.append({ w, c.imagesPerSecond.mean });
-            rate.errorBars.append({ c.imagesPerSecond.min, c.imagesPerSecond.max });
-            wall.points.append({ w, c.byWallClock.speedup });
-            tta.points.append({ w, c.byTimeToAccuracy.speedup });
-        }
-        rate.name = seriesName(*first, QStringLiteral("mean, bars min–max"));
-        wall.name = seriesName(*first, QStringLiteral("by wall-clock"));
-        tta.name = seriesName(*first, ttaName);
-        ChartSeries wallEff = wall, ttaEff = tta;
-        for (int i = 0; i < wall.points.size(); ++i) {
-            const double w = wall.points[i].x() / baseWorkers;
-            wallEff.points[i].setY(wall.points[i].y() / w);
-            ttaEff.points[i].setY(tta.points[i].y() / w);
-        }
-        throughput.series.append(rate);
-        speedup.series << wall << tta;
-        efficiency.series << wallEff << ttaEff;
-    }
-
-    // Ideal lines, from the baseline (only where there is one). Models differ in images/s:
-    // the ideal throughput of one baseline is no model's ideal when the study compares several.
-    const bool oneModel = std::all_of(results.configs.cbegin(), results.configs.cend(),
-        [&](const ConfigResult &c) { return c.config.model == results.configs.first().config.model; });
-    if (base && !speedup.series.isEmpty()) {
-        ChartSeries ideal;
-        ideal.name = QStringLiteral("ideal (linear)");
-        ideal.color = kIdealColor;
-        ideal.style = Qt::DashDotLine;
-        ideal.width = 1.2;
-        ChartSeries idealRate = ideal, idealSpeedup = ideal, idealEff = ideal;
-        for (const double w : { double(baseWorkers), double(maxWorkers) }) {
-            idealRate.points.append({ w, base->imagesPerSecond.mean * w / baseWorkers });
-            idealSpeedup.points.append({ w, w / baseWorkers });
-            idealEff.points.append({ w, 1.0 });
-        }
-        // The ideal line is only drawn next to measured points, so a chart of nothing stays empty.
-        const auto hasData = [](const ChartSpec &c) {
-            return std::any_of(c.series.cbegin(), c.series.cend(), [](const ChartSeries &s) {
-                return std::any_of(s.points.cbegin(), s.points.cend(), isDrawnPoint);
-            });
-        };
-        if (hasData(throughput) && oneModel)
-            throughput.series.prepend(idealRate);
-        if (hasData(speedup))
-            speedup.series.prepend(idealSpeedup);
-        if (hasData(efficiency))
-            efficiency.series.prepend(idealEff);
-    }
-    // The scaling model's prediction beside the measured points, out to 16 workers or twice
-    // the most measured, its 95 % band as bars (docs/scaling.md): of the steps' images/s, which
-    // a run's wall-clock exceeds by start-up, evaluation and checkpoints.
-    if (!snapshot.tune && !speedup.series.isEmpty()) {
-        int colorIndex = 0;
-        const QList<StudyScaling> scalings = studyScaling(snapshot);
-        for (const StudyScaling &s : scalings) {
-            if (!s.fit.valid)
-                continue;
-            int measured = 1;
-            for (const ScalingRun &r : s.runs)
-                measured = std::max(measured, r.workers);
-            const int most = std::max(16, 2 * measured);
-            QList<int> workers;
-            for (int p = 1; p < most; p *= 2)
-                workers << p;
-            workers << most;
-            ChartSeries predictedSpeedup;
-            predictedSpeedup.name = QStringLiteral("predicted (steps' images/s, b%1%2), 95 % band")
-                                        .arg(s.batchPerWorker)
-                                        .arg(scalings.size() == 1 ? QString()
-                                                                  : QStringLiteral(", ")
-                                                    + scalingLabel(s, snapshot.modelNames));
-            predictedSpeedup.color = palette().at((6 + colorIndex++) % palette().size());
-            predictedSpeedup.style = Qt::DotLine;
-            ChartSeries predictedEfficiency = predictedSpeedup;
-            for (const ScalingPoint &p : predictWithBand(s.runs, workers, s.batchPerWorker)) {
-                predictedSpeedup.points.append({ double(p.workers), p.speedup });
-                predictedSpeedup.errorBars.append(
-                    { p.efficiencyLow * p.workers, p.efficiencyHigh * p.workers });
-                predictedEfficiency.points.append({ double(p.workers), p.efficiency });
-                predictedEfficiency.errorBars.append({ p.efficiencyLow, p.efficiencyHigh });
-            }
-            speedup.series << predictedSpeedup;
-            efficiency.series << predictedEfficiency;
-            // The ideal line runs as far as the prediction, so the gap between them shows.
-            for (ChartSpec *chart : { &speedup, &efficiency })
-                if (!chart->series.isEmpty() && chart->series.first().color == kIdealColor)
-                    chart->series.first().points.append(
-                        { double(most), chart == &speedup ? double(most) / baseWorkers : 1.0 });
-        }
-    }
-    charts << throughput << speedup << efficiency;
+    ScalingCharts scaling = emptyScalingCharts(results);
+    addMeasured(scaling, results);
+    addIdeal(scaling, results);
+    addPredicted(scaling, snapshot);
+    charts << scaling.throughput << scaling.speedup << scaling.efficiency;
     charts << criticalBatchCharts(snapshot);
     if (snapshot.learningRateCurve.size() > 1) {
         ChartSpec c;
@@ -491,6 +525,66 @@ QString capitalized(QString text)
 
 } // namespace
 
+namespace {
+
+// A hyperparameter's axis: its choices, the words its trials drew, or the range of its
+// numbers (log when drawn in log space), widened to what the trials drew.
+ChartParallelAxis paramAxis(const StudySnapshot &s, const TuneReport &t, const QString &name)
+{
+    ChartParallelAxis axis;
+    axis.name = paramLabel(name);
+    const TuneDimension *dim = nullptr;
+    for (const TuneDimension &d : t.space)
+        if (d.name == name)
+            dim = &d;
+    double lo = INFINITY, hi = -INFINITY;
+    bool words = false;
+    for (const RunResult &run : s.runs) {
+        const QJsonValue v = run.params.value(name);
+        words = words || v.isString();
+        if (v.isDouble()) {
+            lo = std::min(lo, v.toDouble());
+            hi = std::max(hi, v.toDouble());
+        }
+    }
+    if (dim && dim->choice()) {
+        for (const QJsonValue &v : dim->values)
+            axis.categories << paramValueText(v);
+    } else if (words) {
+        for (const RunResult &run : s.runs) {
+            const QString v = paramValueText(run.params.value(name));
+            if (!v.isEmpty() && !axis.categories.contains(v))
+                axis.categories << v;
+        }
+        std::sort(axis.categories.begin(), axis.categories.end());
+    } else {
+        axis.log = dim && dim->logScale;
+        if (dim && std::isfinite(dim->low) && std::isfinite(dim->high)) {
+            lo = std::min(lo, dim->low);
+            hi = std::max(hi, dim->high);
+        }
+        axis.lo = std::isfinite(lo) ? lo : 0;
+        axis.hi = std::isfinite(hi) ? hi : 1;
+        if (axis.log && !(axis.lo > 0))
+            axis.log = false;
+    }
+    if (axis.log)
+        axis.name += QStringLiteral(" (log)");
+    return axis;
+}
+
+// Where a trial's value sits on its parameter's axis (NaN: not drawn, or not a choice).
+double paramPosition(const ChartParallelAxis &axis, const QJsonValue &v)
+{
+    if (!axis.categories.isEmpty()) {
+        const qsizetype k = axis.categories.indexOf(paramValueText(v));
+        return k >= 0 ? double(k) : kNotMeasured;
+    }
+    return v.isDouble() ? v.toDouble() : kNotMeasured;
+}
+
+} // namespace
+
 QList<ChartSpec> tuneCharts(const StudySnapshot &s, const TuneReport &t)
 {
     const bool fraction = tuneMetricIsFraction(t.metric);
@@ -543,48 +637,8 @@ QList<ChartSpec> tuneCharts(const StudySnapshot &s, const TuneReport &t)
     parallel.emptyText = QStringLiteral("No trial has been drawn yet");
     parallel.colorScale = scale;
     const QStringList names = tuneParamNames(s, t);
-    for (const QString &name : names) {
-        ChartParallelAxis axis;
-        axis.name = paramLabel(name);
-        const TuneDimension *dim = nullptr;
-        for (const TuneDimension &d : t.space)
-            if (d.name == name)
-                dim = &d;
-        double lo = INFINITY, hi = -INFINITY;
-        bool words = false;
-        for (const RunResult &run : s.runs) {
-            const QJsonValue v = run.params.value(name);
-            words = words || v.isString();
-            if (v.isDouble()) {
-                lo = std::min(lo, v.toDouble());
-                hi = std::max(hi, v.toDouble());
-            }
-        }
-        if (dim && dim->choice()) {
-            for (const QJsonValue &v : dim->values)
-                axis.categories << paramValueText(v);
-        } else if (words) {
-            for (const RunResult &run : s.runs) {
-                const QString v = paramValueText(run.params.value(name));
-                if (!v.isEmpty() && !axis.categories.contains(v))
-                    axis.categories << v;
-            }
-            std::sort(axis.categories.begin(), axis.categories.end());
-        } else {
-            axis.log = dim && dim->logScale;
-            if (dim && std::isfinite(dim->low) && std::isfinite(dim->high)) {
-                lo = std::min(lo, dim->low);
-                hi = std::max(hi, dim->high);
-            }
-            axis.lo = std::isfinite(lo) ? lo : 0;
-            axis.hi = std::isfinite(hi) ? hi : 1;
-            if (axis.log && !(axis.lo > 0))
-                axis.log = false;
-        }
-        if (axis.log)
-            axis.name += QStringLiteral(" (log)");
-        parallel.parallelAxes << axis;
-    }
+    for (const QString &name : names)
+        parallel.parallelAxes << paramAxis(s, t, name);
     {
         ChartParallelAxis axis;
         axis.name = QStringLiteral("final %1").arg(metricName);
@@ -601,18 +655,9 @@ QList<ChartSpec> tuneCharts(const StudySnapshot &s, const TuneReport &t)
         series.name = look.run == t.best ? bestName : QString();
         series.color = look.color;
         series.width = look.width;
-        for (int i = 0; i < names.size(); ++i) {
-            const ChartParallelAxis &axis = parallel.parallelAxes[i];
-            const QJsonValue v = run.params.value(names[i]);
-            double y = kNotMeasured;
-            if (!axis.categories.isEmpty()) {
-                const qsizetype k = axis.categories.indexOf(paramValueText(v));
-                y = k >= 0 ? double(k) : kNotMeasured;
-            } else if (v.isDouble()) {
-                y = v.toDouble();
-            }
-            series.points.append({ double(i), y });
-        }
+        for (int i = 0; i < names.size(); ++i)
+            series.points.append(
+                { double(i), paramPosition(parallel.parallelAxes[i], run.params.value(names[i])) });
         series.points.append({ double(names.size()), t.finalMetric.value(look.run, kNotMeasured) });
         parallel.series << series;
     }

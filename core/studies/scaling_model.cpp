@@ -151,23 +151,12 @@ LinkFit fitLink(const QList<RunNetwork> &probes)
     return fit;
 }
 
-ScalingModel fitScalingModel(const QList<ScalingRun> &input)
-{
-    ScalingModel m;
-    QList<ScalingRun> runs = input;
-    runs.removeIf([](const ScalingRun &r) { return !r.perStep.measured() || r.batchPerWorker <= 0; });
-    if (runs.isEmpty()) {
-        m.problem
-            = QStringLiteral("no run has a measured step anatomy yet (runs of ScaleLab before 0.1 did not "
-                             "record one): the model has nothing to fit");
-        return m;
-    }
-    for (const ScalingRun &r : runs)
-        if (std::isfinite(r.gradientBytes))
-            m.gradientBytes = r.gradientBytes;
+namespace {
 
-    // Compute and data: linear in the batch per worker, from single-worker runs (nothing
-    // shares their cores), or from all when there is none.
+// Compute and data: linear in the batch per worker, from single-worker runs (nothing
+// shares their cores), or from all when there is none; those runs returned.
+QList<ScalingRun> fitCompute(const QList<ScalingRun> &runs, ScalingModel &m)
+{
     QList<ScalingRun> alone = runs;
     alone.removeIf([](const ScalingRun &r) { return r.workers > 1; });
     if (alone.isEmpty()) {
@@ -220,6 +209,65 @@ ScalingModel fitScalingModel(const QList<ScalingRun> &input)
                                                         "proportional to the batch")
                                        : QStringLiteral("Compute against batch fitted through the origin"));
     }
+    return alone;
+}
+
+// Contention: the multi-worker runs' compute beyond a single worker's, per byte reduced.
+double fittedContention(const QList<const ScalingRun *> &parallel, const ScalingModel &m)
+{
+    double sxx = 0, sxy = 0;
+    for (const ScalingRun *r : parallel) {
+        const double x = 2.0 * (r->workers - 1) / r->workers * m.gradientBytes;
+        const double excess = r->perStep.compute() / r->coreShare
+            - (m.computeIntercept + m.computePerImage * r->batchPerWorker);
+        sxx += x * x;
+        sxy += x * excess;
+    }
+    return sxx > 0 ? std::max(0.0, sxy / sxx) : 0;
+}
+
+// Overlap: the γ in [1, 10] whose step times fit the multi-worker runs best (log errors).
+double fittedGamma(const QList<const ScalingRun *> &parallel, const ScalingModel &m)
+{
+    double fitted = 1;
+    double best = HUGE_VAL;
+    for (int i = 0; i <= 400; ++i) {
+        const double gamma = std::pow(10.0, i / 400.0); // 1 .. 10, log-spaced
+        double error = 0;
+        for (const ScalingRun *r : parallel) {
+            const double tc = r->coreShare
+                * (m.computeIntercept + m.computePerImage * r->batchPerWorker
+                    + m.contention * 2.0 * (r->workers - 1) / r->workers * m.gradientBytes);
+            const double predicted = r->coreShare * m.dataPerImage * r->batchPerWorker
+                + overlap(tc, allReduceSeconds(m, r->workers, m.gradientBytes), gamma);
+            error += std::pow(std::log(predicted / r->stepSeconds()), 2);
+        }
+        if (error < best) {
+            best = error;
+            fitted = gamma;
+        }
+    }
+    return fitted;
+}
+
+} // namespace
+
+ScalingModel fitScalingModel(const QList<ScalingRun> &input)
+{
+    ScalingModel m;
+    QList<ScalingRun> runs = input;
+    runs.removeIf([](const ScalingRun &r) { return !r.perStep.measured() || r.batchPerWorker <= 0; });
+    if (runs.isEmpty()) {
+        m.problem
+            = QStringLiteral("no run has a measured step anatomy yet (runs of ScaleLab before 0.1 did not "
+                             "record one): the model has nothing to fit");
+        return m;
+    }
+    for (const ScalingRun &r : runs)
+        if (std::isfinite(r.gradientBytes))
+            m.gradientBytes = r.gradientBytes;
+
+    const QList<ScalingRun> alone = fitCompute(runs, m);
 
     // The network: every probe's median time per size, against the ring all-reduce.
     QList<RunNetwork> probes;
@@ -240,45 +288,17 @@ ScalingModel fitScalingModel(const QList<ScalingRun> &input)
         return m;
     }
 
-    // Contention: the multi-worker runs' compute beyond a single worker's, per byte reduced.
     QList<const ScalingRun *> parallel;
     for (const ScalingRun &r : runs)
         if (r.workers > 1)
             parallel << &r;
-    if (!parallel.isEmpty() && alone.size() < runs.size()) {
-        double sxx = 0, sxy = 0;
-        for (const ScalingRun *r : parallel) {
-            const double x = 2.0 * (r->workers - 1) / r->workers * m.gradientBytes;
-            const double excess = r->perStep.compute() / r->coreShare
-                - (m.computeIntercept + m.computePerImage * r->batchPerWorker);
-            sxx += x * x;
-            sxy += x * excess;
-        }
-        m.contention = sxx > 0 ? std::max(0.0, sxy / sxx) : 0;
-    }
-
-    // Overlap: the γ in [1, 10] whose step times fit the multi-worker runs best (log errors).
+    if (!parallel.isEmpty() && alone.size() < runs.size())
+        m.contention = fittedContention(parallel, m);
     if (parallel.isEmpty()) {
         m.gamma = 1;
         m.notes << QStringLiteral("No multi-worker run: no overlap assumed (γ = 1), which errs slow");
     } else {
-        double best = HUGE_VAL;
-        for (int i = 0; i <= 400; ++i) {
-            const double gamma = std::pow(10.0, i / 400.0); // 1 .. 10, log-spaced
-            double error = 0;
-            for (const ScalingRun *r : parallel) {
-                const double tc = r->coreShare
-                    * (m.computeIntercept + m.computePerImage * r->batchPerWorker
-                        + m.contention * 2.0 * (r->workers - 1) / r->workers * m.gradientBytes);
-                const double predicted = r->coreShare * m.dataPerImage * r->batchPerWorker
-                    + overlap(tc, allReduceSeconds(m, r->workers, m.gradientBytes), gamma);
-                error += std::pow(std::log(predicted / r->stepSeconds()), 2);
-            }
-            if (error < best) {
-                best = error;
-                m.gamma = gamma;
-            }
-        }
+        m.gamma = fittedGamma(parallel, m);
         m.gammaFitted = true;
     }
     if (m.probeHosts <= 1)
@@ -474,80 +494,6 @@ QString efficiencyLossText(const ScalingRun &fewer, const ScalingRun &more, cons
                     .arg(more.coreShare, 0, 'f', 2)
                     .arg(fewer.coreShare, 0, 'f', 2);
     return text;
-}
-
-ScalingRun scalingRunOf(const RunResult &run)
-{
-    ScalingRun r;
-    r.runId = run.runId;
-    r.workers = run.config.workers;
-    r.batchPerWorker = run.config.batchSize;
-    r.gradientBytes = run.gradientBytes;
-    r.perStep = run.anatomy.perStep;
-    r.network = run.network;
-    r.coreShare = run.coreShare;
-    r.threads = run.threads;
-    for (const StepPoint &p : run.steps)
-        if (p.times.measured())
-            r.steps << p.times;
-    return r;
-}
-
-QString scalingLabel(const StudyScaling &scaling, const QMap<QString, QString> &modelNames)
-{
-    const QString name = modelNames.value(scaling.model, scaling.model);
-    return scaling.precision == QLatin1String("bf16") ? name + QStringLiteral(" · bf16") : name;
-}
-
-QList<StudyScaling> studyScaling(const StudySnapshot &snapshot)
-{
-    QList<StudyScaling> all;
-    for (const RunResult &run : snapshot.runs) {
-        if (run.state != QLatin1String("SUCCEEDED") || !run.anatomy.measured())
-            continue;
-        // bf16 and fp32 compute at different speeds: a fit each.
-        auto it = std::find_if(all.begin(), all.end(), [&](const StudyScaling &s) {
-            return s.model == run.config.model && s.precision == run.config.precision;
-        });
-        if (it == all.end()) {
-            all.append(StudyScaling { run.config.model, run.config.precision, {}, {}, {}, {}, 0 });
-            it = all.end() - 1;
-        }
-        it->runs << scalingRunOf(run);
-    }
-    for (StudyScaling &s : all) {
-        s.fit = fitScalingModel(s.runs);
-        s.heldOut = leaveOneOut(s.runs);
-        QMap<int, int> counts;
-        for (const ScalingRun &r : s.runs)
-            ++counts[r.batchPerWorker];
-        for (auto it = counts.cbegin(); it != counts.cend(); ++it)
-            if (s.batchPerWorker == 0 || it.value() > counts.value(s.batchPerWorker))
-                s.batchPerWorker = it.key();
-        // Consecutive worker counts at each batch: the mean run of each count.
-        for (auto b = counts.cbegin(); b != counts.cend(); ++b) {
-            QMap<int, QList<const ScalingRun *>> byWorkers;
-            for (const ScalingRun &r : s.runs)
-                if (r.batchPerWorker == b.key())
-                    byWorkers[r.workers] << &r;
-            const auto mean = [](const QList<const ScalingRun *> &runs) {
-                ScalingRun m = *runs.first();
-                StepTimes sum = StepTimes::zero();
-                for (const ScalingRun *r : runs)
-                    sum += r->perStep;
-                m.perStep = sum.dividedBy(double(runs.size()));
-                return m;
-            };
-            const QList<int> workerCounts = byWorkers.keys();
-            for (int i = 1; i < workerCounts.size(); ++i) {
-                const QString text = efficiencyLossText(
-                    mean(byWorkers[workerCounts[i - 1]]), mean(byWorkers[workerCounts[i]]), s.fit);
-                if (!text.isEmpty())
-                    s.losses << text;
-            }
-        }
-    }
-    return all;
 }
 
 QJsonObject anatomyJson(const RunAnatomy &a)

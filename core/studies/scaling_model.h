@@ -163,6 +163,7 @@ struct StudyScaling {
     QStringList losses; // efficiencyLossText of each measured pair
     int batchPerWorker = 0; // the most common among the runs: what predictions default to
 };
+// Defined in scaling_study.cpp, as are scalingLabel and scalingRunOf.
 QList<StudyScaling> studyScaling(const StudySnapshot &snapshot);
 // What a fit is of, for labels: the model's name (a TorchScript module's file name from
 // `modelNames`), and " · bf16" for runs in bf16.

@@ -19,6 +19,41 @@ namespace {
 
 constexpr qint64 kCapacityRefreshMs = 2000;
 
+// What this study's open attempts hold: the agents they run on (whose hosts a scale-up
+// study keeps to one run) and the GPUs they use, marked on the nodes.
+struct NodeUse {
+    QSet<QString> busyAgents;
+    QMap<QString, double> gpusInUse;
+
+    void hold(const QList<Portion> &portions, double gpusPerWorker)
+    {
+        for (const auto &p : portions) {
+            busyAgents.insert(p.agent);
+            gpusInUse[p.agent] += gpusPerWorker * p.ranks.size();
+        }
+    }
+
+    void mark(QList<NodeCapacity> &nodes) const
+    {
+        QSet<QString> busyHosts;
+        for (const auto &n : nodes)
+            if (busyAgents.contains(n.agent) && !n.host.isEmpty())
+                busyHosts.insert(n.host);
+        for (auto &n : nodes) {
+            n.busy = busyAgents.contains(n.agent) || busyHosts.contains(n.host);
+            n.gpusInUse = gpusInUse.value(n.agent);
+        }
+    }
+};
+
+// The slots a portion's ranks take on its agent.
+void takeSlots(QList<NodeCapacity> &nodes, const Portion &portion)
+{
+    for (auto &n : nodes)
+        if (n.agent == portion.agent)
+            n.freeSlots -= int(portion.ranks.size());
+}
+
 int worldOf(const QList<Portion> &portions)
 {
     int world = 0;
@@ -215,26 +250,11 @@ void StudyRunner::placePending(QList<NodeCapacity> &nodes)
         : std::numeric_limits<int>::max();
     const auto policy
         = m_state.plan().placement() == "spread" ? PlacementPolicy::Spread : PlacementPolicy::Pack;
-    // Hosts that run an open attempt of this study.
-    QSet<QString> busyAgents;
-    QMap<QString, double> gpusInUse;
+    NodeUse use;
     for (const auto &run : m_state.runs())
         if (run.attemptOpen())
-            for (const auto &p : run.portions) {
-                busyAgents.insert(p.agent);
-                gpusInUse[p.agent] += run.planned.config.gpusPerWorker * p.ranks.size();
-            }
-    auto markBusy = [&]() {
-        QSet<QString> busyHosts;
-        for (const auto &n : nodes)
-            if (busyAgents.contains(n.agent) && !n.host.isEmpty())
-                busyHosts.insert(n.host);
-        for (auto &n : nodes) {
-            n.busy = busyAgents.contains(n.agent) || busyHosts.contains(n.host);
-            n.gpusInUse = gpusInUse.value(n.agent);
-        }
-    };
-    markBusy();
+            use.hold(run.portions, run.planned.config.gpusPerWorker);
+    use.mark(nodes);
     // The capacity is refreshed every few seconds: attempts placed since then, or just
     // before (their ranks may not have started when the agent answered), hold slots the
     // agents did not report yet; else runs sharing nodes oversubscribe them.
@@ -242,9 +262,7 @@ void StudyRunner::placePending(QList<NodeCapacity> &nodes)
         if (run.attemptOpen() && !run.attempts.isEmpty()
             && run.attempts.last().startedUnixMs >= m_capacityAtMs - kCapacityRefreshMs)
             for (const auto &p : run.portions)
-                for (auto &n : nodes)
-                    if (n.agent == p.agent)
-                        n.freeSlots -= int(p.ranks.size());
+                takeSlots(nodes, p);
 
     QStringList ids;
     for (const auto &run : m_state.runs())
@@ -295,19 +313,16 @@ void StudyRunner::placePending(QList<NodeCapacity> &nodes)
         if (!resize.isEmpty())
             Q_EMIT message(QStringLiteral("%1 %2: %3").arg(id, config.key(), resize));
         ++openTrials;
+        use.hold(placement.portions, run.planned.config.gpusPerWorker);
         QStringList where;
         for (const auto &p : placement.portions) {
-            busyAgents.insert(p.agent);
-            gpusInUse[p.agent] += run.planned.config.gpusPerWorker * p.ranks.size();
-            for (auto &n : nodes)
-                if (n.agent == p.agent)
-                    n.freeSlots -= int(p.ranks.size());
+            takeSlots(nodes, p);
             where << QStringLiteral("%1 (%2 rank%3)")
                          .arg(p.agent)
                          .arg(p.ranks.size())
                          .arg(p.ranks.size() == 1 ? "" : "s");
         }
-        markBusy();
+        use.mark(nodes);
         Q_EMIT message(QStringLiteral("%1 %2: attempt %3 placed on %4")
                            .arg(id, run.planned.config.key())
                            .arg(run.attempt + 1)

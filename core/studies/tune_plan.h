@@ -2,7 +2,8 @@
 // scaling a grid. This file reads the tune's settings with their defaults, checks them
 // field by field, and draws its trials. Pure functions: the same plan draws the same
 // trials, bit for bit, on any machine (no std:: distributions, whose results the
-// standard leaves to the library).
+// standard leaves to the library). A tune's results read from a snapshot (metrics, the best
+// trial, statuses) are defined in tune_results.cpp.
 #pragma once
 
 #include "core_status.h"

@@ -99,23 +99,26 @@ public:
     }
 };
 
-int main(int argc, char **argv)
+namespace {
+
+QString option(const AgentConfig &config, const char *name)
 {
-    // Block the shutdown signals in every thread (gRPC's included); main waits for them.
-    sigset_t shutdownSignals;
-    sigemptyset(&shutdownSignals);
-    sigaddset(&shutdownSignals, SIGINT);
-    sigaddset(&shutdownSignals, SIGTERM);
-    sigaddset(&shutdownSignals, SIGHUP);
-    pthread_sigmask(SIG_BLOCK, &shutdownSignals, nullptr);
-    std::signal(SIGPIPE, SIG_IGN);
+    return config.value(QLatin1String(name));
+}
 
-    QCoreApplication app(argc, argv);
-    QCoreApplication::setApplicationName(QStringLiteral("scalelab-agent"));
-    QCoreApplication::setApplicationVersion(QStringLiteral(SCALELAB_VERSION));
+// HOST:PORT, an IPv6 address in brackets.
+QString hostAndPort(const QString &host, int port)
+{
+    return (host.contains(QLatin1Char(':')) && !host.startsWith(QLatin1Char('[')) ? QStringLiteral("[%1]:%2")
+                                                                                  : QStringLiteral("%1:%2"))
+        .arg(host)
+        .arg(port);
+}
 
-    QCommandLineParser parser;
-    parser.setApplicationDescription(QStringLiteral(
+// The options' help, and the environment they read besides their own variables.
+void addOptions(QCommandLineParser *parser, AgentConfig *config)
+{
+    parser->setApplicationDescription(QStringLiteral(
         "ScaleLab node agent: runs CIFAR-10 training workers for the ScaleLab console.\n"
         "Each option can also be set by the environment variable in brackets, or in the config\n"
         "file as 'option = value'; the command line wins over the environment, which wins over\n"
@@ -131,52 +134,65 @@ int main(int argc, char **argv)
         "  XDG_DATA_HOME, HOME   where the default data and state folders are\n"
         "Clients (scalelab-cli, scalelab) reach a TLS agent with SCALELAB_TLS_CA set to the CA that\n"
         "signed --tls-cert; with --tls-client-ca they also need SCALELAB_TLS_CERT and SCALELAB_TLS_KEY."));
-    parser.addHelpOption();
-    parser.addVersionOption();
-    AgentConfig config;
-    config.addOptions(&parser);
-    parser.process(app);
-    if (!parser.positionalArguments().isEmpty())
-        return fail(
-            "unexpected argument '" + parser.positionalArguments().first().toStdString() + "'; see --help");
-    if (const common::Status resolved = config.resolve(parser); !resolved)
-        return fail(resolved.error());
-    const auto value = [&](const char *name) { return config.value(QLatin1String(name)); };
+    parser->addHelpOption();
+    parser->addVersionOption();
+    config->addOptions(parser);
+}
 
-    if (!value("log-file").isEmpty() && !setLogFile(value("log-file").toStdString()))
-        return fail(
-            "cannot open log file '" + value("log-file").toStdString() + "': " + std::strerror(errno));
+// --log-file and --log-level, first, so that every later failure is logged as asked.
+common::Status setUpLog(const AgentConfig &config)
+{
+    const QString logFile = option(config, "log-file");
+    if (!logFile.isEmpty() && !setLogFile(logFile.toStdString()))
+        return common::Status::failure(
+            "cannot open log file '" + logFile.toStdString() + "': " + std::strerror(errno));
     LogLevel level;
-    if (!parseLogLevel(value("log-level").toStdString(), &level))
-        return fail("--log-level must be debug, info, warning or error (got '"
-            + value("log-level").toStdString() + "' from "
+    if (!parseLogLevel(option(config, "log-level").toStdString(), &level))
+        return common::Status::failure("--log-level must be debug, info, warning or error (got '"
+            + option(config, "log-level").toStdString() + "' from "
             + config.source(QStringLiteral("log-level")).toStdString() + ")");
     setLogLevel(level);
+    return common::Status::success();
+}
 
-    int portNumber = 0, healthPort = 0, metricsPort = 0, sampleMs = 0, heartbeatMs = 0, graceMs = 0,
-        maxStreams = 0, stallSeconds = 0, perClient = 0, finishedInMemory = 0;
+// The whole number options, each in its range, and the three ports apart.
+struct NumberOptions {
+    int port = 0, healthPort = 0, metricsPort = 0, sampleMs = 0, heartbeatMs = 0, graceMs = 0, maxStreams = 0,
+        stallSeconds = 0, perClient = 0, finishedInMemory = 0;
+};
+
+common::Result<NumberOptions> readNumbers(const AgentConfig &config)
+{
+    NumberOptions n;
     const struct {
         const char *name;
         int low, high;
         int *out;
-    } numbers[] = { { "port", 0, 65535, &portNumber }, { "health-port", 0, 65535, &healthPort },
-        { "metrics-port", 0, 65535, &metricsPort },
-        { "finished-runs-in-memory", 1, 10'000, &finishedInMemory },
-        { "stream-stall-s", 5, 3600, &stallSeconds }, { "max-streams-per-client", 1, 10'000, &perClient },
-        { "max-streams", 1, 100'000, &maxStreams }, { "sample-interval-ms", 100, 60'000, &sampleMs },
-        { "heartbeat-ms", 100, 5'000, &heartbeatMs }, { "stop-grace-ms", 100, 600'000, &graceMs } };
-    for (const auto &n : numbers) {
-        const common::Result<int> number = numberOption(config, n.name, n.low, n.high);
-        if (!number)
-            return fail(number.error());
-        *n.out = *number;
+    } numbers[] = { { "port", 0, 65535, &n.port }, { "health-port", 0, 65535, &n.healthPort },
+        { "metrics-port", 0, 65535, &n.metricsPort },
+        { "finished-runs-in-memory", 1, 10'000, &n.finishedInMemory },
+        { "stream-stall-s", 5, 3600, &n.stallSeconds }, { "max-streams-per-client", 1, 10'000, &n.perClient },
+        { "max-streams", 1, 100'000, &n.maxStreams }, { "sample-interval-ms", 100, 60'000, &n.sampleMs },
+        { "heartbeat-ms", 100, 5'000, &n.heartbeatMs }, { "stop-grace-ms", 100, 600'000, &n.graceMs } };
+    for (const auto &number : numbers) {
+        const common::Result<int> read = numberOption(config, number.name, number.low, number.high);
+        if (!read)
+            return common::Status::failure(read.error());
+        *number.out = *read;
     }
-    if (healthPort != 0 && healthPort == portNumber)
-        return fail("--health-port " + std::to_string(healthPort) + " is the agent's own port: pick another");
-    if (metricsPort != 0 && (metricsPort == portNumber || metricsPort == healthPort))
-        return fail("--metrics-port " + std::to_string(metricsPort) + " is also the agent's "
-            + (metricsPort == portNumber ? "--port" : "--health-port") + ": pick another");
+    if (n.healthPort != 0 && n.healthPort == n.port)
+        return common::Status::failure(
+            "--health-port " + std::to_string(n.healthPort) + " is the agent's own port: pick another");
+    if (n.metricsPort != 0 && (n.metricsPort == n.port || n.metricsPort == n.healthPort))
+        return common::Status::failure("--metrics-port " + std::to_string(n.metricsPort)
+            + " is also the agent's " + (n.metricsPort == n.port ? "--port" : "--health-port")
+            + ": pick another");
+    return n;
+}
 
+// --data-dir and --state-dir, created when missing, into `options`.
+common::Status setUpFolders(const AgentConfig &config, AgentOptions *options)
+{
     const QString home = QString::fromLocal8Bit(qgetenv("HOME"));
     QString dataHome = QString::fromLocal8Bit(qgetenv("XDG_DATA_HOME"));
     if (dataHome.isEmpty())
@@ -184,175 +200,187 @@ int main(int argc, char **argv)
 
     // An explicitly named data folder must exist: a typo should not silently give an
     // agent with no data. The default one is created.
-    QString data = value("data-dir");
+    QString data = option(config, "data-dir");
     if (!data.isEmpty()) {
         if (!QFileInfo(data).isDir())
-            return fail("data directory '" + data.toStdString()
+            return common::Status::failure("data directory '" + data.toStdString()
                 + "' does not exist; create it, or point --data-dir at the folder "
                   "that holds your data sets");
     } else {
         data = dataHome + QStringLiteral("/scalelab/data");
     }
-    const QString state
-        = value("state-dir").isEmpty() ? dataHome + QStringLiteral("/scalelab/agent") : value("state-dir");
+    const QString state = option(config, "state-dir").isEmpty() ? dataHome + QStringLiteral("/scalelab/agent")
+                                                                : option(config, "state-dir");
     std::error_code ec;
     std::filesystem::create_directories(data.toStdString(), ec);
     if (ec)
-        return fail("cannot create data directory '" + data.toStdString() + "': " + ec.message());
+        return common::Status::failure(
+            "cannot create data directory '" + data.toStdString() + "': " + ec.message());
     std::filesystem::create_directories(state.toStdString(), ec);
     if (ec)
-        return fail("cannot create state directory '" + state.toStdString() + "': " + ec.message());
+        return common::Status::failure(
+            "cannot create state directory '" + state.toStdString() + "': " + ec.message());
+    options->dataDir = std::filesystem::absolute(data.toStdString());
+    options->stateDir = std::filesystem::absolute(state.toStdString());
+    return common::Status::success();
+}
 
-    AgentOptions options;
-    options.dataDir = std::filesystem::absolute(data.toStdString());
-    options.stateDir = std::filesystem::absolute(state.toStdString());
-    const QString worker = value("worker").isEmpty()
-        ? QCoreApplication::applicationDirPath() + QStringLiteral("/scalelab-worker")
-        : value("worker");
-    options.workerBinary = worker.toStdString();
-    if (!QFileInfo(worker).isExecutable())
-        return fail("worker program '" + options.workerBinary
-            + "' is missing or not executable; install scalelab-worker next to the agent "
-              "or pass --worker PATH");
-    options.heartbeat = std::chrono::milliseconds(heartbeatMs);
-    options.streamStall = std::chrono::seconds(stallSeconds);
-    options.maxStreamsPerClient = perClient;
-    options.finishedRunsInMemory = std::size_t(finishedInMemory);
-    options.maxStreams = 4 * maxStreams; // over every connection; --max-streams is per connection
-    {
-        bool ok = false;
-        const double days = value("finished-days").toDouble(&ok);
-        auto retention = parseRetention(value("finished-checkpoints").toStdString(), ok ? days : -1);
-        if (!retention)
-            return fail(retention.error() + " (from "
-                + config.source(QStringLiteral("finished-checkpoints")).toStdString() + ")");
-        options.retention = *retention;
-    }
-    options.sampleInterval = std::chrono::milliseconds(sampleMs);
-    options.stopGrace = std::chrono::milliseconds(graceMs);
-    options.cifarSource.url = value("cifar-url").toStdString();
-    options.cifarSource.md5 = value("cifar-md5").toLower().toStdString();
-    if (options.cifarSource.md5.size() != 32)
-        return fail("--cifar-md5 must be 32 hexadecimal digits");
-
+// The token clients must send: --token-file's, else SCALELAB_AGENT_TOKEN's (which is
+// then taken out of the environment: workers have no business with it).
+common::Result<std::string> readToken(const AgentConfig &config)
+{
     std::string token = qgetenv("SCALELAB_AGENT_TOKEN").toStdString();
-    if (!value("token-file").isEmpty()) {
-        const common::Result<std::string> read = readFile(value("token-file"));
+    if (!option(config, "token-file").isEmpty()) {
+        const common::Result<std::string> read = readFile(option(config, "token-file"));
         if (!read)
-            return fail(read.error());
+            return common::Status::failure(read.error());
         token = QString::fromStdString(*read).trimmed().toStdString();
         if (token.empty())
-            return fail("token file '" + value("token-file").toStdString() + "' is empty");
+            return common::Status::failure(
+                "token file '" + option(config, "token-file").toStdString() + "' is empty");
     }
-    options.token = token;
-    qunsetenv("SCALELAB_AGENT_TOKEN"); // workers have no business with it
+    qunsetenv("SCALELAB_AGENT_TOKEN");
+    return token;
+}
 
-    const QString host = value("listen");
-    if (host.isEmpty())
-        return fail("--listen must name an address (for example 127.0.0.1 or 0.0.0.0)");
-    // Loopback is decided on the addresses the server will bind, every one of them: a
-    // name that merely looks like loopback ("127.evil") is resolved like any other, and
-    // one that does not resolve is refused, never guessed at.
-    const auto loopback = trainer::net::listensOnLoopbackOnly(host.toStdString());
+// Everything AgentService is given but the addresses: folders, worker, limits, retention,
+// the CIFAR-10 source and the token.
+common::Result<AgentOptions> readAgentOptions(const AgentConfig &config, const NumberOptions &n)
+{
+    AgentOptions options;
+    if (const common::Status folders = setUpFolders(config, &options); !folders)
+        return folders;
+    const QString worker = option(config, "worker").isEmpty()
+        ? QCoreApplication::applicationDirPath() + QStringLiteral("/scalelab-worker")
+        : option(config, "worker");
+    options.workerBinary = worker.toStdString();
+    if (!QFileInfo(worker).isExecutable())
+        return common::Status::failure("worker program '" + options.workerBinary
+            + "' is missing or not executable; install scalelab-worker next to the agent "
+              "or pass --worker PATH");
+    options.heartbeat = std::chrono::milliseconds(n.heartbeatMs);
+    options.streamStall = std::chrono::seconds(n.stallSeconds);
+    options.maxStreamsPerClient = n.perClient;
+    options.finishedRunsInMemory = std::size_t(n.finishedInMemory);
+    options.maxStreams = 4 * n.maxStreams; // over every connection; --max-streams is per connection
+    bool ok = false;
+    const double days = option(config, "finished-days").toDouble(&ok);
+    auto retention = parseRetention(option(config, "finished-checkpoints").toStdString(), ok ? days : -1);
+    if (!retention)
+        return common::Status::failure(retention.error() + " (from "
+            + config.source(QStringLiteral("finished-checkpoints")).toStdString() + ")");
+    options.retention = *retention;
+    options.sampleInterval = std::chrono::milliseconds(n.sampleMs);
+    options.stopGrace = std::chrono::milliseconds(n.graceMs);
+    options.cifarSource.url = option(config, "cifar-url").toStdString();
+    options.cifarSource.md5 = option(config, "cifar-md5").toLower().toStdString();
+    if (options.cifarSource.md5.size() != 32)
+        return common::Status::failure("--cifar-md5 must be 32 hexadecimal digits");
+    const common::Result<std::string> token = readToken(config);
+    if (!token)
+        return common::Status::failure(token.error());
+    options.token = *token;
+    return options;
+}
+
+// Off loopback, a token and TLS are required. Loopback is decided on the addresses the
+// server will bind, every one of them: a name that merely looks like loopback
+// ("127.evil") is resolved like any other, and one that does not resolve is refused,
+// never guessed at.
+common::Status checkExposure(const AgentConfig &config, const std::string &token, bool tls)
+{
+    const std::string host = option(config, "listen").toStdString();
+    if (host.empty())
+        return common::Status::failure("--listen must name an address (for example 127.0.0.1 or 0.0.0.0)");
+    const auto loopback = trainer::net::listensOnLoopbackOnly(host);
     if (!loopback)
-        return fail("cannot listen on " + host.toStdString() + ": " + loopback.error()
+        return common::Status::failure("cannot listen on " + host + ": " + loopback.error()
             + ". Give --listen a numeric address (127.0.0.1, ::1, 0.0.0.0) or a name this host resolves");
-    const bool tls = !value("tls-cert").isEmpty() || !value("tls-key").isEmpty();
-    const bool loopbackOnly = loopback.value();
-    if (!loopbackOnly && (options.token.empty() || !tls)) {
-        std::string missing = options.token.empty() && !tls ? "a token and TLS"
-            : options.token.empty()                         ? "a token"
-                                                            : "TLS";
+    if (!loopback.value() && (token.empty() || !tls)) {
+        std::string missing = token.empty() && !tls ? "a token and TLS" : token.empty() ? "a token" : "TLS";
         std::string resolved;
-        for (const auto &address : trainer::net::listenAddresses(host.toStdString()).valueOr({}))
+        for (const auto &address : trainer::net::listenAddresses(host).valueOr({}))
             resolved += (resolved.empty() ? "" : ", ") + address;
-        if (resolved != host.toStdString())
+        if (resolved != host)
             resolved = " (" + resolved + ")";
         else
             resolved.clear();
-        return fail("refusing to listen on " + host.toStdString() + resolved + " without " + missing
+        return common::Status::failure("refusing to listen on " + host + resolved + " without " + missing
             + ": anyone on the network could run code here. Set SCALELAB_AGENT_TOKEN (or "
               "--token-file) and --tls-cert/--tls-key, or listen on 127.0.0.1");
     }
-    if (!value("tls-client-ca").isEmpty() && !tls)
-        return fail("--tls-client-ca (mutual TLS) needs --tls-cert and --tls-key too");
+    if (!option(config, "tls-client-ca").isEmpty() && !tls)
+        return common::Status::failure("--tls-client-ca (mutual TLS) needs --tls-cert and --tls-key too");
+    return common::Status::success();
+}
 
-    std::shared_ptr<grpc::ServerCredentials> credentials;
-    if (tls) {
-        if (value("tls-cert").isEmpty() || value("tls-key").isEmpty())
-            return fail("TLS needs both --tls-cert and --tls-key");
-        grpc::SslServerCredentialsOptions ssl;
-        const common::Result<std::string> readCert = readFile(value("tls-cert"));
-        const common::Result<std::string> readKey = readFile(value("tls-key"));
-        if (!readKey) // the key's problem first when both fail, as before
-            return fail(readKey.error());
-        if (!readCert)
-            return fail(readCert.error());
-        const std::string &cert = *readCert, &key = *readKey;
-        // Checked here because gRPC only says it could not listen, whatever the cause.
-        std::string certWarning;
-        if (const std::string problem = checkTlsKeyPair(
-                cert, value("tls-cert").toStdString(), key, value("tls-key").toStdString(), &certWarning)
+// --tls-cert, --tls-key and --tls-client-ca, read and checked here because gRPC only
+// says it could not listen, whatever the cause.
+common::Result<std::shared_ptr<grpc::ServerCredentials>> tlsCredentials(const AgentConfig &config)
+{
+    if (option(config, "tls-cert").isEmpty() || option(config, "tls-key").isEmpty())
+        return common::Status::failure("TLS needs both --tls-cert and --tls-key");
+    grpc::SslServerCredentialsOptions ssl;
+    const common::Result<std::string> readCert = readFile(option(config, "tls-cert"));
+    const common::Result<std::string> readKey = readFile(option(config, "tls-key"));
+    if (!readKey) // the key's problem first when both fail, as before
+        return common::Status::failure(readKey.error());
+    if (!readCert)
+        return common::Status::failure(readCert.error());
+    const std::string &cert = *readCert, &key = *readKey;
+    std::string certWarning;
+    if (const std::string problem = checkTlsKeyPair(cert, option(config, "tls-cert").toStdString(), key,
+            option(config, "tls-key").toStdString(), &certWarning)
+                                        .error();
+        !problem.empty())
+        return common::Status::failure(problem);
+    if (!certWarning.empty())
+        logMessage(LogLevel::Warning, certWarning);
+    ssl.pem_key_cert_pairs.push_back({ key, cert });
+    if (!option(config, "tls-client-ca").isEmpty()) {
+        const common::Result<std::string> clientCa = readFile(option(config, "tls-client-ca"));
+        if (!clientCa)
+            return common::Status::failure(clientCa.error());
+        ssl.pem_root_certs = *clientCa;
+        if (const std::string problem = checkCaBundle(
+                ssl.pem_root_certs, option(config, "tls-client-ca").toStdString(), "--tls-client-ca")
                                             .error();
             !problem.empty())
-            return fail(problem);
-        if (!certWarning.empty())
-            logMessage(LogLevel::Warning, certWarning);
-        ssl.pem_key_cert_pairs.push_back({ key, cert });
-        if (!value("tls-client-ca").isEmpty()) {
-            const common::Result<std::string> clientCa = readFile(value("tls-client-ca"));
-            if (!clientCa)
-                return fail(clientCa.error());
-            ssl.pem_root_certs = *clientCa;
-            if (const std::string problem
-                = checkCaBundle(ssl.pem_root_certs, value("tls-client-ca").toStdString(), "--tls-client-ca")
-                      .error();
-                !problem.empty())
-                return fail(problem);
-            ssl.client_certificate_request = GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;
-        }
-        credentials = grpc::SslServerCredentials(ssl);
-    } else {
-        credentials = grpc::InsecureServerCredentials();
+            return common::Status::failure(problem);
+        ssl.client_certificate_request = GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;
     }
+    return grpc::SslServerCredentials(ssl);
+}
 
-    // The address other hosts' ranks reach ours at: rendezvous store, Gloo and NCCL.
-    {
-        char name[256] = {};
-        gethostname(name, sizeof name - 1);
-        const common::Result<AdvertiseChoice> choice = chooseAdvertiseAddress(
-            host.toStdString(), value("advertise-host").toStdString(), value("iface").toStdString(), name);
-        if (!choice)
-            return fail(choice.error());
-        options.advertiseHost = choice->address;
-        options.advertiseInterface = choice->interface;
-        options.advertiseHow = choice->how;
-        options.networkWarning = choice->warning;
-        if (!choice->warning.empty())
-            logMessage(LogLevel::Warning, choice->warning);
-    }
+// The address other hosts' ranks reach ours at: rendezvous store, Gloo and NCCL.
+common::Status chooseAdvertised(const AgentConfig &config, AgentOptions *options)
+{
+    char name[256] = {};
+    gethostname(name, sizeof name - 1);
+    const common::Result<AdvertiseChoice> choice
+        = chooseAdvertiseAddress(option(config, "listen").toStdString(),
+            option(config, "advertise-host").toStdString(), option(config, "iface").toStdString(), name);
+    if (!choice)
+        return common::Status::failure(choice.error());
+    options->advertiseHost = choice->address;
+    options->advertiseInterface = choice->interface;
+    options->advertiseHow = choice->how;
+    options->networkWarning = choice->warning;
+    if (!choice->warning.empty())
+        logMessage(LogLevel::Warning, choice->warning);
+    return common::Status::success();
+}
 
-    const QString address
-        = (host.contains(QLatin1Char(':')) && !host.startsWith(QLatin1Char('[')) ? QStringLiteral("[%1]:%2")
-                                                                                 : QStringLiteral("%1:%2"))
-              .arg(host)
-              .arg(portNumber);
-    // A port held by another agent is found before this one opens the state folder and
-    // marks runs there as interrupted; gRPC's own failure below says no more than "no".
-    if (portNumber != 0)
-        if (const std::string problem = checkBind(host.toStdString(), portNumber).error(); !problem.empty())
-            return fail("cannot listen on " + address.toStdString() + ": " + problem);
-    if (metricsPort != 0)
-        if (const std::string problem = checkBind(host.toStdString(), metricsPort).error(); !problem.empty())
-            return fail("cannot serve metrics on port " + std::to_string(metricsPort)
-                + " (--metrics-port): " + problem);
-
-    AgentService service(options);
+// The agent's gRPC server on `address`; `*selectedPort` is the port it bound.
+common::Result<std::unique_ptr<grpc::Server>> startAgentServer(const QString &host, int port,
+    const std::shared_ptr<grpc::ServerCredentials> &credentials, AgentService *service, int maxStreams,
+    int *selectedPort)
+{
+    const QString address = hostAndPort(host, port);
     grpc::EnableDefaultHealthCheckService(true);
     grpc::ServerBuilder builder;
-    int selectedPort = 0;
-    builder.AddListeningPort(address.toStdString(), credentials, &selectedPort);
-    builder.RegisterService(&service);
+    builder.AddListeningPort(address.toStdString(), credentials, selectedPort);
+    builder.RegisterService(service);
     builder.SetMaxReceiveMessageSize(kMaxReceiveBytes);
     builder.SetMaxSendMessageSize(kMaxSendBytes);
     builder.AddChannelArgument(GRPC_ARG_MAX_METADATA_SIZE, kMaxMetadataBytes);
@@ -371,80 +399,172 @@ int main(int argc, char **argv)
     builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 5'000);
     builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 2);
     std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-    if (!server || selectedPort == 0) {
-        std::string problem = checkBind(host.toStdString(), portNumber).error();
+    if (!server || *selectedPort == 0) {
+        std::string problem = checkBind(host.toStdString(), port).error();
         if (problem.empty())
             problem = "gRPC did not say why, and a plain bind() there works; its own log lines above "
                       "name the cause";
-        return fail("cannot listen on " + address.toStdString() + ": " + problem);
+        return common::Status::failure("cannot listen on " + address.toStdString() + ": " + problem);
     }
-    // The health-only port: a server of its own holding nothing but a health service
-    // that answers as the agent's own does.
-    HealthOnly healthOnly;
-    std::unique_ptr<grpc::Server> healthServer;
-    if (healthPort != 0) {
-        const std::string healthAddress
-            = (host.contains(QLatin1Char(':')) && !host.startsWith(QLatin1Char('['))
-                    ? QStringLiteral("[%1]:%2")
-                    : QStringLiteral("%1:%2"))
-                  .arg(host)
-                  .arg(healthPort)
-                  .toStdString();
-        if (const std::string problem = checkBind(host.toStdString(), healthPort).error(); !problem.empty())
-            return fail("cannot listen on " + healthAddress + " (--health-port): " + problem);
-        grpc::ServerBuilder healthBuilder;
-        healthBuilder.AddListeningPort(healthAddress, grpc::InsecureServerCredentials());
-        healthBuilder.RegisterService(&healthOnly);
-        healthBuilder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
-        healthServer = healthBuilder.BuildAndStart();
-        if (!healthServer)
-            return fail("cannot listen on " + healthAddress + " (--health-port): gRPC did not say why");
-        healthOnly.serving = true;
-        logMessage(LogLevel::Info, "health service only, plaintext, on " + healthAddress);
-    }
-    // Prometheus metrics, plain HTTP on the --listen address, read at each scrape.
-    MetricsExporter metrics;
-    if (metricsPort != 0) {
-        const double startTime = double(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                     std::chrono::system_clock::now().time_since_epoch())
-                                            .count())
-            / 1000.0;
-        if (const common::Status started = metrics.start(host.toStdString(), metricsPort,
-                [&service, startTime] {
-                    AgentSnapshot snapshot = service.metricsSnapshot();
-                    snapshot.version = SCALELAB_VERSION;
-                    snapshot.startTimeSeconds = startTime;
-                    return snapshot;
-                });
-            !started)
-            return fail(started.error() + " (--metrics-port)");
-        logMessage(LogLevel::Info, "Prometheus metrics, plain HTTP, at " + metrics.url());
-    }
-    server->GetHealthCheckService()->SetServingStatus(true);
+    return server;
+}
 
-    // The console and the tests read this line to learn the port: HOST:PORT, an IPv6
-    // address in brackets.
+// The health-only port: a server of its own holding nothing but a health service that
+// answers as the agent's own does.
+common::Result<std::unique_ptr<grpc::Server>> startHealthServer(
+    const QString &host, int port, HealthOnly *healthOnly)
+{
+    const std::string healthAddress = hostAndPort(host, port).toStdString();
+    if (const std::string problem = checkBind(host.toStdString(), port).error(); !problem.empty())
+        return common::Status::failure("cannot listen on " + healthAddress + " (--health-port): " + problem);
+    grpc::ServerBuilder healthBuilder;
+    healthBuilder.AddListeningPort(healthAddress, grpc::InsecureServerCredentials());
+    healthBuilder.RegisterService(healthOnly);
+    healthBuilder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+    std::unique_ptr<grpc::Server> healthServer = healthBuilder.BuildAndStart();
+    if (!healthServer)
+        return common::Status::failure(
+            "cannot listen on " + healthAddress + " (--health-port): gRPC did not say why");
+    healthOnly->serving = true;
+    logMessage(LogLevel::Info, "health service only, plaintext, on " + healthAddress);
+    return healthServer;
+}
+
+// Prometheus metrics, plain HTTP on the --listen address, read at each scrape.
+common::Status startMetrics(MetricsExporter *metrics, const QString &host, int port, AgentService *service)
+{
+    const double startTime = double(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                 std::chrono::system_clock::now().time_since_epoch())
+                                        .count())
+        / 1000.0;
+    if (const common::Status started = metrics->start(host.toStdString(), port,
+            [service, startTime] {
+                AgentSnapshot snapshot = service->metricsSnapshot();
+                snapshot.version = SCALELAB_VERSION;
+                snapshot.startTimeSeconds = startTime;
+                return snapshot;
+            });
+        !started)
+        return common::Status::failure(started.error() + " (--metrics-port)");
+    logMessage(LogLevel::Info, "Prometheus metrics, plain HTTP, at " + metrics->url());
+    return common::Status::success();
+}
+
+// The console and the tests read the first line to learn the port: HOST:PORT, an IPv6
+// address in brackets.
+void announce(const AgentConfig &config, const AgentOptions &options, int port, int selectedPort, bool tls)
+{
+    const QString host = option(config, "listen");
     const QString printedHost = host.contains(QLatin1Char(':')) && !host.startsWith(QLatin1Char('['))
         ? QStringLiteral("[%1]").arg(host)
         : host;
     std::printf("scalelab-agent listening on %s:%d\n", printedHost.toStdString().c_str(), selectedPort);
     std::fflush(stdout);
     logMessage(LogLevel::Info,
-        "listening on " + address.toStdString() + " (port " + std::to_string(selectedPort) + "), data "
-            + options.dataDir.string() + ", state " + options.stateDir.string() + ", worker "
+        "listening on " + hostAndPort(host, port).toStdString() + " (port " + std::to_string(selectedPort)
+            + "), data " + options.dataDir.string() + ", state " + options.stateDir.string() + ", worker "
             + options.workerBinary + (options.token.empty() ? ", no token" : ", token required")
-            + (tls ? (value("tls-client-ca").isEmpty() ? ", TLS" : ", mutual TLS") : ", no TLS")
+            + (tls ? (option(config, "tls-client-ca").isEmpty() ? ", TLS" : ", mutual TLS") : ", no TLS")
             + ", ranks reached at " + options.advertiseHost
             + (options.advertiseInterface.empty() ? std::string() : " on " + options.advertiseInterface)
             + " (" + options.advertiseHow + ")");
+}
+
+} // namespace
+
+// Options, then credentials, then servers; every failure is said once, on stderr and in
+// the log, and exits 2.
+int main(int argc, char **argv)
+{
+    // Block the shutdown signals in every thread (gRPC's included); main waits for them.
+    sigset_t shutdownSignals;
+    sigemptyset(&shutdownSignals);
+    sigaddset(&shutdownSignals, SIGINT);
+    sigaddset(&shutdownSignals, SIGTERM);
+    sigaddset(&shutdownSignals, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, &shutdownSignals, nullptr);
+    std::signal(SIGPIPE, SIG_IGN);
+
+    QCoreApplication app(argc, argv);
+    QCoreApplication::setApplicationName(QStringLiteral("scalelab-agent"));
+    QCoreApplication::setApplicationVersion(QStringLiteral(SCALELAB_VERSION));
+
+    QCommandLineParser parser;
+    AgentConfig config;
+    addOptions(&parser, &config);
+    parser.process(app);
+    if (!parser.positionalArguments().isEmpty())
+        return fail(
+            "unexpected argument '" + parser.positionalArguments().first().toStdString() + "'; see --help");
+    if (const common::Status resolved = config.resolve(parser); !resolved)
+        return fail(resolved.error());
+    if (const common::Status log = setUpLog(config); !log)
+        return fail(log.error());
+    const common::Result<NumberOptions> numbers = readNumbers(config);
+    if (!numbers)
+        return fail(numbers.error());
+    common::Result<AgentOptions> read = readAgentOptions(config, *numbers);
+    if (!read)
+        return fail(read.error());
+    AgentOptions options = std::move(read).value();
+
+    const bool tls = !option(config, "tls-cert").isEmpty() || !option(config, "tls-key").isEmpty();
+    if (const common::Status exposure = checkExposure(config, options.token, tls); !exposure)
+        return fail(exposure.error());
+    std::shared_ptr<grpc::ServerCredentials> credentials = grpc::InsecureServerCredentials();
+    if (tls) {
+        common::Result<std::shared_ptr<grpc::ServerCredentials>> made = tlsCredentials(config);
+        if (!made)
+            return fail(made.error());
+        credentials = *made;
+    }
+    if (const common::Status advertised = chooseAdvertised(config, &options); !advertised)
+        return fail(advertised.error());
+
+    const QString host = option(config, "listen");
+    // A port held by another agent is found before this one opens the state folder and
+    // marks runs there as interrupted; gRPC's own failure below says no more than "no".
+    if (numbers->port != 0)
+        if (const std::string problem = checkBind(host.toStdString(), numbers->port).error();
+            !problem.empty())
+            return fail(
+                "cannot listen on " + hostAndPort(host, numbers->port).toStdString() + ": " + problem);
+    if (numbers->metricsPort != 0)
+        if (const std::string problem = checkBind(host.toStdString(), numbers->metricsPort).error();
+            !problem.empty())
+            return fail("cannot serve metrics on port " + std::to_string(numbers->metricsPort)
+                + " (--metrics-port): " + problem);
+
+    AgentService service(options);
+    int selectedPort = 0;
+    common::Result<std::unique_ptr<grpc::Server>> server
+        = startAgentServer(host, numbers->port, credentials, &service, numbers->maxStreams, &selectedPort);
+    if (!server)
+        return fail(server.error());
+    HealthOnly healthOnly;
+    std::unique_ptr<grpc::Server> healthServer;
+    if (numbers->healthPort != 0) {
+        common::Result<std::unique_ptr<grpc::Server>> started
+            = startHealthServer(host, numbers->healthPort, &healthOnly);
+        if (!started)
+            return fail(started.error());
+        healthServer = std::move(started).value();
+    }
+    MetricsExporter metrics;
+    if (numbers->metricsPort != 0)
+        if (const common::Status started = startMetrics(&metrics, host, numbers->metricsPort, &service);
+            !started)
+            return fail(started.error());
+    (*server)->GetHealthCheckService()->SetServingStatus(true);
+    announce(config, options, numbers->port, selectedPort, tls);
 
     int signal = 0;
     sigwait(&shutdownSignals, &signal);
     logMessage(LogLevel::Info, std::string("received ") + strsignal(signal) + ", stopping runs");
-    server->GetHealthCheckService()->SetServingStatus(false);
+    (*server)->GetHealthCheckService()->SetServingStatus(false);
     healthOnly.serving = false;
     service.shutdown(); // ends every run, so WatchRun streams finish
-    server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(3));
+    (*server)->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(3));
     if (healthServer)
         healthServer->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
     logMessage(LogLevel::Info, "stopped");

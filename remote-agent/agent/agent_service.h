@@ -54,6 +54,8 @@ struct AgentOptions {
     std::size_t finishedRunsInMemory = 32;
 };
 
+struct StartPlacement; // agent_service_start.cpp
+
 class AgentService final : public v1::Agent::Service {
 public:
     // Reopens the runs recorded under options.stateDir by an earlier agent process.
@@ -106,6 +108,12 @@ private:
     // scalelab-worker check-model on a received module: its cost, or INVALID_ARGUMENT in the
     // worker's words.
     grpc::Status checkModel(const std::filesystem::path &file, v1::StoredModel *cost);
+    // agent_service_start.cpp: what this node gives a StartWorkers request (GPUs, the
+    // rendezvous, the data set), or why it cannot serve it.
+    grpc::Status placeOnThisNode(const v1::StartWorkersRequest &request, StartPlacement *placement) const;
+    // The launch of a new attempt, its modules resolved. Caller holds m_runs.lock().
+    grpc::Status makeLaunch(
+        const v1::StartWorkersRequest &request, const StartPlacement &placement, RunLaunch *launch) const;
 
     static constexpr int kDefaultRunsPerPage = 100;
     static constexpr int kMaxRunsPerPage = 1000;

@@ -1,4 +1,4 @@
-// Two small helpers the agent's files share (one definition each, so that any two of its
+// Small helpers the agent's files share (one definition each, so that any two of its
 // files can be compiled as one unity source).
 #pragma once
 
@@ -21,6 +21,12 @@ inline std::int64_t nowUnixMs()
 inline grpc::Status invalidArgument(const std::string &message)
 {
     return { grpc::StatusCode::INVALID_ARGUMENT, message };
+}
+
+// A request this node cannot serve as things are (the message says what is missing).
+inline grpc::Status precondition(const std::string &message)
+{
+    return { grpc::StatusCode::FAILED_PRECONDITION, message };
 }
 
 } // namespace scalelab::agent

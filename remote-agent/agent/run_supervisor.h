@@ -105,6 +105,7 @@ public:
     std::pair<std::string, std::int64_t> blasInUse() const;
 
 private:
+    static bool isTerminal(v1::RunState state); // SUCCEEDED, FAILED or CANCELLED
     std::vector<std::string> m_rankZeroCommand; // for RunStarted.worker_command
     struct Rank {
         int rank = 0;

@@ -246,6 +246,159 @@ int usageError(const std::string &message)
     return worker::kExitUsage;
 }
 
+// parameters: the count (or with --json on, the cost); check-model: whether a TorchScript
+// module can be trained, its cost when it can (exit 0), the problem in words when not (1).
+int parametersCommand(Args &args)
+{
+    const bool check = args.command == "check-model";
+    std::string model(check ? "" : worker::kDefaultModel);
+    bool json = check;
+    take(args, "model", model) && takeFlag(args, "json", json);
+    if (leftovers(args))
+        return usageError(args.error);
+    if (check && !worker::isModelFile(model))
+        return usageError("check-model needs --model file:PATH (a TorchScript module)");
+    if (!worker::isModelName(model) && !worker::isModelFile(model))
+        return usageError("--model must be one of " + worker::modelNamesText()
+            + ", or file:PATH of a TorchScript module (got '" + model + "')");
+    const trainer::ModelInfo info = trainer::describeModel(model, json);
+    if (!info.problem.empty()) {
+        std::cerr << "scalelab-worker: " << info.problem << "\n";
+        return worker::kExitFailed;
+    }
+    std::cout << info.text;
+    return worker::kExitFinished;
+}
+
+// compare-weights: two runs' newest checkpoints, side by side (training.h).
+int compareWeightsCommand(Args &args)
+{
+    std::string model(worker::kDefaultModel), a, b;
+    take(args, "model", model) && take(args, "checkpoint-dir", a) && take(args, "against", b);
+    if (leftovers(args))
+        return usageError(args.error);
+    if (a.empty() || b.empty())
+        return usageError("compare-weights needs --checkpoint-dir DIR and --against DIR");
+    const auto compared = trainer::compareWeights(model, a, b);
+    if (!compared) {
+        std::cerr << "scalelab-worker: " << compared.error() << "\n";
+        return worker::kExitFailed;
+    }
+    std::cout << *compared;
+    return worker::kExitFinished;
+}
+
+int generateSyntheticCommand(Args &args)
+{
+    std::string out, kindName = "patterns";
+    std::int64_t train = 1000, test = 200;
+    std::uint64_t seed = 1;
+    take(args, "out", out) && take(args, "train", train) && take(args, "test", test)
+        && take(args, "seed", seed) && take(args, "kind", kindName);
+    if (leftovers(args))
+        return usageError(args.error);
+    if (out.empty())
+        return usageError("generate-synthetic needs --out DIR");
+    const auto kind = trainer::cifar::parseSyntheticKind(kindName);
+    if (!kind)
+        return usageError("--kind must be 'patterns' or 'shapes', got '" + kindName + "'");
+    if (const common::Status written = trainer::cifar::writeSyntheticDataset(out, train, test, seed, *kind);
+        !written) {
+        std::cerr << "scalelab-worker: " << written.error() << "\n";
+        return worker::kExitFailed;
+    }
+    std::cout << "wrote SYNTHETIC CIFAR-format data set (" << kindName << ") to " << out << " (" << train
+              << " train, " << test << " test images)\n";
+    return worker::kExitFinished;
+}
+
+int blasCommand(Args &args, const trainer::BlasKernel &blas)
+{
+    if (leftovers(args))
+        return usageError(args.error);
+    using trainer::EventWriter;
+    std::cout << "{\"library\":\"" << EventWriter::escape(blas.library) << "\",\"kernel\":\""
+              << EventWriter::escape(blas.kernel) << "\",\"detected\":\""
+              << EventWriter::escape(blas.detected) << "\",\"chosen\":" << (blas.chosen ? "true" : "false")
+              << ",\"how\":\"" << EventWriter::escape(blas.how) << "\"}\n";
+    return worker::kExitFinished;
+}
+
+int inspectCommand(Args &args)
+{
+    std::string dir;
+    bool statistics = false;
+    take(args, "data-dir", dir) && takeFlag(args, "statistics", statistics);
+    if (leftovers(args))
+        return usageError(args.error);
+    const auto summary = trainer::cifar::inspectDataset(dir);
+    if (!summary) {
+        std::cerr << "scalelab-worker: " << summary.error() << "\n";
+        return worker::kExitFailed;
+    }
+    std::cout << "{\"directory\":\"" << trainer::EventWriter::escape(summary->directory)
+              << "\",\"synthetic\":" << (summary->synthetic ? "true" : "false")
+              << ",\"train_images\":" << summary->trainImages << ",\"test_images\":" << summary->testImages;
+    if (statistics) {
+        const auto stats = trainer::cifar::measureDataset(dir);
+        if (!stats) {
+            std::cerr << "scalelab-worker: " << stats.error() << "\n";
+            return worker::kExitFailed;
+        }
+        const auto list = [](const double(&v)[3]) {
+            using trainer::EventWriter;
+            return "[" + EventWriter::number(v[0]) + "," + EventWriter::number(v[1]) + ","
+                + EventWriter::number(v[2]) + "]";
+        };
+        std::cout << ",\"mean\":" << list(stats->mean) << ",\"std\":" << list(stats->std)
+                  << ",\"content_sha256\":\"" << stats->contentSha256 << "\"";
+    }
+    std::cout << "}\n";
+    return worker::kExitFinished;
+}
+
+// train, lr-find, gradient-check, bench and noise-check read worker.proto's WorkerLaunch, as
+// the agent writes it.
+int runCommand(int argc, char **argv)
+{
+    // train, lr-find, gradient-check, bench and noise-check read worker.proto's WorkerLaunch, as
+    // the agent writes it.
+    const auto options = trainer::parseWorkerOptions(std::vector<std::string>(argv + 1, argv + argc));
+    if (!options)
+        return usageError(options.error());
+    const trainer::TrainingConfig &config = options->config;
+    if (const common::Status valid = trainer::validate(config); !valid)
+        return usageError(valid.error());
+    if (options->command == "lr-find")
+        if (const common::Status valid = trainer::validate(options->lrFind); !valid)
+            return usageError(valid.error());
+    if (options->command == "bench" && (options->benchWarmupSteps < 0 || options->benchSteps < 1))
+        return usageError("--steps must be at least 1 and --warmup-steps at least 0");
+    if (options->command == "probe" && config.worldSize < 2)
+        return usageError("probe needs --world-size 2 or more (and --rank, --rendezvous): it times "
+                          "all-reduces between ranks");
+    trainer::EventWriter events(options->eventFd);
+    try {
+        if (options->command == "bench")
+            return trainer::runBench(
+                config, options->benchWarmupSteps, options->benchSteps, options->benchNoiseScale, events);
+        if (options->command == "lr-find")
+            return trainer::runLrFind(config, options->lrFind, events);
+        if (options->command == "probe")
+            return trainer::runNetworkProbe(config, events);
+        if (options->command == "noise-check")
+            return trainer::runNoiseCheck(config, options->benchSteps);
+        return options->command == "train" ? trainer::runTraining(config, events)
+                                           : trainer::runGradientCheck(config, events);
+    } catch (const std::exception &e) {
+        // libtorch reports shape, memory and device problems as c10::Error.
+        std::string what = e.what();
+        events.error(what.substr(0, what.find('\n')));
+        std::cerr << "scalelab-worker: " << what << "\n";
+        return worker::kExitFailed;
+    }
+}
+
 } // namespace
 
 int main(int argc, char **argv)
@@ -268,153 +421,17 @@ int main(int argc, char **argv)
         return args.command.empty() ? worker::kExitUsage : worker::kExitFinished;
     }
 
-    // parameters: the count (or with --json on, the cost); check-model: whether a TorchScript
-    // module can be trained, its cost when it can (exit 0), the problem in words when not (1).
-    if (args.command == "parameters" || args.command == "check-model") {
-        const bool check = args.command == "check-model";
-        std::string model(check ? "" : worker::kDefaultModel);
-        bool json = check;
-        take(args, "model", model) && takeFlag(args, "json", json);
-        if (leftovers(args))
-            return usageError(args.error);
-        if (check && !worker::isModelFile(model))
-            return usageError("check-model needs --model file:PATH (a TorchScript module)");
-        if (!worker::isModelName(model) && !worker::isModelFile(model))
-            return usageError("--model must be one of " + worker::modelNamesText()
-                + ", or file:PATH of a TorchScript module (got '" + model + "')");
-        const trainer::ModelInfo info = trainer::describeModel(model, json);
-        if (!info.problem.empty()) {
-            std::cerr << "scalelab-worker: " << info.problem << "\n";
-            return worker::kExitFailed;
-        }
-        std::cout << info.text;
-        return worker::kExitFinished;
-    }
-
-    // compare-weights: two runs' newest checkpoints, side by side (training.h).
-    if (args.command == "compare-weights") {
-        std::string model(worker::kDefaultModel), a, b;
-        take(args, "model", model) && take(args, "checkpoint-dir", a) && take(args, "against", b);
-        if (leftovers(args))
-            return usageError(args.error);
-        if (a.empty() || b.empty())
-            return usageError("compare-weights needs --checkpoint-dir DIR and --against DIR");
-        const auto compared = trainer::compareWeights(model, a, b);
-        if (!compared) {
-            std::cerr << "scalelab-worker: " << compared.error() << "\n";
-            return worker::kExitFailed;
-        }
-        std::cout << *compared;
-        return worker::kExitFinished;
-    }
-
-    if (args.command == "generate-synthetic") {
-        std::string out, kindName = "patterns";
-        std::int64_t train = 1000, test = 200;
-        std::uint64_t seed = 1;
-        take(args, "out", out) && take(args, "train", train) && take(args, "test", test)
-            && take(args, "seed", seed) && take(args, "kind", kindName);
-        if (leftovers(args))
-            return usageError(args.error);
-        if (out.empty())
-            return usageError("generate-synthetic needs --out DIR");
-        const auto kind = trainer::cifar::parseSyntheticKind(kindName);
-        if (!kind)
-            return usageError("--kind must be 'patterns' or 'shapes', got '" + kindName + "'");
-        if (const common::Status written
-            = trainer::cifar::writeSyntheticDataset(out, train, test, seed, *kind);
-            !written) {
-            std::cerr << "scalelab-worker: " << written.error() << "\n";
-            return worker::kExitFailed;
-        }
-        std::cout << "wrote SYNTHETIC CIFAR-format data set (" << kindName << ") to " << out << " (" << train
-                  << " train, " << test << " test images)\n";
-        return worker::kExitFinished;
-    }
-
-    if (args.command == "blas") {
-        if (leftovers(args))
-            return usageError(args.error);
-        using trainer::EventWriter;
-        std::cout << "{\"library\":\"" << EventWriter::escape(blas.library) << "\",\"kernel\":\""
-                  << EventWriter::escape(blas.kernel) << "\",\"detected\":\""
-                  << EventWriter::escape(blas.detected)
-                  << "\",\"chosen\":" << (blas.chosen ? "true" : "false") << ",\"how\":\""
-                  << EventWriter::escape(blas.how) << "\"}\n";
-        return worker::kExitFinished;
-    }
-
-    if (args.command == "inspect") {
-        std::string dir;
-        bool statistics = false;
-        take(args, "data-dir", dir) && takeFlag(args, "statistics", statistics);
-        if (leftovers(args))
-            return usageError(args.error);
-        const auto summary = trainer::cifar::inspectDataset(dir);
-        if (!summary) {
-            std::cerr << "scalelab-worker: " << summary.error() << "\n";
-            return worker::kExitFailed;
-        }
-        std::cout << "{\"directory\":\"" << trainer::EventWriter::escape(summary->directory)
-                  << "\",\"synthetic\":" << (summary->synthetic ? "true" : "false")
-                  << ",\"train_images\":" << summary->trainImages
-                  << ",\"test_images\":" << summary->testImages;
-        if (statistics) {
-            const auto stats = trainer::cifar::measureDataset(dir);
-            if (!stats) {
-                std::cerr << "scalelab-worker: " << stats.error() << "\n";
-                return worker::kExitFailed;
-            }
-            const auto list = [](const double(&v)[3]) {
-                using trainer::EventWriter;
-                return "[" + EventWriter::number(v[0]) + "," + EventWriter::number(v[1]) + ","
-                    + EventWriter::number(v[2]) + "]";
-            };
-            std::cout << ",\"mean\":" << list(stats->mean) << ",\"std\":" << list(stats->std)
-                      << ",\"content_sha256\":\"" << stats->contentSha256 << "\"";
-        }
-        std::cout << "}\n";
-        return worker::kExitFinished;
-    }
-
-    if (trainer::isRunCommand(args.command)) {
-        // train, lr-find, gradient-check, bench and noise-check read worker.proto's WorkerLaunch, as
-        // the agent writes it.
-        const auto options = trainer::parseWorkerOptions(std::vector<std::string>(argv + 1, argv + argc));
-        if (!options)
-            return usageError(options.error());
-        const trainer::TrainingConfig &config = options->config;
-        if (const common::Status valid = trainer::validate(config); !valid)
-            return usageError(valid.error());
-        if (options->command == "lr-find")
-            if (const common::Status valid = trainer::validate(options->lrFind); !valid)
-                return usageError(valid.error());
-        if (options->command == "bench" && (options->benchWarmupSteps < 0 || options->benchSteps < 1))
-            return usageError("--steps must be at least 1 and --warmup-steps at least 0");
-        if (options->command == "probe" && config.worldSize < 2)
-            return usageError("probe needs --world-size 2 or more (and --rank, --rendezvous): it times "
-                              "all-reduces between ranks");
-        trainer::EventWriter events(options->eventFd);
-        try {
-            if (options->command == "bench")
-                return trainer::runBench(
-                    config, options->benchWarmupSteps, options->benchSteps, options->benchNoiseScale, events);
-            if (options->command == "lr-find")
-                return trainer::runLrFind(config, options->lrFind, events);
-            if (options->command == "probe")
-                return trainer::runNetworkProbe(config, events);
-            if (options->command == "noise-check")
-                return trainer::runNoiseCheck(config, options->benchSteps);
-            return options->command == "train" ? trainer::runTraining(config, events)
-                                               : trainer::runGradientCheck(config, events);
-        } catch (const std::exception &e) {
-            // libtorch reports shape, memory and device problems as c10::Error.
-            std::string what = e.what();
-            events.error(what.substr(0, what.find('\n')));
-            std::cerr << "scalelab-worker: " << what << "\n";
-            return worker::kExitFailed;
-        }
-    }
-
+    if (args.command == "parameters" || args.command == "check-model")
+        return parametersCommand(args);
+    if (args.command == "compare-weights")
+        return compareWeightsCommand(args);
+    if (args.command == "generate-synthetic")
+        return generateSyntheticCommand(args);
+    if (args.command == "blas")
+        return blasCommand(args, blas);
+    if (args.command == "inspect")
+        return inspectCommand(args);
+    if (trainer::isRunCommand(args.command))
+        return runCommand(argc, argv);
     return usageError("unknown command '" + args.command + "'");
 }

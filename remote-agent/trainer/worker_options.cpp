@@ -89,12 +89,11 @@ bool isRunCommand(const std::string &command)
     return !optionsOf(command).empty();
 }
 
-common::Result<WorkerOptions> parseWorkerOptions(const std::vector<std::string> &arguments)
+namespace {
+
+// The options given against the command, and the few values checked before they are read.
+common::Status checkLaunch(const Launch &l)
 {
-    const auto parsed = worker::parseLaunchArguments(arguments);
-    if (!parsed)
-        return common::Status::failure(parsed.error());
-    const Launch &l = *parsed;
     const auto &allowed = optionsOf(l.command());
     if (allowed.empty()) {
         return common::Status::failure("unknown command '" + l.command() + "'");
@@ -119,10 +118,12 @@ common::Result<WorkerOptions> parseWorkerOptions(const std::vector<std::string> 
     if (l.has_warmup_epochs() && !(l.warmup_epochs() >= 0)) {
         return common::Status::failure("--warmup-epochs must be 0 (no warm-up) or more");
     }
+    return common::Status::success();
+}
 
-    WorkerOptions options;
-    options.command = l.command();
-    TrainingConfig &c = options.config;
+// What the model learns from: the model, its data and how the data is prepared.
+void readModelAndData(const Launch &l, TrainingConfig &c)
+{
     if (l.command() == "bench")
         c.dataDir = "(synthetic)";
     if (l.command() == "probe")
@@ -141,8 +142,25 @@ common::Result<WorkerOptions> parseWorkerOptions(const std::vector<std::string> 
         c.headLr = l.head_lr();
     if (l.has_head())
         c.head = l.head();
-    if (l.has_network_probe())
-        c.networkProbe = l.network_probe();
+    if (l.has_max_train_images())
+        c.maxTrainImages = l.max_train_images();
+    if (l.has_max_test_images())
+        c.maxTestImages = l.max_test_images();
+    if (l.has_augment())
+        c.augment = l.augment();
+    if (l.has_label_smoothing())
+        c.labelSmoothing = l.label_smoothing();
+    if (l.has_block_dropout())
+        c.blockDropout = l.block_dropout();
+    if (l.has_dense_dropout())
+        c.denseDropout = l.dense_dropout();
+    c.normalizeMean.assign(l.normalize_mean().begin(), l.normalize_mean().end());
+    c.normalizeStd.assign(l.normalize_std().begin(), l.normalize_std().end());
+}
+
+// The batch, the optimizer and its schedule, and when training has diverged.
+void readOptimizer(const Launch &l, TrainingConfig &c)
+{
     if (l.has_batch_size())
         c.batchSize = l.batch_size();
     if (l.has_accumulation_steps())
@@ -167,20 +185,15 @@ common::Result<WorkerOptions> parseWorkerOptions(const std::vector<std::string> 
         c.schedule = l.schedule();
     if (l.has_warmup_epochs())
         c.warmupEpochs = l.warmup_epochs();
-    if (l.has_label_smoothing())
-        c.labelSmoothing = l.label_smoothing();
-    if (l.has_block_dropout())
-        c.blockDropout = l.block_dropout();
-    if (l.has_dense_dropout())
-        c.denseDropout = l.dense_dropout();
-    c.normalizeMean.assign(l.normalize_mean().begin(), l.normalize_mean().end());
-    c.normalizeStd.assign(l.normalize_std().begin(), l.normalize_std().end());
     if (l.has_divergence_factor())
         c.divergenceFactor = l.divergence_factor();
     if (l.has_divergence_steps())
         c.divergenceSteps = l.divergence_steps();
-    if (l.has_augment())
-        c.augment = l.augment();
+}
+
+// Where the rank runs and how it reaches the others.
+void readDeviceAndRanks(const Launch &l, TrainingConfig &c)
+{
     if (l.has_precision())
         c.precision = l.precision();
     if (l.has_device())
@@ -191,10 +204,6 @@ common::Result<WorkerOptions> parseWorkerOptions(const std::vector<std::string> 
         c.channelsLast = l.channels_last();
     if (l.has_threads())
         c.threads = l.threads();
-    if (l.has_max_train_images())
-        c.maxTrainImages = l.max_train_images();
-    if (l.has_max_test_images())
-        c.maxTestImages = l.max_test_images();
     if (l.has_rank())
         c.rank = l.rank();
     if (l.has_world_size())
@@ -209,6 +218,12 @@ common::Result<WorkerOptions> parseWorkerOptions(const std::vector<std::string> 
         c.bucketMb = l.bucket_mb();
     if (l.has_collective_timeout_s())
         c.collectiveTimeoutSeconds = l.collective_timeout_s();
+    if (l.has_network_probe())
+        c.networkProbe = l.network_probe();
+}
+
+void readCheckpoints(const Launch &l, TrainingConfig &c)
+{
     if (l.has_checkpoint_dir())
         c.checkpointDir = l.checkpoint_dir();
     if (l.has_checkpoint_every())
@@ -219,6 +234,25 @@ common::Result<WorkerOptions> parseWorkerOptions(const std::vector<std::string> 
         c.resume = l.resume();
     if (l.has_stop_after_epoch())
         c.stopAfterEpoch = l.stop_after_epoch();
+}
+
+} // namespace
+
+common::Result<WorkerOptions> parseWorkerOptions(const std::vector<std::string> &arguments)
+{
+    const auto parsed = worker::parseLaunchArguments(arguments);
+    if (!parsed)
+        return common::Status::failure(parsed.error());
+    const Launch &l = *parsed;
+    if (const common::Status checked = checkLaunch(l); !checked)
+        return checked;
+
+    WorkerOptions options;
+    options.command = l.command();
+    readModelAndData(l, options.config);
+    readOptimizer(l, options.config);
+    readDeviceAndRanks(l, options.config);
+    readCheckpoints(l, options.config);
     if (l.has_event_fd())
         options.eventFd = l.event_fd();
     if (l.has_min_lr())
