@@ -55,6 +55,149 @@ Status writeManifest(const QString &dir, const v1::CheckpointManifest &manifest)
 
 } // namespace
 
+namespace {
+
+// The files of one ReadCheckpoint stream as they arrive in a temporary folder, each checked
+// against the agent's manifest; the first thing wrong ends the stream.
+class ReceivedFiles {
+public:
+    explicit ReceivedFiles(QString dir)
+        : m_dir(std::move(dir))
+    { }
+
+    // The first chunk holds the manifest; each later one a piece of one file.
+    void take(const v1::CheckpointChunk &chunk, qint64 *bytes);
+    // Checks the files after the last one that had data, and that one itself.
+    void finish();
+
+    const QString &problem() const { return m_problem; }
+    const v1::CheckpointManifest &manifest() const { return m_manifest; }
+
+private:
+    bool closeFile();
+    bool openFile(const std::string &name);
+
+    QString m_dir;
+    v1::CheckpointManifest m_manifest;
+    QString m_problem; // what was wrong with the stream, once the agent said it was OK
+    QFile m_out;
+    QCryptographicHash m_sha { QCryptographicHash::Sha256 };
+    int m_file = -1; // index in manifest of the file being written
+    qint64 m_offset = 0;
+    bool m_first = true;
+};
+
+// Checks the file just written against the manifest.
+bool ReceivedFiles::closeFile()
+{
+    if (m_file < 0)
+        return true;
+    const auto &entry = m_manifest.files(m_file);
+    if (!m_out.isOpen()) { // empty files get no chunk
+        m_out.setFileName(m_dir + QLatin1Char('/') + str(entry.name()));
+        m_out.open(QIODevice::WriteOnly | QIODevice::Truncate);
+    }
+    const bool synced = m_out.flush() && ::fsync(m_out.handle()) == 0;
+    m_out.close();
+    if (!synced)
+        m_problem = QStringLiteral("cannot write %1: %2").arg(m_out.fileName(), m_out.errorString());
+    else if (m_offset != entry.size())
+        m_problem = QStringLiteral("%1 arrived with %2 of its %3 bytes")
+                        .arg(str(entry.name()))
+                        .arg(m_offset)
+                        .arg(entry.size());
+    else if (m_sha.result().toHex() != QByteArray::fromStdString(entry.sha256()))
+        m_problem
+            = QStringLiteral("%1 does not match its sha256 in the agent's manifest").arg(str(entry.name()));
+    m_sha.reset();
+    m_offset = 0;
+    return m_problem.isEmpty();
+}
+
+// Files come in manifest order, each in consecutive chunks: the next file with data is
+// `name`, and the ones skipped must be empty (empty files get no chunk).
+bool ReceivedFiles::openFile(const std::string &name)
+{
+    if (!closeFile())
+        return false;
+    for (++m_file; m_file < m_manifest.files_size() && m_manifest.files(m_file).name() != name; ++m_file)
+        if (m_manifest.files(m_file).size() != 0 || !closeFile())
+            break;
+    if (!m_problem.isEmpty())
+        return false;
+    if (m_file >= m_manifest.files_size() || m_manifest.files(m_file).name() != name) {
+        m_problem = QStringLiteral("the agent sent '%1' out of manifest order").arg(str(name));
+        return false;
+    }
+    m_out.setFileName(m_dir + QLatin1Char('/') + str(name));
+    if (!m_out.open(QIODevice::WriteOnly | QIODevice::Truncate)) {
+        m_problem = QStringLiteral("cannot create %1: %2").arg(m_out.fileName(), m_out.errorString());
+        return false;
+    }
+    return true;
+}
+
+void ReceivedFiles::take(const v1::CheckpointChunk &chunk, qint64 *bytes)
+{
+    if (m_first) {
+        m_first = false;
+        m_manifest = chunk.manifest();
+        if (m_manifest.files().empty())
+            m_problem = QStringLiteral("the agent sent no manifest");
+        for (const auto &f : m_manifest.files())
+            if (!common::checkpoint::isFileName(f.name()))
+                m_problem = QStringLiteral("the agent's manifest names the file '%1', which is not a plain "
+                                           "file name")
+                                .arg(str(f.name()));
+    } else if (chunk.has_manifest()) {
+        m_problem = QStringLiteral("the agent sent a second manifest");
+    }
+    if (!m_problem.isEmpty() || chunk.file().empty())
+        return;
+    if ((m_file < 0 || chunk.file() != m_manifest.files(m_file).name()) && !openFile(chunk.file()))
+        return;
+    if (chunk.offset() != m_offset) {
+        m_problem = QStringLiteral("the agent sent %1 out of order").arg(str(chunk.file()));
+        return;
+    }
+    const QByteArray data = QByteArray::fromRawData(chunk.data().data(), qsizetype(chunk.data().size()));
+    if (m_out.write(data) != data.size()) {
+        m_problem = QStringLiteral("cannot write %1: %2").arg(m_out.fileName(), m_out.errorString());
+        return;
+    }
+    m_sha.addData(data);
+    m_offset += data.size();
+    *bytes += data.size();
+}
+
+void ReceivedFiles::finish()
+{
+    if (m_problem.isEmpty() && m_first)
+        m_problem = QStringLiteral("the agent sent nothing");
+    while (m_problem.isEmpty() && m_file < m_manifest.files_size()) {
+        if (!closeFile())
+            break;
+        ++m_file;
+    }
+}
+
+// Commits the checked files in `temp` as the run's copy of the manifest's epoch, replacing a
+// copy of the same epoch; `final` is where it now is.
+Status placeCopy(
+    const QString &temp, const QString &runDir, const v1::CheckpointManifest &manifest, QString *final)
+{
+    if (Status written = writeManifest(temp, manifest); !written)
+        return written;
+    *final = runDir + QLatin1Char('/') + folderName(manifest.epoch());
+    QDir(*final).removeRecursively();
+    if (!QDir().rename(temp, *final))
+        return Status::failure(
+            Status::Code::Internal, QStringLiteral("cannot rename %1 to %2").arg(temp, *final));
+    return Status::success();
+}
+
+} // namespace
+
 CheckpointTransfer::CheckpointTransfer(AgentClient *client)
     : m_client(client)
 { }
@@ -103,119 +246,30 @@ Status CheckpointTransfer::download(
     setContext(&context);
     auto reader = m_client->connection().stub->ReadCheckpoint(&context, request);
 
-    v1::CheckpointManifest manifest;
-    QString problem; // what was wrong with the stream, once the agent said it was OK
-    QFile out;
-    QCryptographicHash sha(QCryptographicHash::Sha256);
-    int file = -1; // index in manifest of the file being written
-    qint64 offset = 0;
-    auto closeFile = [&]() -> bool { // checks the file just written against the manifest
-        if (file < 0)
-            return true;
-        const auto &entry = manifest.files(file);
-        if (!out.isOpen()) { // empty files get no chunk
-            out.setFileName(temp + QLatin1Char('/') + str(entry.name()));
-            out.open(QIODevice::WriteOnly | QIODevice::Truncate);
-        }
-        const bool synced = out.flush() && ::fsync(out.handle()) == 0;
-        out.close();
-        if (!synced)
-            problem = QStringLiteral("cannot write %1: %2").arg(out.fileName(), out.errorString());
-        else if (offset != entry.size())
-            problem = QStringLiteral("%1 arrived with %2 of its %3 bytes")
-                          .arg(str(entry.name()))
-                          .arg(offset)
-                          .arg(entry.size());
-        else if (sha.result().toHex() != QByteArray::fromStdString(entry.sha256()))
-            problem = QStringLiteral("%1 does not match its sha256 in the agent's manifest")
-                          .arg(str(entry.name()));
-        sha.reset();
-        offset = 0;
-        return problem.isEmpty();
-    };
-
+    ReceivedFiles files(temp);
     v1::CheckpointChunk chunk;
-    bool first = true;
-    while (problem.isEmpty() && reader->Read(&chunk)) {
-        if (first) {
-            first = false;
-            manifest = chunk.manifest();
-            if (manifest.files().empty())
-                problem = QStringLiteral("the agent sent no manifest");
-            for (const auto &f : manifest.files())
-                if (!common::checkpoint::isFileName(f.name()))
-                    problem = QStringLiteral("the agent's manifest names the file '%1', which is not a plain "
-                                             "file name")
-                                  .arg(str(f.name()));
-        } else if (chunk.has_manifest()) {
-            problem = QStringLiteral("the agent sent a second manifest");
-        }
-        if (!problem.isEmpty() || chunk.file().empty())
-            continue;
-        // Files come in manifest order, each in consecutive chunks.
-        if (file < 0 || chunk.file() != manifest.files(file).name()) {
-            if (!closeFile())
-                continue;
-            // Empty files get no chunk: the ones skipped must be empty.
-            for (++file; file < manifest.files_size() && manifest.files(file).name() != chunk.file(); ++file)
-                if (manifest.files(file).size() != 0 || !closeFile())
-                    break;
-            if (!problem.isEmpty())
-                continue;
-            if (file >= manifest.files_size() || manifest.files(file).name() != chunk.file()) {
-                problem = QStringLiteral("the agent sent '%1' out of manifest order").arg(str(chunk.file()));
-                continue;
-            }
-            out.setFileName(temp + QLatin1Char('/') + str(chunk.file()));
-            if (!out.open(QIODevice::WriteOnly | QIODevice::Truncate)) {
-                problem = QStringLiteral("cannot create %1: %2").arg(out.fileName(), out.errorString());
-                continue;
-            }
-        }
-        if (chunk.offset() != offset) {
-            problem = QStringLiteral("the agent sent %1 out of order").arg(str(chunk.file()));
-            continue;
-        }
-        const QByteArray data = QByteArray::fromRawData(chunk.data().data(), qsizetype(chunk.data().size()));
-        if (out.write(data) != data.size()) {
-            problem = QStringLiteral("cannot write %1: %2").arg(out.fileName(), out.errorString());
-            continue;
-        }
-        sha.addData(data);
-        offset += data.size();
-        copy->bytes += data.size();
-    }
-    if (!problem.isEmpty())
+    while (files.problem().isEmpty() && reader->Read(&chunk))
+        files.take(chunk, &copy->bytes);
+    if (!files.problem().isEmpty())
         context.TryCancel();
     const grpc::Status status = reader->Finish();
     setContext(nullptr);
-    if (problem.isEmpty() && !status.ok())
+    if (files.problem().isEmpty() && !status.ok())
         return statusFromGrpc(status, m_client->endpoint());
-    if (problem.isEmpty() && first)
-        problem = QStringLiteral("the agent sent nothing");
-    // The files after the last one that had data, and that one itself.
-    while (problem.isEmpty() && file < manifest.files_size()) {
-        if (!closeFile())
-            break;
-        ++file;
-    }
-    if (!problem.isEmpty())
+    files.finish();
+    if (!files.problem().isEmpty())
         return Status::failure(Status::Code::DataLoss,
             QStringLiteral("checkpoint of %1 from agent %2 refused: %3")
-                .arg(runId, m_client->endpoint(), problem));
-    if (Status written = writeManifest(temp, manifest); !written)
-        return written;
+                .arg(runId, m_client->endpoint(), files.problem()));
 
-    const QString final = runDir + QLatin1Char('/') + folderName(manifest.epoch());
-    QDir(final).removeRecursively(); // a copy of the same epoch is replaced
-    if (!QDir().rename(temp, final))
-        return Status::failure(
-            Status::Code::Internal, QStringLiteral("cannot rename %1 to %2").arg(temp, final));
+    QString final;
+    if (Status placed = placeCopy(temp, runDir, files.manifest(), &final); !placed)
+        return placed;
     cleanup.dir.clear();
     fsyncPath(runDir);
     if (keep > 0)
         common::checkpoint::prune(fsPath(runDir), std::size_t(keep));
-    copy->epoch = manifest.epoch();
+    copy->epoch = files.manifest().epoch();
     copy->dir = final;
     return Status::success();
 }
