@@ -61,27 +61,22 @@ QList<ProbeLayout> planProbes(const QList<ProbeAgent> &agents, const QList<int> 
     return layouts;
 }
 
-ProbeOutcome runProbe(const ProbeLayout &layout, const QMap<QString, AgentClient *> &clients, int timeoutMs,
-    const std::function<bool()> &cancelled)
-{
-    ProbeOutcome outcome;
-    outcome.layout = layout;
-    outcome.runId = QStringLiteral("probe-") + newRunId().mid(4);
-    QElapsedTimer clock;
-    clock.start();
-    const auto stopAll = [&] {
-        for (const Portion &p : layout.portions)
-            if (AgentClient *c = clients.value(p.agent)) {
-                v1::StopRunResponse ignored;
-                (void)c->stopRun(outcome.runId, &ignored); // best effort: the run is over for us
-            }
-    };
-    const auto failed = [&](const QString &error) {
-        outcome.error = error;
-        outcome.seconds = clock.elapsed() / 1000.0;
-        return outcome;
-    };
+namespace {
 
+// Best effort: the run is over for us.
+void stopProbe(const ProbeLayout &layout, const QMap<QString, AgentClient *> &clients, const QString &runId)
+{
+    for (const Portion &p : layout.portions)
+        if (AgentClient *c = clients.value(p.agent)) {
+            v1::StopRunResponse ignored;
+            (void)c->stopRun(runId, &ignored);
+        }
+}
+
+// Starts each portion's ranks, rank 0's first: the others meet at its rendezvous.
+Status startProbe(
+    const ProbeLayout &layout, const QMap<QString, AgentClient *> &clients, const QString &runId)
+{
     v1::RunSpec spec;
     spec.set_probe_only(true);
     spec.set_threads_per_worker(1); // the collectives' own threads do the work
@@ -90,9 +85,9 @@ ProbeOutcome runProbe(const ProbeLayout &layout, const QMap<QString, AgentClient
     for (const Portion &p : layout.portions) {
         AgentClient *c = clients.value(p.agent);
         if (!c)
-            return failed(QStringLiteral("agent %1 is not among the agents given").arg(p.agent));
+            return Status::failure(QStringLiteral("agent %1 is not among the agents given").arg(p.agent));
         v1::StartWorkersRequest request;
-        request.set_run_id(outcome.runId.toStdString());
+        request.set_run_id(runId.toStdString());
         request.set_attempt(1);
         request.set_world_size(layout.worldSize);
         for (int rank : p.ranks)
@@ -102,38 +97,49 @@ ProbeOutcome runProbe(const ProbeLayout &layout, const QMap<QString, AgentClient
             *request.mutable_rendezvous() = rendezvous;
         v1::StartWorkersResponse response;
         if (const Status started = c->startWorkers(request, &response); !started) {
-            stopAll();
-            return failed(QStringLiteral("agent %1: %2").arg(p.agent, started.error()));
+            stopProbe(layout, clients, runId);
+            return Status::failure(QStringLiteral("agent %1: %2").arg(p.agent, started.error()));
         }
         if (rendezvous.host().empty())
             rendezvous = response.rendezvous();
     }
+    return Status::success();
+}
 
-    // Rank 0 reports the network in its started event; the run's end says whether all went well.
-    RunWatch watch(clients.value(layout.portions.first().agent), outcome.runId);
+// What rank 0's events said of a probe run by the time it ended, or was given up on.
+struct ProbeWatch {
+    RunNetwork network;
+    bool terminal = false;
+    QString ended; // the terminal state's name and message, when it did not succeed
+    QString streamError;
+    bool cancelled = false;
+};
+
+ProbeWatch watchProbe(
+    AgentClient *rankZero, const QString &runId, int timeoutMs, const std::function<bool()> &cancelled)
+{
+    ProbeWatch seen;
+    RunWatch watch(rankZero, runId);
     watch.setGiveUpAfterMs(30'000);
     QEventLoop loop;
-    QString ended; // the terminal state's name and message
-    bool terminal = false;
     QObject::connect(&watch, &RunWatch::eventsArrived, &loop, [&] {
         for (const v1::RunEvent &e : watch.takeEvents()) {
             if (e.has_started() && e.started().has_network())
-                outcome.network = networkOf(e.started().network());
+                seen.network = networkOf(e.started().network());
             if (e.has_state()
                 && (e.state().state() == v1::SUCCEEDED || e.state().state() == v1::FAILED
                     || e.state().state() == v1::CANCELLED)) {
-                terminal = true;
+                seen.terminal = true;
                 if (e.state().state() != v1::SUCCEEDED)
-                    ended = QStringLiteral("the probe run %1: %2")
-                                .arg(e.state().state() == v1::FAILED ? QStringLiteral("failed")
-                                                                     : QStringLiteral("was cancelled"),
-                                    str(e.state().message()));
+                    seen.ended = QStringLiteral("the probe run %1: %2")
+                                     .arg(e.state().state() == v1::FAILED ? QStringLiteral("failed")
+                                                                          : QStringLiteral("was cancelled"),
+                                         str(e.state().message()));
             }
         }
     });
-    QString streamError;
     QObject::connect(&watch, &RunWatch::finished, &loop, [&](const QString &error) {
-        streamError = error;
+        seen.streamError = error;
         loop.quit();
     });
     QTimer deadline;
@@ -141,11 +147,10 @@ ProbeOutcome runProbe(const ProbeLayout &layout, const QMap<QString, AgentClient
     QObject::connect(&deadline, &QTimer::timeout, &loop, &QEventLoop::quit);
     deadline.start(timeoutMs);
     QTimer poll;
-    bool wasCancelled = false;
     if (cancelled) {
         QObject::connect(&poll, &QTimer::timeout, &loop, [&] {
             if (cancelled()) {
-                wasCancelled = true;
+                seen.cancelled = true;
                 loop.quit();
             }
         });
@@ -156,24 +161,48 @@ ProbeOutcome runProbe(const ProbeLayout &layout, const QMap<QString, AgentClient
     // What arrived with the last batch, before finished().
     for (const v1::RunEvent &e : watch.takeEvents())
         if (e.has_started() && e.started().has_network())
-            outcome.network = networkOf(e.started().network());
+            seen.network = networkOf(e.started().network());
     watch.cancel();
+    return seen;
+}
 
-    if (wasCancelled) {
-        stopAll();
+} // namespace
+
+ProbeOutcome runProbe(const ProbeLayout &layout, const QMap<QString, AgentClient *> &clients, int timeoutMs,
+    const std::function<bool()> &cancelled)
+{
+    ProbeOutcome outcome;
+    outcome.layout = layout;
+    outcome.runId = QStringLiteral("probe-") + newRunId().mid(4);
+    QElapsedTimer clock;
+    clock.start();
+    const auto failed = [&](const QString &error) {
+        outcome.error = error;
+        outcome.seconds = clock.elapsed() / 1000.0;
+        return outcome;
+    };
+
+    if (const Status started = startProbe(layout, clients, outcome.runId); !started)
+        return failed(started.error());
+    // Rank 0 reports the network in its started event; the run's end says whether all went well.
+    const ProbeWatch seen
+        = watchProbe(clients.value(layout.portions.first().agent), outcome.runId, timeoutMs, cancelled);
+    outcome.network = seen.network;
+    if (seen.cancelled) {
+        stopProbe(layout, clients, outcome.runId);
         return failed(QStringLiteral("cancelled"));
     }
-    if (!terminal) {
-        stopAll();
-        return failed(!streamError.isEmpty()
-                ? QStringLiteral("lost rank 0's events: %1").arg(streamError)
+    if (!seen.terminal) {
+        stopProbe(layout, clients, outcome.runId);
+        return failed(!seen.streamError.isEmpty()
+                ? QStringLiteral("lost rank 0's events: %1").arg(seen.streamError)
                 : QStringLiteral("no result after %1 s: the ranks could not reach each other (a firewall "
                                  "between the hosts, or an advertised address the others cannot route to: "
                                  "see scalelab-cli describe)")
                       .arg(timeoutMs / 1000));
     }
-    if (!ended.isEmpty())
-        return failed(ended);
+    if (!seen.ended.isEmpty())
+        return failed(seen.ended);
     if (outcome.network.worldSize < 2)
         return failed(QStringLiteral("the probe run ended without reporting its all-reduce times"));
     outcome.fit = fitLink({ outcome.network });
