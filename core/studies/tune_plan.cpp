@@ -314,99 +314,121 @@ TuneSettings tuneSettings(const v1::StudyPlan &plan)
     return s;
 }
 
-CheckStatus checkTune(const v1::StudyPlan &plan)
+namespace {
+
+// What a tune leaves out: its runs are its trials, drawn from tune.space.
+void checkTuneLeavesOut(const v1::StudyPlan &plan, QStringList *p)
 {
-    QStringList p;
-    const auto &t = plan.tune();
-    const TuneSettings s = tuneSettings(plan);
     const auto &g = plan.grid();
     if (g.workers_size() + g.batch_size_size() + g.epochs_size() + g.gpus_per_worker_size()
             + g.threads_per_worker_size() + g.precision_size() + g.lr_rule_size() + g.model_size()
             + g.accumulation_steps_size() + g.worker_ranges_size()
         > 0)
-        p << QStringLiteral("grid: a tune's runs are its trials, drawn from tune.space: leave grid out");
+        *p << QStringLiteral("grid: a tune's runs are its trials, drawn from tune.space: leave grid out");
     const auto &b = plan.baseline();
     if (b.batch_size() != 0 || b.epochs() != 0 || b.gpus_per_worker() != 0 || b.threads_per_worker() != 0
         || !b.precision().empty() || !b.model().empty())
-        p << QStringLiteral("baseline: a tune has no baseline run: leave baseline out");
+        *p << QStringLiteral("baseline: a tune has no baseline run: leave baseline out");
     if (plan.repeats() > 1)
-        p << QStringLiteral("repeats: a tune draws `tune.samples` trials instead of repeating runs (got %1)")
-                 .arg(plan.repeats());
+        *p << QStringLiteral("repeats: a tune draws `tune.samples` trials instead of repeating runs (got %1)")
+                  .arg(plan.repeats());
     if (plan.learning_rate_auto())
-        p << QStringLiteral(
+        *p << QStringLiteral(
             "training.learningRate: \"auto\" is not for a tune: search learningRate in tune.space instead");
+}
 
+// The tune's metric, its searcher and the size of each trial.
+void checkTuneSearch(const v1::StudyPlan &plan, const TuneSettings &s, QStringList *p)
+{
+    const auto &t = plan.tune();
     const QStringList metrics { QStringLiteral("test_accuracy"), QStringLiteral("test_loss"),
         QStringLiteral("train_loss") };
     if (!metrics.contains(s.metric))
-        p << QStringLiteral("tune.metric: must be one of %1 (got \"%2\")")
-                 .arg(metrics.join(QLatin1String(", ")), s.metric);
+        *p << QStringLiteral("tune.metric: must be one of %1 (got \"%2\")")
+                  .arg(metrics.join(QLatin1String(", ")), s.metric);
     if (!t.mode().empty() && t.mode() != "max" && t.mode() != "min")
-        p << QStringLiteral("tune.mode: must be \"max\" or \"min\" (got \"%1\")").arg(str(t.mode()));
+        *p << QStringLiteral("tune.mode: must be \"max\" or \"min\" (got \"%1\")").arg(str(t.mode()));
     if (s.searcher != QLatin1String("random") && s.searcher != QLatin1String("grid"))
-        p << QStringLiteral("tune.searcher: must be \"random\" or \"grid\" (got \"%1\")").arg(s.searcher);
+        *p << QStringLiteral("tune.searcher: must be \"random\" or \"grid\" (got \"%1\")").arg(s.searcher);
     if (t.samples() < 0 || t.samples() > 10000)
-        p << QStringLiteral("tune.samples: must be between 1 and 10000, or unset for 1 (got %1)")
-                 .arg(t.samples());
+        *p << QStringLiteral("tune.samples: must be between 1 and 10000, or unset for 1 (got %1)")
+                  .arg(t.samples());
     if (t.max_concurrent_trials() < 0)
-        p << QStringLiteral("tune.maxConcurrentTrials: must be 0 (as many as fit) or more (got %1)")
-                 .arg(t.max_concurrent_trials());
+        *p << QStringLiteral("tune.maxConcurrentTrials: must be 0 (as many as fit) or more (got %1)")
+                  .arg(t.max_concurrent_trials());
     if (t.workers() < 0 || t.workers() > rules::kMaxWorkers)
-        p << QStringLiteral("tune.workers: must be between 1 and %1, or unset for 1 (got %2)")
-                 .arg(rules::kMaxWorkers)
-                 .arg(t.workers());
+        *p << QStringLiteral("tune.workers: must be between 1 and %1, or unset for 1 (got %2)")
+                  .arg(rules::kMaxWorkers)
+                  .arg(t.workers());
     if (t.epochs() < 0 || t.epochs() > rules::kMaxEpochs)
-        p << QStringLiteral("tune.epochs: must be between 1 and %1, or unset (got %2)")
-                 .arg(rules::kMaxEpochs)
-                 .arg(t.epochs());
+        *p << QStringLiteral("tune.epochs: must be between 1 and %1, or unset (got %2)")
+                  .arg(rules::kMaxEpochs)
+                  .arg(t.epochs());
+}
 
+// tune.scheduler; ASHA's brackets only once all else is valid, as they are computed from it.
+void checkTuneScheduler(const v1::StudyPlan &plan, const TuneSettings &s, QStringList *p)
+{
+    const auto &t = plan.tune();
     const auto &sc = t.scheduler();
     if (s.scheduler != QLatin1String("none") && s.scheduler != QLatin1String("asha"))
-        p << QStringLiteral("tune.scheduler.kind: must be \"none\" or \"asha\" (got \"%1\")")
-                 .arg(s.scheduler);
+        *p << QStringLiteral("tune.scheduler.kind: must be \"none\" or \"asha\" (got \"%1\")")
+                  .arg(s.scheduler);
     if (s.variant != QLatin1String("stopping") && s.variant != QLatin1String("promotion"))
-        p << QStringLiteral(
+        *p << QStringLiteral(
             "tune.scheduler.variant: must be \"stopping\" (Ray's ASHAScheduler) or \"promotion\" "
             "(paused trials resume when in the top 1/η) (got \"%1\")")
-                 .arg(s.variant);
+                  .arg(s.variant);
     if (!s.asha()
         && (sc.grace_period() != 0 || sc.reduction_factor() != 0 || sc.max_epochs() != 0
             || sc.brackets() != 0))
-        p << QStringLiteral(
+        *p << QStringLiteral(
             "tune.scheduler: gracePeriod, reductionFactor, maxEpochs and brackets are for kind \"asha\"");
     if (s.asha() && t.epochs() != 0)
-        p << QStringLiteral(
+        *p << QStringLiteral(
             "tune.epochs: with ASHA, trials train at most tune.scheduler.maxEpochs: leave tune.epochs out");
     if (sc.grace_period() < 0)
-        p << QStringLiteral("tune.scheduler.gracePeriod: must be 1 or more (got %1)").arg(sc.grace_period());
+        *p << QStringLiteral("tune.scheduler.gracePeriod: must be 1 or more (got %1)").arg(sc.grace_period());
     if (!(s.reductionFactor > 1) || !(s.reductionFactor <= 100))
-        p << QStringLiteral("tune.scheduler.reductionFactor: must be above 1 and at most 100 (got %1)")
-                 .arg(s.reductionFactor);
+        *p << QStringLiteral("tune.scheduler.reductionFactor: must be above 1 and at most 100 (got %1)")
+                  .arg(s.reductionFactor);
     if (sc.max_epochs() < 0 || sc.max_epochs() > rules::kMaxEpochs)
-        p << QStringLiteral("tune.scheduler.maxEpochs: must be between 1 and %1 (got %2)")
-                 .arg(rules::kMaxEpochs)
-                 .arg(sc.max_epochs());
+        *p << QStringLiteral("tune.scheduler.maxEpochs: must be between 1 and %1 (got %2)")
+                  .arg(rules::kMaxEpochs)
+                  .arg(sc.max_epochs());
     if (s.asha() && s.gracePeriod > s.trialEpochs)
-        p << QStringLiteral("tune.scheduler.gracePeriod: %1 is more than maxEpochs (%2)")
-                 .arg(s.gracePeriod)
-                 .arg(s.trialEpochs);
+        *p << QStringLiteral("tune.scheduler.gracePeriod: %1 is more than maxEpochs (%2)")
+                  .arg(s.gracePeriod)
+                  .arg(s.trialEpochs);
     if (sc.brackets() < 0)
-        p << QStringLiteral("tune.scheduler.brackets: must be 1 or more (got %1)").arg(sc.brackets());
+        *p << QStringLiteral("tune.scheduler.brackets: must be 1 or more (got %1)").arg(sc.brackets());
     if (s.promotion() && s.brackets > 1)
-        p << QStringLiteral("tune.scheduler.brackets: the promotion variant has one bracket (got %1)")
-                 .arg(s.brackets);
-    if (s.asha() && p.isEmpty()) {
+        *p << QStringLiteral("tune.scheduler.brackets: the promotion variant has one bracket (got %1)")
+                  .arg(s.brackets);
+    if (s.asha() && p->isEmpty()) {
         for (int bracket = 0; bracket < s.brackets; ++bracket)
             if (asha::milestones(s.gracePeriod, s.trialEpochs, s.reductionFactor, bracket).empty()) {
-                p << QStringLiteral(
+                *p << QStringLiteral(
                     "tune.scheduler.brackets: bracket %1 would have no rung (grace %2 · η^%1 is past "
                     "maxEpochs %3); use at most %1 bracket(s)")
-                         .arg(bracket)
-                         .arg(s.gracePeriod)
-                         .arg(s.trialEpochs);
+                          .arg(bracket)
+                          .arg(s.gracePeriod)
+                          .arg(s.trialEpochs);
                 break;
             }
     }
+}
+
+} // namespace
+
+CheckStatus checkTune(const v1::StudyPlan &plan)
+{
+    QStringList p;
+    const auto &t = plan.tune();
+    const TuneSettings s = tuneSettings(plan);
+    checkTuneLeavesOut(plan, &p);
+    checkTuneSearch(plan, s, &p);
+    checkTuneScheduler(plan, s, &p);
 
     int choices = 0;
     for (const auto &[name, distribution] : t.space()) {
