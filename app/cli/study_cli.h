@@ -1,4 +1,4 @@
-// What the `study` subcommands of scalelab-cli share (study_commands.cpp,
+// What the `study` subcommands of scalelab-cli share (study_commands.cpp, study_plan_report.cpp,
 // study_predict.cpp), and `probe` (probe_command.cpp): the agents, the journal options,
 // opening a study, parsing, number cells.
 #pragma once
@@ -52,6 +52,8 @@ bool parse(QCommandLineParser &parser, const QStringList &arguments, const QStri
 QString pct(double fraction);
 QString num(double v, int decimals);
 
+// `study plan`: an example plan, or a plan file checked (study_plan_report.cpp).
+int planCommand(const QStringList &arguments);
 int predictStudy(const QStringList &arguments);
 int recommendStudy(const QStringList &arguments);
 
