@@ -21,6 +21,7 @@
 #include <optional>
 #include <vector>
 
+class QHBoxLayout;
 class QLabel;
 class QPushButton;
 class QStackedWidget;
@@ -100,6 +101,8 @@ protected:
 private:
     struct Node;
     void buildUi();
+    QHBoxLayout *buildActions();
+    void buildTable();
     Node *find(const QString &name) const;
     Node *selected() const;
     void addNode(const core::AgentConfig &config, const QString &origin);
