@@ -35,6 +35,94 @@ QString timeOf(qint64 unixMs)
                       : QString();
 }
 
+// What an attempt trains with, as the worker reports it: enough to rerun it.
+QString startedLine(const v1::RunStarted &st)
+{
+    const auto &r = st.effective();
+    QString text = st.resumed_from_epoch() > 0
+        ? QStringLiteral("started: %1 rank(s), resumed after epoch %2")
+              .arg(st.world_size())
+              .arg(st.resumed_from_epoch())
+        : QStringLiteral("started: %1 rank(s), from scratch").arg(st.world_size());
+    text
+        += QStringLiteral(" · batch %1/rank (global %2) · lr %3 (peak %4, %5, warm-up %6 steps) · momentum %7"
+                          " · weight decay %8 · seed %9")
+               .arg(r.batch_size())
+               .arg(st.global_batch())
+               .arg(r.learning_rate())
+               .arg(st.peak_learning_rate())
+               .arg(QString::fromStdString(r.schedule().empty() ? "cosine" : r.schedule()))
+               .arg(st.warmup_steps())
+               .arg(r.momentum())
+               .arg(r.weight_decay())
+               .arg(r.seed());
+    text += QStringLiteral(" · %1 thread(s)/rank on %2 · %3 steps/epoch · %4 train / %5 test images%6")
+                .arg(st.threads())
+                .arg(QString::fromStdString(st.device()))
+                .arg(st.steps_per_epoch())
+                .arg(st.dataset().train_images())
+                .arg(st.dataset().test_images())
+                .arg(st.dataset().synthetic() ? QStringLiteral(" (SYNTHETIC)") : QString());
+    if (const auto &f = r.finetune(); f.head_epochs() > 0)
+        text += QStringLiteral(" · fine-tuning: epochs 1-%1 train the head (%2) alone at lr %3, the whole "
+                               "model after")
+                    .arg(f.head_epochs())
+                    .arg(QString::fromStdString(f.head()))
+                    .arg(f.head_learning_rate());
+    const auto software = st.software();
+    if (const auto torch = software.find("torch"); torch != software.end())
+        text += QStringLiteral(" · torch %1").arg(QString::fromStdString(torch->second));
+    if (const auto blas = software.find("blas"); blas != software.end())
+        text += QStringLiteral(", %1").arg(QString::fromStdString(blas->second));
+    return text;
+}
+
+QString rankExitLine(const v1::RankExit &x)
+{
+    QString how;
+    switch (x.kind()) {
+    case v1::EXIT_SUCCEEDED:
+        how = QStringLiteral("succeeded");
+        break;
+    case v1::EXIT_KILLED:
+        how = QStringLiteral("killed by signal %1").arg(x.signal());
+        break;
+    case v1::EXIT_OUT_OF_MEMORY:
+        how = QStringLiteral("out of memory");
+        break;
+    case v1::EXIT_STOPPED:
+        how = QStringLiteral("stopped");
+        break;
+    case v1::EXIT_DIVERGED:
+        how = QStringLiteral("diverged");
+        break;
+    default:
+        how = QStringLiteral("failed with exit code %1").arg(x.exit_code());
+    }
+    return QStringLiteral("rank %1 exited: %2%3")
+        .arg(x.rank())
+        .arg(how,
+            x.message().empty() ? QString() : QStringLiteral(" — ") + QString::fromStdString(x.message()));
+}
+
+QString summaryLine(const v1::RunSummary &x)
+{
+    QString text = QStringLiteral("summary: %1").arg(core::RunRecord::stateName(x.state()));
+    if (x.epochs_completed() > 0)
+        text += QStringLiteral(" after %1 epoch(s) · final test accuracy %2% (best %3%) · %4 img/s · %5 s")
+                    .arg(x.epochs_completed())
+                    .arg(x.final_test_accuracy() * 100, 0, 'f', 1)
+                    .arg(x.best_test_accuracy() * 100, 0, 'f', 1)
+                    .arg(x.images_per_second(), 0, 'f', 1)
+                    .arg(x.wall_seconds(), 0, 'f', 1);
+    if (!x.weights_sha256().empty())
+        text += QStringLiteral(" · weights sha256 %1…")
+                    .arg(QString::fromStdString(x.weights_sha256().substr(0, 12)));
+    if (!x.message().empty())
+        text += QStringLiteral(" — ") + QString::fromStdString(x.message());
+    return text;
+}
+
 // One line of the run's log for an event: what happened, what the attempt trains with,
 // each epoch's metrics and the outcome; empty for per-step metrics (they are on the charts).
 QString logLine(const v1::RunEvent &e)
@@ -51,48 +139,8 @@ QString logLine(const v1::RunEvent &e)
                 e.state().message().empty()
                     ? QString()
                     : QStringLiteral(": ") + QString::fromStdString(e.state().message()));
-    if (e.has_started()) {
-        // What this attempt trains with, as the worker reports it: enough to rerun it.
-        const auto &st = e.started();
-        const auto &r = st.effective();
-        QString text = st.resumed_from_epoch() > 0
-            ? QStringLiteral("started: %1 rank(s), resumed after epoch %2")
-                  .arg(st.world_size())
-                  .arg(st.resumed_from_epoch())
-            : QStringLiteral("started: %1 rank(s), from scratch").arg(st.world_size());
-        text += QStringLiteral(
-            " · batch %1/rank (global %2) · lr %3 (peak %4, %5, warm-up %6 steps) · momentum %7"
-            " · weight decay %8 · seed %9")
-                    .arg(r.batch_size())
-                    .arg(st.global_batch())
-                    .arg(r.learning_rate())
-                    .arg(st.peak_learning_rate())
-                    .arg(QString::fromStdString(r.schedule().empty() ? "cosine" : r.schedule()))
-                    .arg(st.warmup_steps())
-                    .arg(r.momentum())
-                    .arg(r.weight_decay())
-                    .arg(r.seed());
-        text += QStringLiteral(" · %1 thread(s)/rank on %2 · %3 steps/epoch · %4 train / %5 test images%6")
-                    .arg(st.threads())
-                    .arg(QString::fromStdString(st.device()))
-                    .arg(st.steps_per_epoch())
-                    .arg(st.dataset().train_images())
-                    .arg(st.dataset().test_images())
-                    .arg(st.dataset().synthetic() ? QStringLiteral(" (SYNTHETIC)") : QString());
-        if (const auto &f = r.finetune(); f.head_epochs() > 0)
-            text
-                += QStringLiteral(" · fine-tuning: epochs 1-%1 train the head (%2) alone at lr %3, the whole "
-                                  "model after")
-                       .arg(f.head_epochs())
-                       .arg(QString::fromStdString(f.head()))
-                       .arg(f.head_learning_rate());
-        const auto software = st.software();
-        if (const auto torch = software.find("torch"); torch != software.end())
-            text += QStringLiteral(" · torch %1").arg(QString::fromStdString(torch->second));
-        if (const auto blas = software.find("blas"); blas != software.end())
-            text += QStringLiteral(", %1").arg(QString::fromStdString(blas->second));
-        return text;
-    }
+    if (e.has_started())
+        return startedLine(e.started());
     if (e.has_epoch()) {
         const auto &x = e.epoch();
         return QStringLiteral(
@@ -107,52 +155,10 @@ QString logLine(const v1::RunEvent &e)
     }
     if (e.has_checkpoint())
         return QStringLiteral("checkpoint of epoch %1 committed").arg(e.checkpoint().epoch());
-    if (e.has_rank_exited()) {
-        const auto &x = e.rank_exited();
-        QString how;
-        switch (x.kind()) {
-        case v1::EXIT_SUCCEEDED:
-            how = QStringLiteral("succeeded");
-            break;
-        case v1::EXIT_KILLED:
-            how = QStringLiteral("killed by signal %1").arg(x.signal());
-            break;
-        case v1::EXIT_OUT_OF_MEMORY:
-            how = QStringLiteral("out of memory");
-            break;
-        case v1::EXIT_STOPPED:
-            how = QStringLiteral("stopped");
-            break;
-        case v1::EXIT_DIVERGED:
-            how = QStringLiteral("diverged");
-            break;
-        default:
-            how = QStringLiteral("failed with exit code %1").arg(x.exit_code());
-        }
-        return QStringLiteral("rank %1 exited: %2%3")
-            .arg(x.rank())
-            .arg(how,
-                x.message().empty() ? QString()
-                                    : QStringLiteral(" — ") + QString::fromStdString(x.message()));
-    }
-    if (e.has_summary()) {
-        const auto &x = e.summary();
-        QString text = QStringLiteral("summary: %1").arg(core::RunRecord::stateName(x.state()));
-        if (x.epochs_completed() > 0)
-            text
-                += QStringLiteral(" after %1 epoch(s) · final test accuracy %2% (best %3%) · %4 img/s · %5 s")
-                       .arg(x.epochs_completed())
-                       .arg(x.final_test_accuracy() * 100, 0, 'f', 1)
-                       .arg(x.best_test_accuracy() * 100, 0, 'f', 1)
-                       .arg(x.images_per_second(), 0, 'f', 1)
-                       .arg(x.wall_seconds(), 0, 'f', 1);
-        if (!x.weights_sha256().empty())
-            text += QStringLiteral(" · weights sha256 %1…")
-                        .arg(QString::fromStdString(x.weights_sha256().substr(0, 12)));
-        if (!x.message().empty())
-            text += QStringLiteral(" — ") + QString::fromStdString(x.message());
-        return text;
-    }
+    if (e.has_rank_exited())
+        return rankExitLine(e.rank_exited());
+    if (e.has_summary())
+        return summaryLine(e.summary());
     return {};
 }
 
