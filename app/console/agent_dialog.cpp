@@ -34,18 +34,6 @@ AgentDialog::AgentDialog(
     setWindowTitle(editing < 0 ? tr("Add agent") : tr("Edit agent %1").arg(initial.name));
     setMinimumWidth(520);
 
-    const auto errorLabel = [this](const QString &field) {
-        auto *label = new QLabel;
-        label->setObjectName(QStringLiteral("error:") + field);
-        label->setWordWrap(true);
-        QPalette p = label->palette();
-        p.setColor(QPalette::WindowText, errorColor(palette()));
-        label->setPalette(p);
-        label->hide();
-        m_errors.insert(field, label);
-        return label;
-    };
-
     m_name = new QLineEdit(initial.name);
     m_name->setObjectName(QStringLiteral("nameEdit"));
     m_name->setPlaceholderText(tr("gpu-node-1"));
@@ -59,6 +47,66 @@ AgentDialog::AgentDialog(
            "resolves to, e.g. a Kubernetes headless Service): one agent per address, named "
            "by it"));
     m_token = new QLineEdit(initial.token);
+    auto *form = buildConnectionForm(editing < 0);
+    buildTlsGroup(initial);
+
+    m_enabled = new QCheckBox(tr("Connect to this agent"));
+    m_enabled->setChecked(initial.enabled);
+    m_enabled->setToolTip(tr("A disabled agent stays in the list but is not contacted"));
+
+    auto *note = new QLabel(tr("Tokens are kept in the console's state folder, readable only by you."));
+    note->setWordWrap(true);
+    note->setEnabled(false); // the palette's secondary text colour
+
+    auto *buttons = new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel);
+    connect(buttons, &QDialogButtonBox::accepted, this, &AgentDialog::accept);
+    connect(buttons, &QDialogButtonBox::rejected, this, &AgentDialog::reject);
+
+    auto *layout = new QVBoxLayout(this);
+    layout->addLayout(form);
+    layout->addWidget(m_tls);
+    layout->addWidget(m_enabled);
+    layout->addWidget(note);
+    layout->addWidget(buttons);
+
+    connectValidation();
+    // Editing an entry that is already wrong: show what to fix at once.
+    m_showAll = editing >= 0;
+    validate();
+}
+
+// A field's error line, hidden until it has something to say.
+QLabel *AgentDialog::errorLabel(const QString &field)
+{
+    auto *label = new QLabel;
+    label->setObjectName(QStringLiteral("error:") + field);
+    label->setWordWrap(true);
+    QPalette p = label->palette();
+    p.setColor(QPalette::WindowText, errorColor(palette()));
+    label->setPalette(p);
+    label->hide();
+    m_errors.insert(field, label);
+    return label;
+}
+
+// Each field with its error line right under it (hidden: no gap).
+QWidget *AgentDialog::withError(QWidget *field, QLayout *fieldLayout, const QString &name)
+{
+    auto *cell = new QWidget;
+    auto *v = new QVBoxLayout(cell);
+    v->setContentsMargins(0, 0, 0, 0);
+    v->setSpacing(2);
+    if (field)
+        v->addWidget(field);
+    else
+        v->addLayout(fieldLayout);
+    v->addWidget(errorLabel(name));
+    return cell;
+}
+
+// The token, typed (hidden unless shown) or read from the agent's token file.
+QLayout *AgentDialog::buildTokenRow()
+{
     m_token->setObjectName(QStringLiteral("tokenEdit"));
     m_token->setEchoMode(QLineEdit::Password);
     m_token->setPlaceholderText(tr("the agent's token (empty for a loopback agent without one)"));
@@ -85,26 +133,18 @@ AgentDialog::AgentDialog(
     tokenRow->addWidget(m_token, 1);
     tokenRow->addWidget(showToken);
     tokenRow->addWidget(tokenFile);
+    return tokenRow;
+}
 
-    // Each field with its error line right under it (hidden: no gap).
-    const auto withError = [&errorLabel](QWidget *field, QLayout *fieldLayout, const QString &name) {
-        auto *cell = new QWidget;
-        auto *v = new QVBoxLayout(cell);
-        v->setContentsMargins(0, 0, 0, 0);
-        v->setSpacing(2);
-        if (field)
-            v->addWidget(field);
-        else
-            v->addLayout(fieldLayout);
-        v->addWidget(errorLabel(name));
-        return cell;
-    };
+// Name, address (when adding, also an agents file) and token.
+QFormLayout *AgentDialog::buildConnectionForm(bool adding)
+{
     auto *form = new QFormLayout;
     form->addRow(tr("Name"), withError(m_name, nullptr, QStringLiteral("name")));
     auto *addressRow = new QHBoxLayout;
     addressRow->setContentsMargins(0, 0, 0, 0);
     addressRow->addWidget(m_address, 1);
-    if (editing < 0) {
+    if (adding) {
         auto *agentsFile = new QPushButton(tr("Agents file…"));
         agentsFile->setObjectName(QStringLiteral("agentsFileButton"));
         agentsFile->setToolTip(tr("Add every agent of a file of addresses (one HOST:PORT per line)"));
@@ -118,8 +158,13 @@ AgentDialog::AgentDialog(
         addressRow->addWidget(agentsFile);
     }
     form->addRow(tr("Address"), withError(nullptr, addressRow, QStringLiteral("address")));
-    form->addRow(tr("Token"), withError(nullptr, tokenRow, QStringLiteral("token")));
+    form->addRow(tr("Token"), withError(nullptr, buildTokenRow(), QStringLiteral("token")));
+    return form;
+}
 
+// The CA, the client certificate and key (mutual TLS), and the name in the agent's certificate.
+void AgentDialog::buildTlsGroup(const core::AgentConfig &initial)
+{
     m_tls = new QGroupBox(tr("TLS (needed for an agent off this computer)"));
     m_tls->setObjectName(QStringLiteral("tlsGroup"));
     m_tls->setCheckable(true);
@@ -139,26 +184,11 @@ AgentDialog::AgentDialog(
     tlsForm->addRow(tr("Client certificate"), withError(certRow, nullptr, QStringLiteral("tls.cert")));
     tlsForm->addRow(tr("Client key"), withError(keyRow, nullptr, QStringLiteral("tls.key")));
     tlsForm->addRow(tr("Server name"), m_serverName);
+}
 
-    m_enabled = new QCheckBox(tr("Connect to this agent"));
-    m_enabled->setChecked(initial.enabled);
-    m_enabled->setToolTip(tr("A disabled agent stays in the list but is not contacted"));
-
-    auto *note = new QLabel(tr("Tokens are kept in the console's state folder, readable only by you."));
-    note->setWordWrap(true);
-    note->setEnabled(false); // the palette's secondary text colour
-
-    auto *buttons = new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel);
-    connect(buttons, &QDialogButtonBox::accepted, this, &AgentDialog::accept);
-    connect(buttons, &QDialogButtonBox::rejected, this, &AgentDialog::reject);
-
-    auto *layout = new QVBoxLayout(this);
-    layout->addLayout(form);
-    layout->addWidget(m_tls);
-    layout->addWidget(m_enabled);
-    layout->addWidget(note);
-    layout->addWidget(buttons);
-
+// A field's problems show once the user has touched it.
+void AgentDialog::connectValidation()
+{
     const auto touch = [this](const QString &field) {
         return [this, field] {
             m_touched.insert(field);
@@ -182,9 +212,6 @@ AgentDialog::AgentDialog(
         m_touched << QStringLiteral("tls.ca") << QStringLiteral("tls.cert") << QStringLiteral("tls.key");
         validate();
     });
-    // Editing an entry that is already wrong: show what to fix at once.
-    m_showAll = editing >= 0;
-    validate();
 }
 
 QLineEdit *AgentDialog::fileRow(const QString &objectName, const QString &placeholder, QWidget **row)

@@ -13,8 +13,10 @@
 #include <QSet>
 
 class QCheckBox;
+class QFormLayout;
 class QGroupBox;
 class QLabel;
+class QLayout;
 class QLineEdit;
 
 namespace scalelab::app {
@@ -39,6 +41,12 @@ public:
     QStringList addresses() const { return m_addresses; }
 
 private:
+    QLabel *errorLabel(const QString &field);
+    QWidget *withError(QWidget *field, QLayout *fieldLayout, const QString &name);
+    QLayout *buildTokenRow();
+    QFormLayout *buildConnectionForm(bool adding);
+    void buildTlsGroup(const core::AgentConfig &initial);
+    void connectValidation();
     QLineEdit *fileRow(const QString &objectName, const QString &placeholder, QWidget **row);
     void validate();
 
