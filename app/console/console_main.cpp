@@ -1,6 +1,7 @@
 // scalelab: the desktop console.
 #include "agent_addresses.h"
 #include "agent_client.h"
+#include "core_status.h"
 #include "main_window.h"
 #include "theme.h"
 
@@ -14,6 +15,9 @@
 #include <cstring>
 
 namespace {
+
+using scalelab::core::Status;
+
 // --help and --version print and exit: they must work over ssh, with no display.
 bool onlyPrints(int argc, char **argv)
 {
@@ -23,28 +27,10 @@ bool onlyPrints(int argc, char **argv)
                 return true;
     return false;
 }
-} // namespace
 
-int main(int argc, char **argv)
+// The console's description and options (its --help).
+void addOptions(QCommandLineParser &parser)
 {
-    const bool noDisplay = qEnvironmentVariableIsEmpty("DISPLAY")
-        && qEnvironmentVariableIsEmpty("WAYLAND_DISPLAY") && qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM");
-    if (noDisplay && onlyPrints(argc, argv))
-        qputenv("QT_QPA_PLATFORM", "offscreen");
-    else if (noDisplay) {
-        std::fprintf(stderr,
-            "scalelab: no display (DISPLAY and WAYLAND_DISPLAY are unset). Run it in a desktop session, "
-            "with `ssh -X`, or under `xvfb-run`; for a study without a window use `scalelab-cli study run "
-            "PLAN.json`.\n");
-        return 2;
-    }
-    QApplication app(argc, argv);
-    QApplication::setApplicationName(QStringLiteral("ScaleLab"));
-    QApplication::setOrganizationName(QStringLiteral("ScaleLab"));
-    QApplication::setApplicationVersion(QStringLiteral(SCALELAB_VERSION));
-    QApplication::setDesktopFileName(QStringLiteral("scalelab"));
-
-    QCommandLineParser parser;
     parser.setApplicationDescription(
         QStringLiteral(
             "ScaleLab console: launch CIFAR-10 training runs on ScaleLab agents and watch them live.\n"
@@ -110,72 +96,94 @@ int main(int argc, char **argv)
     });
     parser.addPositionalArgument(QStringLiteral("plan"),
         QStringLiteral("A study plan (.json) to open in the study designer."), QStringLiteral("[plan.json]"));
-    parser.process(app);
-    if (parser.positionalArguments().size() > 1) {
-        std::fprintf(stderr, "scalelab: give at most one study plan (got %lld arguments); see --help\n",
-            static_cast<long long>(parser.positionalArguments().size()));
-        return 2;
-    }
-    if (parser.isSet(QStringLiteral("launch-study")) && parser.positionalArguments().isEmpty()) {
-        std::fprintf(
-            stderr, "scalelab: --launch-study needs a plan file: scalelab --launch-study plan.json\n");
-        return 2;
-    }
+}
 
-    scalelab::app::ConsoleOptions options;
+// The options as the window takes them; why not when they do not make sense.
+Status readOptions(const QCommandLineParser &parser, scalelab::app::ConsoleOptions *options)
+{
+    if (parser.positionalArguments().size() > 1)
+        return Status::failure(QStringLiteral("give at most one study plan (got %1 arguments); see --help")
+                                   .arg(parser.positionalArguments().size()));
+    if (parser.isSet(QStringLiteral("launch-study")) && parser.positionalArguments().isEmpty())
+        return Status::failure(
+            QStringLiteral("--launch-study needs a plan file: scalelab --launch-study plan.json"));
+
     const QStringList singleAgents = parser.values(QStringLiteral("agent"));
     const scalelab::core::AgentAddresses listed = scalelab::core::gatherAgentAddresses(
         {}, parser.values(QStringLiteral("agents-file")), parser.values(QStringLiteral("agents")));
     const scalelab::core::AgentAddresses given = scalelab::core::gatherAgentAddresses(singleAgents, {}, {});
-    if (!listed.ok() || !given.ok()) {
-        std::fprintf(stderr, "scalelab: %s\n", qPrintable(listed.ok() ? given.error() : listed.error()));
-        return 2;
-    }
-    options.agentEndpoint = singleAgents.isEmpty() ? listed->value(0) : singleAgents.first();
-    options.moreAgents = singleAgents.mid(1) + *listed;
-    options.token = QString::fromLocal8Bit(qgetenv("SCALELAB_TOKEN"));
+    if (!listed.ok() || !given.ok())
+        return Status::failure(listed.ok() ? given.error() : listed.error());
+    options->agentEndpoint = singleAgents.isEmpty() ? listed->value(0) : singleAgents.first();
+    options->moreAgents = singleAgents.mid(1) + *listed;
+    options->token = QString::fromLocal8Bit(qgetenv("SCALELAB_TOKEN"));
     if (parser.isSet(QStringLiteral("token-file"))) {
         QFile f(parser.value(QStringLiteral("token-file")));
-        if (!f.open(QIODevice::ReadOnly)) {
-            std::fprintf(stderr, "scalelab: cannot read token file %s\n", qPrintable(f.fileName()));
-            return 2;
-        }
-        options.token = QString::fromUtf8(f.readAll()).trimmed();
+        if (!f.open(QIODevice::ReadOnly))
+            return Status::failure(QStringLiteral("cannot read token file %1").arg(f.fileName()));
+        options->token = QString::fromUtf8(f.readAll()).trimmed();
     }
-    options.localAgent.dataDir = parser.value(QStringLiteral("data-dir"));
-    options.stateDir = parser.value(QStringLiteral("state-dir"));
-    if (options.stateDir.isEmpty())
-        options.stateDir = qEnvironmentVariableIsSet("SCALELAB_STATE_DIR")
+    options->localAgent.dataDir = parser.value(QStringLiteral("data-dir"));
+    options->stateDir = parser.value(QStringLiteral("state-dir"));
+    if (options->stateDir.isEmpty())
+        options->stateDir = qEnvironmentVariableIsSet("SCALELAB_STATE_DIR")
             ? qEnvironmentVariable("SCALELAB_STATE_DIR")
             : QStandardPaths::writableLocation(QStandardPaths::GenericDataLocation)
                 + QStringLiteral("/scalelab");
-    options.localAgent.stateDir = options.stateDir + QStringLiteral("/agents/local-1");
+    options->localAgent.stateDir = options->stateDir + QStringLiteral("/agents/local-1");
 
-    options.dataset = parser.value(QStringLiteral("dataset"));
-    for (const auto &[name, field] : { std::pair { "batch-size", &options.batchSize },
-             std::pair { "epochs", &options.epochs }, std::pair { "workers", &options.workers } }) {
+    options->dataset = parser.value(QStringLiteral("dataset"));
+    for (const auto &[name, field] : { std::pair { "batch-size", &options->batchSize },
+             std::pair { "epochs", &options->epochs }, std::pair { "workers", &options->workers } }) {
         if (!parser.isSet(QLatin1String(name)))
             continue; // 0: as the form was left last time
         bool ok = false;
         *field = parser.value(QLatin1String(name)).toInt(&ok);
-        if (!ok || *field < 1) {
-            std::fprintf(stderr, "scalelab: --%s must be a whole number of 1 or more (got '%s')\n", name,
-                qPrintable(parser.value(QLatin1String(name))));
-            return 2;
-        }
+        if (!ok || *field < 1)
+            return Status::failure(QStringLiteral("--%1 must be a whole number of 1 or more (got '%2')")
+                                       .arg(QLatin1String(name), parser.value(QLatin1String(name))));
     }
-    options.launchWhenConnected = parser.isSet(QStringLiteral("launch"));
-    options.openStudy = parser.value(QStringLiteral("open-study"));
-    options.reopenStudies = !parser.isSet(QStringLiteral("no-reopen"));
-    options.planFile = parser.positionalArguments().value(0);
-    options.theme = parser.value(QStringLiteral("theme"));
+    options->launchWhenConnected = parser.isSet(QStringLiteral("launch"));
+    options->openStudy = parser.value(QStringLiteral("open-study"));
+    options->reopenStudies = !parser.isSet(QStringLiteral("no-reopen"));
+    options->planFile = parser.positionalArguments().value(0);
+    options->theme = parser.value(QStringLiteral("theme"));
     if (scalelab::app::Theme t;
-        !options.theme.isEmpty() && !scalelab::app::themeFromName(options.theme, &t)) {
-        std::fprintf(
-            stderr, "scalelab: unknown --theme '%s': use system, light or dark\n", qPrintable(options.theme));
+        !options->theme.isEmpty() && !scalelab::app::themeFromName(options->theme, &t))
+        return Status::failure(
+            QStringLiteral("unknown --theme '%1': use system, light or dark").arg(options->theme));
+    options->launchStudyWhenConnected = parser.isSet(QStringLiteral("launch-study"));
+    return Status::success();
+}
+} // namespace
+
+int main(int argc, char **argv)
+{
+    const bool noDisplay = qEnvironmentVariableIsEmpty("DISPLAY")
+        && qEnvironmentVariableIsEmpty("WAYLAND_DISPLAY") && qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM");
+    if (noDisplay && onlyPrints(argc, argv))
+        qputenv("QT_QPA_PLATFORM", "offscreen");
+    else if (noDisplay) {
+        std::fprintf(stderr,
+            "scalelab: no display (DISPLAY and WAYLAND_DISPLAY are unset). Run it in a desktop session, "
+            "with `ssh -X`, or under `xvfb-run`; for a study without a window use `scalelab-cli study run "
+            "PLAN.json`.\n");
         return 2;
     }
-    options.launchStudyWhenConnected = parser.isSet(QStringLiteral("launch-study"));
+    QApplication app(argc, argv);
+    QApplication::setApplicationName(QStringLiteral("ScaleLab"));
+    QApplication::setOrganizationName(QStringLiteral("ScaleLab"));
+    QApplication::setApplicationVersion(QStringLiteral(SCALELAB_VERSION));
+    QApplication::setDesktopFileName(QStringLiteral("scalelab"));
+
+    QCommandLineParser parser;
+    addOptions(parser);
+    parser.process(app);
+    scalelab::app::ConsoleOptions options;
+    if (const Status read = readOptions(parser, &options); !read) {
+        std::fprintf(stderr, "scalelab: %s\n", qPrintable(read.error()));
+        return 2;
+    }
 
     scalelab::app::MainWindow window(options);
     window.show();
