@@ -22,6 +22,38 @@ QString megabytes(qint64 bytes)
                                    : QStringLiteral("%1 MB").arg(double(bytes) / 1e6, 0, 'f', 1);
 }
 
+// The console's copies of checkpoints under `stateDir` that the runs of its journal's studies
+// no longer need: removed unless `request` is a dry run.
+Status tidyConsoleCopies(
+    const QString &stateDir, const v1::CollectGarbageRequest &request, QStringList *removed, qint64 *bytes)
+{
+    if (!QFileInfo::exists(stateDir + QStringLiteral("/journal.sqlite")))
+        return Status::success();
+    Journal journal;
+    if (const Status opened = journal.open(stateDir + QStringLiteral("/journal.sqlite")); !opened)
+        return opened;
+    for (const QString &studyId : journal.studyIds()) {
+        const StudyState state = StudyState::replay(journal.events(studyId));
+        for (const auto &run : state.runs()) {
+            const bool done = run.phase == RunPhase::Succeeded
+                || (request.include_failed()
+                    && (run.phase == RunPhase::Failed || run.phase == RunPhase::Cancelled));
+            const QString dir = stateDir + QStringLiteral("/checkpoints/") + run.planned.runId;
+            if (!done || !QFileInfo::exists(dir))
+                continue;
+            QDirIterator it(dir, QDir::Files | QDir::Hidden, QDirIterator::Subdirectories);
+            while (it.hasNext()) {
+                it.next();
+                *bytes += it.fileInfo().size();
+            }
+            *removed << dir;
+            if (!request.dry_run())
+                QDir(dir).removeRecursively();
+        }
+    }
+    return Status::success();
+}
+
 } // namespace
 
 // `gc`: frees an agent's disk by its retention rule or stricter ones, and the console's
@@ -88,30 +120,8 @@ int scalelab::app::gcCommand(QStringList arguments)
         : defaultStateDir();
     qint64 localBytes = 0;
     QStringList localRemoved;
-    if (QFileInfo::exists(stateDir + QStringLiteral("/journal.sqlite"))) {
-        Journal journal;
-        if (const Status opened = journal.open(stateDir + QStringLiteral("/journal.sqlite")); !opened)
-            return badInput(opened.error());
-        for (const QString &studyId : journal.studyIds()) {
-            const StudyState state = StudyState::replay(journal.events(studyId));
-            for (const auto &run : state.runs()) {
-                const bool done = run.phase == RunPhase::Succeeded
-                    || (request.include_failed()
-                        && (run.phase == RunPhase::Failed || run.phase == RunPhase::Cancelled));
-                const QString dir = stateDir + QStringLiteral("/checkpoints/") + run.planned.runId;
-                if (!done || !QFileInfo::exists(dir))
-                    continue;
-                QDirIterator it(dir, QDir::Files | QDir::Hidden, QDirIterator::Subdirectories);
-                while (it.hasNext()) {
-                    it.next();
-                    localBytes += it.fileInfo().size();
-                }
-                localRemoved << dir;
-                if (!request.dry_run())
-                    QDir(dir).removeRecursively();
-            }
-        }
-    }
+    if (const Status tidied = tidyConsoleCopies(stateDir, request, &localRemoved, &localBytes); !tidied)
+        return badInput(tidied.error());
     if (parser.isSet(QStringLiteral("json"))) {
         out() << protoJson(response) << "\n";
         return Ok;
