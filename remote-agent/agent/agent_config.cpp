@@ -7,9 +7,13 @@
 
 namespace scalelab::agent {
 
-const std::vector<AgentSetting> &agentSettings()
+namespace {
+
+// Its config file; where it listens, what it serves besides the agent API, and the address
+// other hosts reach it at.
+std::vector<AgentSetting> networkSettings()
 {
-    static const std::vector<AgentSetting> settings = {
+    return {
         { QStringLiteral("config"), QStringLiteral("SCALELAB_AGENT_CONFIG"), QStringLiteral("file"),
             QStringLiteral("Config file: one 'option = value' per line (long option names, # comments)."),
             {} },
@@ -48,6 +52,13 @@ const std::vector<AgentSetting> &agentSettings()
                            "and NCCL uses it (NCCL_SOCKET_IFNAME). Default: the first of GLOO_SOCKET_IFNAME "
                            "when set."),
             {} },
+    };
+}
+
+// Its folders, the worker it starts, and the credentials clients and it present.
+std::vector<AgentSetting> fileSettings()
+{
+    return {
         { QStringLiteral("data-dir"), QStringLiteral("SCALELAB_AGENT_DATA_DIR"), QStringLiteral("dir"),
             QStringLiteral("Folder holding one sub-folder per data set; must exist when given."),
             QStringLiteral("$XDG_DATA_HOME/scalelab/data") },
@@ -67,6 +78,13 @@ const std::vector<AgentSetting> &agentSettings()
         { QStringLiteral("tls-client-ca"), QStringLiteral("SCALELAB_AGENT_TLS_CLIENT_CA"),
             QStringLiteral("path"),
             QStringLiteral("Mutual TLS: require a client certificate signed by this PEM CA."), {} },
+    };
+}
+
+// What finished runs keep on disk and in memory, and how many streams a client may hold.
+std::vector<AgentSetting> retentionSettings()
+{
+    return {
         { QStringLiteral("finished-checkpoints"), QStringLiteral("SCALELAB_AGENT_FINISHED_CHECKPOINTS"),
             QStringLiteral("rule"),
             QStringLiteral(
@@ -96,6 +114,13 @@ const std::vector<AgentSetting> &agentSettings()
                 "Finished runs kept at hand in memory, the most recently used (1-10000); every other "
                 "run is read back from its records on disk when asked for."),
             QStringLiteral("32") },
+    };
+}
+
+// Its log, and the pace of samples, heartbeats and stops.
+std::vector<AgentSetting> loggingSettings()
+{
+    return {
         { QStringLiteral("log-level"), QStringLiteral("SCALELAB_AGENT_LOG_LEVEL"), QStringLiteral("level"),
             QStringLiteral("debug, info, warning or error."), QStringLiteral("info") },
         { QStringLiteral("log-file"), QStringLiteral("SCALELAB_AGENT_LOG_FILE"), QStringLiteral("path"),
@@ -111,6 +136,13 @@ const std::vector<AgentSetting> &agentSettings()
             QStringLiteral("ms"),
             QStringLiteral("Default time between SIGTERM and SIGKILL when stopping a run (100-600000)."),
             QStringLiteral("5000") },
+    };
+}
+
+// Where FetchDataset gets CIFAR-10.
+std::vector<AgentSetting> datasetSettings()
+{
+    return {
         { QStringLiteral("cifar-url"), QStringLiteral("SCALELAB_AGENT_CIFAR_URL"), QStringLiteral("url"),
             QStringLiteral("Where FetchDataset downloads cifar-10-binary.tar.gz (http, https or file; "
                            "point it at a local mirror on a closed network)."),
@@ -119,6 +151,19 @@ const std::vector<AgentSetting> &agentSettings()
             QStringLiteral("Expected MD5 of that tarball (the published one)."),
             QStringLiteral("c32a1d4ab5d03f1284b67883e8d87530") },
     };
+}
+
+} // namespace
+
+const std::vector<AgentSetting> &agentSettings()
+{
+    static const std::vector<AgentSetting> settings = [] {
+        std::vector<AgentSetting> all;
+        for (const auto &group :
+            { networkSettings(), fileSettings(), retentionSettings(), loggingSettings(), datasetSettings() })
+            all.insert(all.end(), group.begin(), group.end());
+        return all;
+    }();
     return settings;
 }
 
