@@ -148,6 +148,64 @@ common::Status unpackTarGz(const std::filesystem::path &archive, const std::file
     return common::Status::success();
 }
 
+namespace {
+
+// What a download of the tarball into `file` came to: the bytes and their MD5, or why it
+// ended early.
+struct Download {
+    std::string error;
+    bool abandoned = false; // the client went away
+    std::int64_t received = 0;
+    std::string md5;
+};
+
+Download download(
+    QFile &file, const std::string &partPath, const FetchSource &source, const FetchProgressFn &progress)
+{
+    Download result;
+    QCryptographicHash md5(QCryptographicHash::Md5);
+    std::int64_t total = 0, reported = -kProgressEveryBytes;
+    QNetworkAccessManager network;
+    QNetworkRequest request(QUrl(QString::fromStdString(source.url)));
+    request.setTransferTimeout(source.stallTimeoutMs);
+    request.setAttribute(QNetworkRequest::RedirectPolicyAttribute, QNetworkRequest::NoLessSafeRedirectPolicy);
+    QEventLoop loop;
+    QNetworkReply *reply = network.get(request);
+    QObject::connect(reply, &QNetworkReply::readyRead, &loop, [&] {
+        const QByteArray bytes = reply->readAll();
+        md5.addData(bytes);
+        if (file.write(bytes) != bytes.size()) {
+            result.error = "cannot write " + partPath + ": " + file.errorString().toStdString();
+            reply->abort();
+        }
+        result.received += bytes.size();
+    });
+    QObject::connect(reply, &QNetworkReply::downloadProgress, &loop, [&](qint64, qint64 bytesTotal) {
+        total = std::max<std::int64_t>(bytesTotal, 0);
+        if (result.received - reported < kProgressEveryBytes)
+            return;
+        reported = result.received;
+        v1::FetchProgress p;
+        p.set_phase(v1::FetchProgress::DOWNLOADING);
+        p.set_bytes_done(result.received);
+        p.set_bytes_total(total);
+        p.set_message("downloading " + source.url);
+        if (!progress(p)) {
+            result.abandoned = true;
+            reply->abort();
+        }
+    });
+    QObject::connect(reply, &QNetworkReply::finished, &loop, &QEventLoop::quit);
+    loop.exec();
+    if (result.error.empty() && !result.abandoned && reply->error() != QNetworkReply::NoError)
+        result.error = "cannot download " + source.url + ": " + reply->errorString().toStdString() + ".";
+    delete reply;
+    result.md5 = md5.result().toHex().toStdString();
+    return result;
+}
+
+} // namespace
+
 FetchResult fetchCifar10(const std::filesystem::path &dataDir, const std::string &name,
     const FetchSource &source, const FetchProgressFn &progress, v1::Dataset *dataset)
 {
@@ -178,70 +236,29 @@ FetchResult fetchCifar10(const std::filesystem::path &dataDir, const std::string
     if (!file.open(QIODevice::WriteOnly | QIODevice::Truncate))
         return { FetchFailure::Local,
             "cannot write " + part.string() + ": " + file.errorString().toStdString() };
-    QCryptographicHash md5(QCryptographicHash::Md5);
-    std::string error;
-    std::int64_t received = 0, total = 0, reported = -kProgressEveryBytes;
-    bool abandoned = false;
-    {
-        QNetworkAccessManager network;
-        QNetworkRequest request(QUrl(QString::fromStdString(source.url)));
-        request.setTransferTimeout(source.stallTimeoutMs);
-        request.setAttribute(
-            QNetworkRequest::RedirectPolicyAttribute, QNetworkRequest::NoLessSafeRedirectPolicy);
-        QEventLoop loop;
-        QNetworkReply *reply = network.get(request);
-        QObject::connect(reply, &QNetworkReply::readyRead, &loop, [&] {
-            const QByteArray bytes = reply->readAll();
-            md5.addData(bytes);
-            if (file.write(bytes) != bytes.size()) {
-                error = "cannot write " + part.string() + ": " + file.errorString().toStdString();
-                reply->abort();
-            }
-            received += bytes.size();
-        });
-        QObject::connect(reply, &QNetworkReply::downloadProgress, &loop, [&](qint64, qint64 bytesTotal) {
-            total = std::max<std::int64_t>(bytesTotal, 0);
-            if (received - reported < kProgressEveryBytes)
-                return;
-            reported = received;
-            v1::FetchProgress p;
-            p.set_phase(v1::FetchProgress::DOWNLOADING);
-            p.set_bytes_done(received);
-            p.set_bytes_total(total);
-            p.set_message("downloading " + source.url);
-            if (!progress(p)) {
-                abandoned = true;
-                reply->abort();
-            }
-        });
-        QObject::connect(reply, &QNetworkReply::finished, &loop, &QEventLoop::quit);
-        loop.exec();
-        if (error.empty() && !abandoned && reply->error() != QNetworkReply::NoError)
-            error = "cannot download " + source.url + ": " + reply->errorString().toStdString() + ".";
-        delete reply;
-    }
+    const Download got = download(file, part.string(), source, progress);
     file.close();
     const auto discard = [&] {
         std::error_code ec;
         std::filesystem::remove(part, ec);
     };
-    if (abandoned) {
+    if (got.abandoned) {
         discard();
         return { FetchFailure::Abandoned, "the client went away; the download was abandoned." };
     }
-    if (!error.empty()) {
+    if (!got.error.empty()) {
         discard();
-        return { FetchFailure::Network, error + byHand(dataDir, name) };
+        return { FetchFailure::Network, got.error + byHand(dataDir, name) };
     }
 
     // --- verify ---------------------------------------------------------------
     v1::FetchProgress verifying;
     verifying.set_phase(v1::FetchProgress::VERIFYING);
-    verifying.set_bytes_done(received);
-    verifying.set_bytes_total(received);
+    verifying.set_bytes_done(got.received);
+    verifying.set_bytes_total(got.received);
     verifying.set_message("checking MD5");
     progress(verifying);
-    const std::string sum = md5.result().toHex().toStdString();
+    const std::string &sum = got.md5;
     if (sum != source.md5) {
         discard();
         return { FetchFailure::Checksum,
@@ -253,8 +270,8 @@ FetchResult fetchCifar10(const std::filesystem::path &dataDir, const std::string
     const auto staging = dataDir / (".fetch-" + name);
     std::error_code ec;
     std::filesystem::remove_all(staging, ec);
-    reported = -kProgressEveryBytes;
-    error = unpackTarGz(part, staging, [&](std::int64_t bytes) {
+    std::int64_t reported = -kProgressEveryBytes;
+    std::string error = unpackTarGz(part, staging, [&](std::int64_t bytes) {
         if (bytes - reported < kProgressEveryBytes)
             return true;
         reported = bytes;
