@@ -112,6 +112,47 @@ torch::Tensor gradientNorm(const std::vector<torch::Tensor> &parameters)
     return torch::stack(at::_foreach_norm(grads)).norm();
 }
 
+// Each measured step's time, and its parts (see runBench).
+struct BenchTimes {
+    std::vector<double> seconds, forward, backward, gradientWait, optimizerStep;
+};
+
+// The median as Python's statistics.median takes it (the peer's): the mean of the middle two
+// of an even count.
+double medianOf(std::vector<double> values)
+{
+    std::sort(values.begin(), values.end());
+    const std::size_t middle = values.size() / 2;
+    return values.size() % 2 == 1 ? values[middle] : (values[middle - 1] + values[middle]) / 2.0;
+}
+
+BenchReport benchReport(const TrainingConfig &config, const BenchTimes &times, int threads,
+    const torch::Device &device, int steps)
+{
+    const double step = medianOf(times.seconds);
+    BenchReport report { .imagesPerSecond = double(config.batchSize) * config.worldSize / step,
+        .medianStepSeconds = step,
+        .batchSize = config.batchSize,
+        .threads = threads,
+        .worldSize = config.worldSize,
+        .precision = config.precision,
+        .channelsLast = config.channelsLast,
+        .device = device.str(),
+        .steps = steps,
+        .medianForwardSeconds = std::nullopt,
+        .medianBackwardSeconds = std::nullopt,
+        .medianGradientWaitSeconds = std::nullopt,
+        .medianOptimizerSeconds = std::nullopt };
+    // Host-side times: on a GPU the work is queued, so only the whole step is meaningful.
+    if (!device.is_cuda()) {
+        report.medianForwardSeconds = medianOf(times.forward);
+        report.medianBackwardSeconds = medianOf(times.backward);
+        report.medianGradientWaitSeconds = medianOf(times.gradientWait);
+        report.medianOptimizerSeconds = medianOf(times.optimizerStep);
+    }
+    return report;
+}
+
 } // namespace
 
 int runBench(const TrainingConfig &config, int warmupSteps, int steps, bool noiseScale, EventWriter &events)
@@ -148,7 +189,7 @@ int runBench(const TrainingConfig &config, int warmupSteps, int steps, bool nois
             Clock::rep seen = lastGradient.load();
             while (seen < now && !lastGradient.compare_exchange_weak(seen, now)) { }
         });
-    std::vector<double> seconds, forward, backward, gradientWait, optimizerStep;
+    BenchTimes times;
     for (int i = 0; i < warmupSteps + steps; ++i) {
         if (parallel)
             parallel->barrier(); // time the same step on every rank
@@ -181,42 +222,14 @@ int runBench(const TrainingConfig &config, int warmupSteps, int steps, bool nois
             continue;
         const auto end = Clock::now();
         const auto lastGradientAt = Clock::time_point(Clock::duration(lastGradient.load()));
-        seconds.push_back(std::chrono::duration<double>(end - start).count());
-        forward.push_back(std::chrono::duration<double>(forwardEnd - start).count());
-        backward.push_back(std::chrono::duration<double>(lastGradientAt - forwardEnd).count());
-        gradientWait.push_back(std::chrono::duration<double>(backwardEnd - lastGradientAt).count());
-        optimizerStep.push_back(std::chrono::duration<double>(end - backwardEnd).count());
+        times.seconds.push_back(std::chrono::duration<double>(end - start).count());
+        times.forward.push_back(std::chrono::duration<double>(forwardEnd - start).count());
+        times.backward.push_back(std::chrono::duration<double>(lastGradientAt - forwardEnd).count());
+        times.gradientWait.push_back(std::chrono::duration<double>(backwardEnd - lastGradientAt).count());
+        times.optimizerStep.push_back(std::chrono::duration<double>(end - backwardEnd).count());
     }
-    // Medians as Python's statistics.median takes them (the peer's): the mean of the
-    // middle two of an even count.
-    const auto median = [](std::vector<double> values) {
-        std::sort(values.begin(), values.end());
-        const std::size_t middle = values.size() / 2;
-        return values.size() % 2 == 1 ? values[middle] : (values[middle - 1] + values[middle]) / 2.0;
-    };
-    const double step = median(seconds);
-    if (config.rank == 0) {
-        BenchReport report { .imagesPerSecond = double(config.batchSize) * config.worldSize / step,
-            .medianStepSeconds = step,
-            .batchSize = config.batchSize,
-            .threads = threads,
-            .worldSize = config.worldSize,
-            .precision = config.precision,
-            .channelsLast = config.channelsLast,
-            .device = device.str(),
-            .steps = steps,
-            .medianForwardSeconds = std::nullopt,
-            .medianBackwardSeconds = std::nullopt,
-            .medianGradientWaitSeconds = std::nullopt,
-            .medianOptimizerSeconds = std::nullopt };
-        if (!device.is_cuda()) {
-            report.medianForwardSeconds = median(forward);
-            report.medianBackwardSeconds = median(backward);
-            report.medianGradientWaitSeconds = median(gradientWait);
-            report.medianOptimizerSeconds = median(optimizerStep);
-        }
-        events.bench(report);
-    }
+    if (config.rank == 0)
+        events.bench(benchReport(config, times, threads, device, steps));
     return worker::kExitFinished;
 }
 
@@ -266,6 +279,57 @@ common::Status validate(const LrFindOptions &o)
     return common::Status::success();
 }
 
+namespace {
+
+// A range test's sweep: each lr tried and the smoothed loss after it.
+struct LrSweep {
+    std::vector<double> lrs, smoothed;
+    double bestSmoothed = std::numeric_limits<double>::infinity();
+    double bestLr = 0;
+    bool stoppedEarly = false;
+    int step = 0;
+};
+
+// The suggestion a sweep makes, and whether it can make one.
+void reportLrFound(const LrSweep &sweep, int batchSize, EventWriter &events)
+{
+    const auto &[lrs, smoothed, bestSmoothed, bestLr, stoppedEarly, step] = sweep;
+    // Steepest descent of the smoothed loss against log(lr), over the part before its minimum
+    // and after the first tenth (where the average is still settling). Reported, not used:
+    // on a noisy start it is the least stable number of the test.
+    double steepest = 0, steepestLr = bestLr;
+    for (std::size_t i = std::max<std::size_t>(1, lrs.size() / 10); i < lrs.size() && lrs[i] <= bestLr; ++i) {
+        const double slope = (smoothed[i] - smoothed[i - 1]) / (std::log(lrs[i]) - std::log(lrs[i - 1]));
+        if (slope < steepest) {
+            steepest = slope;
+            steepestLr = lrs[i];
+        }
+    }
+    const double suggested = bestLr / 10;
+    // A test whose loss never clearly fell cannot tell a good lr from a bad one: its
+    // minimum is noise. Said so, so that nobody takes the number for a finding.
+    const double start = smoothed[std::min(smoothed.size() - 1, smoothed.size() / 10)];
+    const bool conclusive = bestSmoothed < 0.95 * start;
+    const std::string note = conclusive
+        ? std::string()
+        : "the smoothed loss hardly fell (" + EventWriter::number(std::round(start * 1000) / 1000)
+            + " -> lowest " + EventWriter::number(std::round(bestSmoothed * 1000) / 1000)
+            + "), so the test cannot tell: keep the default learning rate, or run more steps or a larger "
+              "batch";
+    events.lrFound({ .suggestedLr = suggested,
+        .minLossLr = bestLr,
+        .minSmoothedLoss = bestSmoothed,
+        .steepestLr = steepestLr,
+        .steps = int(step),
+        .stoppedEarly = stoppedEarly,
+        .conclusive = conclusive,
+        .note = note,
+        .batchSize = batchSize,
+        .rule = "the lr at the lowest smoothed loss / 10 (Smith 2017; fast.ai)" });
+}
+
+} // namespace
+
 int runLrFind(const TrainingConfig &config, const LrFindOptions &options, EventWriter &events)
 {
     const auto fail = [&](const std::string &message) {
@@ -297,10 +361,10 @@ int runLrFind(const TrainingConfig &config, const LrFindOptions &options, EventW
     const bool bf16 = config.precision == "bf16";
 
     constexpr double kBeta = 0.98; // smoothing of the loss, with bias correction
-    double average = 0, bestSmoothed = std::numeric_limits<double>::infinity(), bestLr = options.minLr;
-    std::vector<double> lrs, smoothed;
-    bool stoppedEarly = false;
-    int step = 0;
+    double average = 0;
+    LrSweep sweep;
+    sweep.bestLr = options.minLr;
+    auto &[lrs, smoothed, bestSmoothed, bestLr, stoppedEarly, step] = sweep;
     for (int epoch = 1; step < options.steps && !stoppedEarly; ++epoch) {
         BatchProducer batches(*train, normalization,
             shardForEpoch(std::int64_t(train->size()), config.seed, epoch, 0, 1), config.batchSize,
@@ -348,38 +412,7 @@ int runLrFind(const TrainingConfig &config, const LrFindOptions &options, EventW
         return fail("the range test diverged within " + std::to_string(step)
             + " steps: lower --min-lr (the loss was not finite already at "
             + EventWriter::number(options.minLr) + ")");
-    // Steepest descent of the smoothed loss against log(lr), over the part before its minimum
-    // and after the first tenth (where the average is still settling). Reported, not used:
-    // on a noisy start it is the least stable number of the test.
-    double steepest = 0, steepestLr = bestLr;
-    for (std::size_t i = std::max<std::size_t>(1, lrs.size() / 10); i < lrs.size() && lrs[i] <= bestLr; ++i) {
-        const double slope = (smoothed[i] - smoothed[i - 1]) / (std::log(lrs[i]) - std::log(lrs[i - 1]));
-        if (slope < steepest) {
-            steepest = slope;
-            steepestLr = lrs[i];
-        }
-    }
-    const double suggested = bestLr / 10;
-    // A test whose loss never clearly fell cannot tell a good lr from a bad one: its
-    // minimum is noise. Said so, so that nobody takes the number for a finding.
-    const double start = smoothed[std::min(smoothed.size() - 1, smoothed.size() / 10)];
-    const bool conclusive = bestSmoothed < 0.95 * start;
-    const std::string note = conclusive
-        ? std::string()
-        : "the smoothed loss hardly fell (" + EventWriter::number(std::round(start * 1000) / 1000)
-            + " -> lowest " + EventWriter::number(std::round(bestSmoothed * 1000) / 1000)
-            + "), so the test cannot tell: keep the default learning rate, or run more steps or a larger "
-              "batch";
-    events.lrFound({ .suggestedLr = suggested,
-        .minLossLr = bestLr,
-        .minSmoothedLoss = bestSmoothed,
-        .steepestLr = steepestLr,
-        .steps = int(step),
-        .stoppedEarly = stoppedEarly,
-        .conclusive = conclusive,
-        .note = note,
-        .batchSize = config.batchSize,
-        .rule = "the lr at the lowest smoothed loss / 10 (Smith 2017; fast.ai)" });
+    reportLrFound(sweep, config.batchSize, events);
     return worker::kExitFinished;
 }
 
