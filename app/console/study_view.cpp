@@ -58,7 +58,7 @@ StudyView::StudyView(QWidget *parent)
 
 StudyView::~StudyView()
 {
-    m_host.shutDown(); // before the journal it writes through, and the widgets, go
+    m_host.shutDown(); // before the journal whose file it writes, and the widgets, go
 }
 
 void StudyView::buildUi()

@@ -129,7 +129,7 @@ private:
     void showRunMenu(const QPoint &position);
 
     core::Journal m_journal; // the GUI thread's connection
-    StudyRunnerHost m_host; // the runner of the open study, on its thread; uses m_journal
+    StudyRunnerHost m_host; // the runner of the open study, on its thread; opens m_journal's file
     QList<core::AgentEndpoint> m_agents;
     QMap<QString, v1::DescribeResponse> m_inventories; // by agent name
     QString m_studyId;
