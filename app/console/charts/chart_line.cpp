@@ -35,7 +35,7 @@ QLegendMarker *markerOf(QChart *chart, QAbstractSeries *series)
 
 QList<QPointF> Trace::points() const
 {
-    QList<QPointF> all = body->points();
+    QList<QPointF> all = layered ? painted : body->points();
     // After a body, the tail opens with the last sample before its columns, which lies in
     // the body's last column: drawn there already.
     all.append(all.isEmpty() ? tail->points() : tail->points().mid(1));
@@ -53,6 +53,8 @@ ChartLine::ChartLine(QChart *chart, QAbstractAxis *x, QAbstractAxis *y, const QS
         trace->body = new QLineSeries;
         trace->tail = new QLineSeries;
     }
+    // Few points, each marked: Qt Charts draws those, markers and all.
+    raw.layered = line.layered = !style.markers;
     line.body->setName(label);
     line.body->setObjectName(id);
     for (auto *drawn : series()) { // raw lines first: drawn behind the smoothed ones
@@ -64,20 +66,29 @@ ChartLine::ChartLine(QChart *chart, QAbstractAxis *x, QAbstractAxis *y, const QS
     }
 }
 
-void ChartLine::draw(
+bool ChartLine::draw(
     XAxis axis, double x0, double x1, int pixels, double smoothing, bool log, const StagePoints &stage)
 {
     const bool smoothed = style.smoothable && smoothing > 0;
     const DrawKey key { axis, x0, x1, pixels, smoothed ? smoothing : 0.0, log, visible };
     const bool regrid = key != drawnFor;
     if (!regrid && data.size() == drawnSamples)
-        return;
+        return false;
+    bool bodiesChanged = false;
+    auto place = [&](Trace &trace, bool body, QList<QPointF> points) {
+        if (!body || !trace.layered) {
+            stage(body ? trace.body : trace.tail, std::move(points));
+        } else if (points != trace.painted) {
+            trace.painted = std::move(points);
+            bodiesChanged = true;
+        }
+    };
     const bool drawable = visible && data.hasAxis(axis);
     // Columns left of the newest sample's are complete: samples only append. One more
     // stays in the tail, against rounding at the boundary.
     const int complete
         = drawable ? std::max(0, core::pixelColumn(data.column(axis).back(), x0, x1, pixels) - 1) : 0;
-    auto drawColumns = [&](int first, int last, YExtent &extent, QLineSeries *shown, QLineSeries *rawLine) {
+    auto drawColumns = [&](int first, int last, YExtent &extent, bool body) {
         extent = {};
         QList<QPointF> shownPoints, rawPoints;
         if (drawable) {
@@ -90,16 +101,17 @@ void ChartLine::draw(
                 extent.add(*points, x0, x1);
             }
         }
-        stage(shown, std::move(shownPoints));
-        stage(rawLine, std::move(rawPoints));
+        place(line, body, std::move(shownPoints));
+        place(raw, body, std::move(rawPoints));
     };
     if (regrid || complete < split || complete - split > kTailColumns) {
         split = complete;
-        drawColumns(0, split, bodyExtent, line.body, raw.body);
+        drawColumns(0, split, bodyExtent, true);
     }
-    drawColumns(split, pixels, tailExtent, line.tail, raw.tail);
+    drawColumns(split, pixels, tailExtent, false);
     drawnFor = key;
     drawnSamples = data.size();
+    return bodiesChanged;
 }
 
 void ChartLine::applyStyle(bool dense, const QColor &base)

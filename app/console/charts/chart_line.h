@@ -62,10 +62,14 @@ struct DrawKey {
     bool operator==(const DrawKey &) const = default;
 };
 
-// One drawn line: finished columns and the live tail, same pen.
+// One drawn line: finished columns and the live tail, same pen. The finished columns of a
+// line without markers are painted by the chart's LineBodies (`painted`, in plot
+// coordinates); the body series then stays empty and carries the legend entry and pen.
 struct Trace {
     QLineSeries *body = nullptr; // owns the legend entry
     QLineSeries *tail = nullptr;
+    bool layered = true; // the body's points are `painted` by LineBodies, not in `body`
+    QList<QPointF> painted;
     QList<QPointF> points() const;
 };
 
@@ -86,7 +90,8 @@ struct ChartLine {
     // appended): the tail only while the grid holds and the tail stays short, else the
     // bodies too; bodyExtent and tailExtent then hold what each draws inside [x0, x1].
     // `smoothing` is the chart's weight: a line that is not smoothable is drawn raw.
-    void draw(
+    // True when a body LineBodies paints changed (it is to be painted again).
+    [[nodiscard]] bool draw(
         XAxis axis, double x0, double x1, int pixels, double smoothing, bool log, const StagePoints &stage);
     // Pens: thin (`dense`), or bolder with markers; the raw line mixed with `base`, the background.
     void applyStyle(bool dense, const QColor &base);
