@@ -161,7 +161,8 @@ private Q_SLOTS:
         app::StudyCharts charts;
         charts.resize(900, 600);
         charts.show();
-        charts.update(snapshot, core::StudyResults {}, journal);
+        charts.update(snapshot, core::StudyResults {},
+            app::StudyCharts::newEvents(journal, snapshot, charts.feedPositions()));
         const app::RunLines mean { app::StudyCharts::repeatsPrefix(snapshot.runs[0].config.key()) };
         MetricChart *loss = charts.lossChart();
         QVERIFY(charts.groupRepeatsBox()->isEnabled());
@@ -188,7 +189,8 @@ private Q_SLOTS:
         QTRY_VERIFY(!loss->bandPath(mean.loss()).isEmpty());
         // A run the user hid from the legend stays hidden when the charts update.
         loss->setSeriesVisible(r03, false);
-        charts.update(snapshot, core::StudyResults {}, journal);
+        charts.update(snapshot, core::StudyResults {},
+            app::StudyCharts::newEvents(journal, snapshot, charts.feedPositions()));
         QVERIFY(!loss->isSeriesVisible(r03));
         loss->setSeriesVisible(r03, true);
         QCOMPARE(loss->pointCount(mean.loss()), 10u); // drawn again the same
@@ -266,8 +268,11 @@ private Q_SLOTS:
         app::StudyCharts charts;
         charts.resize(1000, 600);
         charts.show();
-        charts.update(snapshot, core::StudyResults {}, journal);
-        charts.update(snapshot, core::StudyResults {}, journal); // nothing new: marked once
+        charts.update(snapshot, core::StudyResults {},
+            app::StudyCharts::newEvents(journal, snapshot, charts.feedPositions()));
+        charts.update(snapshot, core::StudyResults {},
+            app::StudyCharts::newEvents(
+                journal, snapshot, charts.feedPositions())); // nothing new: marked once
         const QList<std::pair<double, QString>> byStep { { 10, QStringLiteral("→ 1 worker") },
             { 20, QStringLiteral("→ 2 workers") } };
         // Every chart over time (not speedup and efficiency, which are against workers).

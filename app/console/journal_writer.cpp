@@ -4,47 +4,17 @@ namespace scalelab::app {
 
 JournalWriter::JournalWriter(QObject *parent)
     : QObject(parent)
-{
-    m_thread.setObjectName(QStringLiteral("journal-writer"));
-    m_worker = new QObject;
-    m_worker->moveToThread(&m_thread);
-    m_thread.start();
-    QMetaObject::invokeMethod(
-        m_worker, [this] { m_journal = new core::Journal; }, Qt::BlockingQueuedConnection);
-}
-
-JournalWriter::~JournalWriter()
-{
-    // Queued writes run first: the connection is closed after them, on its thread.
-    QMetaObject::invokeMethod(
-        m_worker,
-        [this] {
-            delete m_journal;
-            m_journal = nullptr;
-            delete m_worker;
-        },
-        Qt::BlockingQueuedConnection);
-    m_thread.quit();
-    m_thread.wait();
-}
-
-core::Status JournalWriter::open(const QString &path)
-{
-    core::Status opened = core::Status::success();
-    QMetaObject::invokeMethod(
-        m_worker, [this, &opened, path] { opened = m_journal->open(path); }, Qt::BlockingQueuedConnection);
-    m_open = opened.ok();
-    return opened;
-}
+    , m_connection(QStringLiteral("journal-writer"))
+{ }
 
 template <typename Write> void JournalWriter::queue(Write write)
 {
-    if (!m_open)
+    if (!isOpen())
         return;
-    QMetaObject::invokeMethod(m_worker, [this, write = std::move(write)] {
+    m_connection.post([this, write = std::move(write)](core::Journal &journal) {
         m_lastWriteThread = QThread::currentThread();
         ++m_writes;
-        if (const core::Status written = write(*m_journal); !written)
+        if (const core::Status written = write(journal); !written)
             QMetaObject::invokeMethod(this, [this, e = written.error()] { Q_EMIT failed(e); });
     });
 }
@@ -77,9 +47,8 @@ void JournalWriter::appendRunEvents(
 
 void JournalWriter::flush()
 {
-    if (m_open)
-        QMetaObject::invokeMethod(
-            m_worker, [] {}, Qt::BlockingQueuedConnection);
+    if (isOpen())
+        m_connection.wait();
 }
 
 } // namespace scalelab::app

@@ -12,11 +12,9 @@
 // destructor commits what is queued, closes the connection and ends the thread.
 #pragma once
 
-#include "core_status.h"
-#include "journal.h"
+#include "journal_thread.h"
 
 #include <QObject>
-#include <QThread>
 
 #include <atomic>
 #include <vector>
@@ -27,11 +25,10 @@ class JournalWriter : public QObject {
     Q_OBJECT
 public:
     explicit JournalWriter(QObject *parent = nullptr);
-    ~JournalWriter() override;
 
     // Opens `path` on the worker thread; waits for the answer (once, at start-up).
-    core::Status open(const QString &path);
-    bool isOpen() const { return m_open; }
+    core::Status open(const QString &path) { return m_connection.open(path); }
+    bool isOpen() const { return m_connection.isOpen(); }
 
     // Queued; a failure comes back as `failed`.
     void recordSingleRun(const core::SingleRunEntry &entry);
@@ -43,7 +40,7 @@ public:
     void flush();
 
     // The thread the writes ran on, and how many ran (tests check it is not the GUI thread).
-    QThread *workerThread() { return &m_thread; }
+    QThread *workerThread() { return m_connection.thread(); }
     QThread *lastWriteThread() const { return m_lastWriteThread.load(); }
     int writes() const { return m_writes.load(); }
 
@@ -54,12 +51,10 @@ private:
     // Runs `write` on the worker thread against its journal; reports a failure.
     template <typename Write> void queue(Write write);
 
-    QThread m_thread;
-    QObject *m_worker = nullptr; // lives on m_thread, deleted there
-    core::Journal *m_journal = nullptr; // made, used and destroyed on m_thread
-    bool m_open = false;
     std::atomic<QThread *> m_lastWriteThread = nullptr;
     std::atomic<int> m_writes = 0;
+    // Last: its destructor runs what is queued, which counts in the members above.
+    JournalThread m_connection;
 };
 
 } // namespace scalelab::app
