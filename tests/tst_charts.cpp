@@ -56,6 +56,23 @@ QList<double> ys(const QList<QPointF> &points)
     return out;
 }
 
+// A frame: the redraw, then the view painted now, the whole of it.
+void paintFrame(MetricChart &chart)
+{
+    chart.redraw();
+    QCoreApplication::sendPostedEvents();
+    chart.view()->viewport()->repaint();
+}
+
+// Frames until the plot keeps its width (the y axis' labels take theirs from it).
+void settle(MetricChart &chart)
+{
+    for (qreal width = -1; width != chart.chart()->plotArea().width();) {
+        width = chart.chart()->plotArea().width();
+        paintFrame(chart);
+    }
+}
+
 // Points by x, then y: what a line draws, whatever the order within a pixel column.
 QList<QPair<double, double>> sorted(const QList<QPointF> &points)
 {
@@ -297,17 +314,8 @@ private Q_SLOTS:
         chart.addSeries(QStringLiteral("a"), QStringLiteral("run a"));
         const auto points = lossCurve(20'000);
         chart.append(QStringLiteral("a"), std::vector<MetricPoint>(points.begin(), points.end() - 100));
-        // A frame: the redraw, then the view painted now, the whole of it.
-        const auto frame = [&] {
-            chart.redraw();
-            QCoreApplication::sendPostedEvents();
-            chart.view()->viewport()->repaint();
-        };
-        // Until the plot keeps its width (the y axis' labels take theirs from it).
-        for (qreal width = -1; width != chart.chart()->plotArea().width();) {
-            width = chart.chart()->plotArea().width();
-            frame();
-        }
+        const auto frame = [&] { paintFrame(chart); };
+        settle(chart);
         // The finished columns are the body's, painted by the chart's LineBodies: its series
         // holds none, Qt Charts strokes none of them.
         QVERIFY(chart.line(QStringLiteral("a"))->points().isEmpty());
@@ -333,6 +341,39 @@ private Q_SLOTS:
         chart.setSmoothing(0.5);
         frame();
         QCOMPARE(chart.bodies()->paints(), paints + 1);
+    }
+
+    void aGrownAxisReducesOneLineAFrame()
+    {
+        MetricChart chart(QStringLiteral("Loss"), QStringLiteral("loss"));
+        chart.resize(900, 500);
+        chart.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&chart));
+        const QStringList ids { QStringLiteral("a"), QStringLiteral("b"), QStringLiteral("c") };
+        std::vector<std::vector<MetricPoint>> curves;
+        for (int r = 0; r < ids.size(); ++r) {
+            curves.push_back(lossCurve(40'000, unsigned(r + 1)));
+            chart.addSeries(ids[r], ids[r]);
+            chart.append(ids[r], std::vector<MetricPoint>(curves[r].begin(), curves[r].begin() + 20'000));
+        }
+        settle(chart);
+        const int pixels = int(chart.chart()->plotArea().width());
+        const auto *x = static_cast<QValueAxis *>(chart.xAxisItem());
+        const auto onTheGrid = [&](const QString &id) {
+            return sorted(chart.drawnPoints(id))
+                == sorted(chart.data(id)->downsample(XAxis::Step, x->min(), x->max(), pixels, false));
+        };
+        // One run goes on: the x axis grows. Its frame reduces one line to the new grid; the
+        // others keep their points, drawn where they lie, until a frame of their own.
+        chart.append(ids[0], std::vector<MetricPoint>(curves[0].begin() + 20'000, curves[0].end()));
+        chart.redraw();
+        QVERIFY(x->max() >= 40'000);
+        int reduced = 0;
+        for (const QString &id : ids)
+            reduced += onTheGrid(id) ? 1 : 0;
+        QCOMPARE(reduced, 1);
+        // The frames after it (no new samples needed) reduce the others, one each.
+        QTRY_VERIFY_WITH_TIMEOUT(onTheGrid(ids[0]) && onTheGrid(ids[1]) && onTheGrid(ids[2]), 30'000);
     }
 
     void wholeSeriesDownsampleStillKeepsSpikes()

@@ -66,14 +66,17 @@ ChartLine::ChartLine(QChart *chart, QAbstractAxis *x, QAbstractAxis *y, const QS
     }
 }
 
-bool ChartLine::draw(
-    XAxis axis, double x0, double x1, int pixels, double smoothing, bool log, const StagePoints &stage)
+bool ChartLine::draw(XAxis axis, double x0, double x1, int pixels, double smoothing, bool log,
+    const StagePoints &stage, bool &reduceBudget)
 {
     const bool smoothed = style.smoothable && smoothing > 0;
     const DrawKey key { axis, x0, x1, pixels, smoothed ? smoothing : 0.0, log, visible };
     const bool regrid = key != drawnFor;
-    if (!regrid && data.size() == drawnSamples)
+    if (!regrid && data.size() == drawnSamples && !(stale && reduceBudget))
         return false;
+    DrawKey narrower = key;
+    narrower.x1 = drawnFor.x1;
+    const bool grown = regrid && narrower == drawnFor && x1 > drawnFor.x1 && raw.layered && line.layered;
     bool bodiesChanged = false;
     auto place = [&](Trace &trace, bool body, QList<QPointF> points) {
         if (!body || !trace.layered) {
@@ -104,8 +107,20 @@ bool ChartLine::draw(
         place(line, body, std::move(shownPoints));
         place(raw, body, std::move(rawPoints));
     };
-    if (regrid || complete < split || complete - split > kTailColumns) {
+    // Where the bodies end on the new grid: the tail starts in that column (a kept body).
+    const int keptSplit = grown && drawnFor.pixels > 0
+        ? std::min(core::pixelColumn(
+                       drawnFor.x0 + (drawnFor.x1 - drawnFor.x0) * split / drawnFor.pixels, x0, x1, pixels),
+            complete)
+        : split;
+    if ((grown || stale) && !reduceBudget && drawable && complete - keptSplit <= kTailColumns) {
+        split = keptSplit; // keep the bodies
+        stale = true;
+    } else if (regrid || stale || complete < split || complete - split > kTailColumns) {
+        if (grown || stale)
+            reduceBudget = false;
         split = complete;
+        stale = false;
         drawColumns(0, split, bodyExtent, true);
     }
     drawColumns(split, pixels, tailExtent, false);

@@ -91,8 +91,12 @@ struct ChartLine {
     // bodies too; bodyExtent and tailExtent then hold what each draws inside [x0, x1].
     // `smoothing` is the chart's weight: a line that is not smoothable is drawn raw.
     // True when a body LineBodies paints changed (it is to be painted again).
-    [[nodiscard]] bool draw(
-        XAxis axis, double x0, double x1, int pixels, double smoothing, bool log, const StagePoints &stage);
+    // `reduceBudget`: whether this draw may reduce bodies it could keep. When only the x
+    // axis grew, the bodies' points (data coordinates, drawn where they lie) stay correct,
+    // only denser than the new grid asks: without the budget a line keeps them, `stale`,
+    // and its tail starts where they end; with it, it reduces them again and spends it.
+    [[nodiscard]] bool draw(XAxis axis, double x0, double x1, int pixels, double smoothing, bool log,
+        const StagePoints &stage, bool &reduceBudget);
     // Pens: thin (`dense`), or bolder with markers; the raw line mixed with `base`, the background.
     void applyStyle(bool dense, const QColor &base);
     // The legend entry shown unless `inLegend` is false, dimmed while hidden; labels in `text`.
@@ -108,6 +112,7 @@ struct ChartLine {
     DrawKey drawnFor;
     std::size_t drawnSamples = static_cast<std::size_t>(-1);
     int split = 0; // columns [0, split) are drawn by the bodies, the rest by the tails
+    bool stale = false; // the bodies are of an earlier, narrower grid (see draw())
     YExtent bodyExtent, tailExtent; // what each draws: the y range holds both
     bool visible = true;
     bool inLegend = true; // a hidden line keeps its (dimmed) legend entry unless told not to

@@ -517,8 +517,14 @@ void MetricChart::redraw()
     };
     YExtent all;
     bool bodies = false; // a body LineBodies paints changed
+    // When the x axis grows, one line a frame reduces its bodies to the new grid; the
+    // others keep theirs (correct, only denser) until their frame: a frame re-reduces ~2
+    // traces of a million samples, not 16.
+    bool reduceBudget = true;
+    bool stale = false;
     for (auto &e : m_entries) {
-        bodies = e->draw(m_xAxis, x0, x1, pixels, m_smoothing, m_logScale, stage) || bodies;
+        bodies = e->draw(m_xAxis, x0, x1, pixels, m_smoothing, m_logScale, stage, reduceBudget) || bodies;
+        stale = stale || e->stale;
         all.merge(e->bodyExtent);
         all.merge(e->tailExtent);
     }
@@ -565,6 +571,8 @@ void MetricChart::redraw()
         m_bodies->invalidate();
     placeVerticalMarkers(); // the y range may have moved under the range bars
     placeBands();
+    if (stale)
+        scheduleRedraw(); // the next line's bodies, without waiting for samples
     Q_EMIT redrawn();
 }
 
