@@ -1,12 +1,15 @@
 // scalelab-bench-console: how smooth the console's live charts stay under load.
 //
 // A MetricChart with several runs overlaid is fed synthetic step events (loss by step,
-// epoch and time) from a background thread through ChartFeed, exactly as the console's
-// gRPC side would. It reports, measured here and now:
+// epoch and time) through ChartFeed, as the console's Run tab feeds its charts (there
+// from the GUI thread, run_plot.h; here from a producer thread, so the feed's locking is
+// measured too). It reports, measured here and now:
 //   fill    the events/s the GUI thread absorbs while a producer posts as fast as it can
 //           (until every series holds --points samples);
 //   steady  with --points samples per series, a producer offering --rate events/s for
-//           --seconds: events/s absorbed, frame times and the longest UI-thread stall;
+//           --seconds to the first 1, 4, then all runs (--live-runs): events/s absorbed,
+//           frame times and the longest UI-thread stall;
+//   interactions  the x axis to epochs, the log scale, a new smoothing weight: one frame each;
 //   side by side  the same chart, frame by frame on one thread, against the naive Qt
 //           Charts approach (every point appended to a QLineSeries, no downsampling),
 //           at sizes the naive chart can still draw, as ratios.
@@ -364,9 +367,9 @@ int main(int argc, char **argv)
         { QStringLiteral("peer-frames"), QStringLiteral("Frames per side and size."), QStringLiteral("n"),
             QStringLiteral("30") },
         { QStringLiteral("live-runs"),
-            QStringLiteral("Runs receiving events in each steady phase, e.g. 1,4: one live run beside three "
-                           "finished ones, then all four live."),
-            QStringLiteral("list"), QStringLiteral("1,4") },
+            QStringLiteral("Runs receiving events in each steady phase, e.g. 1,4,8: one live run beside the "
+                           "finished ones, then four, then eight (at most --runs)."),
+            QStringLiteral("list"), QStringLiteral("1,4,8") },
         { QStringLiteral("png"), QStringLiteral("Save the live chart as PNG at the end."),
             QStringLiteral("file") },
     });
@@ -418,6 +421,8 @@ int main(int argc, char **argv)
     std::vector<std::pair<int, LivePhase>> steadies;
     for (const QString &text : parser.value(QStringLiteral("live-runs")).split(QLatin1Char(','))) {
         const int liveRuns = std::clamp(text.toInt(), 1, runs);
+        if (!steadies.empty() && steadies.back().first == liveRuns)
+            continue; // 8 with --runs 4: the phase of all four is done
         const std::vector<ChartFeed::Channel> liveChannels(channels.begin(), channels.begin() + liveRuns);
         const std::size_t before = chart.pointCount(QStringLiteral("run0"));
         const LivePhase steady = feedLive(
@@ -485,14 +490,15 @@ int main(int argc, char **argv)
             r.naive.worst(), r.naive.samples.size(), r.naive.median() / r.ours.median());
     }
 
-    std::printf("\ngoals: median frame < 16 ms, worst frame < 50 ms, >= 50,000 events/s absorbed with no UI "
-                "stall > 50 ms\n");
+    std::printf("\ngoals (issue 56): median frame < 16 ms, worst frame < 33 ms, >= 50,000 events/s absorbed "
+                "with no UI stall > 50 ms; an interaction < 100 ms\n");
     for (const auto &[liveRuns, steady] : steadies) {
         const bool rateOk = double(steady.absorbed) / steady.seconds >= 0.98 * std::min(rate, 50'000.0)
             && steady.longestStall <= 50 && steady.backlog == 0;
         std::printf("  %d live run(s): median %s, worst %s, events/s %s\n", liveRuns,
-            steady.frames.median() < 16 ? "met" : "MISSED", steady.frames.worst() < 50 ? "met" : "MISSED",
+            steady.frames.median() < 16 ? "met" : "MISSED", steady.frames.worst() < 33 ? "met" : "MISSED",
             rateOk ? "met" : "MISSED");
     }
+    std::printf("  interactions: %s\n", std::max({ toEpoch, toLog, resmooth }) < 100 ? "met" : "MISSED");
     return 0;
 }

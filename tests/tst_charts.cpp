@@ -1,12 +1,8 @@
 // The live charts: what is drawn for smoothing, log scale and x-axis modes, per-pixel
-// downsampling, hover read-outs, legend toggles, export, and the cross-thread feed.
-#include "chart_feed.h"
+// downsampling, hover read-outs, legend toggles and export (what runs feed them: tst_run_charts).
 #include "downsample.h"
-#include "journal.h"
+#include "line_bodies.h"
 #include "metric_chart.h"
-#include "run_plot.h"
-#include "study_charts.h"
-#include "study_results.h"
 #include "verify_ok.h"
 
 #include <QAbstractAxis>
@@ -15,13 +11,11 @@
 #include <QChartView>
 #include <QCheckBox>
 #include <QFile>
-#include <QGraphicsPathItem>
 #include <QImage>
 #include <QLegend>
 #include <QLegendMarker>
 #include <QLineSeries>
 #include <QPen>
-#include <QSignalSpy>
 #include <QSvgRenderer>
 #include <QTabWidget>
 #include <QTemporaryDir>
@@ -31,7 +25,6 @@
 #include <algorithm>
 #include <cmath>
 #include <random>
-#include <thread>
 #include <tuple>
 
 using namespace scalelab;
@@ -61,6 +54,23 @@ QList<double> ys(const QList<QPointF> &points)
     for (const QPointF &p : points)
         out << p.y();
     return out;
+}
+
+// A frame: the redraw, then the view painted now, the whole of it.
+void paintFrame(MetricChart &chart)
+{
+    chart.redraw();
+    QCoreApplication::sendPostedEvents();
+    chart.view()->viewport()->repaint();
+}
+
+// Frames until the plot keeps its width (the y axis' labels take theirs from it).
+void settle(MetricChart &chart)
+{
+    for (qreal width = -1; width != chart.chart()->plotArea().width();) {
+        width = chart.chart()->plotArea().width();
+        paintFrame(chart);
+    }
 }
 
 // Points by x, then y: what a line draws, whatever the order within a pixel column.
@@ -163,6 +173,36 @@ private Q_SLOTS:
             QCOMPARE(values[e.min], *lo);
             QCOMPARE(values[e.max], *hi);
             QVERIFY(e.min >= a && e.min < b && e.max >= a && e.max < b);
+        }
+    }
+
+    // rebuild() makes the index append() makes, afresh or over storage of the same size
+    // (a new smoothing weight), and over another size.
+    void rebuiltIndexIsTheAppendedOne()
+    {
+        std::mt19937 rng(11);
+        std::uniform_real_distribution<double> value(-1, 1);
+        core::MinMaxIndex rebuilt;
+        for (const std::size_t n :
+            { std::size_t(5003), std::size_t(5003), std::size_t(777), std::size_t(1) }) {
+            core::MinMaxIndex appended;
+            std::vector<double> values(n);
+            for (double &v : values) {
+                v = std::round(value(rng) * 8); // ties too
+                appended.append(v);
+            }
+            std::size_t next = 0;
+            rebuilt.rebuild(n, [&] { return values[next++]; });
+            QCOMPARE(rebuilt.size(), n);
+            for (std::size_t a = 0; a < n; a += 1 + a / 3)
+                for (const std::size_t b : { a + 1, (a + n) / 2 + 1, n }) {
+                    QCOMPARE(rebuilt.extremes(a, b).min, appended.extremes(a, b).min);
+                    QCOMPARE(rebuilt.extremes(a, b).max, appended.extremes(a, b).max);
+                }
+            rebuilt.append(0.5); // and it grows on as an appended one does
+            appended.append(0.5);
+            QCOMPARE(rebuilt.extremes(0, n + 1).max, appended.extremes(0, n + 1).max);
+            rebuilt.rebuild(n, [&, i = std::size_t(0)]() mutable { return values[i++]; });
         }
     }
 
@@ -274,25 +314,66 @@ private Q_SLOTS:
         chart.addSeries(QStringLiteral("a"), QStringLiteral("run a"));
         const auto points = lossCurve(20'000);
         chart.append(QStringLiteral("a"), std::vector<MetricPoint>(points.begin(), points.end() - 100));
-        chart.redraw();
-        const QList<QPointF> bodyBefore = chart.line(QStringLiteral("a"))->points();
-        QVERIFY(bodyBefore.size() > 500); // the finished columns are in the body
-        int bodyReplaced = 0;
-        connect(chart.line(QStringLiteral("a")), &QXYSeries::pointsReplaced, [&] { ++bodyReplaced; });
+        const auto frame = [&] { paintFrame(chart); };
+        settle(chart);
+        // The finished columns are the body's, painted by the chart's LineBodies: its series
+        // holds none, Qt Charts strokes none of them.
+        QVERIFY(chart.line(QStringLiteral("a"))->points().isEmpty());
+        QVERIFY(chart.plottedPoints(QStringLiteral("a")).size() > 500);
+        const int paints = chart.bodies()->paints();
+        QVERIFY(paints > 0);
         const auto *x = static_cast<QValueAxis *>(chart.xAxisItem());
         const double x0 = x->min(), x1 = x->max();
         for (auto p = points.end() - 100; p != points.end(); p += 10) {
             chart.append(QStringLiteral("a"), std::vector<MetricPoint>(p, p + 10));
-            chart.redraw();
+            frame();
         }
         QCOMPARE(x->min(), x0); // the axis held still: it grows in steps
         QCOMPARE(x->max(), x1);
-        QCOMPARE(bodyReplaced, 0);
-        QCOMPARE(chart.line(QStringLiteral("a"))->points(), bodyBefore);
+        // Live frames repainted the tail over the bodies' cached pixels: no body painted again.
+        QCOMPARE(chart.bodies()->paints(), paints);
         // What is drawn is still the whole grid's min/max line.
         const int pixels = int(chart.chart()->plotArea().width());
         QCOMPARE(sorted(chart.drawnPoints(QStringLiteral("a"))),
             sorted(chart.data(QStringLiteral("a"))->downsample(XAxis::Step, x0, x1, pixels, false)));
+
+        // A new smoothing weight paints them again.
+        chart.setSmoothing(0.5);
+        frame();
+        QCOMPARE(chart.bodies()->paints(), paints + 1);
+    }
+
+    void aGrownAxisReducesOneLineAFrame()
+    {
+        MetricChart chart(QStringLiteral("Loss"), QStringLiteral("loss"));
+        chart.resize(900, 500);
+        chart.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&chart));
+        const QStringList ids { QStringLiteral("a"), QStringLiteral("b"), QStringLiteral("c") };
+        std::vector<std::vector<MetricPoint>> curves;
+        for (int r = 0; r < ids.size(); ++r) {
+            curves.push_back(lossCurve(40'000, unsigned(r + 1)));
+            chart.addSeries(ids[r], ids[r]);
+            chart.append(ids[r], std::vector<MetricPoint>(curves[r].begin(), curves[r].begin() + 20'000));
+        }
+        settle(chart);
+        const int pixels = int(chart.chart()->plotArea().width());
+        const auto *x = static_cast<QValueAxis *>(chart.xAxisItem());
+        const auto onTheGrid = [&](const QString &id) {
+            return sorted(chart.drawnPoints(id))
+                == sorted(chart.data(id)->downsample(XAxis::Step, x->min(), x->max(), pixels, false));
+        };
+        // One run goes on: the x axis grows. Its frame reduces one line to the new grid; the
+        // others keep their points, drawn where they lie, until a frame of their own.
+        chart.append(ids[0], std::vector<MetricPoint>(curves[0].begin() + 20'000, curves[0].end()));
+        chart.redraw();
+        QVERIFY(x->max() >= 40'000);
+        int reduced = 0;
+        for (const QString &id : ids)
+            reduced += onTheGrid(id) ? 1 : 0;
+        QCOMPARE(reduced, 1);
+        // The frames after it (no new samples needed) reduce the others, one each.
+        QTRY_VERIFY_WITH_TIMEOUT(onTheGrid(ids[0]) && onTheGrid(ids[1]) && onTheGrid(ids[2]), 30'000);
     }
 
     void wholeSeriesDownsampleStillKeepsSpikes()
@@ -357,7 +438,7 @@ private Q_SLOTS:
         QVERIFY(
             qFuzzyCompare(drawn[0], 2.0) && qFuzzyCompare(drawn[1], 0.5) && qFuzzyCompare(drawn[2], 0.01));
         // Drawn at log10(y), labelled at the decades over this long range (0.01 to 2).
-        QCOMPARE(chart.line(QStringLiteral("a"))->points().first().y(), std::log10(2.0));
+        QCOMPARE(chart.plottedPoints(QStringLiteral("a")).first().y(), std::log10(2.0));
         auto *log = static_cast<QCategoryAxis *>(chart.yAxisItem());
         QVERIFY(log->min() < -2 && log->max() > std::log10(2.0));
         QCOMPARE(log->categoriesLabels(),
@@ -539,206 +620,6 @@ private Q_SLOTS:
         QVERIFY(repeatBand({ { &a } }).empty()); // one run has no spread
         const MetricSeries noSteps;
         QVERIFY(repeatBand({ { &a }, { &noSteps } }).empty());
-    }
-
-    // The study charts draw a repeated configuration as its mean with a band, hiding its
-    // runs' own lines, and give them back when "Mean of repeats" is cleared.
-    void studyChartsDrawRepeatsAsMeanAndBand()
-    {
-        QTemporaryDir dir;
-        core::Journal journal;
-        VERIFY_OK(journal.open(dir.filePath(QStringLiteral("journal.sqlite"))));
-        core::StudySnapshot snapshot;
-        const auto addRun = [&](const QString &id, int workers, double lossOffset) {
-            core::RunResult run;
-            run.runId = id;
-            run.config.workers = workers;
-            run.config.epochs = 1;
-            core::AttemptRecord attempt;
-            attempt.agents = { QStringLiteral("a:1") };
-            run.attempts << attempt;
-            snapshot.runs << run;
-            std::vector<v1::RunEvent> events;
-            v1::RunEvent started;
-            started.set_seq(1);
-            started.mutable_started()->set_steps_per_epoch(10);
-            events.push_back(started);
-            for (int step = 1; step <= 10; ++step) {
-                v1::RunEvent e;
-                e.set_seq(step + 1);
-                e.mutable_step()->set_step(step);
-                e.mutable_step()->set_epoch(1);
-                e.mutable_step()->set_loss(2.0 - step * 0.1 + lossOffset);
-                e.mutable_step()->set_elapsed_seconds(step);
-                e.mutable_step()->set_images_per_second(100);
-                events.push_back(e);
-            }
-            VERIFY_OK(journal.appendRunEvents(QStringLiteral("st"), id, 1, QStringLiteral("a:1"), events));
-        };
-        addRun(QStringLiteral("st-r01"), 2, 0.0);
-        addRun(QStringLiteral("st-r02"), 2, 0.2);
-        addRun(QStringLiteral("st-r03"), 4, 0.5);
-        core::RunResult pending; // a third repeat not started yet: it holds nothing back
-        pending.runId = QStringLiteral("st-r04");
-        pending.config = snapshot.runs[0].config;
-        snapshot.runs << pending;
-        app::StudyCharts charts;
-        charts.resize(900, 600);
-        charts.show();
-        charts.update(snapshot, core::StudyResults {}, journal);
-        const app::RunLines mean { app::StudyCharts::repeatsPrefix(snapshot.runs[0].config.key()) };
-        MetricChart *loss = charts.lossChart();
-        QVERIFY(charts.groupRepeatsBox()->isEnabled());
-        QVERIFY(loss->hasSeries(mean.loss()));
-        QCOMPARE(loss->pointCount(mean.loss()), 10u);
-        QCOMPARE(loss->data(mean.loss())->rawValue(0), 2.0 - 0.1 + 0.1); // (1.9 + 2.1) / 2
-        QVERIFY2(loss->line(mean.loss())->name().contains(QLatin1String("mean of 2")),
-            qPrintable(loss->line(mean.loss())->name()));
-        const QString r01
-            = app::RunLines { app::StudyCharts::attemptPrefix(QStringLiteral("st-r01"), 1) }.loss();
-        const QString r03
-            = app::RunLines { app::StudyCharts::attemptPrefix(QStringLiteral("st-r03"), 1) }.loss();
-        QVERIFY(!loss->isSeriesVisible(r01));
-        QVERIFY(loss->isSeriesVisible(r03)); // a single run stands for itself
-        // The legend names the mean, not the runs it stands for.
-        const auto legendShows = [&](const QString &id) {
-            const auto markers = loss->chart()->legend()->markers(loss->line(id));
-            return !markers.isEmpty() && markers.first()->isVisible();
-        };
-        QTRY_VERIFY(legendShows(r03)); // laid out on the event loop
-        QVERIFY(legendShows(mean.loss()));
-        QVERIFY(!legendShows(r01));
-        loss->redraw();
-        QTRY_VERIFY(!loss->bandPath(mean.loss()).isEmpty());
-        // A run the user hid from the legend stays hidden when the charts update.
-        loss->setSeriesVisible(r03, false);
-        charts.update(snapshot, core::StudyResults {}, journal);
-        QVERIFY(!loss->isSeriesVisible(r03));
-        loss->setSeriesVisible(r03, true);
-        QCOMPARE(loss->pointCount(mean.loss()), 10u); // drawn again the same
-        QVERIFY(loss->chart()
-                    ->plotArea()
-                    .adjusted(-1, -1, 1, 1)
-                    .contains(loss->bandPath(mean.loss()).boundingRect()));
-        if (const QString shots = qEnvironmentVariable("SCALELAB_TEST_SCREENSHOT_DIR"); !shots.isEmpty())
-            QVERIFY(loss->grab().save(shots + QStringLiteral("/repeats_band.png"))); // to look at
-        // Cleared: the runs come back, the mean and band go.
-        charts.groupRepeatsBox()->setChecked(false);
-        QVERIFY(!loss->hasSeries(mean.loss()));
-        QVERIFY(loss->bandPath(mean.loss()).isEmpty());
-        QVERIFY(loss->isSeriesVisible(r01));
-        QTRY_VERIFY(legendShows(r01));
-    }
-
-    // An elastic run that shrank and grew back (issue 55): every chart of the study marks,
-    // dashed, where each attempt on another size starts ("→ 1 worker"), on each x axis,
-    // with the reason on hover; the attempt's legend says its size.
-    void studyChartsMarkWhereARunChangedSize()
-    {
-        QTemporaryDir dir;
-        core::Journal journal;
-        VERIFY_OK(journal.open(dir.filePath(QStringLiteral("journal.sqlite"))));
-        core::RunResult run;
-        run.runId = QStringLiteral("st-r02");
-        run.config.workers = 2;
-        run.config.minWorkers = 1;
-        run.config.epochs = 3;
-        const QString shrank = QStringLiteral("shrank from 2 to 1 of 2 workers: a:2 is gone");
-        const QString grew = QStringLiteral("grew from 1 to 2 of 2 workers: capacity returned");
-        // Attempt, its size, why it has it, the epoch it resumed after; 10 steps an epoch, 1 s a step.
-        const std::tuple<int, int, QString, int> attempts[]
-            = { { 1, 2, QString(), 0 }, { 2, 1, shrank, 1 }, { 3, 2, grew, 2 } };
-        for (const auto &[number, world, resize, resumed] : attempts) {
-            core::AttemptRecord attempt;
-            attempt.attempt = number;
-            attempt.agents = { QStringLiteral("a:1") };
-            attempt.worldSize = world;
-            attempt.resize = resize;
-            attempt.resumedFromEpoch = resumed;
-            run.attempts << attempt;
-            std::vector<v1::RunEvent> events;
-            v1::RunEvent started;
-            started.set_seq(1);
-            started.mutable_started()->set_steps_per_epoch(10);
-            started.mutable_started()->set_resumed_from_epoch(resumed);
-            events.push_back(started);
-            for (int step = resumed * 10 + 1; step <= (resumed + 1) * 10; ++step) {
-                v1::RunEvent e;
-                e.set_seq(qint64(events.size()) + 1);
-                auto *s = e.mutable_step();
-                s->set_step(step);
-                s->set_epoch(resumed + 1);
-                s->set_loss(2.0 - step * 0.05);
-                s->set_elapsed_seconds(step - resumed * 10);
-                s->set_images_per_second(world * 100);
-                s->set_learning_rate(0.1);
-                s->set_grad_norm(1);
-                s->set_step_seconds(0.5);
-                events.push_back(e);
-            }
-            v1::RunEvent epoch;
-            epoch.set_seq(qint64(events.size()) + 1);
-            epoch.mutable_epoch()->set_epoch(resumed + 1);
-            epoch.mutable_epoch()->set_test_accuracy(0.3);
-            epoch.mutable_epoch()->set_elapsed_seconds(10);
-            events.push_back(epoch);
-            VERIFY_OK(journal.appendRunEvents(
-                QStringLiteral("st"), run.runId, number, QStringLiteral("a:1"), events));
-        }
-        core::StudySnapshot snapshot;
-        snapshot.runs << run;
-        app::StudyCharts charts;
-        charts.resize(1000, 600);
-        charts.show();
-        charts.update(snapshot, core::StudyResults {}, journal);
-        charts.update(snapshot, core::StudyResults {}, journal); // nothing new: marked once
-        const QList<std::pair<double, QString>> byStep { { 10, QStringLiteral("→ 1 worker") },
-            { 20, QStringLiteral("→ 2 workers") } };
-        // Every chart over time (not speedup and efficiency, which are against workers).
-        QList<MetricChart *> overTime { charts.lossChart(), charts.accuracyChart(),
-            charts.throughputChart() };
-        for (const char *name : { "studyStepTimeChart", "studyLearningRateChart", "studyGradNormChart" })
-            overTime << charts.findChild<MetricChart *>(QLatin1String(name));
-        for (MetricChart *chart : overTime) {
-            QVERIFY(chart);
-            chart->redraw();
-            QTRY_COMPARE(chart->shownVerticalMarkers(), byStep);
-        }
-        // Dashed, unlike an epoch's dotted boundary, and saying why on hover.
-        MetricChart *loss = charts.lossChart();
-        QStringList tips;
-        for (QGraphicsItem *item : loss->chart()->childItems())
-            if (auto *path = dynamic_cast<QGraphicsPathItem *>(item);
-                path && path->pen().style() == Qt::DashLine)
-                tips << path->toolTip();
-        QCOMPARE(tips.size(), 2);
-        QVERIFY2(tips.contains(shrank) && tips.contains(grew), qPrintable(tips.join(u'|')));
-        // By wall-clock: where the attempt before ended (10 s, then 20 s), as the lines continue.
-        loss->setXAxis(XAxis::WallClock);
-        loss->redraw();
-        QTRY_COMPARE(loss->shownVerticalMarkers(),
-            (QList<std::pair<double, QString>> { { 10, byStep[0].second }, { 20, byStep[1].second } }));
-        loss->setXAxis(XAxis::Step);
-        const QString second = app::RunLines { app::StudyCharts::attemptPrefix(run.runId, 2) }.loss();
-        QVERIFY2(loss->line(second)->name().endsWith(
-                     QLatin1String("attempt 2 on 1 worker (resumed after epoch 1)")),
-            qPrintable(loss->line(second)->name()));
-        const QString first = app::RunLines { app::StudyCharts::attemptPrefix(run.runId, 1) }.loss();
-        QCOMPARE(loss->line(first)->name(), QStringLiteral("r02 · 1–2 workers"));
-        if (const QString shots = qEnvironmentVariable("SCALELAB_SCREENSHOT_DIR"); !shots.isEmpty()) {
-            charts.tabs()->setCurrentWidget(charts.throughputChart());
-            charts.throughputChart()->redraw();
-            QTest::qWait(2 * MetricChart::kRedrawIntervalMs);
-            QVERIFY(charts.grab().save(shots + QStringLiteral("/elastic_throughput.png"))); // to look at
-            charts.tabs()->setCurrentWidget(loss);
-            loss->redraw();
-            QTest::qWait(2 * MetricChart::kRedrawIntervalMs);
-            QVERIFY(charts.grab().save(shots + QStringLiteral("/elastic_loss.png")));
-        }
-        // The run's lines removed: their markers go with them.
-        charts.clear();
-        loss->redraw();
-        QVERIFY(loss->shownVerticalMarkers().isEmpty());
     }
 
     void redrawBoundsLinesByThePlotWidth()
@@ -930,30 +811,6 @@ private Q_SLOTS:
         QVERIFY(!static_cast<QCategoryAxis *>(chart.yAxisItem())->categoriesLabels().isEmpty());
         if (!path.isEmpty())
             VERIFY_OK(chart.exportPng(path + QStringLiteral("/dark-log.png")));
-    }
-
-    void feedBringsSamplesFromAnotherThreadInBatches()
-    {
-        MetricChart chart(QStringLiteral("Loss"), QStringLiteral("loss"));
-        chart.addSeries(QStringLiteral("a"), QStringLiteral("run a"));
-        chart.addSeries(QStringLiteral("b"), QStringLiteral("run b"));
-        app::ChartFeed feed;
-        const auto a = feed.channel(&chart, QStringLiteral("a"));
-        const auto b = feed.channel(&chart, QStringLiteral("b"));
-        QSignalSpy frames(&feed, &app::ChartFeed::frameDone);
-        constexpr int n = 20'000;
-        std::thread producer([&] {
-            for (int i = 1; i <= n; ++i) {
-                feed.post(a, MetricPoint::at(XAxis::Step, i, 1.0 / i));
-                feed.post(b, MetricPoint::at(XAxis::Step, i, 2.0 / i));
-            }
-        });
-        producer.join();
-        QTRY_COMPARE(chart.pointCount(QStringLiteral("a")), std::size_t(n));
-        QCOMPARE(chart.pointCount(QStringLiteral("b")), std::size_t(n));
-        QCOMPARE(feed.drained(), std::uint64_t(2 * n));
-        QVERIFY2(frames.size() <= 3, qPrintable(QString::number(frames.size()))); // batches, not events
-        QCOMPARE(chart.data(QStringLiteral("a"))->column(XAxis::Step).back(), double(n)); // in order
     }
 };
 

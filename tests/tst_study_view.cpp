@@ -23,9 +23,12 @@
 #include "verify_ok.h"
 
 #include <QComboBox>
+#include <QFileInfo>
 #include <QLineSeries>
 #include <QPlainTextEdit>
 #include <QProgressBar>
+#include <QSignalSpy>
+#include <QThread>
 
 #include <QLabel>
 #include <QLineEdit>
@@ -340,6 +343,21 @@ private Q_SLOTS:
         QTRY_VERIFY_WITH_TIMEOUT(exportReport->isEnabled(), 30'000);
         QTRY_VERIFY_WITH_TIMEOUT(view.snapshot().state == QLatin1String("SUCCEEDED"), test::endsWithin());
         QTRY_VERIFY_WITH_TIMEOUT(!cancel->isEnabled(), 30'000); // ended: nothing left to cancel
+        // What the redraws showed was read on the view's reader thread, not this one (item 5).
+        QVERIFY(view.journalReader().reads() > 0);
+        QVERIFY(view.journalReader().lastReadThread() != QThread::currentThread());
+        {
+            // The report is written on the thread pool: the button waits for it, this thread does not.
+            QTemporaryDir exportDir;
+            QSignalSpy exported(&view, &app::StudyView::reportExported);
+            const QString reportPath = exportDir.filePath(QStringLiteral("report.json"));
+            view.exportReportTo(core::ReportFormat::Json, reportPath);
+            QVERIFY(!exportReport->isEnabled());
+            QTRY_COMPARE_WITH_TIMEOUT(exported.size(), 1, 30'000);
+            QCOMPARE(exported.first().first().toString(), reportPath);
+            QVERIFY(QFileInfo::exists(reportPath));
+            QVERIFY(exportReport->isEnabled());
+        }
         QVERIFY(exportReport->isEnabled());
         // "A seed each" for repeats goes into the plan and comes back from it.
         {

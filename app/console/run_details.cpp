@@ -1,6 +1,7 @@
 #include "run_details.h"
 
 #include "journal.h"
+#include "journal_reader.h"
 #include "progress_meter.h"
 #include "run_record.h"
 #include "study_model.h"
@@ -171,10 +172,10 @@ QTableWidgetItem *readOnlyCell(const QString &text)
 
 } // namespace
 
-RunDetails::RunDetails(const core::Journal &journal, const QString &runId,
+RunDetails::RunDetails(JournalReader &reader, const QString &runId,
     std::function<bool(core::RunResult *)> lookup, QWidget *parent)
     : QDialog(parent)
-    , m_journal(journal)
+    , m_reader(reader)
     , m_runId(runId)
     , m_lookup(std::move(lookup))
 {
@@ -348,41 +349,67 @@ void RunDetails::refresh()
     }
     m_attempts->resizeColumnsToContents();
 
-    // New log lines of every attempt and agent, in the order the agents recorded them.
-    for (const core::AttemptRecord &a : std::as_const(run.attempts)) {
-        QList<std::pair<qint64, QString>> lines;
-        for (const QString &agent : a.agents) {
-            const QString key = QStringLiteral("%1/%2").arg(a.attempt).arg(agent);
-            const auto events = m_journal.runEvents(m_runId, a.attempt, agent, m_lastSeq.value(key));
-            for (const auto &e : events) {
-                m_lastSeq[key] = std::max<qint64>(m_lastSeq.value(key), e.seq());
-                if (const QString text = logLine(e); !text.isEmpty())
-                    lines.append({ e.unix_ms(),
-                        QStringLiteral("%1  attempt %2  %3  %4")
-                            .arg(QDateTime::fromMSecsSinceEpoch(e.unix_ms())
-                                     .toString(QStringLiteral("hh:mm:ss.zzz")))
-                            .arg(a.attempt)
-                            .arg(agent, text) });
+    readLog(run);
+}
+
+void RunDetails::readLog(const core::RunResult &run)
+{
+    if (m_logReading)
+        return; // the next tick reads what this one would have
+    m_logReading = true;
+    QList<std::pair<int, QStringList>> sources; // attempt, its agents
+    for (const core::AttemptRecord &a : run.attempts)
+        sources.append({ a.attempt, a.agents });
+    m_reader.read(
+        this,
+        [runId = m_runId, sources, positions = m_lastSeq](const core::Journal &journal) {
+            LogRead read { positions, {} };
+            // New log lines of every attempt and agent, in the order the agents recorded them.
+            for (const auto &[attempt, agents] : sources) {
+                QList<std::pair<qint64, QString>> lines;
+                for (const QString &agent : agents) {
+                    const QString key = QStringLiteral("%1/%2").arg(attempt).arg(agent);
+                    for (const auto &e : journal.runEvents(runId, attempt, agent, positions.value(key))) {
+                        read.positions[key] = std::max<qint64>(read.positions.value(key), e.seq());
+                        if (const QString text = logLine(e); !text.isEmpty())
+                            lines.append({ e.unix_ms(),
+                                QStringLiteral("%1  attempt %2  %3  %4")
+                                    .arg(QDateTime::fromMSecsSinceEpoch(e.unix_ms())
+                                             .toString(QStringLiteral("hh:mm:ss.zzz")))
+                                    .arg(attempt)
+                                    .arg(agent, text) });
+                    }
+                }
+                std::stable_sort(lines.begin(), lines.end(),
+                    [](const auto &x, const auto &y) { return x.first < y.first; });
+                for (const auto &line : std::as_const(lines))
+                    read.lines << line.second;
             }
-        }
-        std::stable_sort(
-            lines.begin(), lines.end(), [](const auto &x, const auto &y) { return x.first < y.first; });
-        for (const auto &line : std::as_const(lines))
-            appendLogLine(line.second);
-    }
+            return read;
+        },
+        [this, command = run.workerCommand](const LogRead &read) {
+            m_logReading = false;
+            m_lastSeq = read.positions;
+            for (const QString &line : read.lines)
+                appendLogLine(line);
+            showWorkerCommand(command);
+        });
+}
+
+void RunDetails::showWorkerCommand(const QStringList &command)
+{
     // The exact command rank 0's worker ran, once known (and again if a new attempt differs).
-    if (!run.workerCommand.isEmpty() && run.workerCommand != m_commandShown) {
-        m_commandShown = run.workerCommand;
-        // Quoted as a POSIX shell reads it, so the line can be pasted into one.
-        static const QRegularExpression plain(QStringLiteral("^[A-Za-z0-9_@%+=:,./-]+$"));
-        QStringList quoted;
-        for (const QString &arg : run.workerCommand)
-            quoted << (plain.match(arg).hasMatch()
-                    ? arg
-                    : QLatin1Char('\'') + QString(arg).replace(QLatin1Char('\''), QLatin1String("'\\''"))
-                        + QLatin1Char('\''));
-        appendLogLine(tr("worker command (rank 0): %1").arg(quoted.join(QLatin1Char(' '))));
-    }
+    if (command.isEmpty() || command == m_commandShown)
+        return;
+    m_commandShown = command;
+    // Quoted as a POSIX shell reads it, so the line can be pasted into one.
+    static const QRegularExpression plain(QStringLiteral("^[A-Za-z0-9_@%+=:,./-]+$"));
+    QStringList quoted;
+    for (const QString &arg : command)
+        quoted << (plain.match(arg).hasMatch() ? arg
+                                               : QLatin1Char('\'')
+                    + QString(arg).replace(QLatin1Char('\''), QLatin1String("'\\''")) + QLatin1Char('\''));
+    appendLogLine(tr("worker command (rank 0): %1").arg(quoted.join(QLatin1Char(' '))));
 }
 
 } // namespace scalelab::app

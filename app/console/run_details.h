@@ -28,12 +28,15 @@ struct ProgressView;
 
 namespace scalelab::app {
 
+class JournalReader;
+
 class RunDetails : public QDialog {
     Q_OBJECT
 public:
     // `lookup` gives the run's current state (from the view's snapshot); false when gone.
-    RunDetails(const core::Journal &journal, const QString &runId,
-        std::function<bool(core::RunResult *)> lookup, QWidget *parent = nullptr);
+    // Its log is read through `reader` (off the GUI thread), which must outlive the dialog.
+    RunDetails(JournalReader &reader, const QString &runId, std::function<bool(core::RunResult *)> lookup,
+        QWidget *parent = nullptr);
 
     // Live progress while the run trains (the view's meter); nothing when not followed.
     void setProgressSource(std::function<std::optional<core::ProgressView>()> progress);
@@ -54,9 +57,17 @@ Q_SIGNALS:
     void cancelRequested(const QString &runId);
 
 private:
+    struct LogRead {
+        QMap<QString, qint64> positions; // m_lastSeq after the read
+        QStringList lines;
+    };
     void appendLogLine(const QString &line);
+    // Asks the reader for the new log lines of `run`'s attempts; one read at a time.
+    void readLog(const core::RunResult &run);
+    void showWorkerCommand(const QStringList &command);
 
-    const core::Journal &m_journal;
+    JournalReader &m_reader;
+    bool m_logReading = false;
     QString m_runId;
     std::function<bool(core::RunResult *)> m_lookup;
     QMap<QString, qint64> m_lastSeq; // "attempt/agent" -> last event read

@@ -43,6 +43,8 @@ RunTab::RunTab(ConsoleOptions options, AgentsView *agents, QWidget *parent)
     m_refreshTimer.setSingleShot(true);
     m_refreshTimer.setInterval(kRefreshIntervalMs);
     connect(&m_refreshTimer, &QTimer::timeout, this, &RunTab::refreshRunSummary);
+    connect(&m_writer, &JournalWriter::failed, this,
+        [this](const QString &error) { setStatus(tr("Run history: %1").arg(error), true); });
 }
 
 RunTab::~RunTab()
@@ -140,8 +142,20 @@ void RunTab::buildUi()
 
 void RunTab::openJournal(const QString &stateDir)
 {
-    if (const core::Status history = m_journal.open(stateDir + QStringLiteral("/journal.sqlite")); !history)
+    const QString path = stateDir + QStringLiteral("/journal.sqlite");
+    core::Status history = m_writer.open(path);
+    if (history)
+        history = m_journal.open(path);
+    if (!history)
         m_log->appendPlainText(tr("error: run history: %1").arg(history.error()));
+}
+
+void RunTab::readJournal(const std::function<void(const core::Journal &)> &read)
+{
+    if (!m_journal.isOpen())
+        return;
+    m_writer.flush(); // what was written for the run is read back
+    read(m_journal);
 }
 
 void RunTab::appendLog(const QString &line)
@@ -208,21 +222,17 @@ void RunTab::setRunDrawn(const QString &runId, bool drawn)
     RunPlotState state;
     RunCharts charts = m_charts->charts();
     charts.epochMarkers = false;
-    if (m_journal.isOpen())
-        for (const auto &event : m_journal.runEvents(runId, 1, entry.agent))
+    readJournal([&](const core::Journal &journal) {
+        for (const auto &event : journal.runEvents(runId, 1, entry.agent))
             plotRunEvent(charts, { runId }, state, event);
+    });
 }
 
 void RunTab::forgetRun(const QString &runId)
 {
     if ((m_record && m_record->runId() == runId) || m_launching)
         return; // the current run stays
-    if (m_journal.isOpen()) {
-        if (const core::Status forgotten = m_journal.forgetSingleRun(runId); !forgotten) {
-            setStatus(forgotten.error(), true);
-            return;
-        }
-    }
+    m_writer.forgetSingleRun(runId); // a failure is said in the status bar (failed)
     setRunDrawn(runId, false);
     m_runs.remove(runId);
     m_history->removeRun(runId);
@@ -272,10 +282,7 @@ void RunTab::loadHistory()
         if (record.state() != entry.state && record.lastSeq() > 0) {
             entry.state = record.state();
             entry.endedUnixMs = record.terminal() ? entry.endedUnixMs : 0; // when is not known
-            if (const core::Status recorded
-                = m_journal.setSingleRunState(entry.runId, entry.state, entry.endedUnixMs);
-                !recorded)
-                setStatus(recorded.error(), true);
+            m_writer.setSingleRunState(entry.runId, entry.state, entry.endedUnixMs);
         }
         m_runs.insert(entry.runId, entry);
         m_history->setRun(entry, resultOf(record));
@@ -310,9 +317,10 @@ void RunTab::openRun(const QString &runId)
     m_syntheticBanner->hide();
     m_charts->addRun(runId, entry.label);
     m_history->setCurrent(runId);
-    if (m_journal.isOpen())
-        for (const auto &event : m_journal.runEvents(runId, 1, entry.agent))
+    readJournal([&](const core::Journal &journal) {
+        for (const auto &event : journal.runEvents(runId, 1, entry.agent))
             applyEvent(event);
+    });
     m_dirty = true;
     refreshRunSummary();
     updateHistoryRow(runId);
@@ -517,9 +525,7 @@ void RunTab::launchRun()
     entry.launchedUnixMs = QDateTime::currentMSecsSinceEpoch();
     entry.request = start;
     // Recorded before it is started: a console killed a moment later still knows the run.
-    if (m_journal.isOpen())
-        if (const core::Status recorded = m_journal.recordSingleRun(entry); !recorded)
-            setStatus(tr("The run will not be in the history: %1").arg(recorded.error()), true);
+    m_writer.recordSingleRun(entry); // a failure: the run will not be in the history (failed)
     m_runs.insert(runId, entry);
     m_history->setRun(entry, {});
     unmarkCurrentRun();
@@ -551,8 +557,7 @@ void RunTab::launchRun()
                 m_runLabel->setText(tr("%1 was not started.").arg(runId));
                 setRunning(false);
                 // Never run, so not history: the form says why.
-                if (m_journal.isOpen())
-                    (void)m_journal.forgetSingleRun(runId); // at worst the history lists it, never started
+                m_writer.forgetSingleRun(runId); // at worst the history lists it, never started
                 m_runs.remove(runId);
                 m_history->removeRun(runId);
                 return;
@@ -617,11 +622,8 @@ void RunTab::drainEvents()
         return;
     const std::vector<v1::RunEvent> events = m_watch->takeEvents();
     const QString runId = m_record->runId();
-    if (m_runs.contains(runId) && m_journal.isOpen())
-        if (const core::Status stored
-            = m_journal.appendRunEvents(QString(), runId, 1, m_runs[runId].agent, events);
-            !stored)
-            setStatus(stored.error(), true);
+    if (m_runs.contains(runId))
+        m_writer.appendRunEvents(runId, m_runs[runId].agent, events);
     const v1::RunState before = m_record->state();
     bool measured = false;
     for (const auto &event : events) {
@@ -632,11 +634,7 @@ void RunTab::drainEvents()
         core::SingleRunEntry &entry = m_runs[runId];
         entry.state = m_record->state();
         entry.endedUnixMs = m_record->terminal() ? QDateTime::currentMSecsSinceEpoch() : 0;
-        if (m_journal.isOpen())
-            if (const core::Status recorded
-                = m_journal.setSingleRunState(runId, entry.state, entry.endedUnixMs);
-                !recorded)
-                setStatus(recorded.error(), true);
+        m_writer.setSingleRunState(runId, entry.state, entry.endedUnixMs);
     }
     if (measured || m_record->state() != before)
         updateHistoryRow(runId);

@@ -2,16 +2,17 @@
 // (Connect), the run form (RunForm), the shown run's summary and progress, and the
 // history of single runs (RunHistoryView); on the right the SYNTHETIC DATA banner and the
 // charts (RunTabCharts) with the log. It launches a run from the form, follows its event
-// stream (RunWatch), stores every event in the journal, and draws earlier runs of the
+// stream (RunWatch), stores every event in the journal (through JournalWriter, on a thread
+// of its own), and draws earlier runs of the
 // history beside the current one; a run left unfinished (the console was closed or
 // killed) is followed again, from where the journal stopped, once its agent is connected.
 //
 // Ownership: MainWindow owns the tab, a page of its tabs, and destroys it before the
 // Agents tab. The tab owns its widgets, the agent client, the run it shows (RunRecord),
-// the watch that follows it, and its own connection to the journal (single runs only;
-// closed when there is no state folder). `agents` is the shell's Agents tab, which must
-// outlive the tab: Connect picks its first enabled agent, or starts the console's local
-// agent there, and lists an address typed here as a session agent.
+// the watch that follows it, its journal writer and its own connection to the journal for
+// reading (single runs only; both closed when there is no state folder). `agents` is the shell's Agents tab,
+// which must outlive the tab: Connect picks its first enabled agent, or starts the console's local agent
+// there, and lists an address typed here as a session agent.
 //
 // Signals to the shell: connectedChanged when the agent answers (true) or a call to it
 // fails (false); statusMessage for the window's status bar (timeoutMs 0 = until the next
@@ -19,13 +20,17 @@
 //
 // Threading: GUI thread only. gRPC calls run on the global thread pool and report back
 // with queued calls; stream events are drained on the GUI thread and the summary redraws
-// on a 40 ms coalescing timer, so the tab never waits on the network. The destructor
-// stops following the run and waits for the calls in flight.
+// on a 40 ms coalescing timer, so the tab never waits on the network. Journal writes
+// (every batch of events, each change of state) are queued to JournalWriter's thread, so
+// it never waits on the disk's commits either; the journal is read on the GUI thread only
+// at start-up and when a run of the history is opened or drawn. The destructor stops
+// following the run, waits for the calls in flight and commits the queued writes.
 #pragma once
 
 #include "agent_client.h"
 #include "console_options.h"
 #include "journal.h"
+#include "journal_writer.h"
 #include "progress_meter.h"
 #include "run_plot.h"
 #include "run_record.h"
@@ -37,6 +42,7 @@
 #include <QTimer>
 #include <QWidget>
 
+#include <functional>
 #include <memory>
 
 class QLabel;
@@ -110,6 +116,8 @@ private:
     void followCurrentRun(qint64 fromSeq);
     QString agentKey() const; // how the journal names the connected agent
     void setRunning(bool running);
+    // Reads through the tab's connection, once what was asked of the writer is committed.
+    void readJournal(const std::function<void(const core::Journal &)> &read);
     template <typename Work, typename Done> void inBackground(Work work, Done done);
 
     ConsoleOptions m_options;
@@ -123,7 +131,8 @@ private:
     bool m_dirty = false;
     RunPlotState m_plotState; // of the current run
     core::ProgressMeter m_meter;
-    core::Journal m_journal; // single runs; closed when there is no state folder
+    JournalWriter m_writer; // every write, on its thread; not open when there is no state folder
+    core::Journal m_journal; // reads alone; closed when there is no state folder
     QMap<QString, core::SingleRunEntry> m_runs; // the history, by run id
     bool m_launching = false; // StartWorkers in flight: the current run may not change
     QString m_pendingDataset; // a set just created, to select once the inventory lists it

@@ -1,6 +1,7 @@
 #include "run_tab_charts.h"
 
 #include "chart_controls.h"
+#include "chart_feed.h"
 #include "metric_chart.h"
 
 #include <QHBoxLayout>
@@ -13,6 +14,7 @@ namespace scalelab::app {
 
 RunTabCharts::RunTabCharts(QWidget *besideStepCharts, QWidget *parent)
     : QWidget(parent)
+    , m_feed(new ChartFeed(this))
 {
     m_lossChart = new MetricChart(tr("Training loss"), tr("loss"));
     m_lossChart->setObjectName(QStringLiteral("lossChart"));
@@ -72,7 +74,7 @@ RunCharts RunTabCharts::charts() const
 {
     // Epoch boundaries are marked for the current run only: overlaid runs' would crowd it.
     return { m_lossChart, m_accuracyChart, m_throughputChart, m_lrChart, m_gradNormChart, m_stepTimeChart,
-        true };
+        true, m_feed };
 }
 
 void RunTabCharts::addRun(const QString &runId, const QString &label)

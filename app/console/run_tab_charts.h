@@ -10,7 +10,10 @@
 //
 // The panel holds no run data and does not know which run is current: RunTab decides what
 // is drawn, and "Clear earlier runs" is a request it carries out (clearEarlierRunsClicked).
-// The panel owns its charts and controls; the widget given stays its owner's to use.
+// Samples reach the charts through the panel's ChartFeed (charts().feed): those of one
+// batch of events are appended together and each chart they touch is redrawn once, at
+// most every 40 ms, whatever the event rate.
+// The panel owns its charts, controls and feed; the widget given stays its owner's to use.
 // GUI thread only.
 #pragma once
 
@@ -27,6 +30,7 @@ class QTabWidget;
 namespace scalelab::app {
 
 class ChartControls;
+class ChartFeed;
 class MetricChart;
 
 class RunTabCharts : public QWidget {
@@ -54,6 +58,7 @@ public:
     MetricChart *learningRateChart() const { return m_lrChart; }
     MetricChart *gradNormChart() const { return m_gradNormChart; }
     ChartControls *controls() const { return m_chartControls; }
+    ChartFeed *feed() const { return m_feed; }
     // Which of the per-step charts is shown (kept in console.ini by RunTab).
     int stepChart() const;
     void setStepChart(int index);
@@ -70,6 +75,7 @@ private:
     MetricChart *m_gradNormChart = nullptr;
     QTabWidget *m_stepCharts = nullptr; // throughput, step time, learning rate, gradient norm
     ChartControls *m_chartControls = nullptr;
+    ChartFeed *m_feed = nullptr; // a child: every sample of every run drawn
     QPushButton *m_clearRunsButton = nullptr;
     int m_runsPlotted = 0; // colours runs in the order they were launched
     QMap<QString, QColor> m_runColors; // of the runs drawn

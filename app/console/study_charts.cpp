@@ -175,8 +175,33 @@ void StudyCharts::clear()
     m_scalingPanel->clear();
 }
 
+QHash<QString, qint64> StudyCharts::feedPositions() const
+{
+    QHash<QString, qint64> positions;
+    for (const auto &[prefix, feed] : m_feeds)
+        positions.insert(prefix, feed.lastSeq);
+    return positions;
+}
+
+StudyCharts::AttemptEvents StudyCharts::newEvents(const core::Journal &journal,
+    const core::StudySnapshot &snapshot, const QHash<QString, qint64> &positions)
+{
+    AttemptEvents events;
+    for (const core::RunResult &run : snapshot.runs)
+        for (const core::AttemptRecord &attempt : run.attempts) {
+            if (attempt.agents.isEmpty())
+                continue;
+            const QString prefix = attemptPrefix(run.runId, attempt.attempt);
+            if (auto stored = journal.runEvents(
+                    run.runId, attempt.attempt, attempt.agents.first(), positions.value(prefix));
+                !stored.empty())
+                events[prefix] = std::move(stored);
+        }
+    return events;
+}
+
 void StudyCharts::update(
-    const core::StudySnapshot &snapshot, const core::StudyResults &results, const core::Journal &journal)
+    const core::StudySnapshot &snapshot, const core::StudyResults &results, const AttemptEvents &events)
 {
     for (int i = 0; i < snapshot.runs.size(); ++i) {
         const core::RunResult &run = snapshot.runs[i];
@@ -189,7 +214,6 @@ void StudyCharts::update(
             AttemptFeed &feed = it->second;
             if (created) {
                 feed.lines.prefix = prefix;
-                feed.agent = attempt.agents.first();
                 feed.plot.secondsOffset = earlierSeconds;
                 feed.color = MetricChart::cycleColor(i);
                 feed.label = attempt.attempt > 1
@@ -203,7 +227,8 @@ void StudyCharts::update(
                                                          : tr(" on %1 workers").arg(attempt.worldSize);
                 }
             }
-            feedAttempt(feed, journal, run.runId, attempt.attempt);
+            if (const auto fresh = events.find(prefix); fresh != events.end())
+                feedAttempt(feed, fresh->second);
             earlierSeconds = feed.plot.secondsOffset + feed.plot.lastSeconds;
         }
     }
@@ -353,11 +378,11 @@ void StudyCharts::drawRepeats()
     m_groupRepeats->setEnabled(anyRepeated);
 }
 
-void StudyCharts::feedAttempt(
-    AttemptFeed &feed, const core::Journal &journal, const QString &runId, int attempt)
+void StudyCharts::feedAttempt(AttemptFeed &feed, const std::vector<v1::RunEvent> &events)
 {
-    const auto events = journal.runEvents(runId, attempt, feed.agent, feed.lastSeq);
     for (const auto &event : events) {
+        if (event.seq() <= feed.lastSeq)
+            continue; // read twice (two reads asked from one position): drawn once
         feed.lastSeq = std::max<qint64>(feed.lastSeq, event.seq());
         if (!feed.added && (event.has_started() || event.has_step() || event.has_epoch())) {
             // A resumed attempt says so in its legend; its line starts at the resume point.

@@ -6,7 +6,8 @@
 // Runs repeated with one configuration are drawn, while "Mean of repeats" is ticked, as
 // their mean with a band from the lowest to the highest run, step by step.
 // Fed from the journal, the durable record, so a reopened study draws exactly what a
-// live one did; each stored event is read once (update() asks only for newer ones).
+// live one did; each stored event is read once (newEvents() reads only those after the
+// charts' positions, off the GUI thread in the study view).
 #pragma once
 
 #include "run_plot.h"
@@ -17,6 +18,7 @@
 #include <QWidget>
 
 #include <map>
+#include <vector>
 
 class QCheckBox;
 class QLabel;
@@ -38,9 +40,19 @@ class StudyCharts : public QWidget {
 public:
     explicit StudyCharts(QWidget *parent = nullptr);
 
+    // The stored events of each attempt the charts draw, by attemptPrefix(), in seq order.
+    using AttemptEvents = std::map<QString, std::vector<v1::RunEvent>>;
+
     void clear(); // before showing another study
+    // Appends `events` (those already drawn are skipped) and redraws the study's results.
     void update(
-        const core::StudySnapshot &snapshot, const core::StudyResults &results, const core::Journal &journal);
+        const core::StudySnapshot &snapshot, const core::StudyResults &results, const AttemptEvents &events);
+    // Where each attempt's line has been drawn to (its last seq), by attemptPrefix().
+    QHash<QString, qint64> feedPositions() const;
+    // The events of every attempt of `snapshot` stored after `positions`, from the agent
+    // whose events draw it (rank 0's). Touches no widget: any thread, with its connection.
+    static AttemptEvents newEvents(const core::Journal &journal, const core::StudySnapshot &snapshot,
+        const QHash<QString, qint64> &positions);
 
     // Series ids: RunLines { attemptPrefix(run, attempt) }.loss() etc.; scaling lines by
     // their label.
@@ -63,13 +75,12 @@ private:
     struct AttemptFeed {
         RunLines lines;
         RunPlotState plot;
-        QString agent; // whose stored events draw the lines (rank 0's)
         QString label;
         QColor color;
         qint64 lastSeq = 0;
         bool added = false;
     };
-    void feedAttempt(AttemptFeed &feed, const core::Journal &journal, const QString &runId, int attempt);
+    void feedAttempt(AttemptFeed &feed, const std::vector<v1::RunEvent> &events);
     void drawScaling(const core::StudyResults &results);
     void drawRepeats();
     // The scaling model's predicted speedup and efficiency with their band, out to the What

@@ -23,7 +23,11 @@ StudyRunnerHost::~StudyRunnerHost()
 
 void StudyRunnerHost::start(const QString &studyId, const QList<AgentEndpoint> &agents)
 {
-    auto *runner = new StudyRunner(m_journal);
+    if (const Status opened = m_runnerJournal.open(m_journal->path()); !opened) {
+        Q_EMIT message(opened.error());
+        return;
+    }
+    auto *runner = new StudyRunner(&m_runnerJournal);
     runner->setAgents(agents);
     runner->moveToThread(&m_thread);
     m_runner = runner;
@@ -58,6 +62,7 @@ void StudyRunnerHost::stop()
     QMetaObject::invokeMethod(
         runner, [runner] { delete runner; }, Qt::BlockingQueuedConnection);
     m_runner = nullptr;
+    m_runnerJournal.close(); // its thread is done with it
 }
 
 void StudyRunnerHost::shutDown()

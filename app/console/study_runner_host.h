@@ -5,11 +5,17 @@
 // signals arrive on the GUI thread and are passed on by the host's own; its run events
 // become each run's live progress (the attempt it measures, and how far), kept here.
 //
-// StudyView owns the host (a member, made after and destroyed before the journal the
-// runner writes through). Every member function: GUI thread only.
+// The runner writes through a connection to the journal of its own, opened by start() on
+// the file of the journal the host is given and used on the runner's thread alone: a
+// connection is one thread's (journal.h), and the GUI thread's reads never wait behind
+// the runner's commits (synchronous=FULL) on a shared one.
+//
+// StudyView owns the host (a member, made after and destroyed before the journal it is
+// given). Every member function: GUI thread only.
 #pragma once
 
 #include "agent_endpoint.h"
+#include "journal.h"
 #include "progress_meter.h"
 
 #include <QObject>
@@ -20,7 +26,6 @@
 #include <optional>
 
 namespace scalelab::core {
-class Journal;
 class StudyRunner;
 } // namespace scalelab::core
 
@@ -29,12 +34,13 @@ namespace scalelab::app {
 class StudyRunnerHost : public QObject {
     Q_OBJECT
 public:
-    // The runner writes the study through `journal`, which must outlive the host.
+    // The runner writes the study into the file `journal` has open; it must outlive the host.
     explicit StudyRunnerHost(core::Journal *journal, QObject *parent = nullptr);
     ~StudyRunnerHost() override; // shutDown()
 
-    // A runner on the thread, with `agents`, driving `studyId` to its end. Stop the one
-    // before first.
+    // A runner on the thread, with `agents`, driving `studyId` to its end; when its
+    // connection to the journal cannot be opened, `message` says why and there is none.
+    // Stop the one before first.
     void start(const QString &studyId, const QList<core::AgentEndpoint> &agents);
     // Deletes the runner on its thread (it joins its stream threads); blocks until done.
     void stop();
@@ -55,7 +61,8 @@ Q_SIGNALS:
     void finished(const QString &studyState);
 
 private:
-    core::Journal *m_journal;
+    core::Journal *m_journal; // StudyView's: which file
+    core::Journal m_runnerJournal; // the runner's, used on its thread while it exists
     QThread m_thread;
     QPointer<core::StudyRunner> m_runner;
     // Live progress per run, from the runner's events: the attempt it measures, and how far.

@@ -13,6 +13,7 @@
 #include <QDesktopServices>
 #include <QFileDialog>
 #include <QFileInfo>
+#include <QFutureWatcher>
 #include <QHBoxLayout>
 #include <QInputDialog>
 #include <QLabel>
@@ -27,6 +28,7 @@
 #include <QTableWidget>
 #include <QUrl>
 #include <QVBoxLayout>
+#include <QtConcurrent/QtConcurrentRun>
 
 namespace scalelab::app {
 
@@ -50,7 +52,7 @@ StudyView::StudyView(QWidget *parent)
     });
     m_redraw.setInterval(250); // coalesces bursts of events into one redraw
     connect(&m_redraw, &QTimer::timeout, this, [this] {
-        if (m_dirty)
+        if (m_dirty && !m_reading)
             refresh();
     });
     m_redraw.start();
@@ -58,7 +60,7 @@ StudyView::StudyView(QWidget *parent)
 
 StudyView::~StudyView()
 {
-    m_host.shutDown(); // before the journal it writes through, and the widgets, go
+    m_host.shutDown(); // before the journal whose file it writes, and the widgets, go
 }
 
 void StudyView::buildUi()
@@ -159,6 +161,8 @@ void StudyView::buildUi()
 
 Status StudyView::openJournal(const QString &stateDir)
 {
+    if (Status opened = m_reader.open(stateDir + QStringLiteral("/journal.sqlite")); !opened)
+        return opened;
     if (Status opened = m_journal.open(stateDir + QStringLiteral("/journal.sqlite")); !opened)
         return opened;
     refreshStudyList();
@@ -330,6 +334,8 @@ Status StudyView::open(const QString &studyId, bool takePlan)
         return Status::failure(tr("No study %1 in the journal").arg(studyId));
     m_host.stop();
     if (studyId != m_studyId) {
+        ++m_shownStudy; // a read of the study shown before is not drawn
+        m_shown = {};
         m_charts->clear();
         m_tune->clear();
         m_host.clearProgress();
@@ -347,18 +353,39 @@ Status StudyView::open(const QString &studyId, bool takePlan)
 
 StudySnapshot StudyView::snapshot() const
 {
-    if (m_studyId.isEmpty())
-        return {};
-    return buildSnapshot(StudyState::replay(m_journal.events(m_studyId)), m_journal);
+    return m_shown;
 }
 
 void StudyView::refresh()
 {
-    m_dirty = false;
-    if (m_studyId.isEmpty())
+    if (m_studyId.isEmpty() || !m_reader.isOpen())
         return;
-    const StudySnapshot s = snapshot();
-    const StudyResults results = computeStudyResults(s);
+    m_dirty = false;
+    m_reading = true;
+    // Replaying the study, its results and its runs' new events: on the reader's thread.
+    // A change meanwhile sets m_dirty again, and the tick after this read's answer reads it.
+    m_reader.read(
+        this,
+        [studyId = m_studyId, positions = m_charts->feedPositions()](const Journal &journal) {
+            StudyRead read;
+            read.snapshot = buildSnapshot(StudyState::replay(journal.events(studyId)), journal);
+            read.results = computeStudyResults(read.snapshot);
+            if (!read.snapshot.tune)
+                read.events = StudyCharts::newEvents(journal, read.snapshot, positions);
+            return read;
+        },
+        [this, shownStudy = m_shownStudy](const StudyRead &read) {
+            m_reading = false;
+            if (shownStudy == m_shownStudy)
+                show(read);
+        });
+}
+
+void StudyView::show(const StudyRead &read)
+{
+    m_shown = read.snapshot;
+    const StudySnapshot &s = m_shown;
+    const StudyResults &results = read.results;
     m_runs->showStudy(s, results, m_studyId, [this](const QString &runId) { return m_host.progress(runId); });
     const QString note = !results.baselineWarning.isEmpty() ? tr("Warning: %1").arg(results.baselineWarning)
                                                             : results.baselineNote;
@@ -372,7 +399,7 @@ void StudyView::refresh()
     if (s.tune)
         m_tune->update(s);
     else
-        m_charts->update(s, results, m_journal);
+        m_charts->update(s, results, read.events);
     m_cancel->setEnabled(!m_studyId.isEmpty() && s.state == QLatin1String("RUNNING"));
     m_export->setEnabled(!m_studyId.isEmpty());
     if (s.synthetic)
@@ -412,8 +439,9 @@ void StudyView::showRunMenu(const QPoint &position)
     };
     menu.addAction(tr("Retry run"), this, [this, runId, report] { report(retryRun(runId)); });
     menu.addAction(tr("Cancel run"), this, [this, runId, report] { report(cancelRun(runId)); });
-    if (const RunProgress *run = StudyState::replay(m_journal.events(m_studyId)).run(runId);
-        run && run->planned.trial) {
+    const auto shown = std::find_if(m_shown.runs.cbegin(), m_shown.runs.cend(),
+        [&runId](const RunResult &r) { return r.runId == runId; });
+    if (shown != m_shown.runs.cend() && shown->trial) {
         menu.addSeparator();
         menu.addAction(tr("Continue trial for more epochs…"), this, [this, runId, report] {
             bool ok = false;
@@ -442,9 +470,9 @@ Status StudyView::continueTrial(const QString &runId, int moreEpochs)
 RunDetails *StudyView::showRunDetails(const QString &runId)
 {
     auto *details = new RunDetails(
-        m_journal, runId,
+        m_reader, runId,
         [this, runId](RunResult *out) {
-            for (const RunResult &r : snapshot().runs)
+            for (const RunResult &r : m_shown.runs)
                 if (r.runId == runId) {
                     *out = r;
                     return true;
@@ -554,12 +582,29 @@ void StudyView::exportReport()
             this, tr("Export report"), tr("Use a name ending in .html, .pdf, .json or .csv"));
         return;
     }
-    const Result<QStringList> written = writeReport(snapshot(), *format, path);
-    if (!written) {
-        QMessageBox::warning(this, tr("Export report"), written.error());
-        return;
-    }
-    QDesktopServices::openUrl(QUrl::fromLocalFile(written->first())); // show what was written
+    m_openExported = true;
+    exportReportTo(*format, path);
+}
+
+void StudyView::exportReportTo(ReportFormat format, const QString &path)
+{
+    // Rendered (a PDF takes a while) and written on the thread pool, from the study as shown.
+    m_export->setEnabled(false);
+    auto *watcher = new QFutureWatcher<Result<QStringList>>(this);
+    connect(watcher, &QFutureWatcherBase::finished, this, [this, watcher] {
+        watcher->deleteLater();
+        m_export->setEnabled(!m_studyId.isEmpty());
+        const Result<QStringList> written = watcher->result();
+        Q_EMIT reportExported(written ? written->first() : QString());
+        if (!written) {
+            QMessageBox::warning(this, tr("Export report"), written.error());
+            return;
+        }
+        if (std::exchange(m_openExported, false))
+            QDesktopServices::openUrl(QUrl::fromLocalFile(written->first())); // show what was written
+    });
+    watcher->setFuture(QtConcurrent::run(
+        [snapshot = m_shown, format, path] { return writeReport(snapshot, format, path); }));
 }
 
 void StudyView::loadPlan()

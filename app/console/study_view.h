@@ -3,14 +3,20 @@
 // table, cancel, reopen a study after a crash, and export its report.
 // Its parts: the plan form (StudyDesigner), the runs table (RunsTable) and the thread
 // the StudyRunner works on (StudyRunnerHost, as its gRPC calls block); this widget ties
-// them together, previews the designer's plan, reads the journal through its own
-// connection and redraws on a coalescing timer. GUI thread only.
+// them together, previews the designer's plan and redraws on a coalescing timer. What a
+// redraw shows (the study replayed, its results, its runs' new events) is read by a
+// JournalReader on its thread; the widget's own connection serves only user actions
+// (launch, open, cancel, retry, continue) and the list of studies. GUI thread only.
 #pragma once
 
 #include "journal.h"
+#include "journal_reader.h"
 #include "progress_meter.h"
+#include "report.h"
 #include "runs_table.h"
+#include "study_charts.h"
 #include "study_designer.h"
+#include "study_results.h"
 #include "study_runner.h"
 #include "study_runner_host.h"
 
@@ -26,7 +32,6 @@ class QPushButton;
 class QTableWidget;
 
 namespace scalelab::app {
-class StudyCharts;
 class TuneCharts;
 } // namespace scalelab::app
 
@@ -84,7 +89,10 @@ public:
     // the designer, unless `takePlan` is false (it was just launched from there).
     core::Status open(const QString &studyId, bool takePlan = true);
     QString currentStudy() const { return m_studyId; }
+    // The study as last drawn (read off the GUI thread on the redraw); empty before.
     core::StudySnapshot snapshot() const;
+    // Reads the redraws and the details dialogs ask for (tests check their thread).
+    const JournalReader &journalReader() const { return m_reader; }
     QTableWidget *runsTable() const { return m_runs->table(); }
     FrozenColumns *frozenColumns() const { return m_runs->frozenColumns(); }
     QString runIdAt(int row) const; // the table shows the short name ("r01")
@@ -110,13 +118,18 @@ public:
     void saveSettings(QSettings &settings) const;
     void restoreSettings(const QSettings &settings);
 
+    // Writes the shown study's report on the thread pool; reportExported says when done.
+    void exportReportTo(core::ReportFormat format, const QString &path);
+
 public Q_SLOTS:
-    void exportReport();
+    void exportReport(); // asks where, writes, then opens what was written
     void loadPlan();
     void savePlan();
 
 Q_SIGNALS:
     void studyFinished(const QString &state);
+    // An export ended: the first file written, or empty when it failed.
+    void reportExported(const QString &path);
     // A loaded or launched plan names agents (HOST:PORT, file:PATH or dns:NAME:PORT; relative
     // files are in `baseDir`): the main window adds them to the Agents tab.
     void agentsNamed(const QStringList &specs, const QString &baseDir);
@@ -124,18 +137,30 @@ Q_SIGNALS:
 private:
     void buildUi();
     void preview();
-    void refresh();
+    // What a redraw draws, read on the reader's thread.
+    struct StudyRead {
+        core::StudySnapshot snapshot;
+        core::StudyResults results;
+        StudyCharts::AttemptEvents events;
+    };
+    void refresh(); // asks the reader; show() draws its answer
+    void show(const StudyRead &read);
     void refreshStudyList();
     void showRunMenu(const QPoint &position);
 
-    core::Journal m_journal; // the GUI thread's connection
-    StudyRunnerHost m_host; // the runner of the open study, on its thread; uses m_journal
+    core::Journal m_journal; // the GUI thread's connection, for user actions
+    JournalReader m_reader; // the redraw's and the details dialogs' reads
+    StudyRunnerHost m_host; // the runner of the open study, on its thread; opens m_journal's file
     QList<core::AgentEndpoint> m_agents;
     QMap<QString, v1::DescribeResponse> m_inventories; // by agent name
     QString m_studyId;
     QString m_planDir; // folder of the loaded plan: its relative file: agents are read from there
     QTimer m_redraw;
     bool m_dirty = false;
+    bool m_reading = false; // a redraw's read is on its way: the timer asks for no other
+    core::StudySnapshot m_shown; // the last read drawn
+    int m_shownStudy = 0; // counts changes of study: a read asked before one is not drawn
+    bool m_openExported = false; // exportReport() opens what it wrote
 
     StudyDesigner *m_designer = nullptr;
     RunsTable *m_runs = nullptr;

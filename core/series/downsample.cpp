@@ -47,12 +47,6 @@ QList<QPointF> minMaxDownsample(const std::vector<QPointF> &points, int buckets)
 
 // ---- MinMaxIndex ------------------------------------------------------------------
 
-MinMaxIndex::Block MinMaxIndex::merge(Block a, Block b) const
-{
-    return { m_values[b.min] < m_values[a.min] ? b.min : a.min,
-        m_values[b.max] > m_values[a.max] ? b.max : a.max };
-}
-
 void MinMaxIndex::append(double value)
 {
     const auto index = static_cast<std::uint32_t>(m_values.size());
@@ -72,6 +66,28 @@ void MinMaxIndex::append(double value)
             right = m_levels[k - 2][2 * j + 1];
         }
         m_levels[k - 1].push_back(merge(left, right));
+    }
+}
+
+void MinMaxIndex::rebuildLevels()
+{
+    const std::size_t n = m_values.size();
+    for (std::size_t k = 1; (n >> k) > 0; ++k) {
+        if (m_levels.size() < k)
+            m_levels.emplace_back();
+        StableArray<Block> &level = m_levels[k - 1];
+        const std::size_t count = n >> k;
+        if (level.size() > count)
+            level.clear();
+        for (std::size_t j = 0; j < count; ++j) {
+            const auto first = static_cast<std::uint32_t>(2 * j);
+            const Block left = k == 1 ? Block { first, first } : m_levels[k - 2][2 * j];
+            const Block right = k == 1 ? Block { first + 1, first + 1 } : m_levels[k - 2][2 * j + 1];
+            if (j < level.size())
+                level.set(j, merge(left, right));
+            else
+                level.push_back(merge(left, right));
+        }
     }
 }
 

@@ -83,6 +83,12 @@ public:
         m_blocks.back().push_back(value);
         ++m_size;
     }
+    // Rewrites element i in place (a series re-derived from its samples keeps its storage).
+    void set(std::size_t i, const T &value)
+    {
+        assert(i < m_size);
+        m_blocks[i >> kShift][i & (kBlock - 1)] = value;
+    }
     void clear()
     {
         m_blocks.clear();

@@ -18,11 +18,13 @@ ChartFeed::~ChartFeed() = default;
 
 ChartFeed::Channel ChartFeed::channel(MetricChart *chart, const QString &seriesId)
 {
-    for (std::size_t i = 0; i < m_routes.size(); ++i)
-        if (m_routes[i].chart == chart && m_routes[i].seriesId == seriesId)
-            return Channel(i);
+    const QPair<const MetricChart *, QString> key(chart, seriesId);
+    if (const auto known = m_channels.constFind(key); known != m_channels.constEnd())
+        return *known;
     m_routes.push_back({ chart, seriesId });
-    return Channel(m_routes.size() - 1);
+    const auto made = Channel(m_routes.size() - 1);
+    m_channels.insert(key, made);
+    return made;
 }
 
 void ChartFeed::forget(MetricChart *chart)
@@ -30,6 +32,12 @@ void ChartFeed::forget(MetricChart *chart)
     for (auto &r : m_routes)
         if (r.chart == chart)
             r.chart = nullptr;
+    m_channels.removeIf([chart](const auto &entry) { return entry.key().first == chart; });
+}
+
+void ChartFeed::post(MetricChart *chart, const QString &seriesId, const MetricPoint &point)
+{
+    post(channel(chart, seriesId), point);
 }
 
 void ChartFeed::post(Channel channel, const MetricPoint &point)

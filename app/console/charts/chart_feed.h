@@ -1,5 +1,6 @@
-// Brings samples produced on other threads (gRPC reactors, telemetry readers, the
-// benchmark's producer) to MetricCharts on the GUI thread, in batches.
+// Brings samples to MetricCharts on the GUI thread, in batches: the Run tab's charts take
+// every run event's samples through one (RunTabCharts, run_plot.h), and the benchmark's
+// producer thread posts through one the same way (bench/console_frames.cpp).
 //
 // post() is safe from any thread and cheap: it appends to a mutex-guarded buffer and,
 // for the first sample after a drain, queues a single wake-up to the GUI thread. The
@@ -9,12 +10,14 @@
 //
 // Channels are made on the GUI thread with channel() before producers use them; the
 // feed must outlive its producers' post() calls, and the charts must outlive the feed
-// or be forgotten with forget().
+// or be forgotten with forget(). Before a chart's series is removed, drain() the feed, so
+// samples still waiting are not drawn into a series added later under the same id.
 #pragma once
 
 #include "metric_series.h"
 
 #include <QElapsedTimer>
+#include <QHash>
 #include <QObject>
 #include <QPointer>
 #include <QTimer>
@@ -39,6 +42,8 @@ public:
     Channel channel(MetricChart *chart, const QString &seriesId);
     void forget(MetricChart *chart);
     void setInterval(int milliseconds) { m_timer.setInterval(milliseconds); }
+    // GUI thread: post() through the channel of (chart, seriesId), made on first use.
+    void post(MetricChart *chart, const QString &seriesId, const MetricPoint &point);
 
     // Any thread.
     void post(Channel channel, const MetricPoint &point);
@@ -73,6 +78,7 @@ private:
     std::atomic<std::uint64_t> m_posted = 0;
     std::vector<Posted> m_taking; // GUI thread: the swapped-out buffer, reused
     std::vector<Route> m_routes; // GUI thread
+    QHash<QPair<const MetricChart *, QString>, Channel> m_channels; // GUI thread: routes by target
     std::vector<std::vector<MetricPoint>> m_byChannel; // GUI thread, reused
     std::uint64_t m_drained = 0;
     QTimer m_timer;

@@ -35,7 +35,7 @@ QLegendMarker *markerOf(QChart *chart, QAbstractSeries *series)
 
 QList<QPointF> Trace::points() const
 {
-    QList<QPointF> all = body->points();
+    QList<QPointF> all = layered ? painted : body->points();
     // After a body, the tail opens with the last sample before its columns, which lies in
     // the body's last column: drawn there already.
     all.append(all.isEmpty() ? tail->points() : tail->points().mid(1));
@@ -53,6 +53,8 @@ ChartLine::ChartLine(QChart *chart, QAbstractAxis *x, QAbstractAxis *y, const QS
         trace->body = new QLineSeries;
         trace->tail = new QLineSeries;
     }
+    // Few points, each marked: Qt Charts draws those, markers and all.
+    raw.layered = line.layered = !style.markers;
     line.body->setName(label);
     line.body->setObjectName(id);
     for (auto *drawn : series()) { // raw lines first: drawn behind the smoothed ones
@@ -64,20 +66,32 @@ ChartLine::ChartLine(QChart *chart, QAbstractAxis *x, QAbstractAxis *y, const QS
     }
 }
 
-void ChartLine::draw(
-    XAxis axis, double x0, double x1, int pixels, double smoothing, bool log, const StagePoints &stage)
+bool ChartLine::draw(XAxis axis, double x0, double x1, int pixels, double smoothing, bool log,
+    const StagePoints &stage, bool &reduceBudget)
 {
     const bool smoothed = style.smoothable && smoothing > 0;
     const DrawKey key { axis, x0, x1, pixels, smoothed ? smoothing : 0.0, log, visible };
     const bool regrid = key != drawnFor;
-    if (!regrid && data.size() == drawnSamples)
-        return;
+    if (!regrid && data.size() == drawnSamples && !(stale && reduceBudget))
+        return false;
+    DrawKey narrower = key;
+    narrower.x1 = drawnFor.x1;
+    const bool grown = regrid && narrower == drawnFor && x1 > drawnFor.x1 && raw.layered && line.layered;
+    bool bodiesChanged = false;
+    auto place = [&](Trace &trace, bool body, QList<QPointF> points) {
+        if (!body || !trace.layered) {
+            stage(body ? trace.body : trace.tail, std::move(points));
+        } else if (points != trace.painted) {
+            trace.painted = std::move(points);
+            bodiesChanged = true;
+        }
+    };
     const bool drawable = visible && data.hasAxis(axis);
     // Columns left of the newest sample's are complete: samples only append. One more
     // stays in the tail, against rounding at the boundary.
     const int complete
         = drawable ? std::max(0, core::pixelColumn(data.column(axis).back(), x0, x1, pixels) - 1) : 0;
-    auto drawColumns = [&](int first, int last, YExtent &extent, QLineSeries *shown, QLineSeries *rawLine) {
+    auto drawColumns = [&](int first, int last, YExtent &extent, bool body) {
         extent = {};
         QList<QPointF> shownPoints, rawPoints;
         if (drawable) {
@@ -90,16 +104,29 @@ void ChartLine::draw(
                 extent.add(*points, x0, x1);
             }
         }
-        stage(shown, std::move(shownPoints));
-        stage(rawLine, std::move(rawPoints));
+        place(line, body, std::move(shownPoints));
+        place(raw, body, std::move(rawPoints));
     };
-    if (regrid || complete < split || complete - split > kTailColumns) {
+    // Where the bodies end on the new grid: the tail starts in that column (a kept body).
+    const int keptSplit = grown && drawnFor.pixels > 0
+        ? std::min(core::pixelColumn(
+                       drawnFor.x0 + (drawnFor.x1 - drawnFor.x0) * split / drawnFor.pixels, x0, x1, pixels),
+            complete)
+        : split;
+    if ((grown || stale) && !reduceBudget && drawable && complete - keptSplit <= kTailColumns) {
+        split = keptSplit; // keep the bodies
+        stale = true;
+    } else if (regrid || stale || complete < split || complete - split > kTailColumns) {
+        if (grown || stale)
+            reduceBudget = false;
         split = complete;
-        drawColumns(0, split, bodyExtent, line.body, raw.body);
+        stale = false;
+        drawColumns(0, split, bodyExtent, true);
     }
-    drawColumns(split, pixels, tailExtent, line.tail, raw.tail);
+    drawColumns(split, pixels, tailExtent, false);
     drawnFor = key;
     drawnSamples = data.size();
+    return bodiesChanged;
 }
 
 void ChartLine::applyStyle(bool dense, const QColor &base)

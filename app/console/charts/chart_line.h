@@ -62,10 +62,14 @@ struct DrawKey {
     bool operator==(const DrawKey &) const = default;
 };
 
-// One drawn line: finished columns and the live tail, same pen.
+// One drawn line: finished columns and the live tail, same pen. The finished columns of a
+// line without markers are painted by the chart's LineBodies (`painted`, in plot
+// coordinates); the body series then stays empty and carries the legend entry and pen.
 struct Trace {
     QLineSeries *body = nullptr; // owns the legend entry
     QLineSeries *tail = nullptr;
+    bool layered = true; // the body's points are `painted` by LineBodies, not in `body`
+    QList<QPointF> painted;
     QList<QPointF> points() const;
 };
 
@@ -86,8 +90,13 @@ struct ChartLine {
     // appended): the tail only while the grid holds and the tail stays short, else the
     // bodies too; bodyExtent and tailExtent then hold what each draws inside [x0, x1].
     // `smoothing` is the chart's weight: a line that is not smoothable is drawn raw.
-    void draw(
-        XAxis axis, double x0, double x1, int pixels, double smoothing, bool log, const StagePoints &stage);
+    // True when a body LineBodies paints changed (it is to be painted again).
+    // `reduceBudget`: whether this draw may reduce bodies it could keep. When only the x
+    // axis grew, the bodies' points (data coordinates, drawn where they lie) stay correct,
+    // only denser than the new grid asks: without the budget a line keeps them, `stale`,
+    // and its tail starts where they end; with it, it reduces them again and spends it.
+    [[nodiscard]] bool draw(XAxis axis, double x0, double x1, int pixels, double smoothing, bool log,
+        const StagePoints &stage, bool &reduceBudget);
     // Pens: thin (`dense`), or bolder with markers; the raw line mixed with `base`, the background.
     void applyStyle(bool dense, const QColor &base);
     // The legend entry shown unless `inLegend` is false, dimmed while hidden; labels in `text`.
@@ -103,6 +112,7 @@ struct ChartLine {
     DrawKey drawnFor;
     std::size_t drawnSamples = static_cast<std::size_t>(-1);
     int split = 0; // columns [0, split) are drawn by the bodies, the rest by the tails
+    bool stale = false; // the bodies are of an earlier, narrower grid (see draw())
     YExtent bodyExtent, tailExtent; // what each draws: the y range holds both
     bool visible = true;
     bool inLegend = true; // a hidden line keeps its (dimmed) legend entry unless told not to

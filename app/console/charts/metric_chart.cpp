@@ -4,6 +4,7 @@
 #include "chart_export.h"
 #include "chart_overlays.h"
 #include "chart_readout.h"
+#include "line_bodies.h"
 
 #include <QCategoryAxis>
 #include <QChart>
@@ -22,6 +23,7 @@
 #include <QToolTip>
 #include <QVBoxLayout>
 #include <QValueAxis>
+#include <QtConcurrent/QtConcurrentMap>
 
 #include <algorithm>
 #include <cmath>
@@ -101,6 +103,9 @@ MetricChart::MetricChart(const QString &title, const QString &yTitle, QWidget *p
     connect(m_chart, &QChart::plotAreaChanged, this, &MetricChart::placeVerticalMarkers);
     connect(m_x, &QValueAxis::rangeChanged, this, &MetricChart::placeVerticalMarkers);
     connect(m_chart, &QChart::plotAreaChanged, this, &MetricChart::placeBands);
+    m_bodies = new LineBodies(m_chart, &m_entries);
+    connect(m_chart, &QChart::plotAreaChanged, this, &MetricChart::placeBodies);
+    connect(m_x, &QValueAxis::rangeChanged, this, &MetricChart::placeBodies); // a zoom, before its redraw
 
     m_view = new QChartView(m_chart);
     m_view->setRenderHint(QPainter::Antialiasing);
@@ -182,6 +187,12 @@ QList<std::pair<double, QString>> MetricChart::shownVerticalMarkers() const
     return m_overlays->shownVerticalMarkers(m_xAxis);
 }
 
+void MetricChart::placeBodies()
+{
+    const auto *y = static_cast<QValueAxis *>(m_yAxis); // QCategoryAxis on a log scale
+    m_bodies->setFrame(m_chart->plotArea(), m_x->min(), m_x->max(), y->min(), y->max());
+}
+
 void MetricChart::placeVerticalMarkers()
 {
     m_overlays->placeMarkers(overlayFrame());
@@ -259,6 +270,7 @@ void MetricChart::removeSeries(const QString &id)
         delete series;
     }
     m_entries.erase(it);
+    m_bodies->invalidate();
     m_hover->clear();
     scheduleRedraw();
 }
@@ -300,6 +312,12 @@ QList<QPointF> MetricChart::drawnPoints(const QString &id) const
 {
     const ChartLine *e = find(id);
     return e ? fromPlot(e->line.points()) : QList<QPointF> {};
+}
+
+QList<QPointF> MetricChart::plottedPoints(const QString &id) const
+{
+    const ChartLine *e = find(id);
+    return e ? e->line.points() : QList<QPointF> {};
 }
 
 QList<QPointF> MetricChart::fromPlot(QList<QPointF> points) const
@@ -380,9 +398,12 @@ void MetricChart::setSmoothing(double weight)
     if (weight == m_smoothing)
         return;
     m_smoothing = weight;
+    // Each run's series is its own: re-smoothed side by side, on every core.
+    std::vector<MetricSeries *> smoothable;
     for (auto &e : m_entries)
         if (e->style.smoothable)
-            e->data.setSmoothing(weight);
+            smoothable.push_back(&e->data);
+    QtConcurrent::blockingMap(smoothable, [weight](MetricSeries *series) { series->setSmoothing(weight); });
     redraw();
 }
 
@@ -495,8 +516,15 @@ void MetricChart::redraw()
             replacements.emplace_back(line, std::move(points));
     };
     YExtent all;
+    bool bodies = false; // a body LineBodies paints changed
+    // When the x axis grows, one line a frame reduces its bodies to the new grid; the
+    // others keep theirs (correct, only denser) until their frame: a frame re-reduces ~2
+    // traces of a million samples, not 16.
+    bool reduceBudget = true;
+    bool stale = false;
     for (auto &e : m_entries) {
-        e->draw(m_xAxis, x0, x1, pixels, m_smoothing, m_logScale, stage);
+        bodies = e->draw(m_xAxis, x0, x1, pixels, m_smoothing, m_logScale, stage, reduceBudget) || bodies;
+        stale = stale || e->stale;
         all.merge(e->bodyExtent);
         all.merge(e->tailExtent);
     }
@@ -512,6 +540,7 @@ void MetricChart::redraw()
         m_view->setRenderHint(QPainter::Antialiasing, !dense);
         for (auto &e : m_entries)
             e->applyStyle(m_dense, palette().color(QPalette::Base));
+        bodies = true;
     }
 
     // y: kept while it holds the data without wasting more than about a quarter of the height.
@@ -537,8 +566,13 @@ void MetricChart::redraw()
     }
     for (auto &[line, points] : replacements)
         line->replace(points);
+    placeBodies();
+    if (bodies)
+        m_bodies->invalidate();
     placeVerticalMarkers(); // the y range may have moved under the range bars
     placeBands();
+    if (stale)
+        scheduleRedraw(); // the next line's bodies, without waiting for samples
     Q_EMIT redrawn();
 }
 
@@ -575,6 +609,8 @@ void MetricChart::applyPalette()
         e->applyStyle(m_dense, base); // the faint raw colour is mixed with the background
         e->updateLegendMarker(m_chart, text);
     }
+    if (m_bodies)
+        m_bodies->invalidate();
 }
 
 void MetricChart::changeEvent(QEvent *event)
@@ -674,14 +710,26 @@ void MetricChart::showContextMenu(const QPoint &position)
     menu.exec(m_view->viewport()->mapToGlobal(position));
 }
 
+core::Status MetricChart::exportWith(const std::function<core::Status()> &write)
+{
+    // Painted afresh into the file (vectors in an SVG), not copied from the screen's cache.
+    const QGraphicsItem::CacheMode cache = m_bodies->cacheMode();
+    m_bodies->setCacheMode(QGraphicsItem::NoCache);
+    core::Status written = write();
+    m_bodies->setCacheMode(cache);
+    return written;
+}
+
 core::Status MetricChart::exportPng(const QString &path)
 {
-    return exportChartPng(m_chart, palette().color(QPalette::Base), path, [this] { redraw(); });
+    return exportWith(
+        [&] { return exportChartPng(m_chart, palette().color(QPalette::Base), path, [this] { redraw(); }); });
 }
 
 core::Status MetricChart::exportSvg(const QString &path)
 {
-    return exportChartSvg(m_chart, palette().color(QPalette::Base), path, [this] { redraw(); });
+    return exportWith(
+        [&] { return exportChartSvg(m_chart, palette().color(QPalette::Base), path, [this] { redraw(); }); });
 }
 
 } // namespace scalelab::app

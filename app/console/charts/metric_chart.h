@@ -12,9 +12,13 @@
 //   reset; export as PNG or SVG (context menu or exportPng()/exportSvg()).
 // Redraws are coalesced: append() schedules one redraw within 40 ms, and a redraw
 // reduces every series to the plot's pixel width (min/max per column). Each line is two
-// Qt series: the columns its samples have left behind, untouched while the axes hold
-// still, and a short tail that takes the new samples, so a live frame re-strokes and
-// repaints ~100 points per line instead of thousands. Axes move in steps (10 % headroom).
+// parts: the columns its samples have left behind (its body), untouched while the axes
+// hold still, and a short tail, a Qt series, that takes the new samples, so a live frame
+// re-strokes ~100 points per line instead of thousands. The bodies of all lines are
+// painted by one cached item (LineBodies, line_bodies.h) rather than by Qt Charts, whose
+// series re-compute an outline of every point when the axes move: a live frame blits
+// them, and moving the axes (in steps, 10 % headroom) or a new smoothing weight paints
+// them once. Lines with markers (few points) are Qt series throughout.
 // Colours come from the widget's palette, so light and dark themes both read.
 //
 // The widget holds the axes, the coalesced redraw, the hover, zoom and context menu, and
@@ -39,6 +43,7 @@
 #include <QTimer>
 #include <QWidget>
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -55,6 +60,7 @@ class QValueAxis;
 namespace scalelab::app {
 
 class ChartOverlays;
+class LineBodies;
 struct OverlayFrame;
 
 class MetricChart : public QWidget {
@@ -140,6 +146,10 @@ public:
     QLineSeries *line(const QString &id) const;
     // What is drawn for a series (smoothed while smoothing is on), in order.
     QList<QPointF> drawnPoints(const QString &id) const;
+    // The same where it is plotted: at log10(y) on a log scale.
+    QList<QPointF> plottedPoints(const QString &id) const;
+    // The item that paints the lines' finished columns.
+    LineBodies *bodies() const { return m_bodies; }
     // The faint raw line behind a smoothed one (empty while smoothing is off).
     QList<QPointF> drawnRawPoints(const QString &id) const;
 
@@ -158,6 +168,9 @@ private:
     OverlayFrame overlayFrame() const;
     void placeVerticalMarkers();
     void placeBands();
+    // Tells the bodies where the plot and the axes are now.
+    void placeBodies();
+    core::Status exportWith(const std::function<core::Status()> &write);
     void rebuildYAxis();
     void applyPalette();
     void showContextMenu(const QPoint &position);
@@ -177,6 +190,7 @@ private:
     QScatterSeries *m_hover = nullptr;
     std::vector<std::unique_ptr<ChartLine>> m_entries;
     std::unique_ptr<ChartOverlays> m_overlays; // markers, range bars, bands, the reference line
+    LineBodies *m_bodies = nullptr; // a child item of m_chart
     int m_nextColor = 0;
     XAxis m_xAxis = XAxis::Step;
     double m_smoothing = 0;

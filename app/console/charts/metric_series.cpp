@@ -38,7 +38,7 @@ bool MetricSeries::append(const MetricPoint &point)
     }
     m_raw.append(point.y);
     if (m_weight > 0)
-        smoothNext(point.y);
+        m_smoothed.append(smoothNext(point.y));
     return true;
 }
 
@@ -53,13 +53,16 @@ void MetricSeries::clear()
     m_rejected = 0;
 }
 
-void MetricSeries::smoothNext(double y)
+double MetricSeries::smoothNext(double y)
 {
     // TensorBoard's smoothing (scalar card): last = last * w + (1 - w) * y, shown divided
     // by 1 - w^n so the average is not biased toward its zero start.
     m_emaAccumulator = m_emaAccumulator * m_weight + (1 - m_weight) * y;
-    m_emaPower *= m_weight;
-    m_smoothed.append(m_emaAccumulator / (1 - m_emaPower));
+    // Once w^n no longer changes 1 - w^n it is 0: left to shrink it became subnormal (and
+    // for most weights stuck at the smallest one), which made every later multiplication
+    // about a hundred times slower; a million samples took 0.2 s to smooth instead of 5 ms.
+    m_emaPower = m_emaPower < 1e-20 ? 0.0 : m_emaPower * m_weight;
+    return m_emaAccumulator / (1 - m_emaPower);
 }
 
 void MetricSeries::setSmoothing(double weight)
@@ -68,13 +71,16 @@ void MetricSeries::setSmoothing(double weight)
     if (weight == m_weight)
         return;
     m_weight = weight;
-    m_smoothed.clear();
     m_emaAccumulator = 0;
     m_emaPower = 1;
-    if (m_weight == 0)
+    if (m_weight == 0) {
+        m_smoothed.clear();
         return;
-    for (double y : m_raw.values())
-        smoothNext(y);
+    }
+    // The whole series, then its index a level at a time, over the storage of the last
+    // weight: a new weight for runs of millions of samples is a frame, not a second.
+    std::size_t i = 0;
+    m_smoothed.rebuild(m_raw.size(), [&] { return smoothNext(m_raw[i++]); });
 }
 
 QList<QPointF> MetricSeries::downsample(

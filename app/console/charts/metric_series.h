@@ -71,7 +71,7 @@ public:
     std::size_t nearest(XAxis axis, double x) const;
 
 private:
-    void smoothNext(double y);
+    double smoothNext(double y); // the next smoothed value, after `y`
 
     std::array<core::StableArray<double>, kXAxisCount> m_x;
     core::MinMaxIndex m_raw;

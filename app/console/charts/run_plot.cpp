@@ -1,5 +1,6 @@
 #include "run_plot.h"
 
+#include "chart_feed.h"
 #include "metric_chart.h"
 
 #include <QCoreApplication>
@@ -45,6 +46,8 @@ QList<MetricChart *> chartsOf(const RunCharts &charts)
 
 void removeRunLines(const RunCharts &charts, const RunLines &lines)
 {
+    if (charts.feed)
+        charts.feed->drain(); // samples on their way to these lines go with them
     charts.loss->removeSeries(lines.loss());
     charts.throughput->removeSeries(lines.throughput());
     charts.accuracy->removeSeries(lines.testAccuracy());
@@ -66,6 +69,14 @@ void removeRunLines(const RunCharts &charts, const RunLines &lines)
 }
 
 namespace {
+
+void appendTo(const RunCharts &charts, MetricChart *chart, const QString &seriesId, const MetricPoint &point)
+{
+    if (charts.feed)
+        charts.feed->post(chart, seriesId, point);
+    else
+        chart->append(seriesId, point);
+}
 
 // Where an attempt that changed the run's size starts: the step, epoch and seconds its line
 // resumes from, marked dashed on every chart.
@@ -107,19 +118,20 @@ void plotRunEvent(
         const double epoch
             = state.stepsPerEpoch > 0 ? double(s.step()) / double(state.stepsPerEpoch) : double(s.epoch());
         const double seconds = state.secondsOffset + s.elapsed_seconds();
-        charts.loss->append(lines.loss(), MetricPoint::timeline(double(s.step()), epoch, seconds, s.loss()));
+        appendTo(charts, charts.loss, lines.loss(),
+            MetricPoint::timeline(double(s.step()), epoch, seconds, s.loss()));
         const auto at
             = [&](double value) { return MetricPoint::timeline(double(s.step()), epoch, seconds, value); };
         if (s.images_per_second() > 0)
-            charts.throughput->append(lines.throughput(), at(s.images_per_second()));
+            appendTo(charts, charts.throughput, lines.throughput(), at(s.images_per_second()));
         if (charts.learningRate && s.learning_rate() > 0)
-            charts.learningRate->append(lines.learningRate(), at(s.learning_rate()));
+            appendTo(charts, charts.learningRate, lines.learningRate(), at(s.learning_rate()));
         if (charts.gradNorm && s.grad_norm() > 0)
-            charts.gradNorm->append(lines.gradNorm(), at(s.grad_norm()));
+            appendTo(charts, charts.gradNorm, lines.gradNorm(), at(s.grad_norm()));
         if (charts.stepTime && s.step_seconds() > 0 && state.hostTimes) {
             const double wait = std::clamp(s.exposed_allreduce_seconds(), 0.0, s.step_seconds());
-            charts.stepTime->append(lines.compute(), at((s.step_seconds() - wait) * 1000));
-            charts.stepTime->append(lines.allReduceWait(), at(wait * 1000));
+            appendTo(charts, charts.stepTime, lines.compute(), at((s.step_seconds() - wait) * 1000));
+            appendTo(charts, charts.stepTime, lines.allReduceWait(), at(wait * 1000));
         }
     } else if (event.has_epoch()) {
         const auto &e = event.epoch();
@@ -130,8 +142,8 @@ void plotRunEvent(
             return MetricPoint::timeline(
                 step, double(e.epoch()), state.secondsOffset + e.elapsed_seconds(), value);
         };
-        charts.accuracy->append(lines.trainAccuracy(), at(e.train_accuracy() * 100));
-        charts.accuracy->append(lines.testAccuracy(), at(e.test_accuracy() * 100));
+        appendTo(charts, charts.accuracy, lines.trainAccuracy(), at(e.train_accuracy() * 100));
+        appendTo(charts, charts.accuracy, lines.testAccuracy(), at(e.test_accuracy() * 100));
         if (state.headEpochs > 0 && e.epoch() == state.headEpochs && state.headEpochs < state.epochs)
             for (MetricChart *chart : { charts.loss, charts.accuracy })
                 chart->addVerticalMarker(lines.phaseMarkers(), at(MetricPoint::kNone),

@@ -21,6 +21,7 @@
 
 namespace scalelab::app {
 
+class ChartFeed;
 class MetricChart;
 
 struct RunCharts {
@@ -31,6 +32,8 @@ struct RunCharts {
     MetricChart *gradNorm = nullptr;
     MetricChart *stepTime = nullptr;
     bool epochMarkers = false; // mark where each epoch ends on the loss and throughput charts
+    // Given: samples go through it (drawn at its next frame), else straight to each chart.
+    ChartFeed *feed = nullptr;
 };
 
 // The series of one run (or one attempt of a run) on RunCharts, by id prefix.
