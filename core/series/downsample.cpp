@@ -47,46 +47,60 @@ QList<QPointF> minMaxDownsample(const std::vector<QPointF> &points, int buckets)
 
 // ---- MinMaxIndex ------------------------------------------------------------------
 
+// The lowest level's block, found by scanning its values (leftmost extremes, as merge()).
+MinMaxIndex::Block MinMaxIndex::scanBlock(std::size_t first) const
+{
+    Block block { static_cast<std::uint32_t>(first), static_cast<std::uint32_t>(first) };
+    double low = m_values[first], high = low;
+    for (std::size_t i = first + 1; i < first + (std::size_t(1) << kFirstLevel); ++i) {
+        const double v = m_values[i];
+        if (v < low) {
+            low = v;
+            block.min = static_cast<std::uint32_t>(i);
+        }
+        if (v > high) {
+            high = v;
+            block.max = static_cast<std::uint32_t>(i);
+        }
+    }
+    return block;
+}
+
 void MinMaxIndex::append(double value)
 {
-    const auto index = static_cast<std::uint32_t>(m_values.size());
     m_values.push_back(value);
     const std::size_t n = m_values.size();
     // The new value completes one block on each level k where 2^k divides n.
-    for (std::size_t k = 1; (n & ((std::size_t(1) << k) - 1)) == 0; ++k) {
-        if (m_levels.size() < k)
+    for (std::size_t k = kFirstLevel; (n & ((std::size_t(1) << k) - 1)) == 0; ++k) {
+        const std::size_t level = k - kFirstLevel;
+        if (m_levels.size() <= level)
             m_levels.emplace_back();
         const std::size_t j = (n >> k) - 1; // the completed block
-        Block left, right;
-        if (k == 1) {
-            left = { index - 1, index - 1 };
-            right = { index, index };
-        } else {
-            left = m_levels[k - 2][2 * j];
-            right = m_levels[k - 2][2 * j + 1];
-        }
-        m_levels[k - 1].push_back(merge(left, right));
+        m_levels[level].push_back(level == 0
+                ? scanBlock(j << k)
+                : merge(m_levels[level - 1][2 * j], m_levels[level - 1][2 * j + 1]));
     }
 }
 
 void MinMaxIndex::rebuildLevels()
 {
     const std::size_t n = m_values.size();
-    for (std::size_t k = 1; (n >> k) > 0; ++k) {
-        if (m_levels.size() < k)
+    for (std::size_t k = kFirstLevel; (n >> k) > 0; ++k) {
+        const std::size_t index = k - kFirstLevel;
+        if (m_levels.size() <= index)
             m_levels.emplace_back();
-        StableArray<Block> &level = m_levels[k - 1];
+        StableArray<Block> &level = m_levels[index];
         const std::size_t count = n >> k;
         if (level.size() > count)
             level.clear();
         for (std::size_t j = 0; j < count; ++j) {
-            const auto first = static_cast<std::uint32_t>(2 * j);
-            const Block left = k == 1 ? Block { first, first } : m_levels[k - 2][2 * j];
-            const Block right = k == 1 ? Block { first + 1, first + 1 } : m_levels[k - 2][2 * j + 1];
+            const Block block = index == 0
+                ? scanBlock(j << k)
+                : merge(m_levels[index - 1][2 * j], m_levels[index - 1][2 * j + 1]);
             if (j < level.size())
-                level.set(j, merge(left, right));
+                level.set(j, block);
             else
-                level.push_back(merge(left, right));
+                level.push_back(block);
         }
     }
 }
@@ -103,16 +117,19 @@ MinMaxIndex::Extremes MinMaxIndex::extremes(std::size_t first, std::size_t last)
     Block best { static_cast<std::uint32_t>(first), static_cast<std::uint32_t>(first) };
     std::size_t i = first;
     while (i < last) {
-        // The largest complete block that starts at i and ends inside [i, last).
+        // The largest complete block that starts at i and ends inside [i, last); below the
+        // lowest level, one value.
         std::size_t k = std::bit_width(last - i) - 1;
         if (i != 0)
             k = std::min<std::size_t>(k, std::countr_zero(i));
-        k = std::min(k, m_levels.size());
-        if (k == 0)
+        k = std::min(k, kFirstLevel + m_levels.size() - 1);
+        if (k < kFirstLevel) {
             best = merge(best, { static_cast<std::uint32_t>(i), static_cast<std::uint32_t>(i) });
-        else
-            best = merge(best, m_levels[k - 1][i >> k]);
-        i += std::size_t(1) << k;
+            ++i;
+        } else {
+            best = merge(best, m_levels[k - kFirstLevel][i >> k]);
+            i += std::size_t(1) << k;
+        }
     }
     return { best.min, best.max };
 }

@@ -74,10 +74,16 @@ private:
             m_values[b.max] > m_values[a.max] ? b.max : a.max };
     }
     void rebuildLevels(); // every level from the values, in place where it has its size
+    Block scanBlock(std::size_t first) const;
+
+    // Blocks of fewer than 2^kFirstLevel values are not kept: a query scans at most that many
+    // values at each end, and a rebuild (a new smoothing weight) writes an eighth of the
+    // blocks a full tree would, which was most of its time.
+    static constexpr std::size_t kFirstLevel = 3;
 
     // Stable storage: a live series never pauses to copy itself (see StableArray).
     StableArray<double> m_values;
-    // m_levels[k - 1][j]: extremes of the complete block j of 2^k values.
+    // m_levels[k - kFirstLevel][j]: extremes of the complete block j of 2^k values.
     std::vector<StableArray<Block>> m_levels;
 };
 
