@@ -176,8 +176,11 @@ private Q_SLOTS:
         VERIFY_OK(createdStudy);
         const QString studyId = createdStudy.value();
 
-        connect(
-            &runner, &StudyRunner::message, this, [](const QString &line) { qInfo("%s", qPrintable(line)); });
+        QStringList said;
+        connect(&runner, &StudyRunner::message, this, [&](const QString &line) {
+            qInfo("%s", qPrintable(line));
+            said << line;
+        });
         QString killed; // the agent that wrote the copied checkpoint, killed at once
         int copiedEpoch = 0;
         QString copyProblem = QStringLiteral("never checked");
@@ -217,6 +220,12 @@ private Q_SLOTS:
         QCOMPARE(run.attempts[1].agents, QStringList { survivor });
         QCOMPARE(run.attempts[1].transferredFrom, killed);
         QVERIFY(run.attempts[1].transferredEpoch >= copiedEpoch);
+        // The placement names the agent it left out, and why.
+        const QString placed = said.filter(QStringLiteral("attempt 2 placed on")).value(0);
+        QVERIFY2(
+            placed.contains(QStringLiteral("placed on %1 (1 rank); not on agent %2").arg(survivor, killed))
+                && placed.contains(QLatin1String(": unreachable (")),
+            qPrintable(placed));
 
         // The worker of attempt 2 says it resumed from the transferred checkpoint.
         const auto [resumed, trained] = attemptTraining(journal, run.planned.runId, 2, survivor);

@@ -362,18 +362,47 @@ void printTimeToTarget(const StudySnapshot &s, const StudyResults &results)
     }
 }
 
+namespace {
+
+void printTune(const StudySnapshot &s)
+{
+    out() << "tune " << s.studyId << " (" << s.name << "): " << s.state << ", data set " << s.dataset
+          << (s.synthetic ? QStringLiteral(" [SYNTHETIC DATA]") : QString()) << "\n";
+    out() << tuneTable(s).join(QLatin1Char('\n')) << "\n";
+    if (const int best = bestTrialIndex(s); best >= 0)
+        out() << "  best trial: " << s.runs[best].runId << ": " << paramsText(s.runs[best].params) << "\n";
+}
+
+// A run of more than one attempt: a line each, where it ran and how it ended.
+void printAttempts(const RunResult &r)
+{
+    if (r.attempts.size() < 2)
+        return;
+    for (const auto &a : r.attempts) {
+        QStringList words { a.outcome };
+        if (!a.resize.isEmpty())
+            words << a.resize;
+        if (const QString note = resumeNote(a); !note.isEmpty())
+            words << note;
+        if (!a.reason.isEmpty())
+            words << a.reason;
+        out() << "      attempt " << a.attempt << " on " << a.agents.join(QLatin1String(", "))
+              << (a.worldSize > 0 && r.config.elastic()
+                         ? QStringLiteral(" (%1 worker%2)").arg(a.worldSize).arg(a.worldSize == 1 ? "" : "s")
+                         : QString())
+              << ": " << words.join(QLatin1String("; ")) << "\n";
+    }
+}
+
+} // namespace
+
 void printStudy(const StudySnapshot &s)
 {
     // Said first: what is shown below is the study without these events.
     for (const QString &skipped : s.unreadableEvents)
         out() << "warning: a journal event could not be read and was skipped: " << skipped << "\n";
     if (s.tune) {
-        out() << "tune " << s.studyId << " (" << s.name << "): " << s.state << ", data set " << s.dataset
-              << (s.synthetic ? QStringLiteral(" [SYNTHETIC DATA]") : QString()) << "\n";
-        out() << tuneTable(s).join(QLatin1Char('\n')) << "\n";
-        if (const int best = bestTrialIndex(s); best >= 0)
-            out() << "  best trial: " << s.runs[best].runId << ": " << paramsText(s.runs[best].params)
-                  << "\n";
+        printTune(s);
         out().flush();
         return;
     }
@@ -430,22 +459,7 @@ void printStudy(const StudySnapshot &s)
         if (!r.stateReason.isEmpty())
             out() << "  " << r.stateReason;
         out() << "\n";
-        if (r.attempts.size() > 1)
-            for (const auto &a : r.attempts) {
-                QStringList words { a.outcome };
-                if (!a.resize.isEmpty())
-                    words << a.resize;
-                if (const QString note = resumeNote(a); !note.isEmpty())
-                    words << note;
-                if (!a.reason.isEmpty())
-                    words << a.reason;
-                out() << "      attempt " << a.attempt << " on " << a.agents.join(QLatin1String(", "))
-                      << (a.worldSize > 0 && r.config.elastic() ? QStringLiteral(" (%1 worker%2)")
-                                                                      .arg(a.worldSize)
-                                                                      .arg(a.worldSize == 1 ? "" : "s")
-                                                                : QString())
-                      << ": " << words.join(QLatin1String("; ")) << "\n";
-            }
+        printAttempts(r);
     }
     out() << "  * baseline; speedup = baseline wall-clock / run wall-clock (from the first start of training "
              "to the end: retries, their detection and restarts included); efficiency = speedup / workers\n";

@@ -166,6 +166,21 @@ ProbeWatch watchProbe(
     return seen;
 }
 
+// Rank 0's end is the probe's result, but the other agents' ranks may still be exiting: runs
+// placed right after the survey would find those agents busy (a spread run then left a host
+// out). Each is watched to its end too, 20 s at most, and stopped if it has not ended by then.
+void waitForOtherPortions(const ProbeLayout &layout, const QMap<QString, AgentClient *> &clients,
+    const QString &runId, const std::function<bool()> &cancelled)
+{
+    const QString &rankZeroAgent = layout.portions.first().agent;
+    for (const Portion &p : layout.portions) {
+        if (p.agent == rankZeroAgent)
+            continue;
+        if (!watchProbe(clients.value(p.agent), runId, 20'000, cancelled).terminal)
+            stopProbe(layout, clients, runId);
+    }
+}
+
 } // namespace
 
 ProbeOutcome runProbe(const ProbeLayout &layout, const QMap<QString, AgentClient *> &clients, int timeoutMs,
@@ -201,6 +216,7 @@ ProbeOutcome runProbe(const ProbeLayout &layout, const QMap<QString, AgentClient
                                  "see scalelab-cli describe)")
                       .arg(timeoutMs / 1000));
     }
+    waitForOtherPortions(layout, clients, outcome.runId, cancelled);
     if (!seen.ended.isEmpty())
         return failed(seen.ended);
     if (outcome.network.worldSize < 2)

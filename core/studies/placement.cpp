@@ -61,6 +61,33 @@ Status checkFeasible(const RunConfig &config, const QList<NodeCapacity> &reachab
                                .arg(totalFit));
 }
 
+// How many of `workers` ranks each open node (with the ranks it fits) takes; they fit in all.
+QList<int> ranksPerNode(const QList<std::pair<NodeCapacity, int>> &open, int workers, PlacementPolicy policy)
+{
+    QList<int> take(open.size(), 0);
+    int left = workers;
+    if (policy == PlacementPolicy::Pack) {
+        // Fewest nodes: the largest first (stable, so the order of agents breaks ties).
+        QList<int> order(open.size());
+        std::iota(order.begin(), order.end(), 0);
+        std::stable_sort(
+            order.begin(), order.end(), [&](int a, int b) { return open[a].second > open[b].second; });
+        for (int i : order) {
+            take[i] = std::min(left, open[i].second);
+            left -= take[i];
+        }
+        return take;
+    }
+    // Spread: one at a time, round the nodes in the order of agents.
+    while (left > 0)
+        for (int i = 0; i < open.size() && left > 0; ++i)
+            if (take[i] < open[i].second) {
+                ++take[i];
+                --left;
+            }
+    return take;
+}
+
 } // namespace
 
 Placement placeRun(const RunConfig &config, const QList<NodeCapacity> &nodes, PlacementPolicy policy,
@@ -132,27 +159,7 @@ Placement placeRun(const RunConfig &config, const QList<NodeCapacity> &nodes, Pl
         return result;
     }
 
-    QList<int> take(open.size(), 0);
-    if (policy == PlacementPolicy::Pack) {
-        // Fewest nodes: the largest first (stable, so the order of agents breaks ties).
-        QList<int> order(open.size());
-        std::iota(order.begin(), order.end(), 0);
-        std::stable_sort(
-            order.begin(), order.end(), [&](int a, int b) { return open[a].second > open[b].second; });
-        int left = config.workers;
-        for (int i : order) {
-            take[i] = std::min(left, open[i].second);
-            left -= take[i];
-        }
-    } else {
-        int left = config.workers;
-        while (left > 0)
-            for (int i = 0; i < open.size() && left > 0; ++i)
-                if (take[i] < open[i].second) {
-                    ++take[i];
-                    --left;
-                }
-    }
+    const QList<int> take = ranksPerNode(open, config.workers, policy);
     int rank = 0;
     for (int i = 0; i < open.size(); ++i) {
         if (take[i] == 0)

@@ -12,6 +12,7 @@
 #include <QJsonArray>
 
 #include <algorithm>
+#include <functional>
 #include <limits>
 
 namespace scalelab::core {
@@ -150,6 +151,31 @@ NodeInfo nodeInfo(const QString &agent, const v1::DescribeResponse &d)
         if (component != "os")
             n.software.insert(str(component), str(version));
     return n;
+}
+
+// "A (1 rank), B (2 ranks)", then the candidates it is not on that a reader would expect it
+// on: any unreachable one, and under spread any left out for want of a free slot. A spread
+// run on fewer hosts than asked says why (a host still busy with the network probe, say).
+QString placedText(const QList<Portion> &portions, const QList<NodeCapacity> &candidates,
+    PlacementPolicy policy, const std::function<QString(const QString &)> &label)
+{
+    QStringList where, notOn;
+    for (const auto &p : portions)
+        where << QStringLiteral("%1 (%2 rank%3)")
+                     .arg(p.agent)
+                     .arg(p.ranks.size())
+                     .arg(p.ranks.size() == 1 ? "" : "s");
+    for (const NodeCapacity &n : candidates) {
+        if (std::any_of(
+                portions.begin(), portions.end(), [&](const Portion &p) { return p.agent == n.agent; }))
+            continue;
+        if (!n.reachable)
+            notOn << QStringLiteral("%1: unreachable (%2)").arg(label(n.agent), n.error);
+        else if (policy == PlacementPolicy::Spread && n.freeSlots <= 0)
+            notOn << QStringLiteral("%1: no free slot").arg(label(n.agent));
+    }
+    return where.join(QLatin1String(", "))
+        + (notOn.isEmpty() ? QString() : QStringLiteral("; not on %1").arg(notOn.join(QLatin1String("; "))));
 }
 
 } // namespace
@@ -314,19 +340,15 @@ void StudyRunner::placePending(QList<NodeCapacity> &nodes)
             Q_EMIT message(QStringLiteral("%1 %2: %3").arg(id, config.key(), resize));
         ++openTrials;
         use.hold(placement.portions, run.planned.config.gpusPerWorker);
-        QStringList where;
-        for (const auto &p : placement.portions) {
+        const QString where = placedText(
+            placement.portions, *ordered, policy, [this](const QString &a) { return agentLabel(a); });
+        for (const auto &p : placement.portions)
             takeSlots(nodes, p);
-            where << QStringLiteral("%1 (%2 rank%3)")
-                         .arg(p.agent)
-                         .arg(p.ranks.size())
-                         .arg(p.ranks.size() == 1 ? "" : "s");
-        }
         use.mark(nodes);
         Q_EMIT message(QStringLiteral("%1 %2: attempt %3 placed on %4")
                            .arg(id, run.planned.config.key())
                            .arg(run.attempt + 1)
-                           .arg(where.join(QLatin1String(", "))));
+                           .arg(where));
     }
 }
 

@@ -95,6 +95,23 @@ QJsonObject recipeOf(const v1::RunStarted &started)
 
 namespace {
 
+// An epoch's metrics, its time counted from the run's first start (`offset` before this attempt).
+EpochPoint epochPoint(const v1::EpochMetrics &m, double offset)
+{
+    EpochPoint p;
+    p.epoch = m.epoch();
+    p.trainLoss = m.train_loss();
+    p.trainAccuracy = m.train_accuracy();
+    p.testLoss = m.test_loss();
+    p.testAccuracy = m.test_accuracy();
+    p.elapsedSeconds = offset + m.elapsed_seconds();
+    p.imagesPerSecond = m.images_per_second();
+    if (const auto &n = m.gradient_noise(); n.samples() > 0)
+        p.noise = { n.b_simple() > 0 ? n.b_simple() : kNotMeasured, n.grad_squared(), n.trace_sigma(),
+            n.samples(), n.batches_per_step(), n.differenced() };
+    return p;
+}
+
 // A run's measurements from its attempts' events in the journal: its steps, epochs, recipe,
 // anatomy, noise scale, accuracies and (`succeeded`) wall-clock; the software and SYNTHETIC
 // data its workers reported go to `s`. A retried run's clock runs from its first start of
@@ -157,17 +174,7 @@ void foldRunEvents(RunResult &r, const Journal &journal, bool succeeded, StudySn
                 r.steps << p;
             } else if (e.has_epoch()) {
                 const auto &m = e.epoch();
-                EpochPoint p;
-                p.epoch = m.epoch();
-                p.trainLoss = m.train_loss();
-                p.trainAccuracy = m.train_accuracy();
-                p.testLoss = m.test_loss();
-                p.testAccuracy = m.test_accuracy();
-                p.elapsedSeconds = offset + m.elapsed_seconds();
-                p.imagesPerSecond = m.images_per_second();
-                if (const auto &n = m.gradient_noise(); n.samples() > 0)
-                    p.noise = { n.b_simple() > 0 ? n.b_simple() : kNotMeasured, n.grad_squared(),
-                        n.trace_sigma(), n.samples(), n.batches_per_step(), n.differenced() };
+                const EpochPoint p = epochPoint(m, offset);
                 lastElapsed = std::max(lastElapsed, m.elapsed_seconds());
                 r.epochs.removeIf([&](const EpochPoint &old) { return old.epoch == p.epoch; });
                 r.epochs << p;
