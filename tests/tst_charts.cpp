@@ -451,6 +451,44 @@ private Q_SLOTS:
         QVERIFY(chart.shownRangeBars().isEmpty());
     }
 
+    // A new weight re-smooths a series in one pass (MinMaxIndex::refill): its values, its
+    // index and what is appended after it are those of the series smoothed as it grew, over
+    // more than one block of storage (65,536 values each), in place or in fresh storage.
+    void resmoothedSeriesIsTheOneSmoothedAsItGrew()
+    {
+        constexpr int kPoints = 150'001;
+        std::vector<MetricPoint> points;
+        for (int i = 0; i < kPoints; ++i)
+            points.push_back(MetricPoint::timeline(
+                i, i / 1000.0, i * 0.1, 1 + std::sin(i * 0.01) + 0.3 * ((i * 7919) % 13) / 13.0));
+        MetricSeries grown, inPlace, fresh;
+        grown.setSmoothing(0.9);
+        inPlace.setSmoothing(0.5);
+        for (int i = 0; i < kPoints - 1'000; ++i) {
+            grown.append(points[i]);
+            inPlace.append(points[i]);
+            fresh.append(points[i]);
+        }
+        inPlace.setSmoothing(0.9); // the storage of weight 0.5, rewritten
+        fresh.setSmoothing(0.9); // none before
+        for (int i = kPoints - 1'000; i < kPoints; ++i)
+            for (MetricSeries *s : { &grown, &inPlace, &fresh })
+                s->append(points[i]);
+        for (const MetricSeries *s : { &inPlace, &fresh }) {
+            QCOMPARE(s->size(), grown.size());
+            for (std::size_t i = 0; i < grown.size(); ++i)
+                if (s->shownValue(i) != grown.shownValue(i))
+                    QFAIL(qPrintable(QStringLiteral("value %1: %2, smoothed as it grew %3")
+                                         .arg(i)
+                                         .arg(s->shownValue(i), 0, 'g', 17)
+                                         .arg(grown.shownValue(i), 0, 'g', 17)));
+            for (const auto &[x0, x1, pixels] : { std::tuple { 0.0, double(kPoints), 800 },
+                     std::tuple { 65'530.0, 65'600.0, 7 }, std::tuple { 1'234.0, 140'000.0, 333 } })
+                QCOMPARE(s->downsample(XAxis::Step, x0, x1, pixels, true),
+                    grown.downsample(XAxis::Step, x0, x1, pixels, true));
+        }
+    }
+
     // Repeats' spread: at the steps two runs or more reached, mean, lowest and highest; a
     // retried run's later attempt replaces its earlier samples from where it resumed.
     void repeatBandAlignsRunsByStep()

@@ -47,25 +47,6 @@ QList<QPointF> minMaxDownsample(const std::vector<QPointF> &points, int buckets)
 
 // ---- MinMaxIndex ------------------------------------------------------------------
 
-// The lowest level's block, found by scanning its values (leftmost extremes, as merge()).
-MinMaxIndex::Block MinMaxIndex::scanBlock(std::size_t first) const
-{
-    Block block { static_cast<std::uint32_t>(first), static_cast<std::uint32_t>(first) };
-    double low = m_values[first], high = low;
-    for (std::size_t i = first + 1; i < first + (std::size_t(1) << kFirstLevel); ++i) {
-        const double v = m_values[i];
-        if (v < low) {
-            low = v;
-            block.min = static_cast<std::uint32_t>(i);
-        }
-        if (v > high) {
-            high = v;
-            block.max = static_cast<std::uint32_t>(i);
-        }
-    }
-    return block;
-}
-
 void MinMaxIndex::append(double value)
 {
     m_values.push_back(value);
@@ -77,31 +58,8 @@ void MinMaxIndex::append(double value)
             m_levels.emplace_back();
         const std::size_t j = (n >> k) - 1; // the completed block
         m_levels[level].push_back(level == 0
-                ? scanBlock(j << k)
+                ? scanBlock(m_values.data(j << k), j << k)
                 : merge(m_levels[level - 1][2 * j], m_levels[level - 1][2 * j + 1]));
-    }
-}
-
-void MinMaxIndex::rebuildLevels()
-{
-    const std::size_t n = m_values.size();
-    for (std::size_t k = kFirstLevel; (n >> k) > 0; ++k) {
-        const std::size_t index = k - kFirstLevel;
-        if (m_levels.size() <= index)
-            m_levels.emplace_back();
-        StableArray<Block> &level = m_levels[index];
-        const std::size_t count = n >> k;
-        if (level.size() > count)
-            level.clear();
-        for (std::size_t j = 0; j < count; ++j) {
-            const Block block = index == 0
-                ? scanBlock(j << k)
-                : merge(m_levels[index - 1][2 * j], m_levels[index - 1][2 * j + 1]);
-            if (j < level.size())
-                level.set(j, block);
-            else
-                level.push_back(block);
-        }
     }
 }
 

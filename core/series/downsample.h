@@ -38,21 +38,43 @@ public:
 
     void append(double value); // value must be finite
     // Replaces the values by `count` values of `next()` (each finite) and builds the index
-    // append() would have built, level by level. Storage of that size already is rewritten
-    // in place: a series re-smoothed with a new weight touches no fresh memory, which cost
-    // more than the smoothing itself (page faults of ~30 MB per million samples).
+    // append() would have built. Storage of that size already is rewritten in place: a
+    // series re-smoothed with a new weight touches no fresh memory, which cost more than
+    // the smoothing itself (page faults of ~30 MB per million samples).
     template <typename Next> void rebuild(std::size_t count, Next next)
     {
-        const bool inPlace = count == m_values.size();
-        if (!inPlace)
+        refill(count, [&](double *out, std::size_t, std::size_t n) {
+            for (std::size_t k = 0; k < n; ++k)
+                out[k] = next();
+        });
+    }
+    // The same, `fill(out, first, n)` writing the values first..first+n-1 (each finite) to
+    // out[0..n-1], a lowest-level block (2^kFirstLevel values) at a time, in order. Each
+    // block's extremes are found while its values are in registers, and each block it
+    // completes on the levels above is merged at once, as append() does, while the values
+    // it compares are still in cache: nothing is read back from memory afterwards.
+    template <typename Fill> void refill(std::size_t count, Fill fill)
+    {
+        if (count != m_values.size()) {
             clear();
-        for (std::size_t i = 0; i < count; ++i) {
-            if (inPlace)
-                m_values.set(i, next());
-            else
-                m_values.push_back(next());
+            for (std::size_t i = 0; i < count; ++i)
+                m_values.push_back(0.0);
         }
-        rebuildLevels();
+        constexpr std::size_t width = std::size_t(1) << kFirstLevel;
+        const std::size_t blocks = count >> kFirstLevel;
+        for (std::size_t j = 0; j < blocks; ++j) {
+            double *out = m_values.data(j << kFirstLevel);
+            fill(out, j << kFirstLevel, width);
+            storeBlock(0, j, scanBlock(out, j << kFirstLevel));
+            // Block j + 1 of level 0 completes a block on each level L where 2^L divides j + 1.
+            for (std::size_t level = 1, done = j + 1; (done & 1) == 0; ++level) {
+                done >>= 1;
+                const std::size_t b = done - 1;
+                storeBlock(level, b, merge(m_levels[level - 1][2 * b], m_levels[level - 1][2 * b + 1]));
+            }
+        }
+        if (const std::size_t tail = count & (width - 1); tail > 0)
+            fill(m_values.data(blocks << kFirstLevel), blocks << kFirstLevel, tail);
     }
     void clear();
     std::size_t size() const { return m_values.size(); }
@@ -73,8 +95,35 @@ private:
         return { m_values[b.min] < m_values[a.min] ? b.min : a.min,
             m_values[b.max] > m_values[a.max] ? b.max : a.max };
     }
-    void rebuildLevels(); // every level from the values, in place where it has its size
-    Block scanBlock(std::size_t first) const;
+    // Block b of level `level` (0: blocks of 2^kFirstLevel values), rewritten in place or
+    // appended: levels are stored in order, so b is at most the level's size.
+    void storeBlock(std::size_t level, std::size_t b, Block block)
+    {
+        if (m_levels.size() <= level)
+            m_levels.emplace_back();
+        if (b < m_levels[level].size())
+            m_levels[level].set(b, block);
+        else
+            m_levels[level].push_back(block);
+    }
+    // The lowest level's block of the values at `values` (2^kFirstLevel of them), the
+    // first of which is value `first`: leftmost extremes, as merge() keeps them.
+    static Block scanBlock(const double *values, std::size_t first)
+    {
+        Block block { static_cast<std::uint32_t>(first), static_cast<std::uint32_t>(first) };
+        double low = values[0], high = low;
+        for (std::size_t i = 1; i < (std::size_t(1) << kFirstLevel); ++i) {
+            if (values[i] < low) {
+                low = values[i];
+                block.min = static_cast<std::uint32_t>(first + i);
+            }
+            if (values[i] > high) {
+                high = values[i];
+                block.max = static_cast<std::uint32_t>(first + i);
+            }
+        }
+        return block;
+    }
 
     // Blocks of fewer than 2^kFirstLevel values are not kept: a query scans at most that many
     // values at each end, and a rebuild (a new smoothing weight) writes an eighth of the

@@ -89,6 +89,18 @@ public:
         assert(i < m_size);
         m_blocks[i >> kShift][i & (kBlock - 1)] = value;
     }
+    // Element i's address; the elements from i to the end of its block (a multiple of
+    // kBlock) are contiguous, so a run of 2^k elements starting at a multiple of 2^k is.
+    T *data(std::size_t i)
+    {
+        assert(i < m_size);
+        return m_blocks[i >> kShift].data() + (i & (kBlock - 1));
+    }
+    const T *data(std::size_t i) const
+    {
+        assert(i < m_size);
+        return m_blocks[i >> kShift].data() + (i & (kBlock - 1));
+    }
     void clear()
     {
         m_blocks.clear();
