@@ -400,6 +400,24 @@ private Q_SLOTS:
         else
             QVERIFY(agents4.size() >= 1);
 
+        QJsonObject report;
+        reportAgreesWithTheJournal(studyId, runs, &report);
+        if (QTest::currentTestFailed())
+            return;
+        reportExplainsTheScaling(report, studyId);
+        if (QTest::currentTestFailed())
+            return;
+        showSaysNoiseAndTimeToTarget(studyId);
+        if (QTest::currentTestFailed())
+            return;
+        reportRerunsItsStudy(report, studyId, int(runs.size()), common, env);
+    }
+
+private:
+    // cliKilledMidStudyAndRestarted's study, read back: the journal and the report say what
+    // the CLI said (the report's JSON in `json`).
+    void reportAgreesWithTheJournal(const QString &studyId, const QJsonArray &runs, QJsonObject *out)
+    {
         // The journal says the same as the CLI.
         Journal journal;
         VERIFY_OK(journal.open(path(QStringLiteral("cli/journal.sqlite"))));
@@ -415,7 +433,8 @@ private Q_SLOTS:
                 QStringLiteral("--state-dir"), path(QStringLiteral("cli")) });
         QVERIFY(report.waitForFinished(60'000));
         QCOMPARE(report.exitCode(), 0);
-        const QJsonObject json = QJsonDocument::fromJson(report.readAllStandardOutput()).object();
+        *out = QJsonDocument::fromJson(report.readAllStandardOutput()).object();
+        const QJsonObject &json = *out;
         QCOMPARE(json.value(QLatin1String("synthetic")).toBool(), true);
         const QJsonArray reported = json.value(QLatin1String("runs")).toArray();
         QCOMPARE(reported.size(), s.runs.size());
@@ -457,7 +476,11 @@ private Q_SLOTS:
                     .contains(QStringLiteral("images_per_second")));
         QCOMPARE(json.value(QLatin1String("plan")).toObject().value(QLatin1String("name")).toString(),
             QStringLiteral("tiny"));
+    }
 
+    void reportExplainsTheScaling(const QJsonObject &json, const QString &studyId)
+    {
+        const QJsonArray reported = json.value(QLatin1String("runs")).toArray();
         // Why it scales (issue 37): every run's step anatomy (each rank of the multi-worker
         // ones, a slowest one named), their network probes, and the scaling model fitted on
         // them, each multi-worker run predicted without itself.
@@ -532,6 +555,10 @@ private Q_SLOTS:
             QVERIFY(p.value(QLatin1String("efficiencyLow")).toDouble()
                 <= p.value(QLatin1String("efficiencyHigh")).toDouble());
         }
+    }
+
+    void showSaysNoiseAndTimeToTarget(const QString &studyId)
+    {
         QProcess show;
         show.start(test::binary("scalelab-cli"),
             { QStringLiteral("study"), QStringLiteral("show"), studyId, QStringLiteral("--state-dir"),
@@ -576,7 +603,11 @@ private Q_SLOTS:
                 workers == 1 ? QStringLiteral("differenced") : QStringLiteral("two-batch"));
             QCOMPARE(noise.value(QLatin1String("batchesPerStep")).toInt(), workers);
         }
+    }
 
+    void reportRerunsItsStudy(const QJsonObject &json, const QString &studyId, int runCount,
+        const QStringList &common, const QProcessEnvironment &env)
+    {
         // The report reruns its study: the same plan, as a new study, to its end.
         const QString reportFile = path(QStringLiteral("report.json"));
         {
@@ -596,7 +627,7 @@ private Q_SLOTS:
         const QJsonObject again = QJsonDocument::fromJson(rerunOutput.trimmed().split('\n').last()).object();
         QCOMPARE(again.value(QLatin1String("state")).toString(), QStringLiteral("SUCCEEDED"));
         QVERIFY(again.value(QLatin1String("studyId")).toString() != studyId);
-        QCOMPARE(again.value(QLatin1String("runs")).toArray().size(), runs.size());
+        QCOMPARE(again.value(QLatin1String("runs")).toArray().size(), runCount);
         QVERIFY(!json.value(QLatin1String("seed_study_comparison")).toArray().isEmpty());
         for (const char *format : { "html", "pdf" }) {
             const QString file = path(QStringLiteral("report.") + QLatin1String(format));
