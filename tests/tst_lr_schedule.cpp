@@ -2,6 +2,7 @@
 // of the peak, then cosine decay to 0 at the run's last step, or the peak held; and the rules
 // that scale it with the global batch (lr_rules.h): linear, square root, and AdaScale's gain
 // with the schedule following its progress.
+#include "lr_range_test.h"
 #include "lr_rules.h"
 #include "lr_schedule.h"
 
@@ -9,9 +10,12 @@
 
 #include <cmath>
 #include <limits>
+#include <vector>
 
 using scalelab::trainer::adaScaleGain;
 using scalelab::trainer::AdaScaleProgress;
+using scalelab::trainer::judgeLrSweep;
+using scalelab::trainer::LrRangeVerdict;
 using scalelab::trainer::LrSchedule;
 using scalelab::trainer::scheduledLearningRate;
 namespace worker = scalelab::worker;
@@ -179,6 +183,45 @@ private Q_SLOTS:
             QCOMPARE(s.atStep(double(step)), s.at(step));
         QVERIFY(s.atStep(4.5) > s.at(4) && s.atStep(4.5) < s.at(5));
         QVERIFY(s.atStep(60.5) < s.at(60) && s.atStep(60.5) > s.at(61));
+    }
+
+    // The range test's verdict (lr_range_test.h), on sweeps of 200 rates from 1e-5 to 10.
+    void rangeTestFindsTheFallAfterTheAverageSettles()
+    {
+        const auto sweep = [](const auto &loss) {
+            std::vector<double> lrs, smoothed;
+            for (int i = 0; i < 200; ++i) {
+                lrs.push_back(1e-5 * std::pow(1e6, i / 199.0));
+                smoothed.push_back(loss(i));
+            }
+            return std::pair { lrs, smoothed };
+        };
+        // A loss that falls from 2.3 to 1.0 by step 150 (lr ~3e-1), then diverges.
+        const auto [lrs, falling]
+            = sweep([](int i) { return i <= 150 ? 2.3 - 1.3 * i / 150.0 : 1.0 + (i - 150) * 0.1; });
+        const LrRangeVerdict found = judgeLrSweep(lrs, falling);
+        QVERIFY(found.conclusive);
+        QCOMPARE(found.minLossLr, lrs[150]);
+        QCOMPARE(found.suggestedLr, lrs[150] / 10);
+        QVERIFY(found.note.empty());
+
+        // b987923's "auto" on a 512-image synthetic set: one lucky first batch (the average's
+        // first value is that batch's loss), then flat. It chose 1e-6, below the rates tried,
+        // and called the test conclusive.
+        const auto [lrs2, lucky] = sweep([](int i) { return i == 0 ? 2.0 : 2.3 + 0.01 * std::sin(i); });
+        const LrRangeVerdict flat = judgeLrSweep(lrs2, lucky);
+        QVERIFY(!flat.conclusive);
+        QVERIFY(flat.minLossLr > lrs2.front());
+        QVERIFY2(flat.note.find("hardly fell") != std::string::npos, flat.note.c_str());
+
+        // A real fall whose lowest point is in the sweep's first decade: a tenth of its lr
+        // would be below the rates tried.
+        const auto [lrs3, early]
+            = sweep([](int i) { return i <= 25 ? 2.3 - 0.04 * i : 1.3 + (i - 25) * 0.05; });
+        const LrRangeVerdict tooLow = judgeLrSweep(lrs3, early);
+        QVERIFY(!tooLow.conclusive);
+        QVERIFY(tooLow.suggestedLr < lrs3.front());
+        QVERIFY2(tooLow.note.find("lower --min-lr") != std::string::npos, tooLow.note.c_str());
     }
 };
 

@@ -192,8 +192,9 @@ namespace scalelab::trainer {
 // process, batch config.batchSize) for up to `steps` steps with the learning rate rising
 // exponentially from minLr to maxLr, and stops early once the smoothed loss exceeds 4x its
 // lowest value or is not finite. Emits an lr_point event per step and then lr_found: the
-// suggestion is the lr at the lowest smoothed loss divided by
-// 10, the rule of thumb of Smith and fast.ai, never above the steepest descent's lr x 10.
+// suggestion is the lr at the lowest smoothed loss (once the average has settled) divided
+// by 10, the rule of thumb of Smith and fast.ai, and whether the test can make one
+// (lr_range_test.h).
 struct LrFindOptions {
     double minLr = 1e-5;
     double maxLr = 10.0;

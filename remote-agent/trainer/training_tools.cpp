@@ -10,6 +10,7 @@
 #include "device.h"
 #include "event_writer.h"
 #include "fused_ops.h"
+#include "lr_range_test.h"
 #include "model_zoo.h"
 #include "noise_meter.h"
 #include "seed_model.h"
@@ -290,42 +291,21 @@ struct LrSweep {
     int step = 0;
 };
 
-// The suggestion a sweep makes, and whether it can make one.
+// The suggestion a sweep makes, and whether it can make one (lr_range_test.h).
 void reportLrFound(const LrSweep &sweep, int batchSize, EventWriter &events)
 {
-    const auto &[lrs, smoothed, bestSmoothed, bestLr, stoppedEarly, step] = sweep;
-    // Steepest descent of the smoothed loss against log(lr), over the part before its minimum
-    // and after the first tenth (where the average is still settling). Reported, not used:
-    // on a noisy start it is the least stable number of the test.
-    double steepest = 0, steepestLr = bestLr;
-    for (std::size_t i = std::max<std::size_t>(1, lrs.size() / 10); i < lrs.size() && lrs[i] <= bestLr; ++i) {
-        const double slope = (smoothed[i] - smoothed[i - 1]) / (std::log(lrs[i]) - std::log(lrs[i - 1]));
-        if (slope < steepest) {
-            steepest = slope;
-            steepestLr = lrs[i];
-        }
-    }
-    const double suggested = bestLr / 10;
-    // A test whose loss never clearly fell cannot tell a good lr from a bad one: its
-    // minimum is noise. Said so, so that nobody takes the number for a finding.
-    const double start = smoothed[std::min(smoothed.size() - 1, smoothed.size() / 10)];
-    const bool conclusive = bestSmoothed < 0.95 * start;
-    const std::string note = conclusive
-        ? std::string()
-        : "the smoothed loss hardly fell (" + EventWriter::number(std::round(start * 1000) / 1000)
-            + " -> lowest " + EventWriter::number(std::round(bestSmoothed * 1000) / 1000)
-            + "), so the test cannot tell: keep the default learning rate, or run more steps or a larger "
-              "batch";
-    events.lrFound({ .suggestedLr = suggested,
-        .minLossLr = bestLr,
-        .minSmoothedLoss = bestSmoothed,
-        .steepestLr = steepestLr,
-        .steps = int(step),
-        .stoppedEarly = stoppedEarly,
-        .conclusive = conclusive,
-        .note = note,
+    const LrRangeVerdict verdict = judgeLrSweep(sweep.lrs, sweep.smoothed);
+    events.lrFound({ .suggestedLr = verdict.suggestedLr,
+        .minLossLr = verdict.minLossLr,
+        .minSmoothedLoss = verdict.minSmoothedLoss,
+        .steepestLr = verdict.steepestLr,
+        .steps = int(sweep.step),
+        .stoppedEarly = sweep.stoppedEarly,
+        .conclusive = verdict.conclusive,
+        .note = verdict.note,
         .batchSize = batchSize,
-        .rule = "the lr at the lowest smoothed loss / 10 (Smith 2017; fast.ai)" });
+        .rule = "the lr at the lowest smoothed loss, after the average's first tenth, / 10 (Smith 2017; "
+                "fast.ai)" });
 }
 
 } // namespace
