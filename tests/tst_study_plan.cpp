@@ -526,6 +526,36 @@ private Q_SLOTS:
         QCOMPARE(parsed->repeat_seeds(), std::string("vary"));
     }
 
+    // A spread run's first placement waits for an agent it knows that answered late, when
+    // without it ranks planned apart would share an agent (a fresh clone's CI saw h1, just
+    // back from the network probe, left out); not for one it never saw, nor when it would
+    // gain nothing.
+    void spreadWaitsForAKnownAgentThatAnsweredLate()
+    {
+        RunConfig two;
+        two.workers = 2;
+        NodeCapacity late = node("a", 2);
+        late.reachable = false;
+        late.error = QStringLiteral("Deadline Exceeded");
+        const QList<NodeCapacity> nodes { late, node("b", 2), node("c", 2) };
+        const QStringList known { QStringLiteral("a"), QStringLiteral("b"), QStringLiteral("c") };
+        // On b and c: two agents, as with a; nothing to wait for.
+        const Placement onBC = placeRun(two, nodes, PlacementPolicy::Spread, true);
+        QCOMPARE(onBC.portions.size(), 2);
+        QVERIFY(spreadWaitsFor(onBC, nodes, two.workers, known).isEmpty());
+        // Two hosts, one late: both ranks on b, where a would have taken one.
+        const QList<NodeCapacity> pair { late, node("b", 2) };
+        const Placement doubled = placeRun(two, pair, PlacementPolicy::Spread, true);
+        QCOMPARE(doubled.portions.size(), 1);
+        QCOMPARE(spreadWaitsFor(doubled, pair, two.workers, known), QStringList { QStringLiteral("a") });
+        // Never seen: not waited for (it may never come).
+        QVERIFY(spreadWaitsFor(doubled, pair, two.workers, { QStringLiteral("b") }).isEmpty());
+        // One worker: nothing to spread.
+        RunConfig one;
+        one.workers = 1;
+        QVERIFY(spreadWaitsFor(placeRun(one, pair, PlacementPolicy::Spread, true), pair, 1, known).isEmpty());
+    }
+
     void placementPacksSpreadsAndExplains()
     {
         RunConfig four;

@@ -1,9 +1,11 @@
 // What a study's runs do, end to end against real agents and workers: an infeasible run waits
 // with its reason, a diverged run fails without retries, exact values reach the worker, the
-// learning rate is found before the runs, and a plan names its agents.
+// learning rate is found before the runs, a plan names its agents, and a spread run waits
+// for an agent that answers late.
 #include "agent_client.h"
 #include "checkpoint_copy.h"
 #include "journal.h"
+#include "journal_events.h"
 #include "local_agent.h"
 #include "study_driver.h"
 #include "study_process_bench.h"
@@ -16,6 +18,7 @@
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QProcess>
+#include <QScopeGuard>
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QTest>
@@ -233,6 +236,57 @@ private Q_SLOTS:
         QCOMPARE(cli.exitCode(), 2);
         const QByteArray refused = cli.readAllStandardError();
         QVERIFY2(refused.contains("agents: cannot read agents file"), refused.constData());
+    }
+
+    // A spread run's first attempt waits for an agent that answered before and answers late
+    // now (stopped here: its Describe times out) instead of putting both ranks on the other,
+    // and is placed on both once it answers again. A fresh clone's CI once saw a host just
+    // back from the network probe left out this way.
+    void spreadRunWaitsForAnAgentThatAnswersLate()
+    {
+        LocalAgent first, second; // of this test only: one of them is stopped a while
+        QList<AgentEndpoint> agents;
+        for (LocalAgent *agent : { &first, &second })
+            VERIFY_OK(startAgent(agent, QStringLiteral("late-agent-%1").arg(agents.size() + 1), &agents));
+        Journal journal;
+        VERIFY_OK(journal.open(path(QStringLiteral("late/journal.sqlite"))));
+        v1::StudyPlan plan = tinyPlan({ 2 });
+        plan.mutable_baseline()->set_skip(true);
+        plan.set_placement("spread");
+        StudyRunner runner(&journal);
+        runner.setAgents(agents);
+        runner.setTickInterval(100);
+        const auto created = runner.createStudy(plan);
+        VERIFY_OK(created);
+        // Both answered once, as at a study's start before its network survey...
+        NodeInfo a, b;
+        a.agent = first.endpoint();
+        b.agent = second.endpoint();
+        VERIFY_OK(journal.append(created.value(), journal_events::nodesSeen({ a, b })));
+        // ...then the first stops answering.
+        const pid_t late = pid_t(first.processId());
+        ::kill(late, SIGSTOP);
+        auto resume = qScopeGuard([late] { ::kill(late, SIGCONT); });
+        QStringList said;
+        connect(&runner, &StudyRunner::message, this, [&](const QString &line) { said << line; });
+        QSignalSpy finished(&runner, &StudyRunner::finished);
+        VERIFY_OK(runner.drive(created.value()));
+        const auto reason = [&] { return runner.state().runs().first().reason; };
+        QTRY_VERIFY2_WITH_TIMEOUT(reason().contains(QLatin1String("to spread its ranks as planned")),
+            qPrintable(reason() + QLatin1Char('\n') + said.join(QLatin1Char('\n'))), 20'000);
+        QVERIFY2(reason().contains(first.endpoint()), qPrintable(reason()));
+        QVERIFY2(
+            said.filter(QStringLiteral("placed on")).isEmpty(), qPrintable(said.join(QLatin1Char('\n'))));
+        ::kill(late, SIGCONT);
+        QTRY_VERIFY_WITH_TIMEOUT(!said.filter(QStringLiteral("attempt 1 placed on")).isEmpty(), 30'000);
+        const QString placed = said.filter(QStringLiteral("attempt 1 placed on")).first();
+        QVERIFY2(placed.contains(QStringLiteral("%1 (1 rank)").arg(first.endpoint()))
+                && placed.contains(QStringLiteral("%1 (1 rank)").arg(second.endpoint())),
+            qPrintable(placed));
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, test::endsWithin());
+        QCOMPARE(finished.first().first().toString(), QStringLiteral("SUCCEEDED"));
+        first.stop();
+        second.stop();
     }
 };
 

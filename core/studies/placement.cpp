@@ -173,6 +173,21 @@ Placement placeRun(const RunConfig &config, const QList<NodeCapacity> &nodes, Pl
     return result;
 }
 
+QStringList spreadWaitsFor(
+    const Placement &placement, const QList<NodeCapacity> &candidates, int workers, const QStringList &known)
+{
+    QStringList silent;
+    for (const NodeCapacity &n : candidates)
+        if (!n.reachable && known.contains(n.agent))
+            silent << n.agent;
+    if (!placement.ok() || silent.isEmpty())
+        return {};
+    // Spread puts one rank on each open agent before a second on any: with the silent ones
+    // it would be on up to that many more.
+    const int could = std::min<int>(workers, int(placement.portions.size() + silent.size()));
+    return int(placement.portions.size()) < could ? silent : QStringList {};
+}
+
 int microBatchesPerWorker(const RunConfig &config, int world)
 {
     const int k = config.batchesPerStep();

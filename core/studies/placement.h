@@ -47,6 +47,15 @@ struct Placement {
 Placement placeRun(const RunConfig &config, const QList<NodeCapacity> &nodes, PlacementPolicy policy,
     bool exclusive, const QString &dataset = {});
 
+// The agents a spread run's first attempt, placed as `placement` on `candidates`, is worth
+// waiting for: those in `known` (they have answered before) that did not answer now, when
+// with them it would be on more agents, so ranks planned apart would share one. A Describe
+// a loaded agent answers late would otherwise double ranks up for the whole run (a fresh
+// clone's suite saw it twice: an agent just back from the network probe left out). Empty:
+// place now. The caller bounds the wait.
+QStringList spreadWaitsFor(
+    const Placement &placement, const QList<NodeCapacity> &candidates, int workers, const QStringList &known);
+
 // An elastic run (RunConfig::elastic) that does not fit at its planned size: the largest
 // size from workers - 1 down to minWorkers that fits now, then the fewest workers that give
 // a step as short (a step takes ceil(K / world) micro-batches per worker, K =

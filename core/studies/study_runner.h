@@ -145,6 +145,9 @@ private:
     // study_runner_placement.cpp
     QList<NodeCapacity> refreshCapacity(bool force);
     void placePending(QList<NodeCapacity> &nodes);
+    // A spread run's first attempt, placed now, would leave out `waitFor` (spreadWaitsFor):
+    // true while it waits for them, up to kSpreadWaitMs, with the reason journaled.
+    bool waitsToSpread(const RunProgress &run, const QStringList &waitFor);
 
     // study_runner_attempts.cpp
     void startAttempt(const RunProgress &run);
@@ -192,6 +195,7 @@ private:
     qint64 m_capacityAtMs = 0;
     std::set<QString> m_nodesRecorded;
     std::map<QString, qint64> m_stallMessageMs; // last "still stalled" message per run
+    std::map<QString, qint64> m_spreadWaitSinceMs; // per run, see waitsToSpread()
     QSet<QString> m_modelsSent; // "agent|sha256:HEX" known to be on the agent
     bool m_finished = false;
     bool m_busy = false; // re-entrancy guard for tick()

@@ -19,6 +19,8 @@ namespace scalelab::core {
 namespace {
 
 constexpr qint64 kCapacityRefreshMs = 2000;
+// How long a spread run's first attempt waits for a known agent that answered late.
+constexpr qint64 kSpreadWaitMs = 30'000;
 
 // What this study's open attempts hold: the agents they run on (whose hosts a scale-up
 // study keeps to one run) and the GPUs they use, marked on the nodes.
@@ -294,6 +296,9 @@ void StudyRunner::placePending(QList<NodeCapacity> &nodes)
     for (const auto &run : m_state.runs())
         if (run.phase == RunPhase::Pending && !run.cancelRequested)
             ids << run.planned.runId;
+    QStringList knownAgents; // they have answered a Describe before
+    for (const NodeInfo &n : m_state.nodes())
+        knownAgents << n.agent;
     // A trial that goes on (continued, promoted, retried) before one that never ran, as
     // ASHA's get_job prefers promotions to new trials.
     std::stable_partition(
@@ -321,6 +326,9 @@ void StudyRunner::placePending(QList<NodeCapacity> &nodes)
                 waitingForHost = waitingForHost || (run.waitingFor.contains(n.agent) && !n.reachable);
         if (waitingForHost && (!placement.ok() || placement.portions.size() < run.portions.size()))
             continue; // its reason says whom it waits for
+        if (policy == PlacementPolicy::Spread && run.attempts.isEmpty() && !config.elastic()
+            && waitsToSpread(run, spreadWaitsFor(placement, *ordered, config.workers, knownAgents)))
+            continue;
         if (!placement.ok()) {
             if (placement.reason != run.reason && !run.reason.startsWith(QLatin1String("retrying")))
                 record(journal_events::runPending(id, placement.reason));
@@ -350,6 +358,30 @@ void StudyRunner::placePending(QList<NodeCapacity> &nodes)
                            .arg(run.attempt + 1)
                            .arg(where));
     }
+}
+
+bool StudyRunner::waitsToSpread(const RunProgress &run, const QStringList &waitFor)
+{
+    const QString &id = run.planned.runId;
+    if (waitFor.isEmpty()) {
+        m_spreadWaitSinceMs.erase(id);
+        return false;
+    }
+    const qint64 now = QDateTime::currentMSecsSinceEpoch();
+    const qint64 since = m_spreadWaitSinceMs.try_emplace(id, now).first->second;
+    if (now - since >= kSpreadWaitMs)
+        return false; // placed without them: its placement line says why
+    QStringList labels;
+    for (const QString &agent : waitFor)
+        labels << agentLabel(agent);
+    const QString reason
+        = QStringLiteral("waiting up to %1 s for %2, which did not answer in time, to spread "
+                         "its ranks as planned")
+              .arg(kSpreadWaitMs / 1000)
+              .arg(labels.join(QLatin1String(", ")));
+    if (run.reason != reason)
+        record(journal_events::runPending(id, reason));
+    return true;
 }
 
 } // namespace scalelab::core
