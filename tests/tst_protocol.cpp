@@ -8,10 +8,13 @@
 #include "verify_ok.h"
 
 #include <QElapsedTimer>
+#include <QTcpServer>
 #include <QTemporaryDir>
 #include <QTest>
 
 #include <functional>
+#include <memory>
+#include <vector>
 
 #include <cmath>
 
@@ -214,6 +217,36 @@ private Q_SLOTS:
             qPrintable(r.error()));
         QVERIFY(!AgentClient::checkEndpoint(QStringLiteral("no-port")).error().isEmpty());
         QVERIFY(!AgentClient::checkEndpoint(QStringLiteral("host:99999")).error().isEmpty());
+    }
+
+    // The study runner asks every agent for its capacity before it places runs. Agents that
+    // accept a connection and never answer (a stopped or overloaded host) cost one deadline
+    // together, not one each: three such, with a 2 s deadline, took 6 s one after the other.
+    void describeEachWaitsForTheSlowestOnly()
+    {
+        std::vector<std::unique_ptr<QTcpServer>> silent;
+        std::vector<std::unique_ptr<AgentClient>> owned;
+        std::vector<AgentClient *> clients { m_client, nullptr };
+        for (int i = 0; i < 3; ++i) {
+            silent.push_back(std::make_unique<QTcpServer>());
+            QVERIFY(silent.back()->listen(QHostAddress::LocalHost));
+            owned.push_back(std::make_unique<AgentClient>(
+                QStringLiteral("127.0.0.1:%1").arg(silent.back()->serverPort()), QString()));
+            clients.push_back(owned.back().get());
+        }
+        constexpr int kDeadlineMs = 2000;
+        QElapsedTimer took;
+        took.start();
+        const std::vector<DescribeAnswer> answers = describeEach(clients, kDeadlineMs);
+        const qint64 ms = took.elapsed();
+        QCOMPARE(answers.size(), clients.size());
+        VERIFY_OK(answers[0].status);
+        QVERIFY(answers[0].response.cpu_cores() > 0);
+        QCOMPARE(answers[1].status.code(), Status::Code::NotFound);
+        for (std::size_t i = 2; i < answers.size(); ++i)
+            QVERIFY2(answers[i].status.isUnreachable(), qPrintable(answers[i].status.error()));
+        // At least the deadline (they were waited for), well under two of them (not in turn).
+        QVERIFY2(ms >= kDeadlineMs - 300 && ms < 2 * kDeadlineMs - 500, qPrintable(QString::number(ms)));
     }
 
     void badInputIsRefusedNamingTheField_data()

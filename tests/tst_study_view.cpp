@@ -37,6 +37,7 @@
 #include <QScrollBar>
 #include <QSettings>
 #include <QTableWidget>
+#include <QTcpServer>
 #include <QTemporaryDir>
 #include <QTest>
 #include <QValueAxis>
@@ -74,6 +75,9 @@ private Q_SLOTS:
     {
         app::StudyView view;
         view.setAgents({ m_fixture.endpoint() });
+        v1::DescribeResponse inventory; // as the Agents tab hands it over
+        VERIFY_OK(m_fixture.client().describe(&inventory));
+        view.setInventory(m_fixture.endpoint().name, inventory);
         auto *workers = view.findChildren<QLineEdit *>().at(2);
         workers->setText(QStringLiteral("2, x, 0"));
         const QString text = view.problemsLabel()->text();
@@ -102,6 +106,29 @@ private Q_SLOTS:
             infeasible = infeasible
                 || cell(view.runsTable(), row, app::StudyView::StateCol) == QLatin1String("INFEASIBLE");
         QVERIFY(infeasible);
+    }
+
+    // Issue 56 item 5: the preview runs on every edit, on the GUI thread, so it asks no agent
+    // anything; it places on the inventories the Agents tab hands over. An agent that has
+    // not sent one yet (here a port that accepts and never answers, where a Describe waited
+    // for its deadline on every keystroke) is named as such, and is asked by no one here.
+    void previewAsksNoAgentOnTheGuiThread()
+    {
+        QTcpServer silent;
+        QVERIFY(silent.listen(QHostAddress::LocalHost));
+        core::AgentEndpoint endpoint;
+        endpoint.name = QStringLiteral("silent");
+        endpoint.address = QStringLiteral("127.0.0.1:%1").arg(silent.serverPort());
+        app::StudyView view;
+        view.setAgents({ endpoint });
+        auto *workers = view.findChildren<QLineEdit *>().at(2);
+        workers->setText(QStringLiteral("1, 2"));
+        QVERIFY(view.runsTable()->rowCount() > 0);
+        QString where;
+        for (int column = 0; column < view.runsTable()->columnCount(); ++column)
+            where += cell(view.runsTable(), 0, column) + QLatin1Char('|');
+        QVERIFY2(where.contains(QLatin1String("inventory has not arrived yet")), qPrintable(where));
+        QVERIFY2(!silent.waitForNewConnection(200), "the preview connected to the agent");
     }
 
     // The workers field takes torchrun's MIN:MAX for an elastic run (issue 55), written to the

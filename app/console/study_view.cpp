@@ -236,13 +236,14 @@ void StudyView::preview()
         NodeCapacity n;
         n.agent = a.name;
         v1::DescribeResponse d;
+        // Inventories come from the Agents tab (its watches, off this thread; setInventory
+        // previews again). Asking here would block the GUI thread on every edit, up to the
+        // call's deadline for an agent slow to answer.
         if (const auto known = m_inventories.constFind(a.name); known != m_inventories.constEnd()) {
-            d = *known; // kept fresh by the Agents tab
+            d = *known;
             n.reachable = true;
-        } else { // no inventory yet: ask (briefly)
-            const Status r = AgentClient(a.address, a.token, a.tls.orEnvironment()).describe(&d, 1500);
-            n.reachable = r.ok();
-            n.error = r.error();
+        } else {
+            n.error = tr("its inventory has not arrived yet; the Agents tab asks for it");
         }
         n.host = QString::fromStdString(d.hostname());
         n.cpuCores = d.cpu_cores();

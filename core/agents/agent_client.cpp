@@ -8,6 +8,7 @@
 #include <QFile>
 
 #include <chrono>
+#include <thread>
 
 namespace scalelab::core {
 
@@ -211,6 +212,26 @@ Status AgentClient::setup() const
     if (m_setupError.isEmpty())
         return Status::success();
     return Status::failure(Status::Code::FailedPrecondition, m_setupError);
+}
+
+std::vector<DescribeAnswer> describeEach(const std::vector<AgentClient *> &clients, int timeoutMs)
+{
+    std::vector<DescribeAnswer> answers(clients.size());
+    std::vector<std::thread> calls;
+    calls.reserve(clients.size());
+    for (std::size_t i = 0; i < clients.size(); ++i) {
+        if (!clients[i]) {
+            answers[i].status = Status::failure(Status::Code::NotFound, QStringLiteral("unknown agent"));
+            continue;
+        }
+        // Each thread writes its own element only; the vector is not resized meanwhile.
+        calls.emplace_back([&answer = answers[i], client = clients[i], timeoutMs] {
+            answer.status = client->describe(&answer.response, timeoutMs);
+        });
+    }
+    for (std::thread &call : calls)
+        call.join();
+    return answers;
 }
 
 QString grpcVersion()

@@ -18,6 +18,7 @@
 
 #include <functional>
 #include <memory>
+#include <vector>
 
 namespace scalelab::core {
 
@@ -90,6 +91,18 @@ private:
     QString m_setupError;
     std::unique_ptr<Connection> m_connection;
 };
+
+// What one agent answered to Describe, or why it did not.
+struct DescribeAnswer {
+    Status status;
+    v1::DescribeResponse response;
+};
+
+// One Describe to each client at once, each on a thread of its own, and back when all have
+// answered or reached `timeoutMs`: agents that do not answer cost one deadline together,
+// not one each. A null client's answer is NotFound. (AgentClient's calls may run on
+// several threads at once, so the caller's other threads may go on using the clients.)
+std::vector<DescribeAnswer> describeEach(const std::vector<AgentClient *> &clients, int timeoutMs);
 
 // The version of the gRPC library this program runs with, for its software list.
 QString grpcVersion();

@@ -19,6 +19,7 @@ namespace scalelab::core {
 namespace {
 
 constexpr qint64 kCapacityRefreshMs = 2000;
+constexpr int kDescribeTimeoutMs = 3000; // an agent's answer to a refresh of the capacity
 // How long a spread run's first attempt waits for a known agent that answered late.
 constexpr qint64 kSpreadWaitMs = 30'000;
 
@@ -190,15 +191,19 @@ QList<NodeCapacity> StudyRunner::refreshCapacity(bool force)
     m_capacityAtMs = now;
     m_capacity.clear();
     QList<NodeInfo> newNodes;
-    for (const QString &agent : m_state.agents()) {
+    const QStringList &agents = m_state.agents();
+    std::vector<AgentClient *> clients;
+    for (const QString &agent : agents)
+        clients.push_back(client(agent));
+    // All at once: the runner's thread waits for the slowest agent, not for the sum of them.
+    const std::vector<DescribeAnswer> answers = describeEach(clients, kDescribeTimeoutMs);
+    for (qsizetype i = 0; i < agents.size(); ++i) {
+        const QString &agent = agents[i];
+        const v1::DescribeResponse &d = answers[std::size_t(i)].response;
         NodeCapacity n;
         n.agent = agent;
-        v1::DescribeResponse d;
-        AgentClient *c = client(agent);
-        const Status result = c ? c->describe(&d, 3000)
-                                : Status::failure(Status::Code::NotFound, QStringLiteral("unknown agent"));
-        n.reachable = result.ok();
-        n.error = result.error();
+        n.reachable = answers[std::size_t(i)].status.ok();
+        n.error = answers[std::size_t(i)].status.error();
         if (n.reachable) {
             n.host = str(d.hostname());
             n.cpuCores = d.cpu_cores();
