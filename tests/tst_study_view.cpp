@@ -55,6 +55,269 @@ private:
         return i ? i->text() : QString();
     }
 
+    // studyLaunchedFromTheUiFillsTheTable's parts, each on the finished study `view` shows.
+    // Each QVERIFYs; the caller stops at the first that failed.
+    void reportIsExportedOffTheGuiThread(app::StudyView &view, QPushButton *exportReport)
+    {
+        // The report is written on the thread pool: the button waits for it, this thread does not.
+        QTemporaryDir exportDir;
+        QSignalSpy exported(&view, &app::StudyView::reportExported);
+        const QString reportPath = exportDir.filePath(QStringLiteral("report.json"));
+        view.exportReportTo(core::ReportFormat::Json, reportPath);
+        QVERIFY(!exportReport->isEnabled());
+        QTRY_COMPARE_WITH_TIMEOUT(exported.size(), 1, 30'000);
+        QCOMPARE(exported.first().first().toString(), reportPath);
+        QVERIFY(QFileInfo::exists(reportPath));
+        QVERIFY(exportReport->isEnabled());
+    }
+
+    void designerIsCheckedBesideTheOpenStudy(app::StudyView &view, v1::StudyPlan plan)
+    {
+        // "A seed each" for repeats goes into the plan and comes back from it.
+        {
+            v1::StudyPlan varied = plan;
+            varied.set_repeat_seeds("vary");
+            view.setForm(varied);
+            QCOMPARE(view.findChild<QComboBox *>(QStringLiteral("repeatSeeds"))->currentIndex(), 1);
+            QStringList formProblems;
+            QCOMPARE(view.planFromForm(&formProblems).repeat_seeds(), std::string("vary"));
+            view.setForm(plan);
+            QVERIFY(view.planFromForm(&formProblems).repeat_seeds().empty()); // "same": the default, left out
+        }
+        // With a study open, the designer is still checked and summarised as it is edited.
+        plan.mutable_grid()->add_workers(4);
+        view.setForm(plan);
+        QTRY_VERIFY2_WITH_TIMEOUT(
+            view.problemsLabel()->text().startsWith(QLatin1String("The designer's plan: 3 run(s)")),
+            qPrintable(view.problemsLabel()->text()), 30'000);
+        QCOMPARE(view.runsTable()->rowCount(), 2); // the table still shows the open study
+        {
+            // Opened elsewhere (as `scalelab --open-study ID` does), the study's own plan fills the
+            // designer beside it, not the plan that designer held (issue 56 item 6).
+            app::StudyView reader;
+            VERIFY_OK(reader.openJournal(m_fixture.path(QStringLiteral("console"))));
+            VERIFY_OK(reader.open(view.snapshot().studyId));
+            QStringList readProblems;
+            const v1::StudyPlan held = reader.planFromForm(&readProblems);
+            QCOMPARE(held.name(), std::string("ui"));
+            QCOMPARE(held.dataset(), std::string("synth"));
+            QCOMPARE(held.grid().workers_size(), 1); // the study's 2 workers, not the form's 2 and 4
+            QCOMPARE(held.grid().workers(0), 2);
+            QCOMPARE(held.target_accuracy(), 0.1);
+        }
+        plan.mutable_grid()->set_workers(1, 0);
+        view.setForm(plan);
+        QVERIFY2(view.problemsLabel()->text().contains(QLatin1String("must be between 1 and")),
+            qPrintable(view.problemsLabel()->text()));
+        QCOMPARE(view.runsTable()->rowCount(), 2);
+    }
+
+    void tableShowsEveryRunFinished(app::StudyView &view)
+    {
+        // The table follows on its coalescing timer (rows may be sorted either way).
+        QTRY_VERIFY_WITH_TIMEOUT(
+            cell(view.runsTable(), 0, app::StudyView::StateCol) == QLatin1String("SUCCEEDED")
+                && cell(view.runsTable(), 1, app::StudyView::StateCol) == QLatin1String("SUCCEEDED"),
+            5000);
+        for (int row = 0; row < 2; ++row) {
+            using V = app::StudyView;
+            QVERIFY(cell(view.runsTable(), row, V::AccuracyCol).endsWith(QLatin1Char('%'))); // test accuracy
+            QVERIFY2(!cell(view.runsTable(), row, V::WallCol).isEmpty(), // wall-clock
+                qPrintable(cell(view.runsTable(), row, V::RunCol) + QLatin1Char(' ')
+                    + cell(view.runsTable(), row, V::StateCol) + QLatin1Char(' ')
+                    + cell(view.runsTable(), row, V::ProgressCol) + QLatin1Char(' ')
+                    + cell(view.runsTable(), row, V::WhyCol)));
+            QCOMPARE(cell(view.runsTable(), row, V::ProgressCol), QStringLiteral("1/1 epochs"));
+            // Every run measured its gradient noise scale: B_simple, or "…" while not known (issue 54).
+            QVERIFY2(!cell(view.runsTable(), row, V::NoiseCol).isEmpty(), qPrintable(view.runIdAt(row)));
+            // The run's short name; its full id is kept for the actions.
+            QVERIFY(QRegularExpression(QStringLiteral("^r0[12]$"))
+                        .match(cell(view.runsTable(), row, V::RunCol))
+                        .hasMatch());
+            QVERIFY(view.runIdAt(row).endsWith(cell(view.runsTable(), row, V::RunCol)));
+        }
+    }
+
+    void chartsShowEveryRunAndTheScaling(app::StudyView &view)
+    {
+        // The charts: every run's curves, and the scaling point of the 2-worker run
+        // beside the baseline's (1, 1×).
+        app::StudyCharts *charts = view.charts();
+        QTRY_VERIFY_WITH_TIMEOUT(charts->lossChart()->seriesIds().size() == 2, 5000); // one per run
+        for (const auto &run : view.snapshot().runs) {
+            const app::RunLines lines { app::StudyCharts::attemptPrefix(run.runId, 1) };
+            QVERIFY2(charts->lossChart()->pointCount(lines.loss()) > 0, qPrintable(run.runId));
+            QCOMPARE(charts->accuracyChart()->pointCount(lines.testAccuracy()), std::size_t(1));
+            QVERIFY(charts->throughputChart()->pointCount(lines.throughput()) > 0);
+        }
+        const QStringList speedups = charts->speedupChart()->seriesIds();
+        QVERIFY2(!speedups.isEmpty(), "no speedup line");
+        QCOMPARE(charts->speedupChart()->pointCount(speedups.first()), std::size_t(2));
+        const auto *speedup = charts->speedupChart()->data(speedups.first());
+        QCOMPARE(speedup->rawValue(0), 1.0); // the baseline
+        QVERIFY(speedup->rawValue(1) > 0);
+        QVERIFY(!charts->efficiencyChart()->seriesIds().isEmpty());
+        // A single run per point says so; efficiency is read from 0, as in the reports.
+        auto *note = charts->findChild<QLabel *>(QStringLiteral("scalingNote"));
+        QVERIFY(note);
+        QTRY_VERIFY_WITH_TIMEOUT(
+            note->text().startsWith(QStringLiteral("Each point is a single run")), 30'000);
+        QTRY_VERIFY_WITH_TIMEOUT(
+            static_cast<QValueAxis *>(charts->efficiencyChart()->yAxisItem())->min() <= 0, 30'000);
+        // Why it scales (issue 37): a bar per run of where its step's time goes; the scaling
+        // model's predicted line beside the measured points; the What if panel answers, and
+        // follows the link it is given.
+        app::ScalingPanel *panel = charts->scalingPanel();
+        QTRY_COMPARE_WITH_TIMEOUT(panel->barLabels().size(), 2, 5000);
+        QVERIFY2(panel->barLabels().first().startsWith(QStringLiteral("r01 baseline")),
+            qPrintable(panel->barLabels().join(u'|')));
+        QVERIFY2(panel->whatIfText().contains(QStringLiteral(" images/s, speedup ")),
+            qPrintable(panel->whatIfText()));
+        // The study has a target: the time to it, or why there is none (issue 54).
+        QVERIFY2(panel->whatIfText().contains(QStringLiteral("Time to ")), qPrintable(panel->whatIfText()));
+        // With a prediction, the critical-batch chart: epochs against the global batch, B_noise marked.
+        const bool predicted = !panel->whatIfText().contains(QStringLiteral("no prediction"));
+        QCOMPARE(panel->criticalBatchPoints() >= 5, predicted);
+        if (predicted)
+            QVERIFY(panel->criticalBatchNoiseX() > 0);
+        // One model in one precision: one fit to ask, named, nothing to choose.
+        QCOMPARE(panel->whatIfFit()->count(), 1);
+        QCOMPARE(panel->whatIfFit()->currentText(), QStringLiteral("seed-cnn"));
+        QVERIFY(!panel->whatIfFit()->isEnabled());
+        const QString asMeasured = panel->whatIfText();
+        panel->whatIfBandwidth()->setCurrentText(QStringLiteral("100Mbit"));
+        QVERIFY2(
+            panel->whatIfText() != asMeasured && panel->whatIfText().contains(QStringLiteral("12.5 MB/s")),
+            qPrintable(panel->whatIfText()));
+        QVERIFY(charts->speedupChart()->seriesIds().contains(QStringLiteral("predicted/seed-cnn")));
+        QVERIFY(
+            charts->speedupChart()->pointCount(QStringLiteral("predicted/seed-cnn")) >= 5); // 1, 2, 4, 8, 16
+        if (const QString dir = qEnvironmentVariable("SCALELAB_SCREENSHOT_DIR"); !dir.isEmpty()) {
+            view.resize(1400, 900);
+            charts->tabs()->setCurrentWidget(panel);
+            QVERIFY(test::showAndSettle(&view)); // the charts redraw on a timer
+            view.grab().save(dir + QStringLiteral("/why_it_scales.png"));
+            charts->tabs()->setCurrentIndex(3);
+            QVERIFY(test::showAndSettle(&view));
+            view.grab().save(dir + QStringLiteral("/speedup_predicted.png"));
+            charts->tabs()->setCurrentIndex(0);
+        }
+        // Train accuracy is told from test by its legend's colour and words, not only its dash.
+        {
+            const core::StudySnapshot shown = view.snapshot(); // a reference into a temporary would dangle
+            const auto &run = shown.runs.first();
+            const app::RunLines lines { app::StudyCharts::attemptPrefix(run.runId, 1) };
+            QVERIFY(charts->accuracyChart()
+                        ->line(lines.trainAccuracy())
+                        ->name()
+                        .endsWith(QStringLiteral("train (dashed)")));
+            QVERIFY(charts->accuracyChart()->line(lines.trainAccuracy())->color()
+                != charts->accuracyChart()->line(lines.testAccuracy())->color());
+        }
+    }
+
+    void tableSortsFiltersAndRemembersColumns(app::StudyView &view)
+    {
+        // The table's img/s is the run's, as the CLI and the reports define it (core::runImagesPerSecond).
+        for (int row = 0; row < view.runsTable()->rowCount(); ++row)
+            for (const auto &run : view.snapshot().runs)
+                if (view.runIdAt(row) == run.runId)
+                    QCOMPARE(cell(view.runsTable(), row, app::StudyView::ImagesCol),
+                        QString::number(run.imagesPerSecond, 'f', 1));
+
+        // Sorted by the run's name, as the plan lists them.
+        QCOMPARE(cell(view.runsTable(), 0, app::StudyView::RunCol), QStringLiteral("r01"));
+        QCOMPARE(cell(view.runsTable(), 1, app::StudyView::RunCol), QStringLiteral("r02"));
+
+        // Filtering hides rows (in the frozen columns too); clearing it shows them again.
+        auto *states = view.findChild<QComboBox *>(QStringLiteral("stateFilter"));
+        states->setCurrentIndex(states->findData(QStringLiteral("FAILED|CANCELLED")));
+        QVERIFY(view.runsTable()->isRowHidden(0) && view.runsTable()->isRowHidden(1));
+        QVERIFY(view.frozenColumns()->isRowHidden(0) && view.frozenColumns()->isRowHidden(1));
+        states->setCurrentIndex(0);
+        view.runFilter()->setText(QStringLiteral("w2-"));
+        QCOMPARE(int(view.runsTable()->isRowHidden(0)) + int(view.runsTable()->isRowHidden(1)), 1);
+        QCOMPARE(view.frozenColumns()->isRowHidden(0), view.runsTable()->isRowHidden(0));
+        view.runFilter()->clear();
+
+        // The frozen columns are the run and its configuration, as wide as the table's.
+        for (int c = 0; c < app::StudyView::RunColumnCount; ++c)
+            QCOMPARE(view.frozenColumns()->isColumnHidden(c), c > app::StudyView::ConfigCol);
+        QCOMPARE(view.frozenColumns()->columnWidth(app::StudyView::ConfigCol),
+            view.runsTable()->columnWidth(app::StudyView::ConfigCol));
+
+        // Scrolled to its right end in a narrow window, the run and configuration still show.
+        if (const QByteArray shot = qgetenv("SCALELAB_SCREENSHOT_DIR"); !shot.isEmpty()) {
+            view.resize(900, 600);
+            QVERIFY(test::showAndSettle(&view));
+            view.runsTable()->horizontalScrollBar()->setValue(
+                view.runsTable()->horizontalScrollBar()->maximum());
+            QVERIFY(test::showAndSettle(&view));
+            view.grab().save(QString::fromLocal8Bit(shot) + QStringLiteral("/runs-scrolled.png"));
+        }
+
+        // Attempt, agents and wall time show when chosen, and the choice is remembered.
+        QVERIFY(view.runsTable()->isColumnHidden(app::StudyView::AttemptCol));
+        QVERIFY(!view.runsTable()->isColumnHidden(app::StudyView::EfficiencyCol));
+        view.setRunColumnVisible(app::StudyView::AttemptCol, true);
+        view.setRunColumnVisible(app::StudyView::EfficiencyCol, false);
+        {
+            QSettings settings(m_fixture.path(QStringLiteral("columns.ini")), QSettings::IniFormat);
+            view.saveSettings(settings);
+        }
+        app::StudyView reopened;
+        reopened.restoreSettings(
+            QSettings(m_fixture.path(QStringLiteral("columns.ini")), QSettings::IniFormat));
+        QVERIFY(!reopened.runsTable()->isColumnHidden(app::StudyView::AttemptCol));
+        QVERIFY(reopened.runsTable()->isColumnHidden(app::StudyView::EfficiencyCol));
+        QVERIFY(reopened.runsTable()->isColumnHidden(app::StudyView::AgentsCol));
+        view.setRunColumnVisible(app::StudyView::EfficiencyCol, true);
+    }
+
+    void runDetailsShowTheAttemptAndItsLog(app::StudyView &view)
+    {
+        // A run's details: its attempt and the worker's log lines.
+        app::RunDetails *details = view.showRunDetails(view.snapshot().runs.first().runId);
+        QCOMPARE(details->attempts()->rowCount(), 1);
+        // Its progress: every planned epoch trained (live steps and ETA while it runs).
+        QCOMPARE(details->progress()->value(), 1000);
+        QCOMPARE(details->progress()->text(), QStringLiteral("1/1 epochs trained"));
+        // The details follow the journal on a timer: the last lines may come a moment later.
+        QTRY_VERIFY2_WITH_TIMEOUT(details->log()->toPlainText().contains(QLatin1String("started: "))
+                && details->log()->toPlainText().contains(QLatin1String("state SUCCEEDED")),
+            qPrintable(details->log()->toPlainText()), 10000);
+        // The log says what the attempt trains with, each epoch's metrics, and the outcome.
+        const QString log = details->log()->toPlainText();
+        for (const char *expected :
+            { "batch 16/rank (global 16)", "seed ", "thread(s)/rank on cpu", "(SYNTHETIC)",
+                "epoch 1: train loss ", "summary: SUCCEEDED after 1 epoch(s)", "weights sha256 " })
+            QVERIFY2(log.contains(QLatin1String(expected)),
+                qPrintable(QLatin1String(expected) + QLatin1Char('\n') + log));
+        // The exact command rank 0 ran; the log filtered to what is searched for; saved whole.
+        QTRY_VERIFY2_WITH_TIMEOUT(
+            details->log()->toPlainText().contains(QLatin1String("worker command (rank 0): ")),
+            qPrintable(details->log()->toPlainText()), 30'000);
+        QVERIFY(details->log()->toPlainText().contains(QLatin1String("scalelab-worker train ")));
+        details->setLogFilter(QStringLiteral("EPOCH 1:"));
+        const QStringList shown = details->log()->toPlainText().split(QLatin1Char('\n'));
+        QVERIFY(!shown.isEmpty());
+        for (const QString &line : shown)
+            QVERIFY2(line.contains(QLatin1String("epoch 1:")), qPrintable(line));
+        QString saveError;
+        const QString saved = m_fixture.path(QStringLiteral("r01.log"));
+        VERIFY_OK(details->saveLog(saved));
+        QFile savedFile(saved);
+        QVERIFY(savedFile.open(QIODevice::ReadOnly));
+        const QString savedText = QString::fromUtf8(savedFile.readAll());
+        QVERIFY(savedText.contains(QLatin1String("started: "))
+            && savedText.contains(QLatin1String("worker command")));
+        details->setLogFilter({});
+        QVERIFY(details->log()->toPlainText().contains(QLatin1String("started: ")));
+        if (const QString dir = qEnvironmentVariable("SCALELAB_SCREENSHOT_DIR"); !dir.isEmpty())
+            details->grab().save(dir + QStringLiteral("/run_details.png")); // to look at
+        details->close();
+    }
+
 private Q_SLOTS:
     void initTestCase()
     {
@@ -373,249 +636,25 @@ private Q_SLOTS:
         // What the redraws showed was read on the view's reader thread, not this one (item 5).
         QVERIFY(view.journalReader().reads() > 0);
         QVERIFY(view.journalReader().lastReadThread() != QThread::currentThread());
-        {
-            // The report is written on the thread pool: the button waits for it, this thread does not.
-            QTemporaryDir exportDir;
-            QSignalSpy exported(&view, &app::StudyView::reportExported);
-            const QString reportPath = exportDir.filePath(QStringLiteral("report.json"));
-            view.exportReportTo(core::ReportFormat::Json, reportPath);
-            QVERIFY(!exportReport->isEnabled());
-            QTRY_COMPARE_WITH_TIMEOUT(exported.size(), 1, 30'000);
-            QCOMPARE(exported.first().first().toString(), reportPath);
-            QVERIFY(QFileInfo::exists(reportPath));
-            QVERIFY(exportReport->isEnabled());
-        }
+        reportIsExportedOffTheGuiThread(view, exportReport);
+        if (QTest::currentTestFailed())
+            return;
         QVERIFY(exportReport->isEnabled());
-        // "A seed each" for repeats goes into the plan and comes back from it.
-        {
-            v1::StudyPlan varied = plan;
-            varied.set_repeat_seeds("vary");
-            view.setForm(varied);
-            QCOMPARE(view.findChild<QComboBox *>(QStringLiteral("repeatSeeds"))->currentIndex(), 1);
-            QStringList formProblems;
-            QCOMPARE(view.planFromForm(&formProblems).repeat_seeds(), std::string("vary"));
-            view.setForm(plan);
-            QVERIFY(view.planFromForm(&formProblems).repeat_seeds().empty()); // "same": the default, left out
-        }
-        // With a study open, the designer is still checked and summarised as it is edited.
-        plan.mutable_grid()->add_workers(4);
-        view.setForm(plan);
-        QTRY_VERIFY2_WITH_TIMEOUT(
-            view.problemsLabel()->text().startsWith(QLatin1String("The designer's plan: 3 run(s)")),
-            qPrintable(view.problemsLabel()->text()), 30'000);
-        QCOMPARE(view.runsTable()->rowCount(), 2); // the table still shows the open study
-        {
-            // Opened elsewhere (as `scalelab --open-study ID` does), the study's own plan fills the
-            // designer beside it, not the plan that designer held (issue 56 item 6).
-            app::StudyView reader;
-            VERIFY_OK(reader.openJournal(m_fixture.path(QStringLiteral("console"))));
-            VERIFY_OK(reader.open(view.snapshot().studyId));
-            QStringList readProblems;
-            const v1::StudyPlan held = reader.planFromForm(&readProblems);
-            QCOMPARE(held.name(), std::string("ui"));
-            QCOMPARE(held.dataset(), std::string("synth"));
-            QCOMPARE(held.grid().workers_size(), 1); // the study's 2 workers, not the form's 2 and 4
-            QCOMPARE(held.grid().workers(0), 2);
-            QCOMPARE(held.target_accuracy(), 0.1);
-        }
-        plan.mutable_grid()->set_workers(1, 0);
-        view.setForm(plan);
-        QVERIFY2(view.problemsLabel()->text().contains(QLatin1String("must be between 1 and")),
-            qPrintable(view.problemsLabel()->text()));
-        QCOMPARE(view.runsTable()->rowCount(), 2);
-        // The table follows on its coalescing timer (rows may be sorted either way).
-        QTRY_VERIFY_WITH_TIMEOUT(
-            cell(view.runsTable(), 0, app::StudyView::StateCol) == QLatin1String("SUCCEEDED")
-                && cell(view.runsTable(), 1, app::StudyView::StateCol) == QLatin1String("SUCCEEDED"),
-            5000);
-        for (int row = 0; row < 2; ++row) {
-            using V = app::StudyView;
-            QVERIFY(cell(view.runsTable(), row, V::AccuracyCol).endsWith(QLatin1Char('%'))); // test accuracy
-            QVERIFY2(!cell(view.runsTable(), row, V::WallCol).isEmpty(), // wall-clock
-                qPrintable(cell(view.runsTable(), row, V::RunCol) + QLatin1Char(' ')
-                    + cell(view.runsTable(), row, V::StateCol) + QLatin1Char(' ')
-                    + cell(view.runsTable(), row, V::ProgressCol) + QLatin1Char(' ')
-                    + cell(view.runsTable(), row, V::WhyCol)));
-            QCOMPARE(cell(view.runsTable(), row, V::ProgressCol), QStringLiteral("1/1 epochs"));
-            // Every run measured its gradient noise scale: B_simple, or "…" while not known (issue 54).
-            QVERIFY2(!cell(view.runsTable(), row, V::NoiseCol).isEmpty(), qPrintable(view.runIdAt(row)));
-            // The run's short name; its full id is kept for the actions.
-            QVERIFY(QRegularExpression(QStringLiteral("^r0[12]$"))
-                        .match(cell(view.runsTable(), row, V::RunCol))
-                        .hasMatch());
-            QVERIFY(view.runIdAt(row).endsWith(cell(view.runsTable(), row, V::RunCol)));
-        }
-        // The charts: every run's curves, and the scaling point of the 2-worker run
-        // beside the baseline's (1, 1×).
-        app::StudyCharts *charts = view.charts();
-        QTRY_VERIFY_WITH_TIMEOUT(charts->lossChart()->seriesIds().size() == 2, 5000); // one per run
-        for (const auto &run : view.snapshot().runs) {
-            const app::RunLines lines { app::StudyCharts::attemptPrefix(run.runId, 1) };
-            QVERIFY2(charts->lossChart()->pointCount(lines.loss()) > 0, qPrintable(run.runId));
-            QCOMPARE(charts->accuracyChart()->pointCount(lines.testAccuracy()), std::size_t(1));
-            QVERIFY(charts->throughputChart()->pointCount(lines.throughput()) > 0);
-        }
-        const QStringList speedups = charts->speedupChart()->seriesIds();
-        QVERIFY2(!speedups.isEmpty(), "no speedup line");
-        QCOMPARE(charts->speedupChart()->pointCount(speedups.first()), std::size_t(2));
-        const auto *speedup = charts->speedupChart()->data(speedups.first());
-        QCOMPARE(speedup->rawValue(0), 1.0); // the baseline
-        QVERIFY(speedup->rawValue(1) > 0);
-        QVERIFY(!charts->efficiencyChart()->seriesIds().isEmpty());
-        // A single run per point says so; efficiency is read from 0, as in the reports.
-        auto *note = charts->findChild<QLabel *>(QStringLiteral("scalingNote"));
-        QVERIFY(note);
-        QTRY_VERIFY_WITH_TIMEOUT(
-            note->text().startsWith(QStringLiteral("Each point is a single run")), 30'000);
-        QTRY_VERIFY_WITH_TIMEOUT(
-            static_cast<QValueAxis *>(charts->efficiencyChart()->yAxisItem())->min() <= 0, 30'000);
-        // Why it scales (issue 37): a bar per run of where its step's time goes; the scaling
-        // model's predicted line beside the measured points; the What if panel answers, and
-        // follows the link it is given.
-        app::ScalingPanel *panel = charts->scalingPanel();
-        QTRY_COMPARE_WITH_TIMEOUT(panel->barLabels().size(), 2, 5000);
-        QVERIFY2(panel->barLabels().first().startsWith(QStringLiteral("r01 baseline")),
-            qPrintable(panel->barLabels().join(u'|')));
-        QVERIFY2(panel->whatIfText().contains(QStringLiteral(" images/s, speedup ")),
-            qPrintable(panel->whatIfText()));
-        // The study has a target: the time to it, or why there is none (issue 54).
-        QVERIFY2(panel->whatIfText().contains(QStringLiteral("Time to ")), qPrintable(panel->whatIfText()));
-        // With a prediction, the critical-batch chart: epochs against the global batch, B_noise marked.
-        const bool predicted = !panel->whatIfText().contains(QStringLiteral("no prediction"));
-        QCOMPARE(panel->criticalBatchPoints() >= 5, predicted);
-        if (predicted)
-            QVERIFY(panel->criticalBatchNoiseX() > 0);
-        // One model in one precision: one fit to ask, named, nothing to choose.
-        QCOMPARE(panel->whatIfFit()->count(), 1);
-        QCOMPARE(panel->whatIfFit()->currentText(), QStringLiteral("seed-cnn"));
-        QVERIFY(!panel->whatIfFit()->isEnabled());
-        const QString asMeasured = panel->whatIfText();
-        panel->whatIfBandwidth()->setCurrentText(QStringLiteral("100Mbit"));
-        QVERIFY2(
-            panel->whatIfText() != asMeasured && panel->whatIfText().contains(QStringLiteral("12.5 MB/s")),
-            qPrintable(panel->whatIfText()));
-        QVERIFY(charts->speedupChart()->seriesIds().contains(QStringLiteral("predicted/seed-cnn")));
-        QVERIFY(
-            charts->speedupChart()->pointCount(QStringLiteral("predicted/seed-cnn")) >= 5); // 1, 2, 4, 8, 16
-        if (const QString dir = qEnvironmentVariable("SCALELAB_SCREENSHOT_DIR"); !dir.isEmpty()) {
-            view.resize(1400, 900);
-            charts->tabs()->setCurrentWidget(panel);
-            QVERIFY(test::showAndSettle(&view)); // the charts redraw on a timer
-            view.grab().save(dir + QStringLiteral("/why_it_scales.png"));
-            charts->tabs()->setCurrentIndex(3);
-            QVERIFY(test::showAndSettle(&view));
-            view.grab().save(dir + QStringLiteral("/speedup_predicted.png"));
-            charts->tabs()->setCurrentIndex(0);
-        }
-        // Train accuracy is told from test by its legend's colour and words, not only its dash.
-        {
-            const core::StudySnapshot shown = view.snapshot(); // a reference into a temporary would dangle
-            const auto &run = shown.runs.first();
-            const app::RunLines lines { app::StudyCharts::attemptPrefix(run.runId, 1) };
-            QVERIFY(charts->accuracyChart()
-                        ->line(lines.trainAccuracy())
-                        ->name()
-                        .endsWith(QStringLiteral("train (dashed)")));
-            QVERIFY(charts->accuracyChart()->line(lines.trainAccuracy())->color()
-                != charts->accuracyChart()->line(lines.testAccuracy())->color());
-        }
-
-        // The table's img/s is the run's, as the CLI and the reports define it (core::runImagesPerSecond).
-        for (int row = 0; row < view.runsTable()->rowCount(); ++row)
-            for (const auto &run : view.snapshot().runs)
-                if (view.runIdAt(row) == run.runId)
-                    QCOMPARE(cell(view.runsTable(), row, app::StudyView::ImagesCol),
-                        QString::number(run.imagesPerSecond, 'f', 1));
-
-        // Sorted by the run's name, as the plan lists them.
-        QCOMPARE(cell(view.runsTable(), 0, app::StudyView::RunCol), QStringLiteral("r01"));
-        QCOMPARE(cell(view.runsTable(), 1, app::StudyView::RunCol), QStringLiteral("r02"));
-
-        // Filtering hides rows (in the frozen columns too); clearing it shows them again.
-        auto *states = view.findChild<QComboBox *>(QStringLiteral("stateFilter"));
-        states->setCurrentIndex(states->findData(QStringLiteral("FAILED|CANCELLED")));
-        QVERIFY(view.runsTable()->isRowHidden(0) && view.runsTable()->isRowHidden(1));
-        QVERIFY(view.frozenColumns()->isRowHidden(0) && view.frozenColumns()->isRowHidden(1));
-        states->setCurrentIndex(0);
-        view.runFilter()->setText(QStringLiteral("w2-"));
-        QCOMPARE(int(view.runsTable()->isRowHidden(0)) + int(view.runsTable()->isRowHidden(1)), 1);
-        QCOMPARE(view.frozenColumns()->isRowHidden(0), view.runsTable()->isRowHidden(0));
-        view.runFilter()->clear();
-
-        // The frozen columns are the run and its configuration, as wide as the table's.
-        for (int c = 0; c < app::StudyView::RunColumnCount; ++c)
-            QCOMPARE(view.frozenColumns()->isColumnHidden(c), c > app::StudyView::ConfigCol);
-        QCOMPARE(view.frozenColumns()->columnWidth(app::StudyView::ConfigCol),
-            view.runsTable()->columnWidth(app::StudyView::ConfigCol));
-
-        // Scrolled to its right end in a narrow window, the run and configuration still show.
-        if (const QByteArray shot = qgetenv("SCALELAB_SCREENSHOT_DIR"); !shot.isEmpty()) {
-            view.resize(900, 600);
-            QVERIFY(test::showAndSettle(&view));
-            view.runsTable()->horizontalScrollBar()->setValue(
-                view.runsTable()->horizontalScrollBar()->maximum());
-            QVERIFY(test::showAndSettle(&view));
-            view.grab().save(QString::fromLocal8Bit(shot) + QStringLiteral("/runs-scrolled.png"));
-        }
-
-        // Attempt, agents and wall time show when chosen, and the choice is remembered.
-        QVERIFY(view.runsTable()->isColumnHidden(app::StudyView::AttemptCol));
-        QVERIFY(!view.runsTable()->isColumnHidden(app::StudyView::EfficiencyCol));
-        view.setRunColumnVisible(app::StudyView::AttemptCol, true);
-        view.setRunColumnVisible(app::StudyView::EfficiencyCol, false);
-        {
-            QSettings settings(m_fixture.path(QStringLiteral("columns.ini")), QSettings::IniFormat);
-            view.saveSettings(settings);
-        }
-        app::StudyView reopened;
-        reopened.restoreSettings(
-            QSettings(m_fixture.path(QStringLiteral("columns.ini")), QSettings::IniFormat));
-        QVERIFY(!reopened.runsTable()->isColumnHidden(app::StudyView::AttemptCol));
-        QVERIFY(reopened.runsTable()->isColumnHidden(app::StudyView::EfficiencyCol));
-        QVERIFY(reopened.runsTable()->isColumnHidden(app::StudyView::AgentsCol));
-        view.setRunColumnVisible(app::StudyView::EfficiencyCol, true);
-
-        // A run's details: its attempt and the worker's log lines.
-        app::RunDetails *details = view.showRunDetails(view.snapshot().runs.first().runId);
-        QCOMPARE(details->attempts()->rowCount(), 1);
-        // Its progress: every planned epoch trained (live steps and ETA while it runs).
-        QCOMPARE(details->progress()->value(), 1000);
-        QCOMPARE(details->progress()->text(), QStringLiteral("1/1 epochs trained"));
-        // The details follow the journal on a timer: the last lines may come a moment later.
-        QTRY_VERIFY2_WITH_TIMEOUT(details->log()->toPlainText().contains(QLatin1String("started: "))
-                && details->log()->toPlainText().contains(QLatin1String("state SUCCEEDED")),
-            qPrintable(details->log()->toPlainText()), 10000);
-        // The log says what the attempt trains with, each epoch's metrics, and the outcome.
-        const QString log = details->log()->toPlainText();
-        for (const char *expected :
-            { "batch 16/rank (global 16)", "seed ", "thread(s)/rank on cpu", "(SYNTHETIC)",
-                "epoch 1: train loss ", "summary: SUCCEEDED after 1 epoch(s)", "weights sha256 " })
-            QVERIFY2(log.contains(QLatin1String(expected)),
-                qPrintable(QLatin1String(expected) + QLatin1Char('\n') + log));
-        // The exact command rank 0 ran; the log filtered to what is searched for; saved whole.
-        QTRY_VERIFY2_WITH_TIMEOUT(
-            details->log()->toPlainText().contains(QLatin1String("worker command (rank 0): ")),
-            qPrintable(details->log()->toPlainText()), 30'000);
-        QVERIFY(details->log()->toPlainText().contains(QLatin1String("scalelab-worker train ")));
-        details->setLogFilter(QStringLiteral("EPOCH 1:"));
-        const QStringList shown = details->log()->toPlainText().split(QLatin1Char('\n'));
-        QVERIFY(!shown.isEmpty());
-        for (const QString &line : shown)
-            QVERIFY2(line.contains(QLatin1String("epoch 1:")), qPrintable(line));
-        QString saveError;
-        const QString saved = m_fixture.path(QStringLiteral("r01.log"));
-        VERIFY_OK(details->saveLog(saved));
-        QFile savedFile(saved);
-        QVERIFY(savedFile.open(QIODevice::ReadOnly));
-        const QString savedText = QString::fromUtf8(savedFile.readAll());
-        QVERIFY(savedText.contains(QLatin1String("started: "))
-            && savedText.contains(QLatin1String("worker command")));
-        details->setLogFilter({});
-        QVERIFY(details->log()->toPlainText().contains(QLatin1String("started: ")));
-        if (const QString dir = qEnvironmentVariable("SCALELAB_SCREENSHOT_DIR"); !dir.isEmpty())
-            details->grab().save(dir + QStringLiteral("/run_details.png")); // to look at
-        details->close();
-
+        designerIsCheckedBesideTheOpenStudy(view, plan);
+        if (QTest::currentTestFailed())
+            return;
+        tableShowsEveryRunFinished(view);
+        if (QTest::currentTestFailed())
+            return;
+        chartsShowEveryRunAndTheScaling(view);
+        if (QTest::currentTestFailed())
+            return;
+        tableSortsFiltersAndRemembersColumns(view);
+        if (QTest::currentTestFailed())
+            return;
+        runDetailsShowTheAttemptAndItsLog(view);
+        if (QTest::currentTestFailed())
+            return;
         // The widget tree renders.
         view.resize(1400, 900);
         const QImage image = view.grab().toImage();
