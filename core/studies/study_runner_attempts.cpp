@@ -385,19 +385,23 @@ QString StudyRunner::unreachableRanks(const QString &runId, bool probe)
     auto it = m_watches.find(runId);
     if (!run || it == m_watches.end())
         return {};
+    const std::size_t portions = std::min(it->second.size(), std::size_t(run->portions.size()));
+    // The portions whose stream has not noticed yet are asked (briefly), all at once.
+    std::vector<AgentClient *> asked(portions, nullptr);
+    if (probe)
+        for (std::size_t i = 1; i < portions; ++i)
+            if (it->second[i].unreachableSinceMs <= 0)
+                asked[i] = client(it->second[i].agent);
+    const std::vector<DescribeAnswer> answers
+        = probe ? describeEach(asked, 1500) : std::vector<DescribeAnswer>(portions);
     QStringList parts;
-    for (std::size_t i = 1; i < it->second.size() && int(i) < run->portions.size(); ++i) {
-        PortionWatch &w = it->second[i];
+    for (std::size_t i = 1; i < portions; ++i) {
+        const PortionWatch &w = it->second[i];
         QString since;
-        if (w.unreachableSinceMs > 0) {
+        if (w.unreachableSinceMs > 0)
             since = clockTime(w.unreachableSinceMs);
-        } else if (probe) {
-            // Its stream may not have noticed yet: ask (briefly).
-            v1::DescribeResponse ignored;
-            AgentClient *c = client(w.agent);
-            if (c && !c->describe(&ignored, 1500).ok())
-                since = QStringLiteral("now");
-        }
+        else if (asked[i] && !answers[i].status.ok())
+            since = QStringLiteral("now");
         if (since.isEmpty())
             continue;
         QStringList ranks;

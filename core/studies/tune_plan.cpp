@@ -170,6 +170,98 @@ bool inRange(const Tunable &t, double v)
     return aboveMin && belowMax;
 }
 
+// A "choice": values there are, each of the hyperparameter's kind and range, none twice.
+void checkChoice(const QString &at, const Tunable &tunable, const v1::Distribution &d, QStringList *p)
+{
+    if (d.values_size() == 0) {
+        *p << QStringLiteral("%1.values: list the values to choose from").arg(at);
+        return;
+    }
+    QSet<QString> seen;
+    for (int i = 0; i < d.values_size(); ++i) {
+        const auto &v = d.values(i);
+        const QString where = QStringLiteral("%1.values[%2]").arg(at).arg(i);
+        QString text;
+        if (tunable.word) {
+            text = str(v.string_value());
+            const QStringList allowed = wordValues(tunable);
+            const bool module = QLatin1String(tunable.name) == QLatin1String("model")
+                && (worker::isModelFile(v.string_value()) || worker::isModelSha256(v.string_value()));
+            if (!v.has_string_value() || (!allowed.contains(text) && !module))
+                *p << QStringLiteral("%1: must be one of \"%2\"")
+                          .arg(where, allowed.join(QStringLiteral("\", \"")));
+        } else if (!v.has_number_value()) {
+            *p << QStringLiteral("%1: must be a number").arg(where);
+            continue;
+        } else {
+            text = QString::number(v.number_value(), 'g', 17);
+            if (!inRange(tunable, v.number_value())
+                || (tunable.integer && v.number_value() != std::floor(v.number_value())))
+                *p << QStringLiteral("%1: must be %2 in %3 (got %4)")
+                          .arg(where,
+                              tunable.integer ? QStringLiteral("a whole number") : QStringLiteral("a number"),
+                              rangeText(tunable), text);
+        }
+        if (seen.contains(text))
+            *p << QStringLiteral("%1: %2 is listed twice").arg(where, text);
+        seen.insert(text);
+    }
+}
+
+// The other kinds: a range [low, high] (and a step q for the quantized ones) whose every
+// draw is in the hyperparameter's range.
+void checkRange(const QString &at, const QString &name, const Tunable &tunable, const v1::Distribution &d,
+    const TuneSettings &settings, QStringList *p)
+{
+    const std::string &k = d.kind();
+    if (tunable.word) {
+        *p << QStringLiteral("%1.kind: %2 is a word; use \"choice\" with values [\"%3\"]")
+                  .arg(at, name, wordValues(tunable).join(QStringLiteral("\", \"")));
+        return;
+    }
+    if (d.values_size() > 0)
+        *p << QStringLiteral("%1.values: only for kind \"choice\" (this one uses low and high)").arg(at);
+    const qsizetype before = p->size();
+    if (!std::isfinite(d.low()) || !std::isfinite(d.high()))
+        *p << QStringLiteral("%1: low and high must be numbers").arg(at);
+    else if (!(d.low() < d.high()))
+        *p << QStringLiteral("%1.high: must be above low (got low %2, high %3)")
+                  .arg(at)
+                  .arg(d.low())
+                  .arg(d.high());
+    if ((k == "loguniform" || k == "qloguniform") && !(d.low() > 0))
+        *p << QStringLiteral("%1.low: must be above 0 for %2 (got %3)").arg(at, str(k)).arg(d.low());
+    if (k == "randint" || k == "qrandint") {
+        if (d.low() != std::floor(d.low()) || d.high() != std::floor(d.high()))
+            *p << QStringLiteral("%1: low and high must be whole numbers for %2").arg(at, str(k));
+    } else if (tunable.integer) {
+        *p << QStringLiteral("%1.kind: %2 takes whole numbers: use choice, randint or qrandint")
+                  .arg(at, name);
+    }
+    if (quantized(k)) {
+        if (!(d.q() > 0) || !std::isfinite(d.q()))
+            *p << QStringLiteral("%1.q: must be above 0 for %2 (got %3)").arg(at, str(k)).arg(d.q());
+        else if ((k == "qrandint") && d.q() != std::floor(d.q()))
+            *p << QStringLiteral("%1.q: must be a whole number for qrandint (got %2)").arg(at).arg(d.q());
+    } else if (d.q() != 0) {
+        *p << QStringLiteral("%1.q: only for the quantized kinds (quniform, qloguniform, qrandint)").arg(at);
+    }
+    if (p->size() > before)
+        return;
+    const auto [lo, hi] = valueRange(d);
+    if (!inRange(tunable, lo) || !inRange(tunable, hi))
+        *p << QStringLiteral("%1: every value drawn must be in %2 (this one can give %3 to %4%5)")
+                  .arg(at, rangeText(tunable))
+                  .arg(lo)
+                  .arg(hi)
+                  .arg(quantized(k) ? QStringLiteral(", after rounding to q") : QString());
+    if (name == QLatin1String("warmupEpochs") && hi > settings.trialEpochs)
+        *p << QStringLiteral("%1.high: a warm-up of %2 epochs is longer than a trial (%3 epochs)")
+                  .arg(at)
+                  .arg(hi)
+                  .arg(settings.trialEpochs);
+}
+
 void checkDistribution(
     const QString &name, const v1::Distribution &d, const TuneSettings &settings, QStringList *p)
 {
@@ -189,88 +281,10 @@ void checkDistribution(
                   .arg(at, kinds.join(QLatin1String(", ")), str(k));
         return;
     }
-    if (k == "choice") {
-        if (d.values_size() == 0) {
-            *p << QStringLiteral("%1.values: list the values to choose from").arg(at);
-            return;
-        }
-        QSet<QString> seen;
-        for (int i = 0; i < d.values_size(); ++i) {
-            const auto &v = d.values(i);
-            const QString where = QStringLiteral("%1.values[%2]").arg(at).arg(i);
-            QString text;
-            if (t->word) {
-                text = str(v.string_value());
-                const QStringList allowed = wordValues(*t);
-                const bool module = QLatin1String(t->name) == QLatin1String("model")
-                    && (worker::isModelFile(v.string_value()) || worker::isModelSha256(v.string_value()));
-                if (!v.has_string_value() || (!allowed.contains(text) && !module))
-                    *p << QStringLiteral("%1: must be one of \"%2\"")
-                              .arg(where, allowed.join(QStringLiteral("\", \"")));
-            } else if (!v.has_number_value()) {
-                *p << QStringLiteral("%1: must be a number").arg(where);
-                continue;
-            } else {
-                text = QString::number(v.number_value(), 'g', 17);
-                if (!inRange(*t, v.number_value())
-                    || (t->integer && v.number_value() != std::floor(v.number_value())))
-                    *p << QStringLiteral("%1: must be %2 in %3 (got %4)")
-                              .arg(where,
-                                  t->integer ? QStringLiteral("a whole number") : QStringLiteral("a number"),
-                                  rangeText(*t), text);
-            }
-            if (seen.contains(text))
-                *p << QStringLiteral("%1: %2 is listed twice").arg(where, text);
-            seen.insert(text);
-        }
-        return;
-    }
-    if (t->word) {
-        *p << QStringLiteral("%1.kind: %2 is a word; use \"choice\" with values [\"%3\"]")
-                  .arg(at, name, wordValues(*t).join(QStringLiteral("\", \"")));
-        return;
-    }
-    if (d.values_size() > 0)
-        *p << QStringLiteral("%1.values: only for kind \"choice\" (this one uses low and high)").arg(at);
-    const qsizetype before = p->size();
-    if (!std::isfinite(d.low()) || !std::isfinite(d.high()))
-        *p << QStringLiteral("%1: low and high must be numbers").arg(at);
-    else if (!(d.low() < d.high()))
-        *p << QStringLiteral("%1.high: must be above low (got low %2, high %3)")
-                  .arg(at)
-                  .arg(d.low())
-                  .arg(d.high());
-    if ((k == "loguniform" || k == "qloguniform") && !(d.low() > 0))
-        *p << QStringLiteral("%1.low: must be above 0 for %2 (got %3)").arg(at, str(k)).arg(d.low());
-    if (k == "randint" || k == "qrandint") {
-        if (d.low() != std::floor(d.low()) || d.high() != std::floor(d.high()))
-            *p << QStringLiteral("%1: low and high must be whole numbers for %2").arg(at, str(k));
-    } else if (t->integer) {
-        *p << QStringLiteral("%1.kind: %2 takes whole numbers: use choice, randint or qrandint")
-                  .arg(at, name);
-    }
-    if (quantized(k)) {
-        if (!(d.q() > 0) || !std::isfinite(d.q()))
-            *p << QStringLiteral("%1.q: must be above 0 for %2 (got %3)").arg(at, str(k)).arg(d.q());
-        else if ((k == "qrandint") && d.q() != std::floor(d.q()))
-            *p << QStringLiteral("%1.q: must be a whole number for qrandint (got %2)").arg(at).arg(d.q());
-    } else if (d.q() != 0) {
-        *p << QStringLiteral("%1.q: only for the quantized kinds (quniform, qloguniform, qrandint)").arg(at);
-    }
-    if (p->size() > before)
-        return;
-    const auto [lo, hi] = valueRange(d);
-    if (!inRange(*t, lo) || !inRange(*t, hi))
-        *p << QStringLiteral("%1: every value drawn must be in %2 (this one can give %3 to %4%5)")
-                  .arg(at, rangeText(*t))
-                  .arg(lo)
-                  .arg(hi)
-                  .arg(quantized(k) ? QStringLiteral(", after rounding to q") : QString());
-    if (name == QLatin1String("warmupEpochs") && hi > settings.trialEpochs)
-        *p << QStringLiteral("%1.high: a warm-up of %2 epochs is longer than a trial (%3 epochs)")
-                  .arg(at)
-                  .arg(hi)
-                  .arg(settings.trialEpochs);
+    if (k == "choice")
+        checkChoice(at, *t, d, p);
+    else
+        checkRange(at, name, *t, d, settings, p);
 }
 
 } // namespace
