@@ -391,6 +391,14 @@ private Q_SLOTS:
         for (int column = 0; column < view.runsTable()->columnCount(); ++column)
             where += cell(view.runsTable(), 0, column) + QLatin1Char('|');
         QVERIFY2(where.contains(QLatin1String("inventory has not arrived yet")), qPrintable(where));
+        if (const QString dir = qEnvironmentVariable("SCALELAB_SCREENSHOT_DIR"); !dir.isEmpty()) {
+            view.resize(1400, 700);
+            QVERIFY(test::showAndSettle(&view));
+            view.runsTable()->horizontalScrollBar()->setValue(
+                view.runsTable()->horizontalScrollBar()->maximum());
+            QVERIFY(test::showAndSettle(&view));
+            view.grab().save(dir + QStringLiteral("/preview_waiting_for_inventory.png")); // to look at
+        }
         QVERIFY2(!silent.waitForNewConnection(200), "the preview connected to the agent");
     }
 
