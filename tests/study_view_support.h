@@ -1,0 +1,24 @@
+// The agent the study panel's tests launch on (tst_study_view, tst_study_view_runs).
+#pragma once
+
+#include "agent_fixture.h"
+
+namespace scalelab::test {
+
+// Starts `fixture`'s local agent (state folder "agent") and gives it a SYNTHETIC data set
+// "synth" of 128 training and 64 test images.
+[[nodiscard]] inline core::Status startAgentWithSynth(AgentFixture &fixture)
+{
+    AgentFixtureOptions options;
+    options.stateName = QStringLiteral("agent");
+    if (core::Status started = fixture.start(options); !started)
+        return started;
+    v1::CreateSyntheticDatasetRequest request;
+    request.set_name("synth");
+    request.set_train_images(128);
+    request.set_test_images(64);
+    v1::Dataset dataset;
+    return fixture.client().createSyntheticDataset(request, &dataset);
+}
+
+} // namespace scalelab::test
