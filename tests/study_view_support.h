@@ -3,7 +3,16 @@
 
 #include "agent_fixture.h"
 
+#include <QTableWidget>
+
 namespace scalelab::test {
+
+// The text of a table's cell; empty where there is no item.
+inline QString cell(QTableWidget *table, int row, int column)
+{
+    const auto *item = table->item(row, column);
+    return item ? item->text() : QString();
+}
 
 // Starts `fixture`'s local agent (state folder "agent") and gives it a SYNTHETIC data set
 // "synth" of 128 training and 64 test images.

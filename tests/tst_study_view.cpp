@@ -43,17 +43,12 @@
 #include <QValueAxis>
 
 using namespace scalelab;
+using test::cell;
 
 class TestStudyView : public QObject {
     Q_OBJECT
 private:
     test::AgentFixture m_fixture;
-
-    static QString cell(QTableWidget *t, int row, int column)
-    {
-        const auto *i = t->item(row, column);
-        return i ? i->text() : QString();
-    }
 
 private Q_SLOTS:
     void initTestCase() { VERIFY_OK(test::startAgentWithSynth(m_fixture)); }

@@ -44,17 +44,12 @@
 #include <QValueAxis>
 
 using namespace scalelab;
+using test::cell;
 
 class TestStudyViewRuns : public QObject {
     Q_OBJECT
 private:
     test::AgentFixture m_fixture;
-
-    static QString cell(QTableWidget *t, int row, int column)
-    {
-        const auto *i = t->item(row, column);
-        return i ? i->text() : QString();
-    }
 
     // studyLaunchedFromTheUiFillsTheTable's parts, each on the finished study `view` shows.
     // Each QVERIFYs; the caller stops at the first that failed.
