@@ -102,7 +102,8 @@ struct DescribeAnswer {
 // answered or reached `timeoutMs`: agents that do not answer cost one deadline together,
 // not one each. A null client's answer is NotFound. (AgentClient's calls may run on
 // several threads at once, so the caller's other threads may go on using the clients.)
-std::vector<DescribeAnswer> describeEach(const std::vector<AgentClient *> &clients, int timeoutMs);
+[[nodiscard]] std::vector<DescribeAnswer> describeEach(
+    const std::vector<AgentClient *> &clients, int timeoutMs);
 
 // The version of the gRPC library this program runs with, for its software list.
 QString grpcVersion();
