@@ -451,7 +451,7 @@ private Q_SLOTS:
         QVERIFY(chart.shownRangeBars().isEmpty());
     }
 
-    // A new weight re-smooths a series in one pass (MinMaxIndex::refill): its values, its
+    // A new weight re-smooths a series in one pass (MinMaxIndex::rebuild): its values, its
     // index and what is appended after it are those of the series smoothed as it grew, over
     // more than one block of storage (65,536 values each), in place or in fresh storage.
     void resmoothedSeriesIsTheOneSmoothedAsItGrew()
@@ -486,6 +486,35 @@ private Q_SLOTS:
                      std::tuple { 65'530.0, 65'600.0, 7 }, std::tuple { 1'234.0, 140'000.0, 333 } })
                 QCOMPARE(s->downsample(XAxis::Step, x0, x1, pixels, true),
                     grown.downsample(XAxis::Step, x0, x1, pixels, true));
+        }
+    }
+
+    // The smoothed values are smoothing.h's formula to the bit, as the series grows and
+    // re-smoothed in one pass (on x86-64 the loader's choice of the FMA or the plain build
+    // of MetricSeries's resmooth): one rounding of the multiply-add, the debiasing factor
+    // 0 once w^n < 1e-20.
+    void smoothedValuesAreTheDocumentedAverage()
+    {
+        constexpr int kPoints = 3'000; // w^n reaches 1e-20 at n = 437 for w = 0.9
+        MetricSeries grown, resmoothed;
+        grown.setSmoothing(0.9);
+        for (int i = 0; i < kPoints; ++i) {
+            const MetricPoint p = MetricPoint::timeline(i, i / 100.0, i * 0.1, std::cos(i * 0.37) + i * 1e-3);
+            grown.append(p);
+            resmoothed.append(p);
+        }
+        resmoothed.setSmoothing(0.9);
+        double accumulator = 0, power = 1;
+        for (int i = 0; i < kPoints; ++i) {
+            accumulator = std::fma(accumulator, 0.9, (1 - 0.9) * grown.rawValue(std::size_t(i)));
+            power = power < 1e-20 ? 0.0 : power * 0.9;
+            const double expected = accumulator / (1 - power);
+            for (const MetricSeries *s : { &grown, &resmoothed })
+                if (s->shownValue(std::size_t(i)) != expected)
+                    QFAIL(qPrintable(QStringLiteral("value %1: %2, the formula gives %3")
+                                         .arg(i)
+                                         .arg(s->shownValue(std::size_t(i)), 0, 'g', 17)
+                                         .arg(expected, 0, 'g', 17)));
         }
     }
 

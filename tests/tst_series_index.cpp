@@ -69,13 +69,21 @@ private Q_SLOTS:
         for (const std::size_t n :
             { std::size_t(5003), std::size_t(5003), std::size_t(777), std::size_t(1) }) {
             core::MinMaxIndex appended;
-            std::vector<double> values(n);
-            for (double &v : values) {
-                v = std::round(value(rng) * 8); // ties too
-                appended.append(v);
+            core::StableArray<double> values;
+            for (std::size_t i = 0; i < n; ++i) {
+                values.push_back(std::round(value(rng) * 8)); // ties too
+                appended.append(values.back());
             }
-            std::size_t next = 0;
-            rebuilt.rebuild(n, [&] { return values[next++]; });
+            struct Counted { // the identity, counting its calls
+                std::size_t calls = 0;
+                double operator()(double v)
+                {
+                    ++calls;
+                    return v;
+                }
+            };
+            // f comes back in the state it ended in: called once a value, in order.
+            QCOMPARE(rebuilt.rebuild(values, Counted {}).calls, n);
             QCOMPARE(rebuilt.size(), n);
             for (std::size_t a = 0; a < n; a += 1 + a / 3)
                 for (const std::size_t b : { a + 1, (a + n) / 2 + 1, n }) {
@@ -85,7 +93,7 @@ private Q_SLOTS:
             rebuilt.append(0.5); // and it grows on as an appended one does
             appended.append(0.5);
             QCOMPARE(rebuilt.extremes(0, n + 1).max, appended.extremes(0, n + 1).max);
-            rebuilt.rebuild(n, [&, i = std::size_t(0)]() mutable { return values[i++]; });
+            rebuilt.rebuild(values, Counted {});
         }
     }
 

@@ -37,24 +37,22 @@ public:
     };
 
     void append(double value); // value must be finite
-    // Replaces the values by `count` values of `next()` (each finite) and builds the index
-    // append() would have built. Storage of that size already is rewritten in place: a
-    // series re-smoothed with a new weight touches no fresh memory, which cost more than
-    // the smoothing itself (page faults of ~30 MB per million samples).
-    template <typename Next> void rebuild(std::size_t count, Next next)
+    // Replaces the values by f(source[0]), f(source[1]), ... (f is called in order and may
+    // keep state; each result finite) and builds the index append() would have built;
+    // returns f, as std::for_each does, with the state it ends in. Storage of that size
+    // already is rewritten in place: a series re-smoothed with a new weight touches no
+    // fresh memory, which cost more than the smoothing itself (page faults of ~30 MB per
+    // million samples).
+    //
+    // One pass, nothing read back: each value is compared with its lowest-level block's
+    // extremes as it is made (the comparisons run beside f's own work, such as a moving
+    // average's multiply-add chain), and each block it completes on the levels above is
+    // merged at once, as append() does, while the values it compares are still in cache.
+    // f is a local copy, so its state stays in registers: a member or a captured reference
+    // would be stored at every value, since the values written might alias it.
+    template <typename F> F rebuild(const StableArray<double> &source, F f)
     {
-        refill(count, [&](double *out, std::size_t, std::size_t n) {
-            for (std::size_t k = 0; k < n; ++k)
-                out[k] = next();
-        });
-    }
-    // The same, `fill(out, first, n)` writing the values first..first+n-1 (each finite) to
-    // out[0..n-1], a lowest-level block (2^kFirstLevel values) at a time, in order. Each
-    // block's extremes are found while its values are in registers, and each block it
-    // completes on the levels above is merged at once, as append() does, while the values
-    // it compares are still in cache: nothing is read back from memory afterwards.
-    template <typename Fill> void refill(std::size_t count, Fill fill)
-    {
+        const std::size_t count = source.size();
         if (count != m_values.size()) {
             clear();
             for (std::size_t i = 0; i < count; ++i)
@@ -63,9 +61,23 @@ public:
         constexpr std::size_t width = std::size_t(1) << kFirstLevel;
         const std::size_t blocks = count >> kFirstLevel;
         for (std::size_t j = 0; j < blocks; ++j) {
-            double *out = m_values.data(j << kFirstLevel);
-            fill(out, j << kFirstLevel, width);
-            storeBlock(0, j, scanBlock(out, j << kFirstLevel));
+            const std::size_t first = j << kFirstLevel;
+            // Contiguous: width divides StableArray's blocks.
+            const double *in = source.data(first);
+            double *out = m_values.data(first);
+            double low = f(in[0]), high = low;
+            out[0] = low;
+            std::size_t lowAt = 0, highAt = 0;
+            for (std::size_t k = 1; k < width; ++k) {
+                const double v = f(in[k]);
+                out[k] = v;
+                lowAt = v < low ? k : lowAt; // leftmost extremes, as merge() keeps them
+                low = v < low ? v : low;
+                highAt = v > high ? k : highAt;
+                high = v > high ? v : high;
+            }
+            storeBlock(0, j,
+                { static_cast<std::uint32_t>(first + lowAt), static_cast<std::uint32_t>(first + highAt) });
             // Block j + 1 of level 0 completes a block on each level L where 2^L divides j + 1.
             for (std::size_t level = 1, done = j + 1; (done & 1) == 0; ++level) {
                 done >>= 1;
@@ -73,8 +85,13 @@ public:
                 storeBlock(level, b, merge(m_levels[level - 1][2 * b], m_levels[level - 1][2 * b + 1]));
             }
         }
-        if (const std::size_t tail = count & (width - 1); tail > 0)
-            fill(m_values.data(blocks << kFirstLevel), blocks << kFirstLevel, tail);
+        if (const std::size_t tail = count & (width - 1); tail > 0) {
+            const double *in = source.data(blocks << kFirstLevel);
+            double *out = m_values.data(blocks << kFirstLevel);
+            for (std::size_t k = 0; k < tail; ++k)
+                out[k] = f(in[k]);
+        }
+        return f;
     }
     void clear();
     std::size_t size() const { return m_values.size(); }
@@ -125,10 +142,12 @@ private:
         return block;
     }
 
-    // Blocks of fewer than 2^kFirstLevel values are not kept: a query scans at most that many
-    // values at each end, and a rebuild (a new smoothing weight) writes an eighth of the
-    // blocks a full tree would, which was most of its time.
-    static constexpr std::size_t kFirstLevel = 3;
+    // Blocks of fewer than 2^kFirstLevel values are not kept: a query looks at most that
+    // many values up one by one at each end, and a rebuild (a new smoothing weight) writes
+    // and merges a 32nd of the blocks a full tree would. Blocks of 8 made a rebuild ~20 %
+    // slower and a query ~25 % faster; a new weight is the slower interaction
+    // (docs/benchmarks.md, "the moving average fused").
+    static constexpr std::size_t kFirstLevel = 5;
 
     // Stable storage: a live series never pauses to copy itself (see StableArray).
     StableArray<double> m_values;

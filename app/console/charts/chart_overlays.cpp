@@ -116,15 +116,12 @@ void ChartOverlays::placeBands(const OverlayFrame &frame)
         // Smoothed as the lines are (debiased EMA), then the lowest low and highest high per
         // pixel column, so a long band costs the plot's width, not its length.
         std::vector<std::pair<double, double>> column(std::size_t(columns), { kInf, -kInf });
-        double lowAccumulator = 0, highAccumulator = 0, power = 1;
+        Ema lowEma { smoothing }, highEma { smoothing };
         for (const BandPoint &p : band.points) {
             double low = p.low, high = p.high;
             if (smoothing > 0) {
-                lowAccumulator = smoothing * lowAccumulator + (1 - smoothing) * low;
-                highAccumulator = smoothing * highAccumulator + (1 - smoothing) * high;
-                power *= smoothing;
-                low = lowAccumulator / (1 - power);
-                high = highAccumulator / (1 - power);
+                low = lowEma.next(low);
+                high = highEma.next(high);
             }
             const double x = p.mean.x[axis];
             if (!std::isfinite(x) || x < from || x > to || !(to > from))

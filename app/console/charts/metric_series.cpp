@@ -6,6 +6,23 @@
 
 namespace scalelab::app {
 
+namespace {
+
+// A whole series smoothed with a new weight: MinMaxIndex::rebuild with Ema inlined. On
+// x86-64 it is compiled twice, for CPUs with FMA (Ema's chain one fused instruction) and
+// for those without (std::fma a call); the loader picks one. Both give the same bits.
+#if defined(__x86_64__) && defined(__clang__)
+[[gnu::target_clones("fma", "default")]] // clang 14 takes no flatten beside it
+#elif defined(__x86_64__) && defined(__GNUC__)
+[[gnu::flatten, gnu::target_clones("fma", "default")]] // flatten: rebuild() inlined in each
+#endif
+Ema resmooth(core::MinMaxIndex &smoothed, const core::StableArray<double> &raw, Ema ema)
+{
+    return smoothed.rebuild(raw, ema);
+}
+
+} // namespace
+
 bool MetricSeries::append(const MetricPoint &point)
 {
     if (!std::isfinite(point.y)) {
@@ -63,17 +80,9 @@ void MetricSeries::setSmoothing(double weight)
         m_smoothed.clear();
         return;
     }
-    // The whole series, the index's lowest blocks as it goes, over the storage of the last
-    // weight: a new weight for runs of millions of samples is a frame, not a second. The
-    // average is a local, not a member the compiler would store at every value.
-    const core::StableArray<double> &raw = m_raw.values();
-    Ema ema = m_ema;
-    m_smoothed.refill(raw.size(), [&](double *out, std::size_t first, std::size_t n) {
-        const double *in = raw.data(first); // contiguous: a block of the index's lowest level
-        for (std::size_t k = 0; k < n; ++k)
-            out[k] = ema.next(in[k]);
-    });
-    m_ema = ema;
+    // The whole series in one pass over the storage of the last weight: a new weight for
+    // runs of millions of samples is a frame, not a second.
+    m_ema = resmooth(m_smoothed, m_raw.values(), m_ema);
 }
 
 QList<QPointF> MetricSeries::downsample(

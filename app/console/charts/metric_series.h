@@ -5,6 +5,7 @@
 #pragma once
 
 #include "downsample.h"
+#include "smoothing.h"
 
 #include <QList>
 #include <QPointF>
@@ -71,23 +72,6 @@ public:
     std::size_t nearest(XAxis axis, double x) const;
 
 private:
-    // TensorBoard's smoothing (scalar card): accumulator = accumulator * w + (1 - w) * y,
-    // shown divided by 1 - w^n so the average is not biased toward its zero start.
-    struct Ema {
-        double weight = 0;
-        double accumulator = 0;
-        double power = 1; // weight^n after n samples
-        double next(double y)
-        {
-            accumulator = accumulator * weight + (1 - weight) * y;
-            // Once w^n no longer changes 1 - w^n it is 0: left to shrink it became subnormal
-            // (for most weights stuck at the smallest one), which made every later
-            // multiplication ~100 times slower; a million samples took 0.2 s, not 5 ms.
-            power = power < 1e-20 ? 0.0 : power * weight;
-            return accumulator / (1 - power);
-        }
-    };
-
     std::array<core::StableArray<double>, kXAxisCount> m_x;
     core::MinMaxIndex m_raw;
     core::MinMaxIndex m_smoothed; // maintained only while m_weight > 0
