@@ -59,6 +59,32 @@ private Q_SLOTS:
         }
     }
 
+    // Among equal extremes the index names the leftmost, at every level of its blocks (which
+    // carry their extreme values) and at the ends of a query.
+    void minMaxIndexNamesTheLeftmostOfEqualExtremes()
+    {
+        std::mt19937 rng(5);
+        std::uniform_int_distribution<int> value(-3, 3);
+        core::MinMaxIndex index;
+        std::vector<double> values;
+        for (int i = 0; i < 20'000; ++i) {
+            values.push_back(value(rng));
+            index.append(values.back());
+        }
+        std::uniform_int_distribution<std::size_t> pick(0, values.size() - 1);
+        for (int trial = 0; trial < 3000; ++trial) {
+            std::size_t a = pick(rng), b = pick(rng);
+            if (a > b)
+                std::swap(a, b);
+            ++b;
+            const auto e = index.extremes(a, b);
+            QCOMPARE(e.min,
+                std::size_t(std::min_element(values.begin() + a, values.begin() + b) - values.begin()));
+            QCOMPARE(e.max,
+                std::size_t(std::max_element(values.begin() + a, values.begin() + b) - values.begin()));
+        }
+    }
+
     // rebuild() makes the index append() makes, afresh or over storage of the same size
     // (a new smoothing weight), and over another size.
     void rebuiltIndexIsTheAppendedOne()

@@ -72,7 +72,7 @@ void MinMaxIndex::clear()
 MinMaxIndex::Extremes MinMaxIndex::extremes(std::size_t first, std::size_t last) const
 {
     assert(first < last && last <= m_values.size());
-    Block best { static_cast<std::uint32_t>(first), static_cast<std::uint32_t>(first) };
+    Block best = single(first);
     std::size_t i = first;
     while (i < last) {
         // The largest complete block that starts at i and ends inside [i, last); below the
@@ -82,7 +82,7 @@ MinMaxIndex::Extremes MinMaxIndex::extremes(std::size_t first, std::size_t last)
             k = std::min<std::size_t>(k, std::countr_zero(i));
         k = std::min(k, kFirstLevel + m_levels.size() - 1);
         if (k < kFirstLevel) {
-            best = merge(best, { static_cast<std::uint32_t>(i), static_cast<std::uint32_t>(i) });
+            best = merge(best, single(i));
             ++i;
         } else {
             best = merge(best, m_levels[k - kFirstLevel][i >> k]);

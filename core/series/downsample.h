@@ -77,7 +77,8 @@ public:
                 high = v > high ? v : high;
             }
             storeBlock(0, j,
-                { static_cast<std::uint32_t>(first + lowAt), static_cast<std::uint32_t>(first + highAt) });
+                { static_cast<std::uint32_t>(first + lowAt), static_cast<std::uint32_t>(first + highAt), low,
+                    high });
             // Block j + 1 of level 0 completes a block on each level L where 2^L divides j + 1.
             for (std::size_t level = 1, done = j + 1; (done & 1) == 0; ++level) {
                 done >>= 1;
@@ -103,14 +104,32 @@ public:
     Extremes extremes(std::size_t first, std::size_t last) const;
 
 private:
+    // A block's extremes: where they are and what they are. The values ride along so that a
+    // merge compares what it holds: a query over a column of a long series touches ~20
+    // blocks, and looking their extremes up in the values was a cache miss each.
     struct Block {
         std::uint32_t min;
         std::uint32_t max;
+        double low;
+        double high;
     };
-    Block merge(Block a, Block b) const
+    // Of a and b (b to the right of a), the smallest and the largest, the leftmost on ties.
+    static Block merge(Block a, Block b)
     {
-        return { m_values[b.min] < m_values[a.min] ? b.min : a.min,
-            m_values[b.max] > m_values[a.max] ? b.max : a.max };
+        if (b.low < a.low) {
+            a.min = b.min;
+            a.low = b.low;
+        }
+        if (b.high > a.high) {
+            a.max = b.max;
+            a.high = b.high;
+        }
+        return a;
+    }
+    Block single(std::size_t i) const
+    {
+        const auto at = static_cast<std::uint32_t>(i);
+        return { at, at, m_values[i], m_values[i] };
     }
     // Block b of level `level` (0: blocks of 2^kFirstLevel values), rewritten in place or
     // appended: levels are stored in order, so b is at most the level's size.
@@ -127,25 +146,25 @@ private:
     // first of which is value `first`: leftmost extremes, as merge() keeps them.
     static Block scanBlock(const double *values, std::size_t first)
     {
-        Block block { static_cast<std::uint32_t>(first), static_cast<std::uint32_t>(first) };
-        double low = values[0], high = low;
+        Block block { static_cast<std::uint32_t>(first), static_cast<std::uint32_t>(first), values[0],
+            values[0] };
         for (std::size_t i = 1; i < (std::size_t(1) << kFirstLevel); ++i) {
-            if (values[i] < low) {
-                low = values[i];
+            if (values[i] < block.low) {
+                block.low = values[i];
                 block.min = static_cast<std::uint32_t>(first + i);
             }
-            if (values[i] > high) {
-                high = values[i];
+            if (values[i] > block.high) {
+                block.high = values[i];
                 block.max = static_cast<std::uint32_t>(first + i);
             }
         }
         return block;
     }
 
-    // Blocks of fewer than 2^kFirstLevel values are not kept: a query looks at most that
-    // many values up one by one at each end, and a rebuild (a new smoothing weight) writes
-    // and merges a 32nd of the blocks a full tree would. Blocks of 8 made a rebuild ~20 %
-    // slower and a query ~25 % faster; a new weight is the slower interaction
+    // Blocks of fewer than 2^kFirstLevel values are not kept: a query reads at most that
+    // many values in order at each end, and a rebuild (a new smoothing weight) writes and
+    // merges a 32nd of the blocks a full tree would. Blocks of 8 made a rebuild ~30 % slower
+    // and a query in cache ~40 % faster; a new weight is the slower interaction
     // (docs/benchmarks.md, "the moving average fused").
     static constexpr std::size_t kFirstLevel = 5;
 
