@@ -1,5 +1,7 @@
 #include "chart_overlays.h"
 
+#include "smoothing.h"
+
 #include <QChart>
 #include <QFont>
 #include <QGraphicsPathItem>
