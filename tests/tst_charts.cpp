@@ -271,6 +271,11 @@ private Q_SLOTS:
         QVERIFY(spreadSmooth < spreadRaw / 3); // visibly smoother
         QCOMPARE(ys(chart.drawnRawPoints(QStringLiteral("a"))).size(), 200); // raw kept faintly behind
         QCOMPARE(chart.drawnRawPoints(QStringLiteral("a")).at(50).y(), points[50].y);
+        if (const QString shots = qEnvironmentVariable("SCALELAB_SCREENSHOT_DIR"); !shots.isEmpty()) {
+            chart.resize(900, 500); // to look at: the smoothed line over the faint raw one
+            chart.redraw();
+            QVERIFY(chart.grab().save(shots + QStringLiteral("/smoothed_loss.png")));
+        }
 
         chart.setSmoothing(5); // clamped like TensorBoard's slider
         QCOMPARE(chart.smoothing(), 0.999);
